@@ -1,0 +1,234 @@
+// Package cpuref is gpucc's reference: it defines, and computes, the exact
+// answer every backend must reproduce.
+//
+// # Semantics
+//
+// All values are IEEE-754 binary32 (float32) with round-to-nearest-even.
+// Subnormals are kept, never flushed. Every intermediate rounds to float32:
+//
+//   - add, sub, mul (tensor or scalar operand): one operation, one rounding.
+//     A product is rounded before anything adds to it. There is no fused
+//     multiply-add anywhere: `a*b+c` written as two nodes rounds twice, on
+//     every backend, even where a driver would contract it.
+//   - relu(x) = x if x > 0, else +0. So relu(-0) = +0 and relu(NaN) = +0.
+//   - positive(x) = 1 if x > 0, else 0 (also 0 for NaN).
+//   - transpose moves values; it never changes a bit.
+//   - matmul C[i,j]: acc starts at +0; for k = 0, 1, …, K-1 in ascending
+//     order, p = round(A[i,k]·B[k,j]) and acc = round(acc + p). Each product
+//     and each partial sum rounds separately. A tiled kernel reproduces this
+//     exactly as long as every output keeps one accumulator that walks k in
+//     ascending order.
+//   - sum(x) of n elements: pad x with -0.0 to P, the smallest power of two
+//     ≥ n, then reduce the contiguous pairwise tree
+//     sum(x[lo:hi]) = sum(x[lo:mid]) + sum(x[mid:hi]), mid = (lo+hi)/2.
+//     Because x + (-0) == x for every x (including +0 and -0), padding never
+//     changes a value, so any reduction that combines aligned power-of-two
+//     blocks in this tree order (for example a GPU workgroup reducing 256
+//     contiguous elements, then a second pass over the partials) gets the
+//     same bits.
+//   - life(x) on an [h,w] grid: a cell is alive when x > 0. Neighbours wrap
+//     around both edges (a torus; a 1×1 grid is its own eight neighbours).
+//     A cell is 1 in the next step when it has exactly 3 live neighbours, or
+//     is alive and has exactly 2; otherwise 0.
+//   - full(v): every element is v.
+//
+// Intermediates may overflow to ±Inf or become NaN (relu and positive may
+// hide them again); an output that is not finite is an error, reported by
+// the runtime, never a value.
+package cpuref
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Eval evaluates every node of a validated graph and returns the values,
+// indexed by node id.
+func Eval(g *ir.Graph) [][]float32 {
+	vals := make([][]float32, len(g.Nodes))
+	for i := range g.Nodes {
+		vals[i] = EvalNode(g, i, vals)
+	}
+	return vals
+}
+
+// EvalNode computes node i of g from the already computed values of its
+// arguments (vals is indexed by node id).
+func EvalNode(g *ir.Graph, i int, vals [][]float32) []float32 {
+	n := &g.Nodes[i]
+	arg := func(k int) []float32 { return vals[n.Args[k]] }
+	switch n.Op {
+	case ir.OpInput:
+		return n.Data
+	case ir.OpFull:
+		out := make([]float32, n.Shape.Len())
+		for k := range out {
+			out[k] = n.Scalar
+		}
+		return out
+	case ir.OpAdd, ir.OpSub, ir.OpMul:
+		a, b := arg(0), arg(1)
+		out := make([]float32, len(a))
+		for k := range out {
+			out[k] = Binary(n.Op, a[k], b[k])
+		}
+		return out
+	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
+		a := arg(0)
+		out := make([]float32, len(a))
+		for k := range out {
+			out[k] = Unary(n.Op, a[k], n.Scalar)
+		}
+		return out
+	case ir.OpTranspose:
+		s := g.Nodes[n.Args[0]].Shape
+		return Transpose(arg(0), s[0], s[1])
+	case ir.OpMatmul:
+		s := g.Nodes[n.Args[0]].Shape
+		return Matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
+	case ir.OpSum:
+		return []float32{Sum(arg(0))}
+	case ir.OpLife:
+		return Life(arg(0), n.Shape[0], n.Shape[1])
+	}
+	panic("cpuref: unknown op " + n.Op.String())
+}
+
+// Binary applies an elementwise two-operand op (add, sub, mul) once, with
+// one float32 rounding.
+func Binary(op ir.Op, a, b float32) float32 {
+	switch op {
+	case ir.OpAdd:
+		return float32(a + b)
+	case ir.OpSub:
+		return float32(a - b)
+	case ir.OpMul:
+		return float32(a * b)
+	}
+	panic("cpuref: not a binary op: " + op.String())
+}
+
+// Unary applies an elementwise one-operand op; s is the scalar operand of
+// the Op*Scalar ops.
+func Unary(op ir.Op, a, s float32) float32 {
+	switch op {
+	case ir.OpAddScalar:
+		return float32(a + s)
+	case ir.OpSubScalar:
+		return float32(a - s)
+	case ir.OpMulScalar:
+		return float32(a * s)
+	case ir.OpRelu:
+		if a > 0 {
+			return a
+		}
+		return 0
+	case ir.OpPositive:
+		if a > 0 {
+			return 1
+		}
+		return 0
+	}
+	panic("cpuref: not a unary op: " + op.String())
+}
+
+// Transpose returns the [cols,rows] transpose of a row-major [rows,cols] matrix.
+func Transpose(a []float32, rows, cols int) []float32 {
+	out := make([]float32, len(a))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			out[c*rows+r] = a[r*cols+c]
+		}
+	}
+	return out
+}
+
+// Matmul returns a [m,k] × b [k,n] with the reference accumulation order.
+func Matmul(a, b []float32, m, k, n int) []float32 {
+	out := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		row := a[i*k : (i+1)*k]
+		for j := 0; j < n; j++ {
+			var acc float32
+			for p, av := range row {
+				prod := float32(av * b[p*n+j]) // explicit conversion: Go may not fuse across it
+				acc = float32(acc + prod)
+			}
+			out[i*n+j] = acc
+		}
+	}
+	return out
+}
+
+// Sum returns the reference pairwise sum of x (see the package doc).
+func Sum(x []float32) float32 {
+	p := 1
+	for p < len(x) {
+		p *= 2
+	}
+	buf := make([]float32, p)
+	copy(buf, x)
+	negZero := math.Float32frombits(1 << 31)
+	for k := len(x); k < p; k++ {
+		buf[k] = negZero
+	}
+	for width := 1; width < p; width *= 2 {
+		for i := 0; i < p; i += 2 * width {
+			buf[i] = float32(buf[i] + buf[i+width])
+		}
+	}
+	return buf[0]
+}
+
+// Life returns one toroidal Game of Life step of an [h,w] grid.
+func Life(x []float32, h, w int) []float32 {
+	out := make([]float32, h*w)
+	for r := 0; r < h; r++ {
+		for c := 0; c < w; c++ {
+			live := 0
+			for dr := -1; dr <= 1; dr++ {
+				for dc := -1; dc <= 1; dc++ {
+					if dr == 0 && dc == 0 {
+						continue
+					}
+					rr, cc := (r+dr+h)%h, (c+dc+w)%w
+					if x[rr*w+cc] > 0 {
+						live++
+					}
+				}
+			}
+			if live == 3 || live == 2 && x[r*w+c] > 0 {
+				out[r*w+c] = 1
+			}
+		}
+	}
+	return out
+}
+
+// SumFull returns Sum of n copies of v without materialising them: the
+// constant folder uses it, and it is tested against Sum.
+func SumFull(v float32, n int) float32 {
+	levels := 0
+	for 1<<levels < n {
+		levels++
+	}
+	// full[j] is the sum of a complete subtree of 2^j copies of v.
+	full := make([]float32, levels+1)
+	full[0] = v
+	for j := 1; j <= levels; j++ {
+		full[j] = float32(full[j-1] + full[j-1])
+	}
+	var sub func(level, count int) float32
+	sub = func(level, count int) float32 {
+		switch {
+		case count == 0:
+			return math.Float32frombits(1 << 31)
+		case count == 1<<level:
+			return full[level]
+		}
+		half := 1 << (level - 1)
+		return float32(sub(level-1, min(count, half)) + sub(level-1, max(count-half, 0)))
+	}
+	return sub(levels, n)
+}

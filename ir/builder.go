@@ -1,0 +1,140 @@
+package ir
+
+// Builder builds a Graph from Go, in the spirit of the seed's
+// (a * b).relu(). Errors (a shape mismatch, say) are kept and returned by
+// Build, so expressions chain without error checks:
+//
+//	b := ir.NewBuilder()
+//	x := b.Input(ir.Shape{3}, []float32{-2, 3, 4})
+//	y := b.Input(ir.Shape{3}, []float32{10, 20, 30})
+//	b.Output("values", x.Mul(y).Relu())
+//	g, err := b.Build(ir.Limits{})
+type Builder struct {
+	g   Graph
+	err *Error
+}
+
+// Tensor is a node under construction.
+type Tensor struct {
+	b  *Builder
+	id NodeID
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder() *Builder { return &Builder{} }
+
+// ID returns the node id of t.
+func (t Tensor) ID() NodeID { return t.id }
+
+// Shape returns t's shape (nil after an error).
+func (t Tensor) Shape() Shape {
+	if t.b.err != nil {
+		return nil
+	}
+	return t.b.g.Nodes[t.id].Shape
+}
+
+func (b *Builder) add(n Node) Tensor {
+	if b.err != nil {
+		return Tensor{b, -1}
+	}
+	i := len(b.g.Nodes)
+	if n.Op != OpInput && n.Op != OpFull {
+		args := make([]Shape, len(n.Args))
+		for k, a := range n.Args {
+			if a < 0 || int(a) >= i {
+				b.err = Errorf(CodeInvalidGraph, i, argField(k), "tensor from another builder or an earlier error")
+				return Tensor{b, -1}
+			}
+			args[k] = b.g.Nodes[a].Shape
+		}
+		s, err := InferShape(i, n.Op, args)
+		if err != nil {
+			b.err = err
+			return Tensor{b, -1}
+		}
+		n.Shape = s
+	}
+	b.g.Nodes = append(b.g.Nodes, n)
+	return Tensor{b, NodeID(i)}
+}
+
+// Input adds runtime data of the given shape. data is not copied.
+func (b *Builder) Input(shape Shape, data []float32) Tensor {
+	return b.add(Node{Op: OpInput, Shape: append(Shape{}, shape...), Data: data})
+}
+
+// Full adds a tensor whose elements all equal v.
+func (b *Builder) Full(shape Shape, v float32) Tensor {
+	return b.add(Node{Op: OpFull, Shape: append(Shape{}, shape...), Scalar: v})
+}
+
+// Output names t as a result.
+func (b *Builder) Output(name string, t Tensor) {
+	b.g.Outputs = append(b.g.Outputs, Output{Name: name, ID: t.id})
+}
+
+// Build validates the graph against limits and returns it.
+func (b *Builder) Build(limits Limits) (*Graph, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	g := b.g.Clone()
+	for i := range g.Nodes {
+		g.Nodes[i].Data = b.g.Nodes[i].Data
+	}
+	if err := Validate(g, limits); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (t Tensor) unary(op Op, s float32) Tensor {
+	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, Scalar: s})
+}
+
+func (t Tensor) binary(op Op, u Tensor) Tensor {
+	if u.b != t.b {
+		if t.b.err == nil {
+			t.b.err = Errorf(CodeInvalidGraph, len(t.b.g.Nodes), "b", "tensor from another builder")
+		}
+		return Tensor{t.b, -1}
+	}
+	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}})
+}
+
+// Add returns t + u (same shape).
+func (t Tensor) Add(u Tensor) Tensor { return t.binary(OpAdd, u) }
+
+// Sub returns t - u (same shape).
+func (t Tensor) Sub(u Tensor) Tensor { return t.binary(OpSub, u) }
+
+// Mul returns t * u (same shape).
+func (t Tensor) Mul(u Tensor) Tensor { return t.binary(OpMul, u) }
+
+// AddScalar returns t + s.
+func (t Tensor) AddScalar(s float32) Tensor { return t.unary(OpAddScalar, s) }
+
+// SubScalar returns t - s.
+func (t Tensor) SubScalar(s float32) Tensor { return t.unary(OpSubScalar, s) }
+
+// MulScalar returns t * s.
+func (t Tensor) MulScalar(s float32) Tensor { return t.unary(OpMulScalar, s) }
+
+// Relu returns max(t, +0) elementwise.
+func (t Tensor) Relu() Tensor { return t.unary(OpRelu, 0) }
+
+// Positive returns 1 where t > 0, else 0.
+func (t Tensor) Positive() Tensor { return t.unary(OpPositive, 0) }
+
+// T returns the transpose of a 2-D tensor.
+func (t Tensor) T() Tensor { return t.unary(OpTranspose, 0) }
+
+// MatMul returns t × u for [m,k] × [k,n].
+func (t Tensor) MatMul(u Tensor) Tensor { return t.binary(OpMatmul, u) }
+
+// Sum returns the pairwise sum of all elements, shape [].
+func (t Tensor) Sum() Tensor { return t.unary(OpSum, 0) }
+
+// Life returns one toroidal Game of Life step of a 2-D grid.
+func (t Tensor) Life() Tensor { return t.unary(OpLife, 0) }

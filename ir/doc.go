@@ -1,0 +1,22 @@
+// Package ir holds gpucc's intermediate representation: a typed tensor graph
+// that passes rewrite and code generators read.
+//
+// A Graph is a slice of Nodes in topological order. A node's NodeID is its
+// index in that slice. What each Op means, how many arguments it takes and
+// whether it is elementwise is data, in the op table (see OpInfo); code asks
+// the table instead of switching on ops.
+//
+// Invariants, enforced by Validate and relied upon by every pass and backend:
+//
+//   - every argument of node i refers to a node j < i, so the graph is acyclic;
+//   - every node's Shape is the one InferShape computes from its arguments;
+//   - every dimension is at least 1, and no shape holds more than
+//     Limits.MaxElements elements (zero-sized tensors are refused);
+//   - input data has exactly as many elements as its shape and every value
+//     (input data, full values, scalars) is a finite float32;
+//   - there is at least one output, output names are unique and non-empty;
+//   - the graph is within the caller's Limits (never the graph's own).
+//
+// Graphs arrive as protocol v1 JSON (Decode) or are built in Go (Builder).
+// Both paths end in Validate, so nothing downstream sees an unchecked graph.
+package ir

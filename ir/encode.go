@@ -1,0 +1,75 @@
+package ir
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// Encode writes g as protocol v1 JSON. Numbers are written in the shortest
+// form that parses back to the same float32, so Decode(Encode(g)) == g.
+func Encode(g *Graph) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"version":1,"nodes":[`)
+	for i, n := range g.Nodes {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id":`)
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(`,"op":"`)
+		b.WriteString(n.Op.Info().Wire)
+		b.WriteByte('"')
+		switch n.Op {
+		case OpInput, OpFull:
+			b.WriteString(`,"shape":[`)
+			for k, d := range n.Shape {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(strconv.Itoa(d))
+			}
+			b.WriteByte(']')
+		}
+		for k, a := range n.Args {
+			b.WriteString(`,"` + argField(k) + `":`)
+			b.WriteString(strconv.Itoa(int(a)))
+		}
+		switch {
+		case n.Op == OpFull:
+			b.WriteString(`,"value":`)
+			b.WriteString(FormatFloat(n.Scalar))
+		case n.Op.Info().Scalar:
+			b.WriteString(`,"scalar":`)
+			b.WriteString(FormatFloat(n.Scalar))
+		case n.Op == OpInput:
+			b.WriteString(`,"data":[`)
+			for k, v := range n.Data {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(FormatFloat(v))
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`],"outputs":[`)
+	for k, o := range g.Outputs {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":`)
+		b.WriteString(strconv.Quote(o.Name))
+		b.WriteString(`,"id":`)
+		b.WriteString(strconv.Itoa(int(o.ID)))
+		b.WriteByte('}')
+	}
+	b.WriteString("]}\n")
+	return b.Bytes()
+}
+
+// FormatFloat formats v as the shortest decimal that parses back to v as a
+// float32. Negative zero keeps its sign.
+func FormatFloat(v float32) string {
+	return strconv.FormatFloat(float64(v), 'g', -1, 32)
+}

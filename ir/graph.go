@@ -1,0 +1,265 @@
+package ir
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// NodeID identifies a node: its index in Graph.Nodes.
+type NodeID int32
+
+// Shape lists a tensor's dimensions, outermost first. The empty shape is a
+// scalar of one element.
+type Shape []int
+
+// Elements returns the number of elements, or -1 if it exceeds max or a
+// dimension is not positive. It never overflows.
+func (s Shape) Elements(max int64) int64 {
+	n := int64(1)
+	for _, d := range s {
+		if d < 1 || int64(d) > max || n > max/int64(d) {
+			return -1
+		}
+		n *= int64(d)
+	}
+	return n
+}
+
+// Len returns the number of elements of a validated shape.
+func (s Shape) Len() int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// Equal reports whether s and t have the same dimensions.
+func (s Shape) Equal(t Shape) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := range s {
+		if s[i] != t[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s Shape) String() string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// Node is one operation. Which fields are meaningful depends on Op.
+type Node struct {
+	Op     Op
+	Args   []NodeID // tensor arguments, len == Op.Info().Args
+	Shape  Shape    // result shape
+	Scalar float32  // OpFull's value, or the scalar operand of Op*Scalar
+	Data   []float32
+}
+
+// Output names a node whose value is returned.
+type Output struct {
+	Name string
+	ID   NodeID
+}
+
+// Graph is a validated-or-not tensor program. See the package doc for the
+// invariants Validate enforces.
+type Graph struct {
+	Nodes   []Node
+	Outputs []Output
+}
+
+// Clone returns a deep copy of g, except that input data is shared
+// (passes never write to it).
+func (g *Graph) Clone() *Graph {
+	c := &Graph{Nodes: make([]Node, len(g.Nodes)), Outputs: append([]Output(nil), g.Outputs...)}
+	for i, n := range g.Nodes {
+		n.Args = append([]NodeID(nil), n.Args...)
+		n.Shape = append(Shape(nil), n.Shape...)
+		c.Nodes[i] = n
+	}
+	return c
+}
+
+// InferShape returns the shape of op applied to args, or an error naming the
+// problem. node is used only for error messages.
+func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
+	bad := func(field, format string, a ...any) (Shape, *Error) {
+		return nil, Errorf(CodeInvalidGraph, node, field, format, a...)
+	}
+	switch op {
+	case OpAdd, OpSub, OpMul:
+		if !args[0].Equal(args[1]) {
+			return bad("b", "%s needs equal shapes, got %v and %v", op.Info().Wire, args[0], args[1])
+		}
+		return args[0], nil
+	case OpAddScalar, OpSubScalar, OpMulScalar, OpRelu, OpPositive:
+		return args[0], nil
+	case OpTranspose:
+		if len(args[0]) != 2 {
+			return bad("a", "transpose needs a 2-D tensor, got shape %v", args[0])
+		}
+		return Shape{args[0][1], args[0][0]}, nil
+	case OpMatmul:
+		a, b := args[0], args[1]
+		if len(a) != 2 || len(b) != 2 {
+			return bad("a", "matmul needs 2-D tensors, got %v and %v", a, b)
+		}
+		if a[1] != b[0] {
+			return bad("b", "matmul inner dimensions differ: %v × %v", a, b)
+		}
+		return Shape{a[0], b[1]}, nil
+	case OpSum:
+		return Shape{}, nil
+	case OpLife:
+		if len(args[0]) != 2 {
+			return bad("a", "life needs a 2-D grid, got shape %v", args[0])
+		}
+		return args[0], nil
+	}
+	return bad("op", "op %v takes no arguments", op)
+}
+
+// EstimateOps returns the estimated operation count of one node: one per
+// output element, 2·m·k·n for matmul and 9 per cell for life.
+func EstimateOps(g *Graph, n *Node) int64 {
+	out := int64(n.Shape.Len())
+	switch n.Op {
+	case OpMatmul:
+		a := g.Nodes[n.Args[0]].Shape
+		return 2 * int64(a[0]) * int64(a[1]) * int64(n.Shape[1])
+	case OpSum:
+		return int64(g.Nodes[n.Args[0]].Shape.Len())
+	case OpLife:
+		return 9 * out
+	}
+	return out
+}
+
+// Validate checks every invariant of the package doc against limits (zero
+// fields mean the defaults). It reports the first problem found.
+func Validate(g *Graph, limits Limits) error {
+	if err := validate(g, limits.withDefaults()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validate(g *Graph, l Limits) *Error {
+	if len(g.Nodes) == 0 {
+		return Errorf(CodeInvalidGraph, -1, "nodes", "graph has no nodes")
+	}
+	if len(g.Nodes) > l.MaxNodes {
+		return Errorf(CodeLimitExceeded, -1, "nodes", "%d nodes exceed the limit of %d", len(g.Nodes), l.MaxNodes)
+	}
+	var storage, ops int64
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if err := validateNode(g, i, n, l); err != nil {
+			return err
+		}
+		elems := int64(n.Shape.Len())
+		storage += 4 * elems
+		if storage > l.MaxStorageBytes {
+			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", storage, l.MaxStorageBytes)
+		}
+		ops += EstimateOps(g, n)
+		if ops > l.MaxOps {
+			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %d, over the limit of %d", ops, l.MaxOps)
+		}
+	}
+	return validateOutputs(g, l)
+}
+
+func validateNode(g *Graph, i int, n *Node, l Limits) *Error {
+	info := n.Op.Info()
+	if n.Op == OpInvalid || n.Op >= numOps {
+		return Errorf(CodeInvalidGraph, i, "op", "unknown op %v", n.Op)
+	}
+	if len(n.Args) != info.Args {
+		return Errorf(CodeInvalidGraph, i, "op", "%v takes %d arguments, got %d", n.Op, info.Args, len(n.Args))
+	}
+	argShapes := make([]Shape, len(n.Args))
+	for k, a := range n.Args {
+		if a < 0 || int(a) >= i {
+			return Errorf(CodeInvalidGraph, i, argField(k), "reference %d must point to an earlier node (0..%d)", a, i-1)
+		}
+		argShapes[k] = g.Nodes[a].Shape
+	}
+	if len(n.Shape) > MaxRank {
+		return Errorf(CodeInvalidGraph, i, "shape", "rank %d exceeds the maximum rank %d", len(n.Shape), MaxRank)
+	}
+	for k, d := range n.Shape {
+		if d < 1 {
+			return Errorf(CodeInvalidGraph, i, "shape", "dimension %d is %d; zero-sized and negative dimensions are not supported", k, d)
+		}
+	}
+	if n.Shape.Elements(l.MaxElements) < 0 {
+		return Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", n.Shape, l.MaxElements)
+	}
+	if info.Args > 0 {
+		want, err := InferShape(i, n.Op, argShapes)
+		if err != nil {
+			return err
+		}
+		if !want.Equal(n.Shape) {
+			return Errorf(CodeInvalidGraph, i, "shape", "%v result shape is %v, node says %v", n.Op, want, n.Shape)
+		}
+	}
+	if (info.Scalar || n.Op == OpFull) && !isFinite32(n.Scalar) {
+		return Errorf(CodeInvalidGraph, i, "scalar", "value %v is not a finite float32", n.Scalar)
+	}
+	if n.Op == OpInput {
+		if len(n.Data) != n.Shape.Len() {
+			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, n.Shape.Len())
+		}
+		for k, v := range n.Data {
+			if !isFinite32(v) {
+				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
+			}
+		}
+	} else if n.Data != nil {
+		return Errorf(CodeInvalidGraph, i, "data", "only input nodes carry data")
+	}
+	return nil
+}
+
+func validateOutputs(g *Graph, l Limits) *Error {
+	if len(g.Outputs) == 0 {
+		return Errorf(CodeInvalidGraph, -1, "outputs", "graph has no outputs")
+	}
+	if len(g.Outputs) > l.MaxOutputs {
+		return Errorf(CodeLimitExceeded, -1, "outputs", "%d outputs exceed the limit of %d", len(g.Outputs), l.MaxOutputs)
+	}
+	seen := make(map[string]bool, len(g.Outputs))
+	for k, o := range g.Outputs {
+		field := "outputs[" + strconv.Itoa(k) + "]"
+		if o.Name == "" || len(o.Name) > 256 {
+			return Errorf(CodeInvalidGraph, -1, field+".name", "name must be 1 to 256 bytes long")
+		}
+		if seen[o.Name] {
+			return Errorf(CodeInvalidGraph, -1, field+".name", "duplicate output name %q", o.Name)
+		}
+		seen[o.Name] = true
+		if o.ID < 0 || int(o.ID) >= len(g.Nodes) {
+			return Errorf(CodeInvalidGraph, -1, field+".id", "output %q refers to node %d, graph has %d nodes", o.Name, o.ID, len(g.Nodes))
+		}
+	}
+	return nil
+}
+
+func argField(k int) string { return string(rune('a' + k)) }
+
+func isFinite32(v float32) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && !math.IsInf(f, 0)
+}

@@ -1,0 +1,245 @@
+package ir
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Program is a graph lowered to kernels: what every backend runs. Passes
+// produce it (see package passes); codegen packages turn each Kernel into
+// source for one target. A Program is immutable once built.
+//
+// Invariants:
+//   - Kernels are in execution order: a kernel reads only buffers that are
+//     inputs or written by an earlier kernel;
+//   - every buffer other than an input is written by exactly one kernel;
+//   - every Instr argument refers to an earlier Instr of the same Body.
+type Program struct {
+	Buffers []Buffer
+	Kernels []Kernel
+	Outputs []ProgramOutput
+}
+
+// Buffer is one device tensor of Len float32 elements, holding the value of
+// graph node Node. Input buffers carry Data, uploaded before any kernel runs.
+type Buffer struct {
+	Len   int
+	Shape Shape
+	Node  NodeID
+	Input bool
+	Data  []float32 // when Input
+}
+
+// ProgramOutput is a named result: a buffer to read back, or, when the
+// whole output was folded at compile time (Buffer < 0), the constant Const
+// repeated over Shape.
+type ProgramOutput struct {
+	Name   string
+	Shape  Shape
+	Buffer int
+	Const  float32
+}
+
+// KernelKind says what loop a kernel runs.
+type KernelKind uint8
+
+// The kernel kinds.
+const (
+	// KernelElementwise: for each element i of Shape, evaluate Body and store
+	// Body[Stores[k]] to Outputs[k][i].
+	KernelElementwise KernelKind = iota
+	// KernelMatmul: C = Inputs[0] × Inputs[1] with the reference order
+	// ([M,K] × [K,N]); then Body is an epilogue evaluated per element of
+	// [M,N], where InstrAcc is C's element; stores as for elementwise.
+	KernelMatmul
+	// KernelSum: Body is a prologue evaluated per element of Shape; the
+	// pairwise reference sum of Body[Stores[0]] over all elements is written
+	// to Outputs[0][0].
+	KernelSum
+	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
+	// Outputs[0]. Body is empty.
+	KernelLife
+)
+
+func (k KernelKind) String() string {
+	return [...]string{"elementwise", "matmul", "sum", "life"}[k]
+}
+
+// Operand is a buffer a kernel reads. When Transposed, the buffer holds the
+// [Shape[1],Shape[0]] transpose of the 2-D logical operand of Shape, and the
+// kernel reads it in place: logical (r,c) is buffer element c*Shape[0]+r.
+type Operand struct {
+	Buffer     int
+	Transposed bool
+	Shape      Shape // logical shape, as the kernel sees it
+}
+
+// InstrKind says where an Instr's value comes from.
+type InstrKind uint8
+
+// The instruction kinds.
+const (
+	InstrConst InstrKind = iota // Scalar
+	InstrLoad                   // element i of Inputs[Operand]
+	InstrAcc                    // matmul accumulator of this element (KernelMatmul only)
+	InstrOp                     // Op (elementwise) applied to Args (and Scalar for Op*Scalar)
+)
+
+// Instr is one SSA value of a kernel body. Args index earlier Instrs.
+type Instr struct {
+	Kind    InstrKind
+	Op      Op
+	Args    [2]int32
+	Scalar  float32
+	Operand int
+	Node    NodeID // graph node this value computes, or -1
+}
+
+// Tile holds matmul tiling parameters, chosen by the tiling pass.
+type Tile struct {
+	BM, BN int // output tile per workgroup (rows, cols)
+	TM, TN int // output tile per thread (register tile)
+	BK     int // k-step staged through workgroup memory per iteration
+	Vector int // vector width of loads (1 or 4)
+}
+
+// Kernel is one dispatch. Which fields matter depends on Kind.
+type Kernel struct {
+	Name    string
+	Kind    KernelKind
+	Nodes   []NodeID  // graph nodes computed by this kernel
+	Inputs  []Operand // buffers read
+	Outputs []int     // buffers written
+	Shape   Shape     // iteration space: result shape; for sum the summed shape
+	Body    []Instr
+	Stores  []int32 // Body index whose value goes to Outputs[k]
+	M, K, N int     // matmul dimensions
+	Tile    Tile    // matmul tiling
+}
+
+// Bindings returns the number of storage buffers the kernel binds.
+func (k *Kernel) Bindings() int { return len(k.Inputs) + len(k.Outputs) }
+
+// String returns the program's text form.
+func (p *Program) String() string {
+	var b strings.Builder
+	for i, buf := range p.Buffers {
+		kind := "tmp"
+		if buf.Input {
+			kind = "input"
+		}
+		fmt.Fprintf(&b, "buf%d = %s %v (node %d)\n", i, kind, buf.Shape, buf.Node)
+	}
+	for _, k := range p.Kernels {
+		fmt.Fprintf(&b, "kernel %s %s %v nodes=%v", k.Name, k.Kind, k.Shape, k.Nodes)
+		if k.Kind == KernelMatmul {
+			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%+v", k.M, k.K, k.N, k.Tile)
+		}
+		b.WriteString("\n")
+		for j, in := range k.Inputs {
+			t := ""
+			if in.Transposed {
+				t = "ᵀ"
+			}
+			fmt.Fprintf(&b, "  in%d = buf%d%s %v\n", j, in.Buffer, t, in.Shape)
+		}
+		for j, in := range k.Body {
+			fmt.Fprintf(&b, "  v%d = %s\n", j, in.text())
+		}
+		for j, s := range k.Stores {
+			fmt.Fprintf(&b, "  buf%d <- v%d\n", k.Outputs[j], s)
+		}
+	}
+	for _, o := range p.Outputs {
+		if o.Buffer < 0 {
+			fmt.Fprintf(&b, "out %q = const %s %v\n", o.Name, FormatFloat(o.Const), o.Shape)
+		} else {
+			fmt.Fprintf(&b, "out %q = buf%d %v\n", o.Name, o.Buffer, o.Shape)
+		}
+	}
+	return b.String()
+}
+
+func (in Instr) text() string {
+	switch in.Kind {
+	case InstrConst:
+		return "const " + FormatFloat(in.Scalar)
+	case InstrLoad:
+		return fmt.Sprintf("load in%d", in.Operand)
+	case InstrAcc:
+		return "acc"
+	}
+	s := in.Op.String()
+	for k := 0; k < in.Op.Info().Args; k++ {
+		sep := " "
+		if k > 0 {
+			sep = ", "
+		}
+		s += fmt.Sprintf("%sv%d", sep, in.Args[k])
+	}
+	if in.Op.Info().Scalar {
+		s += ", " + FormatFloat(in.Scalar)
+	}
+	return s
+}
+
+// ValidateProgram checks the Program invariants: buffers are in range,
+// each non-input buffer has one writer, kernels read only what is already
+// written, and bodies refer only to earlier values and existing operands.
+func ValidateProgram(p *Program) error {
+	written := make([]bool, len(p.Buffers))
+	for i, b := range p.Buffers {
+		written[i] = b.Input
+		if b.Len != b.Shape.Len() {
+			return Errorf(CodeInternal, -1, "", "buf%d: length %d does not match shape %v", i, b.Len, b.Shape)
+		}
+	}
+	inRange := func(b int) bool { return b >= 0 && b < len(p.Buffers) }
+	for _, k := range p.Kernels {
+		bad := func(format string, a ...any) error {
+			return Errorf(CodeInternal, -1, "", "kernel %s: "+format, append([]any{k.Name}, a...)...)
+		}
+		for _, in := range k.Inputs {
+			if !inRange(in.Buffer) || !written[in.Buffer] {
+				return bad("reads buf%d before it is written", in.Buffer)
+			}
+			if p.Buffers[in.Buffer].Len != in.Shape.Len() {
+				return bad("operand buf%d has %d elements, kernel expects %v", in.Buffer, p.Buffers[in.Buffer].Len, in.Shape)
+			}
+		}
+		for _, o := range k.Outputs {
+			if !inRange(o) || written[o] {
+				return bad("writes buf%d, which is an input or already written", o)
+			}
+			written[o] = true
+		}
+		if k.Kind != KernelLife && len(k.Stores) != len(k.Outputs) {
+			return bad("%d stores for %d outputs", len(k.Stores), len(k.Outputs))
+		}
+		for j, in := range k.Body {
+			switch in.Kind {
+			case InstrLoad:
+				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
+					return bad("v%d loads missing operand %d", j, in.Operand)
+				}
+			case InstrOp:
+				for a := 0; a < in.Op.Info().Args; a++ {
+					if in.Args[a] < 0 || int(in.Args[a]) >= j {
+						return bad("v%d uses v%d, which is not earlier", j, in.Args[a])
+					}
+				}
+			}
+		}
+		for _, s := range k.Stores {
+			if s < 0 || int(s) >= len(k.Body) {
+				return bad("stores missing value v%d", s)
+			}
+		}
+	}
+	for _, o := range p.Outputs {
+		if o.Buffer >= 0 && (!inRange(o.Buffer) || !written[o.Buffer]) {
+			return Errorf(CodeInternal, -1, "", "output %q reads unwritten buf%d", o.Name, o.Buffer)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package ir
+
+import (
+	"fmt"
+	"strings"
+)
+
+// String returns the graph's text form, one node per line:
+//
+//	%2 = mul %0, %1 : [3]
+//	%3 = add_scalar %2, 1.5 : [3]
+//	out "values" = %3
+//
+// Input data is summarised, not printed.
+func (g *Graph) String() string {
+	var b strings.Builder
+	for i, n := range g.Nodes {
+		fmt.Fprintf(&b, "%%%d = %s", i, n.Op)
+		sep := " "
+		for _, a := range n.Args {
+			fmt.Fprintf(&b, "%s%%%d", sep, a)
+			sep = ", "
+		}
+		if n.Op.Info().Scalar {
+			fmt.Fprintf(&b, "%s%s", sep, FormatFloat(n.Scalar))
+		}
+		if n.Op == OpInput {
+			fmt.Fprintf(&b, " (%d values)", len(n.Data))
+		}
+		fmt.Fprintf(&b, " : %v\n", n.Shape)
+	}
+	for _, o := range g.Outputs {
+		fmt.Fprintf(&b, "out %q = %%%d\n", o.Name, o.ID)
+	}
+	return b.String()
+}

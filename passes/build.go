@@ -1,0 +1,277 @@
+package passes
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// unit is a group, or a piece of a split group, that becomes one kernel.
+type unit struct {
+	kind  ir.KernelKind
+	nodes []ir.NodeID
+}
+
+type builder struct {
+	*fuser
+	p       *ir.Program
+	bufOf   map[ir.NodeID]int
+	units   []unit
+	madeFor map[ir.NodeID]bool // nodes that already have a materialising unit
+}
+
+// build turns the groups into a Program.
+func (f *fuser) build() (*ir.Program, error) {
+	b := &builder{fuser: f, p: &ir.Program{}, bufOf: map[ir.NodeID]int{}, madeFor: map[ir.NodeID]bool{}}
+	for _, g := range f.groups {
+		if !g.dead {
+			b.units = append(b.units, b.split(g)...)
+		}
+	}
+	for _, o := range f.g.Outputs {
+		out := ir.ProgramOutput{Name: o.Name, Shape: f.g.Nodes[o.ID].Shape, Buffer: -1}
+		base, tr := f.resolve(o.ID)
+		switch {
+		case f.g.Nodes[base].Op == ir.OpFull:
+			out.Const = f.g.Nodes[base].Scalar
+		case tr:
+			b.materialise(o.ID)
+			out.Buffer = b.buffer(o.ID)
+		default:
+			out.Buffer = b.buffer(base)
+		}
+		b.p.Outputs = append(b.p.Outputs, out)
+	}
+	var kernels []ir.Kernel
+	for i := 0; i < len(b.units); i++ { // units may grow while building
+		kernels = append(kernels, b.kernel(b.units[i]))
+	}
+	order, ok := kernelOrder(kernels)
+	if !ok {
+		return nil, f.errorf("fuse: kernels depend on each other in a cycle")
+	}
+	for i, k := range order {
+		k.Name = kernelName(i, k)
+		b.p.Kernels = append(b.p.Kernels, k)
+	}
+	return b.p, nil
+}
+
+// materialise adds a unit that writes node v (a full or a transpose) to its
+// own buffer, once.
+func (b *builder) materialise(v ir.NodeID) {
+	if !b.madeFor[v] {
+		b.madeFor[v] = true
+		b.units = append(b.units, unit{kind: ir.KernelElementwise, nodes: []ir.NodeID{v}})
+	}
+}
+
+// buffer returns the buffer holding node v, creating it on first use.
+func (b *builder) buffer(v ir.NodeID) int {
+	if id, ok := b.bufOf[v]; ok {
+		return id
+	}
+	n := &b.g.Nodes[v]
+	buf := ir.Buffer{Len: n.Shape.Len(), Shape: n.Shape, Node: b.st.Origin[v]}
+	if n.Op == ir.OpInput {
+		buf.Input, buf.Data = true, n.Data
+	}
+	b.p.Buffers = append(b.p.Buffers, buf)
+	b.bufOf[v] = len(b.p.Buffers) - 1
+	return b.bufOf[v]
+}
+
+// operand returns the buffer operand through which a kernel reads node v,
+// materialising a full if one is read as a buffer.
+func (b *builder) operand(v ir.NodeID) ir.Operand {
+	base, tr := b.resolve(v)
+	if b.g.Nodes[base].Op == ir.OpFull {
+		b.materialise(base)
+	}
+	return ir.Operand{Buffer: b.buffer(base), Transposed: tr, Shape: b.g.Nodes[v].Shape}
+}
+
+// split cuts a group whose kernel would bind more than MaxBindings buffers
+// into consecutive pieces that each fit. A piece is closed as soon as the
+// next member would not fit; since its later members are then outside it,
+// its count is exact when it closes.
+func (b *builder) split(g *group) []unit {
+	max := b.st.Options.MaxBindings
+	if b.cost(g.nodes) <= max {
+		return []unit{{kind: g.kind, nodes: g.nodes}}
+	}
+	var units []unit
+	var cur []ir.NodeID
+	flush := func() {
+		kind := ir.KernelElementwise
+		if g.root >= 0 && slices.Contains(cur, g.root) {
+			kind = g.kind
+		}
+		units = append(units, unit{kind: kind, nodes: cur})
+		cur = nil
+	}
+	for _, v := range g.nodes {
+		if len(cur) > 0 && b.cost(append(slices.Clone(cur), v)) > max {
+			flush()
+		}
+		cur = append(cur, v)
+	}
+	flush()
+	return units
+}
+
+// cost counts the buffers a kernel over members would bind.
+func (b *builder) cost(members []ir.NodeID) int {
+	type key struct {
+		v  ir.NodeID
+		tr bool
+	}
+	loads := map[key]bool{}
+	n := 0
+	for _, m := range members {
+		for _, a := range b.g.Nodes[m].Args {
+			if slices.Contains(members, a) {
+				continue
+			}
+			base, tr := b.resolve(a)
+			if b.g.Nodes[base].Op != ir.OpFull || b.g.Nodes[m].Op == ir.OpMatmul || b.g.Nodes[m].Op == ir.OpLife {
+				loads[key{base, tr}] = true
+			}
+		}
+		if b.g.Nodes[m].Op.IsElementwise() || b.g.Nodes[m].Op == ir.OpMatmul {
+			if b.stored(m, members) {
+				n++
+			}
+		} else if b.g.Nodes[m].Op == ir.OpSum || b.g.Nodes[m].Op == ir.OpLife {
+			n++
+		}
+	}
+	return n + len(loads)
+}
+
+// kernel builds the kernel of one unit.
+func (b *builder) kernel(u unit) ir.Kernel {
+	k := ir.Kernel{Kind: u.kind}
+	vals := map[ir.NodeID]int32{}
+	consts := map[uint32]int32{}
+	type opKey struct {
+		buf int
+		tr  bool
+	}
+	operands := map[opKey]int{}
+	emit := func(in ir.Instr) int32 {
+		k.Body = append(k.Body, in)
+		return int32(len(k.Body) - 1)
+	}
+	value := func(v ir.NodeID) int32 { // the body value of node v, loading it if outside
+		if i, ok := vals[v]; ok && slices.Contains(u.nodes, v) {
+			return i
+		}
+		base, tr := b.resolve(v)
+		if n := b.g.Nodes[base]; n.Op == ir.OpFull {
+			bits := math.Float32bits(n.Scalar)
+			if i, ok := consts[bits]; ok {
+				return i
+			}
+			consts[bits] = emit(ir.Instr{Kind: ir.InstrConst, Scalar: n.Scalar, Node: -1})
+			return consts[bits]
+		}
+		op := ir.Operand{Buffer: b.buffer(base), Transposed: tr, Shape: b.g.Nodes[v].Shape}
+		idx, ok := operands[opKey{op.Buffer, tr}]
+		if !ok {
+			idx = len(k.Inputs)
+			operands[opKey{op.Buffer, tr}] = idx
+			k.Inputs = append(k.Inputs, op)
+		}
+		return emit(ir.Instr{Kind: ir.InstrLoad, Operand: idx, Node: -1})
+	}
+	store := func(v ir.NodeID, val int32) {
+		k.Stores = append(k.Stores, val)
+		k.Outputs = append(k.Outputs, b.buffer(v))
+	}
+	for _, m := range u.nodes {
+		n := &b.g.Nodes[m]
+		k.Nodes = append(k.Nodes, b.st.Origin[m])
+		switch n.Op {
+		case ir.OpMatmul:
+			a := b.g.Nodes[n.Args[0]].Shape
+			k.M, k.K, k.N = a[0], a[1], n.Shape[1]
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Shape = n.Shape
+			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
+		case ir.OpSum:
+			k.Shape = b.g.Nodes[n.Args[0]].Shape
+			store(m, value(n.Args[0]))
+			continue
+		case ir.OpLife:
+			k.Shape = n.Shape
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))
+			k.Outputs = append(k.Outputs, b.buffer(m))
+			continue
+		case ir.OpFull, ir.OpTranspose: // materialising units
+			k.Shape = n.Shape
+			vals[m] = value(m)
+		default:
+			if k.Shape == nil {
+				k.Shape = n.Shape
+			}
+			in := ir.Instr{Kind: ir.InstrOp, Op: n.Op, Scalar: n.Scalar, Node: b.st.Origin[m]}
+			for j, a := range n.Args {
+				in.Args[j] = value(a)
+			}
+			vals[m] = emit(in)
+		}
+		if u.kind != ir.KernelSum && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op == ir.OpTranspose) {
+			store(m, vals[m])
+		}
+	}
+	return k
+}
+
+// kernelOrder sorts kernels so that each runs after the kernels writing the
+// buffers it reads, keeping the build order among independent kernels.
+func kernelOrder(ks []ir.Kernel) ([]ir.Kernel, bool) {
+	writer := map[int]int{}
+	for i, k := range ks {
+		for _, o := range k.Outputs {
+			writer[o] = i
+		}
+	}
+	done := make([]bool, len(ks))
+	var out []ir.Kernel
+	for len(out) < len(ks) {
+		progress := false
+		for i, k := range ks {
+			if done[i] {
+				continue
+			}
+			ready := true
+			for _, in := range k.Inputs {
+				if w, ok := writer[in.Buffer]; ok && !done[w] {
+					ready = false
+				}
+			}
+			if ready {
+				done[i], progress = true, true
+				out = append(out, k)
+				break
+			}
+		}
+		if !progress {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func kernelName(i int, k ir.Kernel) string {
+	return k.Kind.String() + "_" + itoa(i)
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

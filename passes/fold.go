@@ -1,0 +1,65 @@
+package passes
+
+import (
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// fold replaces every node whose arguments are all fulls by a full. Any
+// subgraph that depends on no input is made of fulls, and the value of an
+// op over uniform tensors is uniform, so a full is always the result. Each
+// rule computes that one value with cpuref's own functions, so folding is
+// bit-identical to evaluating at run time.
+func fold(st *State) error {
+	g := st.Graph
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Op == ir.OpInput || n.Op == ir.OpFull {
+			continue
+		}
+		vals := make([]float32, len(n.Args))
+		constant := true
+		for k, a := range n.Args {
+			arg := &g.Nodes[a]
+			constant = constant && arg.Op == ir.OpFull
+			vals[k] = arg.Scalar
+		}
+		if !constant {
+			continue
+		}
+		v := foldValue(g, n, vals)
+		*n = ir.Node{Op: ir.OpFull, Shape: n.Shape, Scalar: v}
+	}
+	return nil
+}
+
+// foldValue is the value of every element of n when argument k is a full of
+// vals[k].
+func foldValue(g *ir.Graph, n *ir.Node, vals []float32) float32 {
+	switch n.Op {
+	case ir.OpAdd, ir.OpSub, ir.OpMul:
+		return cpuref.Binary(n.Op, vals[0], vals[1])
+	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
+		return cpuref.Unary(n.Op, vals[0], n.Scalar)
+	case ir.OpTranspose:
+		return vals[0]
+	case ir.OpMatmul:
+		k := g.Nodes[n.Args[0]].Shape[1]
+		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0]
+	case ir.OpSum:
+		return cpuref.SumFull(vals[0], g.Nodes[n.Args[0]].Shape.Len())
+	case ir.OpLife:
+		// In a uniform torus every cell sees 0 or 8 live neighbours whatever
+		// the grid's size, so a 3×3 grid has the same answer.
+		return cpuref.Life(repeat(vals[0], 9), 3, 3)[0]
+	}
+	panic("fold: unexpected op " + n.Op.String())
+}
+
+func repeat(v float32, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

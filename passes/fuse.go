@@ -1,0 +1,239 @@
+package passes
+
+import (
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// fuse lowers the graph to a Program, one kernel per group:
+//
+//   - elementwise nodes of one shape join the groups of their elementwise
+//     arguments, merging them, as long as no group would then depend on
+//     itself through a node outside it (a cycle between kernels);
+//   - a matmul starts a group that elementwise consumers join as its
+//     epilogue (bias add, relu, …); at most one matmul per group;
+//   - transposes are folded into the indexing of whoever reads them;
+//   - a sum whose argument group feeds nothing else takes that group as its
+//     prologue;
+//   - fulls become constants in kernel bodies, and are materialised only
+//     where a matmul or life reads them;
+//   - a group binding more than Options.MaxBindings buffers is split.
+//
+// With Options.NoFuse every node is its own kernel: the baseline that
+// differential tests compare against.
+func fuse(st *State) error {
+	f := newFuser(st)
+	for i := range f.g.Nodes {
+		f.place(ir.NodeID(i))
+	}
+	f.fuseSumPrologues()
+	p, err := f.build()
+	if err != nil {
+		return err
+	}
+	st.Program = p
+	return nil
+}
+
+type group struct {
+	kind  ir.KernelKind
+	nodes []ir.NodeID // members in node order
+	root  ir.NodeID   // the matmul, sum or life node; -1 for pure elementwise
+	ext   bitset      // groups that must complete before this one starts
+	dead  bool        // merged into another group
+}
+
+type fuser struct {
+	st      *State
+	g       *ir.Graph
+	groupOf []int    // group of each node, or -1
+	deps    []bitset // groups whose completion a node's value needs
+	groups  []*group
+	users   [][]ir.NodeID
+	output  []bool
+}
+
+func newFuser(st *State) *fuser {
+	g := st.Graph
+	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)), deps: make([]bitset, len(g.Nodes)),
+		users: make([][]ir.NodeID, len(g.Nodes)), output: make([]bool, len(g.Nodes))}
+	for i, n := range g.Nodes {
+		f.groupOf[i] = -1
+		f.deps[i] = newBitset(len(g.Nodes))
+		for _, a := range n.Args {
+			f.users[a] = append(f.users[a], ir.NodeID(i))
+		}
+	}
+	for _, o := range g.Outputs {
+		f.output[o.ID] = true
+	}
+	return f
+}
+
+// place assigns node v to a group (or to none: inputs, fulls, transposes).
+func (f *fuser) place(v ir.NodeID) {
+	n := &f.g.Nodes[v]
+	switch {
+	case n.Op == ir.OpInput || n.Op == ir.OpFull:
+	case n.Op == ir.OpTranspose:
+		f.deps[v].or(f.deps[n.Args[0]])
+	case n.Op.IsElementwise() && !f.st.Options.NoFuse:
+		f.placeElementwise(v)
+	default:
+		kind := map[ir.Op]ir.KernelKind{ir.OpMatmul: ir.KernelMatmul, ir.OpSum: ir.KernelSum, ir.OpLife: ir.KernelLife}[n.Op]
+		root := v
+		if n.Op.IsElementwise() {
+			root = -1
+		}
+		f.newGroup(v, kind, root, f.argDeps(v, nil))
+	}
+}
+
+func (f *fuser) newGroup(v ir.NodeID, kind ir.KernelKind, root ir.NodeID, ext bitset) {
+	id := len(f.groups)
+	f.groups = append(f.groups, &group{kind: kind, nodes: []ir.NodeID{v}, root: root, ext: ext})
+	f.groupOf[v] = id
+	f.deps[v] = ext.clone()
+	f.deps[v].set(id)
+}
+
+// argDeps is the union of deps of v's arguments outside the groups in skip.
+func (f *fuser) argDeps(v ir.NodeID, skip []int) bitset {
+	d := newBitset(len(f.g.Nodes))
+	for _, a := range f.g.Nodes[v].Args {
+		if g := f.groupOf[a]; g >= 0 && slices.Contains(skip, g) {
+			continue
+		}
+		d.or(f.deps[a])
+	}
+	return d
+}
+
+// placeElementwise merges v with as many argument groups as stay legal.
+func (f *fuser) placeElementwise(v ir.NodeID) {
+	var chosen []int
+	for _, a := range f.g.Nodes[v].Args {
+		c := f.groupOf[a]
+		if c < 0 || slices.Contains(chosen, c) {
+			continue
+		}
+		if k := f.groups[c].kind; k != ir.KernelElementwise && k != ir.KernelMatmul {
+			continue
+		}
+		if _, ok := f.mergeExt(v, append(slices.Clone(chosen), c)); ok {
+			chosen = append(chosen, c)
+		}
+	}
+	ext, _ := f.mergeExt(v, chosen)
+	if len(chosen) == 0 {
+		f.newGroup(v, ir.KernelElementwise, -1, ext)
+		return
+	}
+	into := f.groups[chosen[0]]
+	for _, c := range chosen[1:] {
+		f.absorb(chosen[0], c)
+	}
+	into.nodes = append(into.nodes, v)
+	into.ext = ext
+	f.groupOf[v] = chosen[0]
+	f.deps[v] = ext.clone()
+	f.deps[v].set(chosen[0])
+}
+
+// mergeExt returns the external dependencies of v merged with groups cs,
+// and whether that merge is legal: no group depends on itself and at most
+// one matmul shares the kernel.
+func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
+	ext := f.argDeps(v, cs)
+	matmuls := 0
+	for _, c := range cs {
+		ext.or(f.groups[c].ext)
+		if f.groups[c].kind == ir.KernelMatmul {
+			matmuls++
+		}
+	}
+	for _, c := range cs {
+		if ext.has(c) {
+			return ext, false
+		}
+	}
+	return ext, matmuls <= 1
+}
+
+// absorb moves group src into dst and makes every dependency on src a
+// dependency on dst.
+func (f *fuser) absorb(dst, src int) {
+	d, s := f.groups[dst], f.groups[src]
+	if s.kind == ir.KernelMatmul {
+		d.kind, d.root = s.kind, s.root
+	}
+	for _, v := range s.nodes {
+		f.groupOf[v] = dst
+	}
+	d.nodes = append(d.nodes, s.nodes...)
+	slices.Sort(d.nodes)
+	d.ext.or(s.ext)
+	s.dead, s.nodes = true, nil
+	for i := range f.deps {
+		if f.deps[i].has(src) {
+			f.deps[i].set(dst)
+		}
+	}
+	for _, g := range f.groups {
+		if g.ext.has(src) {
+			g.ext.set(dst)
+		}
+	}
+}
+
+// fuseSumPrologues folds into each sum the elementwise group computing its
+// argument, when nothing else reads that group.
+func (f *fuser) fuseSumPrologues() {
+	for gi, sg := range f.groups {
+		if sg.dead || sg.kind != ir.KernelSum {
+			continue
+		}
+		arg := f.g.Nodes[sg.root].Args[0]
+		pi := f.groupOf[arg]
+		if pi < 0 || f.groups[pi].kind != ir.KernelElementwise {
+			continue
+		}
+		private := true
+		for _, m := range f.groups[pi].nodes {
+			private = private && !f.output[m]
+			for _, u := range f.users[m] {
+				private = private && (f.groupOf[u] == pi || u == sg.root)
+			}
+		}
+		if private {
+			f.absorb(gi, pi)
+		}
+	}
+}
+
+// resolve follows transposes from v to the node holding the data.
+func (f *fuser) resolve(v ir.NodeID) (base ir.NodeID, transposed bool) {
+	for f.g.Nodes[v].Op == ir.OpTranspose {
+		v, transposed = f.g.Nodes[v].Args[0], !transposed
+	}
+	return v, transposed
+}
+
+// stored reports whether member v of the member set in must be written to a
+// buffer: it is an output or something outside in reads it.
+func (f *fuser) stored(v ir.NodeID, in []ir.NodeID) bool {
+	if f.output[v] {
+		return true
+	}
+	for _, u := range f.users[v] {
+		if !slices.Contains(in, u) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fuser) errorf(format string, a ...any) error {
+	return ir.Errorf(ir.CodeInternal, -1, "", format, a...)
+}

@@ -1,0 +1,120 @@
+package passes
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+)
+
+func seq(n int, scale float32) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(i%13-6) * scale
+	}
+	return out
+}
+
+// compile builds, compiles and checks one graph against cpuref.Eval.
+func compile(t *testing.T, build func(b *ir.Builder), opts Options) *ir.Program {
+	t.Helper()
+	b := ir.NewBuilder()
+	build(b)
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	p, _, err := Compile(g, opts)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	want := map[string][]float32{}
+	vals := cpuref.Eval(g)
+	for _, o := range g.Outputs {
+		want[o.Name] = vals[o.ID]
+	}
+	if diff := cmp.Diff(want, cpuref.RunProgram(p)); diff != "" {
+		t.Errorf("program differs from cpuref (-want +got):\n%s\n%s", diff, p)
+	}
+	return p
+}
+
+func TestKernelCounts(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *ir.Builder)
+		want  int
+	}{
+		{"elementwise tree, several outputs", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 5}, seq(20, 0.5))
+			y := b.Input(ir.Shape{4, 5}, seq(20, 0.25))
+			p := x.Mul(y)
+			q := p.AddScalar(1).Relu()
+			r := x.Sub(y).Positive().Mul(q)
+			b.Output("q", q)
+			b.Output("r", r)
+			b.Output("s", p.Add(r).MulScalar(3))
+		}, 1},
+		{"relu(matmul+bias)", func(b *ir.Builder) {
+			a := b.Input(ir.Shape{3, 4}, seq(12, 0.5))
+			w := b.Input(ir.Shape{4, 5}, seq(20, 0.25))
+			bias := b.Input(ir.Shape{3, 5}, seq(15, 1))
+			b.Output("y", a.MatMul(w).Add(bias).Relu())
+		}, 1},
+		{"matmul of transposes", func(b *ir.Builder) {
+			a := b.Input(ir.Shape{4, 5}, seq(20, 0.5))
+			w := b.Input(ir.Shape{5, 3}, seq(15, 0.25))
+			b.Output("y", w.T().MatMul(a.T()))
+		}, 1},
+		{"only fulls", func(b *ir.Builder) {
+			x := b.Full(ir.Shape{3, 3}, 2)
+			y := b.Full(ir.Shape{3, 3}, 0.1)
+			z := x.Mul(y).AddScalar(1).MatMul(y)
+			b.Output("z", z.Sum())
+			b.Output("w", z.T().Life())
+		}, 0},
+		{"sum with prologue", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{100}, seq(100, 0.5))
+			b.Output("s", x.Mul(x).Relu().Sum())
+		}, 1},
+		{"transpose output", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{2, 3}, seq(6, 1))
+			b.Output("t", x.T())
+			b.Output("x", x)
+		}, 1},
+		{"self transpose is not fused into its own group", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{3, 3}, seq(9, 1))
+			r := x.Relu()
+			b.Output("y", r.Add(r.T()))
+		}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := compile(t, tt.build, Options{})
+			if got := len(p.Kernels); got != tt.want {
+				t.Errorf("got %d kernels, want %d:\n%s", got, tt.want, p)
+			}
+			compile(t, tt.build, Options{NoFuse: true})
+		})
+	}
+}
+
+func TestSplitOverBindingLimit(t *testing.T) {
+	build := func(b *ir.Builder) {
+		acc := b.Input(ir.Shape{7}, seq(7, 1))
+		for i := 0; i < 12; i++ {
+			acc = acc.Add(b.Input(ir.Shape{7}, seq(7, float32(i+1))))
+		}
+		b.Output("y", acc)
+	}
+	p := compile(t, build, Options{})
+	if len(p.Kernels) < 2 {
+		t.Fatalf("13 inputs in one kernel: want a split, got\n%s", p)
+	}
+	for _, k := range p.Kernels {
+		if k.Bindings() > DefaultMaxBindings {
+			t.Errorf("kernel %s binds %d buffers, limit %d", k.Name, k.Bindings(), DefaultMaxBindings)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+// Package passes turns a validated ir.Graph into an ir.Program: it folds
+// constants, merges common subexpressions, drops dead nodes, fuses
+// elementwise chains into kernels and tiles matmuls.
+//
+// The pipeline is a named, ordered list (Pipeline). Graph passes rewrite the
+// graph; "fuse" lowers it to a Program; program passes rewrite the Program.
+// The driver validates between passes, times each one, can dump the IR
+// after a named pass, and reports a failing or panicking pass by name.
+package passes
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// State is what passes read and write.
+type State struct {
+	Graph   *ir.Graph
+	Origin  []ir.NodeID // Origin[i] is the id node i had in the caller's graph
+	Program *ir.Program // nil until the fuse pass
+	Options Options
+}
+
+// Pass is one named step. Ordering constraints are stated on Pipeline.
+type Pass struct {
+	Name string
+	Doc  string
+	Run  func(*State) error
+}
+
+// Pipeline is the default pass order, and why:
+//   - fold runs first so that CSE sees folded fulls and merges them;
+//   - cse before dce, because merging leaves duplicates dead;
+//   - fuse needs a dead-free graph (a dead node would be stored for nothing);
+//   - tile works on the kernels fuse made.
+var Pipeline = []Pass{
+	{Name: "fold", Doc: "evaluate nodes that depend on no input, under the reference semantics", Run: fold},
+	{Name: "cse", Doc: "merge identical nodes", Run: cse},
+	{Name: "dce", Doc: "drop nodes that reach no output", Run: dce},
+	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse},
+	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
+}
+
+// Options tune compilation. Zero values mean the defaults.
+type Options struct {
+	Limits      ir.Limits
+	MaxBindings int  // storage buffers per kernel (WebGPU's default is 8)
+	NoFuse      bool // one kernel per node: the unoptimised baseline
+	// DumpAfter names a pass after which the IR text is written to Dump.
+	DumpAfter string
+	Dump      io.Writer
+}
+
+// DefaultMaxBindings is WebGPU's default maxStorageBuffersPerShaderStage.
+const DefaultMaxBindings = 8
+
+// Timing is how long one pass took.
+type Timing struct {
+	Pass     string  `json:"pass"`
+	Millis   float64 `json:"ms"`
+	NodesOut int     `json:"nodes"`
+}
+
+// Compile runs the pipeline over a validated graph. g is not modified.
+func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
+	if opts.MaxBindings <= 0 {
+		opts.MaxBindings = DefaultMaxBindings
+	}
+	if opts.MaxBindings < 3 {
+		return nil, nil, fmt.Errorf("passes: MaxBindings %d is below the minimum of 3", opts.MaxBindings)
+	}
+	st := &State{Graph: g.Clone(), Options: opts}
+	st.Origin = make([]ir.NodeID, len(g.Nodes))
+	for i := range st.Origin {
+		st.Origin[i] = ir.NodeID(i)
+	}
+	var timings []Timing
+	for _, p := range Pipeline {
+		start := time.Now()
+		if err := runPass(p, st); err != nil {
+			return nil, timings, err
+		}
+		timings = append(timings, Timing{Pass: p.Name, Millis: float64(time.Since(start).Microseconds()) / 1000, NodesOut: len(st.Graph.Nodes)})
+		if err := check(p, st); err != nil {
+			return nil, timings, err
+		}
+		if opts.DumpAfter == p.Name && opts.Dump != nil {
+			io.WriteString(opts.Dump, st.dump())
+		}
+	}
+	return st.Program, timings, nil
+}
+
+// PassNames returns the names of Pipeline, in order.
+func PassNames() []string {
+	names := make([]string, len(Pipeline))
+	for i, p := range Pipeline {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func runPass(p Pass, st *State) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = ir.Errorf(ir.CodeInternal, -1, "", "pass %s panicked: %v", p.Name, r)
+		}
+	}()
+	if err := p.Run(st); err != nil {
+		return fmt.Errorf("pass %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// check validates the IR after pass p.
+func check(p Pass, st *State) error {
+	if err := ir.Validate(st.Graph, st.Options.Limits); err != nil {
+		return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
+	}
+	if st.Program != nil {
+		if err := ir.ValidateProgram(st.Program); err != nil {
+			return fmt.Errorf("pass %s left an invalid program: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func (st *State) dump() string {
+	if st.Program != nil {
+		return st.Program.String()
+	}
+	return st.Graph.String()
+}

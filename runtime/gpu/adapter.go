@@ -1,0 +1,289 @@
+//go:build !js
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// AdapterInfo describes a WebGPU adapter (a physical device as seen through
+// one backend).
+type AdapterInfo struct {
+	Name       string // device name, e.g. "NVIDIA H100" or "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Driver     string // wgpu's description string (for wgpu-native 0.19 usually the device name again)
+	DriverInfo string // wgpu's architecture string, often empty
+	Vendor     string // vendor name, from wgpu or from the PCI vendor id
+	VendorID   uint32 // PCI (or Khronos) vendor id
+	DeviceID   uint32 // PCI device id
+	Backend    string // "vulkan", "metal", "d3d12", "open-gl", ...
+	Type       string // "discrete-gpu", "integrated-gpu", "cpu" or "unknown"
+	// Software reports a recognised software adapter (see IsSoftware).
+	Software bool
+	// TimestampQuery reports whether the adapter (for AdapterInfo values
+	// returned by Adapters) or the opened device (for Device.Info) supports
+	// GPU timestamp queries, which RunTimed needs.
+	TimestampQuery bool
+	// Limits are the adapter's limits in Adapters and the device's limits in
+	// Device.Info.
+	Limits Limits
+}
+
+// String returns a one-line description such as
+// `"llvmpipe (LLVM 15.0.6, 256 bits)" (vulkan, cpu, software)`.
+func (a AdapterInfo) String() string {
+	s := fmt.Sprintf("%q (%s, %s", a.Name, a.Backend, a.Type)
+	if a.Software {
+		s += ", software"
+	}
+	return s + ")"
+}
+
+// Limits is the subset of WebGPU limits that matter for compute kernels.
+type Limits struct {
+	MaxStorageBuffersPerShaderStage   uint32
+	MaxUniformBuffersPerShaderStage   uint32
+	MaxBindingsPerBindGroup           uint32
+	MaxComputeWorkgroupSizeX          uint32
+	MaxComputeWorkgroupSizeY          uint32
+	MaxComputeWorkgroupSizeZ          uint32
+	MaxComputeInvocationsPerWorkgroup uint32
+	MaxComputeWorkgroupStorageSize    uint32
+	MaxComputeWorkgroupsPerDimension  uint32
+	MaxStorageBufferBindingSize       uint64
+	MaxUniformBufferBindingSize       uint64
+	MaxBufferSize                     uint64
+}
+
+func limitsFrom(l wgpu.Limits) Limits {
+	return Limits{
+		MaxStorageBuffersPerShaderStage:   l.MaxStorageBuffersPerShaderStage,
+		MaxUniformBuffersPerShaderStage:   l.MaxUniformBuffersPerShaderStage,
+		MaxBindingsPerBindGroup:           l.MaxBindingsPerBindGroup,
+		MaxComputeWorkgroupSizeX:          l.MaxComputeWorkgroupSizeX,
+		MaxComputeWorkgroupSizeY:          l.MaxComputeWorkgroupSizeY,
+		MaxComputeWorkgroupSizeZ:          l.MaxComputeWorkgroupSizeZ,
+		MaxComputeInvocationsPerWorkgroup: l.MaxComputeInvocationsPerWorkgroup,
+		MaxComputeWorkgroupStorageSize:    l.MaxComputeWorkgroupStorageSize,
+		MaxComputeWorkgroupsPerDimension:  l.MaxComputeWorkgroupsPerDimension,
+		MaxStorageBufferBindingSize:       l.MaxStorageBufferBindingSize,
+		MaxUniformBufferBindingSize:       l.MaxUniformBufferBindingSize,
+		MaxBufferSize:                     l.MaxBufferSize,
+	}
+}
+
+// softwareMarkers are lower-case substrings of adapter or driver names that
+// identify CPU rasterisers.
+var softwareMarkers = []string{
+	"llvmpipe",
+	"lavapipe",
+	"softpipe",
+	"swiftshader",
+	"microsoft basic render driver", // WARP
+}
+
+// IsSoftware reports whether an adapter is a software (CPU) implementation:
+// Mesa llvmpipe/lavapipe/softpipe, SwiftShader, Microsoft WARP, or any
+// adapter whose type is "cpu". name and driver are matched
+// case-insensitively; adapterType uses the strings of AdapterInfo.Type.
+func IsSoftware(name, driver string, adapterType string) bool {
+	if strings.EqualFold(adapterType, "cpu") {
+		return true
+	}
+	s := strings.ToLower(name + "\x00" + driver)
+	for _, m := range softwareMarkers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		if f == "warp" {
+			return true
+		}
+	}
+	return false
+}
+
+func adapterInfo(a *wgpu.Adapter) AdapterInfo {
+	wi := a.GetInfo()
+	info := AdapterInfo{
+		Name:           wi.Name,
+		Driver:         wi.DriverDescription,
+		DriverInfo:     wi.Architecture,
+		Vendor:         wi.VendorName,
+		VendorID:       wi.VendorId,
+		DeviceID:       wi.DeviceId,
+		Backend:        wi.BackendType.String(),
+		Type:           wi.AdapterType.String(),
+		TimestampQuery: a.HasFeature(wgpu.FeatureNameTimestampQuery),
+		Limits:         limitsFrom(a.GetLimits().Limits),
+	}
+	// This wgpu-native build reports the device id in hex as the device
+	// name and the real name as the description.
+	if (info.Name == "" || isHexID(info.Name)) && info.Driver != "" {
+		info.Name = info.Driver
+	}
+	if info.Vendor == "" || isHexID(info.Vendor) {
+		info.Vendor = vendorNames[wi.VendorId]
+		if info.Vendor == "" && wi.VendorId != 0 {
+			info.Vendor = fmt.Sprintf("0x%04x", wi.VendorId)
+		}
+	}
+	if info.Backend == "" {
+		info.Backend = fmt.Sprintf("backend(%d)", uint32(wi.BackendType))
+	}
+	info.Software = IsSoftware(info.Name, info.Driver, info.Type)
+	return info
+}
+
+// vendorNames maps well-known PCI/Khronos vendor ids to names.
+var vendorNames = map[uint32]string{
+	0x10de:  "NVIDIA",
+	0x1002:  "AMD",
+	0x1022:  "AMD",
+	0x8086:  "Intel",
+	0x106b:  "Apple",
+	0x13b5:  "ARM",
+	0x5143:  "Qualcomm",
+	0x1414:  "Microsoft",
+	0x1ae0:  "Google",
+	0x10005: "Mesa",
+}
+
+// isHexID reports whether s looks like "0x1a2b".
+func isHexID(s string) bool {
+	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
+		return false
+	}
+	for _, r := range s[2:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// newInstance creates a wgpu instance, turning the binding's panic on
+// failure into an error.
+func newInstance() (inst *wgpu.Instance, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			inst, err = nil, fmt.Errorf("create WebGPU instance: %v", r)
+		}
+	}()
+	return wgpu.CreateInstance(nil), nil
+}
+
+// Adapters enumerates every adapter wgpu can see on every backend, for
+// diagnostics such as `gpucc info`. An empty list is not an error.
+func Adapters() ([]AdapterInfo, error) {
+	inst, err := newInstance()
+	if err != nil {
+		return nil, &Error{Op: "adapters", Err: err}
+	}
+	defer inst.Release()
+	var out []AdapterInfo
+	for _, a := range inst.EnumerateAdapters(nil) {
+		out = append(out, adapterInfo(a))
+		a.Release()
+	}
+	return out, nil
+}
+
+// rank orders adapters: hardware before software, discrete before
+// integrated before anything else, and native backends before GL.
+func rank(a AdapterInfo) int {
+	r := 0
+	if !a.Software {
+		r += 1000
+	}
+	switch a.Type {
+	case "discrete-gpu":
+		r += 300
+	case "integrated-gpu":
+		r += 200
+	case "unknown":
+		r += 100
+	}
+	switch a.Backend {
+	case "vulkan", "metal", "d3d12":
+		r += 20
+	}
+	return r
+}
+
+// Options configures Open.
+type Options struct {
+	// AllowSoftware permits choosing a software adapter (llvmpipe, WARP,
+	// SwiftShader, ...) when no hardware adapter is available. Without it
+	// Open fails with an error wrapping ErrSoftwareAdapter.
+	AllowSoftware bool
+	// Adapter, when non-empty, restricts the choice to adapters whose name
+	// contains it (case-insensitive).
+	Adapter string
+}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNoAdapter: wgpu found no usable adapter.
+	ErrNoAdapter = errors.New("no WebGPU adapter found")
+	// ErrSoftwareAdapter: only software adapters exist and
+	// Options.AllowSoftware is false.
+	ErrSoftwareAdapter = errors.New("only a software adapter is available")
+	// ErrClosed: the Device, Buffer or Pipeline was closed or released.
+	ErrClosed = errors.New("use of closed or released object")
+	// ErrLimit: a request exceeds a device limit.
+	ErrLimit = errors.New("exceeds device limit")
+)
+
+// Error is the error type returned by this package. Op names the operation
+// ("open", "compile", "new buffer", "upload", "run", "read", ...).
+type Error struct {
+	Op  string
+	Err error
+}
+
+func (e *Error) Error() string { return "gpu: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(op, format string, args ...any) error {
+	return &Error{Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// chooseAdapter picks the index of the best adapter among infos.
+func chooseAdapter(infos []AdapterInfo, opts Options) (int, error) {
+	idx := make([]int, 0, len(infos))
+	for i, a := range infos {
+		if opts.Adapter == "" || strings.Contains(strings.ToLower(a.Name), strings.ToLower(opts.Adapter)) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		var names []string
+		for _, a := range infos {
+			names = append(names, a.String())
+		}
+		if len(names) == 0 {
+			return -1, fmt.Errorf("%w (is a Vulkan/Metal/D3D12 driver installed?)", ErrNoAdapter)
+		}
+		return -1, fmt.Errorf("%w matching %q; available: %s", ErrNoAdapter, opts.Adapter, strings.Join(names, ", "))
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return rank(infos[idx[i]]) > rank(infos[idx[j]]) })
+	best := idx[0]
+	if infos[best].Software && !opts.AllowSoftware {
+		var names []string
+		for _, i := range idx {
+			names = append(names, infos[i].String())
+		}
+		return -1, fmt.Errorf("%w: %s; set AllowSoftware to use it", ErrSoftwareAdapter, strings.Join(names, ", "))
+	}
+	return best, nil
+}

@@ -1,0 +1,46 @@
+// Package gpu is a small native wrapper around github.com/cogentcore/webgpu
+// (wgpu-native 0.19) that the gpucc runtime uses to run generated WGSL
+// compute kernels.
+//
+// The model is deliberately narrow: storage buffers of bytes (usually
+// float32), compute pipelines with a single explicit bind group (group 0)
+// whose binding i is described by a BindingKind, and batches of dispatches
+// that are recorded into one command encoder, submitted, and waited for.
+//
+// A typical use:
+//
+//	dev, err := gpu.Open(gpu.Options{})
+//	if err != nil { ... }
+//	defer dev.Close()
+//	p, err := dev.Compile(src, "main", []gpu.BindingKind{gpu.ReadOnlyStorage, gpu.Storage, gpu.Uniform})
+//	a, _ := dev.NewBuffer(4*n, "a")
+//	out, _ := dev.NewBuffer(4*n, "out")
+//	u, _ := dev.NewUniform(params, "params")
+//	_ = dev.Upload(a, data)
+//	_ = dev.Run([]gpu.Dispatch{{Pipeline: p, Buffers: []*gpu.Buffer{a, out, u}, Groups: [3]uint32{(n + 63) / 64, 1, 1}}})
+//	_ = dev.Read(out, result)
+//
+// # Errors and aborts
+//
+// wgpu-native turns validation errors that are not caught by an error scope
+// into a Rust panic, which aborts the whole process. The binding wraps the
+// creation calls, buffer writes, pass/encoder ends and map calls in error
+// scopes, so WGSL parse/validation errors and layout mismatches come back
+// as an *Error holding wgpu's full message (with the source excerpt).
+// Errors in Queue.Submit, however, are always fatal in wgpu-native (for
+// example submitting work that uses a destroyed buffer), and the binding
+// exposes neither an uncaptured-error callback nor a working device-lost
+// callback (setting DeviceLostCallback panics in cgo's pointer check). This
+// package therefore validates everything it can (sizes, limits, binding
+// counts and kinds, workgroup counts, aliasing, released objects) before
+// calling wgpu, never destroys a buffer that a cached bind group still uses,
+// and always waits for submitted work, so that bad input comes back as an
+// *Error instead of an abort. RequestDevice failures carry no message from
+// wgpu; Open reports the adapter and the limits it asked for instead.
+//
+// wgpu logs warnings and errors to stderr through the binding's log
+// callback; errors are also returned, so the log lines are redundant.
+//
+// All methods of a Device are safe for concurrent use; calls are serialised
+// by a per-device mutex.
+package gpu
