@@ -3,6 +3,6 @@ module github.com/gpucc/gpucc
 go 1.26.8
 
 require (
-	github.com/cogentcore/webgpu v0.23.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/cogentcore/webgpu v0.23.0
+	github.com/google/go-cmp v0.7.0
 )

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"github.com/gpucc/gpucc/runtime"
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
+
+func init() {
+	commands["info"] = command{summary: "list GPU adapters, their limits, and the backends built in", run: infoCmd}
+}
+
+func infoCmd(args []string) int {
+	if len(args) != 0 {
+		return usageError("info takes no arguments")
+	}
+	out := map[string]any{"backends": runtime.Backends(), "chain": runtime.Chain}
+	adapters, err := gpu.Adapters()
+	if err != nil {
+		out["adapterError"] = err.Error()
+	}
+	out["adapters"] = adapters
+	writeJSON(out)
+	return 0
+}

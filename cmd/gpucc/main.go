@@ -1,0 +1,95 @@
+// Command gpucc compiles tensor graphs (protocol v1 JSON) into fused
+// kernels and runs them.
+//
+//	gpucc run [--backend auto|webgpu|wasm|cpu] [--allow-software] GRAPH.json
+//	gpucc build GRAPH.json -o DIR [--dump-after PASS] [--explain]
+//	gpucc info
+//
+// Every command prints exactly one JSON object on stdout (build and info
+// may print text where asked); failures print {"error":{"code","message"}}
+// and exit non-zero.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+// command is one subcommand. Files of this package add theirs in init.
+type command struct {
+	summary string
+	run     func(args []string) int
+}
+
+var commands = map[string]command{}
+
+func main() {
+	os.Exit(mainArgs(os.Args[1:]))
+}
+
+func mainArgs(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(os.Stderr)
+		return 2
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "gpucc: unknown command %q\n", args[0])
+		usage(os.Stderr)
+		return 2
+	}
+	return c.run(args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: gpucc COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+}
+
+// writeJSON prints v as one JSON object on stdout.
+func writeJSON(v any) {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(os.Stderr, "gpucc: encoding result: %v\n", err)
+	}
+}
+
+// fail prints err as {"error":{"code","message"}} and returns the exit code.
+func fail(err error) int {
+	writeJSON(map[string]any{"error": map[string]string{
+		"code": string(runtime.CodeOf(err)), "message": err.Error()}})
+	return 1
+}
+
+// usageError is a bad command line.
+func usageError(format string, a ...any) int {
+	return fail(ir.Errorf("usage", -1, "", format, a...))
+}
+
+// readGraph decodes and validates the graph at path ("-" is stdin).
+func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "%v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	return ir.Decode(r, limits)
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"io"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+func init() {
+	commands["run"] = command{summary: "compile and run a graph, print the result as JSON", run: runCmd}
+}
+
+// limitFlags registers the host-policy limit flags on fs.
+func limitFlags(fs *flag.FlagSet) *ir.Limits {
+	d := ir.DefaultLimits()
+	l := &ir.Limits{}
+	fs.IntVar(&l.MaxNodes, "max-nodes", d.MaxNodes, "host limit: nodes per graph")
+	fs.Int64Var(&l.MaxElements, "max-elements", d.MaxElements, "host limit: elements per tensor")
+	fs.Int64Var(&l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, "host limit: summed storage in bytes")
+	fs.Int64Var(&l.MaxOps, "max-ops", d.MaxOps, "host limit: estimated operations")
+	fs.IntVar(&l.MaxOutputs, "max-outputs", d.MaxOutputs, "host limit: outputs")
+	return l
+}
+
+func runCmd(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
+	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
+	limits := limitFlags(fs)
+	if err := parseInterspersed(fs, args); err != nil {
+		return usageError("run: %v", err)
+	}
+	if fs.NArg() != 1 {
+		return usageError("run: want exactly one GRAPH.json argument, got %d", fs.NArg())
+	}
+	g, err := readGraph(fs.Arg(0), *limits)
+	if err != nil {
+		return fail(err)
+	}
+	res, err := runtime.Run(g, runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits})
+	if err != nil {
+		return fail(err)
+	}
+	writeJSON(res)
+	return 0
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("run GRAPH --backend cpu" as well as "run --backend cpu GRAPH").
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(pos) // leaves pos as the positional arguments
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
