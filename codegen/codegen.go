@@ -24,11 +24,38 @@ type Lang struct {
 	Bits func(b uint32) string
 	// Select returns cond ? t : f.
 	Select func(cond, t, f string) string
-	// Keep wraps a product so that no compiler contracts it with a following
-	// add into a fused multiply-add (see cpuref: products round on their own).
-	Keep func(product string) string
+	// Keep wraps a value in an identity the compiler cannot see through. It
+	// wraps every product, so that no compiler contracts it with a following
+	// add into a fused multiply-add (see cpuref: products round on their
+	// own), and every subtrahend, so that x - x is never folded to +0 (it is
+	// NaN for infinite x, and folding then lets 0 * y lose its sign).
+	Keep func(v string) string
 	// Uint formats an unsigned index constant.
 	Uint func(n int) string
+	// Const, when set, renders float constant number slot (see Constants)
+	// as a value the compiler cannot see, such as a uniform. Drivers that
+	// treat shader arithmetic as reassociable fold (x + c1) - c2 into
+	// x + (c1 - c2), which rounds differently; lavapipe does. When nil,
+	// constants are exact literals (right for C with -ffp-contract=off,
+	// which never reassociates).
+	Const func(slot int) string
+	// Zero and One, when set, are opaque 0.0 and 1.0 for the results of
+	// relu and positive. Drivers rewrite select(0, 1, c) * k into
+	// select(0, k, c), which loses the sign of 0 * -k; an operand they
+	// cannot see through keeps the reference's -0.
+	Zero, One string
+}
+
+// Constants returns the float constants of k's body in slot order: the
+// value of each InstrConst and the scalar operand of each Op*Scalar.
+func Constants(k *ir.Kernel) []float32 {
+	var out []float32
+	for _, in := range k.Body {
+		if in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar {
+			out = append(out, in.Scalar)
+		}
+	}
+	return out
 }
 
 // Float returns v as an exact literal of l.
@@ -39,8 +66,14 @@ func (l Lang) Float(v float32) string { return l.Bits(math.Float32bits(v)) }
 // element; acc is the matmul accumulator's expression (unused otherwise).
 func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []string {
 	lines := make([]string, 0, len(k.Body))
+	slot := 0
 	for j, in := range k.Body {
-		lines = append(lines, l.Let(Value(j), Expr(l, in, load, acc)))
+		c := l.Float(in.Scalar)
+		if l.Const != nil && (in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar) {
+			c = l.Const(slot)
+			slot++
+		}
+		lines = append(lines, l.Let(Value(j), Expr(l, in, c, load, acc)))
 	}
 	return lines
 }
@@ -48,35 +81,40 @@ func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []str
 // Value names body value j.
 func Value(j int) string { return fmt.Sprintf("v%d", j) }
 
-// Expr renders one instruction.
-func Expr(l Lang, in ir.Instr, load func(int) string, acc string) string {
+// Expr renders one instruction; c renders its constant (InstrConst's value
+// or an Op*Scalar's operand).
+func Expr(l Lang, in ir.Instr, c string, load func(int) string, acc string) string {
 	a := func(k int) string { return Value(int(in.Args[k])) }
 	switch in.Kind {
 	case ir.InstrConst:
-		return l.Float(in.Scalar)
+		return c
 	case ir.InstrLoad:
 		return load(in.Operand)
 	case ir.InstrAcc:
 		return acc
 	}
 	zero, one := l.Float(0), l.Float(1)
+	rzero, rone := zero, one // result values; the comparisons keep the literal
+	if l.Zero != "" {
+		rzero, rone = l.Zero, l.One
+	}
 	switch in.Op {
 	case ir.OpAdd:
 		return a(0) + " + " + a(1)
 	case ir.OpSub:
-		return a(0) + " - " + a(1)
+		return a(0) + " - " + l.Keep(a(1))
 	case ir.OpMul:
 		return l.Keep(a(0) + " * " + a(1))
 	case ir.OpAddScalar:
-		return a(0) + " + " + l.Float(in.Scalar)
+		return a(0) + " + " + c
 	case ir.OpSubScalar:
-		return a(0) + " - " + l.Float(in.Scalar)
+		return a(0) + " - " + c
 	case ir.OpMulScalar:
-		return l.Keep(a(0) + " * " + l.Float(in.Scalar))
+		return l.Keep(a(0) + " * " + c)
 	case ir.OpRelu:
-		return l.Select(a(0)+" > "+zero, a(0), zero)
+		return l.Select(a(0)+" > "+zero, a(0), rzero)
 	case ir.OpPositive:
-		return l.Select(a(0)+" > "+zero, one, zero)
+		return l.Select(a(0)+" > "+zero, rone, rzero)
 	}
 	panic("codegen: op " + in.Op.String() + " is not elementwise")
 }
@@ -145,6 +183,8 @@ type Shader struct {
 	Bindings  []BindingKind // inputs, then outputs, then the uniform
 	Workgroup [3]int
 	Groups    [3]int // workgroups to dispatch
+	// Params is the uniform block's contents, when the target has one.
+	Params []byte
 }
 
 // Groups1D spreads n workgroups over x and y so neither exceeds maxPerDim.

@@ -159,7 +159,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		buf int
 		tr  bool
 	}
-	operands := map[opKey]int{}
+	loads := map[opKey]int32{} // one load per operand
 	emit := func(in ir.Instr) int32 {
 		k.Body = append(k.Body, in)
 		return int32(len(k.Body) - 1)
@@ -178,13 +178,13 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			return consts[bits]
 		}
 		op := ir.Operand{Buffer: b.buffer(base), Transposed: tr, Shape: b.g.Nodes[v].Shape}
-		idx, ok := operands[opKey{op.Buffer, tr}]
-		if !ok {
-			idx = len(k.Inputs)
-			operands[opKey{op.Buffer, tr}] = idx
-			k.Inputs = append(k.Inputs, op)
+		key := opKey{op.Buffer, tr}
+		if i, ok := loads[key]; ok {
+			return i
 		}
-		return emit(ir.Instr{Kind: ir.InstrLoad, Operand: idx, Node: -1})
+		k.Inputs = append(k.Inputs, op)
+		loads[key] = emit(ir.Instr{Kind: ir.InstrLoad, Operand: len(k.Inputs) - 1, Node: -1})
+		return loads[key]
 	}
 	store := func(v ir.NodeID, val int32) {
 		k.Stores = append(k.Stores, val)

@@ -21,7 +21,6 @@ func init() { Register("webgpu", openWebGPU) }
 type webgpuBackend struct {
 	dev       *gpu.Device
 	adapter   *Adapter
-	params    *gpu.Buffer
 	pipelines map[[32]byte]*gpu.Pipeline
 }
 
@@ -30,15 +29,9 @@ func openWebGPU(opts Options) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	params, err := dev.NewUniform(wgsl.Params(), "params")
-	if err != nil {
-		dev.Close()
-		return nil, err
-	}
 	info := dev.Info()
 	return &webgpuBackend{
 		dev:       dev,
-		params:    params,
 		pipelines: map[[32]byte]*gpu.Pipeline{},
 		adapter: &Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend,
 			Type: info.Type, Software: info.Software},
@@ -55,7 +48,6 @@ func (b *webgpuBackend) Close() {
 	for _, p := range b.pipelines {
 		p.Release()
 	}
-	b.params.Release()
 	b.dev.Close()
 }
 
@@ -140,7 +132,12 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 		for _, o := range k.Outputs {
 			d.Buffers = append(d.Buffers, bufs[o])
 		}
-		d.Buffers = append(d.Buffers, b.params)
+		params, err := b.dev.NewUniform(shaders[i].Params, k.Name+" params")
+		if err != nil {
+			return fail(err)
+		}
+		defer params.Release()
+		d.Buffers = append(d.Buffers, params)
 		ds[i] = d
 	}
 	if len(ds) > 0 {

@@ -1,0 +1,176 @@
+// Package irtest provides graphs for tests: a suite covering every op and
+// the edge shapes, and a generator of random valid graphs for differential
+// testing and fuzzing. Every backend's tests run the same graphs.
+package irtest
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Case is one named test graph.
+type Case struct {
+	Name  string
+	Graph *ir.Graph
+}
+
+// Values returns n deterministic values in [-scale, scale], with some exact
+// zeros, negative zeros and small integers mixed in.
+func Values(seed uint64, n int, scale float32) []float32 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]float32, n)
+	for i := range out {
+		switch r.IntN(10) {
+		case 0:
+			out[i] = 0
+		case 1:
+			out[i] = float32(math.Copysign(0, -1))
+		case 2:
+			out[i] = float32(r.IntN(7) - 3)
+		default:
+			out[i] = (r.Float32()*2 - 1) * scale
+		}
+	}
+	return out
+}
+
+// Grid returns an h×w grid of 0/1 cells, about a third alive.
+func Grid(seed uint64, h, w int) []float32 {
+	r := rand.New(rand.NewPCG(seed, 11))
+	out := make([]float32, h*w)
+	for i := range out {
+		if r.IntN(3) == 0 {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+func must(b *ir.Builder) *ir.Graph {
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		panic("irtest: " + err.Error())
+	}
+	return g
+}
+
+// Suite returns graphs covering every op, the seed's example and edge
+// shapes: one element, odd sizes, 65,537 elements, 1×1 life, non-square and
+// transposed matmuls, intermediates that overflow and are masked again,
+// negative zero and subnormal values.
+func Suite() []Case {
+	var cs []Case
+	add := func(name string, build func(b *ir.Builder)) {
+		b := ir.NewBuilder()
+		build(b)
+		cs = append(cs, Case{name, must(b)})
+	}
+	add("seed", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{3}, []float32{-2, 3, 4})
+		y := b.Input(ir.Shape{3}, []float32{10, 20, 30})
+		b.Output("values", x.Mul(y).Relu())
+	})
+	for _, n := range []int{1, 7, 64, 65, 1000, 65537} {
+		n := n
+		add("elementwise/"+itoa(n), func(b *ir.Builder) {
+			x := b.Input(ir.Shape{n}, Values(1, n, 3))
+			y := b.Input(ir.Shape{n}, Values(2, n, 5))
+			z := b.Input(ir.Shape{n}, Values(3, n, 7))
+			b.Output("add", x.Add(y))
+			b.Output("sub", x.Sub(y))
+			b.Output("fma-shaped", x.Mul(y).Add(z))
+			b.Output("scalars", x.AddScalar(0.1).SubScalar(-2.5).MulScalar(1.0/3))
+			b.Output("relu", x.Sub(z).Relu())
+			b.Output("positive", y.Positive())
+			b.Output("sum", x.Mul(y).Sub(z).Sum())
+		})
+	}
+	add("sum/plain-odd", func(b *ir.Builder) {
+		b.Output("s", b.Input(ir.Shape{3, 333}, Values(4, 999, 1000)).Sum())
+	})
+	add("sum/scalar", func(b *ir.Builder) {
+		b.Output("s", b.Input(ir.Shape{}, []float32{2.5}).Sum())
+	})
+	add("sum/large", func(b *ir.Builder) {
+		b.Output("s", b.Input(ir.Shape{1 << 20}, Values(5, 1<<20, 1)).Sum())
+	})
+	add("sum/transposed", func(b *ir.Builder) {
+		b.Output("s", b.Input(ir.Shape{17, 31}, Values(6, 17*31, 100)).T().Sum())
+	})
+	for _, mkn := range [][3]int{{1, 1, 1}, {3, 5, 7}, {64, 64, 64}, {65, 33, 129}, {130, 200, 70}} {
+		m, k, n := mkn[0], mkn[1], mkn[2]
+		add("matmul/"+itoa(m)+"x"+itoa(k)+"x"+itoa(n), func(b *ir.Builder) {
+			a := b.Input(ir.Shape{m, k}, Values(7, m*k, 2))
+			w := b.Input(ir.Shape{k, n}, Values(8, k*n, 2))
+			bias := b.Input(ir.Shape{m, n}, Values(9, m*n, 1))
+			b.Output("mm", a.MatMul(w))
+			b.Output("epilogue", a.MatMul(w).Add(bias).Relu())
+		})
+	}
+	add("matmul/transposed", func(b *ir.Builder) {
+		a := b.Input(ir.Shape{37, 19}, Values(10, 37*19, 2))
+		w := b.Input(ir.Shape{23, 37}, Values(11, 23*37, 2))
+		b.Output("tt", w.T().T().MatMul(a))
+		b.Output("t", a.T().MatMul(w.T()))
+	})
+	add("transpose", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{5, 9}, Values(12, 45, 4))
+		b.Output("t", x.T())
+		b.Output("tt", x.T().T())
+		b.Output("t-relu", x.T().Relu())
+	})
+	for _, hw := range [][2]int{{1, 1}, {2, 2}, {7, 7}, {96, 96}, {5, 13}} {
+		h, w := hw[0], hw[1]
+		add("life/"+itoa(h)+"x"+itoa(w), func(b *ir.Builder) {
+			g := b.Input(ir.Shape{h, w}, Grid(13, h, w))
+			b.Output("next", g.Life())
+			b.Output("gen3", g.Life().Life().Life())
+		})
+	}
+	add("overflow-masked", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{4}, []float32{3e38, -3e38, 1e30, 2})
+		big := x.MulScalar(10) // ±Inf in the middle
+		b.Output("positive", big.Positive())
+		b.Output("relu-of-neg", big.MulScalar(-1).Sub(big).Positive())
+	})
+	add("negative-zero", func(b *ir.Builder) {
+		nz := float32(math.Copysign(0, -1))
+		x := b.Input(ir.Shape{4}, []float32{nz, 0, nz, 1})
+		y := b.Input(ir.Shape{4}, []float32{nz, nz, 0, -1})
+		b.Output("add", x.Add(y))
+		b.Output("mul", x.Mul(y))
+		b.Output("relu", x.Relu())
+		b.Output("sum", x.Sum())
+		b.Output("sum-neg", b.Full(ir.Shape{4}, nz).Add(x.Sub(x).MulScalar(-1).Sub(x.Sub(x))).Sum())
+	})
+	add("subnormal", func(b *ir.Builder) {
+		tiny := math.Float32frombits(0x00000100)
+		x := b.Input(ir.Shape{4}, []float32{tiny, -tiny, 1e-38, 3})
+		b.Output("scaled", x.MulScalar(0.5).AddScalar(0))
+		b.Output("product", x.Mul(x))
+	})
+	add("fulls-and-constants", func(b *ir.Builder) {
+		c := b.Full(ir.Shape{3, 3}, 0.1)
+		x := b.Input(ir.Shape{3, 3}, Values(14, 9, 1))
+		b.Output("const", c.MulScalar(3).Sum())
+		b.Output("mixed", x.Add(c).MatMul(c.Relu()))
+		b.Output("life-of-full", c.Life())
+	})
+	add("many-inputs", func(b *ir.Builder) {
+		acc := b.Input(ir.Shape{33}, Values(15, 33, 1))
+		for i := 0; i < 12; i++ {
+			acc = acc.Mul(b.Input(ir.Shape{33}, Values(uint64(16+i), 33, 1.5))).AddScalar(0.25)
+		}
+		b.Output("y", acc)
+	})
+	return cs
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

@@ -1,0 +1,98 @@
+package irtest
+
+import (
+	"math/rand/v2"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Random returns a random valid graph of up to maxNodes nodes whose tensors
+// stay small (at most 12×12), built from every op. The same seed gives the
+// same graph.
+func Random(seed uint64, maxNodes int) *ir.Graph {
+	r := rand.New(rand.NewPCG(seed, 3))
+	b := ir.NewBuilder()
+	dims := []int{1, 2, 3, 5, 8, 12}
+	dim := func() int { return dims[r.IntN(len(dims))] }
+	var ts []ir.Tensor
+	leaf := func() ir.Tensor {
+		s := ir.Shape{dim(), dim()}
+		if r.IntN(4) == 0 {
+			return b.Full(s, float32(r.IntN(9)-4)/2)
+		}
+		return b.Input(s, Values(r.Uint64(), s.Len(), 4))
+	}
+	ts = append(ts, leaf())
+	pick := func() ir.Tensor { return ts[r.IntN(len(ts))] }
+	// sameShape finds or makes a tensor of shape s.
+	sameShape := func(s ir.Shape) ir.Tensor {
+		for _, k := range r.Perm(len(ts)) {
+			if ts[k].Shape().Equal(s) {
+				return ts[k]
+			}
+		}
+		if r.IntN(3) == 0 {
+			return b.Full(s, float32(r.IntN(9)-4)/4)
+		}
+		return b.Input(s, Values(r.Uint64(), s.Len(), 4))
+	}
+	n := 2 + r.IntN(maxNodes)
+	for len(ts) < n {
+		x := pick()
+		s := x.Shape()
+		var y ir.Tensor
+		made := true
+		switch r.IntN(12) {
+		case 0:
+			y = x.Add(sameShape(s))
+		case 1:
+			y = x.Sub(sameShape(s))
+		case 2:
+			y = x.Mul(sameShape(s))
+		case 3:
+			y = x.AddScalar(float32(r.IntN(7)-3) / 2)
+		case 4:
+			y = x.MulScalar(float32(r.IntN(7)-3) / 3)
+		case 5:
+			y = x.Relu()
+		case 6:
+			y = x.Positive()
+		case 7:
+			made = len(s) == 2
+			if made {
+				y = x.T()
+			}
+		case 8:
+			made = len(s) == 2
+			if made {
+				w := sameShape(ir.Shape{s[1], dim()})
+				if r.IntN(2) == 0 {
+					w = sameShape(ir.Shape{dim(), s[1]}).T()
+				}
+				y = x.MatMul(w)
+			}
+		case 9:
+			y = x.Sum()
+		case 10:
+			made = len(s) == 2
+			if made {
+				y = x.Positive().Life()
+			}
+		case 11:
+			y = x.SubScalar(1).Mul(x)
+		}
+		if !made {
+			continue
+		}
+		ts = append(ts, y)
+	}
+	outs := 1 + r.IntN(3)
+	for i := 0; i < outs; i++ {
+		b.Output("out"+itoa(i), ts[len(ts)-1-r.IntN(min(len(ts), 4))])
+	}
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		panic("irtest: random graph invalid: " + err.Error())
+	}
+	return g
+}

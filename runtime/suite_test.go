@@ -1,0 +1,122 @@
+package runtime_test
+
+import (
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+// requireEnv names, per backend, the variable that turns "cannot start
+// here" from a skip into a failure. CI sets them all.
+var requireEnv = map[string]string{"webgpu": "GPUCC_REQUIRE_WEBGPU", "wasm": "GPUCC_REQUIRE_WASM"}
+
+// open returns a runtime on backend, or skips when it cannot start here and
+// the backend is not required.
+func open(t testing.TB, backend string) *runtime.Runtime {
+	t.Helper()
+	if !slices.Contains(runtime.Backends(), backend) {
+		t.Skipf("backend %s is not built into this binary", backend)
+	}
+	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: true})
+	if err != nil {
+		if env := requireEnv[backend]; env != "" && os.Getenv(env) != "" {
+			t.Fatalf("%s=%s but %v", env, os.Getenv(env), err)
+		}
+		t.Skipf("backend %s unavailable: %v", backend, err)
+	}
+	t.Cleanup(rt.Close)
+	return rt
+}
+
+// bits maps each output to its values' IEEE bits, so that -0 and +0 differ.
+func bits(m map[string][]float32) map[string][]uint32 {
+	out := map[string][]uint32{}
+	for k, v := range m {
+		b := make([]uint32, len(v))
+		for i, x := range v {
+			b[i] = math.Float32bits(x)
+		}
+		out[k] = b
+	}
+	return out
+}
+
+// expect returns the reference outputs of g, and whether they are all finite.
+func expect(g *ir.Graph) (map[string][]float32, bool) {
+	vals := cpuref.Eval(g)
+	want := map[string][]float32{}
+	finite := true
+	for _, o := range g.Outputs {
+		want[o.Name] = vals[o.ID]
+		for _, v := range vals[o.ID] {
+			finite = finite && !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
+		}
+	}
+	return want, finite
+}
+
+// checkRun runs g on rt and compares every output, bit for bit, with cpuref.
+func checkRun(t *testing.T, rt *runtime.Runtime, g *ir.Graph) {
+	t.Helper()
+	want, finite := expect(g)
+	res, err := rt.Run(g)
+	if !finite {
+		var re *runtime.Error
+		if !errors.As(err, &re) || re.Code != ir.CodeNonFiniteOutput {
+			t.Fatalf("reference output is not finite; want a non_finite_output error, got %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	got := map[string][]float32{}
+	for name, tensor := range res.Outputs {
+		got[name] = tensor.Data
+	}
+	if diff := cmp.Diff(bits(want), bits(got)); diff != "" {
+		t.Errorf("%s differs from cpuref in IEEE bits (-want +got):\n%s", rt.Backend(), diff)
+	}
+}
+
+func TestSuite(t *testing.T) {
+	for _, backend := range []string{"cpu", "webgpu", "wasm"} {
+		t.Run(backend, func(t *testing.T) {
+			rt := open(t, backend)
+			for _, c := range irtest.Suite() {
+				t.Run(c.Name, func(t *testing.T) { checkRun(t, rt, c.Graph) })
+			}
+		})
+	}
+}
+
+func TestRandomGraphs(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 10
+	}
+	for _, backend := range []string{"webgpu", "wasm"} {
+		t.Run(backend, func(t *testing.T) {
+			rt := open(t, backend)
+			for seed := range n {
+				g := irtest.Random(uint64(seed), 12)
+				t.Run(itoa(seed), func(t *testing.T) { checkRun(t, rt, g) })
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
