@@ -124,7 +124,7 @@ func TestGenerateRejectsBadProgram(t *testing.T) {
 			Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}, Input: true, Data: []float32{1}}, {Len: 1, Shape: ir.Shape{1}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelElementwise, Shape: ir.Shape{1},
 				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{1}}}, Outputs: []int{1},
-				Body:   []ir.Instr{{Kind: ir.InstrLoad}, {Kind: ir.InstrOp, Op: ir.OpMatmul}}, Stores: []int32{1}}},
+				Body: []ir.Instr{{Kind: ir.InstrLoad}, {Kind: ir.InstrOp, Op: ir.OpMatmul}}, Stores: []int32{1}}},
 		}},
 		{"unknown kind", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}}},

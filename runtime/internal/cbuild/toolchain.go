@@ -1,0 +1,161 @@
+// Package cbuild builds the C that codegen/c generates: it finds Clang and
+// wasm-ld, compiles a unit to WebAssembly (or, with the system compiler, to
+// a shared object), checks the result for features that would break the
+// reference semantics, and keeps built artifacts in an on-disk cache.
+package cbuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// WasmCFlags are the Clang flags of every wasm build. -ffp-contract=off
+// keeps each product and sum rounding on its own (no fused multiply-add);
+// -mno-relaxed-simd keeps the lane operations whose results are defined to
+// the bit (relaxed SIMD would allow an fma and implementation-defined
+// results).
+var WasmCFlags = []string{"--target=wasm32", "-nostdlib", "-ffreestanding", "-O3",
+	"-ffp-contract=off", "-msimd128", "-mno-relaxed-simd", "-fno-builtin", "-std=c99", "-c"}
+
+// WasmLDFlags are the wasm-ld flags: no entry point, export the kernels
+// (default visibility) and the memory, which the host grows as it needs.
+var WasmLDFlags = []string{"--no-entry", "--export-dynamic", "--strip-debug"}
+
+// buildTimeout bounds one compiler or linker run.
+const buildTimeout = 2 * time.Minute
+
+// Toolchain is a Clang and a wasm-ld that work together.
+type Toolchain struct {
+	Clang   string // path of clang
+	WasmLD  string // path of wasm-ld
+	Version string // first line of clang --version
+}
+
+// Find locates the toolchain. GPUCC_CLANG and GPUCC_WASM_LD override the
+// search; otherwise clang comes from PATH and wasm-ld from PATH, a
+// versioned name (wasm-ld-14) or an LLVM install directory
+// (/usr/lib/llvm-*/bin). Running clang --version proves clang starts.
+func Find() (*Toolchain, error) {
+	clang, err := lookClang()
+	if err != nil {
+		return nil, err
+	}
+	out, err := run(context.Background(), clang, "--version")
+	if err != nil {
+		return nil, fmt.Errorf("clang at %s does not run: %w", clang, err)
+	}
+	version, _, _ := strings.Cut(string(out), "\n")
+	ld, err := lookWasmLD(clang)
+	if err != nil {
+		return nil, err
+	}
+	return &Toolchain{Clang: clang, WasmLD: ld, Version: strings.TrimSpace(version)}, nil
+}
+
+func lookClang() (string, error) {
+	name := "clang"
+	if env := os.Getenv("GPUCC_CLANG"); env != "" {
+		name = env
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("clang not found (install clang, or set GPUCC_CLANG): %w", err)
+	}
+	return path, nil
+}
+
+// lookWasmLD searches for wasm-ld beside clang first, so that a clang
+// chosen by GPUCC_CLANG gets its own linker.
+func lookWasmLD(clang string) (string, error) {
+	if env := os.Getenv("GPUCC_WASM_LD"); env != "" {
+		path, err := exec.LookPath(env)
+		if err != nil {
+			return "", fmt.Errorf("GPUCC_WASM_LD: %w", err)
+		}
+		return path, nil
+	}
+	if real, err := filepath.EvalSymlinks(clang); err == nil {
+		beside := filepath.Join(filepath.Dir(real), "wasm-ld")
+		if _, err := os.Stat(beside); err == nil {
+			return beside, nil
+		}
+	}
+	var names []string
+	names = append(names, "wasm-ld")
+	for v := 30; v >= 11; v-- {
+		names = append(names, fmt.Sprintf("wasm-ld-%d", v))
+	}
+	for _, n := range names {
+		if path, err := exec.LookPath(n); err == nil {
+			return path, nil
+		}
+	}
+	found, _ := filepath.Glob("/usr/lib/llvm-*/bin/wasm-ld")
+	sort.Sort(sort.Reverse(sort.StringSlice(found)))
+	if len(found) > 0 {
+		return found[0], nil
+	}
+	return "", errors.New("wasm-ld not found (install lld, or set GPUCC_WASM_LD)")
+}
+
+// Wasm compiles one C unit to a WebAssembly module.
+func (t *Toolchain) Wasm(ctx context.Context, source string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "gpucc-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src, obj, out := filepath.Join(dir, "kernels.c"), filepath.Join(dir, "kernels.o"), filepath.Join(dir, "kernels.wasm")
+	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	if _, err := run(ctx, t.Clang, append(append([]string{}, WasmCFlags...), "-o", obj, src)...); err != nil {
+		return nil, fmt.Errorf("clang: %w", err)
+	}
+	if _, err := run(ctx, t.WasmLD, append(append([]string{}, WasmLDFlags...), "-o", out, obj)...); err != nil {
+		return nil, fmt.Errorf("wasm-ld: %w", err)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckFeatures(wasm); err != nil {
+		return nil, err
+	}
+	return wasm, nil
+}
+
+// Key names the flags and compiler that a cache key must cover besides
+// the source.
+func (t *Toolchain) Key() string {
+	return t.Version + "\x00" + strings.Join(WasmCFlags, " ") + "\x00" + strings.Join(WasmLDFlags, " ")
+}
+
+// run executes a tool and returns its stdout, or an error holding the
+// (trimmed) diagnostics.
+func run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		if msg == "" {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s", err, msg)
+	}
+	return stdout.Bytes(), nil
+}

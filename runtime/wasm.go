@@ -1,0 +1,332 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/internal/cbuild"
+)
+
+func init() { Register("wasm", newWasm) }
+
+const (
+	wasmPage = 1 << 16
+	// wasmMaxPages keeps linear memory one page under wasm32's 4 GiB, so
+	// that its byte size fits a uint32.
+	wasmMaxPages = 65535
+	// wasmAlign aligns every buffer to a cache line.
+	wasmAlign = 64
+	// wasmMaxModules bounds the in-memory module cache; past it, an
+	// arbitrary module is dropped.
+	wasmMaxModules = 64
+	wazeroVersion  = "v1.12.0"
+)
+
+// wasmBackend runs Programs as C kernels compiled by Clang to WebAssembly
+// and executed by wazero. Modules are cached in memory (compiled and
+// instantiated, keyed by the SHA-256 of source and toolchain) and on disk
+// (the .wasm bytes).
+type wasmBackend struct {
+	tc       *cbuild.Toolchain
+	rt       wazero.Runtime
+	compiler bool              // wazero compiles to native code (else interprets)
+	disk     *cbuild.DiskCache // nil when no cache directory is usable
+	modules  map[string]*wasmModule
+}
+
+// wasmModule is one instantiated module: its kernels and its memory, grown
+// on demand and reused by every run of the same source.
+type wasmModule struct {
+	inst api.Module
+	mem  api.Memory
+	base uint64 // first byte after the module's stack and data
+}
+
+// probes remembers, per toolchain, that it built a module: every Factory
+// call checks the toolchain once per process, not once per Runtime.
+var probes sync.Map
+
+// probeSource is the smallest unit exercising the whole build.
+const probeSource = `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] + p[0]; }`
+
+func newWasm(Options) (Backend, error) {
+	if !littleEndian() {
+		return nil, errors.New("wasm backend needs a little-endian host")
+	}
+	tc, err := cbuild.Find()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := probes.Load(tc.Key() + tc.Clang + tc.WasmLD); !ok {
+		if _, err := tc.Wasm(context.Background(), probeSource); err != nil {
+			return nil, fmt.Errorf("toolchain %s cannot build a module: %w", tc.Clang, err)
+		}
+		probes.Store(tc.Key()+tc.Clang+tc.WasmLD, true)
+	}
+	compiler := goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
+	cfg := wazero.NewRuntimeConfigInterpreter()
+	if compiler {
+		cfg = wazero.NewRuntimeConfigCompiler()
+	}
+	b := &wasmBackend{tc: tc, compiler: compiler, modules: map[string]*wasmModule{},
+		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(wasmMaxPages))}
+	if dir, err := cbuild.DefaultCacheDir("wasm"); err == nil {
+		b.disk = &cbuild.DiskCache{Dir: dir}
+	}
+	return b, nil
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+func (b *wasmBackend) Name() string { return "wasm" }
+
+func (b *wasmBackend) Adapter() *Adapter {
+	mode := "interpreter"
+	if b.compiler {
+		mode = "compiler"
+	}
+	return &Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode), Driver: b.tc.Version,
+		Backend: "wasm", Type: "cpu"}
+}
+
+// MaxBindings is 0: a kernel takes any number of pointers.
+func (b *wasmBackend) MaxBindings() int { return 0 }
+
+func (b *wasmBackend) Close() {
+	if b.rt != nil {
+		b.rt.Close(context.Background())
+		b.rt = nil
+	}
+}
+
+// Run generates C, obtains the module (memory cache, disk cache or Clang),
+// places the buffers in linear memory, uploads inputs, calls each kernel
+// and reads the outputs back.
+func (b *wasmBackend) Run(job *Job) ([][]float32, error) {
+	if b.rt == nil {
+		return nil, b.fail(ir.CodeBackendUnavailable, errors.New("backend is closed"))
+	}
+	start := time.Now()
+	unit, err := c.Generate(job.Program)
+	if err != nil {
+		return nil, b.fail(ir.CodeInternal, err)
+	}
+	job.Timings.CodegenMs = ms(time.Since(start))
+
+	start = time.Now()
+	mod, err := b.module(unit.Source, job.Cache)
+	if err != nil {
+		return nil, b.fail(ir.CodeExecutionFailed, err)
+	}
+	job.Timings.CompileMs = ms(time.Since(start))
+
+	offs, err := mod.layout(job.Program, unit.Scratch)
+	if err != nil {
+		return nil, b.fail(ir.CodeLimitExceeded, err)
+	}
+	if err := mod.upload(job, offs); err != nil {
+		return nil, b.fail(ir.CodeExecutionFailed, err)
+	}
+	if err := mod.dispatch(job, unit, offs); err != nil {
+		return nil, b.fail(ir.CodeExecutionFailed, err)
+	}
+	return mod.readback(job, offs)
+}
+
+func (b *wasmBackend) fail(code ir.Code, err error) error {
+	return &Error{Code: code, Backend: "wasm", Err: err}
+}
+
+// module returns the instantiated module of source, recording which cache
+// level hit in cache.
+func (b *wasmBackend) module(source string, cache map[string]bool) (*wasmModule, error) {
+	sum := sha256.Sum256([]byte(source + "\x00" + b.tc.Key()))
+	key := hex.EncodeToString(sum[:])
+	cache["wasm_module_memory"], cache["wasm_module_disk"] = false, false
+	if m, ok := b.modules[key]; ok {
+		cache["wasm_module_memory"] = true
+		return m, nil
+	}
+	m, err := b.load(key, source, cache)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.modules) >= wasmMaxModules {
+		for k, old := range b.modules {
+			old.inst.Close(context.Background())
+			delete(b.modules, k)
+			break
+		}
+	}
+	b.modules[key] = m
+	return m, nil
+}
+
+// load instantiates the module from the disk cache, or builds it with
+// Clang (and stores it) when the cached file is absent or fails to verify
+// or compile.
+func (b *wasmBackend) load(key, source string, cache map[string]bool) (*wasmModule, error) {
+	ctx := context.Background()
+	if b.disk != nil {
+		if wasm, ok := b.disk.Get(key); ok {
+			if m, err := b.instantiate(ctx, key, wasm); err == nil {
+				cache["wasm_module_disk"] = true
+				return m, nil
+			}
+		}
+	}
+	return b.build(ctx, key, source)
+}
+
+// build compiles the unit with Clang and caches the module on disk (a
+// cache that cannot be written only costs a rebuild next time).
+func (b *wasmBackend) build(ctx context.Context, key, source string) (*wasmModule, error) {
+	wasm, err := b.tc.Wasm(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.instantiate(ctx, key, wasm)
+	if err != nil {
+		return nil, err
+	}
+	if b.disk != nil {
+		_ = b.disk.Put(key, wasm)
+	}
+	return m, nil
+}
+
+// instantiate compiles wasm with wazero and instantiates it once.
+func (b *wasmBackend) instantiate(ctx context.Context, key string, wasm []byte) (*wasmModule, error) {
+	compiled, err := b.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wazero compile: %w", err)
+	}
+	inst, err := b.rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(key))
+	if err != nil {
+		return nil, fmt.Errorf("wazero instantiate: %w", err)
+	}
+	mem := inst.Memory()
+	if mem == nil {
+		inst.Close(ctx)
+		return nil, errors.New("module exports no memory")
+	}
+	return &wasmModule{inst: inst, mem: mem, base: uint64(mem.Size())}, nil
+}
+
+// layout places every buffer, then the scratch area, after the module's
+// own memory, growing linear memory to fit. offs[i] is buffer i's byte
+// offset; offs[len(p.Buffers)] is the scratch's.
+func (m *wasmModule) layout(p *ir.Program, scratch int) ([]uint64, error) {
+	offs := make([]uint64, len(p.Buffers)+1)
+	end := m.base
+	place := func(floats int) uint64 {
+		at := (end + wasmAlign - 1) / wasmAlign * wasmAlign
+		end = at + 4*uint64(floats)
+		return at
+	}
+	for i, buf := range p.Buffers {
+		offs[i] = place(buf.Len)
+	}
+	offs[len(p.Buffers)] = place(scratch)
+	have, _ := m.mem.Grow(0)
+	need := (end + wasmPage - 1) / wasmPage
+	if need > wasmMaxPages {
+		return nil, fmt.Errorf("program needs %d MiB of wasm memory; wasm32 allows %d MiB", end>>20, uint64(wasmMaxPages)*wasmPage>>20)
+	}
+	if need > uint64(have) {
+		if _, ok := m.mem.Grow(uint32(need) - have); !ok {
+			return nil, fmt.Errorf("cannot grow wasm memory from %d to %d pages", have, need)
+		}
+	}
+	return offs, nil
+}
+
+// floatBytes views a float32 slice as its little-endian bytes.
+func floatBytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
+func (m *wasmModule) upload(job *Job, offs []uint64) error {
+	start := time.Now()
+	var n int64
+	for i, buf := range job.Program.Buffers {
+		if !buf.Input {
+			continue
+		}
+		if len(buf.Data) != buf.Len {
+			return fmt.Errorf("buf%d: input holds %d values, shape %v needs %d", i, len(buf.Data), buf.Shape, buf.Len)
+		}
+		if !m.mem.Write(uint32(offs[i]), floatBytes(buf.Data)) {
+			return fmt.Errorf("buf%d: upload outside wasm memory", i)
+		}
+		n += 4 * int64(buf.Len)
+	}
+	job.Timings.UploadMs = ms(time.Since(start))
+	job.Timings.UploadBytes = n
+	return nil
+}
+
+func (m *wasmModule) dispatch(job *Job, unit *c.Unit, offs []uint64) error {
+	ctx := context.Background()
+	start := time.Now()
+	for _, k := range unit.Kernels {
+		fn := m.inst.ExportedFunction(k.Export)
+		if fn == nil {
+			return fmt.Errorf("kernel %s: module does not export %s", k.Name, k.Export)
+		}
+		args := make([]uint64, 0, len(k.Buffers)+1)
+		for _, buf := range k.Buffers {
+			args = append(args, offs[buf])
+		}
+		if k.Scratch {
+			args = append(args, offs[len(offs)-1])
+		}
+		if _, err := fn.Call(ctx, args...); err != nil {
+			return fmt.Errorf("kernel %s (%s): %w", k.Name, k.Export, err)
+		}
+	}
+	job.Timings.DispatchMs = ms(time.Since(start))
+	job.Timings.DispatchClock = "wall"
+	return nil
+}
+
+func (m *wasmModule) readback(job *Job, offs []uint64) ([][]float32, error) {
+	start := time.Now()
+	var n int64
+	out := make([][]float32, len(job.Program.Outputs))
+	for i, o := range job.Program.Outputs {
+		if o.Buffer < 0 {
+			continue
+		}
+		l := job.Program.Buffers[o.Buffer].Len
+		view, ok := m.mem.Read(uint32(offs[o.Buffer]), uint32(4*l))
+		if !ok {
+			return nil, &Error{Code: ir.CodeExecutionFailed, Backend: "wasm",
+				Err: fmt.Errorf("output %q: buf%d lies outside wasm memory", o.Name, o.Buffer)}
+		}
+		out[i] = make([]float32, l)
+		copy(floatBytes(out[i]), view)
+		n += 4 * int64(l)
+	}
+	job.Timings.ReadbackMs = ms(time.Since(start))
+	job.Timings.ReadbackBytes = n
+	return out, nil
+}
