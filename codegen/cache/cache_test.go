@@ -1,0 +1,173 @@
+package cache
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func key(s string) Key { return NewKey([]byte(s)) }
+
+func mustOpen(t *testing.T, opts Options) *Cache {
+	t.Helper()
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func expectGet(t *testing.T, c *Cache, k Key, want []byte, src Source) {
+	t.Helper()
+	got, s := c.Get(k)
+	if s != src || !bytes.Equal(got, want) {
+		t.Fatalf("Get(%s) = %q from %v; want %q from %v", k, got, s, want, src)
+	}
+}
+
+func TestKeyIsLengthPrefixed(t *testing.T) {
+	if NewKey([]byte("ab"), []byte("c")) == NewKey([]byte("a"), []byte("bc")) {
+		t.Fatal("keys of differently split parts collide")
+	}
+}
+
+func TestTiers(t *testing.T) {
+	dir := t.TempDir()
+	c := mustOpen(t, Options{Dir: dir})
+	k, v := key("graph"), []byte("kernel source")
+	expectGet(t, c, k, nil, Miss)
+	if err := c.Put(k, v); err != nil {
+		t.Fatal(err)
+	}
+	expectGet(t, c, k, v, Memory)
+
+	// A fresh cache over the same directory is a new process: disk, then memory.
+	c2 := mustOpen(t, Options{Dir: dir})
+	expectGet(t, c2, k, v, Disk)
+	expectGet(t, c2, k, v, Memory)
+	if s := c2.Stats(); s.DiskHits != 1 || s.MemoryHits != 1 || s.DiskBytes == 0 {
+		t.Errorf("stats = %+v", s)
+	}
+
+	mem := mustOpen(t, Options{})
+	mem.Put(k, v)
+	expectGet(t, mem, k, v, Memory)
+	expectGet(t, mem, key("other"), nil, Miss)
+}
+
+// TestCorruptFile damages the file on disk in several ways; each is a miss,
+// the file is removed, and a Put replaces it with a good one.
+func TestCorruptFile(t *testing.T) {
+	damage := []struct {
+		name string
+		f    func([]byte) []byte
+	}{
+		{"truncated", func(b []byte) []byte { return b[:len(b)-5] }},
+		{"empty", func([]byte) []byte { return nil }},
+		{"flipped payload bit", func(b []byte) []byte { b[hdrLen] ^= 1; return b }},
+		{"flipped checksum bit", func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }},
+		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return b }},
+		{"extended", func(b []byte) []byte { return append(b, 0) }},
+	}
+	for _, d := range damage {
+		t.Run(d.name, func(t *testing.T) {
+			dir := t.TempDir()
+			k, v := key(d.name), []byte("payload of "+d.name)
+			mustOpen(t, Options{Dir: dir}).Put(k, v)
+			p := filepath.Join(dir, k.String()+fileExt)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, d.f(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := mustOpen(t, Options{Dir: dir})
+			expectGet(t, c, k, nil, Miss)
+			if s := c.Stats(); s.Corrupt != 1 {
+				t.Errorf("Corrupt = %d, want 1", s.Corrupt)
+			}
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("corrupt file still present: %v", err)
+			}
+			c.Put(k, v)
+			expectGet(t, mustOpen(t, Options{Dir: dir}), k, v, Disk)
+		})
+	}
+}
+
+func TestMemoryBound(t *testing.T) {
+	c := mustOpen(t, Options{MaxMemoryBytes: 100})
+	for i := range 5 {
+		c.Put(key(fmt.Sprint(i)), make([]byte, 40))
+	}
+	// Only the two most recent fit.
+	for i, want := range []Source{Miss, Miss, Miss, Memory, Memory} {
+		if _, s := c.Get(key(fmt.Sprint(i))); s != want {
+			t.Errorf("entry %d: %v, want %v", i, s, want)
+		}
+	}
+	if s := c.Stats(); s.MemoryBytes != 80 || s.Evicted != 3 {
+		t.Errorf("stats = %+v", s)
+	}
+	c.Put(key("huge"), make([]byte, 101))
+	if _, s := c.Get(key("huge")); s != Miss {
+		t.Errorf("a blob larger than the tier was kept")
+	}
+}
+
+func TestDiskBoundEvictsOldest(t *testing.T) {
+	dir := t.TempDir()
+	c := mustOpen(t, Options{Dir: dir, MaxDiskBytes: int64(3 * (hdrLen + sumLen + 100))})
+	old := time.Now().Add(-time.Hour)
+	for i := range 3 {
+		k := key(fmt.Sprint(i))
+		c.Put(k, make([]byte, 100))
+		// Make the order of use unambiguous on coarse-clock file systems.
+		at := old.Add(time.Duration(i) * time.Minute)
+		os.Chtimes(filepath.Join(dir, k.String()+fileExt), at, at)
+	}
+	c.Put(key("3"), make([]byte, 100))
+	fresh := mustOpen(t, Options{Dir: dir})
+	for i, want := range []Source{Miss, Disk, Disk, Disk} {
+		if _, s := fresh.Get(key(fmt.Sprint(i))); s != want {
+			t.Errorf("entry %d: %v, want %v", i, s, want)
+		}
+	}
+}
+
+// TestConcurrent hammers one directory from two caches (two processes) and
+// many goroutines; run it with -race.
+func TestConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	caches := []*Cache{mustOpen(t, Options{Dir: dir, MaxMemoryBytes: 2048}), mustOpen(t, Options{Dir: dir, MaxDiskBytes: 64 << 10})}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := caches[g%2]
+			for i := range 200 {
+				name := fmt.Sprint(i % 17)
+				want := bytes.Repeat([]byte(name), 50)
+				if got, s := c.Get(key(name)); s != Miss && !bytes.Equal(got, want) {
+					t.Errorf("entry %s: got %d bytes of wrong data from %v", name, len(got), s)
+					return
+				}
+				c.Put(key(name), want)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestDefaultDir(t *testing.T) {
+	t.Setenv("GPUCC_CACHE_DIR", "/tmp/x")
+	if d, err := DefaultDir(); err != nil || d != "/tmp/x" {
+		t.Errorf("DefaultDir = %q, %v", d, err)
+	}
+}
