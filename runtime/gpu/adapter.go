@@ -227,6 +227,10 @@ type Options struct {
 	// Adapter, when non-empty, restricts the choice to adapters whose name
 	// contains it (case-insensitive).
 	Adapter string
+	// Upload and UploadChunk choose how Upload moves bytes (see UploadPath);
+	// the zero values are queue.WriteBuffer in one call.
+	Upload      UploadPath
+	UploadChunk uint64
 }
 
 // Sentinel errors, matched with errors.Is.

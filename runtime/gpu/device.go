@@ -29,6 +29,11 @@ type Device struct {
 	readSize    uint64
 	tail        [4]byte // scratch for unaligned upload tails
 
+	upPath  UploadPath
+	upChunk uint64          // bytes per WriteBuffer call or staging buffer (0: whole)
+	upStage [2]*wgpu.Buffer // MapWrite|CopySrc ring for UploadStaging
+	upSize  uint64          // size of each upStage buffer
+
 	bindGroups map[string]*bindGroupEntry
 
 	// timestamp resources, created lazily by RunTimed
@@ -75,6 +80,7 @@ func Open(opts Options) (*Device, error) {
 		return nil, &Error{Op: op, Err: err}
 	}
 	d := &Device{inst: inst, adapter: adapters[best], info: infos[best], bindGroups: map[string]*bindGroupEntry{}}
+	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
 
 	al := d.adapter.GetLimits().Limits
 	req := wgpu.DefaultLimits()
@@ -137,7 +143,7 @@ func (d *Device) Close() {
 		e.bg.Release()
 		delete(d.bindGroups, k)
 	}
-	for _, b := range []*wgpu.Buffer{d.readStaging, d.tsResolve, d.tsRead} {
+	for _, b := range []*wgpu.Buffer{d.readStaging, d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()
 		}
@@ -310,10 +316,18 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
+	if d.upPath == UploadStaging && !b.uniform && len(data) > smallUpload {
+		return d.stagedWriteLocked(op, b, data)
+	}
 	n := len(data) &^ 3
-	if n > 0 {
-		if err := d.queue.WriteBuffer(b.buf, 0, data[:n]); err != nil {
-			return errorf(op, "%v: %w", b, err)
+	chunk := len(data)
+	if d.upChunk > 0 {
+		chunk = int(d.upChunk)
+	}
+	for off := 0; off < n; off += chunk {
+		end := min(off+chunk, n)
+		if err := d.queue.WriteBuffer(b.buf, uint64(off), data[off:end]); err != nil {
+			return errorf(op, "%v at offset %d: %w", b, off, err)
 		}
 	}
 	if r := len(data) - n; r > 0 {

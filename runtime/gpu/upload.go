@@ -1,0 +1,157 @@
+//go:build !js
+
+package gpu
+
+import (
+	"fmt"
+	goruntime "runtime"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// UploadPath is how Upload moves host bytes into a storage buffer. Which is
+// fastest depends on the driver: BenchmarkUpload (package bench) measures
+// each on the device at hand.
+type UploadPath int
+
+const (
+	// UploadWriteBuffer calls queue.WriteBuffer, in pieces of UploadChunk
+	// bytes when that is set. wgpu copies each piece into a staging buffer
+	// it allocates, and copies that on the next submit.
+	UploadWriteBuffer UploadPath = iota
+	// UploadStaging copies through two reusable MapWrite staging buffers of
+	// UploadChunk bytes (default 16 MiB), alternately: the host fills one
+	// while the GPU copies the other, and no host-visible memory is
+	// allocated per upload.
+	UploadStaging
+)
+
+func (p UploadPath) String() string {
+	switch p {
+	case UploadWriteBuffer:
+		return "writebuffer"
+	case UploadStaging:
+		return "staging"
+	}
+	return fmt.Sprintf("UploadPath(%d)", int(p))
+}
+
+// ParseUploadPath reads the name String returns.
+func ParseUploadPath(s string) (UploadPath, error) {
+	for _, p := range []UploadPath{UploadWriteBuffer, UploadStaging} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("gpu: unknown upload path %q (want writebuffer or staging)", s)
+}
+
+// smallUpload is the size below which the staging path falls back to
+// WriteBuffer: mapping costs more than the copy.
+const smallUpload = 64 << 10
+
+// defaultStagingChunk is the staging buffer size when UploadChunk is unset.
+const defaultStagingChunk = 16 << 20
+
+// SetUpload changes the upload path and chunk size (bytes, rounded up to 4;
+// 0 for the default) of later uploads.
+func (d *Device) SetUpload(p UploadPath, chunk uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.upPath, d.upChunk = p, roundUp(chunk, 4)
+}
+
+// Flush submits the writes queued by Upload and waits until the device has
+// executed them, so that upload time can be measured apart from dispatch.
+func (d *Device) Flush() error {
+	const op = "flush"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(op); err != nil {
+		return err
+	}
+	enc, err := d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return errorf(op, "%w", err)
+	}
+	defer enc.Release()
+	return d.submit(op, enc)
+}
+
+// stagedWriteLocked uploads data through the staging ring; d.mu is held.
+func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte) error {
+	chunk := d.upChunk
+	if chunk == 0 {
+		chunk = defaultStagingChunk
+	}
+	if d.upSize != chunk {
+		for i, s := range d.upStage {
+			if s != nil {
+				s.Release()
+				d.upStage[i] = nil
+			}
+		}
+		for i := range d.upStage {
+			s, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
+				Label: "gpucc upload staging",
+				Size:  chunk,
+				Usage: wgpu.BufferUsageMapWrite | wgpu.BufferUsageCopySrc,
+			})
+			if err != nil {
+				return errorf(op, "staging buffer of %d B: %w", chunk, err)
+			}
+			d.upStage[i] = s
+		}
+		d.upSize = chunk
+	}
+	for i, off := 0, uint64(0); off < uint64(len(data)); i, off = i+1, off+chunk {
+		s := d.upStage[i%2]
+		end := min(off+chunk, uint64(len(data)))
+		n := roundUp(end-off, 4)
+		if err := d.mapWait(op, s, wgpu.MapModeWrite, n); err != nil {
+			return err
+		}
+		m := s.GetMappedRange(0, uint(n))
+		k := copy(m, data[off:end])
+		clear(m[k:])
+		if err := s.Unmap(); err != nil {
+			return errorf(op, "%w", err)
+		}
+		enc, err := d.dev.CreateCommandEncoder(nil)
+		if err != nil {
+			return errorf(op, "%w", err)
+		}
+		err = enc.CopyBufferToBuffer(s, 0, b.buf, off, n)
+		if err == nil {
+			var cmd *wgpu.CommandBuffer
+			if cmd, err = enc.Finish(nil); err == nil {
+				d.queue.Submit(cmd)
+				cmd.Release()
+			}
+		}
+		enc.Release()
+		if err != nil {
+			return errorf(op, "%v at offset %d: %w", b, off, err)
+		}
+	}
+	return nil
+}
+
+// mapWait maps the first n bytes of buf and polls, without blocking on the
+// whole queue, until the mapping is ready: the other staging buffer's copy
+// keeps running meanwhile.
+func (d *Device) mapWait(op string, buf *wgpu.Buffer, mode wgpu.MapMode, n uint64) error {
+	done, status := false, wgpu.BufferMapAsyncStatus(0xffffffff)
+	if err := buf.MapAsync(mode, 0, n, func(s wgpu.BufferMapAsyncStatus) { done, status = true, s }); err != nil {
+		return errorf(op, "%w", err)
+	}
+	for spins := 0; !done; spins++ {
+		d.dev.Poll(spins > 1000, nil)
+		goruntime.Gosched()
+	}
+	if status != wgpu.BufferMapAsyncStatusSuccess {
+		_ = buf.Unmap()
+		return errorf(op, "map staging buffer: status %v", status)
+	}
+	return nil
+}
