@@ -12,3 +12,14 @@ func (b bitset) or(c bitset) {
 		b[i] |= c[i]
 	}
 }
+func (b bitset) clear(i int) { b[i/64] &^= 1 << (i % 64) }
+
+// contains reports whether every element of c is in b.
+func (b bitset) contains(c bitset) bool {
+	for i := range b {
+		if c[i]&^b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -190,7 +190,16 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		k.Stores = append(k.Stores, val)
 		k.Outputs = append(k.Outputs, b.buffer(v))
 	}
-	for _, m := range u.nodes {
+	members := u.nodes
+	if u.kind == ir.KernelMatmul {
+		// The matmul goes first so that its operands are Inputs[0] and [1];
+		// members before it in node order do not depend on it.
+		members = slices.Clone(u.nodes)
+		slices.SortStableFunc(members, func(x, y ir.NodeID) int {
+			return b1(b.g.Nodes[y].Op == ir.OpMatmul) - b1(b.g.Nodes[x].Op == ir.OpMatmul)
+		})
+	}
+	for _, m := range members {
 		n := &b.g.Nodes[m]
 		k.Nodes = append(k.Nodes, b.st.Origin[m])
 		switch n.Op {
@@ -226,6 +235,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			store(m, vals[m])
 		}
 	}
+	slices.Sort(k.Nodes)
 	return k
 }
 
@@ -274,4 +284,11 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+func b1(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -47,8 +47,7 @@ type group struct {
 type fuser struct {
 	st      *State
 	g       *ir.Graph
-	groupOf []int    // group of each node, or -1
-	deps    []bitset // groups whose completion a node's value needs
+	groupOf []int // group of each node, or -1
 	groups  []*group
 	users   [][]ir.NodeID
 	output  []bool
@@ -56,11 +55,10 @@ type fuser struct {
 
 func newFuser(st *State) *fuser {
 	g := st.Graph
-	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)), deps: make([]bitset, len(g.Nodes)),
+	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)),
 		users: make([][]ir.NodeID, len(g.Nodes)), output: make([]bool, len(g.Nodes))}
 	for i, n := range g.Nodes {
 		f.groupOf[i] = -1
-		f.deps[i] = newBitset(len(g.Nodes))
 		for _, a := range n.Args {
 			f.users[a] = append(f.users[a], ir.NodeID(i))
 		}
@@ -75,9 +73,7 @@ func newFuser(st *State) *fuser {
 func (f *fuser) place(v ir.NodeID) {
 	n := &f.g.Nodes[v]
 	switch {
-	case n.Op == ir.OpInput || n.Op == ir.OpFull:
-	case n.Op == ir.OpTranspose:
-		f.deps[v].or(f.deps[n.Args[0]])
+	case n.Op == ir.OpInput || n.Op == ir.OpFull || n.Op == ir.OpTranspose:
 	case n.Op.IsElementwise() && !f.st.Options.NoFuse:
 		f.placeElementwise(v)
 	default:
@@ -91,21 +87,47 @@ func (f *fuser) place(v ir.NodeID) {
 }
 
 func (f *fuser) newGroup(v ir.NodeID, kind ir.KernelKind, root ir.NodeID, ext bitset) {
-	id := len(f.groups)
 	f.groups = append(f.groups, &group{kind: kind, nodes: []ir.NodeID{v}, root: root, ext: ext})
-	f.groupOf[v] = id
-	f.deps[v] = ext.clone()
-	f.deps[v].set(id)
+	f.groupOf[v] = len(f.groups) - 1
 }
 
-// argDeps is the union of deps of v's arguments outside the groups in skip.
+// need returns the groups that must complete before node v's value exists:
+// its own group and, transitively, everything that group waits for.
+// Computed afresh each time, because groups grow and merge.
+func (f *fuser) need(v ir.NodeID) bitset {
+	d := newBitset(len(f.g.Nodes))
+	for f.g.Nodes[v].Op == ir.OpTranspose {
+		v = f.g.Nodes[v].Args[0]
+	}
+	if g := f.groupOf[v]; g >= 0 {
+		d.set(g)
+		d.or(f.groups[g].ext)
+	}
+	return f.closure(d)
+}
+
+// closure adds to d every group that a group in d waits for.
+func (f *fuser) closure(d bitset) bitset {
+	for changed := true; changed; {
+		changed = false
+		for g, gr := range f.groups {
+			if d.has(g) && !d.contains(gr.ext) {
+				d.or(gr.ext)
+				changed = true
+			}
+		}
+	}
+	return d
+}
+
+// argDeps is the union of need over v's arguments outside the groups in skip.
 func (f *fuser) argDeps(v ir.NodeID, skip []int) bitset {
 	d := newBitset(len(f.g.Nodes))
 	for _, a := range f.g.Nodes[v].Args {
 		if g := f.groupOf[a]; g >= 0 && slices.Contains(skip, g) {
 			continue
 		}
-		d.or(f.deps[a])
+		d.or(f.need(a))
 	}
 	return d
 }
@@ -137,8 +159,6 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 	into.nodes = append(into.nodes, v)
 	into.ext = ext
 	f.groupOf[v] = chosen[0]
-	f.deps[v] = ext.clone()
-	f.deps[v].set(chosen[0])
 }
 
 // mergeExt returns the external dependencies of v merged with groups cs,
@@ -148,7 +168,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 	ext := f.argDeps(v, cs)
 	matmuls := 0
 	for _, c := range cs {
-		ext.or(f.groups[c].ext)
+		ext.or(f.closure(f.groups[c].ext.clone()))
 		if f.groups[c].kind == ir.KernelMatmul {
 			matmuls++
 		}
@@ -175,16 +195,12 @@ func (f *fuser) absorb(dst, src int) {
 	slices.Sort(d.nodes)
 	d.ext.or(s.ext)
 	s.dead, s.nodes = true, nil
-	for i := range f.deps {
-		if f.deps[i].has(src) {
-			f.deps[i].set(dst)
-		}
-	}
 	for _, g := range f.groups {
 		if g.ext.has(src) {
 			g.ext.set(dst)
 		}
 	}
+	d.ext.clear(dst) // the prologue a sum absorbs was among its dependencies
 }
 
 // fuseSumPrologues folds into each sum the elementwise group computing its
