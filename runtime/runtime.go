@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 )
@@ -32,7 +33,22 @@ type Options struct {
 	Limits        ir.Limits
 	// Passes tunes compilation; MaxBindings defaults to the device's limit.
 	Passes passes.Options
+	// Cache keeps generated code across runs and processes; nil means
+	// cache.Default() (memory, and disk under cache.DefaultDir()).
+	Cache *cache.Cache
+	// Upload names the webgpu upload path ("writebuffer" or "staging", see
+	// gpu.UploadPath; "" for writebuffer) and UploadChunk its chunk size
+	// in bytes (0: the path's default).
+	Upload      string
+	UploadChunk uint64
+	// PoolBytes bounds the device memory kept between runs for reuse by
+	// later runs of same-sized buffers (0: DefaultPoolBytes; negative: no
+	// pool).
+	PoolBytes int64
 }
+
+// DefaultPoolBytes is the default bound of a backend's buffer pool.
+const DefaultPoolBytes = 1 << 30
 
 // Adapter describes the device a backend runs on.
 type Adapter struct {
@@ -44,7 +60,14 @@ type Adapter struct {
 }
 
 // Timings are the stages of one run, in milliseconds. Upload and readback
-// carry their byte counts so throughput can be computed.
+// carry their byte counts so throughput can be computed. A backend leaves
+// at zero the stages it does not have (cpu has no codegen or transfers).
+//
+// CompileMs is the time to create shader modules and pipelines; drivers
+// finish compiling at the first dispatch, so when a run compiled anything
+// its first dispatch is timed apart in FirstDispatchMs and DispatchMs is a
+// second, warm dispatch of the same kernels. DispatchClock says whether
+// DispatchMs is GPU time from timestamp queries or host wall time.
 type Timings struct {
 	PassesMs        float64 `json:"passes_ms"`
 	CodegenMs       float64 `json:"codegen_ms"`
@@ -88,7 +111,11 @@ type Job struct {
 	Graph   *ir.Graph   // validated source graph (the cpu backend evaluates it)
 	Program *ir.Program // lowered program (the others run it)
 	Timings *Timings    // the backend fills the stages it measures
-	Cache   map[string]bool
+	// Cache records, per cache level, whether this run hit it
+	// ("codegen_memory", "codegen_disk", "pipeline", "buffer_pool").
+	Cache map[string]bool
+	// Codegen caches generated code; never nil.
+	Codegen *cache.Cache
 }
 
 // Backend executes jobs on one device. It is used by one goroutine at a time.
@@ -169,6 +196,9 @@ type Runtime struct {
 
 // New opens the backend opts asks for (the first that works, for auto).
 func New(opts Options) (*Runtime, error) {
+	if opts.Cache == nil {
+		opts.Cache = cache.Default()
+	}
 	rt := &Runtime{opts: opts}
 	names := Chain
 	if opts.Backend != "" && opts.Backend != "auto" {
@@ -246,7 +276,7 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 		res.Timings.PassesMs += t.Millis
 	}
 	res.Kernels = len(p.Kernels)
-	job := &Job{Graph: g, Program: p, Timings: &res.Timings, Cache: map[string]bool{}}
+	job := &Job{Graph: g, Program: p, Timings: &res.Timings, Cache: map[string]bool{}, Codegen: rt.opts.Cache}
 	vals, err := rt.backend.Run(job)
 	if err != nil {
 		if CodeOf(err) == ir.CodeInternal {

@@ -15,24 +15,42 @@ import (
 
 func init() { Register("webgpu", openWebGPU) }
 
-// webgpuBackend runs WGSL kernels through wgpu-native. Compiled pipelines
-// are cached per device by WGSL hash and entry point, so a second run of
-// the same graph compiles nothing.
+// webgpuBackend runs WGSL kernels through wgpu-native.
+//
+// Three caches make a repeated run cheap: generated WGSL comes from the
+// Runtime's codegen cache (memory, then disk); compiled pipelines are kept
+// per device by WGSL hash and entry point, so a second run of the same
+// graph compiles nothing; and device buffers are returned to a pool after
+// each run, so a later run of a same-sized program allocates nothing (and
+// reuses its bind groups, which the device caches by buffer).
 type webgpuBackend struct {
 	dev       *gpu.Device
 	adapter   *Adapter
 	pipelines map[[32]byte]*gpu.Pipeline
+	pool      *bufferPool
 }
 
 func openWebGPU(opts Options) (Backend, error) {
-	dev, err := gpu.Open(gpu.Options{AllowSoftware: opts.AllowSoftware})
+	path, err := gpu.ParseUploadPath(opts.Upload)
+	if opts.Upload == "" {
+		path, err = gpu.UploadWriteBuffer, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dev, err := gpu.Open(gpu.Options{AllowSoftware: opts.AllowSoftware, Upload: path, UploadChunk: opts.UploadChunk})
 	if err != nil {
 		return nil, err
 	}
 	info := dev.Info()
+	limit := opts.PoolBytes
+	if limit == 0 {
+		limit = DefaultPoolBytes
+	}
 	return &webgpuBackend{
 		dev:       dev,
 		pipelines: map[[32]byte]*gpu.Pipeline{},
+		pool:      &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*gpu.Buffer{}},
 		adapter: &Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend,
 			Type: info.Type, Software: info.Software},
 	}, nil
@@ -45,6 +63,7 @@ func (b *webgpuBackend) MaxBindings() int {
 }
 
 func (b *webgpuBackend) Close() {
+	b.pool.drain()
 	for _, p := range b.pipelines {
 		p.Release()
 	}
@@ -76,13 +95,10 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 	}
 
 	start := time.Now()
-	shaders := make([]codegen.Shader, len(p.Kernels))
-	for i := range p.Kernels {
-		s, err := wgsl.Generate(p, &p.Kernels[i])
-		if err != nil {
-			return fail(err)
-		}
-		shaders[i] = s
+	gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
+	shaders, err := generateCached(job.Codegen, "wgsl", p, job.Cache, gen, wgslParams)
+	if err != nil {
+		return fail(err)
 	}
 	t.CodegenMs = ms(time.Since(start))
 
@@ -99,17 +115,23 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 	t.CompileMs = ms(time.Since(start))
 	job.Cache["pipeline"] = allHit
 
-	bufs := make([]*gpu.Buffer, len(p.Buffers))
-	defer func() {
-		for _, buf := range bufs {
-			if buf != nil {
-				buf.Release()
-			}
+	// Buffers go back to the pool when the run is over, whatever happens.
+	var held []*gpu.Buffer
+	defer func() { b.pool.put(held) }()
+	pooled := true
+	get := func(size uint64, uniform bool, label string) (*gpu.Buffer, error) {
+		buf, hit, err := b.pool.get(size, uniform, label)
+		if err == nil {
+			held = append(held, buf)
+			pooled = pooled && hit
 		}
-	}()
+		return buf, err
+	}
+
 	start = time.Now()
+	bufs := make([]*gpu.Buffer, len(p.Buffers))
 	for i, pb := range p.Buffers {
-		buf, err := b.dev.NewBuffer(uint64(pb.Len)*4, fmt.Sprintf("buf%d", i))
+		buf, err := get(uint64(pb.Len)*4, false, fmt.Sprintf("buf%d", i))
 		if err != nil {
 			return fail(err)
 		}
@@ -121,8 +143,6 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 			t.UploadBytes += int64(pb.Len) * 4
 		}
 	}
-	t.UploadMs = ms(time.Since(start))
-
 	ds := make([]gpu.Dispatch, len(p.Kernels))
 	for i, k := range p.Kernels {
 		d := gpu.Dispatch{Pipeline: pipes[i], Groups: [3]uint32{uint32(shaders[i].Groups[0]), uint32(shaders[i].Groups[1]), uint32(shaders[i].Groups[2])}}
@@ -132,14 +152,23 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 		for _, o := range k.Outputs {
 			d.Buffers = append(d.Buffers, bufs[o])
 		}
-		params, err := b.dev.NewUniform(shaders[i].Params, k.Name+" params")
+		params, err := get(uint64(len(shaders[i].Params)), true, k.Name+" params")
 		if err != nil {
 			return fail(err)
 		}
-		defer params.Release()
+		if err := b.dev.UploadBytes(params, shaders[i].Params); err != nil {
+			return fail(err)
+		}
 		d.Buffers = append(d.Buffers, params)
 		ds[i] = d
 	}
+	// Wait for the copies, so that upload time is not charged to dispatch.
+	if err := b.dev.Flush(); err != nil {
+		return fail(err)
+	}
+	t.UploadMs = ms(time.Since(start))
+	job.Cache["buffer_pool"] = pooled
+
 	if len(ds) > 0 {
 		if !allHit {
 			// Drivers finish compiling at the first dispatch: time it apart.

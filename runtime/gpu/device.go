@@ -807,3 +807,6 @@ func (d *Device) initTimestamps() error {
 	d.tsQuery, d.tsResolve, d.tsRead = qs, res, rd
 	return nil
 }
+
+// Uniform reports whether b is a uniform buffer (from NewUniform).
+func (b *Buffer) Uniform() bool { return b.uniform }
