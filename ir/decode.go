@@ -85,7 +85,10 @@ func jsonError(err error) *Error {
 	if errors.As(err, &se) {
 		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON at byte %d: %v", se.Offset, err)
 	}
-	return Errorf(CodeInvalidGraph, -1, "", "%v", err)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: the document ends early")
+	}
+	return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: %v", err)
 }
 
 func fromWire(w *wireGraph, l Limits) (*Graph, *Error) {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpucc-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "gpucc")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gpucc runs the binary and returns stdout, decoded JSON (if any) and the exit code.
+func gpucc(t *testing.T, stdin string, args ...string) (string, map[string]any, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR=/tmp")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if strings.HasPrefix(stdout.String(), "{") {
+		if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+			t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+		}
+	}
+	return stdout.String(), v, code
+}
+
+func errorCode(v map[string]any) string {
+	e, _ := v["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func TestRunSeed(t *testing.T) {
+	for _, backend := range []string{"cpu", "webgpu"} {
+		t.Run(backend, func(t *testing.T) {
+			_, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", "../../examples/seed.json")
+			if code != 0 {
+				if backend == "webgpu" && os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && errorCode(v) == "backend_unavailable" {
+					t.Skip("no WebGPU adapter here")
+				}
+				t.Fatalf("exit %d: %v", code, v)
+			}
+			want := map[string]any{"values": map[string]any{"shape": []any{3.0}, "data": []any{0.0, 60.0, 120.0}}}
+			if diff := cmp.Diff(want, v["outputs"]); diff != "" {
+				t.Errorf("outputs (-want +got):\n%s", diff)
+			}
+			if v["backend"] != backend {
+				t.Errorf("backend = %v, want %s", v["backend"], backend)
+			}
+			timings, _ := v["timings"].(map[string]any)
+			for _, k := range []string{"upload_ms", "compile_ms", "dispatch_ms", "readback_ms"} {
+				if _, ok := timings[k]; !ok {
+					t.Errorf("timings lack %s: %v", k, timings)
+				}
+			}
+		})
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	overflow := `{"version":1,"nodes":[{"id":0,"op":"input","shape":[1],"data":[3e38]},{"id":1,"op":"mul","a":0,"scalar":10}],"outputs":[{"name":"big","id":1}]}`
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  string
+		msg   string
+	}{
+		{"malformed", "{", []string{"run", "-"}, "invalid_graph", "malformed JSON"},
+		{"missing file", "", []string{"run", "/nonexistent.json"}, "invalid_graph", "no such file"},
+		{"overflowing output", overflow, []string{"run", "--backend", "cpu", "-"}, "non_finite_output", `output \"big\" element 0 is +Inf`},
+		{"host limit", "", []string{"run", "--max-nodes", "2", "../../examples/seed.json"}, "limit_exceeded", "limit of 2"},
+		{"unknown backend", "", []string{"run", "--backend", "cuda", "../../examples/seed.json"}, "backend_unavailable", "not built into this binary"},
+		{"no graph", "", []string{"run"}, "usage", "GRAPH.json"},
+		{"bad pass name", "", []string{"build", "../../examples/seed.json", "-o", "/tmp/x", "--dump-after", "magic"}, "usage", "no such pass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, v, code := gpucc(t, tt.stdin, tt.args...)
+			if code == 0 {
+				t.Fatalf("exit 0, want failure: %s", out)
+			}
+			if got := errorCode(v); got != tt.code {
+				t.Errorf("code %q, want %q: %s", got, tt.code, out)
+			}
+			if !strings.Contains(out, tt.msg) {
+				t.Errorf("message lacks %q: %s", tt.msg, out)
+			}
+		})
+	}
+}
+
+func TestRunRejectsSoftwareAdapterUnlessAllowed(t *testing.T) {
+	_, v, code := gpucc(t, "", "run", "--backend", "webgpu", "../../examples/seed.json")
+	if code == 0 {
+		t.Skip("a hardware adapter is present")
+	}
+	if errorCode(v) != "backend_unavailable" {
+		t.Fatalf("got %v", v)
+	}
+	_, v, code = gpucc(t, "", "run", "../../examples/seed.json")
+	if code != 0 || v["backend"] == "webgpu" {
+		t.Fatalf("auto without --allow-software: exit %d, %v", code, v)
+	}
+	attempts, _ := v["fallbackAttempts"].([]any)
+	if len(attempts) == 0 || !strings.Contains(attempts[0].(map[string]any)["error"].(string), "software") {
+		t.Errorf("fallbackAttempts should record the rejected software adapter: %v", attempts)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	dir, err := os.MkdirTemp(root, "aot-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out, v, code := gpucc(t, "", "build", "../../examples/mlp.json", "-o", dir, "--explain", "--package", "mlp")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %v", code, out, v)
+	}
+	for _, want := range []string{"kernels: 1", "fuses nodes [3 4 5]", "tile   32x32", "workgroup [16 16 1]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--explain lacks %q:\n%s", want, out)
+		}
+	}
+	var m Manifest
+	doc, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Kernels) != 1 || len(m.Kernels[0].Bindings) != 5 || len(m.Passes) == 0 || m.Kernels[0].SHA256 == "" {
+		t.Errorf("manifest: %+v", m)
+	}
+	if _, err := os.Stat(filepath.Join(dir, m.Kernels[0].File)); err != nil {
+		t.Error(err)
+	}
+	vet := exec.Command("go", "vet", "./"+filepath.Base(dir))
+	vet.Dir = root
+	if out, err := vet.CombinedOutput(); err != nil {
+		t.Errorf("generated package does not vet: %v\n%s", err, out)
+	}
+}
