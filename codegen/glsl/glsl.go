@@ -17,6 +17,9 @@
 //
 // The shaders follow cpuref's semantics:
 //   - constants are bit patterns, uintBitsToFloat(0x…u), never decimals;
+//     but ±0 is the uniform u_zero (= +0.0), or its negation: ANGLE on
+//     SwiftShader was seen folding x + 0.0 to x, even with the zero written
+//     as 0.0 * u_one, which turns -0 + 0 into -0 instead of +0;
 //   - GLSL ES 3.00 has no `precise`, so every product is multiplied by the
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
@@ -77,15 +80,15 @@ type Pass struct {
 
 // Plan is a Program lowered to WebGL2 passes.
 type Plan struct {
-	Vertex   string    // the one vertex shader: a full-screen triangle
 	Textures []Texture // program buffers first (index = buffer), then scratch
 	Passes   []Pass
 }
 
 // Names shared between the shaders and the runtime that draws them.
 const (
-	UniformOne    = "u_one" // float, must be set to 1.0
-	SamplerPrefix = "u_in"  // u_in0, u_in1, …: input textures, by operand
+	UniformOne    = "u_one"  // float, must be set to 1.0
+	UniformZero   = "u_zero" // float, must be set to +0.0
+	SamplerPrefix = "u_in"   // u_in0, u_in1, …: input textures, by operand
 )
 
 const (
@@ -94,7 +97,9 @@ const (
 	negZeroBits = 1 << 31 // -0.0, the sum padding
 )
 
-const vertex = "#version 300 es\n" + headerLine + `
+// Vertex is the one vertex shader of every pass: a full-screen triangle
+// drawn with three vertices and no attributes.
+const Vertex = "#version 300 es\n" + headerLine + `
 // A full-screen triangle; every fragment shader reads gl_FragCoord only.
 void main() {
 	vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
@@ -105,10 +110,25 @@ void main() {
 // Lang is GLSL ES 3.00's syntax for the shared renderer.
 var Lang = codegen.Lang{
 	Let:    func(name, expr string) string { return "float " + name + " = " + expr + ";" },
-	Bits:   func(b uint32) string { return fmt.Sprintf("uintBitsToFloat(0x%08xu)", b) },
+	Bits:   bits,
 	Select: func(c, t, f string) string { return "(" + c + " ? " + t + " : " + f + ")" },
 	Keep:   func(p string) string { return "(" + p + ") * " + UniformOne },
 	Uint:   func(n int) string { return fmt.Sprintf("%du", n) },
+}
+
+// bits renders the float of IEEE bits b. Zeros come from the uniform
+// u_zero: drivers fold x + 0.0 to x and x * 0.0 to 0.0, wrong for x = -0
+// (and for negative x, Inf and NaN), even when the zero is hidden as
+// 0.0 * u_one; a uniform they cannot see through. Other constants are
+// plain bitcasts.
+func bits(b uint32) string {
+	switch b {
+	case 0:
+		return UniformZero
+	case negZeroBits:
+		return "(-" + UniformZero + ")"
+	}
+	return fmt.Sprintf("uintBitsToFloat(0x%08xu)", b)
 }
 
 // Layout returns the texture holding n elements.
@@ -122,7 +142,7 @@ func Generate(p *ir.Program) (*Plan, error) {
 	if err := ir.ValidateProgram(p); err != nil {
 		return nil, err
 	}
-	pl := &Plan{Vertex: vertex}
+	pl := &Plan{}
 	for i, b := range p.Buffers {
 		pl.Textures = append(pl.Textures, Layout(b.Len, i))
 	}
@@ -259,6 +279,7 @@ func header(name string) *strings.Builder {
 	fmt.Fprintf(&b, "// pass %s\n", name)
 	b.WriteString("precision highp float;\nprecision highp int;\nprecision highp sampler2D;\n")
 	b.WriteString("uniform float " + UniformOne + ";\n")
+	b.WriteString("uniform float " + UniformZero + ";\n")
 	return &b
 }
 

@@ -103,7 +103,7 @@ func TestGlslangValidator(t *testing.T) {
 			t.Errorf("%s: %v\n%s\n%s", name, err, out, src)
 		}
 	}
-	check(t, "vert", "vertex", vertex)
+	check(t, "vert", "vertex", Vertex)
 	for _, f := range graphs(t) {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {

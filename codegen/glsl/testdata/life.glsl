@@ -10,6 +10,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -17,7 +18,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 20u), int(j / 20u)), 0).r;
 }
 float alive(uint r, uint c) {
-	return load0(r * 5u + c) > uintBitsToFloat(0x00000000u) ? 1.0 : 0.0;
+	return load0(r * 5u + c) > u_zero ? 1.0 : 0.0;
 }
 void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
@@ -32,7 +33,7 @@ void main() {
 		+ alive(r, left) + alive(r, right)
 		+ alive(down, left) + alive(down, c) + alive(down, right);
 	bool next = live == 3.0 || (live == 2.0 && alive(r, c) == 1.0);
-	o0 = next ? uintBitsToFloat(0x3f800000u) : uintBitsToFloat(0x00000000u);
+	o0 = next ? uintBitsToFloat(0x3f800000u) : u_zero;
 }
 
 // ==== life_1: in [2] -> out [0], 20x1, free [2]
@@ -43,6 +44,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -50,7 +52,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 20u), int(j / 20u)), 0).r;
 }
 float alive(uint r, uint c) {
-	return load0(r * 5u + c) > uintBitsToFloat(0x00000000u) ? 1.0 : 0.0;
+	return load0(r * 5u + c) > u_zero ? 1.0 : 0.0;
 }
 void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
@@ -65,5 +67,5 @@ void main() {
 		+ alive(r, left) + alive(r, right)
 		+ alive(down, left) + alive(down, c) + alive(down, right);
 	bool next = live == 3.0 || (live == 2.0 && alive(r, c) == 1.0);
-	o0 = next ? uintBitsToFloat(0x3f800000u) : uintBitsToFloat(0x00000000u);
+	o0 = next ? uintBitsToFloat(0x3f800000u) : u_zero;
 }

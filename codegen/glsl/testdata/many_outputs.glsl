@@ -14,6 +14,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -36,6 +37,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -58,6 +60,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -80,6 +83,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -90,7 +94,7 @@ void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
 	uint i = p.y * 4u + p.x;
 	float v0 = load0(i);
-	float v1 = (v0 > uintBitsToFloat(0x00000000u) ? v0 : uintBitsToFloat(0x00000000u));
+	float v1 = (v0 > u_zero ? v0 : u_zero);
 	o0 = v1;
 }
 
@@ -102,6 +106,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -112,7 +117,7 @@ void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
 	uint i = p.y * 4u + p.x;
 	float v0 = load0(i);
-	float v1 = (v0 > uintBitsToFloat(0x00000000u) ? uintBitsToFloat(0x3f800000u) : uintBitsToFloat(0x00000000u));
+	float v1 = (v0 > u_zero ? uintBitsToFloat(0x3f800000u) : u_zero);
 	o0 = v1;
 }
 
@@ -124,6 +129,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {

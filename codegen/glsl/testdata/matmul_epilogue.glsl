@@ -11,6 +11,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 uniform highp sampler2D u_in1;
 layout(location = 0) out float o0;
@@ -26,7 +27,7 @@ float load1(uint i) {
 float matmul(uint i) {
 	uint r = i / 2u;
 	uint c = i % 2u;
-	float acc = uintBitsToFloat(0x00000000u);
+	float acc = u_zero;
 	for (uint k = 0u; k < 3u; k++) {
 		float p = (load0(r * 3u + k) * load1(k * 2u + c)) * u_one;
 		acc = acc + p;
@@ -38,7 +39,7 @@ void main() {
 	uint i = p.y * 4u + p.x;
 	float v0 = matmul(i);
 	float v1 = v0 + uintBitsToFloat(0x3dcccccdu);
-	float v2 = (v1 > uintBitsToFloat(0x00000000u) ? uintBitsToFloat(0x3f800000u) : uintBitsToFloat(0x00000000u));
+	float v2 = (v1 > u_zero ? uintBitsToFloat(0x3f800000u) : u_zero);
 	o0 = v1;
 	o1 = v2;
 }

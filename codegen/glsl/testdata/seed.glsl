@@ -10,6 +10,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 uniform highp sampler2D u_in1;
 layout(location = 0) out float o0;
@@ -27,6 +28,6 @@ void main() {
 	float v0 = load0(i);
 	float v1 = load1(i);
 	float v2 = (v0 * v1) * u_one;
-	float v3 = (v2 > uintBitsToFloat(0x00000000u) ? v2 : uintBitsToFloat(0x00000000u));
+	float v3 = (v2 > u_zero ? v2 : u_zero);
 	o0 = v3;
 }

@@ -10,6 +10,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
@@ -18,7 +19,7 @@ float load0(uint i) {
 }
 float leaf(uint i) {
 	if (i >= 40u) {
-		return uintBitsToFloat(0x80000000u);
+		return (-u_zero);
 	}
 	float v0 = load0(i);
 	float v1 = v0 - uintBitsToFloat(0x41a40000u);
@@ -70,6 +71,7 @@ precision highp float;
 precision highp int;
 precision highp sampler2D;
 uniform float u_one;
+uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float leaf(uint i) {

@@ -1,0 +1,53 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/gpucc/gpucc/codegen/glsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+)
+
+func TestWebGL2TextureCap(t *testing.T) {
+	big := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+	tests := []struct {
+		name    string
+		inputs  int // [1024,1024] inputs, each added to the next into an output
+		wantErr bool
+	}{
+		{"seed-sized", 1, false},
+		{"at the storage limit", 4, false}, // 4 inputs + 4 outputs = 128 MiB exactly
+		{"over the cap", 9, true},          // 9 inputs are live before the first pass
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := ir.NewBuilder()
+			var xs []ir.Tensor
+			for i := 0; i < tt.inputs; i++ {
+				xs = append(xs, b.Input(ir.Shape{1024, 1024}, make([]float32, 1<<20)))
+			}
+			for i, x := range xs {
+				b.Output(string(rune('a'+i)), x.Add(xs[(i+1)%len(xs)]))
+			}
+			g, err := b.Build(big)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := passes.Compile(g, passes.Options{Limits: big, MaxBindings: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := glsl.Generate(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkWebGL2Textures(p, pl)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && CodeOf(err) != ir.CodeLimitExceeded {
+				t.Errorf("code %s, want %s", CodeOf(err), ir.CodeLimitExceeded)
+			}
+		})
+	}
+}

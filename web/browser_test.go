@@ -1,0 +1,298 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// page opens the demo page in headless Chromium (flags from
+// shared/browser.md) and waits until gpucc.wasm is loaded. query is
+// appended to the URL.
+func page(t *testing.T, query string) context.Context {
+	t.Helper()
+	if _, err := exec.LookPath(chromium); err != nil {
+		if os.Getenv("GPUCC_REQUIRE_BROWSER") != "" {
+			t.Fatalf("%s not found and GPUCC_REQUIRE_BROWSER is set", chromium)
+		}
+		t.Skipf("%s not found", chromium)
+	}
+	assets, err := Assets(wasmDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(assets))
+	t.Cleanup(srv.Close)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.WindowSize(1280, 800),
+	}
+	for _, f := range []string{"no-first-run", "disable-background-networking", "disable-component-update",
+		"disable-sync", "enable-unsafe-webgpu", "enable-unsafe-swiftshader"} {
+		opts = append(opts, chromedp.Flag(f, true))
+	}
+	opts = append(opts, chromedp.Flag("enable-features", "Vulkan"), chromedp.Flag("use-angle", "swiftshader"))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/index.html"+query)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+var builtWasm string
+
+// wasmDir builds gpucc.wasm once per test binary.
+func wasmDir(t *testing.T) string {
+	if builtWasm == "" {
+		dir, err := os.MkdirTemp("", "gpucc-web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		builtWasm = dir
+	}
+	return builtWasm
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtWasm != "" {
+		os.RemoveAll(builtWasm)
+	}
+	os.Exit(code)
+}
+
+// result is gpucc.run's answer as the test harness returns it: output data
+// as float32 bit patterns (JSON numbers lose the sign of zero), or error.
+type result struct {
+	Backend string `json:"backend"`
+	Adapter *struct {
+		Name     string `json:"name"`
+		Software bool   `json:"software"`
+	} `json:"adapter"`
+	Outputs map[string]struct {
+		Shape []int    `json:"shape"`
+		Bits  []uint32 `json:"bits"`
+	} `json:"outputs"`
+	Timings          map[string]any `json:"timings"`
+	FallbackAttempts []struct {
+		Backend string `json:"backend"`
+		Code    string `json:"code"`
+		Error   string `json:"error"`
+	} `json:"fallbackAttempts"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// run calls gpucc.run in the page.
+func run(t *testing.T, ctx context.Context, graph []byte, backend string, allowSoftware bool) result {
+	t.Helper()
+	opts, _ := json.Marshal(map[string]any{"backend": backend, "allowSoftware": allowSoftware})
+	expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
+		for (const o of Object.values(r.outputs)) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data).buffer)); delete o.data; }
+		return JSON.stringify(r);
+	}, e => JSON.stringify({error: e}))`, jsString(graph), opts)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return r
+}
+
+func jsString(b []byte) string {
+	s, _ := json.Marshal(string(b))
+	return string(s)
+}
+
+// ulps is the distance between two floats in units in the last place
+// (+0 and -0 are one apart, so a lost sign of zero shows).
+func ulps(a, b float32) int64 {
+	key := func(f float32) int64 {
+		u := int64(math.Float32bits(f))
+		if u&(1<<31) != 0 {
+			return -(u & (1<<31 - 1)) - 1
+		}
+		return u
+	}
+	d := key(a) - key(b)
+	if d < 0 {
+		d = -d
+	}
+	return d
+}
+
+// TestOpSuite runs every case through gpucc.run on each browser backend and
+// compares the bits with cpuref. All must be bit-exact (0 ULP), except that
+// WebGL2 may flush subnormals to zero (see flushes).
+func TestOpSuite(t *testing.T) {
+	ctx := page(t, "?life=0")
+	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
+		t.Run(backend, func(t *testing.T) {
+			worst, flushed := int64(0), 0
+			for _, c := range suite(t) {
+				r := run(t, ctx, ir.Encode(c.g), backend, true)
+				if r.Error != nil {
+					t.Errorf("%s: %s: %s", c.name, r.Error.Code, r.Error.Message)
+					continue
+				}
+				if r.Backend != backend {
+					t.Fatalf("%s: ran on %s, want %s", c.name, r.Backend, backend)
+				}
+				d, f := compare(t, c, r, flushes[backend])
+				worst, flushed = max(worst, d), flushed+f
+			}
+			t.Logf("%s: worst difference to cpuref over %d cases: %d ULP; %d subnormal values flushed to ±0",
+				backend, len(suite(t)), worst, flushed)
+		})
+	}
+}
+
+// flushes lists the backends allowed to flush subnormals to zero: GLSL ES
+// 3.00 permits it and Chromium's WebGL2 on SwiftShader does it (measured
+// here). Every other value must be bit-exact on every backend.
+var flushes = map[string]bool{"webgl2": true}
+
+// flushTolerance is 2^-125: flushing the subnormal operands of one add or
+// mul to zero moves its result by at most that much.
+var flushTolerance = math.Float32frombits(0x01000000)
+
+// compare checks every output of r against cpuref and returns the largest
+// ULP distance and the number of flushed subnormals it tolerated.
+func compare(t *testing.T, c testCase, r result, flush bool) (worst int64, flushed int) {
+	t.Helper()
+	vals := cpuref.Eval(c.g)
+	for _, o := range c.g.Outputs {
+		got, ok := r.Outputs[o.Name]
+		if !ok {
+			t.Errorf("%s: output %q missing", c.name, o.Name)
+			continue
+		}
+		want := vals[o.ID]
+		if len(got.Bits) != len(want) {
+			t.Errorf("%s/%s: %d values, want %d", c.name, o.Name, len(got.Bits), len(want))
+			continue
+		}
+		bad := 0
+		for i, w := range want {
+			g := math.Float32frombits(got.Bits[i])
+			if d := ulps(g, w); d > 0 {
+				if flush && c.subnormal && math.Abs(float64(g-w)) <= float64(flushTolerance) {
+					flushed++
+					continue
+				}
+				worst = max(worst, d)
+				if bad++; bad <= 3 {
+					t.Errorf("%s/%s[%d] = %v (%#08x), cpuref %v (%#08x)", c.name, o.Name, i, g, got.Bits[i], w, math.Float32bits(w))
+				}
+			}
+		}
+	}
+	return worst, flushed
+}
+
+func TestFallback(t *testing.T) {
+	ctx := page(t, "?life=0")
+	g := suite(t)[0].g
+	t.Run("auto without allowSoftware", func(t *testing.T) {
+		r := run(t, ctx, ir.Encode(g), "auto", false)
+		if r.Error != nil {
+			t.Fatalf("%s: %s", r.Error.Code, r.Error.Message)
+		}
+		seen := map[string]string{}
+		for _, a := range r.FallbackAttempts {
+			seen[a.Backend] = a.Code + ": " + a.Error
+		}
+		t.Logf("ran on %s; attempts %v", r.Backend, seen)
+		for _, b := range []string{"webgpu", "webgl2"} {
+			if !strings.Contains(seen[b], "software") {
+				t.Errorf("%s attempt = %q, want a software-adapter rejection", b, seen[b])
+			}
+		}
+		if !strings.HasPrefix(seen["wasm"], "backend_unavailable") { // needs clang, absent in a page
+			t.Errorf("wasm attempt = %q, want backend_unavailable", seen["wasm"])
+		}
+		if r.Backend != "cpu" {
+			t.Errorf("ran on %s, want cpu (every GPU here is software)", r.Backend)
+		}
+	})
+	tests := []struct {
+		name, graph, backend, code string
+	}{
+		{"explicit wasm is unavailable", string(ir.Encode(g)), "wasm", "backend_unavailable"},
+		{"bad json", `{"version":1,`, "cpu", "invalid_graph"},
+		{"unknown op", `{"version":1,"nodes":[{"id":0,"op":"nope"}],"outputs":[]}`, "cpu", "invalid_graph"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, ctx, []byte(tt.graph), tt.backend, false)
+			if r.Error == nil || r.Error.Code != tt.code {
+				t.Fatalf("got %+v, want error code %s", r.Error, tt.code)
+			}
+		})
+	}
+}
+
+// TestDemoScreenshot lets the Life demo draw a few generations, checks
+// that the canvas is not blank and saves docs/demo.png.
+func TestDemoScreenshot(t *testing.T) {
+	ctx := page(t, "?allowSoftware=1")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo.frames >= 5 || window.demo.error`)); err != nil {
+		t.Fatal(err)
+	}
+	errText, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`window.demo.error ? JSON.stringify(window.demo.error) : ""`))
+	if errText != "" {
+		t.Fatalf("demo failed: %s", errText)
+	}
+	colours, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
+		const c = document.getElementById("life");
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		const seen = new Set();
+		for (let i = 0; i < d.length; i += 4) seen.add(d[i] << 16 | d[i+1] << 8 | d[i+2]);
+		return seen.size;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if colours < 2 {
+		t.Errorf("the Life canvas holds %d colour(s); it drew nothing", colours)
+	}
+	backend, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`window.demo.last.backend`))
+	t.Logf("demo ran on %s; canvas has %d colours", backend, colours)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "docs", "demo.png")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

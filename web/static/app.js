@@ -1,0 +1,133 @@
+// gpucc demo page: Life on the chosen backend, plus a graph runner.
+// window.demo exposes the state the browser tests read.
+"use strict";
+
+const N = 128; // grid side
+const demo = { frames: 0, last: null, error: null, ready: false };
+window.demo = demo;
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+$("backend").value = params.get("backend") || "auto";
+$("allowSoftware").checked = params.get("allowSoftware") === "1";
+
+let grid = seed();
+
+function seed() {
+  const g = new Array(N * N);
+  for (let i = 0; i < g.length; i++) g[i] = Math.random() < 0.3 ? 1 : 0;
+  return g;
+}
+
+function options() {
+  return { backend: $("backend").value, allowSoftware: $("allowSoftware").checked };
+}
+
+function lifeGraph(cells) {
+  return JSON.stringify({
+    version: 1,
+    nodes: [
+      { id: 0, op: "input", shape: [N, N], data: cells },
+      { id: 1, op: "life", a: 0 },
+    ],
+    outputs: [{ name: "next", id: 1 }],
+  });
+}
+
+function draw(cells) {
+  const c = $("life"), ctx = c.getContext("2d");
+  const img = ctx.createImageData(N, N);
+  for (let i = 0; i < N * N; i++) {
+    const on = cells[i] > 0;
+    img.data.set(on ? [120, 220, 160, 255] : [16, 19, 26, 255], 4 * i);
+  }
+  const tmp = new OffscreenCanvas(N, N);
+  tmp.getContext("2d").putImageData(img, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(tmp, 0, 0, c.width, c.height);
+}
+
+function show(res) {
+  $("ran").textContent = res.backend;
+  $("adapter").textContent = res.adapter ? `${res.adapter.name}${res.adapter.software ? " (software)" : ""}` : "–";
+  const t = res.timings, rows = [];
+  for (const k of ["passes_ms", "codegen_ms", "compile_ms", "upload_ms", "dispatch_ms", "readback_ms", "total_ms"]) {
+    rows.push(`<tr><td>${k.replace("_ms", "")}</td><td class="num">${(t[k] || 0).toFixed(3)}</td></tr>`);
+  }
+  rows.push(`<tr><td>clock</td><td class="num">${t.dispatch_clock}</td></tr>`);
+  $("timings").innerHTML = rows.join("");
+  const a = res.fallbackAttempts || [];
+  $("attempts").innerHTML = a.length === 0 ? "<li>none: the first choice ran</li>" :
+    a.map((x) => `<li class="fail"><b>${esc(x.backend)}</b> ${esc(x.code)}: ${esc(x.error)}</li>`).join("");
+}
+
+function esc(s) {
+  return String(s).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
+}
+
+async function step() {
+  try {
+    const res = await gpucc.run(lifeGraph(grid), options());
+    grid = res.outputs.next.data;
+    draw(grid);
+    show(res);
+    demo.frames++;
+    demo.last = res;
+    demo.error = null;
+    $("gen").textContent = demo.frames;
+    $("status").textContent = "running";
+  } catch (e) {
+    demo.error = e;
+    $("status").textContent = `error ${e.code}: ${e.message}`;
+    $("status").className = "fail";
+    setTimeout(() => requestAnimationFrame(step), 1000);
+    return;
+  }
+  requestAnimationFrame(step);
+}
+
+async function runGraph() {
+  try {
+    const res = await gpucc.run($("graph").value, options());
+    $("result").textContent = JSON.stringify(res, null, 2);
+    show(res);
+  } catch (e) {
+    $("result").textContent = `error ${e.code}: ${e.message}`;
+  }
+}
+
+function setupDrop() {
+  const d = $("drop");
+  d.addEventListener("dragover", (e) => { e.preventDefault(); d.classList.add("over"); });
+  d.addEventListener("dragleave", () => d.classList.remove("over"));
+  d.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    d.classList.remove("over");
+    const f = e.dataTransfer.files[0];
+    if (f) { $("graph").value = await f.text(); runGraph(); }
+  });
+}
+
+$("graph").value = JSON.stringify({
+  version: 1,
+  nodes: [
+    { id: 0, op: "input", shape: [3], data: [-2, 3, 4] },
+    { id: 1, op: "input", shape: [3], data: [10, 20, 30] },
+    { id: 2, op: "mul", a: 0, b: 1 },
+    { id: 3, op: "relu", a: 2 },
+  ],
+  outputs: [{ name: "values", id: 3 }],
+}, null, 1);
+$("run").onclick = runGraph;
+$("reseed").onclick = () => { grid = seed(); };
+setupDrop();
+
+window.gpuccReady = () => {
+  demo.ready = true;
+  $("status").textContent = `gpucc ready (backends built in: ${gpucc.backends.join(", ")})`;
+  if (params.get("life") !== "0") requestAnimationFrame(step);
+};
+const go = new Go();
+WebAssembly.instantiateStreaming(fetch("gpucc.wasm"), go.importObject)
+  .then((r) => go.run(r.instance))
+  .catch((e) => { $("status").textContent = `failed to load gpucc.wasm: ${e}`; demo.error = String(e); });
