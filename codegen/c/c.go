@@ -235,8 +235,9 @@ func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
 // mm computes c[M×N] = a × b, reading a[i,k] at a[i*ar + k*ak] and b
 // row-major [K×N]. Each output has one accumulator that starts at +0 and
 // walks k ascending with a rounded product and a rounded add, as cpuref.
-// A 4-row × 8-column tile keeps eight 4-lane accumulators in registers;
-// columns go in panels of 64 so that the panel of b stays in cache.
+// A 2-row × 8-column tile keeps four 4-lane accumulators in registers
+// (taller tiles spill under wazero's register allocator and measured
+// slower); columns go in panels of 64 so that the panel of b stays in cache.
 const matmulPrelude = `
 typedef float f4 __attribute__((vector_size(16)));
 
@@ -307,8 +308,8 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 	for (idx j0 = 0; j0 < N; j0 += 64) {
 		const idx j1 = j0 + 64 < N ? j0 + 64 : N;
 		idx i = 0;
-		for (; i + 4 <= M; i += 4)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 4);
+		for (; i + 2 <= M; i += 2)
+			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 2);
 		for (; i < M; i++)
 			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 1);
 	}

@@ -24,20 +24,18 @@ EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
 			for (idx l = 0; l < 256u; l++) {
 				const idx i = blk * 256u + l;
 				const float v0 = in0[i];
-				const float v1 = in0[i];
-				const float v2 = v0 * v1;
-				const float v3 = (v2 > F(0x00000000u) ? v2 : F(0x00000000u));
-				t[l] = v3;
+				const float v1 = v0 * v0;
+				const float v2 = (v1 > F(0x00000000u) ? v1 : F(0x00000000u));
+				t[l] = v2;
 			}
 		}
 		if (blk == 3u) {
 			for (idx l = 0; l < 232u; l++) {
 				const idx i = 768u + l;
 				const float v0 = in0[i];
-				const float v1 = in0[i];
-				const float v2 = v0 * v1;
-				const float v3 = (v2 > F(0x00000000u) ? v2 : F(0x00000000u));
-				t[l] = v3;
+				const float v1 = v0 * v0;
+				const float v2 = (v1 > F(0x00000000u) ? v1 : F(0x00000000u));
+				t[l] = v2;
 			}
 			for (idx l = 232u; l < 256u; l++)
 				t[l] = F(0x80000000u);

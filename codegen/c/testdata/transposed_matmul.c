@@ -84,8 +84,8 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 	for (idx j0 = 0; j0 < N; j0 += 64) {
 		const idx j1 = j0 + 64 < N ? j0 + 64 : N;
 		idx i = 0;
-		for (; i + 4 <= M; i += 4)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 4);
+		for (; i + 2 <= M; i += 2)
+			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 2);
 		for (; i < M; i++)
 			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 1);
 	}
