@@ -33,6 +33,7 @@ import (
 // Workgroup sizes.
 const (
 	ElementwiseThreads = 64  // the seed's @workgroup_size(64)
+	VectorThreads      = 256 // vectorised elementwise kernels: one vec4 per thread
 	SumThreads         = 256 // one workgroup reduces the whole tensor
 	maxGroupsPerDim    = 65535
 )
@@ -47,6 +48,35 @@ var Lang = codegen.Lang{
 	Const:  func(slot int) string { return fmt.Sprintf("params.k[%d][%d]", slot/4, slot%4) },
 	Zero:   "params.zero",
 	One:    "params.one",
+}
+
+// vecLang renders elementwise bodies over vec4<f32>, four elements per
+// thread: the wide loads and stores a memory-bound kernel needs to get near
+// the memory's bandwidth. Arithmetic is lane by lane, so results are the
+// scalar kernel's, bit for bit.
+var vecLang = codegen.Lang{
+	Let:    Lang.Let,
+	Bits:   func(b uint32) string { return "vec4<f32>(" + Lang.Bits(b) + ")" },
+	Select: Lang.Select,
+	Keep:   Lang.Keep,
+	Uint:   Lang.Uint,
+	Const:  func(slot int) string { return "vec4<f32>(" + Lang.Const(slot) + ")" },
+	Zero:   "vec4<f32>(params.zero)",
+	One:    "vec4<f32>(params.one)",
+}
+
+// vectorised reports whether an elementwise kernel runs four elements per
+// thread: its length is a multiple of 4 and no operand is read transposed.
+func vectorised(k *ir.Kernel) bool {
+	if k.Kind != ir.KernelElementwise || k.Shape.Len()%4 != 0 {
+		return false
+	}
+	for _, in := range k.Inputs {
+		if in.Transposed {
+			return false
+		}
+	}
+	return true
 }
 
 // params returns the uniform block's bytes: one = 1.0 and zero = 0.0 in the
@@ -71,13 +101,17 @@ func Generate(p *ir.Program, k *ir.Kernel) (codegen.Shader, error) {
 	s.Params = params(consts)
 	fmt.Fprintf(&b, "struct Params { one: f32, zero: f32, k: array<vec4<f32>, %d> }\n\n", max(1, (len(consts)+3)/4))
 	binding := 0
+	elem := "f32"
+	if vectorised(k) {
+		elem = "vec4<f32>"
+	}
 	for i := range k.Inputs {
-		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read> in%d: array<f32>;\n", binding, i)
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read> in%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadOnly)
 		binding++
 	}
 	for i := range k.Outputs {
-		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> out%d: array<f32>;\n", binding, i)
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> out%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadWrite)
 		binding++
 	}
@@ -116,15 +150,18 @@ func stores(k *ir.Kernel, i string) []string {
 }
 
 func elementwise(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	n := k.Shape.Len()
-	groups := (n + ElementwiseThreads - 1) / ElementwiseThreads
-	s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
+	n, threads, lang := k.Shape.Len(), ElementwiseThreads, Lang
+	if vectorised(k) {
+		n, threads, lang = n/4, VectorThreads, vecLang
+	}
+	groups := (n + threads - 1) / threads
+	s.Workgroup = [3]int{threads, 1, 1}
 	s.Groups = codegen.Groups1D(groups, maxGroupsPerDim)
-	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", ElementwiseThreads)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
-	fmt.Fprintf(b, "\tlet i = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
+	fmt.Fprintf(b, "\tlet i = gid.x + gid.y * nwg.x * %du;\n", threads)
 	fmt.Fprintf(b, "\tif (i >= %du) { return; }\n", n)
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 1))
+	b.WriteString(codegen.Indent(codegen.Body(lang, k, load(k, "i"), ""), 1))
 	b.WriteString(codegen.Indent(stores(k, "i"), 1))
 	b.WriteString("}\n")
 }
