@@ -1,0 +1,347 @@
+// Package bench measures gpucc end to end: it runs a suite of workloads
+// (elementwise chains, matmul, sum, Life, and graphs of growing size for
+// compile time) on every backend, cold and warm, and writes a report
+// (results.json, results.md, report.html) that puts transfer cost beside
+// compile cost and shows, per workload, the size above which webgpu beats
+// cpu end to end.
+//
+// "Cold" is the first run on a fresh Runtime with an empty codegen cache
+// (a new process with no disk cache); "warm" is a later run of the same
+// graph on the same Runtime (every cache hit). Warm figures are the median
+// of a few runs.
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+// Config chooses what Run measures.
+type Config struct {
+	Quick         bool     // small sizes only: under a minute on a CPU
+	Backends      []string // default: every backend built in
+	AllowSoftware bool     // accept software adapters (lavapipe)
+	// Budget stops starting new cases once spent (0: none). Cases left out
+	// are listed in Report.Skipped.
+	Budget time.Duration
+	// MaxCaseMs skips the larger sizes of a workload on a backend once one
+	// of its runs took longer than this (0: 20 s; quick: 3 s).
+	MaxCaseMs float64
+	WarmRuns  int       // warm runs per case, median reported (0: 3; quick: 2)
+	Progress  io.Writer // progress bar, or nil
+	// Workloads replaces the suite (nil: Workloads()).
+	Workloads []Workload
+	// Upload and UploadChunk pass through to runtime.Options.
+	Upload      string
+	UploadChunk uint64
+}
+
+// Workload is one family of graphs, parameterised by size.
+type Workload struct {
+	Name  string
+	Unit  string // what Size counts: "elements", "n" (matmul n×n×n), "nodes"
+	Sizes []int
+	Quick []int
+	Build func(size int) *ir.Graph
+	// Work is the relative amount of work at size (default: size); Run uses
+	// it to predict whether the next size would exceed MaxCaseMs.
+	Work func(size int) float64
+}
+
+func (w Workload) work(size int) float64 {
+	if w.Work != nil {
+		return w.Work(size)
+	}
+	return float64(size)
+}
+
+// Workloads returns the suite.
+func Workloads() []Workload {
+	return []Workload{
+		{Name: "relu(a*b+c)", Unit: "elements", Build: ReluMulAdd,
+			Sizes: []int{1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26}, Quick: []int{1 << 10, 1 << 14, 1 << 18, 1 << 20}},
+		{Name: "chain16", Unit: "elements", Build: func(n int) *ir.Graph { return Chain(n, 16) },
+			Sizes: []int{1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26}, Quick: []int{1 << 10, 1 << 16}},
+		{Name: "matmul", Unit: "n", Build: Matmul, Work: func(n int) float64 { return math.Pow(float64(n), 3) },
+			Sizes: []int{64, 256, 1024, 2048, 4096}, Quick: []int{64, 128}},
+		{Name: "sum", Unit: "elements", Build: Sum,
+			Sizes: []int{1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26}, Quick: []int{1 << 10, 1 << 16}},
+		{Name: "life", Unit: "elements", Build: Life,
+			Sizes: []int{1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26}, Quick: []int{1 << 10, 1 << 16}},
+		{Name: "compile", Unit: "nodes", Build: func(n int) *ir.Graph { return Chain(1024, n) },
+			Sizes: []int{1, 8, 64, 256, 512}, Quick: []int{1, 16, 128}},
+	}
+}
+
+// Stage is one run's measurements.
+type Stage struct {
+	runtime.Timings
+	Cache map[string]bool `json:"cache,omitempty"`
+}
+
+// Case is one workload at one size on one backend.
+type Case struct {
+	Workload string  `json:"workload"`
+	Unit     string  `json:"unit"`
+	Size     int     `json:"size"`
+	Backend  string  `json:"backend"`
+	Kernels  int     `json:"kernels"`
+	Cold     Stage   `json:"cold"`
+	Warm     Stage   `json:"warm"`
+	Error    string  `json:"error,omitempty"`
+	Flops    float64 `json:"flops,omitempty"` // matmul: 2n³
+}
+
+// Report is what Run produces and Write saves.
+type Report struct {
+	Date       string                      `json:"date"`
+	Host       string                      `json:"host"`
+	Quick      bool                        `json:"quick"`
+	Adapters   map[string]*runtime.Adapter `json:"adapters"`
+	Cases      []Case                      `json:"cases"`
+	Skipped    []string                    `json:"skipped,omitempty"`
+	Crossovers []Crossover                 `json:"crossovers"`
+	Torch      *Torch                      `json:"torch,omitempty"`
+	WallS      float64                     `json:"wall_s"`
+}
+
+// Limits are the host limits for bench graphs: 64M-element tensors and
+// 4096³ matmuls are beyond the defaults, which are for untrusted graphs.
+func Limits() ir.Limits {
+	return ir.Limits{MaxNodes: 1024, MaxElements: 1 << 27, MaxStorageBytes: 8 << 30,
+		MaxOps: 1 << 40, MaxOutputs: 16}
+}
+
+// Run measures the suite.
+func Run(cfg Config) (*Report, error) {
+	start := time.Now()
+	if cfg.Backends == nil {
+		cfg.Backends = runtime.Backends()
+	}
+	if cfg.WarmRuns <= 0 {
+		cfg.WarmRuns = 3
+		if cfg.Quick {
+			cfg.WarmRuns = 2
+		}
+	}
+	if cfg.MaxCaseMs <= 0 {
+		cfg.MaxCaseMs = 10000
+		if cfg.Quick {
+			cfg.MaxCaseMs = 3000
+		}
+	}
+	host, _ := os.Hostname()
+	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Host: fmt.Sprintf("%s (%s/%s, %d CPUs)", host, goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU()),
+		Quick: cfg.Quick, Adapters: map[string]*runtime.Adapter{}}
+
+	type job struct {
+		w    Workload
+		size int
+		be   string
+	}
+	var jobs []job
+	if cfg.Workloads == nil {
+		cfg.Workloads = Workloads()
+	}
+	for _, w := range cfg.Workloads {
+		sizes := w.Sizes
+		if cfg.Quick {
+			sizes = w.Quick
+		}
+		for _, s := range sizes {
+			for _, be := range cfg.Backends {
+				jobs = append(jobs, job{w, s, be})
+			}
+		}
+	}
+	bar := newProgress(cfg.Progress, len(jobs))
+	last := map[string]float64{} // workload/backend: slowest run per unit of work
+	unavailable := map[string]string{}
+	for i, j := range jobs {
+		label := fmt.Sprintf("%s %s=%d %s", j.w.Name, j.w.Unit, j.size, j.be)
+		bar.update(i, label)
+		wb := j.w.Name + "/" + j.be
+		switch {
+		case unavailable[j.be] != "":
+			continue
+		case last[wb]*j.w.work(j.size) > cfg.MaxCaseMs:
+			r.Skipped = append(r.Skipped, fmt.Sprintf("%s: predicted %.0f ms per run > %.0f ms", label, last[wb]*j.w.work(j.size), cfg.MaxCaseMs))
+			continue
+		case cfg.Budget > 0 && time.Since(start) > cfg.Budget:
+			r.Skipped = append(r.Skipped, label+": time budget spent")
+			continue
+		}
+		g := j.w.Build(j.size)
+		c, adapter, err := measure(cfg, j.be, g)
+		if adapter == nil && err != nil {
+			unavailable[j.be] = err.Error()
+			r.Skipped = append(r.Skipped, fmt.Sprintf("backend %s: %v", j.be, err))
+			continue
+		}
+		r.Adapters[j.be] = adapter
+		c.Workload, c.Unit, c.Size, c.Backend = j.w.Name, j.w.Unit, j.size, j.be
+		if j.w.Name == "matmul" {
+			c.Flops = 2 * math.Pow(float64(j.size), 3)
+		}
+		if err != nil {
+			c.Error = err.Error()
+		}
+		r.Cases = append(r.Cases, c)
+		// Predict from warm runs: cold ones carry a fixed compile cost
+		// that does not grow with size.
+		last[wb] = c.Warm.TotalMs / j.w.work(j.size)
+	}
+	bar.done()
+	r.Crossovers = Crossovers(r.Cases)
+	r.WallS = time.Since(start).Seconds()
+	return r, nil
+}
+
+// measure runs g cold (fresh runtime, empty codegen cache) and warm.
+// adapter is nil when the backend could not start.
+func measure(cfg Config, backend string, g *ir.Graph) (Case, *runtime.Adapter, error) {
+	var c Case
+	mem, _ := cache.Open(cache.Options{}) // memory only: cold means no cache at all
+	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: cfg.AllowSoftware, Limits: Limits(),
+		Cache: mem, Upload: cfg.Upload, UploadChunk: cfg.UploadChunk})
+	if err != nil {
+		return c, nil, err
+	}
+	defer rt.Close()
+	res, err := rt.Run(g)
+	if err != nil {
+		return c, &runtime.Adapter{Name: backend}, err
+	}
+	adapter := res.Adapter
+	c.Kernels = res.Kernels
+	c.Cold = Stage{res.Timings, res.Cache}
+	var warm []Stage
+	for range cfg.WarmRuns {
+		res, err := rt.Run(g)
+		if err != nil {
+			return c, adapter, err
+		}
+		warm = append(warm, Stage{res.Timings, res.Cache})
+		if res.Timings.TotalMs > cfg.MaxCaseMs {
+			break
+		}
+	}
+	sort.Slice(warm, func(i, j int) bool { return warm[i].TotalMs < warm[j].TotalMs })
+	c.Warm = warm[len(warm)/2]
+	return c, adapter, nil
+}
+
+// Crossover is, for one workload, the smallest measured size from which on
+// webgpu's warm end-to-end time beats cpu's at every larger measured size.
+type Crossover struct {
+	Workload string `json:"workload"`
+	Unit     string `json:"unit"`
+	Size     int    `json:"size"` // 0: webgpu never wins in the measured range
+	Note     string `json:"note"`
+}
+
+// Crossovers computes the webgpu-vs-cpu crossover of every workload that
+// has both.
+func Crossovers(cases []Case) []Crossover {
+	type pair struct{ gpu, cpu float64 }
+	by := map[string]map[int]*pair{}
+	units := map[string]string{}
+	var order []string
+	for _, c := range cases {
+		if c.Error != "" || (c.Backend != "webgpu" && c.Backend != "cpu") {
+			continue
+		}
+		if by[c.Workload] == nil {
+			by[c.Workload] = map[int]*pair{}
+			order = append(order, c.Workload)
+		}
+		units[c.Workload] = c.Unit
+		p := by[c.Workload][c.Size]
+		if p == nil {
+			p = &pair{}
+			by[c.Workload][c.Size] = p
+		}
+		if c.Backend == "webgpu" {
+			p.gpu = c.Warm.TotalMs
+		} else {
+			p.cpu = c.Warm.TotalMs
+		}
+	}
+	var out []Crossover
+	for _, w := range order {
+		var sizes []int
+		for s, p := range by[w] {
+			if p.gpu > 0 && p.cpu > 0 {
+				sizes = append(sizes, s)
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		slices.Sort(sizes)
+		x := Crossover{Workload: w, Unit: units[w]}
+		for i := len(sizes) - 1; i >= 0; i-- {
+			p := by[w][sizes[i]]
+			if p.gpu >= p.cpu {
+				break
+			}
+			x.Size = sizes[i]
+		}
+		switch {
+		case x.Size == 0:
+			x.Note = fmt.Sprintf("cpu is faster up to %s=%d, the largest size measured on both", x.Unit, sizes[len(sizes)-1])
+		case x.Size == sizes[0]:
+			x.Note = fmt.Sprintf("webgpu is faster at every size measured (from %s=%d)", x.Unit, x.Size)
+		default:
+			x.Note = fmt.Sprintf("webgpu is faster from %s=%d on", x.Unit, x.Size)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// progress draws a one-line bar; with a nil writer it does nothing.
+type progress struct {
+	w     io.Writer
+	total int
+	start time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	return &progress{w: w, total: total, start: time.Now()}
+}
+
+func (p *progress) update(i int, label string) {
+	if p.w == nil {
+		return
+	}
+	const width = 30
+	fill := width * i / max(p.total, 1)
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %5.1fs %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		i, p.total, time.Since(p.start).Seconds(), label)
+}
+
+func (p *progress) done() {
+	if p.w != nil {
+		p.update(p.total, "done")
+		fmt.Fprintln(p.w)
+	}
+}
+
+// IsTerminal reports whether f is a character device (a terminal), for
+// deciding whether to draw progress.
+func IsTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

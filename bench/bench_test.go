@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tinySuite is two small workloads over two sizes: enough for every chart.
+func tinySuite() []Workload {
+	return []Workload{
+		{Name: "relu(a*b+c)", Unit: "elements", Build: ReluMulAdd, Quick: []int{256, 4096}},
+		{Name: "matmul", Unit: "n", Build: Matmul, Quick: []int{16, 32}},
+	}
+}
+
+func runTiny(t *testing.T) (*Report, string) {
+	t.Helper()
+	var progress bytes.Buffer
+	r, err := Run(Config{Quick: true, AllowSoftware: true, Workloads: tinySuite(), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), "done") {
+		t.Errorf("progress never finished: %q", progress.String())
+	}
+	r.Torch = &Torch{Device: "test", ReluMulAddN: 4096, ReluMulAddMs: 0.01, UploadGBps: 5}
+	dir := t.TempDir()
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return r, dir
+}
+
+func TestTinyBench(t *testing.T) {
+	r, dir := runTiny(t)
+	if len(r.Cases) < 4 {
+		t.Fatalf("%d cases, want at least 4 (2 workloads × 2 sizes × cpu)", len(r.Cases))
+	}
+	for _, c := range r.Cases {
+		if c.Error != "" {
+			t.Errorf("%s %d %s: %s", c.Workload, c.Size, c.Backend, c.Error)
+		}
+		if c.Warm.TotalMs <= 0 || c.Cold.TotalMs <= 0 || c.Warm.DispatchClock == "" {
+			t.Errorf("%s %d %s: unmeasured: %+v", c.Workload, c.Size, c.Backend, c)
+		}
+		if c.Backend == "webgpu" && !(c.Warm.Cache["pipeline"] && c.Warm.Cache["codegen_memory"]) {
+			t.Errorf("%s %d: warm run missed a cache: %v", c.Workload, c.Size, c.Warm.Cache)
+		}
+	}
+	var back Report
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Cases) != len(r.Cases) {
+		t.Errorf("results.json does not round-trip: %v", err)
+	}
+	for file, want := range map[string][]string{
+		"results.md":  {"| workload |", "relu(a*b+c)", "## Crossover"},
+		"report.html": {"<svg", "<rect", "<path", "Crossover"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s lacks %q", file, w)
+			}
+		}
+	}
+}
+
+func TestCrossovers(t *testing.T) {
+	mk := func(be string, size int, ms float64) Case {
+		return Case{Workload: "w", Unit: "n", Backend: be, Size: size, Warm: Stage{}.with(ms)}
+	}
+	cases := []struct {
+		name  string
+		cases []Case
+		want  int
+	}{
+		{"gpu wins from 100", []Case{mk("cpu", 10, 1), mk("webgpu", 10, 5), mk("cpu", 100, 10), mk("webgpu", 100, 6), mk("cpu", 1000, 100), mk("webgpu", 1000, 9)}, 100},
+		{"gpu never wins", []Case{mk("cpu", 10, 1), mk("webgpu", 10, 5)}, 0},
+		{"win then loss is no crossover", []Case{mk("cpu", 10, 9), mk("webgpu", 10, 5), mk("cpu", 100, 1), mk("webgpu", 100, 6)}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := Crossovers(c.cases)
+			if len(x) != 1 || x[0].Size != c.want {
+				t.Errorf("crossovers = %+v, want size %d", x, c.want)
+			}
+		})
+	}
+}
+
+func (s Stage) with(total float64) Stage { s.TotalMs = total; return s }

@@ -1,0 +1,316 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Write saves the report into dir as results.json, results.md and
+// report.html (self-contained: inline SVG and CSS, no scripts).
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: report directory: %w", err)
+	}
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: encode results: %w", err)
+	}
+	files := map[string][]byte{
+		"results.json": append(j, '\n'),
+		"results.md":   []byte(r.Markdown()),
+		"report.html":  []byte(r.HTML()),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("bench: write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// stages are the parts of a run, in order, with their chart colours.
+var stages = []struct {
+	name, color string
+	ms          func(s Stage) float64
+}{
+	{"passes+codegen", "#8e6bbf", func(s Stage) float64 { return s.PassesMs + s.CodegenMs }},
+	{"compile", "#d9534f", func(s Stage) float64 { return s.CompileMs }},
+	{"upload", "#f0ad4e", func(s Stage) float64 { return s.UploadMs }},
+	{"first dispatch", "#9fd39f", func(s Stage) float64 { return s.FirstDispatchMs }},
+	{"dispatch", "#3c9d3c", func(s Stage) float64 { return s.DispatchMs }},
+	{"readback", "#5bc0de", func(s Stage) float64 { return s.ReadbackMs }},
+}
+
+// other is the part of the total no stage accounts for (validation,
+// buffer setup, output checks).
+func other(s Stage) float64 {
+	sum := 0.0
+	for _, st := range stages {
+		sum += st.ms(s)
+	}
+	return max(0, s.TotalMs-sum)
+}
+
+func gbps(bytes int64, ms float64) string {
+	if ms <= 0 || bytes == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64(bytes)/ms/1e6)
+}
+
+func f3(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 0.01:
+		return fmt.Sprintf("%.4f", v)
+	case v < 10:
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func hits(m map[string]bool) string {
+	var on []string
+	for k, v := range m {
+		if v {
+			on = append(on, k)
+		}
+	}
+	slices.Sort(on)
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, " ")
+}
+
+// Markdown renders the results as tables.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# gpucc bench\n\n%s, %s, quick=%v, %.1f s\n\n", r.Date, r.Host, r.Quick, r.WallS)
+	for be, a := range r.Adapters {
+		fmt.Fprintf(&b, "- %s: %s %s (software=%v)\n", be, a.Name, a.Driver, a.Software)
+	}
+	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the median of the warm runs; cold is a fresh runtime with no cache.\n\n")
+	b.WriteString("| workload | size | backend | run | codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | cache hits |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
+	for _, c := range r.Cases {
+		if c.Error != "" {
+			fmt.Fprintf(&b, "| %s | %d | %s | error | %s |||||||||||\n", c.Workload, c.Size, c.Backend, strings.ReplaceAll(c.Error, "|", "/"))
+			continue
+		}
+		for _, run := range []struct {
+			name string
+			s    Stage
+		}{{"cold", c.Cold}, {"warm", c.Warm}} {
+			s := run.s
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				c.Workload, c.Size, c.Backend, run.name, f3(s.PassesMs+s.CodegenMs), f3(s.CompileMs), f3(s.UploadMs), gbps(s.UploadBytes, s.UploadMs),
+				f3(s.FirstDispatchMs), f3(s.DispatchMs), s.DispatchClock, f3(s.ReadbackMs), gbps(s.ReadbackBytes, s.ReadbackMs), f3(s.TotalMs), hits(s.Cache))
+		}
+	}
+	b.WriteString("\n## Crossover (warm end to end, webgpu vs cpu)\n\n")
+	for _, x := range r.Crossovers {
+		fmt.Fprintf(&b, "- %s: %s\n", x.Workload, x.Note)
+	}
+	if cmp := r.Compare(); len(cmp) > 0 {
+		fmt.Fprintf(&b, "\n## Against PyTorch (%s, torch %s)\n\n| what | gpucc | torch | unit | gpucc slowdown |\n|---|---:|---:|---|---:|\n", r.Torch.Device, r.Torch.Version)
+		for _, x := range cmp {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f× |\n", x.What, f3(x.Gpucc), f3(x.Torch), x.Unit, x.Ratio)
+		}
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\n## Skipped\n\n")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+// workloadOrder lists the report's workloads in first-seen order.
+func (r *Report) workloadOrder() []string {
+	var ws []string
+	for _, c := range r.Cases {
+		if !slices.Contains(ws, c.Workload) {
+			ws = append(ws, c.Workload)
+		}
+	}
+	return ws
+}
+
+// HTML renders the self-contained report page.
+func (r *Report) HTML() string {
+	var b strings.Builder
+	b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>gpucc bench</title><style>
+body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+h2{margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+th:first-child,td:first-child{text-align:left}.legend span{display:inline-block;margin-right:12px}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
+svg text{font:11px system-ui,sans-serif}
+</style></head><body>`)
+	fmt.Fprintf(&b, "<h1>gpucc bench</h1><p>%s · %s · quick=%v · %.1f s</p><ul>", html.EscapeString(r.Date), html.EscapeString(r.Host), r.Quick, r.WallS)
+	for be, a := range r.Adapters {
+		fmt.Fprintf(&b, "<li>%s: %s %s (software=%v)</li>", html.EscapeString(be), html.EscapeString(a.Name), html.EscapeString(a.Driver), a.Software)
+	}
+	b.WriteString("</ul><h2>Crossover</h2><ul>")
+	for _, x := range r.Crossovers {
+		fmt.Fprintf(&b, "<li><b>%s</b>: %s</li>", html.EscapeString(x.Workload), html.EscapeString(x.Note))
+	}
+	b.WriteString("</ul>")
+	if cmp := r.Compare(); len(cmp) > 0 {
+		fmt.Fprintf(&b, "<h2>Against PyTorch (%s)</h2><table><tr><th>what</th><th>gpucc</th><th>torch</th><th>unit</th><th>gpucc slowdown</th></tr>", html.EscapeString(r.Torch.Device))
+		for _, x := range cmp {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f×</td></tr>", html.EscapeString(x.What), f3(x.Gpucc), f3(x.Torch), x.Unit, x.Ratio)
+		}
+		b.WriteString("</table>")
+	}
+	b.WriteString(`<div class="legend">`)
+	for _, st := range stages {
+		fmt.Fprintf(&b, `<span><i style="background:%s"></i>%s</span>`, st.color, st.name)
+	}
+	b.WriteString(`<span><i style="background:#ccc"></i>other</span></div>`)
+	for _, w := range r.workloadOrder() {
+		fmt.Fprintf(&b, "<h2>%s</h2>", html.EscapeString(w))
+		b.WriteString(r.lineChart(w))
+		b.WriteString(r.stackedBars(w))
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// stackedBars draws one bar per case and run, split into stages, each bar
+// scaled to its own total (the label gives the total): where the time goes.
+func (r *Report) stackedBars(w string) string {
+	type row struct {
+		label string
+		s     Stage
+	}
+	var rows []row
+	for _, c := range r.Cases {
+		if c.Workload != w || c.Error != "" {
+			continue
+		}
+		rows = append(rows, row{fmt.Sprintf("%s=%d %s cold", c.Unit, c.Size, c.Backend), c.Cold},
+			row{fmt.Sprintf("%s=%d %s warm", c.Unit, c.Size, c.Backend), c.Warm})
+	}
+	const left, width, rowH = 210, 620, 16
+	h := len(rows)*rowH + 10
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="bars" width="%d" height="%d" role="img" aria-label="stage breakdown of %s">`, left+width+90, h, html.EscapeString(w))
+	for i, rw := range rows {
+		y := 5 + i*rowH
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, left-6, y+11, html.EscapeString(rw.label))
+		total := rw.s.TotalMs
+		if total <= 0 {
+			continue
+		}
+		x := float64(left)
+		seg := func(ms float64, color, name string) {
+			wd := ms / total * width
+			if wd <= 0 {
+				return
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s ms</title></rect>`, x, y, wd, rowH-3, color, name, f3(ms))
+			x += wd
+		}
+		for _, st := range stages {
+			seg(st.ms(rw.s), st.color, st.name)
+		}
+		seg(other(rw.s), "#ccc", "other")
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s ms</text>`, left+width+6, y+11, f3(total))
+	}
+	b.WriteString("</svg>")
+	return b.String()
+}
+
+// lineChart plots end-to-end time against size on log axes: one line per
+// backend and run (warm solid, cold dashed), and the crossover.
+func (r *Report) lineChart(w string) string {
+	type pt struct{ x, y float64 }
+	series := map[string][]pt{}
+	var names []string
+	unit := ""
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, c := range r.Cases {
+		if c.Workload != w || c.Error != "" {
+			continue
+		}
+		unit = c.Unit
+		for _, run := range []struct {
+			name string
+			ms   float64
+		}{{c.Backend + " warm", c.Warm.TotalMs}, {c.Backend + " cold", c.Cold.TotalMs}} {
+			if run.ms <= 0 {
+				continue
+			}
+			if !slices.Contains(names, run.name) {
+				names = append(names, run.name)
+			}
+			x, y := math.Log10(float64(c.Size)), math.Log10(run.ms)
+			series[run.name] = append(series[run.name], pt{x, y})
+			xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, y), max(ymax, y)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	xmin, xmax = math.Floor(xmin), math.Ceil(xmax+1e-9)
+	ymin, ymax = math.Floor(ymin), math.Ceil(ymax+1e-9)
+	const W, H, L, T, R, B = 640, 300, 60, 10, 150, 40
+	px := func(x float64) float64 { return L + (x-xmin)/(xmax-xmin)*(W-L-R) }
+	py := func(y float64) float64 { return H - B - (y-ymin)/(ymax-ymin)*(H-T-B) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="lines" width="%d" height="%d" role="img" aria-label="time vs size for %s">`, W, H, html.EscapeString(w))
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#fafafa" stroke="#999"/>`, L, T, W-L-R, H-T-B)
+	for e := xmin; e <= xmax; e++ {
+		fmt.Fprintf(&b, `<path d="M%.1f %d V%d" stroke="#e3e3e3"/><text x="%.1f" y="%d" text-anchor="middle">1e%d</text>`, px(e), T, H-B, px(e), H-B+14, int(e))
+	}
+	for e := ymin; e <= ymax; e++ {
+		fmt.Fprintf(&b, `<path d="M%d %.1f H%d" stroke="#e3e3e3"/><text x="%d" y="%.1f" text-anchor="end">1e%d</text>`, L, py(e), W-R, L-4, py(e)+4, int(e))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s (log)</text><text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">end-to-end ms (log)</text>`,
+		(W-R+L)/2, H-6, html.EscapeString(unit), H/2, H/2)
+	palette := map[string]string{"webgpu": "#3c9d3c", "cpu": "#d9534f", "wasm": "#337ab7", "webgl2": "#8e6bbf"}
+	for i, n := range names {
+		be, run, _ := strings.Cut(n, " ")
+		color := palette[be]
+		if color == "" {
+			color = "#555"
+		}
+		dash := ""
+		if run == "cold" {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		pts := series[n]
+		slices.SortFunc(pts, func(a, b pt) int { return int(math.Copysign(1, a.x-b.x)) })
+		var d strings.Builder
+		for k, p := range pts {
+			cmd := "L"
+			if k == 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, px(p.x), py(p.y))
+		}
+		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"%s><title>%s</title></path>`, d.String(), color, dash, html.EscapeString(n))
+		for _, p := range pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, px(p.x), py(p.y), color)
+		}
+		fmt.Fprintf(&b, `<path d="M%d %d h18" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`, W-R+8, T+10+16*i, color, dash, W-R+30, T+14+16*i, html.EscapeString(n))
+	}
+	for _, x := range r.Crossovers {
+		if x.Workload == w && x.Size > 0 {
+			xx := px(math.Log10(float64(x.Size)))
+			fmt.Fprintf(&b, `<path d="M%.1f %d V%d" stroke="#000" stroke-dasharray="2 2"/><text x="%.1f" y="%d">crossover</text>`, xx, T, H-B, xx+3, T+12)
+		}
+	}
+	b.WriteString("</svg>")
+	return b.String()
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpucc/gpucc/bench"
+	"github.com/gpucc/gpucc/ir"
+)
+
+func init() {
+	commands["bench"] = command{summary: "run the benchmark suite, write results.json, results.md and report.html", run: benchCmd}
+}
+
+func benchCmd(args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")
+	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
+	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
+	allowSW := fs.Bool("allow-software", true, "accept software GPU adapters (lavapipe)")
+	budget := fs.Duration("budget", 0, "stop starting cases after this long (0: no limit)")
+	maxCase := fs.Float64("max-case-ms", 0, "skip larger sizes once a run is predicted to exceed this (0: default)")
+	compare := fs.String("compare", "", "torch_bench.py JSON to show ratios against")
+	upload := fs.String("upload", "", "webgpu upload path: writebuffer or staging")
+	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
+	cacheDir := fs.String("cache-dir", "", "codegen disk cache (bench measures cold runs without it; accepted for symmetry)")
+	if err := fs.Parse(args); err != nil {
+		return usageError("bench: %v", err)
+	}
+	if fs.NArg() != 0 {
+		return usageError("bench: unexpected arguments %v", fs.Args())
+	}
+	_ = cacheDir
+	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: *budget, MaxCaseMs: *maxCase,
+		Upload: *upload, UploadChunk: *chunk}
+	if *backends != "" {
+		cfg.Backends = strings.Split(*backends, ",")
+	}
+	if bench.IsTerminal(os.Stderr) {
+		cfg.Progress = os.Stderr
+	}
+	var torch *bench.Torch
+	if *compare != "" {
+		t, err := bench.ReadTorch(*compare)
+		if err != nil {
+			return fail(ir.Errorf("usage", -1, "", "%v", err))
+		}
+		torch = t
+	}
+	start := time.Now()
+	r, err := bench.Run(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	r.Torch = torch
+	if err := r.Write(*out); err != nil {
+		return fail(err)
+	}
+	abs, _ := filepath.Abs(*out)
+	writeJSON(map[string]any{"dir": abs, "cases": len(r.Cases), "skipped": len(r.Skipped),
+		"crossovers": r.Crossovers, "compare": r.Compare(), "wall_s": fmt.Sprintf("%.1f", time.Since(start).Seconds())})
+	return 0
+}
