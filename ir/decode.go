@@ -70,7 +70,7 @@ func DecodeBytes(raw []byte, limits Limits) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validate(g, l); err != nil {
+	if err := validate(g, l, false); err != nil { // parseNumber checked every value
 		return nil, err
 	}
 	return g, nil

@@ -148,13 +148,23 @@ func EstimateOps(g *Graph, n *Node) int64 {
 // Validate checks every invariant of the package doc against limits (zero
 // fields mean the defaults). It reports the first problem found.
 func Validate(g *Graph, limits Limits) error {
-	if err := validate(g, limits.withDefaults()); err != nil {
+	if err := validate(g, limits.withDefaults(), true); err != nil {
 		return err
 	}
 	return nil
 }
 
-func validate(g *Graph, l Limits) *Error {
+// ValidateStructure is Validate without the scan of input data for
+// non-finite values: passes call it between rewrites, which never touch
+// input data, so a large graph is not rescanned after every pass.
+func ValidateStructure(g *Graph, limits Limits) error {
+	if err := validate(g, limits.withDefaults(), false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validate(g *Graph, l Limits, data bool) *Error {
 	if len(g.Nodes) == 0 {
 		return Errorf(CodeInvalidGraph, -1, "nodes", "graph has no nodes")
 	}
@@ -164,7 +174,7 @@ func validate(g *Graph, l Limits) *Error {
 	var storage, ops int64
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if err := validateNode(g, i, n, l); err != nil {
+		if err := validateNode(g, i, n, l, data); err != nil {
 			return err
 		}
 		elems := int64(n.Shape.Len())
@@ -180,7 +190,7 @@ func validate(g *Graph, l Limits) *Error {
 	return validateOutputs(g, l)
 }
 
-func validateNode(g *Graph, i int, n *Node, l Limits) *Error {
+func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 	info := n.Op.Info()
 	if n.Op == OpInvalid || n.Op >= numOps {
 		return Errorf(CodeInvalidGraph, i, "op", "unknown op %v", n.Op)
@@ -223,7 +233,7 @@ func validateNode(g *Graph, i int, n *Node, l Limits) *Error {
 			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, n.Shape.Len())
 		}
 		for k, v := range n.Data {
-			if !isFinite32(v) {
+			if data && !isFinite32(v) {
 				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
 			}
 		}

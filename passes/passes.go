@@ -49,6 +49,9 @@ type Options struct {
 	Limits      ir.Limits
 	MaxBindings int  // storage buffers per kernel (WebGPU's default is 8)
 	NoFuse      bool // one kernel per node: the unoptimised baseline
+	// Tile, when set, is used for every matmul instead of the tiling
+	// pass's choice (for benchmarking tile shapes).
+	Tile *ir.Tile
 	// DumpAfter names a pass after which the IR text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
@@ -117,7 +120,7 @@ func runPass(p Pass, st *State) (err error) {
 
 // check validates the IR after pass p.
 func check(p Pass, st *State) error {
-	if err := ir.Validate(st.Graph, st.Options.Limits); err != nil {
+	if err := ir.ValidateStructure(st.Graph, st.Options.Limits); err != nil {
 		return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
 	}
 	if st.Program != nil {

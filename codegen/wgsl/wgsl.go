@@ -122,7 +122,11 @@ func Generate(p *ir.Program, k *ir.Kernel) (codegen.Shader, error) {
 	case ir.KernelElementwise:
 		elementwise(&b, k, &s)
 	case ir.KernelMatmul:
-		matmul(&b, k, &s)
+		if k.Tile.Vector == 4 {
+			matmulVec4(&b, k, &s)
+		} else {
+			matmul(&b, k, &s)
+		}
 	case ir.KernelSum:
 		sum(&b, k, &s)
 	case ir.KernelLife:

@@ -165,7 +165,7 @@ func Suite() []Case {
 		}
 		b.Output("y", acc)
 	})
-	return cs
+	return append(cs, LargeMatmuls()...)
 }
 
 func itoa(i int) string {
@@ -173,4 +173,39 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// LargeMatmuls returns matmuls big enough for the vec4 kernel, with every
+// transposition and edge tiles in both directions.
+func LargeMatmuls() []Case {
+	var cs []Case
+	for _, c := range []struct {
+		m, k, n int
+		ta, tb  bool
+	}{{128, 128, 128, false, false}, {256, 132, 260, false, false}, {132, 64, 136, true, false}, {200, 96, 128, false, true}, {136, 40, 132, true, true}} {
+		b := ir.NewBuilder()
+		var a, w ir.Tensor
+		if c.ta {
+			a = b.Input(ir.Shape{c.k, c.m}, Values(20, c.m*c.k, 2)).T()
+		} else {
+			a = b.Input(ir.Shape{c.m, c.k}, Values(20, c.m*c.k, 2))
+		}
+		if c.tb {
+			w = b.Input(ir.Shape{c.n, c.k}, Values(21, c.k*c.n, 2)).T()
+		} else {
+			w = b.Input(ir.Shape{c.k, c.n}, Values(21, c.k*c.n, 2))
+		}
+		bias := b.Input(ir.Shape{c.m, c.n}, Values(22, c.m*c.n, 1))
+		b.Output("y", a.MatMul(w).Add(bias).Relu())
+		b.Output("mm", a.MatMul(w))
+		name := "matmul-vec4/" + itoa(c.m) + "x" + itoa(c.k) + "x" + itoa(c.n)
+		if c.ta {
+			name += "-ta"
+		}
+		if c.tb {
+			name += "-tb"
+		}
+		cs = append(cs, Case{name, must(b)})
+	}
+	return cs
 }
