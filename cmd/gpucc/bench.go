@@ -29,14 +29,12 @@ func benchCmd(args []string) int {
 	compare := fs.String("compare", "", "torch_bench.py JSON to show ratios against")
 	upload := fs.String("upload", "", "webgpu upload path: writebuffer or staging")
 	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
-	cacheDir := fs.String("cache-dir", "", "codegen disk cache (bench measures cold runs without it; accepted for symmetry)")
 	if err := fs.Parse(args); err != nil {
 		return usageError("bench: %v", err)
 	}
 	if fs.NArg() != 0 {
 		return usageError("bench: unexpected arguments %v", fs.Args())
 	}
-	_ = cacheDir
 	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: *budget, MaxCaseMs: *maxCase,
 		Upload: *upload, UploadChunk: *chunk}
 	if *backends != "" {
