@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -32,11 +33,7 @@ func page(t *testing.T, query string) context.Context {
 		}
 		t.Skipf("%s not found", chromium)
 	}
-	assets, err := Assets(wasmDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(Handler(assets))
+	srv := httptest.NewServer(Handler(assets(t)))
 	t.Cleanup(srv.Close)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
@@ -60,18 +57,25 @@ func page(t *testing.T, query string) context.Context {
 	return ctx
 }
 
-var builtWasm string
+var (
+	builtWasm   string // temporary directory of the wasm build
+	builtAssets fs.FS
+)
 
-// wasmDir builds gpucc.wasm once per test binary.
-func wasmDir(t *testing.T) string {
-	if builtWasm == "" {
+// assets builds gpucc.wasm once per test binary.
+func assets(t *testing.T) fs.FS {
+	t.Helper()
+	if builtAssets == nil {
 		dir, err := os.MkdirTemp("", "gpucc-web")
 		if err != nil {
 			t.Fatal(err)
 		}
 		builtWasm = dir
+		if builtAssets, err = Assets(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return builtWasm
+	return builtAssets
 }
 
 func TestMain(m *testing.M) {
@@ -149,7 +153,7 @@ func ulps(a, b float32) int64 {
 
 // TestOpSuite runs every case through gpucc.run on each browser backend and
 // compares the bits with cpuref. All must be bit-exact (0 ULP), except that
-// WebGL2 may flush subnormals to zero (see flushes).
+// the GPU backends may flush subnormals to zero (see flushes).
 func TestOpSuite(t *testing.T) {
 	ctx := page(t, "?life=0")
 	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
@@ -174,9 +178,10 @@ func TestOpSuite(t *testing.T) {
 }
 
 // flushes lists the backends allowed to flush subnormals to zero: GLSL ES
-// 3.00 permits it and Chromium's WebGL2 on SwiftShader does it (measured
-// here). Every other value must be bit-exact on every backend.
-var flushes = map[string]bool{"webgl2": true}
+// 3.00 and WGSL both permit it, and Chromium on SwiftShader does it for
+// WebGL2 and WebGPU alike (measured here). Every other value must be
+// bit-exact on every backend.
+var flushes = map[string]bool{"webgl2": true, "webgpu": true}
 
 // flushTolerance is 2^-125: flushing the subnormal operands of one add or
 // mul to zero moves its result by at most that much.

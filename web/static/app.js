@@ -129,5 +129,6 @@ window.gpuccReady = () => {
 };
 const go = new Go();
 WebAssembly.instantiateStreaming(fetch("gpucc.wasm"), go.importObject)
-  .then((r) => go.run(r.instance))
+  // cogentcore/webgpu's js build reads Go's memory through window.wasm.
+  .then((r) => { window.wasm = r; go.run(r.instance); })
   .catch((e) => { $("status").textContent = `failed to load gpucc.wasm: ${e}`; demo.error = String(e); });

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/web"
+)
+
+func init() {
+	commands["serve"] = command{summary: "serve the browser demo (webgpu, webgl2, cpu in the page)", run: serveCmd}
+}
+
+// serveCmd serves web's page, gpucc.wasm and wasm_exec.js. When the binary
+// was built without `go generate ./web`, the wasm is built now into a
+// temporary directory (the go command must be able to see the module).
+func serveCmd(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	if err := fs.Parse(args); err != nil {
+		return usageError("serve: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("serve takes no arguments, got %q", fs.Args())
+	}
+	dir, err := os.MkdirTemp("", "gpucc-serve")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	assets, err := web.Assets(dir)
+	if err != nil {
+		return fail(ir.Errorf(ir.CodeInternal, -1, "", "%v", err))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(ir.Errorf(ir.CodeInternal, -1, "addr", "%v", err))
+	}
+	fmt.Fprintf(os.Stderr, "gpucc: serving the demo on http://%s/\n", ln.Addr())
+	if err := http.Serve(ln, web.Handler(assets)); err != nil {
+		return fail(ir.Errorf(ir.CodeInternal, -1, "", "%v", err))
+	}
+	return 0
+}
