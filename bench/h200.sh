@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
-export GPUCC_CACHE_DIR=$OUT/cache GPUCC_REQUIRE_WEBGPU=1
+export GPUCC_CACHE_DIR=/tmp/gpucc-cache GPUCC_REQUIRE_WEBGPU=1
 S=$SECONDS
 log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200.log"; }
 

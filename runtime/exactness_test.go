@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -44,6 +45,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 // rate and, on a GPU, the time of both kernels: the cost of exactness.
 func TestFMAProbe(t *testing.T) {
 	n := envInt("GPUCC_PROBE_N", 1<<20)
+	if v := envInt("GPUCC_PROBE_VPT", 0); v > 0 { // tuning sweep on the H200
+		defer func(old int) { wgsl.VectorsPerThread = old }(wgsl.VectorsPerThread)
+		wgsl.VectorsPerThread = v
+	}
 	a, b, c := irtest.Values(31, n, 4), irtest.Values(32, n, 4), irtest.Values(33, n, 4)
 	want := make([]float32, n)
 	for i := range want {
@@ -96,8 +101,8 @@ func TestFMAProbe(t *testing.T) {
 		}
 	}
 	info := dev.Info()
-	t.Logf("%s: raw a*b+c differs from two roundings in %d of %d results (%.2f%%): contracted=%v",
-		info.Name, raw, n, 100*float64(raw)/float64(n), raw > 0)
+	t.Logf("%s (%d vec4/thread): raw a*b+c differs from two roundings in %d of %d results (%.2f%%): contracted=%v",
+		info.Name, wgsl.VectorsPerThread, raw, n, 100*float64(raw)/float64(n), raw > 0)
 
 	// The same computation through gpucc must match cpuref exactly.
 	bl := ir.NewBuilder()
@@ -151,7 +156,8 @@ func TestMatmulTileSweep(t *testing.T) {
 	}
 	tiles := []ir.Tile{
 		passes.TileLarge,
-		{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 4},
+		{BM: 128, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4},
+		{BM: 128, BN: 128, TM: 8, TN: 8, BK: 32, Vector: 4},
 		{BM: 64, BN: 128, TM: 4, TN: 8, BK: 8, Vector: 4},
 		{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 4},
 		{BM: 64, BN: 64, TM: 4, TN: 8, BK: 16, Vector: 4},

@@ -30,13 +30,41 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "\tlet row0 = wg.y * %du;\n\tlet col0 = wg.x * %du;\n\tlet tid = lid.y * %du + lid.x;\n", t.BM, t.BN, tx)
 	for r := 0; r < t.TM; r++ {
 		for c := 0; c < t.TN/4; c++ {
-			fmt.Fprintf(b, "\tvar c%d_%d = vec4<f32>(0.0);\n", r, c)
+			// The uniform zero, not a literal: see the package doc.
+			fmt.Fprintf(b, "\tvar c%d_%d = vec4<f32>(params.zero);\n", r, c)
 		}
 	}
+	// Software pipelining: the next tiles of A and B are fetched into
+	// registers while the current ones, already in workgroup memory, are
+	// multiplied, so global-memory latency hides behind arithmetic.
+	sa, sb := stagerA(a, t), stagerB(bb, t)
+	na, nb := (t.BK*t.BM/4+threads-1)/threads, (t.BK*t.BN/4+threads-1)/threads
+	for j := 0; j < na; j++ {
+		fmt.Fprintf(b, "\tvar pa%d = vec4<f32>(0.0);\n", j)
+	}
+	for j := 0; j < nb; j++ {
+		fmt.Fprintf(b, "\tvar pb%d = vec4<f32>(0.0);\n", j)
+	}
+	fetch := func(indent, kt string) {
+		for j := 0; j < na; j++ {
+			sa.fetch(b, indent, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), kt, t.BK*t.BM/4)
+		}
+		for j := 0; j < nb; j++ {
+			sb.fetch(b, indent, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), kt, t.BK*t.BN/4)
+		}
+	}
+	fetch("\t", "0u")
 	fmt.Fprintf(b, "\tfor (var kt = 0u; kt < K; kt += %du) {\n", t.BK)
-	stageA(b, a, k, t, threads)
-	stageB(b, bb, k, t, threads)
+	for j := 0; j < na; j++ {
+		sa.store(b, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BM/4)
+	}
+	for j := 0; j < nb; j++ {
+		sb.store(b, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BN/4)
+	}
 	b.WriteString("\t\tworkgroupBarrier();\n")
+	fmt.Fprintf(b, "\t\tif (kt + %du < K) {\n", t.BK)
+	fetch("\t\t\t", fmt.Sprintf("kt + %du", t.BK))
+	b.WriteString("\t\t}\n")
 	fmt.Fprintf(b, "\t\tlet kmax = min(%du, K - kt);\n", t.BK)
 	b.WriteString("\t\tfor (var kk = 0u; kk < kmax; kk++) {\n")
 	for r := 0; r < t.TM/4; r++ {
@@ -68,52 +96,66 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString("}\n")
 }
 
-// stageA copies the BM×BK tile of A at (row0, kt) into As, zero outside A.
-func stageA(b *strings.Builder, a ir.Operand, k *ir.Kernel, t ir.Tile, threads int) {
-	if a.Transposed { // buffer [K,M]: four rows of one k are contiguous
-		fmt.Fprintf(b, "\t\tfor (var e = tid; e < %du; e += %du) {\n", t.BK*t.BM/4, threads)
-		fmt.Fprintf(b, "\t\t\tlet kk = e / %du;\n\t\t\tlet r = (e %% %du) * 4u;\n", t.BM/4, t.BM/4)
-		b.WriteString("\t\t\tvar v = vec4<f32>(0.0);\n")
-		b.WriteString("\t\t\tif (row0 + r < M && kt + kk < K) {\n")
-		b.WriteString("\t\t\t\tlet base = (kt + kk) * M + row0 + r;\n")
-		b.WriteString("\t\t\t\tv = vec4<f32>(in0[base], in0[base + 1u], in0[base + 2u], in0[base + 3u]);\n\t\t\t}\n")
-		b.WriteString("\t\t\tAs[e] = v;\n\t\t}\n")
-		return
-	}
-	// buffer [M,K]: four k of one row are contiguous; store them transposed.
-	fmt.Fprintf(b, "\t\tfor (var e = tid; e < %du; e += %du) {\n", t.BK*t.BM/4, threads)
-	fmt.Fprintf(b, "\t\t\tlet r = e / %du;\n\t\t\tlet kq = (e %% %du) * 4u;\n", t.BK/4, t.BK/4)
-	b.WriteString("\t\t\tvar v = vec4<f32>(0.0);\n")
-	b.WriteString("\t\t\tif (row0 + r < M && kt + kq < K) {\n")
-	b.WriteString("\t\t\t\tlet base = (row0 + r) * K + kt + kq;\n")
-	b.WriteString("\t\t\t\tv = vec4<f32>(in0[base], in0[base + 1u], in0[base + 2u], in0[base + 3u]);\n\t\t\t}\n")
-	for j := 0; j < 4; j++ {
-		fmt.Fprintf(b, "\t\t\tAs[(kq + %du) * %du + r / 4u][r %% 4u] = v[%d];\n", j, t.BM/4, j)
-	}
-	b.WriteString("\t\t}\n")
+// stager emits the two halves of staging one operand's tile: fetch reads
+// vec4 number e of the tile at k-offset kt from global memory into a
+// register (zero outside the matrix), store writes that register into
+// workgroup memory in the [kk][row-or-col] layout the inner loop reads.
+type stager struct {
+	in   string // the operand's buffer
+	span int    // vec4s per row of the tile as loaded
+	// coords returns WGSL lets for the loaded vec4's position: its guard
+	// and its first element's buffer index.
+	guard, base string
+	// direct: the vec4 lands as is at As/Bs[e]; otherwise its four lanes
+	// are scattered, transposed, with dst(q) naming lane q's place.
+	direct bool
+	dst    string
+	shared string
 }
 
-// stageB copies the BK×BN tile of B at (kt, col0) into Bs, zero outside B.
-func stageB(b *strings.Builder, bb ir.Operand, k *ir.Kernel, t ir.Tile, threads int) {
-	if !bb.Transposed { // buffer [K,N]: four columns of one k are contiguous
-		fmt.Fprintf(b, "\t\tfor (var e = tid; e < %du; e += %du) {\n", t.BK*t.BN/4, threads)
-		fmt.Fprintf(b, "\t\t\tlet kk = e / %du;\n\t\t\tlet c = (e %% %du) * 4u;\n", t.BN/4, t.BN/4)
-		b.WriteString("\t\t\tvar v = vec4<f32>(0.0);\n")
-		b.WriteString("\t\t\tif (col0 + c < N && kt + kk < K) {\n")
-		b.WriteString("\t\t\t\tlet base = (kt + kk) * N + col0 + c;\n")
-		b.WriteString("\t\t\t\tv = vec4<f32>(in1[base], in1[base + 1u], in1[base + 2u], in1[base + 3u]);\n\t\t\t}\n")
-		b.WriteString("\t\t\tBs[e] = v;\n\t\t}\n")
-		return
+func (s stager) fetch(b *strings.Builder, indent, reg, e, kt string, total int) {
+	fmt.Fprintf(b, "%s{\n%s\tlet e = %s;\n%s\tlet kt0 = %s;\n", indent, indent, e, indent, kt)
+	fmt.Fprintf(b, "%s\tlet u = e / %du;\n%s\tlet v = (e %% %du) * 4u;\n", indent, s.span, indent, s.span)
+	fmt.Fprintf(b, "%s\t%s = vec4<f32>(0.0);\n", indent, reg)
+	fmt.Fprintf(b, "%s\tif (e < %du && %s) {\n", indent, total, s.guard)
+	fmt.Fprintf(b, "%s\t\tlet base = %s;\n", indent, s.base)
+	fmt.Fprintf(b, "%s\t\t%s = vec4<f32>(%s[base], %s[base + 1u], %s[base + 2u], %s[base + 3u]);\n", indent, reg, s.in, s.in, s.in, s.in)
+	fmt.Fprintf(b, "%s\t}\n%s}\n", indent, indent)
+}
+
+func (s stager) store(b *strings.Builder, reg, e string, total int) {
+	fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = %s;\n\t\t\tif (e < %du) {\n", e, total)
+	if s.direct {
+		fmt.Fprintf(b, "\t\t\t\t%s[e] = %s;\n", s.shared, reg)
+	} else {
+		fmt.Fprintf(b, "\t\t\t\tlet u = e / %du;\n\t\t\t\tlet v = (e %% %du) * 4u;\n", s.span, s.span)
+		for q := 0; q < 4; q++ {
+			fmt.Fprintf(b, "\t\t\t\t%s = %s[%d];\n", strings.ReplaceAll(s.dst, "Q", fmt.Sprint(q)), reg, q)
+		}
 	}
-	// buffer [N,K]: four k of one column are contiguous; store them transposed.
-	fmt.Fprintf(b, "\t\tfor (var e = tid; e < %du; e += %du) {\n", t.BK*t.BN/4, threads)
-	fmt.Fprintf(b, "\t\t\tlet c = e / %du;\n\t\t\tlet kq = (e %% %du) * 4u;\n", t.BK/4, t.BK/4)
-	b.WriteString("\t\t\tvar v = vec4<f32>(0.0);\n")
-	b.WriteString("\t\t\tif (col0 + c < N && kt + kq < K) {\n")
-	b.WriteString("\t\t\t\tlet base = (col0 + c) * K + kt + kq;\n")
-	b.WriteString("\t\t\t\tv = vec4<f32>(in1[base], in1[base + 1u], in1[base + 2u], in1[base + 3u]);\n\t\t\t}\n")
-	for j := 0; j < 4; j++ {
-		fmt.Fprintf(b, "\t\t\tBs[(kq + %du) * %du + c / 4u][c %% 4u] = v[%d];\n", j, t.BN/4, j)
+	b.WriteString("\t\t\t}\n\t\t}\n")
+}
+
+// stagerA stages the BM×BK tile of A at (row0, kt0).
+func stagerA(a ir.Operand, t ir.Tile) stager {
+	if a.Transposed { // buffer [K,M]: u = kk, v = row; four rows are contiguous
+		return stager{in: "in0", span: t.BM / 4, direct: true, shared: "As",
+			guard: "row0 + v < M && kt0 + u < K", base: "(kt0 + u) * M + row0 + v"}
 	}
-	b.WriteString("\t\t}\n")
+	// buffer [M,K]: u = row, v = kk; four k are contiguous, stored transposed
+	return stager{in: "in0", span: t.BK / 4, shared: "As",
+		guard: "row0 + u < M && kt0 + v < K", base: "(row0 + u) * K + kt0 + v",
+		dst: fmt.Sprintf("As[(v + Qu) * %du + u / 4u][u %% 4u]", t.BM/4)}
+}
+
+// stagerB stages the BK×BN tile of B at (kt0, col0).
+func stagerB(bb ir.Operand, t ir.Tile) stager {
+	if !bb.Transposed { // buffer [K,N]: u = kk, v = col; four columns are contiguous
+		return stager{in: "in1", span: t.BN / 4, direct: true, shared: "Bs",
+			guard: "col0 + v < N && kt0 + u < K", base: "(kt0 + u) * N + col0 + v"}
+	}
+	// buffer [N,K]: u = col, v = kk; four k are contiguous, stored transposed
+	return stager{in: "in1", span: t.BK / 4, shared: "Bs",
+		guard: "col0 + u < N && kt0 + v < K", base: "(col0 + u) * K + kt0 + v",
+		dst: fmt.Sprintf("Bs[(v + Qu) * %du + u / 4u][u %% 4u]", t.BN/4)}
 }

@@ -7,6 +7,9 @@
 //   - relu and positive take their 0 and 1 results from Params.zero and
 //     Params.one: drivers rewrite select(0, 1, c) * k to select(0, k, c),
 //     losing the sign of 0 * -k.
+//   - matmul accumulators start at Params.zero: a driver that sees a
+//     literal +0 folds +0 + p into p, which keeps a -0 the reference turns
+//     into +0 (the H200's does).
 //   - Params.one is always 1.0: products are multiplied by it so that no
 //     driver can contract `a*b + c` into a fused multiply-add (it would round
 //     once where the reference rounds twice; the H200's driver does this
@@ -154,19 +157,47 @@ func stores(k *ir.Kernel, i string) []string {
 }
 
 func elementwise(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	n, threads, lang := k.Shape.Len(), ElementwiseThreads, Lang
 	if vectorised(k) {
-		n, threads, lang = n/4, VectorThreads, vecLang
+		elementwiseVec4(b, k, s)
+		return
 	}
-	groups := (n + threads - 1) / threads
-	s.Workgroup = [3]int{threads, 1, 1}
+	n := k.Shape.Len()
+	groups := (n + ElementwiseThreads - 1) / ElementwiseThreads
+	s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
 	s.Groups = codegen.Groups1D(groups, maxGroupsPerDim)
-	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", ElementwiseThreads)
 	b.WriteString("fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
-	fmt.Fprintf(b, "\tlet i = gid.x + gid.y * nwg.x * %du;\n", threads)
+	fmt.Fprintf(b, "\tlet i = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
 	fmt.Fprintf(b, "\tif (i >= %du) { return; }\n", n)
-	b.WriteString(codegen.Indent(codegen.Body(lang, k, load(k, "i"), ""), 1))
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 1))
 	b.WriteString(codegen.Indent(stores(k, "i"), 1))
+	b.WriteString("}\n")
+}
+
+// VectorsPerThread is how many vec4s each thread of a large vectorised
+// elementwise kernel handles: more bytes in flight per thread, which a
+// memory-bound kernel needs to approach bandwidth. The vec4s of one
+// workgroup are contiguous, so every access stays coalesced.
+var VectorsPerThread = 4
+
+func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+	n := k.Shape.Len() / 4
+	per := VectorsPerThread
+	if n < VectorThreads*per*64 { // small: more workgroups serve better
+		per = 1
+	}
+	span := VectorThreads * per
+	s.Workgroup = [3]int{VectorThreads, 1, 1}
+	s.Groups = codegen.Groups1D((n+span-1)/span, maxGroupsPerDim)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", VectorThreads)
+	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+	fmt.Fprintf(b, "\tlet base = (wg.x + wg.y * nwg.x) * %du + lid.x;\n", span)
+	for j := 0; j < per; j++ {
+		fmt.Fprintf(b, "\t{\n\t\tlet i = base + %du;\n\t\tif (i < %du) {\n", j*VectorThreads, n)
+		b.WriteString(codegen.Indent(codegen.Body(vecLang, k, load(k, "i"), ""), 3))
+		b.WriteString(codegen.Indent(stores(k, "i"), 3))
+		b.WriteString("\t\t}\n\t}\n")
+	}
 	b.WriteString("}\n")
 }
 
@@ -206,7 +237,14 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString(`	let row0 = wg.y * BM;
 	let col0 = wg.x * BN;
 	let tid = lid.y * ` + fmt.Sprintf("%du", tx) + ` + lid.x;
+	// Accumulators start at the uniform zero: a driver that sees a literal
+	// +0 folds +0 + p to p, which is -0 where the reference has +0.
 	var acc: array<array<f32, ` + fmt.Sprint(t.TN) + `>, ` + fmt.Sprint(t.TM) + `>;
+	for (var m = 0u; m < TM; m++) {
+		for (var n = 0u; n < TN; n++) {
+			acc[m][n] = params.zero;
+		}
+	}
 	for (var kt = 0u; kt < K; kt += BK) {
 		for (var e = tid; e < BK * BM; e += THREADS) {
 			let kk = e / BM;

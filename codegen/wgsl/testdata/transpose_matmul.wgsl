@@ -26,7 +26,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 	let row0 = wg.y * BM;
 	let col0 = wg.x * BN;
 	let tid = lid.y * 16u + lid.x;
+	// Accumulators start at the uniform zero: a driver that sees a literal
+	// +0 folds +0 + p to p, which is -0 where the reference has +0.
 	var acc: array<array<f32, 2>, 2>;
+	for (var m = 0u; m < TM; m++) {
+		for (var n = 0u; n < TN; n++) {
+			acc[m][n] = params.zero;
+		}
+	}
 	for (var kt = 0u; kt < K; kt += BK) {
 		for (var e = tid; e < BK * BM; e += THREADS) {
 			let kk = e / BM;

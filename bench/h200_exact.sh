@@ -1,0 +1,29 @@
+#!/bin/bash
+# Exactness and kernel measurements on the device machine (the core and
+# passes issues). Build here first:
+#
+#   ../shared/device/prepare.sh && go test -c -o .device/runtime.test ./runtime
+#
+# then run (device tool, carry [".gl", ".device"]): bash bench/h200_exact.sh
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+export GPUCC_CACHE_DIR=/tmp/gpucc-cache-exact GPUCC_REQUIRE_WEBGPU=1
+S=$SECONDS
+log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/exact.log"; }
+log "suite and random graphs, bit for bit against cpuref"
+timeout 150 .device/runtime.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu' -test.v > "$OUT/suite.txt" 2>&1
+log "suite: $(grep -c -- '--- PASS' "$OUT/suite.txt") passed, $(grep -c -- '--- FAIL' "$OUT/suite.txt") failed"
+grep -E -- "--- FAIL|differs|got|want|[-+] " "$OUT/suite.txt" | head -80 > "$OUT/suite-failures.txt"
+log "FMA probe at 1M, then 64M with 1, 2, 4 and 8 vec4 per thread"
+timeout 60 .device/runtime.test -test.run 'TestFMAProbe' -test.v > "$OUT/fma.txt" 2>&1
+for v in 1 2 4 8; do
+  GPUCC_PROBE_N=67108864 GPUCC_PROBE_VPT=$v timeout 60 .device/runtime.test -test.run 'TestFMAProbe' -test.v >> "$OUT/fma.txt" 2>&1
+done
+grep -h "exactness_test\|FAIL" "$OUT"/fma.txt | tee -a "$OUT/exact.log"
+log "matmul tile sweep 4096"
+GPUCC_MATMUL_SWEEP=4096 timeout 120 .device/runtime.test -test.run 'TestMatmulTileSweep' -test.v > "$OUT/sweep.txt" 2>&1
+grep -h "TFLOP" "$OUT/sweep.txt" | tee -a "$OUT/exact.log"
+log "done"
