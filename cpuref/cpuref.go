@@ -32,6 +32,12 @@
 //     is alive and has exactly 2; otherwise 0.
 //   - full(v): every element is v.
 //
+// GPU backends may depart from Eval in exactly one way, which WGSL and GLSL
+// ES permit: flushing subnormal operands and results of arithmetic to zero
+// (the H200's Vulkan driver and SwiftShader do). EvalFlushed computes that
+// value; a GPU result must equal Eval's value or EvalFlushed's, element by
+// element. The cpu and wasm backends keep subnormals.
+//
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
 // hide them again); an output that is not finite is an error, reported by
 // the runtime, never a value.
@@ -45,17 +51,41 @@ import (
 
 // Eval evaluates every node of a validated graph and returns the values,
 // indexed by node id.
-func Eval(g *ir.Graph) [][]float32 {
+func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
+
+// EvalFlushed is Eval on a machine that flushes subnormals: every
+// arithmetic operation (add, sub, mul, and those inside matmul and sum)
+// reads subnormal operands as zero and writes subnormal results as zero,
+// keeping the sign. WGSL and GLSL ES allow this, and the H200 and
+// SwiftShader do it; it is the one place where GPU backends may depart from
+// Eval, and then only to EvalFlushed's value. It is not the reference.
+func EvalFlushed(g *ir.Graph) [][]float32 { return arith{flush: true}.eval(g) }
+
+// arith is float32 arithmetic, optionally flushing subnormals.
+type arith struct{ flush bool }
+
+// exact is the reference arithmetic.
+var exact = arith{}
+
+// f flushes x when x is subnormal and a is a flushing arith.
+func (ar arith) f(x float32) float32 {
+	if ar.flush && x != 0 && math.Abs(float64(x)) < 0x1p-126 {
+		return float32(math.Copysign(0, float64(x)))
+	}
+	return x
+}
+
+func (ar arith) eval(g *ir.Graph) [][]float32 {
 	vals := make([][]float32, len(g.Nodes))
 	for i := range g.Nodes {
-		vals[i] = EvalNode(g, i, vals)
+		vals[i] = ar.node(g, i, vals)
 	}
 	return vals
 }
 
-// EvalNode computes node i of g from the already computed values of its
+// node computes node i of g from the already computed values of its
 // arguments (vals is indexed by node id).
-func EvalNode(g *ir.Graph, i int, vals [][]float32) []float32 {
+func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	n := &g.Nodes[i]
 	arg := func(k int) []float32 { return vals[n.Args[k]] }
 	switch n.Op {
@@ -71,14 +101,14 @@ func EvalNode(g *ir.Graph, i int, vals [][]float32) []float32 {
 		a, b := arg(0), arg(1)
 		out := make([]float32, len(a))
 		for k := range out {
-			out[k] = Binary(n.Op, a[k], b[k])
+			out[k] = ar.binary(n.Op, a[k], b[k])
 		}
 		return out
 	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
 		a := arg(0)
 		out := make([]float32, len(a))
 		for k := range out {
-			out[k] = Unary(n.Op, a[k], n.Scalar)
+			out[k] = ar.unary(n.Op, a[k], n.Scalar)
 		}
 		return out
 	case ir.OpTranspose:
@@ -86,9 +116,9 @@ func EvalNode(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return Transpose(arg(0), s[0], s[1])
 	case ir.OpMatmul:
 		s := g.Nodes[n.Args[0]].Shape
-		return Matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
+		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
 	case ir.OpSum:
-		return []float32{Sum(arg(0))}
+		return []float32{ar.sum(arg(0))}
 	case ir.OpLife:
 		return Life(arg(0), n.Shape[0], n.Shape[1])
 	}
@@ -97,28 +127,36 @@ func EvalNode(g *ir.Graph, i int, vals [][]float32) []float32 {
 
 // Binary applies an elementwise two-operand op (add, sub, mul) once, with
 // one float32 rounding.
-func Binary(op ir.Op, a, b float32) float32 {
+func Binary(op ir.Op, a, b float32) float32 { return exact.binary(op, a, b) }
+
+// Unary applies an elementwise one-operand op; s is the scalar operand of
+// the Op*Scalar ops.
+func Unary(op ir.Op, a, s float32) float32 { return exact.unary(op, a, s) }
+
+func (ar arith) add(a, b float32) float32 { return ar.f(float32(ar.f(a) + ar.f(b))) }
+func (ar arith) sub(a, b float32) float32 { return ar.f(float32(ar.f(a) - ar.f(b))) }
+func (ar arith) mul(a, b float32) float32 { return ar.f(float32(ar.f(a) * ar.f(b))) }
+
+func (ar arith) binary(op ir.Op, a, b float32) float32 {
 	switch op {
 	case ir.OpAdd:
-		return float32(a + b)
+		return ar.add(a, b)
 	case ir.OpSub:
-		return float32(a - b)
+		return ar.sub(a, b)
 	case ir.OpMul:
-		return float32(a * b)
+		return ar.mul(a, b)
 	}
 	panic("cpuref: not a binary op: " + op.String())
 }
 
-// Unary applies an elementwise one-operand op; s is the scalar operand of
-// the Op*Scalar ops.
-func Unary(op ir.Op, a, s float32) float32 {
+func (ar arith) unary(op ir.Op, a, s float32) float32 {
 	switch op {
 	case ir.OpAddScalar:
-		return float32(a + s)
+		return ar.add(a, s)
 	case ir.OpSubScalar:
-		return float32(a - s)
+		return ar.sub(a, s)
 	case ir.OpMulScalar:
-		return float32(a * s)
+		return ar.mul(a, s)
 	case ir.OpRelu:
 		if a > 0 {
 			return a
@@ -145,15 +183,18 @@ func Transpose(a []float32, rows, cols int) []float32 {
 }
 
 // Matmul returns a [m,k] × b [k,n] with the reference accumulation order.
-func Matmul(a, b []float32, m, k, n int) []float32 {
+func Matmul(a, b []float32, m, k, n int) []float32 { return exact.matmul(a, b, m, k, n) }
+
+func (ar arith) matmul(a, b []float32, m, k, n int) []float32 {
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		row := a[i*k : (i+1)*k]
 		for j := 0; j < n; j++ {
 			var acc float32
 			for p, av := range row {
-				prod := float32(av * b[p*n+j]) // explicit conversion: Go may not fuse across it
-				acc = float32(acc + prod)
+				// Each product and each sum rounds on its own: the explicit
+				// float32 conversions in add and mul forbid Go to fuse them.
+				acc = ar.add(acc, ar.mul(av, b[p*n+j]))
 			}
 			out[i*n+j] = acc
 		}
@@ -162,7 +203,9 @@ func Matmul(a, b []float32, m, k, n int) []float32 {
 }
 
 // Sum returns the reference pairwise sum of x (see the package doc).
-func Sum(x []float32) float32 {
+func Sum(x []float32) float32 { return exact.sum(x) }
+
+func (ar arith) sum(x []float32) float32 {
 	p := 1
 	for p < len(x) {
 		p *= 2
@@ -175,7 +218,7 @@ func Sum(x []float32) float32 {
 	}
 	for width := 1; width < p; width *= 2 {
 		for i := 0; i < p; i += 2 * width {
-			buf[i] = float32(buf[i] + buf[i+width])
+			buf[i] = ar.add(buf[i], buf[i+width])
 		}
 	}
 	return buf[0]

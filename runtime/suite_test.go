@@ -55,7 +55,7 @@ func expect(g *ir.Graph) (map[string][]float32, bool) {
 	want := map[string][]float32{}
 	finite := true
 	for _, o := range g.Outputs {
-		want[o.Name] = vals[o.ID]
+		want[o.Name] = append([]float32(nil), vals[o.ID]...)
 		for _, v := range vals[o.ID] {
 			finite = finite && !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
 		}
@@ -82,8 +82,33 @@ func checkRun(t *testing.T, rt *runtime.Runtime, g *ir.Graph) {
 	for name, tensor := range res.Outputs {
 		got[name] = tensor.Data
 	}
+	if rt.Backend() == "webgpu" {
+		acceptFlushed(t, g, want, got)
+	}
 	if diff := cmp.Diff(bits(want), bits(got)); diff != "" {
 		t.Errorf("%s differs from cpuref in IEEE bits (-want +got):\n%s", rt.Backend(), diff)
+	}
+}
+
+// acceptFlushed replaces, in want, each value where a GPU backend returned
+// cpuref.EvalFlushed's value instead: the one liberty (flushing subnormals)
+// that WGSL grants and that cpuref's package doc states. The cpu and wasm
+// backends never need it; it is logged so a run shows where it happened.
+func acceptFlushed(t *testing.T, g *ir.Graph, want, got map[string][]float32) {
+	t.Helper()
+	flushed := cpuref.EvalFlushed(g)
+	n := 0
+	for _, o := range g.Outputs {
+		w, f, v := want[o.Name], flushed[o.ID], got[o.Name]
+		for i := range w {
+			if i < len(v) && math.Float32bits(v[i]) != math.Float32bits(w[i]) && math.Float32bits(v[i]) == math.Float32bits(f[i]) {
+				w[i] = v[i]
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		t.Logf("%d values match cpuref.EvalFlushed (subnormals flushed by the device), not cpuref.Eval", n)
 	}
 }
 

@@ -1,0 +1,134 @@
+package cpuref
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/ir"
+)
+
+var negZero = float32(math.Copysign(0, -1))
+
+func bitsOf(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}
+
+func TestSumTree(t *testing.T) {
+	big, tiny := float32(1<<24), float32(1)
+	tests := []struct {
+		name string
+		x    []float32
+		want float32
+	}{
+		{"one", []float32{2.5}, 2.5},
+		{"negative zero alone", []float32{negZero}, negZero},
+		{"padding keeps -0", []float32{negZero, negZero, negZero}, negZero},
+		{"padding keeps +0", []float32{0, negZero, negZero}, 0},
+		// ((big + tiny) + (tiny + tiny)): the tree, not left to right,
+		// decides: left to right would give big.
+		{"pairwise order", []float32{big, tiny, tiny, tiny}, big + 2},
+		// Three leaves pad to four: (big + tiny) + (tiny + -0) rounds to big
+		// twice, where the plain left-to-right sum does the same only by luck.
+		{"padded tree", []float32{big, tiny, tiny}, big},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Sum(tt.x); math.Float32bits(got) != math.Float32bits(tt.want) {
+				t.Errorf("Sum(%v) = %v, want %v", tt.x, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSumFullMatchesSum(t *testing.T) {
+	for _, v := range []float32{0.1, -3, negZero, 1e30, 16777216} {
+		for n := 1; n <= 300; n++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = v
+			}
+			if got, want := SumFull(v, n), Sum(x); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("SumFull(%v, %d) = %v, Sum = %v", v, n, got, want)
+			}
+		}
+	}
+}
+
+func TestMatmulOrder(t *testing.T) {
+	// k ascending: ((0 + 2^24) + 1) + 1 = 2^24, while 1 + 1 + 2^24 would
+	// give 2^24 + 2.
+	a := []float32{1 << 24, 1, 1}
+	b := []float32{1, 1, 1}
+	if got := Matmul(a, b, 1, 3, 1); got[0] != 1<<24 {
+		t.Errorf("got %v, want 2^24", got[0])
+	}
+	// Products round before the sum: 1.0000001² = 1.0000002 (rounded) then
+	// - 1.0000002 is 0, where a fused multiply-add would leave the tail.
+	x := float32(1.0000001)
+	p := float32(x * x)
+	if got := Matmul([]float32{x, -p}, []float32{x, 1}, 1, 2, 1); got[0] != 0 {
+		t.Errorf("product not rounded before the add: %v", got[0])
+	}
+}
+
+func TestUnary(t *testing.T) {
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	got := []float32{
+		Unary(ir.OpRelu, negZero, 0), Unary(ir.OpRelu, -inf, 0), Unary(ir.OpRelu, nan, 0), Unary(ir.OpRelu, 2, 0),
+		Unary(ir.OpPositive, nan, 0), Unary(ir.OpPositive, 1e-45, 0), Unary(ir.OpPositive, 0, 0),
+	}
+	want := []float32{0, 0, 0, 2, 0, 1, 0}
+	if diff := cmp.Diff(bitsOf(want), bitsOf(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestLifeGlider(t *testing.T) {
+	g := []float32{
+		0, 1, 0, 0, 0,
+		0, 0, 1, 0, 0,
+		1, 1, 1, 0, 0,
+		0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0,
+	}
+	for range 20 { // a glider on a 5×5 torus returns after 20 steps
+		g = Life(g, 5, 5)
+	}
+	want := []float32{
+		0, 1, 0, 0, 0,
+		0, 0, 1, 0, 0,
+		1, 1, 1, 0, 0,
+		0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0,
+	}
+	if diff := cmp.Diff(want, g); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := Life([]float32{1}, 1, 1); got[0] != 0 {
+		t.Errorf("1×1 live cell sees itself 8 times and dies; got %v", got)
+	}
+}
+
+func TestEvalFlushed(t *testing.T) {
+	tiny := math.Float32frombits(0x00000100)
+	b := ir.NewBuilder()
+	x := b.Input(ir.Shape{3}, []float32{tiny, -tiny, 3})
+	b.Output("half", x.MulScalar(0.5))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exactV, flushed := Eval(g)[1], EvalFlushed(g)[1]
+	if diff := cmp.Diff(bitsOf([]float32{tiny / 2, -tiny / 2, 1.5}), bitsOf(exactV)); diff != "" {
+		t.Errorf("exact (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(bitsOf([]float32{0, negZero, 1.5}), bitsOf(flushed)); diff != "" {
+		t.Errorf("flushed (-want +got):\n%s", diff)
+	}
+}
