@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"sync"
 
@@ -97,19 +95,4 @@ func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[strin
 	}
 	c.Put(key, blob) // a failed disk write leaves the memory tier working
 	return shaders, nil
-}
-
-// wgslParams is the WGSL uniform block of k, laid out as codegen/wgsl
-// documents it: one = 1.0 and zero = 0.0 in the first 16-byte row, then the
-// kernel's constants four to a row, at least one row of them.
-// TestWGSLParams checks it against wgsl.Generate for every test graph.
-func wgslParams(k *ir.Kernel) []byte {
-	consts := codegen.Constants(k)
-	rows := 1 + max(1, (len(consts)+3)/4)
-	out := make([]byte, 16*rows)
-	binary.LittleEndian.PutUint32(out, math.Float32bits(1))
-	for i, c := range consts {
-		binary.LittleEndian.PutUint32(out[16+4*i:], math.Float32bits(c))
-	}
-	return out
 }

@@ -1,39 +1,12 @@
 package runtime
 
 import (
-	"bytes"
-	"fmt"
 	"testing"
 
-	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
 )
-
-// TestWGSLParams checks that the parameter block rebuilt on a codegen cache
-// hit is the one wgsl.Generate makes, for every suite and random graph.
-func TestWGSLParams(t *testing.T) {
-	cases := irtest.Suite()
-	for seed := range 40 {
-		cases = append(cases, irtest.Case{Name: fmt.Sprint("random/", seed), Graph: irtest.Random(uint64(seed), 12)})
-	}
-	for _, c := range cases {
-		p, _, err := passes.Compile(c.Graph, passes.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		for i := range p.Kernels {
-			s, err := wgsl.Generate(p, &p.Kernels[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := wgslParams(&p.Kernels[i]); !bytes.Equal(got, s.Params) {
-				t.Errorf("%s kernel %s: params\n got %x\nwant %x", c.Name, p.Kernels[i].Name, got, s.Params)
-			}
-		}
-	}
-}
 
 // TestProgramKeyIgnoresConstants: graphs that differ only in constants
 // and input data share generated code; a different shape does not.

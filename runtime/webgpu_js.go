@@ -168,7 +168,7 @@ func (b *webgpuJS) Run(job *Job) ([][]float32, error) {
 	p, t := job.Program, job.Timings
 	start := time.Now()
 	gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
-	shaders, err := generateCached(job.Codegen, "wgsl", p, job.Cache, gen, wgslParams)
+	shaders, err := generateCached(job.Codegen, "wgsl/"+wgsl.Config(), p, job.Cache, gen, wgsl.Params)
 	if err != nil {
 		return nil, b.fail(err)
 	}
