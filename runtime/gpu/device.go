@@ -404,18 +404,40 @@ func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
 	}
 	d.queue.Submit(cmd)
 	cmd.Release()
-	d.dev.Poll(true, nil)
+	d.wait()
 	return nil
+}
+
+// spinPolls is how many non-blocking polls wait tries before it blocks.
+const spinPolls = 2000
+
+// wait returns when the queue is idle. On a hardware adapter it polls
+// without blocking first: a short kernel finishes within microseconds, and
+// a blocking wait costs a trip through the driver's fence sleep that is
+// much longer. A software adapter computes on the CPU cores a spin would
+// take from it, so there it blocks at once.
+func (d *Device) wait() {
+	if !d.info.Software {
+		for range spinPolls {
+			if d.dev.Poll(false, nil) {
+				return
+			}
+		}
+	}
+	d.dev.Poll(true, nil)
 }
 
 // mapRead maps the first n bytes of buf for reading, calls f with them and
 // unmaps.
 func (d *Device) mapRead(op string, buf *wgpu.Buffer, n uint64, f func([]byte)) error {
 	status := wgpu.BufferMapAsyncStatus(0xffffffff)
-	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status = s }); err != nil {
+	done := false
+	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return errorf(op, "%w", err)
 	}
-	d.dev.Poll(true, nil)
+	for !done { // the callback runs inside a poll once the copy is done
+		d.wait()
+	}
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		// Leave the buffer unmapped in any case.
 		_ = buf.Unmap()
