@@ -49,6 +49,10 @@ func TestFMAProbe(t *testing.T) {
 		defer func(old int) { wgsl.VectorsPerThread = old }(wgsl.VectorsPerThread)
 		wgsl.VectorsPerThread = v
 	}
+	if v := envInt("GPUCC_PROBE_THREADS", 0); v > 0 {
+		defer func(old int) { wgsl.VectorThreads = old }(wgsl.VectorThreads)
+		wgsl.VectorThreads = v
+	}
 	a, b, c := irtest.Values(31, n, 4), irtest.Values(32, n, 4), irtest.Values(33, n, 4)
 	want := make([]float32, n)
 	for i := range want {
@@ -101,8 +105,8 @@ func TestFMAProbe(t *testing.T) {
 		}
 	}
 	info := dev.Info()
-	t.Logf("%s (%d vec4/thread): raw a*b+c differs from two roundings in %d of %d results (%.2f%%): contracted=%v",
-		info.Name, wgsl.VectorsPerThread, raw, n, 100*float64(raw)/float64(n), raw > 0)
+	t.Logf("%s (%d vec4/thread, %d threads): raw a*b+c differs from two roundings in %d of %d results (%.2f%%): contracted=%v",
+		info.Name, wgsl.VectorsPerThread, wgsl.VectorThreads, raw, n, 100*float64(raw)/float64(n), raw > 0)
 
 	// The same computation through gpucc must match cpuref exactly.
 	bl := ir.NewBuilder()

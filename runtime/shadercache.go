@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +14,7 @@ import (
 
 // codegenSchema versions the cached form of generated shaders. Bump it when
 // the encoding changes; generator changes are covered by buildID.
-const codegenSchema = "gpucc-shaders-v1"
+const codegenSchema = "gpucc-shaders-v2"
 
 var (
 	buildOnce sync.Once
@@ -39,16 +40,51 @@ func build() string {
 // structure (kernels, their bodies, shapes and tiling) without the values
 // of constants and input data, which generated code does not contain.
 func ProgramKey(target string, p *ir.Program) cache.Key {
-	var b []byte
-	for i := range p.Kernels {
-		k := p.Kernels[i] // a copy: constants are zeroed below
-		k.Body = append([]ir.Instr(nil), k.Body...)
-		for j := range k.Body {
-			k.Body[j].Scalar = 0
+	// A hand-rolled encoding: this runs on every warm run, where
+	// formatting the kernels with fmt cost more than everything else.
+	b := make([]byte, 0, 256)
+	u := func(vs ...int) {
+		for _, v := range vs {
+			b = binary.AppendVarint(b, int64(v))
 		}
-		b = fmt.Appendf(b, "%#v\n", k)
+	}
+	shape := func(s ir.Shape) {
+		u(len(s))
+		u(s...)
+	}
+	for i := range p.Kernels {
+		k := &p.Kernels[i]
+		b = append(b, k.Name...)
+		u(-1, int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector)
+		shape(k.Shape)
+		u(len(k.Nodes))
+		for _, n := range k.Nodes {
+			u(int(n))
+		}
+		u(len(k.Inputs))
+		for _, in := range k.Inputs {
+			u(in.Buffer, b2i(in.Transposed))
+			shape(in.Shape)
+		}
+		u(len(k.Outputs))
+		u(k.Outputs...)
+		u(len(k.Body))
+		for _, in := range k.Body { // constants (Scalar) are left out on purpose
+			u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand)
+		}
+		u(len(k.Stores))
+		for _, s := range k.Stores {
+			u(int(s))
+		}
 	}
 	return cache.NewKey([]byte(codegenSchema), []byte(build()), []byte(target), b)
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // generateCached returns the shaders gen makes for every kernel of p,

@@ -34,14 +34,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread): caches of generated code must
+// changing the kernel (VectorsPerThread, VectorThreads): caches of generated code must
 // include it in their keys.
-func Config() string { return fmt.Sprintf("vpt=%d", VectorsPerThread) }
+func Config() string { return fmt.Sprintf("vpt=%d,threads=%d", VectorsPerThread, VectorThreads) }
 
 // Workgroup sizes.
 const (
 	ElementwiseThreads = 64  // the seed's @workgroup_size(64)
-	VectorThreads      = 256 // vectorised elementwise kernels: one vec4 per thread
 	SumThreads         = 256 // one workgroup reduces the whole tensor
 	maxGroupsPerDim    = 65535
 )
@@ -188,6 +187,9 @@ func elementwise(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // workgroup are contiguous, so every access stays coalesced.
 var VectorsPerThread = 4
 
+// VectorThreads is the workgroup size of vectorised elementwise kernels.
+var VectorThreads = 256
+
 func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	n := k.Shape.Len() / 4
 	per := VectorsPerThread
@@ -200,11 +202,21 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", VectorThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet base = (wg.x + wg.y * nwg.x) * %du + lid.x;\n", span)
+	// Every load of every vec4 is issued before any arithmetic or store, so
+	// they are all in flight at once; the tail clamps its reads and guards
+	// its writes.
 	for j := 0; j < per; j++ {
-		fmt.Fprintf(b, "\t{\n\t\tlet i = base + %du;\n\t\tif (i < %du) {\n", j*VectorThreads, n)
-		b.WriteString(codegen.Indent(codegen.Body(vecLang, k, load(k, "i"), ""), 3))
-		b.WriteString(codegen.Indent(stores(k, "i"), 3))
-		b.WriteString("\t\t}\n\t}\n")
+		fmt.Fprintf(b, "\tlet i%d = base + %du;\n", j, j*VectorThreads)
+		for op := range k.Inputs {
+			fmt.Fprintf(b, "\tlet l%d_%d = in%d[min(i%d, %du)];\n", j, op, op, j, n-1)
+		}
+	}
+	for j := 0; j < per; j++ {
+		fmt.Fprintf(b, "\tif (i%d < %du) {\n", j, n)
+		preloaded := func(op int) string { return fmt.Sprintf("l%d_%d", j, op) }
+		b.WriteString(codegen.Indent(codegen.Body(vecLang, k, preloaded, ""), 2))
+		b.WriteString(codegen.Indent(stores(k, fmt.Sprintf("i%d", j)), 2))
+		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
 }
