@@ -37,7 +37,7 @@ type Options struct {
 	// cache.Default() (memory, and disk under cache.DefaultDir()).
 	Cache *cache.Cache
 	// Upload names the webgpu upload path ("writebuffer" or "staging", see
-	// gpu.UploadPath; "" for writebuffer) and UploadChunk its chunk size
+	// gpu.UploadPath; "" for staging, the fastest on the H200) and UploadChunk its chunk size
 	// in bytes (0: the path's default).
 	Upload      string
 	UploadChunk uint64

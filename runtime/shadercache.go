@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/cache"
@@ -95,6 +97,14 @@ func b2i(v bool) int {
 func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[string]bool,
 	gen func(*ir.Kernel) (codegen.Shader, error), params func(*ir.Kernel) []byte) ([]codegen.Shader, error) {
 	key := ProgramKey(target, p)
+	if v, ok := decoded.Load(memoKey{c, key}); ok { // the hot path of a warm run
+		hits["codegen_memory"] = true
+		shaders := slices.Clone(v.([]codegen.Shader))
+		for i := range shaders {
+			shaders[i].Params = params(&p.Kernels[i])
+		}
+		return shaders, nil
+	}
 	blob, src := c.Get(key)
 	hits["codegen_memory"] = src == cache.Memory
 	if src != cache.Memory && c.Dir() != "" {
@@ -103,6 +113,7 @@ func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[strin
 	var shaders []codegen.Shader
 	if src != cache.Miss {
 		if err := json.Unmarshal(blob, &shaders); err == nil && len(shaders) == len(p.Kernels) {
+			remember(c, key, shaders)
 			for i := range shaders {
 				shaders[i].Params = params(&p.Kernels[i])
 			}
@@ -130,5 +141,29 @@ func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[strin
 		return nil, fmt.Errorf("codegen %s: encode for cache: %w", target, err)
 	}
 	c.Put(key, blob) // a failed disk write leaves the memory tier working
+	remember(c, key, stored)
 	return shaders, nil
+}
+
+// decoded holds decoded shaders (without Params) by cache and program key
+// in front of the byte cache, so that a warm run neither decodes JSON nor
+// copies sources; it is dropped whole when it reaches maxDecoded entries.
+var (
+	decoded      sync.Map
+	decodedCount atomic.Int64
+)
+
+const maxDecoded = 256
+
+type memoKey struct {
+	c   *cache.Cache
+	key cache.Key
+}
+
+func remember(c *cache.Cache, key cache.Key, shaders []codegen.Shader) {
+	if decodedCount.Add(1) > maxDecoded {
+		decoded.Clear()
+		decodedCount.Store(1)
+	}
+	decoded.Store(memoKey{c, key}, shaders)
 }
