@@ -172,3 +172,23 @@ func TestBuild(t *testing.T) {
 		t.Errorf("generated package does not vet: %v\n%s", err, out)
 	}
 }
+
+// TestRunCacheDir: a second process finds the generated code on disk.
+func TestRunCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	var hits []any
+	for range 2 {
+		_, v, code := gpucc(t, "", "run", "--backend", "webgpu", "--allow-software", "--cache-dir", dir, "../../examples/mlp.json")
+		if code != 0 {
+			if os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" {
+				t.Skip("no WebGPU adapter here")
+			}
+			t.Fatalf("exit %d: %v", code, v)
+		}
+		c, _ := v["cache"].(map[string]any)
+		hits = append(hits, c["codegen_disk"])
+	}
+	if diff := cmp.Diff([]any{false, true}, hits); diff != "" {
+		t.Errorf("codegen_disk over two processes (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime"
 )
@@ -29,6 +30,7 @@ func runCmd(args []string) int {
 	fs.SetOutput(io.Discard)
 	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
+	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits := limitFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return usageError("run: %v", err)
@@ -40,7 +42,11 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := runtime.Run(g, runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits})
+	c, err := openCache(*cacheDir)
+	if err != nil {
+		return fail(err)
+	}
+	res, err := runtime.Run(g, runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c})
 	if err != nil {
 		return fail(err)
 	}
@@ -74,4 +80,20 @@ func joinNames(names []string) string {
 		s += n
 	}
 	return s
+}
+
+// openCache opens the code cache for --cache-dir: "" is the default
+// location, "off" keeps it in memory only.
+func openCache(dir string) (*cache.Cache, error) {
+	switch dir {
+	case "":
+		return cache.Default(), nil
+	case "off":
+		return cache.Open(cache.Options{})
+	}
+	c, err := cache.Open(cache.Options{Dir: dir})
+	if err != nil {
+		return nil, ir.Errorf("usage", -1, "cache-dir", "%v", err)
+	}
+	return c, nil
 }
