@@ -1,0 +1,224 @@
+//go:build !js
+
+package gpu
+
+import (
+	"encoding/binary"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// Dispatch is one compute dispatch: Buffers[i] is bound to binding i of
+// group 0 (uniform bindings take buffers from NewUniform) and Groups is the
+// workgroup count in x, y, z.
+type Dispatch struct {
+	Pipeline *Pipeline
+	Buffers  []*Buffer
+	Groups   [3]uint32
+}
+
+// evict drops cached bind groups that reference id; d.mu must be held.
+func (d *Device) evict(id uint64) {
+	for k, e := range d.bindGroups {
+		for _, x := range e.ids {
+			if x == id {
+				e.bg.Release()
+				delete(d.bindGroups, k)
+				break
+			}
+		}
+	}
+}
+
+// validate checks dispatch i before anything is recorded.
+func (d *Device) validate(op string, i int, ds *Dispatch) error {
+	p := ds.Pipeline
+	if p == nil {
+		return errorf(op, "dispatch %d: nil pipeline", i)
+	}
+	if p.d != d {
+		return errorf(op, "dispatch %d: pipeline %q belongs to another device", i, p.entry)
+	}
+	if p.released {
+		return errorf(op, "dispatch %d: pipeline %q: %w", i, p.entry, ErrClosed)
+	}
+	if len(ds.Buffers) != len(p.kinds) {
+		return errorf(op, "dispatch %d (%s): %d buffers for %d bindings", i, p.entry, len(ds.Buffers), len(p.kinds))
+	}
+	for j, b := range ds.Buffers {
+		if err := d.checkBuffer(op, b); err != nil {
+			return errorf(op, "dispatch %d (%s) binding %d: %w", i, p.entry, j, err)
+		}
+		if (p.kinds[j] == Uniform) != b.uniform {
+			return errorf(op, "dispatch %d (%s) binding %d: %v bound as %v", i, p.entry, j, b, p.kinds[j])
+		}
+		for k := 0; k < j; k++ {
+			if ds.Buffers[k] == b && (p.kinds[j] == Storage || p.kinds[k] == Storage) {
+				return errorf(op, "dispatch %d (%s): %v bound at %d and %d, and one is writable", i, p.entry, b, k, j)
+			}
+		}
+	}
+	for axis, g := range ds.Groups {
+		if g > d.lim.MaxComputeWorkgroupsPerDimension {
+			return errorf(op, "dispatch %d (%s): %d workgroups in %c > MaxComputeWorkgroupsPerDimension %d: %w",
+				i, p.entry, g, "xyz"[axis], d.lim.MaxComputeWorkgroupsPerDimension, ErrLimit)
+		}
+	}
+	return nil
+}
+
+// bindGroup returns the (cached) bind group for ds; d.mu must be held.
+func (d *Device) bindGroup(ds *Dispatch) (*wgpu.BindGroup, error) {
+	key := make([]byte, 0, 8*(1+len(ds.Buffers)))
+	key = binary.LittleEndian.AppendUint64(key, ds.Pipeline.id)
+	for _, b := range ds.Buffers {
+		key = binary.LittleEndian.AppendUint64(key, b.id)
+	}
+	if e, ok := d.bindGroups[string(key)]; ok {
+		return e.bg, nil
+	}
+	entries := make([]wgpu.BindGroupEntry, len(ds.Buffers))
+	ids := make([]uint64, 1, 1+len(ds.Buffers))
+	ids[0] = ds.Pipeline.id
+	for i, b := range ds.Buffers {
+		entries[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: b.buf, Size: wgpu.WholeSize}
+		ids = append(ids, b.id)
+	}
+	bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: ds.Pipeline.bgl, Entries: entries})
+	if err != nil {
+		return nil, err
+	}
+	if len(d.bindGroups) >= maxBindGroupCache {
+		for k, e := range d.bindGroups {
+			e.bg.Release()
+			delete(d.bindGroups, k)
+		}
+	}
+	d.bindGroups[string(key)] = &bindGroupEntry{bg: bg, ids: ids}
+	return bg, nil
+}
+
+// Run records all dispatches, in order, into one compute pass of one
+// command encoder, submits it and waits for completion. WebGPU makes the
+// storage writes of a dispatch visible to later dispatches of the same pass.
+// Bind groups are created on first use and cached per (pipeline, buffers).
+func (d *Device) Run(ds []Dispatch) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, _, err := d.runLocked("run", ds, false)
+	return err
+}
+
+// RunTimed is Run with GPU timestamps written by the command encoder before
+// and after the compute pass. It returns the elapsed GPU time with ok=true
+// when the device supports timestamp queries, and ok=false (and runs the
+// dispatches untimed) otherwise.
+//
+// The wgpu 0.19 binding does not expose the queue's timestamp period, so the
+// raw tick difference is returned as nanoseconds; that is exact where the
+// period is 1 ns (NVIDIA, lavapipe) and must be scaled elsewhere.
+func (d *Device) RunTimed(ds []Dispatch) (gpuNanos uint64, ok bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runLocked("run timed", ds, true)
+}
+
+func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, error) {
+	if err := d.check(op); err != nil {
+		return 0, false, err
+	}
+	for i := range ds {
+		if err := d.validate(op, i, &ds[i]); err != nil {
+			return 0, false, err
+		}
+	}
+	if timed && d.tsOK && d.tsQuery == nil {
+		if err := d.initTimestamps(); err != nil {
+			d.tsOK = false
+		}
+	}
+	timed = timed && d.tsOK
+	bgs := make([]*wgpu.BindGroup, len(ds))
+	for i := range ds {
+		bg, err := d.bindGroup(&ds[i])
+		if err != nil {
+			return 0, false, errorf(op, "dispatch %d (%s): %w", i, ds[i].Pipeline.entry, err)
+		}
+		bgs[i] = bg
+	}
+	enc, err := d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return 0, false, errorf(op, "%w", err)
+	}
+	defer enc.Release()
+	if timed {
+		if err := enc.WriteTimestamp(d.tsQuery, 0); err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+	}
+	if len(ds) > 0 {
+		pass := enc.BeginComputePass(nil)
+		for i := range ds {
+			pass.SetPipeline(ds[i].Pipeline.pipe)
+			pass.SetBindGroup(0, bgs[i], nil)
+			g := ds[i].Groups
+			pass.DispatchWorkgroups(g[0], g[1], g[2])
+		}
+		err := pass.End()
+		// The pass must be released before the encoder is finished.
+		pass.Release()
+		if err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+	}
+	if timed {
+		if err := enc.WriteTimestamp(d.tsQuery, 1); err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+		if err := enc.ResolveQuerySet(d.tsQuery, 0, 2, d.tsResolve, 0); err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+		if err := enc.CopyBufferToBuffer(d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+	}
+	if err := d.submit(op, enc); err != nil {
+		return 0, false, err
+	}
+	if !timed {
+		return 0, false, nil
+	}
+	var t0, t1 uint64
+	if err := d.mapRead(op, d.tsRead, 16, func(m []byte) {
+		t0 = binary.LittleEndian.Uint64(m[0:])
+		t1 = binary.LittleEndian.Uint64(m[8:])
+	}); err != nil {
+		return 0, false, err
+	}
+	if t1 < t0 {
+		return 0, false, nil
+	}
+	return t1 - t0, true, nil
+}
+
+func (d *Device) initTimestamps() error {
+	qs, err := d.dev.CreateQuerySet(&wgpu.QuerySetDescriptor{Label: "gpucc timestamps", Type: wgpu.QueryTypeTimestamp, Count: 2})
+	if err != nil {
+		return err
+	}
+	res, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp resolve", Size: 16,
+		Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
+	if err != nil {
+		qs.Release()
+		return err
+	}
+	rd, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp read", Size: 16,
+		Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		qs.Release()
+		res.Release()
+		return err
+	}
+	d.tsQuery, d.tsResolve, d.tsRead = qs, res, rd
+	return nil
+}
