@@ -269,7 +269,9 @@ func validateOutputs(g *Graph, l Limits) *Error {
 
 func argField(k int) string { return string(rune('a' + k)) }
 
+// isFinite32 reports whether v is neither ±Inf nor NaN: its exponent bits
+// are not all ones. (Validation scans every input value, so it is on the
+// hot path of a run.)
 func isFinite32(v float32) bool {
-	f := float64(v)
-	return !math.IsNaN(f) && !math.IsInf(f, 0)
+	return math.Float32bits(v)&0x7f800000 != 0x7f800000
 }

@@ -277,7 +277,7 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 	}
 	res.Kernels = len(p.Kernels)
 	job := &Job{Graph: g, Program: p, Timings: &res.Timings, Cache: map[string]bool{}, Codegen: rt.opts.Cache}
-	vals, err := rt.backend.Run(job)
+	vals, err := runBackend(rt.backend, job)
 	if err != nil {
 		if CodeOf(err) == ir.CodeInternal {
 			err = &Error{Code: ir.CodeExecutionFailed, Backend: rt.backend.Name(), Err: err}
@@ -305,6 +305,17 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 	}
 	res.Timings.TotalMs = ms(time.Since(start))
 	return res, nil
+}
+
+// runBackend runs job on b, turning a panic inside the backend into an
+// execution_failed error that names it: a caller never sees a panic trace.
+func runBackend(b Backend, job *Job) (vals [][]float32, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Code: ir.CodeExecutionFailed, Backend: b.Name(), Err: fmt.Errorf("backend panicked: %v", r)}
+		}
+	}()
+	return b.Run(job)
 }
 
 // Run is the one-shot form: open, run once, close.
