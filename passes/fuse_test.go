@@ -118,3 +118,29 @@ func TestSplitOverBindingLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestTileFitsDeviceLimits(t *testing.T) {
+	build := func(b *ir.Builder) {
+		a := b.Input(ir.Shape{256, 256}, seq(256*256, 0.01))
+		w := b.Input(ir.Shape{256, 256}, seq(256*256, 0.02))
+		b.Output("y", a.MatMul(w))
+	}
+	tests := []struct {
+		name    string
+		threads int
+		storage int
+		want    ir.Tile
+	}{
+		{"defaults", 0, 0, TileLarge},
+		{"small workgroup memory", 256, 8192, TileMedium},
+		{"few threads", 128, 16384, TileFallback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := compile(t, build, Options{MaxInvocations: tt.threads, MaxWorkgroupStorage: tt.storage})
+			if got := p.Kernels[0].Tile; got != tt.want {
+				t.Errorf("tile %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

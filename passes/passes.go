@@ -47,8 +47,12 @@ var Pipeline = []Pass{
 // Options tune compilation. Zero values mean the defaults.
 type Options struct {
 	Limits      ir.Limits
-	MaxBindings int  // storage buffers per kernel (WebGPU's default is 8)
-	NoFuse      bool // one kernel per node: the unoptimised baseline
+	MaxBindings int // storage buffers per kernel (WebGPU's default is 8)
+	// MaxInvocations and MaxWorkgroupStorage are the device's workgroup
+	// limits (threads; bytes); tiles are chosen to fit them.
+	MaxInvocations      int
+	MaxWorkgroupStorage int
+	NoFuse              bool // one kernel per node: the unoptimised baseline
 	// Tile, when set, is used for every matmul instead of the tiling
 	// pass's choice (for benchmarking tile shapes).
 	Tile *ir.Tile

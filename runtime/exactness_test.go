@@ -166,6 +166,8 @@ func TestMatmulTileSweep(t *testing.T) {
 		{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 4},
 		{BM: 64, BN: 64, TM: 4, TN: 8, BK: 16, Vector: 4},
 		passes.TileMedium,
+		passes.TileSmall,
+		passes.TileFallback,
 	}
 	for _, tile := range tiles {
 		tile := tile

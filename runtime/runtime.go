@@ -130,6 +130,14 @@ type Backend interface {
 	Close()
 }
 
+// workgroupLimiter is a Backend whose kernels run in workgroups: the
+// tiling pass fits matmul tiles to its limits.
+type workgroupLimiter interface {
+	// WorkgroupLimits returns the most invocations per workgroup and bytes
+	// of workgroup memory a kernel may use.
+	WorkgroupLimits() (invocations, storage int)
+}
+
 // Factory opens a backend, or says why it cannot run here.
 type Factory func(opts Options) (Backend, error)
 
@@ -265,6 +273,9 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 	popts.Limits = rt.opts.Limits
 	if popts.MaxBindings == 0 {
 		popts.MaxBindings = rt.backend.MaxBindings()
+	}
+	if l, ok := rt.backend.(workgroupLimiter); ok && popts.MaxInvocations == 0 {
+		popts.MaxInvocations, popts.MaxWorkgroupStorage = l.WorkgroupLimits()
 	}
 	res := &Result{Backend: rt.backend.Name(), Adapter: rt.backend.Adapter(),
 		FallbackAttempts: append([]Attempt{}, rt.attempts...), Outputs: map[string]Tensor{}}

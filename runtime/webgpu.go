@@ -64,6 +64,12 @@ func (b *webgpuBackend) MaxBindings() int {
 	return int(b.dev.Info().Limits.MaxStorageBuffersPerShaderStage)
 }
 
+// WorkgroupLimits returns the device's workgroup limits, for tiling.
+func (b *webgpuBackend) WorkgroupLimits() (invocations, storage int) {
+	l := b.dev.Info().Limits
+	return int(l.MaxComputeInvocationsPerWorkgroup), int(l.MaxComputeWorkgroupStorageSize)
+}
+
 func (b *webgpuBackend) Close() {
 	b.pool.drain()
 	for _, p := range b.pipelines {
