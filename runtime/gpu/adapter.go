@@ -14,23 +14,23 @@ import (
 // AdapterInfo describes a WebGPU adapter (a physical device as seen through
 // one backend).
 type AdapterInfo struct {
-	Name       string // device name, e.g. "NVIDIA H100" or "llvmpipe (LLVM 15.0.6, 256 bits)"
-	Driver     string // wgpu's description string (for wgpu-native 0.19 usually the device name again)
-	DriverInfo string // wgpu's architecture string, often empty
-	Vendor     string // vendor name, from wgpu or from the PCI vendor id
-	VendorID   uint32 // PCI (or Khronos) vendor id
-	DeviceID   uint32 // PCI device id
-	Backend    string // "vulkan", "metal", "d3d12", "open-gl", ...
-	Type       string // "discrete-gpu", "integrated-gpu", "cpu" or "unknown"
+	Name       string `json:"name"`       // device name, e.g. "NVIDIA H100" or "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Driver     string `json:"driver"`     // wgpu's description string (for wgpu-native 0.19 usually the device name again)
+	DriverInfo string `json:"driverInfo"` // wgpu's architecture string, often empty
+	Vendor     string `json:"vendor"`     // vendor name, from wgpu or from the PCI vendor id
+	VendorID   uint32 `json:"vendorId"`   // PCI (or Khronos) vendor id
+	DeviceID   uint32 `json:"deviceId"`   // PCI device id
+	Backend    string `json:"backend"`    // "vulkan", "metal", "d3d12", "open-gl", ...
+	Type       string `json:"type"`       // "discrete-gpu", "integrated-gpu", "cpu" or "unknown"
 	// Software reports a recognised software adapter (see IsSoftware).
-	Software bool
+	Software bool `json:"software"`
 	// TimestampQuery reports whether the adapter (for AdapterInfo values
 	// returned by Adapters) or the opened device (for Device.Info) supports
 	// GPU timestamp queries, which RunTimed needs.
-	TimestampQuery bool
+	TimestampQuery bool `json:"timestampQuery"`
 	// Limits are the adapter's limits in Adapters and the device's limits in
 	// Device.Info.
-	Limits Limits
+	Limits Limits `json:"limits"`
 }
 
 // String returns a one-line description such as
@@ -45,18 +45,18 @@ func (a AdapterInfo) String() string {
 
 // Limits is the subset of WebGPU limits that matter for compute kernels.
 type Limits struct {
-	MaxStorageBuffersPerShaderStage   uint32
-	MaxUniformBuffersPerShaderStage   uint32
-	MaxBindingsPerBindGroup           uint32
-	MaxComputeWorkgroupSizeX          uint32
-	MaxComputeWorkgroupSizeY          uint32
-	MaxComputeWorkgroupSizeZ          uint32
-	MaxComputeInvocationsPerWorkgroup uint32
-	MaxComputeWorkgroupStorageSize    uint32
-	MaxComputeWorkgroupsPerDimension  uint32
-	MaxStorageBufferBindingSize       uint64
-	MaxUniformBufferBindingSize       uint64
-	MaxBufferSize                     uint64
+	MaxStorageBuffersPerShaderStage   uint32 `json:"maxStorageBuffersPerShaderStage"`
+	MaxUniformBuffersPerShaderStage   uint32 `json:"maxUniformBuffersPerShaderStage"`
+	MaxBindingsPerBindGroup           uint32 `json:"maxBindingsPerBindGroup"`
+	MaxComputeWorkgroupSizeX          uint32 `json:"maxComputeWorkgroupSizeX"`
+	MaxComputeWorkgroupSizeY          uint32 `json:"maxComputeWorkgroupSizeY"`
+	MaxComputeWorkgroupSizeZ          uint32 `json:"maxComputeWorkgroupSizeZ"`
+	MaxComputeInvocationsPerWorkgroup uint32 `json:"maxComputeInvocationsPerWorkgroup"`
+	MaxComputeWorkgroupStorageSize    uint32 `json:"maxComputeWorkgroupStorageSize"`
+	MaxComputeWorkgroupsPerDimension  uint32 `json:"maxComputeWorkgroupsPerDimension"`
+	MaxStorageBufferBindingSize       uint64 `json:"maxStorageBufferBindingSize"`
+	MaxUniformBufferBindingSize       uint64 `json:"maxUniformBufferBindingSize"`
+	MaxBufferSize                     uint64 `json:"maxBufferSize"`
 }
 
 func limitsFrom(l wgpu.Limits) Limits {
