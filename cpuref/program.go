@@ -1,6 +1,10 @@
 package cpuref
 
-import "github.com/gpucc/gpucc/ir"
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
 
 // RunProgram executes a lowered Program kernel by kernel with the reference
 // semantics and returns each output's values. It is how passes are checked
@@ -86,12 +90,22 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			}
 		}
 	case ir.KernelSum:
-		leaves := make([]float32, n)
-		for i := range leaves {
-			EvalBody(k, bufs, i, 0, vals)
-			leaves[i] = vals[k.Stores[0]]
+		p := 1
+		for p < n {
+			p *= 2
 		}
-		bufs[k.Outputs[0]][0] = Sum(leaves)
+		leaves := make([]float32, p)
+		for i := range leaves {
+			leaves[i] = math.Float32frombits(1 << 31) // -0, the padding leaf
+			if i < n {
+				EvalBody(k, bufs, i, 0, vals)
+				leaves[i] = vals[k.Stores[0]]
+			}
+		}
+		blocks := max(k.Blocks, 1)
+		for b := range blocks {
+			bufs[k.Outputs[0]][b] = Sum(leaves[b*p/blocks : (b+1)*p/blocks])
+		}
 	case ir.KernelLife:
 		in := operandValues(k.Inputs[0], bufs)
 		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))

@@ -54,7 +54,10 @@ const (
 	KernelMatmul
 	// KernelSum: Body is a prologue evaluated per element of Shape; the
 	// pairwise reference sum of Body[Stores[0]] over all elements is written
-	// to Outputs[0][0].
+	// to Outputs[0][0]. With Blocks > 1 the kernel does the lower part of
+	// that tree only: the P leaves (padded with -0 to a power of two) are cut
+	// into Blocks aligned blocks and Outputs[0][b] is block b's tree sum; a
+	// KernelSum over those Blocks values completes the same tree.
 	KernelSum
 	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
 	// Outputs[0]. Body is empty.
@@ -115,6 +118,7 @@ type Kernel struct {
 	Stores  []int32 // Body index whose value goes to Outputs[k]
 	M, K, N int     // matmul dimensions
 	Tile    Tile    // matmul tiling
+	Blocks  int     // sum: blocks reduced separately (0 or 1: the whole tree)
 }
 
 // Bindings returns the number of storage buffers the kernel binds.
@@ -134,6 +138,9 @@ func (p *Program) String() string {
 		fmt.Fprintf(&b, "kernel %s %s %v nodes=%v", k.Name, k.Kind, k.Shape, k.Nodes)
 		if k.Kind == KernelMatmul {
 			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%+v", k.M, k.K, k.N, k.Tile)
+		}
+		if k.Blocks > 1 {
+			fmt.Fprintf(&b, " blocks=%d", k.Blocks)
 		}
 		b.WriteString("\n")
 		for j, in := range k.Inputs {
@@ -212,6 +219,9 @@ func ValidateProgram(p *Program) error {
 				return bad("writes buf%d, which is an input or already written", o)
 			}
 			written[o] = true
+		}
+		if k.Blocks > 1 && (k.Kind != KernelSum || p.Buffers[k.Outputs[0]].Len != k.Blocks) {
+			return bad("splits into %d blocks but is not a sum writing that many values", k.Blocks)
 		}
 		if k.Kind != KernelLife && len(k.Stores) != len(k.Outputs) {
 			return bad("%d stores for %d outputs", len(k.Stores), len(k.Outputs))

@@ -144,3 +144,21 @@ func TestTileFitsDeviceLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitSums(t *testing.T) {
+	for _, n := range []int{SumSplitMin - 1, SumSplitMin, 100_003, 1 << 20} {
+		build := func(b *ir.Builder) {
+			x := b.Input(ir.Shape{n}, seq(n, 0.37))
+			y := b.Input(ir.Shape{n}, seq(n, -1.1))
+			b.Output("s", x.Mul(y).AddScalar(0.5).Sum())
+		}
+		p := compile(t, build, Options{SplitSums: true})
+		want := 1
+		if n >= SumSplitMin {
+			want = 2
+		}
+		if len(p.Kernels) != want {
+			t.Errorf("n=%d: %d kernels, want %d:\n%s", n, len(p.Kernels), want, p)
+		}
+	}
+}

@@ -35,13 +35,15 @@ type Pass struct {
 //   - fold runs first so that CSE sees folded fulls and merges them;
 //   - cse before dce, because merging leaves duplicates dead;
 //   - fuse needs a dead-free graph (a dead node would be stored for nothing);
-//   - tile works on the kernels fuse made.
+//   - tile works on the kernels fuse made;
+//   - split runs last: it adds kernels that no other pass needs to see.
 var Pipeline = []Pass{
 	{Name: "fold", Doc: "evaluate nodes that depend on no input, under the reference semantics", Run: fold},
 	{Name: "cse", Doc: "merge identical nodes", Run: cse},
 	{Name: "dce", Doc: "drop nodes that reach no output", Run: dce},
 	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse},
 	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
+	{Name: "split", Doc: "split large sums into a block pass and a final pass, for many workgroups", Run: split},
 }
 
 // Options tune compilation. Zero values mean the defaults.
@@ -52,7 +54,10 @@ type Options struct {
 	// limits (threads; bytes); tiles are chosen to fit them.
 	MaxInvocations      int
 	MaxWorkgroupStorage int
-	NoFuse              bool // one kernel per node: the unoptimised baseline
+	// SplitSums lets the split pass cut large sums into many blocks, for a
+	// backend that reduces a block per workgroup (webgpu).
+	SplitSums bool
+	NoFuse    bool // one kernel per node: the unoptimised baseline
 	// Tile, when set, is used for every matmul instead of the tiling
 	// pass's choice (for benchmarking tile shapes).
 	Tile *ir.Tile

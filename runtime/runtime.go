@@ -131,7 +131,8 @@ type Backend interface {
 }
 
 // workgroupLimiter is a Backend whose kernels run in workgroups: the
-// tiling pass fits matmul tiles to its limits.
+// tiling pass fits matmul tiles to its limits, and large sums are split
+// into a block per workgroup.
 type workgroupLimiter interface {
 	// WorkgroupLimits returns the most invocations per workgroup and bytes
 	// of workgroup memory a kernel may use.
@@ -276,6 +277,7 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 	}
 	if l, ok := rt.backend.(workgroupLimiter); ok && popts.MaxInvocations == 0 {
 		popts.MaxInvocations, popts.MaxWorkgroupStorage = l.WorkgroupLimits()
+		popts.SplitSums = true // a workgroup per block of a large sum
 	}
 	res := &Result{Backend: rt.backend.Name(), Adapter: rt.backend.Adapter(),
 		FallbackAttempts: append([]Attempt{}, rt.attempts...), Outputs: map[string]Tensor{}}

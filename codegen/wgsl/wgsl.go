@@ -307,23 +307,28 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString("\t\t\t}\n\t\t}\n\t}\n}\n")
 }
 
-// sum emits a one-workgroup reduction that reproduces cpuref's tree: each
-// thread folds a contiguous block of B leaves with a binary counter (the
-// pairwise tree of that block), then the threads' partials are combined in
-// workgroup memory by the same contiguous tree. Leaves past the end are -0.
+// sum emits a reduction that reproduces cpuref's tree. Each workgroup
+// reduces one aligned block of leaves (the whole padded tensor, or with
+// k.Blocks > 1 one of its Blocks blocks): each thread folds a contiguous
+// run of leaves with a binary counter (the pairwise tree of that run), then
+// the threads' partials are combined in workgroup memory by the same
+// contiguous tree. Leaves past the end are -0.
 func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	n := k.Shape.Len()
-	_, blk := codegen.SumBlock(n, SumThreads)
+	p, _ := codegen.SumBlock(n, SumThreads)
+	blocks := max(k.Blocks, 1)
+	leaves := p / blocks // per workgroup, a power of two
+	per := max(leaves/SumThreads, 1)
 	s.Workgroup = [3]int{SumThreads, 1, 1}
-	s.Groups = [3]int{1, 1, 1}
-	levels := codegen.Log2(blk)
+	s.Groups = codegen.Groups1D(blocks, maxGroupsPerDim)
+	levels := codegen.Log2(per)
 	fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n\n", SumThreads)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
-	b.WriteString("fn main(@builtin(local_invocation_id) lid: vec3<u32>) {\n")
-	b.WriteString("\tlet t = lid.x;\n")
+	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+	b.WriteString("\tlet t = lid.x;\n\tlet block = wg.x + wg.y * nwg.x;\n")
 	fmt.Fprintf(b, "\tvar st: array<f32, %d>;\n", levels+1)
-	fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", blk)
-	fmt.Fprintf(b, "\t\tlet i = t * %du + j;\n", blk)
+	fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", per)
+	fmt.Fprintf(b, "\t\tlet i = block * %du + t * %du + j;\n", leaves, per)
 	fmt.Fprintf(b, "\t\tvar leaf = %s; // -0.0, the padding leaf\n", Lang.Bits(0x80000000))
 	fmt.Fprintf(b, "\t\tif (i < %du) {\n", n)
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 3))
@@ -339,7 +344,7 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "\tpart[t] = st[%d];\n\tworkgroupBarrier();\n", levels)
 	fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
 	b.WriteString("\t\tif (t % (2u * w) == 0u) { part[t] = part[t] + part[t + w]; }\n\t\tworkgroupBarrier();\n\t}\n")
-	b.WriteString("\tif (t == 0u) { out0[0] = part[0]; }\n}\n")
+	b.WriteString("\tif (t == 0u) { out0[block] = part[0]; }\n}\n")
 }
 
 func life(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {

@@ -72,11 +72,12 @@ struct Params { one: f32, zero: f32, k: array<vec4<f32>, 1> }
 var<workgroup> part: array<f32, 256>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
 	let t = lid.x;
+	let block = wg.x + wg.y * nwg.x;
 	var st: array<f32, 1>;
 	for (var j = 0u; j < 1u; j++) {
-		let i = t * 1u + j;
+		let i = block * 64u + t * 1u + j;
 		var leaf = bitcast<f32>(0x80000000u); // -0.0, the padding leaf
 		if (i < 36u) {
 			let v0 = in0[i];
@@ -95,6 +96,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
 		if (t % (2u * w) == 0u) { part[t] = part[t] + part[t + w]; }
 		workgroupBarrier();
 	}
-	if (t == 0u) { out0[0] = part[0]; }
+	if (t == 0u) { out0[block] = part[0]; }
 }
 
