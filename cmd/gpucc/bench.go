@@ -1,9 +1,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +16,7 @@ func init() {
 }
 
 func benchCmd(args []string) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json]")
 	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")
 	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
 	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
@@ -30,7 +27,7 @@ func benchCmd(args []string) int {
 	upload := fs.String("upload", "", "webgpu upload path: writebuffer or staging")
 	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
 	if err := fs.Parse(args); err != nil {
-		return usageError("bench: %v", err)
+		return flagError(fs, err)
 	}
 	if fs.NArg() != 0 {
 		return usageError("bench: unexpected arguments %v", fs.Args())

@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,15 +61,14 @@ type ManifestOutput struct {
 }
 
 func buildCmd(args []string) int {
-	fs := flag.NewFlagSet("build", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("build", "build GRAPH.json -o DIR [--explain] [--dump-after PASS] [--package NAME]")
 	out := fs.String("o", "", "output directory (required)")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass: "+strings.Join(passes.PassNames(), ", "))
 	explain := fs.Bool("explain", false, "print the kernel plan")
 	pkg := fs.String("package", "", "also write a Go package of this name embedding the kernels")
 	limits := limitFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
-		return usageError("build: %v", err)
+		return flagError(fs, err)
 	}
 	if fs.NArg() != 1 || *out == "" {
 		return usageError("build: want GRAPH.json and -o DIR")

@@ -12,6 +12,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -73,6 +75,30 @@ func fail(err error) int {
 	writeJSON(map[string]any{"error": map[string]string{
 		"code": string(runtime.CodeOf(err)), "message": err.Error()}})
 	return 1
+}
+
+// newFlags returns a flag set for command name; synopsis is its usage
+// line without "gpucc ", printed with the flags for -h.
+func newFlags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported as JSON by flagError
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: gpucc %s\n\nflags:\n", synopsis)
+		fs.SetOutput(os.Stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// flagError reports a flag parsing error (the flag package has already
+// printed the usage to stderr): -h succeeds, anything else is a JSON usage
+// error.
+func flagError(fs *flag.FlagSet, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return usageError("%s: %v", fs.Name(), err)
 }
 
 // usageError is a bad command line.

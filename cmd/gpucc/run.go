@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"io"
 
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
@@ -26,14 +25,13 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 }
 
 func runCmd(args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("run", "run [--backend auto|webgpu|wasm|cpu] [--allow-software] GRAPH.json")
 	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits := limitFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
-		return usageError("run: %v", err)
+		return flagError(fs, err)
 	}
 	if fs.NArg() != 1 {
 		return usageError("run: want exactly one GRAPH.json argument, got %d", fs.NArg())

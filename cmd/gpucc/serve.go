@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,10 +18,10 @@ func init() {
 // was built without `go generate ./web`, the wasm is built now into a
 // temporary directory (the go command must be able to see the module).
 func serveCmd(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve", "serve [--addr HOST:PORT]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	if err := fs.Parse(args); err != nil {
-		return usageError("serve: %v", err)
+		return flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", fs.Args())
