@@ -17,10 +17,11 @@ log "suite and random graphs, bit for bit against cpuref"
 timeout 150 .device/runtime.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu' -test.v > "$OUT/suite.txt" 2>&1
 log "suite: $(grep -c -- '--- PASS' "$OUT/suite.txt") passed, $(grep -c -- '--- FAIL' "$OUT/suite.txt") failed"
 grep -E -- "--- FAIL|differs|got|want|[-+] " "$OUT/suite.txt" | head -80 > "$OUT/suite-failures.txt"
-log "FMA probe at 1M, then 64M with 1, 2, 4 and 8 vec4 per thread"
+log "FMA probe at 1M, then 64M over vec4s per thread x workgroup size"
 timeout 60 .device/runtime.test -test.run 'TestFMAProbe' -test.v > "$OUT/fma.txt" 2>&1
-for v in 1 2 4 8; do
-  GPUCC_PROBE_N=67108864 GPUCC_PROBE_VPT=$v timeout 60 .device/runtime.test -test.run 'TestFMAProbe' -test.v >> "$OUT/fma.txt" 2>&1
+for vt in 1:256 2:256 4:256 8:256 4:128 4:512 2:1024; do
+  GPUCC_PROBE_N=67108864 GPUCC_PROBE_VPT=${vt%:*} GPUCC_PROBE_THREADS=${vt#*:} timeout 60 \
+    .device/runtime.test -test.run 'TestFMAProbe' -test.v >> "$OUT/fma.txt" 2>&1
 done
 grep -h "exactness_test\|FAIL" "$OUT"/fma.txt | tee -a "$OUT/exact.log"
 log "matmul tile sweep 4096"
