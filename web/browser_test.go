@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io/fs"
 	"math"
@@ -263,8 +264,11 @@ func TestFallback(t *testing.T) {
 	}
 }
 
+var updateScreenshot = flag.Bool("update", false, "rewrite docs/demo.png, the README's screenshot")
+
 // TestDemoScreenshot lets the Life demo draw a few generations, checks
-// that the canvas is not blank and saves docs/demo.png.
+// that the canvas is not blank and takes a screenshot; with -update it
+// becomes docs/demo.png, so that a test run leaves the tree as it was.
 func TestDemoScreenshot(t *testing.T) {
 	ctx := page(t, "?allowSoftware=1")
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo.frames >= 5 || window.demo.error`)); err != nil {
@@ -293,9 +297,9 @@ func TestDemoScreenshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "docs", "demo.png")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
+	path := filepath.Join(t.TempDir(), "demo.png")
+	if *updateScreenshot {
+		path = filepath.Join("..", "docs", "demo.png")
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
