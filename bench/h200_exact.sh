@@ -3,6 +3,7 @@
 # passes issues). Build here first:
 #
 #   ../shared/device/prepare.sh && go test -c -o .device/runtime.test ./runtime
+#   go test -c -o .device/gpu.test ./runtime/gpu
 #
 # then run (device tool, carry [".gl", ".device"]): bash bench/h200_exact.sh
 set -u
@@ -27,4 +28,7 @@ grep -h "exactness_test\|FAIL" "$OUT"/fma.txt | tee -a "$OUT/exact.log"
 log "matmul tile sweep 4096"
 GPUCC_MATMUL_SWEEP=4096 timeout 120 .device/runtime.test -test.run 'TestMatmulTileSweep' -test.v > "$OUT/sweep.txt" 2>&1
 grep -h "TFLOP" "$OUT/sweep.txt" | tee -a "$OUT/exact.log"
+log "round trip of one tiny dispatch, by phase"
+timeout 60 .device/gpu.test -test.run XXX -test.bench 'RoundTrip|TinyDispatch' -test.benchtime 200x > "$OUT/roundtrip.txt" 2>&1
+grep -h Benchmark "$OUT/roundtrip.txt" | tee -a "$OUT/exact.log"
 log "done"

@@ -1,0 +1,84 @@
+//go:build !js
+
+package gpu
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkRoundTripPhases splits the round trip of one tiny dispatch into
+// its phases, to show where a lone Run's time goes: recording (encoder,
+// pass, finish), queue submission, and waiting for the GPU, by spinning on
+// non-blocking polls and by one blocking poll.
+func BenchmarkRoundTripPhases(b *testing.B) {
+	d := openDevice(b)
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Release()
+	x, y := mustBuffer(b, d, 256, "x"), mustBuffer(b, d, 256, "y")
+	defer x.Release()
+	defer y.Release()
+	u, err := d.NewUniform(u32Uniform(64), "n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer u.Release()
+	ds := Dispatch{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{1, 1, 1}}
+	bg, err := d.bindGroup(&ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, spin := range []bool{true, false} {
+		name := "block"
+		if spin {
+			name = "spin"
+		}
+		b.Run(name, func(b *testing.B) {
+			var record, submit, wait time.Duration
+			polls := 0
+			for b.Loop() {
+				t0 := time.Now()
+				enc, err := d.dev.CreateCommandEncoder(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pass := enc.BeginComputePass(nil)
+				pass.SetPipeline(p.pipe)
+				pass.SetBindGroup(0, bg, nil)
+				pass.DispatchWorkgroups(1, 1, 1)
+				if err := pass.End(); err != nil {
+					b.Fatal(err)
+				}
+				pass.Release()
+				cmd, err := enc.Finish(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				d.queue.Submit(cmd)
+				t2 := time.Now()
+				if spin {
+					for !d.dev.Poll(false, nil) {
+						polls++
+					}
+				} else {
+					d.dev.Poll(true, nil)
+				}
+				t3 := time.Now()
+				cmd.Release()
+				enc.Release()
+				record += t1.Sub(t0)
+				submit += t2.Sub(t1)
+				wait += t3.Sub(t2)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(record.Microseconds())/n, "record-us")
+			b.ReportMetric(float64(submit.Microseconds())/n, "submit-us")
+			b.ReportMetric(float64(wait.Microseconds())/n, "wait-us")
+			b.ReportMetric(float64(polls)/n, "polls")
+		})
+	}
+}
