@@ -9,6 +9,7 @@ export XDG_RUNTIME_DIR ?= /tmp
 # Backends that cannot start make their tests fail instead of skip.
 export GPUCC_REQUIRE_WEBGPU = 1
 export GPUCC_REQUIRE_WASM = 1
+export GPUCC_REQUIRE_NATIVE = 1
 export GPUCC_REQUIRE_GLSL = 1
 export GPUCC_REQUIRE_BROWSER = 1
 

@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/dave/jennifer v1.7.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/google/go-cmp v0.7.0
 	github.com/tetratelabs/wazero v1.12.0
 )

@@ -16,7 +16,7 @@ import (
 
 // requireEnv names, per backend, the variable that turns "cannot start
 // here" from a skip into a failure. CI sets them all.
-var requireEnv = map[string]string{"webgpu": "GPUCC_REQUIRE_WEBGPU", "wasm": "GPUCC_REQUIRE_WASM"}
+var requireEnv = map[string]string{"webgpu": "GPUCC_REQUIRE_WEBGPU", "wasm": "GPUCC_REQUIRE_WASM", "native": "GPUCC_REQUIRE_NATIVE"}
 
 // open returns a runtime on backend, or skips when it cannot start here and
 // the backend is not required.
@@ -113,7 +113,7 @@ func acceptFlushed(t *testing.T, g *ir.Graph, want, got map[string][]float32) {
 }
 
 func TestSuite(t *testing.T) {
-	for _, backend := range []string{"cpu", "webgpu", "wasm"} {
+	for _, backend := range []string{"cpu", "webgpu", "wasm", "native"} {
 		t.Run(backend, func(t *testing.T) {
 			rt := open(t, backend)
 			for _, c := range irtest.Suite() {
@@ -128,7 +128,7 @@ func TestRandomGraphs(t *testing.T) {
 	if testing.Short() {
 		n = 10
 	}
-	for _, backend := range []string{"webgpu", "wasm"} {
+	for _, backend := range []string{"webgpu", "wasm", "native"} {
 		t.Run(backend, func(t *testing.T) {
 			rt := open(t, backend)
 			for seed := range n {

@@ -1,0 +1,143 @@
+package cbuild
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// NativeCFlags are the flags of every native build. -ffp-contract=off and
+// -fno-fast-math keep each product and sum rounding on its own, as cpuref
+// defines; -fvisibility=hidden exports only the EXPORT functions. There is
+// no -march: the shared object runs on any CPU of its architecture, so a
+// cache directory may be shared between machines.
+var NativeCFlags = nativeCFlags(runtime.GOARCH)
+
+// nativeCFlags adds, on x86-64, -mno-fma: the baseline ISA has no FMA, but
+// the flag keeps a stray -march in CFLAGS-like wrappers from enabling it.
+func nativeCFlags(arch string) []string {
+	flags := []string{"-O3", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
+		"-fvisibility=hidden", "-std=c99"}
+	if arch == "amd64" {
+		flags = append(flags, "-mno-fma")
+	}
+	return flags
+}
+
+// Native is a system C compiler that builds shared objects for this host.
+type Native struct {
+	CC      string // path of the compiler
+	Version string // first line of cc --version
+}
+
+// FindNative locates the system C compiler: GPUCC_CC when set, else the
+// first of clang (the compiler codegen/c is written and tested against),
+// cc and gcc on PATH. Running --version proves it starts.
+func FindNative() (*Native, error) {
+	names := []string{"clang", "cc", "gcc"}
+	if env := os.Getenv("GPUCC_CC"); env != "" {
+		names = []string{env}
+	}
+	var errs []error
+	for _, name := range names {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out, err := run(context.Background(), path, "--version")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s does not run: %w", path, err))
+			continue
+		}
+		version, _, _ := strings.Cut(string(out), "\n")
+		return &Native{CC: path, Version: strings.TrimSpace(version)}, nil
+	}
+	return nil, fmt.Errorf("no C compiler found (install clang, or set GPUCC_CC): %w", errors.Join(errs...))
+}
+
+// Key names the compiler, flags and target that a cache key must cover
+// besides the source.
+func (n *Native) Key() string {
+	return strings.Join([]string{"native", n.CC, n.Version, runtime.GOOS, runtime.GOARCH,
+		strings.Join(NativeCFlags, " ")}, "\x00")
+}
+
+// Shared compiles one C unit to a shared object and returns its bytes.
+func (n *Native) Shared(ctx context.Context, source string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "gpucc-native-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src, out := filepath.Join(dir, "kernels.c"), filepath.Join(dir, "kernels.so")
+	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	if _, err := run(ctx, n.CC, append(append([]string{}, NativeCFlags...), "-o", out, src)...); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(n.CC), err)
+	}
+	return os.ReadFile(out)
+}
+
+// SharedCache stores shared objects as <Dir>/<key>-<sha256>.so, the
+// second half of the name being the SHA-256 of the file's bytes: the file
+// stays exactly what the compiler wrote (dlopen needs it as is), a
+// truncated or altered file is detected on Get, and a path is never reused
+// for different contents, so dlopen cannot hand back a stale library.
+type SharedCache struct {
+	Dir string
+}
+
+// Get returns the path of a verified shared object stored under key, or
+// ok=false when there is none. Files that fail their checksum are removed.
+func (c *SharedCache) Get(key string) (path string, ok bool) {
+	found, _ := filepath.Glob(filepath.Join(c.Dir, key+"-*.so"))
+	for _, f := range found {
+		want := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), key+"-"), ".so")
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) == want {
+			return f, true
+		}
+		os.Remove(f)
+	}
+	return "", false
+}
+
+// Put stores so under key atomically (a temporary file in Dir, then a
+// rename over the final name) and returns its path.
+func (c *SharedCache) Put(key string, so []byte) (string, error) {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("writing the shared-object cache: %w", err)
+	}
+	sum := sha256.Sum256(so)
+	path := filepath.Join(c.Dir, key+"-"+hex.EncodeToString(sum[:])+".so")
+	f, err := os.CreateTemp(c.Dir, key+".*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("writing the shared-object cache: %w", err)
+	}
+	_, err = f.Write(so)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("writing the shared-object cache: %w", err)
+	}
+	return path, nil
+}
