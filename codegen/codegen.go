@@ -1,6 +1,6 @@
 // Package codegen holds what the C-like targets (WGSL, GLSL ES, C) share:
 // exact float literals, the rendering of a kernel body (one named value per
-// Instr), transposed-operand indexing and the exactness guard on products.
+// Instr), transposed and broadcast operand indexing and the exactness guard on products.
 // Each target package (codegen/wgsl, codegen/glsl, codegen/c) describes its
 // syntax in a Lang and keeps its real differences (buffers, threads,
 // reductions) to itself.
@@ -120,8 +120,12 @@ func Expr(l Lang, in ir.Instr, c string, load func(int) string, acc string) stri
 }
 
 // Index renders the buffer index of operand op at row-major element i of
-// its logical shape: i itself, or the transposed position.
+// its logical shape: i itself, the transposed position, or for a broadcast
+// operand i modulo the buffer's length.
 func Index(l Lang, op ir.Operand, i string) string {
+	if op.Broadcast > 0 {
+		return fmt.Sprintf("(%s) %% %s", i, l.Uint(op.Broadcast))
+	}
 	if !op.Transposed {
 		return i
 	}

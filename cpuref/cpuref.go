@@ -13,6 +13,11 @@
 //   - relu(x) = x if x > 0, else +0. So relu(-0) = +0 and relu(NaN) = +0.
 //   - positive(x) = 1 if x > 0, else 0 (also 0 for NaN).
 //   - transpose moves values; it never changes a bit.
+//   - broadcast(x) to a shape S of which x's shape is a trailing suffix:
+//     out[i] = x[i mod len(x)], row-major over S (x repeated over S's
+//     leading dimensions). It moves values; it never changes a bit.
+//   - reshape(x) to S of the same element count: the same elements in the
+//     same row-major order. It never changes a bit.
 //   - matmul C[i,j]: acc starts at +0; for k = 0, 1, …, K-1 in ascending
 //     order, p = round(A[i,k]·B[k,j]) and acc = round(acc + p). Each product
 //     and each partial sum rounds separately. A tiled kernel reproduces this
@@ -121,6 +126,10 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return []float32{ar.sum(arg(0))}
 	case ir.OpLife:
 		return Life(arg(0), n.Shape[0], n.Shape[1])
+	case ir.OpBroadcast:
+		return Broadcast(arg(0), n.Shape.Len())
+	case ir.OpReshape:
+		return arg(0)
 	}
 	panic("cpuref: unknown op " + n.Op.String())
 }
@@ -178,6 +187,16 @@ func Transpose(a []float32, rows, cols int) []float32 {
 		for c := 0; c < cols; c++ {
 			out[c*rows+r] = a[r*cols+c]
 		}
+	}
+	return out
+}
+
+// Broadcast returns x repeated to n elements (n a multiple of len(x)):
+// out[i] = x[i % len(x)].
+func Broadcast(x []float32, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = x[i%len(x)]
 	}
 	return out
 }

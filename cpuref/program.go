@@ -38,6 +38,9 @@ func RunProgram(p *ir.Program) map[string][]float32 {
 
 // Load returns element i (row-major over op.Shape) of operand op.
 func Load(op ir.Operand, buf []float32, i int) float32 {
+	if op.Broadcast > 0 {
+		return buf[i%op.Broadcast]
+	}
 	if !op.Transposed {
 		return buf[i]
 	}
@@ -114,8 +117,11 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 
 // operandValues returns the operand's logical values in row-major order.
 func operandValues(op ir.Operand, bufs [][]float32) []float32 {
-	if !op.Transposed {
-		return bufs[op.Buffer]
+	switch {
+	case op.Broadcast > 0:
+		return Broadcast(bufs[op.Buffer], op.Shape.Len())
+	case op.Transposed:
+		return Transpose(bufs[op.Buffer], op.Shape[1], op.Shape[0])
 	}
-	return Transpose(bufs[op.Buffer], op.Shape[1], op.Shape[0])
+	return bufs[op.Buffer]
 }

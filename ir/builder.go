@@ -39,7 +39,7 @@ func (b *Builder) add(n Node) Tensor {
 		return Tensor{b, -1}
 	}
 	i := len(b.g.Nodes)
-	if n.Op != OpInput && n.Op != OpFull {
+	if n.Op.Info().Args > 0 {
 		args := make([]Shape, len(n.Args))
 		for k, a := range n.Args {
 			if a < 0 || int(a) >= i {
@@ -48,12 +48,19 @@ func (b *Builder) add(n Node) Tensor {
 			}
 			args[k] = b.g.Nodes[a].Shape
 		}
-		s, err := InferShape(i, n.Op, args)
-		if err != nil {
-			b.err = err
-			return Tensor{b, -1}
+		if n.Op.Info().Shaped {
+			if err := CheckTarget(i, n.Op, args[0], n.Shape); err != nil {
+				b.err = err
+				return Tensor{b, -1}
+			}
+		} else {
+			s, err := InferShape(i, n.Op, args)
+			if err != nil {
+				b.err = err
+				return Tensor{b, -1}
+			}
+			n.Shape = s
 		}
-		n.Shape = s
 	}
 	b.g.Nodes = append(b.g.Nodes, n)
 	return Tensor{b, NodeID(i)}
@@ -62,6 +69,16 @@ func (b *Builder) add(n Node) Tensor {
 // Input adds runtime data of the given shape. data is not copied.
 func (b *Builder) Input(shape Shape, data []float32) Tensor {
 	return b.add(Node{Op: OpInput, Shape: append(Shape{}, shape...), Data: data})
+}
+
+// NamedInput adds an input named name (unique among inputs).
+func (b *Builder) NamedInput(name string, shape Shape, data []float32) Tensor {
+	return b.add(Node{Op: OpInput, Shape: append(Shape{}, shape...), Data: data, Name: name})
+}
+
+// Param adds a trainable parameter: an input named name, marked Param.
+func (b *Builder) Param(name string, shape Shape, data []float32) Tensor {
+	return b.add(Node{Op: OpInput, Shape: append(Shape{}, shape...), Data: data, Name: name, Param: true})
 }
 
 // Full adds a tensor whose elements all equal v.
@@ -138,3 +155,15 @@ func (t Tensor) Sum() Tensor { return t.unary(OpSum, 0) }
 
 // Life returns one toroidal Game of Life step of a 2-D grid.
 func (t Tensor) Life() Tensor { return t.unary(OpLife, 0) }
+
+// Broadcast returns t repeated to shape: t's shape must be a trailing
+// suffix of shape (PyTorch's trailing broadcast).
+func (t Tensor) Broadcast(shape Shape) Tensor {
+	return t.b.add(Node{Op: OpBroadcast, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
+}
+
+// Reshape returns t's elements, in the same row-major order, as shape (of
+// the same element count).
+func (t Tensor) Reshape(shape Shape) Tensor {
+	return t.b.add(Node{Op: OpReshape, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
+}

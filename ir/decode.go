@@ -26,6 +26,8 @@ type wireNode struct {
 	A      *int            `json:"a,omitempty"`
 	B      *int            `json:"b,omitempty"`
 	Scalar json.RawMessage `json:"scalar,omitempty"`
+	Name   *string         `json:"name,omitempty"`
+	Param  *bool           `json:"param,omitempty"`
 }
 
 type wireOutput struct {
@@ -36,7 +38,15 @@ type wireOutput struct {
 // Decode reads one protocol v1 graph and validates it against limits (zero
 // fields mean the defaults). Decoding is strict: unknown fields, wrong types,
 // trailing data, non-finite numbers and values that overflow float32 are
-// refused. Tensor data is parsed only after the node's shape has passed the
+// refused.
+//
+// Protocol v1 as gpucc reads it also has the training extension: an input
+// may carry "name" (unique among inputs) and "param": true (a named
+// trainable parameter), and add, sub and mul broadcast b when its shape is
+// a proper trailing suffix of a's (PyTorch's rule; a never broadcasts).
+// Such a node decodes to a broadcast node followed by the op, so IR node
+// ids then run ahead of wire ids; errors found while decoding name the
+// wire id. Tensor data is parsed only after the node's shape has passed the
 // limits, so a hostile graph cannot make Decode allocate more than its own
 // size, which is itself capped by Limits.MaxGraphBytes.
 func Decode(r io.Reader, limits Limits) (*Graph, error) {
@@ -104,14 +114,12 @@ func fromWire(w *wireGraph, l Limits) (*Graph, *Error) {
 	if len(w.Outputs) > l.MaxOutputs {
 		return nil, Errorf(CodeLimitExceeded, -1, "outputs", "%d outputs exceed the limit of %d", len(w.Outputs), l.MaxOutputs)
 	}
-	g := &Graph{Nodes: make([]Node, len(w.Nodes))}
-	var storage int64
+	g := &Graph{Nodes: make([]Node, 0, len(w.Nodes))}
+	d := decoder{g: g, l: l, ids: make([]NodeID, len(w.Nodes)), names: map[string]int{}}
 	for i := range w.Nodes {
-		n, err := nodeFromWire(g, i, &w.Nodes[i], l, &storage)
-		if err != nil {
+		if err := d.node(i, &w.Nodes[i]); err != nil {
 			return nil, err
 		}
-		g.Nodes[i] = n
 	}
 	for k, o := range w.Outputs {
 		field := fmt.Sprintf("outputs[%d]", k)
@@ -121,10 +129,10 @@ func fromWire(w *wireGraph, l Limits) (*Graph, *Error) {
 		if o.ID == nil {
 			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "missing")
 		}
-		if *o.ID < 0 || *o.ID >= len(g.Nodes) {
-			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "output %q refers to node %d, graph has %d nodes", *o.Name, *o.ID, len(g.Nodes))
+		if *o.ID < 0 || *o.ID >= len(w.Nodes) {
+			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "output %q refers to node %d, graph has %d nodes", *o.Name, *o.ID, len(w.Nodes))
 		}
-		g.Outputs = append(g.Outputs, Output{Name: *o.Name, ID: NodeID(*o.ID)})
+		g.Outputs = append(g.Outputs, Output{Name: *o.Name, ID: d.ids[*o.ID]})
 	}
 	return g, nil
 }
@@ -135,11 +143,55 @@ var wireOps = map[string]Op{
 	"input": OpInput, "full": OpFull, "add": OpAdd, "sub": OpSub, "mul": OpMul,
 	"relu": OpRelu, "positive": OpPositive, "transpose": OpTranspose,
 	"matmul": OpMatmul, "sum": OpSum, "life": OpLife,
+	"broadcast": OpBroadcast, "reshape": OpReshape,
 }
 
 var scalarVariant = map[Op]Op{OpAdd: OpAddScalar, OpSub: OpSubScalar, OpMul: OpMulScalar}
 
-func nodeFromWire(g *Graph, i int, w *wireNode, l Limits, storage *int64) (Node, *Error) {
+// decoder turns wire nodes into IR nodes. A broadcasting add, sub or mul
+// becomes two IR nodes (a broadcast, then the op), so wire ids and IR ids
+// differ after the first one: ids maps each wire id to its IR node, and
+// errors found while decoding name the wire id.
+type decoder struct {
+	g       *Graph
+	l       Limits
+	ids     []NodeID       // IR node of each wire node decoded so far
+	names   map[string]int // wire id of each named input
+	storage int64
+}
+
+// node decodes wire node i and appends its IR node(s) to d.g.
+func (d *decoder) node(i int, w *wireNode) *Error {
+	n, err := d.nodeFromWire(i, w)
+	if err != nil {
+		return err
+	}
+	if n.Op == OpAdd || n.Op == OpSub || n.Op == OpMul {
+		a, b := d.g.Nodes[n.Args[0]].Shape, d.g.Nodes[n.Args[1]].Shape
+		if !a.Equal(b) { // PyTorch's trailing broadcast of b, checked by nodeFromWire
+			d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{n.Args[1]}, Shape: a})
+			n.Args[1] = NodeID(len(d.g.Nodes) - 1)
+			if err := d.count(i, a); err != nil {
+				return err
+			}
+		}
+	}
+	d.ids[i] = NodeID(len(d.g.Nodes))
+	d.g.Nodes = append(d.g.Nodes, n)
+	return nil
+}
+
+// count adds a node of shape s to the summed storage, against the limit.
+func (d *decoder) count(i int, s Shape) *Error {
+	d.storage += 4 * int64(s.Len())
+	if d.storage > d.l.MaxStorageBytes {
+		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", d.storage, d.l.MaxStorageBytes)
+	}
+	return nil
+}
+
+func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
+	g, l := d.g, d.l
 	bad := func(field, format string, a ...any) (Node, *Error) {
 		return Node{}, Errorf(CodeInvalidGraph, i, field, format, a...)
 	}
@@ -164,7 +216,7 @@ func nodeFromWire(g *Graph, i int, w *wireNode, l Limits, storage *int64) (Node,
 	}
 	info := op.Info()
 	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args == 2,
-		"shape": op == OpInput || op == OpFull, "data": op == OpInput,
+		"shape": info.Shaped, "data": op == OpInput,
 		"value": op == OpFull, "scalar": info.Scalar && op != OpFull}
 	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "shape": w.Shape != nil,
 		"data": w.Data != nil, "value": w.Value != nil, "scalar": w.Scalar != nil}
@@ -179,12 +231,34 @@ func nodeFromWire(g *Graph, i int, w *wireNode, l Limits, storage *int64) (Node,
 			return bad(f, "missing, op %s needs it", *w.Op)
 		}
 	}
+	if w.Name != nil && op != OpInput {
+		return bad("name", "not allowed for op %s; only inputs are named", *w.Op)
+	}
+	if w.Param != nil && op != OpInput {
+		return bad("param", "not allowed for op %s; only inputs are parameters", *w.Op)
+	}
 	n := Node{Op: op}
+	if w.Name != nil {
+		if *w.Name == "" || len(*w.Name) > 256 {
+			return bad("name", "name must be 1 to 256 bytes long")
+		}
+		if j, dup := d.names[*w.Name]; dup {
+			return bad("name", "duplicate input name %q (also node %d)", *w.Name, j)
+		}
+		d.names[*w.Name] = i
+		n.Name = *w.Name
+	}
+	if w.Param != nil {
+		if *w.Param && w.Name == nil {
+			return bad("param", "a parameter needs a name: its update is returned under it")
+		}
+		n.Param = *w.Param
+	}
 	for k, ref := range []*int{w.A, w.B}[:info.Args] {
 		if *ref < 0 || *ref >= i {
 			return bad(argField(k), "reference %d must point to an earlier node (0..%d)", *ref, i-1)
 		}
-		n.Args = append(n.Args, NodeID(*ref))
+		n.Args = append(n.Args, d.ids[*ref])
 	}
 	if w.Shape != nil {
 		if len(w.Shape) > MaxRank {
@@ -199,13 +273,26 @@ func nodeFromWire(g *Graph, i int, w *wireNode, l Limits, storage *int64) (Node,
 			return Node{}, Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", Shape(w.Shape), l.MaxElements)
 		}
 		n.Shape = append(Shape{}, w.Shape...)
+		if info.Args > 0 {
+			if err := CheckTarget(i, op, g.Nodes[n.Args[0]].Shape, n.Shape); err != nil {
+				return Node{}, err
+			}
+		}
 	} else {
 		args := make([]Shape, len(n.Args))
 		for k, a := range n.Args {
 			args[k] = g.Nodes[a].Shape
 		}
+		if op == OpAdd || op == OpSub || op == OpMul {
+			if a, b := args[0], args[1]; !a.Equal(b) && IsSuffix(b, a) {
+				args[1] = a // broadcast by node, below
+			}
+		}
 		s, err := InferShape(i, op, args)
 		if err != nil {
+			if op == OpAdd || op == OpSub || op == OpMul {
+				err.Msg += "; only b may broadcast, and its shape must be a trailing suffix of a's"
+			}
 			return Node{}, err
 		}
 		if s.Elements(l.MaxElements) < 0 {
@@ -213,9 +300,8 @@ func nodeFromWire(g *Graph, i int, w *wireNode, l Limits, storage *int64) (Node,
 		}
 		n.Shape = s
 	}
-	*storage += 4 * int64(n.Shape.Len())
-	if *storage > l.MaxStorageBytes {
-		return Node{}, Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", *storage, l.MaxStorageBytes)
+	if err := d.count(i, n.Shape); err != nil {
+		return Node{}, err
 	}
 	var err *Error
 	switch {

@@ -2,11 +2,14 @@ package ir
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 )
 
 // Encode writes g as protocol v1 JSON. Numbers are written in the shortest
 // form that parses back to the same float32, so Decode(Encode(g)) == g.
+// Broadcast and reshape nodes are written as the gpucc extension ops
+// "broadcast" and "reshape" (with "a" and "shape"), which Decode reads.
 func Encode(g *Graph) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"version":1,"nodes":[`)
@@ -19,8 +22,14 @@ func Encode(g *Graph) []byte {
 		b.WriteString(`,"op":"`)
 		b.WriteString(n.Op.Info().Wire)
 		b.WriteByte('"')
-		switch n.Op {
-		case OpInput, OpFull:
+		if n.Name != "" {
+			b.WriteString(`,"name":`)
+			b.WriteString(quote(n.Name))
+		}
+		if n.Param {
+			b.WriteString(`,"param":true`)
+		}
+		if n.Op.Info().Shaped {
 			b.WriteString(`,"shape":[`)
 			for k, d := range n.Shape {
 				if k > 0 {
@@ -59,7 +68,7 @@ func Encode(g *Graph) []byte {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"name":`)
-		b.WriteString(strconv.Quote(o.Name))
+		b.WriteString(quote(o.Name))
 		b.WriteString(`,"id":`)
 		b.WriteString(strconv.Itoa(int(o.ID)))
 		b.WriteByte('}')
@@ -72,4 +81,10 @@ func Encode(g *Graph) []byte {
 // float32. Negative zero keeps its sign.
 func FormatFloat(v float32) string {
 	return strconv.FormatFloat(float64(v), 'g', -1, 32)
+}
+
+// quote returns s as a JSON string (strconv.Quote's \x escapes are not JSON).
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -63,6 +63,12 @@ type Node struct {
 	Shape  Shape    // result shape
 	Scalar float32  // OpFull's value, or the scalar operand of Op*Scalar
 	Data   []float32
+	// Name optionally names an input (unique among inputs): training reads
+	// and returns parameters by it. Only inputs carry names.
+	Name string
+	// Param marks a named input as a trainable parameter: grad.Step
+	// returns its updated value as an output named Name.
+	Param bool
 }
 
 // Output names a node whose value is returned.
@@ -125,8 +131,36 @@ func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
 			return bad("a", "life needs a 2-D grid, got shape %v", args[0])
 		}
 		return args[0], nil
+	case OpBroadcast, OpReshape:
+		return bad("shape", "%v needs a target shape (see CheckTarget)", op)
 	}
 	return bad("op", "op %v takes no arguments", op)
+}
+
+// CheckTarget checks the target shape of a broadcast or reshape whose
+// argument has shape arg: a broadcast's argument shape must be a trailing
+// suffix of the target ([] is a suffix of every shape), and a reshape keeps
+// the number of elements. node is used only for error messages.
+func CheckTarget(node int, op Op, arg, target Shape) *Error {
+	switch op {
+	case OpBroadcast:
+		if !IsSuffix(arg, target) {
+			return Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: the argument's shape must be a trailing suffix of the target", arg, target)
+		}
+	case OpReshape:
+		if arg.Len() != target.Len() {
+			return Errorf(CodeInvalidGraph, node, "shape", "reshape of %v (%d elements) to %v (%d elements)", arg, arg.Len(), target, target.Len())
+		}
+	default:
+		return Errorf(CodeInvalidGraph, node, "op", "%v takes no target shape", op)
+	}
+	return nil
+}
+
+// IsSuffix reports whether s is a trailing suffix of t: t's last len(s)
+// dimensions are s. PyTorch's trailing broadcast of s to t needs it.
+func IsSuffix(s, t Shape) bool {
+	return len(s) <= len(t) && s.Equal(t[len(t)-len(s):])
 }
 
 // EstimateOps returns the estimated operation count of one node: one per
@@ -143,6 +177,33 @@ func EstimateOps(g *Graph, n *Node) int64 {
 		return 9 * out
 	}
 	return out
+}
+
+// Param is one trainable parameter of a graph: a named input marked param.
+type Param struct {
+	Name string
+	ID   NodeID
+}
+
+// Params returns the graph's parameters in node order.
+func (g *Graph) Params() []Param {
+	var ps []Param
+	for i, n := range g.Nodes {
+		if n.Op == OpInput && n.Param {
+			ps = append(ps, Param{Name: n.Name, ID: NodeID(i)})
+		}
+	}
+	return ps
+}
+
+// Input returns the id of the input named name, or -1.
+func (g *Graph) Input(name string) NodeID {
+	for i, n := range g.Nodes {
+		if n.Op == OpInput && n.Name == name {
+			return NodeID(i)
+		}
+	}
+	return -1
 }
 
 // Validate checks every invariant of the package doc against limits (zero
@@ -172,10 +233,17 @@ func validate(g *Graph, l Limits, data bool) *Error {
 		return Errorf(CodeLimitExceeded, -1, "nodes", "%d nodes exceed the limit of %d", len(g.Nodes), l.MaxNodes)
 	}
 	var storage, ops int64
+	names := map[string]bool{}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		if err := validateNode(g, i, n, l, data); err != nil {
 			return err
+		}
+		if n.Name != "" {
+			if names[n.Name] {
+				return Errorf(CodeInvalidGraph, i, "name", "duplicate input name %q", n.Name)
+			}
+			names[n.Name] = true
 		}
 		elems := int64(n.Shape.Len())
 		storage += 4 * elems
@@ -216,7 +284,12 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 	if n.Shape.Elements(l.MaxElements) < 0 {
 		return Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", n.Shape, l.MaxElements)
 	}
-	if info.Args > 0 {
+	switch {
+	case info.Args > 0 && info.Shaped:
+		if err := CheckTarget(i, n.Op, argShapes[0], n.Shape); err != nil {
+			return err
+		}
+	case info.Args > 0:
 		want, err := InferShape(i, n.Op, argShapes)
 		if err != nil {
 			return err
@@ -224,6 +297,9 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 		if !want.Equal(n.Shape) {
 			return Errorf(CodeInvalidGraph, i, "shape", "%v result shape is %v, node says %v", n.Op, want, n.Shape)
 		}
+	}
+	if err := validateName(i, n); err != nil {
+		return err
 	}
 	if (info.Scalar || n.Op == OpFull) && !isFinite32(n.Scalar) {
 		return Errorf(CodeInvalidGraph, i, "scalar", "value %v is not a finite float32", n.Scalar)
@@ -239,6 +315,28 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 		}
 	} else if n.Data != nil {
 		return Errorf(CodeInvalidGraph, i, "data", "only input nodes carry data")
+	}
+	return nil
+}
+
+// validateName checks Name and Param: only inputs carry them, a name is 1
+// to 256 bytes, and a parameter is named (its update is returned under
+// that name). Uniqueness is checked by validate.
+func validateName(i int, n *Node) *Error {
+	if n.Op != OpInput {
+		if n.Name != "" {
+			return Errorf(CodeInvalidGraph, i, "name", "only input nodes carry a name")
+		}
+		if n.Param {
+			return Errorf(CodeInvalidGraph, i, "param", "only input nodes can be parameters")
+		}
+		return nil
+	}
+	if len(n.Name) > 256 {
+		return Errorf(CodeInvalidGraph, i, "name", "name must be 1 to 256 bytes long")
+	}
+	if n.Param && n.Name == "" {
+		return Errorf(CodeInvalidGraph, i, "param", "a parameter needs a name: its update is returned under it")
 	}
 	return nil
 }

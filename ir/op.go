@@ -23,6 +23,8 @@ const (
 	OpMatmul       // arg0 [m,k] × arg1 [k,n], k ascending
 	OpSum          // whole-tensor pairwise sum of arg0, shape []
 	OpLife         // one toroidal Game of Life step of the 2-D grid arg0
+	OpBroadcast    // arg0 repeated to Shape: out[i] = arg0[i % len(arg0)]; arg0's shape is a trailing suffix of Shape
+	OpReshape      // arg0's elements, same row-major order, as Shape (same element count)
 	numOps
 )
 
@@ -34,12 +36,18 @@ type OpInfo struct {
 	Scalar      bool   // uses Node.Scalar
 	Elementwise bool   // output element i depends only on element i of each argument
 	Commutative bool   // arguments may be swapped without changing any bit of the result
+	// View: the op only moves values (every output element is one element
+	// of arg0, unchanged), so fusion folds it into its consumers' indexing.
+	View bool
+	// Shaped: the node's Shape is an attribute (input, full) or a target
+	// (broadcast, reshape), not only a function of the arguments' shapes.
+	Shaped bool
 }
 
 var opTable = [numOps]OpInfo{
 	OpInvalid:   {Name: "invalid"},
-	OpInput:     {Name: "input", Wire: "input"},
-	OpFull:      {Name: "full", Wire: "full", Scalar: true},
+	OpInput:     {Name: "input", Wire: "input", Shaped: true},
+	OpFull:      {Name: "full", Wire: "full", Scalar: true, Shaped: true},
 	OpAdd:       {Name: "add", Wire: "add", Args: 2, Elementwise: true, Commutative: true},
 	OpSub:       {Name: "sub", Wire: "sub", Args: 2, Elementwise: true},
 	OpMul:       {Name: "mul", Wire: "mul", Args: 2, Elementwise: true, Commutative: true},
@@ -48,10 +56,16 @@ var opTable = [numOps]OpInfo{
 	OpMulScalar: {Name: "mul_scalar", Wire: "mul", Args: 1, Scalar: true, Elementwise: true},
 	OpRelu:      {Name: "relu", Wire: "relu", Args: 1, Elementwise: true},
 	OpPositive:  {Name: "positive", Wire: "positive", Args: 1, Elementwise: true},
-	OpTranspose: {Name: "transpose", Wire: "transpose", Args: 1},
+	OpTranspose: {Name: "transpose", Wire: "transpose", Args: 1, View: true},
 	OpMatmul:    {Name: "matmul", Wire: "matmul", Args: 2},
 	OpSum:       {Name: "sum", Wire: "sum", Args: 1},
 	OpLife:      {Name: "life", Wire: "life", Args: 1},
+	// broadcast and reshape are made by Decode's lowering of a broadcasting
+	// add/sub/mul and by autodiff; on the wire they are gpucc extensions
+	// ("op":"broadcast"/"reshape" with "a" and "shape"), so Encode can write
+	// any IR graph and Decode reads it back.
+	OpBroadcast: {Name: "broadcast", Wire: "broadcast", Args: 1, View: true, Shaped: true},
+	OpReshape:   {Name: "reshape", Wire: "reshape", Args: 1, View: true, Shaped: true},
 }
 
 // Info returns the op table entry of op.
@@ -72,6 +86,10 @@ func (op Op) String() string {
 
 // IsElementwise reports whether op is elementwise.
 func (op Op) IsElementwise() bool { return op.Info().Elementwise }
+
+// IsView reports whether op only moves values (transpose, broadcast,
+// reshape).
+func (op Op) IsView() bool { return op.Info().View }
 
 // Ops returns every valid op, in table order.
 func Ops() []Op {

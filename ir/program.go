@@ -68,12 +68,18 @@ func (k KernelKind) String() string {
 	return [...]string{"elementwise", "matmul", "sum", "life"}[k]
 }
 
-// Operand is a buffer a kernel reads. When Transposed, the buffer holds the
-// [Shape[1],Shape[0]] transpose of the 2-D logical operand of Shape, and the
-// kernel reads it in place: logical (r,c) is buffer element c*Shape[0]+r.
+// Operand is a buffer a kernel reads, through one of three index maps
+// (never two at once). Plain: logical element i is buffer element i (a
+// reshaped buffer reads this way too; only Shape differs). Transposed: the
+// buffer holds the [Shape[1],Shape[0]] transpose of the 2-D logical operand
+// of Shape, and the kernel reads it in place: logical (r,c) is buffer
+// element c*Shape[0]+r. Broadcast > 0: the buffer, of Broadcast elements,
+// is repeated over Shape: logical element i is buffer element
+// i % Broadcast (a trailing broadcast, see ir.OpBroadcast).
 type Operand struct {
 	Buffer     int
 	Transposed bool
+	Broadcast  int   // the buffer's length when read broadcast, else 0
 	Shape      Shape // logical shape, as the kernel sees it
 }
 
@@ -148,6 +154,9 @@ func (p *Program) String() string {
 			if in.Transposed {
 				t = "ᵀ"
 			}
+			if in.Broadcast > 0 {
+				t = fmt.Sprintf(" repeated %d", in.Broadcast)
+			}
 			fmt.Fprintf(&b, "  in%d = buf%d%s %v\n", j, in.Buffer, t, in.Shape)
 		}
 		for j, in := range k.Body {
@@ -210,8 +219,14 @@ func ValidateProgram(p *Program) error {
 			if !inRange(in.Buffer) || !written[in.Buffer] {
 				return bad("reads buf%d before it is written", in.Buffer)
 			}
-			if p.Buffers[in.Buffer].Len != in.Shape.Len() {
-				return bad("operand buf%d has %d elements, kernel expects %v", in.Buffer, p.Buffers[in.Buffer].Len, in.Shape)
+			n := p.Buffers[in.Buffer].Len
+			switch {
+			case in.Broadcast > 0 && (in.Transposed || in.Broadcast != n || in.Shape.Len()%n != 0):
+				return bad("operand buf%d (%d elements) cannot be broadcast %d to %v", in.Buffer, n, in.Broadcast, in.Shape)
+			case in.Broadcast == 0 && n != in.Shape.Len():
+				return bad("operand buf%d has %d elements, kernel expects %v", in.Buffer, n, in.Shape)
+			case in.Transposed && len(in.Shape) != 2:
+				return bad("operand buf%d is read transposed but its shape %v is not 2-D", in.Buffer, in.Shape)
 			}
 		}
 		for _, o := range k.Outputs {

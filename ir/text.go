@@ -24,6 +24,12 @@ func (g *Graph) String() string {
 		if n.Op.Info().Scalar {
 			fmt.Fprintf(&b, "%s%s", sep, FormatFloat(n.Scalar))
 		}
+		if n.Name != "" {
+			fmt.Fprintf(&b, " %q", n.Name)
+		}
+		if n.Param {
+			b.WriteString(" param")
+		}
 		if n.Op == OpInput {
 			fmt.Fprintf(&b, " (%d values)", len(n.Data))
 		}

@@ -31,15 +31,15 @@ func (f *fuser) build() (*ir.Program, error) {
 	}
 	for _, o := range f.g.Outputs {
 		out := ir.ProgramOutput{Name: o.Name, Shape: f.g.Nodes[o.ID].Shape, Buffer: -1}
-		base, tr := f.resolve(o.ID)
+		r := f.resolve(o.ID)
 		switch {
-		case f.g.Nodes[base].Op == ir.OpFull:
-			out.Const = f.g.Nodes[base].Scalar
-		case tr:
+		case f.g.Nodes[r.base].Op == ir.OpFull:
+			out.Const = f.g.Nodes[r.base].Scalar
+		case r.transposed || r.broadcast || f.mixed(r):
 			b.materialise(o.ID)
 			out.Buffer = b.buffer(o.ID)
-		default:
-			out.Buffer = b.buffer(base)
+		default: // the base's buffer, perhaps under another shape (reshape)
+			out.Buffer = b.buffer(r.base)
 		}
 		b.p.Outputs = append(b.p.Outputs, out)
 	}
@@ -58,8 +58,8 @@ func (f *fuser) build() (*ir.Program, error) {
 	return b.p, nil
 }
 
-// materialise adds a unit that writes node v (a full or a transpose) to its
-// own buffer, once.
+// materialise adds a unit that writes node v (a full or a view) to its own
+// buffer, once.
 func (b *builder) materialise(v ir.NodeID) {
 	if !b.madeFor[v] {
 		b.madeFor[v] = true
@@ -82,14 +82,52 @@ func (b *builder) buffer(v ir.NodeID) int {
 	return b.bufOf[v]
 }
 
-// operand returns the buffer operand through which a kernel reads node v,
-// materialising a full if one is read as a buffer.
+// operand returns the buffer operand through which a matmul or life
+// kernel reads node v: plain or transposed, materialising a full, a mixed
+// view chain's inner node or (those kernels index rows and columns
+// themselves) a broadcast read.
 func (b *builder) operand(v ir.NodeID) ir.Operand {
-	base, tr := b.resolve(v)
-	if b.g.Nodes[base].Op == ir.OpFull {
-		b.materialise(base)
+	r := b.resolve(v)
+	if r.broadcast {
+		b.materialise(v)
+		return ir.Operand{Buffer: b.buffer(v), Shape: b.g.Nodes[v].Shape}
 	}
-	return ir.Operand{Buffer: b.buffer(base), Transposed: tr, Shape: b.g.Nodes[v].Shape}
+	if b.g.Nodes[r.base].Op == ir.OpFull || b.mixed(r) {
+		b.materialise(r.base)
+	}
+	return ir.Operand{Buffer: b.buffer(r.base), Transposed: r.transposed, Shape: b.g.Nodes[v].Shape}
+}
+
+// load returns the operand through which an elementwise body reads node v
+// (any view), materialising a mixed view chain's inner node, or false
+// when v is a full: a constant, not a load.
+func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
+	r := b.resolve(v)
+	if b.g.Nodes[r.base].Op == ir.OpFull {
+		return ir.Operand{}, false
+	}
+	if b.mixed(r) {
+		b.materialise(r.base)
+	}
+	op := ir.Operand{Buffer: b.buffer(r.base), Transposed: r.transposed, Shape: b.g.Nodes[v].Shape}
+	if r.broadcast {
+		op.Broadcast = b.g.Nodes[r.base].Shape.Len()
+	}
+	return op, true
+}
+
+// readKey identifies the buffer read through which member m reads node v,
+// for counting bindings: reads of one key share a binding. ok is false
+// when the read is a constant.
+func (b *builder) readKey(m, v ir.NodeID) (key view, ok bool) {
+	r := b.resolve(v)
+	if op := b.g.Nodes[m].Op; op == ir.OpMatmul || op == ir.OpLife {
+		if r.broadcast {
+			return view{base: v}, true // materialised as v
+		}
+		return r, true
+	}
+	return r, b.g.Nodes[r.base].Op != ir.OpFull
 }
 
 // split cuts a group whose kernel would bind more than MaxBindings buffers
@@ -123,20 +161,15 @@ func (b *builder) split(g *group) []unit {
 
 // cost counts the buffers a kernel over members would bind.
 func (b *builder) cost(members []ir.NodeID) int {
-	type key struct {
-		v  ir.NodeID
-		tr bool
-	}
-	loads := map[key]bool{}
+	loads := map[view]bool{}
 	n := 0
 	for _, m := range members {
 		for _, a := range b.g.Nodes[m].Args {
 			if slices.Contains(members, a) {
 				continue
 			}
-			base, tr := b.resolve(a)
-			if b.g.Nodes[base].Op != ir.OpFull || b.g.Nodes[m].Op == ir.OpMatmul || b.g.Nodes[m].Op == ir.OpLife {
-				loads[key{base, tr}] = true
+			if key, ok := b.readKey(m, a); ok {
+				loads[key] = true
 			}
 		}
 		if b.g.Nodes[m].Op.IsElementwise() || b.g.Nodes[m].Op == ir.OpMatmul {
@@ -156,8 +189,8 @@ func (b *builder) kernel(u unit) ir.Kernel {
 	vals := map[ir.NodeID]int32{}
 	consts := map[uint32]int32{}
 	type opKey struct {
-		buf int
-		tr  bool
+		buf, broadcast int
+		tr             bool
 	}
 	loads := map[opKey]int32{} // one load per operand
 	emit := func(in ir.Instr) int32 {
@@ -168,17 +201,17 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		if i, ok := vals[v]; ok && slices.Contains(u.nodes, v) {
 			return i
 		}
-		base, tr := b.resolve(v)
-		if n := b.g.Nodes[base]; n.Op == ir.OpFull {
-			bits := math.Float32bits(n.Scalar)
+		op, ok := b.load(v)
+		if !ok {
+			s := b.g.Nodes[b.resolve(v).base].Scalar
+			bits := math.Float32bits(s)
 			if i, ok := consts[bits]; ok {
 				return i
 			}
-			consts[bits] = emit(ir.Instr{Kind: ir.InstrConst, Scalar: n.Scalar, Node: -1})
+			consts[bits] = emit(ir.Instr{Kind: ir.InstrConst, Scalar: s, Node: -1})
 			return consts[bits]
 		}
-		op := ir.Operand{Buffer: b.buffer(base), Transposed: tr, Shape: b.g.Nodes[v].Shape}
-		key := opKey{op.Buffer, tr}
+		key := opKey{op.Buffer, op.Broadcast, op.Transposed}
 		if i, ok := loads[key]; ok {
 			return i
 		}
@@ -218,7 +251,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))
 			k.Outputs = append(k.Outputs, b.buffer(m))
 			continue
-		case ir.OpFull, ir.OpTranspose: // materialising units
+		case ir.OpFull, ir.OpTranspose, ir.OpBroadcast, ir.OpReshape: // materialising units
 			k.Shape = n.Shape
 			vals[m] = value(m)
 		default:
@@ -231,7 +264,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			}
 			vals[m] = emit(in)
 		}
-		if u.kind != ir.KernelSum && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op == ir.OpTranspose) {
+		if u.kind != ir.KernelSum && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
 			store(m, vals[m])
 		}
 	}

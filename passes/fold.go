@@ -41,7 +41,7 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) float32 {
 		return cpuref.Binary(n.Op, vals[0], vals[1])
 	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
 		return cpuref.Unary(n.Op, vals[0], n.Scalar)
-	case ir.OpTranspose:
+	case ir.OpTranspose, ir.OpBroadcast, ir.OpReshape:
 		return vals[0]
 	case ir.OpMatmul:
 		k := g.Nodes[n.Args[0]].Shape[1]

@@ -13,7 +13,8 @@ import (
 //     itself through a node outside it (a cycle between kernels);
 //   - a matmul starts a group that elementwise consumers join as its
 //     epilogue (bias add, relu, …); at most one matmul per group;
-//   - transposes are folded into the indexing of whoever reads them;
+//   - views (transpose, broadcast, reshape) are folded into the indexing of
+//     whoever reads them (see resolve);
 //   - a sum whose argument group feeds nothing else takes that group as its
 //     prologue;
 //   - fulls become constants in kernel bodies, and are materialised only
@@ -69,11 +70,11 @@ func newFuser(st *State) *fuser {
 	return f
 }
 
-// place assigns node v to a group (or to none: inputs, fulls, transposes).
+// place assigns node v to a group (or to none: inputs, fulls, views).
 func (f *fuser) place(v ir.NodeID) {
 	n := &f.g.Nodes[v]
 	switch {
-	case n.Op == ir.OpInput || n.Op == ir.OpFull || n.Op == ir.OpTranspose:
+	case n.Op == ir.OpInput || n.Op == ir.OpFull || n.Op.IsView():
 	case n.Op.IsElementwise() && !f.st.Options.NoFuse:
 		f.placeElementwise(v)
 	default:
@@ -96,7 +97,7 @@ func (f *fuser) newGroup(v ir.NodeID, kind ir.KernelKind, root ir.NodeID, ext bi
 // Computed afresh each time, because groups grow and merge.
 func (f *fuser) need(v ir.NodeID) bitset {
 	d := newBitset(len(f.g.Nodes))
-	for f.g.Nodes[v].Op == ir.OpTranspose {
+	for f.g.Nodes[v].Op.IsView() {
 		v = f.g.Nodes[v].Args[0]
 	}
 	if g := f.groupOf[v]; g >= 0 {
@@ -228,12 +229,55 @@ func (f *fuser) fuseSumPrologues() {
 	}
 }
 
-// resolve follows transposes from v to the node holding the data.
-func (f *fuser) resolve(v ir.NodeID) (base ir.NodeID, transposed bool) {
-	for f.g.Nodes[v].Op == ir.OpTranspose {
-		v, transposed = f.g.Nodes[v].Args[0], !transposed
+// view says how a kernel reads a node through a chain of view ops: it
+// reads base's buffer (or constant, for a full) plainly, transposed or
+// broadcast (repeated; index i % base's length), never two at once.
+type view struct {
+	base       ir.NodeID
+	transposed bool
+	broadcast  bool
+}
+
+// mixed reports whether resolve stopped at a view op: that node must be
+// materialised into its own buffer, which is then read through the view.
+func (f *fuser) mixed(r view) bool { return f.g.Nodes[r.base].Op.IsView() }
+
+// resolve follows view ops from v towards the node holding the data,
+// composing their index maps: a reshape keeps the row-major order, so it
+// changes no index; transposes compose with transposes (two cancel) and
+// broadcasts with broadcasts (i % m % n = i % n, as n divides m). Where a
+// chain mixes a transpose with a broadcast, or reshapes a transposed
+// value, resolve stops at the inner view node, which the builder then
+// materialises with a copy kernel (a transposed read needs the 2-D shape
+// the transpose produced).
+func (f *fuser) resolve(v ir.NodeID) view {
+	shape := f.g.Nodes[v].Shape
+	r := view{base: v}
+	for {
+		n := &f.g.Nodes[r.base]
+		switch n.Op {
+		case ir.OpReshape:
+		case ir.OpBroadcast:
+			if r.transposed {
+				return r
+			}
+			r.broadcast = true
+		case ir.OpTranspose:
+			switch {
+			case r.broadcast:
+				return r
+			case !r.transposed && n.Shape.Equal(shape):
+				r.transposed = true
+			case r.transposed && n.Shape.Equal(ir.Shape{shape[1], shape[0]}):
+				r.transposed = false
+			default:
+				return r
+			}
+		default:
+			return r
+		}
+		r.base = n.Args[0]
 	}
-	return v, transposed
 }
 
 // stored reports whether member v of the member set in must be written to a

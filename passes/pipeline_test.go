@@ -149,6 +149,14 @@ func TestDifferentialRandom(t *testing.T) {
 	}
 }
 
+func TestDifferentialRandomViews(t *testing.T) {
+	for seed := range 300 {
+		g := irtest.RandomViews(uint64(seed), 16)
+		checkDifferential(t, g, Options{MaxBindings: 3 + seed%6})
+		checkDifferential(t, g, Options{NoFuse: true})
+	}
+}
+
 // TestRegressions holds the differential fuzzer's findings, by name.
 func TestRegressions(t *testing.T) {
 	tests := []struct {

@@ -65,7 +65,7 @@ func ProgramKey(target string, p *ir.Program) cache.Key {
 		}
 		u(len(k.Inputs))
 		for _, in := range k.Inputs {
-			u(in.Buffer, b2i(in.Transposed))
+			u(in.Buffer, b2i(in.Transposed), in.Broadcast)
 			shape(in.Shape)
 		}
 		u(len(k.Outputs))

@@ -50,6 +50,7 @@ type ManifestBinding struct {
 	Buffer     int    `json:"buffer,omitempty"`
 	Node       int    `json:"node"`
 	Transposed bool   `json:"transposed,omitempty"`
+	Broadcast  int    `json:"broadcast,omitempty"` // read repeated: index i % this length
 }
 
 // ManifestOutput says where a named output comes from.
@@ -124,7 +125,7 @@ func manifest(p *ir.Program, timings []passes.Timing) (*Manifest, []string, erro
 			switch {
 			case j < len(k.Inputs):
 				in := k.Inputs[j]
-				b.Buffer, b.Node, b.Transposed = in.Buffer, int(p.Buffers[in.Buffer].Node), in.Transposed
+				b.Buffer, b.Node, b.Transposed, b.Broadcast = in.Buffer, int(p.Buffers[in.Buffer].Node), in.Transposed, in.Broadcast
 				mk.BytesRead += int64(p.Buffers[in.Buffer].Len) * 4
 			case j < len(k.Inputs)+len(k.Outputs):
 				o := k.Outputs[j-len(k.Inputs)]
@@ -178,6 +179,9 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 			t := ""
 			if in.Transposed {
 				t = " (read transposed in place)"
+			}
+			if in.Broadcast > 0 {
+				t = " (read broadcast in place)"
 			}
 			fmt.Fprintf(&b, "  reads  buf%d = node %d %v%s [binding %d]\n", in.Buffer, p.Buffers[in.Buffer].Node, in.Shape, t, j)
 		}

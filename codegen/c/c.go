@@ -219,7 +219,7 @@ func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
 		if k.Inputs[j].Transposed {
 			return fmt.Sprintf("in%d[c * %du + r]", j, rows)
 		}
-		return fmt.Sprintf("in%d[i]", j)
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
 	}
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, acc), 3))
 	b.WriteString(codegen.Indent(stores(k, "i"), 3))

@@ -73,13 +73,15 @@ var vecLang = codegen.Lang{
 }
 
 // vectorised reports whether an elementwise kernel runs four elements per
-// thread: its length is a multiple of 4 and no operand is read transposed.
+// thread: its length is a multiple of 4, no operand is read transposed and
+// every broadcast operand repeats a multiple of 4 elements (so vec4 j of
+// the result reads vec4 j mod len/4 of the buffer).
 func vectorised(k *ir.Kernel) bool {
 	if k.Kind != ir.KernelElementwise || k.Shape.Len()%4 != 0 {
 		return false
 	}
 	for _, in := range k.Inputs {
-		if in.Transposed {
+		if in.Transposed || in.Broadcast%4 != 0 {
 			return false
 		}
 	}
@@ -207,7 +209,11 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	// its writes.
 	for j := 0; j < per; j++ {
 		fmt.Fprintf(b, "\tlet i%d = base + %du;\n", j, j*VectorThreads)
-		for op := range k.Inputs {
+		for op, in := range k.Inputs {
+			if in.Broadcast > 0 {
+				fmt.Fprintf(b, "\tlet l%d_%d = in%d[i%d %% %du];\n", j, op, op, j, in.Broadcast/4)
+				continue
+			}
 			fmt.Fprintf(b, "\tlet l%d_%d = in%d[min(i%d, %du)];\n", j, op, op, j, n-1)
 		}
 	}

@@ -59,7 +59,7 @@ func must(b *ir.Builder) *ir.Graph {
 // Suite returns graphs covering every op, the seed's example and edge
 // shapes: one element, odd sizes, 65,537 elements, 1×1 life, non-square and
 // transposed matmuls, intermediates that overflow and are masked again,
-// negative zero and subnormal values.
+// negative zero and subnormal values, and broadcasts and reshapes (Views).
 func Suite() []Case {
 	var cs []Case
 	add := func(name string, build func(b *ir.Builder)) {
@@ -165,7 +165,69 @@ func Suite() []Case {
 		}
 		b.Output("y", acc)
 	})
+	cs = append(cs, Views()...)
 	return append(cs, LargeMatmuls()...)
+}
+
+// Views returns graphs of broadcasts and reshapes: bias adds (vec4-able and
+// odd lengths), scalar broadcasts, views read by matmul, life and sum, and
+// chains that mix a transpose with a broadcast or reshape, which fusion
+// cannot read in place.
+func Views() []Case {
+	var cs []Case
+	add := func(name string, build func(b *ir.Builder)) {
+		b := ir.NewBuilder()
+		build(b)
+		cs = append(cs, Case{name, must(b)})
+	}
+	for _, mn := range [][2]int{{8, 16}, {7, 5}, {300, 64}} {
+		m, n := mn[0], mn[1]
+		add("broadcast/bias-"+itoa(m)+"x"+itoa(n), func(b *ir.Builder) {
+			x := b.Input(ir.Shape{m, n}, Values(30, m*n, 3))
+			bias := b.Input(ir.Shape{n}, Values(31, n, 1))
+			b.Output("y", x.Add(bias.Broadcast(ir.Shape{m, n})).Relu())
+			b.Output("sub", x.Sub(bias.Broadcast(ir.Shape{m, n})))
+			b.Output("scalar", x.Mul(b.Input(ir.Shape{}, []float32{-1.5}).Broadcast(ir.Shape{m, n})))
+		})
+	}
+	add("broadcast/matmul-epilogue", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{9, 4}, Values(32, 36, 2))
+		w := b.Input(ir.Shape{4, 12}, Values(33, 48, 2))
+		bias := b.Input(ir.Shape{12}, Values(34, 12, 1))
+		b.Output("y", x.MatMul(w).Add(bias.Broadcast(ir.Shape{9, 12})).Relu())
+	})
+	add("broadcast/rank3-and-outputs", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{3, 4}, Values(35, 12, 2))
+		b.Output("b3", x.Broadcast(ir.Shape{2, 3, 4}))
+		b.Output("sum", x.Broadcast(ir.Shape{5, 3, 4}).Sum())
+		b.Output("full", b.Full(ir.Shape{4}, 0.5).Broadcast(ir.Shape{3, 4}).Add(x))
+	})
+	add("broadcast/read-by-matmul-and-life", func(b *ir.Builder) {
+		row := b.Input(ir.Shape{6}, Values(36, 6, 2))
+		w := b.Input(ir.Shape{6, 5}, Values(37, 30, 2))
+		b.Output("mm", row.Broadcast(ir.Shape{4, 6}).MatMul(w))
+		b.Output("ones", b.Full(ir.Shape{1, 4}, 1).MatMul(row.Broadcast(ir.Shape{4, 6})))
+		b.Output("life", b.Input(ir.Shape{7}, Grid(38, 1, 7)).Broadcast(ir.Shape{7, 7}).Life())
+	})
+	add("reshape", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{6, 4}, Values(39, 24, 2))
+		w := b.Input(ir.Shape{6, 3}, Values(40, 18, 2))
+		b.Output("flat", x.Reshape(ir.Shape{24}))
+		b.Output("mm", x.Reshape(ir.Shape{4, 6}).MatMul(w))
+		b.Output("t-of-reshape", x.Reshape(ir.Shape{3, 8}).T().Relu())
+		b.Output("reshape-of-t", x.T().Reshape(ir.Shape{2, 12}).MulScalar(3))
+		b.Output("life", x.Reshape(ir.Shape{8, 3}).Life())
+		b.Output("scalar", x.Sum().Reshape(ir.Shape{1, 1}))
+	})
+	add("views/mixed", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{5, 3}, Values(41, 15, 2))
+		v := b.Input(ir.Shape{4}, Values(42, 4, 2))
+		b.Output("broadcast-of-t", x.T().Broadcast(ir.Shape{2, 3, 5}).AddScalar(1))
+		b.Output("t-of-broadcast", v.Broadcast(ir.Shape{3, 4}).T().MulScalar(2))
+		b.Output("mm-of-t-broadcast", v.Broadcast(ir.Shape{5, 4}).T().MatMul(x))
+		b.Output("t-of-broadcast-out", v.Broadcast(ir.Shape{3, 4}).T())
+	})
+	return cs
 }
 
 func itoa(i int) string {

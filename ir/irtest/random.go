@@ -7,9 +7,17 @@ import (
 )
 
 // Random returns a random valid graph of up to maxNodes nodes whose tensors
-// stay small (at most 12×12), built from every op. The same seed gives the
-// same graph.
-func Random(seed uint64, maxNodes int) *ir.Graph {
+// stay small (at most 12×12), built from every op but broadcast and
+// reshape. The same seed gives the same graph (named regression tests
+// depend on it, so its choices never change).
+func Random(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes, 12) }
+
+// RandomViews is Random with broadcast and reshape among the ops, so
+// tensors of rank 3 (at most 12×12×12) occur too.
+func RandomViews(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes, 15) }
+
+// random draws each new node from the first ops cases below.
+func random(seed uint64, maxNodes, ops int) *ir.Graph {
 	r := rand.New(rand.NewPCG(seed, 3))
 	b := ir.NewBuilder()
 	dims := []int{1, 2, 3, 5, 8, 12}
@@ -42,7 +50,7 @@ func Random(seed uint64, maxNodes int) *ir.Graph {
 		s := x.Shape()
 		var y ir.Tensor
 		made := true
-		switch r.IntN(12) {
+		switch r.IntN(ops) {
 		case 0:
 			y = x.Add(sameShape(s))
 		case 1:
@@ -80,6 +88,30 @@ func Random(seed uint64, maxNodes int) *ir.Graph {
 			}
 		case 11:
 			y = x.SubScalar(1).Mul(x)
+		case 12: // a trailing broadcast, as a bias add
+			switch {
+			case r.IntN(3) == 0:
+				y = x.Sum().Broadcast(s).Mul(x)
+			case len(s) < 3:
+				big := append(ir.Shape{dim()}, s...)
+				y = sameShape(big).Add(x.Broadcast(big))
+			default:
+				made = false
+			}
+		case 13: // reshape: flatten, or fold a flat tensor into two dimensions
+			switch {
+			case len(s) == 1 && s[0]%2 == 0:
+				y = x.Reshape(ir.Shape{2, s[0] / 2})
+			case len(s) == 1:
+				made = false
+			default:
+				y = x.Reshape(ir.Shape{s.Len()})
+			}
+		case 14: // a broadcast of a view, which fusion may have to materialise
+			made = len(s) == 2
+			if made {
+				y = x.T().Broadcast(ir.Shape{dim(), s[1], s[0]}).MulScalar(2)
+			}
 		}
 		if !made {
 			continue
