@@ -1,0 +1,59 @@
+package main
+
+import (
+	"flag"
+	"math"
+
+	"github.com/gpucc/gpucc/runtime"
+)
+
+func init() {
+	commands["train"] = command{summary: "run SGD steps on a graph's loss, print losses and final parameters as JSON", run: trainCmd}
+}
+
+func trainCmd(args []string) int {
+	fs := newFlags("train", "train [--backend auto|webgpu|wasm|cpu] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
+	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
+	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
+	steps := fs.Int("steps", 0, "SGD steps to run (at least 1)")
+	lr := fs.Float64("lr", 0, "learning rate (required): each step does p -= lr * grad in float32")
+	loss := fs.String("loss", "loss", "name of the scalar output to minimise")
+	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
+	limits := limitFlags(fs)
+	if err := parseInterspersed(fs, args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() != 1 {
+		return usageError("train: want exactly one GRAPH.json argument, got %d", fs.NArg())
+	}
+	if *steps < 1 {
+		return usageError("train: --steps must be at least 1, got %d", *steps)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["lr"] {
+		return usageError("train: --lr is required")
+	}
+	if math.IsNaN(*lr) || math.Abs(*lr) > math.MaxFloat32 {
+		return usageError("train: --lr must be a finite float32, got %v", *lr)
+	}
+	g, err := readGraph(fs.Arg(0), *limits)
+	if err != nil {
+		return fail(err)
+	}
+	c, err := openCache(*cacheDir)
+	if err != nil {
+		return fail(err)
+	}
+	rt, err := runtime.New(runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c})
+	if err != nil {
+		return fail(err)
+	}
+	defer rt.Close()
+	res, err := rt.Train(g, *loss, float32(*lr), *steps)
+	if err != nil {
+		return fail(err)
+	}
+	writeJSON(res)
+	return 0
+}

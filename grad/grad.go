@@ -1,0 +1,251 @@
+// Package grad differentiates gpucc graphs in reverse mode and builds
+// training steps from them.
+//
+// Step turns a graph with a scalar loss and named parameters (inputs
+// marked Param) into one plain SGD step: a graph that computes the loss,
+// the graph's other outputs and, for every parameter p, p - lr·∂loss/∂p.
+// The backward pass is ordinary IR, so it is folded, fused, compiled and
+// run like any other graph, on every backend, with cpuref's rounding: each
+// gradient op, the product lr·grad and the subtraction round to float32 on
+// their own, as PyTorch's `p -= lr * p.grad` does in float32.
+//
+// # Rules
+//
+// With g the gradient flowing into a node (the upstream gradient):
+//
+//	add(a, b)          ga += g, gb += g
+//	sub(a, b)          ga += g, gb += mul_scalar(g, -1)
+//	mul(a, b)          ga += mul(g, b), gb += mul(g, a)
+//	add/sub_scalar(a)  ga += g
+//	mul_scalar(a, s)   ga += mul_scalar(g, s)
+//	relu(a)            ga += mul(g, positive(a))
+//	positive(a)        no gradient (it is piecewise constant)
+//	transpose(a)       ga += transpose(g)
+//	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
+//	sum(a)             ga += broadcast(g) to a's shape
+//	broadcast(b) to S  gb += reshape(matmul(full([1,R], 1), reshape(g, [R,C])), b's shape),
+//	                   C = len(b), R = len(S)/C (the column sums, k ascending)
+//	reshape(a)         ga += reshape(g) to a's shape
+//	life(a)            not differentiable: an error if it lies between a
+//	                   parameter and the loss
+//	input, full        leaves
+//
+// The loss's own gradient is full([], 1). When a node feeds several
+// consumers, its gradient is the sum of their contributions, added in a
+// fixed order: consumers by decreasing node id (the order the reverse
+// sweep visits them), and within one consumer a before b. The first
+// contribution is used as is; each later one is added to the running sum
+// with one add node. Gradients are built only for nodes that depend on a
+// parameter and that the loss depends on.
+package grad
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// unlimited validates invariants without host policy: limits are the
+// runner's to apply (runtime.Runtime.Run does, with its own).
+var unlimited = ir.Limits{MaxNodes: math.MaxInt32, MaxElements: math.MaxInt64 / 8,
+	MaxStorageBytes: math.MaxInt64, MaxOps: math.MaxInt64, MaxOutputs: math.MaxInt32}
+
+// Step returns the graph of one SGD step of g on the output named loss
+// (which must have shape []) with learning rate lr. Its outputs are the
+// loss, the other outputs of g in their order, then, for every parameter
+// p of g in node order, an output named p's name holding
+// p - lr·∂loss/∂p (p itself when the loss does not depend on p). g is not
+// modified; the result shares its input data.
+func Step(g *ir.Graph, loss string, lr float32) (*ir.Graph, error) {
+	if err := ir.ValidateStructure(g, unlimited); err != nil {
+		return nil, err
+	}
+	if float32(math.Abs(float64(lr))) > math.MaxFloat32 || lr != lr {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "lr", "learning rate %v is not a finite float32", lr)
+	}
+	lossID, err := lossNode(g, loss)
+	if err != nil {
+		return nil, err
+	}
+	b, grads, err := backward(g, lossID)
+	if err != nil {
+		return nil, err
+	}
+	out := b.g
+	out.Outputs = []ir.Output{{Name: loss, ID: lossID}}
+	names := map[string]bool{loss: true}
+	for _, o := range g.Outputs {
+		if o.Name != loss {
+			out.Outputs = append(out.Outputs, o)
+			names[o.Name] = true
+		}
+	}
+	for _, p := range g.Params() {
+		if names[p.Name] {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, int(p.ID), "name", "parameter %q has the name of an output; the step returns the update under it", p.Name)
+		}
+		upd := p.ID
+		if gp, ok := grads[p.ID]; ok {
+			upd = b.node(ir.OpSub, nil, 0, p.ID, b.node(ir.OpMulScalar, nil, lr, gp))
+		}
+		out.Outputs = append(out.Outputs, ir.Output{Name: p.Name, ID: upd})
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := ir.ValidateStructure(out, unlimited); err != nil {
+		return nil, ir.Errorf(ir.CodeInternal, -1, "", "grad: the step graph is invalid: %v", err)
+	}
+	return out, nil
+}
+
+// lossNode returns the node of the output named loss, which must be a
+// scalar.
+func lossNode(g *ir.Graph, loss string) (ir.NodeID, error) {
+	for _, o := range g.Outputs {
+		if o.Name == loss {
+			if s := g.Nodes[o.ID].Shape; len(s) != 0 {
+				return 0, ir.Errorf(ir.CodeInvalidGraph, int(o.ID), "loss", "loss %q has shape %v; it must be a scalar (shape [])", loss, s)
+			}
+			return o.ID, nil
+		}
+	}
+	return 0, ir.Errorf(ir.CodeInvalidGraph, -1, "loss", "no output named %q", loss)
+}
+
+// builder appends nodes to a graph, inferring their shapes. The first
+// error is kept in err; later calls then do nothing.
+type builder struct {
+	g   *ir.Graph
+	err *ir.Error
+}
+
+// node appends op over args (shape is the target of broadcast, reshape and
+// full; nil otherwise) and returns its id.
+func (b *builder) node(op ir.Op, shape ir.Shape, scalar float32, args ...ir.NodeID) ir.NodeID {
+	if b.err != nil {
+		return 0
+	}
+	i := len(b.g.Nodes)
+	shapes := make([]ir.Shape, len(args))
+	for k, a := range args {
+		shapes[k] = b.g.Nodes[a].Shape
+	}
+	if !op.Info().Shaped {
+		s, err := ir.InferShape(i, op, shapes)
+		if err != nil {
+			b.err = ir.Errorf(ir.CodeInternal, i, "", "grad: %v", err)
+			return 0
+		}
+		shape = s
+	}
+	b.g.Nodes = append(b.g.Nodes, ir.Node{Op: op, Args: args, Shape: append(ir.Shape{}, shape...), Scalar: scalar})
+	return ir.NodeID(i)
+}
+
+// reshape returns v as shape: v itself when it already has that shape.
+func (b *builder) reshape(v ir.NodeID, shape ir.Shape) ir.NodeID {
+	if b.err == nil && b.g.Nodes[v].Shape.Equal(shape) {
+		return v
+	}
+	return b.node(ir.OpReshape, shape, 0, v)
+}
+
+// backward returns g extended with the gradient of node loss with respect
+// to every node between a parameter and the loss, and the gradient node of
+// each parameter the loss depends on.
+func backward(g *ir.Graph, loss ir.NodeID) (*builder, map[ir.NodeID]ir.NodeID, error) {
+	b := &builder{g: g.Clone()}
+	for i := range g.Nodes { // Clone shares data; keep it shared, never written
+		b.g.Nodes[i].Data = g.Nodes[i].Data
+	}
+	// dep[v]: v depends on a parameter, so gradients flow into it.
+	dep := make([]bool, len(g.Nodes))
+	for i, n := range g.Nodes {
+		dep[i] = n.Op == ir.OpInput && n.Param
+		for _, a := range n.Args {
+			dep[i] = dep[i] || dep[a]
+		}
+	}
+	grad := map[ir.NodeID]ir.NodeID{loss: b.node(ir.OpFull, ir.Shape{}, 1)}
+	accumulate := func(v, contrib ir.NodeID) {
+		if prev, ok := grad[v]; ok {
+			contrib = b.node(ir.OpAdd, nil, 0, prev, contrib)
+		}
+		grad[v] = contrib
+	}
+	for i := int(loss); i >= 0; i-- {
+		gi, ok := grad[ir.NodeID(i)]
+		if !ok || !dep[i] {
+			continue
+		}
+		n := &g.Nodes[i]
+		if n.Op == ir.OpLife {
+			return nil, nil, ir.Errorf(ir.CodeInvalidGraph, i, "op", "life is not differentiable, and it lies between a parameter and the loss")
+		}
+		for k, a := range n.Args {
+			if dep[a] {
+				if c, ok := b.contribution(n, k, gi); ok {
+					accumulate(a, c)
+				}
+			}
+		}
+		if b.err != nil {
+			return nil, nil, b.err
+		}
+	}
+	params := map[ir.NodeID]ir.NodeID{}
+	for _, p := range g.Params() {
+		if gp, ok := grad[p.ID]; ok {
+			params[p.ID] = gp
+		}
+	}
+	return b, params, nil
+}
+
+// contribution returns the gradient that node n passes to its argument k
+// given its own gradient gn, or false when it passes none.
+func (b *builder) contribution(n *ir.Node, k int, gn ir.NodeID) (ir.NodeID, bool) {
+	a := n.Args
+	switch n.Op {
+	case ir.OpAdd, ir.OpAddScalar, ir.OpSubScalar:
+		return gn, true
+	case ir.OpSub:
+		if k == 0 {
+			return gn, true
+		}
+		return b.node(ir.OpMulScalar, nil, -1, gn), true
+	case ir.OpMul:
+		return b.node(ir.OpMul, nil, 0, gn, a[1-k]), true
+	case ir.OpMulScalar:
+		return b.node(ir.OpMulScalar, nil, n.Scalar, gn), true
+	case ir.OpRelu:
+		return b.node(ir.OpMul, nil, 0, gn, b.node(ir.OpPositive, nil, 0, a[0])), true
+	case ir.OpTranspose:
+		return b.node(ir.OpTranspose, nil, 0, gn), true
+	case ir.OpMatmul:
+		if k == 0 {
+			return b.node(ir.OpMatmul, nil, 0, gn, b.node(ir.OpTranspose, nil, 0, a[1])), true
+		}
+		return b.node(ir.OpMatmul, nil, 0, b.node(ir.OpTranspose, nil, 0, a[0]), gn), true
+	case ir.OpSum:
+		s := b.g.Nodes[a[0]].Shape
+		if len(s) == 0 {
+			return gn, true
+		}
+		return b.node(ir.OpBroadcast, s, 0, gn), true
+	case ir.OpBroadcast:
+		s := b.g.Nodes[a[0]].Shape
+		c := s.Len()
+		r := n.Shape.Len() / c
+		if r == 1 {
+			return b.reshape(gn, s), true
+		}
+		ones := b.node(ir.OpFull, ir.Shape{1, r}, 1)
+		cols := b.node(ir.OpMatmul, nil, 0, ones, b.reshape(gn, ir.Shape{r, c}))
+		return b.reshape(cols, s), true
+	case ir.OpReshape:
+		return b.reshape(gn, b.g.Nodes[a[0]].Shape), true
+	}
+	return 0, false // positive: zero almost everywhere
+}
