@@ -3,6 +3,7 @@ package ir_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -105,6 +106,20 @@ func TestDecodeRefuses(t *testing.T) {
 		{"too many operations", graph(`{"id":0,"op":"full","shape":[4,4],"value":1},{"id":1,"op":"matmul","a":0,"b":0}`, out0), small, ir.CodeLimitExceeded, 1, "op"},
 		{"too many outputs", graph(in3, out0+`,{"name":"b","id":0},{"name":"c","id":0}`), small, ir.CodeLimitExceeded, -1, "outputs"},
 		{"document too large", graph(in3, out0) + strings.Repeat(" ", 5000), small, ir.CodeLimitExceeded, -1, ""},
+		// The training extension: names, params, broadcasting and views.
+		{"name on a non-input", graph(in3+`,{"id":1,"op":"relu","a":0,"name":"r"}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "name"},
+		{"param on a non-input", graph(in3+`,{"id":1,"op":"relu","a":0,"param":true}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "param"},
+		{"param not a bool", graph(`{"id":0,"op":"input","name":"w","param":1,"shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, -1, "nodes.param"},
+		{"param as string", graph(`{"id":0,"op":"input","name":"w","param":"true","shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, -1, "nodes.param"},
+		{"name not a string", graph(`{"id":0,"op":"input","name":3,"shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, -1, "nodes.name"},
+		{"empty name", graph(`{"id":0,"op":"input","name":"","shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "name"},
+		{"duplicate names", graph(`{"id":0,"op":"input","name":"w","shape":[1],"data":[1]},{"id":1,"op":"input","name":"w","shape":[1],"data":[2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "name"},
+		{"param without a name", graph(`{"id":0,"op":"input","param":true,"shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "param"},
+		{"broadcast non-suffix", graph(`{"id":0,"op":"full","shape":[2,3],"value":1},{"id":1,"op":"full","shape":[2],"value":1},{"id":2,"op":"add","a":0,"b":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 2, "b"},
+		{"only b broadcasts", graph(`{"id":0,"op":"full","shape":[3],"value":1},{"id":1,"op":"full","shape":[2,3],"value":1},{"id":2,"op":"mul","a":0,"b":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 2, "b"},
+		{"broadcast op to a non-suffix", graph(in3+`,{"id":1,"op":"broadcast","a":0,"shape":[3,2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
+		{"broadcast op without shape", graph(in3+`,{"id":1,"op":"broadcast","a":0}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
+		{"reshape changes the count", graph(in3+`,{"id":1,"op":"reshape","a":0,"shape":[2,2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +159,17 @@ func TestDecodeAccepts(t *testing.T) {
 			"%0 = full 3.4028235e+38 : [1]\nout \"y\" = %0\n"},
 		{"rounds once to float32", graph(`{"id":0,"op":"full","shape":[1],"value":0.1}`, out0),
 			"%0 = full 0.1 : [1]\nout \"y\" = %0\n"},
+		// A broadcasting op becomes a broadcast node and the op; later wire
+		// ids (here the output's 3 and node 3's a) map to shifted IR ids.
+		{"names, params and a bias add", graph(`{"id":0,"op":"input","name":"x","shape":[2,3],"data":[1,2,3,4,5,6]},`+
+			`{"id":1,"op":"input","name":"b","param":true,"shape":[3],"data":[1,2,3]},`+
+			`{"id":2,"op":"add","a":0,"b":1},{"id":3,"op":"relu","a":2}`, `{"name":"y","id":3},{"name":"z","id":2}`),
+			"%0 = input \"x\" (6 values) : [2,3]\n%1 = input \"b\" param (3 values) : [3]\n%2 = broadcast %1 : [2,3]\n" +
+				"%3 = add %0, %2 : [2,3]\n%4 = relu %3 : [2,3]\nout \"y\" = %4\nout \"z\" = %3\n"},
+		{"scalar tensor broadcast and param false", graph(in3+`,{"id":1,"op":"input","name":"s","param":false,"shape":[],"data":[2]},{"id":2,"op":"sub","a":0,"b":1}`, `{"name":"y","id":2}`),
+			"%0 = input (3 values) : [3]\n%1 = input \"s\" (1 values) : []\n%2 = broadcast %1 : [3]\n%3 = sub %0, %2 : [3]\nout \"y\" = %3\n"},
+		{"view ops", graph(in3+`,{"id":1,"op":"broadcast","a":0,"shape":[2,3]},{"id":2,"op":"reshape","a":1,"shape":[3,2]}`, `{"name":"y","id":2}`),
+			"%0 = input (3 values) : [3]\n%1 = broadcast %0 : [2,3]\n%2 = reshape %1 : [3,2]\nout \"y\" = %2\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +200,29 @@ func TestEncodeRoundTrip(t *testing.T) {
 				t.Errorf("round trip (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEncodeRoundTripTraining: names, params and the broadcast a
+// broadcasting add decodes to survive Encode and Decode.
+func TestEncodeRoundTripTraining(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/fixtures/mlp_train_public.graph.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ir.DecodeBytes(raw, ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ir.DecodeBytes(ir.Encode(g), ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(g, back, cmp.Comparer(sameBits)); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got := len(g.Params()); got != 4 {
+		t.Errorf("%d params, want 4", got)
 	}
 }
 
