@@ -9,11 +9,15 @@
 // Invariants, enforced by Validate and relied upon by every pass and backend:
 //
 //   - every argument of node i refers to a node j < i, so the graph is acyclic;
-//   - every node's Shape is the one InferShape computes from its arguments;
+//   - every node's Shape is the one InferShape computes from its arguments,
+//     or, for broadcast and reshape, a target CheckTarget accepts (the
+//     argument's shape a trailing suffix of it; the same element count);
 //   - every dimension is at least 1, and no shape holds more than
 //     Limits.MaxElements elements (zero-sized tensors are refused);
 //   - input data has exactly as many elements as its shape and every value
 //     (input data, full values, scalars) is a finite float32;
+//   - only inputs carry Name and Param; input names are unique, and every
+//     Param input is named;
 //   - there is at least one output, output names are unique and non-empty;
 //   - the graph is within the caller's Limits (never the graph's own).
 //
