@@ -28,6 +28,9 @@ grep -h "exactness_test\|FAIL" "$OUT"/fma.txt | tee -a "$OUT/exact.log"
 log "matmul tile sweep 4096"
 GPUCC_MATMUL_SWEEP=4096 timeout 120 .device/runtime.test -test.run 'TestMatmulTileSweep' -test.v > "$OUT/sweep.txt" 2>&1
 grep -h "TFLOP" "$OUT/sweep.txt" | tee -a "$OUT/exact.log"
+log "sums from 64K to 64M, split into blocks against one workgroup"
+GPUCC_SUM_SWEEP=26 timeout 120 .device/runtime.test -test.run 'TestSumSweep' -test.v > "$OUT/sums.txt" 2>&1
+grep -h "sum over\|FAIL" "$OUT/sums.txt" | tee -a "$OUT/exact.log"
 log "round trip of one tiny dispatch, by phase"
 timeout 60 .device/gpu.test -test.run XXX -test.bench 'RoundTrip|TinyDispatch' -test.benchtime 200x > "$OUT/roundtrip.txt" 2>&1
 grep -h Benchmark "$OUT/roundtrip.txt" | tee -a "$OUT/exact.log"

@@ -198,3 +198,48 @@ func TestMatmulTileSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestSumSweep times whole-tensor sums from 64K to 64M elements, split into
+// a block per workgroup (the default on webgpu) against one workgroup, when
+// GPUCC_SUM_SWEEP=k is set: sizes 2^16, 2^20, … up to 2^k (the H200 run
+// uses 26; lavapipe binds at most 2^25 floats). Both must give cpuref's bits.
+func TestSumSweep(t *testing.T) {
+	top := envInt("GPUCC_SUM_SWEEP", 0)
+	if top == 0 {
+		t.Skip("set GPUCC_SUM_SWEEP=k to run")
+	}
+	limits := ir.Limits{MaxElements: 1 << 26, MaxStorageBytes: 1 << 32, MaxOps: 1 << 40}
+	for e := 16; e <= top; e += 2 {
+		n := 1 << e
+		bl := ir.NewBuilder()
+		bl.Output("s", bl.Input(ir.Shape{n}, irtest.Values(51, n, 1)).Sum())
+		g, err := bl.Build(limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := cpuref.Eval(g)[1][0]
+		for _, split := range []bool{true, false} {
+			opts := runtime.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits}
+			if !split { // explicit limits keep the runtime from asking for splitting
+				opts.Passes = passes.Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}
+			}
+			rt, err := runtime.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			best := math.Inf(1)
+			for range 3 {
+				res, err := rt.Run(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Outputs["s"].Data[0]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d split=%v: %v, cpuref %v", n, split, got, want)
+				}
+				best = min(best, res.Timings.DispatchMs)
+			}
+			rt.Close()
+			t.Logf("sum over %d elements, split=%v: %.3f ms (%s)", n, split, best, "gpu-timestamp")
+		}
+	}
+}
