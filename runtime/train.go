@@ -35,7 +35,10 @@ func (rt *Runtime) Train(g *ir.Graph, loss string, lr float32, steps int) (*Trai
 	if steps < 0 {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "steps", "%d steps; want 0 or more", steps)
 	}
-	if rt.backend == nil {
+	rt.mu.Lock()
+	b := rt.backend
+	rt.mu.Unlock()
+	if b == nil {
 		return nil, &Error{Code: ir.CodeBackendUnavailable, Err: errors.New("runtime is closed")}
 	}
 	sg, err := grad.Step(g, loss, lr)
@@ -43,7 +46,7 @@ func (rt *Runtime) Train(g *ir.Graph, loss string, lr float32, steps int) (*Trai
 		return nil, err
 	}
 	params := g.Params()
-	res := &TrainResult{Backend: rt.backend.Name(), Adapter: rt.backend.Adapter(), Steps: steps,
+	res := &TrainResult{Backend: b.Name(), Adapter: b.Adapter(), Steps: steps,
 		Losses: []float32{}, Params: map[string]Tensor{}, FallbackAttempts: append([]Attempt{}, rt.attempts...)}
 	for _, p := range params {
 		n := &g.Nodes[p.ID]
