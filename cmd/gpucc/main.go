@@ -1,8 +1,11 @@
 // Command gpucc compiles tensor graphs (protocol v1 JSON) into fused
 // kernels and runs them.
 //
-//	gpucc run [--backend auto|webgpu|wasm|cpu] [--allow-software] GRAPH.json
-//	gpucc build GRAPH.json -o DIR [--dump-after PASS] [--explain]
+//	gpucc run [--backend auto|webgpu|wasm|cpu|native] [--allow-software] GRAPH.json
+//	gpucc build GRAPH.json -o DIR [--dump-after PASS] [--explain] [--package NAME]
+//	gpucc train --steps N --lr X [--loss NAME] GRAPH.json
+//	gpucc bench [--quick] [-o DIR]
+//	gpucc serve [--addr HOST:PORT]
 //	gpucc info
 //
 // Every command prints exactly one JSON object on stdout (build and info
