@@ -15,7 +15,7 @@ export GPUCC_CACHE_DIR=/tmp/gpucc-cache-exact GPUCC_REQUIRE_WEBGPU=1
 S=$SECONDS
 log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/exact.log"; }
 log "suite and random graphs, bit for bit against cpuref"
-timeout 150 .device/runtime.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu' -test.v > "$OUT/suite.txt" 2>&1
+timeout 150 .device/runtime.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu|TestRandomViewGraphs/webgpu|TestTrainFixture/webgpu' -test.v > "$OUT/suite.txt" 2>&1
 log "suite: $(grep -c -- '--- PASS' "$OUT/suite.txt") passed, $(grep -c -- '--- FAIL' "$OUT/suite.txt") failed"
 grep -E -- "--- FAIL|differs|got|want|[-+] " "$OUT/suite.txt" | head -80 > "$OUT/suite-failures.txt"
 log "FMA probe at 1M, then 64M over vec4s per thread x workgroup size"
@@ -31,6 +31,10 @@ grep -h "TFLOP" "$OUT/sweep.txt" | tee -a "$OUT/exact.log"
 log "sums from 64K to 64M, split into blocks against one workgroup"
 GPUCC_SUM_SWEEP=26 timeout 120 .device/runtime.test -test.run 'TestSumSweep' -test.v > "$OUT/sums.txt" 2>&1
 grep -h "sum over\|FAIL" "$OUT/sums.txt" | tee -a "$OUT/exact.log"
+log "train the PyTorch fixture for 5 steps"
+.device/gpucc train --backend webgpu --steps 5 --lr 0.1 testdata/fixtures/mlp_train_public.graph.json > "$OUT/train.json" 2>>"$OUT/exact.log"
+head -c 400 "$OUT/train.json" | tee -a "$OUT/exact.log"; echo | tee -a "$OUT/exact.log"
+grep -h "max\|bound" "$OUT/suite.txt" | head -5 | tee -a "$OUT/exact.log"
 log "round trip of one tiny dispatch, by phase"
 timeout 60 .device/gpu.test -test.run XXX -test.bench 'RoundTrip|TinyDispatch' -test.benchtime 200x > "$OUT/roundtrip.txt" 2>&1
 grep -h Benchmark "$OUT/roundtrip.txt" | tee -a "$OUT/exact.log"
