@@ -185,7 +185,9 @@ func FuzzPipeline(f *testing.F) {
 		f.Add(uint64(seed), uint8(12), uint8(8))
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, size, bindings uint8) {
-		g := irtest.Random(seed, 1+int(size%40))
-		checkDifferential(t, g, Options{MaxBindings: 3 + int(bindings%6)})
+		opts := Options{MaxBindings: 3 + int(bindings%6), SplitSums: bindings&64 != 0}
+		checkDifferential(t, irtest.Random(seed, 1+int(size%40)), opts)
+		// The same seed drives the generator with views (broadcast, reshape).
+		checkDifferential(t, irtest.RandomViews(seed, 1+int(size%40)), opts)
 	})
 }
