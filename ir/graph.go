@@ -308,8 +308,8 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 		if len(n.Data) != n.Shape.Len() {
 			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, n.Shape.Len())
 		}
-		for k, v := range n.Data {
-			if data && !isFinite32(v) {
+		for k := 0; data && k < len(n.Data); k++ {
+			if !isFinite32(n.Data[k]) {
 				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
 			}
 		}

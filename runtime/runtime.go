@@ -309,7 +309,7 @@ func (rt *Runtime) Run(g *ir.Graph) (*Result, error) {
 			}
 		}
 		for k, v := range data {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			if math.Float32bits(v)&0x7f800000 == 0x7f800000 { // ±Inf or NaN
 				return nil, &Error{Code: ir.CodeNonFiniteOutput, Backend: rt.backend.Name(),
 					Err: fmt.Errorf("output %q element %d is %v; outputs must be finite float32", o.Name, k, v)}
 			}
