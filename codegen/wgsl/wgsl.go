@@ -2,7 +2,8 @@
 //
 // Every kernel binds its input operands (read-only storage), then its
 // outputs (read-write storage), then a uniform Params block, whose contents
-// come with the Shader. Two driver liberties are defeated through it:
+// come with the Shader. The driver liberties we found are defeated through
+// it (bench/RESULTS.md has the evidence):
 //
 //   - relu and positive take their 0 and 1 results from Params.zero and
 //     Params.one: drivers rewrite select(0, 1, c) * k to select(0, k, c),
@@ -14,7 +15,8 @@
 //     driver can contract `a*b + c` into a fused multiply-add (it would round
 //     once where the reference rounds twice; the H200's driver does this
 //     silently). A product times a runtime 1.0 is exact, and so is an FMA
-//     formed from it.
+//     formed from it. Subtrahends are multiplied by it too, so that no
+//     driver folds x - x to +0 (lavapipe's does; it is NaN for infinite x).
 //   - The kernel's float constants live in Params.k, not in the source:
 //     drivers that treat arithmetic as reassociable (lavapipe's NIR does)
 //     fold (x + c1) - c2 into x + (c1 - c2) when they can see c1 and c2.
@@ -34,14 +36,14 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads): caches of generated code must
-// include it in their keys.
+// changing the kernel (VectorsPerThread, VectorThreads): caches of
+// generated code must include it in their keys.
 func Config() string { return fmt.Sprintf("vpt=%d,threads=%d", VectorsPerThread, VectorThreads) }
 
 // Workgroup sizes.
 const (
 	ElementwiseThreads = 64  // the seed's @workgroup_size(64)
-	SumThreads         = 256 // one workgroup reduces the whole tensor
+	SumThreads         = 256 // threads of a workgroup reducing one block of a sum
 	maxGroupsPerDim    = 65535
 )
 
