@@ -12,13 +12,13 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	goruntime "runtime"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -237,9 +237,27 @@ func measure(cfg Config, backend string, g *ir.Graph) (Case, *runtime.Adapter, e
 			break
 		}
 	}
-	sort.Slice(warm, func(i, j int) bool { return warm[i].TotalMs < warm[j].TotalMs })
-	c.Warm = warm[len(warm)/2]
+	c.Warm = median(warm)
 	return c, adapter, nil
+}
+
+// median returns the run of median total time; for an even count, the
+// mean of the two middle runs (every timing averaged, so that the stages
+// still add up to the total), with the cache flags of the faster one.
+func median(runs []Stage) Stage {
+	runs = slices.Clone(runs)
+	slices.SortFunc(runs, func(a, b Stage) int { return cmp.Compare(a.TotalMs, b.TotalMs) })
+	m := runs[len(runs)/2]
+	if len(runs)%2 == 1 {
+		return m
+	}
+	lo := runs[len(runs)/2-1]
+	mean := func(a, b float64) float64 { return (a + b) / 2 }
+	s := lo
+	s.PassesMs, s.CodegenMs, s.CompileMs = mean(lo.PassesMs, m.PassesMs), mean(lo.CodegenMs, m.CodegenMs), mean(lo.CompileMs, m.CompileMs)
+	s.UploadMs, s.FirstDispatchMs, s.DispatchMs = mean(lo.UploadMs, m.UploadMs), mean(lo.FirstDispatchMs, m.FirstDispatchMs), mean(lo.DispatchMs, m.DispatchMs)
+	s.ReadbackMs, s.TotalMs = mean(lo.ReadbackMs, m.ReadbackMs), mean(lo.TotalMs, m.TotalMs)
+	return s
 }
 
 // Crossover is, for one workload, the smallest measured size from which on

@@ -99,3 +99,28 @@ func TestCrossovers(t *testing.T) {
 }
 
 func (s Stage) with(total float64) Stage { s.TotalMs = total; return s }
+
+// TestMedian: an even number of runs gives the mean of the middle two,
+// stage by stage, not the slower of them.
+func TestMedian(t *testing.T) {
+	run := func(total, dispatch float64) Stage {
+		s := Stage{}.with(total)
+		s.DispatchMs = dispatch
+		return s
+	}
+	tests := []struct {
+		runs                []Stage
+		total, dispatchWant float64
+	}{
+		{[]Stage{run(5, 1)}, 5, 1},
+		{[]Stage{run(9, 3), run(1, 1), run(5, 2)}, 5, 2},
+		{[]Stage{run(4, 2), run(2, 1)}, 3, 1.5},
+		{[]Stage{run(8, 0), run(1, 0), run(2, 4), run(4, 2)}, 3, 3},
+	}
+	for _, tt := range tests {
+		m := median(tt.runs)
+		if m.TotalMs != tt.total || m.DispatchMs != tt.dispatchWant {
+			t.Errorf("median of %v = total %v dispatch %v, want %v and %v", tt.runs, m.TotalMs, m.DispatchMs, tt.total, tt.dispatchWant)
+		}
+	}
+}
