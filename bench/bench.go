@@ -189,7 +189,9 @@ func Run(cfg Config) (*Report, error) {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("backend %s: %v", j.be, err))
 			continue
 		}
-		r.Adapters[j.be] = adapter
+		if r.Adapters[j.be] == nil || err == nil {
+			r.Adapters[j.be] = adapter // a failed run's adapter is only a name
+		}
 		c.Workload, c.Unit, c.Size, c.Backend = j.w.Name, j.w.Unit, j.size, j.be
 		if j.w.Name == "matmul" {
 			c.Flops = 2 * math.Pow(float64(j.size), 3)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpucc/gpucc/ir"
 )
 
 // tinySuite is two small workloads over two sizes: enough for every chart.
@@ -99,6 +101,39 @@ func TestCrossovers(t *testing.T) {
 }
 
 func (s Stage) with(total float64) Stage { s.TotalMs = total; return s }
+
+// tooManyNodes is a graph over Limits().MaxNodes: every run of it fails.
+func tooManyNodes(int) *ir.Graph {
+	b := ir.NewBuilder()
+	v := b.Input(ir.Shape{4}, Values(1, 4))
+	for range Limits().MaxNodes {
+		v = v.Relu()
+	}
+	b.Output("out", v)
+	g, err := b.Build(ir.Limits{MaxNodes: 2 * Limits().MaxNodes})
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// TestFailedCaseKeepsAdapter: a case that fails does not replace the
+// adapter an earlier case recorded with a bare name.
+func TestFailedCaseKeepsAdapter(t *testing.T) {
+	r, err := Run(Config{Quick: true, Backends: []string{"cpu"}, Workloads: []Workload{
+		{Name: "ok", Unit: "elements", Build: ReluMulAdd, Quick: []int{16}},
+		{Name: "fails", Unit: "nodes", Build: tooManyNodes, Quick: []int{1}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cases) != 2 || r.Cases[1].Error == "" {
+		t.Fatalf("want the second case to fail: %+v", r.Cases)
+	}
+	if a := r.Adapters["cpu"]; a == nil || a.Type != "cpu" {
+		t.Errorf("cpu adapter = %+v, want the one the first run reported", a)
+	}
+}
 
 // TestMedian: an even number of runs gives the mean of the middle two,
 // stage by stage, not the slower of them.
