@@ -123,7 +123,8 @@ func Limits() ir.Limits {
 		MaxOps: 1 << 40, MaxOutputs: 16}
 }
 
-// Run measures the suite.
+// Run measures the suite. It fails when no case could be measured: no
+// backend started (an unknown name, say) or every run failed.
 func Run(cfg Config) (*Report, error) {
 	start := time.Now()
 	if cfg.Backends == nil {
@@ -205,6 +206,9 @@ func Run(cfg Config) (*Report, error) {
 		last[wb] = c.Warm.TotalMs / j.w.work(j.size)
 	}
 	bar.done()
+	if !slices.ContainsFunc(r.Cases, func(c Case) bool { return c.Error == "" }) {
+		return nil, fmt.Errorf("bench: nothing was measured (%d cases failed; skipped: %s)", len(r.Cases), strings.Join(r.Skipped, "; "))
+	}
 	r.Crossovers = Crossovers(r.Cases)
 	r.WallS = time.Since(start).Seconds()
 	return r, nil

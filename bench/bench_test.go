@@ -135,6 +135,19 @@ func TestFailedCaseKeepsAdapter(t *testing.T) {
 	}
 }
 
+// TestNothingMeasured: a run that measured nothing is an error, not an
+// empty report.
+func TestNothingMeasured(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"unknown backend": {Quick: true, Backends: []string{"nope"}, Workloads: tinySuite()},
+		"every run fails": {Quick: true, Backends: []string{"cpu"}, Workloads: []Workload{{Name: "fails", Build: tooManyNodes, Quick: []int{1}}}},
+	} {
+		if r, err := Run(cfg); err == nil {
+			t.Errorf("%s: no error; report %+v", name, r)
+		}
+	}
+}
+
 // TestMedian: an even number of runs gives the mean of the middle two,
 // stage by stage, not the slower of them.
 func TestMedian(t *testing.T) {
