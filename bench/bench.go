@@ -36,7 +36,7 @@ type Config struct {
 	// are listed in Report.Skipped.
 	Budget time.Duration
 	// MaxCaseMs skips the larger sizes of a workload on a backend once one
-	// of its runs took longer than this (0: 20 s; quick: 3 s).
+	// of its runs took longer than this (0: 10 s; quick: 3 s).
 	MaxCaseMs float64
 	WarmRuns  int       // warm runs per case, median reported (0: 3; quick: 2)
 	Progress  io.Writer // progress bar, or nil
