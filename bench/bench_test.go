@@ -172,3 +172,15 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTorchError: torch_bench.py's error object is not read as a
+// comparison with nothing in it.
+func TestReadTorchError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "torch.json")
+	if err := os.WriteFile(path, []byte(`{"error": "torch has no CUDA device", "torch": "2.5"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := ReadTorch(path); err == nil || !strings.Contains(err.Error(), "no CUDA device") {
+		t.Errorf("ReadTorch = %+v, %v; want the script's error", tr, err)
+	}
+}

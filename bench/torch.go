@@ -18,10 +18,13 @@ type Torch struct {
 	UploadBytes    int64   `json:"upload_bytes"`
 	UploadGBps     float64 `json:"upload_gbps"`   // pageable host to device
 	ReadbackGBps   float64 `json:"readback_gbps"` // device to pageable host
-	TinyDispatchUs float64 `json:"tiny_dispatch_us"`
+	TinyDispatchUs float64 `json:"tiny_dispatch_us"` // wall clock: launch and synchronize
+	// Error is why torch_bench.py measured nothing (no torch, no CUDA).
+	Error string `json:"error,omitempty"`
 }
 
-// ReadTorch reads a torch_bench.py output file.
+// ReadTorch reads a torch_bench.py output file; one that reports an error
+// is an error.
 func ReadTorch(path string) (*Torch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -30,6 +33,9 @@ func ReadTorch(path string) (*Torch, error) {
 	var t Torch
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("bench: torch figures %s: %w", path, err)
+	}
+	if t.Error != "" {
+		return nil, fmt.Errorf("bench: torch figures %s: torch_bench.py measured nothing: %s", path, t.Error)
 	}
 	return &t, nil
 }
