@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -182,5 +183,35 @@ func TestReadTorchError(t *testing.T) {
 	}
 	if tr, err := ReadTorch(path); err == nil || !strings.Contains(err.Error(), "no CUDA device") {
 		t.Errorf("ReadTorch = %+v, %v; want the script's error", tr, err)
+	}
+}
+
+// TestCompareClocks: a gpucc figure is set beside PyTorch's only as what
+// its clock measured: gpu-timestamp dispatch is kernel time (PyTorch's
+// CUDA events), wall-clock dispatch is launch and wait (PyTorch's tiny
+// kernel figure).
+func TestCompareClocks(t *testing.T) {
+	relu := func(size int, clock string) Case {
+		c := Case{Workload: "relu(a*b+c)", Size: size, Backend: "webgpu"}
+		c.Warm.DispatchMs, c.Warm.DispatchClock = 0.5, clock
+		return c
+	}
+	torch := &Torch{ReluMulAddN: 1 << 20, ReluMulAddMs: 0.25, TinyDispatchUs: 20}
+	tests := []struct {
+		clock string
+		want  []string
+	}{
+		{"gpu-timestamp", []string{"relu(a*b+c) over 1048576, kernel"}},
+		{"wall", []string{"relu(a*b+c) over 1048576, dispatch (gpucc: wall clock; torch: kernel)", "tiny kernel (1K elements), launch and wait"}},
+	}
+	for _, tt := range tests {
+		r := &Report{Torch: torch, Cases: []Case{relu(1<<20, tt.clock), relu(1<<10, tt.clock)}}
+		var got []string
+		for _, x := range r.Compare() {
+			got = append(got, x.What)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s clock (-want +got):\n%s", tt.clock, diff)
+		}
 	}
 }
