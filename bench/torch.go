@@ -16,8 +16,8 @@ type Torch struct {
 	MatmulN        int     `json:"matmul_n"`
 	MatmulMs       float64 `json:"matmul_ms"`
 	UploadBytes    int64   `json:"upload_bytes"`
-	UploadGBps     float64 `json:"upload_gbps"`   // pageable host to device
-	ReadbackGBps   float64 `json:"readback_gbps"` // device to pageable host
+	UploadGBps     float64 `json:"upload_gbps"`      // pageable host to device
+	ReadbackGBps   float64 `json:"readback_gbps"`    // device to pageable host
 	TinyDispatchUs float64 `json:"tiny_dispatch_us"` // wall clock: launch and synchronize
 	// Error is why torch_bench.py measured nothing (no torch, no CUDA).
 	Error string `json:"error,omitempty"`
