@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,37 @@ func TestCompareClocks(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s clock (-want +got):\n%s", tt.clock, diff)
 		}
+	}
+}
+
+// TestMarkdownOddText: names and errors with pipes and newlines stay in
+// their table cell.
+func TestMarkdownOddText(t *testing.T) {
+	r := &Report{Cases: []Case{
+		{Workload: "a|b", Size: 1, Backend: "cpu", Error: "compile failed:\nline 2 | col 3"},
+		{Workload: "a|b", Size: 1, Backend: "webgpu"},
+	}, Skipped: []string{"x: a\nb"}}
+	pipes := func(line string) int { return strings.Count(line, "|") - strings.Count(line, `\|`) }
+	lines := strings.Split(r.Markdown(), "\n")
+	header := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "| workload |") {
+			header = i
+		}
+	}
+	if header < 0 {
+		t.Fatal("no table")
+	}
+	want := pipes(lines[header])
+	for _, l := range lines[header+1:] {
+		if l == "" {
+			break
+		}
+		if pipes(l) != want {
+			t.Errorf("row has %d cell borders, header %d: %q", pipes(l), want, l)
+		}
+	}
+	if slices.Contains(lines, "b") || slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "line 2") }) {
+		t.Errorf("a newline escaped its cell:\n%s", r.Markdown())
 	}
 }

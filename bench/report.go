@@ -90,6 +90,12 @@ func hits(m map[string]bool) string {
 	return strings.Join(on, " ")
 }
 
+// cell makes s safe inside a Markdown table cell or list item: one line,
+// with its pipes escaped.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
 // Markdown renders the results as tables.
 func (r *Report) Markdown() string {
 	var b strings.Builder
@@ -102,7 +108,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	for _, c := range r.Cases {
 		if c.Error != "" {
-			fmt.Fprintf(&b, "| %s | %d | %s | error | %s |||||||||||\n", c.Workload, c.Size, c.Backend, strings.ReplaceAll(c.Error, "|", "/"))
+			fmt.Fprintf(&b, "| %s | %d | %s | error | %s |||||||||||\n", cell(c.Workload), c.Size, cell(c.Backend), cell(c.Error))
 			continue
 		}
 		for _, run := range []struct {
@@ -111,7 +117,7 @@ func (r *Report) Markdown() string {
 		}{{"cold", c.Cold}, {"warm", c.Warm}} {
 			s := run.s
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				c.Workload, c.Size, c.Backend, run.name, f3(s.PassesMs+s.CodegenMs), f3(s.CompileMs), f3(s.UploadMs), gbps(s.UploadBytes, s.UploadMs),
+				cell(c.Workload), c.Size, cell(c.Backend), run.name, f3(s.PassesMs+s.CodegenMs), f3(s.CompileMs), f3(s.UploadMs), gbps(s.UploadBytes, s.UploadMs),
 				f3(s.FirstDispatchMs), f3(s.DispatchMs), s.DispatchClock, f3(s.ReadbackMs), gbps(s.ReadbackBytes, s.ReadbackMs), f3(s.TotalMs), hits(s.Cache))
 		}
 	}
@@ -128,7 +134,7 @@ func (r *Report) Markdown() string {
 	if len(r.Skipped) > 0 {
 		b.WriteString("\n## Skipped\n\n")
 		for _, s := range r.Skipped {
-			fmt.Fprintf(&b, "- %s\n", s)
+			fmt.Fprintf(&b, "- %s\n", cell(s))
 		}
 	}
 	return b.String()
