@@ -45,8 +45,10 @@ type bindGroupEntry struct {
 	ids []uint64 // pipeline id followed by buffer ids
 }
 
-// maxBindGroupCache bounds the bind group cache; it is cleared when full.
-const maxBindGroupCache = 4096
+// maxBindGroupCache bounds the bind group cache: a run that would take it
+// past the bound clears it first (a run of more dispatches holds them all
+// until the next run). A variable so that tests can make it small.
+var maxBindGroupCache = 4096
 
 var nextID atomic.Uint64
 
@@ -136,10 +138,7 @@ func (d *Device) Close() {
 		return
 	}
 	d.closed = true
-	for k, e := range d.bindGroups {
-		e.bg.Release()
-		delete(d.bindGroups, k)
-	}
+	d.clearBindGroups()
 	for _, b := range []*wgpu.Buffer{d.readStaging, d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()

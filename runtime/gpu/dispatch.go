@@ -30,6 +30,14 @@ func (d *Device) evict(id uint64) {
 	}
 }
 
+// clearBindGroups releases every cached bind group; d.mu must be held.
+func (d *Device) clearBindGroups() {
+	for k, e := range d.bindGroups {
+		e.bg.Release()
+		delete(d.bindGroups, k)
+	}
+}
+
 // validate checks dispatch i before anything is recorded.
 func (d *Device) validate(op string, i int, ds *Dispatch) error {
 	p := ds.Pipeline
@@ -88,12 +96,6 @@ func (d *Device) bindGroup(ds *Dispatch) (*wgpu.BindGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(d.bindGroups) >= maxBindGroupCache {
-		for k, e := range d.bindGroups {
-			e.bg.Release()
-			delete(d.bindGroups, k)
-		}
-	}
 	d.bindGroups[string(key)] = &bindGroupEntry{bg: bg, ids: ids}
 	return bg, nil
 }
@@ -138,6 +140,12 @@ func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, 
 		}
 	}
 	timed = timed && d.tsOK
+	// Make room before taking any bind group: clearing the cache between
+	// two dispatches of this run would release one it is about to record,
+	// which wgpu turns into an abort at pass.End.
+	if len(d.bindGroups)+len(ds) > maxBindGroupCache {
+		d.clearBindGroups()
+	}
 	bgs := make([]*wgpu.BindGroup, len(ds))
 	for i := range ds {
 		bg, err := d.bindGroup(&ds[i])

@@ -5,6 +5,7 @@ package gpu
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -484,6 +485,57 @@ func BenchmarkTinyDispatch(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if err := d.Run(ds); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestBindGroupCacheFullDuringRun fills the bind group cache in the middle
+// of a run: clearing it then must not release the bind groups that the
+// run's earlier dispatches are about to use.
+func TestBindGroupCacheFullDuringRun(t *testing.T) {
+	d := openDevice(t)
+	defer func(old int) { maxBindGroupCache = old }(maxBindGroupCache)
+	maxBindGroupCache = 2
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	const n = 64
+	x := make([]float32, n)
+	want := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i)
+		want[i] = float32(i) + 4
+	}
+	bufs := make([]*Buffer, 5)
+	for i := range bufs {
+		bufs[i] = mustBuffer(t, d, 4*n, fmt.Sprintf("x%d", i))
+		defer bufs[i].Release()
+	}
+	u, err := d.NewUniform(u32Uniform(n), "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Release()
+	if err := d.Upload(bufs[0], x); err != nil {
+		t.Fatal(err)
+	}
+	g := [3]uint32{1, 1, 1}
+	ds := make([]Dispatch, len(bufs)-1) // x0 -> x1 -> x2 -> x3 -> x4: more bind groups than the cache holds
+	for i := range ds {
+		ds[i] = Dispatch{Pipeline: p, Buffers: []*Buffer{bufs[i], bufs[i+1], u}, Groups: g}
+	}
+	for run := range 2 {
+		if err := d.Run(ds); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		got := make([]float32, n)
+		if err := d.Read(bufs[4], got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("run %d: mismatch (-want +got):\n%s", run, diff)
 		}
 	}
 }
