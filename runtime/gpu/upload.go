@@ -91,6 +91,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte) error {
 				d.upStage[i] = nil
 			}
 		}
+		d.upSize = 0 // no ring until both buffers exist
 		for i := range d.upStage {
 			s, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
 				Label: "gpucc upload staging",

@@ -64,3 +64,38 @@ func TestParseUploadPath(t *testing.T) {
 		t.Error("unknown path accepted")
 	}
 }
+
+// TestStagingChunkTooLarge: a staging chunk the device cannot allocate is
+// an error, and going back to a chunk the ring had before works again
+// instead of using the released staging buffers.
+func TestStagingChunkTooLarge(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	buf := mustBuffer(t, d, uint64(len(data)), "upload")
+	defer buf.Release()
+	d.SetUpload(UploadStaging, 4096)
+	if err := d.UploadBytes(buf, data); err != nil {
+		t.Fatal(err)
+	}
+	d.SetUpload(UploadStaging, d.Info().Limits.MaxBufferSize+4)
+	if err := d.UploadBytes(buf, data); err == nil {
+		t.Fatal("a staging chunk over MaxBufferSize was accepted")
+	}
+	d.SetUpload(UploadStaging, 4096)
+	if err := d.UploadBytes(buf, data); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(data))
+	if err := d.ReadBytes(buf, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range data {
+		if got[i] != data[i] {
+			t.Fatalf("byte %d = %d, want %d", i, got[i], data[i])
+		}
+	}
+}
