@@ -39,8 +39,10 @@ func build() string {
 }
 
 // ProgramKey is the cache key of target's code for p: the program's
-// structure (kernels, their bodies, shapes and tiling) without the values
-// of constants and input data, which generated code does not contain.
+// structure (every Kernel field that generated code depends on: bodies,
+// shapes, tiling, sum blocks) without the values of constants and input
+// data. Only a target whose code reads constants from a parameter block
+// (WGSL, see codegen.Lang.Const) may use it; C inlines them.
 func ProgramKey(target string, p *ir.Program) cache.Key {
 	// A hand-rolled encoding: this runs on every warm run, where
 	// formatting the kernels with fmt cost more than everything else.
@@ -57,7 +59,7 @@ func ProgramKey(target string, p *ir.Program) cache.Key {
 	for i := range p.Kernels {
 		k := &p.Kernels[i]
 		b = append(b, k.Name...)
-		u(-1, int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector)
+		u(-1, int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks)
 		shape(k.Shape)
 		u(len(k.Nodes))
 		for _, n := range k.Nodes {

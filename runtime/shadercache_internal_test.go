@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc/ir"
@@ -20,6 +21,27 @@ func TestProgramKeyIgnoresConstants(t *testing.T) {
 	}
 	if ProgramKey("wgsl", a) == ProgramKey("c", a) {
 		t.Error("the target is not part of the key")
+	}
+}
+
+// TestProgramKeyCoversBlocks: a sum cut into blocks is different code from
+// the whole sum, so it must not share its key.
+func TestProgramKeyCoversBlocks(t *testing.T) {
+	b := ir.NewBuilder()
+	b.Output("s", b.Input(ir.Shape{1 << 16}, irtest.Values(1, 1<<16, 3)).Sum())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := *p
+	split.Kernels = slices.Clone(p.Kernels)
+	split.Kernels[0].Blocks = 16
+	if ProgramKey("wgsl", p) == ProgramKey("wgsl", &split) {
+		t.Error("Blocks is not part of the key")
 	}
 }
 
