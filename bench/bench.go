@@ -169,6 +169,7 @@ func Run(cfg Config) (*Report, error) {
 	bar := newProgress(cfg.Progress, len(jobs))
 	last := map[string]float64{} // workload/backend: slowest run per unit of work
 	unavailable := map[string]string{}
+	var firstErr error // of a backend that did not start or a failed case
 	for i, j := range jobs {
 		label := fmt.Sprintf("%s %s=%d %s", j.w.Name, j.w.Unit, j.size, j.be)
 		bar.update(i, label)
@@ -187,6 +188,7 @@ func Run(cfg Config) (*Report, error) {
 		c, adapter, err := measure(cfg, j.be, g)
 		if adapter == nil && err != nil {
 			unavailable[j.be] = err.Error()
+			firstErr = cmp.Or(firstErr, err)
 			r.Skipped = append(r.Skipped, fmt.Sprintf("backend %s: %v", j.be, err))
 			continue
 		}
@@ -199,6 +201,7 @@ func Run(cfg Config) (*Report, error) {
 		}
 		if err != nil {
 			c.Error = err.Error()
+			firstErr = cmp.Or(firstErr, err)
 		}
 		r.Cases = append(r.Cases, c)
 		// Predict from warm runs: cold ones carry a fixed compile cost
@@ -207,7 +210,10 @@ func Run(cfg Config) (*Report, error) {
 	}
 	bar.done()
 	if !slices.ContainsFunc(r.Cases, func(c Case) bool { return c.Error == "" }) {
-		return nil, fmt.Errorf("bench: nothing was measured (%d cases failed; skipped: %s)", len(r.Cases), strings.Join(r.Skipped, "; "))
+		if firstErr == nil {
+			return nil, fmt.Errorf("bench: nothing was measured: all %d cases were skipped (time budget or case limit)", len(r.Skipped))
+		}
+		return nil, fmt.Errorf("bench: nothing was measured (%d cases failed, %d skipped); the first error: %w", len(r.Cases), len(r.Skipped), firstErr)
 	}
 	r.Crossovers = Crossovers(r.Cases)
 	r.WallS = time.Since(start).Seconds()

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
 )
 
 // tinySuite is two small workloads over two sizes: enough for every chart.
@@ -140,12 +142,21 @@ func TestFailedCaseKeepsAdapter(t *testing.T) {
 // TestNothingMeasured: a run that measured nothing is an error, not an
 // empty report.
 func TestNothingMeasured(t *testing.T) {
-	for name, cfg := range map[string]Config{
-		"unknown backend": {Quick: true, Backends: []string{"nope"}, Workloads: tinySuite()},
-		"every run fails": {Quick: true, Backends: []string{"cpu"}, Workloads: []Workload{{Name: "fails", Build: tooManyNodes, Quick: []int{1}}}},
-	} {
-		if r, err := Run(cfg); err == nil {
-			t.Errorf("%s: no error; report %+v", name, r)
+	tests := []struct {
+		name string
+		cfg  Config
+		code ir.Code // of the first failure, for the CLI's error object
+	}{
+		{"unknown backend", Config{Quick: true, Backends: []string{"nope"}, Workloads: tinySuite()}, ir.CodeBackendUnavailable},
+		{"every run fails", Config{Quick: true, Backends: []string{"cpu"}, Workloads: []Workload{{Name: "fails", Build: tooManyNodes, Quick: []int{1}}}}, ir.CodeLimitExceeded},
+		{"every case skipped", Config{Quick: true, Backends: []string{"cpu"}, Workloads: tinySuite(), Budget: time.Nanosecond}, ir.CodeInternal},
+	}
+	for _, tt := range tests {
+		r, err := Run(tt.cfg)
+		if err == nil {
+			t.Errorf("%s: no error; report %+v", tt.name, r)
+		} else if code := runtime.CodeOf(err); code != tt.code {
+			t.Errorf("%s: error code %s, want %s: %v", tt.name, code, tt.code, err)
 		}
 	}
 }
