@@ -9,7 +9,10 @@
 // Constants are written as their IEEE bits (F(0x3f800000u)), never as
 // decimal literals. Matmul keeps one accumulator per output that starts at
 // +0 and walks k ascending, four outputs per SIMD vector; sum reproduces
-// cpuref's padded pairwise tree with contiguous blocks and a binary counter.
+// cpuref's padded pairwise tree with contiguous blocks and a binary counter
+// (a split sum, Kernel.Blocks > 1, writes each block's subtree). Measured:
+// bit-identical to cpuref.RunProgram on the shared op suite, split or not
+// (run_test.go builds each unit with the system compiler).
 //
 // Calling convention. Kernel n is exported as "kernel<n>" and takes one
 // pointer per entry of Kernel.Buffers (inputs first, then outputs), plus a
@@ -128,16 +131,26 @@ func checkBody(k *ir.Kernel) error {
 	}
 	switch k.Kind {
 	case ir.KernelMatmul:
-		if len(k.Inputs) < 2 || len(k.Outputs) == 0 || k.Shape.Len() != k.M*k.N {
+		if len(k.Inputs) < 2 || len(k.Outputs) == 0 || k.Shape.Len() != k.M*k.N ||
+			!k.Inputs[0].Shape.Equal(ir.Shape{k.M, k.K}) || !k.Inputs[1].Shape.Equal(ir.Shape{k.K, k.N}) {
 			return fmt.Errorf("codegen/c: kernel %s: malformed matmul", k.Name)
+		}
+		if k.Inputs[0].Broadcast > 0 || k.Inputs[1].Broadcast > 0 {
+			return fmt.Errorf("codegen/c: kernel %s: matmul operands cannot be read broadcast; materialise them", k.Name)
 		}
 	case ir.KernelSum:
 		if len(k.Stores) != 1 {
 			return fmt.Errorf("codegen/c: kernel %s: sum needs one store, has %d", k.Name, len(k.Stores))
 		}
+		if p, _ := codegen.SumBlock(k.Shape.Len(), 1); k.Blocks > 1 && (k.Blocks > p || p%k.Blocks != 0) {
+			return fmt.Errorf("codegen/c: kernel %s: %d sum blocks do not divide %d padded leaves", k.Name, k.Blocks, p)
+		}
 	case ir.KernelLife:
 		if len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 {
 			return fmt.Errorf("codegen/c: kernel %s: malformed life kernel", k.Name)
+		}
+		if k.Inputs[0].Broadcast > 0 {
+			return fmt.Errorf("codegen/c: kernel %s: a life operand cannot be read broadcast; materialise it", k.Name)
 		}
 	case ir.KernelElementwise:
 	default:
@@ -344,11 +357,19 @@ func matmul(b *strings.Builder, k *ir.Kernel) {
 // the partial sums of as many earlier blocks as t has trailing ones. Left
 // over partials then combine right to left; the all -0.0 blocks past the
 // last one would each add -0.0, which changes no value.
+//
+// With k.Blocks > 1 the P leaves form k.Blocks output blocks of L = P/Blocks
+// leaves and out0[b] is block b's subtree: the counter restarts at each
+// output block (t counts within it), the partials are folded into out0 at
+// its last B-block, and output blocks that hold only padding get -0.0.
 func sum(b *strings.Builder, k *ir.Kernel) {
 	n := k.Shape.Len()
 	p, _ := codegen.SumBlock(n, 1)
-	blk := min(p, SumBlock)
+	outs := max(k.Blocks, 1)
+	blk := min(p/outs, SumBlock)
+	per := p / outs / blk // B-blocks per output block
 	full, rest := n/blk, n%blk
+	nblk := (n + blk - 1) / blk
 	load := func(j int) string {
 		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
 	}
@@ -357,7 +378,7 @@ func sum(b *strings.Builder, k *ir.Kernel) {
 		fmt.Fprintf(b, "%st[l] = %s;\n", strings.Repeat("\t", ind), codegen.Value(int(k.Stores[0])))
 	}
 	fmt.Fprintf(b, "\tfloat t[%d], part[64];\n\tidx top = 0;\n", blk)
-	fmt.Fprintf(b, "\tfor (idx blk = 0; blk < %du; blk++) {\n", (n+blk-1)/blk)
+	fmt.Fprintf(b, "\tfor (idx blk = 0; blk < %du; blk++) {\n", nblk)
 	if full > 0 {
 		fmt.Fprintf(b, "\t\tif (blk < %du) {\n", full)
 		fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l++) {\n", blk)
@@ -379,12 +400,33 @@ func sum(b *strings.Builder, k *ir.Kernel) {
 	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l += 2 * w)\n", blk)
 	b.WriteString("\t\t\t\tt[l] = t[l] + t[l + w];\n")
 	b.WriteString("\t\tfloat s = t[0];\n")
-	b.WriteString("\t\tfor (idx c = blk; c & 1u; c >>= 1)\n")
+	if outs == 1 {
+		b.WriteString("\t\tfor (idx c = blk; c & 1u; c >>= 1)\n")
+		b.WriteString("\t\t\ts = part[--top] + s;\n")
+		b.WriteString("\t\tpart[top++] = s;\n\t}\n")
+		fold(b, 1, "out0[0]")
+		return
+	}
+	fmt.Fprintf(b, "\t\tfor (idx c = blk %% %du; c & 1u; c >>= 1)\n", per)
 	b.WriteString("\t\t\ts = part[--top] + s;\n")
-	b.WriteString("\t\tpart[top++] = s;\n\t}\n")
-	b.WriteString("\tfloat s = part[top - 1];\n")
-	b.WriteString("\tfor (idx d = top - 1; d > 0; d--)\n\t\ts = part[d - 1] + s;\n")
-	b.WriteString("\tout0[0] = s;\n")
+	b.WriteString("\t\tpart[top++] = s;\n")
+	fmt.Fprintf(b, "\t\tif (blk %% %du == %du || blk == %du) {\n", per, per-1, nblk-1)
+	fold(b, 3, fmt.Sprintf("out0[blk / %du]", per))
+	b.WriteString("\t\t\ttop = 0;\n\t\t}\n\t}\n")
+	if used := (nblk + per - 1) / per; used < outs {
+		fmt.Fprintf(b, "\tfor (idx o = %du; o < %du; o++)\n", used, outs)
+		fmt.Fprintf(b, "\t\tout0[o] = %s;\n", Lang.Bits(1<<31))
+	}
+}
+
+// fold writes the right-to-left combination of the top partials into dst,
+// indented by ind tabs: the partial sums of ever smaller subtrees, so
+// combining them from the right is the reference tree with its padding.
+func fold(b *strings.Builder, ind int, dst string) {
+	in := strings.Repeat("\t", ind)
+	fmt.Fprintf(b, "%sfloat s = part[top - 1];\n", in)
+	fmt.Fprintf(b, "%sfor (idx d = top - 1; d > 0; d--)\n%s\ts = part[d - 1] + s;\n", in, in)
+	fmt.Fprintf(b, "%s%s = s;\n", in, dst)
 }
 
 // life writes one toroidal step: neighbours wrap around both edges, a cell

@@ -131,6 +131,31 @@ func TestGenerateRejectsBadProgram(t *testing.T) {
 			Kernels: []ir.Kernel{{Name: "k", Kind: 99, Shape: ir.Shape{1}, Outputs: []int{0},
 				Body: []ir.Instr{{Kind: ir.InstrConst}}, Stores: []int32{0}}},
 		}},
+		{"broadcast matmul operand", &ir.Program{
+			Buffers: []ir.Buffer{{Len: 2, Shape: ir.Shape{2}, Input: true, Data: []float32{1, 2}},
+				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: []float32{1, 2, 3, 4}}, {Len: 4, Shape: ir.Shape{2, 2}}},
+			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{2, 2}, M: 2, K: 2, N: 2,
+				Inputs:  []ir.Operand{{Buffer: 0, Broadcast: 2, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
+				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
+		}},
+		{"matmul operand shapes disagree with M, K, N", &ir.Program{
+			Buffers: []ir.Buffer{{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)},
+				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)}, {Len: 4, Shape: ir.Shape{4, 1}}},
+			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{4, 1}, M: 4, K: 1, N: 1,
+				Inputs:  []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
+				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
+		}},
+		{"broadcast life operand", &ir.Program{
+			Buffers: []ir.Buffer{{Len: 3, Shape: ir.Shape{3}, Input: true, Data: []float32{1, 0, 1}}, {Len: 6, Shape: ir.Shape{2, 3}}},
+			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelLife, Shape: ir.Shape{2, 3},
+				Inputs: []ir.Operand{{Buffer: 0, Broadcast: 3, Shape: ir.Shape{2, 3}}}, Outputs: []int{1}}},
+		}},
+		{"sum blocks that do not divide the leaves", &ir.Program{
+			Buffers: []ir.Buffer{{Len: 8, Shape: ir.Shape{8}, Input: true, Data: make([]float32, 8)}, {Len: 3, Shape: ir.Shape{3}}},
+			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelSum, Shape: ir.Shape{8}, Blocks: 3,
+				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{8}}}, Outputs: []int{1},
+				Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
+		}},
 		{"invalid program", &ir.Program{
 			Kernels: []ir.Kernel{{Name: "k", Outputs: []int{3}}},
 		}},
