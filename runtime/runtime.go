@@ -199,7 +199,8 @@ func CodeOf(err error) ir.Code {
 type Runtime struct {
 	mu       sync.Mutex
 	opts     Options
-	backend  Backend
+	backend  Backend // nil once closed; guarded by mu
+	name     string  // the backend's name, kept after Close
 	attempts []Attempt
 }
 
@@ -225,7 +226,7 @@ func New(opts Options) (*Runtime, error) {
 			b, err = open(f, opts)
 		}
 		if err == nil {
-			rt.backend = b
+			rt.backend, rt.name = b, b.Name()
 			return rt, nil
 		}
 		if len(names) == 1 {
@@ -246,8 +247,9 @@ func open(f Factory, opts Options) (b Backend, err error) {
 	return f(opts)
 }
 
-// Backend returns the name of the open backend.
-func (rt *Runtime) Backend() string { return rt.backend.Name() }
+// Backend returns the name of the backend the Runtime opened, also after
+// Close.
+func (rt *Runtime) Backend() string { return rt.name }
 
 // Close releases the backend.
 func (rt *Runtime) Close() {

@@ -1,0 +1,30 @@
+package runtime_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+// TestClosedRuntime: a closed Runtime still names its backend, refuses to
+// run with backend_unavailable, and may be closed again; Close racing
+// with Backend is safe (run with -race).
+func TestClosedRuntime(t *testing.T) {
+	rt, err := runtime.New(runtime.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(rt.Close)
+	wg.Go(func() { _ = rt.Backend() })
+	wg.Wait()
+	rt.Close()
+	if got := rt.Backend(); got != "cpu" {
+		t.Errorf("Backend() after Close = %q, want cpu", got)
+	}
+	if _, err := rt.Run(chain(4, 2)); runtime.CodeOf(err) != ir.CodeBackendUnavailable {
+		t.Errorf("Run after Close: %v, want %s", err, ir.CodeBackendUnavailable)
+	}
+}
