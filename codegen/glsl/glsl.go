@@ -162,7 +162,7 @@ func (pl *Plan) kernel(ki int, k *ir.Kernel) error {
 	for _, o := range k.Outputs {
 		want := k.Shape.Len()
 		if k.Kind == ir.KernelSum {
-			want = 1
+			want = max(k.Blocks, 1)
 		}
 		if pl.Textures[o].Len != want {
 			return fmt.Errorf("output buf%d has %d elements, want %d", o, pl.Textures[o].Len, want)
@@ -172,6 +172,9 @@ func (pl *Plan) kernel(ki int, k *ir.Kernel) error {
 	case ir.KernelElementwise, ir.KernelMatmul:
 		pl.elementwise(ki, k)
 	case ir.KernelSum:
+		if p, _ := codegen.SumBlock(k.Shape.Len(), 1); k.Blocks > 1 && (k.Blocks > p || p%k.Blocks != 0) {
+			return fmt.Errorf("%d sum blocks do not divide %d padded leaves", k.Blocks, p)
+		}
 		pl.sum(ki, k)
 	case ir.KernelLife:
 		if len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 {

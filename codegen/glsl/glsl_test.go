@@ -117,19 +117,26 @@ func TestGlslangValidator(t *testing.T) {
 
 func TestSumPasses(t *testing.T) {
 	tests := []struct {
-		n    int
-		fans []int // texels written by each pass
+		n     int
+		split bool  // passes.Options.SplitSums
+		fans  []int // texels written by each pass
 	}{
-		{1, []int{1}},
-		{2, []int{1}},
-		{16, []int{1}},
-		{17, []int{2, 1}},
-		{40, []int{4, 1}},
-		{256, []int{16, 1}},
-		{1 << 20, []int{65536, 4096, 256, 16, 1}},
+		{1, false, []int{1}},
+		{2, false, []int{1}},
+		{16, false, []int{1}},
+		{17, false, []int{2, 1}},
+		{40, false, []int{4, 1}},
+		{256, false, []int{16, 1}},
+		{1 << 20, false, []int{65536, 4096, 256, 16, 1}},
+		// Split: the block kernel stops at its 2^16/4096 = 16 block sums
+		// (4096 leaves each), then the final kernel sums those.
+		{1 << 16, true, []int{4096, 256, 16, 1}},
+		// 2^17 padded leaves, 32 blocks: the last 4096 leaves of 16 blocks
+		// hold only padding.
+		{1<<16 + 1, true, []int{8192, 512, 32, 2, 1}},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
+		t.Run(fmt.Sprint(tt.n, tt.split), func(t *testing.T) {
 			data := make([]float32, tt.n)
 			b := ir.NewBuilder()
 			b.Output("s", b.Input(ir.Shape{tt.n}, data).Sum())
@@ -137,9 +144,12 @@ func TestSumPasses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _, err := passes.Compile(g, passes.Options{})
+			p, _, err := passes.Compile(g, passes.Options{SplitSums: tt.split})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if split := len(p.Kernels) > 1 && p.Kernels[0].Blocks > 1; split != tt.split {
+				t.Fatalf("sum split = %v, want %v:\n%s", split, tt.split, p)
 			}
 			pl, err := Generate(p)
 			if err != nil {

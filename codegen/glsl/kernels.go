@@ -54,16 +54,19 @@ func matmul(k *ir.Kernel) string {
 // ≥ n, pass 0 evaluates the prologue at P leaves (-0.0 beyond n) and each
 // fragment adds SumFanIn contiguous leaves with the pairwise tree; every
 // later pass does the same to the partials, until one value is left. The
-// blocks are aligned powers of two, so this is cpuref's tree exactly.
+// blocks are aligned powers of two, so this is cpuref's tree exactly. A
+// split sum (k.Blocks > 1) stops when k.Blocks values are left: each is
+// the subtree of one block.
 func (pl *Plan) sum(ki int, k *ir.Kernel) {
 	n := k.Shape.Len()
 	p, _ := codegen.SumBlock(n, 1)
+	blocks := max(k.Blocks, 1)
 	src := -1 // texture of the partials; -1: the leaves themselves
-	for step := 0; p > 1 || step == 0; step++ {
-		fan := min(SumFanIn, p)
+	for step := 0; p > blocks || step == 0; step++ {
+		fan := min(SumFanIn, p/blocks)
 		p /= fan
 		out := k.Outputs[0]
-		if p > 1 {
+		if p > blocks {
 			out = len(pl.Textures)
 			pl.Textures = append(pl.Textures, Layout(p, -1))
 		}
