@@ -28,11 +28,12 @@ const (
 	wasmMaxPages = 65535
 	// wasmAlign aligns every buffer to a cache line.
 	wasmAlign = 64
-	// wasmMaxModules bounds the in-memory module cache; past it, an
-	// arbitrary module is dropped.
-	wasmMaxModules = 64
-	wazeroVersion  = "v1.12.0"
+	wazeroVersion = "v1.12.0"
 )
+
+// wasmMaxModules bounds the in-memory module cache; past it, an arbitrary
+// module is dropped. A variable so that tests can make it small.
+var wasmMaxModules = 64
 
 // wasmBackend runs Programs as C kernels compiled by Clang to WebAssembly
 // and executed by wazero. Modules are cached in memory (compiled and
@@ -49,9 +50,17 @@ type wasmBackend struct {
 // wasmModule is one instantiated module: its kernels and its memory, grown
 // on demand and reused by every run of the same source.
 type wasmModule struct {
-	inst api.Module
-	mem  api.Memory
-	base uint64 // first byte after the module's stack and data
+	compiled wazero.CompiledModule
+	inst     api.Module
+	mem      api.Memory
+	base     uint64 // first byte after the module's stack and data
+}
+
+// close releases the instance and its compiled code: closing an instance
+// alone leaves the code in the wazero runtime until the runtime closes.
+func (m *wasmModule) close(ctx context.Context) {
+	m.inst.Close(ctx)
+	m.compiled.Close(ctx)
 }
 
 // probes remembers, per toolchain, that it built a module: every Factory
@@ -168,7 +177,7 @@ func (b *wasmBackend) module(source string, cache map[string]bool) (*wasmModule,
 	}
 	if len(b.modules) >= wasmMaxModules {
 		for k, old := range b.modules {
-			old.inst.Close(context.Background())
+			old.close(context.Background())
 			delete(b.modules, k)
 			break
 		}
@@ -218,14 +227,16 @@ func (b *wasmBackend) instantiate(ctx context.Context, key string, wasm []byte) 
 	}
 	inst, err := b.rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(key))
 	if err != nil {
+		compiled.Close(ctx)
 		return nil, fmt.Errorf("wazero instantiate: %w", err)
 	}
-	mem := inst.Memory()
-	if mem == nil {
-		inst.Close(ctx)
+	m := &wasmModule{compiled: compiled, inst: inst, mem: inst.Memory()}
+	if m.mem == nil {
+		m.close(ctx)
 		return nil, errors.New("module exports no memory")
 	}
-	return &wasmModule{inst: inst, mem: mem, base: uint64(mem.Size())}, nil
+	m.base = uint64(m.mem.Size())
+	return m, nil
 }
 
 // layout places every buffer, then the scratch area, after the module's
