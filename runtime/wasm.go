@@ -27,7 +27,7 @@ const (
 	// that its byte size fits a uint32.
 	wasmMaxPages = 65535
 	// wasmAlign aligns every buffer to a cache line.
-	wasmAlign = 64
+	wasmAlign     = 64
 	wazeroVersion = "v1.12.0"
 )
 
