@@ -1,14 +1,15 @@
 package main
 
 import (
-	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/gpucc/gpucc/bench"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
 )
 
 func init() {
@@ -35,7 +36,13 @@ func benchCmd(args []string) int {
 	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: *budget, MaxCaseMs: *maxCase,
 		Upload: *upload, UploadChunk: *chunk}
 	if *backends != "" {
-		cfg.Backends = strings.Split(*backends, ",")
+		for _, be := range strings.Split(*backends, ",") {
+			be = strings.TrimSpace(be)
+			if !slices.Contains(runtime.Backends(), be) {
+				return usageError("bench: unknown backend %q in --backends (have %s)", be, joinNames(runtime.Backends()))
+			}
+			cfg.Backends = append(cfg.Backends, be)
+		}
 	}
 	if bench.IsTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr
@@ -48,7 +55,6 @@ func benchCmd(args []string) int {
 		}
 		torch = t
 	}
-	start := time.Now()
 	r, err := bench.Run(cfg)
 	if err != nil {
 		return fail(err)
@@ -59,6 +65,6 @@ func benchCmd(args []string) int {
 	}
 	abs, _ := filepath.Abs(*out)
 	writeJSON(map[string]any{"dir": abs, "cases": len(r.Cases), "skipped": len(r.Skipped),
-		"crossovers": r.Crossovers, "compare": r.Compare(), "wall_s": fmt.Sprintf("%.1f", time.Since(start).Seconds())})
+		"crossovers": r.Crossovers, "compare": r.Compare(), "wall_s": math.Round(r.WallS*10) / 10})
 	return 0
 }
