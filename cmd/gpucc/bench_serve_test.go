@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestBenchCLI(t *testing.T) {
@@ -47,5 +56,76 @@ func TestBenchCLIErrors(t *testing.T) {
 				t.Errorf("a failed bench wrote %s", dir)
 			}
 		})
+	}
+}
+
+// TestServe serves the demo, refuses paths outside it, and on SIGINT
+// exits 0 having removed its temporary directory.
+func TestServe(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "serving the demo on "); ok {
+			url = strings.TrimSuffix(u, "/")
+		}
+	}
+	if url == "" {
+		t.Fatalf("serve never said where it listens: %v", lines.Err())
+	}
+	go io.Copy(io.Discard, stderr)
+	for _, path := range []string{"/", "/gpucc.wasm", "/wasm_exec.js"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", path, resp.Status)
+		}
+	}
+	// The wasm is built into a directory under TMPDIR: its parent holds a
+	// secret. Raw requests, so that no client cleans the path.
+	if err := os.WriteFile(filepath.Join(tmp, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/../secret", "/%2e%2e/secret", "/..%2fsecret", "//../secret"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.0\r\n\r\n", path)
+		resp, _ := io.ReadAll(conn)
+		conn.Close()
+		if status, _, _ := strings.Cut(string(resp), "\r\n"); strings.Contains(status, " 200 ") || strings.HasSuffix(string(resp), "secret") {
+			t.Errorf("GET %s served a file outside the demo: %s", path, status)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve after SIGINT: %v, want exit 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "gpucc-serve*"))
+	if len(left) > 0 {
+		t.Errorf("serve left %v behind", left)
 	}
 }

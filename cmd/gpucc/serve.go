@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/web"
@@ -17,6 +22,8 @@ func init() {
 // serveCmd serves web's page, gpucc.wasm and wasm_exec.js. When the binary
 // was built without `go generate ./web`, the wasm is built now into a
 // temporary directory (the go command must be able to see the module).
+// An interrupt or SIGTERM stops the server, removes that directory and
+// exits 0.
 func serveCmd(args []string) int {
 	fs := newFlags("serve", "serve [--addr HOST:PORT]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
@@ -26,6 +33,10 @@ func serveCmd(args []string) int {
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", fs.Args())
 	}
+	// Catch the signals first, so that one arriving while the wasm builds
+	// still lets the deferred RemoveAll run.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	dir, err := os.MkdirTemp("", "gpucc-serve")
 	if err != nil {
 		return fail(err)
@@ -40,7 +51,12 @@ func serveCmd(args []string) int {
 		return fail(ir.Errorf(ir.CodeInternal, -1, "addr", "%v", err))
 	}
 	fmt.Fprintf(os.Stderr, "gpucc: serving the demo on http://%s/\n", ln.Addr())
-	if err := http.Serve(ln, web.Handler(assets)); err != nil {
+	srv := &http.Server{Handler: web.Handler(assets), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fail(ir.Errorf(ir.CodeInternal, -1, "", "%v", err))
 	}
 	return 0
