@@ -15,6 +15,11 @@ import (
 
 func init() { Register("webgpu", openWebGPU) }
 
+// webgpuMaxPipelines bounds the pipeline cache: a run that would take it
+// past the bound releases every cached pipeline first. A variable so that
+// tests can make it small.
+var webgpuMaxPipelines = 256
+
 // webgpuBackend runs WGSL kernels through wgpu-native.
 //
 // Three caches make a repeated run cheap: generated WGSL comes from the
@@ -72,10 +77,17 @@ func (b *webgpuBackend) WorkgroupLimits() (invocations, storage int) {
 
 func (b *webgpuBackend) Close() {
 	b.pool.drain()
-	for _, p := range b.pipelines {
-		p.Release()
-	}
+	b.releasePipelines()
 	b.dev.Close()
+}
+
+// releasePipelines empties the pipeline cache (and with it the device's
+// bind groups that use those pipelines).
+func (b *webgpuBackend) releasePipelines() {
+	for k, p := range b.pipelines {
+		p.Release()
+		delete(b.pipelines, k)
+	}
 }
 
 // pipeline returns the compiled pipeline of s, compiling it on a miss.
@@ -111,6 +123,9 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 	t.CodegenMs = ms(time.Since(start))
 
 	start = time.Now()
+	if len(b.pipelines)+len(shaders) > webgpuMaxPipelines {
+		b.releasePipelines() // before this run takes any
+	}
 	pipes := make([]*gpu.Pipeline, len(shaders))
 	allHit := true
 	for i, s := range shaders {
