@@ -9,9 +9,8 @@ import (
 
 // testCase is one graph of the browser op suite.
 type testCase struct {
-	name      string
-	g         *ir.Graph
-	subnormal bool // inputs or results are subnormal (see flushes)
+	name string
+	g    *ir.Graph
 }
 
 // values returns n deterministic values in [-scale, scale] with zeros,
@@ -141,7 +140,7 @@ func suite(t *testing.T) []testCase {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		out = append(out, testCase{c.name, g, c.name == "subnormal"})
+		out = append(out, testCase{c.name, g})
 	}
 	return out
 }

@@ -32,9 +32,11 @@
 // to be IEEE-like and lets a driver flush subnormals to zero. Measured in
 // Chromium on SwiftShader (web/browser_test.go, 18-case op suite): every
 // normal result is bit-exact (0 ULP), matmul and sum trees included; every
-// subnormal input, intermediate or result is flushed to ±0, so with
-// subnormal operands an add or mul is off by at most 2^-125 absolute. No
-// other bound is promised on other drivers.
+// subnormal input, intermediate or result is flushed to ±0, and each such
+// value is bit for bit cpuref.EvalFlushed's, except that relu and positive
+// of a subnormal operand give +0 (the x > 0 comparison flushes its operand
+// too, which EvalFlushed does not model). No other bound is promised on
+// other drivers.
 package glsl
 
 import (
