@@ -49,7 +49,7 @@ var (
 // the event loop.
 func run(_ js.Value, args []js.Value) any {
 	graph, opts, err := parseArgs(args)
-	return js.Global().Get("Promise").New(js.FuncOf(func(_ js.Value, pr []js.Value) any {
+	executor := js.FuncOf(func(_ js.Value, pr []js.Value) any {
 		resolve, reject := pr[0], pr[1]
 		go func() {
 			if err != nil {
@@ -64,11 +64,23 @@ func run(_ js.Value, args []js.Value) any {
 			resolve.Invoke(js.Global().Get("JSON").Call("parse", string(out)))
 		}()
 		return nil
-	}))
+	})
+	// The Promise constructor calls the executor before it returns, so the
+	// function can be released here instead of leaking one per call.
+	defer executor.Release()
+	return js.Global().Get("Promise").New(executor)
 }
 
-// parseArgs reads (graph, options) from JS.
+// parseArgs reads (graph, options) from JS. A JS exception while reading
+// them (JSON.stringify throws on a cyclic object or a BigInt) is an
+// invalid_graph error: left to panic, it would end the wasm program, and
+// every later gpucc.run with it.
 func parseArgs(args []js.Value) (raw []byte, opts runtime.Options, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			raw, err = nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading gpucc.run's arguments: %v", r)
+		}
+	}()
 	if len(args) == 0 {
 		return nil, opts, ir.Errorf(ir.CodeInvalidGraph, -1, "", "gpucc.run needs a graph")
 	}
