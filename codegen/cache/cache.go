@@ -322,8 +322,14 @@ func (c *Cache) readFile(key Key) ([]byte, error) {
 	return val, nil
 }
 
+// writeFile stores val under key and returns how many bytes the directory
+// grew by (less than the file's size when it replaced an older copy).
 func (c *Cache) writeFile(key Key, val []byte) (int64, error) {
 	b := seal(key, val)
+	var old int64
+	if fi, err := os.Stat(c.path(key)); err == nil {
+		old = fi.Size()
+	}
 	tmp, err := os.CreateTemp(c.opts.Dir, ".tmp-*")
 	if err != nil {
 		return 0, fmt.Errorf("cache: write %s: %w", key, err)
@@ -339,7 +345,7 @@ func (c *Cache) writeFile(key Key, val []byte) (int64, error) {
 		os.Remove(tmp.Name())
 		return 0, fmt.Errorf("cache: write %s: %w", key, err)
 	}
-	return int64(len(b)), nil
+	return int64(len(b)) - old, nil
 }
 
 type fileInfo struct {

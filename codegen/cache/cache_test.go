@@ -171,3 +171,17 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("DefaultDir = %q, %v", d, err)
 	}
 }
+
+// TestPutSameKeyCountsOnce: replacing a file does not add its size twice.
+func TestPutSameKeyCountsOnce(t *testing.T) {
+	c := mustOpen(t, Options{Dir: t.TempDir()})
+	k := NewKey([]byte("k"))
+	for range 3 {
+		if err := c.Put(k, make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := c.Stats().DiskBytes, int64(hdrLen+100+sumLen); got != want {
+		t.Errorf("DiskBytes = %d after three puts of one key, want %d", got, want)
+	}
+}
