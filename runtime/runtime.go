@@ -30,7 +30,9 @@ var Chain = []string{"webgpu", "webgl2", "wasm", "cpu"}
 type Options struct {
 	Backend       string // "auto" (or ""), or one backend name
 	AllowSoftware bool   // accept software GPU adapters (lavapipe, SwiftShader, WARP)
-	Limits        ir.Limits
+	// Limits bound the graphs Run accepts (ir.Validate) and what the
+	// passes may produce.
+	Limits ir.Limits
 	// Passes tunes compilation; MaxBindings defaults to the device's limit.
 	Passes passes.Options
 	// Cache keeps generated code across runs and processes; nil means
@@ -68,6 +70,8 @@ type Adapter struct {
 // its first dispatch is timed apart in FirstDispatchMs and DispatchMs is a
 // second, warm dispatch of the same kernels. DispatchClock says whether
 // DispatchMs is GPU time from timestamp queries or host wall time.
+// On webgpu, UploadMs also covers allocating the device buffers that the
+// buffer pool could not supply (Result.Cache["buffer_pool"] is then false).
 type Timings struct {
 	PassesMs        float64 `json:"passes_ms"`
 	CodegenMs       float64 `json:"codegen_ms"`
