@@ -369,8 +369,9 @@ func (p *progress) done() {
 	}
 }
 
-// IsTerminal reports whether f is a character device (a terminal), for
-// deciding whether to draw progress.
+// IsTerminal reports whether f is a character device, for deciding whether
+// to draw progress: a terminal, or /dev/null where drawing is harmless;
+// never a pipe or a file.
 func IsTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0

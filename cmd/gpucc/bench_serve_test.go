@@ -21,6 +21,13 @@ func TestBenchCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %v", code, v)
 	}
+	// stderr piped: no progress bar in the log.
+	cmd := exec.Command(binary, "bench", "--quick", "--backends", "cpu", "-o", dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil || strings.Contains(stderr.String(), "\r") {
+		t.Errorf("piped stderr: %v, %q", err, stderr.String())
+	}
 	if n, _ := v["cases"].(float64); n == 0 {
 		t.Errorf("no cases: %v", v)
 	}
