@@ -214,7 +214,7 @@ func TestCompareClocks(t *testing.T) {
 		want  []string
 	}{
 		{"gpu-timestamp", []string{"relu(a*b+c) over 1048576, kernel"}},
-		{"wall", []string{"relu(a*b+c) over 1048576, dispatch (gpucc: wall clock; torch: kernel)", "tiny kernel (1K elements), launch and wait"}},
+		{"wall", []string{"relu(a*b+c) over 1048576, dispatch (gpucc: wall clock; torch: kernel)", "tiny kernel (gpucc: 1K elements, torch: 64), launch and wait"}},
 	}
 	for _, tt := range tests {
 		r := &Report{Torch: torch, Cases: []Case{relu(1<<20, tt.clock), relu(1<<10, tt.clock)}}

@@ -110,6 +110,6 @@ func (r *Report) Compare() []Ratio {
 	}
 	add("upload, best case ≥16 MiB", up, t.UploadGBps, "GB/s", true)
 	add("readback, best case ≥16 MiB", down, t.ReadbackGBps, "GB/s", true)
-	add("tiny kernel (1K elements), launch and wait", tiny, t.TinyDispatchUs, "µs", false)
+	add("tiny kernel (gpucc: 1K elements, torch: 64), launch and wait", tiny, t.TinyDispatchUs, "µs", false)
 	return out
 }
