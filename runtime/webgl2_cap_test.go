@@ -41,7 +41,7 @@ func TestWebGL2TextureCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkWebGL2Textures(p, pl)
+			err = checkWebGL2Textures(p, pl, 8192)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -49,5 +49,32 @@ func TestWebGL2TextureCap(t *testing.T) {
 				t.Errorf("code %s, want %s", CodeOf(err), ir.CodeLimitExceeded)
 			}
 		})
+	}
+}
+
+// TestWebGL2TextureSize: a texture taller than MAX_TEXTURE_SIZE is
+// limit_exceeded before anything is allocated, not a failed texImage2D.
+func TestWebGL2TextureSize(t *testing.T) {
+	n := 1024 * 3000 // 3000 rows of glsl.MaxWidth texels
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{n}, make([]float32, n)).AddScalar(1))
+	big := ir.Limits{MaxElements: 1 << 22, MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+	g, err := b.Build(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{Limits: big, MaxBindings: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := glsl.Generate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWebGL2Textures(p, pl, 4096); err != nil {
+		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 4096: %v", err)
+	}
+	if err := checkWebGL2Textures(p, pl, 2048); CodeOf(err) != ir.CodeLimitExceeded {
+		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 2048: err = %v, want %s", err, ir.CodeLimitExceeded)
 	}
 }

@@ -23,6 +23,7 @@ type webgl2Backend struct {
 	vertex   js.Value
 	programs map[string]js.Value
 	adapter  *Adapter
+	maxSize  int // MAX_TEXTURE_SIZE
 }
 
 // openWebGL2 creates a WebGL2 context on an offscreen canvas and checks
@@ -44,7 +45,8 @@ func openWebGL2(opts Options) (Backend, error) {
 	if a.Software && !opts.AllowSoftware {
 		return nil, fmt.Errorf("WebGL2 renderer %q is a software rasteriser; pass allowSoftware to use it", a.Name)
 	}
-	b := &webgl2Backend{gl: gl, programs: map[string]js.Value{}, adapter: a}
+	b := &webgl2Backend{gl: gl, programs: map[string]js.Value{}, adapter: a,
+		maxSize: gl.Call("getParameter", gl.Get("MAX_TEXTURE_SIZE")).Int()}
 	if err := catchJS(func() (err error) {
 		b.vertex, err = b.shader(gl.Get("VERTEX_SHADER"), glsl.Vertex)
 		return err
@@ -105,7 +107,7 @@ func (b *webgl2Backend) Run(job *Job) (out [][]float32, err error) {
 		return nil, err
 	}
 	t.CodegenMs = ms(time.Since(start))
-	if err := checkWebGL2Textures(job.Program, pl); err != nil {
+	if err := checkWebGL2Textures(job.Program, pl, b.maxSize); err != nil {
 		return nil, err
 	}
 	r := &webgl2Run{b: b, pl: pl, job: job, tex: map[int]js.Value{}}
