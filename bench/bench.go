@@ -123,12 +123,13 @@ func Limits() ir.Limits {
 		MaxOps: 1 << 40, MaxOutputs: 16}
 }
 
-// Run measures the suite. It fails when no case could be measured: no
-// backend started (an unknown name, say) or every run failed.
-func Run(cfg Config) (*Report, error) {
-	start := time.Now()
+// withDefaults fills in cfg's zero fields.
+func (cfg Config) withDefaults() Config {
 	if cfg.Backends == nil {
 		cfg.Backends = runtime.Backends()
+	}
+	if cfg.Workloads == nil {
+		cfg.Workloads = Workloads()
 	}
 	if cfg.WarmRuns <= 0 {
 		cfg.WarmRuns = 3
@@ -142,19 +143,21 @@ func Run(cfg Config) (*Report, error) {
 			cfg.MaxCaseMs = 3000
 		}
 	}
-	host, _ := os.Hostname()
-	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Host: fmt.Sprintf("%s (%s/%s, %d CPUs)", host, goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU()),
-		Quick: cfg.Quick, Adapters: map[string]*runtime.Adapter{}}
+	return cfg
+}
 
-	type job struct {
-		w    Workload
-		size int
-		be   string
-	}
+// job is one case to measure.
+type job struct {
+	w    Workload
+	size int
+	be   string
+}
+
+// jobs lists the cases in the order Run measures them: by workload, then
+// size (ascending, so that a size's time predicts the next one's), then
+// backend.
+func (cfg Config) jobs() []job {
 	var jobs []job
-	if cfg.Workloads == nil {
-		cfg.Workloads = Workloads()
-	}
 	for _, w := range cfg.Workloads {
 		sizes := w.Sizes
 		if cfg.Quick {
@@ -166,16 +169,28 @@ func Run(cfg Config) (*Report, error) {
 			}
 		}
 	}
+	return jobs
+}
+
+// Run measures the suite. It fails when no case could be measured: no
+// backend started (an unknown name, say) or every run failed.
+func Run(cfg Config) (*Report, error) {
+	start := time.Now()
+	cfg = cfg.withDefaults()
+	host, _ := os.Hostname()
+	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Host: fmt.Sprintf("%s (%s/%s, %d CPUs)", host, goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU()),
+		Quick: cfg.Quick, Adapters: map[string]*runtime.Adapter{}}
+	jobs := cfg.jobs()
 	bar := newProgress(cfg.Progress, len(jobs))
-	last := map[string]float64{} // workload/backend: slowest run per unit of work
-	unavailable := map[string]string{}
+	last := map[string]float64{} // workload/backend: the last case's warm ms per unit of work
+	unavailable := map[string]bool{}
 	var firstErr error // of a backend that did not start or a failed case
 	for i, j := range jobs {
 		label := fmt.Sprintf("%s %s=%d %s", j.w.Name, j.w.Unit, j.size, j.be)
 		bar.update(i, label)
 		wb := j.w.Name + "/" + j.be
 		switch {
-		case unavailable[j.be] != "":
+		case unavailable[j.be]:
 			continue
 		case last[wb]*j.w.work(j.size) > cfg.MaxCaseMs:
 			r.Skipped = append(r.Skipped, fmt.Sprintf("%s: predicted %.0f ms per run > %.0f ms", label, last[wb]*j.w.work(j.size), cfg.MaxCaseMs))
@@ -187,7 +202,7 @@ func Run(cfg Config) (*Report, error) {
 		g := j.w.Build(j.size)
 		c, adapter, err := measure(cfg, j.be, g)
 		if adapter == nil && err != nil {
-			unavailable[j.be] = err.Error()
+			unavailable[j.be] = true
 			firstErr = cmp.Or(firstErr, err)
 			r.Skipped = append(r.Skipped, fmt.Sprintf("backend %s: %v", j.be, err))
 			continue
