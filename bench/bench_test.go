@@ -259,3 +259,27 @@ func TestMarkdownOddText(t *testing.T) {
 		t.Errorf("a newline escaped its cell:\n%s", r.Markdown())
 	}
 }
+
+// TestHTMLOddText: the page says which cases failed or were skipped, with
+// any markup in names and errors escaped.
+func TestHTMLOddText(t *testing.T) {
+	r := &Report{Adapters: map[string]*runtime.Adapter{"webgpu": {Name: "<b>gpu</b>"}},
+		Cases: []Case{
+			{Workload: "<w>", Unit: "n", Size: 1, Backend: "cpu", Error: "bad <script>alert(1)</script> & worse"},
+			{Workload: "<w>", Unit: "n", Size: 1, Backend: "webgpu", Warm: Stage{}.with(1), Cold: Stage{}.with(2)},
+		},
+		Crossovers: []Crossover{{Workload: "<w>", Note: `"quoted" <note>`}},
+		Skipped:    []string{"x=1 cpu: </li></ul><h1>"},
+	}
+	page := r.HTML()
+	for _, bad := range []string{"<script>", "<w>", "<b>gpu", "<note>", "</ul><h1>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+	for _, want := range []string{"bad &lt;script&gt;", "x=1 cpu: &lt;/li&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

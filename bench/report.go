@@ -188,6 +188,19 @@ svg text{font:11px system-ui,sans-serif}
 		b.WriteString(r.lineChart(w))
 		b.WriteString(r.stackedBars(w))
 	}
+	var missing []string
+	for _, c := range r.Cases {
+		if c.Error != "" {
+			missing = append(missing, fmt.Sprintf("%s %s=%d %s: %s", c.Workload, c.Unit, c.Size, c.Backend, c.Error))
+		}
+	}
+	if missing = append(missing, r.Skipped...); len(missing) > 0 {
+		b.WriteString("<h2>Failed and skipped</h2><ul>")
+		for _, m := range missing {
+			fmt.Fprintf(&b, "<li>%s</li>", html.EscapeString(m))
+		}
+		b.WriteString("</ul>")
+	}
 	b.WriteString("</body></html>\n")
 	return b.String()
 }
