@@ -16,6 +16,8 @@ func init() {
 	commands["bench"] = command{summary: "run the benchmark suite, write results.json, results.md and report.html", run: benchCmd}
 }
 
+// benchCmd runs bench.Run, writes the report into -o and prints a summary:
+// where it went, the crossovers and the ratios against PyTorch.
 func benchCmd(args []string) int {
 	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json]")
 	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")

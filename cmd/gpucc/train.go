@@ -11,6 +11,8 @@ func init() {
 	commands["train"] = command{summary: "run SGD steps on a graph's loss, print losses and final parameters as JSON", run: trainCmd}
 }
 
+// trainCmd runs --steps SGD steps (grad.Step, through runtime.Train) and
+// prints the losses and final parameters.
 func trainCmd(args []string) int {
 	fs := newFlags("train", "train [--backend auto|webgpu|wasm|cpu] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
 	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
