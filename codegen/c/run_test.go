@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,7 +142,12 @@ func TestRunSuite(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		for _, c := range irtest.Suite() {
 			t.Run(fmt.Sprintf("split=%v/%s", split, c.Name), func(t *testing.T) {
-				checkRun(t, compile(t, c.Graph, passes.Options{SplitSums: split}))
+				t.Parallel()
+				p := compile(t, c.Graph, passes.Options{SplitSums: split})
+				if split && !slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Blocks > 1 }) {
+					t.Skip("no sum large enough to split: the same program as split=false")
+				}
+				checkRun(t, p)
 			})
 		}
 	}
