@@ -12,6 +12,7 @@ export GPUCC_REQUIRE_WASM = 1
 export GPUCC_REQUIRE_NATIVE = 1
 export GPUCC_REQUIRE_GLSL = 1
 export GPUCC_REQUIRE_BROWSER = 1
+export GPUCC_REQUIRE_CC = 1
 
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy
 GO ?= go

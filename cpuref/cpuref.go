@@ -41,7 +41,9 @@
 // ES permit: flushing subnormal operands and results of arithmetic to zero
 // (the H200's Vulkan driver and SwiftShader do). EvalFlushed computes that
 // value; a GPU result must equal Eval's value or EvalFlushed's, element by
-// element. The cpu and wasm backends keep subnormals.
+// element. The cpu, wasm and native backends keep subnormals. (SwiftShader
+// also flushes the operand of relu's comparison, so relu of a subnormal is
+// +0 there; the browser tests accept that one case by name.)
 //
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
 // hide them again); an output that is not finite is an error, reported by

@@ -199,6 +199,42 @@ func (in Instr) text() string {
 	return s
 }
 
+// validateKernelShape checks what each kernel kind needs of its operands,
+// returning "" or what is wrong: matmul and life read their operands as
+// plain or transposed matrices of the right shapes (never broadcast), and a
+// split sum's blocks are a power of two that divides its padded leaves.
+func validateKernelShape(p *Program, k *Kernel) string {
+	switch k.Kind {
+	case KernelMatmul, KernelLife:
+		want := []Shape{k.Shape}
+		if k.Kind == KernelMatmul {
+			want = []Shape{{k.M, k.K}, {k.K, k.N}}
+			if !k.Shape.Equal(Shape{k.M, k.N}) {
+				return fmt.Sprintf("matmul shape %v is not [%d,%d]", k.Shape, k.M, k.N)
+			}
+		}
+		if len(k.Inputs) < len(want) {
+			return fmt.Sprintf("%s needs %d operands, has %d", k.Kind, len(want), len(k.Inputs))
+		}
+		for j, w := range want {
+			in := k.Inputs[j]
+			if in.Broadcast > 0 || !in.Shape.Equal(w) {
+				return fmt.Sprintf("%s operand %d is %v (broadcast %d), want a plain or transposed %v", k.Kind, j, in.Shape, in.Broadcast, w)
+			}
+		}
+	}
+	if k.Blocks > 1 {
+		leaves := 1
+		for leaves < k.Shape.Len() {
+			leaves *= 2
+		}
+		if k.Kind != KernelSum || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 || p.Buffers[k.Outputs[0]].Len != k.Blocks {
+			return fmt.Sprintf("splits into %d blocks, which is not a power of two dividing a sum's %d leaves and its output", k.Blocks, leaves)
+		}
+	}
+	return ""
+}
+
 // ValidateProgram checks the Program invariants: buffers are in range,
 // each non-input buffer has one writer, kernels read only what is already
 // written, and bodies refer only to earlier values and existing operands.
@@ -235,8 +271,8 @@ func ValidateProgram(p *Program) error {
 			}
 			written[o] = true
 		}
-		if k.Blocks > 1 && (k.Kind != KernelSum || p.Buffers[k.Outputs[0]].Len != k.Blocks) {
-			return bad("splits into %d blocks but is not a sum writing that many values", k.Blocks)
+		if err := validateKernelShape(p, &k); err != "" {
+			return bad("%s", err)
 		}
 		if k.Kind != KernelLife && len(k.Stores) != len(k.Outputs) {
 			return bad("%d stores for %d outputs", len(k.Stores), len(k.Outputs))

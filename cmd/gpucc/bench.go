@@ -41,7 +41,7 @@ func benchCmd(args []string) int {
 		for _, be := range strings.Split(*backends, ",") {
 			be = strings.TrimSpace(be)
 			if !slices.Contains(runtime.Backends(), be) {
-				return usageError("bench: unknown backend %q in --backends (have %s)", be, joinNames(runtime.Backends()))
+				return usageError("bench: unknown backend %q in --backends (have %s)", be, strings.Join(runtime.Backends(), ", "))
 			}
 			cfg.Backends = append(cfg.Backends, be)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
@@ -25,8 +26,8 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 }
 
 func runCmd(args []string) int {
-	fs := newFlags("run", "run [--backend auto|webgpu|wasm|cpu] [--allow-software] GRAPH.json")
-	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
+	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] GRAPH.json")
+	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(runtime.Backends(), ", "))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits := limitFlags(fs)
@@ -67,17 +68,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		args = fs.Args()[1:]
 	}
 	return fs.Parse(pos) // leaves pos as the positional arguments
-}
-
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
 
 // openCache opens the code cache for --cache-dir: "" is the default

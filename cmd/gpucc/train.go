@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"math"
+	"strings"
 
 	"github.com/gpucc/gpucc/runtime"
 )
@@ -15,7 +16,7 @@ func init() {
 // prints the losses and final parameters.
 func trainCmd(args []string) int {
 	fs := newFlags("train", "train [--backend auto|webgpu|wasm|cpu] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
-	backend := fs.String("backend", "auto", "auto, or one of: "+joinNames(runtime.Chain))
+	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(runtime.Backends(), ", "))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	steps := fs.Int("steps", 0, "SGD steps to run (at least 1)")
 	lr := fs.Float64("lr", 0, "learning rate (required): each step does p -= lr * grad in float32")
