@@ -25,12 +25,23 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 	return l
 }
 
-func runCmd(args []string) int {
-	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] GRAPH.json")
+// runtimeFlags registers the flags every command that runs graphs shares
+// (backend, software adapters, code cache, host limits) on fs. Call the
+// returned function after parsing for the runtime options they give.
+func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (runtime.Options, error)) {
 	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(runtime.Backends(), ", "))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
-	limits := limitFlags(fs)
+	limits = limitFlags(fs)
+	return limits, func() (runtime.Options, error) {
+		c, err := openCache(*cacheDir)
+		return runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c}, err
+	}
+}
+
+func runCmd(args []string) int {
+	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] GRAPH.json")
+	limits, options := runtimeFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
@@ -41,11 +52,11 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	c, err := openCache(*cacheDir)
+	opts, err := options()
 	if err != nil {
 		return fail(err)
 	}
-	res, err := runtime.Run(g, runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c})
+	res, err := runtime.Run(g, opts)
 	if err != nil {
 		return fail(err)
 	}

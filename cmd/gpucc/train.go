@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"math"
-	"strings"
 
 	"github.com/gpucc/gpucc/runtime"
 )
@@ -15,14 +14,11 @@ func init() {
 // trainCmd runs --steps SGD steps (grad.Step, through runtime.Train) and
 // prints the losses and final parameters.
 func trainCmd(args []string) int {
-	fs := newFlags("train", "train [--backend auto|webgpu|wasm|cpu] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
-	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(runtime.Backends(), ", "))
-	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
+	fs := newFlags("train", "train [--backend auto|BACKEND] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
+	limits, options := runtimeFlags(fs)
 	steps := fs.Int("steps", 0, "SGD steps to run (at least 1)")
 	lr := fs.Float64("lr", 0, "learning rate (required): each step does p -= lr * grad in float32")
 	loss := fs.String("loss", "loss", "name of the scalar output to minimise")
-	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
-	limits := limitFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
@@ -44,11 +40,11 @@ func trainCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	c, err := openCache(*cacheDir)
+	opts, err := options()
 	if err != nil {
 		return fail(err)
 	}
-	rt, err := runtime.New(runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c})
+	rt, err := runtime.New(opts)
 	if err != nil {
 		return fail(err)
 	}
