@@ -3,6 +3,7 @@ package ir_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -252,4 +253,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip refused: %v", err)
 		}
 	})
+}
+
+func TestSetInput(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.NamedInput("x", ir.Shape{2}, []float32{1, 2})
+	b.Output("y", x.Relu())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetInput("x", []float32{3, -4}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]float32{3, -4}, g.Nodes[g.Input("x")].Data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+	nan := float32(math.NaN())
+	for _, bad := range []struct {
+		name string
+		data []float32
+	}{{"nope", []float32{1, 2}}, {"x", []float32{1}}, {"x", []float32{1, nan}}} {
+		if err := g.SetInput(bad.name, bad.data); err == nil {
+			t.Errorf("SetInput(%q, %v) accepted", bad.name, bad.data)
+		}
+	}
 }

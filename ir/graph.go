@@ -206,6 +206,26 @@ func (g *Graph) Input(name string) NodeID {
 	return -1
 }
 
+// SetInput gives the input named name new data, of the same length, every
+// value a finite float32. The slice is kept, not copied.
+func (g *Graph) SetInput(name string, data []float32) error {
+	id := g.Input(name)
+	if id < 0 {
+		return Errorf(CodeInvalidGraph, -1, "inputs", "no input is named %q", name)
+	}
+	n := &g.Nodes[id]
+	if len(data) != len(n.Data) {
+		return Errorf(CodeInvalidGraph, int(id), "data", "input %q needs %d values (shape %v), got %d", name, len(n.Data), n.Shape, len(data))
+	}
+	for k, v := range data {
+		if !isFinite32(v) {
+			return Errorf(CodeInvalidGraph, int(id), "data", "input %q value %d is not a finite float32", name, k)
+		}
+	}
+	n.Data = data
+	return nil
+}
+
 // Validate checks every invariant of the package doc against limits (zero
 // fields mean the defaults). It reports the first problem found.
 func Validate(g *Graph, limits Limits) error {

@@ -94,7 +94,7 @@ func buildCmd(args []string) int {
 		return fail(err)
 	}
 	if *pkg != "" {
-		if err := writePackage(*out, *pkg, g, m, sources); err != nil {
+		if err := writePackage(*out, *pkg, g, *limits, m, sources); err != nil {
 			return fail(err)
 		}
 	}
