@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/wgsl"
@@ -241,5 +242,75 @@ func TestSumSweep(t *testing.T) {
 			rt.Close()
 			t.Logf("sum over %d elements, split=%v: %.3f ms (%s)", n, split, best, "gpu-timestamp")
 		}
+	}
+}
+
+// TestMatmulGuardCost measures what exactness costs a large matmul: the
+// same generated kernel with and without the uniform-1.0 guard on its
+// products (without it, a contracting driver fuses each step into one
+// FMA). It runs when GPUCC_MATMUL_GUARD=n is set (the H200 run) and only
+// times: the unguarded kernel is not gpucc's and is not checked.
+func TestMatmulGuardCost(t *testing.T) {
+	n := envInt("GPUCC_MATMUL_GUARD", 0)
+	if n == 0 {
+		t.Skip("set GPUCC_MATMUL_GUARD=n to run")
+	}
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{n, n}, irtest.Values(61, n*n, 1))
+	w := bl.Input(ir.Shape{n, n}, irtest.Values(62, n*n, 1))
+	bl.Output("y", x.MatMul(w))
+	limits := ir.Limits{MaxElements: 1 << 26, MaxStorageBytes: 1 << 32, MaxOps: 1 << 40}
+	g, err := bl.Build(limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := wgsl.Generate(p, &p.Kernels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := gpu.Open(gpu.Options{AllowSoftware: true})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer dev.Close()
+	bufs := make([]*gpu.Buffer, 3)
+	for i := range bufs {
+		if bufs[i], err = dev.NewBuffer(uint64(n*n)*4, "m"); err != nil {
+			t.Fatal(err)
+		}
+		defer bufs[i].Release()
+	}
+	dev.Upload(bufs[0], p.Buffers[p.Kernels[0].Inputs[0].Buffer].Data)
+	dev.Upload(bufs[1], p.Buffers[p.Kernels[0].Inputs[1].Buffer].Data)
+	u, err := dev.NewUniform(s.Params, "params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Release()
+	kinds := []gpu.BindingKind{gpu.ReadOnlyStorage, gpu.ReadOnlyStorage, gpu.Storage, gpu.Uniform}
+	for _, v := range []struct{ name, src string }{
+		{"exact (gpucc)", s.Source},
+		{"unguarded", strings.ReplaceAll(s.Source, ") * params.one;", ");")},
+	} {
+		pipe, err := dev.Compile(v.src, s.Entry, kinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := []gpu.Dispatch{{Pipeline: pipe, Buffers: append(bufs, u), Groups: [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), 1}}}
+		dev.Run(d)
+		best := math.Inf(1)
+		for range 5 {
+			ns, ok, err := dev.RunTimed(d)
+			if err != nil || !ok {
+				t.Skipf("no GPU timestamps: %v", err)
+			}
+			best = min(best, float64(ns)/1e6)
+		}
+		pipe.Release()
+		t.Logf("matmul %d³ %s: %.3f ms, %.2f TFLOP/s", n, v.name, best, 2*float64(n)*float64(n)*float64(n)/best/1e9)
 	}
 }
