@@ -218,13 +218,7 @@ func (b *nativeBackend) library(source string, cache map[string]bool) (*nativeLi
 	if err != nil {
 		return nil, err
 	}
-	if len(b.libs) >= nativeMaxLibs {
-		for k, old := range b.libs {
-			purego.Dlclose(old.handle)
-			delete(b.libs, k)
-			break
-		}
-	}
+	makeRoom(b.libs, nativeMaxLibs, func(old *nativeLib) { purego.Dlclose(old.handle) })
 	b.libs[key] = lib
 	return lib, nil
 }

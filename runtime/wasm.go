@@ -175,13 +175,7 @@ func (b *wasmBackend) module(source string, cache map[string]bool) (*wasmModule,
 	if err != nil {
 		return nil, err
 	}
-	if len(b.modules) >= wasmMaxModules {
-		for k, old := range b.modules {
-			old.close(context.Background())
-			delete(b.modules, k)
-			break
-		}
-	}
+	makeRoom(b.modules, wasmMaxModules, func(old *wasmModule) { old.close(context.Background()) })
 	b.modules[key] = m
 	return m, nil
 }
