@@ -462,24 +462,27 @@ func BenchmarkUpload4MiB(b *testing.B) { benchmarkTransfer(b, false) }
 // BenchmarkRead4MiB measures Read of 4 MiB.
 func BenchmarkRead4MiB(b *testing.B) { benchmarkTransfer(b, true) }
 
-// BenchmarkTinyDispatch measures the fixed cost of Run with one dispatch of
-// one workgroup (encode, submit, wait).
-func BenchmarkTinyDispatch(b *testing.B) {
-	d := openDevice(b)
+// tinyDispatch compiles addOneWGSL over 64 elements and returns one
+// dispatch of one workgroup; the benchmarks of a tiny kernel share it.
+func tinyDispatch(b *testing.B, d *Device) Dispatch {
 	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.Release()
 	x, y := mustBuffer(b, d, 256, "x"), mustBuffer(b, d, 256, "y")
-	defer x.Release()
-	defer y.Release()
 	u, err := d.NewUniform(u32Uniform(64), "n")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer u.Release()
-	ds := []Dispatch{{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{1, 1, 1}}}
+	b.Cleanup(func() { x.Release(); y.Release(); u.Release(); p.Release() })
+	return Dispatch{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{1, 1, 1}}
+}
+
+// BenchmarkTinyDispatch measures the fixed cost of Run with one dispatch of
+// one workgroup (encode, submit, wait).
+func BenchmarkTinyDispatch(b *testing.B) {
+	d := openDevice(b)
+	ds := []Dispatch{tinyDispatch(b, d)}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

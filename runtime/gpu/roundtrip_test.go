@@ -13,20 +13,8 @@ import (
 // non-blocking polls and by one blocking poll.
 func BenchmarkRoundTripPhases(b *testing.B) {
 	d := openDevice(b)
-	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Release()
-	x, y := mustBuffer(b, d, 256, "x"), mustBuffer(b, d, 256, "y")
-	defer x.Release()
-	defer y.Release()
-	u, err := d.NewUniform(u32Uniform(64), "n")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer u.Release()
-	ds := Dispatch{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{1, 1, 1}}
+	ds := tinyDispatch(b, d)
+	p := ds.Pipeline
 	bg, err := d.bindGroup(&ds)
 	if err != nil {
 		b.Fatal(err)
