@@ -1,38 +1,53 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/glsl"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime"
 )
 
 func init() {
-	commands["build"] = command{summary: "compile a graph ahead of time into WGSL kernels, a manifest and a Go package", run: buildCmd}
+	commands["build"] = command{summary: "compile a graph ahead of time into kernels, a manifest and a Go package", run: buildCmd}
 }
 
-// Manifest describes a build: every kernel and how long each pass took.
+// Targets are the kernel targets build can write, in the order it writes them.
+var Targets = []string{"wgsl", "glsl", "c", "wasm"}
+
+// Manifest describes a build: where the graph came from, what it was
+// compiled for and by, and every kernel and file. It holds no timings, so
+// that building twice gives the same bytes.
 type Manifest struct {
-	Graph   string           `json:"graph"`
-	Kernels []ManifestKernel `json:"kernels"`
-	Outputs []ManifestOutput `json:"outputs"`
-	Passes  []passes.Timing  `json:"passes"`
+	Graph       string           `json:"graph"`
+	GraphSHA256 string           `json:"graphSHA256"` // of graph.json, the graph's canonical encoding
+	Profile     passes.Profile   `json:"profile"`
+	Gpucc       string           `json:"gpucc"` // the gpucc version that built it
+	Targets     []string         `json:"targets"`
+	Kernels     []ManifestKernel `json:"kernels"`
+	Outputs     []ManifestOutput `json:"outputs"`
+	Files       []ManifestFile   `json:"files"`
 }
 
-// ManifestKernel is one generated kernel.
+// ManifestKernel is one kernel of the program, as its WGSL runs it.
 type ManifestKernel struct {
 	Name       string            `json:"name"`
 	Kind       string            `json:"kind"`
-	File       string            `json:"file"`
+	File       string            `json:"file,omitempty"` // its .wgsl, when wgsl is a target
 	Nodes      []ir.NodeID       `json:"nodes"`
 	Bindings   []ManifestBinding `json:"bindings"`
 	Workgroup  [3]int            `json:"workgroup"`
@@ -40,7 +55,7 @@ type ManifestKernel struct {
 	BytesRead  int64             `json:"bytesRead"`
 	BytesWrite int64             `json:"bytesWritten"`
 	Tile       *ir.Tile          `json:"tile,omitempty"`
-	SHA256     string            `json:"sha256"`
+	SHA256     string            `json:"sha256"` // of its WGSL
 }
 
 // ManifestBinding is one buffer binding of a kernel.
@@ -61,12 +76,30 @@ type ManifestOutput struct {
 	Const  *float32 `json:"const,omitempty"`
 }
 
+// ManifestFile is one file the build wrote besides the manifest.
+type ManifestFile struct {
+	Name   string `json:"name"`
+	Target string `json:"target"` // a kernel target, or "graph" or "go"
+	SHA256 string `json:"sha256"`
+}
+
+// buildResult is what build prints when not asked to explain.
+type buildResult struct {
+	Dir      string          `json:"dir"`
+	Manifest string          `json:"manifest"`
+	Files    []string        `json:"files"`
+	Skipped  []string        `json:"skipped,omitempty"` // targets left out, and why
+	Passes   []passes.Timing `json:"passes"`
+}
+
 func buildCmd(args []string) int {
-	fs := newFlags("build", "build GRAPH.json -o DIR [--explain] [--dump-after PASS] [--package NAME]")
+	fs := newFlags("build", "build GRAPH.json -o DIR [--package NAME] [--targets wgsl,glsl,c,wasm] [--profile NAME] [--explain] [--dump-after PASS]")
 	out := fs.String("o", "", "output directory (required)")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass: "+strings.Join(passes.PassNames(), ", "))
 	explain := fs.Bool("explain", false, "print the kernel plan")
-	pkg := fs.String("package", "", "also write a Go package of this name embedding the kernels")
+	pkg := fs.String("package", "", "also write a Go package of this name that runs the build")
+	targetList := fs.String("targets", "", "kernel targets to write, comma-separated: "+strings.Join(Targets, ", ")+" (default: all; wasm only when clang is present)")
+	profileName := fs.String("profile", passes.DefaultProfile, "device-limit profile to compile for: "+strings.Join(passes.ProfileNames(), ", "))
 	limits := limitFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
@@ -77,65 +110,198 @@ func buildCmd(args []string) int {
 	if *dumpAfter != "" && !slices.Contains(passes.PassNames(), *dumpAfter) {
 		return usageError("build: --dump-after %q: no such pass (have %s)", *dumpAfter, strings.Join(passes.PassNames(), ", "))
 	}
+	if *pkg != "" {
+		if err := checkPackageName(*pkg); err != nil {
+			return usageError("build: --package %q: %v", *pkg, err)
+		}
+	}
+	targets, explicit, err := parseTargets(*targetList)
+	if err != nil {
+		return usageError("build: --targets: %v", err)
+	}
+	profile, err := passes.LookupProfile(*profileName)
+	if err != nil {
+		return usageError("build: --profile: %v", err)
+	}
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
 		return fail(err)
 	}
-	p, timings, err := passes.Compile(g, passes.Options{Limits: *limits, DumpAfter: *dumpAfter, Dump: os.Stdout})
+	b, err := makeBuild(g, buildOptions{graphName: filepath.Base(fs.Arg(0)), version: gpuccVersion(), profile: profile,
+		limits: *limits, targets: targets, allTargets: !explicit, pkg: *pkg, dumpAfter: *dumpAfter})
 	if err != nil {
 		return fail(err)
 	}
-	m, sources, err := manifest(p, timings)
-	if err != nil {
+	if err := b.write(*out); err != nil {
 		return fail(err)
-	}
-	m.Graph = filepath.Base(fs.Arg(0))
-	if err := writeBuild(*out, m, sources); err != nil {
-		return fail(err)
-	}
-	if *pkg != "" {
-		if err := writePackage(*out, *pkg, g, *limits, m, sources); err != nil {
-			return fail(err)
-		}
 	}
 	if *explain {
-		fmt.Print(explainPlan(p, m))
+		fmt.Print(explainPlan(b.program, b.manifest))
+		return 0
+	}
+	res := buildResult{Dir: *out, Manifest: filepath.Join(*out, "manifest.json"), Skipped: b.skipped, Passes: b.timings}
+	for _, f := range b.files {
+		res.Files = append(res.Files, filepath.Join(*out, f.name))
+	}
+	if *dumpAfter == "" {
+		writeJSON(res)
 	}
 	return 0
 }
 
-// manifest generates every kernel's WGSL and describes it.
-func manifest(p *ir.Program, timings []passes.Timing) (*Manifest, []string, error) {
-	m := &Manifest{Passes: timings, Kernels: []ManifestKernel{}}
-	var sources []string
+// buildOptions say what makeBuild makes.
+type buildOptions struct {
+	graphName  string // the graph's file name, for the manifest
+	version    string // the gpucc version recorded
+	profile    passes.Profile
+	limits     ir.Limits
+	targets    []string
+	allTargets bool   // the default target list: leave out wasm when no Clang is found
+	pkg        string // Go package name, or "" for none
+	dumpAfter  string // print the IR after this pass on stdout
+}
+
+// makeBuild compiles g for o.profile and generates every file of the
+// build in memory.
+func makeBuild(g *ir.Graph, o buildOptions) (*build, error) {
+	opts := o.profile.Options(o.limits)
+	opts.DumpAfter, opts.Dump = o.dumpAfter, os.Stdout
+	p, timings, err := compileProgram(g, o.profile, opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBuild(g, p, o.profile, o.graphName, o.version)
+	if err != nil {
+		return nil, err
+	}
+	b.timings = timings
+	for _, t := range o.targets {
+		if err := b.addTarget(t); err != nil {
+			if o.allTargets && t == "wasm" && runtime.CodeOf(err) == ir.CodeBackendUnavailable {
+				b.skipped = append(b.skipped, "wasm: "+err.Error())
+				continue
+			}
+			return nil, err
+		}
+	}
+	if o.pkg != "" {
+		if err := b.addPackage(o.pkg, o.limits); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// compileProgram is build's one compile path: the pass pipeline under the
+// profile's limits, then a check that every buffer fits the profile.
+func compileProgram(g *ir.Graph, profile passes.Profile, opts passes.Options) (*ir.Program, []passes.Timing, error) {
+	p, timings, err := passes.Compile(g, opts)
+	if err != nil {
+		return nil, timings, err
+	}
+	if err := profile.Fits(p); err != nil {
+		return nil, timings, err
+	}
+	return p, timings, nil
+}
+
+// checkPackageName says why name cannot name the generated package: it
+// must be a Go identifier, not a keyword, not the blank identifier, and not
+// main (the package is imported, not run).
+func checkPackageName(name string) error {
+	switch {
+	case name == "main":
+		return fmt.Errorf("the generated package is imported by a program, so it cannot be main")
+	case name == "_":
+		return fmt.Errorf("the blank identifier cannot name a package")
+	case token.IsKeyword(name):
+		return fmt.Errorf("%s is a Go keyword", name)
+	case !token.IsIdentifier(name):
+		return fmt.Errorf("not a Go identifier (letters, digits and _, not starting with a digit)")
+	}
+	return nil
+}
+
+// parseTargets parses --targets; explicit is false for the default (all).
+func parseTargets(list string) (targets []string, explicit bool, err error) {
+	if list == "" {
+		return Targets, false, nil
+	}
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(Targets, t) {
+			return nil, true, fmt.Errorf("no target %q (have %s)", t, strings.Join(Targets, ", "))
+		}
+		if !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	slices.SortFunc(targets, func(a, b string) int { return slices.Index(Targets, a) - slices.Index(Targets, b) })
+	return targets, true, nil
+}
+
+// gpuccVersion names the running gpucc: its module version and, for a
+// binary built from a checkout, the commit (with "+dirty" when the tree
+// had changes).
+func gpuccVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	return v
+}
+
+// build is one build in memory: the program, its manifest and the files
+// to write, in the order they were added.
+type build struct {
+	graph    *ir.Graph
+	graphDoc []byte // graph.json
+	program  *ir.Program
+	manifest *Manifest
+	shaders  []codegen.Shader // WGSL of each kernel
+	files    []buildFile
+	timings  []passes.Timing
+	skipped  []string // targets left out, and why
+}
+
+type buildFile struct {
+	name   string
+	target string
+	data   []byte
+}
+
+// newBuild generates the WGSL of every kernel (the manifest describes
+// each kernel by it) and the manifest.
+func newBuild(g *ir.Graph, p *ir.Program, profile passes.Profile, graphName, version string) (*build, error) {
+	doc := ir.Encode(g)
+	sum := sha256.Sum256(doc)
+	b := &build{graph: g, graphDoc: doc, program: p, manifest: &Manifest{
+		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: profile, Gpucc: version,
+		Targets: []string{}, Kernels: []ManifestKernel{}, Files: []ManifestFile{}}}
 	for i := range p.Kernels {
 		k := &p.Kernels[i]
 		s, err := wgsl.Generate(p, k)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		sum := sha256.Sum256([]byte(s.Source))
-		mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), File: k.Name + ".wgsl", Nodes: k.Nodes,
-			Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:])}
-		if k.Kind == ir.KernelMatmul {
-			mk.Tile = &k.Tile
-		}
-		for j, kind := range s.Bindings {
-			b := ManifestBinding{Binding: j, Kind: bindingName(kind), Node: -1}
-			switch {
-			case j < len(k.Inputs):
-				in := k.Inputs[j]
-				b.Buffer, b.Node, b.Transposed, b.Broadcast = in.Buffer, int(p.Buffers[in.Buffer].Node), in.Transposed, in.Broadcast
-				mk.BytesRead += int64(p.Buffers[in.Buffer].Len) * 4
-			case j < len(k.Inputs)+len(k.Outputs):
-				o := k.Outputs[j-len(k.Inputs)]
-				b.Buffer, b.Node = o, int(p.Buffers[o].Node)
-				mk.BytesWrite += int64(p.Buffers[o].Len) * 4
-			}
-			mk.Bindings = append(mk.Bindings, b)
-		}
-		m.Kernels = append(m.Kernels, mk)
-		sources = append(sources, s.Source)
+		b.shaders = append(b.shaders, s)
+		b.manifest.Kernels = append(b.manifest.Kernels, describeKernel(p, k, s))
 	}
 	for _, o := range p.Outputs {
 		mo := ManifestOutput{Name: o.Name, Shape: append([]int{}, o.Shape...), Buffer: o.Buffer}
@@ -143,35 +309,114 @@ func manifest(p *ir.Program, timings []passes.Timing) (*Manifest, []string, erro
 			c := o.Const
 			mo.Const = &c
 		}
-		m.Outputs = append(m.Outputs, mo)
+		b.manifest.Outputs = append(b.manifest.Outputs, mo)
 	}
-	return m, sources, nil
+	return b, nil
+}
+
+func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKernel {
+	sum := sha256.Sum256([]byte(s.Source))
+	mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes,
+		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:])}
+	if k.Kind == ir.KernelMatmul {
+		mk.Tile = &k.Tile
+	}
+	for j, kind := range s.Bindings {
+		b := ManifestBinding{Binding: j, Kind: bindingName(kind), Node: -1}
+		switch {
+		case j < len(k.Inputs):
+			in := k.Inputs[j]
+			b.Buffer, b.Node, b.Transposed, b.Broadcast = in.Buffer, int(p.Buffers[in.Buffer].Node), in.Transposed, in.Broadcast
+			mk.BytesRead += int64(p.Buffers[in.Buffer].Len) * 4
+		case j < len(k.Inputs)+len(k.Outputs):
+			o := k.Outputs[j-len(k.Inputs)]
+			b.Buffer, b.Node = o, int(p.Buffers[o].Node)
+			mk.BytesWrite += int64(p.Buffers[o].Len) * 4
+		}
+		mk.Bindings = append(mk.Bindings, b)
+	}
+	return mk
 }
 
 func bindingName(k codegen.BindingKind) string {
 	return [...]string{"read-only-storage", "storage", "uniform"}[k]
 }
 
-func writeBuild(dir string, m *Manifest, sources []string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// add records a file of the build.
+func (b *build) add(name, target string, data []byte) {
+	sum := sha256.Sum256(data)
+	b.files = append(b.files, buildFile{name: name, target: target, data: data})
+	b.manifest.Files = append(b.manifest.Files, ManifestFile{Name: name, Target: target, SHA256: hex.EncodeToString(sum[:])})
+}
+
+// addTarget generates the kernels of one target: a .wgsl per kernel, a
+// .glsl per WebGL2 pass, one kernels.c, and kernels.wasm built from it
+// (backend_unavailable when no Clang is found).
+func (b *build) addTarget(target string) error {
+	switch target {
+	case "wgsl":
+		for i, s := range b.shaders {
+			b.manifest.Kernels[i].File = kernelDir + s.Name + ".wgsl"
+			b.add(kernelDir+s.Name+".wgsl", target, []byte(s.Source))
+		}
+	case "glsl":
+		pl, err := glsl.Generate(b.program)
+		if err != nil {
+			return ir.Errorf(ir.CodeInternal, -1, "", "generating GLSL: %v", err)
+		}
+		for _, ps := range pl.Passes {
+			b.add(kernelDir+ps.Name+".glsl", target, []byte(ps.Source))
+		}
+	case "c", "wasm":
+		u, err := c.Generate(b.program)
+		if err != nil {
+			return ir.Errorf(ir.CodeInternal, -1, "", "generating C: %v", err)
+		}
+		if target == "c" {
+			b.add(kernelDir+"kernels.c", target, []byte(u.Source))
+			break
+		}
+		mod, err := runtime.BuildWasm(context.Background(), u.Source)
+		if err != nil {
+			return &runtime.Error{Code: ir.CodeBackendUnavailable, Backend: "wasm", Err: err}
+		}
+		b.add(kernelDir+"kernels.wasm", target, mod)
+	default:
+		return ir.Errorf("usage", -1, "targets", "no target %q", target)
+	}
+	b.manifest.Targets = append(b.manifest.Targets, target)
+	return nil
+}
+
+// kernelDir is the subdirectory of the build's kernels: kept apart from
+// the Go package, whose directory may not hold C files.
+const kernelDir = "kernels/"
+
+// write writes every file and then the manifest into dir.
+func (b *build) write(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, kernelDir), 0o755); err != nil {
 		return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
 	}
-	for i, k := range m.Kernels {
-		if err := os.WriteFile(filepath.Join(dir, k.File), []byte(sources[i]), 0o644); err != nil {
+	for _, f := range b.files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
 		}
 	}
-	doc, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(doc, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b.manifestJSON(), 0o644); err != nil {
 		return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
 	}
 	return nil
 }
 
+func (b *build) manifestJSON() []byte {
+	doc, _ := json.MarshalIndent(b.manifest, "", "  ")
+	return append(doc, '\n')
+}
+
 // explainPlan renders the plan for people: one paragraph per kernel.
 func explainPlan(p *ir.Program, m *Manifest) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kernels: %d, buffers: %d\n", len(p.Kernels), len(p.Buffers))
+	fmt.Fprintf(&b, "kernels: %d, buffers: %d, profile: %s\n", len(p.Kernels), len(p.Buffers), m.Profile.Name)
 	for i, k := range p.Kernels {
 		mk := m.Kernels[i]
 		fmt.Fprintf(&b, "\n%s: %s over %v, fuses nodes %v\n", k.Name, k.Kind, k.Shape, k.Nodes)

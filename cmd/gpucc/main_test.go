@@ -136,43 +136,6 @@ func TestRunRejectsSoftwareAdapterUnlessAllowed(t *testing.T) {
 	}
 }
 
-func TestBuild(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	dir, err := os.MkdirTemp(root, "aot-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	out, v, code := gpucc(t, "", "build", "../../examples/mlp.json", "-o", dir, "--explain", "--package", "mlp")
-	if code != 0 {
-		t.Fatalf("exit %d: %s %v", code, out, v)
-	}
-	for _, want := range []string{"kernels: 1", "fuses nodes [3 4 5]", "tile   32x32", "workgroup [16 16 1]"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--explain lacks %q:\n%s", want, out)
-		}
-	}
-	var m Manifest
-	doc, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(doc, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Kernels) != 1 || len(m.Kernels[0].Bindings) != 5 || len(m.Passes) == 0 || m.Kernels[0].SHA256 == "" {
-		t.Errorf("manifest: %+v", m)
-	}
-	if _, err := os.Stat(filepath.Join(dir, m.Kernels[0].File)); err != nil {
-		t.Error(err)
-	}
-	vet := exec.Command("go", "vet", "./"+filepath.Base(dir))
-	vet.Dir = root
-	if out, err := vet.CombinedOutput(); err != nil {
-		t.Errorf("generated package does not vet: %v\n%s", err, out)
-	}
-}
-
 // TestRunCacheDir: a second process finds the generated code on disk.
 func TestRunCacheDir(t *testing.T) {
 	dir := t.TempDir()
@@ -190,60 +153,5 @@ func TestRunCacheDir(t *testing.T) {
 	}
 	if diff := cmp.Diff([]any{false, true}, hits); diff != "" {
 		t.Errorf("codegen_disk over two processes (-want +got):\n%s", diff)
-	}
-}
-
-// TestBuildPackageRuns builds a graph with named inputs into a Go package
-// and runs that package's own test: Run with new input data must give
-// cpuref's answer for that data, and an unknown input name is refused.
-func TestBuildPackageRuns(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	dir, err := os.MkdirTemp(root, "aot-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if out, v, code := gpucc(t, "", "build", "../../examples/bias_broadcast.json", "-o", dir, "--package", "biasnet"); code != 0 {
-		t.Fatalf("exit %d: %s %v", code, out, v)
-	}
-	const test = `package biasnet
-
-import (
-	"math"
-	"testing"
-
-	"github.com/gpucc/gpucc/cpuref"
-	"github.com/gpucc/gpucc/runtime"
-)
-
-func TestRun(t *testing.T) {
-	rt, err := runtime.New(runtime.Options{Backend: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	x := []float32{0.5, 1, -1, 2, 0, 3, -0.25, 1, 1, 4, -2, 0.5}
-	res, err := Run(rt, map[string][]float32{"x": x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := Graph()
-	g.Nodes[g.Input("x")].Data = x // by hand, not through SetInput
-	want := cpuref.Eval(g)[g.Outputs[0].ID][0]
-	if got := res.Outputs["loss"].Data[0]; math.Float32bits(got) != math.Float32bits(want) {
-		t.Errorf("loss %v, cpuref %v", got, want)
-	}
-	if _, err := Run(rt, map[string][]float32{"nope": x}); err == nil {
-		t.Error("an unknown input name was accepted")
-	}
-}
-`
-	if err := os.WriteFile(filepath.Join(dir, "run_test.go"), []byte(test), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "test", "-count=1", "./"+filepath.Base(dir))
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("the generated package's test failed: %v\n%s", err, out)
 	}
 }

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	out, v, code := gpucc(t, "", "build", "../../examples/mlp.json", "-o", dir, "--explain", "--targets", "wgsl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %v", code, out, v)
+	}
+	for _, want := range []string{"kernels: 1", "profile: webgpu-default", "fuses nodes [3 4 5]", "tile   32x32", "workgroup [16 16 1]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--explain lacks %q:\n%s", want, out)
+		}
+	}
+	m := readManifest(t, dir)
+	if len(m.Kernels) != 1 || len(m.Kernels[0].Bindings) != 5 || m.Kernels[0].SHA256 == "" || len(m.GraphSHA256) != 64 {
+		t.Errorf("manifest: %+v", m)
+	}
+	if diff := cmp.Diff(passes.WebGPUDefault, m.Profile); diff != "" {
+		t.Errorf("manifest profile (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"wgsl"}, m.Targets); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	for _, f := range m.Files {
+		if _, err := os.Stat(filepath.Join(dir, f.Name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func readManifest(t *testing.T, dir string) *Manifest {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
+}
+
+// TestBuildTargets: each target writes its own kernels, and the manifest
+// lists every file with its hash.
+func TestBuildTargets(t *testing.T) {
+	dir := t.TempDir()
+	if out, v, code := gpucc(t, "", "build", "../../examples/bias_broadcast.json", "-o", dir, "--targets", "c,glsl,wgsl,wasm"); code != 0 {
+		t.Fatalf("exit %d: %s %v", code, out, v)
+	}
+	m := readManifest(t, dir)
+	if diff := cmp.Diff([]string{"wgsl", "glsl", "c", "wasm"}, m.Targets); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	count := map[string]int{}
+	for _, f := range m.Files {
+		count[f.Target]++
+	}
+	if diff := cmp.Diff(map[string]int{"wgsl": len(m.Kernels), "glsl": count["glsl"], "c": 1, "wasm": 1}, count); diff != "" || count["glsl"] < len(m.Kernels) {
+		t.Errorf("files per target (-want +got):\n%s%v", diff, m.Files)
+	}
+	wasm, err := os.ReadFile(filepath.Join(dir, "kernels", "kernels.wasm"))
+	if err != nil || !bytes.HasPrefix(wasm, []byte("\x00asm")) {
+		t.Errorf("kernels.wasm is not a module: %v", err)
+	}
+}
+
+func TestBuildRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"package main", []string{"--package", "main"}, "cannot be main"},
+		{"keyword", []string{"--package", "func"}, "Go keyword"},
+		{"blank", []string{"--package", "_"}, "blank identifier"},
+		{"not an identifier", []string{"--package", "my-net"}, "not a Go identifier"},
+		{"leading digit", []string{"--package", "1net"}, "not a Go identifier"},
+		{"unknown target", []string{"--targets", "wgsl,spirv"}, `no target \"spirv\"`},
+		{"unknown profile", []string{"--profile", "h200"}, `no device-limit profile is named \"h200\"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"build", "../../examples/seed.json", "-o", t.TempDir()}, tt.args...)
+			out, v, code := gpucc(t, "", args...)
+			if code == 0 || errorCode(v) != "usage" || !strings.Contains(out, tt.msg) {
+				t.Errorf("exit %d, %s; want a usage error containing %q", code, out, tt.msg)
+			}
+		})
+	}
+}
+
+// TestBuildReproducible: building twice gives the same bytes, file for file.
+func TestBuildReproducible(t *testing.T) {
+	var trees []map[string]string
+	for range 2 {
+		dir := t.TempDir()
+		if out, v, code := gpucc(t, "", "build", "../../examples/aot/mlp.json", "-o", dir, "--package", "mlp"); code != 0 {
+			t.Fatalf("exit %d: %s %v", code, out, v)
+		}
+		tree := map[string]string{}
+		filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				rel, _ := filepath.Rel(dir, path)
+				tree[rel] = string(b)
+			}
+			return err
+		})
+		trees = append(trees, tree)
+	}
+	if len(trees[0]) < 5 {
+		t.Fatalf("too few files: %v", len(trees[0]))
+	}
+	if diff := cmp.Diff(trees[0], trees[1]); diff != "" {
+		t.Errorf("two builds differ (-first +second):\n%s", diff)
+	}
+}
+
+// TestGeneratedGo compares the generated Go with the golden files in
+// testdata/gopkg (go test -run TestGeneratedGo -update rewrites them).
+func TestGeneratedGo(t *testing.T) {
+	for _, tt := range []struct{ graph, pkg string }{
+		{"../../examples/aot/mlp.json", "mlp"},
+		{"../../examples/bias_broadcast.json", "biasnet"},
+		{"../../examples/mlp.json", "unnamed"},
+	} {
+		t.Run(tt.pkg, func(t *testing.T) {
+			raw, err := os.ReadFile(tt.graph)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := ir.DecodeBytes(raw, ir.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := makeBuild(g, buildOptions{graphName: filepath.Base(tt.graph), version: "v0.0.0-golden",
+				profile: passes.WebGPUDefault, limits: ir.DefaultLimits(), targets: []string{"wgsl"}, pkg: tt.pkg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := b.files[len(b.files)-1].data
+			golden := filepath.Join("testdata", "gopkg", tt.pkg+".go.golden")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("generated Go differs from %s (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+func TestExportedName(t *testing.T) {
+	for in, want := range map[string]string{
+		"x": "X", "w1": "W1", "hidden_1": "Hidden1", "my-input": "MyInput", "1st": "X1st", "é": "É", "_": "X", "日本": "X日本",
+	} {
+		if got := exportedName(in); got != want {
+			t.Errorf("exportedName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBuildFieldClash: two names that map to one Go field are refused.
+func TestBuildFieldClash(t *testing.T) {
+	g := `{"version":1,"nodes":[{"id":0,"op":"input","name":"a_b","shape":[1],"data":[1]},{"id":1,"op":"input","name":"a-b","shape":[1],"data":[2]},{"id":2,"op":"add","a":0,"b":1}],"outputs":[{"name":"y","id":2}]}`
+	out, v, code := gpucc(t, g, "build", "-", "-o", t.TempDir(), "--package", "clash", "--targets", "wgsl")
+	if code == 0 || errorCode(v) != "invalid_graph" || !strings.Contains(out, "both be the Go field AB") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
+
+// appMain is the program TestBuildPackage builds against the generated
+// package: on the backend it is given, it runs the package twice with new
+// data and compares each output with the JIT's (rt.Run of the source
+// graph) bit for bit; then it checks that a bad shape names its field.
+const appMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"example.com/app/mlp"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+func main() {
+	if err := run(os.Args[1], os.Args[2]); err != nil {
+		fmt.Println("FAIL:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ok")
+}
+
+func run(backend, source string) error {
+	ctx := context.Background()
+	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: true})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	exe, err := mlp.Compile(ctx, rt)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(source)
+	if err != nil {
+		return err
+	}
+	for step := range 2 {
+		x := make([]float32, 32)
+		for i := range x {
+			x[i] = float32(i*(step+3)%11-5) / 3
+		}
+		out, err := exe.Run(ctx, mlp.Inputs{X: x})
+		if err != nil {
+			return err
+		}
+		g, err := ir.DecodeBytes(raw, ir.DefaultLimits())
+		if err != nil {
+			return err
+		}
+		if err := g.SetInput("x", x); err != nil {
+			return err
+		}
+		jit, err := rt.Run(g)
+		if err != nil {
+			return err
+		}
+		want := jit.Outputs["logits"].Data
+		if len(out.Logits) != len(want) {
+			return fmt.Errorf("step %d: %d logits, JIT %d", step, len(out.Logits), len(want))
+		}
+		for i := range want {
+			if math.Float32bits(out.Logits[i]) != math.Float32bits(want[i]) {
+				return fmt.Errorf("step %d: logits[%d] = %v, JIT %v", step, i, out.Logits[i], want[i])
+			}
+		}
+	}
+	_, err = exe.Run(ctx, mlp.Inputs{X: make([]float32, 31)})
+	if err == nil || !strings.Contains(err.Error(), "Inputs.X") || runtime.CodeOf(err) != ir.CodeInvalidGraph {
+		return fmt.Errorf("a short Inputs.X gave %v", err)
+	}
+	return nil
+}
+`
+
+// TestBuildPackage generates a package from examples/aot/mlp.json, builds
+// and vets it in a temporary module that replaces gpucc with this
+// checkout, and runs it on cpu, webgpu and wasm against the JIT. Then it
+// edits the embedded graph and expects Compile to refuse it by its hash.
+func TestBuildPackage(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	app := t.TempDir()
+	source, _ := filepath.Abs("../../examples/aot/mlp.json")
+	if out, v, code := gpucc(t, "", "build", source, "-o", filepath.Join(app, "mlp"), "--package", "mlp"); code != 0 {
+		t.Fatalf("exit %d: %s %v", code, out, v)
+	}
+	gomod := "module example.com/app\n\ngo 1.26.8\n\nrequire github.com/gpucc/gpucc v0.0.0\n\nreplace github.com/gpucc/gpucc => " + root + "\n"
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(appMain)} {
+		if err := os.WriteFile(filepath.Join(app, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goCmd := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = app
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	goCmd("build", "-o", "app", ".")
+	goCmd("vet", "./...")
+	runApp := func(backend string) (string, error) {
+		cmd := exec.Command(filepath.Join(app, "app"), backend, source)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR=/tmp")
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	for _, backend := range []string{"cpu", "webgpu", "wasm"} {
+		t.Run(backend, func(t *testing.T) {
+			out, err := runApp(backend)
+			if err != nil && strings.Contains(out, "backend_unavailable") && os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(backend)) == "" {
+				t.Skipf("%s is not available here: %s", backend, out)
+			}
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				t.Errorf("%v: %s", err, out)
+			}
+		})
+	}
+	t.Run("edited graph", func(t *testing.T) {
+		path := filepath.Join(app, "mlp", "graph.json")
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := bytes.Replace(doc, []byte(`"logits"`), []byte(`"logitz"`), 1)
+		if bytes.Equal(doc, edited) {
+			t.Fatal("graph.json has no output named logits")
+		}
+		if err := os.WriteFile(path, edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		goCmd("build", "-o", "app", ".")
+		out, err := runApp("cpu")
+		if err == nil || !strings.Contains(out, "edited after generation") {
+			t.Errorf("an edited graph.json was accepted: %v %s", err, out)
+		}
+	})
+}

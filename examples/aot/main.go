@@ -1,0 +1,44 @@
+// Command aot runs a small MLP that gpucc built ahead of time: go generate
+// turns mlp.json into the Go package ./mlp, and this program calls it.
+//
+//	go generate && go run . [-backend auto|webgpu|wasm|cpu]
+package main
+
+//go:generate go tool gpucc build mlp.json -o mlp --package mlp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+
+	"example.com/aot/mlp"
+	"github.com/gpucc/gpucc/runtime"
+)
+
+func main() {
+	backend := flag.String("backend", "auto", "auto, or one of: "+fmt.Sprint(runtime.Backends()))
+	flag.Parse()
+	rt, err := runtime.New(runtime.Options{Backend: *backend, AllowSoftware: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	exe, err := mlp.Compile(ctx, rt)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The weights stay as built; each run takes a new batch of 4 rows of 8.
+	for step := range 3 {
+		x := make([]float32, 4*8)
+		for i := range x {
+			x[i] = float32((i+step)%7-3) / 4
+		}
+		out, err := exe.Run(ctx, mlp.Inputs{X: x})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s batch %d: logits %v\n", rt.Backend(), step, out.Logits)
+	}
+}
