@@ -2,43 +2,40 @@ package ir
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// wireGraph is protocol v1 as it travels. Pointers tell "absent" from zero.
-type wireGraph struct {
-	Version *int         `json:"version"`
-	Nodes   []wireNode   `json:"nodes"`
-	Outputs []wireOutput `json:"outputs"`
-}
-
+// wireNode is one protocol v1 node as it travels, read field by field by
+// readNode. Pointers and nil slices tell "absent" from zero.
 type wireNode struct {
-	ID     *int            `json:"id"`
-	Op     *string         `json:"op"`
-	Shape  []int           `json:"shape,omitempty"`
-	Data   json.RawMessage `json:"data,omitempty"`
-	Value  json.RawMessage `json:"value,omitempty"`
-	A      *int            `json:"a,omitempty"`
-	B      *int            `json:"b,omitempty"`
-	Scalar json.RawMessage `json:"scalar,omitempty"`
-	Name   *string         `json:"name,omitempty"`
-	Param  *bool           `json:"param,omitempty"`
+	ID     *int
+	Op     *string
+	Shape  []int
+	Data   []float32 // parsed while read, at most Limits.MaxElements values
+	Value  *float32
+	A      *int
+	B      *int
+	Scalar *float32
+	Name   *string
+	Param  *bool
 }
 
 type wireOutput struct {
-	Name *string `json:"name"`
-	ID   *int    `json:"id"`
+	Name *string
+	ID   *int
 }
 
 // Decode reads one protocol v1 graph and validates it against limits (zero
-// fields mean the defaults). Decoding is strict: unknown fields, wrong types,
-// trailing data, non-finite numbers and values that overflow float32 are
-// refused.
+// fields mean the defaults). Decoding is strict: keys must match exactly
+// (no case folding), a repeated key, an unknown field, a wrong type,
+// trailing data, a non-finite number and a value that overflows float32
+// are refused.
 //
 // Protocol v1 as gpucc reads it also has the training extension: an input
 // may carry "name" (unique among inputs) and "param": true (a named
@@ -46,82 +43,290 @@ type wireOutput struct {
 // a proper trailing suffix of a's (PyTorch's rule; a never broadcasts).
 // Such a node decodes to a broadcast node followed by the op, so IR node
 // ids then run ahead of wire ids; errors found while decoding name the
-// wire id. Tensor data is parsed only after the node's shape has passed the
-// limits, so a hostile graph cannot make Decode allocate more than its own
-// size, which is itself capped by Limits.MaxGraphBytes.
+// wire id.
+//
+// Memory: Decode streams the document. It reads at most
+// Limits.MaxGraphBytes bytes, stops counting nodes, outputs and dimensions
+// at their limit plus one, and holds one JSON token at a time, never the
+// document: tensor data is parsed number by number into at most
+// Limits.MaxElements float32s per node. What it allocates in all, garbage
+// included, is at most 4 bytes per byte of the document plus 1 MiB at the
+// default limits (TestDecodeMemory measures it on floods of empty nodes,
+// huge shapes, deep chains and 512 nodes at the element limit).
 func Decode(r io.Reader, limits Limits) (*Graph, error) {
 	l := limits.withDefaults()
-	raw, err := io.ReadAll(io.LimitReader(r, l.MaxGraphBytes+1))
-	if err != nil {
-		return nil, Errorf(CodeInvalidGraph, -1, "", "reading graph: %v", err)
-	}
-	if int64(len(raw)) > l.MaxGraphBytes {
+	cr := &cappedReader{r: r, left: l.MaxGraphBytes + 1}
+	g, err := decodeGraph(jsontext.NewDecoder(cr), l)
+	if cr.left <= 0 { // read past the limit: report that, not where the JSON broke
 		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
 	}
-	return DecodeBytes(raw, limits)
-}
-
-// DecodeBytes is Decode on an in-memory document.
-func DecodeBytes(raw []byte, limits Limits) (*Graph, error) {
-	l := limits.withDefaults()
-	if int64(len(raw)) > l.MaxGraphBytes {
-		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
+	if cr.err != nil {
+		return nil, Errorf(CodeInvalidGraph, -1, "", "reading graph: %v", cr.err)
 	}
-	var w wireGraph
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, Errorf(CodeInvalidGraph, -1, "", "unexpected data after the graph object")
-	}
-	g, err := fromWire(&w, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := validate(g, l, false); err != nil { // parseNumber checked every value
+	if err := validate(g, l, false); err != nil { // the reader checked every value
 		return nil, err
 	}
 	return g, nil
 }
 
-func jsonError(err error) *Error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return Errorf(CodeInvalidGraph, -1, te.Field, "expected %v, got JSON %s", te.Type, te.Value)
+// DecodeBytes is Decode on an in-memory document.
+func DecodeBytes(raw []byte, limits Limits) (*Graph, error) {
+	if l := limits.withDefaults(); int64(len(raw)) > l.MaxGraphBytes {
+		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON at byte %d: %v", se.Offset, err)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: the document ends early")
-	}
-	return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: %v", err)
+	return Decode(bytes.NewReader(raw), limits)
 }
 
-func fromWire(w *wireGraph, l Limits) (*Graph, *Error) {
-	if w.Version == nil {
-		return nil, Errorf(CodeInvalidGraph, -1, "version", "missing; this host speaks version 1")
+// cappedReader reads at most left bytes of r and remembers a read error
+// that is not io.EOF (the JSON decoder reports it only as broken JSON).
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
 	}
-	if *w.Version != 1 {
-		return nil, Errorf(CodeInvalidGraph, -1, "version", "unsupported version %d; this host speaks version 1", *w.Version)
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
 	}
-	if len(w.Nodes) > l.MaxNodes {
-		return nil, Errorf(CodeLimitExceeded, -1, "nodes", "%d nodes exceed the limit of %d", len(w.Nodes), l.MaxNodes)
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
 	}
-	if len(w.Outputs) > l.MaxOutputs {
-		return nil, Errorf(CodeLimitExceeded, -1, "outputs", "%d outputs exceed the limit of %d", len(w.Outputs), l.MaxOutputs)
+	return n, err
+}
+
+// jsonError turns an error of the JSON reader into invalid_graph. Its text
+// may quote the document (a duplicate name, say), so it is cut short.
+func jsonError(err error) *Error {
+	var se *jsontext.SyntacticError
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se):
+		return Errorf(CodeInvalidGraph, -1, "", "duplicate key at %s (byte %d); every key may appear once", truncate(string(se.JSONPointer), quoteMax), se.ByteOffset)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: the document ends early")
+	case errors.As(err, &se):
+		return Errorf(CodeInvalidGraph, -1, "", "malformed JSON at byte %d: %s", se.ByteOffset, truncate(se.Err.Error(), quoteMax))
 	}
-	g := &Graph{Nodes: make([]Node, 0, len(w.Nodes))}
-	d := decoder{g: g, l: l, ids: make([]NodeID, len(w.Nodes)), names: map[string]int{}}
-	for i := range w.Nodes {
-		if err := d.node(i, &w.Nodes[i]); err != nil {
-			return nil, err
+	return Errorf(CodeInvalidGraph, -1, "", "malformed JSON: %s", truncate(err.Error(), quoteMax))
+}
+
+// reader reads the document token by token for decodeGraph and readNode.
+// Every method reports the first error as an *Error naming node and field.
+type reader struct {
+	dec *jsontext.Decoder
+}
+
+// kind peeks at the next token's kind.
+func (r reader) kind() jsontext.Kind { return r.dec.PeekKind() }
+
+// delim reads the delimiter want ('{', '}', '[', ']').
+func (r reader) delim(node int, field string, want jsontext.Kind) *Error {
+	if k := r.dec.PeekKind(); k != want {
+		return r.wrongKind(node, field, k, want)
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+// wrongKind explains that a value of kind got stands where want belongs.
+func (r reader) wrongKind(node int, field string, got, want jsontext.Kind) *Error {
+	if got == 0 { // broken JSON or the end: let the decoder say which
+		_, err := r.dec.ReadToken()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return jsonError(err)
+	}
+	names := map[jsontext.Kind]string{'{': "an object", '}': "the end of an object", '[': "an array", ']': "the end of an array",
+		'"': "a string", '0': "a number", 'n': "null", 't': "a boolean", 'f': "a boolean"}
+	return Errorf(CodeInvalidGraph, node, field, "expected %s, got %s", names[want], names[got])
+}
+
+// key reads an object key. Keys are compared exactly: one that is not a
+// short ASCII name is returned quoted and truncated, and will be unknown.
+func (r reader) key() (string, *Error) {
+	if k := r.dec.PeekKind(); k != '"' {
+		return "", r.wrongKind(-1, "", k, '"')
+	}
+	v, err := r.dec.ReadValue() // the quoted name, still in the decoder's buffer
+	if err != nil {
+		return "", jsonError(err)
+	}
+	if len(v) > 66 {
+		return Quote(string(v[1:65])), nil // unknown anyway
+	}
+	var buf [64]byte
+	name, err := jsontext.AppendUnquote(buf[:0], v)
+	if err != nil {
+		return "", jsonError(err)
+	}
+	return string(name), nil
+}
+
+// number reads one JSON number and returns its text, which is only valid
+// until the next read.
+func (r reader) number(node int, field string) ([]byte, *Error) {
+	if k := r.dec.PeekKind(); k != '0' {
+		return nil, r.wrongKind(node, field, k, '0')
+	}
+	v, err := r.dec.ReadValue()
+	if err != nil {
+		return nil, jsonError(err)
+	}
+	return v, nil
+}
+
+// integer reads a JSON number that must be an int.
+func (r reader) integer(node int, field string) (int, *Error) {
+	v, err := r.number(node, field)
+	if err != nil {
+		return 0, err
+	}
+	n, perr := strconv.Atoi(string(v))
+	if perr != nil {
+		return 0, Errorf(CodeInvalidGraph, node, field, "expected an integer, got %s", QuoteBytes(v))
+	}
+	return n, nil
+}
+
+// float reads a JSON number as the nearest float32, which must be finite.
+func (r reader) float(node int, field string) (float32, *Error) {
+	v, err := r.number(node, field)
+	if err != nil {
+		return 0, err
+	}
+	return parseNumber(node, field, v)
+}
+
+// str reads a JSON string of at most max bytes.
+func (r reader) str(node int, field string, max int) (string, *Error) {
+	if k := r.dec.PeekKind(); k != '"' {
+		return "", r.wrongKind(node, field, k, '"')
+	}
+	tok, err := r.dec.ReadValue()
+	if err != nil {
+		return "", jsonError(err)
+	}
+	if len(tok) > 6*max+2 { // longer than max even if every byte was escaped
+		return "", Errorf(CodeInvalidGraph, node, field, "string of %d bytes exceeds %d bytes", len(tok)-2, max)
+	}
+	s, uerr := jsontext.AppendUnquote(nil, tok)
+	if uerr != nil {
+		return "", jsonError(uerr)
+	}
+	if len(s) > max {
+		return "", Errorf(CodeInvalidGraph, node, field, "string of %d bytes exceeds %d bytes", len(s), max)
+	}
+	return string(s), nil
+}
+
+// boolean reads true or false.
+func (r reader) boolean(node int, field string) (bool, *Error) {
+	k := r.dec.PeekKind()
+	if k != 't' && k != 'f' {
+		return false, r.wrongKind(node, field, k, 't')
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return false, jsonError(err)
+	}
+	return k == 't', nil
+}
+
+// each calls f for every element of an array, stopping at f's error.
+func (r reader) each(node int, field string, f func() *Error) *Error {
+	if err := r.delim(node, field, '['); err != nil {
+		return err
+	}
+	for r.kind() != ']' {
+		if err := f(); err != nil {
+			return err
 		}
 	}
-	for k, o := range w.Outputs {
+	return r.delim(node, field, ']')
+}
+
+// members calls f for every key of an object; f reads the value.
+func (r reader) members(node int, field string, f func(key string) *Error) *Error {
+	if err := r.delim(node, field, '{'); err != nil {
+		return err
+	}
+	for r.kind() != '}' {
+		k, err := r.key()
+		if err != nil {
+			return err
+		}
+		if err := f(k); err != nil {
+			return err
+		}
+	}
+	return r.delim(node, field, '}')
+}
+
+// decodeGraph reads the top-level object and decodes each node as it
+// arrives, so nothing is kept but the graph under construction.
+func decodeGraph(dec *jsontext.Decoder, l Limits) (*Graph, *Error) {
+	r := reader{dec: dec}
+	var version *int
+	var outs []wireOutput
+	d := decoder{g: &Graph{}, l: l, names: map[string]int{}}
+	err := r.members(-1, "", func(key string) *Error {
+		switch key {
+		case "version":
+			v, err := r.integer(-1, "version")
+			if err != nil {
+				return err
+			}
+			if v != 1 {
+				return Errorf(CodeInvalidGraph, -1, "version", "unsupported version %d; this host speaks version 1", v)
+			}
+			version = &v
+		case "nodes":
+			return r.each(-1, "nodes", func() *Error {
+				i := len(d.ids)
+				if i == l.MaxNodes {
+					return Errorf(CodeLimitExceeded, -1, "nodes", "more than %d nodes exceed the limit of %d", l.MaxNodes, l.MaxNodes)
+				}
+				w, err := readNode(r, i, l)
+				if err != nil {
+					return err
+				}
+				return d.node(i, &w)
+			})
+		case "outputs":
+			return r.each(-1, "outputs", func() *Error {
+				k := len(outs)
+				if k == l.MaxOutputs {
+					return Errorf(CodeLimitExceeded, -1, "outputs", "more than %d outputs exceed the limit of %d", l.MaxOutputs, l.MaxOutputs)
+				}
+				o, err := readOutput(r, k)
+				outs = append(outs, o)
+				return err
+			})
+		default:
+			return Errorf(CodeInvalidGraph, -1, "", "unknown field %s", Quote(key))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, Errorf(CodeInvalidGraph, -1, "", "unexpected data after the graph object")
+	}
+	if version == nil {
+		return nil, Errorf(CodeInvalidGraph, -1, "version", "missing; this host speaks version 1")
+	}
+	for k, o := range outs {
 		field := fmt.Sprintf("outputs[%d]", k)
 		if o.Name == nil {
 			return nil, Errorf(CodeInvalidGraph, -1, field+".name", "missing")
@@ -129,12 +334,149 @@ func fromWire(w *wireGraph, l Limits) (*Graph, *Error) {
 		if o.ID == nil {
 			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "missing")
 		}
-		if *o.ID < 0 || *o.ID >= len(w.Nodes) {
-			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "output %q refers to node %d, graph has %d nodes", *o.Name, *o.ID, len(w.Nodes))
+		if *o.ID < 0 || *o.ID >= len(d.ids) {
+			return nil, Errorf(CodeInvalidGraph, -1, field+".id", "output %s refers to node %d, graph has %d nodes", Quote(*o.Name), *o.ID, len(d.ids))
 		}
-		g.Outputs = append(g.Outputs, Output{Name: *o.Name, ID: d.ids[*o.ID]})
+		d.g.Outputs = append(d.g.Outputs, Output{Name: *o.Name, ID: d.ids[*o.ID]})
 	}
-	return g, nil
+	return d.g, nil
+}
+
+// readOutput reads output k: {"name": string, "id": int}.
+func readOutput(r reader, k int) (wireOutput, *Error) {
+	var o wireOutput
+	field := fmt.Sprintf("outputs[%d]", k)
+	err := r.members(-1, field, func(key string) *Error {
+		switch key {
+		case "name":
+			s, err := r.str(-1, field+".name", maxNameBytes)
+			o.Name = &s
+			return err
+		case "id":
+			n, err := r.integer(-1, field+".id")
+			o.ID = &n
+			return err
+		}
+		return Errorf(CodeInvalidGraph, -1, field, "unknown field %s", Quote(key))
+	})
+	return o, err
+}
+
+// maxNameBytes bounds input and output names.
+const maxNameBytes = 256
+
+// readNode reads wire node i, field by field. Tensor data is parsed as it
+// is read, into at most as many values as the node's shape (when it came
+// first) or the per-tensor element limit allows. A new node field is one
+// more case here and a field of wireNode; nodeFromWire gives it meaning.
+func readNode(r reader, i int, l Limits) (wireNode, *Error) {
+	var w wireNode
+	err := r.members(i, "", func(key string) *Error {
+		var err *Error
+		switch key {
+		case "id":
+			n, e := r.integer(i, key)
+			w.ID, err = &n, e
+		case "a":
+			n, e := r.integer(i, key)
+			w.A, err = &n, e
+		case "b":
+			n, e := r.integer(i, key)
+			w.B, err = &n, e
+		case "op":
+			s, e := r.str(i, key, 64) // longer than any op
+			w.Op, err = &s, e
+		case "name":
+			s, e := r.str(i, key, maxNameBytes)
+			w.Name, err = &s, e
+		case "param":
+			b, e := r.boolean(i, key)
+			w.Param, err = &b, e
+		case "value":
+			v, e := r.float(i, key)
+			w.Value, err = &v, e
+		case "scalar":
+			v, e := r.float(i, key)
+			w.Scalar, err = &v, e
+		case "shape":
+			w.Shape, err = readShape(r, i)
+		case "data":
+			w.Data, err = readData(r, i, w.Shape, l)
+		default:
+			err = Errorf(CodeInvalidGraph, i, "", "unknown field %s", Quote(key))
+		}
+		return err
+	})
+	return w, err
+}
+
+// readShape reads a shape of at most MaxRank dimensions.
+func readShape(r reader, i int) ([]int, *Error) {
+	s := make([]int, 0, 4)
+	err := r.each(i, "shape", func() *Error {
+		if len(s) == MaxRank {
+			return Errorf(CodeInvalidGraph, i, "shape", "rank above the maximum rank %d", MaxRank)
+		}
+		d, err := r.integer(i, "shape")
+		s = append(s, d)
+		return err
+	})
+	return s, err
+}
+
+// readData reads an array of numbers, each rounded once to float32. Its
+// length is bounded by the node's shape when that came first (and is
+// valid), else by the per-tensor element limit; nodeFromWire checks it
+// against the shape. Without a shape to size it, values are gathered in
+// fixed chunks and copied once, so the peak is twice the data, never the
+// many times a growing slice would leave behind.
+func readData(r reader, i int, shape Shape, l Limits) ([]float32, *Error) {
+	max, exact := l.MaxElements, false
+	if shape != nil {
+		if n := shape.Elements(l.MaxElements); n >= 0 {
+			max, exact = n, true
+		}
+	}
+	const chunk = 1 << 14
+	var out []float32
+	var full [][]float32 // chunks filled, when not exact
+	n := int64(0)
+	if exact {
+		out = make([]float32, 0, max)
+	}
+	err := r.each(i, "data", func() *Error {
+		if n == max {
+			if exact {
+				return Errorf(CodeInvalidGraph, i, "data", "has more than the %d values its shape needs", max)
+			}
+			return Errorf(CodeLimitExceeded, i, "data", "has more than %d values, the limit of elements per tensor", max)
+		}
+		v, err := r.float(i, "data")
+		if err != nil {
+			err.Msg = fmt.Sprintf("value %d: %s", n, err.Msg)
+			return err
+		}
+		if !exact && len(out) == cap(out) {
+			if out != nil {
+				full = append(full, out)
+			}
+			out = make([]float32, 0, chunk)
+		}
+		out = append(out, v)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !exact {
+		all := make([]float32, 0, n)
+		for _, c := range full {
+			all = append(all, c...)
+		}
+		out = append(all, out...)
+	}
+	return out, nil
 }
 
 // wireOps maps a protocol op name to its IR op; binary ops with a scalar
@@ -176,15 +518,15 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 			}
 		}
 	}
-	d.ids[i] = NodeID(len(d.g.Nodes))
+	d.ids = append(d.ids, NodeID(len(d.g.Nodes)))
 	d.g.Nodes = append(d.g.Nodes, n)
 	return nil
 }
 
 // count adds a node of shape s to the summed storage, against the limit.
 func (d *decoder) count(i int, s Shape) *Error {
-	d.storage += 4 * int64(s.Len())
-	if d.storage > d.l.MaxStorageBytes {
+	d.storage = SatAdd(d.storage, SatMul(4, int64(s.Len())))
+	if over(d.storage, d.l.MaxStorageBytes) {
 		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", d.storage, d.l.MaxStorageBytes)
 	}
 	return nil
@@ -206,7 +548,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 	}
 	op, ok := wireOps[*w.Op]
 	if !ok {
-		return bad("op", "unknown op %q", *w.Op)
+		return bad("op", "unknown op %s", Quote(*w.Op))
 	}
 	if v, ok := scalarVariant[op]; ok && w.Scalar != nil {
 		if w.B != nil {
@@ -243,7 +585,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			return bad("name", "name must be 1 to 256 bytes long")
 		}
 		if j, dup := d.names[*w.Name]; dup {
-			return bad("name", "duplicate input name %q (also node %d)", *w.Name, j)
+			return bad("name", "duplicate input name %s (also node %d)", Quote(*w.Name), j)
 		}
 		d.names[*w.Name] = i
 		n.Name = *w.Name
@@ -303,21 +645,17 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 	if err := d.count(i, n.Shape); err != nil {
 		return Node{}, err
 	}
-	var err *Error
 	switch {
 	case w.Value != nil:
-		n.Scalar, err = parseNumber(i, "value", w.Value)
+		n.Scalar = *w.Value
 	case w.Scalar != nil:
-		n.Scalar, err = parseNumber(i, "scalar", w.Scalar)
-	}
-	if err != nil {
-		return Node{}, err
+		n.Scalar = *w.Scalar
 	}
 	if op == OpInput {
-		n.Data, err = parseData(i, w.Data, n.Shape.Len())
-		if err != nil {
-			return Node{}, err
+		if len(w.Data) != n.Shape.Len() {
+			return bad("data", "has %d values, shape needs %d", len(w.Data), n.Shape.Len())
 		}
+		n.Data = w.Data
 	}
 	return n, nil
 }
@@ -325,50 +663,9 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 // parseNumber parses one JSON number straight to the nearest float32, so a
 // decimal is rounded once (not through float64).
 func parseNumber(node int, field string, raw []byte) (float32, *Error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		return 0, Errorf(CodeInvalidGraph, node, field, "expected a number, got %.20s", raw)
-	}
 	f, err := strconv.ParseFloat(string(raw), 32)
 	if err != nil || math.IsInf(f, 0) {
-		return 0, Errorf(CodeInvalidGraph, node, field, "%s is not a finite float32", raw)
+		return 0, Errorf(CodeInvalidGraph, node, field, "%s is not a finite float32", QuoteBytes(raw))
 	}
 	return float32(f), nil
-}
-
-// parseData parses a JSON array of exactly want numbers. The JSON is already
-// known to be well formed; only its shape and values are checked here.
-func parseData(node int, raw []byte, want int) ([]float32, *Error) {
-	p := bytes.TrimSpace(raw)
-	if len(p) < 2 || p[0] != '[' {
-		return nil, Errorf(CodeInvalidGraph, node, "data", "expected an array of numbers")
-	}
-	p = bytes.TrimSpace(p[1 : len(p)-1])
-	out := make([]float32, 0, want)
-	for len(p) > 0 {
-		end := bytes.IndexByte(p, ',')
-		if end < 0 {
-			end = len(p)
-		}
-		if len(out) == want {
-			return nil, Errorf(CodeInvalidGraph, node, "data", "has more than the %d values its shape needs", want)
-		}
-		v, err := parseNumber(node, "data", p[:end])
-		if err != nil {
-			err.Msg = fmt.Sprintf("value %d: %s", len(out), err.Msg)
-			return nil, err
-		}
-		out = append(out, v)
-		if end == len(p) {
-			break
-		}
-		p = bytes.TrimSpace(p[end+1:])
-		if len(p) == 0 {
-			return nil, Errorf(CodeInvalidGraph, node, "data", "trailing comma")
-		}
-	}
-	if len(out) != want {
-		return nil, Errorf(CodeInvalidGraph, node, "data", "has %d values, shape needs %d", len(out), want)
-	}
-	return out, nil
 }

@@ -2,7 +2,9 @@ package ir
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Code is a stable, machine-readable error class. Codes never change meaning.
@@ -16,6 +18,11 @@ const (
 	CodeExecutionFailed    Code = "execution_failed"    // the backend failed while running a valid graph
 	CodeNonFiniteOutput    Code = "non_finite_output"   // an output holds ±Inf or NaN
 	CodeInternal           Code = "internal"            // a bug in gpucc
+	// The host's codes (package host and gpucc serve's execute API).
+	CodeNotGranted Code = "not_granted" // the client was not granted execution
+	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
+	CodeDisposed   Code = "disposed"    // the client or host was disposed before the result was delivered
+	CodeTimeout    Code = "timeout"     // the request's context was cancelled or its deadline passed
 )
 
 // Error is a graph or runtime error with a stable Code and enough context to
@@ -27,11 +34,57 @@ type Error struct {
 	Msg   string
 }
 
-// Errorf returns an *Error for node (or -1) and field (or "").
+// Errorf returns an *Error for node (or -1) and field (or ""). A message
+// longer than maxMessage bytes is cut short: quote what an attacker
+// supplied with Quote, and this is the backstop.
 func Errorf(code Code, node int, field, format string, args ...any) *Error {
-	return &Error{Code: code, Node: node, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Node: node, Field: truncate(field, quoteMax), Msg: truncate(fmt.Sprintf(format, args...), maxMessage)}
 }
 
+// quoteMax is how much of a quoted string an error shows; maxMessage
+// bounds a whole message.
+const (
+	quoteMax   = 64
+	maxMessage = 1024
+)
+
+// Quote returns s Go-quoted for an error message, cut to its first 64
+// bytes (on a rune boundary) with its full length said, so an error never
+// grows with what a graph supplied.
+func Quote(s string) string {
+	if len(s) <= quoteMax {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(cut(s, quoteMax)) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// QuoteBytes is Quote for a byte slice (a number literal, say).
+func QuoteBytes(b []byte) string {
+	if len(b) <= quoteMax {
+		return strconv.Quote(string(b))
+	}
+	return strconv.Quote(cut(string(b[:quoteMax+utf8.UTFMax]), quoteMax)) + "… (" + strconv.Itoa(len(b)) + " bytes)"
+}
+
+// truncate cuts s to at most max bytes, on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return cut(s, max) + "…"
+}
+
+// cut returns the longest prefix of s of at most max bytes that ends on a
+// rune boundary.
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max]
+}
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(string(e.Code))

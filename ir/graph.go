@@ -165,16 +165,17 @@ func IsSuffix(s, t Shape) bool {
 
 // EstimateOps returns the estimated operation count of one node: one per
 // output element, 2·m·k·n for matmul and 9 per cell for life.
+// The count saturates at math.MaxInt64 instead of overflowing.
 func EstimateOps(g *Graph, n *Node) int64 {
 	out := int64(n.Shape.Len())
 	switch n.Op {
 	case OpMatmul:
 		a := g.Nodes[n.Args[0]].Shape
-		return 2 * int64(a[0]) * int64(a[1]) * int64(n.Shape[1])
+		return SatMul(SatMul(2*int64(a[0]), int64(a[1])), int64(n.Shape[1]))
 	case OpSum:
 		return int64(g.Nodes[n.Args[0]].Shape.Len())
 	case OpLife:
-		return 9 * out
+		return SatMul(9, out)
 	}
 	return out
 }
@@ -211,15 +212,15 @@ func (g *Graph) Input(name string) NodeID {
 func (g *Graph) SetInput(name string, data []float32) error {
 	id := g.Input(name)
 	if id < 0 {
-		return Errorf(CodeInvalidGraph, -1, "inputs", "no input is named %q", name)
+		return Errorf(CodeInvalidGraph, -1, "inputs", "no input is named %s", Quote(name))
 	}
 	n := &g.Nodes[id]
 	if len(data) != len(n.Data) {
-		return Errorf(CodeInvalidGraph, int(id), "data", "input %q needs %d values (shape %v), got %d", name, len(n.Data), n.Shape, len(data))
+		return Errorf(CodeInvalidGraph, int(id), "data", "input %s needs %d values (shape %v), got %d", Quote(name), len(n.Data), n.Shape, len(data))
 	}
 	for k, v := range data {
 		if !isFinite32(v) {
-			return Errorf(CodeInvalidGraph, int(id), "data", "input %q value %d is not a finite float32", name, k)
+			return Errorf(CodeInvalidGraph, int(id), "data", "input %s value %d is not a finite float32", Quote(name), k)
 		}
 	}
 	n.Data = data
@@ -261,17 +262,16 @@ func validate(g *Graph, l Limits, data bool) *Error {
 		}
 		if n.Name != "" {
 			if names[n.Name] {
-				return Errorf(CodeInvalidGraph, i, "name", "duplicate input name %q", n.Name)
+				return Errorf(CodeInvalidGraph, i, "name", "duplicate input name %s", Quote(n.Name))
 			}
 			names[n.Name] = true
 		}
-		elems := int64(n.Shape.Len())
-		storage += 4 * elems
-		if storage > l.MaxStorageBytes {
+		storage = SatAdd(storage, SatMul(4, int64(n.Shape.Len())))
+		if over(storage, l.MaxStorageBytes) {
 			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", storage, l.MaxStorageBytes)
 		}
-		ops += EstimateOps(g, n)
-		if ops > l.MaxOps {
+		ops = SatAdd(ops, EstimateOps(g, n))
+		if over(ops, l.MaxOps) {
 			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %d, over the limit of %d", ops, l.MaxOps)
 		}
 	}
@@ -369,17 +369,22 @@ func validateOutputs(g *Graph, l Limits) *Error {
 		return Errorf(CodeLimitExceeded, -1, "outputs", "%d outputs exceed the limit of %d", len(g.Outputs), l.MaxOutputs)
 	}
 	seen := make(map[string]bool, len(g.Outputs))
+	var bytes int64
 	for k, o := range g.Outputs {
 		field := "outputs[" + strconv.Itoa(k) + "]"
 		if o.Name == "" || len(o.Name) > 256 {
 			return Errorf(CodeInvalidGraph, -1, field+".name", "name must be 1 to 256 bytes long")
 		}
 		if seen[o.Name] {
-			return Errorf(CodeInvalidGraph, -1, field+".name", "duplicate output name %q", o.Name)
+			return Errorf(CodeInvalidGraph, -1, field+".name", "duplicate output name %s", Quote(o.Name))
 		}
 		seen[o.Name] = true
 		if o.ID < 0 || int(o.ID) >= len(g.Nodes) {
-			return Errorf(CodeInvalidGraph, -1, field+".id", "output %q refers to node %d, graph has %d nodes", o.Name, o.ID, len(g.Nodes))
+			return Errorf(CodeInvalidGraph, -1, field+".id", "output %s refers to node %d, graph has %d nodes", Quote(o.Name), o.ID, len(g.Nodes))
+		}
+		bytes = SatAdd(bytes, SatMul(4, int64(g.Nodes[o.ID].Shape.Len())))
+		if over(bytes, l.MaxOutputBytes) {
+			return Errorf(CodeLimitExceeded, -1, field+".id", "outputs reach %d bytes, over the limit of %d", bytes, l.MaxOutputBytes)
 		}
 	}
 	return nil

@@ -1,5 +1,7 @@
 package ir
 
+import "math"
+
 // Limits is host policy: how large a graph the host accepts. The caller sets
 // it; a graph never can. Zero fields mean "use the default".
 type Limits struct {
@@ -8,11 +10,28 @@ type Limits struct {
 	MaxStorageBytes int64 // summed logical storage of all nodes, 4 bytes per element
 	MaxOps          int64 // estimated operations (see EstimateOps)
 	MaxOutputs      int   // named outputs
-	MaxGraphBytes   int64 // bytes of protocol JSON accepted by Decode
+	// MaxOutputBytes bounds the summed outputs, 4 bytes per element, each
+	// output counted (two outputs of one node count twice): what a host
+	// hands back. Zero means MaxStorageBytes.
+	MaxOutputBytes int64
+	// MaxGraphBytes bounds the protocol JSON Decode reads. Zero means
+	// GraphBytesPerStorageByte × MaxStorageBytes (256 MiB at the default
+	// 32 MiB), so a host that raises its storage limit can still be sent
+	// graphs that use it.
+	MaxGraphBytes int64
 }
+
+// GraphBytesPerStorageByte scales the default MaxGraphBytes with
+// MaxStorageBytes. A float32 of 4 storage bytes takes at most 15 bytes of
+// JSON in its shortest form ("-1.1754944e-38,"), and no more than the
+// storage limit can be input data, so twice that leaves room for spacing
+// and longer spellings.
+const GraphBytesPerStorageByte = 8
 
 // DefaultLimits returns the seed's defaults: 512 nodes, 1,048,576 elements
 // per tensor, 32 MiB of storage, 100 million operations and 16 outputs.
+// MaxOutputBytes and MaxGraphBytes are zero: they follow MaxStorageBytes
+// (see WithDefaults).
 func DefaultLimits() Limits {
 	return Limits{
 		MaxNodes:        512,
@@ -20,9 +39,12 @@ func DefaultLimits() Limits {
 		MaxStorageBytes: 32 << 20,
 		MaxOps:          100_000_000,
 		MaxOutputs:      16,
-		MaxGraphBytes:   256 << 20,
 	}
 }
+
+// WithDefaults returns l with every zero (or negative) field filled in:
+// the limits a host enforces.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
 
 // withDefaults fills zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {
@@ -42,11 +64,37 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxOutputs <= 0 {
 		l.MaxOutputs = d.MaxOutputs
 	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = l.MaxStorageBytes
+	}
 	if l.MaxGraphBytes <= 0 {
-		l.MaxGraphBytes = d.MaxGraphBytes
+		l.MaxGraphBytes = SatMul(GraphBytesPerStorageByte, l.MaxStorageBytes)
 	}
 	return l
 }
 
 // MaxRank is the largest tensor rank the IR accepts.
 const MaxRank = 8
+
+// SatAdd returns a+b for non-negative a and b, or math.MaxInt64 when that
+// overflows. Totals checked against limits saturate instead of wrapping to
+// a small number that passes.
+func SatAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// SatMul returns a·b for non-negative a and b, or math.MaxInt64 when that
+// overflows.
+func SatMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// over reports whether a saturating total exceeds limit. A saturated total
+// is over even a limit of MaxInt64: the true value did not fit.
+func over(total, limit int64) bool { return total > limit || total == math.MaxInt64 }

@@ -22,6 +22,8 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 	fs.Int64Var(&l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, "host limit: summed storage in bytes")
 	fs.Int64Var(&l.MaxOps, "max-ops", d.MaxOps, "host limit: estimated operations")
 	fs.IntVar(&l.MaxOutputs, "max-outputs", d.MaxOutputs, "host limit: outputs")
+	fs.Int64Var(&l.MaxOutputBytes, "max-output-bytes", 0, "host limit: summed output bytes, 4 per element (0: the storage limit)")
+	fs.Int64Var(&l.MaxGraphBytes, "max-graph-bytes", 0, "host limit: bytes of graph JSON (0: 8 × the storage limit)")
 	return l
 }
 
