@@ -8,6 +8,7 @@ require (
 	github.com/cogentcore/webgpu v0.23.0 // indirect
 	github.com/dave/jennifer v1.7.1 // indirect
 	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/tetratelabs/wazero v1.12.0 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 )
