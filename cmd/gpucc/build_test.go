@@ -197,7 +197,8 @@ func TestBuildFieldClash(t *testing.T) {
 // appMain is the program TestBuildPackage builds against the generated
 // package: on the backend it is given, it runs the package twice with new
 // data and compares each output with the JIT's (rt.Run of the source
-// graph) bit for bit; then it checks that a bad shape names its field.
+// graph) bit for bit; then it checks that CheckGraph refuses an edited
+// source, and that a bad shape names its field.
 const appMain = `package main
 
 import (
@@ -264,6 +265,13 @@ func run(backend, source string) error {
 				return fmt.Errorf("step %d: logits[%d] = %v, JIT %v", step, i, out.Logits[i], want[i])
 			}
 		}
+	}
+	if err := mlp.CheckGraph(raw); err != nil {
+		return err
+	}
+	edited := strings.Replace(string(raw), "0.8434", "0.8435", 1)
+	if err := mlp.CheckGraph([]byte(edited)); edited == string(raw) || err == nil || !strings.Contains(err.Error(), "run go generate") {
+		return fmt.Errorf("CheckGraph of an edited source gave %v", err)
 	}
 	_, err = exe.Run(ctx, mlp.Inputs{X: make([]float32, 31)})
 	if err == nil || !strings.Contains(err.Error(), "Inputs.X") || runtime.CodeOf(err) != ir.CodeInvalidGraph {

@@ -165,8 +165,13 @@ manifest.json lists the kernels and files of the build.`,
 	for _, o := range outs {
 		outFields = append(outFields, jen.Comment(o.describe("output")), jen.Id(o.goName).Index().Float32())
 	}
-	f.Comment("Inputs are the graph's named inputs, in row-major order. A nil field")
-	f.Comment("keeps the data the graph was built with.")
+	if len(ins) == 0 {
+		f.Comment("Inputs is empty: the graph names no inputs, so every run uses the data")
+		f.Comment("it was built with.")
+	} else {
+		f.Comment("Inputs are the graph's named inputs, in row-major order. A nil field")
+		f.Comment("keeps the data the graph was built with.")
+	}
 	f.Type().Id("Inputs").Struct(inFields...)
 	f.Comment("Outputs are the graph's outputs, in row-major order.")
 	f.Type().Id("Outputs").Struct(outFields...)
@@ -204,6 +209,23 @@ manifest.json lists the kernels and files of the build.`,
 		jen.List(jen.Id("g"), jen.Err()).Op(":=").Qual(irPkg, "DecodeBytes").Call(jen.Id("graphJSON"), jen.Id("buildLimits")),
 		errRet(jen.Nil()),
 		jen.Return(jen.Op("&").Id("Executable").Values(jen.Dict{jen.Id("rt"): jen.Id("rt"), jen.Id("graph"): jen.Id("g")}), jen.Nil()),
+	)
+
+	f.Comment("CheckGraph reports whether doc, a graph document (protocol v1 JSON), is")
+	f.Comment("still the graph this package was generated from: call it from a test with")
+	f.Comment("the source file, and an edit without go generate fails that test.")
+	f.Func().Id("CheckGraph").Params(jen.Id("doc").Index().Byte()).Error().Block(
+		jen.List(jen.Id("g"), jen.Err()).Op(":=").Qual(irPkg, "DecodeBytes").Call(jen.Id("doc"), jen.Id("buildLimits")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.If(
+			jen.Id("sum").Op(":=").Qual("crypto/sha256", "Sum256").Call(jen.Qual(irPkg, "Encode").Call(jen.Id("g"))),
+			jen.Qual("encoding/hex", "EncodeToString").Call(jen.Id("sum").Index(jen.Op(":"))).Op("!=").Id("GraphSHA256"),
+		).Block(
+			jen.Return(jen.Qual(irPkg, "Errorf").Call(jen.Qual(irPkg, "CodeInvalidGraph"), jen.Lit(-1), jen.Lit(""),
+				jen.Lit(name+": the graph has SHA-256 %x, but the package was generated from %s: run go generate"),
+				jen.Id("sum"), jen.Id("GraphSHA256"))),
+		),
+		jen.Return(jen.Nil()),
 	)
 
 	run := []jen.Code{
