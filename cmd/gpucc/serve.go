@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/web"
@@ -22,11 +19,12 @@ func init() {
 // serveCmd serves web's page, gpucc.wasm and wasm_exec.js. When the binary
 // was built without `go generate ./web`, the wasm is built now into a
 // temporary directory (the go command must be able to see the module).
-// An interrupt or SIGTERM stops the server, removes that directory and
-// exits 0.
+// The execute API (serve_api.go) answers beside the page. An interrupt or
+// SIGTERM stops the server gracefully, removes that directory and exits 0.
 func serveCmd(args []string) int {
 	fs := newFlags("serve", "serve [--addr HOST:PORT]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	apiConf := apiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagError(fs, err)
 	}
@@ -51,12 +49,11 @@ func serveCmd(args []string) int {
 		return fail(ir.Errorf(ir.CodeInternal, -1, "addr", "%v", err))
 	}
 	fmt.Fprintf(os.Stderr, "gpucc: serving the demo on http://%s/\n", ln.Addr())
-	srv := &http.Server{Handler: web.Handler(assets), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	api, err := newAPI(apiConf, web.Handler(assets))
+	if err != nil {
+		return fail(err)
+	}
+	if err := api.serve(ctx, newServer(api, apiConf.timeout), ln); err != nil {
 		return fail(ir.Errorf(ir.CodeInternal, -1, "", "%v", err))
 	}
 	return 0

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/ir"
+)
+
+const seedGraph = `{"version":1,"nodes":[
+ {"id":0,"op":"input","shape":[3],"data":[-2,3,4]},
+ {"id":1,"op":"input","shape":[3],"data":[10,20,30]},
+ {"id":2,"op":"mul","a":0,"b":1},
+ {"id":3,"op":"relu","a":2}],
+ "outputs":[{"name":"values","id":3}]}`
+
+// testAPI returns an API on the cpu backend and memory-only cache, in
+// front of a page that answers "page".
+func testAPI(t *testing.T, edit func(*apiConfig)) *api {
+	t.Helper()
+	c := &apiConfig{pending: 16, timeout: 30 * time.Second, grace: time.Second, cacheDir: "off", limits: &ir.Limits{}}
+	if edit != nil {
+		edit(c)
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "page") })
+	a, err := newAPI(c, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.host.Close(context.Background()) })
+	return a
+}
+
+// envelope is the seed's answer as the API writes it.
+type envelope struct {
+	OK    bool           `json:"ok"`
+	Value map[string]any `json:"value"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (e envelope) code() string {
+	if e.OK {
+		return "ok"
+	}
+	if e.Error == nil {
+		return "no error"
+	}
+	return e.Error.Code
+}
+
+// do sends one request to h and decodes the envelope.
+func do(t *testing.T, h http.Handler, method, target, body string, header ...string) (int, envelope, http.Header) {
+	t.Helper()
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	for k := 0; k+1 < len(header); k += 2 {
+		r.Header.Set(header[k], header[k+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var e envelope
+	if w.Body.String() != "page" {
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
+			t.Fatalf("%s %s: not an envelope: %v\n%s", method, target, err, w.Body)
+		}
+	}
+	return w.Code, e, w.Header()
+}
+
+func TestAPIExecute(t *testing.T) {
+	a := testAPI(t, nil)
+	status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph)
+	if status != 200 || !e.OK {
+		t.Fatalf("status %d, %+v", status, e.Error)
+	}
+	// The value is what `gpucc run` prints.
+	out, run, code := gpucc(t, seedGraph, "run", "--backend", "cpu", "--cache-dir", "off", "-")
+	if code != 0 {
+		t.Fatalf("gpucc run: %s", out)
+	}
+	for _, k := range []string{"backend", "outputs", "kernels"} {
+		if diff := cmp.Diff(run[k], e.Value[k]); diff != "" {
+			t.Errorf("value[%q] differs from gpucc run's (-run +api):\n%s", k, diff)
+		}
+	}
+	tests := []struct {
+		name, method, target, body string
+		status                     int
+		code                       string
+	}{
+		{"malformed graph", "POST", "/v1/execute?backend=cpu", `{"version":1`, 400, "invalid_graph"},
+		{"VERSION key", "POST", "/v1/execute?backend=cpu", strings.Replace(seedGraph, "version", "VERSION", 1), 400, "invalid_graph"},
+		{"unknown backend", "POST", "/v1/execute?backend=cuda", seedGraph, 503, "backend_unavailable"},
+		{"unknown parameter", "POST", "/v1/execute?backend=cpu&max_nodes=9999", seedGraph, 400, "usage"},
+		{"backend twice", "POST", "/v1/execute?backend=cpu&backend=wasm", seedGraph, 400, "usage"},
+		{"bad escape in query", "POST", "/v1/execute?backend=%zz", seedGraph, 400, "usage"},
+		{"GET execute", "GET", "/v1/execute", "", 405, "usage"},
+		{"PUT execute", "PUT", "/v1/execute", seedGraph, 405, "usage"},
+		{"POST healthz", "POST", "/healthz", "", 405, "usage"},
+		{"DELETE info", "DELETE", "/v1/info", "", 405, "usage"},
+		{"POST page", "POST", "/", "", 405, "usage"},
+		{"unknown route", "GET", "/v1/nope", "", 404, "usage"},
+		{"dot segments", "GET", "/v1/../v1/info", "", 400, "usage"},
+		{"double slash", "GET", "//v1/info", "", 400, "usage"},
+		{"backslash", "GET", "/v1\\info", "", 400, "usage"},
+		{"healthz", "GET", "/healthz", "", 200, "ok"},
+		{"info", "GET", "/v1/info", "", 200, "ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, e, h := do(t, a, tt.method, tt.target, tt.body)
+			if status != tt.status || e.code() != tt.code {
+				t.Errorf("status %d code %s, want %d %s (%+v)", status, e.code(), tt.status, tt.code, e.Error)
+			}
+			if status == 405 && h.Get("Allow") == "" {
+				t.Error("405 without Allow")
+			}
+		})
+	}
+	_, e, _ = do(t, a, "GET", "/v1/info", "")
+	limits, _ := e.Value["limits"].(map[string]any)
+	if limits["MaxNodes"] != float64(512) || limits["MaxGraphBytes"] != float64(256<<20) {
+		t.Errorf("info limits %v", limits)
+	}
+}
+
+// TestAPIBodyBound: a body over the graph-size limit is refused before it
+// is parsed, whether it says its length or not.
+func TestAPIBodyBound(t *testing.T) {
+	a := testAPI(t, func(c *apiConfig) { c.limits.MaxGraphBytes = 1024 })
+	big := seedGraph + strings.Repeat(" ", 2000)
+	status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", big)
+	if status != 413 || e.code() != "limit_exceeded" {
+		t.Errorf("declared length: %d %s", status, e.code())
+	}
+	r := httptest.NewRequest("POST", "/v1/execute?backend=cpu", io.MultiReader(strings.NewReader(big)))
+	r.ContentLength = -1 // chunked: the length is unknown until read
+	w := httptest.NewRecorder()
+	a.ServeHTTP(w, r)
+	if w.Code != 413 || !strings.Contains(w.Body.String(), "limit_exceeded") {
+		t.Errorf("unknown length: %d %s", w.Code, w.Body)
+	}
+	if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph); !e.OK {
+		t.Errorf("a graph under the bound: %d %+v", status, e.Error)
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestAPIToken: with a token, /v1/ needs it; a missing or wrong one gets
+// 401 without a byte of the body read; /healthz and the page stay open.
+func TestAPIToken(t *testing.T) {
+	t.Setenv(TokenEnv, "s3cret")
+	a := testAPI(t, nil)
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Basic s3cret", "bearer s3cret"} {
+		body := &countingReader{r: strings.NewReader(seedGraph)}
+		r := httptest.NewRequest("POST", "/v1/execute?backend=cpu", body)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, r)
+		if w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" || body.n != 0 {
+			t.Errorf("Authorization %q: status %d, %d body bytes read", auth, w.Code, body.n)
+		}
+	}
+	if status, _, _ := do(t, a, "GET", "/v1/info", ""); status != 401 {
+		t.Errorf("info without a token: %d", status)
+	}
+	if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph, "Authorization", "Bearer s3cret"); status != 200 || !e.OK {
+		t.Errorf("with the token: %d %+v", status, e.Error)
+	}
+	if status, _, _ := do(t, a, "GET", "/healthz", ""); status != 200 {
+		t.Errorf("healthz: %d", status)
+	}
+	// --token wins over the environment.
+	b := testAPI(t, func(c *apiConfig) { c.token = "flag" })
+	if status, _, _ := do(t, b, "GET", "/v1/info", "", "Authorization", "Bearer flag"); status != 200 {
+		t.Errorf("--token: %d", status)
+	}
+}
+
+// TestAPIServerTimeouts: every timeout of the server is set.
+func TestAPIServerTimeouts(t *testing.T) {
+	s := newServer(http.NotFoundHandler(), time.Minute)
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout < time.Minute || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("timeouts %v %v %v %v, header bytes %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+	// A client that sends headers too slowly is cut off.
+	s.ReadHeaderTimeout = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET / HTTP/1.1\r\n")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Errorf("the server kept a slow client: %v", err)
+	}
+}
+
+// TestAPIGracefulShutdown: when serve's context ends (SIGTERM), running
+// requests finish within the grace period; those still running after it
+// are answered disposed, and serve returns.
+func TestAPIGracefulShutdown(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		grace time.Duration
+		want  string
+	}{{"finishes", 30 * time.Second, "ok"}, {"cut short", 0, "disposed"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := testAPI(t, func(c *apiConfig) { c.grace = tt.grace })
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			served := make(chan error)
+			go func() { served <- a.serve(ctx, newServer(a, time.Minute), ln) }()
+			// A request whose body arrives slowly is running when the
+			// signal comes.
+			pr, pw := io.Pipe()
+			answer := make(chan envelope)
+			go func() {
+				resp, err := http.Post("http://"+ln.Addr().String()+"/v1/execute?backend=cpu", "application/json", pr)
+				if err != nil {
+					t.Error(err)
+					answer <- envelope{}
+					return
+				}
+				defer resp.Body.Close()
+				var e envelope
+				json.NewDecoder(resp.Body).Decode(&e)
+				answer <- e
+			}()
+			io.WriteString(pw, seedGraph[:20])
+			for a.client.Pending() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			stop()
+			time.Sleep(50 * time.Millisecond)
+			io.WriteString(pw, seedGraph[20:])
+			pw.Close()
+			if e := <-answer; e.code() != tt.want {
+				t.Errorf("the running request: %s (%+v), want %s", e.code(), e.Error, tt.want)
+			}
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("serve did not return")
+			}
+			if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+				t.Error("still listening")
+			}
+		})
+	}
+}
