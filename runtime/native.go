@@ -4,11 +4,8 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -37,15 +35,16 @@ const nativeEntry = "gpucc_run"
 // nativeBackend runs Programs as the C kernels of codegen/c built by the
 // system C compiler into a shared object, loaded with purego (no cgo).
 // Libraries are cached in memory (loaded, keyed by the SHA-256 of source
-// and compiler) and on disk (the .so files). Buffers are Go memory, kept
+// and compiler) and, as bytes, in the artifact cache of Options.Cache; a
+// library is loaded from a private copy of verified bytes, never from the
+// cache directory (see cbuild.PrivateFile). Buffers are Go memory, kept
 // for the next run like the wasm backend's linear memory.
 type nativeBackend struct {
-	cc     *cbuild.Native
-	disk   *cbuild.SharedCache
-	tmpDir string // a private cache directory when no shared one is usable
-	libs   map[string]*nativeLib
-	bufs   [][]float32 // buffer i of the last run, reused when large enough
-	pool   int64       // bytes of buffers kept between runs
+	cc    *cbuild.Native
+	cache *cache.Cache // the artifact cache (nil: none)
+	libs  map[string]*nativeLib
+	bufs  [][]float32 // buffer i of the last run, reused when large enough
+	pool  int64       // bytes of buffers kept between runs
 }
 
 // nativeLib is one loaded shared object and its entry point.
@@ -72,21 +71,10 @@ func newNative(opts Options) (Backend, error) {
 		}
 		nativeProbes.Store(cc.Key(), true)
 	}
-	b := &nativeBackend{cc: cc, libs: map[string]*nativeLib{}, pool: opts.PoolBytes}
+	b := &nativeBackend{cc: cc, cache: opts.Cache, libs: map[string]*nativeLib{}, pool: opts.PoolBytes}
 	if b.pool == 0 {
 		b.pool = DefaultPoolBytes
 	}
-	dir, err := cbuild.DefaultCacheDir("native")
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
-	}
-	if err != nil {
-		if dir, err = os.MkdirTemp("", "gpucc-native-cache-"); err != nil {
-			return nil, fmt.Errorf("no directory for shared objects: %w", err)
-		}
-		b.tmpDir = dir
-	}
-	b.disk = &cbuild.SharedCache{Dir: dir}
 	return b, nil
 }
 
@@ -107,10 +95,6 @@ func (b *nativeBackend) Close() {
 		delete(b.libs, k)
 	}
 	b.libs, b.bufs = nil, nil
-	if b.tmpDir != "" {
-		os.RemoveAll(b.tmpDir)
-		b.tmpDir = ""
-	}
 }
 
 // Run generates C, obtains the library (memory cache, disk cache or the
@@ -205,55 +189,44 @@ static inline void fpenv_restore(fpenv saved) { __asm__ volatile("msr fpcr, %0" 
 `
 
 // library returns the loaded library of source, recording which cache
-// level hit in cache.
-func (b *nativeBackend) library(source string, cache map[string]bool) (*nativeLib, error) {
-	sum := sha256.Sum256([]byte(source + "\x00" + b.cc.Key()))
-	key := hex.EncodeToString(sum[:])
-	cache["native_so_memory"], cache["native_so_disk"] = false, false
-	if lib, ok := b.libs[key]; ok {
-		cache["native_so_memory"] = true
+// level hit in hits: "native_so_memory" (this backend's libraries, or the
+// artifact cache's memory) or "native_so_disk".
+func (b *nativeBackend) library(source string, hits map[string]bool) (*nativeLib, error) {
+	key := b.cc.ObjectKey(source)
+	hits["native_so_memory"], hits["native_so_disk"] = false, false
+	if lib, ok := b.libs[key.String()]; ok {
+		hits["native_so_memory"] = true
 		return lib, nil
 	}
-	lib, err := b.load(key, source, cache)
+	var lib *nativeLib
+	src, err := cbuild.Load(b.cache, cache.SharedObject, key,
+		func() ([]byte, error) { return b.cc.Shared(context.Background(), source) },
+		func(so []byte) (err error) { lib, err = openLib(so); return err })
 	if err != nil {
 		return nil, err
 	}
+	hits["native_so_memory"], hits["native_so_disk"] = src == cache.Memory, src == cache.Disk
 	makeRoom(b.libs, nativeMaxLibs, func(old *nativeLib) { purego.Dlclose(old.handle) })
-	b.libs[key] = lib
+	b.libs[key.String()] = lib
 	return lib, nil
 }
 
-// load opens the verified shared object of key from the disk cache, or
-// builds it (and stores it) when the file is absent, fails its checksum or
-// does not load.
-func (b *nativeBackend) load(key, source string, cache map[string]bool) (*nativeLib, error) {
-	if path, ok := b.disk.Get(key); ok {
-		if lib, err := openLib(path); err == nil {
-			cache["native_so_disk"] = true
-			return lib, nil
-		}
-	}
-	so, err := b.cc.Shared(context.Background(), source)
+// openLib loads the shared object so, from a private copy of its bytes,
+// and finds its entry point.
+func openLib(so []byte) (*nativeLib, error) {
+	path, release, err := cbuild.PrivateFile(so)
 	if err != nil {
 		return nil, err
 	}
-	path, err := b.disk.Put(key, so)
-	if err != nil {
-		return nil, err
-	}
-	return openLib(path)
-}
-
-// openLib loads the shared object at path and finds its entry point.
-func openLib(path string) (*nativeLib, error) {
+	defer release()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("dlopen %s: %w", path, err)
+		return nil, fmt.Errorf("dlopen: %w", err)
 	}
 	entry, err := purego.Dlsym(h, nativeEntry)
 	if err != nil {
 		purego.Dlclose(h)
-		return nil, fmt.Errorf("dlsym %s in %s: %w", nativeEntry, path, err)
+		return nil, fmt.Errorf("dlsym %s: %w", nativeEntry, err)
 	}
 	return &nativeLib{handle: h, entry: entry}, nil
 }

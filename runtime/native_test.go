@@ -152,8 +152,10 @@ func TestNativeCache(t *testing.T) {
 		}
 		return res.Cache
 	}
+	// fresh is a new process, as far as caching goes: a new backend over
+	// a new cache object on dir.
 	fresh := func() *runtime.Runtime {
-		rt, err := runtime.New(runtime.Options{Backend: "native"})
+		rt, err := runtime.New(runtime.Options{Backend: "native", Cache: openCache(t, dir)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +182,7 @@ func TestNativeCache(t *testing.T) {
 	rt.Close()
 	want("new backend", once(), false, true)
 
-	files, _ := filepath.Glob(filepath.Join(dir, "native", "*.so"))
+	files, _ := filepath.Glob(filepath.Join(dir, "so-*.bin"))
 	if len(files) != 1 {
 		t.Fatalf("cache holds %v, want one shared object", files)
 	}
@@ -204,7 +206,7 @@ func TestNativeCache(t *testing.T) {
 		want(c.name, once(), false, false)
 		want(c.name+", rebuilt", once(), false, true)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, "native", "*.tmp")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
 	}
 }
@@ -256,7 +258,7 @@ func TestNativeNoFMA(t *testing.T) {
 			t.Skip("neither objdump nor llvm-objdump is installed")
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "native", "*.so"))
+	files := cachedPayloads(t, dir, "so")
 	if len(files) == 0 {
 		t.Fatal("no shared object in the cache")
 	}

@@ -107,7 +107,7 @@ func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[strin
 		}
 		return shaders, nil
 	}
-	blob, src := c.Get(key)
+	blob, src := c.Get(cache.WGSL, key)
 	hits["codegen_memory"] = src == cache.Memory
 	if src != cache.Memory && c.Dir() != "" {
 		hits["codegen_disk"] = src == cache.Disk
@@ -142,7 +142,7 @@ func generateCached(c *cache.Cache, target string, p *ir.Program, hits map[strin
 	if err != nil {
 		return nil, fmt.Errorf("codegen %s: encode for cache: %w", target, err)
 	}
-	c.Put(key, blob) // a failed disk write leaves the memory tier working
+	c.Put(cache.WGSL, key, blob) // a failed disk write leaves the memory tier working
 	remember(c, key, stored)
 	return shaders, nil
 }

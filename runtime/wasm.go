@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -15,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -37,13 +36,13 @@ var wasmMaxModules = 64
 
 // wasmBackend runs Programs as C kernels compiled by Clang to WebAssembly
 // and executed by wazero. Modules are cached in memory (compiled and
-// instantiated, keyed by the SHA-256 of source and toolchain) and on disk
-// (the .wasm bytes).
+// instantiated, keyed by the SHA-256 of source and toolchain) and, as
+// bytes, in the artifact cache of Options.Cache.
 type wasmBackend struct {
 	tc       *cbuild.Toolchain
 	rt       wazero.Runtime
-	compiler bool              // wazero compiles to native code (else interprets)
-	disk     *cbuild.DiskCache // nil when no cache directory is usable
+	compiler bool         // wazero compiles to native code (else interprets)
+	cache    *cache.Cache // the artifact cache (nil: none)
 	modules  map[string]*wasmModule
 }
 
@@ -70,7 +69,7 @@ var probes sync.Map
 // probeSource is the smallest unit exercising the whole build.
 const probeSource = `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] + p[0]; }`
 
-func newWasm(Options) (Backend, error) {
+func newWasm(opts Options) (Backend, error) {
 	if !littleEndian() {
 		return nil, errors.New("wasm backend needs a little-endian host")
 	}
@@ -89,12 +88,8 @@ func newWasm(Options) (Backend, error) {
 	if compiler {
 		cfg = wazero.NewRuntimeConfigCompiler()
 	}
-	b := &wasmBackend{tc: tc, compiler: compiler, modules: map[string]*wasmModule{},
-		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(wasmMaxPages))}
-	if dir, err := cbuild.DefaultCacheDir("wasm"); err == nil {
-		b.disk = &cbuild.DiskCache{Dir: dir}
-	}
-	return b, nil
+	return &wasmBackend{tc: tc, compiler: compiler, modules: map[string]*wasmModule{}, cache: opts.Cache,
+		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(wasmMaxPages))}, nil
 }
 
 func littleEndian() bool {
@@ -162,54 +157,25 @@ func (b *wasmBackend) fail(code ir.Code, err error) error {
 }
 
 // module returns the instantiated module of source, recording which cache
-// level hit in cache.
-func (b *wasmBackend) module(source string, cache map[string]bool) (*wasmModule, error) {
-	sum := sha256.Sum256([]byte(source + "\x00" + b.tc.Key()))
-	key := hex.EncodeToString(sum[:])
-	cache["wasm_module_memory"], cache["wasm_module_disk"] = false, false
-	if m, ok := b.modules[key]; ok {
-		cache["wasm_module_memory"] = true
+// level hit in hits: "wasm_module_memory" (this backend's modules, or the
+// artifact cache's memory) or "wasm_module_disk".
+func (b *wasmBackend) module(source string, hits map[string]bool) (*wasmModule, error) {
+	key := b.tc.ModuleKey(source)
+	hits["wasm_module_memory"], hits["wasm_module_disk"] = false, false
+	if m, ok := b.modules[key.String()]; ok {
+		hits["wasm_module_memory"] = true
 		return m, nil
 	}
-	m, err := b.load(key, source, cache)
-	if err != nil {
-		return nil, err
-	}
-	makeRoom(b.modules, wasmMaxModules, func(old *wasmModule) { old.close(context.Background()) })
-	b.modules[key] = m
-	return m, nil
-}
-
-// load instantiates the module from the disk cache, or builds it with
-// Clang (and stores it) when the cached file is absent or fails to verify
-// or compile.
-func (b *wasmBackend) load(key, source string, cache map[string]bool) (*wasmModule, error) {
 	ctx := context.Background()
-	if b.disk != nil {
-		if wasm, ok := b.disk.Get(key); ok {
-			if m, err := b.instantiate(ctx, key, wasm); err == nil {
-				cache["wasm_module_disk"] = true
-				return m, nil
-			}
-		}
-	}
-	return b.build(ctx, key, source)
-}
-
-// build compiles the unit with Clang and caches the module on disk (a
-// cache that cannot be written only costs a rebuild next time).
-func (b *wasmBackend) build(ctx context.Context, key, source string) (*wasmModule, error) {
-	wasm, err := b.tc.Wasm(ctx, source)
+	var m *wasmModule
+	src, err := cbuild.Load(b.cache, cache.Wasm, key, func() ([]byte, error) { return b.tc.Wasm(ctx, source) },
+		func(wasm []byte) (err error) { m, err = b.instantiate(ctx, key.String(), wasm); return err })
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.instantiate(ctx, key, wasm)
-	if err != nil {
-		return nil, err
-	}
-	if b.disk != nil {
-		_ = b.disk.Put(key, wasm)
-	}
+	hits["wasm_module_memory"], hits["wasm_module_disk"] = src == cache.Memory, src == cache.Disk
+	makeRoom(b.modules, wasmMaxModules, func(old *wasmModule) { old.close(context.Background()) })
+	b.modules[key.String()] = m
 	return m, nil
 }
 

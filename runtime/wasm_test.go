@@ -201,8 +201,10 @@ func TestWasmCache(t *testing.T) {
 		}
 		return res.Cache
 	}
+	// fresh is a new process, as far as caching goes: a new backend over
+	// a new cache object on dir.
 	fresh := func() *runtime.Runtime {
-		rt, err := runtime.New(runtime.Options{Backend: "wasm"})
+		rt, err := runtime.New(runtime.Options{Backend: "wasm", Cache: openCache(t, dir)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +222,7 @@ func TestWasmCache(t *testing.T) {
 	want("second run", runs(rt), true, false)
 	want("new backend", runs(fresh()), false, true)
 
-	files, _ := filepath.Glob(filepath.Join(dir, "wasm", "*.wasm"))
+	files, _ := filepath.Glob(filepath.Join(dir, "wasm-*.bin"))
 	if len(files) != 1 {
 		t.Fatalf("cache holds %v, want one module", files)
 	}

@@ -1,20 +1,51 @@
-// Package cache keeps generated code (WGSL, C, compiled wasm modules: any
-// byte blob) by content key, in memory and on disk, so that a second run of
-// the same graph generates nothing: in the same process it comes from
-// memory, in a new process from disk.
+// Package cache is gpucc's one artifact cache: generated shaders (WGSL),
+// WebAssembly modules, shared objects and any other byte blob a component
+// wants to keep, by content key, in memory and on disk, so that a second
+// run of the same graph generates and builds nothing: in the same process
+// it comes from memory, in a new process from disk.
 //
-// Keys are SHA-256 digests of whatever determines the blob (see NewKey):
-// the caller hashes the program's structure, the target and a version.
-// The disk tier lives under Dir (DefaultDir: $GPUCC_CACHE_DIR, else
-// os.UserCacheDir()/gpucc), one file per key, written atomically (temp file
-// then rename) and sealed with a checksum: a corrupt or truncated file is
-// detected on read, removed and reported as a miss, so the caller
-// regenerates and replaces it. Both tiers are bounded in bytes; when a tier
-// is over its bound the least recently used entries go first (on disk,
-// "used" is the file's modification time, refreshed on every hit).
+// # Keys and kinds
+//
+// An entry is named by a Kind, the namespace of one artifact kind (WGSL,
+// Wasm, SharedObject, or a component's own, such as tuning results), and a
+// Key, the SHA-256 of whatever determines the blob (see NewKey): the
+// caller hashes the program's structure, the target, the toolchain and a
+// version. The same Key under two kinds names two entries.
+//
+// # The disk tier
+//
+// It lives under Dir (DefaultDir: $GPUCC_CACHE_DIR, else
+// os.UserCacheDir()/gpucc; "off" for none), one file per entry, named
+// <kind>-<key>.bin and written atomically (a private temporary file, then
+// a rename). Both tiers are bounded in bytes; when a tier is over its
+// bound the least recently used entries go first (on disk, "used" is the
+// file's modification time, refreshed on every hit).
+//
+// # Trust
+//
+// The disk cache never hands out bytes it did not write itself: the
+// cache directory is where a native backend finds code it will run inside
+// the process, so a file planted there must not be mistaken for a build.
+// Each file ends with an HMAC-SHA256 of its kind, key and payload, keyed
+// by a 32-byte secret kept in the directory as mac.key (mode 0600,
+// created atomically on first use). Someone who can write the directory
+// but not read the secret cannot make a file that verifies, and a
+// checksum alone would not do: it is computable by anyone. Open refuses a
+// directory or key file that is owned by another user, or a directory
+// writable by group or others, or a key file any of whose group or other
+// permission bits are set: who can change the secret or read it can forge
+// entries. A file that fails its MAC (planted, tampered, truncated or
+// corrupt) is a miss, counted in Stats.Rejected, and removed so that the
+// caller's rebuild replaces it.
+//
+// Get returns the verified bytes themselves, read once into memory, never
+// a path: a caller that must hand the bytes to a loader that wants a file
+// (dlopen) copies them into a file no one else can reach (see
+// runtime/internal/cbuild.PrivateFile), so nothing can swap the file
+// between verification and load.
 //
 // A Cache is safe for concurrent use by many goroutines, and several
-// processes may share one directory.
+// processes of one user may share one directory.
 package cache
 
 import (
@@ -24,13 +55,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
-	"time"
 )
 
 // Key identifies a blob: the SHA-256 of everything the blob depends on.
@@ -54,19 +81,43 @@ func NewKey(parts ...[]byte) Key {
 // String returns the key in hex, as used for file names.
 func (k Key) String() string { return hex.EncodeToString(k[:]) }
 
+// Kind is the namespace of one kind of artifact: 1 to 32 characters of
+// a-z, 0-9 and '_' (it is part of the file name).
+type Kind string
+
+// The kinds gpucc's own components store. Other components may use kinds
+// of their own.
+const (
+	WGSL         Kind = "wgsl" // a program's generated shaders (runtime's codegen cache)
+	Wasm         Kind = "wasm" // WebAssembly modules built by Clang
+	SharedObject Kind = "so"   // shared objects built by the system C compiler
+)
+
+func (k Kind) valid() bool {
+	if len(k) == 0 || len(k) > 32 {
+		return false
+	}
+	for _, r := range k {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 // Source says where Get found a blob.
 type Source int
 
 // The sources.
 const (
-	Miss   Source = iota // not cached (or the disk copy was corrupt)
+	Miss   Source = iota // not cached (or the disk copy failed to verify)
 	Memory               // the in-memory tier
 	Disk                 // the disk tier (now also in memory)
 )
 
 func (s Source) String() string { return [...]string{"miss", "memory", "disk"}[s] }
 
-// Default bounds.
+// Default bounds, over all kinds together.
 const (
 	DefaultMaxMemoryBytes = 64 << 20
 	DefaultMaxDiskBytes   = 256 << 20
@@ -74,40 +125,64 @@ const (
 
 // Options configure a Cache. Zero bounds mean the defaults.
 type Options struct {
-	// Dir is the disk tier's directory, created on Open; "" keeps the
-	// cache in memory only.
+	// Dir is the disk tier's directory, created (mode 0700) on Open; ""
+	// keeps the cache in memory only.
 	Dir            string
 	MaxMemoryBytes int64
 	MaxDiskBytes   int64
 }
 
-// Stats count what a Cache has done since Open.
+// Stats count what a Cache has done since Open, for one kind or for all.
 type Stats struct {
 	MemoryHits, DiskHits, Misses int64
-	Corrupt                      int64 // disk files that failed their checksum
-	Evicted                      int64 // entries dropped from either tier for size
-	DiskErrors                   int64 // disk writes that failed (the cache still works in memory)
-	MemoryBytes, DiskBytes       int64 // current sizes (disk: as this process knows it)
+	// Rejected counts disk files that failed their MAC (planted, tampered,
+	// truncated, corrupt, or written under another key); each was a miss.
+	Rejected               int64
+	Evicted                int64 // entries dropped from either tier for size
+	DiskErrors             int64 // disk writes that failed (the cache still works in memory)
+	MemoryBytes, DiskBytes int64 // current sizes (disk: as this process knows it)
+}
+
+func (s *Stats) add(o Stats) {
+	s.MemoryHits += o.MemoryHits
+	s.DiskHits += o.DiskHits
+	s.Misses += o.Misses
+	s.Rejected += o.Rejected
+	s.Evicted += o.Evicted
+	s.DiskErrors += o.DiskErrors
+	s.MemoryBytes += o.MemoryBytes
+	s.DiskBytes += o.DiskBytes
 }
 
 // Cache is a two-tier blob cache. The zero value is not usable; call Open.
 type Cache struct {
-	opts Options
+	opts    Options
+	secret  []byte // the MAC key of the disk tier
+	diskErr error  // why Default has no disk tier, if it has none
 
 	mu    sync.Mutex
 	lru   *list.List // of *entry, most recent at the front
-	byKey map[Key]*list.Element
-	stats Stats
+	byKey map[name]*list.Element
+	stats map[Kind]*Stats
+}
+
+// name is an entry's full name: its kind and key.
+type name struct {
+	kind Kind
+	key  Key
 }
 
 type entry struct {
-	key Key
+	name
 	val []byte
 }
 
-// DefaultDir returns $GPUCC_CACHE_DIR when set, else os.UserCacheDir()/gpucc.
+// DefaultDir returns $GPUCC_CACHE_DIR when set, else
+// os.UserCacheDir()/gpucc. GPUCC_CACHE_DIR=off gives "": no disk tier.
 func DefaultDir() (string, error) {
-	if d := os.Getenv("GPUCC_CACHE_DIR"); d != "" {
+	if d := os.Getenv("GPUCC_CACHE_DIR"); d == "off" {
+		return "", nil
+	} else if d != "" {
 		return d, nil
 	}
 	d, err := os.UserCacheDir()
@@ -117,8 +192,10 @@ func DefaultDir() (string, error) {
 	return filepath.Join(d, "gpucc"), nil
 }
 
-// Open returns a cache; with a Dir it creates the directory and measures
-// what is already there.
+// Open returns a cache. With a Dir it creates the directory, checks that
+// it and its MAC key are private to this user (see the package doc), reads
+// or creates the key, and measures what is already there; a directory
+// that fails the checks is an error.
 func Open(opts Options) (*Cache, error) {
 	if opts.MaxMemoryBytes <= 0 {
 		opts.MaxMemoryBytes = DefaultMaxMemoryBytes
@@ -126,277 +203,188 @@ func Open(opts Options) (*Cache, error) {
 	if opts.MaxDiskBytes <= 0 {
 		opts.MaxDiskBytes = DefaultMaxDiskBytes
 	}
-	c := &Cache{opts: opts, lru: list.New(), byKey: map[Key]*list.Element{}}
+	c := &Cache{opts: opts, lru: list.New(), byKey: map[name]*list.Element{}, stats: map[Kind]*Stats{}}
 	if opts.Dir != "" {
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cache: create directory: %w", err)
+		secret, err := openDir(opts.Dir)
+		if err != nil {
+			return nil, err
 		}
+		c.secret = secret
 		files, err := c.files()
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
-			c.stats.DiskBytes += f.size
+			c.stat(f.kind).DiskBytes += f.size
 		}
 	}
 	return c, nil
 }
 
 var (
-	defaultOnce  sync.Once
-	defaultCache *Cache
+	defaultMu     sync.Mutex
+	defaultCaches = map[string]*Cache{}
 )
 
-// Default returns the process-wide cache over DefaultDir, opened on first
-// use. When the directory cannot be used it is a memory-only cache.
+// Default returns the process-wide cache over DefaultDir(), opened on
+// first use: one Cache per directory, so that a process which changes
+// GPUCC_CACHE_DIR (a test) gets the directory it names. When the
+// directory cannot be used (absent, or refused by Open's checks) the cache
+// is memory-only and DiskError says why.
 func Default() *Cache {
-	defaultOnce.Do(func() {
-		dir, err := DefaultDir()
-		if err == nil {
-			defaultCache, err = Open(Options{Dir: dir})
-		}
-		if err != nil {
-			defaultCache, _ = Open(Options{})
-		}
-	})
-	return defaultCache
+	dir, err := DefaultDir()
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if c, ok := defaultCaches[dir]; ok {
+		return c
+	}
+	var c *Cache
+	if err == nil && dir != "" {
+		c, err = Open(Options{Dir: dir})
+	}
+	if c == nil {
+		c, _ = Open(Options{})
+		c.diskErr = err
+	}
+	defaultCaches[dir] = c
+	return c
 }
 
 // Dir returns the disk tier's directory ("" for memory only).
 func (c *Cache) Dir() string { return c.opts.Dir }
 
-// Stats returns a snapshot of the counters.
-func (c *Cache) Stats() Stats {
+// DiskError says why Default's cache has no disk tier although its
+// directory was not "off": nil when it has one, or when it was opened
+// memory-only on purpose.
+func (c *Cache) DiskError() error { return c.diskErr }
+
+// Stats returns a snapshot of the counters of kind, or of all kinds
+// together when kind is "".
+func (c *Cache) Stats(kind Kind) Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats
+	if kind != "" {
+		if s := c.stats[kind]; s != nil {
+			return *s
+		}
+		return Stats{}
+	}
+	var all Stats
+	for _, s := range c.stats {
+		all.add(*s)
+	}
+	return all
 }
 
-// Get returns the blob stored under key and where it came from. The
-// returned slice is shared: callers must not modify it.
-func (c *Cache) Get(key Key) ([]byte, Source) {
+// stat returns kind's counters; c.mu must be held (or c not yet shared).
+func (c *Cache) stat(kind Kind) *Stats {
+	s := c.stats[kind]
+	if s == nil {
+		s = &Stats{}
+		c.stats[kind] = s
+	}
+	return s
+}
+
+func (c *Cache) count(kind Kind, f func(*Stats)) {
 	c.mu.Lock()
-	if el, ok := c.byKey[key]; ok {
+	f(c.stat(kind))
+	c.mu.Unlock()
+}
+
+// Get returns the blob stored under kind and key and where it came from.
+// The returned slice is shared: callers must not modify it. An invalid
+// kind is a miss.
+func (c *Cache) Get(kind Kind, key Key) ([]byte, Source) {
+	if !kind.valid() {
+		return nil, Miss
+	}
+	n := name{kind, key}
+	c.mu.Lock()
+	if el, ok := c.byKey[n]; ok {
 		c.lru.MoveToFront(el)
-		c.stats.MemoryHits++
+		c.stat(kind).MemoryHits++
 		v := el.Value.(*entry).val
 		c.mu.Unlock()
 		return v, Memory
 	}
 	c.mu.Unlock()
 	if c.opts.Dir == "" {
-		c.count(func(s *Stats) { s.Misses++ })
+		c.count(kind, func(s *Stats) { s.Misses++ })
 		return nil, Miss
 	}
-	val, err := c.readFile(key)
+	val, err := c.readFile(n)
 	if err != nil {
-		c.count(func(s *Stats) {
+		c.count(kind, func(s *Stats) {
 			s.Misses++
-			if errors.Is(err, errCorrupt) {
-				s.Corrupt++
+			if errors.Is(err, errRejected) {
+				s.Rejected++
 			}
 		})
 		return nil, Miss
 	}
 	c.mu.Lock()
-	c.stats.DiskHits++
-	c.putMemoryLocked(key, val)
+	c.stat(kind).DiskHits++
+	c.putMemoryLocked(n, val)
 	c.mu.Unlock()
 	return val, Disk
 }
 
-// Put stores val under key in both tiers. val must not be modified
-// afterwards. A failed disk write is returned, but the blob is cached in
-// memory regardless.
-func (c *Cache) Put(key Key, val []byte) error {
+// Put stores val under kind and key in both tiers. val must not be
+// modified afterwards. A failed disk write is returned, but the blob is
+// cached in memory regardless.
+func (c *Cache) Put(kind Kind, key Key, val []byte) error {
+	if !kind.valid() {
+		return fmt.Errorf("cache: invalid kind %q (want 1 to 32 of a-z, 0-9, _)", kind)
+	}
+	n := name{kind, key}
 	c.mu.Lock()
-	c.putMemoryLocked(key, val)
+	c.putMemoryLocked(n, val)
 	c.mu.Unlock()
 	if c.opts.Dir == "" {
 		return nil
 	}
-	n, err := c.writeFile(key, val)
+	grew, err := c.writeFile(n, val)
 	if err != nil {
-		c.count(func(s *Stats) { s.DiskErrors++ })
+		c.count(kind, func(s *Stats) { s.DiskErrors++ })
 		return err
 	}
 	c.mu.Lock()
-	c.stats.DiskBytes += n
-	over := c.stats.DiskBytes > c.opts.MaxDiskBytes
+	c.stat(kind).DiskBytes += grew
+	var total int64
+	for _, s := range c.stats {
+		total += s.DiskBytes
+	}
 	c.mu.Unlock()
-	if over {
+	if total > c.opts.MaxDiskBytes {
 		return c.trimDisk()
 	}
 	return nil
 }
 
-func (c *Cache) count(f func(*Stats)) {
-	c.mu.Lock()
-	f(&c.stats)
-	c.mu.Unlock()
-}
-
-// putMemoryLocked inserts or refreshes key and evicts from the back until
+// putMemoryLocked inserts or refreshes n and evicts from the back until
 // the tier fits; c.mu must be held. A blob larger than the whole tier is
 // not kept in memory.
-func (c *Cache) putMemoryLocked(key Key, val []byte) {
-	if el, ok := c.byKey[key]; ok {
+func (c *Cache) putMemoryLocked(n name, val []byte) {
+	if el, ok := c.byKey[n]; ok {
 		e := el.Value.(*entry)
-		c.stats.MemoryBytes += int64(len(val) - len(e.val))
+		c.stat(n.kind).MemoryBytes += int64(len(val) - len(e.val))
 		e.val = val
 		c.lru.MoveToFront(el)
 	} else if int64(len(val)) <= c.opts.MaxMemoryBytes {
-		c.byKey[key] = c.lru.PushFront(&entry{key: key, val: val})
-		c.stats.MemoryBytes += int64(len(val))
-	}
-	for c.stats.MemoryBytes > c.opts.MaxMemoryBytes && c.lru.Len() > 0 {
-		e := c.lru.Remove(c.lru.Back()).(*entry)
-		delete(c.byKey, e.key)
-		c.stats.MemoryBytes -= int64(len(e.val))
-		c.stats.Evicted++
-	}
-}
-
-// The disk format: magic, payload length (8 bytes LE), payload, then the
-// SHA-256 of key||payload. A file whose length or checksum disagrees is
-// corrupt.
-const (
-	magic   = "gpucc-cache-v1\n"
-	fileExt = ".bin"
-	hdrLen  = len(magic) + 8
-	sumLen  = sha256.Size
-)
-
-var errCorrupt = errors.New("corrupt cache file")
-
-func (c *Cache) path(key Key) string {
-	return filepath.Join(c.opts.Dir, key.String()+fileExt)
-}
-
-func seal(key Key, val []byte) []byte {
-	out := make([]byte, 0, hdrLen+len(val)+sumLen)
-	out = append(out, magic...)
-	out = binary.LittleEndian.AppendUint64(out, uint64(len(val)))
-	out = append(out, val...)
-	h := sha256.New()
-	h.Write(key[:])
-	h.Write(val)
-	return h.Sum(out)
-}
-
-// open checks a sealed file and returns its payload.
-func unseal(key Key, b []byte) ([]byte, error) {
-	if len(b) < hdrLen+sumLen || string(b[:len(magic)]) != magic {
-		return nil, errCorrupt
-	}
-	n := binary.LittleEndian.Uint64(b[len(magic):])
-	if n != uint64(len(b)-hdrLen-sumLen) {
-		return nil, errCorrupt
-	}
-	val := b[hdrLen : hdrLen+int(n)]
-	h := sha256.New()
-	h.Write(key[:])
-	h.Write(val)
-	if string(h.Sum(nil)) != string(b[hdrLen+int(n):]) {
-		return nil, errCorrupt
-	}
-	return val, nil
-}
-
-func (c *Cache) readFile(key Key) ([]byte, error) {
-	p := c.path(key)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	val, err := unseal(key, b)
-	if err != nil {
-		// Remove it so the regenerated blob replaces it; another process
-		// may be replacing it already, which is as good.
-		os.Remove(p)
-		c.count(func(s *Stats) { s.DiskBytes -= int64(len(b)) })
-		return nil, fmt.Errorf("cache: %s: %w", p, err)
-	}
-	now := time.Now()
-	os.Chtimes(p, now, now) // mark as recently used; best effort
-	return val, nil
-}
-
-// writeFile stores val under key and returns how many bytes the directory
-// grew by (less than the file's size when it replaced an older copy).
-func (c *Cache) writeFile(key Key, val []byte) (int64, error) {
-	b := seal(key, val)
-	var old int64
-	if fi, err := os.Stat(c.path(key)); err == nil {
-		old = fi.Size()
-	}
-	tmp, err := os.CreateTemp(c.opts.Dir, ".tmp-*")
-	if err != nil {
-		return 0, fmt.Errorf("cache: write %s: %w", key, err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), c.path(key))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return 0, fmt.Errorf("cache: write %s: %w", key, err)
-	}
-	return int64(len(b)) - old, nil
-}
-
-type fileInfo struct {
-	path string
-	size int64
-	mod  time.Time
-}
-
-// files lists the cache files of the directory.
-func (c *Cache) files() ([]fileInfo, error) {
-	ents, err := os.ReadDir(c.opts.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("cache: list %s: %w", c.opts.Dir, err)
-	}
-	var out []fileInfo
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), fileExt) || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile
-		}
-		out = append(out, fileInfo{filepath.Join(c.opts.Dir, e.Name()), info.Size(), info.ModTime()})
-	}
-	return out, nil
-}
-
-// trimDisk removes the least recently used files until the directory fits
-// in MaxDiskBytes; other processes may write the same directory, so it
-// measures the directory rather than trusting its own count.
-func (c *Cache) trimDisk() error {
-	files, err := c.files()
-	if err != nil {
-		return err
+		c.byKey[n] = c.lru.PushFront(&entry{name: n, val: val})
+		c.stat(n.kind).MemoryBytes += int64(len(val))
 	}
 	var total int64
-	for _, f := range files {
-		total += f.size
+	for _, s := range c.stats {
+		total += s.MemoryBytes
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
-	var evicted int64
-	for _, f := range files {
-		if total <= c.opts.MaxDiskBytes {
-			break
-		}
-		if err := os.Remove(f.path); err == nil || errors.Is(err, fs.ErrNotExist) {
-			total -= f.size
-			evicted++
-		}
+	for total > c.opts.MaxMemoryBytes && c.lru.Len() > 0 {
+		e := c.lru.Remove(c.lru.Back()).(*entry)
+		delete(c.byKey, e.name)
+		s := c.stat(e.kind)
+		s.MemoryBytes -= int64(len(e.val))
+		s.Evicted++
+		total -= int64(len(e.val))
 	}
-	c.count(func(s *Stats) { s.DiskBytes, s.Evicted = total, s.Evicted+evicted })
-	return nil
 }

@@ -21,9 +21,9 @@ func mustOpen(t *testing.T, opts Options) *Cache {
 	return c
 }
 
-func expectGet(t *testing.T, c *Cache, k Key, want []byte, src Source) {
+func expectGet(t *testing.T, c *Cache, kind Kind, k Key, want []byte, src Source) {
 	t.Helper()
-	got, s := c.Get(k)
+	got, s := c.Get(kind, k)
 	if s != src || !bytes.Equal(got, want) {
 		t.Fatalf("Get(%s) = %q from %v; want %q from %v", k, got, s, want, src)
 	}
@@ -39,24 +39,24 @@ func TestTiers(t *testing.T) {
 	dir := t.TempDir()
 	c := mustOpen(t, Options{Dir: dir})
 	k, v := key("graph"), []byte("kernel source")
-	expectGet(t, c, k, nil, Miss)
-	if err := c.Put(k, v); err != nil {
+	expectGet(t, c, WGSL, k, nil, Miss)
+	if err := c.Put(WGSL, k, v); err != nil {
 		t.Fatal(err)
 	}
-	expectGet(t, c, k, v, Memory)
+	expectGet(t, c, WGSL, k, v, Memory)
 
 	// A fresh cache over the same directory is a new process: disk, then memory.
 	c2 := mustOpen(t, Options{Dir: dir})
-	expectGet(t, c2, k, v, Disk)
-	expectGet(t, c2, k, v, Memory)
-	if s := c2.Stats(); s.DiskHits != 1 || s.MemoryHits != 1 || s.DiskBytes == 0 {
+	expectGet(t, c2, WGSL, k, v, Disk)
+	expectGet(t, c2, WGSL, k, v, Memory)
+	if s := c2.Stats(""); s.DiskHits != 1 || s.MemoryHits != 1 || s.DiskBytes == 0 {
 		t.Errorf("stats = %+v", s)
 	}
 
 	mem := mustOpen(t, Options{})
-	mem.Put(k, v)
-	expectGet(t, mem, k, v, Memory)
-	expectGet(t, mem, key("other"), nil, Miss)
+	mem.Put(WGSL, k, v)
+	expectGet(t, mem, WGSL, k, v, Memory)
+	expectGet(t, mem, WGSL, key("other"), nil, Miss)
 }
 
 // TestCorruptFile damages the file on disk in several ways; each is a miss,
@@ -69,7 +69,7 @@ func TestCorruptFile(t *testing.T) {
 		{"truncated", func(b []byte) []byte { return b[:len(b)-5] }},
 		{"empty", func([]byte) []byte { return nil }},
 		{"flipped payload bit", func(b []byte) []byte { b[hdrLen] ^= 1; return b }},
-		{"flipped checksum bit", func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }},
+		{"flipped MAC bit", func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }},
 		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return b }},
 		{"extended", func(b []byte) []byte { return append(b, 0) }},
 	}
@@ -77,8 +77,8 @@ func TestCorruptFile(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			dir := t.TempDir()
 			k, v := key(d.name), []byte("payload of "+d.name)
-			mustOpen(t, Options{Dir: dir}).Put(k, v)
-			p := filepath.Join(dir, k.String()+fileExt)
+			mustOpen(t, Options{Dir: dir}).Put(WGSL, k, v)
+			p := filepath.Join(dir, "wgsl-"+k.String()+fileExt)
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -87,15 +87,15 @@ func TestCorruptFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := mustOpen(t, Options{Dir: dir})
-			expectGet(t, c, k, nil, Miss)
-			if s := c.Stats(); s.Corrupt != 1 {
-				t.Errorf("Corrupt = %d, want 1", s.Corrupt)
+			expectGet(t, c, WGSL, k, nil, Miss)
+			if s := c.Stats(""); s.Rejected != 1 {
+				t.Errorf("Rejected = %d, want 1", s.Rejected)
 			}
 			if _, err := os.Stat(p); !os.IsNotExist(err) {
 				t.Errorf("corrupt file still present: %v", err)
 			}
-			c.Put(k, v)
-			expectGet(t, mustOpen(t, Options{Dir: dir}), k, v, Disk)
+			c.Put(WGSL, k, v)
+			expectGet(t, mustOpen(t, Options{Dir: dir}), WGSL, k, v, Disk)
 		})
 	}
 }
@@ -103,38 +103,38 @@ func TestCorruptFile(t *testing.T) {
 func TestMemoryBound(t *testing.T) {
 	c := mustOpen(t, Options{MaxMemoryBytes: 100})
 	for i := range 5 {
-		c.Put(key(fmt.Sprint(i)), make([]byte, 40))
+		c.Put(WGSL, key(fmt.Sprint(i)), make([]byte, 40))
 	}
 	// Only the two most recent fit.
 	for i, want := range []Source{Miss, Miss, Miss, Memory, Memory} {
-		if _, s := c.Get(key(fmt.Sprint(i))); s != want {
+		if _, s := c.Get(WGSL, key(fmt.Sprint(i))); s != want {
 			t.Errorf("entry %d: %v, want %v", i, s, want)
 		}
 	}
-	if s := c.Stats(); s.MemoryBytes != 80 || s.Evicted != 3 {
+	if s := c.Stats(""); s.MemoryBytes != 80 || s.Evicted != 3 {
 		t.Errorf("stats = %+v", s)
 	}
-	c.Put(key("huge"), make([]byte, 101))
-	if _, s := c.Get(key("huge")); s != Miss {
+	c.Put(WGSL, key("huge"), make([]byte, 101))
+	if _, s := c.Get(WGSL, key("huge")); s != Miss {
 		t.Errorf("a blob larger than the tier was kept")
 	}
 }
 
 func TestDiskBoundEvictsOldest(t *testing.T) {
 	dir := t.TempDir()
-	c := mustOpen(t, Options{Dir: dir, MaxDiskBytes: int64(3 * (hdrLen + sumLen + 100))})
+	c := mustOpen(t, Options{Dir: dir, MaxDiskBytes: int64(3 * (hdrLen + macLen + 100))})
 	old := time.Now().Add(-time.Hour)
 	for i := range 3 {
 		k := key(fmt.Sprint(i))
-		c.Put(k, make([]byte, 100))
+		c.Put(WGSL, k, make([]byte, 100))
 		// Make the order of use unambiguous on coarse-clock file systems.
 		at := old.Add(time.Duration(i) * time.Minute)
-		os.Chtimes(filepath.Join(dir, k.String()+fileExt), at, at)
+		os.Chtimes(filepath.Join(dir, "wgsl-"+k.String()+fileExt), at, at)
 	}
-	c.Put(key("3"), make([]byte, 100))
+	c.Put(WGSL, key("3"), make([]byte, 100))
 	fresh := mustOpen(t, Options{Dir: dir})
 	for i, want := range []Source{Miss, Disk, Disk, Disk} {
-		if _, s := fresh.Get(key(fmt.Sprint(i))); s != want {
+		if _, s := fresh.Get(WGSL, key(fmt.Sprint(i))); s != want {
 			t.Errorf("entry %d: %v, want %v", i, s, want)
 		}
 	}
@@ -154,11 +154,11 @@ func TestConcurrent(t *testing.T) {
 			for i := range 200 {
 				name := fmt.Sprint(i % 17)
 				want := bytes.Repeat([]byte(name), 50)
-				if got, s := c.Get(key(name)); s != Miss && !bytes.Equal(got, want) {
+				if got, s := c.Get(WGSL, key(name)); s != Miss && !bytes.Equal(got, want) {
 					t.Errorf("entry %s: got %d bytes of wrong data from %v", name, len(got), s)
 					return
 				}
-				c.Put(key(name), want)
+				c.Put(WGSL, key(name), want)
 			}
 		}()
 	}
@@ -177,11 +177,11 @@ func TestPutSameKeyCountsOnce(t *testing.T) {
 	c := mustOpen(t, Options{Dir: t.TempDir()})
 	k := NewKey([]byte("k"))
 	for range 3 {
-		if err := c.Put(k, make([]byte, 100)); err != nil {
+		if err := c.Put(WGSL, k, make([]byte, 100)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := c.Stats().DiskBytes, int64(hdrLen+100+sumLen); got != want {
+	if got, want := c.Stats("").DiskBytes, int64(hdrLen+100+macLen); got != want {
 		t.Errorf("DiskBytes = %d after three puts of one key, want %d", got, want)
 	}
 }

@@ -1,7 +1,6 @@
 package cbuild
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -46,34 +45,6 @@ func TestCheckFeatures(t *testing.T) {
 				t.Errorf("CheckFeatures = %v, want error %v", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-func TestDiskCache(t *testing.T) {
-	c := &DiskCache{Dir: filepath.Join(t.TempDir(), "wasm")}
-	mod := module("+simd128")
-	if _, ok := c.Get("k"); ok {
-		t.Fatal("hit in an empty cache")
-	}
-	if err := c.Put("k", mod); err != nil {
-		t.Fatal(err)
-	}
-	got, ok := c.Get("k")
-	if !ok || !bytes.Equal(got, mod) {
-		t.Fatalf("Get = %x, %v; want %x", got, ok, mod)
-	}
-	raw, _ := os.ReadFile(c.Path("k"))
-	if _, err := Features(raw); err != nil {
-		t.Errorf("stored file is not a valid module: %v", err)
-	}
-	raw[9] ^= 1
-	os.WriteFile(c.Path("k"), raw, 0o644)
-	if _, ok := c.Get("k"); ok {
-		t.Error("a corrupted file was accepted")
-	}
-	left, _ := filepath.Glob(filepath.Join(c.Dir, "*.tmp"))
-	if len(left) != 0 {
-		t.Errorf("temporary files left behind: %v", left)
 	}
 }
 

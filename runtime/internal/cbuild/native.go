@@ -2,8 +2,6 @@ package cbuild
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -87,57 +85,4 @@ func (n *Native) Shared(ctx context.Context, source string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(n.CC), err)
 	}
 	return os.ReadFile(out)
-}
-
-// SharedCache stores shared objects as <Dir>/<key>-<sha256>.so, the
-// second half of the name being the SHA-256 of the file's bytes: the file
-// stays exactly what the compiler wrote (dlopen needs it as is), a
-// truncated or altered file is detected on Get, and a path is never reused
-// for different contents, so dlopen cannot hand back a stale library.
-type SharedCache struct {
-	Dir string
-}
-
-// Get returns the path of a verified shared object stored under key, or
-// ok=false when there is none. Files that fail their checksum are removed.
-func (c *SharedCache) Get(key string) (path string, ok bool) {
-	found, _ := filepath.Glob(filepath.Join(c.Dir, key+"-*.so"))
-	for _, f := range found {
-		want := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), key+"-"), ".so")
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) == want {
-			return f, true
-		}
-		os.Remove(f)
-	}
-	return "", false
-}
-
-// Put stores so under key atomically (a temporary file in Dir, then a
-// rename over the final name) and returns its path.
-func (c *SharedCache) Put(key string, so []byte) (string, error) {
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return "", fmt.Errorf("writing the shared-object cache: %w", err)
-	}
-	sum := sha256.Sum256(so)
-	path := filepath.Join(c.Dir, key+"-"+hex.EncodeToString(sum[:])+".so")
-	f, err := os.CreateTemp(c.Dir, key+".*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("writing the shared-object cache: %w", err)
-	}
-	_, err = f.Write(so)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("writing the shared-object cache: %w", err)
-	}
-	return path, nil
 }

@@ -1,7 +1,8 @@
 // Package cbuild builds the C that codegen/c generates: it finds Clang and
 // wasm-ld, compiles a unit to WebAssembly (or, with the system compiler, to
 // a shared object), checks the result for features that would break the
-// reference semantics, and keeps built artifacts in an on-disk cache.
+// reference semantics, and keeps built artifacts in the artifact cache,
+// codegen/cache, which the caller gives it (Load).
 package cbuild
 
 import (
