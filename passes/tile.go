@@ -1,6 +1,9 @@
 package passes
 
-import "github.com/gpucc/gpucc/ir"
+import (
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+)
 
 // Tiles the tiling pass chooses from. Large is the vec4 kernel's; the
 // others are for the scalar kernel.
@@ -18,15 +21,50 @@ var (
 // a 64×64 or, when small, 32×32 tile, so that few threads idle. A tile
 // that needs more threads or workgroup memory than the device allows is
 // replaced by the next smaller one. Options.Tile overrides the choice.
+// A k-step too shallow for a long K is deepened until the kernel's k-tile
+// loop fits wgsl.LoopBudget; for a workgroup backend (MaxInvocations set)
+// a K that no tile fits is refused with limit_exceeded, never run short.
 // Tiling never changes a result: every output keeps one accumulator that
 // walks k in ascending order.
 func tile(st *State) error {
 	for i := range st.Program.Kernels {
-		if k := &st.Program.Kernels[i]; k.Kind == ir.KernelMatmul {
-			k.Tile = fit(choose(k, st.Options), st.Options)
+		k := &st.Program.Kernels[i]
+		if k.Kind != ir.KernelMatmul {
+			continue
 		}
+		t, ok := deepen(fit(choose(k, st.Options), st.Options), k.K, st.Options)
+		if !ok && st.Options.MaxInvocations > 0 {
+			return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",
+				"matmul with K=%d needs %d k-tiles of %d per workgroup, more than a WebGPU kernel may loop (%d)",
+				k.K, wgsl.MatmulLoopCost(k.K, t.BK), t.BK, wgsl.LoopBudget)
+		}
+		k.Tile = t
 	}
 	return nil
+}
+
+// deepen doubles t's k-step until a matmul over K fits wgsl.LoopBudget
+// or the tile would outgrow the workgroup memory in o; ok is false when it
+// does not fit.
+func deepen(t ir.Tile, K int, o Options) (ir.Tile, bool) {
+	for wgsl.MatmulLoopCost(K, t.BK) > wgsl.LoopBudget {
+		d := t
+		d.BK *= 2
+		if tileBytes(d) > workgroupStorage(o) {
+			return t, false
+		}
+		t = d
+	}
+	return t, true
+}
+
+// workgroupStorage is o's workgroup memory limit, WebGPU's default 16 KiB
+// when unset.
+func workgroupStorage(o Options) int {
+	if o.MaxWorkgroupStorage <= 0 {
+		return 16384
+	}
+	return o.MaxWorkgroupStorage
 }
 
 // choose picks k's tile from its shape, before the device's limits.
@@ -59,12 +97,9 @@ func vec4Operands(k *ir.Kernel) bool {
 // limits mean WebGPU's defaults: 256 invocations, 16 KiB of workgroup
 // memory).
 func fit(t ir.Tile, o Options) ir.Tile {
-	threads, storage := o.MaxInvocations, o.MaxWorkgroupStorage
+	threads, storage := o.MaxInvocations, workgroupStorage(o)
 	if threads <= 0 {
 		threads = 256
-	}
-	if storage <= 0 {
-		storage = 16384
 	}
 	for _, smaller := range []ir.Tile{t, TileLarge, TileMedium, TileSmall} {
 		if smaller.Vector == 4 && t.Vector != 4 {

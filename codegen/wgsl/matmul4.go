@@ -54,32 +54,53 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		}
 	}
 	fetch("\t", "0u")
-	fmt.Fprintf(b, "\tfor (var kt = 0u; kt < K; kt += %du) {\n", t.BK)
-	for j := 0; j < na; j++ {
-		sa.store(b, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BM/4)
-	}
-	for j := 0; j < nb; j++ {
-		sb.store(b, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BN/4)
-	}
-	b.WriteString("\t\tworkgroupBarrier();\n")
-	fmt.Fprintf(b, "\t\tif (kt + %du < K) {\n", t.BK)
-	fetch("\t\t\t", fmt.Sprintf("kt + %du", t.BK))
-	b.WriteString("\t\t}\n")
-	fmt.Fprintf(b, "\t\tlet kmax = min(%du, K - kt);\n", t.BK)
-	b.WriteString("\t\tfor (var kk = 0u; kk < kmax; kk++) {\n")
-	for r := 0; r < t.TM/4; r++ {
-		fmt.Fprintf(b, "\t\t\tlet a%d = As[kk * %du + lid.y * %du + %du];\n", r, t.BM/4, t.TM/4, r)
-	}
-	for c := 0; c < t.TN/4; c++ {
-		fmt.Fprintf(b, "\t\t\tlet b%d = Bs[kk * %du + lid.x * %du + %du];\n", c, t.BN/4, t.TN/4, c)
-	}
+	// tile multiplies the staged k-tile at kt, steps k-steps deep; the loop
+	// over k-steps is unrolled (see LoopBudget), and every k-tile but the
+	// last, partial one prefetches the next.
 	lanes := "xyzw"
-	for r := 0; r < t.TM; r++ {
-		for c := 0; c < t.TN/4; c++ {
-			fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + (a%d.%c * b%d) * params.one;\n", r, c, r, c, r/4, lanes[r%4], c)
+	tile := func(steps int, last bool) {
+		for j := 0; j < na; j++ {
+			sa.store(b, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BM/4)
+		}
+		for j := 0; j < nb; j++ {
+			sb.store(b, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*t.BN/4)
+		}
+		b.WriteString("\t\tworkgroupBarrier();\n")
+		if !last {
+			fmt.Fprintf(b, "\t\tif (kt + %du < K) {\n", t.BK)
+			fetch("\t\t\t", fmt.Sprintf("kt + %du", t.BK))
+			b.WriteString("\t\t}\n")
+		}
+		for kk := 0; kk < steps; kk++ {
+			b.WriteString("\t\t{\n")
+			for r := 0; r < t.TM/4; r++ {
+				fmt.Fprintf(b, "\t\t\tlet a%d = As[%du + lid.y * %du];\n", r, kk*t.BM/4+r, t.TM/4)
+			}
+			for c := 0; c < t.TN/4; c++ {
+				fmt.Fprintf(b, "\t\t\tlet b%d = Bs[%du + lid.x * %du];\n", c, kk*t.BN/4+c, t.TN/4)
+			}
+			for r := 0; r < t.TM; r++ {
+				for c := 0; c < t.TN/4; c++ {
+					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + (a%d.%c * b%d) * params.one;\n", r, c, r, c, r/4, lanes[r%4], c)
+				}
+			}
+			b.WriteString("\t\t}\n")
+		}
+		if !last {
+			b.WriteString("\t\tworkgroupBarrier();\n")
 		}
 	}
-	b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n\t}\n")
+	whole, rest := k.K/t.BK*t.BK, k.K%t.BK
+	if whole > 0 {
+		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, t.BK)
+		tile(t.BK, false)
+		b.WriteString("\t}\n")
+	}
+	if rest > 0 {
+		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
+		tile(rest, true)
+		b.WriteString("\t}\n")
+	}
 	// The epilogue is unrolled: indexing the accumulators dynamically would
 	// push them out of registers.
 	for r := 0; r < t.TM; r++ {

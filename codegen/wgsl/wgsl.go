@@ -149,6 +149,9 @@ func Generate(p *ir.Program, k *ir.Kernel) (codegen.Shader, error) {
 		err = fmt.Errorf("wgsl: kernel %s: unknown kind %v", k.Name, k.Kind)
 	}
 	s.Source = b.String()
+	if err == nil {
+		err = checkLoops(k)
+	}
 	return s, err
 }
 
@@ -227,92 +230,6 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
-}
-
-// matmul emits a tiled kernel: each workgroup computes a BM×BN tile of C
-// with (BM/TM)×(BN/TN) threads, each owning a TM×TN register tile, staging
-// BK-deep slices of A and B through workgroup memory. Every accumulator
-// walks k in ascending order and adds each rounded product separately, so
-// the result is the reference's, bit for bit. The k loop stops at K
-// exactly: padding with zeros would add 0·Inf = NaN where an operand
-// overflowed.
-func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	t := k.Tile
-	tx, ty := t.BN/t.TN, t.BM/t.TM
-	s.Workgroup = [3]int{tx, ty, 1}
-	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
-	a, bb := k.Inputs[0], k.Inputs[1]
-	// aIdx/bIdx: buffer index of logical A[r,c] / B[r,c].
-	aIdx := func(r, c string) string {
-		if a.Transposed {
-			return fmt.Sprintf("(%s) * %du + (%s)", c, k.M, r)
-		}
-		return fmt.Sprintf("(%s) * %du + (%s)", r, k.K, c)
-	}
-	bIdx := func(r, c string) string {
-		if bb.Transposed {
-			return fmt.Sprintf("(%s) * %du + (%s)", c, k.K, r)
-		}
-		return fmt.Sprintf("(%s) * %du + (%s)", r, k.N, c)
-	}
-	fmt.Fprintf(b, "const M = %du;\nconst N = %du;\nconst K = %du;\n", k.M, k.N, k.K)
-	fmt.Fprintf(b, "const BM = %du;\nconst BN = %du;\nconst BK = %du;\nconst TM = %du;\nconst TN = %du;\n", t.BM, t.BN, t.BK, t.TM, t.TN)
-	fmt.Fprintf(b, "const THREADS = %du;\n\n", tx*ty)
-	fmt.Fprintf(b, "var<workgroup> As: array<f32, %d>; // As[kk * BM + row]\n", t.BK*t.BM)
-	fmt.Fprintf(b, "var<workgroup> Bs: array<f32, %d>; // Bs[kk * BN + col]\n\n", t.BK*t.BN)
-	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
-	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
-	b.WriteString(`	let row0 = wg.y * BM;
-	let col0 = wg.x * BN;
-	let tid = lid.y * ` + fmt.Sprintf("%du", tx) + ` + lid.x;
-	// Accumulators start at the uniform zero: a driver that sees a literal
-	// +0 folds +0 + p to p, which is -0 where the reference has +0.
-	var acc: array<array<f32, ` + fmt.Sprint(t.TN) + `>, ` + fmt.Sprint(t.TM) + `>;
-	for (var m = 0u; m < TM; m++) {
-		for (var n = 0u; n < TN; n++) {
-			acc[m][n] = params.zero;
-		}
-	}
-	for (var kt = 0u; kt < K; kt += BK) {
-		for (var e = tid; e < BK * BM; e += THREADS) {
-			let kk = e / BM;
-			let r = e % BM;
-			var v = 0.0;
-			if (row0 + r < M && kt + kk < K) { v = in0[` + aIdx("row0 + r", "kt + kk") + `]; }
-			As[e] = v;
-		}
-		for (var e = tid; e < BK * BN; e += THREADS) {
-			let kk = e / BN;
-			let c = e % BN;
-			var v = 0.0;
-			if (col0 + c < N && kt + kk < K) { v = in1[` + bIdx("kt + kk", "col0 + c") + `]; }
-			Bs[e] = v;
-		}
-		workgroupBarrier();
-		let kmax = min(BK, K - kt);
-		for (var kk = 0u; kk < kmax; kk++) {
-			var av: array<f32, ` + fmt.Sprint(t.TM) + `>;
-			var bv: array<f32, ` + fmt.Sprint(t.TN) + `>;
-			for (var m = 0u; m < TM; m++) { av[m] = As[kk * BM + lid.y + m * ` + fmt.Sprintf("%du", ty) + `]; }
-			for (var n = 0u; n < TN; n++) { bv[n] = Bs[kk * BN + lid.x + n * ` + fmt.Sprintf("%du", tx) + `]; }
-			for (var m = 0u; m < TM; m++) {
-				for (var n = 0u; n < TN; n++) {
-					acc[m][n] = acc[m][n] + ` + Lang.Keep("av[m] * bv[n]") + `;
-				}
-			}
-		}
-		workgroupBarrier();
-	}
-	for (var m = 0u; m < TM; m++) {
-		for (var n = 0u; n < TN; n++) {
-			let row = row0 + lid.y + m * ` + fmt.Sprintf("%du", ty) + `;
-			let col = col0 + lid.x + n * ` + fmt.Sprintf("%du", tx) + `;
-			if (row < M && col < N) {
-				let i = row * N + col;
-`)
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc[m][n]"), 4))
-	b.WriteString(codegen.Indent(stores(k, "i"), 4))
-	b.WriteString("\t\t\t}\n\t\t}\n\t}\n}\n")
 }
 
 // sum emits a reduction that reproduces cpuref's tree. Each workgroup

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -173,14 +174,18 @@ func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
 	return nil
 }
 
-// spinPolls is how many non-blocking polls wait tries before it blocks.
+// spinPolls is how many non-blocking polls wait tries before it sleeps
+// between polls.
 const spinPolls = 2000
 
-// wait returns when the queue is idle. On a hardware adapter it polls
-// without blocking first: a short kernel finishes within microseconds, and
-// a blocking wait costs a trip through the driver's fence sleep that is
-// much longer. A software adapter computes on the CPU cores a spin would
-// take from it, so there it blocks at once.
+// wait returns when the queue is idle. It never makes wgpu block: wgpu
+// 0.19's blocking poll gives up after 5 s, and a software adapter still
+// computing then crashes the process (lavapipe, in its queue thread, on a
+// long matmul). On a hardware adapter it spins on non-blocking polls first:
+// a short kernel finishes within microseconds, and a blocking wait costs a
+// trip through the driver's fence sleep that is much longer. A software
+// adapter computes on the CPU cores a spin would take from it, so there it
+// sleeps between polls at once.
 func (d *Device) wait() {
 	if !d.info.Software {
 		for range spinPolls {
@@ -189,5 +194,7 @@ func (d *Device) wait() {
 			}
 		}
 	}
-	d.dev.Poll(true, nil)
+	for nap := 20 * time.Microsecond; !d.dev.Poll(false, nil); nap = min(2*nap, time.Millisecond) {
+		time.Sleep(nap)
+	}
 }

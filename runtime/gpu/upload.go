@@ -5,6 +5,7 @@ package gpu
 import (
 	"fmt"
 	goruntime "runtime"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -147,8 +148,12 @@ func (d *Device) mapWait(op string, buf *wgpu.Buffer, mode wgpu.MapMode, n uint6
 		return errorf(op, "%w", err)
 	}
 	for spins := 0; !done; spins++ {
-		d.dev.Poll(spins > 1000, nil)
-		goruntime.Gosched()
+		d.dev.Poll(false, nil) // never blocking: see wait
+		if spins > 1000 {
+			time.Sleep(20 * time.Microsecond)
+		} else {
+			goruntime.Gosched()
+		}
 	}
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		_ = buf.Unmap()

@@ -17,9 +17,6 @@ const K = 3u;
 const BM = 32u;
 const BN = 32u;
 const BK = 16u;
-const TM = 2u;
-const TN = 2u;
-const THREADS = 256u;
 
 var<workgroup> As: array<f32, 512>; // As[kk * BM + row]
 var<workgroup> Bs: array<f32, 512>; // Bs[kk * BN + col]
@@ -29,60 +26,138 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 	let row0 = wg.y * BM;
 	let col0 = wg.x * BN;
 	let tid = lid.y * 16u + lid.x;
-	// Accumulators start at the uniform zero: a driver that sees a literal
-	// +0 folds +0 + p to p, which is -0 where the reference has +0.
-	var acc: array<array<f32, 2>, 2>;
-	for (var m = 0u; m < TM; m++) {
-		for (var n = 0u; n < TN; n++) {
-			acc[m][n] = params.zero;
-		}
-	}
-	for (var kt = 0u; kt < K; kt += BK) {
-		for (var e = tid; e < BK * BM; e += THREADS) {
-			let kk = e / BM;
-			let r = e % BM;
+	var c0_0 = params.zero;
+	var c0_1 = params.zero;
+	var c1_0 = params.zero;
+	var c1_1 = params.zero;
+	{
+		let kt = 0u;
+		{
+			let e = tid + 0u;
+			let kk = e / 32u;
+			let x = e % 32u;
 			var v = 0.0;
-			if (row0 + r < M && kt + kk < K) { v = in0[(row0 + r) * 3u + (kt + kk)]; }
+			if (row0 + x < M && kt + kk < K) { v = in0[(row0 + x) * 3u + (kt + kk)]; }
 			As[e] = v;
 		}
-		for (var e = tid; e < BK * BN; e += THREADS) {
-			let kk = e / BN;
-			let c = e % BN;
+		{
+			let e = tid + 256u;
+			let kk = e / 32u;
+			let x = e % 32u;
 			var v = 0.0;
-			if (col0 + c < N && kt + kk < K) { v = in1[(kt + kk) * 2u + (col0 + c)]; }
+			if (row0 + x < M && kt + kk < K) { v = in0[(row0 + x) * 3u + (kt + kk)]; }
+			As[e] = v;
+		}
+		{
+			let e = tid + 0u;
+			let kk = e / 32u;
+			let x = e % 32u;
+			var v = 0.0;
+			if (col0 + x < N && kt + kk < K) { v = in1[(kt + kk) * 2u + (col0 + x)]; }
+			Bs[e] = v;
+		}
+		{
+			let e = tid + 256u;
+			let kk = e / 32u;
+			let x = e % 32u;
+			var v = 0.0;
+			if (col0 + x < N && kt + kk < K) { v = in1[(kt + kk) * 2u + (col0 + x)]; }
 			Bs[e] = v;
 		}
 		workgroupBarrier();
-		let kmax = min(BK, K - kt);
-		for (var kk = 0u; kk < kmax; kk++) {
-			var av: array<f32, 2>;
-			var bv: array<f32, 2>;
-			for (var m = 0u; m < TM; m++) { av[m] = As[kk * BM + lid.y + m * 16u]; }
-			for (var n = 0u; n < TN; n++) { bv[n] = Bs[kk * BN + lid.x + n * 16u]; }
-			for (var m = 0u; m < TM; m++) {
-				for (var n = 0u; n < TN; n++) {
-					acc[m][n] = acc[m][n] + (av[m] * bv[n]) * params.one;
-				}
-			}
+		{
+			let a0 = As[0u + lid.y];
+			let a1 = As[16u + lid.y];
+			let b0 = Bs[0u + lid.x];
+			let b1 = Bs[16u + lid.x];
+			c0_0 = c0_0 + (a0 * b0) * params.one;
+			c0_1 = c0_1 + (a0 * b1) * params.one;
+			c1_0 = c1_0 + (a1 * b0) * params.one;
+			c1_1 = c1_1 + (a1 * b1) * params.one;
 		}
-		workgroupBarrier();
+		{
+			let a0 = As[32u + lid.y];
+			let a1 = As[48u + lid.y];
+			let b0 = Bs[32u + lid.x];
+			let b1 = Bs[48u + lid.x];
+			c0_0 = c0_0 + (a0 * b0) * params.one;
+			c0_1 = c0_1 + (a0 * b1) * params.one;
+			c1_0 = c1_0 + (a1 * b0) * params.one;
+			c1_1 = c1_1 + (a1 * b1) * params.one;
+		}
+		{
+			let a0 = As[64u + lid.y];
+			let a1 = As[80u + lid.y];
+			let b0 = Bs[64u + lid.x];
+			let b1 = Bs[80u + lid.x];
+			c0_0 = c0_0 + (a0 * b0) * params.one;
+			c0_1 = c0_1 + (a0 * b1) * params.one;
+			c1_0 = c1_0 + (a1 * b0) * params.one;
+			c1_1 = c1_1 + (a1 * b1) * params.one;
+		}
 	}
-	for (var m = 0u; m < TM; m++) {
-		for (var n = 0u; n < TN; n++) {
-			let row = row0 + lid.y + m * 16u;
-			let col = col0 + lid.x + n * 16u;
-			if (row < M && col < N) {
-				let i = row * N + col;
-				let v0 = acc[m][n];
-				let v1 = in2[(i) % 2u];
-				let v2 = v0 + v1;
-				let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
-				let v4 = in3[i];
-				let v5 = v3 - (v4) * params.one;
-				let v6 = (v5 * v5) * params.one;
-				out0[i] = v3;
-				out1[i] = v6;
-			}
+	{
+		let row = row0 + lid.y + 0u;
+		let col = col0 + lid.x + 0u;
+		if (row < M && col < N) {
+			let i = row * N + col;
+			let v0 = c0_0;
+			let v1 = in2[(i) % 2u];
+			let v2 = v0 + v1;
+			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
+			let v4 = in3[i];
+			let v5 = v3 - (v4) * params.one;
+			let v6 = (v5 * v5) * params.one;
+			out0[i] = v3;
+			out1[i] = v6;
+		}
+	}
+	{
+		let row = row0 + lid.y + 0u;
+		let col = col0 + lid.x + 16u;
+		if (row < M && col < N) {
+			let i = row * N + col;
+			let v0 = c0_1;
+			let v1 = in2[(i) % 2u];
+			let v2 = v0 + v1;
+			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
+			let v4 = in3[i];
+			let v5 = v3 - (v4) * params.one;
+			let v6 = (v5 * v5) * params.one;
+			out0[i] = v3;
+			out1[i] = v6;
+		}
+	}
+	{
+		let row = row0 + lid.y + 16u;
+		let col = col0 + lid.x + 0u;
+		if (row < M && col < N) {
+			let i = row * N + col;
+			let v0 = c1_0;
+			let v1 = in2[(i) % 2u];
+			let v2 = v0 + v1;
+			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
+			let v4 = in3[i];
+			let v5 = v3 - (v4) * params.one;
+			let v6 = (v5 * v5) * params.one;
+			out0[i] = v3;
+			out1[i] = v6;
+		}
+	}
+	{
+		let row = row0 + lid.y + 16u;
+		let col = col0 + lid.x + 16u;
+		if (row < M && col < N) {
+			let i = row * N + col;
+			let v0 = c1_1;
+			let v1 = in2[(i) % 2u];
+			let v2 = v0 + v1;
+			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
+			let v4 = in3[i];
+			let v5 = v3 - (v4) * params.one;
+			let v6 = (v5 * v5) * params.one;
+			out0[i] = v3;
+			out1[i] = v6;
 		}
 	}
 }

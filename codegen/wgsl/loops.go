@@ -1,0 +1,63 @@
+package wgsl
+
+import (
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// LoopBudget is how many loop iterations one invocation of a kernel may
+// run, counted over all its loops, where an entry into a loop that runs n
+// times costs n+1 (the pass that finds the exit condition counts too).
+//
+// Mesa's llvmpipe, behind both lavapipe (Vulkan) and its OpenGL driver,
+// runs shaders as SIMD code with one iteration counter per invocation: once
+// 65535 iterations have run, every loop exits at its next back edge, and the
+// shader goes on with whatever it has computed, reporting nothing. A matmul
+// with K ≥ 43,690 on the 32×32 tile summed only its first 43,689 products
+// that way. runtime/gpu's TestSoftwareLoopBudget measures the limit.
+//
+// The generators therefore keep every loop whose trip count is known at
+// generation time unrolled, so that only a matmul's k-tile loop and a sum's
+// per-thread leaf loop remain, and Generate refuses a kernel whose loops
+// could run past the budget on any adapter (the same program everywhere).
+// The tiling pass picks a k-step deep enough to stay within it.
+const LoopBudget = 65535
+
+// LoopCost is the most loop iterations (as LoopBudget counts them) that one
+// invocation of kernel k's shader runs.
+func LoopCost(k *ir.Kernel) int {
+	switch k.Kind {
+	case ir.KernelMatmul:
+		if k.Tile.BK <= 0 {
+			return 0
+		}
+		return MatmulLoopCost(k.K, k.Tile.BK)
+	case ir.KernelSum:
+		p, _ := codegen.SumBlock(k.Shape.Len(), SumThreads)
+		per := max(p/max(k.Blocks, 1)/SumThreads, 1)
+		// the leaf loop, the binary counter's inner loop over j's trailing
+		// ones (per-1 of them in all, plus an exit test per j), and the
+		// workgroup tree's loop of log2(SumThreads) steps.
+		return (per + 1) + (2*per - 1) + (codegen.Log2(SumThreads) + 1)
+	}
+	return 0
+}
+
+// MatmulLoopCost is the loop cost of a matmul kernel with inner dimension K
+// and k-step bk: one iteration per whole k-tile and the exit test; the
+// last, partial tile is unrolled after the loop.
+func MatmulLoopCost(K, bk int) int { return K/bk + 1 }
+
+// checkLoops refuses a kernel whose loops could exceed LoopBudget.
+func checkLoops(k *ir.Kernel) error {
+	if c := LoopCost(k); c > LoopBudget {
+		node := -1
+		if len(k.Nodes) > 0 {
+			node = int(k.Nodes[len(k.Nodes)-1])
+		}
+		return ir.Errorf(ir.CodeLimitExceeded, node, "",
+			"kernel %s needs %d loop iterations per invocation; WebGPU kernels are held to %d (Mesa's llvmpipe stops loops silently beyond it)",
+			k.Name, c, LoopBudget)
+	}
+	return nil
+}

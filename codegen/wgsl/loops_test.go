@@ -1,0 +1,59 @@
+package wgsl_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+)
+
+// TestLoopBudget: a kernel whose loops could run past wgsl.LoopBudget is
+// refused with limit_exceeded (an unsplit sum of 2^23 leaves: 32768 per
+// thread), and one within it is generated, with no loop but the k-tile loop
+// in a matmul.
+func TestLoopBudget(t *testing.T) {
+	lim := ir.Limits{MaxElements: 1 << 24, MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+	for _, c := range []struct {
+		n  int
+		ok bool
+	}{{1 << 16, true}, {1 << 22, true}, {1 << 23, false}} {
+		b := ir.NewBuilder()
+		b.Output("s", b.Input(ir.Shape{c.n}, make([]float32, c.n)).Sum())
+		g, err := b.Build(lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := passes.Compile(g, passes.Options{Limits: lim}) // no splitting
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = wgsl.Generate(p, &p.Kernels[0])
+		var e *ir.Error
+		if c.ok && err != nil || !c.ok && (!errors.As(err, &e) || e.Code != ir.CodeLimitExceeded) {
+			t.Errorf("sum over %d: %v (loop cost %d)", c.n, err, wgsl.LoopCost(&p.Kernels[0]))
+		}
+	}
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{128, 1000}, make([]float32, 128000)).MatMul(b.Input(ir.Shape{1000, 128}, make([]float32, 128000))))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kernels[0].Tile.Vector != 4 {
+		t.Fatalf("tile %+v, want the vec4 kernel", p.Kernels[0].Tile)
+	}
+	s, err := wgsl.Generate(p, &p.Kernels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.Source, "for ("); n != 1 {
+		t.Errorf("matmul has %d loops, want the k-tile loop only:\n%s", n, s.Source)
+	}
+}

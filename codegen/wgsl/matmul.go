@@ -1,0 +1,127 @@
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// matmul emits a tiled kernel: each workgroup computes a BM×BN tile of C
+// with (BM/TM)×(BN/TN) threads, each owning a TM×TN register tile, staging
+// BK-deep slices of A and B through workgroup memory. Every accumulator
+// walks k in ascending order and adds each rounded product separately, so
+// the result is the reference's, bit for bit. The k loop stops at K
+// exactly: padding with zeros would add 0·Inf = NaN where an operand
+// overflowed.
+//
+// Only the loop over whole k-tiles is a loop; the staging, the k-steps of
+// a tile and the register tile are unrolled, and the last, partial tile
+// (K mod BK steps, known here) follows the loop, so that the kernel's loop
+// cost is MatmulLoopCost (see LoopBudget).
+func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+	t := k.Tile
+	tx, ty := t.BN/t.TN, t.BM/t.TM
+	threads := tx * ty
+	s.Workgroup = [3]int{tx, ty, 1}
+	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
+	a, bb := k.Inputs[0], k.Inputs[1]
+	// aIdx/bIdx: buffer index of logical A[r,c] / B[r,c].
+	aIdx := func(r, c string) string {
+		if a.Transposed {
+			return fmt.Sprintf("(%s) * %du + (%s)", c, k.M, r)
+		}
+		return fmt.Sprintf("(%s) * %du + (%s)", r, k.K, c)
+	}
+	bIdx := func(r, c string) string {
+		if bb.Transposed {
+			return fmt.Sprintf("(%s) * %du + (%s)", c, k.K, r)
+		}
+		return fmt.Sprintf("(%s) * %du + (%s)", r, k.N, c)
+	}
+	fmt.Fprintf(b, "const M = %du;\nconst N = %du;\nconst K = %du;\n", k.M, k.N, k.K)
+	fmt.Fprintf(b, "const BM = %du;\nconst BN = %du;\nconst BK = %du;\n\n", t.BM, t.BN, t.BK)
+	fmt.Fprintf(b, "var<workgroup> As: array<f32, %d>; // As[kk * BM + row]\n", t.BK*t.BM)
+	fmt.Fprintf(b, "var<workgroup> Bs: array<f32, %d>; // Bs[kk * BN + col]\n\n", t.BK*t.BN)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
+	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
+	fmt.Fprintf(b, "\tlet row0 = wg.y * BM;\n\tlet col0 = wg.x * BN;\n\tlet tid = lid.y * %du + lid.x;\n", tx)
+	// Accumulators start at the uniform zero: a driver that sees a literal
+	// +0 folds +0 + p to p, which is -0 where the reference has +0.
+	for m := 0; m < t.TM; m++ {
+		for n := 0; n < t.TN; n++ {
+			fmt.Fprintf(b, "\tvar c%d_%d = params.zero;\n", m, n)
+		}
+	}
+	// stage copies one operand's tile at k-offset kt into workgroup memory,
+	// zero outside the matrix.
+	stage := func(shared string, span int, guard, index func(kk, x string) string) {
+		total := t.BK * span
+		for j := 0; j*threads < total; j++ {
+			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = tid + %du;\n", j*threads)
+			in := "\t\t\t"
+			if (j+1)*threads > total {
+				fmt.Fprintf(b, "\t\t\tif (e < %du) {\n", total)
+				in = "\t\t\t\t"
+			}
+			fmt.Fprintf(b, "%slet kk = e / %du;\n%slet x = e %% %du;\n%svar v = 0.0;\n", in, span, in, span, in)
+			fmt.Fprintf(b, "%sif (%s) { v = %s; }\n%s%s[e] = v;\n", in, guard("kk", "x"), index("kk", "x"), in, shared)
+			if (j+1)*threads > total {
+				b.WriteString("\t\t\t}\n")
+			}
+			b.WriteString("\t\t}\n")
+		}
+	}
+	// tile emits the work of one k-tile of steps k-steps at offset kt.
+	tile := func(steps int, last bool) {
+		inK := "" // a whole tile lies inside K
+		if last {
+			inK = " && kt + kk < K"
+		}
+		stage("As", t.BM, func(kk, x string) string { return "row0 + " + x + " < M" + inK },
+			func(kk, x string) string { return "in0[" + aIdx("row0 + "+x, "kt + "+kk) + "]" })
+		stage("Bs", t.BN, func(kk, x string) string { return "col0 + " + x + " < N" + inK },
+			func(kk, x string) string { return "in1[" + bIdx("kt + "+kk, "col0 + "+x) + "]" })
+		b.WriteString("\t\tworkgroupBarrier();\n")
+		for kk := 0; kk < steps; kk++ {
+			b.WriteString("\t\t{\n")
+			for m := 0; m < t.TM; m++ {
+				fmt.Fprintf(b, "\t\t\tlet a%d = As[%du + lid.y];\n", m, kk*t.BM+m*ty)
+			}
+			for n := 0; n < t.TN; n++ {
+				fmt.Fprintf(b, "\t\t\tlet b%d = Bs[%du + lid.x];\n", n, kk*t.BN+n*tx)
+			}
+			for m := 0; m < t.TM; m++ {
+				for n := 0; n < t.TN; n++ {
+					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", m, n, m, n, Lang.Keep(fmt.Sprintf("a%d * b%d", m, n)))
+				}
+			}
+			b.WriteString("\t\t}\n")
+		}
+		if !last {
+			b.WriteString("\t\tworkgroupBarrier();\n")
+		}
+	}
+	whole, rest := k.K/t.BK*t.BK, k.K%t.BK
+	if whole > 0 {
+		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += BK) {\n", whole)
+		tile(t.BK, false)
+		b.WriteString("\t}\n")
+	}
+	if rest > 0 {
+		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
+		tile(rest, true)
+		b.WriteString("\t}\n")
+	}
+	for m := 0; m < t.TM; m++ {
+		for n := 0; n < t.TN; n++ {
+			fmt.Fprintf(b, "\t{\n\t\tlet row = row0 + lid.y + %du;\n\t\tlet col = col0 + lid.x + %du;\n", m*ty, n*tx)
+			b.WriteString("\t\tif (row < M && col < N) {\n\t\t\tlet i = row * N + col;\n")
+			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), fmt.Sprintf("c%d_%d", m, n)), 3))
+			b.WriteString(codegen.Indent(stores(k, "i"), 3))
+			b.WriteString("\t\t}\n\t}\n")
+		}
+	}
+	b.WriteString("}\n")
+}
