@@ -1,6 +1,6 @@
 module github.com/gpucc/gpucc
 
-go 1.26.8
+go 1.25.0
 
 require (
 	github.com/chromedp/chromedp v0.23.0

@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gpucc/gpucc/ir"
 )
 
 // Write saves the report into dir as results.json, results.md and
 // report.html (self-contained: inline SVG and CSS, no scripts).
 func (r *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench: report directory: %w", err)
+		return ir.Errorf(ir.CodeIO, -1, "", "bench: report directory: %v", err)
 	}
 	j, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -28,7 +30,7 @@ func (r *Report) Write(dir string) error {
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("bench: write %s: %w", name, err)
+			return ir.Errorf(ir.CodeIO, -1, "", "bench: write %s: %v", name, err)
 		}
 	}
 	return nil

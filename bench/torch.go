@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/gpucc/gpucc/ir"
 )
 
 // Torch is what bench/torch_bench.py prints: PyTorch's figures for the
@@ -28,7 +30,7 @@ type Torch struct {
 func ReadTorch(path string) (*Torch, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench: torch figures: %w", err)
+		return nil, ir.Errorf(ir.CodeIO, -1, "", "bench: torch figures: %v", err)
 	}
 	var t Torch
 	if err := json.Unmarshal(b, &t); err != nil {

@@ -18,11 +18,34 @@ const (
 	CodeExecutionFailed    Code = "execution_failed"    // the backend failed while running a valid graph
 	CodeNonFiniteOutput    Code = "non_finite_output"   // an output holds ±Inf or NaN
 	CodeInternal           Code = "internal"            // a bug in gpucc
+	CodeUsage              Code = "usage"               // a bad command line: unknown flag, impossible value, missing argument
+	CodeIO                 Code = "io"                  // a file or socket operation failed: a missing file, an unwritable directory, a busy port
 	// The host's codes (package host and gpucc serve's execute API).
 	CodeNotGranted Code = "not_granted" // the client was not granted execution
 	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
 	CodeDisposed   Code = "disposed"    // the client or host was disposed before the result was delivered
 	CodeTimeout    Code = "timeout"     // the request's context was cancelled or its deadline passed
+)
+
+// Error implements error, so that a Code is its own sentinel:
+// errors.Is(err, ir.CodeLimitExceeded) reports whether err, or an error it
+// wraps, has that code.
+func (c Code) Error() string { return string(c) }
+
+// The codes as sentinel errors, for errors.Is. Each is the Code itself.
+var (
+	ErrInvalidGraph       error = CodeInvalidGraph
+	ErrLimitExceeded      error = CodeLimitExceeded
+	ErrBackendUnavailable error = CodeBackendUnavailable
+	ErrExecutionFailed    error = CodeExecutionFailed
+	ErrNonFiniteOutput    error = CodeNonFiniteOutput
+	ErrInternal           error = CodeInternal
+	ErrUsage              error = CodeUsage
+	ErrIO                 error = CodeIO
+	ErrNotGranted         error = CodeNotGranted
+	ErrBusy               error = CodeBusy
+	ErrDisposed           error = CodeDisposed
+	ErrTimeout            error = CodeTimeout
 )
 
 // Error is a graph or runtime error with a stable Code and enough context to
@@ -101,3 +124,10 @@ func (e *Error) Error() string {
 
 // ErrorCode returns the error's stable code.
 func (e *Error) ErrorCode() Code { return e.Code }
+
+// Is reports whether target is e's Code, so that errors.Is(err,
+// ir.ErrLimitExceeded) finds an *Error of that code anywhere in err's chain.
+func (e *Error) Is(target error) bool {
+	c, ok := target.(Code)
+	return ok && c == e.Code
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gpucc/gpucc/bench"
 	"github.com/gpucc/gpucc/ir"
@@ -24,24 +25,28 @@ func benchCmd(args []string) int {
 	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
 	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
 	allowSW := fs.Bool("allow-software", true, "accept software GPU adapters (lavapipe)")
-	budget := fs.Duration("budget", 0, "stop starting cases after this long (0: no limit)")
-	maxCase := fs.Float64("max-case-ms", 0, "skip larger sizes once a run is predicted to exceed this (0: default)")
+	var budget time.Duration
+	var maxCase float64
+	atLeast(fs, &budget, "budget", 0, 0, "stop starting cases after this long (0: no limit)")
+	atLeast(fs, &maxCase, "max-case-ms", 0, 0, "skip larger sizes once a run is predicted to exceed this (0: default)")
 	compare := fs.String("compare", "", "torch_bench.py JSON to show ratios against")
 	upload := fs.String("upload", "", "webgpu upload path: writebuffer or staging")
 	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
-	if err := fs.Parse(args); err != nil {
+	verboseFlag(fs)
+	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
 	if fs.NArg() != 0 {
 		return usageError("bench: unexpected arguments %v", fs.Args())
 	}
-	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: *budget, MaxCaseMs: *maxCase,
+	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: budget, MaxCaseMs: maxCase,
 		Upload: *upload, UploadChunk: *chunk}
 	if *backends != "" {
 		for _, be := range strings.Split(*backends, ",") {
 			be = strings.TrimSpace(be)
 			if !slices.Contains(runtime.Backends(), be) {
-				return usageError("bench: unknown backend %q in --backends (have %s)", be, strings.Join(runtime.Backends(), ", "))
+				// The code run gives an unknown --backend.
+				return fail(ir.Errorf(ir.CodeBackendUnavailable, -1, "backends", "bench: backend %q is not built into this binary (have %s)", be, strings.Join(runtime.Backends(), ", ")))
 			}
 			cfg.Backends = append(cfg.Backends, be)
 		}
@@ -53,7 +58,10 @@ func benchCmd(args []string) int {
 	if *compare != "" {
 		t, err := bench.ReadTorch(*compare)
 		if err != nil {
-			return fail(ir.Errorf("usage", -1, "", "%v", err))
+			if codeOf(err) != ir.CodeIO {
+				err = ir.Errorf(ir.CodeUsage, -1, "compare", "%v", err)
+			}
+			return fail(err)
 		}
 		torch = t
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -49,7 +48,7 @@ func TestBenchCLIErrors(t *testing.T) {
 		args []string
 		code string
 	}{
-		{"unknown backend", []string{"--backends", "cpu,nope"}, "usage"},
+		{"unknown backend", []string{"--backends", "cpu,nope"}, "backend_unavailable"},
 		{"nothing measured", []string{"--backends", "cpu", "--budget", "1ns"}, "internal"},
 	}
 	for _, tt := range tests {
@@ -67,30 +66,10 @@ func TestBenchCLIErrors(t *testing.T) {
 }
 
 // TestServe serves the demo, refuses paths outside it, and on SIGINT
-// exits 0 having removed its temporary directory.
+// exits 0.
 func TestServe(t *testing.T) {
 	tmp := t.TempDir()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	url := ""
-	for url == "" && lines.Scan() {
-		if _, u, ok := strings.Cut(lines.Text(), "serving the demo on "); ok {
-			url = strings.TrimSuffix(u, "/")
-		}
-	}
-	if url == "" {
-		t.Fatalf("serve never said where it listens: %v", lines.Err())
-	}
-	go io.Copy(io.Discard, stderr)
+	url, cmd := serve(t, "TMPDIR="+tmp)
 	for _, path := range []string{"/", "/gpucc.wasm", "/wasm_exec.js"} {
 		resp, err := http.Get(url + path)
 		if err != nil {
@@ -101,9 +80,9 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET %s: %s", path, resp.Status)
 		}
 	}
-	// The wasm is built into a directory under TMPDIR: its parent holds a
-	// secret. Raw requests, so that no client cleans the path.
-	if err := os.WriteFile(filepath.Join(tmp, "secret"), []byte("secret"), 0o644); err != nil {
+	// The parent of the working directory holds a secret. Raw requests, so
+	// that no client cleans the path.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(workDir), "secret"), []byte("secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/../secret", "/%2e%2e/secret", "/..%2fsecret", "//../secret"} {
@@ -131,8 +110,7 @@ func TestServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop on SIGINT")
 	}
-	left, _ := filepath.Glob(filepath.Join(tmp, "gpucc-serve*"))
-	if len(left) > 0 {
-		t.Errorf("serve left %v behind", left)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+		t.Errorf("serve left %v behind in TMPDIR", left)
 	}
 }

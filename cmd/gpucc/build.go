@@ -395,15 +395,15 @@ const kernelDir = "kernels/"
 // write writes every file and then the manifest into dir.
 func (b *build) write(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, kernelDir), 0o755); err != nil {
-		return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
+		return ir.Errorf(ir.CodeIO, -1, "", "%v", err)
 	}
 	for _, f := range b.files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
-			return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
+			return ir.Errorf(ir.CodeIO, -1, "", "%v", err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b.manifestJSON(), 0o644); err != nil {
-		return ir.Errorf(ir.CodeExecutionFailed, -1, "", "%v", err)
+		return ir.Errorf(ir.CodeIO, -1, "", "%v", err)
 	}
 	return nil
 }

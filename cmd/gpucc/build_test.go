@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 func TestBuild(t *testing.T) {
 	dir := t.TempDir()
-	out, v, code := gpucc(t, "", "build", "../../examples/mlp.json", "-o", dir, "--explain", "--targets", "wgsl")
+	out, v, code := gpucc(t, "", "build", example("mlp.json"), "-o", dir, "--explain", "--targets", "wgsl")
 	if code != 0 {
 		t.Fatalf("exit %d: %s %v", code, out, v)
 	}
@@ -62,7 +62,7 @@ func readManifest(t *testing.T, dir string) *Manifest {
 // lists every file with its hash.
 func TestBuildTargets(t *testing.T) {
 	dir := t.TempDir()
-	if out, v, code := gpucc(t, "", "build", "../../examples/bias_broadcast.json", "-o", dir, "--targets", "c,glsl,wgsl,wasm"); code != 0 {
+	if out, v, code := gpucc(t, "", "build", example("bias_broadcast.json"), "-o", dir, "--targets", "c,glsl,wgsl,wasm"); code != 0 {
 		t.Fatalf("exit %d: %s %v", code, out, v)
 	}
 	m := readManifest(t, dir)
@@ -98,7 +98,7 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"build", "../../examples/seed.json", "-o", t.TempDir()}, tt.args...)
+			args := append([]string{"build", example("seed.json"), "-o", t.TempDir()}, tt.args...)
 			out, v, code := gpucc(t, "", args...)
 			if code == 0 || errorCode(v) != "usage" || !strings.Contains(out, tt.msg) {
 				t.Errorf("exit %d, %s; want a usage error containing %q", code, out, tt.msg)
@@ -112,7 +112,7 @@ func TestBuildReproducible(t *testing.T) {
 	var trees []map[string]string
 	for range 2 {
 		dir := t.TempDir()
-		if out, v, code := gpucc(t, "", "build", "../../examples/aot/mlp.json", "-o", dir, "--package", "mlp"); code != 0 {
+		if out, v, code := gpucc(t, "", "build", example("aot/mlp.json"), "-o", dir, "--package", "mlp"); code != 0 {
 			t.Fatalf("exit %d: %s %v", code, out, v)
 		}
 		tree := map[string]string{}

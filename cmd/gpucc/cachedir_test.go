@@ -13,7 +13,7 @@ import (
 // when the backend cannot start and its GPUCC_REQUIRE_* variable is unset.
 func runOn(t *testing.T, backend string, args ...string) map[string]any {
 	t.Helper()
-	_, v, code := gpucc(t, "", append(append([]string{"run", "--backend", backend}, args...), "../../examples/seed.json")...)
+	_, v, code := gpucc(t, "", append(append([]string{"run", "--backend", backend}, args...), example("seed.json"))...)
 	if code != 0 {
 		if errorCode(v) == "backend_unavailable" && os.Getenv(map[string]string{"wasm": "GPUCC_REQUIRE_WASM", "native": "GPUCC_REQUIRE_NATIVE"}[backend]) == "" {
 			t.Skipf("%s is unavailable: %v", backend, v)
@@ -71,7 +71,7 @@ func TestCacheDirUntrusted(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	_, v, code := gpucc(t, "", "run", "--backend", "cpu", "--cache-dir", dir, "../../examples/seed.json")
+	_, v, code := gpucc(t, "", "run", "--backend", "cpu", "--cache-dir", dir, example("seed.json"))
 	if code == 0 || errorCode(v) != "usage" {
 		t.Errorf("exit %d, %v; want a usage error", code, v)
 	}

@@ -10,8 +10,13 @@ func init() {
 }
 
 func infoCmd(args []string) int {
-	if len(args) != 0 {
-		return usageError("info takes no arguments")
+	fs := newFlags("info", "info [--verbose]")
+	verboseFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() != 0 {
+		return usageError("info takes no arguments, got %q", fs.Args())
 	}
 	out := map[string]any{"backends": runtime.Backends(), "chain": runtime.Chain}
 	adapters, err := gpu.Adapters()

@@ -7,118 +7,104 @@
 //	gpucc bench [--quick] [-o DIR]
 //	gpucc serve [--addr HOST:PORT]
 //	gpucc info
+//	gpucc version
+//	gpucc help [COMMAND]
 //
-// Every command prints exactly one JSON object on stdout (build and info
-// may print text where asked); failures print {"error":{"code","message"}}
-// and exit non-zero.
+// GRAPH.json may be "-" for stdin; "--" ends the flags. Every command
+// prints exactly one JSON object on stdout (build and info may print text
+// where asked; help prints text). A failure prints
+// {"error":{"code","message"}} (with "node" and "field" when the error has
+// them) and exits 1; a bad command line is the same object with code
+// "usage" and exits 2.
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-
-	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
+	"runtime/debug"
 )
 
-// command is one subcommand. Files of this package add theirs in init.
-type command struct {
-	summary string
-	run     func(args []string) int
+func init() {
+	commands["version"] = command{summary: "print the module version and VCS revision as JSON", run: versionCmd}
+	commands["help"] = command{summary: "show the commands, or one command's flags", run: helpCmd}
 }
-
-var commands = map[string]command{}
 
 func main() {
 	os.Exit(mainArgs(os.Args[1:]))
 }
 
 func mainArgs(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(os.Stderr)
-		return 2
+		return usageError("no command given")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		return helpCmd(args[1:])
+	case "-version", "--version":
+		return versionCmd(args[1:])
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "gpucc: unknown command %q\n", args[0])
-		usage(os.Stderr)
-		return 2
+		return usageError("unknown command %q", args[0])
 	}
 	return c.run(args[1:])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: gpucc COMMAND [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
-	}
-}
-
-// writeJSON prints v as one JSON object on stdout.
-func writeJSON(v any) {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(os.Stderr, "gpucc: encoding result: %v\n", err)
-	}
-}
-
-// fail prints err as {"error":{"code","message"}} and returns the exit code.
-func fail(err error) int {
-	writeJSON(map[string]any{"error": map[string]string{
-		"code": string(runtime.CodeOf(err)), "message": err.Error()}})
-	return 1
-}
-
-// newFlags returns a flag set for command name; synopsis is its usage
-// line without "gpucc ", printed with the flags for -h.
-func newFlags(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported as JSON by flagError
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: gpucc %s\n\nflags:\n", synopsis)
-		fs.SetOutput(os.Stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
-}
-
-// flagError reports a flag parsing error (the flag package has already
-// printed the usage to stderr): -h succeeds, anything else is a JSON usage
-// error.
-func flagError(fs *flag.FlagSet, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	return usageError("%s: %v", fs.Name(), err)
-}
-
-// usageError is a bad command line.
-func usageError(format string, a ...any) int {
-	return fail(ir.Errorf("usage", -1, "", format, a...))
-}
-
-// readGraph decodes and validates the graph at path ("-" is stdin).
-func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "%v", err)
+// helpCmd prints the command list, or a command's help: "gpucc help run"
+// is "gpucc run -h".
+func helpCmd(args []string) int {
+	switch len(args) {
+	case 0:
+		usage(os.Stdout)
+		return exitOK
+	case 1:
+		if args[0] == "help" {
+			usage(os.Stdout)
+			return exitOK
 		}
-		defer f.Close()
-		r = f
+		c, ok := commands[args[0]]
+		if !ok {
+			return usageError("help: unknown command %q", args[0])
+		}
+		return c.run([]string{"-h"})
 	}
-	return ir.Decode(r, limits)
+	return usageError("help: want at most one COMMAND, got %q", args)
+}
+
+// Version is what gpucc version prints.
+type Version struct {
+	Module   string `json:"module"`
+	Version  string `json:"version"`            // the module version: v1.2.3, a pseudo-version, or (devel)
+	Revision string `json:"revision,omitempty"` // the VCS commit it was built from, when known
+	Time     string `json:"time,omitempty"`     // that commit's time
+	Modified bool   `json:"modified,omitempty"` // the work tree had uncommitted changes
+	Go       string `json:"go"`                 // the Go toolchain that built it
+}
+
+func versionCmd(args []string) int {
+	fs := newFlags("version", "version")
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("version takes no arguments, got %q", fs.Args())
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return fail(fmt.Errorf("the binary holds no build information"))
+	}
+	v := Version{Module: bi.Main.Path, Version: bi.Main.Version, Go: bi.GoVersion}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	writeJSON(v)
+	return exitOK
 }

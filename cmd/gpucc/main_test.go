@@ -12,44 +12,93 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var binary string
+var (
+	binary  string // gpucc, installed with go install
+	workDir string // an empty directory outside the module, where gpucc runs
+	noGo    string // PATH without the Go toolchain
+)
 
+// TestMain installs gpucc with go install into a temporary GOBIN, as a user
+// would, and runs every command from a temporary directory outside the
+// module with no go command on PATH.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gpucc-cli")
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "gpucc")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	bin := filepath.Join(dir, "bin")
+	install := exec.Command("go", "install", "-buildvcs=true", ".") // stamped like a release build
+	install.Env = append(os.Environ(), "GOBIN="+bin)
+	if out, err := install.CombinedOutput(); err != nil {
 		panic(string(out))
 	}
+	binary = filepath.Join(bin, "gpucc")
+	workDir = filepath.Join(dir, "work")
+	if err := os.Mkdir(workDir, 0o755); err != nil {
+		panic(err)
+	}
+	noGo = pathWithout("go")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// gpucc runs the binary and returns stdout, decoded JSON (if any) and the exit code.
+// pathWithout returns $PATH less the directories that hold program.
+func pathWithout(program string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, program)); err != nil {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// env is the environment gpucc runs in: PATH without go.
+func env(extra ...string) []string {
+	return append(os.Environ(), append([]string{"XDG_RUNTIME_DIR=/tmp", "PATH=" + noGo}, extra...)...)
+}
+
+// example returns the absolute path of a file under the repository's
+// examples/ (gpucc runs outside the module, so relative paths would not do).
+func example(name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "examples", name))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// gpucc runs the binary in workDir and returns stdout, decoded JSON (if
+// any) and the exit code.
 func gpucc(t *testing.T, stdin string, args ...string) (string, map[string]any, int) {
 	t.Helper()
+	out, _, code := gpuccStderr(t, stdin, args...)
+	var v map[string]any
+	if strings.HasPrefix(out, "{") {
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+		}
+	}
+	return out, v, code
+}
+
+// gpuccStderr is gpucc returning stderr as well, undecoded.
+func gpuccStderr(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = workDir
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR=/tmp")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	cmd.Env = env()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
-	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var v map[string]any
-	if strings.HasPrefix(stdout.String(), "{") {
-		if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
-			t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
-		}
-	}
-	return stdout.String(), v, code
+	return o.String(), e.String(), code
 }
 
 func errorCode(v map[string]any) string {
@@ -61,7 +110,7 @@ func errorCode(v map[string]any) string {
 func TestRunSeed(t *testing.T) {
 	for _, backend := range []string{"cpu", "webgpu"} {
 		t.Run(backend, func(t *testing.T) {
-			_, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", "../../examples/seed.json")
+			_, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", example("seed.json"))
 			if code != 0 {
 				if backend == "webgpu" && os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && errorCode(v) == "backend_unavailable" {
 					t.Skip("no WebGPU adapter here")
@@ -95,12 +144,12 @@ func TestRunFailures(t *testing.T) {
 		msg   string
 	}{
 		{"malformed", "{", []string{"run", "-"}, "invalid_graph", "malformed JSON"},
-		{"missing file", "", []string{"run", "/nonexistent.json"}, "invalid_graph", "no such file"},
+		{"missing file", "", []string{"run", "/nonexistent.json"}, "io", "no such file"},
 		{"overflowing output", overflow, []string{"run", "--backend", "cpu", "-"}, "non_finite_output", `output \"big\" element 0 is +Inf`},
-		{"host limit", "", []string{"run", "--max-nodes", "2", "../../examples/seed.json"}, "limit_exceeded", "limit of 2"},
-		{"unknown backend", "", []string{"run", "--backend", "cuda", "../../examples/seed.json"}, "backend_unavailable", "not built into this binary"},
+		{"host limit", "", []string{"run", "--max-nodes", "2", example("seed.json")}, "limit_exceeded", "limit of 2"},
+		{"unknown backend", "", []string{"run", "--backend", "cuda", example("seed.json")}, "backend_unavailable", "not built into this binary"},
 		{"no graph", "", []string{"run"}, "usage", "GRAPH.json"},
-		{"bad pass name", "", []string{"build", "../../examples/seed.json", "-o", "/tmp/x", "--dump-after", "magic"}, "usage", "no such pass"},
+		{"bad pass name", "", []string{"build", example("seed.json"), "-o", "/tmp/x", "--dump-after", "magic"}, "usage", "no such pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,14 +168,14 @@ func TestRunFailures(t *testing.T) {
 }
 
 func TestRunRejectsSoftwareAdapterUnlessAllowed(t *testing.T) {
-	_, v, code := gpucc(t, "", "run", "--backend", "webgpu", "../../examples/seed.json")
+	_, v, code := gpucc(t, "", "run", "--backend", "webgpu", example("seed.json"))
 	if code == 0 {
 		t.Skip("a hardware adapter is present")
 	}
 	if errorCode(v) != "backend_unavailable" {
 		t.Fatalf("got %v", v)
 	}
-	_, v, code = gpucc(t, "", "run", "../../examples/seed.json")
+	_, v, code = gpucc(t, "", "run", example("seed.json"))
 	if code != 0 || v["backend"] == "webgpu" {
 		t.Fatalf("auto without --allow-software: exit %d, %v", code, v)
 	}
@@ -141,7 +190,7 @@ func TestRunCacheDir(t *testing.T) {
 	dir := t.TempDir()
 	var hits []any
 	for range 2 {
-		_, v, code := gpucc(t, "", "run", "--backend", "webgpu", "--allow-software", "--cache-dir", dir, "../../examples/mlp.json")
+		_, v, code := gpucc(t, "", "run", "--backend", "webgpu", "--allow-software", "--cache-dir", dir, example("mlp.json"))
 		if code != 0 {
 			if os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" {
 				t.Skip("no WebGPU adapter here")

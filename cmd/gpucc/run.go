@@ -17,13 +17,13 @@ func init() {
 func limitFlags(fs *flag.FlagSet) *ir.Limits {
 	d := ir.DefaultLimits()
 	l := &ir.Limits{}
-	fs.IntVar(&l.MaxNodes, "max-nodes", d.MaxNodes, "host limit: nodes per graph")
-	fs.Int64Var(&l.MaxElements, "max-elements", d.MaxElements, "host limit: elements per tensor")
-	fs.Int64Var(&l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, "host limit: summed storage in bytes")
-	fs.Int64Var(&l.MaxOps, "max-ops", d.MaxOps, "host limit: estimated operations")
-	fs.IntVar(&l.MaxOutputs, "max-outputs", d.MaxOutputs, "host limit: outputs")
-	fs.Int64Var(&l.MaxOutputBytes, "max-output-bytes", 0, "host limit: summed output bytes, 4 per element (0: the storage limit)")
-	fs.Int64Var(&l.MaxGraphBytes, "max-graph-bytes", 0, "host limit: bytes of graph JSON (0: 8 × the storage limit)")
+	atLeast(fs, &l.MaxNodes, "max-nodes", d.MaxNodes, 1, "host limit: nodes per graph")
+	atLeast(fs, &l.MaxElements, "max-elements", d.MaxElements, 1, "host limit: elements per tensor")
+	atLeast(fs, &l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, 1, "host limit: summed storage in bytes")
+	atLeast(fs, &l.MaxOps, "max-ops", d.MaxOps, 1, "host limit: estimated operations")
+	atLeast(fs, &l.MaxOutputs, "max-outputs", d.MaxOutputs, 1, "host limit: outputs")
+	atLeast(fs, &l.MaxOutputBytes, "max-output-bytes", 0, 0, "host limit: summed output bytes, 4 per element (0: the storage limit)")
+	atLeast(fs, &l.MaxGraphBytes, "max-graph-bytes", 0, 0, "host limit: bytes of graph JSON (0: 8 × the storage limit)")
 	return l
 }
 
@@ -35,6 +35,7 @@ func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (runtime.
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits = limitFlags(fs)
+	verboseFlag(fs)
 	return limits, func() (runtime.Options, error) {
 		c, err := openCache(*cacheDir)
 		return runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c}, err
@@ -66,23 +67,6 @@ func runCmd(args []string) int {
 	return 0
 }
 
-// parseInterspersed parses flags that may come before or after positional
-// arguments ("run GRAPH --backend cpu" as well as "run --backend cpu GRAPH").
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return fs.Parse(pos) // leaves pos as the positional arguments
-}
-
 // openCache opens the code cache for --cache-dir: "" is the default
 // location, "off" keeps it in memory only.
 func openCache(dir string) (*cache.Cache, error) {
@@ -94,7 +78,7 @@ func openCache(dir string) (*cache.Cache, error) {
 	}
 	c, err := cache.Open(cache.Options{Dir: dir})
 	if err != nil {
-		return nil, ir.Errorf("usage", -1, "cache-dir", "%v", err)
+		return nil, ir.Errorf(ir.CodeUsage, -1, "cache-dir", "%v", err) // a directory gpucc cannot or must not use
 	}
 	return c, nil
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const fixture = "../../testdata/fixtures/mlp_train_public.graph.json"
+var fixture = example("../testdata/fixtures/mlp_train_public.graph.json")
 
 func TestTrainCLI(t *testing.T) {
 	_, v, code := gpucc(t, "", "train", "--backend", "cpu", "--steps", "3", "--lr", "0.1", fixture)

@@ -287,7 +287,7 @@ func chooseAdapter(infos []AdapterInfo, opts Options) (int, error) {
 		for _, i := range idx {
 			names = append(names, infos[i].String())
 		}
-		return -1, fmt.Errorf("%w: %s; set AllowSoftware to use it", ErrSoftwareAdapter, strings.Join(names, ", "))
+		return -1, fmt.Errorf("%w: %s; allow software adapters to use it (--allow-software)", ErrSoftwareAdapter, strings.Join(names, ", "))
 	}
 	return best, nil
 }

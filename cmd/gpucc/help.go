@@ -1,0 +1,40 @@
+package main
+
+// help is each command's description for -h: what it does and what it
+// prints. The flags and the exit codes are added by newFlags.
+var help = map[string]string{
+	"run": `
+Compiles GRAPH.json (protocol v1; "-" reads stdin) and runs it on a backend.
+Prints one JSON result object: outputs (shape and data per named output),
+backend, adapter, timings in milliseconds, cache hits and fallbackAttempts
+(the backends auto tried first and why each could not start).`,
+	"build": `
+Compiles GRAPH.json ahead of time into DIR: one WGSL file per kernel and
+manifest.json (kernels, bindings, dispatch sizes, pass timings); with
+--package also a Go package embedding them. Prints the IR after a pass
+(--dump-after) or the kernel plan (--explain) as text on stdout, else
+nothing.`,
+	"train": `
+Runs --steps SGD steps on the scalar output --loss of GRAPH.json, updating
+its param inputs by p -= lr * grad in float32. Prints one JSON object:
+losses (one per step), params (the final values, by name), backend and
+fallbackAttempts.`,
+	"bench": `
+Runs the benchmark suite on every backend built in (or --backends) and
+writes results.json, results.md and report.html into -o. Prints one JSON
+summary: dir, cases, skipped, crossovers and, with --compare, the ratios
+against PyTorch.`,
+	"serve": `
+Serves the browser demo page (webgpu, webgl2 and cpu run in the page) on
+--addr until interrupted; the page's wasm is built into the binary. Prints
+the address it listens on to stderr, nothing on stdout; an interrupt or
+SIGTERM exits 0.`,
+	"info": `
+Prints one JSON object: backends (built into this binary), chain (the order
+auto tries them in) and adapters (the GPU adapters wgpu sees, with their
+limits), or adapterError when none can be listed.`,
+	"version": `
+Prints one JSON object: module, version (v1.2.3 for go install ...@v1.2.3,
+a pseudo-version or "(devel)" for a local build), revision, time and
+modified (the VCS commit built from, when known) and go (the toolchain).`,
+}
