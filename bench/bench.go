@@ -3,10 +3,12 @@
 // compile time) on every backend, cold and warm, and writes a report
 // (results.json, results.md, report.html) that puts transfer cost beside
 // compile cost and shows, per workload, the size above which webgpu beats
-// cpu end to end.
+// the best CPU backend (cpu, wasm or native) end to end.
 //
-// "Cold" is the first run on a fresh Runtime with an empty codegen cache
-// (a new process with no disk cache); "warm" is a later run of the same
+// "Cold" is the first run on a fresh Runtime with no cache at all: its
+// artifact cache (generated code, wasm modules, shared objects) is a new,
+// memory-only one, so nothing comes from disk (a new process on a new
+// machine); "warm" is a later run of the same
 // graph on the same Runtime (every cache hit). Warm figures are the median
 // of a few runs.
 package bench
@@ -235,11 +237,11 @@ func Run(cfg Config) (*Report, error) {
 	return r, nil
 }
 
-// measure runs g cold (fresh runtime, empty codegen cache) and warm.
-// adapter is nil when the backend could not start.
+// measure runs g cold (fresh runtime, no cache at all) and warm. adapter
+// is nil when the backend could not start.
 func measure(cfg Config, backend string, g *ir.Graph) (Case, *runtime.Adapter, error) {
 	var c Case
-	mem, _ := cache.Open(cache.Options{}) // memory only: cold means no cache at all
+	mem, _ := cache.Open(cache.Options{}) // memory only, and new: cold means no cache at all (TestColdIsCold)
 	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: cfg.AllowSoftware, Limits: Limits(),
 		Cache: mem, Upload: cfg.Upload, UploadChunk: cfg.UploadChunk})
 	if err != nil {
@@ -288,7 +290,8 @@ func median(runs []Stage) Stage {
 }
 
 // Crossover is, for one workload, the smallest measured size from which on
-// webgpu's warm end-to-end time beats cpu's at every larger measured size.
+// webgpu's warm end-to-end time beats the best CPU backend's (the fastest
+// of cpu, wasm and native at that size) at every larger measured size.
 type Crossover struct {
 	Workload string `json:"workload"`
 	Unit     string `json:"unit"`
@@ -296,31 +299,38 @@ type Crossover struct {
 	Note     string `json:"note"`
 }
 
-// Crossovers computes the webgpu-vs-cpu crossover of every workload that
-// has both.
+// cpuBackends are the backends that run on the CPU, which webgpu must beat.
+var cpuBackends = []string{"cpu", "wasm", "native"}
+
+// Crossovers computes the crossover of webgpu against the best CPU backend
+// present, for every workload measured on webgpu and on a CPU backend.
 func Crossovers(cases []Case) []Crossover {
-	type pair struct{ gpu, cpu float64 }
-	by := map[string]map[int]*pair{}
+	type point struct {
+		gpu, cpu float64 // warm total ms; cpu is the best CPU backend's
+		best     string  // that backend
+	}
+	by := map[string]map[int]*point{}
 	units := map[string]string{}
 	var order []string
 	for _, c := range cases {
-		if c.Error != "" || (c.Backend != "webgpu" && c.Backend != "cpu") {
+		if c.Error != "" || (c.Backend != "webgpu" && !slices.Contains(cpuBackends, c.Backend)) || c.Warm.TotalMs <= 0 {
 			continue
 		}
 		if by[c.Workload] == nil {
-			by[c.Workload] = map[int]*pair{}
+			by[c.Workload] = map[int]*point{}
 			order = append(order, c.Workload)
 		}
 		units[c.Workload] = c.Unit
 		p := by[c.Workload][c.Size]
 		if p == nil {
-			p = &pair{}
+			p = &point{}
 			by[c.Workload][c.Size] = p
 		}
-		if c.Backend == "webgpu" {
+		switch {
+		case c.Backend == "webgpu":
 			p.gpu = c.Warm.TotalMs
-		} else {
-			p.cpu = c.Warm.TotalMs
+		case p.cpu == 0 || c.Warm.TotalMs < p.cpu:
+			p.cpu, p.best = c.Warm.TotalMs, c.Backend
 		}
 	}
 	var out []Crossover
@@ -337,23 +347,33 @@ func Crossovers(cases []Case) []Crossover {
 		slices.Sort(sizes)
 		x := Crossover{Workload: w, Unit: units[w]}
 		for i := len(sizes) - 1; i >= 0; i-- {
-			p := by[w][sizes[i]]
-			if p.gpu >= p.cpu {
+			if p := by[w][sizes[i]]; p.gpu >= p.cpu {
 				break
 			}
 			x.Size = sizes[i]
 		}
+		last := sizes[len(sizes)-1]
 		switch {
 		case x.Size == 0:
-			x.Note = fmt.Sprintf("cpu is faster up to %s=%d, the largest size measured on both", x.Unit, sizes[len(sizes)-1])
+			x.Note = fmt.Sprintf("the CPU is faster up to %s=%d, the largest size measured on both (there %s)", x.Unit, last, versus(by[w][last].gpu, by[w][last].cpu, by[w][last].best))
 		case x.Size == sizes[0]:
-			x.Note = fmt.Sprintf("webgpu is faster at every size measured (from %s=%d)", x.Unit, x.Size)
+			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend at every size measured, from %s=%d (there %s)", x.Unit, x.Size, versus(by[w][x.Size].gpu, by[w][x.Size].cpu, by[w][x.Size].best))
 		default:
-			x.Note = fmt.Sprintf("webgpu is faster from %s=%d on", x.Unit, x.Size)
+			i := slices.Index(sizes, x.Size) - 1
+			before := by[w][sizes[i]]
+			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend from %s=%d on; at %s=%d %s", x.Unit, x.Size, x.Unit, sizes[i], versus(before.gpu, before.cpu, before.best))
 		}
 		out = append(out, x)
 	}
 	return out
+}
+
+// versus says how webgpu's time compares with the best CPU backend's.
+func versus(gpu, cpu float64, best string) string {
+	if gpu < cpu {
+		return fmt.Sprintf("webgpu %s ms, %s %s ms", f3(gpu), best, f3(cpu))
+	}
+	return fmt.Sprintf("%s %s ms, webgpu %s ms: %.1f× faster", best, f3(cpu), f3(gpu), gpu/cpu)
 }
 
 // progress draws a one-line bar; with a nil writer it does nothing.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpucc/gpucc/ir"
@@ -102,11 +104,12 @@ func cell(s string) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# gpucc bench\n\n%s, %s, quick=%v, %.1f s\n\n", r.Date, r.Host, r.Quick, r.WallS)
-	for be, a := range r.Adapters {
+	for _, be := range r.adapterOrder() {
+		a := r.Adapters[be]
 		fmt.Fprintf(&b, "- %s: %s %s (software=%v)\n", be, a.Name, a.Driver, a.Software)
 	}
-	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the median of the warm runs; cold is a fresh runtime with no cache.\n\n")
-	b.WriteString("| workload | size | backend | run | codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | cache hits |\n")
+	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the median of the warm runs; cold is a fresh runtime with a new, empty, memory-only cache. \"passes+codegen\" is the IR passes plus code generation.\n\n")
+	b.WriteString("| workload | size | backend | run | passes+codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | cache hits |\n")
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	for _, c := range r.Cases {
 		if c.Error != "" {
@@ -123,7 +126,7 @@ func (r *Report) Markdown() string {
 				f3(s.FirstDispatchMs), f3(s.DispatchMs), s.DispatchClock, f3(s.ReadbackMs), gbps(s.ReadbackBytes, s.ReadbackMs), f3(s.TotalMs), hits(s.Cache))
 		}
 	}
-	b.WriteString("\n## Crossover (warm end to end, webgpu vs cpu)\n\n")
+	b.WriteString("\n## Crossover (warm end to end, webgpu vs the best CPU backend: cpu, wasm or native)\n\n")
 	for _, x := range r.Crossovers {
 		fmt.Fprintf(&b, "- %s: %s\n", x.Workload, x.Note)
 	}
@@ -140,6 +143,12 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// adapterOrder lists the backends of r.Adapters sorted, so that a report
+// renders the same every time.
+func (r *Report) adapterOrder() []string {
+	return slices.Sorted(maps.Keys(r.Adapters))
 }
 
 // workloadOrder lists the report's workloads in first-seen order.
@@ -165,10 +174,11 @@ th:first-child,td:first-child{text-align:left}.legend span{display:inline-block;
 svg text{font:11px system-ui,sans-serif}
 </style></head><body>`)
 	fmt.Fprintf(&b, "<h1>gpucc bench</h1><p>%s · %s · quick=%v · %.1f s</p><ul>", html.EscapeString(r.Date), html.EscapeString(r.Host), r.Quick, r.WallS)
-	for be, a := range r.Adapters {
+	for _, be := range r.adapterOrder() {
+		a := r.Adapters[be]
 		fmt.Fprintf(&b, "<li>%s: %s %s (software=%v)</li>", html.EscapeString(be), html.EscapeString(a.Name), html.EscapeString(a.Driver), a.Software)
 	}
-	b.WriteString("</ul><h2>Crossover</h2><ul>")
+	b.WriteString("</ul><h2>Crossover (webgpu vs the best CPU backend: cpu, wasm or native)</h2><ul>")
 	for _, x := range r.Crossovers {
 		fmt.Fprintf(&b, "<li><b>%s</b>: %s</li>", html.EscapeString(x.Workload), html.EscapeString(x.Note))
 	}
@@ -189,6 +199,7 @@ svg text{font:11px system-ui,sans-serif}
 		fmt.Fprintf(&b, "<h2>%s</h2>", html.EscapeString(w))
 		b.WriteString(r.lineChart(w))
 		b.WriteString(r.stackedBars(w))
+		b.WriteString(r.cacheTable(w))
 	}
 	var missing []string
 	for _, c := range r.Cases {
@@ -204,6 +215,26 @@ svg text{font:11px system-ui,sans-serif}
 		b.WriteString("</ul>")
 	}
 	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// cacheTable lists, per case and run, the total and which caches hit.
+func (r *Report) cacheTable(w string) string {
+	var b strings.Builder
+	b.WriteString("<table><tr><th>case</th><th>run</th><th>total ms</th><th>cache hits</th></tr>")
+	for _, c := range r.Cases {
+		if c.Workload != w || c.Error != "" {
+			continue
+		}
+		for _, run := range []struct {
+			name string
+			s    Stage
+		}{{"cold", c.Cold}, {"warm", c.Warm}} {
+			fmt.Fprintf(&b, "<tr><td>%s=%d %s</td><td>%s</td><td>%s</td><td>%s</td></tr>", html.EscapeString(c.Unit), c.Size,
+				html.EscapeString(c.Backend), run.name, f3(run.s.TotalMs), html.EscapeString(hits(run.s.Cache)))
+		}
+	}
+	b.WriteString("</table>")
 	return b.String()
 }
 
@@ -283,23 +314,28 @@ func (r *Report) lineChart(w string) string {
 	if len(names) == 0 {
 		return ""
 	}
-	xmin, xmax = math.Floor(xmin), math.Ceil(xmax+1e-9)
-	ymin, ymax = math.Floor(ymin), math.Ceil(ymax+1e-9)
+	// The axes end at the data; a single value gets half a decade each side.
+	if xmax-xmin < 1e-9 {
+		xmin, xmax = xmin-0.5, xmax+0.5
+	}
+	if ymax-ymin < 1e-9 {
+		ymin, ymax = ymin-0.5, ymax+0.5
+	}
 	const W, H, L, T, R, B = 640, 300, 60, 10, 150, 40
 	px := func(x float64) float64 { return L + (x-xmin)/(xmax-xmin)*(W-L-R) }
 	py := func(y float64) float64 { return H - B - (y-ymin)/(ymax-ymin)*(H-T-B) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="lines" width="%d" height="%d" role="img" aria-label="time vs size for %s">`, W, H, html.EscapeString(w))
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#fafafa" stroke="#999"/>`, L, T, W-L-R, H-T-B)
-	for e := xmin; e <= xmax; e++ {
-		fmt.Fprintf(&b, `<path d="M%.1f %d V%d" stroke="#e3e3e3"/><text x="%.1f" y="%d" text-anchor="middle">1e%d</text>`, px(e), T, H-B, px(e), H-B+14, int(e))
+	for _, e := range ticks(xmin, xmax) {
+		fmt.Fprintf(&b, `<path d="M%.1f %d V%d" stroke="#e3e3e3"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(e), T, H-B, px(e), H-B+14, tickLabel(e))
 	}
-	for e := ymin; e <= ymax; e++ {
-		fmt.Fprintf(&b, `<path d="M%d %.1f H%d" stroke="#e3e3e3"/><text x="%d" y="%.1f" text-anchor="end">1e%d</text>`, L, py(e), W-R, L-4, py(e)+4, int(e))
+	for _, e := range ticks(ymin, ymax) {
+		fmt.Fprintf(&b, `<path d="M%d %.1f H%d" stroke="#e3e3e3"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`, L, py(e), W-R, L-4, py(e)+4, tickLabel(e))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s (log)</text><text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">end-to-end ms (log)</text>`,
 		(W-R+L)/2, H-6, html.EscapeString(unit), H/2, H/2)
-	palette := map[string]string{"webgpu": "#3c9d3c", "cpu": "#d9534f", "wasm": "#337ab7", "webgl2": "#8e6bbf"}
+	palette := map[string]string{"webgpu": "#3c9d3c", "cpu": "#d9534f", "wasm": "#337ab7", "webgl2": "#8e6bbf", "native": "#e08a1e"}
 	for i, n := range names {
 		be, run, _ := strings.Cut(n, " ")
 		color := palette[be]
@@ -334,4 +370,25 @@ func (r *Report) lineChart(w string) string {
 	}
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// ticks returns the log-axis ticks in [lo, hi]: every decade inside, or
+// the two ends when the range holds fewer than two decades.
+func ticks(lo, hi float64) []float64 {
+	var t []float64
+	for e := math.Ceil(lo - 1e-9); e <= hi+1e-9; e++ {
+		t = append(t, e)
+	}
+	if len(t) < 2 {
+		return []float64{lo, hi}
+	}
+	return t
+}
+
+// tickLabel labels log10 value e: 1e3 for a decade, else the value.
+func tickLabel(e float64) string {
+	if math.Abs(e-math.Round(e)) < 1e-9 {
+		return fmt.Sprintf("1e%d", int(math.Round(e)))
+	}
+	return strconv.FormatFloat(math.Pow(10, e), 'g', 3, 64)
 }
