@@ -1,0 +1,163 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/host"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// backendsUnderTest are compared with cpuref; requireEnv turns one that
+// cannot start from a skip into a failure (CI sets them all).
+var (
+	backendsUnderTest = []string{"cpu", "wasm", "webgpu", "native"}
+	requireEnv        = map[string]string{"webgpu": "GPUCC_REQUIRE_WEBGPU", "wasm": "GPUCC_REQUIRE_WASM", "native": "GPUCC_REQUIRE_NATIVE"}
+)
+
+// shared is one host for every fuzz input, so devices open once.
+var shared = sync.OnceValue(func() *host.Client {
+	h := host.New(host.Options{AllowSoftware: true, Policy: host.Policy{MaxPending: 64}})
+	h.Grant("fuzz")
+	return h.Client("fuzz")
+})
+
+// special are the values a uniform draw of bits rarely gives.
+var special = []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.5, 2, 3e38, -3e38, math.MaxFloat32, -math.MaxFloat32,
+	math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1.1754942e-38, 1.17549435e-38, 16777216, 16777217, 1e-20}
+
+// widen gives g's inputs values drawn from raw: special values or any
+// finite float32 bits, so extremes, subnormals, ±0 and overflow occur.
+// Only input data changes: constant values would be folded at compile time.
+func widen(g *ir.Graph, raw []byte) {
+	if len(raw) == 0 {
+		return
+	}
+	k := 0
+	next := func() byte { b := raw[k%len(raw)]; k++; return b }
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Op != ir.OpInput {
+			continue
+		}
+		data := make([]float32, len(n.Data))
+		for j := range data {
+			if c := next(); c%4 == 0 {
+				data[j] = special[int(c/4)%len(special)]
+				continue
+			}
+			var b [4]byte
+			for q := range b {
+				b[q] = next()
+			}
+			bits := binary.LittleEndian.Uint32(b[:])
+			if bits&0x7f800000 == 0x7f800000 { // Inf or NaN: make it the largest exponent
+				bits &^= 0x00800000
+			}
+			data[j] = math.Float32frombits(bits)
+		}
+		n.Data = data
+	}
+}
+
+func finite(v []float32) bool {
+	for _, x := range v {
+		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBackends runs g through the host on every backend and compares each
+// output with cpuref bit for bit (webgpu may flush subnormals, and then
+// must give cpuref.EvalFlushed's value); when the reference is not finite,
+// every backend must answer non_finite_output.
+func checkBackends(t *testing.T, g *ir.Graph) {
+	t.Helper()
+	c := shared()
+	want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
+	allFinite, flushedFinite := true, true
+	for _, o := range g.Outputs {
+		allFinite = allFinite && finite(want[o.ID])
+		flushedFinite = flushedFinite && finite(flushed[o.ID])
+	}
+	doc := ir.Encode(g)
+	for _, b := range backendsUnderTest {
+		r := c.Execute(context.Background(), host.Request{Graph: bytes.NewReader(doc), Backend: b})
+		if !r.OK && r.Error.Code == ir.CodeBackendUnavailable {
+			if env := requireEnv[b]; env != "" && os.Getenv(env) != "" {
+				t.Fatalf("%s=%s but %s", env, os.Getenv(env), r.Error.Message)
+			}
+			continue
+		}
+		gpu := b == "webgpu"
+		if !allFinite && (!gpu || !flushedFinite) || !r.OK && gpu && !flushedFinite {
+			if r.OK || r.Error.Code != ir.CodeNonFiniteOutput {
+				t.Fatalf("%s: reference output not finite; want non_finite_output, got %+v\n%s", b, r.Error, g)
+			}
+			continue
+		}
+		if !r.OK {
+			t.Fatalf("%s: %s: %s\n%s", b, r.Error.Code, r.Error.Message, g)
+		}
+		for _, o := range g.Outputs {
+			got := r.Value.Outputs[o.Name].Data
+			w, f := want[o.ID], flushed[o.ID]
+			if len(got) != len(w) {
+				t.Fatalf("%s: output %q has %d values, want %d", b, o.Name, len(got), len(w))
+			}
+			for i := range w {
+				gb := math.Float32bits(got[i])
+				if gb != math.Float32bits(w[i]) && !(gpu && gb == math.Float32bits(f[i])) {
+					t.Fatalf("%s: output %q[%d] = %v (%#08x), cpuref %v (%#08x)\n%s", b, o.Name, i, got[i], gb, w[i], math.Float32bits(w[i]), g)
+				}
+			}
+		}
+	}
+}
+
+// FuzzBackends is the differential fuzzer across backends: random valid
+// graphs (with views) whose inputs hold values from the whole float32
+// range must give cpuref's bits on every backend that runs here, through
+// the host's whole path (encode, decode, compile, run). Findings become
+// named cases in TestBackendRegressions.
+func FuzzBackends(f *testing.F) {
+	for seed := range 6 {
+		f.Add(uint64(seed), uint8(8), []byte{byte(seed), 0x40, 4, 0x80, 0x7f, 0xff, 0x01})
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, size uint8, raw []byte) {
+		g := irtest.RandomViews(seed, 1+int(size%16))
+		widen(g, raw)
+		checkBackends(t, g)
+	})
+}
+
+// TestBackendRegressions holds FuzzBackends' findings by name, and a few
+// hand-picked widened graphs.
+func TestBackendRegressions(t *testing.T) {
+	tests := []struct {
+		name string
+		seed uint64
+		size int
+		raw  []byte
+	}{
+		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}},       // ±3e38
+		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}}, // smallest subnormals, largest subnormal
+		{"signed zeros", 3, 8, []byte{0, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := irtest.RandomViews(tt.seed, tt.size)
+			widen(g, tt.raw)
+			checkBackends(t, g)
+		})
+	}
+}
