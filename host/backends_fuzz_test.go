@@ -149,7 +149,7 @@ func TestBackendRegressions(t *testing.T) {
 		size int
 		raw  []byte
 	}{
-		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}},       // ±3e38
+		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}},         // ±3e38
 		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}}, // smallest subnormals, largest subnormal
 		{"signed zeros", 3, 8, []byte{0, 4}},
 	}
