@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -35,9 +36,17 @@ func (b *Buffer) Release() {
 		return
 	}
 	b.released = true
+	liveBuffers.Add(-1)
 	d.evict(b.id)
 	b.buf.Release()
 }
+
+// liveBuffers counts Buffers created and not yet released, in every device.
+var liveBuffers atomic.Int64
+
+// LiveBuffers returns how many Buffers (storage and uniform) exist and are
+// not released, over every device: leak tests compare it before and after.
+func LiveBuffers() int64 { return liveBuffers.Load() }
 
 func (b *Buffer) String() string {
 	if b.label != "" {
@@ -77,6 +86,7 @@ func (d *Device) NewBuffer(size uint64, label string) (*Buffer, error) {
 	if err != nil {
 		return nil, errorf(op, "%q (%d B): %w", label, sz, err)
 	}
+	liveBuffers.Add(1)
 	return &Buffer{d: d, buf: buf, size: sz, label: label, id: nextID.Add(1)}, nil
 }
 
@@ -102,9 +112,11 @@ func (d *Device) NewUniform(data []byte, label string) (*Buffer, error) {
 	if err != nil {
 		return nil, errorf(op, "%q (%d B): %w", label, sz, err)
 	}
+	liveBuffers.Add(1)
 	b := &Buffer{d: d, buf: buf, size: sz, label: label, uniform: true, id: nextID.Add(1)}
 	if err := d.writeLocked(op, b, data); err != nil {
 		b.released = true
+		liveBuffers.Add(-1)
 		buf.Release()
 		return nil, err
 	}
