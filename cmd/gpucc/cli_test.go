@@ -93,6 +93,9 @@ func TestUsageErrors(t *testing.T) {
 		{"info with an argument", []string{"info", "x"}, "no arguments"},
 		{"version with an argument", []string{"version", "x"}, "no arguments"},
 		{"serve: no port", []string{"serve", "--addr", "localhost"}, "missing port"},
+		{"serve: max-pending 0", []string{"serve", "--max-pending", "0"}, "--max-pending: must be at least 1"},
+		{"serve: negative grace", []string{"serve", "--grace", "-1s"}, "--grace"},
+		{"serve: timeout 0", []string{"serve", "--timeout", "0"}, "--timeout"},
 		{"two graphs", []string{"run", seed, seed}, "exactly one"},
 	}
 	for _, tt := range tests {

@@ -53,9 +53,9 @@ type apiConfig struct {
 func apiFlags(fs *flag.FlagSet) *apiConfig {
 	c := &apiConfig{}
 	fs.StringVar(&c.token, "token", "", "require Authorization: Bearer TOKEN on /v1/ (default $"+TokenEnv+"; empty: none)")
-	fs.IntVar(&c.pending, "max-pending", host.DefaultMaxPending, "requests pending at once; more are answered busy")
-	fs.DurationVar(&c.timeout, "timeout", 60*time.Second, "longest a request may run before it is answered timeout")
-	fs.DurationVar(&c.grace, "grace", 10*time.Second, "on SIGTERM, how long running requests may finish before they are answered disposed")
+	atLeast(fs, &c.pending, "max-pending", host.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
+	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may run before it is answered timeout")
+	atLeast(fs, &c.grace, "grace", 10*time.Second, 0, "on SIGTERM, how long running requests may finish before they are answered disposed")
 	fs.BoolVar(&c.allowSW, "allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	c.limits = limitFlags(fs)
