@@ -373,7 +373,7 @@ func versus(gpu, cpu float64, best string) string {
 	if gpu < cpu {
 		return fmt.Sprintf("webgpu %s ms, %s %s ms", f3(gpu), best, f3(cpu))
 	}
-	return fmt.Sprintf("%s %s ms, webgpu %s ms: %.1f× faster", best, f3(cpu), f3(gpu), gpu/cpu)
+	return fmt.Sprintf("%s %s ms, webgpu %s ms: %s is %.1f× faster", best, f3(cpu), f3(gpu), best, gpu/cpu)
 }
 
 // progress draws a one-line bar; with a nil writer it does nothing.
