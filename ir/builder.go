@@ -14,7 +14,9 @@ type Builder struct {
 	err *Error
 }
 
-// Tensor is a node under construction.
+// Tensor is a node under construction. The zero Tensor belongs to no
+// builder: operations on it give the zero Tensor, and a builder that
+// receives one (as an output or an operand) fails at Build.
 type Tensor struct {
 	b  *Builder
 	id NodeID
@@ -23,12 +25,17 @@ type Tensor struct {
 // NewBuilder returns an empty builder.
 func NewBuilder() *Builder { return &Builder{} }
 
-// ID returns the node id of t.
-func (t Tensor) ID() NodeID { return t.id }
+// ID returns the node id of t (-1 for the zero Tensor or after an error).
+func (t Tensor) ID() NodeID {
+	if t.b == nil {
+		return -1
+	}
+	return t.id
+}
 
-// Shape returns t's shape (nil after an error).
+// Shape returns t's shape (nil for the zero Tensor or after an error).
 func (t Tensor) Shape() Shape {
-	if t.b.err != nil {
+	if t.b == nil || t.b.err != nil || t.id < 0 {
 		return nil
 	}
 	return t.b.g.Nodes[t.id].Shape
@@ -88,7 +95,18 @@ func (b *Builder) Full(shape Shape, v float32) Tensor {
 
 // Output names t as a result.
 func (b *Builder) Output(name string, t Tensor) {
+	if t.b != b && b.err == nil {
+		b.err = Errorf(CodeInvalidGraph, -1, "outputs", "output %s: %s", Quote(name), foreign(t))
+	}
 	b.g.Outputs = append(b.g.Outputs, Output{Name: name, ID: t.id})
+}
+
+// foreign says why t cannot be used with another builder.
+func foreign(t Tensor) string {
+	if t.b == nil {
+		return "the zero Tensor, not made by a Builder"
+	}
+	return "a tensor from another builder"
 }
 
 // Build validates the graph against limits and returns it.
@@ -107,15 +125,25 @@ func (b *Builder) Build(limits Limits) (*Graph, error) {
 }
 
 func (t Tensor) unary(op Op, s float32) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, Scalar: s})
 }
 
 func (t Tensor) binary(op Op, u Tensor) Tensor {
 	if u.b != t.b {
-		if t.b.err == nil {
-			t.b.err = Errorf(CodeInvalidGraph, len(t.b.g.Nodes), "b", "tensor from another builder")
+		b, field, other := t.b, "b", u
+		if b == nil {
+			b, field, other = u.b, "a", t
 		}
-		return Tensor{t.b, -1}
+		if b.err == nil {
+			b.err = Errorf(CodeInvalidGraph, len(b.g.Nodes), field, "%s", foreign(other))
+		}
+		return Tensor{b, -1}
+	}
+	if t.b == nil {
+		return Tensor{}
 	}
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}})
 }
@@ -159,11 +187,17 @@ func (t Tensor) Life() Tensor { return t.unary(OpLife, 0) }
 // Broadcast returns t repeated to shape: t's shape must be a trailing
 // suffix of shape (PyTorch's trailing broadcast).
 func (t Tensor) Broadcast(shape Shape) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
 	return t.b.add(Node{Op: OpBroadcast, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
 }
 
 // Reshape returns t's elements, in the same row-major order, as shape (of
 // the same element count).
 func (t Tensor) Reshape(shape Shape) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
 	return t.b.add(Node{Op: OpReshape, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
 }
