@@ -168,11 +168,11 @@ func BenchmarkTinyDispatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k := &p.Kernels[0]
-	s, err := wgsl.Generate(p, k)
+	shaders, err := wgsl.Target{}.Emit(p)
 	if err != nil {
 		b.Fatal(err)
 	}
+	k, s := &p.Kernels[0], shaders[0]
 	kinds := make([]gpu.BindingKind, len(s.Bindings))
 	for i, x := range s.Bindings {
 		kinds[i] = gpu.BindingKind(x)

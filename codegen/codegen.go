@@ -14,11 +14,31 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
+// Target is a code generator: Emit turns a sealed Program (passes.Compile
+// returns one; ir.Seal makes one) into the code of one target. Emitters
+// trust the program's invariants (ir.ValidateProgram) and do not check
+// them again; Emit refuses a program that is not sealed.
+type Target[Code any] interface {
+	// Name identifies the target and the generator settings that change
+	// its output; caches of generated code include it in their keys.
+	Name() string
+	Emit(p *ir.Program) (Code, error)
+}
+
+// Sealed returns the error of an emitter named target given p when p is
+// not sealed, else nil.
+func Sealed(target string, p *ir.Program) error {
+	if !p.Sealed() {
+		return fmt.Errorf("codegen/%s: the program is not sealed (use passes.Compile or ir.Seal)", target)
+	}
+	return nil
+}
+
 // Lang is the syntax of one C-like target.
 type Lang struct {
-	// Let declares an immutable float named name: "let v1 = x;" or
-	// "float v1 = x;". Expressions are rendered without the semicolon.
-	Let func(name, expr string) string
+	// Let declares an immutable value of type t named name: "let v1 = x;"
+	// or "float v1 = x;". Expressions are rendered without the semicolon.
+	Let func(t ir.XType, name, expr string) string
 	// Bits returns the float whose IEEE bits are b, exactly (a bitcast, not
 	// a decimal literal, so no compiler rounds it).
 	Bits func(b uint32) string
@@ -32,6 +52,11 @@ type Lang struct {
 	Keep func(v string) string
 	// Uint formats an unsigned index constant.
 	Uint func(n int) string
+	// UBits renders the u32 constant v as a value of the body's u32 type;
+	// FloatBits and BitsFloat render the bitcasts between float and u32.
+	UBits     func(v uint32) string
+	FloatBits func(f string) string
+	BitsFloat func(u string) string
 	// Const, when set, renders float constant number slot (see Constants)
 	// as a value the compiler cannot see, such as a uniform. Drivers that
 	// treat shader arithmetic as reassociable fold (x + c1) - c2 into
@@ -47,12 +72,41 @@ type Lang struct {
 }
 
 // Constants returns the float constants of k's body in slot order: the
-// value of each InstrConst and the scalar operand of each Op*Scalar.
+// value of each InstrConst, then for each op instruction its scalar
+// operand (a scalar form's) and the constants its expression computes with
+// (see arithConsts).
 func Constants(k *ir.Kernel) []float32 {
 	var out []float32
 	for _, in := range k.Body {
 		if in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar {
 			out = append(out, in.Scalar)
+		}
+		if in.Kind == ir.InstrOp {
+			for _, c := range arithConsts(in.Op.Info().Expr) {
+				out = append(out, math.Float32frombits(c.Bits))
+			}
+		}
+	}
+	return out
+}
+
+// arithConsts returns the constants of x that are operands of a float
+// add, sub or mul, in evaluation order: those a target with Lang.Const
+// hides from its compiler, which could otherwise reassociate them.
+func arithConsts(x *ir.X) []*ir.X {
+	used := map[*ir.X]bool{}
+	nodes := x.Nodes()
+	for _, n := range nodes {
+		if n.Arithmetic() {
+			for _, a := range n.Args {
+				used[a] = used[a] || a.Op == ir.XConst
+			}
+		}
+	}
+	var out []*ir.X
+	for _, n := range nodes {
+		if used[n] {
+			out = append(out, n)
 		}
 	}
 	return out
@@ -61,19 +115,38 @@ func Constants(k *ir.Kernel) []float32 {
 // Float returns v as an exact literal of l.
 func (l Lang) Float(v float32) string { return l.Bits(math.Float32bits(v)) }
 
-// Body renders the instructions of k as one declaration per value, named
-// v0, v1, …. load(operand) renders the read of that operand at the current
-// element; acc is the matmul accumulator's expression (unused otherwise).
+// Body renders the instructions of k as declarations: one per value,
+// named v0, v1, …, preceded by one per inner node of an op's expression
+// (v<j>_<n>). load(operand) renders the read of that operand at the
+// current element; acc is the matmul accumulator's expression (unused
+// otherwise).
 func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []string {
 	lines := make([]string, 0, len(k.Body))
 	slot := 0
-	for j, in := range k.Body {
-		c := l.Float(in.Scalar)
-		if l.Const != nil && (in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar) {
-			c = l.Const(slot)
-			slot++
+	constant := func(v float32) string {
+		if l.Const == nil {
+			return l.Float(v)
 		}
-		lines = append(lines, l.Let(Value(j), Expr(l, in, c, load, acc)))
+		slot++
+		return l.Const(slot - 1)
+	}
+	for j, in := range k.Body {
+		name := Value(j)
+		switch in.Kind {
+		case ir.InstrConst:
+			lines = append(lines, l.Let(ir.XFloat32, name, constant(in.Scalar)))
+		case ir.InstrLoad:
+			lines = append(lines, l.Let(ir.XFloat32, name, load(in.Operand)))
+		case ir.InstrAcc:
+			lines = append(lines, l.Let(ir.XFloat32, name, acc))
+		case ir.InstrOp:
+			info := in.Op.Info()
+			args := []string{Value(int(in.Args[0])), Value(int(in.Args[1]))}
+			if info.Scalar {
+				args[1] = constant(in.Scalar)
+			}
+			lines = append(lines, expr(l, info.Expr, name, args, info.Scalar, constant)...)
+		}
 	}
 	return lines
 }
@@ -81,43 +154,103 @@ func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []str
 // Value names body value j.
 func Value(j int) string { return fmt.Sprintf("v%d", j) }
 
-// Expr renders one instruction; c renders its constant (InstrConst's value
-// or an Op*Scalar's operand).
-func Expr(l Lang, in ir.Instr, c string, load func(int) string, acc string) string {
-	a := func(k int) string { return Value(int(in.Args[k])) }
-	switch in.Kind {
-	case ir.InstrConst:
-		return c
-	case ir.InstrLoad:
-		return load(in.Operand)
-	case ir.InstrAcc:
-		return acc
+// expr renders expression x as declarations ending in name; args are the
+// operands (args[1] is a constant when scalar) and constant renders the
+// next constant slot. Leaves are written in place: an operand by name, a
+// constant as a slot where it is an arithmetic operand, else as an exact
+// literal (Zero and One for a selected 0 or 1, see Lang).
+func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant func(float32) string) []string {
+	nodes := x.Nodes()
+	arith := map[*ir.X]string{}
+	for _, c := range arithConsts(x) {
+		arith[c] = constant(math.Float32frombits(c.Bits))
 	}
-	zero, one := l.Float(0), l.Float(1)
-	rzero, rone := zero, one // result values; the comparisons keep the literal
-	if l.Zero != "" {
-		rzero, rone = l.Zero, l.One
+	names := map[*ir.X]string{}
+	var lines []string
+	for i, n := range nodes {
+		switch n.Op {
+		case ir.XArg:
+			names[n] = args[n.Arg]
+			continue
+		case ir.XConst:
+			continue // rendered at each use, below
+		case ir.XUConst:
+			names[n] = l.UBits(n.Bits)
+			continue
+		}
+		// use renders argument k of n.
+		use := func(k int) string {
+			a := n.Args[k]
+			if a.Op != ir.XConst {
+				return names[a]
+			}
+			if s, ok := arith[a]; ok {
+				return s
+			}
+			if n.Op == ir.XSelect && l.Zero != "" {
+				switch math.Float32frombits(a.Bits) {
+				case 0:
+					if a.Bits == 0 {
+						return l.Zero
+					}
+				case 1:
+					return l.One
+				}
+			}
+			return l.Bits(a.Bits)
+		}
+		// constLike: a subtrahend that is a constant needs no Keep (it
+		// cannot be the minuend's twin).
+		constLike := func(k int) bool {
+			a := n.Args[k]
+			return a.Op == ir.XConst || scalar && a.Op == ir.XArg && a.Arg == 1
+		}
+		var e string
+		switch n.Op {
+		case ir.XAdd:
+			e = use(0) + " + " + use(1)
+		case ir.XSub:
+			if constLike(1) {
+				e = use(0) + " - " + use(1)
+			} else {
+				e = use(0) + " - " + l.Keep(use(1))
+			}
+		case ir.XMul:
+			e = l.Keep(use(0) + " * " + use(1))
+		case ir.XGt:
+			e = use(0) + " > " + use(1)
+		case ir.XGe:
+			e = use(0) + " >= " + use(1)
+		case ir.XEq:
+			e = use(0) + " == " + use(1)
+		case ir.XSelect:
+			e = l.Select(use(0), use(1), use(2))
+		case ir.XBits:
+			e = l.FloatBits(use(0))
+		case ir.XFloat:
+			e = l.BitsFloat(use(0))
+		default:
+			e = use(0) + uintOps[n.Op] + use(1)
+		}
+		if n.Type() == ir.XBool { // a comparison: written into the select that reads it
+			names[n] = e
+			continue
+		}
+		v := name
+		if i < len(nodes)-1 {
+			v = fmt.Sprintf("%s_%d", name, i)
+		}
+		names[n] = v
+		lines = append(lines, l.Let(n.Type(), v, e))
 	}
-	switch in.Op {
-	case ir.OpAdd:
-		return a(0) + " + " + a(1)
-	case ir.OpSub:
-		return a(0) + " - " + l.Keep(a(1))
-	case ir.OpMul:
-		return l.Keep(a(0) + " * " + a(1))
-	case ir.OpAddScalar:
-		return a(0) + " + " + c
-	case ir.OpSubScalar:
-		return a(0) + " - " + c
-	case ir.OpMulScalar:
-		return l.Keep(a(0) + " * " + c)
-	case ir.OpRelu:
-		return l.Select(a(0)+" > "+zero, a(0), rzero)
-	case ir.OpPositive:
-		return l.Select(a(0)+" > "+zero, rone, rzero)
+	if root := nodes[len(nodes)-1]; names[root] != name { // a leaf: an operand or a constant
+		lines = append(lines, l.Let(ir.XFloat32, name, names[root]))
 	}
-	panic("codegen: op " + in.Op.String() + " is not elementwise")
+	return lines
 }
+
+var uintOps = map[ir.XOp]string{ir.XUAdd: " + ", ir.XUSub: " - ", ir.XAnd: " & ", ir.XOr: " | ",
+	ir.XXor: " ^ ", ir.XShl: " << ", ir.XShr: " >> ", ir.XULt: " < ", ir.XUEq: " == "}
 
 // Index renders the buffer index of operand op at row-major element i of
 // its logical shape: i itself, the transposed position, or for a broadcast

@@ -95,6 +95,21 @@ func (ar arith) eval(g *ir.Graph) [][]float32 {
 func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	n := &g.Nodes[i]
 	arg := func(k int) []float32 { return vals[n.Args[k]] }
+	if x := n.Op.Info().Expr; x != nil {
+		a, b := arg(0), arg(0)
+		if len(n.Args) == 2 {
+			b = arg(1)
+		}
+		out := make([]float32, len(a))
+		for k := range out {
+			bk := n.Scalar
+			if len(n.Args) == 2 {
+				bk = b[k]
+			}
+			out[k] = EvalX(x, a[k], bk, ar.flush)
+		}
+		return out
+	}
 	switch n.Op {
 	case ir.OpInput:
 		return n.Data
@@ -102,20 +117,6 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		out := make([]float32, n.Shape.Len())
 		for k := range out {
 			out[k] = n.Scalar
-		}
-		return out
-	case ir.OpAdd, ir.OpSub, ir.OpMul:
-		a, b := arg(0), arg(1)
-		out := make([]float32, len(a))
-		for k := range out {
-			out[k] = ar.binary(n.Op, a[k], b[k])
-		}
-		return out
-	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
-		a := arg(0)
-		out := make([]float32, len(a))
-		for k := range out {
-			out[k] = ar.unary(n.Op, a[k], n.Scalar)
 		}
 		return out
 	case ir.OpTranspose:
@@ -136,51 +137,17 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	panic("cpuref: unknown op " + n.Op.String())
 }
 
-// Binary applies an elementwise two-operand op (add, sub, mul) once, with
-// one float32 rounding.
-func Binary(op ir.Op, a, b float32) float32 { return exact.binary(op, a, b) }
+// Binary applies an elementwise two-operand op once: its table
+// expression (see ir.OpInfo.Expr) on a and b.
+func Binary(op ir.Op, a, b float32) float32 { return EvalX(op.Info().Expr, a, b, false) }
 
 // Unary applies an elementwise one-operand op; s is the scalar operand of
-// the Op*Scalar ops.
-func Unary(op ir.Op, a, s float32) float32 { return exact.unary(op, a, s) }
+// a scalar form.
+func Unary(op ir.Op, a, s float32) float32 { return EvalX(op.Info().Expr, a, s, false) }
 
 func (ar arith) add(a, b float32) float32 { return ar.f(float32(ar.f(a) + ar.f(b))) }
 func (ar arith) sub(a, b float32) float32 { return ar.f(float32(ar.f(a) - ar.f(b))) }
 func (ar arith) mul(a, b float32) float32 { return ar.f(float32(ar.f(a) * ar.f(b))) }
-
-func (ar arith) binary(op ir.Op, a, b float32) float32 {
-	switch op {
-	case ir.OpAdd:
-		return ar.add(a, b)
-	case ir.OpSub:
-		return ar.sub(a, b)
-	case ir.OpMul:
-		return ar.mul(a, b)
-	}
-	panic("cpuref: not a binary op: " + op.String())
-}
-
-func (ar arith) unary(op ir.Op, a, s float32) float32 {
-	switch op {
-	case ir.OpAddScalar:
-		return ar.add(a, s)
-	case ir.OpSubScalar:
-		return ar.sub(a, s)
-	case ir.OpMulScalar:
-		return ar.mul(a, s)
-	case ir.OpRelu:
-		if a > 0 {
-			return a
-		}
-		return 0
-	case ir.OpPositive:
-		if a > 0 {
-			return 1
-		}
-		return 0
-	}
-	panic("cpuref: not a unary op: " + op.String())
-}
 
 // Transpose returns the [cols,rows] transpose of a row-major [rows,cols] matrix.
 func Transpose(a []float32, rows, cols int) []float32 {

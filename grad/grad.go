@@ -11,7 +11,10 @@
 //
 // # Rules
 //
-// With g the gradient flowing into a node (the upstream gradient):
+// Each op's rule is in its row of the op table (ir.OpInfo.Grad); an op
+// that has none says why (ir.OpInfo.NoGrad), and Step refuses a graph in
+// which such an op lies between a parameter and the loss. With g the
+// gradient flowing into a node (the upstream gradient):
 //
 //	add(a, b)          ga += g, gb += g
 //	sub(a, b)          ga += g, gb += mul_scalar(g, -1)
@@ -143,14 +146,6 @@ func (b *builder) node(op ir.Op, shape ir.Shape, scalar float32, args ...ir.Node
 	return ir.NodeID(i)
 }
 
-// reshape returns v as shape: v itself when it already has that shape.
-func (b *builder) reshape(v ir.NodeID, shape ir.Shape) ir.NodeID {
-	if b.err == nil && b.g.Nodes[v].Shape.Equal(shape) {
-		return v
-	}
-	return b.node(ir.OpReshape, shape, 0, v)
-}
-
 // backward returns g extended with the gradient of node loss with respect
 // to every node between a parameter and the loss, and the gradient node of
 // each parameter the loss depends on.
@@ -180,13 +175,18 @@ func backward(g *ir.Graph, loss ir.NodeID) (*builder, map[ir.NodeID]ir.NodeID, e
 			continue
 		}
 		n := &g.Nodes[i]
-		if n.Op == ir.OpLife {
-			return nil, nil, ir.Errorf(ir.CodeInvalidGraph, i, "op", "life is not differentiable, and it lies between a parameter and the loss")
+		info := n.Op.Info()
+		if len(n.Args) > 0 && info.Grad == nil {
+			why := info.NoGrad
+			if why == "" {
+				why = "it has no gradient rule"
+			}
+			return nil, nil, ir.Errorf(ir.CodeInvalidGraph, i, "op", "cannot differentiate %v: %s, and it lies between a parameter and the loss", n.Op, why)
 		}
 		for k, a := range n.Args {
 			if dep[a] {
-				if c, ok := b.contribution(n, k, gi); ok {
-					accumulate(a, c)
+				if c, ok := info.Grad(&diff{b: b, n: n, id: ir.NodeID(i), g: gi}, k); ok && b.err == nil {
+					accumulate(a, b.id(c))
 				}
 			}
 		}
@@ -203,49 +203,58 @@ func backward(g *ir.Graph, loss ir.NodeID) (*builder, map[ir.NodeID]ir.NodeID, e
 	return b, params, nil
 }
 
-// contribution returns the gradient that node n passes to its argument k
-// given its own gradient gn, or false when it passes none.
-func (b *builder) contribution(n *ir.Node, k int, gn ir.NodeID) (ir.NodeID, bool) {
-	a := n.Args
-	switch n.Op {
-	case ir.OpAdd, ir.OpAddScalar, ir.OpSubScalar:
-		return gn, true
-	case ir.OpSub:
-		if k == 0 {
-			return gn, true
-		}
-		return b.node(ir.OpMulScalar, nil, -1, gn), true
-	case ir.OpMul:
-		return b.node(ir.OpMul, nil, 0, gn, a[1-k]), true
-	case ir.OpMulScalar:
-		return b.node(ir.OpMulScalar, nil, n.Scalar, gn), true
-	case ir.OpRelu:
-		return b.node(ir.OpMul, nil, 0, gn, b.node(ir.OpPositive, nil, 0, a[0])), true
-	case ir.OpTranspose:
-		return b.node(ir.OpTranspose, nil, 0, gn), true
-	case ir.OpMatmul:
-		if k == 0 {
-			return b.node(ir.OpMatmul, nil, 0, gn, b.node(ir.OpTranspose, nil, 0, a[1])), true
-		}
-		return b.node(ir.OpMatmul, nil, 0, b.node(ir.OpTranspose, nil, 0, a[0]), gn), true
-	case ir.OpSum:
-		s := b.g.Nodes[a[0]].Shape
-		if len(s) == 0 {
-			return gn, true
-		}
-		return b.node(ir.OpBroadcast, s, 0, gn), true
-	case ir.OpBroadcast:
-		s := b.g.Nodes[a[0]].Shape
-		c := s.Len()
-		r := n.Shape.Len() / c
-		if r == 1 {
-			return b.reshape(gn, s), true
-		}
-		ones := b.node(ir.OpFull, ir.Shape{1, r}, 1)
-		cols := b.node(ir.OpMatmul, nil, 0, ones, b.reshape(gn, ir.Shape{r, c}))
-		return b.reshape(cols, s), true
-	case ir.OpReshape:
-		return b.reshape(gn, b.g.Nodes[a[0]].Shape), true
+// diff is what a gradient rule (ir.OpInfo.Grad) sees of node n, whose
+// upstream gradient is g.
+type diff struct {
+	b  *builder
+	n  *ir.Node
+	id ir.NodeID
+	g  ir.NodeID
+}
+
+func (d *diff) Arg(k int) ir.Val {
+	if k >= len(d.n.Args) { // the scalar operand of an {a, scalar} op
+		return ir.C(d.n.Scalar)
 	}
-	return 0, false // positive: zero almost everywhere
+	return ir.Val{ID: d.n.Args[k]}
+}
+
+func (d *diff) Out() ir.Val  { return ir.Val{ID: d.id} }
+func (d *diff) Grad() ir.Val { return ir.Val{ID: d.g} }
+
+func (d *diff) Shape(v ir.Val) ir.Shape {
+	if v.Const || d.b.err != nil {
+		return ir.Shape{}
+	}
+	return d.b.g.Nodes[v.ID].Shape
+}
+
+func (d *diff) Apply(op ir.Op, target ir.Shape, args ...ir.Val) ir.Val {
+	var scalar float32
+	if len(args) == 2 && args[1].Const {
+		if f := op.Info().ScalarForm; f != 0 {
+			op, scalar, args = f, args[1].C, args[:1]
+		}
+	}
+	ids := make([]ir.NodeID, len(args))
+	for k, a := range args {
+		ids[k] = d.b.id(a)
+	}
+	return ir.Val{ID: d.b.node(op, target, scalar, ids...)}
+}
+
+func (d *diff) Full(shape ir.Shape, v float32) ir.Val {
+	return ir.Val{ID: d.b.node(ir.OpFull, shape, v)}
+}
+
+// id returns the node of v, adding a full of shape [] for a constant that
+// a rule uses as a tensor (which no rule of the table does).
+func (b *builder) id(v ir.Val) ir.NodeID {
+	if v.Const {
+		if b.err == nil {
+			b.err = ir.Errorf(ir.CodeInternal, -1, "", "grad: a rule used the constant %v where a tensor is needed", v.C)
+		}
+		return 0
+	}
+	return v.ID
 }

@@ -479,16 +479,9 @@ func readData(r reader, i int, shape Shape, l Limits) ([]float32, *Error) {
 	return out, nil
 }
 
-// wireOps maps a protocol op name to its IR op; binary ops with a scalar
-// operand become the Op*Scalar variants.
-var wireOps = map[string]Op{
-	"input": OpInput, "full": OpFull, "add": OpAdd, "sub": OpSub, "mul": OpMul,
-	"relu": OpRelu, "positive": OpPositive, "transpose": OpTranspose,
-	"matmul": OpMatmul, "sum": OpSum, "life": OpLife,
-	"broadcast": OpBroadcast, "reshape": OpReshape,
-}
-
-var scalarVariant = map[Op]Op{OpAdd: OpAddScalar, OpSub: OpSubScalar, OpMul: OpMulScalar}
+// isBinary reports whether op is a binary elementwise op, whose b
+// broadcasts.
+func isBinary(op Op) bool { return op.Info().Elementwise && op.Info().Args == 2 }
 
 // decoder turns wire nodes into IR nodes. A broadcasting add, sub or mul
 // becomes two IR nodes (a broadcast, then the op), so wire ids and IR ids
@@ -508,7 +501,7 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 	if err != nil {
 		return err
 	}
-	if n.Op == OpAdd || n.Op == OpSub || n.Op == OpMul {
+	if isBinary(n.Op) {
 		a, b := d.g.Nodes[n.Args[0]].Shape, d.g.Nodes[n.Args[1]].Shape
 		if !a.Equal(b) { // PyTorch's trailing broadcast of b, checked by nodeFromWire
 			d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{n.Args[1]}, Shape: a})
@@ -546,15 +539,15 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 	if w.Op == nil {
 		return bad("op", "missing")
 	}
-	op, ok := wireOps[*w.Op]
+	op, variant, ok := WireOp(*w.Op) // binary ops with a scalar operand become their scalar forms
 	if !ok {
 		return bad("op", "unknown op %s", Quote(*w.Op))
 	}
-	if v, ok := scalarVariant[op]; ok && w.Scalar != nil {
+	if variant != 0 && w.Scalar != nil {
 		if w.B != nil {
 			return bad("scalar", "%s takes either b or scalar, not both", *w.Op)
 		}
-		op = v
+		op = variant
 	}
 	info := op.Info()
 	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args == 2,
@@ -567,7 +560,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			return bad(f, "not allowed for op %s", *w.Op)
 		}
 		if !present[f] && allowed[f] {
-			if f == "b" && (op == OpAdd || op == OpSub || op == OpMul) {
+			if f == "b" && info.ScalarForm != 0 {
 				return bad("b", "%s needs b (a tensor) or scalar (a number)", *w.Op)
 			}
 			return bad(f, "missing, op %s needs it", *w.Op)
@@ -625,14 +618,14 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		for k, a := range n.Args {
 			args[k] = g.Nodes[a].Shape
 		}
-		if op == OpAdd || op == OpSub || op == OpMul {
+		if isBinary(op) {
 			if a, b := args[0], args[1]; !a.Equal(b) && IsSuffix(b, a) {
 				args[1] = a // broadcast by node, below
 			}
 		}
 		s, err := InferShape(i, op, args)
 		if err != nil {
-			if op == OpAdd || op == OpSub || op == OpMul {
+			if isBinary(op) {
 				err.Msg += "; only b may broadcast, and its shape must be a trailing suffix of a's"
 			}
 			return Node{}, err

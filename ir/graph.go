@@ -97,44 +97,16 @@ func (g *Graph) Clone() *Graph {
 }
 
 // InferShape returns the shape of op applied to args, or an error naming the
-// problem. node is used only for error messages.
+// problem: the op's shape rule. node is used only for error messages.
 func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
-	bad := func(field, format string, a ...any) (Shape, *Error) {
-		return nil, Errorf(CodeInvalidGraph, node, field, format, a...)
+	info := op.Info()
+	if info.Args == 0 || info.Shape == nil {
+		return nil, Errorf(CodeInvalidGraph, node, "op", "op %v takes no arguments", op)
 	}
-	switch op {
-	case OpAdd, OpSub, OpMul:
-		if !args[0].Equal(args[1]) {
-			return bad("b", "%s needs equal shapes, got %v and %v", op.Info().Wire, args[0], args[1])
-		}
-		return args[0], nil
-	case OpAddScalar, OpSubScalar, OpMulScalar, OpRelu, OpPositive:
-		return args[0], nil
-	case OpTranspose:
-		if len(args[0]) != 2 {
-			return bad("a", "transpose needs a 2-D tensor, got shape %v", args[0])
-		}
-		return Shape{args[0][1], args[0][0]}, nil
-	case OpMatmul:
-		a, b := args[0], args[1]
-		if len(a) != 2 || len(b) != 2 {
-			return bad("a", "matmul needs 2-D tensors, got %v and %v", a, b)
-		}
-		if a[1] != b[0] {
-			return bad("b", "matmul inner dimensions differ: %v × %v", a, b)
-		}
-		return Shape{a[0], b[1]}, nil
-	case OpSum:
-		return Shape{}, nil
-	case OpLife:
-		if len(args[0]) != 2 {
-			return bad("a", "life needs a 2-D grid, got shape %v", args[0])
-		}
-		return args[0], nil
-	case OpBroadcast, OpReshape:
-		return bad("shape", "%v needs a target shape (see CheckTarget)", op)
+	if info.Shaped {
+		return nil, Errorf(CodeInvalidGraph, node, "shape", "%v needs a target shape (see CheckTarget)", op)
 	}
-	return bad("op", "op %v takes no arguments", op)
+	return info.Shape(node, op, args, nil)
 }
 
 // CheckTarget checks the target shape of a broadcast or reshape whose
@@ -142,19 +114,12 @@ func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
 // suffix of the target ([] is a suffix of every shape), and a reshape keeps
 // the number of elements. node is used only for error messages.
 func CheckTarget(node int, op Op, arg, target Shape) *Error {
-	switch op {
-	case OpBroadcast:
-		if !IsSuffix(arg, target) {
-			return Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: the argument's shape must be a trailing suffix of the target", arg, target)
-		}
-	case OpReshape:
-		if arg.Len() != target.Len() {
-			return Errorf(CodeInvalidGraph, node, "shape", "reshape of %v (%d elements) to %v (%d elements)", arg, arg.Len(), target, target.Len())
-		}
-	default:
+	info := op.Info()
+	if !info.Shaped || info.Args != 1 {
 		return Errorf(CodeInvalidGraph, node, "op", "%v takes no target shape", op)
 	}
-	return nil
+	_, err := info.Shape(node, op, []Shape{arg}, target)
+	return err
 }
 
 // IsSuffix reports whether s is a trailing suffix of t: t's last len(s)
@@ -163,21 +128,19 @@ func IsSuffix(s, t Shape) bool {
 	return len(s) <= len(t) && s.Equal(t[len(t)-len(s):])
 }
 
-// EstimateOps returns the estimated operation count of one node: one per
-// output element, 2·m·k·n for matmul and 9 per cell for life.
-// The count saturates at math.MaxInt64 instead of overflowing.
+// EstimateOps returns the estimated operation count of one node: its op's
+// cost rule (one per output element for most, 2·m·k·n for matmul). The
+// rules saturate at math.MaxInt64 instead of overflowing.
 func EstimateOps(g *Graph, n *Node) int64 {
-	out := int64(n.Shape.Len())
-	switch n.Op {
-	case OpMatmul:
-		a := g.Nodes[n.Args[0]].Shape
-		return SatMul(SatMul(2*int64(a[0]), int64(a[1])), int64(n.Shape[1]))
-	case OpSum:
-		return int64(g.Nodes[n.Args[0]].Shape.Len())
-	case OpLife:
-		return SatMul(9, out)
+	cost := n.Op.Info().Cost
+	if cost == nil {
+		return int64(n.Shape.Len())
 	}
-	return out
+	args := make([]Shape, len(n.Args))
+	for k, a := range n.Args {
+		args[k] = g.Nodes[a].Shape
+	}
+	return cost(args, n.Shape)
 }
 
 // Param is one trainable parameter of a graph: a named input marked param.

@@ -2,11 +2,13 @@ package ir
 
 import "fmt"
 
-// Op is an IR operation. Its properties live in the op table; see Info.
+// Op is an IR operation. Everything about an op lives in its row of the op
+// table (see OpInfo): code asks the table instead of switching on ops.
 type Op uint8
 
 // The operations. Each comment states the semantics; cpuref's package doc
-// defines the rounding rules exactly.
+// defines the rounding rules exactly. New ops go at the end: op numbers
+// are part of cache keys.
 const (
 	OpInvalid   Op = iota
 	OpInput        // runtime data of Shape, uploaded to the device
@@ -28,12 +30,14 @@ const (
 	numOps
 )
 
-// OpInfo describes one Op.
+// OpInfo is one row of the op table: everything the compiler knows about
+// an op. The table's completeness test (op_test.go) fails on a row that
+// misses a part.
 type OpInfo struct {
 	Name        string // name in the text form
-	Wire        string // name in protocol v1 JSON
+	Wire        string // name in protocol v1 JSON (a scalar form shares its op's)
 	Args        int    // number of tensor arguments
-	Scalar      bool   // uses Node.Scalar
+	Scalar      bool   // uses Node.Scalar (full's value, or a scalar operand)
 	Elementwise bool   // output element i depends only on element i of each argument
 	Commutative bool   // arguments may be swapped without changing any bit of the result
 	// View: the op only moves values (every output element is one element
@@ -42,30 +46,235 @@ type OpInfo struct {
 	// Shaped: the node's Shape is an attribute (input, full) or a target
 	// (broadcast, reshape), not only a function of the arguments' shapes.
 	Shaped bool
+	// ScalarForm is, for a binary elementwise op, its {a, scalar} form;
+	// ScalarOf is, for that form, the binary op (both set by the table).
+	ScalarForm, ScalarOf Op
+	// Kernel is the kernel kind that computes a node of this op on its own
+	// (elementwise ops and views fuse into others' kernels).
+	Kernel KernelKind
+	// Shape returns the result shape from the arguments' shapes and, for a
+	// Shaped op, the node's own target shape.
+	Shape func(node int, op Op, args []Shape, target Shape) (Shape, *Error)
+	// Cost estimates the operations of one node, from its arguments'
+	// shapes and its own.
+	Cost func(args []Shape, out Shape) int64
+	// Expr is, for an elementwise op, the value of one output element from
+	// the operands' elements (Arg(0), Arg(1); a scalar form's scalar is
+	// Arg(1)). It is the reference (cpuref and fold evaluate it) and what
+	// every code generator renders.
+	Expr *X
+	// Grad is the reverse-mode rule; NoGrad instead says why the op has
+	// none, and grad refuses a graph that needs it. Leaves need neither.
+	Grad   GradRule
+	NoGrad string
 }
 
-var opTable = [numOps]OpInfo{
-	OpInvalid:   {Name: "invalid"},
-	OpInput:     {Name: "input", Wire: "input", Shaped: true},
-	OpFull:      {Name: "full", Wire: "full", Scalar: true, Shaped: true},
-	OpAdd:       {Name: "add", Wire: "add", Args: 2, Elementwise: true, Commutative: true},
-	OpSub:       {Name: "sub", Wire: "sub", Args: 2, Elementwise: true},
-	OpMul:       {Name: "mul", Wire: "mul", Args: 2, Elementwise: true, Commutative: true},
-	OpAddScalar: {Name: "add_scalar", Wire: "add", Args: 1, Scalar: true, Elementwise: true},
-	OpSubScalar: {Name: "sub_scalar", Wire: "sub", Args: 1, Scalar: true, Elementwise: true},
-	OpMulScalar: {Name: "mul_scalar", Wire: "mul", Args: 1, Scalar: true, Elementwise: true},
-	OpRelu:      {Name: "relu", Wire: "relu", Args: 1, Elementwise: true},
-	OpPositive:  {Name: "positive", Wire: "positive", Args: 1, Elementwise: true},
-	OpTranspose: {Name: "transpose", Wire: "transpose", Args: 1, View: true},
-	OpMatmul:    {Name: "matmul", Wire: "matmul", Args: 2},
-	OpSum:       {Name: "sum", Wire: "sum", Args: 1},
-	OpLife:      {Name: "life", Wire: "life", Args: 1},
-	// broadcast and reshape are made by Decode's lowering of a broadcasting
-	// add/sub/mul and by autodiff; on the wire they are gpucc extensions
-	// ("op":"broadcast"/"reshape" with "a" and "shape"), so Encode can write
-	// any IR graph and Decode reads it back.
-	OpBroadcast: {Name: "broadcast", Wire: "broadcast", Args: 1, View: true, Shaped: true},
-	OpReshape:   {Name: "reshape", Wire: "reshape", Args: 1, View: true, Shaped: true},
+// GradRule returns the gradient that a node passes to its argument k, in
+// terms of d, or false when it passes none (a gradient that is zero).
+type GradRule func(d Diff, k int) (Val, bool)
+
+// Val is a value in a gradient rule: a graph node, or a constant (the
+// scalar operand of an {a, scalar} op, or a literal of the rule).
+type Val struct {
+	ID    NodeID
+	Const bool
+	C     float32
+}
+
+// C returns the constant v as a Val.
+func C(v float32) Val { return Val{Const: true, C: v} }
+
+// Diff is what a gradient rule sees of the node it differentiates and how
+// it adds nodes (package grad implements it).
+type Diff interface {
+	Arg(k int) Val // argument k; for an {a, scalar} op, Arg(1) is the scalar
+	Out() Val      // the node's value
+	Grad() Val     // the gradient flowing into the node
+	Shape(v Val) Shape
+	// Apply adds op over args; target is the shape of a Shaped op. A binary
+	// op whose second argument is a constant becomes its scalar form.
+	Apply(op Op, target Shape, args ...Val) Val
+	Full(shape Shape, v float32) Val
+}
+
+// ZeroGrad is the rule of an op whose gradient is zero almost everywhere
+// (positive): it passes nothing.
+func ZeroGrad(Diff, int) (Val, bool) { return Val{}, false }
+
+var opTable [numOps]OpInfo
+
+// The rows. An elementwise op is one row: its scalar form, wire name and
+// variants are derived from it in init.
+func init() {
+	rows := map[Op]OpInfo{
+		OpInput: {Name: "input", Shaped: true, Shape: attribute, Cost: perElement},
+		OpFull:  {Name: "full", Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
+		OpAdd: {Name: "add", Args: 2, Commutative: true, ScalarForm: OpAddScalar,
+			Expr: Arg(0).Add(Arg(1)), Grad: passGrad},
+		OpSub: {Name: "sub", Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
+			Grad: func(d Diff, k int) (Val, bool) {
+				if k == 0 {
+					return d.Grad(), true
+				}
+				return d.Apply(OpMul, nil, d.Grad(), C(-1)), true
+			}},
+		OpMul: {Name: "mul", Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
+			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Arg(1-k)), true }},
+		OpRelu: {Name: "relu", Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
+			Grad: func(d Diff, k int) (Val, bool) {
+				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpPositive, nil, d.Arg(0))), true
+			}},
+		OpPositive: {Name: "positive", Args: 1, Expr: If(Arg(0).Gt(F(0)), F(1), F(0)), Grad: ZeroGrad},
+		OpTranspose: {Name: "transpose", Args: 1, View: true, Shape: transposeShape, Cost: perElement,
+			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpTranspose, nil, d.Grad()), true }},
+		OpMatmul: {Name: "matmul", Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
+			Cost: func(a []Shape, out Shape) int64 { return SatMul(SatMul(2*int64(a[0][0]), int64(a[0][1])), int64(out[1])) },
+			Grad: func(d Diff, k int) (Val, bool) {
+				if k == 0 {
+					return d.Apply(OpMatmul, nil, d.Grad(), d.Apply(OpTranspose, nil, d.Arg(1))), true
+				}
+				return d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), true
+			}},
+		OpSum: {Name: "sum", Args: 1, Kernel: KernelSum,
+			Shape: func(int, Op, []Shape, Shape) (Shape, *Error) { return Shape{}, nil },
+			Cost:  func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) },
+			Grad: func(d Diff, k int) (Val, bool) {
+				s := d.Shape(d.Arg(0))
+				if len(s) == 0 {
+					return d.Grad(), true
+				}
+				return d.Apply(OpBroadcast, s, d.Grad()), true
+			}},
+		OpLife: {Name: "life", Args: 1, Kernel: KernelLife, Shape: lifeShape,
+			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
+			NoGrad: "life is not differentiable"},
+		// broadcast and reshape are made by Decode's lowering of a
+		// broadcasting add/sub/mul and by autodiff; on the wire they are
+		// gpucc extensions ("op":"broadcast"/"reshape" with "a" and
+		// "shape"), so Encode can write any IR graph and Decode reads it back.
+		OpBroadcast: {Name: "broadcast", Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
+			Grad: broadcastGrad},
+		OpReshape: {Name: "reshape", Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,
+			Grad: func(d Diff, k int) (Val, bool) { return reshape(d, d.Grad(), d.Shape(d.Arg(0))), true }},
+	}
+	for op, r := range rows {
+		if r.Wire == "" {
+			r.Wire = r.Name
+		}
+		if r.Expr != nil {
+			r.Elementwise = true
+			if r.Shape == nil {
+				r.Shape = elementwiseShape
+			}
+			if r.Cost == nil {
+				r.Cost = perElement
+			}
+		}
+		opTable[op] = r
+		if f := r.ScalarForm; f != 0 {
+			opTable[f] = OpInfo{Name: r.Name + "_scalar", Wire: r.Wire, Args: 1, Scalar: true,
+				Elementwise: true, ScalarOf: op, Shape: elementwiseShape, Cost: r.Cost, Expr: r.Expr,
+				Grad: r.Grad, NoGrad: r.NoGrad} // its Arg(1) is a constant: Apply picks scalar forms
+		}
+	}
+	opTable[OpInvalid] = OpInfo{Name: "invalid"}
+	for op := OpInput; op < numOps; op++ {
+		if opTable[op].ScalarOf == 0 {
+			byWire[opTable[op].Wire] = op
+		}
+	}
+}
+
+// byWire maps each wire name to its op (the tensor form, for ops that also
+// have a scalar form).
+var byWire = map[string]Op{}
+
+// WireOp returns the op named wire in protocol v1 and, for a binary op
+// that has one, its {a, scalar} form.
+func WireOp(wire string) (op, scalarForm Op, ok bool) {
+	op, ok = byWire[wire]
+	if !ok {
+		return 0, 0, false
+	}
+	return op, opTable[op].ScalarForm, true
+}
+
+// passGrad passes the upstream gradient through unchanged (add).
+func passGrad(d Diff, k int) (Val, bool) { return d.Grad(), true }
+
+// reshape returns v as shape s: v itself when it has that shape already.
+func reshape(d Diff, v Val, s Shape) Val {
+	if d.Shape(v).Equal(s) {
+		return v
+	}
+	return d.Apply(OpReshape, s, v)
+}
+
+// broadcastGrad sums the gradient over the repeated leading dimensions:
+// with C = len(b) and R = len(S)/C, the column sums of g as [R,C] (a
+// matmul with a row of ones, k ascending).
+func broadcastGrad(d Diff, k int) (Val, bool) {
+	s := d.Shape(d.Arg(0))
+	c := s.Len()
+	r := d.Shape(d.Out()).Len() / c
+	if r == 1 {
+		return reshape(d, d.Grad(), s), true
+	}
+	ones := d.Full(Shape{1, r}, 1)
+	cols := d.Apply(OpMatmul, nil, ones, reshape(d, d.Grad(), Shape{r, c}))
+	return reshape(d, cols, s), true
+}
+
+func perElement(_ []Shape, out Shape) int64 { return int64(out.Len()) }
+
+func attribute(node int, op Op, _ []Shape, target Shape) (Shape, *Error) { return target, nil }
+
+func elementwiseShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+	for _, a := range args[1:] {
+		if !a.Equal(args[0]) {
+			return nil, Errorf(CodeInvalidGraph, node, "b", "%s needs equal shapes, got %v and %v", op.Info().Wire, args[0], a)
+		}
+	}
+	return args[0], nil
+}
+
+func transposeShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+	if len(args[0]) != 2 {
+		return nil, Errorf(CodeInvalidGraph, node, "a", "transpose needs a 2-D tensor, got shape %v", args[0])
+	}
+	return Shape{args[0][1], args[0][0]}, nil
+}
+
+func matmulShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+	a, b := args[0], args[1]
+	if len(a) != 2 || len(b) != 2 {
+		return nil, Errorf(CodeInvalidGraph, node, "a", "matmul needs 2-D tensors, got %v and %v", a, b)
+	}
+	if a[1] != b[0] {
+		return nil, Errorf(CodeInvalidGraph, node, "b", "matmul inner dimensions differ: %v × %v", a, b)
+	}
+	return Shape{a[0], b[1]}, nil
+}
+
+func lifeShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+	if len(args[0]) != 2 {
+		return nil, Errorf(CodeInvalidGraph, node, "a", "life needs a 2-D grid, got shape %v", args[0])
+	}
+	return args[0], nil
+}
+
+func broadcastShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+	if !IsSuffix(args[0], target) {
+		return nil, Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: the argument's shape must be a trailing suffix of the target", args[0], target)
+	}
+	return target, nil
+}
+
+func reshapeShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+	if args[0].Len() != target.Len() {
+		return nil, Errorf(CodeInvalidGraph, node, "shape", "reshape of %v (%d elements) to %v (%d elements)", args[0], args[0].Len(), target, target.Len())
+	}
+	return target, nil
 }
 
 // Info returns the op table entry of op.

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 )
@@ -8,6 +9,10 @@ import (
 // Program is a graph lowered to kernels: what every backend runs. Passes
 // produce it (see package passes); codegen packages turn each Kernel into
 // source for one target. A Program is immutable once built.
+//
+// A Program is sealed once it has passed ValidateProgram (Seal does both;
+// passes.Compile returns sealed programs). Code generators accept only
+// sealed programs and trust their invariants without checking them again.
 //
 // Invariants:
 //   - Kernels are in execution order: a kernel reads only buffers that are
@@ -18,7 +23,20 @@ type Program struct {
 	Buffers []Buffer
 	Kernels []Kernel
 	Outputs []ProgramOutput
+	sealed  bool
 }
+
+// Seal validates p (ValidateProgram) and marks it sealed.
+func Seal(p *Program) error {
+	if err := ValidateProgram(p); err != nil {
+		return err
+	}
+	p.sealed = true
+	return nil
+}
+
+// Sealed reports whether p passed Seal.
+func (p *Program) Sealed() bool { return p.sealed }
 
 // Buffer is one device tensor of Len float32 elements, holding the value of
 // graph node Node. Input buffers carry Data, uploaded before any kernel runs.
@@ -201,9 +219,30 @@ func (in Instr) text() string {
 
 // validateKernelShape checks what each kernel kind needs of its operands,
 // returning "" or what is wrong: matmul and life read their operands as
-// plain or transposed matrices of the right shapes (never broadcast), and a
-// split sum's blocks are a power of two that divides its padded leaves.
+// plain or transposed matrices of the right shapes (never broadcast), life
+// has one 2-D input and one output, a sum one output of Blocks elements
+// (one for a whole sum) and every other kernel outputs of Shape's length,
+// and a split sum's blocks are a power of two that divides its padded
+// leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
+	if k.Kind > KernelLife {
+		return fmt.Sprintf("unknown kind %d", k.Kind)
+	}
+	want := k.Shape.Len()
+	if k.Kind == KernelSum {
+		want = max(k.Blocks, 1)
+		if len(k.Outputs) != 1 {
+			return fmt.Sprintf("sum has %d outputs, want 1", len(k.Outputs))
+		}
+	}
+	for _, o := range k.Outputs {
+		if p.Buffers[o].Len != want {
+			return fmt.Sprintf("output buf%d has %d elements, want %d", o, p.Buffers[o].Len, want)
+		}
+	}
+	if k.Kind == KernelLife && (len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 || len(k.Body) != 0) {
+		return "life needs one 2-D input, one output and no body"
+	}
 	switch k.Kind {
 	case KernelMatmul, KernelLife:
 		want := []Shape{k.Shape}
@@ -237,7 +276,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 
 // ValidateProgram checks the Program invariants: buffers are in range,
 // each non-input buffer has one writer, kernels read only what is already
-// written, and bodies refer only to earlier values and existing operands.
+// written, each kernel kind gets the operands, outputs and blocks it needs
+// (see validateKernelShape), and bodies apply only elementwise ops to
+// earlier values and existing operands. These are the facts code
+// generators rely on.
 func ValidateProgram(p *Program) error {
 	written := make([]bool, len(p.Buffers))
 	for i, b := range p.Buffers {
@@ -283,7 +325,14 @@ func ValidateProgram(p *Program) error {
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
 				}
+			case InstrAcc:
+				if k.Kind != KernelMatmul {
+					return bad("v%d reads the matmul accumulator outside a matmul", j)
+				}
 			case InstrOp:
+				if !in.Op.IsElementwise() {
+					return bad("v%d: op %v is not elementwise", j, in.Op)
+				}
 				for a := 0; a < in.Op.Info().Args; a++ {
 					if in.Args[a] < 0 || int(in.Args[a]) >= j {
 						return bad("v%d uses v%d, which is not earlier", j, in.Args[a])
@@ -303,4 +352,56 @@ func ValidateProgram(p *Program) error {
 		}
 	}
 	return nil
+}
+
+// Key returns an encoding of the program's structure: every field of every
+// Kernel except the values of constants (Instr.Scalar). Two programs with
+// the same key get the same code from a target that reads its constants
+// from a parameter block (WGSL, see codegen.Lang.Const), so caches of
+// generated code key on it. A new Kernel field must be added here; the
+// test walks the struct by reflection and fails on one that is left out.
+func (p *Program) Key() []byte {
+	// A hand-rolled encoding: this runs on every warm run, where
+	// formatting the kernels with fmt cost more than everything else.
+	b := make([]byte, 0, 256)
+	u := func(vs ...int) {
+		for _, v := range vs {
+			b = binary.AppendVarint(b, int64(v))
+		}
+	}
+	shape := func(s Shape) {
+		u(len(s))
+		u(s...)
+	}
+	for i := range p.Kernels {
+		k := &p.Kernels[i]
+		u(len(k.Name))
+		b = append(b, k.Name...)
+		u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks)
+		shape(k.Shape)
+		u(len(k.Nodes))
+		for _, n := range k.Nodes {
+			u(int(n))
+		}
+		u(len(k.Inputs))
+		for _, in := range k.Inputs {
+			t := 0
+			if in.Transposed {
+				t = 1
+			}
+			u(in.Buffer, t, in.Broadcast)
+			shape(in.Shape)
+		}
+		u(len(k.Outputs))
+		u(k.Outputs...)
+		u(len(k.Body))
+		for _, in := range k.Body { // constants (Scalar) are left out on purpose
+			u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand, int(in.Node))
+		}
+		u(len(k.Stores))
+		for _, s := range k.Stores {
+			u(int(s))
+		}
+	}
+	return b
 }

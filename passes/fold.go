@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"math"
+
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 )
@@ -10,6 +12,11 @@ import (
 // op over uniform tensors is uniform, so a full is always the result. Each
 // rule computes that one value with cpuref's own functions, so folding is
 // bit-identical to evaluating at run time.
+//
+// A full holds a finite float32 (an IR invariant), so a value that
+// overflows to ±Inf or becomes NaN is not folded: its node stays and
+// computes the same value at run time, where later ops (positive, relu)
+// may hide it again and an output that keeps it is reported non-finite.
 func fold(st *State) error {
 	g := st.Graph
 	for i := range g.Nodes {
@@ -28,6 +35,9 @@ func fold(st *State) error {
 			continue
 		}
 		v := foldValue(g, n, vals)
+		if math.IsInf(float64(v), 0) || v != v {
+			continue
+		}
 		*n = ir.Node{Op: ir.OpFull, Shape: n.Shape, Scalar: v}
 	}
 	return nil
@@ -36,11 +46,14 @@ func fold(st *State) error {
 // foldValue is the value of every element of n when argument k is a full of
 // vals[k].
 func foldValue(g *ir.Graph, n *ir.Node, vals []float32) float32 {
+	if x := n.Op.Info().Expr; x != nil {
+		b := n.Scalar
+		if len(vals) == 2 {
+			b = vals[1]
+		}
+		return cpuref.EvalX(x, vals[0], b, false)
+	}
 	switch n.Op {
-	case ir.OpAdd, ir.OpSub, ir.OpMul:
-		return cpuref.Binary(n.Op, vals[0], vals[1])
-	case ir.OpAddScalar, ir.OpSubScalar, ir.OpMulScalar, ir.OpRelu, ir.OpPositive:
-		return cpuref.Unary(n.Op, vals[0], n.Scalar)
 	case ir.OpTranspose, ir.OpBroadcast, ir.OpReshape:
 		return vals[0]
 	case ir.OpMatmul:

@@ -78,7 +78,7 @@ func (f *fuser) place(v ir.NodeID) {
 	case n.Op.IsElementwise() && !f.st.Options.NoFuse:
 		f.placeElementwise(v)
 	default:
-		kind := map[ir.Op]ir.KernelKind{ir.OpMatmul: ir.KernelMatmul, ir.OpSum: ir.KernelSum, ir.OpLife: ir.KernelLife}[n.Op]
+		kind := n.Op.Info().Kernel
 		root := v
 		if n.Op.IsElementwise() {
 			root = -1

@@ -76,7 +76,8 @@ type Timing struct {
 	NodesOut int     `json:"nodes"`
 }
 
-// Compile runs the pipeline over a validated graph. g is not modified.
+// Compile runs the pipeline over a validated graph and returns a sealed
+// Program (see ir.Seal), ready for any codegen.Target. g is not modified.
 func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 	if opts.MaxBindings <= 0 {
 		opts.MaxBindings = DefaultMaxBindings
@@ -102,6 +103,9 @@ func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 		if opts.DumpAfter == p.Name && opts.Dump != nil {
 			io.WriteString(opts.Dump, st.dump())
 		}
+	}
+	if err := ir.Seal(st.Program); err != nil {
+		return nil, timings, fmt.Errorf("passes: the program is invalid: %w", err)
 	}
 	return st.Program, timings, nil
 }

@@ -268,10 +268,11 @@ func TestMatmulGuardCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := wgsl.Generate(p, &p.Kernels[0])
+	shaders, err := wgsl.Target{}.Emit(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := shaders[0]
 	dev, err := gpu.Open(gpu.Options{AllowSoftware: true})
 	if err != nil {
 		t.Skip(err)

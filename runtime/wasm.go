@@ -126,7 +126,7 @@ func (b *wasmBackend) Run(job *Job) ([][]float32, error) {
 		return nil, b.fail(ir.CodeBackendUnavailable, errors.New("backend is closed"))
 	}
 	start := time.Now()
-	unit, err := c.Generate(job.Program)
+	unit, err := c.Target{}.Emit(job.Program)
 	if err != nil {
 		return nil, b.fail(ir.CodeInternal, err)
 	}

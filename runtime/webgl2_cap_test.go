@@ -37,7 +37,7 @@ func TestWebGL2TextureCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pl, err := glsl.Generate(p)
+			pl, err := glsl.Target{}.Emit(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestWebGL2TextureSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := glsl.Generate(p)
+	pl, err := glsl.Target{}.Emit(p)
 	if err != nil {
 		t.Fatal(err)
 	}

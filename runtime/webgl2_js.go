@@ -102,7 +102,7 @@ func (b *webgl2Backend) fail(code ir.Code, err error) error {
 func (b *webgl2Backend) Run(job *Job) (out [][]float32, err error) {
 	t := job.Timings
 	start := time.Now()
-	pl, err := glsl.Generate(job.Program)
+	pl, err := glsl.Target{}.Emit(job.Program)
 	if err != nil {
 		return nil, err
 	}

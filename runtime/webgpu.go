@@ -115,8 +115,7 @@ func (b *webgpuBackend) Run(job *Job) ([][]float32, error) {
 	}
 
 	start := time.Now()
-	gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
-	shaders, err := generateCached(job.Codegen, "wgsl/"+wgsl.Config(), p, job.Cache, gen, wgsl.Params)
+	shaders, err := generateCached(job.Codegen, wgsl.Target{}.Name(), p, job.Cache, wgsl.Target{}.Emit, wgsl.Params)
 	if err != nil {
 		return fail(err)
 	}

@@ -167,8 +167,7 @@ func (b *webgpuJS) buffer(size int, usage wgpu.BufferUsage, data []byte) (*wgpu.
 func (b *webgpuJS) Run(job *Job) ([][]float32, error) {
 	p, t := job.Program, job.Timings
 	start := time.Now()
-	gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
-	shaders, err := generateCached(job.Codegen, "wgsl/"+wgsl.Config(), p, job.Cache, gen, wgsl.Params)
+	shaders, err := generateCached(job.Codegen, wgsl.Target{}.Name(), p, job.Cache, wgsl.Target{}.Emit, wgsl.Params)
 	if err != nil {
 		return nil, b.fail(err)
 	}

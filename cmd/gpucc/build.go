@@ -294,14 +294,13 @@ func newBuild(g *ir.Graph, p *ir.Program, profile passes.Profile, graphName, ver
 	b := &build{graph: g, graphDoc: doc, program: p, manifest: &Manifest{
 		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: profile, Gpucc: version,
 		Targets: []string{}, Kernels: []ManifestKernel{}, Files: []ManifestFile{}}}
-	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		s, err := wgsl.Generate(p, k)
-		if err != nil {
-			return nil, err
-		}
-		b.shaders = append(b.shaders, s)
-		b.manifest.Kernels = append(b.manifest.Kernels, describeKernel(p, k, s))
+	shaders, err := wgsl.Target{}.Emit(p)
+	if err != nil {
+		return nil, err
+	}
+	b.shaders = shaders
+	for i, s := range shaders {
+		b.manifest.Kernels = append(b.manifest.Kernels, describeKernel(p, &p.Kernels[i], s))
 	}
 	for _, o := range p.Outputs {
 		mo := ManifestOutput{Name: o.Name, Shape: append([]int{}, o.Shape...), Buffer: o.Buffer}
@@ -360,7 +359,7 @@ func (b *build) addTarget(target string) error {
 			b.add(kernelDir+s.Name+".wgsl", target, []byte(s.Source))
 		}
 	case "glsl":
-		pl, err := glsl.Generate(b.program)
+		pl, err := glsl.Target{}.Emit(b.program)
 		if err != nil {
 			return ir.Errorf(ir.CodeInternal, -1, "", "generating GLSL: %v", err)
 		}
@@ -368,7 +367,7 @@ func (b *build) addTarget(target string) error {
 			b.add(kernelDir+ps.Name+".glsl", target, []byte(ps.Source))
 		}
 	case "c", "wasm":
-		u, err := c.Generate(b.program)
+		u, err := c.Target{}.Emit(b.program)
 		if err != nil {
 			return ir.Errorf(ir.CodeInternal, -1, "", "generating C: %v", err)
 		}

@@ -36,12 +36,17 @@ const SumBlock = 256
 // product is a separate declaration, and C never contracts across
 // declarations (nor at all under -ffp-contract=off).
 var Lang = codegen.Lang{
-	Let:    func(name, expr string) string { return "const float " + name + " = " + expr + ";" },
-	Bits:   func(b uint32) string { return fmt.Sprintf("F(0x%08xu)", b) },
-	Select: func(cond, t, f string) string { return "(" + cond + " ? " + t + " : " + f + ")" },
-	Keep:   func(p string) string { return p },
-	Uint:   func(n int) string { return fmt.Sprintf("%du", n) },
+	Let:       func(t ir.XType, name, expr string) string { return cTypes[t] + " " + name + " = " + expr + ";" },
+	Bits:      func(b uint32) string { return fmt.Sprintf("F(0x%08xu)", b) },
+	Select:    func(cond, t, f string) string { return "(" + cond + " ? " + t + " : " + f + ")" },
+	Keep:      func(p string) string { return p },
+	Uint:      func(n int) string { return fmt.Sprintf("%du", n) },
+	UBits:     func(v uint32) string { return fmt.Sprintf("0x%08xu", v) },
+	FloatBits: func(f string) string { return "((union { float f; u32 u; }){ .f = " + f + " }).u" },
+	BitsFloat: func(u string) string { return "F(" + u + ")" },
 }
+
+var cTypes = [...]string{ir.XFloat32: "const float", ir.XUint32: "const u32", ir.XBool: "const int"}
 
 // Unit is the generated C of one Program.
 type Unit struct {
@@ -74,10 +79,18 @@ static inline float F(u32 b) {
 }
 `
 
-// Generate returns the C unit of a validated program.
-func Generate(p *ir.Program) (*Unit, error) {
-	if err := ir.ValidateProgram(p); err != nil {
-		return nil, fmt.Errorf("codegen/c: %w", err)
+// Target is the C generator: one Unit per program.
+type Target struct{}
+
+var _ codegen.Target[*Unit] = Target{}
+
+// Name returns "c".
+func (Target) Name() string { return "c" }
+
+// Emit returns the C unit of a sealed program.
+func (Target) Emit(p *ir.Program) (*Unit, error) {
+	if err := codegen.Sealed("c", p); err != nil {
+		return nil, err
 	}
 	u := &Unit{}
 	var b strings.Builder
@@ -89,9 +102,6 @@ func Generate(p *ir.Program) (*Unit, error) {
 	}
 	for n := range p.Kernels {
 		k := &p.Kernels[n]
-		if err := checkBody(k); err != nil {
-			return nil, err
-		}
 		desc := Kernel{Export: fmt.Sprintf("kernel%d", n), Name: k.Name}
 		for _, in := range k.Inputs {
 			desc.Buffers = append(desc.Buffers, in.Buffer)
@@ -118,48 +128,7 @@ func hasKind(p *ir.Program, kind ir.KernelKind) bool {
 	return false
 }
 
-// checkBody rejects what the renderer cannot express, so that Generate
-// returns an error instead of panicking on a malformed kernel.
-func checkBody(k *ir.Kernel) error {
-	for j, in := range k.Body {
-		if in.Kind == ir.InstrOp && !in.Op.IsElementwise() {
-			return fmt.Errorf("codegen/c: kernel %s: v%d: op %v is not elementwise", k.Name, j, in.Op)
-		}
-		if in.Kind == ir.InstrAcc && k.Kind != ir.KernelMatmul {
-			return fmt.Errorf("codegen/c: kernel %s: v%d: acc outside a matmul", k.Name, j)
-		}
-	}
-	switch k.Kind {
-	case ir.KernelMatmul:
-		if len(k.Inputs) < 2 || len(k.Outputs) == 0 || k.Shape.Len() != k.M*k.N ||
-			!k.Inputs[0].Shape.Equal(ir.Shape{k.M, k.K}) || !k.Inputs[1].Shape.Equal(ir.Shape{k.K, k.N}) {
-			return fmt.Errorf("codegen/c: kernel %s: malformed matmul", k.Name)
-		}
-		if k.Inputs[0].Broadcast > 0 || k.Inputs[1].Broadcast > 0 {
-			return fmt.Errorf("codegen/c: kernel %s: matmul operands cannot be read broadcast; materialise them", k.Name)
-		}
-	case ir.KernelSum:
-		if len(k.Stores) != 1 {
-			return fmt.Errorf("codegen/c: kernel %s: sum needs one store, has %d", k.Name, len(k.Stores))
-		}
-		if p, _ := codegen.SumBlock(k.Shape.Len(), 1); k.Blocks > 1 && (k.Blocks > p || p%k.Blocks != 0) {
-			return fmt.Errorf("codegen/c: kernel %s: %d sum blocks do not divide %d padded leaves", k.Name, k.Blocks, p)
-		}
-	case ir.KernelLife:
-		if len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 {
-			return fmt.Errorf("codegen/c: kernel %s: malformed life kernel", k.Name)
-		}
-		if k.Inputs[0].Broadcast > 0 {
-			return fmt.Errorf("codegen/c: kernel %s: a life operand cannot be read broadcast; materialise it", k.Name)
-		}
-	case ir.KernelElementwise:
-	default:
-		return fmt.Errorf("codegen/c: kernel %s: unknown kind %v", k.Name, k.Kind)
-	}
-	return nil
-}
-
-// kernel writes the exported function of k, which checkBody accepted.
+// kernel writes the exported function of k.
 func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 	fmt.Fprintf(b, "EXPORT void %s(%s) {\n", d.Export, params(k, d.Scratch))
 	switch k.Kind {

@@ -67,7 +67,7 @@ func generate(t *testing.T, build func(b *ir.Builder)) *Unit {
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	u, err := Generate(p)
+	u, err := Target{}.Emit(p)
 	if err != nil {
 		t.Fatalf("generate: %v\n%s", err, p)
 	}
@@ -115,56 +115,17 @@ func TestKernels(t *testing.T) {
 	}
 }
 
-func TestGenerateRejectsBadProgram(t *testing.T) {
-	tests := []struct {
-		name string
-		p    *ir.Program
-	}{
-		{"non-elementwise op in body", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}, Input: true, Data: []float32{1}}, {Len: 1, Shape: ir.Shape{1}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelElementwise, Shape: ir.Shape{1},
-				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{1}}}, Outputs: []int{1},
-				Body: []ir.Instr{{Kind: ir.InstrLoad}, {Kind: ir.InstrOp, Op: ir.OpMatmul}}, Stores: []int32{1}}},
-		}},
-		{"unknown kind", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: 99, Shape: ir.Shape{1}, Outputs: []int{0},
-				Body: []ir.Instr{{Kind: ir.InstrConst}}, Stores: []int32{0}}},
-		}},
-		{"broadcast matmul operand", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 2, Shape: ir.Shape{2}, Input: true, Data: []float32{1, 2}},
-				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: []float32{1, 2, 3, 4}}, {Len: 4, Shape: ir.Shape{2, 2}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{2, 2}, M: 2, K: 2, N: 2,
-				Inputs:  []ir.Operand{{Buffer: 0, Broadcast: 2, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
-				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
-		}},
-		{"matmul operand shapes disagree with M, K, N", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)},
-				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)}, {Len: 4, Shape: ir.Shape{4, 1}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{4, 1}, M: 4, K: 1, N: 1,
-				Inputs:  []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
-				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
-		}},
-		{"broadcast life operand", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 3, Shape: ir.Shape{3}, Input: true, Data: []float32{1, 0, 1}}, {Len: 6, Shape: ir.Shape{2, 3}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelLife, Shape: ir.Shape{2, 3},
-				Inputs: []ir.Operand{{Buffer: 0, Broadcast: 3, Shape: ir.Shape{2, 3}}}, Outputs: []int{1}}},
-		}},
-		{"sum blocks that do not divide the leaves", &ir.Program{
-			Buffers: []ir.Buffer{{Len: 8, Shape: ir.Shape{8}, Input: true, Data: make([]float32, 8)}, {Len: 3, Shape: ir.Shape{3}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelSum, Shape: ir.Shape{8}, Blocks: 3,
-				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{8}}}, Outputs: []int{1},
-				Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
-		}},
-		{"invalid program", &ir.Program{
-			Kernels: []ir.Kernel{{Name: "k", Outputs: []int{3}}},
-		}},
+// TestEmitRefusesUnsealed: the emitter trusts sealed programs only.
+func TestEmitRefusesUnsealed(t *testing.T) {
+	p := &ir.Program{Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}, Input: true, Data: []float32{1}}},
+		Outputs: []ir.ProgramOutput{{Name: "x", Shape: ir.Shape{1}, Buffer: 0}}}
+	if _, err := (Target{}).Emit(p); err == nil || !strings.Contains(err.Error(), "not sealed") {
+		t.Errorf("Emit of an unsealed program: err = %v, want \"not sealed\"", err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Generate(tc.p); err == nil {
-				t.Error("Generate succeeded, want an error")
-			}
-		})
+	if err := ir.Seal(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Target{}).Emit(p); err != nil {
+		t.Errorf("Emit of the sealed program: %v", err)
 	}
 }

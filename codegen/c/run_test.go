@@ -41,7 +41,7 @@ func compiler(t *testing.T) string {
 // kernel writes shows instead of reading as a harmless zero.
 func runC(t *testing.T, p *ir.Program) map[string][]float32 {
 	t.Helper()
-	u, err := Generate(p)
+	u, err := Target{}.Emit(p)
 	if err != nil {
 		t.Fatalf("generate: %v\n%s", err, p)
 	}
@@ -195,6 +195,9 @@ func TestRunSumBlocks(t *testing.T) {
 					Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{tc.n}}}, Outputs: []int{1},
 					Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
 				Outputs: []ir.ProgramOutput{{Name: "blocks", Shape: ir.Shape{tc.blocks}, Buffer: 1}},
+			}
+			if err := ir.Seal(p); err != nil {
+				t.Fatal(err)
 			}
 			checkRun(t, p)
 		})

@@ -112,12 +112,17 @@ void main() {
 
 // Lang is GLSL ES 3.00's syntax for the shared renderer.
 var Lang = codegen.Lang{
-	Let:    func(name, expr string) string { return "float " + name + " = " + expr + ";" },
-	Bits:   bits,
-	Select: func(c, t, f string) string { return "(" + c + " ? " + t + " : " + f + ")" },
-	Keep:   func(p string) string { return "(" + p + ") * " + UniformOne },
-	Uint:   func(n int) string { return fmt.Sprintf("%du", n) },
+	Let:       func(t ir.XType, name, expr string) string { return glslTypes[t] + " " + name + " = " + expr + ";" },
+	Bits:      bits,
+	Select:    func(c, t, f string) string { return "(" + c + " ? " + t + " : " + f + ")" },
+	Keep:      func(p string) string { return "(" + p + ") * " + UniformOne },
+	Uint:      func(n int) string { return fmt.Sprintf("%du", n) },
+	UBits:     func(v uint32) string { return fmt.Sprintf("0x%08xu", v) },
+	FloatBits: func(f string) string { return "floatBitsToUint(" + f + ")" },
+	BitsFloat: func(u string) string { return "uintBitsToFloat(" + u + ")" },
 }
+
+var glslTypes = [...]string{ir.XFloat32: "float", ir.XUint32: "uint", ir.XBool: "bool"}
 
 // bits renders the float of IEEE bits b. Zeros come from the uniform
 // u_zero: drivers fold x + 0.0 to x and x * 0.0 to 0.0, wrong for x = -0
@@ -140,9 +145,17 @@ func Layout(n, buffer int) Texture {
 	return Texture{Buffer: buffer, Len: n, Width: w, Height: (n + w - 1) / w}
 }
 
-// Generate lowers a validated program to passes.
-func Generate(p *ir.Program) (*Plan, error) {
-	if err := ir.ValidateProgram(p); err != nil {
+// Target is the GLSL ES generator: a Plan of passes.
+type Target struct{}
+
+var _ codegen.Target[*Plan] = Target{}
+
+// Name returns "glsl".
+func (Target) Name() string { return "glsl" }
+
+// Emit lowers a sealed program to passes.
+func (Target) Emit(p *ir.Program) (*Plan, error) {
+	if err := codegen.Sealed("glsl", p); err != nil {
 		return nil, err
 	}
 	pl := &Plan{}
@@ -151,42 +164,17 @@ func Generate(p *ir.Program) (*Plan, error) {
 	}
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
-		if err := pl.kernel(ki, k); err != nil {
-			return nil, fmt.Errorf("glsl: kernel %s (%s): %w", k.Name, k.Kind, err)
+		switch k.Kind {
+		case ir.KernelElementwise, ir.KernelMatmul:
+			pl.elementwise(ki, k)
+		case ir.KernelSum:
+			pl.sum(ki, k)
+		case ir.KernelLife:
+			pl.life(ki, k)
 		}
 	}
 	pl.schedule(p)
 	return pl, nil
-}
-
-// kernel appends the passes of kernel ki.
-func (pl *Plan) kernel(ki int, k *ir.Kernel) error {
-	for _, o := range k.Outputs {
-		want := k.Shape.Len()
-		if k.Kind == ir.KernelSum {
-			want = max(k.Blocks, 1)
-		}
-		if pl.Textures[o].Len != want {
-			return fmt.Errorf("output buf%d has %d elements, want %d", o, pl.Textures[o].Len, want)
-		}
-	}
-	switch k.Kind {
-	case ir.KernelElementwise, ir.KernelMatmul:
-		pl.elementwise(ki, k)
-	case ir.KernelSum:
-		if p, _ := codegen.SumBlock(k.Shape.Len(), 1); k.Blocks > 1 && (k.Blocks > p || p%k.Blocks != 0) {
-			return fmt.Errorf("%d sum blocks do not divide %d padded leaves", k.Blocks, p)
-		}
-		pl.sum(ki, k)
-	case ir.KernelLife:
-		if len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 {
-			return fmt.Errorf("life needs one 2-D input and one output")
-		}
-		pl.life(ki, k)
-	default:
-		return fmt.Errorf("unknown kernel kind %d", k.Kind)
-	}
-	return nil
 }
 
 // inputs returns the textures of k's operands.

@@ -30,7 +30,7 @@ func plan(t *testing.T, path string) (*ir.Program, *Plan) {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	pl, err := Generate(p)
+	pl, err := Target{}.Emit(p)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -151,7 +151,7 @@ func TestSumPasses(t *testing.T) {
 			if split := len(p.Kernels) > 1 && p.Kernels[0].Blocks > 1; split != tt.split {
 				t.Fatalf("sum split = %v, want %v:\n%s", split, tt.split, p)
 			}
-			pl, err := Generate(p)
+			pl, err := Target{}.Emit(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestPeakTexels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pl, err := Generate(p)
+			pl, err := Target{}.Emit(p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,11 +35,11 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b strings.Builder
-			for i := range p.Kernels {
-				s, err := wgsl.Generate(p, &p.Kernels[i])
-				if err != nil {
-					t.Fatal(err)
-				}
+			shaders, err := wgsl.Target{}.Emit(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range shaders {
 				b.WriteString(s.Source)
 				b.WriteString("\n")
 			}
@@ -71,8 +71,8 @@ func TestConstantsAreNotInTheSource(t *testing.T) {
 		b.Output("y", x.AddScalar(c).MulScalar(c))
 		g, _ := b.Build(ir.Limits{})
 		p, _, _ := passes.Compile(g, passes.Options{})
-		s, _ := wgsl.Generate(p, &p.Kernels[0])
-		return s.Source, s.Params
+		s, _ := wgsl.Target{}.Emit(p)
+		return s[0].Source, s[0].Params
 	}
 	s1, p1 := src(0.5)
 	s2, p2 := src(-7)

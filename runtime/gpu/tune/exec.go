@@ -46,11 +46,11 @@ func Prepare(dev *gpu.Device, p *ir.Program) (*Prepared, error) {
 			r.Release()
 		}
 	}()
-	for i := range p.Kernels {
-		s, err := wgsl.Generate(p, &p.Kernels[i])
-		if err != nil {
-			return nil, err
-		}
+	shaders, err := wgsl.Target{}.Emit(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range shaders {
 		kinds := make([]gpu.BindingKind, len(s.Bindings))
 		for j, k := range s.Bindings {
 			kinds[j] = gpu.BindingKind(k)

@@ -142,7 +142,7 @@ func TestDeepen(t *testing.T) {
 		if kn.Tile.BK != c.bk || wgsl.LoopCost(&kn) > wgsl.LoopBudget {
 			t.Errorf("K=%d: tile %+v (loop cost %d), want BK=%d", c.k, kn.Tile, wgsl.LoopCost(&kn), c.bk)
 		}
-		if _, err := wgsl.Generate(p, &kn); err != nil {
+		if _, err := (wgsl.Target{}).Emit(p); err != nil {
 			t.Errorf("K=%d: %v", c.k, err)
 		}
 	}

@@ -1,0 +1,64 @@
+package ir_test
+
+import (
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// TestOpTableComplete walks every op and fails on a row that misses a
+// part: names, the shape and cost rules, the expression of an elementwise
+// op, the gradient rule or the reason there is none, and the wire name
+// that decodes back to the op. It also checks that the shared test suite
+// uses every op, so every backend's tests run it.
+func TestOpTableComplete(t *testing.T) {
+	used := map[ir.Op]bool{}
+	for _, c := range irtest.Suite() {
+		for _, n := range c.Graph.Nodes {
+			used[n.Op] = true
+		}
+	}
+	for _, op := range ir.Ops() {
+		r := op.Info()
+		if r.Name == "" || r.Wire == "" {
+			t.Errorf("%v: missing Name or Wire", op)
+		}
+		if r.Shape == nil || r.Cost == nil {
+			t.Errorf("%v: missing the shape or cost rule", op)
+		}
+		if r.Args > 0 && (r.Grad == nil) == (r.NoGrad == "") {
+			t.Errorf("%v: needs exactly one of a gradient rule and NoGrad", op)
+		}
+		wire, form, ok := ir.WireOp(r.Wire)
+		if !ok || wire != op && form != op {
+			t.Errorf("%v: wire name %q decodes to %v/%v", op, r.Wire, wire, form)
+		}
+		if r.Elementwise != (r.Expr != nil) {
+			t.Errorf("%v: elementwise = %v but has expression = %v", op, r.Elementwise, r.Expr != nil)
+		}
+		if x := r.Expr; x != nil {
+			if x.Type() != ir.XFloat32 {
+				t.Errorf("%v: expression has type %v, want float", op, x.Type())
+			}
+			operands := r.Args
+			if r.Scalar {
+				operands++
+			}
+			for _, n := range x.Nodes() {
+				if n.Op == ir.XArg && n.Arg >= operands {
+					t.Errorf("%v: expression reads operand %d of %d", op, n.Arg, operands)
+				}
+			}
+		}
+		if f := r.ScalarForm; f != 0 && (f.Info().ScalarOf != op || f.Info().Expr != r.Expr) {
+			t.Errorf("%v: scalar form %v is not derived from it", op, f)
+		}
+		if r.Args > 0 && !r.Elementwise && !r.View && r.Kernel == ir.KernelElementwise {
+			t.Errorf("%v: neither elementwise nor a view, but names no kernel kind", op)
+		}
+		if !used[op] {
+			t.Errorf("%v: no graph of irtest.Suite uses it", op)
+		}
+	}
+}
