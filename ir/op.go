@@ -128,7 +128,9 @@ func init() {
 		OpTranspose: {Name: "transpose", Args: 1, View: true, Shape: transposeShape, Cost: perElement,
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpTranspose, nil, d.Grad()), true }},
 		OpMatmul: {Name: "matmul", Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
-			Cost: func(a []Shape, out Shape) int64 { return SatMul(SatMul(2*int64(a[0][0]), int64(a[0][1])), int64(out[1])) },
+			Cost: func(a []Shape, out Shape) int64 {
+				return SatMul(SatMul(2*int64(a[0][0]), int64(a[0][1])), int64(out[1]))
+			},
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
 					return d.Apply(OpMatmul, nil, d.Grad(), d.Apply(OpTranspose, nil, d.Arg(1))), true
