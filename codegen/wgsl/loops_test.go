@@ -49,10 +49,11 @@ func TestLoopBudget(t *testing.T) {
 	if p.Kernels[0].Tile.Vector != 4 {
 		t.Fatalf("tile %+v, want the vec4 kernel", p.Kernels[0].Tile)
 	}
-	s, err := wgsl.Generate(p, &p.Kernels[0])
+	shaders, err := wgsl.Target{}.Emit(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := shaders[0]
 	if n := strings.Count(s.Source, "for ("); n != 1 {
 		t.Errorf("matmul has %d loops, want the k-tile loop only:\n%s", n, s.Source)
 	}
