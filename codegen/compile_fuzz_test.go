@@ -35,15 +35,13 @@ func compile(t *testing.T, doc []byte, opts passes.Options) {
 	if err := ir.ValidateProgram(p); err != nil {
 		t.Fatalf("the pipeline made an invalid program: %v\n%s", err, g)
 	}
-	for i := range p.Kernels {
-		if _, err := wgsl.Generate(p, &p.Kernels[i]); err != nil {
-			t.Fatalf("wgsl, kernel %d: %v\n%s", i, err, g)
-		}
+	if _, err := (wgsl.Target{}).Emit(p); err != nil {
+		checkCode(t, "wgsl", err) // a loop over the budget is a limit
 	}
-	if _, err := glsl.Generate(p); err != nil {
+	if _, err := (glsl.Target{}).Emit(p); err != nil {
 		checkCode(t, "glsl", err) // a texture over the profile's size is a limit
 	}
-	if _, err := c.Generate(p); err != nil {
+	if _, err := (c.Target{}).Emit(p); err != nil {
 		t.Fatalf("c: %v\n%s", err, g)
 	}
 }
