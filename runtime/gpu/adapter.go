@@ -5,7 +5,9 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -169,9 +171,31 @@ func isHexID(s string) bool {
 	return true
 }
 
+// Verbose makes wgpu log its warnings and errors to stderr ("[wgpu]
+// [Warn] ..."); it starts true when the environment sets GPUCC_VERBOSE to
+// 1 or more (2: also wgpu's info messages). Otherwise wgpu is silent: its
+// errors come back as errors anyway. Set it before Open or Adapters.
+var Verbose = verboseLevel() > 0
+
+func verboseLevel() int {
+	n, _ := strconv.Atoi(os.Getenv("GPUCC_VERBOSE"))
+	return n
+}
+
+func logLevel() wgpu.LogLevel {
+	switch {
+	case !Verbose:
+		return wgpu.LogLevelOff
+	case verboseLevel() >= 2:
+		return wgpu.LogLevelInfo
+	}
+	return wgpu.LogLevelWarn
+}
+
 // newInstance creates a wgpu instance, turning the binding's panic on
 // failure into an error.
 func newInstance() (inst *wgpu.Instance, err error) {
+	wgpu.SetLogLevel(logLevel())
 	defer func() {
 		if r := recover(); r != nil {
 			inst, err = nil, fmt.Errorf("create WebGPU instance: %v", r)

@@ -173,7 +173,8 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 		return nil
 	}
 	if d.upPath == UploadStaging && !b.uniform && len(data) > smallUpload {
-		return d.stagedWriteLocked(op, b, data)
+		_, err := d.stagedWriteLocked(op, b, data, false)
+		return err
 	}
 	n := len(data) &^ 3
 	chunk := len(data)
@@ -196,8 +197,11 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 	return nil
 }
 
-// Read copies the first 4*len(out) bytes of b into out. It copies through a
-// reusable MapRead staging buffer and waits for the GPU.
+// Read copies the first 4*len(out) bytes of b into out, the caller's
+// slice: nothing is allocated per call. It copies through two reusable
+// MapRead staging buffers of the upload chunk size (16 MiB by default),
+// alternately, so that the host copies one chunk out while the GPU copies
+// the next, and waits for the GPU.
 func (d *Device) Read(b *Buffer, out []float32) error {
 	return d.ReadBytes(b, f32Bytes(out))
 }
@@ -222,34 +226,7 @@ func (d *Device) ReadBytes(b *Buffer, out []byte) error {
 	if len(out) == 0 {
 		return nil
 	}
-	n := roundUp(uint64(len(out)), 4)
-	if n > d.readSize {
-		if d.readStaging != nil {
-			d.readStaging.Release()
-			d.readStaging, d.readSize = nil, 0
-		}
-		buf, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
-			Label: "gpucc read staging",
-			Size:  n,
-			Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst,
-		})
-		if err != nil {
-			return errorf(op, "staging buffer of %d B: %w", n, err)
-		}
-		d.readStaging, d.readSize = buf, n
-	}
-	enc, err := d.dev.CreateCommandEncoder(nil)
-	if err != nil {
-		return errorf(op, "%w", err)
-	}
-	defer enc.Release()
-	if err := enc.CopyBufferToBuffer(b.buf, 0, d.readStaging, 0, n); err != nil {
-		return errorf(op, "%v: %w", b, err)
-	}
-	if err := d.submit(op, enc); err != nil {
-		return err
-	}
-	return d.mapRead(op, d.readStaging, n, func(m []byte) { copy(out, m) })
+	return d.readLocked(op, b, out)
 }
 
 // mapRead maps the first n bytes of buf for reading, calls f with them and

@@ -23,9 +23,9 @@ type Device struct {
 	lim     Limits
 	closed  bool
 
-	readStaging *wgpu.Buffer // MapRead|CopyDst, grown on demand
-	readSize    uint64
-	tail        [4]byte // scratch for unaligned upload tails
+	readStage [2]*wgpu.Buffer // MapRead|CopyDst ring for Read
+	readSize  uint64          // size of each readStage buffer
+	tail      [4]byte         // scratch for unaligned upload tails
 
 	upPath  UploadPath
 	upChunk uint64          // bytes per WriteBuffer call or staging buffer (0: whole)
@@ -140,7 +140,7 @@ func (d *Device) Close() {
 	}
 	d.closed = true
 	d.clearBindGroups()
-	for _, b := range []*wgpu.Buffer{d.readStaging, d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
+	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()
 		}

@@ -38,8 +38,10 @@
 // *Error instead of an abort. RequestDevice failures carry no message from
 // wgpu; Open reports the adapter and the limits it asked for instead.
 //
-// wgpu logs warnings and errors to stderr through the binding's log
-// callback; errors are also returned, so the log lines are redundant.
+// wgpu's own log lines ("[wgpu] [Warn] ...") are off unless Verbose is set
+// (GPUCC_VERBOSE=1): its errors are also returned, so the lines are
+// redundant. Mesa's "XDG_RUNTIME_DIR is invalid" lines come from the
+// driver, not wgpu; set XDG_RUNTIME_DIR to silence them.
 //
 // All methods of a Device are safe for concurrent use; calls are serialised
 // by a per-device mutex.

@@ -79,66 +79,6 @@ func (d *Device) Flush() error {
 	return d.submit(op, enc)
 }
 
-// stagedWriteLocked uploads data through the staging ring; d.mu is held.
-func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte) error {
-	chunk := d.upChunk
-	if chunk == 0 {
-		chunk = defaultStagingChunk
-	}
-	if d.upSize != chunk {
-		for i, s := range d.upStage {
-			if s != nil {
-				s.Release()
-				d.upStage[i] = nil
-			}
-		}
-		d.upSize = 0 // no ring until both buffers exist
-		for i := range d.upStage {
-			s, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
-				Label: "gpucc upload staging",
-				Size:  chunk,
-				Usage: wgpu.BufferUsageMapWrite | wgpu.BufferUsageCopySrc,
-			})
-			if err != nil {
-				return errorf(op, "staging buffer of %d B: %w", chunk, err)
-			}
-			d.upStage[i] = s
-		}
-		d.upSize = chunk
-	}
-	for i, off := 0, uint64(0); off < uint64(len(data)); i, off = i+1, off+chunk {
-		s := d.upStage[i%2]
-		end := min(off+chunk, uint64(len(data)))
-		n := roundUp(end-off, 4)
-		if err := d.mapWait(op, s, wgpu.MapModeWrite, n); err != nil {
-			return err
-		}
-		m := s.GetMappedRange(0, uint(n))
-		k := copy(m, data[off:end])
-		clear(m[k:])
-		if err := s.Unmap(); err != nil {
-			return errorf(op, "%w", err)
-		}
-		enc, err := d.dev.CreateCommandEncoder(nil)
-		if err != nil {
-			return errorf(op, "%w", err)
-		}
-		err = enc.CopyBufferToBuffer(s, 0, b.buf, off, n)
-		if err == nil {
-			var cmd *wgpu.CommandBuffer
-			if cmd, err = enc.Finish(nil); err == nil {
-				d.queue.Submit(cmd)
-				cmd.Release()
-			}
-		}
-		enc.Release()
-		if err != nil {
-			return errorf(op, "%v at offset %d: %w", b, off, err)
-		}
-	}
-	return nil
-}
-
 // mapWait maps the first n bytes of buf and polls, without blocking on the
 // whole queue, until the mapping is ready: the other staging buffer's copy
 // keeps running meanwhile.

@@ -1,0 +1,279 @@
+//go:build !js
+
+package gpu
+
+import (
+	"math"
+	goruntime "runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// parallelMin is the size below which a host copy runs on one goroutine:
+// starting workers costs more than it saves.
+const parallelMin = 1 << 20
+
+// copyWorkers is how many goroutines share a large host copy: one memcpy
+// stream is far below what the memory system sustains.
+func copyWorkers(n int) int {
+	if n < parallelMin {
+		return 1
+	}
+	return max(1, min(goruntime.GOMAXPROCS(0), 8, n/(parallelMin/2)))
+}
+
+// parallel runs f over [0,n) cut into pieces of whole 64-byte lines, one
+// per worker, and waits.
+func parallel(n int, f func(lo, hi int)) {
+	w := copyWorkers(n)
+	if w == 1 {
+		f(0, n)
+		return
+	}
+	step := (n/w + 63) &^ 63
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += step {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			f(lo, hi)
+		}(lo, min(lo+step, n))
+	}
+	wg.Wait()
+}
+
+// copyOut copies src into dst (same length) in parallel.
+func copyOut(dst, src []byte) {
+	parallel(len(dst), func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
+
+// copyChecked copies src into dst (same length, a multiple of 4) in
+// parallel and returns the index of the first float32 of src that is
+// ±Inf or NaN, or -1. The check reads what the copy just wrote.
+func copyChecked(dst, src []byte) int {
+	var mu sync.Mutex
+	bad := -1
+	parallel(len(dst), func(lo, hi int) {
+		copy(dst[lo:hi], src[lo:hi])
+		if i := firstNonFinite(src[lo:hi]); i >= 0 {
+			mu.Lock()
+			if j := lo/4 + i; bad < 0 || j < bad {
+				bad = j
+			}
+			mu.Unlock()
+		}
+	})
+	return bad
+}
+
+// firstNonFinite returns the index of the first float32 in b (4-byte
+// little-endian words; a partial tail is ignored) that is ±Inf or NaN, or
+// -1. It tests two words at a time.
+func firstNonFinite(b []byte) int {
+	n := len(b) / 4
+	if n == 0 {
+		return -1
+	}
+	w := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n)
+	const exp = 0x7f800000
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x := w[i : i+8 : i+8]
+		if x[0]&exp == exp || x[1]&exp == exp || x[2]&exp == exp || x[3]&exp == exp ||
+			x[4]&exp == exp || x[5]&exp == exp || x[6]&exp == exp || x[7]&exp == exp {
+			break
+		}
+	}
+	for ; i < n; i++ {
+		if w[i]&exp == exp {
+			return i
+		}
+	}
+	return -1
+}
+
+// UploadChecked is Upload that also reports the index of the first element
+// of data that is ±Inf or NaN, found while copying into staging (no second
+// pass over the data). When it finds one it stops and returns its index,
+// and the buffer's contents are unspecified; otherwise it returns -1.
+func (d *Device) UploadChecked(b *Buffer, data []float32) (int, error) {
+	const op = "upload"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(op); err != nil {
+		return -1, err
+	}
+	raw := f32Bytes(data)
+	if d.upPath != UploadStaging || b.uniform || len(raw) <= smallUpload {
+		if i := firstNonFiniteF32(data); i >= 0 {
+			return i, nil
+		}
+		return -1, d.writeLocked(op, b, raw)
+	}
+	if err := d.checkBuffer(op, b); err != nil {
+		return -1, err
+	}
+	if uint64(len(raw)) > b.size {
+		return -1, errorf(op, "%d B does not fit in %v", len(raw), b)
+	}
+	return d.stagedWriteLocked(op, b, raw, true)
+}
+
+func firstNonFiniteF32(s []float32) int {
+	for i, v := range s {
+		if math.IsInf(float64(v), 0) || v != v {
+			return i
+		}
+	}
+	return -1
+}
+
+// ensureRing makes ring hold len(ring) buffers of size bytes with usage.
+func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usage wgpu.BufferUsage, label string) error {
+	if *size == want && ring[0] != nil {
+		return nil
+	}
+	for i, s := range ring {
+		if s != nil {
+			s.Release()
+			ring[i] = nil
+		}
+	}
+	*size = 0 // no ring until every buffer exists
+	for i := range ring {
+		s, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: want, Usage: usage})
+		if err != nil {
+			for j := range i {
+				ring[j].Release()
+				ring[j] = nil
+			}
+			return err
+		}
+		ring[i] = s
+	}
+	*size = want
+	return nil
+}
+
+// stagedWriteLocked uploads data through the staging ring; d.mu is held.
+// The host fills one staging buffer (in parallel) while the GPU copies the
+// other into b: the copy of chunk i+1 overlaps the DMA of chunk i. With
+// check it reports the first non-finite element as UploadChecked does.
+func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool) (int, error) {
+	chunk := d.upChunk
+	if chunk == 0 {
+		chunk = defaultStagingChunk
+	}
+	if err := d.ensureRing(d.upStage[:], &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
+		return -1, errorf(op, "staging buffers of %d B: %w", chunk, err)
+	}
+	for i, off := 0, uint64(0); off < uint64(len(data)); i, off = i+1, off+chunk {
+		s := d.upStage[i%len(d.upStage)]
+		end := min(off+chunk, uint64(len(data)))
+		n := roundUp(end-off, 4)
+		if err := d.mapWait(op, s, wgpu.MapModeWrite, n); err != nil {
+			return -1, err
+		}
+		m := s.GetMappedRange(0, uint(n))
+		k := int(end - off)
+		if check {
+			if j := copyChecked(m[:k&^3], data[off:off+uint64(k&^3)]); j >= 0 {
+				_ = s.Unmap()
+				return int(off/4) + j, nil
+			}
+			copy(m[k&^3:], data[off+uint64(k&^3):end])
+		} else {
+			copyOut(m[:k], data[off:end])
+		}
+		clear(m[k:])
+		if err := s.Unmap(); err != nil {
+			return -1, errorf(op, "%w", err)
+		}
+		if err := d.submitCopy(s, 0, b.buf, off, n); err != nil {
+			return -1, errorf(op, "%v at offset %d: %w", b, off, err)
+		}
+	}
+	return -1, nil
+}
+
+// submitCopy submits one buffer-to-buffer copy without waiting for it.
+func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
+	enc, err := d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return err
+	}
+	defer enc.Release()
+	if err := enc.CopyBufferToBuffer(src, srcOff, dst, dstOff, n); err != nil {
+		return err
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	d.queue.Submit(cmd)
+	cmd.Release()
+	return nil
+}
+
+// readLocked copies the first len(out) bytes of b into out through the
+// read staging ring; d.mu is held. Chunk i+1 is copied by the GPU while
+// the host copies chunk i out (in parallel), and nothing is allocated once
+// the ring exists.
+func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
+	chunk := d.upChunk
+	if chunk == 0 {
+		chunk = defaultStagingChunk
+	}
+	total := roundUp(uint64(len(out)), 4)
+	// A read that fits one chunk gets a ring sized to it (rounded to a
+	// power of two, so that growing reads do not reallocate each time).
+	size := chunk
+	if total < chunk {
+		size = 256
+		for size < total {
+			size *= 2
+		}
+		size = max(size, d.readSize) // never shrink
+		size = min(size, chunk)
+	}
+	if err := d.ensureRing(d.readStage[:], &d.readSize, size, wgpu.BufferUsageMapRead|wgpu.BufferUsageCopyDst, "gpucc read staging"); err != nil {
+		return errorf(op, "staging buffers of %d B: %w", size, err)
+	}
+	size = d.readSize
+	nchunks := int((total + size - 1) / size)
+	issue := func(i int) error {
+		off := uint64(i) * size
+		n := min(size, total-off)
+		if err := d.submitCopy(b.buf, off, d.readStage[i%len(d.readStage)], 0, n); err != nil {
+			return errorf(op, "%v at offset %d: %w", b, off, err)
+		}
+		return nil
+	}
+	for i := 0; i < min(nchunks, len(d.readStage)); i++ {
+		if err := issue(i); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < nchunks; i++ {
+		s := d.readStage[i%len(d.readStage)]
+		off := uint64(i) * size
+		n := min(size, total-off)
+		if err := d.mapWait(op, s, wgpu.MapModeRead, n); err != nil {
+			return err
+		}
+		m := s.GetMappedRange(0, uint(n))
+		end := min(off+n, uint64(len(out)))
+		copyOut(out[off:end], m[:end-off])
+		if err := s.Unmap(); err != nil {
+			return errorf(op, "%w", err)
+		}
+		if i+len(d.readStage) < nchunks {
+			if err := issue(i + len(d.readStage)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

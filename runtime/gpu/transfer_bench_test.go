@@ -1,0 +1,63 @@
+//go:build !js
+
+package gpu
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+// BenchmarkTransfer measures the data path at GPUCC_BENCH_BYTES (16 MiB by
+// default; the H200 run uses 256 MiB): an upload through the staging ring
+// (then Flush, which waits for the copy), the same with the finiteness
+// check of UploadChecked, and a readback into the caller's slice.
+func BenchmarkTransfer(b *testing.B) {
+	d := openDevice(b)
+	n, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_BYTES"))
+	if n <= 0 {
+		n = 16 << 20
+	}
+	data := make([]float32, n/4)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	buf, err := d.NewBuffer(uint64(n), "transfer")
+	if err != nil {
+		b.Skip(err)
+	}
+	defer buf.Release()
+	defer d.SetUpload(d.upPath, d.upChunk)
+	d.SetUpload(UploadStaging, 0)
+	upload := func(checked bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if checked {
+					if bad, err := d.UploadChecked(buf, data); err != nil || bad >= 0 {
+						b.Fatal(bad, err)
+					}
+				} else if err := d.Upload(buf, data); err != nil {
+					b.Fatal(err)
+				}
+				if err := d.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("upload", upload(false))
+	b.Run("upload-checked", upload(true))
+	b.Run("readback", func(b *testing.B) {
+		out := make([]float32, n/4)
+		if err := d.Read(buf, out); err != nil { // the ring, and out's pages
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			if err := d.Read(buf, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,103 @@
+//go:build !js
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestUploadChecked: the first non-finite element is found wherever it
+// lies (first, last, inside a chunk, at a worker's boundary), on every
+// path, and finite data arrives whole.
+func TestUploadChecked(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	const n = 3<<18 + 5 // 3 MiB and a bit: several workers, several 1 MiB chunks
+	buf := mustBuffer(t, d, 4*n, "checked")
+	defer buf.Release()
+	bads := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, c := range []struct {
+		path  UploadPath
+		chunk uint64
+	}{{UploadWriteBuffer, 0}, {UploadStaging, 0}, {UploadStaging, 1 << 20}} {
+		d.SetUpload(c.path, c.chunk)
+		for _, at := range []int{-1, 0, 1, 7, 8, 1<<18 - 1, 1 << 18, 1<<18 + 3, n/2 + 1, n - 2, n - 1} {
+			t.Run(fmt.Sprintf("%v/chunk=%d/at=%d", c.path, c.chunk, at), func(t *testing.T) {
+				data := make([]float32, n)
+				for i := range data {
+					data[i] = float32(i%1000) - 3e38*float32(i%2) // large but finite
+				}
+				want := -1
+				if at >= 0 {
+					data[at] = bads[at%3]
+					if at+5 < n {
+						data[at+5] = bads[(at+1)%3] // a later one is not reported
+					}
+					want = at
+				}
+				got, err := d.UploadChecked(buf, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Fatalf("UploadChecked = %d, want %d", got, want)
+				}
+				if want >= 0 {
+					return
+				}
+				back := make([]float32, n)
+				if err := d.Read(buf, back); err != nil {
+					t.Fatal(err)
+				}
+				for i := range data {
+					if math.Float32bits(back[i]) != math.Float32bits(data[i]) {
+						t.Fatalf("element %d = %v, want %v", i, back[i], data[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestFirstNonFinite(t *testing.T) {
+	for n := 0; n < 20; n++ {
+		for at := -1; at < n; at++ {
+			s := make([]float32, n)
+			for i := range s {
+				s[i] = math.MaxFloat32
+			}
+			if at >= 0 {
+				s[at] = float32(math.NaN())
+			}
+			if got := firstNonFinite(f32Bytes(s)); got != at {
+				t.Errorf("n=%d at=%d: got %d", n, at, got)
+			}
+		}
+	}
+}
+
+// TestReadAllocs: a warm Read into the caller's slice allocates no result
+// memory: its allocation count does not grow with the size read.
+func TestReadAllocs(t *testing.T) {
+	d := openDevice(t)
+	counts := map[int]float64{}
+	for _, n := range []int{1 << 10, 1 << 20} {
+		buf := mustBuffer(t, d, 4*uint64(n), "read")
+		out := make([]float32, n)
+		if err := d.Read(buf, out); err != nil { // warm: the ring
+			t.Fatal(err)
+		}
+		counts[n] = testing.AllocsPerRun(5, func() {
+			if err := d.Read(buf, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		buf.Release()
+	}
+	t.Logf("allocations per Read: %v", counts)
+	if counts[1<<20] > counts[1<<10]+16 {
+		t.Errorf("allocations grow with the size read: %v", counts)
+	}
+}
