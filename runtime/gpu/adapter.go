@@ -172,10 +172,10 @@ func isHexID(s string) bool {
 }
 
 // Verbose makes wgpu log its warnings and errors to stderr ("[wgpu]
-// [Warn] ..."); it starts true when the environment sets GPUCC_VERBOSE to
-// 1 or more (2: also wgpu's info messages). Otherwise wgpu is silent: its
-// errors come back as errors anyway. Set it before Open or Adapters.
-var Verbose = verboseLevel() > 0
+// [Warn] ..."), as does GPUCC_VERBOSE=1 in the environment (2: also wgpu's
+// info messages), read at each Open or Adapters. Otherwise wgpu is silent:
+// its errors come back as errors anyway.
+var Verbose bool
 
 func verboseLevel() int {
 	n, _ := strconv.Atoi(os.Getenv("GPUCC_VERBOSE"))
@@ -184,7 +184,7 @@ func verboseLevel() int {
 
 func logLevel() wgpu.LogLevel {
 	switch {
-	case !Verbose:
+	case !Verbose && verboseLevel() <= 0:
 		return wgpu.LogLevelOff
 	case verboseLevel() >= 2:
 		return wgpu.LogLevelInfo
