@@ -39,6 +39,9 @@ func benchCmd(args []string) int {
 	if fs.NArg() != 0 {
 		return usageError("bench: unexpected arguments %v", fs.Args())
 	}
+	if !slices.Contains([]string{"", "writebuffer", "staging"}, *upload) { // gpu.ParseUploadPath's names
+		return usageError("bench: --upload %q: want writebuffer or staging", *upload)
+	}
 	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: budget, MaxCaseMs: maxCase,
 		Upload: *upload, UploadChunk: *chunk}
 	if *backends != "" {

@@ -90,6 +90,7 @@ func TestUsageErrors(t *testing.T) {
 		{"max-elements not a number", []string{"build", "--max-elements", "lots", "-o", "x", seed}, "--max-elements"},
 		{"negative budget", []string{"bench", "--budget", "-1s"}, "--budget: must be at least 0s"},
 		{"negative max-case-ms", []string{"bench", "--max-case-ms", "-5"}, "--max-case-ms"},
+		{"unknown upload path", []string{"bench", "--backends", "cpu", "--upload", "nope"}, "--upload"},
 		{"info with an argument", []string{"info", "x"}, "no arguments"},
 		{"version with an argument", []string{"version", "x"}, "no arguments"},
 		{"serve: no port", []string{"serve", "--addr", "localhost"}, "missing port"},
