@@ -205,18 +205,23 @@ func TestFlagNames(t *testing.T) {
 	}
 }
 
-// TestVerbose: with --verbose, wgpu's log lines reach stderr.
+// TestVerbose: wgpu's log lines reach stderr with --verbose, and only
+// then.
 func TestVerbose(t *testing.T) {
-	args := []string{"run", "--backend", "webgpu", "--allow-software", "--verbose", example("seed.json")}
-	out, stderr, code := gpuccStderr(t, "", args...)
+	args := []string{"run", "--backend", "webgpu", "--allow-software", example("seed.json")}
+	out, quiet, code := gpuccStderr(t, "", args...)
 	if code != 0 {
 		if os.Getenv("GPUCC_REQUIRE_WEBGPU") != "" {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 		t.Skipf("no webgpu here (exit %d)", code)
 	}
-	if !strings.Contains(stderr, "[wgpu]") {
-		t.Errorf("stderr with --verbose holds no wgpu log line:\n%s", stderr)
+	if quiet != "" {
+		t.Errorf("stderr without --verbose is not empty:\n%s", quiet)
+	}
+	out, loud, code := gpuccStderr(t, "", append(args, "--verbose")...)
+	if code != 0 || !strings.Contains(loud, "[wgpu]") {
+		t.Errorf("run --verbose: exit %d, stderr holds no wgpu log line:\n%s\n%s", code, loud, out)
 	}
 }
 
