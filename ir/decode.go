@@ -55,7 +55,7 @@ type wireOutput struct {
 // huge shapes, deep chains and 512 nodes at the element limit).
 func Decode(r io.Reader, limits Limits) (*Graph, error) {
 	l := limits.withDefaults()
-	cr := &cappedReader{r: r, left: l.MaxGraphBytes + 1}
+	cr := &cappedReader{r: r, left: SatAdd(l.MaxGraphBytes, 1)}
 	g, err := decodeGraph(jsontext.NewDecoder(cr), l)
 	if cr.left <= 0 { // read past the limit: report that, not where the JSON broke
 		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
@@ -520,7 +520,7 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 func (d *decoder) count(i int, s Shape) *Error {
 	d.storage = SatAdd(d.storage, SatMul(4, int64(s.Len())))
 	if over(d.storage, d.l.MaxStorageBytes) {
-		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", d.storage, d.l.MaxStorageBytes)
+		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(d.storage), d.l.MaxStorageBytes)
 	}
 	return nil
 }

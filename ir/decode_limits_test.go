@@ -167,6 +167,10 @@ func TestGraphBytesScale(t *testing.T) {
 		t.Errorf("MaxGraphBytes at 1 GiB of storage: %d, want 8 GiB", got)
 	}
 	doc := graph(in3, out0)
+	// 8 × MaxInt64 saturates, and the reader's one byte more must too.
+	if _, err := ir.Decode(strings.NewReader(doc), ir.Limits{MaxStorageBytes: math.MaxInt64}); err != nil {
+		t.Errorf("storage limit MaxInt64: %v", err)
+	}
 	_, err := ir.Decode(strings.NewReader(doc+strings.Repeat(" ", 100)), ir.Limits{MaxGraphBytes: int64(len(doc))})
 	wantCode(t, err, ir.CodeLimitExceeded)
 	if _, err := ir.Decode(strings.NewReader(doc), ir.Limits{MaxGraphBytes: int64(len(doc))}); err != nil {

@@ -231,11 +231,11 @@ func validate(g *Graph, l Limits, data bool) *Error {
 		}
 		storage = SatAdd(storage, SatMul(4, int64(n.Shape.Len())))
 		if over(storage, l.MaxStorageBytes) {
-			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %d bytes, over the limit of %d", storage, l.MaxStorageBytes)
+			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(storage), l.MaxStorageBytes)
 		}
 		ops = SatAdd(ops, EstimateOps(g, n))
 		if over(ops, l.MaxOps) {
-			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %d, over the limit of %d", ops, l.MaxOps)
+			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %s, over the limit of %d", total(ops), l.MaxOps)
 		}
 	}
 	return validateOutputs(g, l)
@@ -347,7 +347,7 @@ func validateOutputs(g *Graph, l Limits) *Error {
 		}
 		bytes = SatAdd(bytes, SatMul(4, int64(g.Nodes[o.ID].Shape.Len())))
 		if over(bytes, l.MaxOutputBytes) {
-			return Errorf(CodeLimitExceeded, -1, field+".id", "outputs reach %d bytes, over the limit of %d", bytes, l.MaxOutputBytes)
+			return Errorf(CodeLimitExceeded, -1, field+".id", "outputs reach %s bytes, over the limit of %d", total(bytes), l.MaxOutputBytes)
 		}
 	}
 	return nil

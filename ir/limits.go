@@ -1,6 +1,9 @@
 package ir
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // Limits is host policy: how large a graph the host accepts. The caller sets
 // it; a graph never can. Zero fields mean "use the default".
@@ -98,3 +101,11 @@ func SatMul(a, b int64) int64 {
 // over reports whether a saturating total exceeds limit. A saturated total
 // is over even a limit of MaxInt64: the true value did not fit.
 func over(total, limit int64) bool { return total > limit || total == math.MaxInt64 }
+
+// total formats a saturating total for an error message.
+func total(v int64) string {
+	if v == math.MaxInt64 {
+		return "more than 2^63-1"
+	}
+	return strconv.FormatInt(v, 10)
+}

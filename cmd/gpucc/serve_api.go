@@ -208,7 +208,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	// One byte over the limit, so that Decode, which reads at most that,
 	// reports limit_exceeded itself.
-	body := http.MaxBytesReader(w, r.Body, a.limits.MaxGraphBytes+1)
+	body := http.MaxBytesReader(w, r.Body, ir.SatAdd(a.limits.MaxGraphBytes, 1))
 	reply := a.client.Execute(r.Context(), host.Request{Graph: body, Backend: q})
 	status := http.StatusOK
 	if !reply.OK {
