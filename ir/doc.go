@@ -23,4 +23,11 @@
 //
 // Graphs arrive as protocol v1 JSON (Decode) or are built in Go (Builder).
 // Both paths end in Validate, so nothing downstream sees an unchecked graph.
+//
+// A hostile document cannot make Decode allocate much more than its own
+// size: Decode streams it, and allocates in all at most 4 bytes per byte
+// of document plus 1 MiB (TestDecodeMemory measures floods of empty nodes,
+// huge shapes, deep nesting, long chains and 512 nodes at the element
+// limit). The document itself is bounded by Limits.MaxGraphBytes, which
+// follows the storage limit unless set.
 package ir
