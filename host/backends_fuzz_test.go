@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"sync"
@@ -134,6 +135,7 @@ func FuzzBackends(f *testing.F) {
 		f.Add(uint64(seed), uint8(8), []byte{byte(seed), 0x40, 4, 0x80, 0x7f, 0xff, 0x01})
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, size uint8, raw []byte) {
+		traceInput(seed, size, raw)
 		g := irtest.RandomViews(seed, 1+int(size%16))
 		widen(g, raw)
 		checkBackends(t, g)
@@ -152,6 +154,12 @@ func TestBackendRegressions(t *testing.T) {
 		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}},         // ±3e38
 		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}}, // smallest subnormals, largest subnormal
 		{"signed zeros", 3, 8, []byte{0, 4}},
+		// Twice a fuzz worker died (exit status 2; a worker's output is
+		// discarded) on these inputs, a matmul of full(2) by widened
+		// values; neither reproduces outside the fuzzer (nor did 60 runs
+		// in one process). testdata/fuzz/FuzzBackends keeps both.
+		{"worker death on a widened matmul, 13 nodes", 57, 13, []byte("\x04@\x04\x80\x7f\xff\x01")},
+		{"worker death on a widened matmul, 2 nodes", 57, 1, []byte("\x04@\x04\x80\x7f\xff\x01")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,4 +168,21 @@ func TestBackendRegressions(t *testing.T) {
 			checkBackends(t, g)
 		})
 	}
+}
+
+// traceInput appends the input to $GPUCC_FUZZ_TRACE, when set, before it
+// runs: a fuzz worker that dies (a crash in C or the driver) prints
+// nothing, and the trace's last line names the input that killed it.
+func traceInput(seed uint64, size uint8, raw []byte) {
+	path := os.Getenv("GPUCC_FUZZ_TRACE")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%d %d %q\n", seed, size, raw)
+	f.Sync()
+	f.Close()
 }
