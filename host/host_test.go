@@ -164,6 +164,10 @@ func TestPendingCap(t *testing.T) {
 	if r := <-done; !r.OK {
 		t.Fatalf("after one finished: %+v", r.Error)
 	}
+	// A request stops being pending just after its reply is delivered.
+	for wait := time.Now().Add(10 * time.Second); c.Pending() != 0 && time.Now().Before(wait); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := c.Pending(); n != 0 {
 		t.Errorf("%d pending at the end", n)
 	}
@@ -269,6 +273,12 @@ func TestCloseDisposesRunning(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	closed := make(chan error)
 	go func() { closed <- h.Close(ctx) }()
+	for closing := false; !closing; {
+		h.mu.Lock()
+		closing = h.closed
+		h.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
 	g.release <- struct{}{} // one finishes in time
 	if r := <-out; !r.OK {
 		t.Errorf("finished in time: %+v", r.Error)
