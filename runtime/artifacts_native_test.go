@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -165,5 +166,53 @@ func TestUntrustedCacheDirIgnored(t *testing.T) {
 	}
 	if err := cache.Default().DiskError(); !errors.Is(err, cache.ErrUntrusted) {
 		t.Errorf("Default().DiskError() = %v, want ErrUntrusted", err)
+	}
+}
+
+// BenchmarkDiskLoad times what a new process pays for a kernel library
+// that is on disk: a new Runtime over a new cache object on a filled
+// directory runs the graph once, and load-ms is that run's CompileMs
+// (read the entry, check its MAC, then instantiate the wasm module, or
+// copy the shared object privately and dlopen it). It fails unless every
+// load is a disk hit.
+func BenchmarkDiskLoad(b *testing.B) {
+	for _, backend := range []string{"native", "wasm"} {
+		for _, bg := range benchGraphs {
+			b.Run(backend+"/"+bg.name, func(b *testing.B) {
+				skipUnlessCC(b)
+				builder := ir.NewBuilder()
+				bg.build(builder)
+				g, err := builder.Build(benchLimits)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dir := b.TempDir()
+				b.Setenv("GPUCC_CACHE_DIR", dir)
+				run := func() *runtime.Result {
+					rt, err := runtime.New(runtime.Options{Backend: backend, Limits: benchLimits, Cache: openCache(b, dir)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer rt.Close()
+					res, err := rt.Run(g)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return res
+				}
+				run() // fills the directory
+				level := map[string]string{"native": "native_so_disk", "wasm": "wasm_module_disk"}[backend]
+				var load float64
+				b.ResetTimer()
+				for range b.N {
+					res := run()
+					if !res.Cache[level] {
+						b.Fatalf("not a disk hit: %v", res.Cache)
+					}
+					load += res.Timings.CompileMs
+				}
+				b.ReportMetric(load/float64(b.N), "load-ms")
+			})
+		}
 	}
 }

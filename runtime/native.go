@@ -37,14 +37,15 @@ const nativeEntry = "gpucc_run"
 // Libraries are cached in memory (loaded, keyed by the SHA-256 of source
 // and compiler) and, as bytes, in the artifact cache of Options.Cache; a
 // library is loaded from a private copy of verified bytes, never from the
-// cache directory (see cbuild.PrivateFile). Buffers are Go memory, kept
+// cache directory (see cbuild.PrivateDir). Buffers are Go memory, kept
 // for the next run like the wasm backend's linear memory.
 type nativeBackend struct {
-	cc    *cbuild.Native
-	cache *cache.Cache // the artifact cache (nil: none)
-	libs  map[string]*nativeLib
-	bufs  [][]float32 // buffer i of the last run, reused when large enough
-	pool  int64       // bytes of buffers kept between runs
+	cc      *cbuild.Native
+	cache   *cache.Cache       // the artifact cache (nil: none)
+	private *cbuild.PrivateDir // where libraries are copied to be loaded
+	libs    map[string]*nativeLib
+	bufs    [][]float32 // buffer i of the last run, reused when large enough
+	pool    int64       // bytes of buffers kept between runs
 }
 
 // nativeLib is one loaded shared object and its entry point.
@@ -71,7 +72,11 @@ func newNative(opts Options) (Backend, error) {
 		}
 		nativeProbes.Store(cc.Key(), true)
 	}
-	b := &nativeBackend{cc: cc, cache: opts.Cache, libs: map[string]*nativeLib{}, pool: opts.PoolBytes}
+	private, err := cbuild.NewPrivateDir()
+	if err != nil {
+		return nil, err
+	}
+	b := &nativeBackend{cc: cc, cache: opts.Cache, private: private, libs: map[string]*nativeLib{}, pool: opts.PoolBytes}
 	if b.pool == 0 {
 		b.pool = DefaultPoolBytes
 	}
@@ -95,6 +100,10 @@ func (b *nativeBackend) Close() {
 		delete(b.libs, k)
 	}
 	b.libs, b.bufs = nil, nil
+	if b.private != nil {
+		b.private.Close()
+		b.private = nil
+	}
 }
 
 // Run generates C, obtains the library (memory cache, disk cache or the
@@ -201,7 +210,7 @@ func (b *nativeBackend) library(source string, hits map[string]bool) (*nativeLib
 	var lib *nativeLib
 	src, err := cbuild.Load(b.cache, cache.SharedObject, key,
 		func() ([]byte, error) { return b.cc.Shared(context.Background(), source) },
-		func(so []byte) (err error) { lib, err = openLib(so); return err })
+		func(so []byte) (err error) { lib, err = openLib(b.private, so); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -211,10 +220,10 @@ func (b *nativeBackend) library(source string, hits map[string]bool) (*nativeLib
 	return lib, nil
 }
 
-// openLib loads the shared object so, from a private copy of its bytes,
-// and finds its entry point.
-func openLib(so []byte) (*nativeLib, error) {
-	path, release, err := cbuild.PrivateFile(so)
+// openLib loads the shared object so, from a copy of its bytes in
+// private, and finds its entry point.
+func openLib(private *cbuild.PrivateDir, so []byte) (*nativeLib, error) {
+	path, release, err := private.File(so)
 	if err != nil {
 		return nil, err
 	}

@@ -55,12 +55,16 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestPrivateFile: the file holds the bytes, sits in a directory only
-// this user can enter, is named by its contents, and is gone after
-// release.
-func TestPrivateFile(t *testing.T) {
+// TestPrivateDir: a file holds the bytes, sits in a directory only this
+// user can enter, is named by its contents, and is gone after release;
+// Close removes the directory.
+func TestPrivateDir(t *testing.T) {
+	d, err := NewPrivateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []byte("\x7fELF not really")
-	path, release, err := PrivateFile(want)
+	path, release, err := d.File(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,7 @@ func TestPrivateFile(t *testing.T) {
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("directory: %v, %v; want mode 0700", fi.Mode(), err)
 	}
-	other, release2, err := PrivateFile([]byte("other"))
+	other, release2, err := d.File([]byte("other"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,18 +84,23 @@ func TestPrivateFile(t *testing.T) {
 		t.Errorf("two contents share the file name %s", filepath.Base(path))
 	}
 	release()
-	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("%s still exists after release: %v", path, err)
+	}
+	d.Close()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("directory still exists after Close: %v", err)
 	}
 }
 
-// TestPrivateFileRefusesOpenTempDir: a TempDir anyone may write (and
+// TestPrivateDirRefusesOpenTempDir: a TempDir anyone may write (and
 // rename in) is refused.
-func TestPrivateFileRefusesOpenTempDir(t *testing.T) {
+func TestPrivateDirRefusesOpenTempDir(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	t.Setenv("TMPDIR", dir)
-	if _, _, err := PrivateFile([]byte("x")); err == nil {
-		t.Error("PrivateFile used a world-writable, non-sticky TempDir")
+	if d, err := NewPrivateDir(); err == nil {
+		d.Close()
+		t.Error("NewPrivateDir used a world-writable, non-sticky TempDir")
 	}
 }
