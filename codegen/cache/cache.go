@@ -19,7 +19,8 @@
 // <kind>-<key>.bin and written atomically (a private temporary file, then
 // a rename). Both tiers are bounded in bytes; when a tier is over its
 // bound the least recently used entries go first (on disk, "used" is the
-// file's modification time, refreshed on every hit).
+// file's modification time, refreshed by a hit when it is over a minute
+// old).
 //
 // # Trust
 //

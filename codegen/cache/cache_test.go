@@ -185,3 +185,18 @@ func TestPutSameKeyCountsOnce(t *testing.T) {
 		t.Errorf("DiskBytes = %d after three puts of one key, want %d", got, want)
 	}
 }
+
+// TestHitRefreshesStaleTime: a hit marks an entry used (for the disk
+// LRU) when its time is over touchEvery old.
+func TestHitRefreshesStaleTime(t *testing.T) {
+	dir := t.TempDir()
+	k := key("k")
+	mustOpen(t, Options{Dir: dir}).Put(WGSL, k, []byte("v"))
+	p := filepath.Join(dir, "wgsl-"+k.String()+fileExt)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(p, old, old)
+	expectGet(t, mustOpen(t, Options{Dir: dir}), WGSL, k, []byte("v"), Disk)
+	if fi, err := os.Stat(p); err != nil || !fi.ModTime().After(old.Add(touchEvery)) {
+		t.Errorf("modification time after a hit: %v, %v; want refreshed", fi.ModTime(), err)
+	}
+}

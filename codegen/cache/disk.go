@@ -27,6 +27,10 @@ const (
 	macLen  = sha256.Size
 )
 
+// touchEvery is how stale a file's modification time may get before a hit
+// refreshes it.
+const touchEvery = time.Minute
+
 var errRejected = errors.New("cache file failed authentication")
 
 func (c *Cache) path(n name) string {
@@ -112,8 +116,12 @@ func (c *Cache) readFile(n name) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("cache: %s: %w", p, err)
 	}
-	now := time.Now()
-	os.Chtimes(p, now, now) // mark as recently used; best effort
+	// Mark it as recently used (best effort), at most once a minute: the
+	// write is a metadata update that costs more than the read on a busy
+	// disk, and LRU order needs no finer clock.
+	if now := time.Now(); now.Sub(fi.ModTime()) > touchEvery {
+		os.Chtimes(p, now, now)
+	}
 	return val, nil
 }
 
