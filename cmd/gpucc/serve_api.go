@@ -139,7 +139,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if !utf8.ValidString(p) || !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\\") ||
 		(p != "/" && path.Clean(p) != strings.TrimSuffix(p, "/")) {
-		a.fail(w, http.StatusBadRequest, ir.Errorf("usage", -1, "", "malformed path %s", ir.Quote(p)))
+		a.fail(w, http.StatusBadRequest, ir.Errorf(ir.CodeUsage, -1, "", "malformed path %s", ir.Quote(p)))
 		return
 	}
 	switch {
@@ -157,7 +157,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.HasPrefix(p, "/v1/") || p == "/v1":
 		if a.authorized(w, r) {
-			a.fail(w, http.StatusNotFound, ir.Errorf("usage", -1, "", "no route %s; the API has %s, %s and %s", ir.Quote(p), routeExecute, routeInfo, routeHealth))
+			a.fail(w, http.StatusNotFound, ir.Errorf(ir.CodeUsage, -1, "", "no route %s; the API has %s, %s and %s", ir.Quote(p), routeExecute, routeInfo, routeHealth))
 		}
 	default:
 		if a.allow(w, r, http.MethodGet, http.MethodHead) {
@@ -174,7 +174,7 @@ func (a *api) allow(w http.ResponseWriter, r *http.Request, methods ...string) b
 		}
 	}
 	w.Header().Set("Allow", strings.Join(methods, ", "))
-	a.fail(w, http.StatusMethodNotAllowed, ir.Errorf("usage", -1, "", "method %s not allowed; use %s", ir.Quote(r.Method), strings.Join(methods, " or ")))
+	a.fail(w, http.StatusMethodNotAllowed, ir.Errorf(ir.CodeUsage, -1, "", "method %s not allowed; use %s", ir.Quote(r.Method), strings.Join(methods, " or ")))
 	return false
 }
 
@@ -224,14 +224,14 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 func parseQuery(raw string) (backend string, err error) {
 	q, perr := url.ParseQuery(raw)
 	if perr != nil {
-		return "", ir.Errorf("usage", -1, "", "malformed query: %s", ir.Quote(perr.Error()))
+		return "", ir.Errorf(ir.CodeUsage, -1, "", "malformed query: %s", ir.Quote(perr.Error()))
 	}
 	for k, v := range q {
 		if k != "backend" {
-			return "", ir.Errorf("usage", -1, "", "unknown query parameter %s; /v1/execute takes backend", ir.Quote(k))
+			return "", ir.Errorf(ir.CodeUsage, -1, "", "unknown query parameter %s; /v1/execute takes backend", ir.Quote(k))
 		}
 		if len(v) != 1 {
-			return "", ir.Errorf("usage", -1, "backend", "backend given %d times", len(v))
+			return "", ir.Errorf(ir.CodeUsage, -1, "backend", "backend given %d times", len(v))
 		}
 		backend = v[0]
 	}
@@ -260,7 +260,7 @@ func (a *api) fail(w http.ResponseWriter, status int, err error) {
 // httpStatus maps a stable code to its HTTP status.
 func httpStatus(c ir.Code) int {
 	switch c {
-	case ir.CodeInvalidGraph, "usage":
+	case ir.CodeInvalidGraph, ir.CodeUsage:
 		return http.StatusBadRequest
 	case ir.CodeLimitExceeded:
 		return http.StatusRequestEntityTooLarge
