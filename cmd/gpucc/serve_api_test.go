@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,5 +287,75 @@ func TestAPIGracefulShutdown(t *testing.T) {
 				t.Error("still listening")
 			}
 		})
+	}
+}
+
+// TestServeSIGTERM runs the binary: with a token from the environment, a
+// request without it is refused; a request running when SIGTERM arrives
+// finishes and is answered; then serve exits 0.
+func TestServeSIGTERM(t *testing.T) {
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--grace", "30s", "--cache-dir", "off")
+	cmd.Dir = workDir
+	cmd.Env = env(TokenEnv + "=s3cret")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "serving the demo on "); ok {
+			url = strings.TrimSuffix(u, "/")
+		}
+	}
+	if url == "" {
+		t.Fatalf("serve never said where it listens: %v", lines.Err())
+	}
+	go io.Copy(io.Discard, stderr)
+	resp, err := http.Post(url+"/v1/execute?backend=cpu", "application/json", strings.NewReader(seedGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("without the token: %s", resp.Status)
+	}
+	pr, pw := io.Pipe()
+	answer := make(chan envelope, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", url+"/v1/execute?backend=cpu", pr)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		var e envelope
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+		}
+		answer <- e
+	}()
+	io.WriteString(pw, seedGraph[:30])
+	time.Sleep(300 * time.Millisecond) // the request is being read
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	io.WriteString(pw, seedGraph[30:])
+	pw.Close()
+	if e := <-answer; !e.OK {
+		t.Errorf("the request running at SIGTERM: %s %+v, want ok", e.code(), e.Error)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
 	}
 }
