@@ -71,6 +71,11 @@ func EvalBody(k *ir.Kernel, bufs [][]float32, i int, acc float32, vals []float32
 	}
 }
 
+// RunKernel executes one kernel of a Program with the reference semantics:
+// it reads its input buffers from bufs (indexed like Program.Buffers) and
+// writes its outputs into them. The cpu backend runs programs with it.
+func RunKernel(k *ir.Kernel, bufs [][]float32) { runKernel(k, bufs) }
+
 func runKernel(k *ir.Kernel, bufs [][]float32) {
 	vals := make([]float32, len(k.Body))
 	n := k.Shape.Len()

@@ -20,6 +20,8 @@ const (
 	CodeInternal           Code = "internal"            // a bug in gpucc
 	CodeUsage              Code = "usage"               // a bad command line: unknown flag, impossible value, missing argument
 	CodeIO                 Code = "io"                  // a file or socket operation failed: a missing file, an unwritable directory, a busy port
+	CodeInvalidInput       Code = "invalid_input"       // a run's inputs do not match the graph (name, shape, non-finite data)
+	CodeInvalidTensor      Code = "invalid_tensor"      // a device tensor used after Release or Close, or on another runtime
 	// The host's codes (package host and gpucc serve's execute API).
 	CodeNotGranted Code = "not_granted" // the client was not granted execution
 	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
@@ -46,6 +48,8 @@ var (
 	ErrBusy               error = CodeBusy
 	ErrDisposed           error = CodeDisposed
 	ErrTimeout            error = CodeTimeout
+	ErrInvalidInput       error = CodeInvalidInput
+	ErrInvalidTensor      error = CodeInvalidTensor
 )
 
 // Error is a graph or runtime error with a stable Code and enough context to

@@ -1,0 +1,94 @@
+package gpucc_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	_ "github.com/gpucc/gpucc/runtime/all"
+)
+
+// relu(a*b+c) over three named inputs.
+func fmaRelu(n int) *ir.Graph {
+	b := ir.NewBuilder()
+	shape := ir.Shape{n}
+	zeros := make([]float32, n)
+	a := b.NamedInput("a", shape, zeros)
+	x := b.NamedInput("b", shape, zeros)
+	c := b.NamedInput("c", shape, zeros)
+	b.Output("y", a.Mul(x).Add(c).Relu())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// Compile a graph once and run it many times with new inputs.
+func Example() {
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	exe, err := rt.Compile(ctx, fmaRelu(3))
+	if err != nil {
+		panic(err)
+	}
+	for _, scale := range []float32{1, 2} {
+		res, err := exe.Run(ctx, gpucc.Inputs{
+			"a": gpucc.Host(ir.Shape{3}, []float32{-2, 3, 4}),
+			"b": gpucc.Host(ir.Shape{3}, []float32{scale, scale, scale}),
+			"c": gpucc.Host(ir.Shape{3}, []float32{1, 1, 1}),
+		})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.Outputs["y"].Data)
+	}
+	// Output:
+	// [0 4 5]
+	// [0 7 9]
+}
+
+// Keep data on the device: upload a weight once, chain two runs through a
+// kept output, and read the result back into a caller slice.
+func ExampleRunOptions_keep() {
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	exe, err := rt.Compile(ctx, fmaRelu(2))
+	if err != nil {
+		panic(err)
+	}
+	w, err := rt.Upload(ctx, ir.Shape{2}, []float32{2, 3})
+	if err != nil {
+		panic(err)
+	}
+	defer w.Release()
+	one := gpucc.Host(ir.Shape{2}, []float32{1, 1})
+	res, err := exe.RunWith(ctx, gpucc.Inputs{"a": w, "b": one, "c": one}, gpucc.RunOptions{Keep: []string{"y"}})
+	if err != nil {
+		panic(err)
+	}
+	h := res.Kept["y"] // relu(w+1), still on the device
+	defer h.Release()
+	res, err = exe.Run(ctx, gpucc.Inputs{"a": h, "b": w, "c": one})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outputs["y"].Data, res.Timings.UploadBytes)
+	out := make([]float32, 2)
+	if _, err := h.Read(ctx, out); err != nil {
+		panic(err)
+	}
+	fmt.Println(out)
+	// Output:
+	// [7 13] 8
+	// [3 4]
+}

@@ -1,0 +1,269 @@
+package gpucc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
+)
+
+// Executable is a compiled graph, ready to run many times. It belongs to
+// the Runtime that compiled it; Release frees it (Close frees them all).
+type Executable struct {
+	rt      *Runtime
+	plan    *Plan
+	exe     backend.Executable // nil once released; guarded by rt.mu
+	compile backend.Stats      // what Load did
+}
+
+// Plan returns the sealed plan the executable runs.
+func (e *Executable) Plan() *Plan { return e.plan }
+
+// Kernels returns the number of kernels a run dispatches.
+func (e *Executable) Kernels() int { return len(e.plan.Program.Kernels) }
+
+// CompileTimings returns what sealing and loading took (passes, codegen,
+// compile) and which caches hit.
+func (e *Executable) CompileTimings() (Timings, map[string]bool) {
+	var t Timings
+	addCompile(&t, e)
+	return t, e.compile.Caches()
+}
+
+// Release frees the executable. Releasing twice is a no-op.
+func (e *Executable) Release() {
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	e.releaseLocked()
+}
+
+func (e *Executable) releaseLocked() {
+	if e.exe != nil {
+		e.exe.Release()
+		e.exe = nil
+		delete(e.rt.exes, e)
+	}
+}
+
+// RunOptions tune one run.
+type RunOptions struct {
+	// Keep names outputs to leave on the device: Result.Kept holds them as
+	// DeviceTensors (which the caller releases) instead of Result.Outputs.
+	Keep []string
+	// Into gives, by output name, the host slice to read an output into
+	// (of the output's length); other outputs get new slices.
+	Into map[string][]float32
+}
+
+// Run runs the executable once with in (nil: the graph's embedded data).
+func (e *Executable) Run(ctx context.Context, in Inputs) (*Result, error) {
+	return e.RunWith(ctx, in, RunOptions{})
+}
+
+// RunWith runs the executable once with in and opts. Each host input is
+// checked (shape, finite values) and copied to the device; each
+// DeviceTensor input is used where it is. Every kernel runs once.
+func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
+	start := time.Now()
+	rt := e.rt
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.dev == nil {
+		return nil, rt.errClosed()
+	}
+	if e.exe == nil {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
+	}
+	p := e.plan.Program
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	need, err := e.args(rt, in, call.Args)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Kernels: len(p.Kernels),
+		FallbackAttempts: slices.Clone(rt.attempts), Outputs: map[string]Tensor{}}
+	if res.FallbackAttempts == nil {
+		res.FallbackAttempts = []Attempt{}
+	}
+	copied, n, err := e.dests(opts, call.Dests, res)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.reserve(need + n); err != nil {
+		return nil, err
+	}
+	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, call) }); err != nil {
+		for _, d := range call.Dests {
+			if d.Buf != nil {
+				d.Buf.Release()
+			}
+		}
+		return nil, rt.wrap(err)
+	}
+	// From here every kept buffer becomes a tensor, so that an error
+	// below leaves none unowned.
+	var kept []*DeviceTensor
+	for i, o := range p.Outputs {
+		if d := call.Dests[i]; d.Buf != nil {
+			t := rt.adoptLocked(d.Buf, slices.Clone(o.Shape))
+			res.Kept[o.Name] = t
+			kept = append(kept, t)
+		}
+	}
+	fail := func(err error) (*Result, error) {
+		for _, t := range kept {
+			t.releaseLocked()
+		}
+		return nil, err
+	}
+	for i, o := range p.Outputs {
+		if o.Buffer < 0 || call.Dests[i].Keep {
+			continue
+		}
+		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), call.Dests[i].Host); err != nil {
+			return fail(err)
+		}
+	}
+	for name, data := range copied { // kept outputs the backend could not keep in place
+		o := res.Outputs[name]
+		delete(res.Outputs, name)
+		t, err := rt.newTensorLocked(ctx, slices.Clone(o.Shape), data)
+		if err != nil {
+			return fail(err)
+		}
+		res.Kept[name] = t
+		kept = append(kept, t)
+	}
+	res.Timings = timings(call.Stats)
+	res.Timings.TotalMs = ms(time.Since(start))
+	res.Cache = call.Stats.Caches()
+	return res, nil
+}
+
+// args fills the backend's Args from in, checking every value, and returns
+// the device bytes the run's host inputs need; rt.mu held.
+func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, error) {
+	p := e.plan.Program
+	for name := range in {
+		if _, ok := e.plan.Input(name); !ok {
+			return 0, ir.Errorf(ir.CodeInvalidInput, -1, name, "the graph has no input named %q (have %v)", name, e.inputNames())
+		}
+	}
+	var need int64
+	for _, pi := range e.plan.Inputs {
+		v, given := in[pi.Name]
+		switch v := v.(type) {
+		case nil:
+			if given {
+				return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q is nil", pi.Name)
+			}
+			if pi.Buffer >= 0 {
+				data := p.Buffers[pi.Buffer].Data
+				if len(data) != p.Buffers[pi.Buffer].Len {
+					return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q is not given and the plan embeds no data for it", pi.Name)
+				}
+				args[pi.Buffer].Host = data // validated when sealed
+				need += 4 * int64(len(data))
+			}
+		case Tensor:
+			if err := checkHost(pi.Name, pi.Shape, v.Shape, v.Data); err != nil {
+				return 0, err
+			}
+			if pi.Buffer >= 0 {
+				args[pi.Buffer].Host = v.Data
+				need += 4 * int64(len(v.Data))
+			}
+		case *DeviceTensor:
+			if err := v.checkLocked(rt, "input "+pi.Name); err != nil {
+				return 0, err
+			}
+			if !v.shape.Equal(pi.Shape) {
+				return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q: device tensor of shape %v, the graph needs %v", pi.Name, v.shape, pi.Shape)
+			}
+			if pi.Buffer >= 0 {
+				args[pi.Buffer].Buf = v.buf
+			}
+		default:
+			return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q: unsupported value %T", pi.Name, v)
+		}
+	}
+	return need, nil
+}
+
+func (e *Executable) inputNames() []string {
+	names := make([]string, len(e.plan.Inputs))
+	for i, in := range e.plan.Inputs {
+		names[i] = in.Name
+	}
+	return names
+}
+
+// dests fills the backend's Dests from opts and sets res's constant
+// outputs. A kept output whose buffer is an input, or that another kept
+// output already holds, is read to the host and uploaded after the run:
+// copied names those, with their host slices. n is the device bytes the
+// run's other buffers need.
+func (e *Executable) dests(opts RunOptions, dests []backend.Dest, res *Result) (copied map[string][]float32, n int64, err error) {
+	p := e.plan.Program
+	keep := map[string]bool{}
+	for _, name := range opts.Keep {
+		if !slices.ContainsFunc(p.Outputs, func(o ir.ProgramOutput) bool { return o.Name == name }) {
+			return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, "keep", "Keep names %q, which is not an output", name)
+		}
+		keep[name] = true
+	}
+	if len(keep) > 0 {
+		res.Kept = map[string]*DeviceTensor{}
+	}
+	for name, s := range opts.Into {
+		if !slices.ContainsFunc(p.Outputs, func(o ir.ProgramOutput) bool { return o.Name == name && o.Shape.Len() == len(s) }) {
+			return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, "into", "Into[%q] is not an output of %d values", name, len(s))
+		}
+	}
+	for _, b := range p.Buffers {
+		if !b.Input {
+			n += 4 * int64(b.Len)
+		}
+	}
+	held := map[int]bool{}
+	for i, o := range p.Outputs {
+		out := Tensor{Shape: slices.Clone(o.Shape)}
+		switch {
+		case o.Buffer < 0:
+			out.Data = make([]float32, o.Shape.Len())
+			for k := range out.Data {
+				out.Data[k] = o.Const
+			}
+			if keep[o.Name] {
+				if copied == nil {
+					copied = map[string][]float32{}
+				}
+				copied[o.Name] = out.Data
+				n += 4 * int64(len(out.Data))
+			}
+		case keep[o.Name] && !p.Buffers[o.Buffer].Input && !held[o.Buffer]:
+			held[o.Buffer] = true
+			dests[i].Keep = true
+			res.Kept[o.Name] = nil
+			continue
+		default:
+			out.Data = opts.Into[o.Name]
+			if out.Data == nil {
+				out.Data = make([]float32, o.Shape.Len())
+			}
+			dests[i].Host = out.Data
+			if keep[o.Name] {
+				if copied == nil {
+					copied = map[string][]float32{}
+				}
+				copied[o.Name] = out.Data
+				n += 4 * int64(len(out.Data))
+			}
+		}
+		res.Outputs[o.Name] = out
+	}
+	return copied, n, nil
+}

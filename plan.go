@@ -1,0 +1,198 @@
+package gpucc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/backend"
+)
+
+// WebGPUDefaultProfile is WebGPU's default limits, which every adapter
+// accepts: a Plan sealed for it loads on every backend.
+var WebGPUDefaultProfile = Profile{MaxBindings: 8, MaxInvocations: 256, MaxWorkgroupStorage: 16384, SplitSums: true}
+
+// Plan is a sealed program: a validated graph lowered by the passes for a
+// device Profile. It is what Seal returns and Runtime.Load compiles; `gpucc
+// run` and `gpucc build` both make theirs with Seal. A Plan is immutable
+// once made, and may be loaded on many Runtimes.
+type Plan struct {
+	// Program is the lowered program. Its input buffers carry the graph's
+	// embedded data, the default of each input a run does not give.
+	Program *ir.Program
+	// Inputs lists every input of the graph, in node order, with the name
+	// runs give it by.
+	Inputs []PlanInput
+	// Profile is the device profile the passes planned for; Load refuses a
+	// device that cannot meet it.
+	Profile Profile
+	// PassesMs is how long the passes took.
+	PassesMs float64
+	// WGSL, C and Wasm are kernels generated ahead of time from Program
+	// (gpucc build embeds them), each nil when absent: a backend uses them
+	// instead of generating its own. WGSL shaders carry no Params.
+	WGSL []codegen.Shader
+	C    *c.Unit
+	Wasm []byte
+}
+
+// PlanInput is one input of a sealed graph.
+type PlanInput struct {
+	Name  string    // the input's name, or "input<Node>" for an unnamed one
+	Node  ir.NodeID // its node in the source graph
+	Shape ir.Shape
+	Param bool // a trainable parameter
+	// Buffer is the program buffer holding it, or -1 when no output
+	// depends on it (a run then checks and ignores its value).
+	Buffer int
+}
+
+// Input returns the input named name.
+func (p *Plan) Input(name string) (PlanInput, bool) {
+	for _, in := range p.Inputs {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return PlanInput{}, false
+}
+
+// Seal validates g against limits and lowers it for a device of profile
+// prof, with popts (its device fields default to prof's). g is not
+// modified; the Plan shares its input data.
+func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*Plan, error) {
+	if g == nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil graph")
+	}
+	if err := ir.Validate(g, limits); err != nil {
+		return nil, err
+	}
+	popts.Limits = limits
+	if popts.MaxBindings == 0 {
+		popts.MaxBindings = prof.MaxBindings
+	}
+	if popts.MaxInvocations == 0 {
+		popts.MaxInvocations, popts.MaxWorkgroupStorage = prof.MaxInvocations, prof.MaxWorkgroupStorage
+	}
+	popts.SplitSums = popts.SplitSums || prof.SplitSums
+	prog, timings, err := passes.Compile(g, popts)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Program: prog, Profile: prof}
+	for _, t := range timings {
+		plan.PassesMs += t.Millis
+	}
+	bufOf := map[ir.NodeID]int{}
+	for i, b := range prog.Buffers {
+		if b.Input {
+			bufOf[b.Node] = i
+		}
+	}
+	taken := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpInput && n.Name != "" {
+			taken[n.Name] = true
+		}
+	}
+	for i, n := range g.Nodes {
+		if n.Op != ir.OpInput {
+			continue
+		}
+		in := PlanInput{Name: n.Name, Node: ir.NodeID(i), Shape: n.Shape, Param: n.Param, Buffer: -1}
+		if in.Name == "" {
+			in.Name = fmt.Sprintf("input%d", i)
+			for taken[in.Name] { // a named input already holds it
+				in.Name += "_"
+			}
+			taken[in.Name] = true
+		}
+		if b, ok := bufOf[ir.NodeID(i)]; ok {
+			in.Buffer = b
+		}
+		plan.Inputs = append(plan.Inputs, in)
+	}
+	return plan, nil
+}
+
+// meets reports whether a device of profile d can run programs planned
+// for p (a zero field of d sets no bound).
+func meets(d, p Profile) error {
+	check := func(what string, have, want int) error {
+		if have > 0 && want > have {
+			return fmt.Errorf("the plan needs %s %d, the device allows %d", what, want, have)
+		}
+		return nil
+	}
+	if err := check("max_bindings", d.MaxBindings, p.MaxBindings); err != nil {
+		return err
+	}
+	if err := check("max_invocations", d.MaxInvocations, p.MaxInvocations); err != nil {
+		return err
+	}
+	return check("max_workgroup_storage", d.MaxWorkgroupStorage, p.MaxWorkgroupStorage)
+}
+
+// Compile seals g for this Runtime's device (Seal with the Runtime's
+// limits, passes options and Profile) and loads the plan.
+func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
+	plan, err := Seal(g, rt.opts.Limits, rt.info.Profile, rt.opts.Passes)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Load(ctx, plan)
+}
+
+// Load compiles a sealed plan on this Runtime's device: code generation
+// (skipped for the kernels the plan carries) and compilation, through the
+// caches. It refuses a plan whose profile the device cannot meet.
+func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
+	if plan == nil || plan.Program == nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
+	}
+	if err := ir.ValidateProgram(plan.Program); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.dev == nil {
+		return nil, rt.errClosed()
+	}
+	if err := meets(rt.info.Profile, plan.Profile); err != nil {
+		return nil, &Error{Code: ir.CodeBackendUnavailable, Backend: rt.info.Name, Err: err}
+	}
+	e := &Executable{rt: rt, plan: plan}
+	bp := &backend.Program{IR: plan.Program, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm}
+	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	e.exe = exe
+	rt.exes[e] = struct{}{}
+	return e, nil
+}
+
+// guard calls f, turning a panic inside a backend into an error.
+func guard[T any](name string, f func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Code: ir.CodeExecutionFailed, Backend: name, Err: fmt.Errorf("backend panicked: %v", r)}
+		}
+	}()
+	return f()
+}
+
+// wrap gives a backend error without a code execution_failed, naming the
+// backend; a context's error is kept as it is.
+func (rt *Runtime) wrap(err error) error {
+	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	if CodeOf(err) == ir.CodeInternal {
+		return &Error{Code: ir.CodeExecutionFailed, Backend: rt.info.Name, Err: err}
+	}
+	return err
+}

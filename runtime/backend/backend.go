@@ -1,0 +1,202 @@
+// Package backend is the contract between gpucc's runtime (package gpucc at
+// the module root) and the devices it runs on.
+//
+// A backend is a package that calls Register from an init function. Its
+// Factory opens a Device; a Device compiles a sealed ir.Program into an
+// Executable once (stage one) and runs that Executable many times (stage
+// two), on Args that are host slices or device Buffers, writing each output
+// into a caller slice or keeping it on the device.
+//
+// Backends do no validation, planning or policy: the runtime validates the
+// graph, runs the passes, checks inputs, enforces the memory cap and
+// serialises calls (a Device and its Executables are used by one goroutine
+// at a time). Backends report what they did in a Stats value: the duration
+// of each Stage and whether each Cache level hit, in one typed form for
+// every backend.
+package backend
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Options configure a Device when it opens.
+type Options struct {
+	AllowSoftware bool         // accept software GPU adapters (lavapipe, SwiftShader, WARP)
+	Cache         *cache.Cache // generated code across runs and processes; never nil
+	// Upload names the webgpu upload path ("writebuffer" or "staging"; ""
+	// for the device's fastest) and UploadChunk its chunk size in bytes
+	// (0: the path's default).
+	Upload      string
+	UploadChunk uint64
+	// PoolBytes bounds the device memory kept between runs for reuse by
+	// later runs (0: DefaultPoolBytes; negative: no pool).
+	PoolBytes int64
+}
+
+// DefaultPoolBytes is the default bound of a backend's buffer pool.
+const DefaultPoolBytes = 1 << 30
+
+// Adapter describes the device a backend runs on.
+type Adapter struct {
+	Name     string `json:"name"`
+	Driver   string `json:"driver,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Software bool   `json:"software"`
+}
+
+// Profile is what a device lets kernels use; the passes plan a program for
+// one. A zero field means the device sets no bound of its own (passes then
+// use WebGPU's defaults).
+type Profile struct {
+	MaxBindings         int  `json:"max_bindings"`          // storage buffers per kernel
+	MaxInvocations      int  `json:"max_invocations"`       // threads per workgroup
+	MaxWorkgroupStorage int  `json:"max_workgroup_storage"` // bytes of workgroup memory
+	SplitSums           bool `json:"split_sums"`            // a workgroup per block of a large sum
+}
+
+// Info says what an open Device is.
+type Info struct {
+	Name    string // the backend's registered name
+	Adapter Adapter
+	Profile Profile
+}
+
+// Program is a sealed program handed to Device.Compile: the lowered IR,
+// with kernels a backend may use instead of generating its own (each nil
+// when absent). Prebuilt code must come from the same IR (gpucc build
+// embeds it next to the plan).
+type Program struct {
+	IR   *ir.Program
+	WGSL []codegen.Shader // one per kernel, without Params
+	C    *c.Unit          // the C unit of codegen/c
+	Wasm []byte           // C compiled to a wasm module
+}
+
+// Buffer is memory on a device holding Len float32 values. Release frees it;
+// a released buffer must not be used again (the runtime guarantees that).
+type Buffer interface {
+	Len() int
+	Release()
+}
+
+// Arg is one input buffer's value for a run: a device Buffer of the
+// right length, or host data (Host) that the run copies in.
+type Arg struct {
+	Buf  Buffer
+	Host []float32
+}
+
+// Dest says where one program output goes: into Host (of the output's
+// length) or, with Keep, into a new device buffer that Run stores in Buf
+// and hands to the caller. The runtime only asks to keep a buffer that is
+// not an input and that no other Dest keeps.
+type Dest struct {
+	Host []float32
+	Keep bool
+	Buf  Buffer
+}
+
+// Call is one run of an Executable.
+type Call struct {
+	Args  []Arg  // by program buffer; zero for buffers that are not inputs
+	Dests []Dest // by program output; zero for constant outputs (Buffer < 0)
+	Stats *Stats
+}
+
+// Executable is a compiled program.
+type Executable interface {
+	// Run uploads the host Args, executes every kernel once and delivers
+	// every Dest. On error it releases what it allocated (no Dest.Buf is
+	// left set). It returns ctx.Err() promptly once ctx is done.
+	Run(ctx context.Context, call *Call) error
+	// Release frees what Compile made; the Device's caches may keep it.
+	Release()
+}
+
+// Device is an open backend.
+type Device interface {
+	Info() Info
+	// Compile prepares p to run: code generation and compilation, through
+	// the caches (Stats records the stages and hits).
+	Compile(ctx context.Context, p *Program, st *Stats) (Executable, error)
+	// Alloc returns a buffer of n values; its contents are undefined.
+	Alloc(ctx context.Context, n int) (Buffer, error)
+	// Upload copies data (len == b.Len()) into b.
+	Upload(ctx context.Context, b Buffer, data []float32) error
+	// Read copies b into out (len == b.Len()).
+	Read(ctx context.Context, b Buffer, out []float32) error
+	// Close releases the device and every buffer still held.
+	Close()
+}
+
+// Factory opens a Device, or says why it cannot run here.
+type Factory func(opts Options) (Device, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a backend available under name. Backends call it from init.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("backend: " + name + " registered twice")
+	}
+	registry[name] = f
+}
+
+// Lookup returns the factory registered under name.
+func Lookup(name string) (Factory, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	f, ok := registry[name]
+	return f, ok
+}
+
+// Names returns the names of the registered backends, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Error is a backend error with a stable code, naming the backend.
+type Error struct {
+	Code    ir.Code
+	Backend string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Backend == "" {
+		return fmt.Sprintf("%s: %v", e.Code, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", e.Code, e.Backend, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorCode returns the stable code.
+func (e *Error) ErrorCode() ir.Code { return e.Code }
+
+// Errorf returns an *Error of code for backend.
+func Errorf(code ir.Code, backend, format string, args ...any) *Error {
+	return &Error{Code: code, Backend: backend, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,390 @@
+// Package wasm is the wasm backend: the C kernels of codegen/c, compiled by
+// Clang to WebAssembly and run by wazero (no cgo). Its device memory is
+// host memory; a run copies its inputs into the module's linear memory and
+// its outputs out. Importing it registers "wasm".
+//
+// Modules are cached in memory (compiled and instantiated, keyed by the
+// SHA-256 of source and toolchain, shared by the executables of the same
+// source) and on disk (the .wasm bytes). A plan that carries a module
+// needs no Clang at all.
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/internal/cbuild"
+)
+
+func init() { backend.Register("wasm", open) }
+
+const (
+	wasmPage = 1 << 16
+	// maxPages keeps linear memory one page under wasm32's 4 GiB, so that
+	// its byte size fits a uint32.
+	maxPages = 65535
+	// align aligns every buffer to a cache line.
+	align         = 64
+	wazeroVersion = "v1.12.0"
+)
+
+// maxIdleModules bounds the modules kept that no live executable uses. A
+// variable so that tests can make it small.
+var maxIdleModules = 64
+
+type device struct {
+	backend.HostMemory
+	tc       *cbuild.Toolchain
+	rt       wazero.Runtime
+	compiler bool              // wazero compiles to native code (else interprets)
+	disk     *cbuild.DiskCache // nil when no cache directory is usable
+	modules  map[string]*module
+}
+
+// module is one instantiated module: its kernels and its memory, grown on
+// demand and reused by every executable of the same source.
+type module struct {
+	key      string
+	compiled wazero.CompiledModule
+	inst     api.Module
+	mem      api.Memory
+	base     uint64 // first byte after the module's stack and data
+	refs     int
+}
+
+// close releases the instance and its compiled code: closing an instance
+// alone leaves the code in the wazero runtime until the runtime closes.
+func (m *module) close(ctx context.Context) {
+	m.inst.Close(ctx)
+	m.compiled.Close(ctx)
+}
+
+// probes remembers, per toolchain, that it built a module: every Factory
+// call checks the toolchain once per process, not once per Runtime.
+var probes sync.Map
+
+// probeSource is the smallest unit exercising the whole build.
+const probeSource = `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] + p[0]; }`
+
+func open(backend.Options) (backend.Device, error) {
+	if !littleEndian() {
+		return nil, errors.New("wasm backend needs a little-endian host")
+	}
+	tc, err := cbuild.Find()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := probes.Load(tc.Key() + tc.Clang + tc.WasmLD); !ok {
+		if _, err := tc.Wasm(context.Background(), probeSource); err != nil {
+			return nil, fmt.Errorf("toolchain %s cannot build a module: %w", tc.Clang, err)
+		}
+		probes.Store(tc.Key()+tc.Clang+tc.WasmLD, true)
+	}
+	compiler := goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
+	cfg := wazero.NewRuntimeConfigInterpreter()
+	if compiler {
+		cfg = wazero.NewRuntimeConfigCompiler()
+	}
+	d := &device{tc: tc, compiler: compiler, modules: map[string]*module{},
+		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}
+	if dir, err := cbuild.DefaultCacheDir("wasm"); err == nil {
+		d.disk = &cbuild.DiskCache{Dir: dir}
+	}
+	return d, nil
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+func (d *device) Info() backend.Info {
+	mode := "interpreter"
+	if d.compiler {
+		mode = "compiler"
+	}
+	return backend.Info{Name: "wasm", Adapter: backend.Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode),
+		Driver: d.tc.Version, Backend: "wasm", Type: "cpu"}}
+}
+
+func (d *device) Close() {
+	if d.rt != nil {
+		d.rt.Close(context.Background())
+		d.rt = nil
+	}
+}
+
+func fail(code ir.Code, err error) error {
+	return &backend.Error{Code: code, Backend: "wasm", Err: err}
+}
+
+// Compile generates C (unless the plan carries it), obtains the module
+// (the plan's, memory cache, disk cache or Clang) and lays the program's
+// buffers out in its memory.
+func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
+	stop := st.Start(backend.StageCodegen)
+	unit := bp.C
+	var err error
+	if unit == nil {
+		unit, err = c.Generate(bp.IR)
+	}
+	stop()
+	if err != nil {
+		return nil, fail(ir.CodeInternal, err)
+	}
+	defer st.Start(backend.StageCompile)()
+	mod, err := d.module(ctx, unit.Source, bp.Wasm, st)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fail(ir.CodeExecutionFailed, err)
+	}
+	e := &executable{d: d, p: bp.IR, mod: mod, unit: unit}
+	if e.offs, err = mod.layout(bp.IR, unit.Scratch); err != nil {
+		e.Release()
+		return nil, fail(ir.CodeLimitExceeded, err)
+	}
+	for _, k := range unit.Kernels {
+		fn := mod.inst.ExportedFunction(k.Export)
+		if fn == nil {
+			e.Release()
+			return nil, fail(ir.CodeExecutionFailed, fmt.Errorf("kernel %s: module does not export %s", k.Name, k.Export))
+		}
+		args := make([]uint64, 0, len(k.Buffers)+1)
+		for _, buf := range k.Buffers {
+			args = append(args, e.offs[buf])
+		}
+		if k.Scratch {
+			args = append(args, e.offs[len(e.offs)-1])
+		}
+		e.calls = append(e.calls, call{name: k.Name, fn: fn, args: args})
+	}
+	return e, nil
+}
+
+// module returns the instantiated module of source (or of the prebuilt
+// bytes when given), taking a reference to it.
+func (d *device) module(ctx context.Context, source string, prebuilt []byte, st *backend.Stats) (*module, error) {
+	sum := sha256.Sum256([]byte(source + "\x00" + d.tc.Key()))
+	if prebuilt != nil {
+		sum = sha256.Sum256(append([]byte("prebuilt\x00"), prebuilt...))
+	}
+	key := hex.EncodeToString(sum[:])
+	if m, ok := d.modules[key]; ok {
+		st.Hit(backend.CacheModuleMemory, true)
+		m.refs++
+		return m, nil
+	}
+	st.Hit(backend.CacheModuleMemory, false)
+	var m *module
+	var err error
+	if prebuilt != nil {
+		m, err = d.instantiate(ctx, key, prebuilt)
+	} else {
+		m, err = d.load(ctx, key, source, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.refs = 1
+	d.modules[key] = m
+	return m, nil
+}
+
+// unref drops a reference to m and closes idle modules past the bound.
+func (d *device) unref(m *module) {
+	m.refs--
+	idle := 0
+	for _, m := range d.modules {
+		if m.refs == 0 {
+			idle++
+		}
+	}
+	for k, m := range d.modules {
+		if idle <= maxIdleModules {
+			break
+		}
+		if m.refs == 0 {
+			m.close(context.Background())
+			delete(d.modules, k)
+			idle--
+		}
+	}
+}
+
+// load instantiates the module from the disk cache, or builds it with
+// Clang (and stores it) when the cached file is absent or fails to verify
+// or compile.
+func (d *device) load(ctx context.Context, key, source string, st *backend.Stats) (*module, error) {
+	if d.disk != nil {
+		wasm, ok := d.disk.Get(key)
+		if ok {
+			if m, err := d.instantiate(ctx, key, wasm); err == nil {
+				st.Hit(backend.CacheModuleDisk, true)
+				return m, nil
+			}
+		}
+		st.Hit(backend.CacheModuleDisk, false)
+	}
+	wasm, err := d.tc.Wasm(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	m, err := d.instantiate(ctx, key, wasm)
+	if err != nil {
+		return nil, err
+	}
+	if d.disk != nil {
+		_ = d.disk.Put(key, wasm) // a cache that cannot be written only costs a rebuild
+	}
+	return m, nil
+}
+
+// instantiate compiles wasm with wazero and instantiates it once.
+func (d *device) instantiate(ctx context.Context, key string, wasm []byte) (*module, error) {
+	compiled, err := d.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wazero compile: %w", err)
+	}
+	inst, err := d.rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(key))
+	if err != nil {
+		compiled.Close(ctx)
+		return nil, fmt.Errorf("wazero instantiate: %w", err)
+	}
+	m := &module{key: key, compiled: compiled, inst: inst, mem: inst.Memory()}
+	if m.mem == nil {
+		m.close(ctx)
+		return nil, errors.New("module exports no memory")
+	}
+	m.base = uint64(m.mem.Size())
+	return m, nil
+}
+
+// layout places every buffer, then the scratch area, after the module's
+// own memory, growing linear memory to fit. offs[i] is buffer i's byte
+// offset; offs[len(p.Buffers)] is the scratch's.
+func (m *module) layout(p *ir.Program, scratch int) ([]uint64, error) {
+	offs := make([]uint64, len(p.Buffers)+1)
+	end := m.base
+	place := func(floats int) uint64 {
+		at := (end + align - 1) / align * align
+		end = at + 4*uint64(floats)
+		return at
+	}
+	for i, buf := range p.Buffers {
+		offs[i] = place(buf.Len)
+	}
+	offs[len(p.Buffers)] = place(scratch)
+	have, _ := m.mem.Grow(0)
+	need := (end + wasmPage - 1) / wasmPage
+	if need > maxPages {
+		return nil, fmt.Errorf("program needs %d MiB of wasm memory; wasm32 allows %d MiB", end>>20, uint64(maxPages)*wasmPage>>20)
+	}
+	if need > uint64(have) {
+		if _, ok := m.mem.Grow(uint32(need) - have); !ok {
+			return nil, fmt.Errorf("cannot grow wasm memory from %d to %d pages", have, need)
+		}
+	}
+	return offs, nil
+}
+
+// floatBytes views a float32 slice as its little-endian bytes.
+func floatBytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
+type call struct {
+	name string
+	fn   api.Function
+	args []uint64
+}
+
+type executable struct {
+	d     *device
+	p     *ir.Program
+	mod   *module
+	unit  *c.Unit
+	offs  []uint64
+	calls []call
+}
+
+func (e *executable) Release() {
+	if e.mod != nil {
+		e.d.unref(e.mod)
+		e.mod = nil
+	}
+}
+
+// Run copies the inputs into linear memory, calls each kernel and copies
+// the outputs out.
+func (e *executable) Run(ctx context.Context, cl *backend.Call) error {
+	st, mem := cl.Stats, e.mod.mem
+	stop := st.Start(backend.StageUpload)
+	for i, buf := range e.p.Buffers {
+		if !buf.Input {
+			continue
+		}
+		data := backend.HostData(cl.Args[i])
+		if len(data) != buf.Len {
+			stop()
+			return fail(ir.CodeExecutionFailed, fmt.Errorf("buf%d: input holds %d values, shape %v needs %d", i, len(data), buf.Shape, buf.Len))
+		}
+		if !mem.Write(uint32(e.offs[i]), floatBytes(data)) {
+			stop()
+			return fail(ir.CodeExecutionFailed, fmt.Errorf("buf%d: upload outside wasm memory", i))
+		}
+		if cl.Args[i].Buf == nil {
+			st.UploadBytes += 4 * int64(buf.Len)
+		}
+	}
+	stop()
+	stop = st.Start(backend.StageDispatch)
+	for _, k := range e.calls {
+		if err := ctx.Err(); err != nil {
+			stop()
+			return err
+		}
+		if _, err := k.fn.Call(ctx, k.args...); err != nil {
+			stop()
+			return fail(ir.CodeExecutionFailed, fmt.Errorf("kernel %s: %w", k.name, err))
+		}
+	}
+	stop()
+	defer st.Start(backend.StageReadback)()
+	for i, o := range e.p.Outputs {
+		d := &cl.Dests[i]
+		if o.Buffer < 0 {
+			continue
+		}
+		l := e.p.Buffers[o.Buffer].Len
+		view, ok := mem.Read(uint32(e.offs[o.Buffer]), uint32(4*l))
+		if !ok {
+			return fail(ir.CodeExecutionFailed, fmt.Errorf("output %q: buf%d lies outside wasm memory", o.Name, o.Buffer))
+		}
+		if d.Keep {
+			hb := &backend.HostBuffer{Data: make([]float32, l)}
+			copy(floatBytes(hb.Data), view)
+			d.Buf = hb
+			continue
+		}
+		copy(floatBytes(d.Host), view)
+		st.ReadbackBytes += 4 * int64(l)
+	}
+	return nil
+}

@@ -1,0 +1,396 @@
+//go:build !js
+
+// Package webgpu is the webgpu backend on wgpu-native (package
+// runtime/gpu): WGSL kernels, device buffers that stay on the GPU between
+// runs. Importing it registers "webgpu".
+//
+// Three caches make a repeated compile and run cheap: generated WGSL comes
+// from the runtime's codegen cache (memory, then disk); compiled pipelines
+// are shared per device by WGSL hash and entry point, so a second compile
+// of the same graph compiles nothing; and a run's buffers go back to a pool
+// afterwards, so a later run of a same-sized program allocates nothing (and
+// reuses its bind groups, which the device caches by buffer).
+package webgpu
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
+
+func init() { backend.Register("webgpu", open) }
+
+// maxIdlePipelines bounds the pipelines kept that no live executable
+// uses. A variable so that tests can make it small.
+var maxIdlePipelines = 256
+
+type device struct {
+	dev       *gpu.Device
+	info      backend.Info
+	cache     backend.Options
+	pipelines map[[32]byte]*pipeline
+	pool      *bufferPool
+}
+
+// pipeline is a compiled kernel shared by the executables that use it.
+type pipeline struct {
+	p    *gpu.Pipeline
+	refs int
+}
+
+// buffer is a device tensor's storage buffer.
+type buffer struct {
+	d   *device
+	buf *gpu.Buffer
+	n   int
+}
+
+func (b *buffer) Len() int { return b.n }
+
+// Release returns the buffer to the pool, for a later run or tensor.
+func (b *buffer) Release() {
+	if b.buf != nil {
+		b.d.pool.put(b.buf)
+		b.buf = nil
+	}
+}
+
+func open(opts backend.Options) (backend.Device, error) {
+	path, err := gpu.ParseUploadPath(opts.Upload)
+	if opts.Upload == "" {
+		// Measured on the H200 (bench/RESULTS.md): 18.8 GB/s through the
+		// staging ring in 16 MiB chunks, 1.4 GB/s through WriteBuffer.
+		path, err = gpu.UploadStaging, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dev, err := gpu.Open(gpu.Options{AllowSoftware: opts.AllowSoftware, Upload: path, UploadChunk: opts.UploadChunk})
+	if err != nil {
+		return nil, err
+	}
+	info := dev.Info()
+	limit := opts.PoolBytes
+	if limit == 0 {
+		limit = backend.DefaultPoolBytes
+	}
+	l := info.Limits
+	return &device{
+		dev:       dev,
+		cache:     opts,
+		pipelines: map[[32]byte]*pipeline{},
+		pool:      &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*gpu.Buffer{}},
+		info: backend.Info{Name: "webgpu",
+			Adapter: backend.Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend, Type: info.Type, Software: info.Software},
+			Profile: backend.Profile{MaxBindings: int(l.MaxStorageBuffersPerShaderStage),
+				MaxInvocations: int(l.MaxComputeInvocationsPerWorkgroup), MaxWorkgroupStorage: int(l.MaxComputeWorkgroupStorageSize),
+				SplitSums: true}},
+	}, nil
+}
+
+func (d *device) Info() backend.Info { return d.info }
+
+func (d *device) Close() {
+	d.pool.drain()
+	for k, p := range d.pipelines {
+		p.p.Release()
+		delete(d.pipelines, k)
+	}
+	d.dev.Close()
+}
+
+func (d *device) Alloc(ctx context.Context, n int) (backend.Buffer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	buf, _, err := d.pool.get(4*uint64(max(n, 1)), "tensor")
+	if err != nil {
+		return nil, err
+	}
+	return &buffer{d: d, buf: buf, n: n}, nil
+}
+
+func (d *device) Upload(ctx context.Context, b backend.Buffer, data []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	buf, err := d.buffer(b, len(data))
+	if err != nil {
+		return err
+	}
+	if err := d.dev.Upload(buf.buf, data); err != nil {
+		return err
+	}
+	return d.dev.Flush()
+}
+
+func (d *device) Read(ctx context.Context, b backend.Buffer, out []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	buf, err := d.buffer(b, len(out))
+	if err != nil {
+		return err
+	}
+	return d.dev.Read(buf.buf, out)
+}
+
+func (d *device) buffer(b backend.Buffer, n int) (*buffer, error) {
+	buf, ok := b.(*buffer)
+	if !ok || buf.d != d || buf.buf == nil {
+		return nil, fmt.Errorf("buffer %T is not a live buffer of this device", b)
+	}
+	if buf.n != n {
+		return nil, fmt.Errorf("buffer of %d values, transfer of %d", buf.n, n)
+	}
+	return buf, nil
+}
+
+// pipeline returns the compiled pipeline of s, compiling it on a miss, and
+// takes a reference to it.
+func (d *device) pipeline(s codegen.Shader) (*pipeline, bool, error) {
+	key := sha256.Sum256([]byte(s.Entry + "\x00" + s.Source))
+	if p, ok := d.pipelines[key]; ok {
+		p.refs++
+		return p, true, nil
+	}
+	kinds := make([]gpu.BindingKind, len(s.Bindings))
+	for i, k := range s.Bindings {
+		kinds[i] = gpu.BindingKind(k)
+	}
+	gp, err := d.dev.Compile(s.Source, s.Entry, kinds)
+	if err != nil {
+		return nil, false, fmt.Errorf("kernel %s: %w", s.Name, err)
+	}
+	p := &pipeline{p: gp, refs: 1}
+	d.pipelines[key] = p
+	return p, false, nil
+}
+
+// unref drops a reference to each of ps and releases idle pipelines past
+// the bound.
+func (d *device) unref(ps []*pipeline) {
+	for _, p := range ps {
+		p.refs--
+	}
+	idle := 0
+	for _, p := range d.pipelines {
+		if p.refs == 0 {
+			idle++
+		}
+	}
+	for k, p := range d.pipelines {
+		if idle <= maxIdlePipelines {
+			break
+		}
+		if p.refs == 0 {
+			p.p.Release()
+			delete(d.pipelines, k)
+			idle--
+		}
+	}
+}
+
+func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
+	p := bp.IR
+	fail := func(err error) error {
+		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+	}
+	stop := st.Start(backend.StageCodegen)
+	shaders := bp.WGSL
+	var err error
+	if shaders != nil {
+		if len(shaders) != len(p.Kernels) {
+			stop()
+			return nil, fail(fmt.Errorf("plan carries %d WGSL shaders for %d kernels", len(shaders), len(p.Kernels)))
+		}
+		for i := range shaders {
+			shaders[i].Params = wgsl.Params(&p.Kernels[i])
+		}
+	} else {
+		gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
+		shaders, err = backend.Shaders(d.cache.Cache, "wgsl/"+wgsl.Config(), p, st, gen, wgsl.Params)
+	}
+	stop()
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer st.Start(backend.StageCompile)()
+	e := &executable{d: d, p: p, shaders: shaders}
+	allHit := true
+	for _, s := range shaders {
+		if err := ctx.Err(); err != nil {
+			e.Release()
+			return nil, err
+		}
+		pipe, hit, err := d.pipeline(s)
+		if err != nil {
+			e.Release()
+			return nil, fail(err)
+		}
+		e.pipes = append(e.pipes, pipe)
+		allHit = allHit && hit
+	}
+	st.Hit(backend.CachePipeline, allHit)
+	e.fresh = !allHit
+	for i, k := range p.Kernels {
+		params, err := d.dev.NewUniform(shaders[i].Params, k.Name+" params")
+		if err != nil {
+			e.Release()
+			return nil, fail(err)
+		}
+		e.params = append(e.params, params)
+	}
+	return e, nil
+}
+
+// executable is a compiled program: its pipelines and its parameter
+// blocks, which hold the program's constants and never change.
+type executable struct {
+	d       *device
+	p       *ir.Program
+	shaders []codegen.Shader
+	pipes   []*pipeline
+	params  []*gpu.Buffer
+	fresh   bool // no run has dispatched a pipeline compiled for it yet
+}
+
+func (e *executable) Release() {
+	for _, b := range e.params {
+		b.Release()
+	}
+	e.d.unref(e.pipes)
+	e.params, e.pipes = nil, nil
+}
+
+func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
+	d, p, st := e.d, e.p, call.Stats
+	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+	}
+	// The run's own buffers go back to the pool when it is over, except
+	// those handed to the caller as kept outputs.
+	var held []*gpu.Buffer
+	defer func() {
+		if err != nil {
+			for i := range call.Dests {
+				if b := call.Dests[i].Buf; b != nil {
+					b.Release()
+					call.Dests[i].Buf = nil
+				}
+			}
+		}
+		d.pool.put(held...)
+	}()
+	pooled := true
+	stop := st.Start(backend.StageUpload)
+	bufs := make([]*gpu.Buffer, len(p.Buffers))
+	for i, pb := range p.Buffers {
+		if err := ctx.Err(); err != nil {
+			stop()
+			return err
+		}
+		if a := call.Args[i]; pb.Input && a.Buf != nil {
+			buf, err := d.buffer(a.Buf, pb.Len)
+			if err != nil {
+				stop()
+				return fail(fmt.Errorf("buf%d: %w", i, err))
+			}
+			bufs[i] = buf.buf
+			continue
+		}
+		buf, hit, err := d.pool.get(uint64(pb.Len)*4, fmt.Sprintf("buf%d", i))
+		if err != nil {
+			stop()
+			return fail(err)
+		}
+		held = append(held, buf)
+		pooled = pooled && hit
+		bufs[i] = buf
+		if pb.Input {
+			if err := d.dev.Upload(buf, call.Args[i].Host); err != nil {
+				stop()
+				return fail(err)
+			}
+			st.UploadBytes += int64(pb.Len) * 4
+		}
+	}
+	// Wait for the copies, so that upload time is not charged to dispatch.
+	err = d.dev.Flush()
+	stop()
+	if err != nil {
+		return fail(err)
+	}
+	st.Hit(backend.CacheBufferPool, pooled)
+
+	if len(p.Kernels) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ds := make([]gpu.Dispatch, len(p.Kernels))
+		for i, k := range p.Kernels {
+			g := e.shaders[i].Groups
+			dsp := gpu.Dispatch{Pipeline: e.pipes[i].p, Groups: [3]uint32{uint32(g[0]), uint32(g[1]), uint32(g[2])}}
+			for _, in := range k.Inputs {
+				dsp.Buffers = append(dsp.Buffers, bufs[in.Buffer])
+			}
+			for _, o := range k.Outputs {
+				dsp.Buffers = append(dsp.Buffers, bufs[o])
+			}
+			ds[i] = dsp
+			ds[i].Buffers = append(ds[i].Buffers, e.params[i])
+		}
+		// Drivers finish compiling at the first dispatch, and the first
+		// touch of fresh buffers maps their pages (0.6 against 0.26 ms for
+		// relu(a*b+c) over 64M on the H200): such a run is flagged.
+		st.FirstDispatch = e.fresh || !pooled
+		stop := st.Start(backend.StageDispatch)
+		gpuNs, timed, err := d.dev.RunTimed(ds)
+		stop()
+		if err != nil {
+			return fail(err)
+		}
+		e.fresh = false
+		if timed {
+			st.GPUDispatch, st.GPUTimed = gpuDuration(gpuNs), true
+		}
+	}
+
+	defer st.Start(backend.StageReadback)()
+	for i, o := range p.Outputs {
+		dst := &call.Dests[i]
+		switch {
+		case o.Buffer < 0:
+		case dst.Keep:
+			buf := bufs[o.Buffer]
+			for k, h := range held {
+				if h == buf {
+					held = append(held[:k], held[k+1:]...)
+					break
+				}
+			}
+			dst.Buf = &buffer{d: d, buf: buf, n: p.Buffers[o.Buffer].Len}
+		default:
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := d.dev.Read(bufs[o.Buffer], dst.Host); err != nil {
+				return fail(err)
+			}
+			st.ReadbackBytes += int64(len(dst.Host)) * 4
+		}
+	}
+	return nil
+}
+
+func gpuDuration(ns uint64) time.Duration { return time.Duration(ns) }

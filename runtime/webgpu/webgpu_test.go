@@ -1,0 +1,134 @@
+//go:build !js
+
+package webgpu
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/backend"
+)
+
+func openDevice(t *testing.T) *device {
+	t.Helper()
+	c, err := cache.Open(cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := open(backend.Options{AllowSoftware: true, Cache: c})
+	if err != nil {
+		if os.Getenv("GPUCC_REQUIRE_WEBGPU") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(d.Close)
+	return d.(*device)
+}
+
+func program(t *testing.T, g *ir.Graph) *backend.Program {
+	t.Helper()
+	p, _, err := passes.Compile(g, passes.Options{SplitSums: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &backend.Program{IR: p}
+}
+
+// countdown is a context whose Err turns to Canceled after n calls.
+type countdown struct {
+	context.Context
+	n atomic.Int64
+}
+
+func (c *countdown) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCancelReturnsBuffers cancels a run at each point it checks its
+// context and counts the device buffers out of the pool: none is left but
+// the kept output of a run that completed.
+func TestCancelReturnsBuffers(t *testing.T) {
+	d := openDevice(t)
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{64}, irtest.Values(1, 64, 3))
+	y := x.MulScalar(2).Relu()
+	bl.Output("y", y)
+	bl.Output("s", y.Sum())
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := program(t, g)
+	exe, err := d.Compile(context.Background(), bp, &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	p := bp.IR
+	for k := range 20 {
+		ctx := &countdown{Context: context.Background()}
+		ctx.n.Store(int64(k))
+		call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+		for i, b := range p.Buffers {
+			if b.Input {
+				call.Args[i].Host = b.Data
+			}
+		}
+		for i, o := range p.Outputs {
+			call.Dests[i].Keep = o.Buffer >= 0 && !p.Buffers[o.Buffer].Input
+			if !call.Dests[i].Keep {
+				call.Dests[i].Host = make([]float32, o.Shape.Len())
+			}
+		}
+		err := exe.Run(ctx, call)
+		for _, dst := range call.Dests {
+			if dst.Buf != nil {
+				if err != nil {
+					t.Fatalf("cancel after %d: a failed run left a kept buffer", k)
+				}
+				dst.Buf.Release()
+			}
+		}
+		if err == nil && k < 3 {
+			t.Fatalf("cancel after %d checks: the run completed", k)
+		}
+		if d.pool.out != 0 {
+			t.Fatalf("cancel after %d checks (err %v): %d buffers out of the pool", k, err, d.pool.out)
+		}
+	}
+}
+
+// TestPipelineCacheBounded: pipelines no executable uses are released
+// past the bound, and compiling again afterwards works.
+func TestPipelineCacheBounded(t *testing.T) {
+	d := openDevice(t)
+	defer func(old int) { maxIdlePipelines = old }(maxIdlePipelines)
+	maxIdlePipelines = 2
+	for n := 1; n <= 5; n++ { // each size is a different kernel
+		bl := ir.NewBuilder()
+		x := bl.Input(ir.Shape{n}, irtest.Values(1, n, 3))
+		bl.Output("y", x.MulScalar(2).Relu())
+		g, err := bl.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe.Release()
+		if len(d.pipelines) > maxIdlePipelines {
+			t.Fatalf("after %d graphs, %d pipelines cached; bound %d idle", n, len(d.pipelines), maxIdlePipelines)
+		}
+	}
+}

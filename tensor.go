@@ -1,0 +1,186 @@
+package gpucc
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
+)
+
+// Value is an input value: host data (a Tensor, made by Host) or a
+// *DeviceTensor.
+type Value interface{ value() }
+
+// Inputs gives a run's inputs by name. An input left out takes the data
+// embedded in the graph.
+type Inputs map[string]Value
+
+// Tensor is a tensor in host memory: an output of a run, or an input
+// value.
+type Tensor struct {
+	Shape []int     `json:"shape"`
+	Data  []float32 `json:"data"`
+}
+
+func (Tensor) value() {}
+
+// Host returns host data of the given shape as an input value. data is
+// read, never kept or written.
+func Host(shape ir.Shape, data []float32) Tensor { return Tensor{Shape: shape, Data: data} }
+
+// DeviceTensor is a tensor in a Runtime's device memory (host or wasm
+// memory on the cpu, wasm and native backends). Runtime.Upload and
+// RunOptions.Keep make them; Release frees one. A DeviceTensor is used
+// through its Runtime, so it is safe for concurrent use.
+type DeviceTensor struct {
+	rt    *Runtime
+	buf   backend.Buffer // nil once released; guarded by rt.mu
+	shape ir.Shape
+}
+
+func (*DeviceTensor) value() {}
+
+// Shape returns the tensor's shape.
+func (t *DeviceTensor) Shape() ir.Shape { return slices.Clone(t.shape) }
+
+// Bytes returns the device memory the tensor holds.
+func (t *DeviceTensor) Bytes() int64 { return 4 * int64(t.shape.Len()) }
+
+// Upload copies host data into a new DeviceTensor. The data must be
+// finite float32 values of the shape's length.
+func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (*DeviceTensor, error) {
+	if err := checkHost("upload", shape, shape, data); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.dev == nil {
+		return nil, rt.errClosed()
+	}
+	return rt.newTensorLocked(ctx, slices.Clone(shape), data)
+}
+
+// newTensorLocked allocates a tensor and uploads data into it; rt.mu held.
+func (rt *Runtime) newTensorLocked(ctx context.Context, shape ir.Shape, data []float32) (*DeviceTensor, error) {
+	n := 4 * int64(len(data))
+	if err := rt.reserve(n); err != nil {
+		return nil, err
+	}
+	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) }); err != nil {
+		buf.Release()
+		return nil, rt.wrap(err)
+	}
+	return rt.adoptLocked(buf, shape), nil
+}
+
+// adoptLocked makes buf a live tensor of rt; rt.mu held.
+func (rt *Runtime) adoptLocked(buf backend.Buffer, shape ir.Shape) *DeviceTensor {
+	t := &DeviceTensor{rt: rt, buf: buf, shape: shape}
+	rt.tensors[t] = struct{}{}
+	rt.live += t.Bytes()
+	return t
+}
+
+// checkLocked returns an invalid_tensor error unless t is live on rt;
+// rt.mu held.
+func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
+	switch {
+	case t == nil:
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: nil device tensor", use)
+	case t.rt != rt:
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor belongs to another runtime", use)
+	case rt.dev == nil:
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor's runtime is closed", use)
+	case t.buf == nil:
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was released", use)
+	}
+	return nil
+}
+
+// Read copies the tensor to the host, into out when it has the tensor's
+// length (nil: a new slice), and returns the values. Reading checks that
+// every value is finite (non_finite_output otherwise).
+func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, error) {
+	if t == nil {
+		return nil, ir.Errorf(ir.CodeInvalidTensor, -1, "", "read: nil device tensor")
+	}
+	rt := t.rt
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if err := t.checkLocked(rt, "read"); err != nil {
+		return nil, err
+	}
+	n := t.shape.Len()
+	if out == nil {
+		out = make([]float32, n)
+	}
+	if len(out) != n {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "read: tensor of shape %v into a slice of %d values", t.shape, len(out))
+	}
+	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+		return nil, rt.wrap(err)
+	}
+	if err := checkFinite(rt.info.Name, "tensor", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Release frees the tensor's device memory. Releasing twice, or after the
+// Runtime's Close, is an invalid_tensor error.
+func (t *DeviceTensor) Release() error {
+	if t == nil {
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "release: nil device tensor")
+	}
+	rt := t.rt
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if err := t.checkLocked(rt, "release"); err != nil {
+		return err
+	}
+	t.releaseLocked()
+	return nil
+}
+
+func (t *DeviceTensor) releaseLocked() {
+	if t.buf == nil {
+		return
+	}
+	t.buf.Release()
+	t.buf = nil
+	delete(t.rt.tensors, t)
+	t.rt.live -= t.Bytes()
+}
+
+// checkHost checks host data against an input's shape: the same shape,
+// and every value a finite float32.
+func checkHost(name string, want, shape ir.Shape, data []float32) error {
+	if !want.Equal(shape) {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q has shape %v, the graph needs %v", name, shape, want)
+	}
+	if len(data) != want.Len() {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q holds %d values, shape %v needs %d", name, len(data), want, want.Len())
+	}
+	for k, v := range data {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q value %d is %v; inputs must be finite float32", name, k, v)
+		}
+	}
+	return nil
+}
+
+// checkFinite returns non_finite_output when data holds ±Inf or NaN.
+func checkFinite(backendName, what string, data []float32) error {
+	for k, v := range data {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return backend.Errorf(ir.CodeNonFiniteOutput, backendName, "%s element %d is %v; outputs must be finite float32", what, k, v)
+		}
+	}
+	return nil
+}
