@@ -90,8 +90,9 @@ const DefaultPoolBytes = backend.DefaultPoolBytes
 // Adapter describes the device a backend runs on.
 type Adapter = backend.Adapter
 
-// Profile is what a device lets kernels use; see backend.Profile.
-type Profile = backend.Profile
+// Profile is a named set of device limits that a compilation targets; see
+// passes.Profile. passes.WebGPUDefault is every adapter's.
+type Profile = passes.Profile
 
 // Attempt is one failed backend initialisation during auto selection.
 type Attempt struct {

@@ -11,10 +11,6 @@ import (
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
-// WebGPUDefaultProfile is WebGPU's default limits, which every adapter
-// accepts: a Plan sealed for it loads on every backend.
-var WebGPUDefaultProfile = Profile{MaxBindings: 8, MaxInvocations: 256, MaxWorkgroupStorage: 16384, SplitSums: true}
-
 // Plan is a sealed program: a validated graph lowered by the passes for a
 // device Profile. It is what Seal returns and Runtime.Load compiles; `gpucc
 // run` and `gpucc build` both make theirs with Seal. A Plan is immutable
@@ -61,8 +57,11 @@ func (p *Plan) Input(name string) (PlanInput, bool) {
 }
 
 // Seal validates g against limits and lowers it for a device of profile
-// prof, with popts (its device fields default to prof's). g is not
-// modified; the Plan shares its input data.
+// prof (passes.Profile.Options), with the non-zero device fields of popts
+// overriding prof's and its other fields (NoFuse, Tile, DumpAfter, Dump)
+// taken as they are. A profile with buffer-size limits refuses a program
+// with a larger buffer (limit_exceeded). g is not modified; the Plan
+// shares its input data.
 func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*Plan, error) {
 	if g == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil graph")
@@ -70,17 +69,22 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 	if err := ir.Validate(g, limits); err != nil {
 		return nil, err
 	}
-	popts.Limits = limits
-	if popts.MaxBindings == 0 {
-		popts.MaxBindings = prof.MaxBindings
+	o := prof.Options(limits)
+	if popts.MaxBindings != 0 {
+		o.MaxBindings = popts.MaxBindings
 	}
-	if popts.MaxInvocations == 0 {
-		popts.MaxInvocations, popts.MaxWorkgroupStorage = prof.MaxInvocations, prof.MaxWorkgroupStorage
+	if popts.MaxInvocations != 0 {
+		o.MaxInvocations, o.MaxWorkgroupStorage = popts.MaxInvocations, popts.MaxWorkgroupStorage
 	}
-	popts.SplitSums = popts.SplitSums || prof.SplitSums
-	prog, timings, err := passes.Compile(g, popts)
+	o.NoFuse, o.Tile, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.DumpAfter, popts.Dump
+	prog, timings, err := passes.Compile(g, o)
 	if err != nil {
 		return nil, err
+	}
+	if prof.MaxBindingSize > 0 && prof.MaxBufferSize > 0 {
+		if err := prof.Fits(prog); err != nil {
+			return nil, err
+		}
 	}
 	plan := &Plan{Program: prog, Profile: prof}
 	for _, t := range timings {
@@ -118,24 +122,6 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 	return plan, nil
 }
 
-// meets reports whether a device of profile d can run programs planned
-// for p (a zero field of d sets no bound).
-func meets(d, p Profile) error {
-	check := func(what string, have, want int) error {
-		if have > 0 && want > have {
-			return fmt.Errorf("the plan needs %s %d, the device allows %d", what, want, have)
-		}
-		return nil
-	}
-	if err := check("max_bindings", d.MaxBindings, p.MaxBindings); err != nil {
-		return err
-	}
-	if err := check("max_invocations", d.MaxInvocations, p.MaxInvocations); err != nil {
-		return err
-	}
-	return check("max_workgroup_storage", d.MaxWorkgroupStorage, p.MaxWorkgroupStorage)
-}
-
 // Compile seals g for this Runtime's device (Seal with the Runtime's
 // limits, passes options and Profile) and loads the plan.
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
@@ -161,8 +147,8 @@ func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 	if rt.dev == nil {
 		return nil, rt.errClosed()
 	}
-	if err := meets(rt.info.Profile, plan.Profile); err != nil {
-		return nil, &Error{Code: ir.CodeBackendUnavailable, Backend: rt.info.Name, Err: err}
+	if err := plan.Profile.Check(rt.info.Profile); err != nil {
+		return nil, err
 	}
 	e := &Executable{rt: rt, plan: plan}
 	bp := &backend.Program{IR: plan.Program, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm}

@@ -25,6 +25,7 @@ import (
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 )
 
 // Options configure a Device when it opens.
@@ -53,21 +54,13 @@ type Adapter struct {
 	Software bool   `json:"software"`
 }
 
-// Profile is what a device lets kernels use; the passes plan a program for
-// one. A zero field means the device sets no bound of its own (passes then
-// use WebGPU's defaults).
-type Profile struct {
-	MaxBindings         int  `json:"max_bindings"`          // storage buffers per kernel
-	MaxInvocations      int  `json:"max_invocations"`       // threads per workgroup
-	MaxWorkgroupStorage int  `json:"max_workgroup_storage"` // bytes of workgroup memory
-	SplitSums           bool `json:"split_sums"`            // a workgroup per block of a large sum
-}
-
 // Info says what an open Device is.
 type Info struct {
 	Name    string // the backend's registered name
 	Adapter Adapter
-	Profile Profile
+	// Profile is the device's limits (passes.Profile, Name the backend's);
+	// a zero limit is unbounded.
+	Profile passes.Profile
 }
 
 // Program is a sealed program handed to Device.Compile: the lowered IR,

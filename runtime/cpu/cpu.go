@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
@@ -21,7 +22,7 @@ func init() {
 type device struct{ backend.HostMemory }
 
 func (device) Info() backend.Info {
-	return backend.Info{Name: "cpu", Adapter: backend.Adapter{Name: "cpuref", Type: "cpu"}}
+	return backend.Info{Name: "cpu", Profile: passes.Profile{Name: "cpu"}, Adapter: backend.Adapter{Name: "cpuref", Type: "cpu"}}
 }
 
 func (device) Close() {}

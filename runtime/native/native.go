@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -93,7 +94,7 @@ func open(backend.Options) (backend.Device, error) {
 }
 
 func (d *device) Info() backend.Info {
-	return backend.Info{Name: "native", Adapter: backend.Adapter{Name: fmt.Sprintf("native %s/%s", goruntime.GOOS, goruntime.GOARCH),
+	return backend.Info{Name: "native", Profile: passes.Profile{Name: "native"}, Adapter: backend.Adapter{Name: fmt.Sprintf("native %s/%s", goruntime.GOOS, goruntime.GOARCH),
 		Driver: d.cc.Version, Backend: "native", Type: "cpu"}}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -115,7 +116,7 @@ func (d *device) Info() backend.Info {
 	if d.compiler {
 		mode = "compiler"
 	}
-	return backend.Info{Name: "wasm", Adapter: backend.Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode),
+	return backend.Info{Name: "wasm", Profile: passes.Profile{Name: "wasm"}, Adapter: backend.Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode),
 		Driver: d.tc.Version, Backend: "wasm", Type: "cpu"}}
 }
 

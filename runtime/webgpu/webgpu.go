@@ -21,6 +21,7 @@ import (
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
@@ -89,9 +90,13 @@ func open(opts backend.Options) (backend.Device, error) {
 		pool:      &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*gpu.Buffer{}},
 		info: backend.Info{Name: "webgpu",
 			Adapter: backend.Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend, Type: info.Type, Software: info.Software},
-			Profile: backend.Profile{MaxBindings: int(l.MaxStorageBuffersPerShaderStage),
-				MaxInvocations: int(l.MaxComputeInvocationsPerWorkgroup), MaxWorkgroupStorage: int(l.MaxComputeWorkgroupStorageSize),
-				SplitSums: true}},
+			Profile: passes.Profile{Name: "webgpu", MaxStorageBuffers: int(l.MaxStorageBuffersPerShaderStage),
+				MaxInvocations:            int(l.MaxComputeInvocationsPerWorkgroup),
+				MaxWorkgroupSize:          [3]int{int(l.MaxComputeWorkgroupSizeX), int(l.MaxComputeWorkgroupSizeY), int(l.MaxComputeWorkgroupSizeZ)},
+				MaxWorkgroupStorage:       int(l.MaxComputeWorkgroupStorageSize),
+				MaxWorkgroupsPerDimension: int(l.MaxComputeWorkgroupsPerDimension),
+				MaxBindingSize:            int64(l.MaxStorageBufferBindingSize),
+				MaxBufferSize:             int64(l.MaxBufferSize)}},
 	}, nil
 }
 
