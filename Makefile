@@ -40,6 +40,9 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./cmd/gpucc-web ./runtime/...
+	@# Without cgo there is no wgpu-native, but cpu, wasm and native build.
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gpucc
 
 fuzz:
 	$(GO) test ./ir/ -run XXX -fuzz FuzzDecode -fuzztime 20s

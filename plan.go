@@ -58,7 +58,7 @@ func (p *Plan) Input(name string) (PlanInput, bool) {
 
 // Seal validates g against limits and lowers it for a device of profile
 // prof (passes.Profile.Options), with the non-zero device fields of popts
-// overriding prof's and its other fields (NoFuse, Tile, DumpAfter, Dump)
+// overriding prof's (explicit workgroup limits also take popts.SplitSums) and its other fields (NoFuse, Tile, DumpAfter, Dump)
 // taken as they are. A profile with buffer-size limits refuses a program
 // with a larger buffer (limit_exceeded). g is not modified; the Plan
 // shares its input data.
@@ -73,8 +73,8 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 	if popts.MaxBindings != 0 {
 		o.MaxBindings = popts.MaxBindings
 	}
-	if popts.MaxInvocations != 0 {
-		o.MaxInvocations, o.MaxWorkgroupStorage = popts.MaxInvocations, popts.MaxWorkgroupStorage
+	if popts.MaxInvocations != 0 { // explicit workgroup limits: split sums only when asked
+		o.MaxInvocations, o.MaxWorkgroupStorage, o.SplitSums = popts.MaxInvocations, popts.MaxWorkgroupStorage, popts.SplitSums
 	}
 	o.NoFuse, o.Tile, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.DumpAfter, popts.Dump
 	prog, timings, err := passes.Compile(g, o)

@@ -15,6 +15,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -24,9 +25,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
+	_ "github.com/gpucc/gpucc/runtime/all" // every backend this build supports
 )
 
 // Config chooses what Run measures.
@@ -44,7 +46,7 @@ type Config struct {
 	Progress  io.Writer // progress bar, or nil
 	// Workloads replaces the suite (nil: Workloads()).
 	Workloads []Workload
-	// Upload and UploadChunk pass through to runtime.Options.
+	// Upload and UploadChunk pass through to gpucc.Options.
 	Upload      string
 	UploadChunk uint64
 }
@@ -88,7 +90,7 @@ func Workloads() []Workload {
 
 // Stage is one run's measurements.
 type Stage struct {
-	runtime.Timings
+	gpucc.Timings
 	Cache map[string]bool `json:"cache,omitempty"`
 }
 
@@ -107,15 +109,15 @@ type Case struct {
 
 // Report is what Run produces and Write saves.
 type Report struct {
-	Date       string                      `json:"date"`
-	Host       string                      `json:"host"`
-	Quick      bool                        `json:"quick"`
-	Adapters   map[string]*runtime.Adapter `json:"adapters"`
-	Cases      []Case                      `json:"cases"`
-	Skipped    []string                    `json:"skipped,omitempty"`
-	Crossovers []Crossover                 `json:"crossovers"`
-	Torch      *Torch                      `json:"torch,omitempty"`
-	WallS      float64                     `json:"wall_s"`
+	Date       string                    `json:"date"`
+	Host       string                    `json:"host"`
+	Quick      bool                      `json:"quick"`
+	Adapters   map[string]*gpucc.Adapter `json:"adapters"`
+	Cases      []Case                    `json:"cases"`
+	Skipped    []string                  `json:"skipped,omitempty"`
+	Crossovers []Crossover               `json:"crossovers"`
+	Torch      *Torch                    `json:"torch,omitempty"`
+	WallS      float64                   `json:"wall_s"`
 }
 
 // Limits are the host limits for bench graphs: 64M-element tensors and
@@ -128,7 +130,7 @@ func Limits() ir.Limits {
 // withDefaults fills in cfg's zero fields.
 func (cfg Config) withDefaults() Config {
 	if cfg.Backends == nil {
-		cfg.Backends = runtime.Backends()
+		cfg.Backends = gpucc.Backends()
 	}
 	if cfg.Workloads == nil {
 		cfg.Workloads = Workloads()
@@ -181,7 +183,7 @@ func Run(cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	host, _ := os.Hostname()
 	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Host: fmt.Sprintf("%s (%s/%s, %d CPUs)", host, goruntime.GOOS, goruntime.GOARCH, goruntime.NumCPU()),
-		Quick: cfg.Quick, Adapters: map[string]*runtime.Adapter{}}
+		Quick: cfg.Quick, Adapters: map[string]*gpucc.Adapter{}}
 	jobs := cfg.jobs()
 	bar := newProgress(cfg.Progress, len(jobs))
 	last := map[string]float64{} // workload/backend: the last case's warm ms per unit of work
@@ -237,27 +239,44 @@ func Run(cfg Config) (*Report, error) {
 	return r, nil
 }
 
-// measure runs g cold (fresh runtime, no cache at all) and warm. adapter
-// is nil when the backend could not start.
-func measure(cfg Config, backend string, g *ir.Graph) (Case, *runtime.Adapter, error) {
+// measure runs g cold (fresh runtime, no cache at all: compile and a first
+// run) and warm (runs of the compiled executable, host data in and out:
+// nothing is compiled again). adapter is nil when the backend could not
+// start.
+func measure(cfg Config, backend string, g *ir.Graph) (Case, *gpucc.Adapter, error) {
 	var c Case
 	mem, _ := cache.Open(cache.Options{}) // memory only, and new: cold means no cache at all (TestColdIsCold)
-	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: cfg.AllowSoftware, Limits: Limits(),
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: backend, AllowSoftware: cfg.AllowSoftware, Limits: Limits(),
 		Cache: mem, Upload: cfg.Upload, UploadChunk: cfg.UploadChunk})
 	if err != nil {
 		return c, nil, err
 	}
 	defer rt.Close()
-	res, err := rt.Run(g)
+	exe, err := rt.Compile(ctx, g)
 	if err != nil {
-		return c, &runtime.Adapter{Name: backend}, err
+		return c, &gpucc.Adapter{Name: backend}, err
+	}
+	defer exe.Release()
+	res, err := exe.Run(ctx, nil)
+	if err != nil {
+		return c, &gpucc.Adapter{Name: backend}, err
 	}
 	adapter := res.Adapter
 	c.Kernels = res.Kernels
+	compiled, hits := exe.CompileTimings()
 	c.Cold = Stage{res.Timings, res.Cache}
+	c.Cold.PassesMs, c.Cold.CodegenMs, c.Cold.CompileMs = compiled.PassesMs, compiled.CodegenMs, compiled.CompileMs
+	c.Cold.TotalMs += compiled.TotalMs
+	for k, v := range hits {
+		if c.Cold.Cache == nil {
+			c.Cold.Cache = map[string]bool{}
+		}
+		c.Cold.Cache[k] = v
+	}
 	var warm []Stage
 	for range cfg.WarmRuns {
-		res, err := rt.Run(g)
+		res, err := exe.Run(ctx, nil)
 		if err != nil {
 			return c, adapter, err
 		}

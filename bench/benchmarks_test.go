@@ -12,16 +12,17 @@ package bench
 // e.g. bench.test -test.run '^$' -test.bench . -test.benchtime 5x
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
-	"github.com/gpucc/gpucc/runtime"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
@@ -32,12 +33,12 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func openRuntime(b *testing.B, c *cache.Cache) *runtime.Runtime {
+func openRuntime(b *testing.B, c *cache.Cache) *gpucc.Runtime {
 	b.Helper()
 	if c == nil {
 		c, _ = cache.Open(cache.Options{})
 	}
-	rt, err := runtime.New(runtime.Options{Backend: "webgpu", AllowSoftware: true, Limits: Limits(), Cache: c,
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "webgpu", AllowSoftware: true, Limits: Limits(), Cache: c,
 		Upload: os.Getenv("GPUCC_UPLOAD")})
 	if err != nil {
 		b.Skipf("webgpu: %v", err)
@@ -66,7 +67,7 @@ func BenchmarkCompile(b *testing.B) {
 			b.StopTimer()
 			rt := openRuntime(b, nil)
 			b.StartTimer()
-			res, err := rt.Run(g)
+			res, err := rt.Run(context.Background(), g)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -80,12 +81,12 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("warm", func(b *testing.B) {
 		rt := openRuntime(b, nil)
 		defer rt.Close()
-		if _, err := rt.Run(g); err != nil {
+		if _, err := rt.Run(context.Background(), g); err != nil {
 			b.Fatal(err)
 		}
 		var total float64
 		for b.Loop() {
-			res, err := rt.Run(g)
+			res, err := rt.Run(context.Background(), g)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -214,17 +215,23 @@ func BenchmarkTinyDispatch(b *testing.B) {
 	}
 }
 
-// benchmarkRun runs g warm on the runtime and reports the stage means.
+// benchmarkRun runs g's executable warm (host data in and out) and
+// reports the stage means.
 func benchmarkRun(b *testing.B, g *ir.Graph, flops float64) {
+	ctx := context.Background()
 	rt := openRuntime(b, nil)
 	defer rt.Close()
-	if _, err := rt.Run(g); err != nil {
+	exe, err := rt.Compile(ctx, g)
+	if err != nil {
 		b.Fatal(err)
 	}
-	var t runtime.Timings
+	if _, err := exe.Run(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	var t gpucc.Timings
 	clock := ""
 	for b.Loop() {
-		res, err := rt.Run(g)
+		res, err := exe.Run(ctx, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpucc/gpucc/runtime"
+	"github.com/gpucc/gpucc"
 )
 
 // TestColdIsCold: a cold run finds nothing in any cache, even on a second
@@ -18,7 +18,7 @@ func TestColdIsCold(t *testing.T) {
 	t.Setenv("GPUCC_CACHE_DIR", t.TempDir()) // shared by both benches, as a user's cache dir is
 	var backends []string
 	for _, be := range []string{"wasm", "native"} {
-		if slices.Contains(runtime.Backends(), be) {
+		if slices.Contains(gpucc.Backends(), be) {
 			backends = append(backends, be)
 		}
 	}
@@ -80,12 +80,12 @@ func TestCrossoversBestCPU(t *testing.T) {
 
 // TestReportDeterministic: the same report renders to the same bytes.
 func TestReportDeterministic(t *testing.T) {
-	r := &Report{Adapters: map[string]*runtime.Adapter{}, Cases: []Case{
+	r := &Report{Adapters: map[string]*gpucc.Adapter{}, Cases: []Case{
 		{Workload: "w", Unit: "n", Size: 10, Backend: "cpu", Cold: Stage{Cache: map[string]bool{"a": true, "b": true, "c": false}}.with(2), Warm: Stage{}.with(1)},
 		{Workload: "w", Unit: "n", Size: 100, Backend: "webgpu", Cold: Stage{}.with(20), Warm: Stage{}.with(3)},
 	}}
 	for _, be := range []string{"webgpu", "wasm", "native", "cpu", "webgl2"} {
-		r.Adapters[be] = &runtime.Adapter{Name: be + " adapter"}
+		r.Adapters[be] = &gpucc.Adapter{Name: be + " adapter"}
 	}
 	r.Crossovers = Crossovers(r.Cases)
 	md, page := r.Markdown(), r.HTML()

@@ -49,7 +49,7 @@ import (
 )
 
 // unlimited validates invariants without host policy: limits are the
-// runner's to apply (runtime.Runtime.Run does, with its own).
+// runner's to apply (gpucc.Runtime.Compile does, with its own).
 var unlimited = ir.Limits{MaxNodes: math.MaxInt32, MaxElements: math.MaxInt64 / 8,
 	MaxStorageBytes: math.MaxInt64, MaxOps: math.MaxInt64, MaxOutputs: math.MaxInt32}
 

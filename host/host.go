@@ -32,9 +32,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 // DefaultMaxPending is the seed's cap on pending requests per client.
@@ -70,9 +70,9 @@ type Request struct {
 // Reply is the seed's envelope: OK with the result a `gpucc run` prints,
 // or an error with a stable code.
 type Reply struct {
-	OK    bool            `json:"ok"`
-	Value *runtime.Result `json:"value,omitempty"`
-	Error *ErrorBody      `json:"error,omitempty"`
+	OK    bool          `json:"ok"`
+	Value *gpucc.Result `json:"value,omitempty"`
+	Error *ErrorBody    `json:"error,omitempty"`
 }
 
 // ErrorBody is a failed reply's error.
@@ -84,7 +84,7 @@ type ErrorBody struct {
 // Failed returns the reply for err: its stable code (internal when it
 // has none) and message.
 func Failed(err error) Reply {
-	return Reply{Error: &ErrorBody{Code: runtime.CodeOf(err), Message: err.Error()}}
+	return Reply{Error: &ErrorBody{Code: gpucc.CodeOf(err), Message: err.Error()}}
 }
 
 // hostError is an error the host itself reports.
@@ -359,7 +359,7 @@ func (h *Host) execute(ctx context.Context, req Request) Reply {
 
 func (h *Host) allows(backend string) bool {
 	if h.policy.Backends == nil {
-		return backend == "auto" || slices.Contains(runtime.Backends(), backend)
+		return backend == "auto" || slices.Contains(gpucc.Backends(), backend)
 	}
 	return slices.Contains(h.policy.Backends, backend)
 }
@@ -369,7 +369,7 @@ func (h *Host) offered() []string {
 	if h.policy.Backends != nil {
 		return h.policy.Backends
 	}
-	return append([]string{"auto"}, runtime.Backends()...)
+	return append([]string{"auto"}, gpucc.Backends()...)
 }
 
 // Offered returns the backend names a request may name.
@@ -380,14 +380,14 @@ func (h *Host) Offered() []string { return slices.Clone(h.offered()) }
 type executor interface {
 	// run executes g on backend; it may return ctx's error when ctx is
 	// done before the work starts.
-	run(ctx context.Context, backend string, g *ir.Graph) (*runtime.Result, error)
+	run(ctx context.Context, backend string, g *ir.Graph) (*gpucc.Result, error)
 	close()
 }
 
-// runtimes is the executor on package runtime: one Runtime per backend
+// runtimes is the executor on package gpucc: one Runtime per backend
 // name, opened on first use and kept, each running one graph at a time.
 type runtimes struct {
-	opts runtime.Options
+	opts gpucc.Options
 
 	mu     sync.Mutex
 	open   map[string]*backendSlot
@@ -398,12 +398,12 @@ type runtimes struct {
 // request whose context ends while it waits never starts.
 type backendSlot struct {
 	turn chan struct{}
-	rt   *runtime.Runtime
+	rt   *gpucc.Runtime
 	err  error
 }
 
 func newRuntimes(o Options) *runtimes {
-	return &runtimes{opts: runtime.Options{AllowSoftware: o.AllowSoftware, Limits: o.Policy.Limits, Cache: o.Cache},
+	return &runtimes{opts: gpucc.Options{AllowSoftware: o.AllowSoftware, Limits: o.Policy.Limits, Cache: o.Cache},
 		open: map[string]*backendSlot{}}
 }
 
@@ -417,14 +417,14 @@ func (r *runtimes) slot(backend string) (*backendSlot, error) {
 	if s == nil || s.err != nil { // retry a backend that failed to start
 		opts := r.opts
 		opts.Backend = backend
-		rt, err := runtime.New(opts)
+		rt, err := gpucc.Open(context.Background(), opts)
 		s = &backendSlot{turn: make(chan struct{}, 1), rt: rt, err: err}
 		r.open[backend] = s
 	}
 	return s, s.err
 }
 
-func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*runtime.Result, error) {
+func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc.Result, error) {
 	s, err := r.slot(backend)
 	if err != nil {
 		return nil, err
@@ -438,7 +438,7 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*runti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.rt.Run(g)
+	return s.rt.Run(ctx, g)
 }
 
 func (r *runtimes) close() {

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	_ "github.com/gpucc/gpucc/runtime/all"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,8 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 const seed = `{"version":1,"nodes":[
@@ -39,14 +40,14 @@ func newGate() *gate {
 	return &gate{started: make(chan struct{}, 100), release: make(chan struct{})}
 }
 
-func (f *gate) run(ctx context.Context, backend string, g *ir.Graph) (*runtime.Result, error) {
+func (f *gate) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc.Result, error) {
 	f.runs.Add(1)
 	f.started <- struct{}{}
 	<-f.release
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &runtime.Result{Backend: "gate", Outputs: map[string]runtime.Tensor{}}, nil
+	return &gpucc.Result{Backend: "gate", Outputs: map[string]gpucc.Tensor{}}, nil
 }
 
 func (f *gate) close() { f.closed.Store(true) }
@@ -113,7 +114,7 @@ func TestCodes(t *testing.T) {
 		})
 	}
 	g := newGate()
-	g.err = &runtime.Error{Code: ir.CodeExecutionFailed, Backend: "gate", Err: errors.New("device lost")}
+	g.err = &gpucc.Error{Code: ir.CodeExecutionFailed, Backend: "gate", Err: errors.New("device lost")}
 	hf := newHost(Policy{}, g)
 	cf := hf.Client("g")
 	hf.Grant("g")
@@ -142,7 +143,7 @@ func TestPendingCap(t *testing.T) {
 		<-g.started
 	}
 	err := c.Submit(context.Background(), req(seed, "cpu"), func(Reply) { t.Error("a refused request was delivered") })
-	if ir.Code(runtime.CodeOf(err)) != ir.CodeBusy {
+	if ir.Code(gpucc.CodeOf(err)) != ir.CodeBusy {
 		t.Fatalf("17th request: %v, want busy", err)
 	}
 	// Cancelling answers every one (timeout) but frees no slot.
@@ -201,7 +202,7 @@ func TestDisposeDropsLateResults(t *testing.T) {
 	if n := late.Load(); n != 0 {
 		t.Errorf("%d results delivered after Dispose", n)
 	}
-	if err := c.Submit(context.Background(), req(seed, "cpu"), func(Reply) { t.Error("delivered") }); runtime.CodeOf(err) != ir.CodeDisposed {
+	if err := c.Submit(context.Background(), req(seed, "cpu"), func(Reply) { t.Error("delivered") }); gpucc.CodeOf(err) != ir.CodeDisposed {
 		t.Errorf("Submit after Dispose: %v, want disposed", err)
 	}
 	if err := h.Close(context.Background()); err != nil {

@@ -14,21 +14,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"syscall/js"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
+	_ "github.com/gpucc/gpucc/runtime/all" // the browser backends
 )
 
 func main() {
 	api := js.Global().Get("Object").New()
 	api.Set("run", js.FuncOf(run))
 	backends := []any{}
-	for _, b := range runtime.Backends() {
+	for _, b := range gpucc.Backends() {
 		backends = append(backends, b)
 	}
 	api.Set("backends", backends)
@@ -41,7 +43,7 @@ func main() {
 
 var (
 	mu       sync.Mutex
-	runtimes = map[runtime.Options]*runtime.Runtime{}
+	runtimes = map[gpucc.Options]*gpucc.Runtime{}
 )
 
 // run is gpucc.run: it returns a Promise and does the work in a goroutine,
@@ -75,7 +77,7 @@ func run(_ js.Value, args []js.Value) any {
 // them (JSON.stringify throws on a cyclic object or a BigInt) is an
 // invalid_graph error: left to panic, it would end the wasm program, and
 // every later gpucc.run with it.
-func parseArgs(args []js.Value) (raw []byte, opts runtime.Options, err error) {
+func parseArgs(args []js.Value) (raw []byte, opts gpucc.Options, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			raw, err = nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading gpucc.run's arguments: %v", r)
@@ -105,10 +107,10 @@ func parseArgs(args []js.Value) (raw []byte, opts runtime.Options, err error) {
 }
 
 // execute decodes and runs one graph, returning the result as JSON.
-func execute(raw []byte, opts runtime.Options) (out []byte, err error) {
+func execute(raw []byte, opts gpucc.Options) (out []byte, err error) {
 	defer func() { // a panic would end the wasm program, and every later run with it
 		if r := recover(); r != nil {
-			err = &runtime.Error{Code: ir.CodeInternal, Backend: opts.Backend, Err: fmt.Errorf("panic: %v", r)}
+			err = &gpucc.Error{Code: ir.CodeInternal, Backend: opts.Backend, Err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
 	g, err := ir.DecodeBytes(raw, opts.Limits)
@@ -119,7 +121,7 @@ func execute(raw []byte, opts runtime.Options) (out []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +129,13 @@ func execute(raw []byte, opts runtime.Options) (out []byte, err error) {
 }
 
 // open returns the cached runtime for opts, opening it on first use.
-func open(opts runtime.Options) (*runtime.Runtime, error) {
+func open(opts gpucc.Options) (*gpucc.Runtime, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if rt, ok := runtimes[opts]; ok {
 		return rt, nil
 	}
-	rt, err := runtime.New(opts)
+	rt, err := gpucc.Open(context.Background(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ func open(opts runtime.Options) (*runtime.Runtime, error) {
 
 // errorObject is the rejection value: {code, message}.
 func errorObject(err error) any {
-	code := runtime.CodeOf(err)
+	code := gpucc.CodeOf(err)
 	var ie *ir.Error
 	if errors.As(err, &ie) {
 		code = ie.Code

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/bench"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 func init() {
@@ -47,9 +47,9 @@ func benchCmd(args []string) int {
 	if *backends != "" {
 		for _, be := range strings.Split(*backends, ",") {
 			be = strings.TrimSpace(be)
-			if !slices.Contains(runtime.Backends(), be) {
+			if !slices.Contains(lib.Backends(), be) {
 				// The code run gives an unknown --backend.
-				return fail(ir.Errorf(ir.CodeBackendUnavailable, -1, "backends", "bench: backend %q is not built into this binary (have %s)", be, strings.Join(runtime.Backends(), ", ")))
+				return fail(ir.Errorf(ir.CodeBackendUnavailable, -1, "backends", "bench: backend %q is not built into this binary (have %s)", be, strings.Join(lib.Backends(), ", ")))
 			}
 			cfg.Backends = append(cfg.Backends, be)
 		}

@@ -13,13 +13,14 @@ import (
 	"slices"
 	"strings"
 
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/codegen/glsl"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
-	"github.com/gpucc/gpucc/runtime"
+	"github.com/gpucc/gpucc/runtime/wasm"
 )
 
 func init() {
@@ -177,7 +178,7 @@ func makeBuild(g *ir.Graph, o buildOptions) (*build, error) {
 	b.timings = timings
 	for _, t := range o.targets {
 		if err := b.addTarget(t); err != nil {
-			if o.allTargets && t == "wasm" && runtime.CodeOf(err) == ir.CodeBackendUnavailable {
+			if o.allTargets && t == "wasm" && lib.CodeOf(err) == ir.CodeBackendUnavailable {
 				b.skipped = append(b.skipped, "wasm: "+err.Error())
 				continue
 			}
@@ -375,9 +376,9 @@ func (b *build) addTarget(target string) error {
 			b.add(kernelDir+"kernels.c", target, []byte(u.Source))
 			break
 		}
-		mod, err := runtime.BuildWasm(context.Background(), u.Source)
+		mod, err := wasm.BuildModule(context.Background(), u.Source)
 		if err != nil {
-			return &runtime.Error{Code: ir.CodeBackendUnavailable, Backend: "wasm", Err: err}
+			return &lib.Error{Code: ir.CodeBackendUnavailable, Backend: "wasm", Err: err}
 		}
 		b.add(kernelDir+"kernels.wasm", target, mod)
 	default:

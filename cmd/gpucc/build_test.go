@@ -209,8 +209,9 @@ import (
 	"strings"
 
 	"example.com/app/mlp"
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
+	_ "github.com/gpucc/gpucc/runtime/all"
 )
 
 func main() {
@@ -223,7 +224,7 @@ func main() {
 
 func run(backend, source string) error {
 	ctx := context.Background()
-	rt, err := runtime.New(runtime.Options{Backend: backend, AllowSoftware: true})
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: backend, AllowSoftware: true})
 	if err != nil {
 		return err
 	}
@@ -252,7 +253,7 @@ func run(backend, source string) error {
 		if err := g.SetInput("x", x); err != nil {
 			return err
 		}
-		jit, err := rt.Run(g)
+		jit, err := rt.Run(ctx, g)
 		if err != nil {
 			return err
 		}
@@ -274,7 +275,7 @@ func run(backend, source string) error {
 		return fmt.Errorf("CheckGraph of an edited source gave %v", err)
 	}
 	_, err = exe.Run(ctx, mlp.Inputs{X: make([]float32, 31)})
-	if err == nil || !strings.Contains(err.Error(), "Inputs.X") || runtime.CodeOf(err) != ir.CodeInvalidGraph {
+	if err == nil || !strings.Contains(err.Error(), "Inputs.X") || gpucc.CodeOf(err) != ir.CodeInvalidGraph {
 		return fmt.Errorf("a short Inputs.X gave %v", err)
 	}
 	return nil

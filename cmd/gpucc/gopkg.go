@@ -16,7 +16,7 @@ const modulePath = "github.com/gpucc/gpucc"
 var (
 	irPkg      = modulePath + "/ir"
 	passesPkg  = modulePath + "/passes"
-	runtimePkg = modulePath + "/runtime"
+	runtimePkg = modulePath
 )
 
 // field is one field of the generated Inputs or Outputs struct.
@@ -120,7 +120,7 @@ for the device-limit profile %s: %d kernels.
 Compile checks the embedded graph against its hash and the runtime's device
 against the profile, once; the Executable it returns runs many times.
 
-Executable.Run hands the graph to runtime.Runtime.Run, which runs the passes
+Executable.Run hands the graph to gpucc.Runtime.Run, which runs the passes
 and generates the kernels again (its code cache makes later runs cheap): the
 runtime cannot yet load a build's kernels, so they are not embedded.
 manifest.json lists the kernels and files of the build.`,
@@ -128,7 +128,7 @@ manifest.json lists the kernels and files of the build.`,
 	for _, line := range strings.Split(doc, "\n") {
 		f.PackageComment(line)
 	}
-	f.ImportNames(map[string]string{irPkg: "ir", passesPkg: "passes", runtimePkg: "runtime"})
+	f.ImportNames(map[string]string{irPkg: "ir", passesPkg: "passes", runtimePkg: "gpucc"})
 	f.Anon("embed")
 
 	f.Const().Defs(
@@ -203,7 +203,7 @@ manifest.json lists the kernels and files of the build.`,
 		),
 		jen.List(jen.Id("profile"), jen.Err()).Op(":=").Qual(passesPkg, "LookupProfile").Call(jen.Id("Profile")),
 		errRet(jen.Nil()),
-		jen.If(jen.Err().Op(":=").Id("profile").Dot("Check").Call(jen.Id("rt").Dot("DeviceProfile").Call()), jen.Err().Op("!=").Nil()).Block(
+		jen.If(jen.Err().Op(":=").Id("profile").Dot("Check").Call(jen.Id("rt").Dot("Profile").Call()), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": %w"), jen.Err())),
 		),
 		jen.List(jen.Id("g"), jen.Err()).Op(":=").Qual(irPkg, "DecodeBytes").Call(jen.Id("graphJSON"), jen.Id("buildLimits")),
@@ -252,7 +252,7 @@ manifest.json lists the kernels and files of the build.`,
 		outVals[jen.Id(o.goName)] = jen.Id("res").Dot("Outputs").Index(jen.Lit(o.name)).Dot("Data")
 	}
 	run = append(run,
-		jen.List(res, jen.Err()).Op(":=").Id("e").Dot("rt").Dot("Run").Call(jen.Id("g")),
+		jen.List(res, jen.Err()).Op(":=").Id("e").Dot("rt").Dot("Run").Call(jen.Id("ctx"), jen.Id("g")),
 		errRet(jen.Id("Outputs").Values()),
 		jen.Return(jen.Id("Outputs").Values(outVals), jen.Nil()),
 	)

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"github.com/gpucc/gpucc/runtime"
-	"github.com/gpucc/gpucc/runtime/gpu"
+	lib "github.com/gpucc/gpucc"
 )
 
 func init() {
@@ -18,8 +17,8 @@ func infoCmd(args []string) int {
 	if fs.NArg() != 0 {
 		return usageError("info takes no arguments, got %q", fs.Args())
 	}
-	out := map[string]any{"backends": runtime.Backends(), "chain": runtime.Chain}
-	adapters, err := gpu.Adapters()
+	out := map[string]any{"backends": lib.Backends(), "chain": lib.Chain}
+	adapters, err := adapters()
 	if err != nil {
 		out["adapterError"] = err.Error()
 	}

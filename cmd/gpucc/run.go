@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"strings"
 
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
+	_ "github.com/gpucc/gpucc/runtime/all" // every backend this build supports
 )
 
 func init() {
@@ -30,15 +32,15 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 // runtimeFlags registers the flags every command that runs graphs shares
 // (backend, software adapters, code cache, host limits) on fs. Call the
 // returned function after parsing for the runtime options they give.
-func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (runtime.Options, error)) {
-	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(runtime.Backends(), ", "))
+func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (lib.Options, error)) {
+	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(lib.Backends(), ", "))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits = limitFlags(fs)
 	verboseFlag(fs)
-	return limits, func() (runtime.Options, error) {
+	return limits, func() (lib.Options, error) {
 		c, err := openCache(*cacheDir)
-		return runtime.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c}, err
+		return lib.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c}, err
 	}
 }
 
@@ -59,7 +61,7 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := runtime.Run(g, opts)
+	res, err := lib.Run(context.Background(), g, opts)
 	if err != nil {
 		return fail(err)
 	}

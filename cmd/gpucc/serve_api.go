@@ -16,10 +16,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/host"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
-	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
 // TokenEnv names the environment variable that holds serve's bearer token
@@ -243,9 +242,9 @@ func parseQuery(raw string) (backend string, err error) {
 
 // info answers the backends, adapters and limits.
 func (a *api) info(w http.ResponseWriter) {
-	v := map[string]any{"backends": a.host.Offered(), "chain": runtime.Chain, "limits": a.limits,
+	v := map[string]any{"backends": a.host.Offered(), "chain": lib.Chain, "limits": a.limits,
 		"maxPending": a.host.Policy().MaxPending}
-	adapters, err := gpu.Adapters()
+	adapters, err := adapters()
 	if err != nil {
 		v["adapterError"] = err.Error()
 	}

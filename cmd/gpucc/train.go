@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"math"
 
-	"github.com/gpucc/gpucc/runtime"
+	lib "github.com/gpucc/gpucc"
 )
 
 func init() {
 	commands["train"] = command{summary: "run SGD steps on a graph's loss, print losses and final parameters as JSON", run: trainCmd}
 }
 
-// trainCmd runs --steps SGD steps (grad.Step, through runtime.Train) and
+// trainCmd runs --steps SGD steps (grad.Step, through gpucc.Runtime.Train) and
 // prints the losses and final parameters.
 func trainCmd(args []string) int {
 	fs := newFlags("train", "train [--backend auto|BACKEND] [--allow-software] --steps N --lr X [--loss NAME] GRAPH.json")
@@ -36,6 +37,7 @@ func trainCmd(args []string) int {
 	if math.IsNaN(*lr) || math.Abs(*lr) > math.MaxFloat32 {
 		return usageError("train: --lr must be a finite float32, got %v", *lr)
 	}
+	ctx := context.Background()
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
 		return fail(err)
@@ -44,12 +46,12 @@ func trainCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	rt, err := runtime.New(opts)
+	rt, err := lib.Open(ctx, opts)
 	if err != nil {
 		return fail(err)
 	}
 	defer rt.Close()
-	res, err := rt.Train(g, *loss, float32(*lr), *steps)
+	res, err := rt.Train(ctx, g, *loss, float32(*lr), *steps)
 	if err != nil {
 		return fail(err)
 	}

@@ -13,7 +13,8 @@ import (
 	"log"
 
 	"example.com/aot/mlp"
-	"github.com/gpucc/gpucc/runtime"
+	"github.com/gpucc/gpucc"
+	_ "github.com/gpucc/gpucc/runtime/all"
 )
 
 func main() {

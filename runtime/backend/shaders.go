@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +13,7 @@ import (
 
 // codegenSchema versions the cached form of generated shaders. Bump it when
 // the encoding changes; generator changes are covered by buildID.
-const codegenSchema = "gpucc-shaders-v2"
+const codegenSchema = "gpucc-shaders-v3"
 
 var (
 	buildOnce sync.Once
@@ -37,54 +36,12 @@ func build() string {
 }
 
 // ProgramKey is the cache key of target's code for p: the program's
-// structure (every Kernel field that generated code depends on: bodies,
-// shapes, tiling, sum blocks) without the values of constants and input
-// data. Only a target whose code reads constants from a parameter block
-// (WGSL, see codegen.Lang.Const) may use it; C inlines them.
+// structure without the values of constants and input data (ir.Program.Key,
+// derived next to the struct it encodes). Only a target whose code reads
+// constants from a parameter block (WGSL, see codegen.Lang.Const) may use
+// it; C inlines them.
 func ProgramKey(target string, p *ir.Program) cache.Key {
-	b := make([]byte, 0, 256)
-	u := func(vs ...int) {
-		for _, v := range vs {
-			b = binary.AppendVarint(b, int64(v))
-		}
-	}
-	shape := func(s ir.Shape) {
-		u(len(s))
-		u(s...)
-	}
-	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		b = append(b, k.Name...)
-		u(-1, int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks)
-		shape(k.Shape)
-		u(len(k.Nodes))
-		for _, n := range k.Nodes {
-			u(int(n))
-		}
-		u(len(k.Inputs))
-		for _, in := range k.Inputs {
-			u(in.Buffer, b2i(in.Transposed), in.Broadcast)
-			shape(in.Shape)
-		}
-		u(len(k.Outputs))
-		u(k.Outputs...)
-		u(len(k.Body))
-		for _, in := range k.Body { // constants (Scalar) are left out on purpose
-			u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand)
-		}
-		u(len(k.Stores))
-		for _, s := range k.Stores {
-			u(int(s))
-		}
-	}
-	return cache.NewKey([]byte(codegenSchema), []byte(build()), []byte(target), b)
-}
-
-func b2i(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
+	return cache.NewKey([]byte(codegenSchema), []byte(build()), []byte(target), p.Key())
 }
 
 // Shaders returns the shaders gen makes for every kernel of p, taking them
@@ -93,9 +50,9 @@ func b2i(v bool) int {
 // CacheCodegenMemory and, when c has a disk tier and memory missed,
 // CacheCodegenDisk in st.
 func Shaders(c *cache.Cache, target string, p *ir.Program, st *Stats,
-	gen func(*ir.Kernel) (codegen.Shader, error), params func(*ir.Kernel) []byte) ([]codegen.Shader, error) {
+	gen func(*ir.Program) ([]codegen.Shader, error), params func(*ir.Kernel) []byte) ([]codegen.Shader, error) {
 	key := ProgramKey(target, p)
-	blob, src := c.Get(key)
+	blob, src := c.Get(cache.WGSL, key)
 	st.Hit(CacheCodegenMemory, src == cache.Memory)
 	if src != cache.Memory && c.Dir() != "" {
 		st.Hit(CacheCodegenDisk, src == cache.Disk)
@@ -115,23 +72,19 @@ func Shaders(c *cache.Cache, target string, p *ir.Program, st *Stats,
 			st.Hit(CacheCodegenDisk, false)
 		}
 	}
-	shaders = make([]codegen.Shader, len(p.Kernels))
-	for i := range p.Kernels {
-		s, err := gen(&p.Kernels[i])
-		if err != nil {
-			return nil, fmt.Errorf("codegen %s: kernel %s: %w", target, p.Kernels[i].Name, err)
-		}
-		shaders[i] = s
+	shaders, err := gen(p)
+	if err != nil {
+		return nil, fmt.Errorf("codegen %s: %w", target, err)
 	}
 	stored := make([]codegen.Shader, len(shaders))
 	copy(stored, shaders)
 	for i := range stored {
 		stored[i].Params = nil
 	}
-	blob, err := json.Marshal(stored)
+	blob, err = json.Marshal(stored)
 	if err != nil {
 		return nil, fmt.Errorf("codegen %s: encode for cache: %w", target, err)
 	}
-	c.Put(key, blob) // a failed disk write leaves the memory tier working
+	c.Put(cache.WGSL, key, blob) // a failed disk write leaves the memory tier working
 	return shaders, nil
 }

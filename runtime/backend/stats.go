@@ -33,11 +33,12 @@ const (
 	CacheModuleDisk                 // wasm modules on disk
 	CacheLibraryMemory              // loaded shared objects
 	CacheLibraryDisk                // shared objects on disk
+	CacheShader                     // linked WebGL2 programs
 	numCaches
 )
 
 var cacheNames = [numCaches]string{"codegen_memory", "codegen_disk", "pipeline", "buffer_pool",
-	"wasm_module_memory", "wasm_module_disk", "native_so_memory", "native_so_disk"}
+	"wasm_module_memory", "wasm_module_disk", "native_so_memory", "native_so_disk", "shader"}
 
 func (c Cache) String() string { return cacheNames[c] }
 

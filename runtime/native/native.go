@@ -7,17 +7,15 @@
 // them. Importing it registers "native"; auto selection never picks it,
 // because it loads generated machine code into the process.
 //
-// Libraries are cached in memory (loaded, keyed by the SHA-256 of source
-// and compiler) and on disk (the .so files).
+// Libraries are cached in memory (loaded) and, as bytes, in the artifact
+// cache of Options.Cache; a library is loaded from a private copy of
+// verified bytes, never from the cache directory.
 package native
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -43,10 +42,10 @@ const entry = "gpucc_run"
 
 type device struct {
 	backend.HostMemory
-	cc     *cbuild.Native
-	disk   *cbuild.SharedCache
-	tmpDir string // a private cache directory when no shared one is usable
-	libs   map[string]*library
+	cc      *cbuild.Native
+	cache   *cache.Cache       // the artifact cache (nil: none)
+	private *cbuild.PrivateDir // where libraries are copied to be loaded
+	libs    map[string]*library
 }
 
 // library is one loaded shared object and its entry point.
@@ -63,7 +62,7 @@ var probes sync.Map
 // probeSource is the smallest unit exercising the whole build.
 const probeSource = `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] + p[0]; }`
 
-func open(backend.Options) (backend.Device, error) {
+func open(opts backend.Options) (backend.Device, error) {
 	x := uint16(1)
 	if *(*byte)(unsafe.Pointer(&x)) != 1 {
 		return nil, errors.New("native backend needs a little-endian host")
@@ -78,19 +77,11 @@ func open(backend.Options) (backend.Device, error) {
 		}
 		probes.Store(cc.Key(), true)
 	}
-	d := &device{cc: cc, libs: map[string]*library{}}
-	dir, err := cbuild.DefaultCacheDir("native")
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
-	}
+	private, err := cbuild.NewPrivateDir()
 	if err != nil {
-		if dir, err = os.MkdirTemp("", "gpucc-native-cache-"); err != nil {
-			return nil, fmt.Errorf("no directory for shared objects: %w", err)
-		}
-		d.tmpDir = dir
+		return nil, err
 	}
-	d.disk = &cbuild.SharedCache{Dir: dir}
-	return d, nil
+	return &device{cc: cc, cache: opts.Cache, private: private, libs: map[string]*library{}}, nil
 }
 
 func (d *device) Info() backend.Info {
@@ -104,9 +95,9 @@ func (d *device) Close() {
 		purego.Dlclose(lib.handle)
 		delete(d.libs, k)
 	}
-	if d.tmpDir != "" {
-		os.RemoveAll(d.tmpDir)
-		d.tmpDir = ""
+	if d.private != nil {
+		d.private.Close()
+		d.private = nil
 	}
 }
 
@@ -121,7 +112,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	unit := bp.C
 	var err error
 	if unit == nil {
-		unit, err = c.Generate(bp.IR)
+		unit, err = c.Target{}.Emit(bp.IR)
 	}
 	if err != nil {
 		stop()
@@ -195,22 +186,28 @@ static inline void fpenv_restore(fpenv saved) { __asm__ volatile("msr fpcr, %0" 
 #endif
 `
 
-// library returns the loaded library of source, taking a reference.
+// library returns the loaded library of source, taking a reference. It
+// records CacheLibraryMemory (this device's libraries, or the artifact
+// cache's memory) and CacheLibraryDisk.
 func (d *device) library(ctx context.Context, source string, st *backend.Stats) (*library, error) {
-	sum := sha256.Sum256([]byte(source + "\x00" + d.cc.Key()))
-	key := hex.EncodeToString(sum[:])
-	if lib, ok := d.libs[key]; ok {
+	key := d.cc.ObjectKey(source)
+	if lib, ok := d.libs[key.String()]; ok {
 		st.Hit(backend.CacheLibraryMemory, true)
+		st.Hit(backend.CacheLibraryDisk, false)
 		lib.refs++
 		return lib, nil
 	}
-	st.Hit(backend.CacheLibraryMemory, false)
-	lib, err := d.load(ctx, key, source, st)
+	var lib *library
+	src, err := cbuild.Load(d.cache, cache.SharedObject, key,
+		func() ([]byte, error) { return d.cc.Shared(ctx, source) },
+		func(so []byte) (err error) { lib, err = openLib(d.private, so); return err })
 	if err != nil {
 		return nil, err
 	}
+	st.Hit(backend.CacheLibraryMemory, src == cache.Memory)
+	st.Hit(backend.CacheLibraryDisk, src == cache.Disk)
 	lib.refs = 1
-	d.libs[key] = lib
+	d.libs[key.String()] = lib
 	return lib, nil
 }
 
@@ -235,38 +232,23 @@ func (d *device) unref(lib *library) {
 	}
 }
 
-// load opens the verified shared object of key from the disk cache, or
-// builds it (and stores it) when the file is absent, fails its checksum or
-// does not load.
-func (d *device) load(ctx context.Context, key, source string, st *backend.Stats) (*library, error) {
-	if path, ok := d.disk.Get(key); ok {
-		if lib, err := openLib(path); err == nil {
-			st.Hit(backend.CacheLibraryDisk, true)
-			return lib, nil
-		}
-	}
-	st.Hit(backend.CacheLibraryDisk, false)
-	so, err := d.cc.Shared(ctx, source)
+// openLib loads the shared object so, from a copy of its bytes in private
+// (never a file in the cache directory, see cbuild.PrivateDir), and finds
+// its entry point.
+func openLib(private *cbuild.PrivateDir, so []byte) (*library, error) {
+	path, release, err := private.File(so)
 	if err != nil {
 		return nil, err
 	}
-	path, err := d.disk.Put(key, so)
-	if err != nil {
-		return nil, err
-	}
-	return openLib(path)
-}
-
-// openLib loads the shared object at path and finds its entry point.
-func openLib(path string) (*library, error) {
+	defer release()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("dlopen %s: %w", path, err)
+		return nil, fmt.Errorf("dlopen: %w", err)
 	}
 	fn, err := purego.Dlsym(h, entry)
 	if err != nil {
 		purego.Dlclose(h)
-		return nil, fmt.Errorf("dlsym %s in %s: %w", entry, path, err)
+		return nil, fmt.Errorf("dlsym %s: %w", entry, err)
 	}
 	return &library{handle: h, entry: fn}, nil
 }

@@ -3,16 +3,14 @@
 // host memory; a run copies its inputs into the module's linear memory and
 // its outputs out. Importing it registers "wasm".
 //
-// Modules are cached in memory (compiled and instantiated, keyed by the
-// SHA-256 of source and toolchain, shared by the executables of the same
-// source) and on disk (the .wasm bytes). A plan that carries a module
+// Modules are cached in memory (compiled and instantiated, shared by the
+// executables of the same source) and, as bytes, in the artifact cache of
+// Options.Cache. A plan that carries a module
 // needs no Clang at all.
 package wasm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -23,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -49,8 +48,8 @@ type device struct {
 	backend.HostMemory
 	tc       *cbuild.Toolchain
 	rt       wazero.Runtime
-	compiler bool              // wazero compiles to native code (else interprets)
-	disk     *cbuild.DiskCache // nil when no cache directory is usable
+	compiler bool         // wazero compiles to native code (else interprets)
+	cache    *cache.Cache // the artifact cache (nil: none)
 	modules  map[string]*module
 }
 
@@ -79,7 +78,7 @@ var probes sync.Map
 // probeSource is the smallest unit exercising the whole build.
 const probeSource = `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] + p[0]; }`
 
-func open(backend.Options) (backend.Device, error) {
+func open(opts backend.Options) (backend.Device, error) {
 	if !littleEndian() {
 		return nil, errors.New("wasm backend needs a little-endian host")
 	}
@@ -98,12 +97,8 @@ func open(backend.Options) (backend.Device, error) {
 	if compiler {
 		cfg = wazero.NewRuntimeConfigCompiler()
 	}
-	d := &device{tc: tc, compiler: compiler, modules: map[string]*module{},
-		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}
-	if dir, err := cbuild.DefaultCacheDir("wasm"); err == nil {
-		d.disk = &cbuild.DiskCache{Dir: dir}
-	}
-	return d, nil
+	return &device{tc: tc, compiler: compiler, modules: map[string]*module{}, cache: opts.Cache,
+		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}, nil
 }
 
 func littleEndian() bool {
@@ -139,7 +134,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	unit := bp.C
 	var err error
 	if unit == nil {
-		unit, err = c.Generate(bp.IR)
+		unit, err = c.Target{}.Emit(bp.IR)
 	}
 	stop()
 	if err != nil {
@@ -177,31 +172,36 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 }
 
 // module returns the instantiated module of source (or of the prebuilt
-// bytes when given), taking a reference to it.
+// bytes when given), taking a reference to it. It records
+// CacheModuleMemory (this device's modules, or the artifact cache's
+// memory) and CacheModuleDisk.
 func (d *device) module(ctx context.Context, source string, prebuilt []byte, st *backend.Stats) (*module, error) {
-	sum := sha256.Sum256([]byte(source + "\x00" + d.tc.Key()))
+	key := d.tc.ModuleKey(source)
 	if prebuilt != nil {
-		sum = sha256.Sum256(append([]byte("prebuilt\x00"), prebuilt...))
+		key = cache.NewKey([]byte("prebuilt"), prebuilt)
 	}
-	key := hex.EncodeToString(sum[:])
-	if m, ok := d.modules[key]; ok {
+	if m, ok := d.modules[key.String()]; ok {
 		st.Hit(backend.CacheModuleMemory, true)
+		st.Hit(backend.CacheModuleDisk, false)
 		m.refs++
 		return m, nil
 	}
-	st.Hit(backend.CacheModuleMemory, false)
 	var m *module
 	var err error
+	src := cache.Miss
 	if prebuilt != nil {
-		m, err = d.instantiate(ctx, key, prebuilt)
+		m, err = d.instantiate(ctx, key.String(), prebuilt)
 	} else {
-		m, err = d.load(ctx, key, source, st)
+		src, err = cbuild.Load(d.cache, cache.Wasm, key, func() ([]byte, error) { return d.tc.Wasm(ctx, source) },
+			func(wasm []byte) (err error) { m, err = d.instantiate(ctx, key.String(), wasm); return err })
 	}
 	if err != nil {
 		return nil, err
 	}
+	st.Hit(backend.CacheModuleMemory, src == cache.Memory)
+	st.Hit(backend.CacheModuleDisk, src == cache.Disk)
 	m.refs = 1
-	d.modules[key] = m
+	d.modules[key.String()] = m
 	return m, nil
 }
 
@@ -224,34 +224,6 @@ func (d *device) unref(m *module) {
 			idle--
 		}
 	}
-}
-
-// load instantiates the module from the disk cache, or builds it with
-// Clang (and stores it) when the cached file is absent or fails to verify
-// or compile.
-func (d *device) load(ctx context.Context, key, source string, st *backend.Stats) (*module, error) {
-	if d.disk != nil {
-		wasm, ok := d.disk.Get(key)
-		if ok {
-			if m, err := d.instantiate(ctx, key, wasm); err == nil {
-				st.Hit(backend.CacheModuleDisk, true)
-				return m, nil
-			}
-		}
-		st.Hit(backend.CacheModuleDisk, false)
-	}
-	wasm, err := d.tc.Wasm(ctx, source)
-	if err != nil {
-		return nil, err
-	}
-	m, err := d.instantiate(ctx, key, wasm)
-	if err != nil {
-		return nil, err
-	}
-	if d.disk != nil {
-		_ = d.disk.Put(key, wasm) // a cache that cannot be written only costs a rebuild
-	}
-	return m, nil
 }
 
 // instantiate compiles wasm with wazero and instantiates it once.
@@ -388,4 +360,15 @@ func (e *executable) Run(ctx context.Context, cl *backend.Call) error {
 		st.ReadbackBytes += 4 * int64(l)
 	}
 	return nil
+}
+
+// BuildModule compiles a C unit's source (codegen/c) to the wasm module
+// this backend runs, with the toolchain it would use: gpucc build embeds
+// the result so that a plan needs no Clang at run time.
+func BuildModule(ctx context.Context, source string) ([]byte, error) {
+	tc, err := cbuild.Find()
+	if err != nil {
+		return nil, err
+	}
+	return tc.Wasm(ctx, source)
 }

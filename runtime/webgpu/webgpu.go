@@ -220,8 +220,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}
 	} else {
-		gen := func(k *ir.Kernel) (codegen.Shader, error) { return wgsl.Generate(p, k) }
-		shaders, err = backend.Shaders(d.cache.Cache, "wgsl/"+wgsl.Config(), p, st, gen, wgsl.Params)
+		shaders, err = backend.Shaders(d.cache.Cache, wgsl.Target{}.Name(), p, st, wgsl.Target{}.Emit, wgsl.Params)
 	}
 	stop()
 	if err != nil {

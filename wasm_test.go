@@ -1,21 +1,22 @@
-package runtime_test
+package gpucc_test
 
 import (
+	"context"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 // wasmOpen opens the wasm backend with its disk cache in a fresh
 // directory. It skips only when clang is absent and GPUCC_REQUIRE_WASM is
 // unset; with clang present, a failure to start is a failure.
-func wasmOpen(t *testing.T) *runtime.Runtime {
+func wasmOpen(t *testing.T) *gpucc.Runtime {
 	t.Helper()
 	if os.Getenv("GPUCC_CACHE_DIR") == "" {
 		t.Setenv("GPUCC_CACHE_DIR", t.TempDir())
@@ -23,24 +24,12 @@ func wasmOpen(t *testing.T) *runtime.Runtime {
 	if _, err := exec.LookPath("clang"); err != nil && os.Getenv("GPUCC_CLANG") == "" && os.Getenv("GPUCC_REQUIRE_WASM") == "" {
 		t.Skipf("clang is not installed and GPUCC_REQUIRE_WASM is unset: %v", err)
 	}
-	rt, err := runtime.New(runtime.Options{Backend: "wasm"})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "wasm"})
 	if err != nil {
 		t.Fatalf("wasm backend: %v", err)
 	}
 	t.Cleanup(rt.Close)
 	return rt
-}
-
-// build builds a graph or fails the test.
-func build(t *testing.T, f func(b *ir.Builder)) *ir.Graph {
-	t.Helper()
-	b := ir.NewBuilder()
-	f(b)
-	g, err := b.Build(ir.Limits{})
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
-	return g
 }
 
 func seedGraph(t *testing.T) *ir.Graph {
@@ -53,7 +42,7 @@ func seedGraph(t *testing.T) *ir.Graph {
 
 func TestWasmSeed(t *testing.T) {
 	rt := wasmOpen(t)
-	res, err := rt.Run(seedGraph(t))
+	res, err := rt.Run(context.Background(), seedGraph(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +158,7 @@ func TestWasmRandom(t *testing.T) {
 
 func TestWasmTimings(t *testing.T) {
 	rt := wasmOpen(t)
-	res, err := rt.Run(seedGraph(t))
+	res, err := rt.Run(context.Background(), seedGraph(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +179,9 @@ func TestWasmCache(t *testing.T) {
 	t.Setenv("GPUCC_CACHE_DIR", dir)
 	wasmOpen(t) // skips here when there is no toolchain
 	g := seedGraph(t)
-	runs := func(rt *runtime.Runtime) map[string]bool {
+	runs := func(rt *gpucc.Runtime) map[string]bool {
 		t.Helper()
-		res, err := rt.Run(g)
+		res, err := rt.Run(context.Background(), g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,8 +192,8 @@ func TestWasmCache(t *testing.T) {
 	}
 	// fresh is a new process, as far as caching goes: a new backend over
 	// a new cache object on dir.
-	fresh := func() *runtime.Runtime {
-		rt, err := runtime.New(runtime.Options{Backend: "wasm", Cache: openCache(t, dir)})
+	fresh := func() *gpucc.Runtime {
+		rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "wasm", Cache: openCache(t, dir)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,11 +254,11 @@ func TestWasmMissingClang(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := runtime.New(runtime.Options{Backend: "wasm"})
-			if err == nil || runtime.CodeOf(err) != ir.CodeBackendUnavailable {
+			_, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "wasm"})
+			if err == nil || gpucc.CodeOf(err) != ir.CodeBackendUnavailable {
 				t.Fatalf("New(wasm) = %v, want backend_unavailable", err)
 			}
-			res, err := runtime.Run(seedGraph(t), runtime.Options{Backend: "auto"})
+			res, err := gpucc.Run(context.Background(), seedGraph(t), gpucc.Options{Backend: "auto"})
 			if err != nil {
 				t.Fatalf("auto: %v", err)
 			}

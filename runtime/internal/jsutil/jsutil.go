@@ -1,6 +1,9 @@
 //go:build js
 
-package runtime
+// Package jsutil holds what the browser backends share: awaiting a
+// promise, catching JS exceptions, and copying float32 data to and from
+// typed arrays.
+package jsutil
 
 import (
 	"encoding/binary"
@@ -10,9 +13,9 @@ import (
 	"syscall/js"
 )
 
-// float32sToJS returns a Float32Array of n elements holding data, zero
+// Float32sToJS returns a Float32Array of n elements holding data, zero
 // beyond len(data) (texture padding).
-func float32sToJS(data []float32, n int) js.Value {
+func Float32sToJS(data []float32, n int) js.Value {
 	raw := make([]byte, 4*n)
 	for i, v := range data {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
@@ -22,9 +25,9 @@ func float32sToJS(data []float32, n int) js.Value {
 	return js.Global().Get("Float32Array").New(u8.Get("buffer"))
 }
 
-// float32sFromJS copies every stride-th float of a Float32Array, starting
+// Float32sFromJS copies every stride-th float of a Float32Array, starting
 // at element 0, into a slice of n values.
-func float32sFromJS(arr js.Value, n, stride int) []float32 {
+func Float32sFromJS(arr js.Value, n, stride int) []float32 {
 	raw := make([]byte, arr.Get("byteLength").Int())
 	u8 := js.Global().Get("Uint8Array").New(arr.Get("buffer"), arr.Get("byteOffset"), len(raw))
 	js.CopyBytesToGo(raw, u8)
@@ -35,9 +38,9 @@ func float32sFromJS(arr js.Value, n, stride int) []float32 {
 	return out
 }
 
-// await blocks the calling goroutine until promise settles. It must not be
+// Await blocks the calling goroutine until promise settles. It must not be
 // called from inside a JS callback (the event loop would never run).
-func await(promise js.Value) (js.Value, error) {
+func Await(promise js.Value) (js.Value, error) {
 	type settled struct {
 		v   js.Value
 		err error
@@ -48,7 +51,7 @@ func await(promise js.Value) (js.Value, error) {
 		return nil
 	})
 	catch := js.FuncOf(func(_ js.Value, args []js.Value) any {
-		ch <- settled{err: jsError(arg0(args))}
+		ch <- settled{err: JSError(arg0(args))}
 		return nil
 	})
 	defer then.Release()
@@ -65,16 +68,16 @@ func arg0(args []js.Value) js.Value {
 	return args[0]
 }
 
-// jsError turns a thrown JS value into a Go error.
-func jsError(v js.Value) error {
+// JSError turns a thrown JS value into a Go error.
+func JSError(v js.Value) error {
 	if v.Type() == js.TypeObject && v.Get("message").Type() == js.TypeString {
 		return errors.New(v.Get("message").String())
 	}
 	return fmt.Errorf("%v", v)
 }
 
-// catchJS turns a JS exception thrown during f into an error.
-func catchJS(f func() error) (err error) {
+// CatchJS turns a JS exception thrown during f into an error.
+func CatchJS(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(js.Error); ok {

@@ -1,8 +1,9 @@
 //go:build !js
 
-package runtime_test
+package gpucc_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -10,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
-	"github.com/gpucc/gpucc/runtime"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
@@ -119,12 +120,12 @@ func TestFMAProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev.Close()
-	rt, err := runtime.New(runtime.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestMatmulTileSweep(t *testing.T) {
 	for _, tile := range tiles {
 		tile := tile
 		t.Run(fmt.Sprintf("%+v", tile), func(t *testing.T) {
-			rt, err := runtime.New(runtime.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits,
+			rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits,
 				Passes: passes.Options{Tile: &tile}})
 			if err != nil {
 				t.Fatal(err)
@@ -181,7 +182,7 @@ func TestMatmulTileSweep(t *testing.T) {
 			defer rt.Close()
 			best := math.Inf(1)
 			for range 3 {
-				res, err := rt.Run(g)
+				res, err := rt.Run(context.Background(), g)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -220,17 +221,17 @@ func TestSumSweep(t *testing.T) {
 		}
 		want := cpuref.Eval(g)[1][0]
 		for _, split := range []bool{true, false} {
-			opts := runtime.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits}
+			opts := gpucc.Options{Backend: "webgpu", AllowSoftware: true, Limits: limits}
 			if !split { // explicit limits keep the runtime from asking for splitting
 				opts.Passes = passes.Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}
 			}
-			rt, err := runtime.New(opts)
+			rt, err := gpucc.Open(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			best := math.Inf(1)
 			for range 3 {
-				res, err := rt.Run(g)
+				res, err := rt.Run(context.Background(), g)
 				if err != nil {
 					t.Fatal(err)
 				}

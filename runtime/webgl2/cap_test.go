@@ -1,6 +1,8 @@
-package runtime
+package webgl2
 
 import (
+	"errors"
+	"github.com/gpucc/gpucc/runtime/backend"
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/glsl"
@@ -8,7 +10,7 @@ import (
 	"github.com/gpucc/gpucc/passes"
 )
 
-func TestWebGL2TextureCap(t *testing.T) {
+func TestTextureCap(t *testing.T) {
 	big := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
 	tests := []struct {
 		name    string
@@ -41,12 +43,12 @@ func TestWebGL2TextureCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkWebGL2Textures(p, pl, 8192)
+			err = checkTextures(p, pl, 8192)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && CodeOf(err) != ir.CodeLimitExceeded {
-				t.Errorf("code %s, want %s", CodeOf(err), ir.CodeLimitExceeded)
+			if err != nil && codeOf(err) != ir.CodeLimitExceeded {
+				t.Errorf("code %s, want %s", codeOf(err), ir.CodeLimitExceeded)
 			}
 		})
 	}
@@ -71,10 +73,18 @@ func TestWebGL2TextureSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkWebGL2Textures(p, pl, 4096); err != nil {
+	if err := checkTextures(p, pl, 4096); err != nil {
 		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 4096: %v", err)
 	}
-	if err := checkWebGL2Textures(p, pl, 2048); CodeOf(err) != ir.CodeLimitExceeded {
+	if err := checkTextures(p, pl, 2048); codeOf(err) != ir.CodeLimitExceeded {
 		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 2048: err = %v, want %s", err, ir.CodeLimitExceeded)
 	}
+}
+
+func codeOf(err error) ir.Code {
+	var e *backend.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ir.CodeInternal
 }

@@ -1,21 +1,20 @@
 //go:build (darwin || freebsd || linux || netbsd) && (amd64 || arm64) && !android && !js
 
-package runtime_test
+package native_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
-	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
 
@@ -115,12 +114,12 @@ func TestPlantedLibraryNotLoaded(t *testing.T) {
 	if n := plantEvil(t, dir, evilLibrary(t, marker)); n == 0 {
 		t.Fatalf("no shared object in the cache to replace: %v", files(dir))
 	}
-	rt, err := runtime.New(runtime.Options{Backend: "native", Cache: openCache(t, dir)})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native", Cache: openCache(t, dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if _, serr := os.Stat(marker); serr == nil {
 		t.Fatal("the planted shared object was loaded and ran its code")
 	}
@@ -140,7 +139,7 @@ func TestUntrustedCacheDirIgnored(t *testing.T) {
 	skipUnlessCC(t)
 	dir := t.TempDir()
 	g := seedGraph(t)
-	fill, err := runtime.New(runtime.Options{Backend: "native", Cache: openCache(t, dir)})
+	fill, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native", Cache: openCache(t, dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +152,12 @@ func TestUntrustedCacheDirIgnored(t *testing.T) {
 	if _, err := cache.Open(cache.Options{Dir: dir}); !errors.Is(err, cache.ErrUntrusted) {
 		t.Errorf("Open of a world-writable directory = %v, want ErrUntrusted", err)
 	}
-	rt, err := runtime.New(runtime.Options{Backend: "native"}) // the default cache
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native"}) // the default cache
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,56 +166,5 @@ func TestUntrustedCacheDirIgnored(t *testing.T) {
 	}
 	if err := cache.Default().DiskError(); !errors.Is(err, cache.ErrUntrusted) {
 		t.Errorf("Default().DiskError() = %v, want ErrUntrusted", err)
-	}
-}
-
-// BenchmarkDiskLoad times what a new process pays for a kernel library
-// that is on disk: a new Runtime over a new cache object on a filled
-// directory runs the graph once, and load-ms is that run's CompileMs
-// (read the entry, check its MAC, then instantiate the wasm module, or
-// copy the shared object privately and dlopen it). It fails unless every
-// load is a disk hit.
-func BenchmarkDiskLoad(b *testing.B) {
-	for _, backend := range []string{"native", "wasm"} {
-		for _, bg := range benchGraphs {
-			b.Run(backend+"/"+bg.name, func(b *testing.B) {
-				skipUnlessCC(b)
-				builder := ir.NewBuilder()
-				bg.build(builder)
-				g, err := builder.Build(benchLimits)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dir := b.TempDir()
-				b.Setenv("GPUCC_CACHE_DIR", dir)
-				run := func() *runtime.Result {
-					rt, err := runtime.New(runtime.Options{Backend: backend, Limits: benchLimits, Cache: openCache(b, dir)})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer rt.Close()
-					res, err := rt.Run(g)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return res
-				}
-				run() // fills the directory
-				level := map[string]string{"native": "native_so_disk", "wasm": "wasm_module_disk"}[backend]
-				loads := make([]float64, 0, b.N)
-				b.ResetTimer()
-				for range b.N {
-					res := run()
-					if !res.Cache[level] {
-						b.Fatalf("not a disk hit: %v", res.Cache)
-					}
-					loads = append(loads, res.Timings.CompileMs)
-				}
-				// The median: on a shared machine a few loads stall on the
-				// disk for milliseconds, which would dominate a mean.
-				slices.Sort(loads)
-				b.ReportMetric(loads[len(loads)/2], "load-ms")
-			})
-		}
 	}
 }

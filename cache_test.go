@@ -1,27 +1,28 @@
-package runtime_test
+package gpucc_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 // openCached opens a webgpu runtime over a fresh cache object on dir: a
 // new process, as far as caching goes.
-func openCached(t *testing.T, dir string) *runtime.Runtime {
+func openCached(t *testing.T, dir string) *gpucc.Runtime {
 	t.Helper()
 	c, err := cache.Open(cache.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	skipUnlessWebGPU(t)
-	rt, err := runtime.New(runtime.Options{Backend: "webgpu", AllowSoftware: true, Cache: c})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "webgpu", AllowSoftware: true, Cache: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +47,10 @@ func chain(n int, k float32) *ir.Graph {
 }
 
 // levels runs g on rt, checks it against cpuref and returns the cache map.
-func levels(t *testing.T, rt *runtime.Runtime, g *ir.Graph) (map[string]bool, runtime.Timings) {
+func levels(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) (map[string]bool, gpucc.Timings) {
 	t.Helper()
 	checkRun(t, rt, g)
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestCacheLevels(t *testing.T) {
 	dir := t.TempDir()
 	rt := openCached(t, dir)
 	g := chain(1000, 2)
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestCacheLevels(t *testing.T) {
 	}
 	steps := []struct {
 		name string
-		rt   *runtime.Runtime
+		rt   *gpucc.Runtime
 		g    *ir.Graph
 		want map[string]bool
 	}{
@@ -92,7 +93,7 @@ func TestCacheLevels(t *testing.T) {
 	}
 	// The very first run of a new process: codegen from disk, a new device.
 	rt2 := openCached(t, dir)
-	res, err = rt2.Run(g)
+	res, err = rt2.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestCacheLevels(t *testing.T) {
 // TestTimingsFilled: every stage of a webgpu run is measured.
 func TestTimingsFilled(t *testing.T) {
 	rt := openCached(t, t.TempDir())
-	res, err := rt.Run(chain(4096, 2))
+	res, err := rt.Run(context.Background(), chain(4096, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestCorruptCacheRecovered(t *testing.T) {
 		os.WriteFile(f, b[:len(b)/2], 0o644)
 	}
 	rt := openCached(t, dir)
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestCorruptCacheRecovered(t *testing.T) {
 		t.Error("a truncated file was served")
 	}
 	checkRun(t, rt, g)
-	if res, err := openCached(t, dir).Run(g); err != nil || !res.Cache["codegen_disk"] {
+	if res, err := openCached(t, dir).Run(context.Background(), g); err != nil || !res.Cache["codegen_disk"] {
 		t.Error("the regenerated code did not replace the corrupt file")
 	}
 }
@@ -157,9 +158,9 @@ func TestConcurrentRuntimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	skipUnlessWebGPU(t)
-	var rts []*runtime.Runtime
+	var rts []*gpucc.Runtime
 	for range 2 {
-		rt, err := runtime.New(runtime.Options{Backend: "webgpu", AllowSoftware: true, Cache: c})
+		rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "webgpu", AllowSoftware: true, Cache: c})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,24 +1,26 @@
 //go:build (darwin || freebsd || linux || netbsd) && (amd64 || arm64) && !android && !js
 
-package runtime_test
+package native_test
 
 import (
 	"context"
+	_ "github.com/gpucc/gpucc/runtime/all"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ebitengine/purego"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
-	"github.com/gpucc/gpucc/runtime"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
 
@@ -38,13 +40,13 @@ func skipUnlessCC(t testing.TB) *cbuild.Native {
 
 // nativeOpen opens the native backend with its disk cache in a fresh
 // directory (unless the caller chose one).
-func nativeOpen(t *testing.T) *runtime.Runtime {
+func nativeOpen(t *testing.T) *gpucc.Runtime {
 	t.Helper()
 	if os.Getenv("GPUCC_CACHE_DIR") == "" {
 		t.Setenv("GPUCC_CACHE_DIR", t.TempDir())
 	}
 	skipUnlessCC(t)
-	rt, err := runtime.New(runtime.Options{Backend: "native"})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native"})
 	if err != nil {
 		t.Fatalf("native backend: %v", err)
 	}
@@ -53,8 +55,8 @@ func nativeOpen(t *testing.T) *runtime.Runtime {
 }
 
 func TestNativeNotInChain(t *testing.T) {
-	if slices.Contains(runtime.Chain, "native") {
-		t.Errorf("Chain = %v: native loads generated code into the process and must be asked for explicitly", runtime.Chain)
+	if slices.Contains(gpucc.Chain, "native") {
+		t.Errorf("Chain = %v: native loads generated code into the process and must be asked for explicitly", gpucc.Chain)
 	}
 }
 
@@ -111,13 +113,13 @@ func TestNativeRandom(t *testing.T) {
 	}
 	for seed := range n {
 		g := irtest.Random(uint64(2000+seed), 24)
-		t.Run(itoa(seed), func(t *testing.T) { checkRun(t, rt, g) })
+		t.Run(strconv.Itoa(seed), func(t *testing.T) { checkRun(t, rt, g) })
 	}
 }
 
 func TestNativeTimings(t *testing.T) {
 	rt := nativeOpen(t)
-	res, err := rt.Run(seedGraph(t))
+	res, err := rt.Run(context.Background(), seedGraph(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +143,9 @@ func TestNativeCache(t *testing.T) {
 	t.Setenv("GPUCC_CACHE_DIR", dir)
 	nativeOpen(t)
 	g := seedGraph(t)
-	runs := func(rt *runtime.Runtime) map[string]bool {
+	runs := func(rt *gpucc.Runtime) map[string]bool {
 		t.Helper()
-		res, err := rt.Run(g)
+		res, err := rt.Run(context.Background(), g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,8 +156,8 @@ func TestNativeCache(t *testing.T) {
 	}
 	// fresh is a new process, as far as caching goes: a new backend over
 	// a new cache object on dir.
-	fresh := func() *runtime.Runtime {
-		rt, err := runtime.New(runtime.Options{Backend: "native", Cache: openCache(t, dir)})
+	fresh := func() *gpucc.Runtime {
+		rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native", Cache: openCache(t, dir)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,8 +229,8 @@ func TestNativeMissingCompiler(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := runtime.New(runtime.Options{Backend: "native"})
-			if err == nil || runtime.CodeOf(err) != ir.CodeBackendUnavailable {
+			_, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "native"})
+			if err == nil || gpucc.CodeOf(err) != ir.CodeBackendUnavailable {
 				t.Fatalf("New(native) = %v, want backend_unavailable", err)
 			}
 		})
@@ -351,7 +353,7 @@ func TestNativeFPEnv(t *testing.T) {
 	if getFTZ() != 1 {
 		t.Fatal("could not set flush-to-zero")
 	}
-	res, err := rt.Run(g)
+	res, err := rt.Run(context.Background(), g)
 	if getFTZ() != 1 {
 		t.Error("the entry point did not restore the caller's flush-to-zero")
 	}
@@ -366,51 +368,4 @@ func TestNativeFPEnv(t *testing.T) {
 	if diff := cmp.Diff(bits(want), bits(got)); diff != "" {
 		t.Errorf("under flush-to-zero, native differs from cpuref in IEEE bits (-want +got):\n%s", diff)
 	}
-}
-
-// BenchmarkNativeBuild times a cold start per backend: a new Runtime with
-// an empty cache directory (codegen, compiler, load, first run), then a
-// new Runtime on the filled directory (disk hit: load only). It sits
-// beside BenchmarkBackends, which times warm runs of the same graphs.
-func BenchmarkNativeBuild(b *testing.B) {
-	for _, backend := range []string{"native", "wasm"} {
-		for _, bg := range benchGraphs {
-			b.Run(backend+"/"+bg.name, func(b *testing.B) {
-				if backend == "native" {
-					skipUnlessCC(b)
-				} else if _, err := exec.LookPath("clang"); err != nil {
-					b.Skip("clang is not installed")
-				}
-				builder := ir.NewBuilder()
-				bg.build(builder)
-				g, err := builder.Build(benchLimits)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var cold, disk float64
-				for range b.N {
-					b.Setenv("GPUCC_CACHE_DIR", b.TempDir())
-					cold += compileMs(b, backend, g)
-					disk += compileMs(b, backend, g)
-				}
-				b.ReportMetric(cold/float64(b.N), "cold-compile-ms")
-				b.ReportMetric(disk/float64(b.N), "disk-compile-ms")
-			})
-		}
-	}
-}
-
-// compileMs opens a new Runtime on backend, runs g once and returns the
-// run's CompileMs.
-func compileMs(b *testing.B, backend string, g *ir.Graph) float64 {
-	rt, err := runtime.New(runtime.Options{Backend: backend, Limits: benchLimits})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
-	res, err := rt.Run(g)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return res.Timings.CompileMs
 }

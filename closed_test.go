@@ -1,18 +1,19 @@
-package runtime_test
+package gpucc_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime"
 )
 
 // TestClosedRuntime: a closed Runtime still names its backend, refuses to
 // run with backend_unavailable, and may be closed again; Close racing
 // with Backend is safe (run with -race).
 func TestClosedRuntime(t *testing.T) {
-	rt, err := runtime.New(runtime.Options{Backend: "cpu"})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "cpu"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func TestClosedRuntime(t *testing.T) {
 	if got := rt.Backend(); got != "cpu" {
 		t.Errorf("Backend() after Close = %q, want cpu", got)
 	}
-	if _, err := rt.Run(chain(4, 2)); runtime.CodeOf(err) != ir.CodeBackendUnavailable {
+	if _, err := rt.Run(context.Background(), chain(4, 2)); gpucc.CodeOf(err) != ir.CodeBackendUnavailable {
 		t.Errorf("Run after Close: %v, want %s", err, ir.CodeBackendUnavailable)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build js
 
-package runtime
+package gpucc
 
 import "slices"
 

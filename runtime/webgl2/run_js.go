@@ -1,28 +1,27 @@
 //go:build js
 
-package runtime
+package webgl2
 
 import (
 	"fmt"
 	"syscall/js"
-	"time"
 
 	"github.com/gpucc/gpucc/codegen/glsl"
+	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/internal/jsutil"
 )
 
-// webgl2Run is one execution of a plan.
-type webgl2Run struct {
-	b     *webgl2Backend
-	pl    *glsl.Plan
-	job   *Job
-	progs []js.Value       // per pass
-	tex   map[int]js.Value // live textures
-	fb    js.Value
+// run is one execution of a plan.
+type run struct {
+	e    *executable
+	call *backend.Call
+	tex  map[int]js.Value // live textures
+	fb   js.Value
 }
 
 // shader compiles one shader stage.
-func (b *webgl2Backend) shader(stage js.Value, src string) (js.Value, error) {
-	gl := b.gl
+func (d *device) shader(stage js.Value, src string) (js.Value, error) {
+	gl := d.gl
 	s := gl.Call("createShader", stage)
 	gl.Call("shaderSource", s, src)
 	gl.Call("compileShader", s)
@@ -36,17 +35,17 @@ func (b *webgl2Backend) shader(stage js.Value, src string) (js.Value, error) {
 
 // program returns the linked program of a fragment source, and whether it
 // came from the cache.
-func (b *webgl2Backend) program(frag string) (js.Value, bool, error) {
-	if p, ok := b.programs[frag]; ok {
+func (d *device) program(frag string) (js.Value, bool, error) {
+	if p, ok := d.programs[frag]; ok {
 		return p, true, nil
 	}
-	gl := b.gl
-	fs, err := b.shader(gl.Get("FRAGMENT_SHADER"), frag)
+	gl := d.gl
+	fs, err := d.shader(gl.Get("FRAGMENT_SHADER"), frag)
 	if err != nil {
 		return js.Null(), false, err
 	}
 	p := gl.Call("createProgram")
-	gl.Call("attachShader", p, b.vertex)
+	gl.Call("attachShader", p, d.vertex)
 	gl.Call("attachShader", p, fs)
 	gl.Call("linkProgram", p)
 	gl.Call("deleteShader", fs)
@@ -55,31 +54,14 @@ func (b *webgl2Backend) program(frag string) (js.Value, bool, error) {
 		gl.Call("deleteProgram", p)
 		return js.Null(), false, fmt.Errorf("GLSL link failed: %s", log)
 	}
-	b.programs[frag] = p
+	d.programs[frag] = p
 	return p, false, nil
 }
 
-// compile links every pass's program.
-func (r *webgl2Run) compile() error {
-	start := time.Now()
-	hits := true
-	for _, ps := range r.pl.Passes {
-		p, hit, err := r.b.program(ps.Source)
-		if err != nil {
-			return fmt.Errorf("pass %s: %w", ps.Name, err)
-		}
-		hits = hits && hit
-		r.progs = append(r.progs, p)
-	}
-	r.job.Cache["shader"] = hits
-	r.job.Timings.CompileMs = ms(time.Since(start))
-	return nil
-}
-
 // texture allocates texture tx, filled from data (nil: uninitialised).
-func (r *webgl2Run) texture(tx int, data []float32) js.Value {
-	gl := r.b.gl
-	t := r.pl.Textures[tx]
+func (r *run) texture(tx int, data []float32) js.Value {
+	gl := r.e.d.gl
+	t := r.e.pl.Textures[tx]
 	tex := gl.Call("createTexture")
 	target := gl.Get("TEXTURE_2D")
 	gl.Call("bindTexture", target, tex)
@@ -88,7 +70,7 @@ func (r *webgl2Run) texture(tx int, data []float32) js.Value {
 	}
 	pixels := js.Null()
 	if data != nil {
-		pixels = float32sToJS(data, t.Texels())
+		pixels = jsutil.Float32sToJS(data, t.Texels())
 	}
 	gl.Call("texImage2D", target, 0, gl.Get("R32F"), t.Width, t.Height, 0, gl.Get("RED"), gl.Get("FLOAT"), pixels)
 	r.tex[tx] = tex
@@ -96,26 +78,26 @@ func (r *webgl2Run) texture(tx int, data []float32) js.Value {
 }
 
 // upload creates the textures of the program inputs that passes read.
-func (r *webgl2Run) upload() {
-	start := time.Now()
-	used := r.pl.Used()
-	for tx, buf := range r.job.Program.Buffers {
+func (r *run) upload() {
+	st := r.call.Stats
+	defer st.Start(backend.StageUpload)()
+	used := r.e.pl.Used()
+	for tx, buf := range r.e.p.Buffers {
 		if buf.Input && used[tx] {
-			r.texture(tx, buf.Data)
-			r.job.Timings.UploadBytes += int64(4 * len(buf.Data))
+			r.texture(tx, backend.HostData(r.call.Args[tx]))
+			st.UploadBytes += int64(4 * buf.Len)
 		}
 	}
-	r.job.Timings.UploadMs = ms(time.Since(start))
 }
 
 // draw runs every pass in order, freeing textures as soon as they die.
-func (r *webgl2Run) draw() error {
-	gl := r.b.gl
-	start := time.Now()
+func (r *run) draw() error {
+	gl := r.e.d.gl
+	defer r.call.Stats.Start(backend.StageDispatch)()
 	r.fb = gl.Call("createFramebuffer")
 	gl.Call("bindFramebuffer", gl.Get("FRAMEBUFFER"), r.fb)
-	for j, ps := range r.pl.Passes {
-		if err := r.pass(r.progs[j], ps); err != nil {
+	for j, ps := range r.e.pl.Passes {
+		if err := r.pass(r.e.progs[j], ps); err != nil {
 			return fmt.Errorf("pass %s: %w", ps.Name, err)
 		}
 		for _, tx := range ps.Free {
@@ -123,14 +105,12 @@ func (r *webgl2Run) draw() error {
 		}
 	}
 	gl.Call("finish")
-	r.job.Timings.DispatchMs = ms(time.Since(start))
-	r.job.Timings.DispatchClock = "wall"
 	return r.glError("draw")
 }
 
 // pass binds inputs and outputs and draws the full-screen triangle.
-func (r *webgl2Run) pass(prog js.Value, ps glsl.Pass) error {
-	gl := r.b.gl
+func (r *run) pass(prog js.Value, ps glsl.Pass) error {
+	gl := r.e.d.gl
 	fbTarget := gl.Get("FRAMEBUFFER")
 	attach := gl.Get("COLOR_ATTACHMENT0").Int()
 	bufs := make([]any, len(ps.Outputs))
@@ -164,11 +144,12 @@ func (r *webgl2Run) pass(prog js.Value, ps glsl.Pass) error {
 
 // readback reads every program output: RGBA/FLOAT is the read format
 // WebGL2 guarantees for float attachments, so one texel reads four floats.
-func (r *webgl2Run) readback() [][]float32 {
-	gl := r.b.gl
-	start := time.Now()
-	p := r.job.Program
-	out := make([][]float32, len(p.Outputs))
+// A kept output goes to host memory, the device memory of this backend.
+func (r *run) readback() {
+	gl := r.e.d.gl
+	st := r.call.Stats
+	defer st.Start(backend.StageReadback)()
+	p := r.e.p
 	fbTarget := gl.Get("FRAMEBUFFER")
 	for k := 1; k < glsl.MaxDrawBuffers; k++ {
 		gl.Call("framebufferTexture2D", fbTarget, gl.Get("COLOR_ATTACHMENT0").Int()+k, gl.Get("TEXTURE_2D"), js.Null(), 0)
@@ -178,45 +159,51 @@ func (r *webgl2Run) readback() [][]float32 {
 		if o.Buffer < 0 {
 			continue
 		}
+		dst := &r.call.Dests[i]
+		if dst.Keep {
+			dst.Host = make([]float32, p.Buffers[o.Buffer].Len)
+		}
 		tex, ok := r.tex[o.Buffer]
 		if !ok { // an input returned as is: no pass touched it
-			out[i] = append([]float32(nil), p.Buffers[o.Buffer].Data...)
-			continue
+			copy(dst.Host, backend.HostData(r.call.Args[o.Buffer]))
+		} else {
+			t := r.e.pl.Textures[o.Buffer]
+			gl.Call("framebufferTexture2D", fbTarget, gl.Get("COLOR_ATTACHMENT0"), gl.Get("TEXTURE_2D"), tex, 0)
+			gl.Call("readBuffer", gl.Get("COLOR_ATTACHMENT0"))
+			pixels := js.Global().Get("Float32Array").New(4 * t.Texels())
+			gl.Call("readPixels", 0, 0, t.Width, t.Height, gl.Get("RGBA"), gl.Get("FLOAT"), pixels)
+			copy(dst.Host, jsutil.Float32sFromJS(pixels, t.Len, 4))
 		}
-		t := r.pl.Textures[o.Buffer]
-		gl.Call("framebufferTexture2D", fbTarget, gl.Get("COLOR_ATTACHMENT0"), gl.Get("TEXTURE_2D"), tex, 0)
-		gl.Call("readBuffer", gl.Get("COLOR_ATTACHMENT0"))
-		pixels := js.Global().Get("Float32Array").New(4 * t.Texels())
-		gl.Call("readPixels", 0, 0, t.Width, t.Height, gl.Get("RGBA"), gl.Get("FLOAT"), pixels)
-		out[i] = float32sFromJS(pixels, t.Len, 4)
-		r.job.Timings.ReadbackBytes += int64(4 * t.Len)
+		if dst.Keep {
+			dst.Buf, dst.Host = &backend.HostBuffer{Data: dst.Host}, nil
+		} else {
+			st.ReadbackBytes += int64(4 * len(dst.Host))
+		}
 	}
-	r.job.Timings.ReadbackMs = ms(time.Since(start))
-	return out
 }
 
 // free deletes texture tx if it is live.
-func (r *webgl2Run) free(tx int) {
+func (r *run) free(tx int) {
 	if tex, ok := r.tex[tx]; ok {
-		r.b.gl.Call("deleteTexture", tex)
+		r.e.d.gl.Call("deleteTexture", tex)
 		delete(r.tex, tx)
 	}
 }
 
 // release deletes everything the run still holds.
-func (r *webgl2Run) release() {
+func (r *run) release() {
 	for tx := range r.tex {
 		r.free(tx)
 	}
 	if !r.fb.IsUndefined() && !r.fb.IsNull() {
-		r.b.gl.Call("bindFramebuffer", r.b.gl.Get("FRAMEBUFFER"), js.Null())
-		r.b.gl.Call("deleteFramebuffer", r.fb)
+		r.e.d.gl.Call("bindFramebuffer", r.e.d.gl.Get("FRAMEBUFFER"), js.Null())
+		r.e.d.gl.Call("deleteFramebuffer", r.fb)
 	}
 }
 
 // glError reports a pending GL error.
-func (r *webgl2Run) glError(stage string) error {
-	gl := r.b.gl
+func (r *run) glError(stage string) error {
+	gl := r.e.d.gl
 	if e := gl.Call("getError").Int(); e != gl.Get("NO_ERROR").Int() {
 		return fmt.Errorf("WebGL error 0x%x during %s", e, stage)
 	}

@@ -1,0 +1,8 @@
+package gpucc_test
+
+import "testing"
+
+func TestWasmCacheOffWritesNothing(t *testing.T) {
+	wasmOpen(t) // skips without a toolchain
+	cacheOffWritesNothing(t, "wasm")
+}

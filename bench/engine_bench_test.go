@@ -1,0 +1,259 @@
+package bench
+
+// Benchmarks of the executable API (issue 9): warm runs from host slices,
+// runs on resident tensors, transfers, and the MLP train step resident
+// against re-uploading its parameters. Sizes come from the environment,
+// small by default; bench/h200_engine.sh runs them at the issue's sizes:
+//
+//	GPUCC_BENCH_BACKEND  backend (default webgpu)
+//	GPUCC_BENCH_ELEMS    relu(a*b+c) elements (default 1M; H200: 67108864)
+//	GPUCC_BENCH_BYTES    transfer size (default 16 MiB; H200: 268435456)
+//	GPUCC_BENCH_MLP      B,D,H,O of the MLP (default 256,128,128,16; H200: 4096,1024,1024,16)
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+func benchBackend() string {
+	if b := os.Getenv("GPUCC_BENCH_BACKEND"); b != "" {
+		return b
+	}
+	return "webgpu"
+}
+
+func openEngine(b *testing.B) *gpucc.Runtime {
+	b.Helper()
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: benchBackend(), AllowSoftware: true, Limits: Limits(),
+		Upload: os.Getenv("GPUCC_UPLOAD")})
+	if err != nil {
+		b.Skipf("%s: %v", benchBackend(), err)
+	}
+	b.Cleanup(rt.Close)
+	return rt
+}
+
+// reportRun reports the mean stages of n runs summed in t, and the wall
+// time beyond the kernels.
+func reportRun(b *testing.B, t gpucc.Timings) {
+	n := float64(b.N)
+	wall := float64(b.Elapsed().Nanoseconds()) / 1e6 / n
+	b.ReportMetric(t.UploadMs/n, "upload-ms")
+	b.ReportMetric(t.DispatchMs/n, "dispatch-ms("+t.DispatchClock+")")
+	b.ReportMetric(t.ReadbackMs/n, "readback-ms")
+	b.ReportMetric((wall-t.DispatchMs/n)*1000, "us-beyond-kernels")
+}
+
+func sum(t *gpucc.Timings, r gpucc.Timings) {
+	t.UploadMs += r.UploadMs
+	t.DispatchMs += r.DispatchMs
+	t.ReadbackMs += r.ReadbackMs
+	t.DispatchClock = r.DispatchClock
+}
+
+// BenchmarkExecutableRun is a warm Executable.Run of relu(a*b+c): "host"
+// from host slices into a caller-supplied output slice, "resident" on
+// inputs already on the device with the output kept there (what a run
+// costs beyond its kernels).
+func BenchmarkExecutableRun(b *testing.B) {
+	n := envInt("GPUCC_BENCH_ELEMS", 1<<20)
+	ctx := context.Background()
+	shape := ir.Shape{n}
+	a, x, c := irtest.Values(1, n, 3), irtest.Values(2, n, 3), irtest.Values(3, n, 3)
+	b.Run(fmt.Sprintf("host/%d", n), func(b *testing.B) {
+		rt := openEngine(b)
+		exe, err := rt.Compile(ctx, ReluMulAdd(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := gpucc.Inputs{"input0": gpucc.Host(shape, a), "input1": gpucc.Host(shape, x), "input2": gpucc.Host(shape, c)}
+		into := gpucc.RunOptions{Into: map[string][]float32{"out": make([]float32, n)}}
+		if _, err := exe.RunWith(ctx, in, into); err != nil { // first use of pipelines and buffers
+			b.Fatal(err)
+		}
+		var t gpucc.Timings
+		b.SetBytes(16 * int64(n))
+		for b.Loop() {
+			res, err := exe.RunWith(ctx, in, into)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum(&t, res.Timings)
+		}
+		reportRun(b, t)
+	})
+	b.Run(fmt.Sprintf("resident/%d", n), func(b *testing.B) {
+		rt := openEngine(b)
+		exe, err := rt.Compile(ctx, ReluMulAdd(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := gpucc.Inputs{}
+		for i, d := range [][]float32{a, x, c} {
+			t, err := rt.Upload(ctx, shape, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in[fmt.Sprintf("input%d", i)] = t
+		}
+		keep := gpucc.RunOptions{Keep: []string{"out"}}
+		run := func() gpucc.Timings {
+			res, err := exe.RunWith(ctx, in, keep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.Kept["out"].Release()
+			return res.Timings
+		}
+		run()
+		var t gpucc.Timings
+		for b.Loop() {
+			sum(&t, run())
+		}
+		reportRun(b, t)
+	})
+}
+
+// BenchmarkTensorTransfer uploads a host slice into a device tensor and
+// reads one back into a caller slice.
+func BenchmarkTensorTransfer(b *testing.B) {
+	n := envInt("GPUCC_BENCH_BYTES", 16<<20) / 4
+	ctx := context.Background()
+	data := irtest.Values(7, n, 1)
+	shape := ir.Shape{n}
+	b.Run(fmt.Sprintf("upload/%dMiB", n>>18), func(b *testing.B) {
+		rt := openEngine(b)
+		b.SetBytes(4 * int64(n))
+		for b.Loop() {
+			t, err := rt.Upload(ctx, shape, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.Release() // back to the pool: the next upload allocates nothing
+		}
+	})
+	b.Run(fmt.Sprintf("readback/%dMiB", n>>18), func(b *testing.B) {
+		rt := openEngine(b)
+		t, err := rt.Upload(ctx, shape, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := make([]float32, n)
+		b.SetBytes(4 * int64(n))
+		for b.Loop() {
+			if _, err := t.Read(ctx, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// mlpSize reads GPUCC_BENCH_MLP.
+func mlpSize() (bsz, d, h, o int) {
+	v := []int{256, 128, 128, 16}
+	if s := os.Getenv("GPUCC_BENCH_MLP"); s != "" {
+		for i, f := range strings.Split(s, ",") {
+			if k, err := strconv.Atoi(f); err == nil && i < 4 && k > 0 {
+				v[i] = k
+			}
+		}
+	}
+	return v[0], v[1], v[2], v[3]
+}
+
+// MLP is the model of /work/shared/device/gen_mlp.py: batch bsz, layers
+// d→h→h→o, relu, squared-error loss averaged over the batch; x and the
+// target uniform in [0,1), weights in [0,0.02), biases zero.
+func MLP(bsz, d, h, o int) *ir.Graph {
+	rng := rand.New(rand.NewPCG(0, 1))
+	uniform := func(n int, scale float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32() * scale
+		}
+		return v
+	}
+	b := ir.NewBuilder()
+	x := b.NamedInput("x", ir.Shape{bsz, d}, uniform(bsz*d, 1))
+	t := b.NamedInput("target", ir.Shape{bsz, o}, uniform(bsz*o, 1))
+	layer := func(in ir.Tensor, i, k, n int, relu bool) ir.Tensor {
+		w := b.Param(fmt.Sprintf("w%d", i), ir.Shape{k, n}, uniform(k*n, 0.02))
+		bias := b.Param(fmt.Sprintf("b%d", i), ir.Shape{n}, make([]float32, n))
+		y := in.MatMul(w).Add(bias.Broadcast(ir.Shape{bsz, n}))
+		if relu {
+			y = y.Relu()
+		}
+		return y
+	}
+	y := layer(layer(layer(x, 1, d, h, true), 2, h, h, true), 3, h, o, false)
+	diff := y.Sub(t)
+	b.Output("loss", diff.Mul(diff).Sum().MulScalar(1/float32(bsz)))
+	g, err := b.Build(Limits())
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// BenchmarkMLPTrainStep times one SGD step of the MLP: "resident" through
+// a Trainer (parameters and batch stay on the device, only the loss comes
+// back), "reupload" running the same step graph with every parameter
+// uploaded from the host and read back each step.
+func BenchmarkMLPTrainStep(b *testing.B) {
+	bsz, d, h, o := mlpSize()
+	g := MLP(bsz, d, h, o)
+	ctx := context.Background()
+	name := fmt.Sprintf("%dx%d-%d-%d", bsz, d, h, o)
+	b.Run("resident/"+name, func(b *testing.B) {
+		rt := openEngine(b)
+		tr, err := rt.NewTrainer(ctx, g, "loss", 0.01)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		if _, err := tr.Step(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		var t gpucc.Timings
+		for b.Loop() {
+			r, err := tr.Step(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum(&t, r.Timings)
+		}
+		reportRun(b, t)
+	})
+	b.Run("reupload/"+name, func(b *testing.B) {
+		rt := openEngine(b)
+		res, err := rt.Train(ctx, g, "loss", 0.01, 1) // compiles the same step graph, warms the caches
+		if err != nil {
+			b.Fatal(err)
+		}
+		params := res.Params
+		var t gpucc.Timings
+		for b.Loop() {
+			// The old path: a fresh trainer per step uploads every
+			// parameter and reads every one back.
+			for _, p := range g.Params() {
+				g.Nodes[p.ID].Data = params[p.Name].Data
+			}
+			r, err := rt.Train(ctx, g, "loss", 0.01, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			params = r.Params
+			sum(&t, r.Timings)
+		}
+		reportRun(b, t)
+	})
+}

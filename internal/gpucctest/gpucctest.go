@@ -1,0 +1,212 @@
+// Package gpucctest holds the helpers that the tests of package gpucc and
+// of the backend packages share: opening a backend (skipping when it
+// cannot start here, failing when CI requires it) and comparing a run with
+// cpuref bit for bit.
+package gpucctest
+
+import (
+	"context"
+	"errors"
+	"github.com/gpucc/gpucc/codegen/cache"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Backends are the backends every test runs on (those that cannot start
+// here are skipped unless required).
+var Backends = []string{"cpu", "webgpu", "wasm", "native"}
+
+// requireEnv names, per backend, the variable that turns "cannot start
+// here" from a skip into a failure. CI sets them all.
+var requireEnv = map[string]string{"webgpu": "GPUCC_REQUIRE_WEBGPU", "wasm": "GPUCC_REQUIRE_WASM", "native": "GPUCC_REQUIRE_NATIVE"}
+
+// Open returns a runtime on backend, or skips when it cannot start here and
+// the backend is not required.
+func Open(t testing.TB, backend string, opts ...func(*gpucc.Options)) *gpucc.Runtime {
+	t.Helper()
+	required := os.Getenv(requireEnv[backend]) != ""
+	if !slices.Contains(gpucc.Backends(), backend) {
+		if required {
+			t.Fatalf("%s is set but backend %s is not built into this binary", requireEnv[backend], backend)
+		}
+		t.Skipf("backend %s is not built into this binary", backend)
+	}
+	o := gpucc.Options{Backend: backend, AllowSoftware: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	rt, err := gpucc.Open(context.Background(), o)
+	if err != nil {
+		if required {
+			t.Fatalf("%s=%s but %v", requireEnv[backend], os.Getenv(requireEnv[backend]), err)
+		}
+		t.Skipf("backend %s unavailable: %v", backend, err)
+	}
+	t.Cleanup(rt.Close)
+	return rt
+}
+
+// BitsOf maps values to their IEEE bits, so that -0 and +0 differ.
+func BitsOf(v []float32) []uint32 {
+	b := make([]uint32, len(v))
+	for i, x := range v {
+		b[i] = math.Float32bits(x)
+	}
+	return b
+}
+
+// Bits maps each output to its values' IEEE bits.
+func Bits(m map[string][]float32) map[string][]uint32 {
+	out := map[string][]uint32{}
+	for k, v := range m {
+		out[k] = BitsOf(v)
+	}
+	return out
+}
+
+// Expect returns the reference outputs of g, and whether they are all finite.
+func Expect(g *ir.Graph) (map[string][]float32, bool) {
+	vals := cpuref.Eval(g)
+	want := map[string][]float32{}
+	finite := true
+	for _, o := range g.Outputs {
+		want[o.Name] = slices.Clone(vals[o.ID])
+		for _, v := range vals[o.ID] {
+			finite = finite && !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
+		}
+	}
+	return want, finite
+}
+
+// CheckRun runs g on rt and compares every output, bit for bit, with cpuref.
+func CheckRun(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
+	t.Helper()
+	want, finite := Expect(g)
+	res, err := rt.Run(context.Background(), g)
+	if !finite {
+		var re *gpucc.Error
+		if !errors.As(err, &re) || re.Code != ir.CodeNonFiniteOutput {
+			t.Fatalf("reference output is not finite; want a non_finite_output error, got %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	got := map[string][]float32{}
+	for name, tensor := range res.Outputs {
+		got[name] = tensor.Data
+	}
+	Compare(t, rt, g, want, got)
+}
+
+// Compare checks got against want bit for bit, accepting on webgpu the
+// flushed value where the device flushed a subnormal.
+func Compare(t *testing.T, rt *gpucc.Runtime, g *ir.Graph, want, got map[string][]float32) {
+	t.Helper()
+	if rt.Backend() == "webgpu" {
+		AcceptFlushed(t, g, want, got)
+	}
+	if diff := cmp.Diff(Bits(want), Bits(got)); diff != "" {
+		t.Errorf("%s differs from cpuref in IEEE bits (-want +got):\n%s", rt.Backend(), diff)
+	}
+}
+
+// AcceptFlushed replaces, in want, each value where a GPU backend returned
+// cpuref.EvalFlushed's value instead: the one liberty (flushing subnormals)
+// that WGSL grants and that cpuref's package doc states. The cpu and wasm
+// backends never need it; it is logged so a run shows where it happened.
+func AcceptFlushed(t *testing.T, g *ir.Graph, want, got map[string][]float32) {
+	t.Helper()
+	flushed := cpuref.EvalFlushed(g)
+	n := 0
+	for _, o := range g.Outputs {
+		w, f, v := want[o.Name], flushed[o.ID], got[o.Name]
+		for i := range w {
+			if i < len(v) && math.Float32bits(v[i]) != math.Float32bits(w[i]) && math.Float32bits(v[i]) == math.Float32bits(f[i]) {
+				w[i] = v[i]
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		t.Logf("%d values match cpuref.EvalFlushed (subnormals flushed by the device), not cpuref.Eval", n)
+	}
+}
+
+// Build builds a graph or fails the test.
+func Build(t *testing.T, f func(b *ir.Builder)) *ir.Graph {
+	t.Helper()
+	b := ir.NewBuilder()
+	f(b)
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return g
+}
+
+// OpenCache opens a new cache object on dir: a new process, as far as
+// caching goes.
+func OpenCache(t testing.TB, dir string) *cache.Cache {
+	t.Helper()
+	c, err := cache.Open(cache.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Files lists every file under dirs.
+func Files(dirs ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// CacheOffWritesNothing checks that with a memory-only cache (--cache-dir off) the
+// backend writes to no cache directory, wherever the defaults point.
+func CacheOffWritesNothing(t *testing.T, backend string) {
+	env, home, xdg := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("GPUCC_CACHE_DIR", env)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	mem, err := cache.Open(cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: backend, Cache: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	CheckRun(t, rt, seedGraph(t))
+	if got := Files(env, home, xdg); len(got) != 0 {
+		t.Errorf("a memory-only cache left files on disk: %v", got)
+	}
+}
+
+// seedGraph is the seed's relu(x*y) over three values.
+func seedGraph(t *testing.T) *ir.Graph {
+	return Build(t, func(b *ir.Builder) {
+		x := b.Input(ir.Shape{3}, []float32{-2, 3, 4})
+		y := b.Input(ir.Shape{3}, []float32{10, 20, 30})
+		b.Output("values", x.Mul(y).Relu())
+	})
+}
