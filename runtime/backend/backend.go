@@ -189,6 +189,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrorCode returns the stable code.
 func (e *Error) ErrorCode() ir.Code { return e.Code }
 
+// Is reports whether target is e's code, so that errors.Is(err,
+// ir.ErrExecutionFailed) works on backend errors as on ir's.
+func (e *Error) Is(target error) bool {
+	c, ok := target.(ir.Code)
+	return ok && c == e.Code
+}
+
 // Errorf returns an *Error of code for backend.
 func Errorf(code ir.Code, backend, format string, args ...any) *Error {
 	return &Error{Code: code, Backend: backend, Err: fmt.Errorf(format, args...)}
