@@ -2,6 +2,7 @@ package gpucc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -101,6 +102,10 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 				d.Buf.Release()
 			}
 		}
+		var nf *backend.NonFiniteError
+		if errors.As(err, &nf) {
+			return nil, e.nonFinite(nf)
+		}
 		return nil, rt.wrap(err)
 	}
 	// From here every kept buffer becomes a tensor, so that an error
@@ -169,7 +174,13 @@ func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, er
 				need += 4 * int64(len(data))
 			}
 		case Tensor:
-			if err := checkHost(pi.Name, pi.Shape, v.Shape, v.Data); err != nil {
+			// A backend that checks values while it copies them spares
+			// the data a second pass.
+			check := checkHost
+			if rt.info.ChecksHost {
+				check = checkShape
+			}
+			if err := check(pi.Name, pi.Shape, v.Shape, v.Data); err != nil {
 				return 0, err
 			}
 			if pi.Buffer >= 0 {
@@ -191,6 +202,16 @@ func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, er
 		}
 	}
 	return need, nil
+}
+
+// nonFinite names the input a backend found a non-finite value in.
+func (e *Executable) nonFinite(nf *backend.NonFiniteError) error {
+	for _, pi := range e.plan.Inputs {
+		if pi.Buffer == nf.Buffer {
+			return ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q value %d is %v; inputs must be finite float32", pi.Name, nf.Index, nf.Value)
+		}
+	}
+	return ir.Errorf(ir.CodeInvalidInput, -1, "", "%v", nf)
 }
 
 func (e *Executable) inputNames() []string {

@@ -2,6 +2,7 @@ package gpucc_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -344,4 +345,33 @@ func equalBits(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestNonFiniteInput: a host input holding ±Inf or NaN is refused with
+// invalid_input naming it, on every backend (webgpu finds it while copying
+// to staging), and the run leaves nothing behind.
+func TestNonFiniteInput(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			ctx := context.Background()
+			rt := open(t, be)
+			const n = 1 << 15 // above the size where webgpu stages uploads
+			exe, err := rt.Compile(ctx, layer(n/8, 8, 8, nil, nil, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []float32{float32(math.Inf(-1)), float32(math.NaN())} {
+				x := irtest.Values(5, n, 1)
+				x[n-3] = bad
+				_, err := exe.RunWith(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{n / 8, 8}, x)}, gpucc.RunOptions{Keep: []string{"y"}})
+				var ie *ir.Error
+				if !errors.As(err, &ie) || ie.Code != ir.CodeInvalidInput || ie.Field != "x" {
+					t.Errorf("input x with %v: %v, want invalid_input on field x", bad, err)
+				}
+				if n, _ := rt.LiveTensors(); n != 0 {
+					t.Errorf("%d tensors live after a refused run", n)
+				}
+			}
+		})
+	}
 }

@@ -161,12 +161,25 @@ func (t *DeviceTensor) releaseLocked() {
 // checkHost checks host data against an input's shape: the same shape,
 // and every value a finite float32.
 func checkHost(name string, want, shape ir.Shape, data []float32) error {
+	if err := checkShape(name, want, shape, data); err != nil {
+		return err
+	}
+	return checkFiniteInput(name, data)
+}
+
+// checkShape checks host data's shape and length against an input's.
+func checkShape(name string, want, shape ir.Shape, data []float32) error {
 	if !want.Equal(shape) {
 		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q has shape %v, the graph needs %v", name, shape, want)
 	}
 	if len(data) != want.Len() {
 		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q holds %d values, shape %v needs %d", name, len(data), want, want.Len())
 	}
+	return nil
+}
+
+// checkFiniteInput returns invalid_input when data holds ±Inf or NaN.
+func checkFiniteInput(name string, data []float32) error {
 	for k, v := range data {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
 			return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q value %d is %v; inputs must be finite float32", name, k, v)

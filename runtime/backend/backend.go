@@ -61,6 +61,23 @@ type Info struct {
 	// Profile is the device's limits (passes.Profile, Name the backend's);
 	// a zero limit is unbounded.
 	Profile passes.Profile
+	// ChecksHost says that Executable.Run checks host Args for ±Inf and
+	// NaN while it copies them to the device (no second pass over the
+	// data), failing with a *NonFiniteError; the runtime then does not
+	// scan them itself.
+	ChecksHost bool
+}
+
+// NonFiniteError is a host Arg holding ±Inf or NaN, found by a backend
+// that ChecksHost.
+type NonFiniteError struct {
+	Buffer int // the program buffer
+	Index  int // the element
+	Value  float32
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("buf%d element %d is %v; inputs must be finite float32", e.Buffer, e.Index, e.Value)
 }
 
 // Program is a sealed program handed to Device.Compile: the lowered IR,

@@ -96,7 +96,8 @@ func open(opts backend.Options) (backend.Device, error) {
 				MaxWorkgroupStorage:       int(l.MaxComputeWorkgroupStorageSize),
 				MaxWorkgroupsPerDimension: int(l.MaxComputeWorkgroupsPerDimension),
 				MaxBindingSize:            int64(l.MaxStorageBufferBindingSize),
-				MaxBufferSize:             int64(l.MaxBufferSize)}},
+				MaxBufferSize:             int64(l.MaxBufferSize)},
+			ChecksHost: true},
 	}, nil
 }
 
@@ -322,9 +323,15 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 		pooled = pooled && hit
 		bufs[i] = buf
 		if pb.Input {
-			if err := d.dev.Upload(buf, call.Args[i].Host); err != nil {
+			host := call.Args[i].Host
+			k, err := d.dev.UploadChecked(buf, host) // the finiteness check rides on the copy to staging
+			if err != nil {
 				stop()
 				return fail(err)
+			}
+			if k >= 0 {
+				stop()
+				return &backend.NonFiniteError{Buffer: i, Index: k, Value: host[k]}
 			}
 			st.UploadBytes += int64(pb.Len) * 4
 		}
