@@ -61,6 +61,7 @@ example:
 test: deps vet
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -race -count=1 ./host/
+	$(GO) test -race -count=1 -run 'TestConcurrentRuns|TestCancelLeaksNothing|TestMisuse|TestResidentChain' .
 	$(GO) test -race -count=1 -run 'TestAPI' ./cmd/gpucc/
 	$(MAKE) example
 	$(MAKE) fuzz

@@ -92,3 +92,48 @@ func ExampleRunOptions_keep() {
 	// [7 13] 8
 	// [3 4]
 }
+
+// Train a one-weight model with its parameter resident: after the first
+// step, a step uploads nothing and reads back only the loss.
+func ExampleRuntime_NewTrainer() {
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+	// loss = sum((w*x - y)²) for y = 2x: w goes to 2 (each element on its
+	// own: x = 2 makes the second converge in one step).
+	b := ir.NewBuilder()
+	x := b.NamedInput("x", ir.Shape{2}, []float32{1, 2})
+	y := b.NamedInput("y", ir.Shape{2}, []float32{2, 4})
+	w := b.Param("w", ir.Shape{2}, []float32{0, 0})
+	d := w.Mul(x).Sub(y)
+	b.Output("loss", d.Mul(d).Sum())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	tr, err := rt.NewTrainer(ctx, g, "loss", 0.125)
+	if err != nil {
+		panic(err)
+	}
+	defer tr.Close()
+	for range 3 {
+		r, err := tr.Step(ctx, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(r.Loss, r.Timings.UploadBytes, r.Timings.ReadbackBytes)
+	}
+	params, err := tr.Params(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(params["w"].Data)
+	// Output:
+	// 20 24 4
+	// 2.25 0 4
+	// 1.265625 0 4
+	// [1.15625 2]
+}
