@@ -18,9 +18,9 @@ import (
 )
 
 func main() {
-	backend := flag.String("backend", "auto", "auto, or one of: "+fmt.Sprint(runtime.Backends()))
+	backend := flag.String("backend", "auto", "auto, or one of: "+fmt.Sprint(gpucc.Backends()))
 	flag.Parse()
-	rt, err := runtime.New(runtime.Options{Backend: *backend, AllowSoftware: true})
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: *backend, AllowSoftware: true})
 	if err != nil {
 		log.Fatal(err)
 	}
