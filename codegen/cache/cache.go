@@ -42,7 +42,7 @@
 // Get returns the verified bytes themselves, read once into memory, never
 // a path: a caller that must hand the bytes to a loader that wants a file
 // (dlopen) copies them into a file no one else can reach (see
-// runtime/internal/cbuild.PrivateFile), so nothing can swap the file
+// runtime/internal/cbuild.PrivateDir), so nothing can swap the file
 // between verification and load.
 //
 // A Cache is safe for concurrent use by many goroutines, and several

@@ -26,7 +26,7 @@ func (n *Native) ObjectKey(source string) cache.Key {
 //
 // The bytes come from c authenticated (see package codegen/cache): a
 // caller that must give a loader a file copies them into one no one else
-// can reach (PrivateFile) instead of loading anything from the cache's
+// can reach (PrivateDir) instead of loading anything from the cache's
 // directory.
 func Load(c *cache.Cache, kind cache.Kind, key cache.Key, build func() ([]byte, error), use func([]byte) error) (cache.Source, error) {
 	if c != nil {
