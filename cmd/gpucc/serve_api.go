@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -70,6 +71,9 @@ type api struct {
 	limits ir.Limits
 	grace  time.Duration
 	next   http.Handler
+	// adapters are enumerated once: /v1/info is cheap to ask for, and
+	// enumeration creates a wgpu instance.
+	adapters func() (any, error)
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -85,7 +89,8 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	h := host.New(host.Options{Policy: host.Policy{Limits: *c.limits, MaxPending: c.pending, Timeout: c.timeout},
 		AllowSoftware: c.allowSW, Cache: cc})
 	h.Grant(apiClient)
-	return &api{host: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, grace: c.grace, next: next}, nil
+	return &api{host: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, grace: c.grace, next: next,
+		adapters: sync.OnceValues(adapters)}, nil
 }
 
 // newServer returns an http.Server for handler with every timeout set:
@@ -244,11 +249,11 @@ func parseQuery(raw string) (backend string, err error) {
 func (a *api) info(w http.ResponseWriter) {
 	v := map[string]any{"backends": a.host.Offered(), "chain": lib.Chain, "limits": a.limits,
 		"maxPending": a.host.Policy().MaxPending}
-	adapters, err := adapters()
+	list, err := a.adapters()
 	if err != nil {
 		v["adapterError"] = err.Error()
 	}
-	v["adapters"] = adapters
+	v["adapters"] = list
 	writeReply(w, http.StatusOK, map[string]any{"ok": true, "value": v})
 }
 
