@@ -66,7 +66,7 @@ func TestCacheLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	cold := res.Timings
-	want := map[string]bool{"codegen_memory": false, "codegen_disk": false, "pipeline": false, "buffer_pool": false}
+	want := map[string]bool{"codegenMemory": false, "codegenDisk": false, "pipeline": false, "bufferPool": false}
 	if !equal(res.Cache, want) {
 		t.Errorf("first run: cache %v, want %v", res.Cache, want)
 	}
@@ -76,9 +76,9 @@ func TestCacheLevels(t *testing.T) {
 		g    *ir.Graph
 		want map[string]bool
 	}{
-		{"same graph again", rt, g, map[string]bool{"codegen_memory": true, "pipeline": true, "buffer_pool": true}},
-		{"other constants", rt, chain(1000, -3), map[string]bool{"codegen_memory": true, "pipeline": true, "buffer_pool": true}},
-		{"new process", openCached(t, dir), g, map[string]bool{"codegen_memory": false, "codegen_disk": true, "pipeline": false, "buffer_pool": false}},
+		{"same graph again", rt, g, map[string]bool{"codegenMemory": true, "pipeline": true, "bufferPool": true}},
+		{"other constants", rt, chain(1000, -3), map[string]bool{"codegenMemory": true, "pipeline": true, "bufferPool": true}},
+		{"new process", openCached(t, dir), g, map[string]bool{"codegenMemory": false, "codegenDisk": true, "pipeline": false, "bufferPool": false}},
 	}
 	for _, s := range steps {
 		checkRun(t, s.rt, s.g) // bit-exact, whatever was cached
@@ -117,7 +117,7 @@ func TestTimingsFilled(t *testing.T) {
 		t.Errorf("bytes: upload %d, readback %d", tm.UploadBytes, tm.ReadbackBytes)
 	}
 	if tm.DispatchClock != "gpu-timestamp" && tm.DispatchClock != "wall" {
-		t.Errorf("dispatch_clock %q", tm.DispatchClock)
+		t.Errorf("dispatchClock %q", tm.DispatchClock)
 	}
 }
 
@@ -140,11 +140,11 @@ func TestCorruptCacheRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Cache["codegen_disk"] {
+	if res.Cache["codegenDisk"] {
 		t.Error("a truncated file was served")
 	}
 	checkRun(t, rt, g)
-	if res, err := openCached(t, dir).Run(context.Background(), g); err != nil || !res.Cache["codegen_disk"] {
+	if res, err := openCached(t, dir).Run(context.Background(), g); err != nil || !res.Cache["codegenDisk"] {
 		t.Error("the regenerated code did not replace the corrupt file")
 	}
 }

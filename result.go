@@ -1,6 +1,8 @@
 package gpucc
 
 import (
+	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -19,17 +21,17 @@ import (
 // same dispatch, from GPU timestamps when DispatchClock says
 // "gpu-timestamp", else wall time.
 type Timings struct {
-	PassesMs        float64 `json:"passes_ms"`
-	CodegenMs       float64 `json:"codegen_ms"`
-	CompileMs       float64 `json:"compile_ms"`
-	UploadMs        float64 `json:"upload_ms"`
-	UploadBytes     int64   `json:"upload_bytes"`
-	DispatchMs      float64 `json:"dispatch_ms"`
-	DispatchClock   string  `json:"dispatch_clock"` // "gpu-timestamp" or "wall"
-	FirstDispatchMs float64 `json:"first_dispatch_ms,omitempty"`
-	ReadbackMs      float64 `json:"readback_ms"`
-	ReadbackBytes   int64   `json:"readback_bytes"`
-	TotalMs         float64 `json:"total_ms"`
+	PassesMs        float64 `json:"passesMs"`
+	CodegenMs       float64 `json:"codegenMs"`
+	CompileMs       float64 `json:"compileMs"`
+	UploadMs        float64 `json:"uploadMs"`
+	UploadBytes     int64   `json:"uploadBytes"`
+	DispatchMs      float64 `json:"dispatchMs"`
+	DispatchClock   string  `json:"dispatchClock"` // "gpu-timestamp" or "wall"
+	FirstDispatchMs float64 `json:"firstDispatchMs,omitempty"`
+	ReadbackMs      float64 `json:"readbackMs"`
+	ReadbackBytes   int64   `json:"readbackBytes"`
+	TotalMs         float64 `json:"totalMs"`
 }
 
 // Result is what one run returns; the CLI prints it as JSON.
@@ -72,6 +74,18 @@ func addCompile(t *Timings, e *Executable) {
 	t.CodegenMs += ms(e.compile.Durations[backend.StageCodegen])
 	t.CompileMs += ms(e.compile.Durations[backend.StageCompile])
 	t.TotalMs += e.plan.PassesMs + ms(e.compile.Durations[backend.StageCodegen]+e.compile.Durations[backend.StageCompile])
+}
+
+// MarshalJSON writes t with every time rounded to the microsecond (three
+// decimals of a millisecond): the precision the clocks give, without the
+// float noise of the nanosecond conversion.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	type plain Timings // without this method
+	p := plain(t)
+	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs} {
+		*f = math.Round(*f*1e3) / 1e3
+	}
+	return json.Marshal(p)
 }
 
 // ms converts a duration to fractional milliseconds.

@@ -185,7 +185,7 @@ type TrainResult struct {
 	// Losses holds the loss before each step's update, one per step.
 	Losses []float32 `json:"losses"`
 	// PerStep holds each step's loss and the bytes it moved.
-	PerStep []StepStats `json:"per_step"`
+	PerStep []StepStats `json:"perStep"`
 	// Params holds every parameter after the last step, by name.
 	Params map[string]Tensor `json:"params"`
 	// Timings are summed over the steps; TotalMs includes compiling the
@@ -200,8 +200,8 @@ type TrainResult struct {
 type StepStats struct {
 	Step          int     `json:"step"`
 	Loss          float32 `json:"loss"`
-	UploadBytes   int64   `json:"upload_bytes"`
-	ReadbackBytes int64   `json:"readback_bytes"`
+	UploadBytes   int64   `json:"uploadBytes"`
+	ReadbackBytes int64   `json:"readbackBytes"`
 }
 
 // Train runs steps (at least 1) SGD steps of g on its output named loss

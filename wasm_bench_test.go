@@ -175,7 +175,7 @@ func BenchmarkDiskLoad(b *testing.B) {
 					return res
 				}
 				run() // fills the directory
-				level := map[string]string{"native": "native_so_disk", "wasm": "wasm_module_disk"}[backend]
+				level := map[string]string{"native": "nativeSoDisk", "wasm": "wasmModuleDisk"}[backend]
 				loads := make([]float64, 0, b.N)
 				b.ResetTimer()
 				for range b.N {

@@ -203,7 +203,7 @@ func TestWasmCache(t *testing.T) {
 	rt := fresh()
 	want := func(step string, got map[string]bool, mem, disk bool) {
 		t.Helper()
-		if got["wasm_module_memory"] != mem || got["wasm_module_disk"] != disk {
+		if got["wasmModuleMemory"] != mem || got["wasmModuleDisk"] != disk {
 			t.Errorf("%s: cache = %v, want memory=%v disk=%v", step, got, mem, disk)
 		}
 	}

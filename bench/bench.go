@@ -16,6 +16,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -94,6 +95,21 @@ type Stage struct {
 	Cache map[string]bool `json:"cache,omitempty"`
 }
 
+// MarshalJSON writes the timings' fields (rounded as gpucc.Timings rounds
+// them) and cache side by side; without it the embedded Timings'
+// MarshalJSON would be promoted and drop Cache.
+func (s Stage) MarshalJSON() ([]byte, error) {
+	t, err := json.Marshal(s.Timings)
+	if err != nil || len(s.Cache) == 0 {
+		return t, err
+	}
+	c, err := json.Marshal(s.Cache)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(t[:len(t)-1], `,"cache":`...), c...), '}'), nil
+}
+
 // Case is one workload at one size on one backend.
 type Case struct {
 	Workload string  `json:"workload"`
@@ -117,7 +133,7 @@ type Report struct {
 	Skipped    []string                  `json:"skipped,omitempty"`
 	Crossovers []Crossover               `json:"crossovers"`
 	Torch      *Torch                    `json:"torch,omitempty"`
-	WallS      float64                   `json:"wall_s"`
+	WallS      float64                   `json:"wallSeconds"`
 }
 
 // Limits are the host limits for bench graphs: 64M-element tensors and

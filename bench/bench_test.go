@@ -56,7 +56,7 @@ func TestTinyBench(t *testing.T) {
 		// A warm run is a run of the compiled executable: it compiles
 		// nothing and takes every buffer from the pool.
 		_, compiled := c.Warm.Cache["pipeline"]
-		if c.Backend == "webgpu" && (compiled || !c.Warm.Cache["buffer_pool"] || c.Warm.CodegenMs != 0 || c.Warm.CompileMs != 0) {
+		if c.Backend == "webgpu" && (compiled || !c.Warm.Cache["bufferPool"] || c.Warm.CodegenMs != 0 || c.Warm.CompileMs != 0) {
 			t.Errorf("%s %d: warm run compiled or allocated: %+v", c.Workload, c.Size, c.Warm)
 		}
 	}

@@ -58,7 +58,7 @@ func openDevice(b *testing.B) *gpu.Device {
 // BenchmarkCompile measures codegen+compile of a 64-op fused chain: cold
 // (new device, empty cache: every iteration opens a fresh runtime, outside
 // the timer) against warm (same runtime: memory codegen and pipeline hits).
-// The compile-ms metric is codegen_ms + compile_ms + first_dispatch_ms.
+// The compile-ms metric is codegenMs + compileMs + firstDispatchMs.
 func BenchmarkCompile(b *testing.B) {
 	g := Chain(1024, 64)
 	b.Run("cold", func(b *testing.B) {

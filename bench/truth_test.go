@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
 	"slices"
@@ -123,5 +124,25 @@ func TestAxesEndAtData(t *testing.T) {
 	if slices.Min(xs) != L || slices.Max(xs) != right || slices.Min(ys) != T || slices.Max(ys) != bottom {
 		t.Errorf("points span x %v..%v, y %v..%v; the plot area is x %d..%d, y %d..%d",
 			slices.Min(xs), slices.Max(xs), slices.Min(ys), slices.Max(ys), L, right, T, bottom)
+	}
+}
+
+// TestStageJSON: a stage's JSON holds its camelCase timings, rounded to
+// the microsecond, and its cache hits, and reads back.
+func TestStageJSON(t *testing.T) {
+	s := Stage{Cache: map[string]bool{"pipeline": true}}
+	s.TotalMs, s.DispatchMs = 1.23456789, 0.0004
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"totalMs":1.235`, `"dispatchMs":0,`, `"cache":{"pipeline":true}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back Stage
+	if err := json.Unmarshal(b, &back); err != nil || back.TotalMs != 1.235 || !back.Cache["pipeline"] {
+		t.Errorf("read back %+v, %v", back, err)
 	}
 }

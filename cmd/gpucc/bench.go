@@ -78,6 +78,6 @@ func benchCmd(args []string) int {
 	}
 	abs, _ := filepath.Abs(*out)
 	writeJSON(map[string]any{"dir": abs, "cases": len(r.Cases), "skipped": len(r.Skipped),
-		"crossovers": r.Crossovers, "compare": r.Compare(), "wall_s": math.Round(r.WallS*10) / 10})
+		"crossovers": r.Crossovers, "compare": r.Compare(), "wallSeconds": math.Round(r.WallS*10) / 10})
 	return 0
 }

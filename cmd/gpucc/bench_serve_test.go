@@ -30,8 +30,8 @@ func TestBenchCLI(t *testing.T) {
 	if n, _ := v["cases"].(float64); n == 0 {
 		t.Errorf("no cases: %v", v)
 	}
-	if _, ok := v["wall_s"].(float64); !ok {
-		t.Errorf("wall_s = %#v, want a number like results.json's", v["wall_s"])
+	if _, ok := v["wallSeconds"].(float64); !ok {
+		t.Errorf("wallSeconds = %#v, want a number like results.json's", v["wallSeconds"])
 	}
 	for _, f := range []string{"results.json", "results.md", "report.html"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -51,7 +51,7 @@ func TestCacheDirServesEveryKind(t *testing.T) {
 	for _, backend := range []string{"wasm", "native"} {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
-			level := map[string]string{"wasm": "wasm_module_disk", "native": "native_so_disk"}[backend]
+			level := map[string]string{"wasm": "wasmModuleDisk", "native": "nativeSoDisk"}[backend]
 			var hits []any
 			for range 2 {
 				c, _ := runOn(t, backend, "--cache-dir", dir)["cache"].(map[string]any)

@@ -125,7 +125,7 @@ func TestRunSeed(t *testing.T) {
 				t.Errorf("backend = %v, want %s", v["backend"], backend)
 			}
 			timings, _ := v["timings"].(map[string]any)
-			for _, k := range []string{"upload_ms", "compile_ms", "dispatch_ms", "readback_ms"} {
+			for _, k := range []string{"uploadMs", "compileMs", "dispatchMs", "readbackMs"} {
 				if _, ok := timings[k]; !ok {
 					t.Errorf("timings lack %s: %v", k, timings)
 				}
@@ -198,9 +198,9 @@ func TestRunCacheDir(t *testing.T) {
 			t.Fatalf("exit %d: %v", code, v)
 		}
 		c, _ := v["cache"].(map[string]any)
-		hits = append(hits, c["codegen_disk"])
+		hits = append(hits, c["codegenDisk"])
 	}
 	if diff := cmp.Diff([]any{false, true}, hits); diff != "" {
-		t.Errorf("codegen_disk over two processes (-want +got):\n%s", diff)
+		t.Errorf("codegenDisk over two processes (-want +got):\n%s", diff)
 	}
 }

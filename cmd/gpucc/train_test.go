@@ -27,15 +27,15 @@ func TestTrainCLI(t *testing.T) {
 	}
 	// Parameters and batch stay on the device: after the first step, a
 	// step uploads nothing and reads back only its loss.
-	steps, _ := v["per_step"].([]any)
+	steps, _ := v["perStep"].([]any)
 	if len(steps) != 3 {
-		t.Fatalf("per_step = %v, want 3 steps", v["per_step"])
+		t.Fatalf("perStep = %v, want 3 steps", v["perStep"])
 	}
 	for i, s := range steps {
 		m, _ := s.(map[string]any)
-		up, rb := m["upload_bytes"], m["readback_bytes"]
+		up, rb := m["uploadBytes"], m["readbackBytes"]
 		if m["loss"] != losses[i] || rb != 4.0 || (i > 0) != (up == 0.0) {
-			t.Errorf("step %d: %v; want its loss, readback_bytes 4 and upload_bytes 0 after step 1", i+1, m)
+			t.Errorf("step %d: %v; want its loss, readbackBytes 4 and uploadBytes 0 after step 1", i+1, m)
 		}
 	}
 }

@@ -37,8 +37,8 @@ const (
 	numCaches
 )
 
-var cacheNames = [numCaches]string{"codegen_memory", "codegen_disk", "pipeline", "buffer_pool",
-	"wasm_module_memory", "wasm_module_disk", "native_so_memory", "native_so_disk", "shader"}
+var cacheNames = [numCaches]string{"codegenMemory", "codegenDisk", "pipeline", "bufferPool",
+	"wasmModuleMemory", "wasmModuleDisk", "nativeSoMemory", "nativeSoDisk", "shader"}
 
 func (c Cache) String() string { return cacheNames[c] }
 

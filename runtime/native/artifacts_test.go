@@ -126,7 +126,7 @@ func TestPlantedLibraryNotLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Cache["native_so_disk"] {
+	if res.Cache["nativeSoDisk"] {
 		t.Error("the planted entry counted as a disk hit")
 	}
 	checkRun(t, rt, g)
@@ -161,7 +161,7 @@ func TestUntrustedCacheDirIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Cache["native_so_disk"] {
+	if res.Cache["nativeSoDisk"] {
 		t.Error("a shared object was loaded from a world-writable directory")
 	}
 	if err := cache.Default().DiskError(); !errors.Is(err, cache.ErrUntrusted) {

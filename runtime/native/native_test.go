@@ -174,7 +174,7 @@ func TestNativeCache(t *testing.T) {
 	}
 	want := func(step string, got map[string]bool, mem, disk bool) {
 		t.Helper()
-		if got["native_so_memory"] != mem || got["native_so_disk"] != disk {
+		if got["nativeSoMemory"] != mem || got["nativeSoDisk"] != disk {
 			t.Errorf("%s: cache = %v, want memory=%v disk=%v", step, got, mem, disk)
 		}
 	}

@@ -51,10 +51,10 @@ function show(res) {
   $("ran").textContent = res.backend;
   $("adapter").textContent = res.adapter ? `${res.adapter.name}${res.adapter.software ? " (software)" : ""}` : "–";
   const t = res.timings, rows = [];
-  for (const k of ["passes_ms", "codegen_ms", "compile_ms", "upload_ms", "dispatch_ms", "readback_ms", "total_ms"]) {
-    rows.push(`<tr><td>${k.replace("_ms", "")}</td><td class="num">${(t[k] || 0).toFixed(3)}</td></tr>`);
+  for (const k of ["passesMs", "codegenMs", "compileMs", "uploadMs", "dispatchMs", "readbackMs", "totalMs"]) {
+    rows.push(`<tr><td>${k.replace("Ms", "")}</td><td class="num">${(t[k] || 0).toFixed(3)}</td></tr>`);
   }
-  rows.push(`<tr><td>clock</td><td class="num">${t.dispatch_clock}</td></tr>`);
+  rows.push(`<tr><td>clock</td><td class="num">${t.dispatchClock}</td></tr>`);
   $("timings").innerHTML = rows.join("");
   const a = res.fallbackAttempts || [];
   $("attempts").innerHTML = a.length === 0 ? "<li>none: the first choice ran</li>" :
