@@ -144,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		names = []string{opts.Backend}
 	}
 	bopts := backend.Options{AllowSoftware: opts.AllowSoftware, Cache: opts.Cache,
-		Upload: opts.Upload, UploadChunk: opts.UploadChunk, PoolBytes: opts.PoolBytes}
+		Upload: opts.Upload, UploadChunk: opts.UploadChunk, PoolBytes: opts.PoolBytes, Explicit: len(names) == 1}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err

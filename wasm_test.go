@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -237,9 +238,10 @@ func TestWasmCache(t *testing.T) {
 	}
 }
 
-// TestWasmMissingClang: a clang that cannot be found is a failed
-// initialisation, reported as backend_unavailable when asked for
-// explicitly and recorded as a fallback attempt under auto.
+// TestWasmMissingClang: without a working clang, wasm asked for by name
+// opens (a plan carrying its module needs none) but compiling a graph is
+// backend_unavailable naming clang; under auto it is a failed
+// initialisation, recorded as a fallback attempt.
 func TestWasmMissingClang(t *testing.T) {
 	tests := []struct {
 		name string
@@ -254,9 +256,16 @@ func TestWasmMissingClang(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "wasm"})
-			if err == nil || gpucc.CodeOf(err) != ir.CodeBackendUnavailable {
-				t.Fatalf("New(wasm) = %v, want backend_unavailable", err)
+			// Asked for by name, wasm opens (for plans that carry their
+			// module) but cannot compile a graph: backend_unavailable.
+			rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "wasm"})
+			if err != nil {
+				t.Fatalf("Open(wasm): %v", err)
+			}
+			_, err = rt.Run(context.Background(), seedGraph(t))
+			rt.Close()
+			if gpucc.CodeOf(err) != ir.CodeBackendUnavailable || !strings.Contains(err.Error(), "clang") {
+				t.Fatalf("running a graph on wasm without clang: %v, want backend_unavailable naming clang", err)
 			}
 			res, err := gpucc.Run(context.Background(), seedGraph(t), gpucc.Options{Backend: "auto"})
 			if err != nil {

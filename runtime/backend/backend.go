@@ -40,6 +40,10 @@ type Options struct {
 	// PoolBytes bounds the device memory kept between runs for reuse by
 	// later runs (0: DefaultPoolBytes; negative: no pool).
 	PoolBytes int64
+	// Explicit says the caller named this backend (not auto selection): a
+	// backend whose compiler is missing may then still open, to run plans
+	// that carry their kernels (wasm without Clang).
+	Explicit bool
 }
 
 // DefaultPoolBytes is the default bound of a backend's buffer pool.
@@ -119,7 +123,7 @@ type Dest struct {
 type Call struct {
 	Args  []Arg  // by program buffer; zero for buffers that are not inputs
 	Dests []Dest // by program output; zero for constant outputs (Buffer < 0)
-	Stats *Stats
+	Stats *Stats // never nil
 }
 
 // Executable is a compiled program.

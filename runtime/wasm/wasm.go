@@ -46,7 +46,8 @@ var maxIdleModules = 64
 
 type device struct {
 	backend.HostMemory
-	tc       *cbuild.Toolchain
+	tc       *cbuild.Toolchain // nil when none was found (tcErr says why): only plans with modules compile
+	tcErr    error
 	rt       wazero.Runtime
 	compiler bool         // wazero compiles to native code (else interprets)
 	cache    *cache.Cache // the artifact cache (nil: none)
@@ -82,11 +83,17 @@ func open(opts backend.Options) (backend.Device, error) {
 	if !littleEndian() {
 		return nil, errors.New("wasm backend needs a little-endian host")
 	}
+	var tcErr error
 	tc, err := cbuild.Find()
 	if err != nil {
-		return nil, err
-	}
-	if _, ok := probes.Load(tc.Key() + tc.Clang + tc.WasmLD); !ok {
+		if !opts.Explicit {
+			return nil, err
+		}
+		// Asked for by name: open anyway, for plans that carry their
+		// module (gpucc build's kernels.wasm); compiling anything else
+		// reports the missing toolchain.
+		tc, tcErr = nil, err
+	} else if _, ok := probes.Load(tc.Key() + tc.Clang + tc.WasmLD); !ok {
 		if _, err := tc.Wasm(context.Background(), probeSource); err != nil {
 			return nil, fmt.Errorf("toolchain %s cannot build a module: %w", tc.Clang, err)
 		}
@@ -97,7 +104,7 @@ func open(opts backend.Options) (backend.Device, error) {
 	if compiler {
 		cfg = wazero.NewRuntimeConfigCompiler()
 	}
-	return &device{tc: tc, compiler: compiler, modules: map[string]*module{}, cache: opts.Cache,
+	return &device{tc: tc, tcErr: tcErr, compiler: compiler, modules: map[string]*module{}, cache: opts.Cache,
 		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}, nil
 }
 
@@ -112,7 +119,15 @@ func (d *device) Info() backend.Info {
 		mode = "compiler"
 	}
 	return backend.Info{Name: "wasm", Profile: passes.Profile{Name: "wasm"}, Adapter: backend.Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode),
-		Driver: d.tc.Version, Backend: "wasm", Type: "cpu"}}
+		Driver: d.driver(), Backend: "wasm", Type: "cpu"}}
+}
+
+// driver names the toolchain, or says there is none.
+func (d *device) driver() string {
+	if d.tc == nil {
+		return "no toolchain: prebuilt modules only"
+	}
+	return d.tc.Version
 }
 
 func (d *device) Close() {
@@ -146,6 +161,9 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if d.tc == nil && bp.Wasm == nil {
+			return nil, fail(ir.CodeBackendUnavailable, err)
+		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
 	e := &executable{d: d, p: bp.IR, mod: mod, unit: unit}
@@ -176,9 +194,14 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 // CacheModuleMemory (this device's modules, or the artifact cache's
 // memory) and CacheModuleDisk.
 func (d *device) module(ctx context.Context, source string, prebuilt []byte, st *backend.Stats) (*module, error) {
-	key := d.tc.ModuleKey(source)
-	if prebuilt != nil {
+	var key cache.Key
+	switch {
+	case prebuilt != nil:
 		key = cache.NewKey([]byte("prebuilt"), prebuilt)
+	case d.tc == nil:
+		return nil, fmt.Errorf("the plan carries no wasm module and %w", d.tcErr)
+	default:
+		key = d.tc.ModuleKey(source)
 	}
 	if m, ok := d.modules[key.String()]; ok {
 		st.Hit(backend.CacheModuleMemory, true)

@@ -2,11 +2,18 @@ package wasm
 
 import (
 	"context"
+	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
@@ -51,5 +58,76 @@ func TestEvictionFreesCode(t *testing.T) {
 	if m, err := d.rt.InstantiateModule(ctx, evicted.compiled, wazero.NewModuleConfig().WithName("again")); err == nil {
 		m.Close(ctx)
 		t.Error("the evicted module's compiled code is still loaded")
+	}
+}
+
+// TestPrebuiltWithoutClang: a plan that carries its module runs on a wasm
+// backend opened by name with no toolchain at all, bit for bit as cpuref;
+// auto selection still refuses a backend without one, and a plan without a
+// module is backend_unavailable.
+func TestPrebuiltWithoutClang(t *testing.T) {
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{64}, irtest.Values(1, 64, 3))
+	y := bl.Input(ir.Shape{64}, irtest.Values(2, 64, 3))
+	s := x.Mul(y).Relu()
+	bl.Output("s", s)
+	bl.Output("t", s.Sum())
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit, err := c.Target{}.Emit(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := BuildModule(context.Background(), unit.Source)
+	if err != nil {
+		if os.Getenv("GPUCC_REQUIRE_WASM") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Setenv("GPUCC_CLANG", "/nonexistent/clang")
+	t.Setenv("PATH", "")
+	if _, err := open(backend.Options{}); err == nil {
+		t.Fatal("auto selection opened wasm without a toolchain")
+	}
+	dev, err := open(backend.Options{Explicit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	ctx := context.Background()
+	if _, err := dev.Compile(ctx, &backend.Program{IR: p}, nil); err == nil || !strings.Contains(err.Error(), "backend_unavailable") {
+		t.Errorf("a plan without a module: %v, want backend_unavailable", err)
+	}
+	exe, err := dev.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: mod}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	for i, b := range p.Buffers {
+		call.Args[i].Host = b.Data
+	}
+	got := map[string][]float32{}
+	for i, o := range p.Outputs {
+		got[o.Name] = make([]float32, o.Shape.Len())
+		call.Dests[i].Host = got[o.Name]
+	}
+	if err := exe.Run(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	vals := cpuref.Eval(g)
+	for _, o := range g.Outputs {
+		for i, v := range vals[o.ID] {
+			if math.Float32bits(v) != math.Float32bits(got[o.Name][i]) {
+				t.Fatalf("%s[%d] = %v, cpuref %v", o.Name, i, got[o.Name][i], v)
+			}
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -217,6 +218,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			stop()
 			return nil, fail(fmt.Errorf("plan carries %d WGSL shaders for %d kernels", len(shaders), len(p.Kernels)))
 		}
+		shaders = slices.Clone(shaders) // the plan is shared: never write into it
 		for i := range shaders {
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}

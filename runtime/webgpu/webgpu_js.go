@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall/js"
 	"unsafe"
@@ -263,6 +264,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	shaders := bp.WGSL
 	var err error
 	if shaders != nil {
+		shaders = slices.Clone(shaders) // the plan is shared: never write into it
 		for i := range shaders {
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}
