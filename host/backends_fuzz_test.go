@@ -186,3 +186,24 @@ func traceInput(seed uint64, size uint8, raw []byte) {
 	f.Sync()
 	f.Close()
 }
+
+// TestExecutableReuse: graphs of one structure share an executable, and
+// each run gets its own data, on every backend (checkBackends compares
+// with cpuref); a graph differing only in a constant is another structure.
+func TestExecutableReuse(t *testing.T) {
+	for k := range 3 {
+		g := irtest.RandomViews(5, 10)
+		widen(g, []byte{byte(k), 0x40, byte(7 * k), 0x80, 0x3f})
+		checkBackends(t, g)
+	}
+	for _, v := range []float32{2, 3} {
+		b := ir.NewBuilder()
+		x := b.NamedInput("x", ir.Shape{4}, []float32{1, -2, 3, -4})
+		b.Output("y", x.Mul(b.Full(ir.Shape{4}, v)).Relu())
+		g, err := b.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBackends(t, g)
+	}
+}

@@ -25,6 +25,7 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -386,6 +387,9 @@ type executor interface {
 
 // runtimes is the executor on package gpucc: one Runtime per backend
 // name, opened on first use and kept, each running one graph at a time.
+// Each keeps the executables of the last maxExecutables graph structures
+// it ran, so a request shaped like an earlier one skips the passes and
+// the compile and only sends its data.
 type runtimes struct {
 	opts gpucc.Options
 
@@ -400,6 +404,73 @@ type backendSlot struct {
 	turn chan struct{}
 	rt   *gpucc.Runtime
 	err  error
+	// exes holds compiled graphs by structure (see structureKey), oldest
+	// first in order; guarded by turn.
+	exes  map[[sha256.Size]byte]*gpucc.Executable
+	order [][sha256.Size]byte
+}
+
+// maxExecutables bounds the executables a backend keeps.
+const maxExecutables = 64
+
+// structureKey identifies what a compiled executable depends on: the
+// graph's canonical encoding (every field Decode reads, so a field added
+// to the protocol is in it) with the input data left out.
+func structureKey(g *ir.Graph) [sha256.Size]byte {
+	c := g.Clone()
+	for i := range c.Nodes {
+		c.Nodes[i].Data = nil
+	}
+	return sha256.Sum256(ir.Encode(c))
+}
+
+// runCached runs g on an executable of its structure, compiled now or
+// before, with g's input data as the run's inputs. turn is held.
+func (s *backendSlot) runCached(ctx context.Context, g *ir.Graph) (*gpucc.Result, error) {
+	key := structureKey(g)
+	if exe := s.exes[key]; exe != nil {
+		in := gpucc.Inputs{}
+		for i, n := range g.Nodes {
+			if n.Op == ir.OpInput {
+				name := n.Name
+				if name == "" {
+					name = fmt.Sprintf("input%d", i)
+				}
+				in[name] = gpucc.Host(n.Shape, n.Data)
+			}
+		}
+		return exe.Run(ctx, in)
+	}
+	exe, err := s.rt.Compile(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	res, err := exe.Run(ctx, nil) // the data it was compiled with is g's
+	if err != nil {
+		exe.Release()
+		return nil, err
+	}
+	t, caches := exe.CompileTimings()
+	res.Timings.PassesMs += t.PassesMs
+	res.Timings.CodegenMs += t.CodegenMs
+	res.Timings.CompileMs += t.CompileMs
+	res.Timings.TotalMs += t.TotalMs
+	for k, v := range caches {
+		if res.Cache == nil {
+			res.Cache = map[string]bool{}
+		}
+		if _, ok := res.Cache[k]; !ok {
+			res.Cache[k] = v
+		}
+	}
+	if len(s.order) == maxExecutables {
+		s.exes[s.order[0]].Release()
+		delete(s.exes, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.exes[key] = exe
+	s.order = append(s.order, key)
+	return res, nil
 }
 
 func newRuntimes(o Options) *runtimes {
@@ -418,7 +489,7 @@ func (r *runtimes) slot(backend string) (*backendSlot, error) {
 		opts := r.opts
 		opts.Backend = backend
 		rt, err := gpucc.Open(context.Background(), opts)
-		s = &backendSlot{turn: make(chan struct{}, 1), rt: rt, err: err}
+		s = &backendSlot{turn: make(chan struct{}, 1), rt: rt, err: err, exes: map[[sha256.Size]byte]*gpucc.Executable{}}
 		r.open[backend] = s
 	}
 	return s, s.err
@@ -438,7 +509,7 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.rt.Run(ctx, g)
+	return s.runCached(ctx, g)
 }
 
 func (r *runtimes) close() {
