@@ -20,7 +20,8 @@ var (
 // time get the vec4 kernel's 128×128 tile (8×8 outputs per thread); others
 // a 64×64 or, when small, 32×32 tile, so that few threads idle. A tile
 // that needs more threads or workgroup memory than the device allows is
-// replaced by the next smaller one. Options.Tile overrides the choice.
+// replaced by the next smaller one. Options.Tile overrides the choice, and
+// so does a tuned tile from Options.TileFor.
 // A k-step too shallow for a long K is deepened until the kernel's k-tile
 // loop fits wgsl.LoopBudget; for a workgroup backend (MaxInvocations set)
 // a K that no tile fits is refused with limit_exceeded, never run short.
@@ -69,9 +70,13 @@ func workgroupStorage(o Options) int {
 
 // choose picks k's tile from its shape, before the device's limits.
 func choose(k *ir.Kernel, o Options) ir.Tile {
+	over := o.Tile
+	if over == nil && o.TileFor != nil {
+		over = o.TileFor(k)
+	}
 	switch {
-	case o.Tile != nil:
-		t := *o.Tile
+	case over != nil:
+		t := *over
 		if t.Vector == 4 && !vec4Operands(k) {
 			t.Vector = 1
 		}

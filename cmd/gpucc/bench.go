@@ -20,7 +20,7 @@ func init() {
 // benchCmd runs bench.Run, writes the report into -o and prints a summary:
 // where it went, the crossovers and the ratios against PyTorch.
 func benchCmd(args []string) int {
-	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json]")
+	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json] | bench --tune [--fast] [--tune-shapes LIST]")
 	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")
 	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
 	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
@@ -33,8 +33,12 @@ func benchCmd(args []string) int {
 	upload := fs.String("upload", "", "webgpu upload path: writebuffer or staging")
 	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
 	verboseFlag(fs)
+	tf := tuneFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
+	}
+	if tf.tune {
+		return tuneCmd(tf, *allowSW)
 	}
 	if fs.NArg() != 0 {
 		return usageError("bench: unexpected arguments %v", fs.Args())

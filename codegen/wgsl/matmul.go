@@ -8,6 +8,21 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
+// Fast mode (Target.Fast) leaves matmul products contractable: a driver
+// may fuse each multiply-add into one FMA (the H200's does), which rounds
+// once where cpuref rounds twice. Its results are not cpuref's; callers
+// must report them as inexact, with a measured error bound (package tune
+// measures one against float64). Kernels other than matmul are unchanged.
+
+// product renders a matmul step's product: guarded by the uniform 1.0 (see
+// the package doc) unless fast.
+func product(p string, fast bool) string {
+	if fast {
+		return p
+	}
+	return Lang.Keep(p)
+}
+
 // matmul emits a tiled kernel: each workgroup computes a BM×BN tile of C
 // with (BM/TM)×(BN/TN) threads, each owning a TM×TN register tile, staging
 // BK-deep slices of A and B through workgroup memory. Every accumulator
@@ -20,7 +35,7 @@ import (
 // a tile and the register tile are unrolled, and the last, partial tile
 // (K mod BK steps, known here) follows the loop, so that the kernel's loop
 // cost is MatmulLoopCost (see LoopBudget).
-func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	t := k.Tile
 	tx, ty := t.BN/t.TN, t.BM/t.TM
 	threads := tx * ty
@@ -94,7 +109,7 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			}
 			for m := 0; m < t.TM; m++ {
 				for n := 0; n < t.TN; n++ {
-					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", m, n, m, n, Lang.Keep(fmt.Sprintf("a%d * b%d", m, n)))
+					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", m, n, m, n, product(fmt.Sprintf("a%d * b%d", m, n), fast))
 				}
 			}
 			b.WriteString("\t\t}\n")

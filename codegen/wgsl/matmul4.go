@@ -14,7 +14,7 @@ import (
 // workgroup memory as vec4s, BK deep. Each accumulator lane adds one rounded
 // product per k, in ascending k, exactly as cpuref does; the product is
 // multiplied by the uniform 1.0 so no contraction can change a bit.
-func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	t := k.Tile
 	tx, ty := t.BN/t.TN, t.BM/t.TM
 	threads := tx * ty
@@ -81,7 +81,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			}
 			for r := 0; r < t.TM; r++ {
 				for c := 0; c < t.TN/4; c++ {
-					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + (a%d.%c * b%d) * params.one;\n", r, c, r, c, r/4, lanes[r%4], c)
+					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", r, c, r, c, product(fmt.Sprintf("a%d.%c * b%d", r/4, lanes[r%4], c), fast))
 				}
 			}
 			b.WriteString("\t\t}\n")

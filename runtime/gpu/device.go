@@ -56,7 +56,9 @@ var nextID atomic.Uint64
 // Open picks the best adapter (hardware before software, discrete before
 // integrated), rejects software adapters unless opts.AllowSoftware, and
 // requests a device with WebGPU's default limits except that
-// MaxStorageBufferBindingSize and MaxBufferSize are raised to the adapter's.
+// MaxStorageBufferBindingSize, MaxBufferSize and the compute workgroup
+// limits are raised to the adapter's (without the workgroup limits if the
+// driver refuses them).
 // The TimestampQuery feature is requested when the adapter has it.
 func Open(opts Options) (*Device, error) {
 	const op = "open"
@@ -90,7 +92,23 @@ func Open(opts Options) (*Device, error) {
 	if d.info.TimestampQuery {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
 	}
-	dev, err := d.requestDevice(req, features)
+	// The workgroup limits are raised to the adapter's too (larger matmul
+	// tiles for the tuner); if the driver refuses, WebGPU's defaults.
+	// (The H200's driver refused all four at once on 2026-12-01, so the
+	// storage alone is tried next.)
+	wide := req
+	wide.MaxComputeWorkgroupStorageSize = max(req.MaxComputeWorkgroupStorageSize, al.MaxComputeWorkgroupStorageSize)
+	storage := wide
+	wide.MaxComputeInvocationsPerWorkgroup = max(req.MaxComputeInvocationsPerWorkgroup, al.MaxComputeInvocationsPerWorkgroup)
+	wide.MaxComputeWorkgroupSizeX = max(req.MaxComputeWorkgroupSizeX, al.MaxComputeWorkgroupSizeX)
+	wide.MaxComputeWorkgroupSizeY = max(req.MaxComputeWorkgroupSizeY, al.MaxComputeWorkgroupSizeY)
+	dev, err := d.requestDevice(wide, features)
+	for _, l := range []wgpu.Limits{storage, req} {
+		if err == nil {
+			break
+		}
+		dev, err = d.requestDevice(l, features)
+	}
 	if err != nil && len(features) > 0 {
 		// Retry without optional features before giving up.
 		features = nil

@@ -125,7 +125,53 @@ func (d *Device) RunTimed(ds []Dispatch) (gpuNanos uint64, ok bool, err error) {
 	return d.runLocked("run timed", ds, true)
 }
 
+// RunRead is Run followed by Read(b, out), in one submission and one wait:
+// a lone small run pays one round trip to the GPU instead of two. A result
+// larger than one staging chunk is read as Read does, after the run.
+func (d *Device) RunRead(ds []Dispatch, b *Buffer, out []float32) error {
+	const op = "run"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw := f32Bytes(out)
+	if err := d.checkBuffer(op, b); err != nil {
+		return err
+	}
+	if b.uniform || uint64(len(raw)) > b.size {
+		return errorf(op, "cannot read %d B from %v", len(raw), b)
+	}
+	n := roundUp(uint64(len(raw)), 4)
+	if n == 0 || n > d.readChunk() {
+		if _, _, err := d.runLocked(op, ds, false); err != nil {
+			return err
+		}
+		return d.readLocked(op, b, raw)
+	}
+	if err := d.ensureReadRing(n); err != nil {
+		return errorf(op, "%w", err)
+	}
+	s := d.readStage[0]
+	copyIn := func(enc *wgpu.CommandEncoder) error { return enc.CopyBufferToBuffer(b.buf, 0, s, 0, n) }
+	if _, _, err := d.record(op, ds, false, copyIn); err != nil {
+		return err
+	}
+	if err := d.mapWait(op, s, wgpu.MapModeRead, n); err != nil {
+		return err
+	}
+	copyOut(raw, s.GetMappedRange(0, uint(n))[:len(raw)])
+	if err := s.Unmap(); err != nil {
+		return errorf(op, "%w", err)
+	}
+	return nil
+}
+
 func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, error) {
+	return d.record(op, ds, timed, nil)
+}
+
+// record records ds into one pass (with timestamps when timed), then
+// after(enc) when it is not nil, submits, waits and returns the GPU time
+// when timed.
+func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error) (uint64, bool, error) {
 	if err := d.check(op); err != nil {
 		return 0, false, err
 	}
@@ -176,6 +222,11 @@ func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, 
 		// The pass must be released before the encoder is finished.
 		pass.Release()
 		if err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+	}
+	if after != nil {
+		if err := after(enc); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
 	}

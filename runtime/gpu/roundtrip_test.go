@@ -70,3 +70,29 @@ func BenchmarkRoundTripPhases(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoneRun is what a lone small run pays for its kernel and its
+// 64-element result: Run then Read (two submissions and waits), against
+// RunRead (one).
+func BenchmarkLoneRun(b *testing.B) {
+	d := openDevice(b)
+	ds := []Dispatch{tinyDispatch(b, d)}
+	out := make([]float32, 64)
+	b.Run("run+read", func(b *testing.B) {
+		for b.Loop() {
+			if err := d.Run(ds); err != nil {
+				b.Fatal(err)
+			}
+			if err := d.Read(ds[0].Buffers[1], out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("runread", func(b *testing.B) {
+		for b.Loop() {
+			if err := d.RunRead(ds, ds[0].Buffers[1], out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"fmt"
 	"math"
 	goruntime "runtime"
 	"sync"
@@ -217,31 +218,48 @@ func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, d
 	return nil
 }
 
-// readLocked copies the first len(out) bytes of b into out through the
-// read staging ring; d.mu is held. Chunk i+1 is copied by the GPU while
-// the host copies chunk i out (in parallel), and nothing is allocated once
-// the ring exists.
-func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
-	chunk := d.upChunk
-	if chunk == 0 {
-		chunk = defaultStagingChunk
+// readChunk is the read staging ring's largest buffer size: the upload
+// chunk.
+func (d *Device) readChunk() uint64 {
+	if d.upChunk == 0 {
+		return defaultStagingChunk
 	}
-	total := roundUp(uint64(len(out)), 4)
-	// A read that fits one chunk gets a ring sized to it (rounded to a
-	// power of two, so that growing reads do not reallocate each time).
+	return d.upChunk
+}
+
+// ensureReadRing makes the read staging ring hold at least min(total,
+// readChunk) bytes per buffer. A read that fits one chunk gets a ring
+// sized to it, rounded up to a power of two so that growing reads do not
+// reallocate each time; the ring never shrinks below what it holds.
+func (d *Device) ensureReadRing(total uint64) error {
+	chunk := d.readChunk()
 	size := chunk
 	if total < chunk {
 		size = 256
 		for size < total {
 			size *= 2
 		}
-		size = max(size, d.readSize) // never shrink
-		size = min(size, chunk)
+		size = min(max(size, d.readSize), chunk)
+	}
+	if size == d.readSize && d.readStage[0] != nil {
+		return nil
 	}
 	if err := d.ensureRing(d.readStage[:], &d.readSize, size, wgpu.BufferUsageMapRead|wgpu.BufferUsageCopyDst, "gpucc read staging"); err != nil {
-		return errorf(op, "staging buffers of %d B: %w", size, err)
+		return fmt.Errorf("staging buffers of %d B: %w", size, err)
 	}
-	size = d.readSize
+	return nil
+}
+
+// readLocked copies the first len(out) bytes of b into out through the
+// read staging ring; d.mu is held. Chunk i+1 is copied by the GPU while
+// the host copies chunk i out (in parallel), and nothing is allocated once
+// the ring exists.
+func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
+	total := roundUp(uint64(len(out)), 4)
+	if err := d.ensureReadRing(total); err != nil {
+		return errorf(op, "%w", err)
+	}
+	size := d.readSize
 	nchunks := int((total + size - 1) / size)
 	issue := func(i int) error {
 		off := uint64(i) * size

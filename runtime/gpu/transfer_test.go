@@ -101,3 +101,43 @@ func TestReadAllocs(t *testing.T) {
 		t.Errorf("allocations grow with the size read: %v", counts)
 	}
 }
+
+// TestRunRead: RunRead gives what Run then Read give, for a result within
+// one staging chunk and one larger.
+func TestRunRead(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	d.SetUpload(UploadWriteBuffer, 4096) // chunks of 1024 floats
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	for _, n := range []int{64, 1024, 5000} {
+		x, y := mustBuffer(t, d, 4*uint64(n), "x"), mustBuffer(t, d, 4*uint64(n), "y")
+		u, err := d.NewUniform(u32Uniform(uint32(n)), "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]float32, n)
+		for i := range in {
+			in[i] = float32(i)
+		}
+		if err := d.Upload(x, in); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, n)
+		ds := []Dispatch{{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{uint32(n+63) / 64, 1, 1}}}
+		if err := d.RunRead(ds, y, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != in[i]+1 {
+				t.Fatalf("n=%d: element %d = %v", n, i, got[i])
+			}
+		}
+		x.Release()
+		y.Release()
+		u.Release()
+	}
+}

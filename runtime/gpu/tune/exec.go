@@ -17,9 +17,9 @@ import (
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
-// Options returns the pass options that fit programs to dev: its workgroup
+// PassOptions returns the pass options that fit programs to dev: its workgroup
 // limits, and sum splitting, as the webgpu backend compiles them.
-func Options(dev *gpu.Device) passes.Options {
+func PassOptions(dev *gpu.Device) passes.Options {
 	l := dev.Info().Limits
 	return passes.Options{MaxInvocations: int(l.MaxComputeInvocationsPerWorkgroup),
 		MaxWorkgroupStorage: int(l.MaxComputeWorkgroupStorageSize), SplitSums: true}
@@ -39,6 +39,12 @@ type Prepared struct {
 
 // Prepare generates, compiles and uploads p on dev. Release the result.
 func Prepare(dev *gpu.Device, p *ir.Program) (*Prepared, error) {
+	return PrepareFor(dev, p, wgsl.Target{})
+}
+
+// PrepareFor is Prepare with the generator target t (wgsl.Target{Fast: true}
+// for fast mode).
+func PrepareFor(dev *gpu.Device, p *ir.Program, t wgsl.Target) (*Prepared, error) {
 	r := &Prepared{dev: dev, p: p}
 	ok := false
 	defer func() {
@@ -46,7 +52,7 @@ func Prepare(dev *gpu.Device, p *ir.Program) (*Prepared, error) {
 			r.Release()
 		}
 	}()
-	shaders, err := wgsl.Target{}.Emit(p)
+	shaders, err := t.Emit(p)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func TestMatmulLongK(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, _, err := passes.Compile(g, tune.Options(d))
+				p, _, err := passes.Compile(g, tune.PassOptions(d))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,362 @@
+//go:build !js
+
+package tune
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
+
+// Shape is a matmul's [M,K]×[K,N].
+type Shape struct{ M, K, N int }
+
+func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N) }
+
+// Flops is the shape's arithmetic: a multiply and an add per step.
+func (s Shape) Flops() float64 { return 2 * float64(s.M) * float64(s.K) * float64(s.N) }
+
+// Result is one candidate measured on one shape.
+type Result struct {
+	Shape  string  `json:"shape"`
+	Class  string  `json:"class"`
+	Tile   ir.Tile `json:"tile"`
+	Fast   bool    `json:"fast"`
+	Ms     float64 `json:"ms"` // best GPU time of the runs
+	TFLOPS float64 `json:"tflops"`
+	// Exact: every checked element is cpuref's, bit for bit. Fast mode
+	// results are checked against a bound instead.
+	Exact bool `json:"exact"`
+	// Checked is how many output elements were compared.
+	Checked int `json:"checked"`
+	// MaxRelErr is the largest |y - y64| / Σ|a·b| over the checked
+	// elements, y64 the product in float64; Bound is K·2⁻²⁴, the classic
+	// bound for K rounded steps (with or without FMA).
+	MaxRelErr float64 `json:"max_rel_err"`
+	Bound     float64 `json:"bound"`
+	OK        bool    `json:"ok"` // exact mode: Exact; fast mode: MaxRelErr ≤ Bound
+	Err       string  `json:"error,omitempty"`
+}
+
+// Options bound a search.
+type Options struct {
+	Fast   bool          // search the fast (contractable) kernels
+	Reps   int           // timed runs per candidate (default 5)
+	Budget time.Duration // per shape; 0: no limit
+	// Candidates replaces the search space (Candidates(...) by default).
+	Candidates []ir.Tile
+	// Progress, when set, is called with each shape's report as Run
+	// finishes it.
+	Progress func(ShapeReport)
+}
+
+// Candidates is the search space for s on a device with limits l: vec4
+// kernels over workgroup tiles 32–128, register tiles 4–8 and k-steps
+// 8–32 (workgroup size and memory follow), when s's operands allow vec4
+// reads, then scalar tiles. Those that do not fit l are left out.
+func Candidates(s Shape, l gpu.Limits) []ir.Tile {
+	var out []ir.Tile
+	fits := func(t ir.Tile) bool {
+		th := (t.BM / t.TM) * (t.BN / t.TN)
+		return th >= 32 && th <= int(l.MaxComputeInvocationsPerWorkgroup) &&
+			4*t.BK*(t.BM+t.BN) <= int(l.MaxComputeWorkgroupStorageSize) &&
+			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
+	}
+	if s.K%4 == 0 && s.N%4 == 0 {
+		for _, bm := range []int{32, 64, 128} {
+			for _, bn := range []int{32, 64, 128} {
+				for _, tm := range []int{4, 8} {
+					for _, tn := range []int{4, 8} {
+						for _, bk := range []int{8, 16, 32} {
+							t := ir.Tile{BM: bm, BN: bn, TM: tm, TN: tn, BK: bk, Vector: 4}
+							if tm <= bm && tn <= bn && fits(t) {
+								out = append(out, t)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Larger tiles first: under a budget, the likely winners for large
+	// shapes are measured before it runs out.
+	slices.SortStableFunc(out, func(a, b ir.Tile) int {
+		if d := b.BM*b.BN - a.BM*a.BN; d != 0 {
+			return d
+		}
+		if d := b.TM*b.TN - a.TM*a.TN; d != 0 {
+			return d
+		}
+		return abs(a.BK-16) - abs(b.BK-16)
+	})
+	// A matrix-vector product has one row (or column) of outputs: tiles
+	// one row (column) tall, a thread per output, deep k-steps.
+	if s.M == 1 {
+		for _, bn := range []int{64, 128, 256} {
+			for _, bk := range []int{16, 64} {
+				if t := (ir.Tile{BM: 1, BN: bn, TM: 1, TN: 1, BK: bk, Vector: 1}); fits(t) {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	if s.N == 1 {
+		for _, bm := range []int{64, 128, 256} {
+			for _, bk := range []int{16, 64} {
+				if t := (ir.Tile{BM: bm, BN: 1, TM: 1, TN: 1, BK: bk, Vector: 1}); fits(t) {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	for _, t := range []ir.Tile{passes.TileMedium, passes.TileSmall,
+		{BM: 64, BN: 64, TM: 4, TN: 4, BK: 8, Vector: 1}, {BM: 32, BN: 32, TM: 2, TN: 2, BK: 32, Vector: 1},
+		{BM: 16, BN: 64, TM: 1, TN: 4, BK: 16, Vector: 1}, {BM: 64, BN: 16, TM: 4, TN: 1, BK: 16, Vector: 1},
+		passes.TileFallback} {
+		if fits(t) || t == passes.TileFallback {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Class names s's shape class, the key tuned tiles are stored under: each
+// dimension is 1, small (≤ 64), medium (≤ 1024) or large, and "v4" marks
+// operands that can be read as vec4s.
+func Class(s Shape) string {
+	b := func(n int) string {
+		switch {
+		case n == 1:
+			return "1"
+		case n <= 64:
+			return "s"
+		case n <= 1024:
+			return "m"
+		}
+		return "l"
+	}
+	c := b(s.M) + b(s.K) + b(s.N)
+	if s.K%4 == 0 && s.N%4 == 0 {
+		c += "-v4"
+	}
+	return c
+}
+
+// problem is one shape's inputs and what the candidates are checked
+// against, computed once.
+type problem struct {
+	s     Shape
+	g     *ir.Graph
+	x, w  []float32
+	rows  []int       // checked rows of the output
+	ref   [][]float32 // cpuref's rows
+	ref64 [][]float64 // the same in float64
+	abs   [][]float64 // Σ|a·b| per element
+}
+
+func newProblem(s Shape) (*problem, error) {
+	pr := &problem{s: s, x: irtest.Values(uint64(s.M)*31+uint64(s.K), s.M*s.K, 1), w: irtest.Values(uint64(s.N)*17+uint64(s.K), s.K*s.N, 1)}
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{s.M, s.K}, pr.x).MatMul(b.Input(ir.Shape{s.K, s.N}, pr.w)))
+	g, err := b.Build(limits)
+	if err != nil {
+		return nil, err
+	}
+	pr.g = g
+	if s.Flops() <= 1<<28 {
+		for i := range s.M {
+			pr.rows = append(pr.rows, i)
+		}
+	} else {
+		r := rand.New(rand.NewPCG(uint64(s.M), uint64(s.N)))
+		pr.rows = []int{0, s.M - 1, s.M / 2}
+		for len(pr.rows) < 8 {
+			pr.rows = append(pr.rows, r.IntN(s.M))
+		}
+		slices.Sort(pr.rows)
+		pr.rows = slices.Compact(pr.rows)
+	}
+	for _, i := range pr.rows {
+		a := pr.x[i*s.K : (i+1)*s.K]
+		pr.ref = append(pr.ref, cpuref.Matmul(a, pr.w, 1, s.K, s.N))
+		r64, ab := make([]float64, s.N), make([]float64, s.N)
+		for k, av := range a {
+			row := pr.w[k*s.N : (k+1)*s.N]
+			for j, bv := range row {
+				p := float64(av) * float64(bv)
+				r64[j] += p
+				ab[j] += math.Abs(p)
+			}
+		}
+		pr.ref64, pr.abs = append(pr.ref64, r64), append(pr.abs, ab)
+	}
+	return pr, nil
+}
+
+// limits admit the largest tuned shape (8192³).
+var limits = ir.Limits{MaxElements: 1 << 27, MaxStorageBytes: 1 << 32, MaxOps: 1 << 42}
+
+// measure runs candidate t on pr.
+func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Tile) {
+	res := Result{Shape: pr.s.String(), Class: Class(pr.s), Fast: o.Fast, Bound: float64(pr.s.K) * 0x1p-24}
+	popts := PassOptions(dev)
+	popts.Limits, popts.Tile = limits, &t
+	p, _, err := passes.Compile(pr.g, popts)
+	if err != nil {
+		res.Err = err.Error()
+		return res, t
+	}
+	eff := p.Kernels[0].Tile
+	res.Tile = eff
+	r, err := PrepareFor(dev, p, wgsl.Target{Fast: o.Fast})
+	if err != nil {
+		res.Err = err.Error()
+		return res, eff
+	}
+	defer r.Release()
+	if _, _, err := r.Run(); err != nil { // warm: the driver's first dispatch
+		res.Err = err.Error()
+		return res, eff
+	}
+	out, err := r.Outputs()
+	if err != nil {
+		res.Err = err.Error()
+		return res, eff
+	}
+	y := out["y"]
+	res.Exact = true
+	for ri, i := range pr.rows {
+		for j := range pr.s.N {
+			v := y[i*pr.s.N+j]
+			res.Checked++
+			if math.Float32bits(v) != math.Float32bits(pr.ref[ri][j]) {
+				res.Exact = false
+			}
+			if d := pr.abs[ri][j]; d > 0 && !math.IsInf(float64(v), 0) {
+				res.MaxRelErr = max(res.MaxRelErr, math.Abs(float64(v)-pr.ref64[ri][j])/d)
+			}
+		}
+	}
+	res.OK = res.Exact || o.Fast && res.MaxRelErr <= res.Bound
+	if !res.OK {
+		return res, eff
+	}
+	// Keep the GPU busy for a while first: after the host's work on the
+	// reference its clocks are down, and a few short runs would be timed
+	// at them (the first H200 run measured 4096³ at 4 instead of 22
+	// TFLOP/s that way).
+	for warm := time.Now(); time.Since(warm) < 60*time.Millisecond; {
+		if _, _, err := r.Run(); err != nil {
+			res.Err, res.OK = err.Error(), false
+			return res, eff
+		}
+	}
+	best := uint64(math.MaxUint64)
+	reps := o.Reps
+	if reps <= 0 {
+		reps = 5
+	}
+	for range reps {
+		ns, ok, err := r.Run()
+		if err != nil {
+			res.Err = err.Error()
+			res.OK = false
+			return res, eff
+		}
+		if !ok {
+			start := time.Now()
+			if _, _, err := r.Run(); err != nil {
+				res.Err, res.OK = err.Error(), false
+				return res, eff
+			}
+			ns = uint64(time.Since(start))
+		}
+		best = min(best, ns)
+	}
+	res.Ms = float64(best) / 1e6
+	res.TFLOPS = pr.s.Flops() / float64(best) / 1e3
+	return res, eff
+}
+
+// Matmul searches the candidates for s on dev and returns every result
+// (in search order) and the index of the fastest one that passed its
+// check (-1 if none did). Candidates that the tiling pass turns into one
+// already measured are skipped. It stops starting candidates when ctx is
+// done or the budget is spent.
+func Matmul(ctx context.Context, dev *gpu.Device, s Shape, o Options) ([]Result, int, error) {
+	pr, err := newProblem(s)
+	if err != nil {
+		return nil, -1, err
+	}
+	return pr.search(ctx, dev, o)
+}
+
+func (pr *problem) search(ctx context.Context, dev *gpu.Device, o Options) ([]Result, int, error) {
+	s := pr.s
+	cands := o.Candidates
+	if cands == nil {
+		cands = Candidates(s, dev.Info().Limits)
+	}
+	start := time.Now()
+	seen := map[ir.Tile]bool{}
+	var all []Result
+	best := -1
+	for _, t := range cands {
+		if ctx.Err() != nil || o.Budget > 0 && time.Since(start) > o.Budget {
+			break
+		}
+		res, eff := pr.measure(dev, t, o)
+		if seen[eff] {
+			continue
+		}
+		seen[eff] = true
+		all = append(all, res)
+		if res.OK && res.Err == "" && (best < 0 || res.Ms < all[best].Ms) {
+			best = len(all) - 1
+		}
+	}
+	return all, best, ctx.Err()
+}
+
+// Measure runs one tile (the tiling pass's own choice when t is nil) on s.
+func Measure(dev *gpu.Device, s Shape, t *ir.Tile, fast bool, reps int) (Result, error) {
+	pr, err := newProblem(s)
+	if err != nil {
+		return Result{}, err
+	}
+	return pr.measureTile(dev, t, fast, reps)
+}
+
+func (pr *problem) measureTile(dev *gpu.Device, t *ir.Tile, fast bool, reps int) (Result, error) {
+	var tile ir.Tile
+	if t != nil {
+		tile = *t
+	} else {
+		popts := PassOptions(dev)
+		popts.Limits = limits
+		p, _, err := passes.Compile(pr.g, popts)
+		if err != nil {
+			return Result{}, err
+		}
+		tile = p.Kernels[0].Tile
+	}
+	res, _ := pr.measure(dev, tile, Options{Fast: fast, Reps: reps})
+	return res, nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
