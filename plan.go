@@ -59,7 +59,7 @@ func (p *Plan) Input(name string) (PlanInput, bool) {
 // Seal validates g against limits and lowers it for a device of profile
 // prof (passes.Profile.Options), with the non-zero device fields of popts
 // overriding prof's (explicit workgroup limits also take popts.SplitSums) and its other fields (NoFuse, Tile, DumpAfter, Dump)
-// taken as they are. A profile with buffer-size limits refuses a program
+// taken as they are (TileFor too: a tuned table, runtime/gpu/tune). A profile with buffer-size limits refuses a program
 // with a larger buffer (limit_exceeded). g is not modified; the Plan
 // shares its input data.
 func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*Plan, error) {
@@ -76,7 +76,7 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 	if popts.MaxInvocations != 0 { // explicit workgroup limits: split sums only when asked
 		o.MaxInvocations, o.MaxWorkgroupStorage, o.SplitSums = popts.MaxInvocations, popts.MaxWorkgroupStorage, popts.SplitSums
 	}
-	o.NoFuse, o.Tile, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.DumpAfter, popts.Dump
+	o.NoFuse, o.Tile, o.TileFor, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.TileFor, popts.DumpAfter, popts.Dump
 	prog, timings, err := passes.Compile(g, o)
 	if err != nil {
 		return nil, err

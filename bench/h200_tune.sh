@@ -1,5 +1,7 @@
 #!/bin/bash
 # One H200 visit: peers, data path, lone dispatch, matmul tuner (exact and fast).
+# Carry .gl and .device: .device/gpucc (go build ./cmd/gpucc), .device/gpu.test
+# (go test -c ./runtime/gpu), .device/torch_matmul.py (bench/torch_matmul.py).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
 D=.device; chmod +x $D/gpucc $D/gpu.test

@@ -57,8 +57,8 @@ var nextID atomic.Uint64
 // integrated), rejects software adapters unless opts.AllowSoftware, and
 // requests a device with WebGPU's default limits except that
 // MaxStorageBufferBindingSize, MaxBufferSize and the compute workgroup
-// limits are raised to the adapter's (without the workgroup limits if the
-// driver refuses them).
+// limits are raised to the adapter's (the workgroup limits only as far as
+// the driver grants them).
 // The TimestampQuery feature is requested when the adapter has it.
 func Open(opts Options) (*Device, error) {
 	const op = "open"
@@ -93,9 +93,9 @@ func Open(opts Options) (*Device, error) {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
 	}
 	// The workgroup limits are raised to the adapter's too (larger matmul
-	// tiles for the tuner); if the driver refuses, WebGPU's defaults.
-	// (The H200's driver refused all four at once on 2026-12-01, so the
-	// storage alone is tried next.)
+	// tiles for the tuner); if the driver refuses, the storage limit alone,
+	// then WebGPU's defaults. (Through wgpu 0.19 the H200's driver refused
+	// both on 2026-12-01; lavapipe grants them.)
 	wide := req
 	wide.MaxComputeWorkgroupStorageSize = max(req.MaxComputeWorkgroupStorageSize, al.MaxComputeWorkgroupStorageSize)
 	storage := wide
