@@ -61,13 +61,18 @@ type Options struct {
 	// Tile, when set, is used for every matmul instead of the tiling
 	// pass's choice (for benchmarking tile shapes).
 	Tile *ir.Tile
-	// TileFor, when set and Tile is not, may return a tuned tile for a
-	// matmul kernel (runtime/gpu/tune's Table.TileFor), or nil for the
-	// tiling pass's own rule.
-	TileFor func(k *ir.Kernel) *ir.Tile
+	// TileFor, when set and Tile is not, may give a tuned tile for a
+	// matmul kernel (runtime/gpu/tune's Table.TileFor).
+	TileFor TileChooser
 	// DumpAfter names a pass after which the IR text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
+}
+
+// TileChooser gives a tuned tile for a matmul kernel, or nil for the tiling
+// pass's own rule. Implementations must be comparable (Options is).
+type TileChooser interface {
+	TileFor(k *ir.Kernel) *ir.Tile
 }
 
 // DefaultMaxBindings is WebGPU's default maxStorageBuffersPerShaderStage.

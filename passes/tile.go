@@ -72,7 +72,7 @@ func workgroupStorage(o Options) int {
 func choose(k *ir.Kernel, o Options) ir.Tile {
 	over := o.Tile
 	if over == nil && o.TileFor != nil {
-		over = o.TileFor(k)
+		over = o.TileFor.TileFor(k)
 	}
 	switch {
 	case over != nil:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
@@ -120,18 +121,26 @@ func (t *Table) Save(path string) error {
 
 // TileFor returns a passes.Options.TileFor for info's device: the tuned
 // tile of a matmul kernel's shape class, or nil (the tiling pass's rule).
-func (t *Table) TileFor(info gpu.AdapterInfo, fast bool) func(k *ir.Kernel) *ir.Tile {
-	return func(k *ir.Kernel) *ir.Tile {
-		if k.Inputs[0].Transposed || k.Inputs[1].Transposed {
-			return nil // tuned on plain operands only
-		}
-		e, ok := t.Entries[Key(info, fast, Class(Shape{k.M, k.K, k.N}))]
-		if !ok {
-			return nil
-		}
-		tile := e.Tile
-		return &tile
+func (t *Table) TileFor(info gpu.AdapterInfo, fast bool) passes.TileChooser {
+	return chooser{t, info, fast}
+}
+
+type chooser struct {
+	t    *Table
+	info gpu.AdapterInfo
+	fast bool
+}
+
+func (c chooser) TileFor(k *ir.Kernel) *ir.Tile {
+	if k.Inputs[0].Transposed || k.Inputs[1].Transposed {
+		return nil // tuned on plain operands only
 	}
+	e, ok := c.t.Entries[Key(c.info, c.fast, Class(Shape{k.M, k.K, k.N}))]
+	if !ok {
+		return nil
+	}
+	tile := e.Tile
+	return &tile
 }
 
 // ShapeReport is what Run found for one shape: the tiling pass's own tile
