@@ -100,13 +100,13 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		if len(n.Args) == 2 {
 			b = arg(1)
 		}
+		// A whole node at once: the expression is flattened once and
+		// evaluated a chunk of elements per step.
 		out := make([]float32, len(a))
-		for k := range out {
-			bk := n.Scalar
-			if len(n.Args) == 2 {
-				bk = b[k]
-			}
-			out[k] = EvalX(x, a[k], bk, ar.flush)
+		if len(n.Args) == 2 {
+			compile(x).runSlice(out, a, b, 0, ar, nil)
+		} else {
+			compile(x).runSlice(out, a, nil, n.Scalar, ar, nil)
 		}
 		return out
 	}

@@ -52,71 +52,134 @@ func compile(x *ir.X) program {
 }
 
 func (p program) run(a, b float32, ar arith) float32 {
-	var small [64]uint32
-	r := small[:]
-	if len(p) > len(small) {
-		r = make([]uint32, len(p))
+	var out [1]float32
+	var scratch [64]uint32
+	p.runSlice(out[:], []float32{a}, []float32{b}, 0, ar, scratch[:])
+	return out[0]
+}
+
+// chunk is the most elements runSlice evaluates per expression step:
+// dispatching on the step once per chunk, not once per element, is what
+// makes the interpreter cost little more than the arithmetic.
+const chunk = 256
+
+// runSlice sets out[k] to the expression's value on a[k] and b[k]; when b
+// is nil, every element's second operand is s (a scalar form). scratch is
+// reused for the registers when it is large enough.
+func (p program) runSlice(out, a, b []float32, s float32, ar arith, scratch []uint32) {
+	w := min(chunk, len(out))
+	if len(scratch) < len(p)*w {
+		scratch = make([]uint32, len(p)*w)
 	}
-	f := func(k int32) float32 { return math.Float32frombits(r[k]) }
+	reg := func(i int32) []uint32 { return scratch[int(i)*w : int(i+1)*w] }
 	fb := math.Float32bits
+	ff := math.Float32frombits
 	bit := func(v bool) uint32 {
 		if v {
 			return 1
 		}
 		return 0
 	}
-	for i, s := range p {
-		x, y := s.args[0], s.args[1]
-		var v uint32
-		switch s.op {
-		case ir.XArg:
-			v = fb(a)
-			if s.bits == 1 {
-				v = fb(b)
+	for lo := 0; lo < len(out); lo += w {
+		m := min(w, len(out)-lo)
+		for i, st := range p {
+			r, x, y, z := reg(int32(i))[:m], reg(st.args[0])[:m], reg(st.args[1])[:m], reg(st.args[2])[:m]
+			switch st.op {
+			case ir.XArg:
+				switch {
+				case st.bits == 0:
+					for k := range r {
+						r[k] = fb(a[lo+k])
+					}
+				case b != nil:
+					for k := range r {
+						r[k] = fb(b[lo+k])
+					}
+				default:
+					for k := range r {
+						r[k] = fb(s)
+					}
+				}
+			case ir.XConst, ir.XUConst:
+				for k := range r {
+					r[k] = st.bits
+				}
+			case ir.XAdd:
+				for k := range r {
+					r[k] = fb(ar.add(ff(x[k]), ff(y[k])))
+				}
+			case ir.XSub:
+				for k := range r {
+					r[k] = fb(ar.sub(ff(x[k]), ff(y[k])))
+				}
+			case ir.XMul:
+				for k := range r {
+					r[k] = fb(ar.mul(ff(x[k]), ff(y[k])))
+				}
+			case ir.XGt:
+				for k := range r {
+					r[k] = bit(ff(x[k]) > ff(y[k]))
+				}
+			case ir.XGe:
+				for k := range r {
+					r[k] = bit(ff(x[k]) >= ff(y[k]))
+				}
+			case ir.XEq:
+				for k := range r {
+					r[k] = bit(ff(x[k]) == ff(y[k]))
+				}
+			case ir.XSelect:
+				for k := range r {
+					r[k] = z[k]
+					if x[k] != 0 {
+						r[k] = y[k]
+					}
+				}
+			case ir.XBits, ir.XFloat:
+				copy(r, x)
+			case ir.XUAdd:
+				for k := range r {
+					r[k] = x[k] + y[k]
+				}
+			case ir.XUSub:
+				for k := range r {
+					r[k] = x[k] - y[k]
+				}
+			case ir.XAnd:
+				for k := range r {
+					r[k] = x[k] & y[k]
+				}
+			case ir.XOr:
+				for k := range r {
+					r[k] = x[k] | y[k]
+				}
+			case ir.XXor:
+				for k := range r {
+					r[k] = x[k] ^ y[k]
+				}
+			case ir.XShl:
+				for k := range r {
+					r[k] = x[k] << (y[k] & 31)
+				}
+			case ir.XShr:
+				for k := range r {
+					r[k] = x[k] >> (y[k] & 31)
+				}
+			case ir.XULt:
+				for k := range r {
+					r[k] = bit(x[k] < y[k])
+				}
+			case ir.XUEq:
+				for k := range r {
+					r[k] = bit(x[k] == y[k])
+				}
+			default:
+				panic("cpuref: unknown expression op " + st.op.String())
 			}
-		case ir.XConst, ir.XUConst:
-			v = s.bits
-		case ir.XAdd:
-			v = fb(ar.add(f(x), f(y)))
-		case ir.XSub:
-			v = fb(ar.sub(f(x), f(y)))
-		case ir.XMul:
-			v = fb(ar.mul(f(x), f(y)))
-		case ir.XGt:
-			v = bit(f(x) > f(y))
-		case ir.XGe:
-			v = bit(f(x) >= f(y))
-		case ir.XEq:
-			v = bit(f(x) == f(y))
-		case ir.XSelect:
-			v = r[s.args[2]]
-			if r[x] != 0 {
-				v = r[y]
-			}
-		case ir.XBits, ir.XFloat:
-			v = r[x]
-		case ir.XUAdd:
-			v = r[x] + r[y]
-		case ir.XUSub:
-			v = r[x] - r[y]
-		case ir.XAnd:
-			v = r[x] & r[y]
-		case ir.XOr:
-			v = r[x] | r[y]
-		case ir.XXor:
-			v = r[x] ^ r[y]
-		case ir.XShl:
-			v = r[x] << (r[y] & 31)
-		case ir.XShr:
-			v = r[x] >> (r[y] & 31)
-		case ir.XULt:
-			v = bit(r[x] < r[y])
-		case ir.XUEq:
-			v = bit(r[x] == r[y])
-		default:
-			panic("cpuref: unknown expression op " + s.op.String())
 		}
-		r[i] = v
+		last := reg(int32(len(p) - 1))
+		for k := range m {
+			out[lo+k] = ff(last[k])
+		}
 	}
-	return math.Float32frombits(r[len(p)-1])
 }

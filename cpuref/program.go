@@ -49,23 +49,53 @@ func Load(op ir.Operand, buf []float32, i int) float32 {
 	return buf[c*rows+r]
 }
 
-// EvalBody evaluates a kernel body at element i; acc is the matmul
-// accumulator (ignored by other kinds). vals is scratch of len(k.Body).
-func EvalBody(k *ir.Kernel, bufs [][]float32, i int, acc float32, vals []float32) {
+// body evaluates a kernel's body over a chunk of elements at a time, with
+// each op's expression flattened once.
+type body struct {
+	k       *ir.Kernel
+	progs   []program   // per instruction; nil unless an op
+	vals    [][]float32 // per instruction, chunk values
+	scratch []uint32
+}
+
+func newBody(k *ir.Kernel) *body {
+	bd := &body{k: k, progs: make([]program, len(k.Body)), vals: make([][]float32, len(k.Body))}
 	for j, in := range k.Body {
+		bd.vals[j] = make([]float32, chunk)
+		if in.Kind == ir.InstrOp {
+			bd.progs[j] = compile(in.Op.Info().Expr)
+			if n := len(bd.progs[j]) * chunk; n > len(bd.scratch) {
+				bd.scratch = make([]uint32, n)
+			}
+		}
+	}
+	return bd
+}
+
+// eval evaluates the body at elements lo..lo+m-1 (m <= chunk); acc holds
+// the matmul accumulator of each (nil for other kinds).
+func (bd *body) eval(bufs [][]float32, lo, m int, acc []float32) {
+	k := bd.k
+	for j, in := range k.Body {
+		v := bd.vals[j][:m]
 		switch in.Kind {
 		case ir.InstrConst:
-			vals[j] = in.Scalar
+			for i := range v {
+				v[i] = in.Scalar
+			}
 		case ir.InstrLoad:
 			op := k.Inputs[in.Operand]
-			vals[j] = Load(op, bufs[op.Buffer], i)
+			for i := range v {
+				v[i] = Load(op, bufs[op.Buffer], lo+i)
+			}
 		case ir.InstrAcc:
-			vals[j] = acc
+			copy(v, acc)
 		case ir.InstrOp:
+			a := bd.vals[in.Args[0]][:m]
 			if in.Op.Info().Args == 2 {
-				vals[j] = Binary(in.Op, vals[in.Args[0]], vals[in.Args[1]])
+				bd.progs[j].runSlice(v, a, bd.vals[in.Args[1]][:m], 0, exact, bd.scratch)
 			} else {
-				vals[j] = Unary(in.Op, vals[in.Args[0]], in.Scalar)
+				bd.progs[j].runSlice(v, a, nil, in.Scalar, exact, bd.scratch)
 			}
 		}
 	}
@@ -77,8 +107,8 @@ func EvalBody(k *ir.Kernel, bufs [][]float32, i int, acc float32, vals []float32
 func RunKernel(k *ir.Kernel, bufs [][]float32) { runKernel(k, bufs) }
 
 func runKernel(k *ir.Kernel, bufs [][]float32) {
-	vals := make([]float32, len(k.Body))
 	n := k.Shape.Len()
+	bd := newBody(k)
 	switch k.Kind {
 	case ir.KernelElementwise, ir.KernelMatmul:
 		var c []float32
@@ -87,14 +117,15 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			b := operandValues(k.Inputs[1], bufs)
 			c = Matmul(a, b, k.M, k.K, k.N)
 		}
-		for i := 0; i < n; i++ {
-			var acc float32
+		for lo := 0; lo < n; lo += chunk {
+			m := min(chunk, n-lo)
+			var acc []float32
 			if c != nil {
-				acc = c[i]
+				acc = c[lo : lo+m]
 			}
-			EvalBody(k, bufs, i, acc, vals)
+			bd.eval(bufs, lo, m, acc)
 			for s, v := range k.Stores {
-				bufs[k.Outputs[s]][i] = vals[v]
+				copy(bufs[k.Outputs[s]][lo:lo+m], bd.vals[v][:m])
 			}
 		}
 	case ir.KernelSum:
@@ -103,12 +134,13 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			p *= 2
 		}
 		leaves := make([]float32, p)
-		for i := range leaves {
+		for i := n; i < p; i++ {
 			leaves[i] = math.Float32frombits(1 << 31) // -0, the padding leaf
-			if i < n {
-				EvalBody(k, bufs, i, 0, vals)
-				leaves[i] = vals[k.Stores[0]]
-			}
+		}
+		for lo := 0; lo < n; lo += chunk {
+			m := min(chunk, n-lo)
+			bd.eval(bufs, lo, m, nil)
+			copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
 		}
 		blocks := max(k.Blocks, 1)
 		for b := range blocks {
