@@ -86,11 +86,11 @@ type ManifestFile struct {
 
 // buildResult is what build prints when not asked to explain.
 type buildResult struct {
-	Dir      string          `json:"dir"`
-	Manifest string          `json:"manifest"`
-	Files    []string        `json:"files"`
-	Skipped  []string        `json:"skipped,omitempty"` // targets left out, and why
-	Passes   []passes.Timing `json:"passes"`
+	Dir      string   `json:"dir"`
+	Manifest string   `json:"manifest"`
+	Files    []string `json:"files"`
+	Skipped  []string `json:"skipped,omitempty"` // targets left out, and why
+	PassesMs float64  `json:"passes_ms"`
 }
 
 func buildCmd(args []string) int {
@@ -140,7 +140,7 @@ func buildCmd(args []string) int {
 		fmt.Print(explainPlan(b.program, b.manifest))
 		return 0
 	}
-	res := buildResult{Dir: *out, Manifest: filepath.Join(*out, "manifest.json"), Skipped: b.skipped, Passes: b.timings}
+	res := buildResult{Dir: *out, Manifest: filepath.Join(*out, "manifest.json"), Skipped: b.skipped, PassesMs: b.plan.PassesMs}
 	for _, f := range b.files {
 		res.Files = append(res.Files, filepath.Join(*out, f.name))
 	}
@@ -162,20 +162,17 @@ type buildOptions struct {
 	dumpAfter  string // print the IR after this pass on stdout
 }
 
-// makeBuild compiles g for o.profile and generates every file of the
-// build in memory.
+// makeBuild seals g for o.profile, through lib.Seal as `gpucc run`
+// does, and generates every file of the build in memory.
 func makeBuild(g *ir.Graph, o buildOptions) (*build, error) {
-	opts := o.profile.Options(o.limits)
-	opts.DumpAfter, opts.Dump = o.dumpAfter, os.Stdout
-	p, timings, err := compileProgram(g, o.profile, opts)
+	plan, err := lib.Seal(g, o.limits, o.profile, passes.Options{DumpAfter: o.dumpAfter, Dump: os.Stdout})
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBuild(g, p, o.profile, o.graphName, o.version)
+	b, err := newBuild(g, plan, o.graphName, o.version)
 	if err != nil {
 		return nil, err
 	}
-	b.timings = timings
 	for _, t := range o.targets {
 		if err := b.addTarget(t); err != nil {
 			if o.allTargets && t == "wasm" && lib.CodeOf(err) == ir.CodeBackendUnavailable {
@@ -191,19 +188,6 @@ func makeBuild(g *ir.Graph, o buildOptions) (*build, error) {
 		}
 	}
 	return b, nil
-}
-
-// compileProgram is build's one compile path: the pass pipeline under the
-// profile's limits, then a check that every buffer fits the profile.
-func compileProgram(g *ir.Graph, profile passes.Profile, opts passes.Options) (*ir.Program, []passes.Timing, error) {
-	p, timings, err := passes.Compile(g, opts)
-	if err != nil {
-		return nil, timings, err
-	}
-	if err := profile.Fits(p); err != nil {
-		return nil, timings, err
-	}
-	return p, timings, nil
 }
 
 // checkPackageName says why name cannot name the generated package: it
@@ -237,6 +221,9 @@ func parseTargets(list string) (targets []string, explicit bool, err error) {
 			targets = append(targets, t)
 		}
 	}
+	if slices.Contains(targets, "wasm") && !slices.Contains(targets, "c") {
+		targets = append(targets, "c") // the module is built from it, and loading it needs its kernel table
+	}
 	slices.SortFunc(targets, func(a, b string) int { return slices.Index(Targets, a) - slices.Index(Targets, b) })
 	return targets, true, nil
 }
@@ -268,16 +255,16 @@ func gpuccVersion() string {
 	return v
 }
 
-// build is one build in memory: the program, its manifest and the files
-// to write, in the order they were added.
+// build is one build in memory: the sealed plan, its manifest and the
+// files to write, in the order they were added. The plan carries the
+// kernels of the targets built so far.
 type build struct {
 	graph    *ir.Graph
-	graphDoc []byte // graph.json
-	program  *ir.Program
+	plan     *lib.Plan
+	program  *ir.Program // plan.Program
 	manifest *Manifest
 	shaders  []codegen.Shader // WGSL of each kernel
 	files    []buildFile
-	timings  []passes.Timing
 	skipped  []string // targets left out, and why
 }
 
@@ -289,11 +276,11 @@ type buildFile struct {
 
 // newBuild generates the WGSL of every kernel (the manifest describes
 // each kernel by it) and the manifest.
-func newBuild(g *ir.Graph, p *ir.Program, profile passes.Profile, graphName, version string) (*build, error) {
-	doc := ir.Encode(g)
-	sum := sha256.Sum256(doc)
-	b := &build{graph: g, graphDoc: doc, program: p, manifest: &Manifest{
-		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: profile, Gpucc: version,
+func newBuild(g *ir.Graph, plan *lib.Plan, graphName, version string) (*build, error) {
+	p := plan.Program
+	sum := sha256.Sum256(ir.Encode(g))
+	b := &build{graph: g, plan: plan, program: p, manifest: &Manifest{
+		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: plan.Profile, Gpucc: version,
 		Targets: []string{}, Kernels: []ManifestKernel{}, Files: []ManifestFile{}}}
 	shaders, err := wgsl.Target{}.Emit(p)
 	if err != nil {
@@ -356,8 +343,10 @@ func (b *build) addTarget(target string) error {
 	switch target {
 	case "wgsl":
 		for i, s := range b.shaders {
-			b.manifest.Kernels[i].File = kernelDir + s.Name + ".wgsl"
-			b.add(kernelDir+s.Name+".wgsl", target, []byte(s.Source))
+			b.manifest.Kernels[i].File = wgslFile(s)
+			b.add(wgslFile(s), target, []byte(s.Source))
+			s.Params = nil // the runtime computes them from the program
+			b.plan.WGSL = append(b.plan.WGSL, s)
 		}
 	case "glsl":
 		pl, err := glsl.Target{}.Emit(b.program)
@@ -373,14 +362,17 @@ func (b *build) addTarget(target string) error {
 			return ir.Errorf(ir.CodeInternal, -1, "", "generating C: %v", err)
 		}
 		if target == "c" {
-			b.add(kernelDir+"kernels.c", target, []byte(u.Source))
+			b.add(cFile, target, []byte(u.Source))
+			b.plan.C = u
 			break
 		}
+		// wasm comes after c (parseTargets adds c): the plan has the unit.
 		mod, err := wasm.BuildModule(context.Background(), u.Source)
 		if err != nil {
 			return &lib.Error{Code: ir.CodeBackendUnavailable, Backend: "wasm", Err: err}
 		}
-		b.add(kernelDir+"kernels.wasm", target, mod)
+		b.add(wasmFile, target, mod)
+		b.plan.Wasm = mod
 	default:
 		return ir.Errorf("usage", -1, "targets", "no target %q", target)
 	}
@@ -390,7 +382,14 @@ func (b *build) addTarget(target string) error {
 
 // kernelDir is the subdirectory of the build's kernels: kept apart from
 // the Go package, whose directory may not hold C files.
-const kernelDir = "kernels/"
+const (
+	kernelDir = "kernels/"
+	cFile     = kernelDir + "kernels.c"
+	wasmFile  = kernelDir + "kernels.wasm"
+)
+
+// wgslFile is the file of one WGSL kernel.
+func wgslFile(s codegen.Shader) string { return kernelDir + s.Name + ".wgsl" }
 
 // write writes every file and then the manifest into dir.
 func (b *build) write(dir string) error {

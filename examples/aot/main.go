@@ -1,7 +1,7 @@
 // Command aot runs a small MLP that gpucc built ahead of time: go generate
 // turns mlp.json into the Go package ./mlp, and this program calls it.
 //
-//	go generate && go run . [-backend auto|webgpu|wasm|cpu]
+//	go generate && go run . [-backend auto|webgpu|wasm|native|cpu]
 package main
 
 //go:generate go tool gpucc build mlp.json -o mlp --package mlp
@@ -20,13 +20,13 @@ import (
 func main() {
 	backend := flag.String("backend", "auto", "auto, or one of: "+fmt.Sprint(gpucc.Backends()))
 	flag.Parse()
-	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: *backend, AllowSoftware: true})
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: *backend, AllowSoftware: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer rt.Close()
-	ctx := context.Background()
-	exe, err := mlp.Compile(ctx, rt)
+	exe, err := mlp.Compile(ctx, rt) // loads the embedded kernels: no code generation
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func main() {
 		for i := range x {
 			x[i] = float32((i+step)%7-3) / 4
 		}
-		out, err := exe.Run(ctx, mlp.Inputs{X: x})
+		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(nil, x)})
 		if err != nil {
 			log.Fatal(err)
 		}
