@@ -90,7 +90,7 @@ type buildResult struct {
 	Manifest string   `json:"manifest"`
 	Files    []string `json:"files"`
 	Skipped  []string `json:"skipped,omitempty"` // targets left out, and why
-	PassesMs float64  `json:"passes_ms"`
+	PassesMs float64  `json:"passesMs"`
 }
 
 func buildCmd(args []string) int {

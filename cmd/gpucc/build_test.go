@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,14 +230,16 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err := run(os.Args[1], os.Args[2], len(os.Args) > 3 && os.Args[3] == "nojit"); err != nil {
 		fmt.Println("FAIL:", err)
 		os.Exit(1)
 	}
 	fmt.Println("ok")
 }
 
-func run(backend, source string) error {
+// run prints the bits of every output it gets; with nojit it leaves out
+// the JIT (which needs Clang on wasm).
+func run(backend, source string, nojit bool) error {
 	ctx := context.Background()
 	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: backend, AllowSoftware: true})
 	if err != nil {
@@ -248,9 +251,11 @@ func run(backend, source string) error {
 		return err
 	}
 	t, caches := exe.Executable().CompileTimings()
-	_, mem := caches["codegen_memory"]
-	_, disk := caches["codegen_disk"]
-	if t.PassesMs != 0 || mem || disk {
+	generated := false
+	for level := range caches {
+		generated = generated || strings.HasPrefix(level, "codegen")
+	}
+	if t.PassesMs != 0 || generated {
 		return fmt.Errorf("loading ran the passes or generated code: %+v %v", t, caches)
 	}
 	clangBuilt := func() bool { // whether Clang compiled this graph's kernels (see clangLogger)
@@ -268,12 +273,14 @@ func run(backend, source string) error {
 	if err != nil {
 		return err
 	}
-	jit, err := rt.Compile(ctx, g)
-	if err != nil {
-		return err
-	}
-	if backend == "wasm" && !clangBuilt() {
-		return fmt.Errorf("the JIT did not compile with Clang either: the Clang log proves nothing")
+	var jit *gpucc.Executable
+	if !nojit {
+		if jit, err = rt.Compile(ctx, g); err != nil {
+			return err
+		}
+		if backend == "wasm" && !clangBuilt() {
+			return fmt.Errorf("the JIT did not compile with Clang either: the Clang log proves nothing")
+		}
 	}
 	w1 := g.Nodes[g.Input("w1")]
 	dev, err := rt.Upload(ctx, w1.Shape, w1.Data)
@@ -289,6 +296,13 @@ func run(backend, source string) error {
 		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(nil, x), W1: dev})
 		if err != nil {
 			return err
+		}
+		for _, v := range out.Logits {
+			fmt.Printf("%08x ", math.Float32bits(v))
+		}
+		fmt.Println()
+		if nojit {
+			continue
 		}
 		res, err := jit.Run(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{4, 8}, x)})
 		if err != nil {
@@ -336,7 +350,8 @@ exec %s "$@"
 
 // TestBuildPackage generates a package from examples/aot/mlp.json, builds
 // and vets it in a temporary module that replaces gpucc with this
-// checkout, and runs it on cpu, webgpu, wasm and native against the JIT. Then it edits an embedded kernel and expects Compile to refuse
+// checkout, and runs it on cpu, webgpu, wasm and native against the JIT,
+// and on wasm once more with Clang hidden. Then it edits an embedded kernel and expects Compile to refuse
 // it by its hash.
 func TestBuildPackage(t *testing.T) {
 	root, _ := filepath.Abs("../..")
@@ -374,10 +389,14 @@ func TestBuildPackage(t *testing.T) {
 	if err := os.WriteFile(logger, []byte(fmt.Sprintf(clangLogger, clang)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	runApp := func(backend string) (string, error) {
+	runApp := func(backend string, env ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(app, "app"), backend, source)
+		if len(env) > 0 {
+			cmd.Args = append(cmd.Args, "nojit")
+		}
 		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR=/tmp", "GPUCC_CACHE_DIR="+t.TempDir(),
 			"GPUCC_CLANG="+logger, "CLANG_LOG="+filepath.Join(t.TempDir(), "clang.log"))
+		cmd.Env = append(cmd.Env, env...)
 		out, err := cmd.Output()
 		return string(out), err
 	}
@@ -387,8 +406,19 @@ func TestBuildPackage(t *testing.T) {
 			if err != nil && strings.Contains(out, "backend_unavailable") && os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(backend)) == "" {
 				t.Skipf("%s is not available here: %s", backend, out)
 			}
-			if err != nil || strings.TrimSpace(out) != "ok" {
-				t.Errorf("%v: %s", err, out)
+			if err != nil || !strings.HasSuffix(out, "\nok\n") {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if backend != "wasm" {
+				return
+			}
+			// Again with no Clang at all: the same bits from the embedded module.
+			noClang, err := runApp(backend, "GPUCC_CLANG=/bin/false", "GPUCC_WASM_LD=/bin/false")
+			if err != nil || !strings.HasSuffix(noClang, "\nok\n") {
+				t.Fatalf("without Clang: %v: %s", err, noClang)
+			}
+			if want, got := strings.SplitN(out, "\n", 3)[:2], strings.SplitN(noClang, "\n", 3)[:2]; !slices.Equal(want, got) {
+				t.Errorf("without Clang the outputs differ:\n%q\nwith Clang:\n%q", got, want)
 			}
 		})
 	}
