@@ -143,6 +143,7 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 		kept = append(kept, t)
 	}
 	res.Timings = timings(call.Stats)
+	res.Exact, res.ErrorBound = exactness(e)
 	res.Timings.TotalMs = ms(time.Since(start))
 	res.Cache = call.Stats.Caches()
 	return res, nil

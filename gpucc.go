@@ -82,6 +82,14 @@ type Options struct {
 	// MaxDeviceBytes caps the device memory held at once by live
 	// DeviceTensors and the buffers of the run in progress (0: no cap).
 	MaxDeviceBytes int64
+	// Fast compiles matmuls in fast mode where the backend has one
+	// (webgpu on wgpu-native): the driver may contract each multiply-add
+	// into an FMA, so results differ from cpuref's within a stated bound
+	// and carry Exact false and ErrorBound (wgsl.FastErrorBound). Other
+	// backends, and graphs without a matmul, compile exact kernels and
+	// report Exact true. Fast changes the generated code, so it applies
+	// when a graph is compiled (Compile, Load).
+	Fast bool
 }
 
 // DefaultPoolBytes is the default bound of a backend's buffer pool.
@@ -127,6 +135,7 @@ type Runtime struct {
 	opts     Options
 	dev      backend.Device // nil once closed; guarded by mu
 	info     backend.Info
+	tiles    passes.TileChooser // the device's tuned matmul tiles, or nil
 	attempts []Attempt
 	live     int64 // bytes held by live tensors; guarded by mu
 	tensors  map[*DeviceTensor]struct{}
@@ -157,6 +166,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		if err == nil {
 			rt.dev, rt.info = dev, dev.Info()
+			if t, ok := dev.(backend.Tuner); ok {
+				rt.tiles = t.TileFor(opts.Fast)
+			}
 			return rt, nil
 		}
 		if len(names) == 1 {

@@ -123,9 +123,16 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 }
 
 // Compile seals g for this Runtime's device (Seal with the Runtime's
-// limits, passes options and Profile) and loads the plan.
+// limits, passes options and Profile) and loads the plan. Unless the
+// passes options name a tile, matmuls take the device's tuned tiles where
+// it has them (the webgpu backend's table, for the adapter, the shape class
+// and the mode of Options.Fast).
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
-	plan, err := Seal(g, rt.opts.Limits, rt.info.Profile, rt.opts.Passes)
+	popts := rt.opts.Passes
+	if popts.TileFor == nil {
+		popts.TileFor = rt.tiles
+	}
+	plan, err := Seal(g, rt.opts.Limits, rt.info.Profile, popts)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +141,9 @@ func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error
 
 // Load compiles a sealed plan on this Runtime's device: code generation
 // (skipped for the kernels the plan carries) and compilation, through the
-// caches. It refuses a plan whose profile the device cannot meet.
+// caches. It refuses a plan whose profile the device cannot meet. With
+// Options.Fast, a backend with a fast path generates fast matmuls (not
+// for kernels the plan carries, which run as they are).
 func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 	if plan == nil || plan.Program == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
@@ -151,7 +160,7 @@ func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 		return nil, err
 	}
 	e := &Executable{rt: rt, plan: plan}
-	bp := &backend.Program{IR: plan.Program, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm}
+	bp := &backend.Program{IR: plan.Program, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm, Fast: rt.opts.Fast}
 	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
 	if err != nil {
 		return nil, rt.wrap(err)

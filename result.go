@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
@@ -45,6 +47,30 @@ type Result struct {
 	Kernels          int                      `json:"kernels"`
 	Cache            map[string]bool          `json:"cache,omitempty"` // hit or miss per cache level
 	FallbackAttempts []Attempt                `json:"fallbackAttempts"`
+	// Exact says the outputs are cpuref's, bit for bit (up to the GPU's
+	// flushing of subnormals). It is false only for fast mode's matmuls
+	// (Options.Fast); ErrorBound then bounds each matmul output c:
+	// |c − Σ_k a·b| ≤ ErrorBound·Σ_k |a·b| over the float32 values it
+	// multiplied (K·2⁻²⁴ for the longest K, wgsl.FastErrorBound), which
+	// cpuref's own result also meets. Every other op is exact given its
+	// inputs, so an error can carry through later ops.
+	Exact      bool    `json:"exact"`
+	ErrorBound float64 `json:"errorBound,omitempty"`
+}
+
+// exactness returns what a run of e's kernels reports as Exact and
+// ErrorBound.
+func exactness(e *Executable) (bool, float64) {
+	if !e.compile.Fast {
+		return true, 0
+	}
+	bound := 0.0
+	for _, k := range e.plan.Program.Kernels {
+		if k.Kind == ir.KernelMatmul {
+			bound = max(bound, wgsl.FastErrorBound(k.K))
+		}
+	}
+	return false, bound
 }
 
 // timings converts a backend's typed stats to Timings.

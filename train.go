@@ -194,6 +194,9 @@ type TrainResult struct {
 	Steps            int       `json:"steps"`
 	Kernels          int       `json:"kernels"` // per step
 	FallbackAttempts []Attempt `json:"fallbackAttempts"`
+	// Exact and ErrorBound are the step's, as in Result (Options.Fast).
+	Exact      bool    `json:"exact"`
+	ErrorBound float64 `json:"errorBound,omitempty"`
 }
 
 // StepStats is one step of a TrainResult.
@@ -223,6 +226,7 @@ func (rt *Runtime) Train(ctx context.Context, g *ir.Graph, loss string, lr float
 		res.FallbackAttempts = []Attempt{}
 	}
 	addCompile(&res.Timings, tr.exe)
+	res.Exact, res.ErrorBound = exactness(tr.exe)
 	for i := range steps {
 		r, err := tr.Step(ctx, nil)
 		if err != nil {

@@ -21,7 +21,7 @@ var (
 // a 64×64 or, when small, 32×32 tile, so that few threads idle. A tile
 // that needs more threads or workgroup memory than the device allows is
 // replaced by the next smaller one. Options.Tile overrides the choice, and
-// so does a tuned tile from Options.TileFor.
+// so does a well-formed tuned tile from Options.TileFor.
 // A k-step too shallow for a long K is deepened until the kernel's k-tile
 // loop fits wgsl.LoopBudget; for a workgroup backend (MaxInvocations set)
 // a K that no tile fits is refused with limit_exceeded, never run short.
@@ -72,7 +72,9 @@ func workgroupStorage(o Options) int {
 func choose(k *ir.Kernel, o Options) ir.Tile {
 	over := o.Tile
 	if over == nil && o.TileFor != nil {
-		over = o.TileFor.TileFor(k)
+		if t := o.TileFor.TileFor(k); t != nil && wellFormed(*t) {
+			over = t
+		}
 	}
 	switch {
 	case over != nil:
@@ -87,6 +89,29 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 		return TileMedium
 	}
 	return TileSmall
+}
+
+// wellFormed reports whether t is a tile the generators can emit: positive
+// sizes, register tiles that divide the workgroup tile, and for vec4
+// kernels register tiles and a k-step in whole vec4s. A tuned table is read
+// from disk; a tile that fails this is ignored (the rule applies).
+func wellFormed(t ir.Tile) bool {
+	const most = 1024
+	for _, n := range []int{t.BM, t.BN, t.TM, t.TN, t.BK} {
+		if n <= 0 || n > most {
+			return false
+		}
+	}
+	if t.BM%t.TM != 0 || t.BN%t.TN != 0 || t.TM > 16 || t.TN > 16 {
+		return false
+	}
+	switch t.Vector {
+	case 1:
+		return true
+	case 4:
+		return t.TM%4 == 0 && t.TN%4 == 0 && t.BK%4 == 0
+	}
+	return false
 }
 
 // vec4Operands reports whether each matmul operand can be read four

@@ -45,8 +45,9 @@ func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (lib.Opti
 }
 
 func runCmd(args []string) int {
-	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] GRAPH.json")
+	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] [--fast] GRAPH.json")
 	limits, options := runtimeFlags(fs)
+	fast := fs.Bool("fast", false, "fast mode: webgpu may contract a matmul's multiply-add (FMA); the result then says \"exact\": false and gives \"errorBound\". Other backends run exact and say \"exact\": true")
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
@@ -61,6 +62,7 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	opts.Fast = *fast
 	res, err := lib.Run(context.Background(), g, opts)
 	if err != nil {
 		return fail(err)

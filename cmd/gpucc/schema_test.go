@@ -49,6 +49,27 @@ func TestResultSchema(t *testing.T) {
 			check(t, "#/$defs/run", out)
 		})
 	}
+	// --fast: webgpu's matmul is inexact and says so with its bound (K=3
+	// in mlp.json); cpu has no fast path and runs exact.
+	for _, c := range []struct {
+		backend string
+		exact   bool
+		bound   any
+	}{{"webgpu", false, 3 * 0x1p-24}, {"cpu", true, nil}} {
+		t.Run("run --fast "+c.backend, func(t *testing.T) {
+			out, v, code := gpucc(t, "", "run", "--fast", "--backend", c.backend, "--allow-software", example("mlp.json"))
+			if code != 0 {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(c.backend)) == "" && errorCode(v) == "backend_unavailable" {
+					t.Skipf("%s: %s", c.backend, out)
+				}
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			check(t, "#/$defs/run", out)
+			if v["exact"] != c.exact || v["errorBound"] != c.bound {
+				t.Errorf("exact %v, errorBound %v; want %v, %v\n%s", v["exact"], v["errorBound"], c.exact, c.bound, out)
+			}
+		})
+	}
 	t.Run("train", func(t *testing.T) {
 		out, _, code := gpucc(t, "", "train", "--backend", "cpu", "--steps", "2", "--lr", "0.1", fixture)
 		if code != 0 {

@@ -14,6 +14,15 @@ import (
 // must report them as inexact, with a measured error bound (package tune
 // measures one against float64). Kernels other than matmul are unchanged.
 
+// FastErrorBound is the error bound of a matmul over K steps, in either
+// mode, relative to Σ_k |a·b|: each output c satisfies
+// |c − Σ_k a·b| ≤ K·2⁻²⁴·Σ_k |a·b|, the exact sum of the float32 operands'
+// products, whether each step rounds twice (exact mode) or once (a
+// contracted FMA, fast mode), in any order (Jeannerod and Rump, 2013;
+// barring underflow and overflow). Fast mode states it because its bits
+// differ from cpuref's; exact mode's bits are cpuref's.
+func FastErrorBound(K int) float64 { return float64(K) * 0x1p-24 }
+
 // product renders a matmul step's product: guarded by the uniform 1.0 (see
 // the package doc) unless fast.
 func product(p string, fast bool) string {

@@ -93,6 +93,10 @@ type Program struct {
 	WGSL []codegen.Shader // one per kernel, without Params
 	C    *c.Unit          // the C unit of codegen/c
 	Wasm []byte           // C compiled to a wasm module
+	// Fast allows fast kernels (gpucc.Options.Fast): a backend with a fast
+	// path may let the driver contract a matmul's multiply-add, and then
+	// sets Stats.Fast. Others compile exact kernels.
+	Fast bool
 }
 
 // Buffer is memory on a device holding Len float32 values. Release frees it;
@@ -150,6 +154,13 @@ type Device interface {
 	Read(ctx context.Context, b Buffer, out []float32) error
 	// Close releases the device and every buffer still held.
 	Close()
+}
+
+// Tuner is a Device with tuned matmul tiles (webgpu: runtime/gpu/tune's
+// table for its adapter). TileFor returns the tiling pass's chooser for
+// exact or fast kernels, or nil.
+type Tuner interface {
+	TileFor(fast bool) passes.TileChooser
 }
 
 // Factory opens a Device, or says why it cannot run here.

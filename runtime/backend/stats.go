@@ -56,8 +56,11 @@ type Stats struct {
 	// the first time, so that it includes the driver's deferred compilation
 	// and the first touch of fresh memory.
 	FirstDispatch bool
-	consulted     [numCaches]bool
-	hit           [numCaches]bool
+	// Fast says Compile generated fast kernels (Program.Fast): a matmul's
+	// products may have been contracted, so results are not cpuref's.
+	Fast      bool
+	consulted [numCaches]bool
+	hit       [numCaches]bool
 }
 
 // Start begins timing stage s; the returned function ends it, adding the

@@ -10,12 +10,19 @@
 // of the same graph compiles nothing; and a run's buffers go back to a pool
 // afterwards, so a later run of a same-sized program allocates nothing (and
 // reuses its bind groups, which the device caches by buffer).
+//
+// Matmul tiles come from the tuned table (runtime/gpu/tune: the cache
+// directory's tune/matmul.json over the tables built in) for the adapter,
+// where it has an entry for the shape class; the tiling pass's rule
+// otherwise. With Program.Fast, matmul kernels are generated with
+// wgsl.Target{Fast: true}.
 package webgpu
 
 import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -25,6 +32,7 @@ import (
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/gpu"
+	"github.com/gpucc/gpucc/runtime/gpu/tune"
 )
 
 func init() { backend.Register("webgpu", open) }
@@ -39,6 +47,8 @@ type device struct {
 	cache     backend.Options
 	pipelines map[[32]byte]*pipeline
 	pool      *bufferPool
+	tiles     *tune.Table
+	adapter   gpu.AdapterInfo
 }
 
 // pipeline is a compiled kernel shared by the executables that use it.
@@ -84,8 +94,17 @@ func open(opts backend.Options) (backend.Device, error) {
 		limit = backend.DefaultPoolBytes
 	}
 	l := info.Limits
+	tiles, err := tune.Load(tune.PathIn(opts.Cache.Dir()))
+	if err != nil { // an unreadable table costs speed, never a run
+		if gpu.Verbose {
+			fmt.Fprintf(os.Stderr, "gpucc: webgpu: tuned tiles not used: %v\n", err)
+		}
+		tiles, _ = tune.Load("")
+	}
 	return &device{
 		dev:       dev,
+		tiles:     tiles,
+		adapter:   info,
 		cache:     opts,
 		pipelines: map[[32]byte]*pipeline{},
 		pool:      &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*gpu.Buffer{}},
@@ -103,6 +122,9 @@ func open(opts backend.Options) (backend.Device, error) {
 }
 
 func (d *device) Info() backend.Info { return d.info }
+
+// TileFor is the tuned table's chooser for this adapter (backend.Tuner).
+func (d *device) TileFor(fast bool) passes.TileChooser { return d.tiles.TileFor(d.adapter, fast) }
 
 func (d *device) Close() {
 	d.pool.drain()
@@ -223,7 +245,9 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}
 	} else {
-		shaders, err = backend.Shaders(d.cache.Cache, wgsl.Target{}.Name(), p, st, wgsl.Target{}.Emit, wgsl.Params)
+		t := wgsl.Target{Fast: bp.Fast && hasMatmul(p)} // fast mode changes matmuls only
+		st.Fast = t.Fast
+		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), p, st, t.Emit, wgsl.Params)
 	}
 	stop()
 	if err != nil {
@@ -256,6 +280,10 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		e.params = append(e.params, params)
 	}
 	return e, nil
+}
+
+func hasMatmul(p *ir.Program) bool {
+	return slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Kind == ir.KernelMatmul })
 }
 
 // executable is a compiled program: its pipelines and its parameter

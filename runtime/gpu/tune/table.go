@@ -50,7 +50,16 @@ var builtin embed.FS
 // under the cache directory (cache.DefaultDir), or "" when the cache is off.
 func DefaultPath() string {
 	dir, err := cache.DefaultDir()
-	if err != nil || dir == "" {
+	if err != nil {
+		return ""
+	}
+	return PathIn(dir)
+}
+
+// PathIn is the table's path under the cache directory dir: tune/matmul.json
+// ("" when dir is, a memory-only cache).
+func PathIn(dir string) string {
+	if dir == "" {
 		return ""
 	}
 	return filepath.Join(dir, "tune", "matmul.json")

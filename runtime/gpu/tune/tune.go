@@ -208,7 +208,7 @@ var limits = ir.Limits{MaxElements: 1 << 27, MaxStorageBytes: 1 << 32, MaxOps: 1
 
 // measure runs candidate t on pr.
 func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Tile) {
-	res := Result{Shape: pr.s.String(), Class: Class(pr.s), Fast: o.Fast, Bound: float64(pr.s.K) * 0x1p-24}
+	res := Result{Shape: pr.s.String(), Class: Class(pr.s), Fast: o.Fast, Bound: wgsl.FastErrorBound(pr.s.K)}
 	popts := PassOptions(dev)
 	popts.Limits, popts.Tile = limits, &t
 	p, _, err := passes.Compile(pr.g, popts)
