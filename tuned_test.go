@@ -5,6 +5,8 @@ package gpucc_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -153,4 +155,20 @@ func TestFastOtherBackends(t *testing.T) {
 			gpucctest.Compare(t, rt, g, want, map[string][]float32{"y": res.Outputs["y"].Data})
 		})
 	}
+}
+
+// TestTunedTableUnreadable: a table file that does not parse costs the
+// tuned tiles, never a run.
+func TestTunedTableUnreadable(t *testing.T) {
+	g, _ := tunedGraph(t)
+	dir := t.TempDir()
+	path := tune.PathIn(dir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"version":1,"entries":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := gpucctest.Open(t, "webgpu", func(o *gpucc.Options) { o.Cache = gpucctest.OpenCache(t, dir) })
+	gpucctest.CheckRun(t, rt, g)
 }
