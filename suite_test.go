@@ -49,6 +49,10 @@ func TestRandomGraphs(t *testing.T) {
 				g := irtest.Random(uint64(seed), 12)
 				t.Run(itoa(seed), func(t *testing.T) { checkRun(t, rt, g) })
 			}
+			for seed := range n / 2 { // every elementwise op, over extreme values
+				g := irtest.RandomOps(uint64(seed), 12)
+				t.Run("ops/"+itoa(seed), func(t *testing.T) { checkRun(t, rt, g) })
+			}
 		})
 	}
 }

@@ -90,17 +90,16 @@ func Constants(k *ir.Kernel) []float32 {
 	return out
 }
 
-// arithConsts returns the constants of x that are operands of a float
-// add, sub or mul, in evaluation order: those a target with Lang.Const
-// hides from its compiler, which could otherwise reassociate them.
+// arithConsts returns the constants of x that a target with Lang.Const
+// hides from its compiler, in evaluation order: operands of a float add,
+// sub or mul, which a compiler could otherwise reassociate, and ±Inf and
+// NaN, which WGSL refuses as constant expressions.
 func arithConsts(x *ir.X) []*ir.X {
 	used := map[*ir.X]bool{}
 	nodes := x.Nodes()
 	for _, n := range nodes {
-		if n.Arithmetic() {
-			for _, a := range n.Args {
-				used[a] = used[a] || a.Op == ir.XConst
-			}
+		for _, a := range n.Args {
+			used[a] = used[a] || a.Op == ir.XConst && (n.Arithmetic() || a.Bits&0x7f800000 == 0x7f800000)
 		}
 	}
 	var out []*ir.X

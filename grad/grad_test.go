@@ -3,6 +3,7 @@ package grad
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,6 +181,19 @@ func TestNumericGradients(t *testing.T) {
 		{"reshape", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Reshape(ir.Shape{4, 3}).MatMul(q))
 		}},
+		{"div", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Div(q.Mul(q).AddScalar(1))) }},
+		{"div-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.DivScalar(-0.75)) }},
+		{"maximum", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.MulScalar(0.5)).Mul(q)) }},
+		{"minimum", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Minimum(p.MulScalar(0.5)).Mul(q)) }},
+		{"maximum-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.MaximumScalar(0.1).Add(q.MinimumScalar(-0.1)))
+		}},
+		{"neg", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Neg().Mul(q)) }},
+		{"exp", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Exp()) }},
+		{"log", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.Neg()).Log()) }},
+		{"tanh", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Tanh()) }},
+		{"sqrt", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p).Sqrt().Mul(q)) }},
+		{"rsqrt", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p).AddScalar(0.5).Rsqrt()) }},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()
 			return weighted(b, h.Add(h.MulScalar(3)).Sub(p))
@@ -223,6 +237,25 @@ func TestNumericGradients(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStepMaximumMovesTheParameter: loss = sum(maximum(w, 0)) used to be
+// the case that an op without a rule silently got a zero gradient and w
+// never changed; now every op has a rule (or refuses), and w moves where
+// it is positive.
+func TestStepMaximumMovesTheParameter(t *testing.T) {
+	g := build(t, func(b *ir.Builder) {
+		b.Output("loss", b.Param("w", ir.Shape{3}, []float32{-1, 2, 0.5}).MaximumScalar(0).Sum())
+	})
+	s, err := Step(g, "loss", 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := cpuref.Eval(s)
+	got := vals[s.Outputs[len(s.Outputs)-1].ID]
+	if want := []float32{-1, 1.75, 0.25}; !slices.Equal(got, want) {
+		t.Errorf("updated w = %v, want %v", got, want)
 	}
 }
 

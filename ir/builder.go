@@ -201,3 +201,53 @@ func (t Tensor) Reshape(shape Shape) Tensor {
 	}
 	return t.b.add(Node{Op: OpReshape, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
 }
+
+// Div returns t / u (same shape), correctly rounded.
+func (t Tensor) Div(u Tensor) Tensor { return t.binary(OpDiv, u) }
+
+// DivScalar returns t / s.
+func (t Tensor) DivScalar(s float32) Tensor { return t.unary(OpDivScalar, s) }
+
+// Maximum returns the larger of t and u elementwise (-0 < +0, NaN if
+// either is NaN).
+func (t Tensor) Maximum(u Tensor) Tensor { return t.binary(OpMaximum, u) }
+
+// MaximumScalar returns the larger of t and s.
+func (t Tensor) MaximumScalar(s float32) Tensor { return t.unary(OpMaximumScalar, s) }
+
+// Minimum returns the smaller of t and u elementwise.
+func (t Tensor) Minimum(u Tensor) Tensor { return t.binary(OpMinimum, u) }
+
+// MinimumScalar returns the smaller of t and s.
+func (t Tensor) MinimumScalar(s float32) Tensor { return t.unary(OpMinimumScalar, s) }
+
+// Neg returns -t.
+func (t Tensor) Neg() Tensor { return t.unary(OpNeg, 0) }
+
+// Exp returns e^t elementwise.
+func (t Tensor) Exp() Tensor { return t.unary(OpExp, 0) }
+
+// Log returns ln t elementwise.
+func (t Tensor) Log() Tensor { return t.unary(OpLog, 0) }
+
+// Tanh returns tanh t elementwise.
+func (t Tensor) Tanh() Tensor { return t.unary(OpTanh, 0) }
+
+// Sqrt returns √t elementwise, correctly rounded.
+func (t Tensor) Sqrt() Tensor { return t.unary(OpSqrt, 0) }
+
+// Rsqrt returns 1/√t elementwise.
+func (t Tensor) Rsqrt() Tensor { return t.unary(OpRsqrt, 0) }
+
+// Apply returns op (an elementwise op of the op table) applied to t and
+// the tensors us; ApplyScalar applies a scalar form to t and s. They reach
+// every op, the named methods above the common ones.
+func (t Tensor) Apply(op Op, us ...Tensor) Tensor {
+	if len(us) == 1 {
+		return t.binary(op, us[0])
+	}
+	return t.unary(op, 0)
+}
+
+// ApplyScalar returns the scalar form op applied to t and s.
+func (t Tensor) ApplyScalar(op Op, s float32) Tensor { return t.unary(op, s) }

@@ -27,6 +27,18 @@ const (
 	OpLife         // one toroidal Game of Life step of the 2-D grid arg0
 	OpBroadcast    // arg0 repeated to Shape: out[i] = arg0[i % len(arg0)]; arg0's shape is a trailing suffix of Shape
 	OpReshape      // arg0's elements, same row-major order, as Shape (same element count)
+	OpDiv          // arg0 / arg1, correctly rounded
+	OpMaximum      // the larger of arg0 and arg1 (-0 < +0; NaN if either is)
+	OpMinimum      // the smaller of arg0 and arg1
+	OpDivScalar    // arg0 / Scalar
+	OpMaximumScalar
+	OpMinimumScalar
+	OpNeg   // -arg0 (the sign bit flipped)
+	OpExp   // e^arg0
+	OpLog   // ln arg0
+	OpTanh  // tanh arg0
+	OpSqrt  // √arg0, correctly rounded
+	OpRsqrt // 1/√arg0
 	numOps
 )
 
@@ -150,6 +162,34 @@ func init() {
 		OpLife: {Name: "life", Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
+		OpDiv: {Name: "div", Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
+			Grad: func(d Diff, k int) (Val, bool) {
+				if k == 0 {
+					return d.Apply(OpDiv, nil, d.Grad(), d.Arg(1)), true
+				}
+				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
+			}},
+		OpMaximum: {Name: "maximum", Args: 2, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)), Grad: pickGrad(false)},
+		OpMinimum: {Name: "minimum", Args: 2, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)), Grad: pickGrad(true)},
+		OpNeg: {Name: "neg", Args: 1, Expr: negX(Arg(0)),
+			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},
+		OpExp: {Name: "exp", Args: 1, Expr: expX(Arg(0)),
+			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Out()), true }},
+		OpLog: {Name: "log", Args: 1, Expr: logX(Arg(0)),
+			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpDiv, nil, d.Grad(), d.Arg(0)), true }},
+		OpTanh: {Name: "tanh", Args: 1, Expr: tanhX(Arg(0)),
+			Grad: func(d Diff, k int) (Val, bool) { // g·(1 - tanh²)
+				sq := d.Apply(OpMul, nil, d.Out(), d.Out())
+				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, sq), C(1))), true
+			}},
+		OpSqrt: {Name: "sqrt", Args: 1, Expr: sqrtX(Arg(0)),
+			Grad: func(d Diff, k int) (Val, bool) { // g·0.5/√a
+				return d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), C(0.5)), d.Out()), true
+			}},
+		OpRsqrt: {Name: "rsqrt", Args: 1, Expr: divX(F(1), sqrtX(Arg(0))),
+			Grad: func(d Diff, k int) (Val, bool) { // g·(-0.5)·rsqrt(a)/a
+				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Apply(OpDiv, nil, d.Out(), d.Arg(0)), C(-0.5))), true
+			}},
 		// broadcast and reshape are made by Decode's lowering of a
 		// broadcasting add/sub/mul and by autodiff; on the wire they are
 		// gpucc extensions ("op":"broadcast"/"reshape" with "a" and
@@ -169,7 +209,7 @@ func init() {
 				r.Shape = elementwiseShape
 			}
 			if r.Cost == nil {
-				r.Cost = perElement
+				r.Cost = weighted(r.Expr)
 			}
 		}
 		opTable[op] = r
@@ -228,6 +268,35 @@ func broadcastGrad(d Diff, k int) (Val, bool) {
 }
 
 func perElement(_ []Shape, out Shape) int64 { return int64(out.Len()) }
+
+// weighted is the cost rule of an elementwise op: per element, the
+// operations of its expression (one for the seed's ops, which are one
+// operation or one comparison and select).
+func weighted(x *X) func([]Shape, Shape) int64 {
+	w := int64(0)
+	for _, n := range x.Nodes() {
+		if n.Op != XArg && n.Op != XConst && n.Op != XUConst && n.Op != XSelect {
+			w++
+		}
+	}
+	return func(_ []Shape, out Shape) int64 { return SatMul(w, int64(out.Len())) }
+}
+
+// pickGrad is maximum's rule (minimum's with smaller): the gradient goes
+// to a where a is the larger (smaller) one, else to b, so ties go to b.
+func pickGrad(smaller bool) GradRule {
+	return func(d Diff, k int) (Val, bool) {
+		diff := d.Apply(OpSub, nil, d.Arg(0), d.Arg(1))
+		if smaller {
+			diff = d.Apply(OpNeg, nil, diff)
+		}
+		ga := d.Apply(OpMul, nil, d.Grad(), d.Apply(OpPositive, nil, diff))
+		if k == 0 {
+			return ga, true
+		}
+		return d.Apply(OpSub, nil, d.Grad(), ga), true
+	}
+}
 
 func attribute(node int, op Op, _ []Shape, target Shape) (Shape, *Error) { return target, nil }
 

@@ -157,6 +157,47 @@ func TestDifferentialRandomViews(t *testing.T) {
 	}
 }
 
+func TestDifferentialRandomOps(t *testing.T) {
+	for seed := range 200 {
+		g := irtest.RandomOps(uint64(seed), 16)
+		checkDifferential(t, g, Options{MaxBindings: 3 + seed%6})
+		checkDifferential(t, g, Options{NoFuse: true})
+	}
+}
+
+// TestFoldKeepsOverflowingValue: positive(full(3e38)*10) was refused with
+// "pass fold left an invalid graph" (issue 11, item 2): fold made a full of
+// +Inf, which no full may hold. It now leaves the overflowing node to run
+// time, where positive hides the Inf again and the answer is 1, as for the
+// same graph built from an input.
+func TestFoldKeepsOverflowingValue(t *testing.T) {
+	for _, leaf := range []string{"full", "input"} {
+		t.Run(leaf, func(t *testing.T) {
+			b := ir.NewBuilder()
+			x := b.Full(ir.Shape{2}, 3e38)
+			if leaf == "input" {
+				x = b.Input(ir.Shape{2}, []float32{3e38, 3e38})
+			}
+			b.Output("y", x.MulScalar(10).Positive())
+			b.Output("s", x.Add(x).Sum().Positive())
+			b.Output("d", x.DivScalar(1e-3).Exp().Neg().Positive())
+			g, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := Compile(g, Options{})
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			got := cpuref.RunProgram(p)
+			want := map[string][]float32{"y": {1, 1}, "s": {1}, "d": {0, 0}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("outputs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestRegressions holds the differential fuzzer's findings, by name.
 func TestRegressions(t *testing.T) {
 	tests := []struct {
@@ -187,7 +228,9 @@ func FuzzPipeline(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, size, bindings uint8) {
 		opts := Options{MaxBindings: 3 + int(bindings%6), SplitSums: bindings&64 != 0}
 		checkDifferential(t, irtest.Random(seed, 1+int(size%40)), opts)
-		// The same seed drives the generator with views (broadcast, reshape).
+		// The same seed drives the generator with views (broadcast, reshape),
+		// and with every elementwise op over extreme values.
 		checkDifferential(t, irtest.RandomViews(seed, 1+int(size%40)), opts)
+		checkDifferential(t, irtest.RandomOps(seed, 1+int(size%40)), opts)
 	})
 }

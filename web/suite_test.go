@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
 )
 
 // testCase is one graph of the browser op suite.
@@ -141,6 +142,9 @@ func suite(t *testing.T) []testCase {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		out = append(out, testCase{c.name, g})
+	}
+	for _, c := range irtest.Ops() { // div, maximum, minimum, neg, exp, log, tanh, sqrt, rsqrt
+		out = append(out, testCase{c.Name, c.Graph})
 	}
 	return out
 }

@@ -36,6 +36,35 @@ func Values(seed uint64, n int, scale float32) []float32 {
 	return out
 }
 
+// Extremes returns n deterministic finite values that reach every corner
+// of float32: ±0, subnormals (down to ±2⁻¹⁴⁹), the smallest normals,
+// ±3e38 and the largest finite values, values near 1 and near the
+// overflow and underflow thresholds of exp, mixed with random finite bit
+// patterns. Graphs of them overflow, underflow and hit ties.
+func Extremes(seed uint64, n int) []float32 {
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.5, 2, 3, -3, 0.625, 9.1, -9.1,
+		math.Float32frombits(1), -math.Float32frombits(1), math.Float32frombits(0x00000100), 1e-40, -1e-40,
+		math.Float32frombits(0x00800000), -math.Float32frombits(0x00800000), 3e38, -3e38,
+		math.MaxFloat32, -math.MaxFloat32, 88.72, 89, -87.3, -103.9, -104.5, 1e-7, -1e-7, 1 + 0x1p-23, 1 - 0x1p-24}
+	r := rand.New(rand.NewPCG(seed, 13))
+	out := make([]float32, n)
+	for i := range out {
+		switch r.IntN(3) {
+		case 0:
+			out[i] = special[r.IntN(len(special))]
+		case 1:
+			out[i] = (r.Float32()*2 - 1) * 4
+		default:
+			b := r.Uint32()
+			if b&0x7f800000 == 0x7f800000 { // Inf or NaN: keep it finite
+				b &^= 0x40000000
+			}
+			out[i] = math.Float32frombits(b)
+		}
+	}
+	return out
+}
+
 // Grid returns an h×w grid of 0/1 cells, about a third alive.
 func Grid(seed uint64, h, w int) []float32 {
 	r := rand.New(rand.NewPCG(seed, 11))
@@ -166,6 +195,7 @@ func Suite() []Case {
 		b.Output("y", acc)
 	})
 	cs = append(cs, Views()...)
+	cs = append(cs, Ops()...)
 	return append(cs, LargeMatmuls()...)
 }
 
@@ -227,6 +257,37 @@ func Views() []Case {
 		b.Output("mm-of-t-broadcast", v.Broadcast(ir.Shape{5, 4}).T().MatMul(x))
 		b.Output("t-of-broadcast-out", v.Broadcast(ir.Shape{3, 4}).T())
 	})
+	return cs
+}
+
+// Ops returns graphs of the elementwise ops beyond the seed's (div,
+// maximum, minimum and their scalar forms, neg, exp, log, tanh, sqrt,
+// rsqrt) over Extremes, each operand clamped with maximum and minimum into
+// the op's domain so that every output is finite: subnormal and extreme
+// results included, and exp's underflow to 0.
+func Ops() []Case {
+	var cs []Case
+	for _, n := range []int{1, 67, 4096} {
+		b := ir.NewBuilder()
+		v := b.Input(ir.Shape{n}, Extremes(uint64(60+n), n))
+		w := b.Input(ir.Shape{n}, Extremes(uint64(61+n), n))
+		abs := v.Maximum(v.Neg())
+		b.Output("neg", v.Neg())
+		b.Output("maximum", v.Maximum(w))
+		b.Output("minimum", v.Minimum(w))
+		b.Output("max-min-scalar", v.MaximumScalar(-1).MinimumScalar(float32(math.Copysign(0, -1))))
+		b.Output("exp", v.MinimumScalar(88.5).Exp())
+		b.Output("log", abs.MaximumScalar(math.Float32frombits(1)).Log())
+		b.Output("tanh", v.Tanh())
+		b.Output("sqrt", abs.Sqrt())
+		b.Output("rsqrt", abs.MaximumScalar(math.Float32frombits(1)).Rsqrt())
+		b.Output("div", v.Div(w.Maximum(w.Neg()).MaximumScalar(1)))
+		b.Output("div-small", v.MinimumScalar(1).MaximumScalar(-1).Div(abs.MaximumScalar(1e-30)))
+		b.Output("div-scalar", v.MinimumScalar(1e30).MaximumScalar(-1e30).DivScalar(-1e-3))
+		b.Output("div-subnormal", v.MinimumScalar(1e-30).MaximumScalar(-1e-30).DivScalar(3e8))
+		b.Output("chain", v.MinimumScalar(10).Exp().AddScalar(1).Log().Tanh().Mul(w.Tanh()).Sum())
+		cs = append(cs, Case{"ops/" + itoa(n), must(b)})
+	}
 	return cs
 }
 

@@ -16,19 +16,40 @@ func Random(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes,
 // tensors of rank 3 (at most 12×12×12) occur too.
 func RandomViews(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes, 15) }
 
+// RandomOps is RandomViews whose leaves hold Extremes (±3e38,
+// subnormals, ±0, values that overflow) and whose nodes also apply every
+// elementwise op of the op table, with tensor or scalar operands: the
+// differential fuzzers reach overflow, underflow and NaN through it.
+// Outputs may then be non-finite, which runners must report as an error.
+func RandomOps(seed uint64, maxNodes int) *ir.Graph { return randomWith(seed, maxNodes, 15, true) }
+
 // random draws each new node from the first ops cases below.
-func random(seed uint64, maxNodes, ops int) *ir.Graph {
+func random(seed uint64, maxNodes, ops int) *ir.Graph { return randomWith(seed, maxNodes, ops, false) }
+
+func randomWith(seed uint64, maxNodes, ops int, extreme bool) *ir.Graph {
 	r := rand.New(rand.NewPCG(seed, 3))
 	b := ir.NewBuilder()
 	dims := []int{1, 2, 3, 5, 8, 12}
 	dim := func() int { return dims[r.IntN(len(dims))] }
 	var ts []ir.Tensor
+	values := func(seed uint64, n int) []float32 {
+		if extreme {
+			return Extremes(seed, n)
+		}
+		return Values(seed, n, 4)
+	}
+	scalar := func(v float32) float32 {
+		if extreme && r.IntN(3) == 0 {
+			return Extremes(r.Uint64(), 1)[0]
+		}
+		return v
+	}
 	leaf := func() ir.Tensor {
 		s := ir.Shape{dim(), dim()}
 		if r.IntN(4) == 0 {
-			return b.Full(s, float32(r.IntN(9)-4)/2)
+			return b.Full(s, scalar(float32(r.IntN(9)-4)/2))
 		}
-		return b.Input(s, Values(r.Uint64(), s.Len(), 4))
+		return b.Input(s, values(r.Uint64(), s.Len()))
 	}
 	ts = append(ts, leaf())
 	pick := func() ir.Tensor { return ts[r.IntN(len(ts))] }
@@ -40,9 +61,15 @@ func random(seed uint64, maxNodes, ops int) *ir.Graph {
 			}
 		}
 		if r.IntN(3) == 0 {
-			return b.Full(s, float32(r.IntN(9)-4)/4)
+			return b.Full(s, scalar(float32(r.IntN(9)-4)/4))
 		}
-		return b.Input(s, Values(r.Uint64(), s.Len(), 4))
+		return b.Input(s, values(r.Uint64(), s.Len()))
+	}
+	var elementwise []ir.Op // every elementwise op of the table, for extreme graphs
+	for _, op := range ir.Ops() {
+		if op.IsElementwise() {
+			elementwise = append(elementwise, op)
+		}
 	}
 	n := 2 + r.IntN(maxNodes)
 	for len(ts) < n {
@@ -50,6 +77,19 @@ func random(seed uint64, maxNodes, ops int) *ir.Graph {
 		s := x.Shape()
 		var y ir.Tensor
 		made := true
+		if extreme && r.IntN(2) == 0 {
+			op := elementwise[r.IntN(len(elementwise))]
+			switch info := op.Info(); {
+			case info.Args == 2:
+				y = x.Apply(op, sameShape(s))
+			case info.Scalar:
+				y = x.ApplyScalar(op, scalar(float32(r.IntN(7)-3)/2))
+			default:
+				y = x.Apply(op)
+			}
+			ts = append(ts, y)
+			continue
+		}
 		switch r.IntN(ops) {
 		case 0:
 			y = x.Add(sameShape(s))
