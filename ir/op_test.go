@@ -1,7 +1,11 @@
 package ir_test
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -60,5 +64,39 @@ func TestOpTableComplete(t *testing.T) {
 		if !used[op] {
 			t.Errorf("%v: no graph of irtest.Suite uses it", op)
 		}
+	}
+}
+
+// TestSchemaListsEveryOp: the published JSON schema names exactly the op
+// table's wire names.
+func TestSchemaListsEveryOp(t *testing.T) {
+	raw, err := os.ReadFile("../docs/schema/graph-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			Node struct {
+				Properties struct {
+					Op struct {
+						Enum []string `json:"enum"`
+					} `json:"op"`
+				} `json:"properties"`
+			} `json:"node"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, op := range ir.Ops() {
+		want[op.Info().Wire] = true
+	}
+	got := map[string]bool{}
+	for _, w := range doc.Defs.Node.Properties.Op.Enum {
+		got[w] = true
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("schema op names (-table +schema):\n%s", diff)
 	}
 }

@@ -217,15 +217,15 @@ func logX(x *X) *X {
 // 1 - 2/(e^{2|x|}+1) with expX and divX; ±1 from 9.1 on.
 func tanhX(x *X) *X {
 	c := classify(x)
-	s := x.Mul(x)
+	ax := c.abs.AsFloat() // tanh is odd: the magnitude from |x|, then x's sign
+	s := ax.Mul(ax)
 	small := poly(s, -5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1).
-		Mul(s).Mul(x).Add(x)
-	ax := c.abs.AsFloat()
+		Mul(s).Mul(ax).Add(ax)
 	e := expX(ax.Mul(F(2)))
 	large := F(1).Sub(divX(F(2), e.Add(F(1))))
 	v := If(c.abs.ULt(U(0x3f200000)), small, // |x| < 0.625
-		c.sign.Or(If(c.abs.ULt(U(0x4111999a)), large, F(1)).AsBits()).AsFloat()) // |x| < 9.1
-	return If(c.nan, x, v)
+		If(c.abs.ULt(U(0x4111999a)), large, F(1))) // |x| < 9.1
+	return If(c.nan, x, c.sign.Or(v.AsBits()).AsFloat())
 }
 
 // negX is -x: the sign bit flipped (also of zeros and NaN).

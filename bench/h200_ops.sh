@@ -1,0 +1,44 @@
+#!/bin/bash
+# The ops issue's (10) device measurements, within ~5 minutes, everything
+# under $OUT. Build here first:
+#
+#   ../shared/device/prepare.sh && go test -c -o .device/bench.test ./bench &&
+#     go test -c -o .device/runtime.test ./runtime && go build -o .device/accuracy ./bench/accuracy
+#
+# then run (device tool) with carry [".gl", ".device"] and command:
+#
+#   bash bench/h200_ops.sh
+#
+# It records: (1) bit-exactness of every new op against cpuref on the
+# H200 (the op suite and random extreme-value graphs; a failure prints the
+# differing bits), (2) the cost of gpucc's exp, log, tanh, sqrt, rsqrt and
+# div against the WGSL builtins on the H200, and (3) when the machine has a
+# C compiler, the exhaustive accuracy table on its 16 cores.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+export GPUCC_REQUIRE_WEBGPU=1
+S=$SECONDS
+log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200_ops.log"; }
+
+log "info"
+.device/gpucc info > "$OUT/info.json" 2>>"$OUT/h200_ops.log"
+
+log "exactness: the op suite and random extreme graphs on webgpu (H200) against cpuref"
+timeout 120 .device/runtime.test -test.run 'TestSuite/webgpu/ops|TestRandomGraphs/webgpu' -test.v \
+  > "$OUT/exactness.txt" 2>&1
+log "exit $? ($(grep -c -- '--- FAIL' "$OUT/exactness.txt") failures)"
+
+log "cost: gpucc's ops against the WGSL builtins, 16M elements"
+timeout 120 .device/bench.test -test.run '^$' -test.bench 'OpsVsBuiltin' -test.benchtime 20x \
+  > "$OUT/ops_vs_builtin.txt" 2>>"$OUT/h200_ops.log"
+
+if command -v cc >/dev/null; then
+  log "accuracy: every float32 input, 16 processes per op"
+  timeout 240 .device/accuracy -j 16 > "$OUT/accuracy.txt" 2>>"$OUT/h200_ops.log"
+else
+  log "accuracy: no C compiler on this machine; skipped"
+fi
+log "done"
