@@ -3,7 +3,7 @@
 # under $OUT. Build here first:
 #
 #   ../shared/device/prepare.sh && go test -c -o .device/bench.test ./bench &&
-#     go test -c -o .device/runtime.test ./runtime && go build -o .device/accuracy ./bench/accuracy
+#     go test -c -o .device/gpucc.test . && go build -o .device/accuracy ./bench/accuracy
 #
 # then run (device tool) with carry [".gl", ".device"] and command:
 #
@@ -27,7 +27,7 @@ log "info"
 .device/gpucc info > "$OUT/info.json" 2>>"$OUT/h200_ops.log"
 
 log "exactness: the op suite and random extreme graphs on webgpu (H200) against cpuref"
-timeout 120 .device/runtime.test -test.run 'TestSuite/webgpu/ops|TestRandomGraphs/webgpu' -test.v \
+timeout 120 .device/gpucc.test -test.run 'TestSuite/webgpu/ops|TestRandomGraphs/webgpu' -test.v \
   > "$OUT/exactness.txt" 2>&1
 log "exit $? ($(grep -c -- '--- FAIL' "$OUT/exactness.txt") failures)"
 

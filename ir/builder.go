@@ -145,16 +145,30 @@ func (t Tensor) binary(op Op, u Tensor) Tensor {
 	if t.b == nil {
 		return Tensor{}
 	}
+	if op.IsElementwise() && t.b.err == nil {
+		// numpy's rule where IR indexing can express it: an operand whose
+		// shape is a trailing suffix of the other's is repeated over the
+		// leading dimensions (as a bias row), for either operand.
+		switch a, b := t.Shape(), u.Shape(); {
+		case a.Equal(b):
+		case IsSuffix(b, a):
+			u = u.Broadcast(a)
+		case IsSuffix(a, b):
+			t = t.Broadcast(b)
+		}
+	}
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}})
 }
 
-// Add returns t + u (same shape).
+// Add returns t + u. Binary ops broadcast: an operand whose shape is a
+// trailing suffix of the other's ([16] against [4,16], [] against any)
+// is repeated over the leading dimensions, as in numpy and in protocol v1.
 func (t Tensor) Add(u Tensor) Tensor { return t.binary(OpAdd, u) }
 
-// Sub returns t - u (same shape).
+// Sub returns t - u (broadcasting as Add).
 func (t Tensor) Sub(u Tensor) Tensor { return t.binary(OpSub, u) }
 
-// Mul returns t * u (same shape).
+// Mul returns t * u (broadcasting as Add).
 func (t Tensor) Mul(u Tensor) Tensor { return t.binary(OpMul, u) }
 
 // AddScalar returns t + s.
@@ -202,7 +216,7 @@ func (t Tensor) Reshape(shape Shape) Tensor {
 	return t.b.add(Node{Op: OpReshape, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
 }
 
-// Div returns t / u (same shape), correctly rounded.
+// Div returns t / u (broadcasting as Add), correctly rounded.
 func (t Tensor) Div(u Tensor) Tensor { return t.binary(OpDiv, u) }
 
 // DivScalar returns t / s.
