@@ -94,12 +94,12 @@
 // Eval's value for them. exp, log and tanh flush like any arithmetic.
 //
 // GPU backends may depart from Eval in exactly one way, which WGSL and GLSL
-// ES permit: flushing subnormal operands and results of arithmetic to zero
-// (the H200's Vulkan driver and SwiftShader do). EvalFlushed computes that
-// value; a GPU result must equal Eval's value or EvalFlushed's, element by
-// element. The cpu, wasm and native backends keep subnormals. (SwiftShader
-// also flushes the operand of relu's comparison, so relu of a subnormal is
-// +0 there; the browser tests accept that one case by name.)
+// ES permit: flushing subnormal operands and results of arithmetic to zero,
+// and reading subnormal operands of comparisons as zero (the H200's Vulkan
+// driver and SwiftShader do both: relu of a subnormal is +0 on each).
+// EvalFlushed computes that value; a GPU result must equal Eval's value or
+// EvalFlushed's, element by element. The cpu, wasm and native backends keep
+// subnormals.
 //
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
 // hide them again); an output that is not finite is an error, reported by
@@ -119,7 +119,9 @@ func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
 // EvalFlushed is Eval on a machine that flushes subnormals: every
 // arithmetic operation (add, sub, mul, and those inside matmul and sum)
 // reads subnormal operands as zero and writes subnormal results as zero,
-// keeping the sign. WGSL and GLSL ES allow this, and the H200 and
+// keeping the sign, and every comparison reads subnormal operands as zero
+// (NVIDIA's flushing compares; measured as relu(subnormal) = +0 on the H200
+// and on SwiftShader). WGSL and GLSL ES allow this, and the H200 and
 // SwiftShader do it; it is the one place where GPU backends may depart from
 // Eval, and then only to EvalFlushed's value. It is not the reference.
 func EvalFlushed(g *ir.Graph) [][]float32 { return arith{flush: true}.eval(g) }

@@ -132,3 +132,24 @@ func TestEvalFlushed(t *testing.T) {
 		t.Errorf("flushed (-want +got):\n%s", diff)
 	}
 }
+
+// TestEvalFlushedCompare: a flushing GPU reads a subnormal operand of a
+// comparison as zero, so relu of a subnormal is +0 there (measured on the
+// H200 and on SwiftShader); Eval keeps it.
+func TestEvalFlushedCompare(t *testing.T) {
+	tiny := math.Float32frombits(0x000116c2) // the H200's failing random graph, ops/23
+	b := ir.NewBuilder()
+	x := b.Input(ir.Shape{3}, []float32{tiny, -tiny, 3})
+	b.Output("relu", x.Relu())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exactV, flushed := Eval(g)[1], EvalFlushed(g)[1]
+	if diff := cmp.Diff(bitsOf([]float32{tiny, 0, 3}), bitsOf(exactV)); diff != "" {
+		t.Errorf("exact (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(bitsOf([]float32{0, 0, 3}), bitsOf(flushed)); diff != "" {
+		t.Errorf("flushed (-want +got):\n%s", diff)
+	}
+}

@@ -10,8 +10,9 @@ import (
 // EvalX evaluates the expression x (an elementwise op's ir.OpInfo.Expr) on
 // operands a and b: the reference value of one element. With flush, every
 // float add, sub and mul reads subnormal operands as zero and writes a
-// subnormal result as zero, keeping the sign, as a flushing GPU does;
-// comparisons, selects, bitcasts and integer operations never flush.
+// subnormal result as zero, keeping the sign, and every float comparison
+// reads subnormal operands as zero, as a flushing GPU does; selects,
+// bitcasts and integer operations never flush.
 func EvalX(x *ir.X, a, b float32, flush bool) float32 {
 	return compile(x).run(a, b, arith{flush: flush})
 }
@@ -118,15 +119,15 @@ func (p program) runSlice(out, a, b []float32, s float32, ar arith, scratch []ui
 				}
 			case ir.XGt:
 				for k := range r {
-					r[k] = bit(ff(x[k]) > ff(y[k]))
+					r[k] = bit(ar.f(ff(x[k])) > ar.f(ff(y[k])))
 				}
 			case ir.XGe:
 				for k := range r {
-					r[k] = bit(ff(x[k]) >= ff(y[k]))
+					r[k] = bit(ar.f(ff(x[k])) >= ar.f(ff(y[k])))
 				}
 			case ir.XEq:
 				for k := range r {
-					r[k] = bit(ff(x[k]) == ff(y[k]))
+					r[k] = bit(ar.f(ff(x[k])) == ar.f(ff(y[k])))
 				}
 			case ir.XSelect:
 				for k := range r {
