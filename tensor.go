@@ -3,7 +3,9 @@ package gpucc
 import (
 	"context"
 	"math"
+	goruntime "runtime"
 	"slices"
+	"sync"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -180,20 +182,57 @@ func checkShape(name string, want, shape ir.Shape, data []float32) error {
 
 // checkFiniteInput returns invalid_input when data holds ±Inf or NaN.
 func checkFiniteInput(name string, data []float32) error {
-	for k, v := range data {
-		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
-			return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q value %d is %v; inputs must be finite float32", name, k, v)
-		}
+	if k := firstNonFinite(data); k >= 0 {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q value %d is %v; inputs must be finite float32", name, k, data[k])
 	}
 	return nil
 }
 
 // checkFinite returns non_finite_output when data holds ±Inf or NaN.
 func checkFinite(backendName, what string, data []float32) error {
-	for k, v := range data {
-		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
-			return backend.Errorf(ir.CodeNonFiniteOutput, backendName, "%s element %d is %v; outputs must be finite float32", what, k, v)
-		}
+	if k := firstNonFinite(data); k >= 0 {
+		return backend.Errorf(ir.CodeNonFiniteOutput, backendName, "%s element %d is %v; outputs must be finite float32", what, k, data[k])
 	}
 	return nil
+}
+
+// scanChunk is the fewest values one goroutine of firstNonFinite scans.
+// Below it a single scan is faster than starting goroutines; above it the
+// scan of a large tensor is spread over every core (a 64M-value output was
+// scanned in about 60 ms on one H200 host core, longer than its readback).
+const scanChunk = 1 << 20
+
+// firstNonFinite returns the index of the first ±Inf or NaN in data, or -1.
+func firstNonFinite(data []float32) int {
+	parts := min(goruntime.GOMAXPROCS(0), (len(data)+scanChunk-1)/scanChunk)
+	if parts <= 1 {
+		return scanNonFinite(data)
+	}
+	found := make([]int, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(data)/parts, (p+1)*len(data)/parts
+		wg.Go(func() {
+			found[p] = scanNonFinite(data[lo:hi])
+			if found[p] >= 0 {
+				found[p] += lo
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range found {
+		if k >= 0 {
+			return k
+		}
+	}
+	return -1
+}
+
+func scanNonFinite(data []float32) int {
+	for k, v := range data {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return k
+		}
+	}
+	return -1
 }
