@@ -42,7 +42,7 @@ type Result struct {
 	// MaxRelErr is the largest |y - y64| / Σ|a·b| over the checked
 	// elements, y64 the product in float64; Bound is K·2⁻²⁴, the classic
 	// bound for K rounded steps (with or without FMA).
-	MaxRelErr float64 `json:"max_rel_err"`
+	MaxRelErr float64 `json:"maxRelErr"`
 	Bound     float64 `json:"bound"`
 	OK        bool    `json:"ok"` // exact mode: Exact; fast mode: MaxRelErr ≤ Bound
 	Err       string  `json:"error,omitempty"`
