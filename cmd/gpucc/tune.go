@@ -1,19 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime/gpu"
-	"github.com/gpucc/gpucc/runtime/gpu/tune"
 )
 
 // tuneOpts are bench's --tune flags.
@@ -35,70 +24,4 @@ func tuneFlags(fs *flag.FlagSet) *tuneOpts {
 	fs.IntVar(&o.reps, "tune-reps", 5, "with --tune: timed runs per candidate")
 	fs.StringVar(&o.table, "tune-table", "", "with --tune: the table file (default: tune/matmul.json under the cache directory)")
 	return o
-}
-
-func parseShapes(list string) ([]tune.Shape, error) {
-	var out []tune.Shape
-	for _, f := range strings.Split(list, ",") {
-		parts := strings.Split(strings.TrimSpace(f), "x")
-		var d []int
-		for _, p := range parts {
-			n, err := strconv.Atoi(p)
-			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("shape %q: want N or MxKxN with positive integers", f)
-			}
-			d = append(d, n)
-		}
-		switch len(d) {
-		case 1:
-			out = append(out, tune.Shape{M: d[0], K: d[0], N: d[0]})
-		case 3:
-			out = append(out, tune.Shape{M: d[0], K: d[1], N: d[2]})
-		default:
-			return nil, fmt.Errorf("shape %q: want N or MxKxN", f)
-		}
-	}
-	return out, nil
-}
-
-// tuneCmd runs the matmul tuner on the webgpu device and prints its report
-// as JSON: per shape, the tiling pass's default, the best exact and fast
-// candidates, and the candidates that failed their check.
-func tuneCmd(o *tuneOpts, allowSW bool) int {
-	shapes, err := parseShapes(o.shapes)
-	if err != nil {
-		return fail(ir.Errorf(ir.CodeUsage, -1, "tune-shapes", "%v", err))
-	}
-	path := o.table
-	if path == "" {
-		path = tune.DefaultPath()
-	}
-	tab, err := tune.Load(path)
-	if err != nil {
-		return fail(ir.Errorf(ir.CodeIO, -1, "tune-table", "%v", err))
-	}
-	dev, err := gpu.Open(gpu.Options{AllowSoftware: allowSW, Upload: gpu.UploadStaging})
-	if err != nil {
-		return fail(ir.Errorf(ir.CodeBackendUnavailable, -1, "", "%v", err))
-	}
-	defer dev.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	progress := func(r tune.ShapeReport) { // a line per shape on stderr, for long runs
-		b, _ := json.Marshal(r)
-		fmt.Fprintf(os.Stderr, "%s\n", b)
-	}
-	reps, err := tune.Run(ctx, dev, tab, shapes, o.fast, tune.Options{Reps: o.reps, Budget: o.budget, Progress: progress})
-	saved := ""
-	if path != "" && len(reps) > 0 {
-		if serr := tab.Save(path); serr != nil {
-			return fail(ir.Errorf(ir.CodeIO, -1, "tune-table", "%v", serr))
-		}
-		saved = path
-	}
-	if err != nil {
-		return fail(ir.Errorf(ir.CodeExecutionFailed, -1, "", "tune: %v", err))
-	}
-	writeJSON(map[string]any{"adapter": dev.Info(), "table": saved, "shapes": reps})
-	return 0
 }
