@@ -367,7 +367,11 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 		}
 	}
 	// Wait for the copies, so that upload time is not charged to dispatch.
-	err = d.dev.Flush()
+	// A run whose inputs are all resident copied nothing: it skips the
+	// empty submit and wait, which cost it about 20 µs on the H200.
+	if st.UploadBytes > 0 {
+		err = d.dev.Flush()
+	}
 	stop()
 	if err != nil {
 		return fail(err)
