@@ -103,6 +103,27 @@ func TestQuote(t *testing.T) {
 	}
 }
 
+// TestQuoteBytesNearTheCut: a literal of 65 to 67 bytes, just past the
+// quoted length and short of its rune-boundary slack, panicked in QuoteBytes
+// (found by FuzzDecode in CI's short run: a 70-digit version number).
+func TestQuoteBytesNearTheCut(t *testing.T) {
+	for n := 60; n <= 72; n++ {
+		lit := strings.Repeat("1", n)
+		got := ir.QuoteBytes([]byte(lit))
+		want := `"` + lit + `"`
+		if n > 64 {
+			want = `"` + lit[:64] + `"… (` + fmt.Sprint(n) + ` bytes)`
+		}
+		if got != want {
+			t.Errorf("QuoteBytes(%d bytes) = %s, want %s", n, got, want)
+		}
+		doc := `{"version":` + lit + `}`
+		if _, err := ir.DecodeBytes([]byte(doc), ir.Limits{}); err == nil {
+			t.Errorf("version of %d digits accepted", n)
+		}
+	}
+}
+
 // TestOutputBytesLimit: outputs count against MaxOutputBytes, each output
 // counted, so 16 outputs of one 1M-element tensor are refused (issue 11,
 // item 5).

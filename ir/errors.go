@@ -90,7 +90,7 @@ func QuoteBytes(b []byte) string {
 	if len(b) <= quoteMax {
 		return strconv.Quote(string(b))
 	}
-	return strconv.Quote(cut(string(b[:quoteMax+utf8.UTFMax]), quoteMax)) + "… (" + strconv.Itoa(len(b)) + " bytes)"
+	return strconv.Quote(cut(string(b[:min(len(b), quoteMax+utf8.UTFMax)]), quoteMax)) + "… (" + strconv.Itoa(len(b)) + " bytes)"
 }
 
 // truncate cuts s to at most max bytes, on a rune boundary, marking the cut.
