@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -216,26 +217,10 @@ func TestWasmCache(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("cache holds %v, want one module", files)
 	}
-	corruptions := []struct {
-		name string
-		edit func([]byte) []byte
-	}{
-		{"flipped byte", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
-		{"truncated", func(b []byte) []byte { return b[:len(b)/3] }},
-		{"garbage", func([]byte) []byte { return []byte("not a module") }},
-		{"empty", func([]byte) []byte { return nil }},
-	}
-	for _, c := range corruptions {
-		good, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(files[0], c.edit(append([]byte{}, good...)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want(c.name, runs(fresh()), false, false)
-		want(c.name+", rebuilt", runs(fresh()), false, true)
-	}
+	gpucctest.CorruptEach(t, files[0], func(damage string) {
+		want(damage, runs(fresh()), false, false)
+		want(damage+", rebuilt", runs(fresh()), false, true)
+	})
 }
 
 // TestWasmMissingClang: without a working clang, wasm asked for by name

@@ -210,3 +210,30 @@ func seedGraph(t *testing.T) *ir.Graph {
 		b.Output("values", x.Mul(y).Relu())
 	})
 }
+
+// CorruptEach damages the cache file at path in each way a disk can (a
+// flipped byte, a truncation, garbage, an empty file), calling check after
+// each with the damage's name; check asserts the entry was a miss and got
+// rebuilt, which restores the file for the next damage.
+func CorruptEach(t *testing.T, path string, check func(damage string)) {
+	t.Helper()
+	damages := []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"flipped byte", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)/3] }},
+		{"garbage", func([]byte) []byte { return []byte("not a cache entry") }},
+		{"empty", func([]byte) []byte { return nil }},
+	}
+	for _, d := range damages {
+		good, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, d.edit(good), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check(d.name)
+	}
+}

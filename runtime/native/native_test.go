@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
@@ -188,26 +189,10 @@ func TestNativeCache(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("cache holds %v, want one shared object", files)
 	}
-	corruptions := []struct {
-		name string
-		edit func([]byte) []byte
-	}{
-		{"flipped byte", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
-		{"truncated", func(b []byte) []byte { return b[:len(b)/3] }},
-		{"garbage", func([]byte) []byte { return []byte("not a library") }},
-		{"empty", func([]byte) []byte { return nil }},
-	}
-	for _, c := range corruptions {
-		good, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(files[0], c.edit(append([]byte{}, good...)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want(c.name, once(), false, false)
-		want(c.name+", rebuilt", once(), false, true)
-	}
+	gpucctest.CorruptEach(t, files[0], func(damage string) {
+		want(damage, once(), false, false)
+		want(damage+", rebuilt", once(), false, true)
+	})
 	if left, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
 	}
