@@ -14,7 +14,7 @@ export GPUCC_REQUIRE_GLSL = 1
 export GPUCC_REQUIRE_BROWSER = 1
 export GPUCC_REQUIRE_CC = 1
 
-PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy
+PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn
 GO ?= go
 
 .PHONY: demo test deps build vet fuzz example

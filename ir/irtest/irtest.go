@@ -196,6 +196,7 @@ func Suite() []Case {
 	})
 	cs = append(cs, Views()...)
 	cs = append(cs, Ops()...)
+	cs = append(cs, Composites()...)
 	return append(cs, LargeMatmuls()...)
 }
 
