@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/eval64"
+	"github.com/gpucc/gpucc/ir/irtest"
 )
 
 // build returns the graph f builds, failing the test on an error.
@@ -127,7 +130,7 @@ out "unused" = %1
 }
 
 // away returns n values of magnitude in [0.2, 1.5] with random signs: far
-// from relu's kink at 0, so central differences see one linear piece.
+// from relu's kink at 0.
 func away(seed uint64, n int) []float32 {
 	r := rand.New(rand.NewPCG(seed, 1))
 	out := make([]float32, n)
@@ -140,13 +143,152 @@ func away(seed uint64, n int) []float32 {
 	return out
 }
 
-// TestNumericGradients checks each rule against central finite
-// differences of the loss, evaluated by cpuref. Every loss is a weighted
-// sum of the op's result (weights w), so each output element gets its own
-// upstream gradient; the functions are polynomials of degree ≤ 2 (or
-// piecewise linear away from kinks), for which central differences are
-// exact up to float32 rounding.
-func TestNumericGradients(t *testing.T) {
+// apart returns one slice of values per shape, drawn without repetition
+// from the magnitudes 0.3, 0.4, …, each jittered by at most 0.01 and given
+// a random sign: every value is at least 0.17 from the kinks at 0 (relu,
+// positive) and at 0.125 (maximum_scalar's scalar), at least 0.04 from the
+// scalar ±1.75, and any two differ by at least 0.08, so maximum, minimum
+// and max reductions have no ties within a finite difference.
+func apart(seed uint64, shapes []ir.Shape) [][]float32 {
+	r := rand.New(rand.NewPCG(seed, 2))
+	n := 0
+	for _, s := range shapes {
+		n += s.Len()
+	}
+	slots := r.Perm(n)
+	out := make([][]float32, len(shapes))
+	k := 0
+	for i, s := range shapes {
+		out[i] = make([]float32, s.Len())
+		for j := range out[i] {
+			v := 0.3 + 0.1*float32(slots[k]) + 0.02*(r.Float32()-0.5)
+			if r.IntN(2) == 0 {
+				v = -v
+			}
+			out[i][j] = v
+			k++
+		}
+	}
+	return out
+}
+
+// The float64 gradient check: h is the central difference step (a power
+// of two, so x±h is exact), tol the bound on |backward - numeric| relative
+// to 1 + |numeric|. With h = 2⁻¹⁷ the truncation error h²·|f‴|/6 stays
+// below 1e-8 for the cases here (|f‴| up to about 10³, as for 1/q with
+// |q| ≥ 0.29) and the rounding error ε·|loss|/h below 1e-9, so tol = 1e-6
+// leaves two orders of margin, while a wrong rule is off by the size of
+// the gradient itself. (The float32 check that this replaces needed 2e-3.)
+const (
+	h   = 1.0 / (1 << 17)
+	tol = 1e-6
+)
+
+// weightedLoss appends loss = sum(y · w) to g, w an input of y's shape
+// holding away values, so each element of y gets its own upstream
+// gradient. It returns the loss node.
+func weightedLoss(g *ir.Graph, y ir.NodeID) ir.NodeID {
+	s := g.Nodes[y].Shape
+	w := ir.NodeID(len(g.Nodes))
+	g.Nodes = append(g.Nodes,
+		ir.Node{Op: ir.OpInput, Shape: s, Data: away(99, s.Len())},
+		ir.Node{Op: ir.OpMul, Args: []ir.NodeID{y, w}, Shape: s},
+		ir.Node{Op: ir.OpSum, Args: []ir.NodeID{w + 1}, Shape: ir.Shape{}})
+	return w + 2
+}
+
+// gradients returns, for every parameter of g, ∂loss/∂p twice, both in
+// float64 (eval64): backward's gradient graph evaluated, and central
+// finite differences of the forward graph.
+func gradients(t *testing.T, g *ir.Graph, loss ir.NodeID) (analytic, numeric map[string][]float64) {
+	t.Helper()
+	bw, grads, err := backward(g, loss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := eval64.Eval(bw.g, nil)
+	analytic, numeric = map[string][]float64{}, map[string][]float64{}
+	for _, p := range g.Params() {
+		n := g.Nodes[p.ID].Shape.Len()
+		if id, ok := grads[p.ID]; ok {
+			analytic[p.Name] = vals[id]
+		} else {
+			analytic[p.Name] = make([]float64, n) // the loss does not depend on it
+		}
+		x := eval64.Widen(g.Nodes[p.ID].Data)
+		at := func(j int, d float64) float64 {
+			xd := append([]float64(nil), x...)
+			xd[j] += d
+			return eval64.Eval(g, map[ir.NodeID][]float64{p.ID: xd})[loss][0]
+		}
+		numeric[p.Name] = make([]float64, n)
+		for j := range n {
+			numeric[p.Name][j] = (at(j, h) - at(j, -h)) / (2 * h)
+		}
+	}
+	return analytic, numeric
+}
+
+// close compares gradients within tol·(1 + |numeric|).
+var close = cmp.Comparer(func(a, b float64) bool {
+	return math.Abs(a-b) <= tol*(1+math.Min(math.Abs(a), math.Abs(b)))
+})
+
+// mirror puts each parameter in the domain of the op that reads it: where
+// the op's float64 meaning is not finite (log, sqrt, rsqrt of a negative
+// value), the arguments take their magnitudes. It asks the row, so a new
+// op with a restricted domain needs no entry here.
+func mirror(c irtest.OpCase, args [][]float32) {
+	info := c.Op.Info()
+	if !info.Elementwise {
+		return
+	}
+	for i := range args[0] {
+		b := float64(c.Scalar)
+		if len(args) == 2 {
+			b = float64(args[1][i])
+		}
+		if v := info.F64(float64(args[0][i]), b); math.IsNaN(v) || math.IsInf(v, 0) {
+			for _, a := range args {
+				a[i] = float32(math.Abs(float64(a[i])))
+			}
+		}
+	}
+}
+
+// TestGradientsEveryOp walks the op table: for every op with a gradient
+// rule, on each of its cases (irtest.OpCases: the argument and target
+// shapes its shape rule accepts, scalar forms with two scalars), the
+// gradient that backward builds, evaluated in float64, matches central
+// finite differences of the float64 forward evaluation within tol. A new
+// row is checked without an edit here.
+func TestGradientsEveryOp(t *testing.T) {
+	for _, op := range ir.Ops() {
+		if op.Info().Grad == nil {
+			continue // leaves, and ops that refuse (TestStepErrors)
+		}
+		cases := irtest.OpCases(op)
+		if len(cases) == 0 {
+			t.Errorf("%v: has a gradient rule but no case", op)
+		}
+		for i, c := range cases {
+			t.Run(c.String(), func(t *testing.T) {
+				args := apart(uint64(100*int(op)+i), c.Args)
+				mirror(c, args)
+				g := c.Graph(args...)
+				analytic, numeric := gradients(t, g, weightedLoss(g, g.Outputs[0].ID))
+				if diff := cmp.Diff(numeric, analytic, close); diff != "" {
+					t.Errorf("∂loss/∂param (-finite differences +backward):\n%s\ngraph:\n%s", diff, g)
+				}
+			})
+		}
+	}
+}
+
+// TestGradientsComposed checks, in the same way, graphs where gradients
+// accumulate (fan-out, a parameter used twice), chain through several
+// rules and through broadcasts of parameters.
+func TestGradientsComposed(t *testing.T) {
 	weighted := func(b *ir.Builder, y ir.Tensor) ir.Tensor {
 		w := b.Input(y.Shape(), away(99, y.Shape().Len()))
 		return y.Mul(w).Sum()
@@ -155,19 +297,15 @@ func TestNumericGradients(t *testing.T) {
 		name string
 		loss func(b *ir.Builder, p, q ir.Tensor) ir.Tensor // p: [3,4], q: [3,4]
 	}{
-		{"add", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Add(q)) }},
-		{"sub", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Sub(q)) }},
-		{"mul", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q)) }},
 		{"mul-self", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p)) }},
-		{"scalars", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
-			return weighted(b, p.AddScalar(0.5).SubScalar(2).MulScalar(-1.5))
+		{"chain", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.AddScalar(0.5).SubScalar(2).MulScalar(-1.5).Tanh().Exp())
 		}},
-		{"relu", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Relu().Mul(q)) }},
-		{"positive", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Positive().Add(q)) }},
-		{"transpose", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.T().Mul(q.T())) }},
+		{"relu-mul", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Relu().Mul(q)) }},
+		{"transposes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.T().Mul(q.T())) }},
 		{"matmul", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.MatMul(q.T())) }},
-		{"matmul-b", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, q.T().MatMul(p)) }},
-		{"sum", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+		{"matmul-transposed", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, q.T().MatMul(p)) }},
+		{"sum-squared", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			s := p.Mul(q).Sum()
 			return s.Mul(s)
 		}},
@@ -178,22 +316,20 @@ func TestNumericGradients(t *testing.T) {
 		{"broadcast-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Sum().Broadcast(ir.Shape{3, 4}).Mul(q))
 		}},
-		{"reshape", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+		{"bias-row", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, q.Add(p.Reshape(ir.Shape{12}).Sum().Broadcast(ir.Shape{4})))
+		}},
+		{"reshape-matmul", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Reshape(ir.Shape{4, 3}).MatMul(q))
 		}},
-		{"div", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Div(q.Mul(q).AddScalar(1))) }},
-		{"div-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.DivScalar(-0.75)) }},
-		{"maximum", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.MulScalar(0.5)).Mul(q)) }},
-		{"minimum", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Minimum(p.MulScalar(0.5)).Mul(q)) }},
-		{"maximum-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
-			return weighted(b, p.MaximumScalar(0.1).Add(q.MinimumScalar(-0.1)))
+		{"div-of-square", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Div(q.Mul(q).AddScalar(1))) }},
+		{"maximum-of-self", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.MulScalar(0.5)).Mul(q)) }},
+		{"minimum-of-self", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Minimum(p.MulScalar(0.5)).Mul(q)) }},
+		{"log-abs", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.Neg()).Log()) }},
+		{"sqrt-square", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p).Sqrt().Mul(q)) }},
+		{"rsqrt-norm", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.Mul(p.Mul(p).Sum().AddScalar(0.5).Rsqrt().Broadcast(ir.Shape{3, 4})))
 		}},
-		{"neg", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Neg().Mul(q)) }},
-		{"exp", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Exp()) }},
-		{"log", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Maximum(p.Neg()).Log()) }},
-		{"tanh", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Tanh()) }},
-		{"sqrt", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p).Sqrt().Mul(q)) }},
-		{"rsqrt", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(p).AddScalar(0.5).Rsqrt()) }},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()
 			return weighted(b, h.Add(h.MulScalar(3)).Sub(p))
@@ -201,42 +337,33 @@ func TestNumericGradients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mk := func(pd, qd []float32) *ir.Graph {
-				return build(t, func(b *ir.Builder) {
-					p := b.Param("p", ir.Shape{3, 4}, pd)
-					q := b.Param("q", ir.Shape{3, 4}, qd)
-					b.Output("loss", tt.loss(b, p, q))
-				})
-			}
-			pd, qd := away(1, 12), away(2, 12)
-			g := mk(pd, qd)
-			bw, grads, err := backward(g, g.Outputs[0].ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vals := cpuref.Eval(bw.g)
-			for pi, data := range [][]float32{pd, qd} {
-				var analytic []float32
-				if id, ok := grads[ir.NodeID(pi)]; ok {
-					analytic = vals[id]
-				} else {
-					analytic = make([]float32, 12) // the loss does not depend on it
-				}
-				for j := range data {
-					const h = 1.0 / 64 // exact in float32, so x±h is the intended point
-					at := func(d float32) float64 {
-						pp, qq := append([]float32(nil), pd...), append([]float32(nil), qd...)
-						[][]float32{pp, qq}[pi][j] += d
-						g := mk(pp, qq)
-						return float64(cpuref.Eval(g)[g.Outputs[0].ID][0])
-					}
-					numeric := (at(h) - at(-h)) / (2 * h)
-					if d := math.Abs(numeric - float64(analytic[j])); d > 2e-3*(1+math.Abs(numeric)) {
-						t.Errorf("∂loss/∂%s[%d]: backward %v, finite differences %v", "pq"[pi:pi+1], j, analytic[j], numeric)
-					}
-				}
+			data := apart(7, []ir.Shape{{3, 4}, {3, 4}})
+			g := build(t, func(b *ir.Builder) {
+				p := b.Param("p", ir.Shape{3, 4}, data[0])
+				q := b.Param("q", ir.Shape{3, 4}, data[1])
+				b.Output("loss", tt.loss(b, p, q))
+			})
+			analytic, numeric := gradients(t, g, g.Outputs[0].ID)
+			if diff := cmp.Diff(numeric, analytic, close); diff != "" {
+				t.Errorf("∂loss/∂param (-finite differences +backward):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGradientCheckFails: the check sees a relative error of 2⁻¹², which
+// the float32 check it replaced (2e-3) let through.
+func TestGradientCheckFails(t *testing.T) {
+	c := irtest.OpCases(ir.OpExp)[0]
+	g := c.Graph(apart(1, c.Args)...)
+	analytic, numeric := gradients(t, g, weightedLoss(g, g.Outputs[0].ID))
+	for _, v := range analytic {
+		for j := range v {
+			v[j] *= 1 + 1.0/(1<<12)
+		}
+	}
+	if cmp.Equal(numeric, analytic, close) {
+		t.Errorf("a gradient off by 2⁻¹² passed: %v against %v", analytic, numeric)
 	}
 }
 

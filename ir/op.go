@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Op is an IR operation. Everything about an op lives in its row of the op
 // table (see OpInfo): code asks the table instead of switching on ops.
@@ -75,6 +78,14 @@ type OpInfo struct {
 	// Arg(1)). It is the reference (cpuref and fold evaluate it) and what
 	// every code generator renders.
 	Expr *X
+	// F64 is the op's exact-math meaning in float64, which Expr
+	// approximates in float32: for an elementwise op, the value of one
+	// output element from the operands' (b is Arg(1): the second operand
+	// or the scalar; math.Exp, a/b, math.Max with -0 < +0 and NaN, …); for
+	// a reduction (Kernel KernelSum), the combination of two partial
+	// results. Package eval64 evaluates graphs with it, the accuracy
+	// measurement compares against it and grad's checks differentiate it.
+	F64 func(a, b float64) float64
 	// Grad is the reverse-mode rule; NoGrad instead says why the op has
 	// none, and grad refuses a graph that needs it. Leaves need neither.
 	Grad   GradRule
@@ -122,8 +133,9 @@ func init() {
 		OpInput: {Name: "input", Shaped: true, Shape: attribute, Cost: perElement},
 		OpFull:  {Name: "full", Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
 		OpAdd: {Name: "add", Args: 2, Commutative: true, ScalarForm: OpAddScalar,
-			Expr: Arg(0).Add(Arg(1)), Grad: passGrad},
+			Expr: Arg(0).Add(Arg(1)), F64: add64, Grad: passGrad},
 		OpSub: {Name: "sub", Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
+			F64: func(a, b float64) float64 { return a - b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
 					return d.Grad(), true
@@ -131,12 +143,15 @@ func init() {
 				return d.Apply(OpMul, nil, d.Grad(), C(-1)), true
 			}},
 		OpMul: {Name: "mul", Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
+			F64:  func(a, b float64) float64 { return a * b },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Arg(1-k)), true }},
 		OpRelu: {Name: "relu", Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
+			F64: func(a, _ float64) float64 { return if64(a > 0, a, 0) },
 			Grad: func(d Diff, k int) (Val, bool) {
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpPositive, nil, d.Arg(0))), true
 			}},
-		OpPositive: {Name: "positive", Args: 1, Expr: If(Arg(0).Gt(F(0)), F(1), F(0)), Grad: ZeroGrad},
+		OpPositive: {Name: "positive", Args: 1, Expr: If(Arg(0).Gt(F(0)), F(1), F(0)),
+			F64: func(a, _ float64) float64 { return if64(a > 0, 1, 0) }, Grad: ZeroGrad},
 		OpTranspose: {Name: "transpose", Args: 1, View: true, Shape: transposeShape, Cost: perElement,
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpTranspose, nil, d.Grad()), true }},
 		OpMatmul: {Name: "matmul", Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
@@ -152,6 +167,7 @@ func init() {
 		OpSum: {Name: "sum", Args: 1, Kernel: KernelSum,
 			Shape: func(int, Op, []Shape, Shape) (Shape, *Error) { return Shape{}, nil },
 			Cost:  func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) },
+			F64:   add64,
 			Grad: func(d Diff, k int) (Val, bool) {
 				s := d.Shape(d.Arg(0))
 				if len(s) == 0 {
@@ -163,30 +179,34 @@ func init() {
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
 		OpDiv: {Name: "div", Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
+			F64: func(a, b float64) float64 { return a / b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
 					return d.Apply(OpDiv, nil, d.Grad(), d.Arg(1)), true
 				}
 				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
 			}},
-		OpMaximum: {Name: "maximum", Args: 2, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)), Grad: pickGrad(false)},
-		OpMinimum: {Name: "minimum", Args: 2, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)), Grad: pickGrad(true)},
-		OpNeg: {Name: "neg", Args: 1, Expr: negX(Arg(0)),
+		OpMaximum: {Name: "maximum", Args: 2, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
+			F64: math.Max, Grad: pickGrad(false)},
+		OpMinimum: {Name: "minimum", Args: 2, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
+			F64: math.Min, Grad: pickGrad(true)},
+		OpNeg: {Name: "neg", Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},
-		OpExp: {Name: "exp", Args: 1, Expr: expX(Arg(0)),
+		OpExp: {Name: "exp", Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Out()), true }},
-		OpLog: {Name: "log", Args: 1, Expr: logX(Arg(0)),
+		OpLog: {Name: "log", Args: 1, Expr: logX(Arg(0)), F64: unary64(math.Log),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpDiv, nil, d.Grad(), d.Arg(0)), true }},
-		OpTanh: {Name: "tanh", Args: 1, Expr: tanhX(Arg(0)),
+		OpTanh: {Name: "tanh", Args: 1, Expr: tanhX(Arg(0)), F64: unary64(math.Tanh),
 			Grad: func(d Diff, k int) (Val, bool) { // g·(1 - tanh²)
 				sq := d.Apply(OpMul, nil, d.Out(), d.Out())
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, sq), C(1))), true
 			}},
-		OpSqrt: {Name: "sqrt", Args: 1, Expr: sqrtX(Arg(0)),
+		OpSqrt: {Name: "sqrt", Args: 1, Expr: sqrtX(Arg(0)), F64: unary64(math.Sqrt),
 			Grad: func(d Diff, k int) (Val, bool) { // g·0.5/√a
 				return d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), C(0.5)), d.Out()), true
 			}},
 		OpRsqrt: {Name: "rsqrt", Args: 1, Expr: divX(F(1), sqrtX(Arg(0))),
+			F64: func(a, _ float64) float64 { return 1 / math.Sqrt(a) },
 			Grad: func(d Diff, k int) (Val, bool) { // g·(-0.5)·rsqrt(a)/a
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Apply(OpDiv, nil, d.Out(), d.Arg(0)), C(-0.5))), true
 			}},
@@ -215,7 +235,7 @@ func init() {
 		opTable[op] = r
 		if f := r.ScalarForm; f != 0 {
 			opTable[f] = OpInfo{Name: r.Name + "_scalar", Wire: r.Wire, Args: 1, Scalar: true,
-				Elementwise: true, ScalarOf: op, Shape: elementwiseShape, Cost: r.Cost, Expr: r.Expr,
+				Elementwise: true, ScalarOf: op, Shape: elementwiseShape, Cost: r.Cost, Expr: r.Expr, F64: r.F64,
 				Grad: r.Grad, NoGrad: r.NoGrad} // its Arg(1) is a constant: Apply picks scalar forms
 		}
 	}
@@ -239,6 +259,21 @@ func WireOp(wire string) (op, scalarForm Op, ok bool) {
 		return 0, 0, false
 	}
 	return op, opTable[op].ScalarForm, true
+}
+
+func add64(a, b float64) float64 { return a + b }
+
+// unary64 is f as an F64 of one operand.
+func unary64(f func(float64) float64) func(a, b float64) float64 {
+	return func(a, _ float64) float64 { return f(a) }
+}
+
+// if64 returns c ? t : f.
+func if64(c bool, t, f float64) float64 {
+	if c {
+		return t
+	}
+	return f
 }
 
 // passGrad passes the upstream gradient through unchanged (add).

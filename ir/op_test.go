@@ -2,18 +2,21 @@ package ir_test
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
 
 // TestOpTableComplete walks every op and fails on a row that misses a
 // part: names, the shape and cost rules, the expression of an elementwise
-// op, the gradient rule or the reason there is none, and the wire name
+// op, the float64 meaning of an elementwise op or a reduction, the gradient rule or the reason there is none, and the wire name
 // that decodes back to the op. It also checks that the shared test suite
 // uses every op, so every backend's tests run it.
 func TestOpTableComplete(t *testing.T) {
@@ -37,6 +40,12 @@ func TestOpTableComplete(t *testing.T) {
 		wire, form, ok := ir.WireOp(r.Wire)
 		if !ok || wire != op && form != op {
 			t.Errorf("%v: wire name %q decodes to %v/%v", op, r.Wire, wire, form)
+		}
+		if reduction := r.Kernel == ir.KernelSum; (r.Elementwise || reduction) != (r.F64 != nil) {
+			t.Errorf("%v: elementwise or a reduction = %v but has a float64 meaning = %v", op, r.Elementwise || reduction, r.F64 != nil)
+		}
+		if f := r.ScalarOf; f != 0 && r.F64 == nil != (f.Info().F64 == nil) {
+			t.Errorf("%v: the float64 meaning is not derived from %v's", op, f)
 		}
 		if r.Elementwise != (r.Expr != nil) {
 			t.Errorf("%v: elementwise = %v but has expression = %v", op, r.Elementwise, r.Expr != nil)
@@ -116,5 +125,73 @@ func TestBuilderBroadcasts(t *testing.T) {
 	x.Add(b.Input(ir.Shape{4}, make([]float32, 4)))
 	if _, err := b.Build(ir.Limits{}); err == nil {
 		t.Error("[4,16] + [4] built; want a shape error")
+	}
+}
+
+// ulps is |got - want| in units of the float32 ULP at want (2⁻¹⁴⁹ in the
+// subnormal range), with 0 for a matching infinity and +Inf for a NaN, an
+// infinity or a zero's sign that want does not have.
+func ulps(got float32, want float64) float64 {
+	switch {
+	case math.IsNaN(want) || math.IsNaN(float64(got)):
+		if math.IsNaN(want) && math.IsNaN(float64(got)) {
+			return 0
+		}
+		return math.Inf(1)
+	case want == 0 && (got != 0 || math.Signbit(want) != math.Signbit(float64(got))):
+		return math.Inf(1)
+	case float32(want) == got:
+		return 0 // also a want that rounds to ±Inf, and ±Inf itself
+	case math.IsInf(float64(got), 0) || math.IsInf(want, 0):
+		return math.Inf(1)
+	}
+	_, e := math.Frexp(want)
+	return math.Abs(float64(got)-want) / math.Ldexp(1, max(e-24, -149))
+}
+
+// TestOpMeaning ties the two definitions in each elementwise row: the
+// float32 expression (cpuref's bits) is within 2 ULP of the float64
+// meaning F64, with the same NaNs, infinities and signed zeros, over
+// random float32 bit patterns, irtest.Extremes and the special values.
+// A row whose F64 means another function, or whose Expr drifts from it,
+// fails here.
+func TestOpMeaning(t *testing.T) {
+	special := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	operands := func(seed uint64, n int) []float32 {
+		r := rand.New(rand.NewPCG(seed, 5))
+		out := append(irtest.Extremes(seed, n), special...)
+		for range n {
+			out = append(out, math.Float32frombits(r.Uint32()), float32(r.NormFloat64()*4))
+		}
+		return out
+	}
+	for _, op := range ir.Ops() {
+		r := op.Info()
+		if !r.Elementwise {
+			continue
+		}
+		t.Run(op.String(), func(t *testing.T) {
+			a := operands(uint64(op), 600)
+			b := operands(uint64(op)+1000, 600)
+			if r.Scalar { // a scalar operand is a finite float32 from the wire
+				b = irtest.Extremes(uint64(op)+2000, len(a))
+			}
+			worst, bad := 0.0, 0
+			for i, x := range a {
+				y := b[i]
+				if r.Args == 1 && !r.Scalar {
+					y = 0
+				}
+				got, want := cpuref.EvalX(r.Expr, x, y, false), r.F64(float64(x), float64(y))
+				if d := ulps(got, want); d > 2 {
+					if bad++; bad <= 5 {
+						t.Errorf("%v(%g, %g) = %g (%#08x), float64 meaning %g: %.3g ULP", op, x, y, got, math.Float32bits(got), want, d)
+					}
+				} else {
+					worst = max(worst, d)
+				}
+			}
+			t.Logf("%v: worst %.3f ULP over %d inputs, %d over 2 ULP", op, worst, len(a), bad)
+		})
 	}
 }

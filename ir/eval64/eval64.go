@@ -1,0 +1,186 @@
+// Package eval64 evaluates gpucc graphs in float64 by each op's exact-math
+// meaning: what a graph means, as opposed to the float32 bits that
+// package cpuref defines and every backend reproduces.
+//
+// An elementwise op is its row's ir.OpInfo.F64 (math.Exp for exp, a/b for
+// div, math.Max for maximum, …), a reduction combines its leaves with its
+// row's F64 (in any order: float64 is the stand-in for exact arithmetic
+// here, not a definition of bits), matmul sums float64 products, views
+// move values and life is the same 0/1 rule as cpuref's. Inputs are their
+// float32 data widened exactly, unless Eval is given other values.
+//
+// It is a package of its own, not part of cpuref, so that nothing mistakes
+// it for the reference: its results are what the accuracy measurement
+// compares cpuref's against, and what grad's float64 gradient checks
+// differentiate by finite differences. It needs only the op table.
+package eval64
+
+import (
+	"fmt"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Eval evaluates every node of a validated graph in float64 and returns
+// the values, indexed by node id. inputs, when it holds a node's id, gives
+// that input node's values instead of its data (the same element count);
+// it may be nil.
+func Eval(g *ir.Graph, inputs map[ir.NodeID][]float64) [][]float64 {
+	vals := make([][]float64, len(g.Nodes))
+	for i := range g.Nodes {
+		vals[i] = node(g, i, vals, inputs)
+	}
+	return vals
+}
+
+// Widen returns x as float64 values (exactly).
+func Widen(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) []float64 {
+	n := &g.Nodes[i]
+	info := n.Op.Info()
+	arg := func(k int) []float64 { return vals[n.Args[k]] }
+	argShape := func(k int) ir.Shape { return g.Nodes[n.Args[k]].Shape }
+	out := make([]float64, n.Shape.Len())
+	switch {
+	case info.Elementwise:
+		a := arg(0)
+		for k := range out {
+			b := float64(n.Scalar)
+			if len(n.Args) == 2 {
+				b = arg(1)[k]
+			}
+			out[k] = info.F64(a[k], b)
+		}
+		return out
+	case info.Kernel == ir.KernelSum:
+		return reduce(info.F64, arg(0), argShape(0), n.Shape)
+	}
+	switch n.Op {
+	case ir.OpInput:
+		if v, ok := inputs[ir.NodeID(i)]; ok {
+			if len(v) != len(out) {
+				panic(fmt.Sprintf("eval64: input %d has %d values, want %d", i, len(v), len(out)))
+			}
+			return v
+		}
+		return Widen(n.Data)
+	case ir.OpFull:
+		for k := range out {
+			out[k] = float64(n.Scalar)
+		}
+	case ir.OpTranspose:
+		s := argShape(0)
+		a := arg(0)
+		for r := range s[0] {
+			for c := range s[1] {
+				out[c*s[0]+r] = a[r*s[1]+c]
+			}
+		}
+	case ir.OpMatmul:
+		a, b := arg(0), arg(1)
+		m, kk, nn := argShape(0)[0], argShape(0)[1], n.Shape[1]
+		for r := range m {
+			for c := range nn {
+				var acc float64
+				for p := range kk {
+					acc += a[r*kk+p] * b[p*nn+c]
+				}
+				out[r*nn+c] = acc
+			}
+		}
+	case ir.OpBroadcast:
+		broadcast(out, arg(0), argShape(0), n.Shape)
+	case ir.OpReshape:
+		copy(out, arg(0))
+	case ir.OpLife:
+		life(out, arg(0), n.Shape[0], n.Shape[1])
+	default:
+		panic("eval64: no float64 evaluation of op " + n.Op.String())
+	}
+	return out
+}
+
+// strides returns the row-major strides of s.
+func strides(s ir.Shape) []int {
+	st := make([]int, len(s))
+	k := 1
+	for d := len(s) - 1; d >= 0; d-- {
+		st[d] = k
+		k *= s[d]
+	}
+	return st
+}
+
+// broadcast writes numpy's broadcast_to of x (shape xs, right-aligned with
+// s; each of its dims equal to s's or 1) into out (shape s). A trailing
+// suffix, the IR's older rule, is the special case of no dims of 1.
+func broadcast(out, x []float64, xs, s ir.Shape) {
+	off := len(s) - len(xs)
+	xst := strides(xs)
+	for i := range out {
+		rem, src := i, 0
+		for d := len(s) - 1; d >= off; d-- {
+			idx := rem % s[d]
+			rem /= s[d]
+			if xs[d-off] != 1 {
+				src += idx * xst[d-off]
+			}
+		}
+		out[i] = x[src]
+	}
+}
+
+// reduce combines the elements of x (shape xs) with f into the target
+// shape s: [] reduces every element; otherwise s has xs's rank and is 1
+// along the reduced axes (keepdims).
+func reduce(f func(a, b float64) float64, x []float64, xs, s ir.Shape) []float64 {
+	out := make([]float64, s.Len())
+	seen := make([]bool, len(out))
+	ost := strides(s)
+	for i, v := range x {
+		o := 0
+		if len(s) > 0 {
+			rem := i
+			for d := len(xs) - 1; d >= 0; d-- {
+				idx := rem % xs[d]
+				rem /= xs[d]
+				if s[d] != 1 {
+					o += idx * ost[d]
+				}
+			}
+		}
+		if seen[o] {
+			out[o] = f(out[o], v)
+		} else {
+			out[o], seen[o] = v, true
+		}
+	}
+	return out
+}
+
+// life is one toroidal Game of Life step of an [h,w] grid (cells alive
+// where x > 0), as cpuref.Life.
+func life(out, x []float64, h, w int) {
+	for r := range h {
+		for c := range w {
+			live := 0
+			for dr := -1; dr <= 1; dr++ {
+				for dc := -1; dc <= 1; dc++ {
+					if (dr != 0 || dc != 0) && x[(r+dr+h)%h*w+(c+dc+w)%w] > 0 {
+						live++
+					}
+				}
+			}
+			if live == 3 || live == 2 && x[r*w+c] > 0 {
+				out[r*w+c] = 1
+			}
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package irtest
+
+import (
+	"strconv"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// OpCase is one application of an op to arguments of given shapes: what
+// the float64 evaluator's and the gradient checks' table walks build for
+// every op.
+type OpCase struct {
+	Op     ir.Op
+	Args   []ir.Shape // the tensor arguments' shapes
+	Target ir.Shape   // a Shaped op's target shape
+	Scalar float32    // a scalar form's operand
+}
+
+// caseShapes are the candidate argument and target shapes: every rank up
+// to 3, dims of 1 where broadcasting and keepdims reductions need them, a
+// transposable pair and reshapes of 12 elements.
+var caseShapes = []ir.Shape{{}, {4}, {12}, {1, 4}, {3, 1}, {3, 4}, {4, 3}, {2, 6}, {2, 3, 4}, {2, 1, 4}}
+
+// caseScalars are the scalar operands of scalar forms: away from 0 and
+// from the magnitudes 0.3, 0.4, … that the gradient checks draw.
+var caseScalars = []float32{0.125, -1.75}
+
+// maxCases caps the cases of one op (spread over all that fit).
+const maxCases = 6
+
+// OpCases returns the cases of op: the argument shapes (and, for a Shaped
+// op, target shapes, other than the argument's own) among a fixed list of
+// small candidates that op's row's shape rule accepts, at most six,
+// spread over all that fit; a scalar form gets each of two scalars. A
+// new op gets its cases from its row, without an edit here. Leaves
+// (input, full) have none.
+func OpCases(op ir.Op) []OpCase {
+	info := op.Info()
+	var cs []OpCase
+	switch {
+	case info.Args == 0:
+		return nil
+	case info.Args == 2:
+		for _, a := range caseShapes {
+			for _, b := range caseShapes {
+				if _, err := ir.InferShape(0, op, []ir.Shape{a, b}); err == nil {
+					cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a, b}})
+				}
+			}
+		}
+	case info.Shaped:
+		for _, a := range caseShapes {
+			for _, s := range caseShapes {
+				if !s.Equal(a) && ir.CheckTarget(0, op, a, s) == nil {
+					cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a}, Target: s})
+				}
+			}
+		}
+	default:
+		for _, a := range caseShapes {
+			if _, err := ir.InferShape(0, op, []ir.Shape{a}); err == nil {
+				cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a}})
+			}
+		}
+	}
+	if len(cs) > maxCases {
+		spread := make([]OpCase, maxCases)
+		for i := range spread {
+			spread[i] = cs[i*(len(cs)-1)/(maxCases-1)]
+		}
+		cs = spread
+	}
+	if info.Scalar {
+		var out []OpCase
+		for _, c := range cs {
+			for _, s := range caseScalars {
+				c.Scalar = s
+				out = append(out, c)
+			}
+		}
+		cs = out
+	}
+	return cs
+}
+
+// Graph returns the graph of c over args (one data slice per argument):
+// parameters named "a" and "b" holding args, c's node, and the output "y".
+func (c OpCase) Graph(args ...[]float32) *ir.Graph {
+	g := &ir.Graph{}
+	ids := make([]ir.NodeID, len(c.Args))
+	for k, s := range c.Args {
+		ids[k] = ir.NodeID(len(g.Nodes))
+		g.Nodes = append(g.Nodes, ir.Node{Op: ir.OpInput, Shape: s, Data: args[k], Name: "ab"[k : k+1], Param: true})
+	}
+	shape := c.Target
+	if !c.Op.Info().Shaped {
+		s, err := ir.InferShape(len(g.Nodes), c.Op, c.Args)
+		if err != nil {
+			panic("irtest: " + err.Error())
+		}
+		shape = s
+	}
+	g.Nodes = append(g.Nodes, ir.Node{Op: c.Op, Args: ids, Shape: shape, Scalar: c.Scalar})
+	g.Outputs = []ir.Output{{Name: "y", ID: ir.NodeID(len(g.Nodes) - 1)}}
+	if err := ir.Validate(g, ir.Limits{}); err != nil {
+		panic("irtest: case graph invalid: " + err.Error())
+	}
+	return g
+}
+
+// String names c for subtests: op, argument shapes, target and scalar.
+func (c OpCase) String() string {
+	s := c.Op.String()
+	for _, a := range c.Args {
+		s += "/" + shapeName(a)
+	}
+	if c.Op.Info().Shaped {
+		s += "→" + shapeName(c.Target)
+	}
+	if c.Op.Info().Scalar {
+		s += "/" + strconv.FormatFloat(float64(c.Scalar), 'g', -1, 32)
+	}
+	return s
+}
+
+func shapeName(s ir.Shape) string {
+	out := "["
+	for i, d := range s {
+		if i > 0 {
+			out += "x"
+		}
+		out += itoa(d)
+	}
+	return out + "]"
+}
