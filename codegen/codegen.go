@@ -1,6 +1,7 @@
 // Package codegen holds what the C-like targets (WGSL, GLSL ES, C) share:
 // exact float literals, the rendering of a kernel body (one named value per
-// Instr), transposed and broadcast operand indexing and the exactness guard on products.
+// Instr), strided operand indexing (Offset, Index) and the exactness guard
+// on products.
 // Each target package (codegen/wgsl, codegen/glsl, codegen/c) describes its
 // syntax in a Lang and keeps its real differences (buffers, threads,
 // reductions) to itself.
@@ -251,18 +252,64 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 var uintOps = map[ir.XOp]string{ir.XUAdd: " + ", ir.XUSub: " - ", ir.XAnd: " & ", ir.XOr: " | ",
 	ir.XXor: " ^ ", ir.XShl: " << ", ir.XShr: " >> ", ir.XULt: " < ", ir.XUEq: " == "}
 
-// Index renders the buffer index of operand op at row-major element i of
-// its logical shape: i itself, the transposed position, or for a broadcast
-// operand i modulo the buffer's length.
-func Index(l Lang, op ir.Operand, i string) string {
-	if op.Broadcast > 0 {
-		return fmt.Sprintf("(%s) %% %s", i, l.Uint(op.Broadcast))
+// Offset renders the buffer element that operand op reads at the
+// multi-index idx (one index expression per dimension of op.Shape):
+// Σ idx[d]·Strides[d], leaving out dimensions of size 1 or stride 0. It is
+// the one rendering of operand indexing: every target's loads go through
+// it, directly with per-dimension indices or through Index.
+func Offset(l Lang, op ir.Operand, idx []string) string {
+	var terms []string
+	for d, s := range op.Strides {
+		switch {
+		case op.Shape[d] == 1 || s == 0:
+		case s == 1:
+			terms = append(terms, idx[d])
+		default:
+			terms = append(terms, paren(idx[d])+" * "+l.Uint(s))
+		}
 	}
-	if !op.Transposed {
+	if len(terms) == 0 {
+		return l.Uint(0)
+	}
+	return strings.Join(terms, " + ")
+}
+
+// Index renders the buffer element that operand op reads at row-major
+// element i of its logical shape (i < op.Shape.Len()): i itself for a
+// plain operand, else Offset of the multi-index of i over the operand's
+// coalesced dimensions (the outermost needs no modulo, and a broadcast
+// dimension no index at all).
+func Index(l Lang, op ir.Operand, i string) string {
+	c := op.Coalesced()
+	if c.Plain() {
 		return i
 	}
-	rows, cols := l.Uint(op.Shape[0]), l.Uint(op.Shape[1])
-	return fmt.Sprintf("(%s %% %s) * %s + %s / %s", i, cols, rows, i, cols)
+	idx := make([]string, len(c.Shape))
+	inner := 1
+	for d := len(c.Shape) - 1; d >= 0; d-- {
+		if c.Strides[d] != 0 {
+			e := i
+			if inner > 1 {
+				e = paren(e) + " / " + l.Uint(inner)
+			}
+			if d > 0 {
+				e = paren(e) + " % " + l.Uint(c.Shape[d])
+			}
+			idx[d] = e
+		}
+		inner *= c.Shape[d]
+	}
+	return Offset(l, c, idx)
+}
+
+// paren wraps e in parentheses unless it is a name or a number.
+func paren(e string) string {
+	for _, r := range e {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "(" + e + ")"
+		}
+	}
+	return e
 }
 
 // Indent prefixes every line with tabs.

@@ -36,17 +36,35 @@ func RunProgram(p *ir.Program) map[string][]float32 {
 	return out
 }
 
-// Load returns element i (row-major over op.Shape) of operand op.
-func Load(op ir.Operand, buf []float32, i int) float32 {
-	if op.Broadcast > 0 {
-		return buf[i%op.Broadcast]
+// Gather fills dst with elements lo, lo+1, … (row-major over op.Shape) of
+// operand op, read from its buffer buf through op.Strides.
+func Gather(op ir.Operand, buf []float32, lo int, dst []float32) {
+	c := op.Coalesced()
+	if c.Plain() {
+		copy(dst, buf[lo:])
+		return
 	}
-	if !op.Transposed {
-		return buf[i]
+	// idx is the multi-index of element lo over c.Shape; off its offset.
+	idx := make([]int, len(c.Shape))
+	off := 0
+	for d, rest := len(c.Shape)-1, lo; d >= 0; d-- {
+		idx[d] = rest % c.Shape[d]
+		rest /= c.Shape[d]
+		off += idx[d] * c.Strides[d]
 	}
-	rows, cols := op.Shape[0], op.Shape[1]
-	r, c := i/cols, i%cols
-	return buf[c*rows+r]
+	last := len(c.Shape) - 1
+	for i := range dst {
+		dst[i] = buf[off]
+		for d := last; d >= 0; d-- { // step idx to the next element
+			idx[d]++
+			off += c.Strides[d]
+			if idx[d] < c.Shape[d] || d == 0 {
+				break
+			}
+			off -= idx[d] * c.Strides[d]
+			idx[d] = 0
+		}
+	}
 }
 
 // body evaluates a kernel's body over a chunk of elements at a time, with
@@ -85,9 +103,7 @@ func (bd *body) eval(bufs [][]float32, lo, m int, acc []float32) {
 			}
 		case ir.InstrLoad:
 			op := k.Inputs[in.Operand]
-			for i := range v {
-				v[i] = Load(op, bufs[op.Buffer], lo+i)
-			}
+			Gather(op, bufs[op.Buffer], lo, v)
 		case ir.InstrAcc:
 			copy(v, acc)
 		case ir.InstrOp:
@@ -154,11 +170,10 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 
 // operandValues returns the operand's logical values in row-major order.
 func operandValues(op ir.Operand, bufs [][]float32) []float32 {
-	switch {
-	case op.Broadcast > 0:
-		return Broadcast(bufs[op.Buffer], op.Shape.Len())
-	case op.Transposed:
-		return Transpose(bufs[op.Buffer], op.Shape[1], op.Shape[0])
+	if op.Plain() {
+		return bufs[op.Buffer][:op.Shape.Len()]
 	}
-	return bufs[op.Buffer]
+	v := make([]float32, op.Shape.Len())
+	Gather(op, bufs[op.Buffer], 0, v)
+	return v
 }

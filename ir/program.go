@@ -3,6 +3,7 @@ package ir
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -86,19 +87,92 @@ func (k KernelKind) String() string {
 	return [...]string{"elementwise", "matmul", "sum", "life"}[k]
 }
 
-// Operand is a buffer a kernel reads, through one of three index maps
-// (never two at once). Plain: logical element i is buffer element i (a
-// reshaped buffer reads this way too; only Shape differs). Transposed: the
-// buffer holds the [Shape[1],Shape[0]] transpose of the 2-D logical operand
-// of Shape, and the kernel reads it in place: logical (r,c) is buffer
-// element c*Shape[0]+r. Broadcast > 0: the buffer, of Broadcast elements,
-// is repeated over Shape: logical element i is buffer element
-// i % Broadcast (a trailing broadcast, see ir.OpBroadcast).
+// Operand is a buffer a kernel reads through a strided index map: the
+// element at multi-index idx of the logical Shape is buffer element
+// Σ idx[d]·Strides[d]. Row-major strides (RowMajor) read the buffer
+// plainly (a reshaped buffer too: only Shape differs); a transpose
+// permutes them; a broadcast dimension has stride 0. A dimension of size
+// 1 contributes nothing, whatever its stride.
 type Operand struct {
-	Buffer     int
-	Transposed bool
-	Broadcast  int   // the buffer's length when read broadcast, else 0
-	Shape      Shape // logical shape, as the kernel sees it
+	Buffer  int
+	Shape   Shape // logical shape, as the kernel sees it
+	Strides []int // one per dimension of Shape, each ≥ 0
+}
+
+// PlainOperand returns the operand reading buffer as row-major shape s.
+func PlainOperand(buffer int, s Shape) Operand {
+	return Operand{Buffer: buffer, Shape: s, Strides: RowMajor(s)}
+}
+
+// RowMajor returns the strides of a contiguous row-major tensor of shape s.
+func RowMajor(s Shape) []int {
+	st := make([]int, len(s))
+	n := 1
+	for d := len(s) - 1; d >= 0; d-- {
+		st[d] = n
+		n *= s[d]
+	}
+	return st
+}
+
+// Plain reports whether op reads its buffer in row-major order: logical
+// element i (row-major over Shape) is buffer element i.
+func (op Operand) Plain() bool {
+	n := 1
+	for d := len(op.Shape) - 1; d >= 0; d-- {
+		if op.Shape[d] != 1 && op.Strides[d] != n {
+			return false
+		}
+		n *= op.Shape[d]
+	}
+	return true
+}
+
+// Transposed reports whether op is 2-D and reads, in place, a row-major
+// buffer holding its [Shape[1],Shape[0]] transpose (strides [1,Shape[0]]),
+// and is not also Plain (as it is when a dimension is 1).
+func (op Operand) Transposed() bool {
+	return len(op.Shape) == 2 && !op.Plain() && op.Strides[0] == 1 && op.Strides[1] == op.Shape[0]
+}
+
+// Coalesced returns the operand that reads the same buffer elements in the
+// same row-major order with the fewest dimensions: dimensions of size 1
+// are dropped, and each dimension is merged into the one before it where
+// that one's stride is its stride times its size (a contiguous run, or a
+// run of broadcast dimensions, all stride 0). A plain operand coalesces to
+// one dimension of stride 1 (none, for one element).
+func (op Operand) Coalesced() Operand {
+	c := Operand{Buffer: op.Buffer, Shape: Shape{}, Strides: []int{}}
+	for d, n := range op.Shape {
+		if n == 1 {
+			continue
+		}
+		if k := len(c.Shape) - 1; k >= 0 && c.Strides[k] == op.Strides[d]*n {
+			c.Shape[k] *= n
+			c.Strides[k] = op.Strides[d]
+			continue
+		}
+		c.Shape = append(c.Shape, n)
+		c.Strides = append(c.Strides, op.Strides[d])
+	}
+	return c
+}
+
+// span returns one past the largest buffer element op reaches, or -1 when
+// that exceeds limit (so a corrupt stride cannot overflow).
+func (op Operand) span(limit int) int {
+	end := 0
+	for d, n := range op.Shape {
+		s := op.Strides[d]
+		if n == 1 || s == 0 {
+			continue
+		}
+		if s > limit || n-1 > limit/s || end > limit-(n-1)*s {
+			return -1
+		}
+		end += (n - 1) * s
+	}
+	return end + 1
 }
 
 // InstrKind says where an Instr's value comes from.
@@ -168,14 +242,14 @@ func (p *Program) String() string {
 		}
 		b.WriteString("\n")
 		for j, in := range k.Inputs {
-			t := ""
-			if in.Transposed {
-				t = "ᵀ"
+			switch {
+			case in.Plain():
+				fmt.Fprintf(&b, "  in%d = buf%d %v\n", j, in.Buffer, in.Shape)
+			case in.Transposed():
+				fmt.Fprintf(&b, "  in%d = buf%dᵀ %v\n", j, in.Buffer, in.Shape)
+			default:
+				fmt.Fprintf(&b, "  in%d = buf%d %v strides %v\n", j, in.Buffer, in.Shape, Shape(in.Strides))
 			}
-			if in.Broadcast > 0 {
-				t = fmt.Sprintf(" repeated %d", in.Broadcast)
-			}
-			fmt.Fprintf(&b, "  in%d = buf%d%s %v\n", j, in.Buffer, t, in.Shape)
 		}
 		for j, in := range k.Body {
 			fmt.Fprintf(&b, "  v%d = %s\n", j, in.text())
@@ -257,8 +331,8 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		}
 		for j, w := range want {
 			in := k.Inputs[j]
-			if in.Broadcast > 0 || !in.Shape.Equal(w) {
-				return fmt.Sprintf("%s operand %d is %v (broadcast %d), want a plain or transposed %v", k.Kind, j, in.Shape, in.Broadcast, w)
+			if !in.Plain() && !in.Transposed() || !in.Shape.Equal(w) {
+				return fmt.Sprintf("%s operand %d is %v (strides %v), want a plain or transposed %v", k.Kind, j, in.Shape, in.Strides, w)
 			}
 		}
 	}
@@ -297,14 +371,12 @@ func ValidateProgram(p *Program) error {
 			if !inRange(in.Buffer) || !written[in.Buffer] {
 				return bad("reads buf%d before it is written", in.Buffer)
 			}
-			n := p.Buffers[in.Buffer].Len
-			switch {
-			case in.Broadcast > 0 && (in.Transposed || in.Broadcast != n || in.Shape.Len()%n != 0):
-				return bad("operand buf%d (%d elements) cannot be broadcast %d to %v", in.Buffer, n, in.Broadcast, in.Shape)
-			case in.Broadcast == 0 && n != in.Shape.Len():
-				return bad("operand buf%d has %d elements, kernel expects %v", in.Buffer, n, in.Shape)
-			case in.Transposed && len(in.Shape) != 2:
-				return bad("operand buf%d is read transposed but its shape %v is not 2-D", in.Buffer, in.Shape)
+			if len(in.Strides) != len(in.Shape) || slices.ContainsFunc(in.Strides, func(s int) bool { return s < 0 }) ||
+				slices.ContainsFunc(in.Shape, func(d int) bool { return d < 1 }) {
+				return bad("operand buf%d of shape %v has strides %v, want one ≥ 0 per dimension", in.Buffer, in.Shape, in.Strides)
+			}
+			if n := p.Buffers[in.Buffer].Len; in.span(n) < 0 || in.span(n) > n {
+				return bad("operand buf%d (%d elements) read as %v with strides %v reaches past its end", in.Buffer, n, in.Shape, in.Strides)
 			}
 		}
 		for _, o := range k.Outputs {
@@ -324,6 +396,9 @@ func ValidateProgram(p *Program) error {
 			case InstrLoad:
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
+				}
+				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() {
+					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
 				if k.Kind != KernelMatmul {
@@ -385,12 +460,9 @@ func (p *Program) Key() []byte {
 		}
 		u(len(k.Inputs))
 		for _, in := range k.Inputs {
-			t := 0
-			if in.Transposed {
-				t = 1
-			}
-			u(in.Buffer, t, in.Broadcast)
+			u(in.Buffer)
 			shape(in.Shape)
+			shape(in.Strides)
 		}
 		u(len(k.Outputs))
 		u(k.Outputs...)

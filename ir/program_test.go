@@ -19,7 +19,7 @@ func matmulProgram() *ir.Program {
 		},
 		Kernels: []ir.Kernel{{
 			Name: "mm", Kind: ir.KernelMatmul, M: 2, K: 3, N: 4, Shape: ir.Shape{2, 4},
-			Inputs:  []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 3}}, {Buffer: 1, Shape: ir.Shape{3, 4}}},
+			Inputs:  []ir.Operand{ir.PlainOperand(0, ir.Shape{2, 3}), ir.PlainOperand(1, ir.Shape{3, 4})},
 			Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0},
 		}},
 		Outputs: []ir.ProgramOutput{{Name: "y", Shape: ir.Shape{2, 4}, Buffer: 2}},
@@ -36,7 +36,18 @@ func TestValidateProgramRefuses(t *testing.T) {
 		{"matmul shape", func(p *ir.Program) { p.Kernels[0].N = 5 }, "matmul shape"},
 		{"broadcast matmul operand", func(p *ir.Program) {
 			p.Buffers[1] = ir.Buffer{Len: 4, Shape: ir.Shape{4}, Input: true, Data: make([]float32, 4)}
-			p.Kernels[0].Inputs[1].Broadcast = 4
+			p.Kernels[0].Inputs[1].Strides = []int{0, 1}
+		}, "want a plain or transposed"},
+		{"transposed matmul operand", func(p *ir.Program) {
+			p.Buffers[1] = ir.Buffer{Len: 12, Shape: ir.Shape{4, 3}, Input: true, Data: make([]float32, 12)}
+			p.Kernels[0].Inputs[1].Strides = []int{1, 3}
+		}, ""},
+		{"strides past the end", func(p *ir.Program) { p.Kernels[0].Inputs[1].Strides = []int{4, 2} }, "reaches past its end"},
+		{"huge stride", func(p *ir.Program) { p.Kernels[0].Inputs[1].Strides = []int{1 << 62, 1} }, "reaches past its end"},
+		{"negative stride", func(p *ir.Program) { p.Kernels[0].Inputs[1].Strides = []int{-4, 1} }, "want one ≥ 0"},
+		{"strides of another rank", func(p *ir.Program) { p.Kernels[0].Inputs[1].Strides = []int{1} }, "want one ≥ 0"},
+		{"3-D permuted matmul operand", func(p *ir.Program) {
+			p.Kernels[0].Inputs[1].Shape, p.Kernels[0].Inputs[1].Strides = ir.Shape{3, 2, 2}, []int{1, 6, 3}
 		}, "want a plain or transposed"},
 		{"blocks on a matmul", func(p *ir.Program) { p.Kernels[0].Blocks = 2 }, "splits into 2 blocks"},
 		{"reads unwritten", func(p *ir.Program) { p.Buffers[0].Input = false }, "before it is written"},
@@ -64,7 +75,7 @@ func TestKeyCoversEveryKernelField(t *testing.T) {
 	sample := func() *ir.Program {
 		return &ir.Program{Kernels: []ir.Kernel{{
 			Name: "k", Kind: ir.KernelMatmul, Nodes: []ir.NodeID{3},
-			Inputs:  []ir.Operand{{Buffer: 1, Transposed: true, Broadcast: 2, Shape: ir.Shape{2, 3}}},
+			Inputs:  []ir.Operand{{Buffer: 1, Shape: ir.Shape{2, 3}, Strides: []int{1, 2}}},
 			Outputs: []int{4}, Shape: ir.Shape{5, 6},
 			Body:   []ir.Instr{{Kind: ir.InstrOp, Op: ir.OpAdd, Args: [2]int32{1, 2}, Scalar: 1.5, Operand: 1, Node: 7}},
 			Stores: []int32{0}, M: 1, K: 2, N: 3,
@@ -123,7 +134,7 @@ func TestValidateProgramRefusesBadKernels(t *testing.T) {
 		{"non-elementwise op in body", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 1, Shape: ir.Shape{1}, Input: true, Data: []float32{1}}, {Len: 1, Shape: ir.Shape{1}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelElementwise, Shape: ir.Shape{1},
-				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{1}}}, Outputs: []int{1},
+				Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{1})}, Outputs: []int{1},
 				Body: []ir.Instr{{Kind: ir.InstrLoad}, {Kind: ir.InstrOp, Op: ir.OpMatmul}}, Stores: []int32{1}}},
 		}},
 		{"unknown kind", &ir.Program{
@@ -135,25 +146,25 @@ func TestValidateProgramRefusesBadKernels(t *testing.T) {
 			Buffers: []ir.Buffer{{Len: 2, Shape: ir.Shape{2}, Input: true, Data: []float32{1, 2}},
 				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: []float32{1, 2, 3, 4}}, {Len: 4, Shape: ir.Shape{2, 2}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{2, 2}, M: 2, K: 2, N: 2,
-				Inputs:  []ir.Operand{{Buffer: 0, Broadcast: 2, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
+				Inputs:  []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 2}, Strides: []int{0, 1}}, ir.PlainOperand(1, ir.Shape{2, 2})},
 				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
 		}},
 		{"matmul operand shapes disagree with M, K, N", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)},
 				{Len: 4, Shape: ir.Shape{2, 2}, Input: true, Data: make([]float32, 4)}, {Len: 4, Shape: ir.Shape{4, 1}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelMatmul, Shape: ir.Shape{4, 1}, M: 4, K: 1, N: 1,
-				Inputs:  []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 2}}, {Buffer: 1, Shape: ir.Shape{2, 2}}},
+				Inputs:  []ir.Operand{ir.PlainOperand(0, ir.Shape{2, 2}), ir.PlainOperand(1, ir.Shape{2, 2})},
 				Outputs: []int{2}, Body: []ir.Instr{{Kind: ir.InstrAcc}}, Stores: []int32{0}}},
 		}},
 		{"broadcast life operand", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 3, Shape: ir.Shape{3}, Input: true, Data: []float32{1, 0, 1}}, {Len: 6, Shape: ir.Shape{2, 3}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelLife, Shape: ir.Shape{2, 3},
-				Inputs: []ir.Operand{{Buffer: 0, Broadcast: 3, Shape: ir.Shape{2, 3}}}, Outputs: []int{1}}},
+				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 3}, Strides: []int{0, 1}}}, Outputs: []int{1}}},
 		}},
 		{"sum blocks that do not divide the leaves", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 8, Shape: ir.Shape{8}, Input: true, Data: make([]float32, 8)}, {Len: 3, Shape: ir.Shape{3}}},
 			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelSum, Shape: ir.Shape{8}, Blocks: 3,
-				Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{8}}}, Outputs: []int{1},
+				Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{8})}, Outputs: []int{1},
 				Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
 		}},
 		{"invalid program", &ir.Program{

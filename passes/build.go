@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -35,11 +36,14 @@ func (f *fuser) build() (*ir.Program, error) {
 		switch {
 		case f.g.Nodes[r.base].Op == ir.OpFull:
 			out.Const = f.g.Nodes[r.base].Scalar
-		case r.transposed || r.broadcast || f.mixed(r):
+		case f.operand(r, o.ID, 0).Plain(): // the base's buffer, perhaps under another shape (reshape)
+			if f.mixed(r) {
+				b.materialise(r.base)
+			}
+			out.Buffer = b.buffer(r.base)
+		default:
 			b.materialise(o.ID)
 			out.Buffer = b.buffer(o.ID)
-		default: // the base's buffer, perhaps under another shape (reshape)
-			out.Buffer = b.buffer(r.base)
 		}
 		b.p.Outputs = append(b.p.Outputs, out)
 	}
@@ -83,19 +87,20 @@ func (b *builder) buffer(v ir.NodeID) int {
 }
 
 // operand returns the buffer operand through which a matmul or life
-// kernel reads node v: plain or transposed, materialising a full, a mixed
-// view chain's inner node or (those kernels index rows and columns
-// themselves) a broadcast read.
+// kernel reads node v: plain or transposed, materialising a mixed view
+// chain's inner node, or v itself when it is a full or those kernels
+// cannot read it in place (they index rows and columns themselves: a
+// broadcast, say).
 func (b *builder) operand(v ir.NodeID) ir.Operand {
 	r := b.resolve(v)
-	if r.broadcast {
+	if op := b.fuser.operand(r, v, 0); b.g.Nodes[r.base].Op == ir.OpFull || !op.Plain() && !op.Transposed() {
 		b.materialise(v)
-		return ir.Operand{Buffer: b.buffer(v), Shape: b.g.Nodes[v].Shape}
+		return ir.PlainOperand(b.buffer(v), b.g.Nodes[v].Shape)
 	}
-	if b.g.Nodes[r.base].Op == ir.OpFull || b.mixed(r) {
+	if b.mixed(r) {
 		b.materialise(r.base)
 	}
-	return ir.Operand{Buffer: b.buffer(r.base), Transposed: r.transposed, Shape: b.g.Nodes[v].Shape}
+	return b.fuser.operand(r, v, b.buffer(r.base))
 }
 
 // load returns the operand through which an elementwise body reads node v
@@ -109,25 +114,21 @@ func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
 	if b.mixed(r) {
 		b.materialise(r.base)
 	}
-	op := ir.Operand{Buffer: b.buffer(r.base), Transposed: r.transposed, Shape: b.g.Nodes[v].Shape}
-	if r.broadcast {
-		op.Broadcast = b.g.Nodes[r.base].Shape.Len()
-	}
-	return op, true
+	return b.fuser.operand(r, v, b.buffer(r.base)), true
 }
 
 // readKey identifies the buffer read through which member m reads node v,
 // for counting bindings: reads of one key share a binding. ok is false
 // when the read is a constant.
-func (b *builder) readKey(m, v ir.NodeID) (key view, ok bool) {
+func (b *builder) readKey(m, v ir.NodeID) (key viewKey, ok bool) {
 	r := b.resolve(v)
 	if op := b.g.Nodes[m].Op; op == ir.OpMatmul || op == ir.OpLife {
-		if r.broadcast {
-			return view{base: v}, true // materialised as v
+		if o := b.fuser.operand(r, v, 0); b.g.Nodes[r.base].Op == ir.OpFull || !o.Plain() && !o.Transposed() {
+			return view{base: v}.key(), true // materialised as v
 		}
-		return r, true
+		return r.key(), true
 	}
-	return r, b.g.Nodes[r.base].Op != ir.OpFull
+	return r.key(), b.g.Nodes[r.base].Op != ir.OpFull
 }
 
 // split cuts a group whose kernel would bind more than MaxBindings buffers
@@ -161,7 +162,7 @@ func (b *builder) split(g *group) []unit {
 
 // cost counts the buffers a kernel over members would bind.
 func (b *builder) cost(members []ir.NodeID) int {
-	loads := map[view]bool{}
+	loads := map[viewKey]bool{}
 	n := 0
 	for _, m := range members {
 		for _, a := range b.g.Nodes[m].Args {
@@ -188,11 +189,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 	k := ir.Kernel{Kind: u.kind}
 	vals := map[ir.NodeID]int32{}
 	consts := map[uint32]int32{}
-	type opKey struct {
-		buf, broadcast int
-		tr             bool
-	}
-	loads := map[opKey]int32{} // one load per operand
+	loads := map[string]int32{} // one load per operand
 	emit := func(in ir.Instr) int32 {
 		k.Body = append(k.Body, in)
 		return int32(len(k.Body) - 1)
@@ -211,7 +208,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			consts[bits] = emit(ir.Instr{Kind: ir.InstrConst, Scalar: s, Node: -1})
 			return consts[bits]
 		}
-		key := opKey{op.Buffer, op.Broadcast, op.Transposed}
+		key := fmt.Sprint(op.Buffer, op.Shape, op.Strides)
 		if i, ok := loads[key]; ok {
 			return i
 		}

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gpucc/gpucc/ir"
@@ -230,54 +231,124 @@ func (f *fuser) fuseSumPrologues() {
 }
 
 // view says how a kernel reads a node through a chain of view ops: it
-// reads base's buffer (or constant, for a full) plainly, transposed or
-// broadcast (repeated; index i % base's length), never two at once.
+// reads base's buffer (or constant, for a full) through strides, one per
+// dimension of the node's shape.
 type view struct {
-	base       ir.NodeID
-	transposed bool
-	broadcast  bool
+	base    ir.NodeID
+	strides []int
 }
+
+// viewKey identifies a view, for counting and sharing the reads of a kernel.
+type viewKey struct {
+	base    ir.NodeID
+	strides string
+}
+
+func (r view) key() viewKey { return viewKey{r.base, fmt.Sprint(r.strides)} }
 
 // mixed reports whether resolve stopped at a view op: that node must be
 // materialised into its own buffer, which is then read through the view.
 func (f *fuser) mixed(r view) bool { return f.g.Nodes[r.base].Op.IsView() }
 
-// resolve follows view ops from v towards the node holding the data,
-// composing their index maps: a reshape keeps the row-major order, so it
-// changes no index; transposes compose with transposes (two cancel) and
-// broadcasts with broadcasts (i % m % n = i % n, as n divides m). Where a
-// chain mixes a transpose with a broadcast, or reshapes a transposed
-// value, resolve stops at the inner view node, which the builder then
-// materialises with a copy kernel (a transposed read needs the 2-D shape
-// the transpose produced).
+// operand returns the operand reading r's base as node v's shape.
+func (f *fuser) operand(r view, v ir.NodeID, buffer int) ir.Operand {
+	return ir.Operand{Buffer: buffer, Shape: f.g.Nodes[v].Shape, Strides: r.strides}
+}
+
+// resolve follows view ops from v to the node holding the data and composes
+// their index maps into strides over that node's row-major buffer: a
+// transpose swaps two strides, a broadcast (numpy's rule) gives its new and
+// its stretched dimensions stride 0, and a reshape re-expresses the strides
+// over the new shape (numpy's no-copy reshape: always possible for
+// contiguous data). A reshape of a strided value that no strides express
+// (such as flattening a transpose) is where resolve stops: it returns
+// that reshape's argument, a view node, as the base, which the builder then
+// materialises with a copy kernel. A chain ending in a full resolves to the
+// full (every view of a constant is that constant); strides are then nil.
 func (f *fuser) resolve(v ir.NodeID) view {
-	shape := f.g.Nodes[v].Shape
-	r := view{base: v}
-	for {
-		n := &f.g.Nodes[r.base]
-		switch n.Op {
-		case ir.OpReshape:
-		case ir.OpBroadcast:
-			if r.transposed {
-				return r
-			}
-			r.broadcast = true
-		case ir.OpTranspose:
-			switch {
-			case r.broadcast:
-				return r
-			case !r.transposed && n.Shape.Equal(shape):
-				r.transposed = true
-			case r.transposed && n.Shape.Equal(ir.Shape{shape[1], shape[0]}):
-				r.transposed = false
-			default:
-				return r
-			}
-		default:
-			return r
-		}
-		r.base = n.Args[0]
+	var chain []ir.NodeID
+	base := v
+	for f.g.Nodes[base].Op.IsView() {
+		chain = append(chain, base)
+		base = f.g.Nodes[base].Args[0]
 	}
+	if f.g.Nodes[base].Op == ir.OpFull {
+		return view{base: base}
+	}
+	shape := f.g.Nodes[base].Shape
+	strides := ir.RowMajor(shape)
+	for j := len(chain) - 1; j >= 0; j-- {
+		n := &f.g.Nodes[chain[j]]
+		switch n.Op {
+		case ir.OpTranspose:
+			strides = []int{strides[1], strides[0]}
+		case ir.OpBroadcast:
+			strides = broadcastStrides(shape, strides, n.Shape)
+		case ir.OpReshape:
+			st, ok := reshapeStrides(shape, strides, n.Shape)
+			if !ok {
+				base, st = n.Args[0], ir.RowMajor(n.Shape)
+			}
+			strides = st
+		}
+		shape = n.Shape
+	}
+	return view{base: base, strides: strides}
+}
+
+// broadcastStrides returns the strides of a value of shape s and strides st
+// broadcast to target (numpy's rule: s is right-aligned with target, and
+// each of its dimensions is target's or 1).
+func broadcastStrides(s ir.Shape, st []int, target ir.Shape) []int {
+	out := make([]int, len(target))
+	off := len(target) - len(s)
+	for d := range s {
+		if s[d] == target[d+off] {
+			out[d+off] = st[d]
+		}
+	}
+	return out
+}
+
+// reshapeStrides returns strides that read a value of shape s and strides
+// st as shape target in the same row-major order, or false when none do:
+// numpy's no-copy reshape. Dimensions of size 1 are dropped from s; then
+// each run of s's dimensions whose product equals a run of target's must
+// be contiguous in memory (stride[d] = stride[d+1]·s[d+1]), and the
+// target run takes row-major strides ending in the run's innermost stride.
+func reshapeStrides(s ir.Shape, st []int, target ir.Shape) ([]int, bool) {
+	var od, os []int
+	for d, n := range s {
+		if n != 1 {
+			od, os = append(od, n), append(os, st[d])
+		}
+	}
+	ns := make([]int, len(target))
+	oi, oj, ni, nj := 0, 1, 0, 1
+	for ni < len(target) && oi < len(od) {
+		np, op := target[ni], od[oi]
+		for np != op {
+			if np < op {
+				np *= target[nj]
+				nj++
+			} else {
+				op *= od[oj]
+				oj++
+			}
+		}
+		for k := oi; k < oj-1; k++ {
+			if os[k] != od[k+1]*os[k+1] {
+				return nil, false
+			}
+		}
+		ns[nj-1] = os[oj-1]
+		for k := nj - 1; k > ni; k-- {
+			ns[k-1] = ns[k] * target[k]
+		}
+		ni, nj = nj, nj+1
+		oi, oj = oj, oj+1
+	}
+	return ns, true // target dimensions left over are 1s: stride 0
 }
 
 // stored reports whether member v of the member set in must be written to a

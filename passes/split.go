@@ -38,7 +38,7 @@ func split(st *State) error {
 			Name:    k.Name + "_final",
 			Kind:    ir.KernelSum,
 			Nodes:   k.Nodes,
-			Inputs:  []ir.Operand{{Buffer: partial, Shape: ir.Shape{blocks}}},
+			Inputs:  []ir.Operand{ir.PlainOperand(partial, ir.Shape{blocks})},
 			Outputs: []int{final},
 			Shape:   ir.Shape{blocks},
 			Body:    []ir.Instr{{Kind: ir.InstrLoad, Operand: 0, Node: -1}},

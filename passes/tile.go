@@ -118,8 +118,8 @@ func wellFormed(t ir.Tile) bool {
 // contiguous elements at a time along the direction its tile is loaded.
 func vec4Operands(k *ir.Kernel) bool {
 	a, b := k.Inputs[0], k.Inputs[1]
-	aOK := !a.Transposed && k.K%4 == 0 || a.Transposed && k.M%4 == 0
-	bOK := !b.Transposed && k.N%4 == 0 || b.Transposed && k.K%4 == 0
+	aOK := !a.Transposed() && k.K%4 == 0 || a.Transposed() && k.M%4 == 0
+	bOK := !b.Transposed() && k.N%4 == 0 || b.Transposed() && k.K%4 == 0
 	return aOK && bOK
 }
 

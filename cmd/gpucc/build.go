@@ -61,12 +61,13 @@ type ManifestKernel struct {
 
 // ManifestBinding is one buffer binding of a kernel.
 type ManifestBinding struct {
-	Binding    int    `json:"binding"`
-	Kind       string `json:"kind"`
-	Buffer     int    `json:"buffer,omitempty"`
-	Node       int    `json:"node"`
-	Transposed bool   `json:"transposed,omitempty"`
-	Broadcast  int    `json:"broadcast,omitempty"` // read repeated: index i % this length
+	Binding int    `json:"binding"`
+	Kind    string `json:"kind"`
+	Buffer  int    `json:"buffer,omitempty"`
+	Node    int    `json:"node"`
+	// Strides, when the kernel does not read the buffer plainly, map the
+	// operand's multi-index to a buffer element (ir.Operand.Strides).
+	Strides []int `json:"strides,omitempty"`
 }
 
 // ManifestOutput says where a named output comes from.
@@ -313,7 +314,10 @@ func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKerne
 		switch {
 		case j < len(k.Inputs):
 			in := k.Inputs[j]
-			b.Buffer, b.Node, b.Transposed, b.Broadcast = in.Buffer, int(p.Buffers[in.Buffer].Node), in.Transposed, in.Broadcast
+			b.Buffer, b.Node = in.Buffer, int(p.Buffers[in.Buffer].Node)
+			if !in.Plain() {
+				b.Strides = in.Strides
+			}
 			mk.BytesRead += int64(p.Buffers[in.Buffer].Len) * 4
 		case j < len(k.Inputs)+len(k.Outputs):
 			o := k.Outputs[j-len(k.Inputs)]
@@ -421,11 +425,11 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 		fmt.Fprintf(&b, "\n%s: %s over %v, fuses nodes %v\n", k.Name, k.Kind, k.Shape, k.Nodes)
 		for j, in := range k.Inputs {
 			t := ""
-			if in.Transposed {
+			switch {
+			case in.Transposed():
 				t = " (read transposed in place)"
-			}
-			if in.Broadcast > 0 {
-				t = " (read broadcast in place)"
+			case !in.Plain():
+				t = fmt.Sprintf(" (read in place through strides %v)", in.Strides)
 			}
 			fmt.Fprintf(&b, "  reads  buf%d = node %d %v%s [binding %d]\n", in.Buffer, p.Buffers[in.Buffer].Node, in.Shape, t, j)
 		}

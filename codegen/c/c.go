@@ -107,7 +107,7 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			desc.Buffers = append(desc.Buffers, in.Buffer)
 		}
 		desc.Buffers = append(desc.Buffers, k.Outputs...)
-		if k.Kind == ir.KernelMatmul && k.Inputs[1].Transposed {
+		if k.Kind == ir.KernelMatmul && k.Inputs[1].Transposed() {
 			desc.Scratch = true
 			u.Scratch = max(u.Scratch, k.K*k.N)
 		}
@@ -168,10 +168,10 @@ func stores(k *ir.Kernel, i string) []string {
 	return lines
 }
 
-// transposedLoad reports whether the body reads a transposed operand.
-func transposedLoad(k *ir.Kernel) bool {
+// stridedLoad reports whether the body reads an operand that is not plain.
+func stridedLoad(k *ir.Kernel) bool {
 	for _, in := range k.Body {
-		if in.Kind == ir.InstrLoad && k.Inputs[in.Operand].Transposed {
+		if in.Kind == ir.InstrLoad && !k.Inputs[in.Operand].Plain() {
 			return true
 		}
 	}
@@ -180,32 +180,42 @@ func transposedLoad(k *ir.Kernel) bool {
 
 // elementwise writes the loop evaluating k's body over k.Shape and storing
 // it; acc is the matmul accumulator's expression (epilogues only). Bodies
-// that read a transposed operand loop over rows and columns so that the
-// transposed index needs no division.
+// that read an operand that is not plain loop over each dimension (r and c
+// for two), so that its offset needs no division.
 func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
-	if !transposedLoad(k) || len(k.Shape) != 2 {
+	load := func(j int) string {
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
+	}
+	if !stridedLoad(k) || len(k.Shape) < 2 {
 		fmt.Fprintf(b, "\tfor (idx i = 0; i < %du; i++) {\n", k.Shape.Len())
-		load := func(j int) string {
-			return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
-		}
 		b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, acc), 2))
 		b.WriteString(codegen.Indent(stores(k, "i"), 2))
 		b.WriteString("\t}\n")
 		return
 	}
-	rows, cols := k.Shape[0], k.Shape[1]
-	fmt.Fprintf(b, "\tfor (idx r = 0; r < %du; r++) {\n", rows)
-	fmt.Fprintf(b, "\t\tfor (idx c = 0; c < %du; c++) {\n", cols)
-	fmt.Fprintf(b, "\t\t\tconst idx i = r * %du + c;\n", cols)
-	load := func(j int) string {
-		if k.Inputs[j].Transposed {
-			return fmt.Sprintf("in%d[c * %du + r]", j, rows)
+	idx := []string{"r", "c"}
+	if len(k.Shape) > 2 {
+		idx = make([]string, len(k.Shape))
+		for d := range idx {
+			idx[d] = fmt.Sprintf("i%d", d)
 		}
-		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
 	}
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, acc), 3))
-	b.WriteString(codegen.Indent(stores(k, "i"), 3))
-	b.WriteString("\t\t}\n\t}\n")
+	for d, n := range k.Shape {
+		fmt.Fprintf(b, "%sfor (idx %s = 0; %s < %du; %s++) {\n", strings.Repeat("\t", d+1), idx[d], idx[d], n, idx[d])
+	}
+	in := len(k.Shape) + 1
+	fmt.Fprintf(b, "%sconst idx i = %s;\n", strings.Repeat("\t", in), codegen.Offset(Lang, ir.PlainOperand(0, k.Shape), idx))
+	strided := func(j int) string {
+		if op := k.Inputs[j]; !op.Plain() && op.Shape.Equal(k.Shape) {
+			return fmt.Sprintf("in%d[%s]", j, codegen.Offset(Lang, op, idx))
+		}
+		return load(j)
+	}
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, strided, acc), in))
+	b.WriteString(codegen.Indent(stores(k, "i"), in))
+	for d := len(k.Shape); d > 0; d-- {
+		fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", d))
+	}
 }
 
 // matmulPrelude holds the matmul routine every matmul kernel calls with
@@ -303,11 +313,11 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 func matmul(b *strings.Builder, k *ir.Kernel) {
 	a, bb := k.Inputs[0], k.Inputs[1]
 	ar, ak := k.K, 1
-	if a.Transposed {
+	if a.Transposed() {
 		ar, ak = 1, k.M
 	}
 	src := "in1"
-	if bb.Transposed {
+	if bb.Transposed() {
 		fmt.Fprintf(b, "\tfor (idx k = 0; k < %du; k++)\n", k.K)
 		fmt.Fprintf(b, "\t\tfor (idx j = 0; j < %du; j++)\n", k.N)
 		fmt.Fprintf(b, "\t\t\tscratch[k * %du + j] = in1[j * %du + k];\n", k.N, k.K)
@@ -403,10 +413,7 @@ func fold(b *strings.Builder, ind int, dst string) {
 func life(b *strings.Builder, k *ir.Kernel) {
 	h, w := k.Shape[0], k.Shape[1]
 	at := func(r, c string) string {
-		if k.Inputs[0].Transposed {
-			return fmt.Sprintf("in0[%s * %du + %s]", c, h, r)
-		}
-		return fmt.Sprintf("in0[%s * %du + %s]", r, w, c)
+		return fmt.Sprintf("in0[%s]", codegen.Offset(Lang, k.Inputs[0], []string{r, c}))
 	}
 	zero, one := Lang.Float(0), Lang.Float(1)
 	fmt.Fprintf(b, "\tfor (idx r = 0; r < %du; r++) {\n", h)

@@ -53,13 +53,13 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	a, bb := k.Inputs[0], k.Inputs[1]
 	// aIdx/bIdx: buffer index of logical A[r,c] / B[r,c].
 	aIdx := func(r, c string) string {
-		if a.Transposed {
+		if a.Transposed() {
 			return fmt.Sprintf("(%s) * %du + (%s)", c, k.M, r)
 		}
 		return fmt.Sprintf("(%s) * %du + (%s)", r, k.K, c)
 	}
 	bIdx := func(r, c string) string {
-		if bb.Transposed {
+		if bb.Transposed() {
 			return fmt.Sprintf("(%s) * %du + (%s)", c, k.K, r)
 		}
 		return fmt.Sprintf("(%s) * %du + (%s)", r, k.N, c)

@@ -159,7 +159,7 @@ func (s stager) store(b *strings.Builder, reg, e string, total int) {
 
 // stagerA stages the BM×BK tile of A at (row0, kt0).
 func stagerA(a ir.Operand, t ir.Tile) stager {
-	if a.Transposed { // buffer [K,M]: u = kk, v = row; four rows are contiguous
+	if a.Transposed() { // buffer [K,M]: u = kk, v = row; four rows are contiguous
 		return stager{in: "in0", span: t.BM / 4, direct: true, shared: "As",
 			guard: "row0 + v < M && kt0 + u < K", base: "(kt0 + u) * M + row0 + v"}
 	}
@@ -171,7 +171,7 @@ func stagerA(a ir.Operand, t ir.Tile) stager {
 
 // stagerB stages the BK×BN tile of B at (kt0, col0).
 func stagerB(bb ir.Operand, t ir.Tile) stager {
-	if !bb.Transposed { // buffer [K,N]: u = kk, v = col; four columns are contiguous
+	if !bb.Transposed() { // buffer [K,N]: u = kk, v = col; four columns are contiguous
 		return stager{in: "in1", span: t.BN / 4, direct: true, shared: "Bs",
 			guard: "col0 + v < N && kt0 + u < K", base: "(kt0 + u) * N + col0 + v"}
 	}

@@ -29,6 +29,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -81,19 +82,41 @@ var vecLang = codegen.Lang{
 }
 
 // vectorised reports whether an elementwise kernel runs four elements per
-// thread: its length is a multiple of 4, no operand is read transposed and
-// every broadcast operand repeats a multiple of 4 elements (so vec4 j of
-// the result reads vec4 j mod len/4 of the buffer).
+// thread: its length is a multiple of 4 and every operand reads whole
+// aligned vec4s (see vec4Operand).
 func vectorised(k *ir.Kernel) bool {
 	if k.Kind != ir.KernelElementwise || k.Shape.Len()%4 != 0 {
 		return false
 	}
 	for _, in := range k.Inputs {
-		if in.Transposed || in.Broadcast%4 != 0 {
+		if _, ok := vec4Operand(in); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// vec4Operand returns the operand that reads vec4 j of op's buffer where
+// op reads its elements 4j..4j+3, when there is one: op's innermost
+// coalesced dimension is contiguous (stride 1) and a multiple of 4 long,
+// and every other stride is a multiple of 4 (a plain operand, or a
+// broadcast of rows of a multiple of 4 elements, say).
+func vec4Operand(op ir.Operand) (ir.Operand, bool) {
+	c := op.Coalesced()
+	last := len(c.Shape) - 1
+	if last < 0 || c.Strides[last] != 1 || c.Shape[last]%4 != 0 {
+		return c, false
+	}
+	q := ir.Operand{Buffer: c.Buffer, Shape: slices.Clone(c.Shape), Strides: make([]int, len(c.Strides))}
+	q.Shape[last] /= 4
+	q.Strides[last] = 1
+	for d, s := range c.Strides[:last] {
+		if s%4 != 0 {
+			return c, false
+		}
+		q.Strides[d] = s / 4
+	}
+	return q, true
 }
 
 // Params returns kernel k's uniform block: one = 1.0 and zero = 0.0 in the
@@ -245,11 +268,12 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	for j := 0; j < per; j++ {
 		fmt.Fprintf(b, "\tlet i%d = base + %du;\n", j, j*VectorThreads)
 		for op, in := range k.Inputs {
-			if in.Broadcast > 0 {
-				fmt.Fprintf(b, "\tlet l%d_%d = in%d[i%d %% %du];\n", j, op, op, j, in.Broadcast/4)
-				continue
+			q, _ := vec4Operand(in)
+			i := fmt.Sprintf("i%d", j)
+			if q.Strides[0] != 0 { // the outermost index is not reduced modulo anything
+				i = fmt.Sprintf("min(i%d, %du)", j, n-1)
 			}
-			fmt.Fprintf(b, "\tlet l%d_%d = in%d[min(i%d, %du)];\n", j, op, op, j, n-1)
+			fmt.Fprintf(b, "\tlet l%d_%d = in%d[%s];\n", j, op, op, codegen.Index(Lang, q, i))
 		}
 	}
 	for j := 0; j < per; j++ {

@@ -258,6 +258,26 @@ func Views() []Case {
 		b.Output("mm-of-t-broadcast", v.Broadcast(ir.Shape{5, 4}).T().MatMul(x))
 		b.Output("t-of-broadcast-out", v.Broadcast(ir.Shape{3, 4}).T())
 	})
+	// Strided reads (the views helper's block): chains that compose into
+	// strides, reshapes that strides cannot express (materialised), and
+	// lengths around the vec4 path's conditions.
+	add("views/strides", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{4, 6}, Extremes(43, 24))
+		v := b.Input(ir.Shape{6}, Extremes(44, 6))
+		w := b.Input(ir.Shape{3, 4}, Values(45, 12, 2))
+		b.Output("reshape-of-broadcast", v.Broadcast(ir.Shape{4, 6}).Reshape(ir.Shape{2, 2, 6}).Add(x.Reshape(ir.Shape{2, 2, 6})))
+		b.Output("flat-broadcast", v.Broadcast(ir.Shape{4, 6}).Reshape(ir.Shape{24}).Mul(x.Reshape(ir.Shape{24})))
+		b.Output("reshape-of-t", x.T().Reshape(ir.Shape{3, 2, 4}).Sub(x.Reshape(ir.Shape{3, 2, 4})))
+		b.Output("split-of-t", x.T().Reshape(ir.Shape{3, 2, 1, 4}).Relu())
+		b.Output("t-t", x.T().T().Reshape(ir.Shape{6, 4}).Add(x.Reshape(ir.Shape{6, 4})))
+		b.Output("t-of-reshape-of-t", x.T().Reshape(ir.Shape{2, 12}).Reshape(ir.Shape{12, 2}).T().MulScalar(-1))
+		b.Output("t-broadcast-reshape", w.T().Broadcast(ir.Shape{2, 4, 3}).Reshape(ir.Shape{8, 3}).Add(x.Reshape(ir.Shape{8, 3})))
+		b.Output("materialised-broadcast", v.Broadcast(ir.Shape{2, 6}).Reshape(ir.Shape{12}).Broadcast(ir.Shape{2, 12}).Add(x.Reshape(ir.Shape{2, 12})))
+		u := b.Input(ir.Shape{8}, Extremes(46, 8))
+		b.Output("vec4-broadcast", u.Broadcast(ir.Shape{3, 8}).Reshape(ir.Shape{3, 2, 4}).Add(b.Input(ir.Shape{3, 2, 4}, Extremes(47, 24))))
+		b.Output("sum-of-strided", x.T().Reshape(ir.Shape{3, 8}).Sum())
+		b.Output("mm-of-reshape-of-t", x.T().Reshape(ir.Shape{4, 6}).MatMul(x.T()))
+	})
 	return cs
 }
 

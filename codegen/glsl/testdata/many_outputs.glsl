@@ -133,7 +133,7 @@ uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float load0(uint i) {
-	uint j = (i % 2u) * 2u + i / 2u;
+	uint j = i / 2u + (i % 2u) * 2u;
 	return texelFetch(u_in0, ivec2(int(j % 4u), int(j / 4u)), 0).r;
 }
 void main() {

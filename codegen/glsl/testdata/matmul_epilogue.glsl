@@ -21,7 +21,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 6u), int(j / 6u)), 0).r;
 }
 float load1(uint i) {
-	uint j = (i % 2u) * 3u + i / 2u;
+	uint j = i / 2u + (i % 2u) * 3u;
 	return texelFetch(u_in1, ivec2(int(j % 6u), int(j / 6u)), 0).r;
 }
 float matmul(uint i) {

@@ -43,7 +43,7 @@ float load1(uint i) {
 	return texelFetch(u_in1, ivec2(int(j % 64u), int(j / 64u)), 0).r;
 }
 float load2(uint i) {
-	uint j = (i) % 16u;
+	uint j = i % 16u;
 	return texelFetch(u_in2, ivec2(int(j % 16u), int(j / 16u)), 0).r;
 }
 float matmul(uint i) {
@@ -93,7 +93,7 @@ float load1(uint i) {
 	return texelFetch(u_in1, ivec2(int(j % 32u), int(j / 32u)), 0).r;
 }
 float load2(uint i) {
-	uint j = (i) % 2u;
+	uint j = i % 2u;
 	return texelFetch(u_in2, ivec2(int(j % 2u), int(j / 2u)), 0).r;
 }
 float load3(uint i) {
@@ -227,7 +227,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 16u), int(j / 16u)), 0).r;
 }
 float load1(uint i) {
-	uint j = (i % 16u) * 2u + i / 16u;
+	uint j = i / 16u + (i % 16u) * 2u;
 	return texelFetch(u_in1, ivec2(int(j % 32u), int(j / 32u)), 0).r;
 }
 float load2(uint i) {
@@ -267,7 +267,7 @@ uniform highp sampler2D u_in1;
 uniform highp sampler2D u_in2;
 layout(location = 0) out float o0;
 float load0(uint i) {
-	uint j = (i % 8u) * 16u + i / 8u;
+	uint j = i / 8u + (i % 8u) * 16u;
 	return texelFetch(u_in0, ivec2(int(j % 128u), int(j / 128u)), 0).r;
 }
 float load1(uint i) {
@@ -312,7 +312,7 @@ uniform highp sampler2D u_in1;
 uniform highp sampler2D u_in2;
 layout(location = 0) out float o0;
 float load0(uint i) {
-	uint j = (i % 8u) * 4u + i / 8u;
+	uint j = i / 8u + (i % 8u) * 4u;
 	return texelFetch(u_in0, ivec2(int(j % 32u), int(j / 32u)), 0).r;
 }
 float load1(uint i) {

@@ -102,7 +102,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		if (row < M && col < N) {
 			let i = row * N + col;
 			let v0 = c0_0;
-			let v1 = in2[(i) % 2u];
+			let v1 = in2[i % 2u];
 			let v2 = v0 + v1;
 			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
 			let v4 = in3[i];
@@ -118,7 +118,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		if (row < M && col < N) {
 			let i = row * N + col;
 			let v0 = c0_1;
-			let v1 = in2[(i) % 2u];
+			let v1 = in2[i % 2u];
 			let v2 = v0 + v1;
 			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
 			let v4 = in3[i];
@@ -134,7 +134,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		if (row < M && col < N) {
 			let i = row * N + col;
 			let v0 = c1_0;
-			let v1 = in2[(i) % 2u];
+			let v1 = in2[i % 2u];
 			let v2 = v0 + v1;
 			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
 			let v4 = in3[i];
@@ -150,7 +150,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		if (row < M && col < N) {
 			let i = row * N + col;
 			let v0 = c1_1;
-			let v1 = in2[(i) % 2u];
+			let v1 = in2[i % 2u];
 			let v2 = v0 + v1;
 			let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
 			let v4 = in3[i];
