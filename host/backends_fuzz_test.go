@@ -128,15 +128,24 @@ func checkBackends(t *testing.T, g *ir.Graph) {
 // FuzzBackends is the differential fuzzer across backends: random valid
 // graphs (with views) whose inputs hold values from the whole float32
 // range must give cpuref's bits on every backend that runs here, through
-// the host's whole path (encode, decode, compile, run). Findings become
-// named cases in TestBackendRegressions.
+// the host's whole path (encode, decode, compile, run). A size with its
+// top bit set draws the graph from irtest.RandomOps instead, which applies
+// every op of the table (the seeds 0 to 15 of size 12 reach each one:
+// irtest.TestRandomOpsCoversTheTable). Findings become named cases in
+// TestBackendRegressions.
 func FuzzBackends(f *testing.F) {
 	for seed := range 6 {
 		f.Add(uint64(seed), uint8(8), []byte{byte(seed), 0x40, 4, 0x80, 0x7f, 0xff, 0x01})
 	}
+	for seed := range 16 {
+		f.Add(uint64(seed), uint8(128|11), []byte{byte(seed), 0x3f, 0x80})
+	}
 	f.Fuzz(func(t *testing.T, seed uint64, size uint8, raw []byte) {
 		traceInput(seed, size, raw)
 		g := irtest.RandomViews(seed, 1+int(size%16))
+		if size&128 != 0 {
+			g = irtest.RandomOps(seed, 1+int(size%16))
+		}
 		widen(g, raw)
 		checkBackends(t, g)
 	})

@@ -265,3 +265,13 @@ func (t Tensor) Apply(op Op, us ...Tensor) Tensor {
 
 // ApplyScalar returns the scalar form op applied to t and s.
 func (t Tensor) ApplyScalar(op Op, s float32) Tensor { return t.unary(op, s) }
+
+// ApplyShaped returns the Shaped op (broadcast, reshape, …) applied to t
+// with the target shape, which the op's shape rule checks: with Apply it
+// reaches every op of the table.
+func (t Tensor) ApplyShaped(op Op, shape Shape) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
+	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
+}

@@ -237,6 +237,9 @@ func FuzzDecode(f *testing.F) {
 	for _, c := range irtest.Suite()[:4] {
 		f.Add(ir.Encode(c.Graph))
 	}
+	for seed := range 16 { // every op of the table (irtest.TestRandomOpsCoversTheTable)
+		f.Add(ir.Encode(irtest.RandomOps(uint64(seed), 12)))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		g, err := ir.DecodeBytes(doc, ir.Limits{MaxGraphBytes: 1 << 16})
 		if err != nil {

@@ -25,7 +25,7 @@ func graphFromBytes(b []byte) *ir.Graph {
 		return c
 	}
 	for len(b) > 8 && len(g.Nodes) < 40 {
-		op := ir.Op(next() % 20) // beyond the table too
+		op := ir.Op(int(next()) % (len(ir.Ops()) + 3)) // every op, and beyond the table
 		n := ir.Node{Op: op}
 		for k := range int(next() % 3) {
 			n.Args = append(n.Args, ir.NodeID(int8(next()))-ir.NodeID(k))

@@ -7,43 +7,29 @@ import (
 )
 
 // Random returns a random valid graph of up to maxNodes nodes whose tensors
-// stay small (at most 12×12), built from every op but broadcast and
-// reshape. The same seed gives the same graph (named regression tests
-// depend on it, so its choices never change).
+// stay small (at most 12×12), built from the seed's ops (add, sub, mul,
+// their scalar forms, relu, positive, transpose, matmul, sum, life) over
+// ordinary values. The same seed gives the same graph (named regression
+// tests depend on it, so its choices never change); RandomOps covers the
+// whole op table.
 func Random(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes, 12) }
 
 // RandomViews is Random with broadcast and reshape among the ops, so
 // tensors of rank 3 (at most 12×12×12) occur too.
 func RandomViews(seed uint64, maxNodes int) *ir.Graph { return random(seed, maxNodes, 15) }
 
-// RandomOps is RandomViews whose leaves hold Extremes (±3e38,
-// subnormals, ±0, values that overflow) and whose nodes also apply every
-// elementwise op of the op table, with tensor or scalar operands: the
-// differential fuzzers reach overflow, underflow and NaN through it.
-// Outputs may then be non-finite, which runners must report as an error.
-func RandomOps(seed uint64, maxNodes int) *ir.Graph { return randomWith(seed, maxNodes, 15, true) }
-
-// random draws each new node from the first ops cases below.
-func random(seed uint64, maxNodes, ops int) *ir.Graph { return randomWith(seed, maxNodes, ops, false) }
-
-func randomWith(seed uint64, maxNodes, ops int, extreme bool) *ir.Graph {
+// random draws each new node from the first ops cases below. Its choices
+// are frozen: named regressions (passes.TestRegressions,
+// host.TestBackendRegressions) and the stored fuzz corpora name graphs by
+// seed. New ops reach the fuzzers through RandomOps, which asks the table.
+func random(seed uint64, maxNodes, ops int) *ir.Graph {
 	r := rand.New(rand.NewPCG(seed, 3))
 	b := ir.NewBuilder()
 	dims := []int{1, 2, 3, 5, 8, 12}
 	dim := func() int { return dims[r.IntN(len(dims))] }
 	var ts []ir.Tensor
-	values := func(seed uint64, n int) []float32 {
-		if extreme {
-			return Extremes(seed, n)
-		}
-		return Values(seed, n, 4)
-	}
-	scalar := func(v float32) float32 {
-		if extreme && r.IntN(3) == 0 {
-			return Extremes(r.Uint64(), 1)[0]
-		}
-		return v
-	}
+	values := func(seed uint64, n int) []float32 { return Values(seed, n, 4) }
+	scalar := func(v float32) float32 { return v }
 	leaf := func() ir.Tensor {
 		s := ir.Shape{dim(), dim()}
 		if r.IntN(4) == 0 {
@@ -65,31 +51,12 @@ func randomWith(seed uint64, maxNodes, ops int, extreme bool) *ir.Graph {
 		}
 		return b.Input(s, values(r.Uint64(), s.Len()))
 	}
-	var elementwise []ir.Op // every elementwise op of the table, for extreme graphs
-	for _, op := range ir.Ops() {
-		if op.IsElementwise() {
-			elementwise = append(elementwise, op)
-		}
-	}
 	n := 2 + r.IntN(maxNodes)
 	for len(ts) < n {
 		x := pick()
 		s := x.Shape()
 		var y ir.Tensor
 		made := true
-		if extreme && r.IntN(2) == 0 {
-			op := elementwise[r.IntN(len(elementwise))]
-			switch info := op.Info(); {
-			case info.Args == 2:
-				y = x.Apply(op, sameShape(s))
-			case info.Scalar:
-				y = x.ApplyScalar(op, scalar(float32(r.IntN(7)-3)/2))
-			default:
-				y = x.Apply(op)
-			}
-			ts = append(ts, y)
-			continue
-		}
 		switch r.IntN(ops) {
 		case 0:
 			y = x.Add(sameShape(s))
@@ -167,4 +134,202 @@ func randomWith(seed uint64, maxNodes, ops int, extreme bool) *ir.Graph {
 		panic("irtest: random graph invalid: " + err.Error())
 	}
 	return g
+}
+
+// RandomOps returns a random valid graph of up to maxNodes nodes that
+// applies the ops of the op table, walked through ir.Ops(), so a new row
+// is generated without an edit here: every op but the leaves, tensor and
+// scalar forms, views (also of views, so strided operands occur), and
+// whatever targets a Shaped op's shape rule accepts. Its leaves hold
+// Extremes (±3e38, subnormals, ±0, values that overflow) and some scalar
+// operands too, so the differential fuzzers reach overflow, underflow and
+// NaN through it; outputs may be non-finite, which runners must report as
+// an error. Ops are drawn from a shuffled deck of the whole table, so a
+// graph of n nodes applies min(n, number of ops) distinct ones. Tensors
+// stay at rank ≤ 3 and 1,728 elements.
+func RandomOps(seed uint64, maxNodes int) *ir.Graph {
+	r := rand.New(rand.NewPCG(seed, 19))
+	b := ir.NewBuilder()
+	dims := []int{1, 2, 3, 5, 8, 12}
+	dim := func() int { return dims[r.IntN(len(dims))] }
+	scalar := func() float32 {
+		if r.IntN(3) == 0 {
+			return Extremes(r.Uint64(), 1)[0]
+		}
+		return float32(r.IntN(7)-3) / 2
+	}
+	leaf := func(s ir.Shape) ir.Tensor {
+		if r.IntN(4) == 0 {
+			return b.Full(s, scalar())
+		}
+		return b.Input(s, Extremes(r.Uint64(), s.Len()))
+	}
+	ts := []ir.Tensor{leaf(ir.Shape{dim(), dim()})}
+	// like finds or makes a tensor of shape s: sometimes the transpose of
+	// one of the reversed shape, so operands are strided.
+	like := func(s ir.Shape) ir.Tensor {
+		if len(s) == 2 && r.IntN(4) == 0 {
+			return leaf(ir.Shape{s[1], s[0]}).T()
+		}
+		for _, k := range r.Perm(len(ts)) {
+			if ts[k].Shape().Equal(s) {
+				return ts[k]
+			}
+		}
+		return leaf(s)
+	}
+	var deck []ir.Op
+	for _, op := range ir.Ops() {
+		if op.Info().Args > 0 {
+			deck = append(deck, op)
+		}
+	}
+	var views []ir.Op
+	for _, op := range deck {
+		if op.IsView() {
+			views = append(views, op)
+		}
+	}
+	var hand []ir.Op
+	n := 2 + r.IntN(maxNodes)
+	for len(ts) < n {
+		if len(hand) == 0 {
+			hand = append(hand, deck...)
+			r.Shuffle(len(hand), func(i, j int) { hand[i], hand[j] = hand[j], hand[i] })
+		}
+		op := hand[0]
+		hand = hand[1:]
+		// An op that fits none of the tensors so far gets a fresh 2-D
+		// leaf, which every op of the table takes.
+		x := ts[r.IntN(len(ts))]
+		if r.IntN(2) == 0 { // chains: views of views, prologues of reductions
+			x = ts[len(ts)-1-r.IntN(min(len(ts), 3))]
+		}
+		y, ok := applyRandom(r, op, x, like, dim, scalar)
+		if !ok {
+			y, ok = applyRandom(r, op, leaf(ir.Shape{dim(), dim()}), like, dim, scalar)
+		}
+		if !ok {
+			continue
+		}
+		ts = append(ts, y)
+		if op.IsView() && r.IntN(2) == 0 { // a view of a view: strides compose
+			if z, ok := applyRandom(r, views[r.IntN(len(views))], y, like, dim, scalar); ok {
+				ts = append(ts, z)
+			}
+		}
+	}
+	outs := 1 + r.IntN(3)
+	for i := 0; i < outs; i++ {
+		b.Output("out"+itoa(i), ts[len(ts)-1-r.IntN(min(len(ts), 4))])
+	}
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		panic("irtest: random graph invalid: " + err.Error())
+	}
+	return g
+}
+
+// maxRandomElements bounds RandomOps' tensors (12×12×12).
+const maxRandomElements = 12 * 12 * 12
+
+// applyRandom applies op to x and operands or a target that op's row's
+// shape rule accepts, or reports false when none of the candidates fits.
+func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Tensor, dim func() int, scalar func() float32) (ir.Tensor, bool) {
+	info := op.Info()
+	s := x.Shape()
+	fits := func(out ir.Shape) bool { return len(out) <= 3 && out.Len() <= maxRandomElements }
+	switch {
+	case info.Scalar:
+		return x.ApplyScalar(op, scalar()), true
+	case info.Shaped:
+		for _, k := range r.Perm(len(targets)) {
+			if t := targets[k](s, dim); t != nil && !t.Equal(s) && fits(t) && ir.CheckTarget(0, op, s, t) == nil {
+				return x.ApplyShaped(op, t), true
+			}
+		}
+		return ir.Tensor{}, false
+	case info.Args == 1:
+		if out, err := ir.InferShape(0, op, []ir.Shape{s}); err != nil || !fits(out) {
+			return ir.Tensor{}, false
+		}
+		return x.Apply(op), true
+	}
+	// Two arguments: the second of a shape from the candidates (an
+	// elementwise op's operand may be a trailing suffix, which the Builder
+	// broadcasts).
+	for _, k := range r.Perm(len(seconds)) {
+		u := seconds[k](s, dim)
+		if u == nil {
+			continue
+		}
+		out, err := ir.InferShape(0, op, []ir.Shape{s, u})
+		if info.Elementwise && ir.IsSuffix(u, s) {
+			out, err = s, nil
+		}
+		if err == nil && fits(out) {
+			return x.Apply(op, like(u)), true
+		}
+	}
+	return ir.Tensor{}, false
+}
+
+// seconds propose the second argument's shape from the first's s (nil:
+// none): s itself, a trailing suffix (a broadcast operand), a matmul's
+// right operand.
+var seconds = []func(s ir.Shape, dim func() int) ir.Shape{
+	func(s ir.Shape, _ func() int) ir.Shape { return s },
+	func(s ir.Shape, _ func() int) ir.Shape {
+		if len(s) == 0 {
+			return nil
+		}
+		return s[1:]
+	},
+	func(s ir.Shape, dim func() int) ir.Shape {
+		if len(s) != 2 {
+			return nil
+		}
+		return ir.Shape{s[1], dim()}
+	},
+}
+
+// targets propose a Shaped op's target from its argument's shape s (nil:
+// none): a new leading dim (a broadcast), a dim of 1 made wider, s with
+// one or every dim reduced to 1 (keepdims reductions), [] (a whole
+// reduction), s flattened, and a flat tensor folded in two.
+var targets = []func(s ir.Shape, dim func() int) ir.Shape{
+	func(s ir.Shape, dim func() int) ir.Shape { return append(ir.Shape{dim()}, s...) },
+	func(s ir.Shape, dim func() int) ir.Shape {
+		for i, d := range s {
+			if d == 1 {
+				t := append(ir.Shape{}, s...)
+				t[i] = dim()
+				return t
+			}
+		}
+		return nil
+	},
+	func(s ir.Shape, dim func() int) ir.Shape {
+		if len(s) == 0 {
+			return nil
+		}
+		t := append(ir.Shape{}, s...)
+		t[dim()%len(s)] = 1
+		return t
+	},
+	func(s ir.Shape, _ func() int) ir.Shape {
+		t := make(ir.Shape, len(s))
+		for i := range t {
+			t[i] = 1
+		}
+		return t
+	},
+	func(ir.Shape, func() int) ir.Shape { return ir.Shape{} },
+	func(s ir.Shape, _ func() int) ir.Shape { return ir.Shape{s.Len()} },
+	func(s ir.Shape, _ func() int) ir.Shape {
+		if n := s.Len(); n%2 == 0 {
+			return ir.Shape{2, n / 2}
+		}
+		return nil
+	},
 }

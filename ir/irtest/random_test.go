@@ -1,0 +1,55 @@
+package irtest_test
+
+import (
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// CorpusSeeds is how many RandomOps seeds (of maxNodes 12) the fuzzers'
+// seed corpora hold; TestRandomOpsCoversTheTable checks that they reach
+// every op.
+const corpusSeeds = 16
+
+// TestRandomOpsCoversTheTable: the graphs RandomOps makes for the fuzzers'
+// seed corpora (FuzzDecode, FuzzCompile, FuzzBackends; FuzzPipeline draws
+// from any seed) apply every op of the table, a Shaped op to a target
+// other than its argument's shape, and views of views.
+func TestRandomOpsCoversTheTable(t *testing.T) {
+	count := map[ir.Op]int{}
+	viewOfView := 0
+	for seed := range corpusSeeds {
+		g := irtest.RandomOps(uint64(seed), 12)
+		for _, n := range g.Nodes {
+			count[n.Op]++
+			if n.Op.IsView() && g.Nodes[n.Args[0]].Op.IsView() {
+				viewOfView++
+			}
+		}
+	}
+	for _, op := range ir.Ops() {
+		if count[op] == 0 {
+			t.Errorf("%v: in none of %d RandomOps graphs", op, corpusSeeds)
+		}
+	}
+	if viewOfView == 0 {
+		t.Error("no view of a view")
+	}
+	t.Logf("op counts: %v", count)
+}
+
+// TestRandomOpsValid: RandomOps' graphs of many sizes build (it panics
+// otherwise) and encode and decode unchanged.
+func TestRandomOpsValid(t *testing.T) {
+	for seed := range 300 {
+		g := irtest.RandomOps(uint64(seed), 1+seed%40)
+		back, err := ir.DecodeBytes(ir.Encode(g), ir.Limits{})
+		if err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, g)
+		}
+		if back.String() != g.String() {
+			t.Fatalf("seed %d: round trip changed the graph", seed)
+		}
+	}
+}
