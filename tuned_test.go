@@ -13,6 +13,7 @@ import (
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/eval64"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/gpu"
@@ -116,23 +117,24 @@ func TestTunedTable(t *testing.T) {
 	}
 }
 
-// checkBound checks relu(x·w) against the float64 product: within bound ·
-// Σ|x·w| per element (relu only clips).
+// checkBound checks relu(x·w) against its float64 meaning (eval64):
+// within bound · Σ|x·w| per element (relu only clips), the sum being the
+// same graph over |x| and |w|.
 func checkBound(t *testing.T, g *ir.Graph, y []float32, bound float64) {
 	t.Helper()
-	x, w := g.Nodes[0].Data, g.Nodes[1].Data
-	m, k, n := g.Nodes[0].Shape[0], g.Nodes[0].Shape[1], g.Nodes[1].Shape[1]
-	for i := range m {
-		for j := range n {
-			var s, abs float64
-			for q := range k {
-				p := float64(x[i*k+q]) * float64(w[q*n+j])
-				s += p
-				abs += math.Abs(p)
-			}
-			if got := float64(y[i*n+j]); math.Abs(got-max(s, 0)) > bound*abs {
-				t.Fatalf("y[%d,%d] = %v, float64 %v: off by more than %v·%v", i, j, got, s, bound, abs)
-			}
+	abs := func(v []float32) []float64 {
+		out := eval64.Widen(v)
+		for i := range out {
+			out[i] = math.Abs(out[i])
+		}
+		return out
+	}
+	id := g.Outputs[0].ID
+	want := eval64.Eval(g, nil)[id]
+	mag := eval64.Eval(g, map[ir.NodeID][]float64{0: abs(g.Nodes[0].Data), 1: abs(g.Nodes[1].Data)})[id]
+	for i, v := range want {
+		if got := float64(y[i]); math.Abs(got-v) > bound*mag[i] {
+			t.Fatalf("y[%d] = %v, float64 %v: off by more than %v·%v", i, got, v, bound, mag[i])
 		}
 	}
 }

@@ -1,9 +1,11 @@
 // Command accuracy measures the elementwise ops that gpucc defines by
-// float32 sequences (exp, log, tanh, sqrt, rsqrt, div) against float64
-// libm: every float32 input for the unary ops, dense samples and hard
-// cases for div. It renders each op's table expression with the C code
-// generator (the code the wasm and native backends run, bit-identical to
-// cpuref), builds it with the system C compiler and runs it.
+// float32 sequences (exp, log, tanh, sqrt, rsqrt, div) against their
+// float64 meaning, the row's ir.OpInfo.F64 (the same definition the
+// gradient checks and package eval64 use): every float32 input for the
+// unary ops, dense samples and hard cases for div. It renders each op's
+// table expression with the C code generator (the code the wasm and native
+// backends run, bit-identical to cpuref), builds it with the system C
+// compiler, runs it over the inputs and reads the results back.
 //
 //	go run ./bench/accuracy            # every input: minutes per op
 //	go run ./bench/accuracy -stride 97 # a quick look
@@ -12,29 +14,26 @@
 package main
 
 import (
-	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
 	"sync"
 
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 )
 
-var unary = []struct {
-	op  ir.Op
-	ref string // the float64 reference, a C expression of x
-}{
-	{ir.OpExp, "exp(x)"}, {ir.OpLog, "log(x)"}, {ir.OpTanh, "tanh(x)"},
-	{ir.OpSqrt, "sqrt(x)"}, {ir.OpRsqrt, "1.0 / sqrt(x)"},
-}
+// unary are the one-operand ops measured over every float32 input.
+var unary = []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSqrt, ir.OpRsqrt}
 
 // body renders op applied to operands a (and b) as C statements ending in
 // the value v<n>, returning them and the final value's name.
@@ -46,69 +45,38 @@ func body(op ir.Op) (string, string) {
 }
 
 const prelude = `#pragma STDC FP_CONTRACT OFF
-#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 typedef unsigned int u32;
 static inline float F(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 B(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
+static float out[1 << 14];
+static size_t nout;
+static void emit(float v) { out[nout++] = v; if (nout == sizeof out / sizeof out[0]) { fwrite(out, 4, nout, stdout); nout = 0; } }
 `
 
+// unaryMain writes op(x) for x = shard·stride, then every stride·shards-th
+// bit pattern, as little-endian float32.
 const unaryMain = `
-/* ulps is |got - want| in units of the float32 ulp at want. */
-static double ulps(float got, double want) {
-	if (isnan(want)) return isnan(got) ? 0 : INFINITY;
-	if ((float)want == got) {
-		if (isinf(got)) return 0;
-	} else if (isinf(got) || isnan(got)) return INFINITY;
-	int e; frexp(want, &e);
-	int q = e - 24; if (q < -149) q = -149;
-	return fabs((double)got - want) / ldexp(1, q);
-}
 int main(int argc, char **argv) {
-	uint64_t stride = atoi(argv[1]), shard = atoi(argv[2]), shards = atoi(argv[3]);
-	double worst = 0; u32 worstx = 0; unsigned long long n = 0, over1 = 0, over2 = 0, nonfinite = 0, inexact = 0;
-	for (uint64_t i = shard * stride; i < 0x100000000ull; i += stride * shards) {
-		float x32 = F((u32)i); double x = x32;
-		float got = op(x32);
-		double e = ulps(got, REF);
-		n++;
-		if (e > 0.5) inexact++;
-		if (e > 1) over1++;
-		if (e > 2) over2++;
-		if (isinf(e)) { nonfinite++; if (nonfinite <= 5) printf("mismatch x=%a (0x%08x): got %a want %a\n", x, (u32)i, (double)got, REF); continue; }
-		if (e > worst) { worst = e; worstx = (u32)i; }
-	}
-	double x = F(worstx);
-	printf("RESULT %llu %.17g %u %llu %llu %llu %llu\n", n, worst, worstx, inexact, over1, over2, nonfinite);
-	printf("worst x=%a (0x%08x): got %a, float64 %a\n", x, worstx, (double)op(F(worstx)), REF);
-	if (shard != 0) return 0;
-	u32 sp[] = {0, 0x80000000u, 1, 0x80000001u, 0x00800000u, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3f800000u};
-	for (int k = 0; k < (int)(sizeof sp / sizeof sp[0]); k++) {
-		float g = op(F(sp[k]));
-		printf("  f(%a) = %a (0x%08x)\n", (double)F(sp[k]), (double)g, B(g));
-	}
+	uint64_t stride = atoll(argv[1]), shard = atoll(argv[2]), shards = atoll(argv[3]);
+	for (uint64_t i = shard * stride; i < 0x100000000ull; i += stride * shards) emit(op(F((u32)i)));
+	fwrite(out, 4, nout, stdout);
 	return 0;
 }
 `
 
+// divMain writes a, b and op(a, b) for the dense random pairs first, then
+// the hard cases.
 const divMain = `
 static u32 s = 2463534242u;
 static u32 rnd(void) { s ^= s << 13; s ^= s >> 17; s ^= s << 5; return s; }
 static u32 fin(u32 b) { return (b & 0x7f800000u) == 0x7f800000u ? b & ~0x40000000u : b; }
-static unsigned long long n = 0, bad = 0;
-static void check(float a, float b) {
-	float got = op(a, b);
-	float want = (float)((double)a / (double)b); /* double rounding is innocuous: 53 >= 2*24+2 */
-	n++;
-	if (B(got) != B(want) && !(isnan(got) && isnan(want))) {
-		if (++bad <= 10) printf("mismatch %a / %a: got %a want %a\n", (double)a, (double)b, (double)got, (double)want);
-	}
-}
+static void check(float a, float b) { emit(a); emit(b); emit(op(a, b)); }
 int main(int argc, char **argv) {
-	long samples = argc > 1 ? atol(argv[1]) : (1L << 28);
+	long samples = atol(argv[1]);
 	for (long i = 0; i < samples; i++) check(F(fin(rnd())), F(fin(rnd())));
-	unsigned long long dense = n;
 	/* hard cases: quotients next to exact ones (ties, round-to-even) */
 	for (long i = 0; i < samples / 4; i++) {
 		float b = F(fin(rnd())), q = F(fin(rnd()) & 0x3fffffffu);
@@ -123,10 +91,61 @@ int main(int argc, char **argv) {
 	}
 	for (long i = 0; i < samples / 16; i++) check(F(rnd() & 0x807fffffu), F(fin(rnd())));  /* subnormal numerators */
 	for (long i = 0; i < samples / 16; i++) check(F(fin(rnd())), F(rnd() & 0x807fffffu));  /* subnormal denominators */
-	printf("inputs %llu (%llu dense random pairs, %llu hard cases), not correctly rounded %llu\n", n, dense, n - dense, bad);
+	fwrite(out, 4, nout, stdout);
 	return 0;
 }
 `
+
+// ulps is |got - want| in units of the float32 ULP at want (2⁻¹⁴⁹ in the
+// subnormal range): 0 for a matching infinity or NaN, +Inf for a NaN or
+// an infinity that want does not round to.
+func ulps(got float32, want float64) float64 {
+	g := float64(got)
+	switch {
+	case math.IsNaN(want):
+		if math.IsNaN(g) {
+			return 0
+		}
+		return math.Inf(1)
+	case float32(want) == got:
+		if math.IsInf(g, 0) {
+			return 0
+		}
+	case math.IsInf(g, 0) || math.IsNaN(g):
+		return math.Inf(1)
+	}
+	_, e := math.Frexp(want)
+	return math.Abs(g-want) / math.Ldexp(1, max(e-24, -149))
+}
+
+// floats reads little-endian float32 values from r, calling f with each.
+func floats(r io.Reader, f func(float32)) {
+	buf := make([]byte, 1<<16)
+	have := 0
+	for {
+		n, err := r.Read(buf[have:])
+		have += n
+		whole := have &^ 3
+		for k := 0; k < whole; k += 4 {
+			f(math.Float32frombits(binary.LittleEndian.Uint32(buf[k:])))
+		}
+		have = copy(buf, buf[whole:have])
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// stats is one shard's count of a unary op's errors.
+type stats struct {
+	n, inexact, over1, over2, wrong uint64
+	worst                           float64
+	worstX                          uint32
+	mismatches                      []string
+}
 
 func main() {
 	stride := flag.Int("stride", 1, "measure every stride-th float32 input (1: all 2^32)")
@@ -150,45 +169,105 @@ func main() {
 		}
 		return bin
 	}
-	run := func(bin string, args ...string) string {
-		var out bytes.Buffer
+	// stream runs bin and passes its standard output to read.
+	stream := func(read func(io.Reader), bin string, args ...string) {
 		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if err := cmd.Run(); err != nil {
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
 			log.Fatalf("%s: %v", bin, err)
 		}
-		return out.String()
+		read(out)
+		if err := cmd.Wait(); err != nil {
+			log.Fatalf("%s: %v", bin, err)
+		}
 	}
-	for _, u := range unary {
-		lines, v := body(u.op)
-		src := prelude + "#include <stdlib.h>\n#define REF (" + u.ref + ")\nstatic float op(float a) {\n\tconst float b = 0;\n" + lines + "\treturn " + v + ";\n}\n" + unaryMain
-		bin := build(u.op.String(), src)
-		outs := make([]string, *jobs)
+	for _, op := range unary {
+		ref := op.Info().F64
+		lines, v := body(op)
+		src := prelude + "static float op(float a) {\n\tconst float b = 0;\n" + lines + "\treturn " + v + ";\n}\n" + unaryMain
+		bin := build(op.String(), src)
+		shards := make([]stats, *jobs)
 		var wg sync.WaitGroup
-		for j := range outs {
-			wg.Go(func() { outs[j] = run(bin, fmt.Sprint(*stride), fmt.Sprint(j), fmt.Sprint(*jobs)) })
+		for j := range shards {
+			wg.Go(func() {
+				st := &shards[j]
+				i := uint64(j) * uint64(*stride)
+				stream(func(r io.Reader) {
+					floats(r, func(got float32) {
+						x := math.Float32frombits(uint32(i))
+						want := ref(float64(x), 0)
+						e := ulps(got, want)
+						st.n++
+						if e > 0.5 {
+							st.inexact++
+						}
+						if e > 1 {
+							st.over1++
+						}
+						if e > 2 {
+							st.over2++
+						}
+						if math.IsInf(e, 1) {
+							if st.wrong++; st.wrong <= 5 {
+								st.mismatches = append(st.mismatches, fmt.Sprintf("mismatch x=%x (%#08x): got %x want %x", x, uint32(i), got, want))
+							}
+						} else if e > st.worst {
+							st.worst, st.worstX = e, uint32(i)
+						}
+						i += uint64(*stride) * uint64(*jobs)
+					})
+				}, bin, fmt.Sprint(*stride), fmt.Sprint(j), fmt.Sprint(*jobs))
+			})
 		}
 		wg.Wait()
-		var n, inexact, over1, over2, wrong uint64
-		worst, worstLine, extra := -1.0, "", ""
-		for j, o := range outs {
-			var sn, si, s1, s2, sw uint64
-			var sworst float64
-			var wx uint32
-			lines := strings.SplitN(o, "\n", 3)
-			fmt.Sscanf(lines[0], "RESULT %d %g %d %d %d %d %d", &sn, &sworst, &wx, &si, &s1, &s2, &sw)
-			n, inexact, over1, over2, wrong = n+sn, inexact+si, over1+s1, over2+s2, wrong+sw
-			if sworst > worst {
-				worst, worstLine = sworst, lines[1]
-			}
-			if j == 0 && len(lines) > 2 {
-				extra = lines[2]
+		var all stats
+		all.worst = -1
+		for _, st := range shards {
+			all.n, all.inexact, all.over1, all.over2, all.wrong = all.n+st.n, all.inexact+st.inexact, all.over1+st.over1, all.over2+st.over2, all.wrong+st.wrong
+			all.mismatches = append(all.mismatches, st.mismatches...)
+			if st.worst > all.worst {
+				all.worst, all.worstX = st.worst, st.worstX
 			}
 		}
-		fmt.Printf("%s: %d inputs, max %.3f ULP (%s); > 0.5 ULP: %d, > 1 ULP: %d, > 2 ULP: %d, wrong special values: %d\n%s",
-			u.op, n, worst, worstLine, inexact, over1, over2, wrong, extra)
+		for _, m := range all.mismatches {
+			fmt.Println(m)
+		}
+		wx := math.Float32frombits(all.worstX)
+		fmt.Printf("%s: %d inputs, max %.3f ULP (worst x=%x (%#08x): got %x, float64 %x); > 0.5 ULP: %d, > 1 ULP: %d, > 2 ULP: %d, wrong special values: %d\n",
+			op, all.n, all.worst, wx, all.worstX, cpuref.Unary(op, wx, 0), ref(float64(wx), 0), all.inexact, all.over1, all.over2, all.wrong)
+		for _, b := range []uint32{0, 0x80000000, 1, 0x80000001, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x3f800000} {
+			g := cpuref.Unary(op, math.Float32frombits(b), 0)
+			fmt.Printf("  f(%x) = %x (%#08x)\n", math.Float32frombits(b), g, math.Float32bits(g))
+		}
 	}
+	// div: the float64 quotient rounded to float32 is the correctly rounded
+	// one (double rounding is innocuous: 53 ≥ 2·24+2).
+	ref := ir.OpDiv.Info().F64
 	lines, v := body(ir.OpDiv)
-	src := prelude + "#include <stdlib.h>\nstatic float op(float a, float b) {\n" + lines + "\treturn " + v + ";\n}\n" + divMain
-	fmt.Printf("div: %s", run(build("div", src), fmt.Sprint(*divSamples)))
+	src := prelude + "static float op(float a, float b) {\n" + lines + "\treturn " + v + ";\n}\n" + divMain
+	var n, bad uint64
+	var triple [3]float32
+	k := 0
+	stream(func(r io.Reader) {
+		floats(r, func(x float32) {
+			triple[k] = x
+			if k++; k < 3 {
+				return
+			}
+			k = 0
+			a, b, got := triple[0], triple[1], triple[2]
+			want := float32(ref(float64(a), float64(b)))
+			n++
+			if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				if bad++; bad <= 10 {
+					fmt.Printf("mismatch %x / %x: got %x want %x\n", a, b, got, want)
+				}
+			}
+		})
+	}, build("div", src), fmt.Sprint(*divSamples))
+	fmt.Printf("div: inputs %d (%d dense random pairs, %d hard cases), not correctly rounded %d\n", n, *divSamples, n-uint64(*divSamples), bad)
 }
