@@ -287,7 +287,8 @@ func TestGradientsEveryOp(t *testing.T) {
 
 // TestGradientsComposed checks, in the same way, graphs where gradients
 // accumulate (fan-out, a parameter used twice), chain through several
-// rules and through broadcasts of parameters.
+// rules, through broadcasts of parameters and through the Builder's
+// composites.
 func TestGradientsComposed(t *testing.T) {
 	weighted := func(b *ir.Builder, y ir.Tensor) ir.Tensor {
 		w := b.Input(y.Shape(), away(99, y.Shape().Len()))
@@ -330,6 +331,7 @@ func TestGradientsComposed(t *testing.T) {
 		{"rsqrt-norm", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Mul(p.Mul(p).Sum().AddScalar(0.5).Rsqrt().Broadcast(ir.Shape{3, 4})))
 		}},
+		{"gelu", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.GELU().Mul(q)) }},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()
 			return weighted(b, h.Add(h.MulScalar(3)).Sub(p))
