@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 	"sync"
 	"testing"
 
@@ -179,14 +180,24 @@ func TestBackendRegressions(t *testing.T) {
 	}
 }
 
+var crashOutput sync.Once
+
 // traceInput appends the input to $GPUCC_FUZZ_TRACE, when set, before it
-// runs: a fuzz worker that dies (a crash in C or the driver) prints
-// nothing, and the trace's last line names the input that killed it.
+// runs: a fuzz worker that dies prints nothing (its output goes nowhere),
+// and the trace's last line names the input that killed it. The worker's
+// crash output (an unrecovered panic or fatal error in any goroutine, with
+// every goroutine's stack) goes to $GPUCC_FUZZ_TRACE.crash.
 func traceInput(seed uint64, size uint8, raw []byte) {
 	path := os.Getenv("GPUCC_FUZZ_TRACE")
 	if path == "" {
 		return
 	}
+	crashOutput.Do(func() {
+		if f, err := os.OpenFile(path+".crash", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			debug.SetCrashOutput(f, debug.CrashOptions{}) // it keeps its own descriptor
+			f.Close()
+		}
+	})
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
