@@ -13,9 +13,11 @@
 //   - relu(x) = x if x > 0, else +0. So relu(-0) = +0 and relu(NaN) = +0.
 //   - positive(x) = 1 if x > 0, else 0 (also 0 for NaN).
 //   - transpose moves values; it never changes a bit.
-//   - broadcast(x) to a shape S of which x's shape is a trailing suffix:
-//     out[i] = x[i mod len(x)], row-major over S (x repeated over S's
-//     leading dimensions). It moves values; it never changes a bit.
+//   - broadcast(x) to a shape S (numpy's broadcast_to: x's shape,
+//     right-aligned with S, has each dimension S's or 1): out at the
+//     multi-index idx of S is x at idx with S's extra leading dimensions
+//     dropped and every dimension where x has size 1 read at 0. It moves
+//     values; it never changes a bit.
 //   - reshape(x) to S of the same element count: the same elements in the
 //     same row-major order. It never changes a bit.
 //   - matmul C[i,j]: acc starts at +0; for k = 0, 1, …, K-1 in ascending
@@ -188,7 +190,7 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	case ir.OpLife:
 		return Life(arg(0), n.Shape[0], n.Shape[1])
 	case ir.OpBroadcast:
-		return Broadcast(arg(0), n.Shape.Len())
+		return Broadcast(arg(0), g.Nodes[n.Args[0]].Shape, n.Shape)
 	case ir.OpReshape:
 		return arg(0)
 	}
@@ -218,12 +220,22 @@ func Transpose(a []float32, rows, cols int) []float32 {
 	return out
 }
 
-// Broadcast returns x repeated to n elements (n a multiple of len(x)):
-// out[i] = x[i % len(x)].
-func Broadcast(x []float32, n int) []float32 {
-	out := make([]float32, n)
+// Broadcast returns x, of shape from, broadcast to shape to (numpy's
+// broadcast_to; see the package doc).
+func Broadcast(x []float32, from, to ir.Shape) []float32 {
+	out := make([]float32, to.Len())
+	off := len(to) - len(from)
 	for i := range out {
-		out[i] = x[i%len(x)]
+		at, rest, inner := 0, i, 1 // at: x's element; inner: x's row-major stride of d
+		for d := len(to) - 1; d >= off; d-- {
+			c := rest % to[d]
+			rest /= to[d]
+			if from[d-off] != 1 {
+				at += c * inner
+			}
+			inner *= from[d-off]
+		}
+		out[i] = x[at]
 	}
 	return out
 }

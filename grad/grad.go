@@ -26,8 +26,10 @@
 //	transpose(a)       ga += transpose(g)
 //	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
 //	sum(a)             ga += broadcast(g) to a's shape
-//	broadcast(b) to S  gb += reshape(matmul(full([1,R], 1), reshape(g, [R,C])), b's shape),
-//	                   C = len(b), R = len(S)/C (the column sums, k ascending)
+//	broadcast(b) to S  gb += g summed over each run of broadcast dimensions by a
+//	                   matmul with ones, k ascending, reshaped to b's shape; for
+//	                   a trailing broadcast reshape(matmul(full([1,R], 1),
+//	                   reshape(g, [R,C])), b's shape), C = len(b), R = len(S)/C
 //	reshape(a)         ga += reshape(g) to a's shape
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss

@@ -317,6 +317,19 @@ func TestGradientsComposed(t *testing.T) {
 		{"broadcast-scalar", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Sum().Broadcast(ir.Shape{3, 4}).Mul(q))
 		}},
+		// numpy broadcasts: a column ([3,1], Q = 1), a middle run
+		// ([3,1,4] to [3,2,4], P and Q > 1), and both sides of a binary op.
+		{"broadcast-column", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			col := p.Reshape(ir.Shape{12, 1})
+			return weighted(b, col.Broadcast(ir.Shape{12, 5}).Mul(col))
+		}},
+		{"broadcast-middle", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			x := p.Reshape(ir.Shape{3, 1, 4})
+			return weighted(b, x.Broadcast(ir.Shape{2, 3, 2, 4}).Mul(q.Reshape(ir.Shape{3, 1, 4})))
+		}},
+		{"broadcast-both", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.Reshape(ir.Shape{12, 1}).Mul(q.Reshape(ir.Shape{1, 12})).Add(p.Reshape(ir.Shape{12})))
+		}},
 		{"bias-row", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, q.Add(p.Reshape(ir.Shape{12}).Sum().Broadcast(ir.Shape{4})))
 		}},

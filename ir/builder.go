@@ -146,23 +146,28 @@ func (t Tensor) binary(op Op, u Tensor) Tensor {
 		return Tensor{}
 	}
 	if op.IsElementwise() && t.b.err == nil {
-		// numpy's rule where IR indexing can express it: an operand whose
-		// shape is a trailing suffix of the other's is repeated over the
-		// leading dimensions (as a bias row), for either operand.
-		switch a, b := t.Shape(), u.Shape(); {
-		case a.Equal(b):
-		case IsSuffix(b, a):
-			u = u.Broadcast(a)
-		case IsSuffix(a, b):
-			t = t.Broadcast(b)
+		// numpy's rule: each operand whose shape is not the broadcast
+		// shape gets an explicit broadcast node.
+		if a, b := t.Shape(), u.Shape(); !a.Equal(b) {
+			s, err := broadcastBinary(len(t.b.g.Nodes), op, a, b)
+			if err != nil {
+				t.b.err = err
+				return Tensor{t.b, -1}
+			}
+			if !a.Equal(s) {
+				t = t.Broadcast(s)
+			}
+			if !b.Equal(s) {
+				u = u.Broadcast(s)
+			}
 		}
 	}
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}})
 }
 
-// Add returns t + u. Binary ops broadcast: an operand whose shape is a
-// trailing suffix of the other's ([16] against [4,16], [] against any)
-// is repeated over the leading dimensions, as in numpy and in protocol v1.
+// Add returns t + u. Binary ops broadcast both operands by numpy's rule:
+// shapes are right-aligned, and each dimension of size 1 (or missing)
+// stretches to the other's ([4,16] + [16], [4,1] * [1,5], [] against any).
 func (t Tensor) Add(u Tensor) Tensor { return t.binary(OpAdd, u) }
 
 // Sub returns t - u (broadcasting as Add).
@@ -198,8 +203,8 @@ func (t Tensor) Sum() Tensor { return t.unary(OpSum, 0) }
 // Life returns one toroidal Game of Life step of a 2-D grid.
 func (t Tensor) Life() Tensor { return t.unary(OpLife, 0) }
 
-// Broadcast returns t repeated to shape: t's shape must be a trailing
-// suffix of shape (PyTorch's trailing broadcast).
+// Broadcast returns t broadcast to shape by numpy's rule (broadcast_to):
+// right-aligned with shape, each of t's dimensions equals shape's or is 1.
 func (t Tensor) Broadcast(shape Shape) Tensor {
 	if t.b == nil {
 		return Tensor{}

@@ -2,6 +2,7 @@ package ir_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,4 +60,73 @@ func TestBuilderMisuse(t *testing.T) {
 	if z.Shape() != nil || z.ID() != -1 {
 		t.Errorf("zero Tensor: Shape %v, ID %d; want nil, -1", z.Shape(), z.ID())
 	}
+}
+
+// TestBuilderBroadcasts: binary ops broadcast both operands by numpy's
+// rule, each through its own broadcast node, exactly as Decode lowers the
+// same wire graph; shapes that do not broadcast are refused, naming b.
+func TestBuilderBroadcasts(t *testing.T) {
+	tests := []struct {
+		name   string
+		a, b   ir.Shape
+		want   ir.Shape
+		nodes  int // broadcast nodes added
+		refuse bool
+	}{
+		{"bias row", ir.Shape{4, 16}, ir.Shape{16}, ir.Shape{4, 16}, 1, false},
+		{"a broadcasts", ir.Shape{16}, ir.Shape{4, 16}, ir.Shape{4, 16}, 1, false},
+		{"column times row", ir.Shape{4, 1}, ir.Shape{1, 5}, ir.Shape{4, 5}, 2, false},
+		{"ranks 3 and 2", ir.Shape{3, 1, 5}, ir.Shape{4, 1}, ir.Shape{3, 4, 5}, 2, false},
+		{"scalar", ir.Shape{}, ir.Shape{2, 3}, ir.Shape{2, 3}, 1, false},
+		{"equal", ir.Shape{2, 3}, ir.Shape{2, 3}, ir.Shape{2, 3}, 0, false},
+		{"size-1 to size-1", ir.Shape{1}, ir.Shape{1, 1}, ir.Shape{1, 1}, 1, false},
+		{"mismatch", ir.Shape{4, 16}, ir.Shape{4}, nil, 0, true},
+		{"inner mismatch", ir.Shape{3, 1, 5}, ir.Shape{4, 2}, nil, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMaximum, ir.OpMinimum} {
+				b := ir.NewBuilder()
+				x := b.Input(tt.a, make([]float32, tt.a.Len()))
+				y := b.Input(tt.b, make([]float32, tt.b.Len()))
+				z := x.Apply(op, y)
+				b.Output("z", z)
+				g, err := b.Build(ir.DefaultLimits())
+				if tt.refuse {
+					var e *ir.Error
+					if !errors.As(err, &e) || e.Code != ir.CodeInvalidGraph || e.Field != "b" || !strings.Contains(e.Msg, "do not broadcast") {
+						t.Fatalf("%v: Build = %v; want invalid_graph on b saying the shapes do not broadcast", op, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%v: %v", op, err)
+				}
+				if got := z.Shape(); !got.Equal(tt.want) {
+					t.Errorf("%v: shape %v, want %v", op, got, tt.want)
+				}
+				if n := len(g.Nodes) - 3; n != tt.nodes {
+					t.Errorf("%v: %d broadcast nodes, want %d:\n%s", op, n, tt.nodes, g)
+				}
+				// Decode lowers the wire form to the same graph.
+				wire := fmt.Sprintf(`{"version":1,"nodes":[{"id":0,"op":"input","shape":%s,"data":%s},{"id":1,"op":"input","shape":%s,"data":%s},{"id":2,"op":%q,"a":0,"b":1}],"outputs":[{"name":"z","id":2}]}`,
+					jsonInts(tt.a), jsonInts(make(ir.Shape, tt.a.Len())), jsonInts(tt.b), jsonInts(make(ir.Shape, tt.b.Len())), op.Info().Wire)
+				d, err := ir.DecodeBytes([]byte(wire), ir.DefaultLimits())
+				if err != nil {
+					t.Fatalf("%v: decode: %v", op, err)
+				}
+				if d.String() != g.String() {
+					t.Errorf("%v: Decode gives\n%s\nthe Builder\n%s", op, d, g)
+				}
+			}
+		})
+	}
+}
+
+func jsonInts(s []int) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }

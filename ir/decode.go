@@ -39,11 +39,13 @@ type wireOutput struct {
 //
 // Protocol v1 as gpucc reads it also has the training extension: an input
 // may carry "name" (unique among inputs) and "param": true (a named
-// trainable parameter), and add, sub and mul broadcast b when its shape is
-// a proper trailing suffix of a's (PyTorch's rule; a never broadcasts).
-// Such a node decodes to a broadcast node followed by the op, so IR node
-// ids then run ahead of wire ids; errors found while decoding name the
-// wire id.
+// trainable parameter), and every binary elementwise op (add, sub, mul,
+// div, maximum, minimum) broadcasts a and b by numpy's rule: shapes are
+// right-aligned and a dimension of size 1, or a missing one, stretches to
+// the other's (v1's broadcast of a trailing suffix b is the special case).
+// Such a node decodes to a broadcast node for each operand whose shape is
+// not the result's, followed by the op, so IR node ids then run ahead of
+// wire ids; errors found while decoding name the wire id.
 //
 // Memory: Decode streams the document. It reads at most
 // Limits.MaxGraphBytes bytes, stops counting nodes, outputs and dimensions
@@ -479,12 +481,12 @@ func readData(r reader, i int, shape Shape, l Limits) ([]float32, *Error) {
 	return out, nil
 }
 
-// isBinary reports whether op is a binary elementwise op, whose b
-// broadcasts.
+// isBinary reports whether op is a binary elementwise op, whose operands
+// broadcast.
 func isBinary(op Op) bool { return op.Info().Elementwise && op.Info().Args == 2 }
 
-// decoder turns wire nodes into IR nodes. A broadcasting add, sub or mul
-// becomes two IR nodes (a broadcast, then the op), so wire ids and IR ids
+// decoder turns wire nodes into IR nodes. A broadcasting binary op
+// becomes up to three IR nodes (broadcasts, then the op), so wire ids and IR ids
 // differ after the first one: ids maps each wire id to its IR node, and
 // errors found while decoding name the wire id.
 type decoder struct {
@@ -502,12 +504,13 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 		return err
 	}
 	if isBinary(n.Op) {
-		a, b := d.g.Nodes[n.Args[0]].Shape, d.g.Nodes[n.Args[1]].Shape
-		if !a.Equal(b) { // PyTorch's trailing broadcast of b, checked by nodeFromWire
-			d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{n.Args[1]}, Shape: a})
-			n.Args[1] = NodeID(len(d.g.Nodes) - 1)
-			if err := d.count(i, a); err != nil {
-				return err
+		for k, a := range n.Args { // numpy's broadcast of a and b, checked by nodeFromWire
+			if !d.g.Nodes[a].Shape.Equal(n.Shape) {
+				d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{a}, Shape: n.Shape})
+				n.Args[k] = NodeID(len(d.g.Nodes) - 1)
+				if err := d.count(i, n.Shape); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -618,16 +621,15 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		for k, a := range n.Args {
 			args[k] = g.Nodes[a].Shape
 		}
-		if isBinary(op) {
-			if a, b := args[0], args[1]; !a.Equal(b) && IsSuffix(b, a) {
-				args[1] = a // broadcast by node, below
+		if isBinary(op) && !args[0].Equal(args[1]) {
+			s, err := broadcastBinary(i, op, args[0], args[1])
+			if err != nil {
+				return Node{}, err
 			}
+			args[0], args[1] = s, s // broadcast by nodes, in node
 		}
 		s, err := InferShape(i, op, args)
 		if err != nil {
-			if isBinary(op) {
-				err.Msg += "; only b may broadcast, and its shape must be a trailing suffix of a's"
-			}
 			return Node{}, err
 		}
 		if s.Elements(l.MaxElements) < 0 {

@@ -117,8 +117,12 @@ func TestDecodeRefuses(t *testing.T) {
 		{"duplicate names", graph(`{"id":0,"op":"input","name":"w","shape":[1],"data":[1]},{"id":1,"op":"input","name":"w","shape":[1],"data":[2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "name"},
 		{"param without a name", graph(`{"id":0,"op":"input","param":true,"shape":[1],"data":[1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "param"},
 		{"broadcast non-suffix", graph(`{"id":0,"op":"full","shape":[2,3],"value":1},{"id":1,"op":"full","shape":[2],"value":1},{"id":2,"op":"add","a":0,"b":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 2, "b"},
-		{"only b broadcasts", graph(`{"id":0,"op":"full","shape":[3],"value":1},{"id":1,"op":"full","shape":[2,3],"value":1},{"id":2,"op":"mul","a":0,"b":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 2, "b"},
+		{"broadcast stretches a dimension that is not 1", graph(`{"id":0,"op":"full","shape":[3,1,5],"value":1},{"id":1,"op":"full","shape":[4,2],"value":1},{"id":2,"op":"div","a":0,"b":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 2, "b"},
+		{"broadcast of both sides too big", graph(`{"id":0,"op":"full","shape":[5,1],"value":1},{"id":1,"op":"full","shape":[1,5],"value":1},{"id":2,"op":"maximum","a":0,"b":1}`, out0), small, ir.CodeLimitExceeded, 2, "shape"},
+		{"broadcast storage", graph(`{"id":0,"op":"full","shape":[4,1],"value":1},{"id":1,"op":"full","shape":[1,4],"value":1},{"id":2,"op":"sub","a":0,"b":1}`, out0), ir.Limits{MaxStorageBytes: 100}, ir.CodeLimitExceeded, 2, "shape"},
 		{"broadcast op to a non-suffix", graph(in3+`,{"id":1,"op":"broadcast","a":0,"shape":[3,2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
+		{"broadcast op to a lower rank", graph(`{"id":0,"op":"full","shape":[1,3],"value":1},{"id":1,"op":"broadcast","a":0,"shape":[3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
+		{"broadcast op stretching a dimension that is not 1", graph(`{"id":0,"op":"full","shape":[2,1],"value":1},{"id":1,"op":"broadcast","a":0,"shape":[4,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 		{"broadcast op without shape", graph(in3+`,{"id":1,"op":"broadcast","a":0}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 		{"reshape changes the count", graph(in3+`,{"id":1,"op":"reshape","a":0,"shape":[2,2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 	}
@@ -171,6 +175,15 @@ func TestDecodeAccepts(t *testing.T) {
 			"%0 = input (3 values) : [3]\n%1 = input \"s\" (1 values) : []\n%2 = broadcast %1 : [3]\n%3 = sub %0, %2 : [3]\nout \"y\" = %3\n"},
 		{"view ops", graph(in3+`,{"id":1,"op":"broadcast","a":0,"shape":[2,3]},{"id":2,"op":"reshape","a":1,"shape":[3,2]}`, `{"name":"y","id":2}`),
 			"%0 = input (3 values) : [3]\n%1 = broadcast %0 : [2,3]\n%2 = reshape %1 : [3,2]\nout \"y\" = %2\n"},
+		// numpy's broadcasting: a, b or both broadcast, each by its own node.
+		{"a broadcasts", graph(`{"id":0,"op":"full","shape":[3],"value":1},{"id":1,"op":"full","shape":[2,3],"value":2},{"id":2,"op":"mul","a":0,"b":1}`, `{"name":"y","id":2}`),
+			"%0 = full 1 : [3]\n%1 = full 2 : [2,3]\n%2 = broadcast %0 : [2,3]\n%3 = mul %2, %1 : [2,3]\nout \"y\" = %3\n"},
+		{"both broadcast", graph(`{"id":0,"op":"full","shape":[4,1],"value":1},{"id":1,"op":"full","shape":[1,5],"value":2},{"id":2,"op":"add","a":0,"b":1},{"id":3,"op":"relu","a":2}`, `{"name":"y","id":3}`),
+			"%0 = full 1 : [4,1]\n%1 = full 2 : [1,5]\n%2 = broadcast %0 : [4,5]\n%3 = broadcast %1 : [4,5]\n%4 = add %2, %3 : [4,5]\n%5 = relu %4 : [4,5]\nout \"y\" = %5\n"},
+		{"ranks 3 and 2", graph(`{"id":0,"op":"full","shape":[3,1,5],"value":1},{"id":1,"op":"full","shape":[4,1],"value":2},{"id":2,"op":"minimum","a":0,"b":1}`, `{"name":"y","id":2}`),
+			"%0 = full 1 : [3,1,5]\n%1 = full 2 : [4,1]\n%2 = broadcast %0 : [3,4,5]\n%3 = broadcast %1 : [3,4,5]\n%4 = minimum %2, %3 : [3,4,5]\nout \"y\" = %4\n"},
+		{"broadcast op of size-1 dimensions", graph(`{"id":0,"op":"full","shape":[3,1],"value":1},{"id":1,"op":"broadcast","a":0,"shape":[2,3,4]}`, `{"name":"y","id":1}`),
+			"%0 = full 1 : [3,1]\n%1 = broadcast %0 : [2,3,4]\nout \"y\" = %1\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,8 @@
 //   - every argument of node i refers to a node j < i, so the graph is acyclic;
 //   - every node's Shape is the one InferShape computes from its arguments,
 //     or, for broadcast and reshape, a target CheckTarget accepts (the
-//     argument's shape a trailing suffix of it; the same element count);
+//     argument's shape broadcasts to it by numpy's rule; the same element
+//     count);
 //   - every dimension is at least 1, and no shape holds more than
 //     Limits.MaxElements elements (zero-sized tensors are refused);
 //   - input data has exactly as many elements as its shape and every value

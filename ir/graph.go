@@ -109,10 +109,19 @@ func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
 	return info.Shape(node, op, args, nil)
 }
 
+// broadcastBinary returns the shape binary elementwise op broadcasts
+// operands of shapes a and b to, or the error naming node's b.
+func broadcastBinary(node int, op Op, a, b Shape) (Shape, *Error) {
+	s, ok := BroadcastShape(a, b)
+	if !ok {
+		return nil, Errorf(CodeInvalidGraph, node, "b", "%s of %v and %v: the shapes do not broadcast (numpy's rule: right-aligned, each pair of dimensions is equal or one of them is 1)", op.Info().Wire, a, b)
+	}
+	return s, nil
+}
+
 // CheckTarget checks the target shape of a broadcast or reshape whose
-// argument has shape arg: a broadcast's argument shape must be a trailing
-// suffix of the target ([] is a suffix of every shape), and a reshape keeps
-// the number of elements. node is used only for error messages.
+// argument has shape arg: a broadcast's argument shape must broadcast to
+// the target (BroadcastsTo), and a reshape keeps the number of elements. node is used only for error messages.
 func CheckTarget(node int, op Op, arg, target Shape) *Error {
 	info := op.Info()
 	if !info.Shaped || info.Args != 1 {
@@ -122,10 +131,47 @@ func CheckTarget(node int, op Op, arg, target Shape) *Error {
 	return err
 }
 
+// BroadcastsTo reports whether shape s broadcasts to t by numpy's rule
+// (broadcast_to): right-aligned with t, with missing leading dimensions
+// counting as 1, each dimension of s equals t's or is 1.
+func BroadcastsTo(s, t Shape) bool {
+	if len(s) > len(t) {
+		return false
+	}
+	off := len(t) - len(s)
+	for d, n := range s {
+		if n != 1 && n != t[d+off] {
+			return false
+		}
+	}
+	return true
+}
+
 // IsSuffix reports whether s is a trailing suffix of t: t's last len(s)
-// dimensions are s. PyTorch's trailing broadcast of s to t needs it.
+// dimensions are s (protocol v1's broadcast of b; BroadcastsTo is the rule
+// now).
 func IsSuffix(s, t Shape) bool {
 	return len(s) <= len(t) && s.Equal(t[len(t)-len(s):])
+}
+
+// BroadcastShape returns the shape numpy broadcasts a and b to: right-
+// aligned, each dimension the other's where one is 1 or missing. It is
+// false when a pair of dimensions differs and neither is 1.
+func BroadcastShape(a, b Shape) (Shape, bool) {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	out := append(Shape{}, a...)
+	off := len(a) - len(b)
+	for d, n := range b {
+		switch m := out[d+off]; {
+		case m == 1:
+			out[d+off] = n
+		case n != 1 && n != m:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // EstimateOps returns the estimated operation count of one node: its op's

@@ -28,7 +28,7 @@ const (
 	OpMatmul       // arg0 [m,k] × arg1 [k,n], k ascending
 	OpSum          // whole-tensor pairwise sum of arg0, shape []
 	OpLife         // one toroidal Game of Life step of the 2-D grid arg0
-	OpBroadcast    // arg0 repeated to Shape: out[i] = arg0[i % len(arg0)]; arg0's shape is a trailing suffix of Shape
+	OpBroadcast    // arg0 broadcast to Shape by numpy's rule (broadcast_to): dimensions of size 1 or missing stretch
 	OpReshape      // arg0's elements, same row-major order, as Shape (same element count)
 	OpDiv          // arg0 / arg1, correctly rounded
 	OpMaximum      // the larger of arg0 and arg1 (-0 < +0; NaN if either is)
@@ -287,19 +287,45 @@ func reshape(d Diff, v Val, s Shape) Val {
 	return d.Apply(OpReshape, s, v)
 }
 
-// broadcastGrad sums the gradient over the repeated leading dimensions:
-// with C = len(b) and R = len(S)/C, the column sums of g as [R,C] (a
-// matmul with a row of ones, k ascending).
+// broadcastGrad sums the gradient over the broadcast dimensions: for each
+// maximal run of them (dimensions where the argument, right-aligned, has
+// size 1 or none and the result more), g as [P,R,Q] (R the run) is summed
+// over R by a matmul with ones, k ascending: full([1,R], 1) × g as [R,Q]
+// when P = 1 (a trailing broadcast: the column sums), g as [P,R] ×
+// full([R,1], 1) when Q = 1, and otherwise the first form applied to the
+// transpose of g as [P,R·Q], read as [R,Q·P], transposed back. Then a
+// reshape to the argument's shape.
 func broadcastGrad(d Diff, k int) (Val, bool) {
-	s := d.Shape(d.Arg(0))
-	c := s.Len()
-	r := d.Shape(d.Out()).Len() / c
-	if r == 1 {
-		return reshape(d, d.Grad(), s), true
+	s, out := d.Shape(d.Arg(0)), d.Shape(d.Out())
+	g := d.Grad()
+	cur := append(Shape{}, out...)
+	off := len(out) - len(s)
+	stretched := func(i int) bool { return cur[i] > 1 && (i < off || s[i-off] == 1) }
+	for lo := 0; lo < len(cur); lo++ {
+		if !stretched(lo) {
+			continue
+		}
+		hi := lo
+		for hi < len(cur) && (stretched(hi) || cur[hi] == 1) {
+			hi++
+		}
+		p, r, q := cur[:lo].Len(), cur[lo:hi].Len(), cur[hi:].Len()
+		switch {
+		case p == 1:
+			g = d.Apply(OpMatmul, nil, d.Full(Shape{1, r}, 1), reshape(d, g, Shape{r, q}))
+		case q == 1:
+			g = d.Apply(OpMatmul, nil, reshape(d, g, Shape{p, r}), d.Full(Shape{r, 1}, 1))
+		default:
+			t := d.Apply(OpTranspose, nil, reshape(d, g, Shape{p, r * q}))
+			g = d.Apply(OpMatmul, nil, d.Full(Shape{1, r}, 1), reshape(d, t, Shape{r, q * p}))
+			g = d.Apply(OpTranspose, nil, reshape(d, g, Shape{q, p}))
+		}
+		for i := lo; i < hi; i++ {
+			cur[i] = 1 // g now holds cur's elements, whatever its shape
+		}
+		lo = hi - 1
 	}
-	ones := d.Full(Shape{1, r}, 1)
-	cols := d.Apply(OpMatmul, nil, ones, reshape(d, d.Grad(), Shape{r, c}))
-	return reshape(d, cols, s), true
+	return reshape(d, g, s), true
 }
 
 func perElement(_ []Shape, out Shape) int64 { return int64(out.Len()) }
@@ -370,8 +396,8 @@ func lifeShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
 }
 
 func broadcastShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
-	if !IsSuffix(args[0], target) {
-		return nil, Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: the argument's shape must be a trailing suffix of the target", args[0], target)
+	if !BroadcastsTo(args[0], target) {
+		return nil, Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: right-aligned with the target, each of the argument's dimensions must equal the target's or be 1 (numpy's broadcast_to)", args[0], target)
 	}
 	return target, nil
 }

@@ -110,24 +110,6 @@ func TestSchemaListsEveryOp(t *testing.T) {
 	}
 }
 
-// TestBuilderBroadcasts: the Builder broadcasts a trailing-suffix operand
-// of any binary elementwise op, as protocol v1 does ([4,16] + [16] was
-// refused), for either operand.
-func TestBuilderBroadcasts(t *testing.T) {
-	b := ir.NewBuilder()
-	x := b.Input(ir.Shape{4, 16}, make([]float32, 64))
-	row := b.Input(ir.Shape{16}, make([]float32, 16))
-	for _, y := range []ir.Tensor{x.Add(row), row.Sub(x), x.Div(b.Full(ir.Shape{}, 2)), row.Maximum(x)} {
-		if !y.Shape().Equal(ir.Shape{4, 16}) {
-			t.Errorf("shape %v, want [4,16]", y.Shape())
-		}
-	}
-	x.Add(b.Input(ir.Shape{4}, make([]float32, 4)))
-	if _, err := b.Build(ir.Limits{}); err == nil {
-		t.Error("[4,16] + [4] built; want a shape error")
-	}
-}
-
 // ulps is |got - want| in units of the float32 ULP at want (2⁻¹⁴⁹ in the
 // subnormal range), with 0 for a matching infinity and +Inf for a NaN, an
 // infinity or a zero's sign that want does not have.

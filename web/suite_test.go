@@ -146,5 +146,8 @@ func suite(t *testing.T) []testCase {
 	for _, c := range irtest.Ops() { // div, maximum, minimum, neg, exp, log, tanh, sqrt, rsqrt
 		out = append(out, testCase{c.Name, c.Graph})
 	}
+	for _, c := range irtest.Views() { // broadcasts (numpy's), reshapes, strided reads
+		out = append(out, testCase{c.Name, c.Graph})
+	}
 	return out
 }

@@ -258,13 +258,31 @@ func Views() []Case {
 		b.Output("mm-of-t-broadcast", v.Broadcast(ir.Shape{5, 4}).T().MatMul(x))
 		b.Output("t-of-broadcast-out", v.Broadcast(ir.Shape{3, 4}).T())
 	})
-	// Strided reads (the views helper's block): chains that compose into
-	// strides, reshapes that strides cannot express (materialised), and
-	// lengths around the vec4 path's conditions.
+	// Strided reads and numpy broadcasting (the views helper's block), over
+	// extreme values: ±0, subnormals and values up to ±MaxFloat32, kept
+	// finite (outputs must be) by the operands they meet. unit is
+	// Extremes with every |v| > 1 replaced by 1/v: subnormals included.
+	unit := func(seed uint64, n int) []float32 {
+		v := Extremes(seed, n)
+		for i, x := range v {
+			if x > 1 || x < -1 {
+				v[i] = 1 / x
+			}
+		}
+		return v
+	}
+	scaled := func(seed uint64, n int) []float32 { // Extremes / 64: sums of 24 stay finite
+		v := Extremes(seed, n)
+		for i := range v {
+			v[i] /= 64
+		}
+		return v
+	}
 	add("views/strides", func(b *ir.Builder) {
-		x := b.Input(ir.Shape{4, 6}, Extremes(43, 24))
-		v := b.Input(ir.Shape{6}, Extremes(44, 6))
+		x := b.Input(ir.Shape{4, 6}, scaled(43, 24))
+		v := b.Input(ir.Shape{6}, unit(44, 6))
 		w := b.Input(ir.Shape{3, 4}, Values(45, 12, 2))
+		y := b.Input(ir.Shape{4, 6}, Values(48, 24, 2))
 		b.Output("reshape-of-broadcast", v.Broadcast(ir.Shape{4, 6}).Reshape(ir.Shape{2, 2, 6}).Add(x.Reshape(ir.Shape{2, 2, 6})))
 		b.Output("flat-broadcast", v.Broadcast(ir.Shape{4, 6}).Reshape(ir.Shape{24}).Mul(x.Reshape(ir.Shape{24})))
 		b.Output("reshape-of-t", x.T().Reshape(ir.Shape{3, 2, 4}).Sub(x.Reshape(ir.Shape{3, 2, 4})))
@@ -273,10 +291,53 @@ func Views() []Case {
 		b.Output("t-of-reshape-of-t", x.T().Reshape(ir.Shape{2, 12}).Reshape(ir.Shape{12, 2}).T().MulScalar(-1))
 		b.Output("t-broadcast-reshape", w.T().Broadcast(ir.Shape{2, 4, 3}).Reshape(ir.Shape{8, 3}).Add(x.Reshape(ir.Shape{8, 3})))
 		b.Output("materialised-broadcast", v.Broadcast(ir.Shape{2, 6}).Reshape(ir.Shape{12}).Broadcast(ir.Shape{2, 12}).Add(x.Reshape(ir.Shape{2, 12})))
-		u := b.Input(ir.Shape{8}, Extremes(46, 8))
+		u := b.Input(ir.Shape{8}, unit(46, 8))
 		b.Output("vec4-broadcast", u.Broadcast(ir.Shape{3, 8}).Reshape(ir.Shape{3, 2, 4}).Add(b.Input(ir.Shape{3, 2, 4}, Extremes(47, 24))))
 		b.Output("sum-of-strided", x.T().Reshape(ir.Shape{3, 8}).Sum())
-		b.Output("mm-of-reshape-of-t", x.T().Reshape(ir.Shape{4, 6}).MatMul(x.T()))
+		b.Output("mm-of-reshape-of-t", y.T().Reshape(ir.Shape{4, 6}).MatMul(y.T()))
+	})
+	for _, n := range []int{5, 16} { // odd rows, and rows of whole vec4s
+		add("broadcast/numpy-"+itoa(n), func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, n}, Extremes(uint64(50+n), 4*n))
+			row := b.Input(ir.Shape{n}, unit(uint64(51+n), n))
+			col := b.Input(ir.Shape{4, 1}, unit(uint64(52+n), 4))
+			one := b.Input(ir.Shape{1, n}, unit(uint64(53+n), n))
+			s := b.Input(ir.Shape{}, []float32{-3e38})
+			t := b.Input(ir.Shape{n, 4}, Extremes(uint64(54+n), 4*n))
+			negZero := b.Input(ir.Shape{}, []float32{float32(math.Copysign(0, -1))})
+			b.Output("bias", x.Add(row))
+			b.Output("bias-a", row.Sub(x))
+			b.Output("outer", col.Mul(one))
+			b.Output("outer-sum", col.Add(row))
+			b.Output("scalar", s.Mul(row).Maximum(x))
+			b.Output("scalar-b", x.Div(negZero.Sub(col).Sub(col).MaximumScalar(1)))
+			b.Output("both-and-t", t.T().Add(col).Minimum(one.Mul(t.T())))
+			b.Output("chain", x.Mul(col).Add(row).Sub(one).Relu().Mul(s.Neg().Minimum(row)))
+			b.Output("sum", col.Mul(row).Sum())
+		})
+	}
+	add("broadcast/rank3", func(b *ir.Builder) {
+		a := b.Input(ir.Shape{3, 1, 5}, Extremes(60, 15))
+		c := b.Input(ir.Shape{4, 1}, unit(61, 4))
+		d := b.Input(ir.Shape{3, 4, 1}, unit(62, 12))
+		b.Output("a-c", a.Add(c))
+		b.Output("c-a", c.Sub(a))
+		b.Output("three", a.Mul(c).Maximum(d))
+		b.Output("to-4d", a.Broadcast(ir.Shape{2, 3, 4, 5}).Add(d.Reshape(ir.Shape{1, 3, 4, 1})))
+		b.Output("mm", c.Mul(b.Input(ir.Shape{1, 6}, Values(63, 6, 2))).T().MatMul(c.Reshape(ir.Shape{4, 1}).Mul(b.Input(ir.Shape{1, 2}, Values(64, 2, 2)))))
+	})
+	// At the binding limit: seven reads (the same buffer under two strides
+	// is two) and one output bind 8 buffers, WebGPU's default limit.
+	add("broadcast/binding-limit", func(b *ir.Builder) {
+		m := b.Input(ir.Shape{3, 7}, Extremes(65, 21))
+		acc := m.Add(b.Input(ir.Shape{7}, unit(66, 7)))
+		acc = acc.Mul(b.Input(ir.Shape{3, 1}, unit(67, 3)))
+		acc = acc.Sub(b.Input(ir.Shape{1, 7}, unit(68, 7)))
+		acc = acc.Maximum(b.Input(ir.Shape{}, []float32{1e-40}))
+		sq := b.Input(ir.Shape{7, 3}, unit(69, 21))
+		acc = acc.Add(sq.T()).Add(sq.Reshape(ir.Shape{3, 7}))
+		b.Output("y", acc)
+		b.Output("over", acc.Mul(b.Input(ir.Shape{3, 1}, unit(70, 3))))
 	})
 	return cs
 }
