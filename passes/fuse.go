@@ -15,7 +15,9 @@ import (
 //   - a matmul starts a group that elementwise consumers join as its
 //     epilogue (bias add, relu, …); at most one matmul per group;
 //   - views (transpose, broadcast, reshape) are folded into the indexing of
-//     whoever reads them (see resolve);
+//     whoever reads them (see resolve); the views pass has already sunk
+//     them through single-use elementwise nodes to the loads, so a view
+//     inside an elementwise region is strides, not a kernel boundary;
 //   - a sum whose argument group feeds nothing else takes that group as its
 //     prologue;
 //   - fulls become constants in kernel bodies, and are materialised only
@@ -265,20 +267,23 @@ func (f *fuser) operand(r view, v ir.NodeID, buffer int) ir.Operand {
 // that reshape's argument, a view node, as the base, which the builder then
 // materialises with a copy kernel. A chain ending in a full resolves to the
 // full (every view of a constant is that constant); strides are then nil.
-func (f *fuser) resolve(v ir.NodeID) view {
+func (f *fuser) resolve(v ir.NodeID) view { return resolve(f.g.Nodes, v) }
+
+// resolve is fuser.resolve over any node list.
+func resolve(nodes []ir.Node, v ir.NodeID) view {
 	var chain []ir.NodeID
 	base := v
-	for f.g.Nodes[base].Op.IsView() {
+	for nodes[base].Op.IsView() {
 		chain = append(chain, base)
-		base = f.g.Nodes[base].Args[0]
+		base = nodes[base].Args[0]
 	}
-	if f.g.Nodes[base].Op == ir.OpFull {
+	if nodes[base].Op == ir.OpFull {
 		return view{base: base}
 	}
-	shape := f.g.Nodes[base].Shape
+	shape := nodes[base].Shape
 	strides := ir.RowMajor(shape)
 	for j := len(chain) - 1; j >= 0; j-- {
-		n := &f.g.Nodes[chain[j]]
+		n := &nodes[chain[j]]
 		switch n.Op {
 		case ir.OpTranspose:
 			strides = []int{strides[1], strides[0]}

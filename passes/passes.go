@@ -1,6 +1,6 @@
 // Package passes turns a validated ir.Graph into an ir.Program: it folds
-// constants, merges common subexpressions, drops dead nodes, fuses
-// elementwise chains into kernels and tiles matmuls.
+// constants, merges common subexpressions, drops dead nodes, sinks views
+// to the loads, fuses elementwise chains into kernels and tiles matmuls.
 //
 // The pipeline is a named, ordered list (Pipeline). Graph passes rewrite the
 // graph; "fuse" lowers it to a Program; program passes rewrite the Program.
@@ -34,6 +34,8 @@ type Pass struct {
 // Pipeline is the default pass order, and why:
 //   - fold runs first so that CSE sees folded fulls and merges them;
 //   - cse before dce, because merging leaves duplicates dead;
+//   - views sinks views through elementwise nodes after dce (it counts uses,
+//     which dead nodes would inflate) and drops what it leaves dead;
 //   - fuse needs a dead-free graph (a dead node would be stored for nothing);
 //   - tile works on the kernels fuse made;
 //   - split runs last: it adds kernels that no other pass needs to see.
@@ -41,6 +43,7 @@ var Pipeline = []Pass{
 	{Name: "fold", Doc: "evaluate nodes that depend on no input, under the reference semantics", Run: fold},
 	{Name: "cse", Doc: "merge identical nodes", Run: cse},
 	{Name: "dce", Doc: "drop nodes that reach no output", Run: dce},
+	{Name: "views", Doc: "sink views through single-use elementwise nodes, so fusion reads them as strides", Run: sinkViews},
 	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse},
 	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
 	{Name: "split", Doc: "split large sums into a block pass and a final pass, for many workgroups", Run: split},

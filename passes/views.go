@@ -1,0 +1,122 @@
+package passes
+
+import "github.com/gpucc/gpucc/ir"
+
+// sinkViews moves views (transpose, broadcast, reshape) from the results of
+// elementwise nodes to their arguments, so that a view inside an
+// elementwise region is indexing at the loads (which fuse's resolve folds
+// into strides) rather than a kernel boundary: transpose(a + b) becomes
+// transpose(a) + transpose(b), one kernel instead of two. The rewrite is
+// exact: an elementwise op computes each element from the elements at the
+// same position, so moving values before or after it gives the same bits.
+//
+// A view sinks through elementwise node x only when the view is x's one
+// use (and x is no output): x is then computed once, as before, only in
+// another order. When x has other uses it is stored for them anyway, and
+// the view reads that buffer through strides; sinking would compute x a
+// second time and read all of x's arguments instead of one buffer. A
+// broadcast sinks only through ops of at most cheapOps operations per
+// element, since below it the op runs once per broadcast element rather
+// than once per argument element (exp or div over a row, say, stays a
+// small kernel whose result is read broadcast). A reshape sinks only where
+// strides express it over every argument that is a view (see sinks). A
+// view of a full becomes a full.
+func sinkViews(st *State) error {
+	if st.Options.NoFuse {
+		return nil
+	}
+	g := st.Graph
+	uses := make([]int, len(g.Nodes))
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			uses[a]++
+		}
+	}
+	for _, o := range g.Outputs {
+		uses[o.ID] += 2 // never sink through an output
+	}
+	s := &sinker{st: st, old: g.Nodes, uses: uses}
+	newID := make([]ir.NodeID, len(g.Nodes))
+	for i, n := range s.old {
+		for k, a := range n.Args {
+			n.Args[k] = newID[a]
+		}
+		if n.Op.IsView() {
+			newID[i] = s.view(n.Op, n.Shape, n.Args[0], st.Origin[i], uses[i])
+			continue
+		}
+		newID[i] = s.add(n, st.Origin[i], uses[i])
+	}
+	for k := range g.Outputs {
+		g.Outputs[k].ID = newID[g.Outputs[k].ID]
+	}
+	g.Nodes, st.Origin = s.nodes, s.origin
+	return dce(st)
+}
+
+// cheapOps is the most operations per element (OpInfo.Cost) an op may cost
+// for a broadcast to sink through it: the seed's ops, neg, maximum and
+// minimum do; div, exp, log, tanh, sqrt and rsqrt (over 60) do not.
+const cheapOps = 16
+
+type sinker struct {
+	st     *State
+	old    []ir.Node // the graph before, whose Args are rewritten in place
+	uses   []int     // per old node: its uses (+2 for an output)
+	nodes  []ir.Node // the graph after
+	origin []ir.NodeID
+	users  []int // per new node: its uses, as the old node it stands for had
+}
+
+func (s *sinker) add(n ir.Node, origin ir.NodeID, users int) ir.NodeID {
+	s.nodes = append(s.nodes, n)
+	s.origin = append(s.origin, origin)
+	s.users = append(s.users, users)
+	return ir.NodeID(len(s.nodes) - 1)
+}
+
+// view adds op (a view, to shape) of new node a, sunk through a where it
+// may, and returns the node holding the result; users is how many uses
+// that result has.
+func (s *sinker) view(op ir.Op, shape ir.Shape, a ir.NodeID, origin ir.NodeID, users int) ir.NodeID {
+	n := s.nodes[a]
+	switch {
+	case n.Op == ir.OpFull:
+		return s.add(ir.Node{Op: ir.OpFull, Shape: shape, Scalar: n.Scalar}, origin, users)
+	case n.Op.IsElementwise() && s.users[a] == 1 && s.sinks(op, shape, n):
+		args := make([]ir.NodeID, len(n.Args))
+		for k, x := range n.Args {
+			args[k] = s.view(op, shape, x, s.origin[a], 1)
+		}
+		return s.add(ir.Node{Op: n.Op, Args: args, Scalar: n.Scalar, Shape: shape}, origin, users)
+	}
+	return s.add(ir.Node{Op: op, Args: []ir.NodeID{a}, Shape: shape}, origin, users)
+}
+
+// sinks reports whether view op (to shape) may sink through elementwise
+// node n: a broadcast only through a cheap op, and a reshape only where
+// strides express it over each argument that is itself a view (a reshape
+// of a transposed value, say, would have to be materialised, once per
+// argument instead of once).
+func (s *sinker) sinks(op ir.Op, shape ir.Shape, n ir.Node) bool {
+	switch op {
+	case ir.OpBroadcast:
+		return n.Op.Info().Cost([]ir.Shape{{1}, {1}}, ir.Shape{1}) <= cheapOps
+	case ir.OpReshape:
+		for _, a := range n.Args {
+			if !s.nodes[a].Op.IsView() {
+				continue
+			}
+			r := resolve(s.nodes, a)
+			if s.nodes[r.base].Op.IsView() {
+				return false
+			}
+			if r.strides != nil { // nil: a view of a full, a constant
+				if _, ok := reshapeStrides(n.Shape, r.strides, shape); !ok {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

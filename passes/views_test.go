@@ -1,0 +1,104 @@
+package passes
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// TestViewFusion counts the kernels of graphs with views inside
+// elementwise regions, with the views pass and without it (before: the
+// pipeline without sinking, what main did before it), checks both against
+// cpuref, and keeps the fused program as golden text
+// (testdata/views/*.ir, -update rewrites them).
+func TestViewFusion(t *testing.T) {
+	tests := []struct {
+		name          string
+		build         func(b *ir.Builder)
+		before, after int
+	}{
+		{"transpose-of-sum", func(b *ir.Builder) { // the example
+			x := b.Input(ir.Shape{4, 5}, seq(20, 0.5))
+			f := b.Full(ir.Shape{4, 5}, 1.5)
+			b.Output("y", x.Add(f.Mul(f)).T())
+		}, 2, 1},
+		{"transpose-in-a-chain", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 5}, seq(20, 0.5))
+			y := b.Input(ir.Shape{4, 5}, seq(20, 0.25))
+			z := b.Input(ir.Shape{5, 4}, seq(20, 1))
+			b.Output("y", x.Mul(y).Relu().T().Sub(z).MulScalar(3))
+		}, 2, 1},
+		{"reshape-consumer", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 6}, seq(24, 0.5))
+			z := b.Input(ir.Shape{2, 12}, seq(24, 0.25))
+			b.Output("y", x.Mul(x).AddScalar(1).Reshape(ir.Shape{2, 12}).Mul(z))
+		}, 2, 1},
+		{"reshape-then-transpose", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 6}, seq(24, 0.5))
+			y := b.Input(ir.Shape{4, 6}, seq(24, 0.75))
+			c := b.Input(ir.Shape{4, 6}, seq(24, 1))
+			b.Output("y", x.Sub(y).Reshape(ir.Shape{6, 4}).T().Add(c))
+		}, 2, 1},
+		{"sum-of-transpose", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{3, 7}, seq(21, 0.5))
+			b.Output("s", x.Mul(x).T().Sum())
+		}, 2, 1},
+		{"broadcast-of-cheap-op", func(b *ir.Builder) {
+			s := b.Input(ir.Shape{4, 1}, seq(4, 0.5))
+			x := b.Input(ir.Shape{4, 8}, seq(32, 0.25))
+			b.Output("y", x.Mul(s.Neg().AddScalar(1).Maximum(b.Input(ir.Shape{1, 8}, seq(8, 0.125)))))
+		}, 2, 1},
+		{"broadcast-of-costly-op-stays", func(b *ir.Builder) { // exp once per row, not per element
+			s := b.Input(ir.Shape{4, 1}, seq(4, 0.5))
+			x := b.Input(ir.Shape{4, 8}, seq(32, 0.25))
+			b.Output("y", x.Mul(s.Exp()))
+		}, 2, 2},
+		{"shared-value-is-read-through-strides", func(b *ir.Builder) { // relu(x) is stored for h anyway
+			x := b.Input(ir.Shape{3, 3}, seq(9, 1))
+			h := x.Relu()
+			b.Output("h", h)
+			b.Output("y", h.T().MulScalar(2))
+		}, 2, 2},
+		{"unexpressible-reshape-stops", func(b *ir.Builder) { // sunk, it would copy x and y flattened
+			x := b.Input(ir.Shape{4, 6}, seq(24, 0.5))
+			y := b.Input(ir.Shape{4, 6}, seq(24, 0.25))
+			c := b.Input(ir.Shape{24}, seq(24, 1))
+			b.Output("y", x.T().Add(y.T()).Reshape(ir.Shape{24}).Add(c))
+		}, 2, 2},
+		{"matmul-epilogue-transposed", func(b *ir.Builder) {
+			a := b.Input(ir.Shape{3, 4}, seq(12, 0.5))
+			w := b.Input(ir.Shape{4, 5}, seq(20, 0.25))
+			c := b.Input(ir.Shape{5, 3}, seq(15, 1))
+			b.Output("y", a.MatMul(w).Relu().T().Add(c))
+		}, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := compile(t, tt.build, Options{})
+			if got := len(p.Kernels); got != tt.after {
+				t.Errorf("%d kernels, want %d:\n%s", got, tt.after, p)
+			}
+			saved := Pipeline
+			Pipeline = without(Pipeline, "views")
+			before := compile(t, tt.build, Options{})
+			Pipeline = saved
+			if got := len(before.Kernels); got != tt.before {
+				t.Errorf("without the views pass: %d kernels, want %d:\n%s", got, tt.before, before)
+			}
+			compile(t, tt.build, Options{NoFuse: true})
+			golden(t, "views/"+tt.name+".ir", fmt.Sprintf("# %d kernels (%d without the views pass)\n%s", tt.after, tt.before, p))
+		})
+	}
+}
+
+func without(ps []Pass, name string) []Pass {
+	var out []Pass
+	for _, p := range ps {
+		if !strings.EqualFold(p.Name, name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
