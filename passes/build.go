@@ -166,7 +166,7 @@ func (b *builder) cost(members []ir.NodeID) int {
 	n := 0
 	for _, m := range members {
 		for _, a := range b.g.Nodes[m].Args {
-			if slices.Contains(members, a) {
+			if slices.Contains(members, b.same(a)) {
 				continue
 			}
 			if key, ok := b.readKey(m, a); ok {
@@ -195,8 +195,10 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		return int32(len(k.Body) - 1)
 	}
 	value := func(v ir.NodeID) int32 { // the body value of node v, loading it if outside
-		if i, ok := vals[v]; ok && slices.Contains(u.nodes, v) {
-			return i
+		if m := b.same(v); slices.Contains(u.nodes, m) { // v itself, or a reshape of m
+			if i, ok := vals[m]; ok {
+				return i
+			}
 		}
 		op, ok := b.load(v)
 		if !ok {

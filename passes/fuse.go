@@ -128,7 +128,7 @@ func (f *fuser) closure(d bitset) bitset {
 func (f *fuser) argDeps(v ir.NodeID, skip []int) bitset {
 	d := newBitset(len(f.g.Nodes))
 	for _, a := range f.g.Nodes[v].Args {
-		if g := f.groupOf[a]; g >= 0 && slices.Contains(skip, g) {
+		if g := f.groupOf[f.same(a)]; g >= 0 && slices.Contains(skip, g) {
 			continue
 		}
 		d.or(f.need(a))
@@ -140,7 +140,7 @@ func (f *fuser) argDeps(v ir.NodeID, skip []int) bitset {
 func (f *fuser) placeElementwise(v ir.NodeID) {
 	var chosen []int
 	for _, a := range f.g.Nodes[v].Args {
-		c := f.groupOf[a]
+		c := f.groupOf[f.same(a)]
 		if c < 0 || slices.Contains(chosen, c) {
 			continue
 		}
@@ -357,17 +357,36 @@ func reshapeStrides(s ir.Shape, st []int, target ir.Shape) ([]int, bool) {
 }
 
 // stored reports whether member v of the member set in must be written to a
-// buffer: it is an output or something outside in reads it.
+// buffer: it is an output or something outside in reads it (through a
+// chain of reshapes, for which see same, only when that something is
+// outside in or the chain is an output).
 func (f *fuser) stored(v ir.NodeID, in []ir.NodeID) bool {
 	if f.output[v] {
 		return true
 	}
 	for _, u := range f.users[v] {
-		if !slices.Contains(in, u) {
-			return true
+		if slices.Contains(in, u) || f.g.Nodes[u].Op.IsView() && f.same(u) == f.same(v) && !f.stored(u, in) {
+			continue
 		}
+		return true
 	}
 	return false
+}
+
+// same returns the node whose value a is, element for element in
+// row-major order: a itself, or for a chain of views that resolves to
+// plain strides over a computed node (reshapes of contiguous data), that
+// node. An elementwise consumer of such a chain joins the node's group:
+// its element i is the node's element i, in the same kernel.
+func (f *fuser) same(a ir.NodeID) ir.NodeID {
+	if !f.g.Nodes[a].Op.IsView() {
+		return a
+	}
+	r := f.resolve(a)
+	if op := f.g.Nodes[r.base].Op; op == ir.OpFull || op.IsView() || !f.operand(r, a, 0).Plain() {
+		return a
+	}
+	return r.base
 }
 
 func (f *fuser) errorf(format string, a ...any) error {
