@@ -36,7 +36,7 @@ func (f *fuser) build() (*ir.Program, error) {
 		switch {
 		case f.g.Nodes[r.base].Op == ir.OpFull:
 			out.Const = f.g.Nodes[r.base].Scalar
-		case f.operand(r, o.ID, 0).Plain(): // the base's buffer, perhaps under another shape (reshape)
+		case f.operand(r, 0).Plain(): // the base's buffer, perhaps under another shape (reshape)
 			if f.mixed(r) {
 				b.materialise(r.base)
 			}
@@ -93,14 +93,14 @@ func (b *builder) buffer(v ir.NodeID) int {
 // broadcast, say).
 func (b *builder) operand(v ir.NodeID) ir.Operand {
 	r := b.resolve(v)
-	if op := b.fuser.operand(r, v, 0); b.g.Nodes[r.base].Op == ir.OpFull || !op.Plain() && !op.Transposed() {
+	if !b.inPlace(r, v) {
 		b.materialise(v)
 		return ir.PlainOperand(b.buffer(v), b.g.Nodes[v].Shape)
 	}
 	if b.mixed(r) {
 		b.materialise(r.base)
 	}
-	return b.fuser.operand(r, v, b.buffer(r.base))
+	return b.fuser.operand(r, b.buffer(r.base))
 }
 
 // load returns the operand through which an elementwise body reads node v
@@ -114,7 +114,7 @@ func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
 	if b.mixed(r) {
 		b.materialise(r.base)
 	}
-	return b.fuser.operand(r, v, b.buffer(r.base)), true
+	return b.fuser.operand(r, b.buffer(r.base)), true
 }
 
 // readKey identifies the buffer read through which member m reads node v,
@@ -123,7 +123,7 @@ func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
 func (b *builder) readKey(m, v ir.NodeID) (key viewKey, ok bool) {
 	r := b.resolve(v)
 	if op := b.g.Nodes[m].Op; op == ir.OpMatmul || op == ir.OpLife {
-		if o := b.fuser.operand(r, v, 0); b.g.Nodes[r.base].Op == ir.OpFull || !o.Plain() && !o.Transposed() {
+		if !b.inPlace(r, v) {
 			return view{base: v}.key(), true // materialised as v
 		}
 		return r.key(), true

@@ -233,10 +233,13 @@ func (f *fuser) fuseSumPrologues() {
 }
 
 // view says how a kernel reads a node through a chain of view ops: it
-// reads base's buffer (or constant, for a full) through strides, one per
-// dimension of the node's shape.
+// reads base's buffer (or constant, for a full) as shape, through strides,
+// one per dimension of shape. shape is the node's, or after a reshape that
+// strides cannot express, the shape before it: the same elements in the
+// same row-major order, which is all a kernel reading element i needs.
 type view struct {
 	base    ir.NodeID
+	shape   ir.Shape
 	strides []int
 }
 
@@ -246,15 +249,23 @@ type viewKey struct {
 	strides string
 }
 
-func (r view) key() viewKey { return viewKey{r.base, fmt.Sprint(r.strides)} }
+func (r view) key() viewKey { return viewKey{r.base, fmt.Sprint(r.shape, r.strides)} }
 
 // mixed reports whether resolve stopped at a view op: that node must be
 // materialised into its own buffer, which is then read through the view.
 func (f *fuser) mixed(r view) bool { return f.g.Nodes[r.base].Op.IsView() }
 
-// operand returns the operand reading r's base as node v's shape.
-func (f *fuser) operand(r view, v ir.NodeID, buffer int) ir.Operand {
-	return ir.Operand{Buffer: buffer, Shape: f.g.Nodes[v].Shape, Strides: r.strides}
+// operand returns the operand reading r's base.
+func (f *fuser) operand(r view, buffer int) ir.Operand {
+	return ir.Operand{Buffer: buffer, Shape: r.shape, Strides: r.strides}
+}
+
+// inPlace reports whether a matmul or life kernel can read node v through
+// r itself: r is no full and reads v's shape plainly or transposed (those
+// kernels index rows and columns themselves).
+func (f *fuser) inPlace(r view, v ir.NodeID) bool {
+	op := f.operand(r, 0)
+	return f.g.Nodes[r.base].Op != ir.OpFull && op.Shape.Equal(f.g.Nodes[v].Shape) && (op.Plain() || op.Transposed())
 }
 
 // resolve follows view ops from v to the node holding the data and composes
@@ -262,11 +273,13 @@ func (f *fuser) operand(r view, v ir.NodeID, buffer int) ir.Operand {
 // transpose swaps two strides, a broadcast (numpy's rule) gives its new and
 // its stretched dimensions stride 0, and a reshape re-expresses the strides
 // over the new shape (numpy's no-copy reshape: always possible for
-// contiguous data). A reshape of a strided value that no strides express
-// (such as flattening a transpose) is where resolve stops: it returns
-// that reshape's argument, a view node, as the base, which the builder then
-// materialises with a copy kernel. A chain ending in a full resolves to the
-// full (every view of a constant is that constant); strides are then nil.
+// contiguous data). A reshape that no strides express (flattening a
+// transpose, say) keeps the shape before it (see view): only a transpose
+// or broadcast of it needs its dimensions, and there resolve stops: it
+// returns that reshape, a view node, as the base, which the builder then
+// materialises with a copy kernel. A chain ending in a full resolves to
+// the full (every view of a constant is that constant); strides are then
+// nil.
 func (f *fuser) resolve(v ir.NodeID) view { return resolve(f.g.Nodes, v) }
 
 // resolve is fuser.resolve over any node list.
@@ -284,6 +297,9 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 	strides := ir.RowMajor(shape)
 	for j := len(chain) - 1; j >= 0; j-- {
 		n := &nodes[chain[j]]
+		if arg := n.Args[0]; n.Op != ir.OpReshape && !shape.Equal(nodes[arg].Shape) {
+			base, shape, strides = arg, nodes[arg].Shape, ir.RowMajor(nodes[arg].Shape) // materialise the reshape
+		}
 		switch n.Op {
 		case ir.OpTranspose:
 			strides = []int{strides[1], strides[0]}
@@ -292,13 +308,13 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 		case ir.OpReshape:
 			st, ok := reshapeStrides(shape, strides, n.Shape)
 			if !ok {
-				base, st = n.Args[0], ir.RowMajor(n.Shape)
+				continue // read in the shape before it
 			}
 			strides = st
 		}
 		shape = n.Shape
 	}
-	return view{base: base, strides: strides}
+	return view{base: base, shape: shape, strides: strides}
 }
 
 // broadcastStrides returns the strides of a value of shape s and strides st
@@ -383,7 +399,7 @@ func (f *fuser) same(a ir.NodeID) ir.NodeID {
 		return a
 	}
 	r := f.resolve(a)
-	if op := f.g.Nodes[r.base].Op; op == ir.OpFull || op.IsView() || !f.operand(r, a, 0).Plain() {
+	if op := f.g.Nodes[r.base].Op; op == ir.OpFull || op.IsView() || !f.operand(r, 0).Plain() {
 		return a
 	}
 	return r.base

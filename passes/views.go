@@ -112,7 +112,7 @@ func (s *sinker) sinks(op ir.Op, shape ir.Shape, n ir.Node) bool {
 				return false
 			}
 			if r.strides != nil { // nil: a view of a full, a constant
-				if _, ok := reshapeStrides(n.Shape, r.strides, shape); !ok {
+				if _, ok := reshapeStrides(r.shape, r.strides, shape); !ok {
 					return false
 				}
 			}
