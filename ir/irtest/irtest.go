@@ -201,9 +201,10 @@ func Suite() []Case {
 }
 
 // Views returns graphs of broadcasts and reshapes: bias adds (vec4-able and
-// odd lengths), scalar broadcasts, views read by matmul, life and sum, and
-// chains that mix a transpose with a broadcast or reshape, which fusion
-// cannot read in place.
+// odd lengths), scalar broadcasts, views read by matmul, life and sum,
+// chains that mix a transpose with a broadcast or reshape (strides, or a
+// copy where none express them), numpy broadcasts of both operands over
+// extreme values, and a kernel at the binding limit.
 func Views() []Case {
 	var cs []Case
 	add := func(name string, build func(b *ir.Builder)) {
