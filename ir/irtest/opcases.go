@@ -19,7 +19,7 @@ type OpCase struct {
 // caseShapes are the candidate argument and target shapes: every rank up
 // to 3, dims of 1 where broadcasting and keepdims reductions need them, a
 // transposable pair and reshapes of 12 elements.
-var caseShapes = []ir.Shape{{}, {4}, {12}, {1, 4}, {3, 1}, {3, 4}, {4, 3}, {2, 6}, {2, 3, 4}, {2, 1, 4}}
+var caseShapes = []ir.Shape{{}, {4}, {12}, {1, 4}, {3, 1}, {3, 4}, {4, 3}, {2, 6}, {2, 3, 4}, {2, 1, 4}, {1, 3, 1}}
 
 // caseScalars are the scalar operands of scalar forms: away from 0 and
 // from the magnitudes 0.3, 0.4, … that the gradient checks draw.
@@ -30,8 +30,9 @@ const maxCases = 6
 
 // OpCases returns the cases of op: the argument shapes (and, for a Shaped
 // op, target shapes, other than the argument's own) among a fixed list of
-// small candidates that op's row's shape rule accepts, at most six,
-// spread over all that fit; a scalar form gets each of two scalars. A
+// small candidates that op's row's shape rule accepts, at most six, spread
+// over all that fit (for a Shaped op, distinct targets first); a scalar
+// form gets each of two scalars. A
 // new op gets its cases from its row, without an edit here. Leaves
 // (input, full) have none.
 func OpCases(op ir.Op) []OpCase {
@@ -63,6 +64,9 @@ func OpCases(op ir.Op) []OpCase {
 			}
 		}
 	}
+	if info.Shaped {
+		cs = byTarget(cs)
+	}
 	if len(cs) > maxCases {
 		spread := make([]OpCase, maxCases)
 		for i := range spread {
@@ -81,6 +85,28 @@ func OpCases(op ir.Op) []OpCase {
 		cs = out
 	}
 	return cs
+}
+
+// byTarget orders the cases of a Shaped op for variety and keeps the
+// first maxCases: first those whose argument shape and target are both
+// new, then those with a new target, then the rest (each in first-seen
+// order). A reduction gets a whole, a leading, a trailing, a middle and a
+// multi-axis target, a broadcast arguments of several ranks.
+func byTarget(cs []OpCase) []OpCase {
+	var out []OpCase
+	used := make([]bool, len(cs))
+	args, targets := map[string]bool{}, map[string]bool{}
+	for pass := range 3 {
+		for i, c := range cs {
+			a, t := shapeName(c.Args[0]), shapeName(c.Target)
+			if used[i] || pass < 2 && targets[t] || pass == 0 && args[a] {
+				continue
+			}
+			used[i], args[a], targets[t] = true, true, true
+			out = append(out, c)
+		}
+	}
+	return out[:min(len(out), maxCases)]
 }
 
 // Graph returns the graph of c over args (one data slice per argument):
