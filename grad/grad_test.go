@@ -344,6 +344,12 @@ func TestGradientsComposed(t *testing.T) {
 		{"rsqrt-norm", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			return weighted(b, p.Mul(p.Mul(p).Sum().AddScalar(0.5).Rsqrt().Broadcast(ir.Shape{3, 4})))
 		}},
+		{"outer-product", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { // numpy: [12,1] * [1,12]
+			return weighted(b, p.Reshape(ir.Shape{12, 1}).Mul(q.Reshape(ir.Shape{1, 12})))
+		}},
+		{"numpy-both-operands", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { // [3,1,4] - [1,3,4]
+			return weighted(b, p.Reshape(ir.Shape{3, 1, 4}).Sub(q.Reshape(ir.Shape{1, 3, 4})).Tanh())
+		}},
 		{"gelu", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.GELU().Mul(q)) }},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()

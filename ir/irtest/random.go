@@ -256,16 +256,16 @@ func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Ten
 		return x.Apply(op), true
 	}
 	// Two arguments: the second of a shape from the candidates (an
-	// elementwise op's operand may be a trailing suffix, which the Builder
-	// broadcasts).
+	// elementwise op's operands broadcast by numpy's rule, which the
+	// Builder lowers to broadcast nodes).
 	for _, k := range r.Perm(len(seconds)) {
 		u := seconds[k](s, dim)
 		if u == nil {
 			continue
 		}
 		out, err := ir.InferShape(0, op, []ir.Shape{s, u})
-		if info.Elementwise && ir.IsSuffix(u, s) {
-			out, err = s, nil
+		if b, ok := ir.BroadcastShape(s, u); info.Elementwise && ok {
+			out, err = b, nil
 		}
 		if err == nil && fits(out) {
 			return x.Apply(op, like(u)), true
@@ -275,10 +275,29 @@ func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Ten
 }
 
 // seconds propose the second argument's shape from the first's s (nil:
-// none): s itself, a trailing suffix (a broadcast operand), a matmul's
-// right operand.
+// none): s itself, a trailing suffix (a bias row), s with a dim of 1
+// (numpy's broadcast of one operand), s with a dim of 1 widened (both
+// operands broadcast), a matmul's right operand.
 var seconds = []func(s ir.Shape, dim func() int) ir.Shape{
 	func(s ir.Shape, _ func() int) ir.Shape { return s },
+	func(s ir.Shape, dim func() int) ir.Shape {
+		if len(s) == 0 {
+			return nil
+		}
+		t := append(ir.Shape{}, s...)
+		t[dim()%len(s)] = 1
+		return t
+	},
+	func(s ir.Shape, dim func() int) ir.Shape {
+		for i, d := range s {
+			if d == 1 {
+				t := append(ir.Shape{}, s...)
+				t[i] = dim()
+				return t
+			}
+		}
+		return nil
+	},
 	func(s ir.Shape, _ func() int) ir.Shape {
 		if len(s) == 0 {
 			return nil

@@ -14,17 +14,20 @@ const corpusSeeds = 16
 
 // TestRandomOpsCoversTheTable: the graphs RandomOps makes for the fuzzers'
 // seed corpora (FuzzDecode, FuzzCompile, FuzzBackends; FuzzPipeline draws
-// from any seed) apply every op of the table, a Shaped op to a target
-// other than its argument's shape, and views of views.
+// from any seed) apply every op of the table, views of views and numpy
+// broadcasts that stretch a dim of 1.
 func TestRandomOpsCoversTheTable(t *testing.T) {
 	count := map[ir.Op]int{}
-	viewOfView := 0
+	viewOfView, numpy := 0, 0
 	for seed := range corpusSeeds {
 		g := irtest.RandomOps(uint64(seed), 12)
 		for _, n := range g.Nodes {
 			count[n.Op]++
 			if n.Op.IsView() && g.Nodes[n.Args[0]].Op.IsView() {
 				viewOfView++
+			}
+			if n.Op == ir.OpBroadcast && !ir.IsSuffix(g.Nodes[n.Args[0]].Shape, n.Shape) {
+				numpy++ // a dim of 1 stretched: numpy's rule beyond protocol v1's
 			}
 		}
 	}
@@ -35,6 +38,9 @@ func TestRandomOpsCoversTheTable(t *testing.T) {
 	}
 	if viewOfView == 0 {
 		t.Error("no view of a view")
+	}
+	if numpy == 0 {
+		t.Error("no broadcast that stretches a dim of 1")
 	}
 	t.Logf("op counts: %v", count)
 }
