@@ -100,8 +100,11 @@ func checkBackends(t *testing.T, g *ir.Graph) {
 			}
 			continue
 		}
+		// A GPU may give Eval's value or EvalFlushed's, so where either is
+		// not finite it may answer non_finite_output: a GPU that keeps
+		// subnormals (lavapipe) reaches Eval's NaN that flushing hides.
 		gpu := b == "webgpu"
-		if !allFinite && (!gpu || !flushedFinite) || !r.OK && gpu && !flushedFinite {
+		if !allFinite && (!gpu || !flushedFinite) || !r.OK && gpu && (!flushedFinite || !allFinite) {
 			if r.OK || r.Error.Code != ir.CodeNonFiniteOutput {
 				t.Fatalf("%s: reference output not finite; want non_finite_output, got %+v\n%s", b, r.Error, g)
 			}
@@ -160,20 +163,35 @@ func TestBackendRegressions(t *testing.T) {
 		seed uint64
 		size int
 		raw  []byte
+		ops  bool // the graph is irtest.RandomOps', not RandomViews'
 	}{
-		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}},         // ±3e38
-		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}}, // smallest subnormals, largest subnormal
-		{"signed zeros", 3, 8, []byte{0, 4}},
+		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}, false},         // ±3e38
+		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}, false}, // smallest subnormals, largest subnormal
+		{"signed zeros", 3, 8, []byte{0, 4}, false},
 		// Twice a fuzz worker died (exit status 2; a worker's output is
 		// discarded) on these inputs, a matmul of full(2) by widened
 		// values; neither reproduces outside the fuzzer (nor did 60 runs
 		// in one process). testdata/fuzz/FuzzBackends keeps both.
-		{"worker death on a widened matmul, 13 nodes", 57, 13, []byte("\x04@\x04\x80\x7f\xff\x01")},
-		{"worker death on a widened matmul, 2 nodes", 57, 1, []byte("\x04@\x04\x80\x7f\xff\x01")},
+		{"worker death on a widened matmul, 13 nodes", 57, 13, []byte("\x04@\x04\x80\x7f\xff\x01"), false},
+		{"worker death on a widened matmul, 2 nodes", 57, 1, []byte("\x04@\x04\x80\x7f\xff\x01"), false},
+		// The gradcheck session saw it once more (exit status 2: strace
+		// shows a Go thread's exit_group(2) with no signal before it, so an
+		// unrecovered panic or fatal error, not a C crash) on this input,
+		// and once a worker that closed its end of the fuzz pipe while
+		// still running; neither reproduces. GPUCC_FUZZ_TRACE's .crash file
+		// now keeps the stack of the next one.
+		{"worker death on RandomOps(13, 16)", 13, 16, []byte("\r?\x80"), true},
+		// sqrt(neg(matmul)) of products below the normal range: lavapipe
+		// keeps subnormals and answers non_finite_output with Eval's NaN,
+		// which checkBackends refused because EvalFlushed's value is -0.
+		{"a GPU that keeps subnormals may report the reference's NaN", 184, 7, []byte("1"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := irtest.RandomViews(tt.seed, tt.size)
+			if tt.ops {
+				g = irtest.RandomOps(tt.seed, tt.size)
+			}
 			widen(g, tt.raw)
 			checkBackends(t, g)
 		})
