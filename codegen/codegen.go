@@ -377,3 +377,49 @@ func Groups1D(n, maxPerDim int) [3]int {
 	}
 	return [3]int{maxPerDim, (n + maxPerDim - 1) / maxPerDim, 1}
 }
+
+// Combine renders, as declarations ending in name, the combining op of
+// reduction op (ir.OpInfo.Combine: add for sum, maximum for max) applied
+// to a and b. Combining ops compute with no float constants.
+func Combine(l Lang, op ir.Op, a, b, name string) []string {
+	x := op.Info().Combine.Info().Expr
+	return expr(l, x, name, []string{a, b}, false, func(float32) string {
+		panic("codegen: the combining op of " + op.String() + " has a float constant")
+	})
+}
+
+// Flat renders the offset of index v over dims, Σ digit·Stride with the
+// digits of v in the mixed radix of the dims' sizes (ir.Offset): constant
+// divisors, and no modulo on the outermost digit (v is in range).
+func Flat(l Lang, dims []ir.Dim, v string) string {
+	if len(dims) == 0 {
+		return l.Uint(0)
+	}
+	terms := make([]string, len(dims))
+	div := 1
+	for d := len(dims) - 1; d >= 0; d-- {
+		digit := v
+		if div > 1 {
+			digit = "(" + v + " / " + l.Uint(div) + ")"
+		}
+		if d > 0 {
+			digit = "(" + digit + " % " + l.Uint(dims[d].Size) + ")"
+		}
+		if dims[d].Stride != 1 {
+			digit += " * " + l.Uint(dims[d].Stride)
+		}
+		terms[d] = digit
+		div *= dims[d].Size
+	}
+	return strings.Join(terms, " + ")
+}
+
+// LeafIndex renders the argument element of leaf r of output o of
+// reduction red: Flat(Kept, o) + Flat(Reduced, r), without the base when
+// there is one output.
+func LeafIndex(l Lang, red ir.Reduction, o, r string) string {
+	if len(red.Kept) == 0 {
+		return Flat(l, red.Reduced, r)
+	}
+	return Flat(l, red.Kept, o) + " + " + Flat(l, red.Reduced, r)
+}

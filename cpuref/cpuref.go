@@ -33,6 +33,17 @@
 //     blocks in this tree order (for example a GPU workgroup reducing 256
 //     contiguous elements, then a second pass over the partials) gets the
 //     same bits.
+//   - sum(x, axes) (the IR target: x's shape with 1 at each reduced axis;
+//     see ir.ReduceTarget): each output element's leaves are the elements
+//     of x that it covers, in row-major order of the reduced axes (the
+//     last reduced axis varies fastest), reduced by the tree above (padded
+//     with -0 to a power of two). Reducing every axis is therefore
+//     bit-identical to the whole sum, with or without keepdims.
+//   - max(x, axes): the same leaves and the same tree, combined by
+//     maximum (below) and padded with -Inf, for which maximum(v, -Inf) = v.
+//     maximum is associative except for which NaN it returns (a's when
+//     both are), so the tree gives the leftmost NaN leaf when there is one;
+//     -0 < +0. It compares integer keys, so it never flushes.
 //   - life(x) on an [h,w] grid: a cell is alive when x > 0. Neighbours wrap
 //     around both edges (a torus; a 1×1 grid is its own eight neighbours).
 //     A cell is 1 in the next step when it has exactly 3 live neighbours, or
@@ -185,8 +196,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	case ir.OpMatmul:
 		s := g.Nodes[n.Args[0]].Shape
 		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
-	case ir.OpSum:
-		return []float32{ar.sum(arg(0))}
+	case ir.OpSum, ir.OpMax:
+		return ar.reduce(n.Op, arg(0), g.Nodes[n.Args[0]].Shape, n.Shape, 1)
 	case ir.OpLife:
 		return Life(arg(0), n.Shape[0], n.Shape[1])
 	case ir.OpBroadcast:
@@ -280,6 +291,62 @@ func (ar arith) sum(x []float32) float32 {
 		}
 	}
 	return buf[0]
+}
+
+// Reduce returns the reduction op (sum or max) of x, of shape arg, to the
+// kept shape keep (see the package doc): one value per element of keep.
+func Reduce(op ir.Op, x []float32, arg, keep ir.Shape) []float32 {
+	return exact.reduce(op, x, arg, keep, 1)
+}
+
+// reduce computes each output's tree; with blocks > 1, each output's
+// padded leaves are cut into that many aligned blocks and the result holds
+// each block's subtree, output by output.
+func (ar arith) reduce(op ir.Op, x []float32, arg, keep ir.Shape, blocks int) []float32 {
+	red := ir.ReductionOf(arg, keep)
+	p := 1
+	for p < red.Leaves {
+		p *= 2
+	}
+	out := make([]float32, 0, red.Outputs*blocks)
+	leaves := make([]float32, p)
+	pad := math.Float32frombits(op.Info().Identity)
+	for o := range red.Outputs {
+		base := ir.Offset(red.Kept, o)
+		for r := range red.Leaves {
+			leaves[r] = x[base+ir.Offset(red.Reduced, r)]
+		}
+		for r := red.Leaves; r < p; r++ {
+			leaves[r] = pad
+		}
+		for b := range blocks {
+			out = append(out, ar.tree(op, leaves[b*p/blocks:(b+1)*p/blocks]))
+		}
+	}
+	return out
+}
+
+// tree reduces a power-of-two count of leaves by the contiguous pairwise
+// tree of op's combining op.
+func (ar arith) tree(op ir.Op, leaves []float32) float32 {
+	if op == ir.OpSum {
+		return ar.sum(leaves)
+	}
+	cur := append([]float32(nil), leaves...)
+	comb := compile(op.Info().Combine.Info().Expr)
+	for len(cur) > 1 {
+		h := len(cur) / 2
+		a, b := make([]float32, h), make([]float32, h)
+		for i := range h {
+			a[i], b[i] = cur[2*i], cur[2*i+1]
+		}
+		cur = cur[:h]
+		for lo := 0; lo < h; lo += chunk {
+			hi := min(lo+chunk, h)
+			comb.runSlice(cur[lo:hi], a[lo:hi], b[lo:hi], 0, ar, nil)
+		}
+	}
+	return cur[0]
 }
 
 // Life returns one toroidal Game of Life step of an [h,w] grid.

@@ -1,8 +1,6 @@
 package cpuref
 
 import (
-	"math"
-
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -145,23 +143,13 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			}
 		}
 	case ir.KernelSum:
-		p := 1
-		for p < n {
-			p *= 2
-		}
-		leaves := make([]float32, p)
-		for i := n; i < p; i++ {
-			leaves[i] = math.Float32frombits(1 << 31) // -0, the padding leaf
-		}
+		leaves := make([]float32, n)
 		for lo := 0; lo < n; lo += chunk {
 			m := min(chunk, n-lo)
 			bd.eval(bufs, lo, m, nil)
 			copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
 		}
-		blocks := max(k.Blocks, 1)
-		for b := range blocks {
-			bufs[k.Outputs[0]][b] = Sum(leaves[b*p/blocks : (b+1)*p/blocks])
-		}
+		copy(bufs[k.Outputs[0]], exact.reduce(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1)))
 	case ir.KernelLife:
 		in := operandValues(k.Inputs[0], bufs)
 		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))

@@ -351,6 +351,15 @@ func TestGradientsComposed(t *testing.T) {
 			return weighted(b, p.Reshape(ir.Shape{3, 1, 4}).Sub(q.Reshape(ir.Shape{1, 3, 4})).Tanh())
 		}},
 		{"gelu", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.GELU().Mul(q)) }},
+		// Reductions over leading, trailing and all axes.
+		{"sum-axes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).SumAxes(false, 0)) }},
+		{"sum-axes-keepdims", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.SumAxes(true, 0).Mul(p.SumAxes(false))).Mul(p.SumAxes(true).Reshape(nil))
+		}},
+		{"max", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return p.Mul(q).MaxAxes(false).MulScalar(3) }},
+		{"max-axes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).MaxAxes(true, 0)) }},
+		{"sum-trailing-axis", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).SumAxes(true, 1)) }},
+		{"max-trailing-axis", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).MaxAxes(false, -1)) }},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()
 			return weighted(b, h.Add(h.MulScalar(3)).Sub(p))
@@ -385,6 +394,29 @@ func TestGradientCheckFails(t *testing.T) {
 	}
 	if cmp.Equal(numeric, analytic, close) {
 		t.Errorf("a gradient off by 2⁻¹² passed: %v against %v", analytic, numeric)
+	}
+}
+
+// TestMaxGradientSplitsTies: the gradient of max goes to the elements
+// equal to it, split evenly among ties (PyTorch's amax), -0 and +0 tying.
+func TestMaxGradientSplitsTies(t *testing.T) {
+	nz := float32(math.Copysign(0, -1))
+	g := build(t, func(b *ir.Builder) {
+		p := b.Param("p", ir.Shape{2, 3}, []float32{1, 3, 3, 3, -2, 3})
+		z := b.Param("z", ir.Shape{2}, []float32{nz, 0})
+		b.Output("loss", p.MaxAxes(true, 0).Sum().Add(p.MaxAxes(false).MulScalar(4)).Add(z.MaxAxes(false)))
+	})
+	bw, grads, err := backward(g, g.Outputs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := cpuref.Eval(bw.g)
+	// column maxes 3, 3, 3 (ties in columns 0 and 2), whole max 3 over four ties.
+	if diff := cmp.Diff([]float32{0, 1 + 1, 0.5 + 1, 1 + 1, 0, 0.5 + 1}, vals[grads[0]]); diff != "" {
+		t.Errorf("∂loss/∂p (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float32{0.5, 0.5}, vals[grads[1]]); diff != "" {
+		t.Errorf("∂loss/∂z (-want +got):\n%s", diff)
 	}
 }
 

@@ -198,7 +198,33 @@ func (t Tensor) T() Tensor { return t.unary(OpTranspose, 0) }
 func (t Tensor) MatMul(u Tensor) Tensor { return t.binary(OpMatmul, u) }
 
 // Sum returns the pairwise sum of all elements, shape [].
-func (t Tensor) Sum() Tensor { return t.unary(OpSum, 0) }
+func (t Tensor) Sum() Tensor { return t.reduce(OpSum, false, nil) }
+
+// SumAxes returns the pairwise sum of t over axes (negative axes count
+// from the end; none given: every axis), keeping each reduced axis as a
+// dimension of 1 when keepdims, else dropping it. Each output's leaves are
+// the reduced elements in row-major order, summed by the whole sum's tree.
+func (t Tensor) SumAxes(keepdims bool, axes ...int) Tensor { return t.reduce(OpSum, keepdims, axes) }
+
+// MaxAxes returns the largest element of t over axes (as SumAxes), by
+// maximum: -0 < +0, NaN if any element is.
+func (t Tensor) MaxAxes(keepdims bool, axes ...int) Tensor { return t.reduce(OpMax, keepdims, axes) }
+
+func (t Tensor) reduce(op Op, keepdims bool, axes []int) Tensor {
+	if t.b == nil || t.b.err != nil {
+		return Tensor{t.b, -1}
+	}
+	target, result, err := ReduceTarget(len(t.b.g.Nodes), t.Shape(), axes, len(axes) == 0, keepdims)
+	if err != nil {
+		t.b.err = err
+		return Tensor{t.b, -1}
+	}
+	r := t.b.add(Node{Op: op, Args: []NodeID{t.id}, Shape: target})
+	if !result.Equal(target) {
+		r = r.Reshape(result)
+	}
+	return r
+}
 
 // Life returns one toroidal Game of Life step of a 2-D grid.
 func (t Tensor) Life() Tensor { return t.unary(OpLife, 0) }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -129,4 +131,66 @@ func jsonInts(s []int) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// TestReduceAxes: SumAxes and MaxAxes give numpy's result shapes through
+// the keepdims IR form, and refuse bad axes with invalid_graph on "axes".
+func TestReduceAxes(t *testing.T) {
+	tests := []struct {
+		axes      []int
+		keep      bool
+		want      ir.Shape
+		reduction ir.Shape // the reduction node's target
+	}{
+		{nil, false, ir.Shape{}, ir.Shape{}},
+		{nil, true, ir.Shape{1, 1, 1}, ir.Shape{1, 1, 1}},
+		{[]int{0}, false, ir.Shape{3, 4}, ir.Shape{1, 3, 4}},
+		{[]int{-1}, true, ir.Shape{2, 3, 1}, ir.Shape{2, 3, 1}},
+		{[]int{2, 0}, false, ir.Shape{3}, ir.Shape{1, 3, 1}},
+		{[]int{0, 1, 2}, false, ir.Shape{}, ir.Shape{}},
+	}
+	for _, tt := range tests {
+		b := ir.NewBuilder()
+		x := b.Input(ir.Shape{2, 3, 4}, make([]float32, 24))
+		for k, r := range []ir.Tensor{x.SumAxes(tt.keep, tt.axes...), x.MaxAxes(tt.keep, tt.axes...)} {
+			if !r.Shape().Equal(tt.want) {
+				t.Errorf("axes %v keepdims %v: shape %v, want %v", tt.axes, tt.keep, r.Shape(), tt.want)
+			}
+			b.Output([]string{"sum", "max"}[k], r)
+		}
+		g, err := b.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Nodes[1].Shape; !got.Equal(tt.reduction) {
+			t.Errorf("axes %v keepdims %v: reduction target %v, want %v", tt.axes, tt.keep, got, tt.reduction)
+		}
+	}
+	for _, axes := range [][]int{{3}, {-4}, {1, 1}, {0, -3}} {
+		b := ir.NewBuilder()
+		b.Output("s", b.Input(ir.Shape{2, 3, 4}, make([]float32, 24)).SumAxes(false, axes...))
+		_, err := b.Build(ir.Limits{})
+		var e *ir.Error
+		if !errors.As(err, &e) || e.Code != ir.CodeInvalidGraph || e.Field != "axes" {
+			t.Errorf("axes %v: error %v, want invalid_graph on axes", axes, err)
+		}
+	}
+}
+
+// TestReductionOf: dimensions of size 1 drop out and contiguous ones merge.
+func TestReductionOf(t *testing.T) {
+	tests := []struct {
+		arg, keep ir.Shape
+		want      ir.Reduction
+	}{
+		{ir.Shape{3, 4}, ir.Shape{3, 1}, ir.Reduction{Outputs: 3, Leaves: 4, Kept: []ir.Dim{{3, 4}}, Reduced: []ir.Dim{{4, 1}}}},
+		{ir.Shape{3, 4}, nil, ir.Reduction{Outputs: 1, Leaves: 12, Reduced: []ir.Dim{{12, 1}}}},
+		{ir.Shape{2, 3, 4, 5}, ir.Shape{1, 3, 4, 1}, ir.Reduction{Outputs: 12, Leaves: 10, Kept: []ir.Dim{{12, 5}}, Reduced: []ir.Dim{{2, 60}, {5, 1}}}},
+		{ir.Shape{2, 1, 4}, ir.Shape{2, 1, 1}, ir.Reduction{Outputs: 2, Leaves: 4, Kept: []ir.Dim{{2, 4}}, Reduced: []ir.Dim{{4, 1}}}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, ir.ReductionOf(tt.arg, tt.keep)); diff != "" {
+			t.Errorf("%v to %v (-want +got):\n%s", tt.arg, tt.keep, diff)
+		}
+	}
 }

@@ -24,6 +24,8 @@ type wireNode struct {
 	Scalar *float32
 	Name   *string
 	Param  *bool
+	Axes   []int // non-nil when present, even if empty
+	Keep   *bool // keepdims
 }
 
 type wireOutput struct {
@@ -46,6 +48,13 @@ type wireOutput struct {
 // Such a node decodes to a broadcast node for each operand whose shape is
 // not the result's, followed by the op, so IR node ids then run ahead of
 // wire ids; errors found while decoding name the wire id.
+//
+// sum and max (a reduction; "op": "max" is a gpucc extension) take
+// optional "axes", a list of axes to reduce (negative ones count from the
+// end; each at most once; absent: every axis) and "keepdims" (default
+// false). Every reduction decodes to the keepdims form (see ReduceTarget);
+// without keepdims it is followed by a reshape that drops the reduced
+// axes, except that reducing every axis gives shape [] directly.
 //
 // Memory: Decode streams the document. It reads at most
 // Limits.MaxGraphBytes bytes, stops counting nodes, outputs and dimensions
@@ -404,6 +413,11 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 			w.Shape, err = readShape(r, i)
 		case "data":
 			w.Data, err = readData(r, i, w.Shape, l)
+		case "axes":
+			w.Axes, err = readAxes(r, i)
+		case "keepdims":
+			b, e := r.boolean(i, key)
+			w.Keep, err = &b, e
 		default:
 			err = Errorf(CodeInvalidGraph, i, "", "unknown field %s", Quote(key))
 		}
@@ -420,6 +434,21 @@ func readShape(r reader, i int) ([]int, *Error) {
 			return Errorf(CodeInvalidGraph, i, "shape", "rank above the maximum rank %d", MaxRank)
 		}
 		d, err := r.integer(i, "shape")
+		s = append(s, d)
+		return err
+	})
+	return s, err
+}
+
+// readAxes reads a reduction's axes: at most MaxRank integers (more
+// would repeat one or leave the rank).
+func readAxes(r reader, i int) ([]int, *Error) {
+	s := make([]int, 0, 4)
+	err := r.each(i, "axes", func() *Error {
+		if len(s) == MaxRank {
+			return Errorf(CodeInvalidGraph, i, "axes", "more than %d axes; the maximum rank is %d", MaxRank, MaxRank)
+		}
+		d, err := r.integer(i, "axes")
 		s = append(s, d)
 		return err
 	})
@@ -495,13 +524,22 @@ type decoder struct {
 	ids     []NodeID       // IR node of each wire node decoded so far
 	names   map[string]int // wire id of each named input
 	storage int64
+	squeeze Shape // set by nodeFromWire: the reshape after a reduction without keepdims
 }
 
 // node decodes wire node i and appends its IR node(s) to d.g.
 func (d *decoder) node(i int, w *wireNode) *Error {
+	d.squeeze = nil
 	n, err := d.nodeFromWire(i, w)
 	if err != nil {
 		return err
+	}
+	if d.squeeze != nil { // a reduction without keepdims: the keepdims form, then a reshape
+		d.g.Nodes = append(d.g.Nodes, n)
+		n = Node{Op: OpReshape, Args: []NodeID{NodeID(len(d.g.Nodes) - 1)}, Shape: d.squeeze}
+		if err := d.count(i, n.Shape); err != nil {
+			return err
+		}
 	}
 	if isBinary(n.Op) {
 		for k, a := range n.Args { // numpy's broadcast of a and b, checked by nodeFromWire
@@ -553,8 +591,16 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		op = variant
 	}
 	info := op.Info()
+	reduction := info.Combine != 0
+	if (w.Axes != nil || w.Keep != nil) && !reduction {
+		field := "axes"
+		if w.Axes == nil {
+			field = "keepdims"
+		}
+		return bad(field, "not allowed for op %s; only sum and max reduce over axes", *w.Op)
+	}
 	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args == 2,
-		"shape": info.Shaped, "data": op == OpInput,
+		"shape": info.Shaped && !reduction, "data": op == OpInput,
 		"value": op == OpFull, "scalar": info.Scalar && op != OpFull}
 	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "shape": w.Shape != nil,
 		"data": w.Data != nil, "value": w.Value != nil, "scalar": w.Scalar != nil}
@@ -598,7 +644,16 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		n.Args = append(n.Args, d.ids[*ref])
 	}
-	if w.Shape != nil {
+	if reduction {
+		target, result, err := ReduceTarget(i, g.Nodes[n.Args[0]].Shape, w.Axes, w.Axes == nil, w.Keep != nil && *w.Keep)
+		if err != nil {
+			return Node{}, err
+		}
+		n.Shape = target
+		if !result.Equal(target) {
+			d.squeeze = result
+		}
+	} else if w.Shape != nil {
 		if len(w.Shape) > MaxRank {
 			return bad("shape", "rank %d exceeds the maximum rank %d", len(w.Shape), MaxRank)
 		}

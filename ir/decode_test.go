@@ -38,6 +38,7 @@ func graph(nodes, outputs string) string {
 
 const in3 = `{"id":0,"op":"input","shape":[3],"data":[1,2,3]}`
 const out0 = `{"name":"y","id":0}`
+const in23 = `{"id":0,"op":"input","shape":[2,3],"data":[1,2,3,4,5,6]}`
 
 func TestDecodeRefuses(t *testing.T) {
 	small := ir.Limits{MaxNodes: 3, MaxElements: 16, MaxStorageBytes: 128, MaxOps: 50, MaxOutputs: 2, MaxGraphBytes: 4096}
@@ -125,6 +126,17 @@ func TestDecodeRefuses(t *testing.T) {
 		{"broadcast op stretching a dimension that is not 1", graph(`{"id":0,"op":"full","shape":[2,1],"value":1},{"id":1,"op":"broadcast","a":0,"shape":[4,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 		{"broadcast op without shape", graph(in3+`,{"id":1,"op":"broadcast","a":0}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 		{"reshape changes the count", graph(in3+`,{"id":1,"op":"reshape","a":0,"shape":[2,2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
+		{"axis out of range", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[2]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"negative axis out of range", graph(in23+`,{"id":1,"op":"max","a":0,"axes":[-3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"duplicate axis", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[1,-1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"axes of a scalar", graph(`{"id":0,"op":"input","shape":[],"data":[1]},{"id":1,"op":"sum","a":0,"axes":[0]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"axes not integers", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[0.5]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"axes not a list", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"more axes than the rank limit", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[0,1,0,1,0,1,0,1,0]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"keepdims not a boolean", graph(in23+`,{"id":1,"op":"sum","a":0,"keepdims":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "keepdims"},
+		{"axes on a non-reduction", graph(in23+`,{"id":1,"op":"relu","a":0,"axes":[0]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "axes"},
+		{"keepdims on a non-reduction", graph(in23+`,{"id":1,"op":"neg","a":0,"keepdims":true}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "keepdims"},
+		{"shape on a reduction", graph(in23+`,{"id":1,"op":"sum","a":0,"shape":[2,1]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "shape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,6 +185,10 @@ func TestDecodeAccepts(t *testing.T) {
 				"%3 = add %0, %2 : [2,3]\n%4 = relu %3 : [2,3]\nout \"y\" = %4\nout \"z\" = %3\n"},
 		{"scalar tensor broadcast and param false", graph(in3+`,{"id":1,"op":"input","name":"s","param":false,"shape":[],"data":[2]},{"id":2,"op":"sub","a":0,"b":1}`, `{"name":"y","id":2}`),
 			"%0 = input (3 values) : [3]\n%1 = input \"s\" (1 values) : []\n%2 = broadcast %1 : [3]\n%3 = sub %0, %2 : [3]\nout \"y\" = %3\n"},
+		{"sum over axes", graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[-1]},{"id":2,"op":"sum","a":0,"axes":[0],"keepdims":true},{"id":3,"op":"sum","a":0,"axes":[1,0]},{"id":4,"op":"sum","a":0,"keepdims":true}`, `{"name":"y","id":1},{"name":"z","id":4}`),
+			"%0 = input (6 values) : [2,3]\n%1 = sum %0 : [2,1]\n%2 = reshape %1 : [2]\n%3 = sum %0 : [1,3]\n%4 = sum %0 : []\n%5 = sum %0 : [1,1]\nout \"y\" = %2\nout \"z\" = %5\n"},
+		{"max over axes", graph(in23+`,{"id":1,"op":"max","a":0},{"id":2,"op":"max","a":0,"axes":[],"keepdims":false}`, `{"name":"y","id":1},{"name":"z","id":2}`),
+			"%0 = input (6 values) : [2,3]\n%1 = max_reduce %0 : []\n%2 = max_reduce %0 : [2,3]\nout \"y\" = %1\nout \"z\" = %2\n"},
 		{"view ops", graph(in3+`,{"id":1,"op":"broadcast","a":0,"shape":[2,3]},{"id":2,"op":"reshape","a":1,"shape":[3,2]}`, `{"name":"y","id":2}`),
 			"%0 = input (3 values) : [3]\n%1 = broadcast %0 : [2,3]\n%2 = reshape %1 : [3,2]\nout \"y\" = %2\n"},
 		// numpy's broadcasting: a, b or both broadcast, each by its own node.

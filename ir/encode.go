@@ -9,7 +9,8 @@ import (
 // Encode writes g as protocol v1 JSON. Numbers are written in the shortest
 // form that parses back to the same float32, so Decode(Encode(g)) == g.
 // Broadcast and reshape nodes are written as the gpucc extension ops
-// "broadcast" and "reshape" (with "a" and "shape"), which Decode reads.
+// "broadcast" and "reshape" (with "a" and "shape"), which Decode reads; a
+// reduction over axes as "axes" with "keepdims": true.
 func Encode(g *Graph) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"version":1,"nodes":[`)
@@ -29,7 +30,9 @@ func Encode(g *Graph) []byte {
 		if n.Param {
 			b.WriteString(`,"param":true`)
 		}
-		if n.Op.Info().Shaped {
+		if n.Op.Info().Combine != 0 {
+			writeAxes(&b, n.Shape)
+		} else if n.Op.Info().Shaped {
 			b.WriteString(`,"shape":[`)
 			for k, d := range n.Shape {
 				if k > 0 {
@@ -75,6 +78,24 @@ func Encode(g *Graph) []byte {
 	}
 	b.WriteString("]}\n")
 	return b.Bytes()
+}
+
+// writeAxes writes a reduction's target as the wire's axes: none for the
+// whole-tensor target [], else the axes where the target is 1, with
+// keepdims (the IR form; Decode then gives the same target back).
+func writeAxes(b *bytes.Buffer, target Shape) {
+	if len(target) == 0 {
+		return
+	}
+	b.WriteString(`,"axes":[`)
+	sep := ""
+	for d, n := range target {
+		if n == 1 {
+			b.WriteString(sep + strconv.Itoa(d))
+			sep = ","
+		}
+	}
+	b.WriteString(`],"keepdims":true`)
 }
 
 // FormatFloat formats v as the shortest decimal that parses back to v as a

@@ -26,7 +26,7 @@ const (
 	OpPositive     // arg0 > 0 ? 1 : 0
 	OpTranspose    // 2-D transpose of arg0
 	OpMatmul       // arg0 [m,k] × arg1 [k,n], k ascending
-	OpSum          // whole-tensor pairwise sum of arg0, shape []
+	OpSum          // pairwise sum of arg0 over the axes where the target Shape is 1, or all of it when Shape is []
 	OpLife         // one toroidal Game of Life step of the 2-D grid arg0
 	OpBroadcast    // arg0 broadcast to Shape by numpy's rule (broadcast_to): dimensions of size 1 or missing stretch
 	OpReshape      // arg0's elements, same row-major order, as Shape (same element count)
@@ -42,6 +42,7 @@ const (
 	OpTanh  // tanh arg0
 	OpSqrt  // √arg0, correctly rounded
 	OpRsqrt // 1/√arg0
+	OpMax   // the largest element of arg0 over the axes where the target Shape is 1 (all of it when []), by maximum
 	numOps
 )
 
@@ -59,8 +60,18 @@ type OpInfo struct {
 	// of arg0, unchanged), so fusion folds it into its consumers' indexing.
 	View bool
 	// Shaped: the node's Shape is an attribute (input, full) or a target
-	// (broadcast, reshape), not only a function of the arguments' shapes.
+	// (broadcast, reshape, reductions), not only a function of the
+	// arguments' shapes.
 	Shaped bool
+	// Combine is, for a reduction (sum, max), the binary elementwise op
+	// that joins two partial results in the pairwise tree (add, maximum),
+	// and Identity the bits of its padding leaf (-0, -Inf), for which
+	// Combine(x, Identity) = x for every x. A reduction's target is [] (the
+	// whole tensor) or the argument's shape with 1 at each reduced axis
+	// (see ReduceTarget); on the wire it is written as "axes" and
+	// "keepdims", not "shape".
+	Combine  Op
+	Identity uint32
 	// ScalarForm is, for a binary elementwise op, its {a, scalar} form;
 	// ScalarOf is, for that form, the binary op (both set by the table).
 	ScalarForm, ScalarOf Op
@@ -164,17 +175,11 @@ func init() {
 				}
 				return d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), true
 			}},
-		OpSum: {Name: "sum", Args: 1, Kernel: KernelSum,
-			Shape: func(int, Op, []Shape, Shape) (Shape, *Error) { return Shape{}, nil },
-			Cost:  func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) },
-			F64:   add64,
-			Grad: func(d Diff, k int) (Val, bool) {
-				s := d.Shape(d.Arg(0))
-				if len(s) == 0 {
-					return d.Grad(), true
-				}
-				return d.Apply(OpBroadcast, s, d.Grad()), true
-			}},
+		OpSum: {Name: "sum", Args: 1, Shaped: true, Kernel: KernelSum, Combine: OpAdd, Identity: 1 << 31,
+			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: add64,
+			Grad: func(d Diff, k int) (Val, bool) { return broadcastBack(d, d.Grad(), d.Shape(d.Arg(0))), true }},
+		OpMax: {Name: "max_reduce", Wire: "max", Args: 1, Shaped: true, Kernel: KernelSum, Combine: OpMaximum, Identity: 0xff800000,
+			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: math.Max, Grad: maxGrad},
 		OpLife: {Name: "life", Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
@@ -326,6 +331,55 @@ func broadcastGrad(d Diff, k int) (Val, bool) {
 		lo = hi - 1
 	}
 	return reshape(d, g, s), true
+}
+
+// broadcastBack returns v, of a reduction's target shape, broadcast back
+// to the argument's shape s: a target [] or one whose kept axes are
+// trailing (leading axes reduced) is reshaped to the kept dimensions and
+// repeated over the leading ones; other targets need numpy's broadcast.
+func broadcastBack(d Diff, v Val, s Shape) Val {
+	t := d.Shape(v)
+	if t.Equal(s) {
+		return v
+	}
+	lead := 0
+	for lead < len(t) && t[lead] == 1 {
+		lead++
+	}
+	if IsSuffix(t[lead:], s) {
+		return d.Apply(OpBroadcast, s, reshape(d, v, t[lead:]))
+	}
+	return d.Apply(OpBroadcast, s, v)
+}
+
+// maxGrad is max's rule (PyTorch's amax): the gradient goes to the
+// elements equal to the max, split evenly among ties. An element x equals
+// the max m exactly when m - x > 0 fails (m ≥ x, and m - x is 0 only for
+// x = m; NaN, for infinite ties, fails too).
+func maxGrad(d Diff, k int) (Val, bool) {
+	s := d.Shape(d.Arg(0))
+	m := broadcastBack(d, d.Out(), s)
+	notBelow := d.Apply(OpPositive, nil, d.Apply(OpSub, nil, m, d.Arg(0)))
+	mask := d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, notBelow), C(1))
+	ties := d.Apply(OpSum, d.Shape(d.Out()), mask)
+	share := d.Apply(OpDiv, nil, d.Grad(), ties)
+	return d.Apply(OpMul, nil, broadcastBack(d, share, s), mask), true
+}
+
+// reduceShape is the shape rule of reductions: the target is [] (every
+// axis) or has the argument's rank with each dimension the argument's or 1.
+func reduceShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+	if len(target) == 0 {
+		return target, nil
+	}
+	ok := len(target) == len(args[0])
+	for d := 0; ok && d < len(target); d++ {
+		ok = target[d] == args[0][d] || target[d] == 1
+	}
+	if !ok {
+		return nil, Errorf(CodeInvalidGraph, node, "shape", "%s of %v to %v: the target must be [] or the argument's shape with 1 at each reduced axis", op.Info().Wire, args[0], target)
+	}
+	return target, nil
 }
 
 func perElement(_ []Shape, out Shape) int64 { return int64(out.Len()) }

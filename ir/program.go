@@ -71,12 +71,15 @@ const (
 	// ([M,K] × [K,N]); then Body is an epilogue evaluated per element of
 	// [M,N], where InstrAcc is C's element; stores as for elementwise.
 	KernelMatmul
-	// KernelSum: Body is a prologue evaluated per element of Shape; the
-	// pairwise reference sum of Body[Stores[0]] over all elements is written
-	// to Outputs[0][0]. With Blocks > 1 the kernel does the lower part of
-	// that tree only: the P leaves (padded with -0 to a power of two) are cut
-	// into Blocks aligned blocks and Outputs[0][b] is block b's tree sum; a
-	// KernelSum over those Blocks values completes the same tree.
+	// KernelSum: a reduction (Reduce: sum or max). Body is a prologue
+	// evaluated per element of Shape; Body[Stores[0]] is reduced to each
+	// element of the kept shape Keep (Shape with 1 at each reduced axis; []
+	// or all ones: one output) by the pairwise reference tree of Reduce
+	// (ReductionOf gives each output's leaves), written to Outputs[0][o].
+	// With Blocks > 1 the kernel does the lower part of each output's tree
+	// only: its P leaves (padded with the identity to a power of two) are
+	// cut into Blocks aligned blocks and Outputs[0][o*Blocks+b] is block b's
+	// tree; a KernelSum over those values completes the same tree.
 	KernelSum
 	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
 	// Outputs[0]. Body is empty.
@@ -216,8 +219,14 @@ type Kernel struct {
 	Stores  []int32 // Body index whose value goes to Outputs[k]
 	M, K, N int     // matmul dimensions
 	Tile    Tile    // matmul tiling
-	Blocks  int     // sum: blocks reduced separately (0 or 1: the whole tree)
+	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
+	Reduce  Op      // sum: the reduction, OpSum or OpMax
+	Keep    Shape   // sum: the kept shape ([] for one output)
 }
+
+// ReduceOutputs returns how many values a reduction kernel writes: one per
+// element of Keep and block.
+func (k *Kernel) ReduceOutputs() int { return k.Keep.Len() * max(k.Blocks, 1) }
 
 // Bindings returns the number of storage buffers the kernel binds.
 func (k *Kernel) Bindings() int { return len(k.Inputs) + len(k.Outputs) }
@@ -236,6 +245,9 @@ func (p *Program) String() string {
 		fmt.Fprintf(&b, "kernel %s %s %v nodes=%v", k.Name, k.Kind, k.Shape, k.Nodes)
 		if k.Kind == KernelMatmul {
 			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%+v", k.M, k.K, k.N, k.Tile)
+		}
+		if k.Kind == KernelSum && (k.Reduce != OpSum || len(k.Keep) > 0) {
+			fmt.Fprintf(&b, " %s keep=%v", k.Reduce.Info().Wire, k.Keep)
 		}
 		if k.Blocks > 1 {
 			fmt.Fprintf(&b, " blocks=%d", k.Blocks)
@@ -266,6 +278,13 @@ func (p *Program) String() string {
 		}
 	}
 	return b.String()
+}
+
+func b1(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func (in Instr) text() string {
@@ -304,10 +323,18 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	}
 	want := k.Shape.Len()
 	if k.Kind == KernelSum {
-		want = max(k.Blocks, 1)
+		want = k.ReduceOutputs()
 		if len(k.Outputs) != 1 {
 			return fmt.Sprintf("sum has %d outputs, want 1", len(k.Outputs))
 		}
+		if k.Reduce.Info().Combine == 0 {
+			return fmt.Sprintf("reduces by %v, which is not a reduction", k.Reduce)
+		}
+		if _, err := reduceShape(-1, k.Reduce, []Shape{k.Shape}, k.Keep); err != nil {
+			return fmt.Sprintf("keeps %v of %v: %s", k.Keep, k.Shape, err.Msg)
+		}
+	} else if k.Reduce != 0 || k.Keep != nil {
+		return "sets Reduce or Keep, which only a sum kernel has"
 	}
 	for _, o := range k.Outputs {
 		if p.Buffers[o].Len != want {
@@ -338,10 +365,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	}
 	if k.Blocks > 1 {
 		leaves := 1
-		for leaves < k.Shape.Len() {
+		for k.Kind == KernelSum && leaves < k.Shape.Len()/k.Keep.Len() {
 			leaves *= 2
 		}
-		if k.Kind != KernelSum || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 || p.Buffers[k.Outputs[0]].Len != k.Blocks {
+		if k.Kind != KernelSum || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 {
 			return fmt.Sprintf("splits into %d blocks, which is not a power of two dividing a sum's %d leaves and its output", k.Blocks, leaves)
 		}
 	}
@@ -452,8 +479,10 @@ func (p *Program) Key() []byte {
 		k := &p.Kernels[i]
 		u(len(k.Name))
 		b = append(b, k.Name...)
-		u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks)
+		u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks, int(k.Reduce))
 		shape(k.Shape)
+		u(b1(k.Keep != nil))
+		shape(k.Keep)
 		u(len(k.Nodes))
 		for _, n := range k.Nodes {
 			u(int(n))

@@ -177,7 +177,7 @@ func (b *builder) cost(members []ir.NodeID) int {
 			if b.stored(m, members) {
 				n++
 			}
-		} else if b.g.Nodes[m].Op == ir.OpSum || b.g.Nodes[m].Op == ir.OpLife {
+		} else if b.g.Nodes[m].Op.Info().Combine != 0 || b.g.Nodes[m].Op == ir.OpLife {
 			n++
 		}
 	}
@@ -241,8 +241,11 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
 			k.Shape = n.Shape
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpSum:
-			k.Shape = b.g.Nodes[n.Args[0]].Shape
+		case ir.OpSum, ir.OpMax:
+			k.Shape, k.Reduce = b.g.Nodes[n.Args[0]].Shape, n.Op
+			if n.Shape.Len() > 1 { // else one output: the whole-tensor reduction
+				k.Keep = n.Shape
+			}
 			store(m, value(n.Args[0]))
 			continue
 		case ir.OpLife:

@@ -78,6 +78,16 @@ func TestKernelCounts(t *testing.T) {
 			x := b.Input(ir.Shape{100}, seq(100, 0.5))
 			b.Output("s", x.Mul(x).Relu().Sum())
 		}, 1},
+		{"axis sums and maxes with prologues", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 100}, seq(400, 0.5))
+			b.Output("rows", x.Mul(x).Relu().SumAxes(false, 1))
+			b.Output("cols", x.AddScalar(1).MaxAxes(true, 0))
+			b.Output("t", x.T().Neg().SumAxes(false, 0))
+		}, 3},
+		{"reduction of a reduction", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{3, 4, 5}, seq(60, 0.5))
+			b.Output("m", x.SumAxes(true, 2).MaxAxes(false, 0))
+		}, 2},
 		{"transpose output", func(b *ir.Builder) {
 			x := b.Input(ir.Shape{2, 3}, seq(6, 1))
 			b.Output("t", x.T())
@@ -159,6 +169,27 @@ func TestSplitSums(t *testing.T) {
 		}
 		if len(p.Kernels) != want {
 			t.Errorf("n=%d: %d kernels, want %d:\n%s", n, len(p.Kernels), want, p)
+		}
+	} // Per output: rows of SumSplitMin leaves split, into blocks per row.
+	for _, n := range []int{SumSplitMin - 1, SumSplitMin + 3} {
+		for _, op := range []ir.Op{ir.OpSum, ir.OpMax} {
+			build := func(b *ir.Builder) {
+				x := b.Input(ir.Shape{3, n}, seq(3*n, 0.37))
+				if op == ir.OpSum {
+					b.Output("s", x.MulScalar(1.5).SumAxes(false, 1))
+				} else {
+					b.Output("s", x.MulScalar(1.5).MaxAxes(true, 1))
+					b.Output("cols", x.T().MaxAxes(false, 0))
+				}
+			}
+			p := compile(t, build, Options{SplitSums: true})
+			want := len(p.Outputs)
+			if n >= SumSplitMin {
+				want *= 2
+			}
+			if len(p.Kernels) != want {
+				t.Errorf("n=%d %v: %d kernels, want %d:\n%s", n, op, len(p.Kernels), want, p)
+			}
 		}
 	}
 }

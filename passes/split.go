@@ -2,11 +2,12 @@ package passes
 
 import "github.com/gpucc/gpucc/ir"
 
-// Sum splitting: a sum over P (padded) leaves becomes a kernel reducing
-// P/SumBlockLeaves aligned blocks of SumBlockLeaves leaves each, one per
-// workgroup, and a second sum over those block values. Both are subtrees
-// of cpuref's one tree, so the result is the same bits, and the first
-// kernel runs on many workgroups instead of one.
+// Sum splitting: a reduction (sum or max) over P (padded) leaves per
+// output becomes a kernel reducing P/SumBlockLeaves aligned blocks of
+// SumBlockLeaves leaves each, one per workgroup, and a second reduction
+// over each output's block values. Both are subtrees of cpuref's one tree
+// per output, so the result is the same bits, and the first kernel runs on
+// many workgroups instead of one per output.
 const (
 	SumBlockLeaves = 4096    // leaves per block: 16 per thread of a 256-thread workgroup
 	SumSplitMin    = 1 << 16 // sums over fewer elements stay one kernel
@@ -20,29 +21,36 @@ func split(st *State) error {
 	p := st.Program
 	var out []ir.Kernel
 	for _, k := range p.Kernels {
-		n := k.Shape.Len()
-		if k.Kind != ir.KernelSum || k.Blocks > 1 || n < SumSplitMin {
+		if k.Kind != ir.KernelSum || k.Blocks > 1 || k.Shape.Len()/k.Keep.Len() < SumSplitMin {
 			out = append(out, k)
 			continue
 		}
+		n, outs := k.Shape.Len()/k.Keep.Len(), k.Keep.Len()
 		leaves := 1
 		for leaves < n {
 			leaves *= 2
 		}
 		blocks := leaves / SumBlockLeaves
 		final := k.Outputs[0]
-		p.Buffers = append(p.Buffers, ir.Buffer{Len: blocks, Shape: ir.Shape{blocks}, Node: p.Buffers[final].Node})
+		// The partials of output o are its row of [outs, blocks].
+		shape, keep := ir.Shape{blocks}, ir.Shape(nil)
+		if outs > 1 {
+			shape, keep = ir.Shape{outs, blocks}, ir.Shape{outs, 1}
+		}
+		p.Buffers = append(p.Buffers, ir.Buffer{Len: outs * blocks, Shape: shape, Node: p.Buffers[final].Node})
 		partial := len(p.Buffers) - 1
 		k.Blocks, k.Outputs = blocks, []int{partial}
 		out = append(out, k, ir.Kernel{
 			Name:    k.Name + "_final",
 			Kind:    ir.KernelSum,
 			Nodes:   k.Nodes,
-			Inputs:  []ir.Operand{ir.PlainOperand(partial, ir.Shape{blocks})},
+			Inputs:  []ir.Operand{ir.PlainOperand(partial, shape)},
 			Outputs: []int{final},
-			Shape:   ir.Shape{blocks},
+			Shape:   shape,
 			Body:    []ir.Instr{{Kind: ir.InstrLoad, Operand: 0, Node: -1}},
 			Stores:  []int32{0},
+			Reduce:  k.Reduce,
+			Keep:    keep,
 		})
 	}
 	p.Kernels = out

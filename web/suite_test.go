@@ -143,7 +143,7 @@ func suite(t *testing.T) []testCase {
 		}
 		out = append(out, testCase{c.name, g})
 	}
-	for _, c := range irtest.Ops() { // div, maximum, minimum, neg, exp, log, tanh, sqrt, rsqrt
+	for _, c := range append(irtest.Ops(), irtest.Reductions()...) { // div, maximum, …; sum and max over axes
 		out = append(out, testCase{c.Name, c.Graph})
 	}
 	for _, c := range irtest.Views() { // broadcasts (numpy's), reshapes, strided reads

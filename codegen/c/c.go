@@ -112,6 +112,11 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			u.Scratch = max(u.Scratch, k.K*k.N)
 		}
 		fmt.Fprintf(&b, "\n/* %s: %s %v, nodes %v */\n", k.Name, k.Kind, k.Shape, k.Nodes)
+		if k.Kind == ir.KernelSum {
+			fmt.Fprintf(&b, "static inline float %s_combine(float a, float b) {\n", desc.Export)
+			b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
+			b.WriteString("\treturn m;\n}\n\n")
+		}
 		kernel(&b, k, desc)
 		u.Kernels = append(u.Kernels, desc)
 	}
@@ -137,7 +142,11 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 	case ir.KernelMatmul:
 		matmul(b, k)
 	case ir.KernelSum:
-		sum(b, k)
+		if k.Keep.Len() > 1 {
+			rows(b, k, d.Export+"_combine")
+		} else {
+			sum(b, k, d.Export+"_combine")
+		}
 	case ir.KernelLife:
 		life(b, k)
 	}
@@ -341,8 +350,9 @@ func matmul(b *strings.Builder, k *ir.Kernel) {
 // leaves and out0[b] is block b's subtree: the counter restarts at each
 // output block (t counts within it), the partials are folded into out0 at
 // its last B-block, and output blocks that hold only padding get -0.0.
-func sum(b *strings.Builder, k *ir.Kernel) {
+func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 	n := k.Shape.Len()
+	pad := Lang.Bits(k.Reduce.Info().Identity)
 	p, _ := codegen.SumBlock(n, 1)
 	outs := max(k.Blocks, 1)
 	blk := min(p/outs, SumBlock)
@@ -372,40 +382,75 @@ func sum(b *strings.Builder, k *ir.Kernel) {
 		leaf(4)
 		b.WriteString("\t\t\t}\n")
 		fmt.Fprintf(b, "\t\t\tfor (idx l = %du; l < %du; l++)\n", rest, blk)
-		fmt.Fprintf(b, "\t\t\t\tt[l] = %s;\n", Lang.Bits(1<<31))
+		fmt.Fprintf(b, "\t\t\t\tt[l] = %s;\n", pad)
 		b.WriteString("\t\t}\n")
 	}
 	fmt.Fprintf(b, "\t\tfor (idx w = 1; w < %du; w *= 2)\n", blk)
 	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l += 2 * w)\n", blk)
-	b.WriteString("\t\t\t\tt[l] = t[l] + t[l + w];\n")
+	fmt.Fprintf(b, "\t\t\t\tt[l] = %s(t[l], t[l + w]);\n", combine)
 	b.WriteString("\t\tfloat s = t[0];\n")
 	if outs == 1 {
 		b.WriteString("\t\tfor (idx c = blk; c & 1u; c >>= 1)\n")
-		b.WriteString("\t\t\ts = part[--top] + s;\n")
+		fmt.Fprintf(b, "\t\t\ts = %s(part[--top], s);\n", combine)
 		b.WriteString("\t\tpart[top++] = s;\n\t}\n")
-		fold(b, 1, "out0[0]")
+		fold(b, 1, "out0[0]", combine)
 		return
 	}
 	fmt.Fprintf(b, "\t\tfor (idx c = blk %% %du; c & 1u; c >>= 1)\n", per)
-	b.WriteString("\t\t\ts = part[--top] + s;\n")
+	fmt.Fprintf(b, "\t\t\ts = %s(part[--top], s);\n", combine)
 	b.WriteString("\t\tpart[top++] = s;\n")
 	fmt.Fprintf(b, "\t\tif (blk %% %du == %du || blk == %du) {\n", per, per-1, nblk-1)
-	fold(b, 3, fmt.Sprintf("out0[blk / %du]", per))
+	fold(b, 3, fmt.Sprintf("out0[blk / %du]", per), combine)
 	b.WriteString("\t\t\ttop = 0;\n\t\t}\n\t}\n")
 	if used := (nblk + per - 1) / per; used < outs {
 		fmt.Fprintf(b, "\tfor (idx o = %du; o < %du; o++)\n", used, outs)
-		fmt.Fprintf(b, "\t\tout0[o] = %s;\n", Lang.Bits(1<<31))
+		fmt.Fprintf(b, "\t\tout0[o] = %s;\n", pad)
 	}
 }
 
 // fold writes the right-to-left combination of the top partials into dst,
 // indented by ind tabs: the partial sums of ever smaller subtrees, so
 // combining them from the right is the reference tree with its padding.
-func fold(b *strings.Builder, ind int, dst string) {
+func fold(b *strings.Builder, ind int, dst, combine string) {
 	in := strings.Repeat("\t", ind)
 	fmt.Fprintf(b, "%sfloat s = part[top - 1];\n", in)
-	fmt.Fprintf(b, "%sfor (idx d = top - 1; d > 0; d--)\n%s\ts = part[d - 1] + s;\n", in, in)
+	fmt.Fprintf(b, "%sfor (idx d = top - 1; d > 0; d--)\n%s\ts = %s(part[d - 1], s);\n", in, in, combine)
 	fmt.Fprintf(b, "%s%s = s;\n", in, dst)
+}
+
+// rows writes a reduction with several outputs: for each output and each
+// of its k.Blocks blocks (one unless split), the leaves in order through a
+// binary counter over a stack of complete subtrees (st[l] holds one of 2^l
+// leaves), then the subtrees left (the set bits of the leaf count)
+// combined from the smallest up: the padded tree, as padding leaves change
+// nothing. A block with no real leaf gets the identity.
+func rows(b *strings.Builder, k *ir.Kernel, combine string) {
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	n := red.Leaves
+	p, _ := codegen.SumBlock(n, 1)
+	blocks := max(k.Blocks, 1)
+	per := p / blocks
+	levels := codegen.Log2(per)
+	load := func(j int) string {
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
+	}
+	fmt.Fprintf(b, "\tfor (idx o = 0; o < %du; o++) {\n", red.Outputs)
+	fmt.Fprintf(b, "\t\tconst idx base = %s;\n", codegen.Flat(Lang, red.Kept, "o"))
+	fmt.Fprintf(b, "\t\tfor (idx bl = 0; bl < %du; bl++) {\n", blocks)
+	fmt.Fprintf(b, "\t\t\tfloat st[%d];\n", levels+1)
+	fmt.Fprintf(b, "\t\t\tconst idx lo = bl * %du, hi = lo + %du < %du ? lo + %du : %du;\n", per, per, n, per, n)
+	b.WriteString("\t\t\tidx cnt = 0;\n")
+	b.WriteString("\t\t\tfor (idx r = lo; r < hi; r++, cnt++) {\n")
+	fmt.Fprintf(b, "\t\t\t\tconst idx i = base + %s;\n", codegen.Flat(Lang, red.Reduced, "r"))
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, ""), 4))
+	fmt.Fprintf(b, "\t\t\t\tfloat leaf = %s;\n", codegen.Value(int(k.Stores[0])))
+	b.WriteString("\t\t\t\tidx lvl = 0;\n")
+	fmt.Fprintf(b, "\t\t\t\tfor (idx c = cnt; c & 1u; c >>= 1)\n\t\t\t\t\tleaf = %s(st[lvl++], leaf);\n", combine)
+	b.WriteString("\t\t\t\tst[lvl] = leaf;\n\t\t\t}\n")
+	fmt.Fprintf(b, "\t\t\tfloat s = %s;\n\t\t\tint have = 0;\n", Lang.Bits(k.Reduce.Info().Identity))
+	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l <= %du; l++) {\n", levels)
+	fmt.Fprintf(b, "\t\t\t\tif ((cnt >> l) & 1u) {\n\t\t\t\t\ts = have ? %s(st[l], s) : st[l];\n\t\t\t\t\thave = 1;\n\t\t\t\t}\n\t\t\t}\n", combine)
+	fmt.Fprintf(b, "\t\t\tout0[o * %du + bl] = s;\n\t\t}\n\t}\n", blocks)
 }
 
 // life writes one toroidal step: neighbours wrap around both edges, a cell

@@ -50,16 +50,19 @@ func matmul(k *ir.Kernel) string {
 	return b.String()
 }
 
-// sum emits the reduction passes of a sum kernel. With P the power of two
-// ≥ n, pass 0 evaluates the prologue at P leaves (-0.0 beyond n) and each
-// fragment adds SumFanIn contiguous leaves with the pairwise tree; every
-// later pass does the same to the partials, until one value is left. The
-// blocks are aligned powers of two, so this is cpuref's tree exactly. A
-// split sum (k.Blocks > 1) stops when k.Blocks values are left: each is
-// the subtree of one block.
+// sum emits the reduction passes of a reduction kernel (sum or max). With
+// P the power of two ≥ n, the leaves of each output, each output's leaves
+// are padded with the identity (-0.0, -Inf) to P: leaf g of the padded
+// leaf space is leaf g mod P of output g div P. Pass 0 evaluates the
+// prologue at the leaves and each fragment combines SumFanIn contiguous
+// leaves with the pairwise tree; every later pass does the same to the
+// partials, until one value per output is left. The blocks are aligned
+// powers of two within each output, so this is cpuref's tree exactly. A
+// split reduction (k.Blocks > 1) stops when k.Blocks values per output are
+// left: each is the subtree of one block.
 func (pl *Plan) sum(ki int, k *ir.Kernel) {
-	n := k.Shape.Len()
-	p, _ := codegen.SumBlock(n, 1)
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	p, _ := codegen.SumBlock(red.Leaves, 1)
 	blocks := max(k.Blocks, 1)
 	src := -1 // texture of the partials; -1: the leaves themselves
 	for step := 0; p > blocks || step == 0; step++ {
@@ -68,17 +71,19 @@ func (pl *Plan) sum(ki int, k *ir.Kernel) {
 		out := k.Outputs[0]
 		if p > blocks {
 			out = len(pl.Textures)
-			pl.Textures = append(pl.Textures, Layout(p, -1))
+			pl.Textures = append(pl.Textures, Layout(red.Outputs*p, -1))
 		}
 		name := fmt.Sprintf("%s.%d", k.Name, step)
 		b := header(name)
 		ins := []int{src}
 		if src < 0 {
 			pl.declare(b, k, 1)
-			b.WriteString(leaf(k, n))
+			b.WriteString(combine(k))
+			b.WriteString(leaf(k, red))
 			ins = inputs(k)
 		} else {
 			fmt.Fprintf(b, "uniform highp sampler2D %s0;\nlayout(location = 0) out float o0;\n", SamplerPrefix)
+			b.WriteString(combine(k))
 			fmt.Fprintf(b, "float leaf(uint i) {\n\treturn %s;\n}\n", fetch(SamplerPrefix+"0", "i", pl.Textures[src].Width))
 		}
 		b.WriteString("void main() {\n")
@@ -90,18 +95,37 @@ func (pl *Plan) sum(ki int, k *ir.Kernel) {
 	}
 }
 
-// leaf renders the sum prologue at leaf i, -0.0 past the n real leaves.
-func leaf(k *ir.Kernel, n int) string {
+// combine renders the reduction's combining function, combine(a, b).
+func combine(k *ir.Kernel) string {
 	var b strings.Builder
-	b.WriteString("float leaf(uint i) {\n")
-	fmt.Fprintf(&b, "\tif (i >= %s) {\n\t\treturn %s;\n\t}\n", Lang.Uint(n), Lang.Bits(negZeroBits))
+	b.WriteString("float combine(float a, float b) {\n")
+	b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
+	b.WriteString("\treturn m;\n}\n")
+	return b.String()
+}
+
+// leaf renders the prologue at padded leaf g, the identity past each
+// output's n real leaves.
+func leaf(k *ir.Kernel, red ir.Reduction) string {
+	var b strings.Builder
+	n := red.Leaves
+	p, _ := codegen.SumBlock(n, 1)
+	b.WriteString("float leaf(uint g) {\n")
+	if red.Outputs > 1 {
+		fmt.Fprintf(&b, "\tuint o = g / %s;\n\tuint r = g %% %s;\n", Lang.Uint(p), Lang.Uint(p))
+	} else {
+		b.WriteString("\tuint r = g;\n")
+	}
+	fmt.Fprintf(&b, "\tif (r >= %s) {\n\t\treturn %s;\n\t}\n", Lang.Uint(n), Lang.Bits(k.Reduce.Info().Identity))
+	fmt.Fprintf(&b, "\tuint %s = %s;\n", indexVar, codegen.LeafIndex(Lang, red, "o", "r"))
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, ""), 1))
 	fmt.Fprintf(&b, "\treturn %s;\n}\n", codegen.Value(int(k.Stores[0])))
 	return b.String()
 }
 
-// tree renders the pairwise sum of leaves i*fan … i*fan+fan-1 into o0:
-// level l holds fan>>l values t<l>_<j> = t<l-1>_<2j> + t<l-1>_<2j+1>.
+// tree renders the pairwise combination of leaves i*fan … i*fan+fan-1
+// into o0: level l holds fan>>l values t<l>_<j> = combine(t<l-1>_<2j>,
+// t<l-1>_<2j+1>).
 func tree(fan int) string {
 	var b strings.Builder
 	for j := 0; j < fan; j++ {
@@ -111,7 +135,7 @@ func tree(fan int) string {
 	for w := fan / 2; w >= 1; w /= 2 {
 		l++
 		for j := 0; j < w; j++ {
-			fmt.Fprintf(&b, "\tfloat t%d_%d = t%d_%d + t%d_%d;\n", l, j, l-1, 2*j, l-1, 2*j+1)
+			fmt.Fprintf(&b, "\tfloat t%d_%d = combine(t%d_%d, t%d_%d);\n", l, j, l-1, 2*j, l-1, 2*j+1)
 		}
 	}
 	fmt.Fprintf(&b, "\to0 = t%d_0;\n", l)

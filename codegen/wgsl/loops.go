@@ -33,7 +33,13 @@ func LoopCost(k *ir.Kernel) int {
 		}
 		return MatmulLoopCost(k.K, k.Tile.BK)
 	case ir.KernelSum:
-		p, _ := codegen.SumBlock(k.Shape.Len(), SumThreads)
+		n := k.Shape.Len() / k.Keep.Len()
+		if perThread(k) {
+			// the leaf loop and the binary counter's inner loop (n-1
+			// trailing ones in all, plus an exit test per leaf).
+			return (n + 1) + (2*n - 1)
+		}
+		p, _ := codegen.SumBlock(n, SumThreads)
 		per := max(p/max(k.Blocks, 1)/SumThreads, 1)
 		// the leaf loop, the binary counter's inner loop over j's trailing
 		// ones (per-1 of them in all, plus an exit test per j), and the

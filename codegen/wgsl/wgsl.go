@@ -286,35 +286,53 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString("}\n")
 }
 
-// sum emits a reduction that reproduces cpuref's tree. Each workgroup
-// reduces one aligned block of leaves (the whole padded tensor, or with
-// k.Blocks > 1 one of its Blocks blocks): each thread folds a contiguous
-// run of leaves with a binary counter (the pairwise tree of that run), then
-// the threads' partials are combined in workgroup memory by the same
-// contiguous tree. Leaves past the end are -0.
+// sum emits a reduction (sum or max) that reproduces cpuref's tree. Each
+// workgroup reduces one aligned block of one output's leaves (all of them,
+// or with k.Blocks > 1 one of its Blocks blocks): each thread folds a
+// contiguous run of leaves with a binary counter (the pairwise tree of
+// that run), then the threads' partials are combined in workgroup memory
+// by the same contiguous tree. Leaves past the end are the identity (-0,
+// -Inf). Outputs of fewer than SumThreads leaves each get a thread instead
+// (rows).
 func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	n := k.Shape.Len()
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	if perThread(k) {
+		rows(b, k, s, red)
+		return
+	}
+	n := red.Leaves
 	p, _ := codegen.SumBlock(n, SumThreads)
 	blocks := max(k.Blocks, 1)
 	leaves := p / blocks // per workgroup, a power of two
 	per := max(leaves/SumThreads, 1)
 	s.Workgroup = [3]int{SumThreads, 1, 1}
-	s.Groups = codegen.Groups1D(blocks, maxGroupsPerDim)
+	s.Groups = codegen.Groups1D(red.Outputs*blocks, maxGroupsPerDim)
 	levels := codegen.Log2(per)
+	combine(b, k)
 	fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n\n", SumThreads)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
-	b.WriteString("\tlet t = lid.x;\n\tlet block = wg.x + wg.y * nwg.x;\n")
+	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")
+	if red.Outputs > 1 {
+		fmt.Fprintf(b, "\tlet o = g / %du;\n\tlet block = g %% %du;\n", blocks, blocks)
+	} else {
+		b.WriteString("\tlet block = g;\n")
+	}
 	fmt.Fprintf(b, "\tvar st: array<f32, %d>;\n", levels+1)
 	fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", per)
-	fmt.Fprintf(b, "\t\tlet i = block * %du + t * %du + j;\n", leaves, per)
-	fmt.Fprintf(b, "\t\tvar leaf = %s; // -0.0, the padding leaf\n", Lang.Bits(0x80000000))
-	fmt.Fprintf(b, "\t\tif (i < %du) {\n", n)
+	fmt.Fprintf(b, "\t\tlet r = block * %du + t * %du + j;\n", leaves, per)
+	fmt.Fprintf(b, "\t\tvar leaf = %s; // the padding leaf\n", identity(k))
+	cond := fmt.Sprintf("r < %du", n)
+	if leaves < SumThreads && blocks > 1 { // threads past the block's leaves hold padding
+		cond += fmt.Sprintf(" && t < %du", leaves)
+	}
+	fmt.Fprintf(b, "\t\tif (%s) {\n", cond)
+	fmt.Fprintf(b, "\t\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 3))
 	fmt.Fprintf(b, "\t\t\tleaf = %s;\n\t\t}\n", codegen.Value(int(k.Stores[0])))
 	b.WriteString(`		var lvl = 0u;
 		for (var c = j; (c & 1u) == 1u; c = c >> 1u) {
-			leaf = st[lvl] + leaf;
+			leaf = combine(st[lvl], leaf);
 			lvl++;
 		}
 		st[lvl] = leaf;
@@ -322,8 +340,77 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 `)
 	fmt.Fprintf(b, "\tpart[t] = st[%d];\n\tworkgroupBarrier();\n", levels)
 	fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
-	b.WriteString("\t\tif (t % (2u * w) == 0u) { part[t] = part[t] + part[t + w]; }\n\t\tworkgroupBarrier();\n\t}\n")
-	b.WriteString("\tif (t == 0u) { out0[block] = part[0]; }\n}\n")
+	b.WriteString("\t\tif (t % (2u * w) == 0u) { part[t] = combine(part[t], part[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n")
+	b.WriteString("\tif (t == 0u) { out0[g] = part[0]; }\n}\n")
+}
+
+// perThread reports whether reduction kernel k gives each output one
+// thread (rows): it has several outputs of fewer than SumThreads leaves
+// and is not split.
+func perThread(k *ir.Kernel) bool {
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	p, _ := codegen.SumBlock(red.Leaves, SumThreads)
+	return k.Blocks <= 1 && red.Outputs > 1 && p < SumThreads
+}
+
+// rows emits a reduction whose outputs have a thread each: the thread
+// walks the output's leaves in order with a binary counter over a stack of
+// complete subtrees, then combines the subtrees left (the set bits of the
+// leaf count) from the smallest up: the padded tree, as the padding leaves
+// change nothing.
+func rows(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, red ir.Reduction) {
+	n := red.Leaves
+	p, _ := codegen.SumBlock(n, 1)
+	s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
+	s.Groups = codegen.Groups1D((red.Outputs+ElementwiseThreads-1)/ElementwiseThreads, maxGroupsPerDim)
+	combine(b, k)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", ElementwiseThreads)
+	b.WriteString("fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+	fmt.Fprintf(b, "\tlet o = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
+	fmt.Fprintf(b, "\tif (o >= %du) { return; }\n", red.Outputs)
+	fmt.Fprintf(b, "\tvar st: array<f32, %d>;\n", codegen.Log2(p)+1)
+	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n", n)
+	fmt.Fprintf(b, "\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 2))
+	fmt.Fprintf(b, "\t\tvar leaf = %s;\n", codegen.Value(int(k.Stores[0])))
+	b.WriteString(`		var lvl = 0u;
+		for (var c = r; (c & 1u) == 1u; c = c >> 1u) {
+			leaf = combine(st[lvl], leaf);
+			lvl++;
+		}
+		st[lvl] = leaf;
+	}
+`)
+	acc := ""
+	for l := 0; 1<<l <= n; l++ {
+		if n>>l&1 == 0 {
+			continue
+		}
+		if acc == "" {
+			acc = fmt.Sprintf("st[%d]", l)
+			b.WriteString("\tvar acc = " + acc + ";\n")
+			continue
+		}
+		fmt.Fprintf(b, "\tacc = combine(st[%d], acc);\n", l)
+	}
+	b.WriteString("\tout0[o] = acc;\n}\n")
+}
+
+// identity renders the reduction's padding leaf. An infinity is made from
+// Params.zero: Tint refuses a constant expression that is infinite.
+func identity(k *ir.Kernel) string {
+	bits := k.Reduce.Info().Identity
+	if bits&0x7f800000 == 0x7f800000 {
+		return fmt.Sprintf("bitcast<f32>(0x%08xu | bitcast<u32>(params.zero))", bits)
+	}
+	return Lang.Bits(bits)
+}
+
+// combine writes the reduction's combining function, combine(a, b).
+func combine(b *strings.Builder, k *ir.Kernel) {
+	b.WriteString("fn combine(a: f32, b: f32) -> f32 {\n")
+	b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
+	b.WriteString("\treturn m;\n}\n\n")
 }
 
 func life(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {

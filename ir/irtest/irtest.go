@@ -195,6 +195,7 @@ func Suite() []Case {
 		b.Output("y", acc)
 	})
 	cs = append(cs, Views()...)
+	cs = append(cs, Reductions()...)
 	cs = append(cs, Ops()...)
 	cs = append(cs, Composites()...)
 	return append(cs, LargeMatmuls()...)
@@ -339,6 +340,108 @@ func Views() []Case {
 		acc = acc.Add(sq.T()).Add(sq.Reshape(ir.Shape{3, 7}))
 		b.Output("y", acc)
 		b.Output("over", acc.Mul(b.Input(ir.Shape{3, 1}, unit(70, 3))))
+	})
+	return cs
+}
+
+// Reductions returns sums and maxes over axes: every axis of 2-D and 3-D
+// tensors, several axes, keepdims both ways, reduced lengths of 1, 2, 3,
+// 255, 256 and 257, long rows (a million leaves), strided (transposed)
+// arguments, fused prologues, and rows that overflow to ±Inf, hold NaN, ±0
+// and subnormals or tie, masked where the result is not finite.
+func Reductions() []Case {
+	var cs []Case
+	add := func(name string, build func(b *ir.Builder)) {
+		b := ir.NewBuilder()
+		build(b)
+		cs = append(cs, Case{name, must(b)})
+	}
+	add("reduce/2d", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{5, 7}, Values(70, 35, 4))
+		b.Output("sum0", x.SumAxes(false, 0))
+		b.Output("sum1", x.SumAxes(true, 1))
+		b.Output("sum-1", x.SumAxes(false, -1))
+		b.Output("sum01", x.SumAxes(true, 0, 1))
+		b.Output("max0", x.MaxAxes(true, 0))
+		b.Output("max1", x.MaxAxes(false, 1))
+		b.Output("max-all", x.MaxAxes(false))
+		b.Output("none", x.SumAxes(false, -2).MaxAxes(true))
+	})
+	for _, keep := range []bool{false, true} {
+		name := "reduce/3d"
+		if keep {
+			name += "-keepdims"
+		}
+		add(name, func(b *ir.Builder) {
+			x := b.Input(ir.Shape{3, 4, 5}, Values(71, 60, 4))
+			for _, axes := range [][]int{{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {2, 0, 1}} {
+				name := ""
+				for _, a := range axes {
+					name += itoa(a)
+				}
+				b.Output("sum"+name, x.SumAxes(keep, axes...))
+				b.Output("max"+name, x.MaxAxes(keep, axes...))
+			}
+			b.Output("all", x.SumAxes(keep))
+		})
+	}
+	for _, n := range []int{1, 2, 3, 255, 256, 257} {
+		add("reduce/rows-"+itoa(n), func(b *ir.Builder) {
+			x := b.Input(ir.Shape{6, n}, Values(uint64(72+n), 6*n, 100))
+			y := b.Input(ir.Shape{n, 6}, Values(uint64(73+n), 6*n, 100))
+			b.Output("sum", x.SumAxes(false, 1))
+			b.Output("max", x.MaxAxes(true, 1))
+			b.Output("cols", y.SumAxes(false, 0))
+			b.Output("cols-max", y.MaxAxes(false, 0))
+			b.Output("prologue", x.Mul(x).AddScalar(-1).SumAxes(true, 1))
+			b.Output("transposed", y.T().SumAxes(false, 1))
+		})
+	}
+	add("reduce/long-rows", func(b *ir.Builder) {
+		n := 349525 // 3n is just under the element limit
+		x := b.Input(ir.Shape{3, n}, Values(74, 3*n, 1))
+		b.Output("sum", x.SumAxes(false, 1))
+		b.Output("max", x.MaxAxes(false, -1))
+		b.Output("prologue", x.MulScalar(3).Relu().SumAxes(true, 1))
+		whole := b.Input(ir.Shape{1, 1 << 20}, Values(76, 1<<20, 1))
+		b.Output("one-row", whole.SumAxes(true, 1))
+		b.Output("one-row-max", whole.MaxAxes(false, 1))
+	})
+	add("reduce/long-columns", func(b *ir.Builder) {
+		n := 1<<16 + 3
+		x := b.Input(ir.Shape{n, 3}, Values(75, 3*n, 1))
+		b.Output("sum", x.SumAxes(false, 0))
+		b.Output("max", x.MaxAxes(true, 0))
+	})
+	add("reduce/extremes", func(b *ir.Builder) {
+		big, tiny := float32(3e38), math.Float32frombits(3)
+		nz := float32(math.Copysign(0, -1))
+		x := b.Input(ir.Shape{6, 4}, []float32{
+			big, big, big, big, // +Inf
+			-big, -big, -big, -big, // -Inf
+			big, -big, big, -big, // 0 by the tree, not by a running sum
+			big, big, -big, -big, // Inf + -Inf: NaN
+			nz, nz, nz, nz, // -0
+			tiny, -tiny, tiny, 1e-39, // subnormals
+		})
+		s := x.SumAxes(false, 1)
+		b.Output("clamped", s.MinimumScalar(math.MaxFloat32).MaximumScalar(-math.MaxFloat32).Positive())
+		b.Output("sign", s.Neg().Positive())
+		b.Output("rows-2-4-5", s.Mul(b.Input(ir.Shape{6}, []float32{0, 0, 1, 0, 1, 1})).Positive())
+		b.Output("max", x.MaxAxes(false, 1).MulScalar(0.5))
+		b.Output("max-cols", x.MaxAxes(false, 0).MulScalar(0.25))
+		z := b.Input(ir.Shape{3, 2}, []float32{nz, 0, nz, nz, 0, nz})
+		b.Output("zeros-max", z.MaxAxes(false, 1))
+		b.Output("zeros-sum", z.SumAxes(false, 1))
+		b.Output("zeros-max-all", z.MaxAxes(false))
+		ties := b.Input(ir.Shape{2, 4}, []float32{3, 1, 3, 3, -2, -2, -5, -2})
+		b.Output("ties", ties.MaxAxes(true, 1))
+		// NaN made in the prologue (Inf - Inf): the max of a row holding
+		// one is NaN, which positive turns into 0 where 5 would give 1.
+		w := b.Input(ir.Shape{2, 3}, []float32{5, big, 1, 5, 2, 1})
+		nan := w.MulScalar(10).Sub(w.MulScalar(10)).Add(w)
+		b.Output("nan-max", nan.MaxAxes(false, 1).Positive())
+		b.Output("nan-sum", nan.SumAxes(false, 1).Positive())
 	})
 	return cs
 }

@@ -16,6 +16,11 @@ static inline float F(u32 b) {
 }
 
 /* sum_0: sum [1000], nodes [1 2 3] */
+static inline float kernel0_combine(float a, float b) {
+	const float m = a + b;
+	return m;
+}
+
 EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
 	float t[256], part[64];
 	idx top = 0;
@@ -42,14 +47,14 @@ EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
 		}
 		for (idx w = 1; w < 256u; w *= 2)
 			for (idx l = 0; l < 256u; l += 2 * w)
-				t[l] = t[l] + t[l + w];
+				t[l] = kernel0_combine(t[l], t[l + w]);
 		float s = t[0];
 		for (idx c = blk; c & 1u; c >>= 1)
-			s = part[--top] + s;
+			s = kernel0_combine(part[--top], s);
 		part[top++] = s;
 	}
 	float s = part[top - 1];
 	for (idx d = top - 1; d > 0; d--)
-		s = part[d - 1] + s;
+		s = kernel0_combine(part[d - 1], s);
 	out0[0] = s;
 }

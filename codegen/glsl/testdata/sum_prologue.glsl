@@ -17,10 +17,16 @@ float load0(uint i) {
 	uint j = i;
 	return texelFetch(u_in0, ivec2(int(j % 40u), int(j / 40u)), 0).r;
 }
-float leaf(uint i) {
-	if (i >= 40u) {
+float combine(float a, float b) {
+	float m = a + b;
+	return m;
+}
+float leaf(uint g) {
+	uint r = g;
+	if (r >= 40u) {
 		return (-u_zero);
 	}
+	uint i = r;
 	float v0 = load0(i);
 	float v1 = v0 - uintBitsToFloat(0x41a40000u);
 	float v2 = (v1 * v1) * u_one;
@@ -45,21 +51,21 @@ void main() {
 	float t0_13 = leaf(i * 16u + 13u);
 	float t0_14 = leaf(i * 16u + 14u);
 	float t0_15 = leaf(i * 16u + 15u);
-	float t1_0 = t0_0 + t0_1;
-	float t1_1 = t0_2 + t0_3;
-	float t1_2 = t0_4 + t0_5;
-	float t1_3 = t0_6 + t0_7;
-	float t1_4 = t0_8 + t0_9;
-	float t1_5 = t0_10 + t0_11;
-	float t1_6 = t0_12 + t0_13;
-	float t1_7 = t0_14 + t0_15;
-	float t2_0 = t1_0 + t1_1;
-	float t2_1 = t1_2 + t1_3;
-	float t2_2 = t1_4 + t1_5;
-	float t2_3 = t1_6 + t1_7;
-	float t3_0 = t2_0 + t2_1;
-	float t3_1 = t2_2 + t2_3;
-	float t4_0 = t3_0 + t3_1;
+	float t1_0 = combine(t0_0, t0_1);
+	float t1_1 = combine(t0_2, t0_3);
+	float t1_2 = combine(t0_4, t0_5);
+	float t1_3 = combine(t0_6, t0_7);
+	float t1_4 = combine(t0_8, t0_9);
+	float t1_5 = combine(t0_10, t0_11);
+	float t1_6 = combine(t0_12, t0_13);
+	float t1_7 = combine(t0_14, t0_15);
+	float t2_0 = combine(t1_0, t1_1);
+	float t2_1 = combine(t1_2, t1_3);
+	float t2_2 = combine(t1_4, t1_5);
+	float t2_3 = combine(t1_6, t1_7);
+	float t3_0 = combine(t2_0, t2_1);
+	float t3_1 = combine(t2_2, t2_3);
+	float t4_0 = combine(t3_0, t3_1);
 	o0 = t4_0;
 }
 
@@ -74,6 +80,10 @@ uniform float u_one;
 uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
+float combine(float a, float b) {
+	float m = a + b;
+	return m;
+}
 float leaf(uint i) {
 	return texelFetch(u_in0, ivec2(int(i % 4u), int(i / 4u)), 0).r;
 }
@@ -84,8 +94,8 @@ void main() {
 	float t0_1 = leaf(i * 4u + 1u);
 	float t0_2 = leaf(i * 4u + 2u);
 	float t0_3 = leaf(i * 4u + 3u);
-	float t1_0 = t0_0 + t0_1;
-	float t1_1 = t0_2 + t0_3;
-	float t2_0 = t1_0 + t1_1;
+	float t1_0 = combine(t0_0, t0_1);
+	float t1_1 = combine(t0_2, t0_3);
+	float t2_0 = combine(t1_0, t1_1);
 	o0 = t2_0;
 }

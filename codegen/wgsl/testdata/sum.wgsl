@@ -8,17 +8,24 @@ struct Params { one: f32, zero: f32, k: array<vec4<f32>, 1> }
 @group(0) @binding(2) var<storage, read_write> out0: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
+fn combine(a: f32, b: f32) -> f32 {
+	let m = a + b;
+	return m;
+}
+
 var<workgroup> part: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
 	let t = lid.x;
-	let block = wg.x + wg.y * nwg.x;
+	let g = wg.x + wg.y * nwg.x;
+	let block = g;
 	var st: array<f32, 1>;
 	for (var j = 0u; j < 1u; j++) {
-		let i = block * 8u + t * 1u + j;
-		var leaf = bitcast<f32>(0x80000000u); // -0.0, the padding leaf
-		if (i < 5u) {
+		let r = block * 8u + t * 1u + j;
+		var leaf = bitcast<f32>(0x80000000u); // the padding leaf
+		if (r < 5u) {
+			let i = r;
 			let v0 = in0[i];
 			let v1 = in1[i];
 			let v2 = v0 - (v1) * params.one;
@@ -27,7 +34,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		}
 		var lvl = 0u;
 		for (var c = j; (c & 1u) == 1u; c = c >> 1u) {
-			leaf = st[lvl] + leaf;
+			leaf = combine(st[lvl], leaf);
 			lvl++;
 		}
 		st[lvl] = leaf;
@@ -35,9 +42,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 	part[t] = st[0];
 	workgroupBarrier();
 	for (var w = 1u; w < 256u; w = w * 2u) {
-		if (t % (2u * w) == 0u) { part[t] = part[t] + part[t + w]; }
+		if (t % (2u * w) == 0u) { part[t] = combine(part[t], part[t + w]); }
 		workgroupBarrier();
 	}
-	if (t == 0u) { out0[block] = part[0]; }
+	if (t == 0u) { out0[g] = part[0]; }
 }
 
