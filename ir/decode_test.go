@@ -263,6 +263,7 @@ func sameBits(a, b float32) bool { return a == b && (a != 0 || (1/a > 0) == (1/b
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(seed))
 	f.Add([]byte(graph(in3+`,{"id":1,"op":"sum","a":0}`, out0)))
+	f.Add([]byte(graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[-1,0],"keepdims":true},{"id":2,"op":"max","a":0,"axes":[1]}`, out0)))
 	for _, c := range irtest.Suite()[:4] {
 		f.Add(ir.Encode(c.Graph))
 	}
