@@ -121,6 +121,32 @@ func (l Lang) Float(v float32) string { return l.Bits(math.Float32bits(v)) }
 // current element; acc is the matmul accumulator's expression (unused
 // otherwise).
 func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []string {
+	return BodyRange(l, k, 0, len(k.Body), load, acc)
+}
+
+// Prologue and Epilogue split a reduction kernel's body at its InstrAcc
+// (ir.KernelSum): the values before it, evaluated per leaf, and those from
+// it on (the InstrAcc rendered as acc), evaluated per output. A body
+// without an epilogue is all prologue.
+func Prologue(l Lang, k *ir.Kernel, load func(operand int) string) []string {
+	end := k.AccIndex()
+	if end < 0 {
+		end = len(k.Body)
+	}
+	return BodyRange(l, k, 0, end, load, "")
+}
+
+// Epilogue: see Prologue.
+func Epilogue(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []string {
+	if k.AccIndex() < 0 {
+		return nil
+	}
+	return BodyRange(l, k, k.AccIndex(), len(k.Body), load, acc)
+}
+
+// BodyRange is Body of instructions from..to-1 only; constants keep the
+// slots they have in the whole body.
+func BodyRange(l Lang, k *ir.Kernel, from, to int, load func(operand int) string, acc string) []string {
 	lines := make([]string, 0, len(k.Body))
 	slot := 0
 	constant := func(v float32) string {
@@ -130,7 +156,14 @@ func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []str
 		slot++
 		return l.Const(slot - 1)
 	}
+	mark := 0 // the lines before from are rendered for their slots, then dropped
 	for j, in := range k.Body {
+		if j >= to {
+			break
+		}
+		if j == from {
+			mark = len(lines)
+		}
 		name := Value(j)
 		switch in.Kind {
 		case ir.InstrConst:
@@ -148,7 +181,10 @@ func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []str
 			lines = append(lines, expr(l, info.Expr, name, args, info.Scalar, constant)...)
 		}
 	}
-	return lines
+	if from >= to {
+		return nil
+	}
+	return lines[mark:]
 }
 
 // Value names body value j.

@@ -91,8 +91,15 @@ func newBody(k *ir.Kernel) *body {
 // eval evaluates the body at elements lo..lo+m-1 (m <= chunk); acc holds
 // the matmul accumulator of each (nil for other kinds).
 func (bd *body) eval(bufs [][]float32, lo, m int, acc []float32) {
+	bd.evalRange(bufs, lo, m, acc, 0, len(bd.k.Body))
+}
+
+// evalRange is eval of instructions from..to-1 only: a reduction's
+// prologue or epilogue.
+func (bd *body) evalRange(bufs [][]float32, lo, m int, acc []float32, from, to int) {
 	k := bd.k
-	for j, in := range k.Body {
+	for j := from; j < to; j++ {
+		in := k.Body[j]
 		v := bd.vals[j][:m]
 		switch in.Kind {
 		case ir.InstrConst:
@@ -143,13 +150,26 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			}
 		}
 	case ir.KernelSum:
+		acc := k.AccIndex()
+		pro := acc
+		if acc < 0 {
+			pro = len(k.Body)
+		}
 		leaves := make([]float32, n)
 		for lo := 0; lo < n; lo += chunk {
 			m := min(chunk, n-lo)
-			bd.eval(bufs, lo, m, nil)
+			bd.evalRange(bufs, lo, m, nil, 0, pro)
 			copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
 		}
-		copy(bufs[k.Outputs[0]], exact.reduce(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1)))
+		red := exact.reduce(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1))
+		copy(bufs[k.Outputs[0]], red)
+		for lo := 0; acc >= 0 && lo < len(red); lo += chunk { // the epilogue, per output
+			m := min(chunk, len(red)-lo)
+			bd.evalRange(bufs, lo, m, red[lo:lo+m], acc, len(k.Body))
+			for s, v := range k.Stores[1:] {
+				copy(bufs[k.Outputs[s+1]][lo:lo+m], bd.vals[v][:m])
+			}
+		}
 	case ir.KernelLife:
 		in := operandValues(k.Inputs[0], bufs)
 		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))

@@ -80,6 +80,13 @@ const (
 	// only: its P leaves (padded with the identity to a power of two) are
 	// cut into Blocks aligned blocks and Outputs[0][o*Blocks+b] is block b's
 	// tree; a KernelSum over those values completes the same tree.
+	// An unsplit reduction may end in an epilogue: the instructions after
+	// the Body's one InstrAcc are evaluated per output element o, with
+	// InstrAcc the reduced value of o and loads at element o of operands
+	// of Keep's length, and Body[Stores[k]] is written to Outputs[k][o] for
+	// k ≥ 1 (Outputs[0] still gets the reduced values). Epilogue values use
+	// only the InstrAcc and later values; prologue values only earlier
+	// ones.
 	KernelSum
 	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
 	// Outputs[0]. Body is empty.
@@ -224,6 +231,17 @@ type Kernel struct {
 	Keep    Shape   // sum: the kept shape ([] for one output)
 }
 
+// AccIndex returns the index of the Body's InstrAcc, or -1: a reduction's
+// epilogue starts there.
+func (k *Kernel) AccIndex() int {
+	for j, in := range k.Body {
+		if in.Kind == InstrAcc {
+			return j
+		}
+	}
+	return -1
+}
+
 // ReduceOutputs returns how many values a reduction kernel writes: one per
 // element of Keep and block.
 func (k *Kernel) ReduceOutputs() int { return k.Keep.Len() * max(k.Blocks, 1) }
@@ -324,8 +342,37 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	want := k.Shape.Len()
 	if k.Kind == KernelSum {
 		want = k.ReduceOutputs()
-		if len(k.Outputs) != 1 {
-			return fmt.Sprintf("sum has %d outputs, want 1", len(k.Outputs))
+		acc := k.AccIndex()
+		if len(k.Stores) != len(k.Outputs) {
+			return fmt.Sprintf("%d stores for %d outputs", len(k.Stores), len(k.Outputs))
+		}
+		if len(k.Outputs) == 0 || len(k.Outputs) > 1 && (acc < 0 || k.Blocks > 1) {
+			return fmt.Sprintf("sum has %d outputs; more than one needs an epilogue (an InstrAcc) and no blocks", len(k.Outputs))
+		}
+		for j, o := range k.Outputs[1:] {
+			if p.Buffers[o].Len != k.Keep.Len() {
+				return fmt.Sprintf("epilogue output buf%d has %d elements, want %d", o, p.Buffers[o].Len, k.Keep.Len())
+			}
+			if int(k.Stores[j+1]) < acc {
+				return fmt.Sprintf("epilogue output buf%d stores prologue value v%d", o, k.Stores[j+1])
+			}
+		}
+		if acc >= 0 && int(k.Stores[0]) >= acc {
+			return fmt.Sprintf("reduces v%d, which is not a prologue value", k.Stores[0])
+		}
+		for j, in := range k.Body {
+			n, space := k.Shape.Len(), "prologue"
+			if acc >= 0 && j > acc {
+				n, space = k.Keep.Len(), "epilogue"
+				for a := 0; in.Kind == InstrOp && a < in.Op.Info().Args; a++ {
+					if int(in.Args[a]) < acc {
+						return fmt.Sprintf("epilogue value v%d uses prologue value v%d", j, in.Args[a])
+					}
+				}
+			}
+			if in.Kind == InstrLoad && in.Operand >= 0 && in.Operand < len(k.Inputs) && k.Inputs[in.Operand].Shape.Len() != n {
+				return fmt.Sprintf("%s value v%d loads %v, want %d elements", space, j, k.Inputs[in.Operand].Shape, n)
+			}
 		}
 		if k.Reduce.Info().Combine == 0 {
 			return fmt.Sprintf("reduces by %v, which is not a reduction", k.Reduce)
@@ -336,7 +383,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	} else if k.Reduce != 0 || k.Keep != nil {
 		return "sets Reduce or Keep, which only a sum kernel has"
 	}
-	for _, o := range k.Outputs {
+	for j, o := range k.Outputs {
+		if j > 0 && k.Kind == KernelSum {
+			break // epilogue outputs, checked above
+		}
 		if p.Buffers[o].Len != want {
 			return fmt.Sprintf("output buf%d has %d elements, want %d", o, p.Buffers[o].Len, want)
 		}
@@ -424,12 +474,15 @@ func ValidateProgram(p *Program) error {
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
 				}
-				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() {
+				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelSum && j > k.AccIndex() && k.AccIndex() >= 0) { // epilogue loads: see validateKernelShape
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul {
-					return bad("v%d reads the matmul accumulator outside a matmul", j)
+				if k.Kind != KernelMatmul && k.Kind != KernelSum {
+					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
+				}
+				if k.Kind == KernelSum && j != k.AccIndex() {
+					return bad("v%d: a reduction has one InstrAcc", j)
 				}
 			case InstrOp:
 				if !in.Op.IsElementwise() {

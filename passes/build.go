@@ -223,6 +223,24 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		k.Outputs = append(k.Outputs, b.buffer(v))
 	}
 	members := u.nodes
+	epilogue := func(m ir.NodeID) bool { // a reduction unit's members after its root
+		return u.kind == ir.KernelSum && !b.prologue[m] && b.g.Nodes[m].Op.Info().Combine == 0
+	}
+	if u.kind == ir.KernelSum {
+		// The prologue, the reduction, then the epilogue (whose members may
+		// come earlier in node order: they do not depend on each other).
+		members = slices.Clone(u.nodes)
+		rank := func(m ir.NodeID) int {
+			switch {
+			case b.prologue[m]:
+				return 0
+			case epilogue(m):
+				return 2
+			}
+			return 1
+		}
+		slices.SortStableFunc(members, func(x, y ir.NodeID) int { return rank(x) - rank(y) })
+	}
 	if u.kind == ir.KernelMatmul {
 		// The matmul goes first so that its operands are Inputs[0] and [1];
 		// members before it in node order do not depend on it.
@@ -246,7 +264,14 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			if n.Shape.Len() > 1 { // else one output: the whole-tensor reduction
 				k.Keep = n.Shape
 			}
-			store(m, value(n.Args[0]))
+			leaf := value(n.Args[0])
+			store(m, leaf)
+			if slices.ContainsFunc(members, epilogue) {
+				// The epilogue reads per output: its own loads and constants.
+				vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Args: [2]int32{leaf}, Node: b.st.Origin[m]})
+				clear(loads)
+				clear(consts)
+			}
 			continue
 		case ir.OpLife:
 			k.Shape = n.Shape
@@ -266,7 +291,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			}
 			vals[m] = emit(in)
 		}
-		if u.kind != ir.KernelSum && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
+		if (u.kind != ir.KernelSum || epilogue(m)) && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
 			store(m, vals[m])
 		}
 	}

@@ -18,8 +18,10 @@ import (
 //     whoever reads them (see resolve); the views pass has already sunk
 //     them through single-use elementwise nodes to the loads, so a view
 //     inside an elementwise region is strides, not a kernel boundary;
-//   - a sum whose argument group feeds nothing else takes that group as its
-//     prologue;
+//   - a reduction (sum, max) whose argument group feeds nothing else takes
+//     that group as its prologue, and elementwise nodes over its result
+//     (or a reshape of it) join it as its epilogue (evaluated per output
+//     element);
 //   - fulls become constants in kernel bodies, and are materialised only
 //     where a matmul or life reads them;
 //   - a group binding more than Options.MaxBindings buffers is split.
@@ -49,17 +51,18 @@ type group struct {
 }
 
 type fuser struct {
-	st      *State
-	g       *ir.Graph
-	groupOf []int // group of each node, or -1
-	groups  []*group
-	users   [][]ir.NodeID
-	output  []bool
+	st       *State
+	g        *ir.Graph
+	groupOf  []int  // group of each node, or -1
+	prologue []bool // nodes a reduction's group evaluates per leaf
+	groups   []*group
+	users    [][]ir.NodeID
+	output   []bool
 }
 
 func newFuser(st *State) *fuser {
 	g := st.Graph
-	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)),
+	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)), prologue: make([]bool, len(g.Nodes)),
 		users: make([][]ir.NodeID, len(g.Nodes)), output: make([]bool, len(g.Nodes))}
 	for i, n := range g.Nodes {
 		f.groupOf[i] = -1
@@ -144,7 +147,10 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 		if c < 0 || slices.Contains(chosen, c) {
 			continue
 		}
-		if k := f.groups[c].kind; k != ir.KernelElementwise && k != ir.KernelMatmul {
+		if k := f.groups[c].kind; k != ir.KernelElementwise && k != ir.KernelMatmul && !f.epilogue(v, c, chosen) {
+			continue
+		}
+		if f.feedsReduction(c, chosen) {
 			continue
 		}
 		if _, ok := f.mergeExt(v, append(slices.Clone(chosen), c)); ok {
@@ -165,15 +171,39 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 	f.groupOf[v] = chosen[0]
 }
 
+// epilogue reports whether elementwise node v may join reduction group c
+// (with the groups chosen) as its epilogue: v is over the reduction's
+// result (or a reshape of it, see same), and no chosen group computes the reduction's argument
+// (whose values are per leaf, not per output).
+func (f *fuser) epilogue(v ir.NodeID, c int, chosen []int) bool {
+	gr := f.groups[c]
+	if gr.kind != ir.KernelSum || f.g.Nodes[v].Shape.Len() != f.g.Nodes[gr.root].Shape.Len() {
+		return false
+	}
+	arg := f.groupOf[f.g.Nodes[gr.root].Args[0]]
+	return arg < 0 || !slices.Contains(chosen, arg)
+}
+
+// feedsReduction reports whether group c computes the argument of a
+// reduction group among chosen: it cannot join that reduction's epilogue.
+func (f *fuser) feedsReduction(c int, chosen []int) bool {
+	for _, s := range chosen {
+		if gr := f.groups[s]; gr.kind == ir.KernelSum && f.groupOf[f.g.Nodes[gr.root].Args[0]] == c {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeExt returns the external dependencies of v merged with groups cs,
 // and whether that merge is legal: no group depends on itself and at most
-// one matmul shares the kernel.
+// one matmul or reduction shares the kernel.
 func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 	ext := f.argDeps(v, cs)
 	matmuls := 0
 	for _, c := range cs {
 		ext.or(f.closure(f.groups[c].ext.clone()))
-		if f.groups[c].kind == ir.KernelMatmul {
+		if k := f.groups[c].kind; k == ir.KernelMatmul || k == ir.KernelSum {
 			matmuls++
 		}
 	}
@@ -189,7 +219,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 // dependency on dst.
 func (f *fuser) absorb(dst, src int) {
 	d, s := f.groups[dst], f.groups[src]
-	if s.kind == ir.KernelMatmul {
+	if s.kind == ir.KernelMatmul || s.kind == ir.KernelSum && d.kind == ir.KernelElementwise {
 		d.kind, d.root = s.kind, s.root
 	}
 	for _, v := range s.nodes {
@@ -207,8 +237,9 @@ func (f *fuser) absorb(dst, src int) {
 	d.ext.clear(dst) // the prologue a sum absorbs was among its dependencies
 }
 
-// fuseSumPrologues folds into each sum the elementwise group computing its
-// argument, when nothing else reads that group.
+// fuseSumPrologues folds into each reduction the elementwise group
+// computing its argument, when nothing else reads that group (epilogue
+// members do not: they never join with that group).
 func (f *fuser) fuseSumPrologues() {
 	for gi, sg := range f.groups {
 		if sg.dead || sg.kind != ir.KernelSum {
@@ -227,6 +258,9 @@ func (f *fuser) fuseSumPrologues() {
 			}
 		}
 		if private {
+			for _, m := range f.groups[pi].nodes {
+				f.prologue[m] = true
+			}
 			f.absorb(gi, pi)
 		}
 	}

@@ -84,6 +84,24 @@ func TestKernelCounts(t *testing.T) {
 			b.Output("cols", x.AddScalar(1).MaxAxes(true, 0))
 			b.Output("t", x.T().Neg().SumAxes(false, 0))
 		}, 3},
+		{"reduction epilogues", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 100}, seq(400, 0.5))
+			bias := b.Input(ir.Shape{4, 1}, seq(4, 1))
+			v := x.Mul(x).SumAxes(true, 1).MulScalar(0.01).Add(bias.Mul(bias)).AddScalar(1e-5).Rsqrt()
+			b.Output("v", v)
+			b.Output("w", v.Neg())
+			m := x.MaxAxes(false)
+			b.Output("m", m.Mul(m))
+		}, 2},
+		{"an epilogue through keepdims false's reshape", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 100}, seq(400, 0.5))
+			b.Output("mean", x.SumAxes(false, 1).MulScalar(0.01))
+		}, 1},
+		{"the reduction's argument group cannot be its epilogue", func(b *ir.Builder) {
+			x := b.Input(ir.Shape{4, 1}, seq(4, 0.5))
+			p := x.MulScalar(3)
+			b.Output("y", p.SumAxes(true, 1).Add(p))
+		}, 2},
 		{"reduction of a reduction", func(b *ir.Builder) {
 			x := b.Input(ir.Shape{3, 4, 5}, seq(60, 0.5))
 			b.Output("m", x.SumAxes(true, 2).MaxAxes(false, 0))

@@ -39,8 +39,7 @@ func split(st *State) error {
 		}
 		p.Buffers = append(p.Buffers, ir.Buffer{Len: outs * blocks, Shape: shape, Node: p.Buffers[final].Node})
 		partial := len(p.Buffers) - 1
-		k.Blocks, k.Outputs = blocks, []int{partial}
-		out = append(out, k, ir.Kernel{
+		fin := ir.Kernel{
 			Name:    k.Name + "_final",
 			Kind:    ir.KernelSum,
 			Nodes:   k.Nodes,
@@ -51,8 +50,46 @@ func split(st *State) error {
 			Stores:  []int32{0},
 			Reduce:  k.Reduce,
 			Keep:    keep,
-		})
+		}
+		if acc := k.AccIndex(); acc >= 0 { // the epilogue moves to the final kernel
+			fin.Body, fin.Stores, fin.Outputs, fin.Inputs = moveEpilogue(&k, acc, fin.Inputs[0], final)
+			k.Body = k.Body[:acc]
+		}
+		k.Blocks, k.Outputs, k.Stores = blocks, []int{partial}, k.Stores[:1]
+		out = append(out, k, fin)
 	}
 	p.Kernels = out
 	return nil
+}
+
+// moveEpilogue returns the body, stores, outputs and operands of a final
+// reduction kernel that reads its partials as operand 0 and then runs k's
+// epilogue (from the InstrAcc at acc), renumbered.
+func moveEpilogue(k *ir.Kernel, acc int, partials ir.Operand, final int) ([]ir.Instr, []int32, []int, []ir.Operand) {
+	body := []ir.Instr{{Kind: ir.InstrLoad, Operand: 0, Node: -1}}
+	inputs := []ir.Operand{partials}
+	operand := map[int]int{}
+	shift := func(j int32) int32 { return j - int32(acc) + 1 }
+	for _, in := range k.Body[acc:] {
+		switch in.Kind {
+		case ir.InstrAcc:
+			in.Args[0] = 0
+		case ir.InstrLoad:
+			if _, ok := operand[in.Operand]; !ok {
+				operand[in.Operand] = len(inputs)
+				inputs = append(inputs, k.Inputs[in.Operand])
+			}
+			in.Operand = operand[in.Operand]
+		case ir.InstrOp:
+			for a := 0; a < in.Op.Info().Args; a++ {
+				in.Args[a] = shift(in.Args[a])
+			}
+		}
+		body = append(body, in)
+	}
+	stores := []int32{0}
+	for _, s := range k.Stores[1:] {
+		stores = append(stores, shift(s))
+	}
+	return body, stores, append([]int{final}, k.Outputs[1:]...), inputs
 }

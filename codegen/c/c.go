@@ -363,7 +363,7 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
 	}
 	leaf := func(ind int) {
-		b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, ""), ind))
+		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), ind))
 		fmt.Fprintf(b, "%st[l] = %s;\n", strings.Repeat("\t", ind), codegen.Value(int(k.Stores[0])))
 	}
 	fmt.Fprintf(b, "\tfloat t[%d], part[64];\n\tidx top = 0;\n", blk)
@@ -394,6 +394,11 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 		fmt.Fprintf(b, "\t\t\ts = %s(part[--top], s);\n", combine)
 		b.WriteString("\t\tpart[top++] = s;\n\t}\n")
 		fold(b, 1, "out0[0]", combine)
+		if k.AccIndex() >= 0 {
+			b.WriteString("\t{\n\t\tconst idx o = 0;\n")
+			epilogue(b, k, "out0[0]", 2)
+			b.WriteString("\t}\n")
+		}
 		return
 	}
 	fmt.Fprintf(b, "\t\tfor (idx c = blk %% %du; c & 1u; c >>= 1)\n", per)
@@ -442,7 +447,7 @@ func rows(b *strings.Builder, k *ir.Kernel, combine string) {
 	b.WriteString("\t\t\tidx cnt = 0;\n")
 	b.WriteString("\t\t\tfor (idx r = lo; r < hi; r++, cnt++) {\n")
 	fmt.Fprintf(b, "\t\t\t\tconst idx i = base + %s;\n", codegen.Flat(Lang, red.Reduced, "r"))
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, ""), 4))
+	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), 4))
 	fmt.Fprintf(b, "\t\t\t\tfloat leaf = %s;\n", codegen.Value(int(k.Stores[0])))
 	b.WriteString("\t\t\t\tidx lvl = 0;\n")
 	fmt.Fprintf(b, "\t\t\t\tfor (idx c = cnt; c & 1u; c >>= 1)\n\t\t\t\t\tleaf = %s(st[lvl++], leaf);\n", combine)
@@ -450,7 +455,22 @@ func rows(b *strings.Builder, k *ir.Kernel, combine string) {
 	fmt.Fprintf(b, "\t\t\tfloat s = %s;\n\t\t\tint have = 0;\n", Lang.Bits(k.Reduce.Info().Identity))
 	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l <= %du; l++) {\n", levels)
 	fmt.Fprintf(b, "\t\t\t\tif ((cnt >> l) & 1u) {\n\t\t\t\t\ts = have ? %s(st[l], s) : st[l];\n\t\t\t\t\thave = 1;\n\t\t\t\t}\n\t\t\t}\n", combine)
-	fmt.Fprintf(b, "\t\t\tout0[o * %du + bl] = s;\n\t\t}\n\t}\n", blocks)
+	fmt.Fprintf(b, "\t\t\tout0[o * %du + bl] = s;\n", blocks)
+	epilogue(b, k, "s", 3) // only unsplit reductions have one: bl is 0
+	b.WriteString("\t\t}\n\t}\n")
+}
+
+// epilogue writes a reduction's epilogue at output o from its reduced
+// value acc, and its stores.
+func epilogue(b *strings.Builder, k *ir.Kernel, acc string, tabs int) {
+	load := func(j int) string {
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "o"))
+	}
+	lines := codegen.Epilogue(Lang, k, load, acc)
+	for j, v := range k.Stores[1:] {
+		lines = append(lines, fmt.Sprintf("out%d[o] = %s;", j+1, codegen.Value(int(v))))
+	}
+	b.WriteString(codegen.Indent(lines, tabs))
 }
 
 // life writes one toroidal step: neighbours wrap around both edges, a cell

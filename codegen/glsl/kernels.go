@@ -93,6 +93,34 @@ func (pl *Plan) sum(ki int, k *ir.Kernel) {
 		pl.add(name, ki, b.String(), ins, []int{out})
 		src = out
 	}
+	if k.AccIndex() >= 0 {
+		pl.epilogue(ki, k)
+	}
+}
+
+// epilogue emits the passes of a reduction's epilogue: fragment o reads
+// the reduced value o from Outputs[0]'s texture (one more sampler after
+// the operands'), evaluates the epilogue and writes up to MaxDrawBuffers
+// of Outputs[1:].
+func (pl *Plan) epilogue(ki int, k *ir.Kernel) {
+	outs, stores := k.Outputs[1:], k.Stores[1:]
+	red := pl.Textures[k.Outputs[0]]
+	for lo := 0; lo < len(outs); lo += MaxDrawBuffers {
+		hi := min(lo+MaxDrawBuffers, len(outs))
+		name := fmt.Sprintf("%s.epilogue%d", k.Name, lo/MaxDrawBuffers)
+		b := header(name)
+		pl.declare(b, k, hi-lo)
+		sampler := fmt.Sprintf("%s%d", SamplerPrefix, len(k.Inputs))
+		fmt.Fprintf(b, "uniform highp sampler2D %s;\n", sampler)
+		b.WriteString("void main() {\n")
+		b.WriteString(fragIndex(pl.Textures[outs[lo]].Width))
+		b.WriteString(codegen.Indent(codegen.Epilogue(Lang, k, load, fetch(sampler, indexVar, red.Width)), 1))
+		for s := lo; s < hi; s++ {
+			fmt.Fprintf(b, "\to%d = %s;\n", s-lo, codegen.Value(int(stores[s])))
+		}
+		b.WriteString("}\n")
+		pl.add(name, ki, b.String(), append(inputs(k), k.Outputs[0]), outs[lo:hi])
+	}
 }
 
 // combine renders the reduction's combining function, combine(a, b).
@@ -118,7 +146,7 @@ func leaf(k *ir.Kernel, red ir.Reduction) string {
 	}
 	fmt.Fprintf(&b, "\tif (r >= %s) {\n\t\treturn %s;\n\t}\n", Lang.Uint(n), Lang.Bits(k.Reduce.Info().Identity))
 	fmt.Fprintf(&b, "\tuint %s = %s;\n", indexVar, codegen.LeafIndex(Lang, red, "o", "r"))
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, ""), 1))
+	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), 1))
 	fmt.Fprintf(&b, "\treturn %s;\n}\n", codegen.Value(int(k.Stores[0])))
 	return b.String()
 }

@@ -328,7 +328,7 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	fmt.Fprintf(b, "\t\tif (%s) {\n", cond)
 	fmt.Fprintf(b, "\t\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 3))
+	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 3))
 	fmt.Fprintf(b, "\t\t\tleaf = %s;\n\t\t}\n", codegen.Value(int(k.Stores[0])))
 	b.WriteString(`		var lvl = 0u;
 		for (var c = j; (c & 1u) == 1u; c = c >> 1u) {
@@ -341,7 +341,16 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "\tpart[t] = st[%d];\n\tworkgroupBarrier();\n", levels)
 	fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
 	b.WriteString("\t\tif (t % (2u * w) == 0u) { part[t] = combine(part[t], part[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n")
-	b.WriteString("\tif (t == 0u) { out0[g] = part[0]; }\n}\n")
+	if k.AccIndex() < 0 {
+		b.WriteString("\tif (t == 0u) { out0[g] = part[0]; }\n}\n")
+		return
+	}
+	b.WriteString("\tif (t == 0u) {\n\t\tout0[g] = part[0];\n")
+	if red.Outputs == 1 {
+		b.WriteString("\t\tlet o = 0u;\n")
+	}
+	epilogue(b, k, "part[0]", 2)
+	b.WriteString("\t}\n}\n")
 }
 
 // perThread reports whether reduction kernel k gives each output one
@@ -371,7 +380,7 @@ func rows(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, red ir.Reduction)
 	fmt.Fprintf(b, "\tvar st: array<f32, %d>;\n", codegen.Log2(p)+1)
 	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n", n)
 	fmt.Fprintf(b, "\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), ""), 2))
+	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 2))
 	fmt.Fprintf(b, "\t\tvar leaf = %s;\n", codegen.Value(int(k.Stores[0])))
 	b.WriteString(`		var lvl = 0u;
 		for (var c = r; (c & 1u) == 1u; c = c >> 1u) {
@@ -393,7 +402,19 @@ func rows(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, red ir.Reduction)
 		}
 		fmt.Fprintf(b, "\tacc = combine(st[%d], acc);\n", l)
 	}
-	b.WriteString("\tout0[o] = acc;\n}\n")
+	b.WriteString("\tout0[o] = acc;\n")
+	epilogue(b, k, "acc", 1)
+	b.WriteString("}\n")
+}
+
+// epilogue writes a reduction's epilogue at output o (a variable of the
+// shader) from its reduced value acc, and its stores.
+func epilogue(b *strings.Builder, k *ir.Kernel, acc string, tabs int) {
+	lines := codegen.Epilogue(Lang, k, load(k, "o"), acc)
+	for j, v := range k.Stores[1:] {
+		lines = append(lines, fmt.Sprintf("out%d[o] = %s;", j+1, codegen.Value(int(v))))
+	}
+	b.WriteString(codegen.Indent(lines, tabs))
 }
 
 // identity renders the reduction's padding leaf. An infinity is made from

@@ -347,7 +347,7 @@ func Views() []Case {
 // Reductions returns sums and maxes over axes: every axis of 2-D and 3-D
 // tensors, several axes, keepdims both ways, reduced lengths of 1, 2, 3,
 // 255, 256 and 257, long rows (a million leaves), strided (transposed)
-// arguments, fused prologues, and rows that overflow to ±Inf, hold NaN, ±0
+// arguments, fused prologues and epilogues, and rows that overflow to ±Inf, hold NaN, ±0
 // and subnormals or tie, masked where the result is not finite.
 func Reductions() []Case {
 	var cs []Case
@@ -395,6 +395,13 @@ func Reductions() []Case {
 			b.Output("cols-max", y.MaxAxes(false, 0))
 			b.Output("prologue", x.Mul(x).AddScalar(-1).SumAxes(true, 1))
 			b.Output("transposed", y.T().SumAxes(false, 1))
+			// epilogues: a mean, an rsqrt of a variance-like sum plus a
+			// kept-shape input, a max times itself
+			bias := b.Input(ir.Shape{6, 1}, Values(uint64(77+n), 6, 1))
+			b.Output("mean", x.SumAxes(true, 1).MulScalar(1/float32(n)))
+			b.Output("rsqrt", x.Mul(x).SumAxes(true, 1).MulScalar(1/float32(n)).Add(bias.Mul(bias)).AddScalar(1e-5).Rsqrt())
+			m := y.MaxAxes(true, 0)
+			b.Output("max-epilogue", m.Mul(m).Neg())
 		})
 	}
 	add("reduce/long-rows", func(b *ir.Builder) {
@@ -403,9 +410,11 @@ func Reductions() []Case {
 		b.Output("sum", x.SumAxes(false, 1))
 		b.Output("max", x.MaxAxes(false, -1))
 		b.Output("prologue", x.MulScalar(3).Relu().SumAxes(true, 1))
+		b.Output("epilogue", x.Mul(x).SumAxes(true, 1).MulScalar(1/float32(n)).AddScalar(1e-5).Rsqrt())
 		whole := b.Input(ir.Shape{1, 1 << 20}, Values(76, 1<<20, 1))
 		b.Output("one-row", whole.SumAxes(true, 1))
 		b.Output("one-row-max", whole.MaxAxes(false, 1))
+		b.Output("one-row-epilogue", whole.SumAxes(true).MulScalar(0x1p-20).Exp())
 	})
 	add("reduce/long-columns", func(b *ir.Builder) {
 		n := 1<<16 + 3
