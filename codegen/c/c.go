@@ -10,7 +10,9 @@
 // decimal literals. Matmul keeps one accumulator per output that starts at
 // +0 and walks k ascending, four outputs per SIMD vector; sum reproduces
 // cpuref's padded pairwise tree with contiguous blocks and a binary counter
-// (a split sum, Kernel.Blocks > 1, writes each block's subtree). Measured:
+// (a split sum, Kernel.Blocks > 1, writes each block's subtree); a
+// reduction with several outputs (sum or max over axes) walks each
+// output's leaves through a binary counter instead (rows). Measured:
 // bit-identical to cpuref.RunProgram on the shared op suite, split or not
 // (run_test.go builds each unit with the system compiler).
 //

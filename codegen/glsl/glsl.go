@@ -24,9 +24,11 @@
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
 //   - matmul walks k from 0 upwards with one accumulator per element;
-//   - sum pads with -0.0 to a power of two P and reduces aligned blocks of
-//     SumFanIn contiguous values per fragment with the contiguous pairwise
-//     tree, pass after pass: exactly cpuref's tree.
+//   - sum (and max, by maximum) pads each output's leaves with the
+//     identity (-0.0, -Inf) to a power of two P and reduces aligned blocks
+//     of SumFanIn contiguous values per fragment with the contiguous
+//     pairwise tree, pass after pass: exactly cpuref's tree. A reduction's
+//     epilogue is one more pass over its outputs.
 //
 // What WebGL2 cannot promise: GLSL ES 3.00 (section 4.7.1) only asks highp
 // to be IEEE-like and lets a driver flush subnormals to zero. Measured in
