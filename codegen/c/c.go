@@ -115,7 +115,14 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 		}
 		fmt.Fprintf(&b, "\n/* %s: %s %v, nodes %v */\n", k.Name, k.Kind, k.Shape, k.Nodes)
 		if k.Kind == ir.KernelSum {
-			fmt.Fprintf(&b, "static inline float %s_combine(float a, float b) {\n", desc.Export)
+			// Clang 14 at -O3 with -msimd128 did not finish (minutes, then
+			// killed) on a 16-leaf max tree with maximum's selects inlined;
+			// a combining op other than add is therefore a call.
+			inline := "inline"
+			if k.Reduce.Info().Combine != ir.OpAdd {
+				inline = "__attribute__((noinline))"
+			}
+			fmt.Fprintf(&b, "static %s float %s_combine(float a, float b) {\n", inline, desc.Export)
 			b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
 			b.WriteString("\treturn m;\n}\n\n")
 		}
