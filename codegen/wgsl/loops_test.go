@@ -36,6 +36,30 @@ func TestLoopBudget(t *testing.T) {
 			t.Errorf("sum over %d: %v (loop cost %d)", c.n, err, wgsl.LoopCost(&p.Kernels[0]))
 		}
 	}
+	// Per output: rows of 2^23 leaves are over the budget unsplit and
+	// within it split; rows under SumThreads leaves get a thread each.
+	for _, c := range []struct {
+		shape ir.Shape
+		split bool
+		ok    bool
+	}{{ir.Shape{2, 1 << 23}, false, false}, {ir.Shape{2, 1 << 23}, true, true}, {ir.Shape{1 << 16, 255}, false, true}} {
+		b := ir.NewBuilder()
+		b.Output("s", b.Input(c.shape, make([]float32, c.shape.Len())).MaxAxes(false, 1))
+		lim := ir.Limits{MaxElements: 1 << 25, MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+		g, err := b.Build(lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := passes.Compile(g, passes.Options{Limits: lim, SplitSums: c.split})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = wgsl.Target{}.Emit(p)
+		var e *ir.Error
+		if c.ok && err != nil || !c.ok && (!errors.As(err, &e) || e.Code != ir.CodeLimitExceeded) {
+			t.Errorf("max over rows of %v (split %v): %v (loop cost %d)", c.shape, c.split, err, wgsl.LoopCost(&p.Kernels[0]))
+		}
+	}
 	b := ir.NewBuilder()
 	b.Output("y", b.Input(ir.Shape{128, 1000}, make([]float32, 128000)).MatMul(b.Input(ir.Shape{1000, 128}, make([]float32, 128000))))
 	g, err := b.Build(ir.Limits{})
