@@ -11,8 +11,8 @@
 // +0 and walks k ascending, four outputs per SIMD vector; sum reproduces
 // cpuref's padded pairwise tree with contiguous blocks and a binary counter
 // (a split sum, Kernel.Blocks > 1, writes each block's subtree); a
-// reduction with several outputs (sum or max over axes) walks each
-// output's leaves through a binary counter instead (rows). Measured:
+// reduction with several outputs (sum or max over axes) does the same for
+// each output in turn. Measured:
 // bit-identical to cpuref.RunProgram on the shared op suite, split or not
 // (run_test.go builds each unit with the system compiler).
 //
@@ -151,11 +151,7 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 	case ir.KernelMatmul:
 		matmul(b, k)
 	case ir.KernelSum:
-		if k.Keep.Len() > 1 {
-			rows(b, k, d.Export+"_combine")
-		} else {
-			sum(b, k, d.Export+"_combine")
-		}
+		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:
 		life(b, k)
 	}
@@ -360,7 +356,27 @@ func matmul(b *strings.Builder, k *ir.Kernel) {
 // output block (t counts within it), the partials are folded into out0 at
 // its last B-block, and output blocks that hold only padding get -0.0.
 func sum(b *strings.Builder, k *ir.Kernel, combine string) {
-	n := k.Shape.Len()
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	if red.Outputs == 1 {
+		reduceOutput(b, k, red, combine, "0")
+		return
+	}
+	// Each output's leaves in turn, the same code at its base.
+	var body strings.Builder
+	reduceOutput(&body, k, red, combine, "o")
+	fmt.Fprintf(b, "\tfor (idx o = 0; o < %du; o++) {\n", red.Outputs)
+	fmt.Fprintf(b, "\t\tconst idx base = %s;\n", codegen.Flat(Lang, red.Kept, "o"))
+	for _, ln := range strings.SplitAfter(strings.TrimSuffix(body.String(), "\n"), "\n") {
+		b.WriteString("\t" + ln)
+	}
+	b.WriteString("\n\t}\n")
+}
+
+// reduceOutput writes the tree of output o (an expression) into
+// out0[o*Blocks …]; with several outputs, its leaf r is argument element
+// base + Flat(Reduced, r).
+func reduceOutput(b *strings.Builder, k *ir.Kernel, red ir.Reduction, combine, o string) {
+	n := red.Leaves
 	pad := Lang.Bits(k.Reduce.Info().Identity)
 	p, _ := codegen.SumBlock(n, 1)
 	outs := max(k.Blocks, 1)
@@ -368,6 +384,12 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 	per := p / outs / blk // B-blocks per output block
 	full, rest := n/blk, n%blk
 	nblk := (n + blk - 1) / blk
+	first := "" // the first output block of this output, with " + "
+	index := func(r string) string { return r }
+	if red.Outputs > 1 {
+		first = fmt.Sprintf("o * %du + ", outs)
+		index = func(r string) string { return "base + " + codegen.Flat(Lang, red.Reduced, "("+r+")") }
+	}
 	load := func(j int) string {
 		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
 	}
@@ -380,14 +402,14 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 	if full > 0 {
 		fmt.Fprintf(b, "\t\tif (blk < %du) {\n", full)
 		fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l++) {\n", blk)
-		fmt.Fprintf(b, "\t\t\t\tconst idx i = blk * %du + l;\n", blk)
+		fmt.Fprintf(b, "\t\t\t\tconst idx i = %s;\n", index(fmt.Sprintf("blk * %du + l", blk)))
 		leaf(4)
 		b.WriteString("\t\t\t}\n\t\t}\n")
 	}
 	if rest > 0 {
 		fmt.Fprintf(b, "\t\tif (blk == %du) {\n", full)
 		fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l++) {\n", rest)
-		fmt.Fprintf(b, "\t\t\t\tconst idx i = %du + l;\n", full*blk)
+		fmt.Fprintf(b, "\t\t\t\tconst idx i = %s;\n", index(fmt.Sprintf("%du + l", full*blk)))
 		leaf(4)
 		b.WriteString("\t\t\t}\n")
 		fmt.Fprintf(b, "\t\t\tfor (idx l = %du; l < %du; l++)\n", rest, blk)
@@ -402,11 +424,16 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 		b.WriteString("\t\tfor (idx c = blk; c & 1u; c >>= 1)\n")
 		fmt.Fprintf(b, "\t\t\ts = %s(part[--top], s);\n", combine)
 		b.WriteString("\t\tpart[top++] = s;\n\t}\n")
-		fold(b, 1, "out0[0]", combine)
+		dst := fmt.Sprintf("out0[%s]", o)
+		fold(b, 1, dst, combine)
 		if k.AccIndex() >= 0 {
-			b.WriteString("\t{\n\t\tconst idx o = 0;\n")
-			epilogue(b, k, "out0[0]", 2)
-			b.WriteString("\t}\n")
+			if red.Outputs == 1 {
+				b.WriteString("\t{\n\t\tconst idx o = 0;\n")
+				epilogue(b, k, dst, 2)
+				b.WriteString("\t}\n")
+			} else {
+				epilogue(b, k, dst, 1)
+			}
 		}
 		return
 	}
@@ -414,11 +441,11 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 	fmt.Fprintf(b, "\t\t\ts = %s(part[--top], s);\n", combine)
 	b.WriteString("\t\tpart[top++] = s;\n")
 	fmt.Fprintf(b, "\t\tif (blk %% %du == %du || blk == %du) {\n", per, per-1, nblk-1)
-	fold(b, 3, fmt.Sprintf("out0[blk / %du]", per), combine)
+	fold(b, 3, fmt.Sprintf("out0[%sblk / %du]", first, per), combine)
 	b.WriteString("\t\t\ttop = 0;\n\t\t}\n\t}\n")
 	if used := (nblk + per - 1) / per; used < outs {
-		fmt.Fprintf(b, "\tfor (idx o = %du; o < %du; o++)\n", used, outs)
-		fmt.Fprintf(b, "\t\tout0[o] = %s;\n", pad)
+		fmt.Fprintf(b, "\tfor (idx q = %du; q < %du; q++)\n", used, outs)
+		fmt.Fprintf(b, "\t\tout0[%sq] = %s;\n", first, pad)
 	}
 }
 
@@ -430,43 +457,6 @@ func fold(b *strings.Builder, ind int, dst, combine string) {
 	fmt.Fprintf(b, "%sfloat s = part[top - 1];\n", in)
 	fmt.Fprintf(b, "%sfor (idx d = top - 1; d > 0; d--)\n%s\ts = %s(part[d - 1], s);\n", in, in, combine)
 	fmt.Fprintf(b, "%s%s = s;\n", in, dst)
-}
-
-// rows writes a reduction with several outputs: for each output and each
-// of its k.Blocks blocks (one unless split), the leaves in order through a
-// binary counter over a stack of complete subtrees (st[l] holds one of 2^l
-// leaves), then the subtrees left (the set bits of the leaf count)
-// combined from the smallest up: the padded tree, as padding leaves change
-// nothing. A block with no real leaf gets the identity.
-func rows(b *strings.Builder, k *ir.Kernel, combine string) {
-	red := ir.ReductionOf(k.Shape, k.Keep)
-	n := red.Leaves
-	p, _ := codegen.SumBlock(n, 1)
-	blocks := max(k.Blocks, 1)
-	per := p / blocks
-	levels := codegen.Log2(per)
-	load := func(j int) string {
-		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
-	}
-	fmt.Fprintf(b, "\tfor (idx o = 0; o < %du; o++) {\n", red.Outputs)
-	fmt.Fprintf(b, "\t\tconst idx base = %s;\n", codegen.Flat(Lang, red.Kept, "o"))
-	fmt.Fprintf(b, "\t\tfor (idx bl = 0; bl < %du; bl++) {\n", blocks)
-	fmt.Fprintf(b, "\t\t\tfloat st[%d];\n", levels+1)
-	fmt.Fprintf(b, "\t\t\tconst idx lo = bl * %du, hi = lo + %du < %du ? lo + %du : %du;\n", per, per, n, per, n)
-	b.WriteString("\t\t\tidx cnt = 0;\n")
-	b.WriteString("\t\t\tfor (idx r = lo; r < hi; r++, cnt++) {\n")
-	fmt.Fprintf(b, "\t\t\t\tconst idx i = base + %s;\n", codegen.Flat(Lang, red.Reduced, "r"))
-	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), 4))
-	fmt.Fprintf(b, "\t\t\t\tfloat leaf = %s;\n", codegen.Value(int(k.Stores[0])))
-	b.WriteString("\t\t\t\tidx lvl = 0;\n")
-	fmt.Fprintf(b, "\t\t\t\tfor (idx c = cnt; c & 1u; c >>= 1)\n\t\t\t\t\tleaf = %s(st[lvl++], leaf);\n", combine)
-	b.WriteString("\t\t\t\tst[lvl] = leaf;\n\t\t\t}\n")
-	fmt.Fprintf(b, "\t\t\tfloat s = %s;\n\t\t\tint have = 0;\n", Lang.Bits(k.Reduce.Info().Identity))
-	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l <= %du; l++) {\n", levels)
-	fmt.Fprintf(b, "\t\t\t\tif ((cnt >> l) & 1u) {\n\t\t\t\t\ts = have ? %s(st[l], s) : st[l];\n\t\t\t\t\thave = 1;\n\t\t\t\t}\n\t\t\t}\n", combine)
-	fmt.Fprintf(b, "\t\t\tout0[o * %du + bl] = s;\n", blocks)
-	epilogue(b, k, "s", 3) // only unsplit reductions have one: bl is 0
-	b.WriteString("\t\t}\n\t}\n")
 }
 
 // epilogue writes a reduction's epilogue at output o from its reduced
