@@ -24,6 +24,9 @@
 //
 // Graphs arrive as protocol v1 JSON (Decode) or are built in Go (Builder).
 // Both paths end in Validate, so nothing downstream sees an unchecked graph.
+// The Builder's composites (GELU, Softmax, LogSoftmax, CrossEntropy, Mean,
+// Variance, LayerNorm) are lowered to table ops and have no op of their
+// own; each documents its exact sequence of float32 operations.
 //
 // A hostile document cannot make Decode allocate much more than its own
 // size: Decode streams it, and allocates in all at most 4 bytes per byte
