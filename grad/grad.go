@@ -26,10 +26,8 @@
 //	transpose(a)       ga += transpose(g)
 //	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
 //	sum(a)             ga += broadcast(g) to a's shape
-//	broadcast(b) to S  gb += g summed over each run of broadcast dimensions by a
-//	                   matmul with ones, k ascending, reshaped to b's shape; for
-//	                   a trailing broadcast reshape(matmul(full([1,R], 1),
-//	                   reshape(g, [R,C])), b's shape), C = len(b), R = len(S)/C
+//	broadcast(b) to S  gb += reshape(sum(g) over the broadcast dimensions (keepdims),
+//	                   b's shape)
 //	reshape(a)         ga += reshape(g) to a's shape
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss

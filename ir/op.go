@@ -292,43 +292,22 @@ func reshape(d Diff, v Val, s Shape) Val {
 	return d.Apply(OpReshape, s, v)
 }
 
-// broadcastGrad sums the gradient over the broadcast dimensions: for each
-// maximal run of them (dimensions where the argument, right-aligned, has
-// size 1 or none and the result more), g as [P,R,Q] (R the run) is summed
-// over R by a matmul with ones, k ascending: full([1,R], 1) × g as [R,Q]
-// when P = 1 (a trailing broadcast: the column sums), g as [P,R] ×
-// full([R,1], 1) when Q = 1, and otherwise the first form applied to the
-// transpose of g as [P,R·Q], read as [R,Q·P], transposed back. Then a
-// reshape to the argument's shape.
+// broadcastGrad sums the gradient over the broadcast dimensions (where
+// the argument, right-aligned, has size 1 or none): a keepdims sum (OpSum
+// to the result's shape with 1 there, the reference's pairwise tree per
+// output), then a reshape to the argument's shape.
 func broadcastGrad(d Diff, k int) (Val, bool) {
 	s, out := d.Shape(d.Arg(0)), d.Shape(d.Out())
-	g := d.Grad()
-	cur := append(Shape{}, out...)
 	off := len(out) - len(s)
-	stretched := func(i int) bool { return cur[i] > 1 && (i < off || s[i-off] == 1) }
-	for lo := 0; lo < len(cur); lo++ {
-		if !stretched(lo) {
-			continue
+	t := append(Shape{}, out...)
+	for i := range t {
+		if i < off || s[i-off] == 1 {
+			t[i] = 1
 		}
-		hi := lo
-		for hi < len(cur) && (stretched(hi) || cur[hi] == 1) {
-			hi++
-		}
-		p, r, q := cur[:lo].Len(), cur[lo:hi].Len(), cur[hi:].Len()
-		switch {
-		case p == 1:
-			g = d.Apply(OpMatmul, nil, d.Full(Shape{1, r}, 1), reshape(d, g, Shape{r, q}))
-		case q == 1:
-			g = d.Apply(OpMatmul, nil, reshape(d, g, Shape{p, r}), d.Full(Shape{r, 1}, 1))
-		default:
-			t := d.Apply(OpTranspose, nil, reshape(d, g, Shape{p, r * q}))
-			g = d.Apply(OpMatmul, nil, d.Full(Shape{1, r}, 1), reshape(d, t, Shape{r, q * p}))
-			g = d.Apply(OpTranspose, nil, reshape(d, g, Shape{q, p}))
-		}
-		for i := lo; i < hi; i++ {
-			cur[i] = 1 // g now holds cur's elements, whatever its shape
-		}
-		lo = hi - 1
+	}
+	g := d.Grad()
+	if !t.Equal(out) {
+		g = d.Apply(OpSum, t, g)
 	}
 	return reshape(d, g, s), true
 }
