@@ -132,9 +132,9 @@ func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
 // EvalFlushed is Eval on a machine that flushes subnormals: every
 // arithmetic operation (add, sub, mul, and those inside matmul and sum)
 // reads subnormal operands as zero and writes subnormal results as zero,
-// keeping the sign, and every comparison reads subnormal operands as zero
-// (NVIDIA's flushing compares; measured as relu(subnormal) = +0 on the H200
-// and on SwiftShader). WGSL and GLSL ES allow this, and the H200 and
+// keeping the sign, and every comparison (life's alive test too) reads
+// subnormal operands as zero (NVIDIA's flushing compares; measured as
+// relu(subnormal) = +0 on the H200 and on SwiftShader). WGSL and GLSL ES allow this, and the H200 and
 // SwiftShader do it; it is the one place where GPU backends may depart from
 // Eval, and then only to EvalFlushed's value. It is not the reference.
 func EvalFlushed(g *ir.Graph) [][]float32 { return arith{flush: true}.eval(g) }
@@ -151,6 +151,19 @@ func (ar arith) f(x float32) float32 {
 		return float32(math.Copysign(0, float64(x)))
 	}
 	return x
+}
+
+// flushed returns x with every element flushed (x itself for the
+// reference arithmetic).
+func (ar arith) flushed(x []float32) []float32 {
+	if !ar.flush {
+		return x
+	}
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = ar.f(v)
+	}
+	return out
 }
 
 func (ar arith) eval(g *ir.Graph) [][]float32 {
@@ -198,8 +211,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
 	case ir.OpSum, ir.OpMax:
 		return ar.reduce(n.Op, arg(0), g.Nodes[n.Args[0]].Shape, n.Shape, 1)
-	case ir.OpLife:
-		return Life(arg(0), n.Shape[0], n.Shape[1])
+	case ir.OpLife: // its alive test is a comparison, which flushes too
+		return Life(ar.flushed(arg(0)), n.Shape[0], n.Shape[1])
 	case ir.OpBroadcast:
 		return Broadcast(arg(0), g.Nodes[n.Args[0]].Shape, n.Shape)
 	case ir.OpReshape:

@@ -153,3 +153,26 @@ func TestEvalFlushedCompare(t *testing.T) {
 		t.Errorf("flushed (-want +got):\n%s", diff)
 	}
 }
+
+// TestEvalFlushedLife: life's alive test (x > 0) is a comparison, so a
+// flushing GPU reads a subnormal cell as dead. The H200 did, in the random
+// graph ops/28: a cell with a subnormal neighbour was born there and not
+// in Eval.
+func TestEvalFlushedLife(t *testing.T) {
+	tiny := float32(1e-45)
+	grid := make([]float32, 16) // 4×4: (1,0), (1,1) alive, (1,2) subnormal
+	grid[4], grid[5], grid[6] = 1, 1, tiny
+	b := ir.NewBuilder()
+	b.Output("next", b.Input(ir.Shape{4, 4}, grid).Life())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (0,1) and (2,1) have three live neighbours exactly, as Eval counts.
+	if got := Eval(g)[1]; got[1] != 1 || got[9] != 1 {
+		t.Errorf("Eval: cells (0,1), (2,1) = %v, %v, want 1, 1", got[1], got[9])
+	}
+	if got := EvalFlushed(g)[1]; got[1] != 0 || got[9] != 0 {
+		t.Errorf("EvalFlushed: cells (0,1), (2,1) = %v, %v, want 0, 0 (the subnormal neighbour flushed)", got[1], got[9])
+	}
+}
