@@ -1,0 +1,119 @@
+package bench
+
+// BenchmarkNN: issue 10's reductions and composites at the shapes of
+// bench/torch_nn.py, so one device visit compares them with PyTorch eager
+// and torch.compile side by side. Inputs are resident and the output stays
+// on the device: dispatch-ms is the kernels, us-beyond-kernels the rest.
+//
+//	GPUCC_BENCH_NN  R,C,S,D (default 1024,1024,256,64; H200: 8192,1024,256,64)
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+func nnSize() (r, c, s, d int) {
+	v := []int{1024, 1024, 256, 64}
+	if e := os.Getenv("GPUCC_BENCH_NN"); e != "" {
+		for i, f := range strings.Split(e, ",") {
+			if k, err := strconv.Atoi(f); err == nil && i < 4 && k > 0 {
+				v[i] = k
+			}
+		}
+	}
+	return v[0], v[1], v[2], v[3]
+}
+
+// nnGraphs are torch_nn.py's workloads; each takes its inputs by name.
+func nnGraphs(r, c, s, d int) []struct {
+	name  string
+	graph *ir.Graph
+} {
+	mk := func(f func(b *ir.Builder) ir.Tensor) *ir.Graph {
+		b := ir.NewBuilder()
+		f(b)
+		g, err := b.Build(Limits())
+		if err != nil {
+			panic(err)
+		}
+		return g
+	}
+	x := func(b *ir.Builder) ir.Tensor { return b.NamedInput("x", ir.Shape{r, c}, make([]float32, r*c)) }
+	out := func(b *ir.Builder, t ir.Tensor) ir.Tensor { b.Output("y", t); return t }
+	return []struct {
+		name  string
+		graph *ir.Graph
+	}{
+		{"rowsum", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).SumAxes(false, 1)) })},
+		{"colsum", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).SumAxes(false, 0)) })},
+		{"rowmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).MaxAxes(false, 1)) })},
+		{"softmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Softmax(1)) })},
+		{"layernorm", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LayerNorm(1, 1e-5)) })},
+		{"attention", mk(func(b *ir.Builder) ir.Tensor {
+			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
+			q, k, v := in("q"), in("k"), in("v")
+			p := q.MatMul(k.T()).MulScalar(1 / float32(sqrtInt(d))).Softmax(1)
+			return out(b, p.MatMul(v).LayerNorm(1, 1e-5))
+		})},
+	}
+}
+
+// sqrtInt is √d for a perfect square d (the head width), else 0.
+func sqrtInt(d int) int {
+	for i := 1; i*i <= d; i++ {
+		if i*i == d {
+			return i
+		}
+	}
+	return 0
+}
+
+func BenchmarkNN(b *testing.B) {
+	r, c, s, d := nnSize()
+	ctx := context.Background()
+	for _, w := range nnGraphs(r, c, s, d) {
+		b.Run(fmt.Sprintf("%s/%dx%d", w.name, r, c), func(b *testing.B) {
+			rt := openEngine(b)
+			exe, err := rt.Compile(ctx, w.graph)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := gpucc.Inputs{}
+			for i, p := range w.graph.Nodes {
+				if p.Op != ir.OpInput {
+					continue
+				}
+				t, err := rt.Upload(ctx, p.Shape, irtest.Values(uint64(i+1), p.Shape.Len(), 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer t.Release()
+				in[p.Name] = t
+			}
+			keep := gpucc.RunOptions{Keep: []string{"y"}}
+			run := func() gpucc.Timings {
+				res, err := exe.RunWith(ctx, in, keep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res.Kept["y"].Release()
+				return res.Timings
+			}
+			run()
+			var t gpucc.Timings
+			for b.Loop() {
+				sum(&t, run())
+			}
+			reportRun(b, t)
+			b.ReportMetric(float64(exe.Kernels()), "kernels")
+		})
+	}
+}
