@@ -152,5 +152,8 @@ func suite(t *testing.T) []testCase {
 	for _, c := range irtest.Views() { // broadcasts (numpy's), reshapes, strided reads
 		out = append(out, testCase{c.Name, c.Graph})
 	}
+	for _, c := range irtest.Composites() { // GELU, softmax, layernorm, cross-entropy, …
+		out = append(out, testCase{c.Name, c.Graph})
+	}
 	return out
 }
