@@ -86,8 +86,10 @@ func (t Tensor) axesOf(name string, axes []int) ([]int, int, bool) {
 // Mean returns the mean over axes (every axis when none is given; negative
 // axes count from the end): sum(t, axes, keepdims) / n, n the number of
 // elements reduced, as one axis sum (the pairwise tree of SumAxes) and one
-// correctly rounded division by float32(n), which is exact for every n a
-// tensor can have. With keepdims the reduced axes stay, as 1.
+// correctly rounded division by float32(n). float32(n) is n exactly up to
+// 2^24 (the default limits allow 2^20 elements); a larger n that is not a
+// float32 rounds to the nearest one first.
+// With keepdims the reduced axes stay, as 1.
 func (t Tensor) Mean(keepdims bool, axes ...int) Tensor {
 	if !t.ok() {
 		return t
