@@ -98,21 +98,7 @@ func BenchmarkNN(b *testing.B) {
 				defer t.Release()
 				in[p.Name] = t
 			}
-			keep := gpucc.RunOptions{Keep: []string{"y"}}
-			run := func() gpucc.Timings {
-				res, err := exe.RunWith(ctx, in, keep)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res.Kept["y"].Release()
-				return res.Timings
-			}
-			run()
-			var t gpucc.Timings
-			for b.Loop() {
-				sum(&t, run())
-			}
-			reportRun(b, t)
+			benchResident(b, exe, in, "y")
 			b.ReportMetric(float64(exe.Kernels()), "kernels")
 		})
 	}
