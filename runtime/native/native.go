@@ -214,22 +214,8 @@ func (d *device) library(ctx context.Context, source string, st *backend.Stats) 
 // unref drops a reference to lib and unloads idle libraries past the bound.
 func (d *device) unref(lib *library) {
 	lib.refs--
-	idle := 0
-	for _, l := range d.libs {
-		if l.refs == 0 {
-			idle++
-		}
-	}
-	for k, l := range d.libs {
-		if idle <= maxIdleLibs {
-			break
-		}
-		if l.refs == 0 {
-			purego.Dlclose(l.handle)
-			delete(d.libs, k)
-			idle--
-		}
-	}
+	backend.EvictIdle(d.libs, maxIdleLibs, func(l *library) int { return l.refs },
+		func(l *library) { purego.Dlclose(l.handle) })
 }
 
 // openLib loads the shared object so, from a copy of its bytes in private

@@ -231,22 +231,8 @@ func (d *device) module(ctx context.Context, source string, prebuilt []byte, st 
 // unref drops a reference to m and closes idle modules past the bound.
 func (d *device) unref(m *module) {
 	m.refs--
-	idle := 0
-	for _, m := range d.modules {
-		if m.refs == 0 {
-			idle++
-		}
-	}
-	for k, m := range d.modules {
-		if idle <= maxIdleModules {
-			break
-		}
-		if m.refs == 0 {
-			m.close(context.Background())
-			delete(d.modules, k)
-			idle--
-		}
-	}
+	backend.EvictIdle(d.modules, maxIdleModules, func(m *module) int { return m.refs },
+		func(m *module) { m.close(context.Background()) })
 }
 
 // instantiate compiles wasm with wazero and instantiates it once.

@@ -209,22 +209,8 @@ func (d *device) unref(ps []*pipeline) {
 	for _, p := range ps {
 		p.refs--
 	}
-	idle := 0
-	for _, p := range d.pipelines {
-		if p.refs == 0 {
-			idle++
-		}
-	}
-	for k, p := range d.pipelines {
-		if idle <= maxIdlePipelines {
-			break
-		}
-		if p.refs == 0 {
-			p.p.Release()
-			delete(d.pipelines, k)
-			idle--
-		}
-	}
+	backend.EvictIdle(d.pipelines, maxIdlePipelines, func(p *pipeline) int { return p.refs },
+		func(p *pipeline) { p.p.Release() })
 }
 
 func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
