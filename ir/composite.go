@@ -188,14 +188,21 @@ func (t Tensor) CrossEntropy(onehot Tensor) Tensor {
 	return onehot.Mul(t.LogSoftmax(1)).Sum().Neg().DivScalar(float32(s[0]))
 }
 
-// LayerNorm returns t normalised along axis, without gain or bias:
+// LayerNorm returns t normalised along axis, without gain or bias
+// (PyTorch's layer_norm over the last dimensions, with eps added to the
+// population variance), as
 //
 //	c = t - Mean(true, axis)
-//	y = c · rsqrt(Mean(true, axis) of c·c + eps)
+//	k = maximum(max(maximum(c, -c), axis, keepdims) · 2⁻⁴⁰, 1)
+//	s = c / k
+//	y = s · rsqrt(Mean(true, axis) of s·s + eps/(k·k))
 //
-// (PyTorch's layer_norm over the last dimensions, with eps added to the
-// population variance). Multiply by a gain and add a bias with Mul and Add
-// for the affine form.
+// k scales a row whose largest |c| exceeds 2⁴⁰ down to a largest |s| of
+// 2⁴⁰, so that s·s and its sum stay finite where c·c would overflow
+// (from |c| ≈ 1.8e19 on), which made the variance +Inf and the row ±0. A
+// row with every |c| ≤ 2⁴⁰ has k = 1, s = c and eps/(k·k) = eps exactly:
+// its bits are those of the unscaled c · rsqrt(var + eps). Multiply by a
+// gain and add a bias with Mul and Add for the affine form.
 func (t Tensor) LayerNorm(axis int, eps float32) Tensor {
 	if !t.ok() {
 		return t
@@ -205,5 +212,8 @@ func (t Tensor) LayerNorm(axis int, eps float32) Tensor {
 		return Tensor{t.b, -1}
 	}
 	c := t.Sub(t.Mean(true, a))
-	return c.Mul(c.Mul(c).Mean(true, a).AddScalar(eps).Rsqrt())
+	k := c.Maximum(c.Neg()).MaxAxes(true, a).MulScalar(0x1p-40).MaximumScalar(1)
+	s := c.Div(k)
+	kk := k.Mul(k)
+	return s.Mul(s.Mul(s).Mean(true, a).Add(t.b.Full(kk.Shape(), eps).Div(kk)).Rsqrt())
 }

@@ -446,3 +446,49 @@ func ExampleTensor_LayerNorm() {
 	// mean [2.50000 11.00000]
 	// variance [1.25000 3.00000]
 }
+
+// TestLayerNormWideRows checks LayerNorm on rows whose spread squares past
+// float32's range (c·c overflows from |c| ≈ 1.8e19 on, which once made
+// the variance +Inf and the row ±0) against float64 math, and that a row
+// inside 2⁴⁰ keeps the bits of the unscaled c · rsqrt(var + eps).
+func TestLayerNormWideRows(t *testing.T) {
+	const eps = 1e-5
+	rows := [][]float32{
+		{1e20, -1e20, 3e20, 0},
+		{3e37, -3e37, 1e37, 0},
+		{1e30, 1, 2, 3},
+		{2e19, 2e19, 2e19, 2e19}, // constant: c = 0, y = 0
+		{1, 2, 3, 4},
+		{0x1p40, -0x1p40, 7, 0}, // k = 1 exactly at the edge
+	}
+	var x []float32
+	for _, r := range rows {
+		x = append(x, r...)
+	}
+	r, c := len(rows), len(rows[0])
+	b := ir.NewBuilder()
+	in := b.Input(ir.Shape{r, c}, x)
+	b.Output("layer_norm", in.LayerNorm(1, eps))
+	cen := in.Sub(in.Mean(true, 1))
+	b.Output("unscaled", cen.Mul(cen.Mul(cen).Mean(true, 1).AddScalar(eps).Rsqrt()))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := eval(t, g)
+	mean, variance := moments64(x, r, c)
+	want := make([]float64, r*c)
+	for i := range want {
+		want[i] = (float64(x[i]) - mean[i/c]) / math.Sqrt(variance[i/c]+float64(float32(eps)))
+	}
+	within(t, "layer_norm", got["layer_norm"], want, func(i int) float64 {
+		return 64*eps32*math.Abs(want[i]) + 0x1p-149
+	})
+	for _, row := range []int{4, 5} { // every |c| ≤ 2⁴⁰: k = 1
+		for i := row * c; i < (row+1)*c; i++ {
+			if a, u := math.Float32bits(got["layer_norm"][i]), math.Float32bits(got["unscaled"][i]); a != u {
+				t.Errorf("row %d element %d: %#08x, the unscaled form gives %#08x", row, i%c, a, u)
+			}
+		}
+	}
+}

@@ -51,6 +51,14 @@ func Composites() []Case {
 		b.Output("layer_norm", x.LayerNorm(-1, 1e-3))
 		b.Output("variance-all", x.Variance(false))
 	})
+	add("composite/layer_norm-wide", func(b *ir.Builder) {
+		// rows whose c·c overflows (LayerNorm scales them by their
+		// largest |c|), one at the scaling's edge 2⁴⁰, and ordinary ones
+		x := b.Input(ir.Shape{5, 4}, []float32{1e20, -1e20, 3e20, 0, 3e37, -3e37, 1e37, 0,
+			0x1p40, -0x1p40, 7, 0, 1, 2, 3, 4, 2e19, 2e19, 2e19, 2e19})
+		b.Output("layer_norm", x.LayerNorm(1, 1e-5))
+		b.Output("layer_norm-0", x.LayerNorm(0, 1e-5))
+	})
 	add("composite/cross_entropy", func(b *ir.Builder) {
 		n, c := 300, 10
 		oh := make([]float32, n*c)
