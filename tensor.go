@@ -2,6 +2,7 @@ package gpucc
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	goruntime "runtime"
 	"slices"
@@ -27,6 +28,21 @@ type Tensor struct {
 }
 
 func (Tensor) value() {}
+
+// MarshalJSON writes t as {"shape":[…],"data":[…]}. A scalar's shape is
+// [] and a tensor without values has data [], never null: the encoding
+// result-v1.schema.json publishes, whether the slices are nil or empty.
+func (t Tensor) MarshalJSON() ([]byte, error) {
+	type plain Tensor // without this method
+	p := plain(t)
+	if p.Shape == nil {
+		p.Shape = []int{}
+	}
+	if p.Data == nil {
+		p.Data = []float32{}
+	}
+	return json.Marshal(p)
+}
 
 // Host returns host data of the given shape as an input value. data is
 // read, never kept or written.

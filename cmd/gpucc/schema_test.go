@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/internal/jsonschema"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
 )
 
 // resultSchema parses docs/schema/result-v1.schema.json with def as its
@@ -37,16 +45,19 @@ func TestResultSchema(t *testing.T) {
 			t.Errorf("%s: %s\n%s", def, strings.Join(errs, "; "), doc)
 		}
 	}
+	// seed.json has a vector output, sum.json a scalar one (shape []).
 	for _, backend := range []string{"cpu", "webgpu", "wasm", "native"} {
 		t.Run("run "+backend, func(t *testing.T) {
-			out, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", seed)
-			if code != 0 {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(backend)) == "" && errorCode(v) == "backend_unavailable" {
-					t.Skipf("%s: %s", backend, out)
+			for _, graph := range []string{seed, example("sum.json")} {
+				out, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", graph)
+				if code != 0 {
+					if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(backend)) == "" && errorCode(v) == "backend_unavailable" {
+						t.Skipf("%s: %s", backend, out)
+					}
+					t.Fatalf("exit %d: %s", code, out)
 				}
-				t.Fatalf("exit %d: %s", code, out)
+				check(t, "#/$defs/run", out)
 			}
-			check(t, "#/$defs/run", out)
 		})
 	}
 	// --fast: webgpu's matmul is inexact and says so with its bound (K=3
@@ -71,11 +82,15 @@ func TestResultSchema(t *testing.T) {
 		})
 	}
 	t.Run("train", func(t *testing.T) {
-		out, _, code := gpucc(t, "", "train", "--backend", "cpu", "--steps", "2", "--lr", "0.1", fixture)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, out)
+		// The fixture's parameters are matrices and vectors;
+		// scalarParamGraph's is a scalar (shape []).
+		for _, c := range []struct{ stdin, graph string }{{"", fixture}, {scalarParamGraph, "-"}} {
+			out, _, code := gpucc(t, c.stdin, "train", "--backend", "cpu", "--steps", "2", "--lr", "0.1", c.graph)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			check(t, "#/$defs/train", out)
 		}
-		check(t, "#/$defs/train", out)
 	})
 	t.Run("failures", func(t *testing.T) {
 		bad := `{"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},{"id":1,"op":"add","a":0,"b":7}],"outputs":[{"name":"y","id":1}]}`
@@ -101,7 +116,11 @@ func TestResultSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, body := range []string{string(graph), `{"version":1`} {
+		scalar, err := os.ReadFile(example("sum.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range []string{string(graph), string(scalar), `{"version":1`} {
 			resp, err := http.Post(url+"/v1/execute?backend=cpu", "application/json", strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -115,4 +134,97 @@ func TestResultSchema(t *testing.T) {
 			}
 		}
 	})
+}
+
+// scalarParamGraph is a graph whose one parameter and loss are scalars.
+const scalarParamGraph = `{"version":1,"nodes":[
+	{"id":0,"op":"input","name":"w","param":true,"shape":[],"data":[1.5]},
+	{"id":1,"op":"input","name":"x","shape":[3],"data":[1,2,3]},
+	{"id":2,"op":"mul","a":1,"b":0},
+	{"id":3,"op":"sum","a":2}],
+	"outputs":[{"name":"loss","id":3}]}`
+
+// graphFiles returns every graph file of the repository: the examples, the
+// AOT example's, the training fixture and the codegen test graphs.
+func graphFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"examples/*.json", "examples/aot/*.json", "testdata/fixtures/*.graph.json", "codegen/*/testdata/*.json"} {
+		m, err := filepath.Glob(filepath.Join("..", "..", pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 15 {
+		t.Fatalf("only %d graph files found: %v", len(files), files)
+	}
+	return files
+}
+
+// TestResultSchemaEveryGraph: every output of every example, fixture and
+// test graph satisfies the run schema: what gpucc run prints for each graph
+// file, and the encoding of a run of every graph of the test suites
+// (scalars, constants, outputs that are inputs, views, random graphs).
+func TestResultSchemaEveryGraph(t *testing.T) {
+	run := resultSchema(t, "#/$defs/run")
+	check := func(t *testing.T, name string, doc []byte) {
+		t.Helper()
+		if errs := run.Validate(doc); len(errs) > 0 {
+			t.Errorf("%s: %s\n%.2000s", name, strings.Join(errs, "; "), doc)
+		}
+	}
+	scalars := 0
+	for _, f := range graphFiles(t) {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := gpucc(t, "", "run", "--backend", "cpu", abs)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, out)
+			continue
+		}
+		check(t, f, []byte(out))
+		scalars += strings.Count(out, `"shape":[]`)
+	}
+	if scalars < 5 {
+		t.Errorf("only %d scalar outputs among the graph files; the check would miss a scalar's encoding", scalars)
+	}
+	graphs := map[string]*ir.Graph{}
+	for _, cs := range [][]irtest.Case{irtest.Suite(), irtest.Views(), irtest.Reductions(), irtest.Composites(), irtest.Ops()} {
+		for _, c := range cs {
+			graphs[c.Name] = c.Graph
+		}
+	}
+	for seed := range uint64(40) {
+		graphs[fmt.Sprintf("random%d", seed)] = irtest.RandomViews(seed, 30)
+		graphs[fmt.Sprintf("randomops%d", seed)] = irtest.RandomOps(seed, 30)
+	}
+	ctx := context.Background()
+	rt, err := lib.Open(ctx, lib.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ran := 0
+	for name, g := range graphs {
+		res, err := rt.Run(ctx, g)
+		if err != nil {
+			// A refusal (non_finite_output of a random graph, say) prints a
+			// failure, which TestResultSchema checks.
+			continue
+		}
+		ran++
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b) // as writeJSON prints it
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		check(t, name, b.Bytes())
+	}
+	if ran < len(graphs)/2 {
+		t.Errorf("only %d of %d suite graphs ran", ran, len(graphs))
+	}
 }
