@@ -254,3 +254,8 @@ func (d *Device) mapRead(op string, buf *wgpu.Buffer, n uint64, f func([]byte)) 
 
 // Uniform reports whether b is a uniform buffer (from NewUniform).
 func (b *Buffer) Uniform() bool { return b.uniform }
+
+// Usage returns the buffer's usage flags as wgpu reports them: storage
+// buffers are Storage|CopySrc|CopyDst and uniform buffers Uniform|CopyDst,
+// never mappable, so that the driver places them in device-local memory.
+func (b *Buffer) Usage() wgpu.BufferUsage { return b.buf.GetUsage() }

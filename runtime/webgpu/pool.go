@@ -2,23 +2,43 @@
 
 package webgpu
 
-import "github.com/gpucc/gpucc/runtime/gpu"
+import (
+	"container/list"
+
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
 
 // bufferPool keeps released device buffers for reuse by later runs,
 // keyed by exact size and kind, up to limit bytes in all. Reuse needs no
 // clearing: every program writes each of its non-input buffers in full
 // before reading it, and input buffers are uploaded in full.
+//
+// When a buffer put back does not fit, the least recently put back
+// buffers are released to make room for it. The pool used to release the
+// newcomer instead: once one large run had filled it (relu(a*b+c) over 64M
+// is four 256 MiB buffers, the whole default bound), every later run of
+// other sizes allocated all its buffers afresh for the Runtime's life.
+// Fresh buffers cost wgpu's zero fill and the driver's first touch at each
+// run: on the H200, softmax [8192,1024] without pooling took 2.4–2.9 ms a
+// run against 0.38 ms pooled, and the MLP train step 10–16 ms against 4–5
+// (BenchmarkHistory with GPUCC_POOL_BYTES=-1, bench/RESULTS.md). The
+// buffers most recently used are the likeliest to be asked for again.
 type bufferPool struct {
 	dev   *gpu.Device
 	limit int64 // bytes kept; negative: keep nothing
 	held  int64 // bytes now in free
-	free  map[poolKey][]*gpu.Buffer
-	out   int // buffers handed out by get and not yet put back
+	free  map[poolKey][]*list.Element
+	lru   list.List // of *gpu.Buffer, least recently put back first
+	out   int       // buffers handed out by get and not yet put back
 }
 
 type poolKey struct {
 	size    uint64
 	uniform bool
+}
+
+func newPool(dev *gpu.Device, limit int64) *bufferPool {
+	return &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*list.Element{}}
 }
 
 // roundedSize is the size the device gives a request of n bytes.
@@ -36,10 +56,13 @@ func (p *bufferPool) get(size uint64, label string) (*gpu.Buffer, bool, error) {
 	k := poolKey{roundedSize(size, false), false}
 	if l := p.free[k]; len(l) > 0 {
 		p.out++
-		buf := l[len(l)-1]
+		e := l[len(l)-1]
 		p.free[k] = l[:len(l)-1]
+		if len(p.free[k]) == 0 {
+			delete(p.free, k)
+		}
 		p.held -= int64(k.size)
-		return buf, true, nil
+		return p.lru.Remove(e).(*gpu.Buffer), true, nil
 	}
 	buf, err := p.dev.NewBuffer(size, label)
 	if err == nil {
@@ -48,28 +71,50 @@ func (p *bufferPool) get(size uint64, label string) (*gpu.Buffer, bool, error) {
 	return buf, false, err
 }
 
-// put returns bufs to the pool, releasing those that do not fit.
+// put returns bufs to the pool, releasing the least recently put back
+// buffers to make room; a buffer larger than the whole pool is released.
 func (p *bufferPool) put(bufs ...*gpu.Buffer) {
 	for _, buf := range bufs {
 		p.out--
 		sz := int64(buf.Size())
-		if p.held+sz > p.limit {
+		if sz > p.limit {
 			buf.Release()
 			continue
 		}
+		for p.held+sz > p.limit {
+			p.evictOldest()
+		}
 		k := poolKey{buf.Size(), buf.Uniform()}
-		p.free[k] = append(p.free[k], buf)
+		p.free[k] = append(p.free[k], p.lru.PushBack(buf))
 		p.held += sz
 	}
 }
 
+// evictOldest releases the least recently put back buffer; the pool is
+// not empty.
+func (p *bufferPool) evictOldest() {
+	e := p.lru.Front()
+	buf := p.lru.Remove(e).(*gpu.Buffer)
+	k := poolKey{buf.Size(), buf.Uniform()}
+	l := p.free[k]
+	for i, x := range l { // the oldest of its size is first
+		if x == e {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(p.free, k)
+	} else {
+		p.free[k] = l
+	}
+	p.held -= int64(buf.Size())
+	buf.Release()
+}
+
 // drain releases every pooled buffer.
 func (p *bufferPool) drain() {
-	for k, l := range p.free {
-		for _, buf := range l {
-			buf.Release()
-		}
-		delete(p.free, k)
+	for p.lru.Len() > 0 {
+		p.evictOldest()
 	}
-	p.held = 0
 }

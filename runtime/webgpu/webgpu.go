@@ -107,7 +107,7 @@ func open(opts backend.Options) (backend.Device, error) {
 		adapter:   info,
 		cache:     opts,
 		pipelines: map[[32]byte]*pipeline{},
-		pool:      &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*gpu.Buffer{}},
+		pool:      newPool(dev, limit),
 		info: backend.Info{Name: "webgpu",
 			Adapter: backend.Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend, Type: info.Type, Software: info.Software},
 			Profile: passes.Profile{Name: "webgpu", MaxStorageBuffers: int(l.MaxStorageBuffersPerShaderStage),
