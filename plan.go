@@ -33,6 +33,12 @@ type Plan struct {
 	WGSL []codegen.Shader
 	C    *c.Unit
 	Wasm []byte
+	// KernelsSHA256 ties WGSL, C and Wasm to Program: the digest
+	// BindKernels records of the program and every kernel. Load refuses a
+	// plan carrying kernels under another digest (invalid_graph), so that
+	// kernels generated for another program never run over this one's
+	// buffers.
+	KernelsSHA256 string
 }
 
 // PlanInput is one input of a sealed graph.
@@ -141,14 +147,17 @@ func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error
 
 // Load compiles a sealed plan on this Runtime's device: code generation
 // (skipped for the kernels the plan carries) and compilation, through the
-// caches. It refuses a plan whose profile the device cannot meet. With
+// caches. It refuses a plan whose profile the device cannot meet, and,
+// with invalid_graph, one that does not hold together: inputs or outputs
+// that do not match the program's buffers, a shape or an offset past a
+// buffer, or kernels generated for another program (see BindKernels). With
 // Options.Fast, a backend with a fast path generates fast matmuls (not
 // for kernels the plan carries, which run as they are).
 func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 	if plan == nil || plan.Program == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
 	}
-	if err := ir.ValidateProgram(plan.Program); err != nil {
+	if err := plan.check(rt.opts.Limits); err != nil {
 		return nil, err
 	}
 	rt.mu.Lock()

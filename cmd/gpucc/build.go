@@ -183,6 +183,7 @@ func makeBuild(g *ir.Graph, o buildOptions) (*build, error) {
 			return nil, err
 		}
 	}
+	b.plan.BindKernels() // Load refuses these kernels under any other program
 	if o.pkg != "" {
 		if err := b.addPackage(o.pkg, o.limits); err != nil {
 			return nil, err

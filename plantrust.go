@@ -1,0 +1,243 @@
+package gpucc
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// BindKernels records in KernelsSHA256 the digest that ties the plan's
+// kernels (WGSL, C and Wasm) to its Program. Call it after setting them
+// (gpucc build does, before it writes plan.gob); Load refuses a plan that
+// carries kernels under another digest.
+func (p *Plan) BindKernels() {
+	p.KernelsSHA256 = kernelsDigest(p)
+}
+
+// kernelsDigest is the SHA-256 of the program's structure (Key), its
+// buffers, outputs and constants, and every field of every kernel the plan
+// carries but the WGSL Params (which the runtime computes from the
+// program). Each field is length-prefixed, so no two plans share an
+// encoding.
+func kernelsDigest(p *Plan) string {
+	h := sha256.New()
+	var b []byte
+	u := func(vs ...int) {
+		for _, v := range vs {
+			b = binary.AppendVarint(b, int64(v))
+		}
+	}
+	str := func(s string) { u(len(s)); b = append(b, s...) }
+	shape := func(s ir.Shape) { u(len(s)); u(s...) }
+	flush := func() { h.Write(b); b = b[:0] }
+	str("gpucc plan kernels v1")
+	prog := p.Program
+	key := prog.Key()
+	u(len(key))
+	b = append(b, key...)
+	u(len(prog.Buffers))
+	for _, buf := range prog.Buffers {
+		u(buf.Len, int(buf.Node), b1(buf.Input))
+		shape(buf.Shape)
+	}
+	u(len(prog.Outputs))
+	for _, o := range prog.Outputs {
+		str(o.Name)
+		u(o.Buffer, int(math.Float32bits(o.Const)))
+		shape(o.Shape)
+	}
+	for _, k := range prog.Kernels {
+		for _, in := range k.Body { // the constants Key leaves out
+			u(int(math.Float32bits(in.Scalar)))
+		}
+	}
+	flush()
+	u(b1(p.WGSL != nil), len(p.WGSL))
+	for _, s := range p.WGSL {
+		str(s.Name)
+		str(s.Source)
+		str(s.Entry)
+		u(len(s.Bindings))
+		for _, k := range s.Bindings {
+			u(int(k))
+		}
+		u(s.Workgroup[:]...)
+		u(s.Groups[:]...)
+		flush()
+	}
+	u(b1(p.C != nil))
+	if p.C != nil {
+		str(p.C.Source)
+		u(p.C.Scratch, len(p.C.Kernels))
+		for _, k := range p.C.Kernels {
+			str(k.Export)
+			str(k.Name)
+			u(len(k.Buffers))
+			u(k.Buffers...)
+			u(b1(k.Scratch))
+		}
+	}
+	u(b1(p.Wasm != nil), len(p.Wasm))
+	flush()
+	h.Write(p.Wasm)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func b1(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// check validates a plan before any backend sees it, for a plan may come
+// from a file (a generated package's plan.gob) that was edited, or mixed
+// with another build's kernels. Beyond the program's invariants
+// (ir.ValidateProgram: every operand's reach inside its buffer), it checks
+// every shape against limits, that Inputs name each input buffer once with
+// its node and shape, that each output's shape fits its buffer, that
+// embedded data is the buffer's length and finite, and that the kernels it
+// carries are the ones BindKernels recorded for this program (and, for C,
+// pass the program's own buffers). A plan that fails is invalid_graph (a
+// tensor past limits, limit_exceeded), never a panic or a read out of
+// bounds later.
+//
+// The digest guards against mixing, not forgery: whoever rewrites
+// plan.gob, its kernels and the digest together can as well write C that
+// does anything in-process, so the native backend trusts the author of
+// the plan's C as it trusts the author of the program that links it.
+func (p *Plan) check(limits ir.Limits) error {
+	bad := func(format string, a ...any) error {
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "plan: "+format, a...)
+	}
+	maxElems := limits.MaxElements
+	if maxElems <= 0 {
+		maxElems = ir.DefaultLimits().MaxElements
+	}
+	shapeOK := func(what string, s ir.Shape) error {
+		if s.Elements(math.MaxInt32) < 0 {
+			return bad("%s has shape %v: a dimension is not positive or the size overflows", what, s)
+		}
+		if n := s.Elements(maxElems); n < 0 {
+			return ir.Errorf(ir.CodeLimitExceeded, -1, "plan", "plan: %s has shape %v, past this runtime's %d elements per tensor", what, s, maxElems)
+		}
+		return nil
+	}
+	prog := p.Program
+	for i, buf := range prog.Buffers {
+		if err := shapeOK("buf"+strconv.Itoa(i), buf.Shape); err != nil {
+			return err
+		}
+		if buf.Data != nil && (!buf.Input || len(buf.Data) != buf.Len) {
+			return bad("buf%d carries %d values for %d elements (input: %v)", i, len(buf.Data), buf.Len, buf.Input)
+		}
+		if j := slices.IndexFunc(buf.Data, func(v float32) bool { return !finite32(v) }); j >= 0 {
+			return bad("buf%d value %d is %v; embedded data must be finite", i, j, buf.Data[j])
+		}
+	}
+	for _, k := range prog.Kernels {
+		if err := shapeOK("kernel "+k.Name, k.Shape); err != nil {
+			return err
+		}
+		if k.Keep != nil {
+			if err := shapeOK("kernel "+k.Name+" keep", k.Keep); err != nil {
+				return err
+			}
+		}
+		for _, in := range k.Inputs {
+			if err := shapeOK("an operand of kernel "+k.Name, in.Shape); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ir.ValidateProgram(prog); err != nil {
+		return bad("the program: %v", err)
+	}
+	names := map[string]bool{}
+	for i, o := range prog.Outputs {
+		if err := shapeOK("output "+ir.Quote(o.Name), o.Shape); err != nil {
+			return err
+		}
+		if o.Name == "" || names[o.Name] {
+			return bad("output %d has an empty or repeated name %q", i, o.Name)
+		}
+		names[o.Name] = true
+		if o.Buffer >= 0 && prog.Buffers[o.Buffer].Len != o.Shape.Len() {
+			return bad("output %q of shape %v reads buf%d of %d elements", o.Name, o.Shape, o.Buffer, prog.Buffers[o.Buffer].Len)
+		}
+		if o.Buffer < 0 && (o.Buffer != -1 || !finite32(o.Const)) {
+			return bad("output %q is constant %v in buf%d; want a finite constant and -1", o.Name, o.Const, o.Buffer)
+		}
+	}
+	names = map[string]bool{}
+	held := make([]bool, len(prog.Buffers))
+	for i, in := range p.Inputs {
+		if err := shapeOK("input "+ir.Quote(in.Name), in.Shape); err != nil {
+			return err
+		}
+		if in.Name == "" || names[in.Name] {
+			return bad("input %d has an empty or repeated name %q", i, in.Name)
+		}
+		names[in.Name] = true
+		if in.Buffer == -1 {
+			continue
+		}
+		if in.Buffer < 0 || in.Buffer >= len(prog.Buffers) {
+			return bad("input %q names buf%d; the program has %d buffers", in.Name, in.Buffer, len(prog.Buffers))
+		}
+		buf := prog.Buffers[in.Buffer]
+		if !buf.Input || buf.Node != in.Node || !buf.Shape.Equal(in.Shape) || held[in.Buffer] {
+			return bad("input %q (node %d, shape %v) names buf%d, which holds node %d of shape %v (input: %v, named before: %v)",
+				in.Name, in.Node, in.Shape, in.Buffer, buf.Node, buf.Shape, buf.Input, held[in.Buffer])
+		}
+		held[in.Buffer] = true
+	}
+	for i, buf := range prog.Buffers {
+		if buf.Input && !held[i] {
+			return bad("input buf%d (node %d) is no input's", i, buf.Node)
+		}
+	}
+	if p.WGSL == nil && p.C == nil && p.Wasm == nil {
+		return nil
+	}
+	if p.KernelsSHA256 != kernelsDigest(p) {
+		return bad("its kernels were not generated for its program (digest %.12s, recorded %.12s): they belong to another build", kernelsDigest(p), p.KernelsSHA256)
+	}
+	if p.C != nil {
+		if err := checkUnit(prog, p.C); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if p.WGSL != nil && len(p.WGSL) != len(prog.Kernels) {
+		return bad("it carries %d WGSL shaders for %d kernels", len(p.WGSL), len(prog.Kernels))
+	}
+	return nil
+}
+
+// checkUnit checks that a C unit calls each kernel of prog with the
+// buffers the kernel reads and writes: the native backend passes raw
+// pointers, so a unit of another program would run past them.
+func checkUnit(prog *ir.Program, u *c.Unit) error {
+	if len(u.Kernels) != len(prog.Kernels) || u.Scratch < 0 {
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "the C unit has %d kernels (scratch %d) for %d", len(u.Kernels), u.Scratch, len(prog.Kernels))
+	}
+	for i, k := range prog.Kernels {
+		var want []int
+		for _, in := range k.Inputs {
+			want = append(want, in.Buffer)
+		}
+		want = append(want, k.Outputs...)
+		if !slices.Equal(u.Kernels[i].Buffers, want) {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "C kernel %d passes buffers %v, kernel %s takes %v", i, u.Kernels[i].Buffers, k.Name, want)
+		}
+	}
+	return nil
+}
+
+func finite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
