@@ -170,6 +170,8 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 				copy(bufs[k.Outputs[s+1]][lo:lo+m], bd.vals[v][:m])
 			}
 		}
+	case ir.KernelRows:
+		runRows(k, bufs)
 	case ir.KernelLife:
 		in := operandValues(k.Inputs[0], bufs)
 		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))

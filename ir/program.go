@@ -32,6 +32,11 @@ func Seal(p *Program) error {
 	if err := ValidateProgram(p); err != nil {
 		return err
 	}
+	if p.hasRows() {
+		if err := ValidateProgram(p.Unfused()); err != nil {
+			return fmt.Errorf("the unfused program: %w", err)
+		}
+	}
 	p.sealed = true
 	return nil
 }
@@ -91,10 +96,13 @@ const (
 	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
 	// Outputs[0]. Body is empty.
 	KernelLife
+	// KernelRows: a row-resident kernel, reductions and the elementwise
+	// work before and after them in one pass over each row (see rows.go).
+	KernelRows
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -228,7 +236,12 @@ type Kernel struct {
 	Tile    Tile    // matmul tiling
 	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
 	Reduce  Op      // sum: the reduction, OpSum or OpMax
-	Keep    Shape   // sum: the kept shape ([] for one output)
+	Keep    Shape   // sum, rows: the kept shape ([] for one output)
+	// Parts are, for a rows kernel, the kernels it fuses, in order: a
+	// target that cannot run it runs them instead (Program.Unfused). In
+	// parts, buffer -1-j is the rows kernel's Scratch[j].
+	Parts   []Kernel
+	Scratch []Buffer
 }
 
 // AccIndex returns the index of the Body's InstrAcc, or -1: a reduction's
@@ -269,6 +282,9 @@ func (p *Program) String() string {
 		}
 		if k.Blocks > 1 {
 			fmt.Fprintf(&b, " blocks=%d", k.Blocks)
+		}
+		if k.Kind == KernelRows {
+			fmt.Fprintf(&b, " keep=%v passes=%d parts=%d", k.Keep, k.Passes(), len(k.Parts))
 		}
 		b.WriteString("\n")
 		for j, in := range k.Inputs {
@@ -312,6 +328,9 @@ func (in Instr) text() string {
 	case InstrLoad:
 		return fmt.Sprintf("load in%d", in.Operand)
 	case InstrAcc:
+		if in.Op != 0 { // a rows kernel's reduction
+			return fmt.Sprintf("acc %s v%d", in.Op.Info().Wire, in.Args[0])
+		}
 		return "acc"
 	}
 	s := in.Op.String()
@@ -336,8 +355,14 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelLife {
+	if k.Kind > KernelRows {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
+	}
+	if k.Kind == KernelRows {
+		return validateRows(p, k)
+	}
+	if len(k.Parts) > 0 || len(k.Scratch) > 0 {
+		return "has parts, which only a rows kernel has"
 	}
 	want := k.Shape.Len()
 	if k.Kind == KernelSum {
@@ -474,11 +499,11 @@ func ValidateProgram(p *Program) error {
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
 				}
-				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelSum && j > k.AccIndex() && k.AccIndex() >= 0) { // epilogue loads: see validateKernelShape
+				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelSum && j > k.AccIndex() && k.AccIndex() >= 0) && !(k.Kind == KernelRows && s.Len() == k.Keep.Len()) { // epilogue and row loads: see validateKernelShape
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelSum {
+				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelSum && j != k.AccIndex() {
@@ -519,6 +544,14 @@ func (p *Program) Key() []byte {
 	// A hand-rolled encoding: this runs on every warm run, where
 	// formatting the kernels with fmt cost more than everything else.
 	b := make([]byte, 0, 256)
+	for i := range p.Kernels {
+		b = appendKernelKey(b, &p.Kernels[i])
+	}
+	return b
+}
+
+// appendKernelKey appends kernel k's part of Program.Key to b.
+func appendKernelKey(b []byte, k *Kernel) []byte {
 	u := func(vs ...int) {
 		for _, v := range vs {
 			b = binary.AppendVarint(b, int64(v))
@@ -528,34 +561,40 @@ func (p *Program) Key() []byte {
 		u(len(s))
 		u(s...)
 	}
-	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		u(len(k.Name))
-		b = append(b, k.Name...)
-		u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks, int(k.Reduce))
-		shape(k.Shape)
-		u(b1(k.Keep != nil))
-		shape(k.Keep)
-		u(len(k.Nodes))
-		for _, n := range k.Nodes {
-			u(int(n))
-		}
-		u(len(k.Inputs))
-		for _, in := range k.Inputs {
-			u(in.Buffer)
-			shape(in.Shape)
-			shape(in.Strides)
-		}
-		u(len(k.Outputs))
-		u(k.Outputs...)
-		u(len(k.Body))
-		for _, in := range k.Body { // constants (Scalar) are left out on purpose
-			u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand, int(in.Node))
-		}
-		u(len(k.Stores))
-		for _, s := range k.Stores {
-			u(int(s))
-		}
+	u(len(k.Name))
+	b = append(b, k.Name...)
+	u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks, int(k.Reduce))
+	shape(k.Shape)
+	u(b1(k.Keep != nil))
+	shape(k.Keep)
+	u(len(k.Nodes))
+	for _, n := range k.Nodes {
+		u(int(n))
+	}
+	u(len(k.Inputs))
+	for _, in := range k.Inputs {
+		u(in.Buffer)
+		shape(in.Shape)
+		shape(in.Strides)
+	}
+	u(len(k.Outputs))
+	u(k.Outputs...)
+	u(len(k.Body))
+	for _, in := range k.Body { // constants (Scalar) are left out on purpose
+		u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand, int(in.Node))
+	}
+	u(len(k.Stores))
+	for _, s := range k.Stores {
+		u(int(s))
+	}
+	u(len(k.Scratch))
+	for _, s := range k.Scratch {
+		u(s.Len, int(s.Node))
+		shape(s.Shape)
+	}
+	u(len(k.Parts))
+	for i := range k.Parts {
+		b = appendKernelKey(b, &k.Parts[i])
 	}
 	return b
 }

@@ -37,6 +37,8 @@ type Pass struct {
 //   - views sinks views through elementwise nodes after dce (it counts uses,
 //     which dead nodes would inflate) and drops what it leaves dead;
 //   - fuse needs a dead-free graph (a dead node would be stored for nothing);
+//   - rows merges the kernels fuse made around reductions (before split,
+//     which then splits only the reductions left unmerged);
 //   - tile works on the kernels fuse made;
 //   - split runs last: it adds kernels that no other pass needs to see.
 var Pipeline = []Pass{
@@ -45,6 +47,7 @@ var Pipeline = []Pass{
 	{Name: "dce", Doc: "drop nodes that reach no output", Run: dce},
 	{Name: "views", Doc: "sink views through single-use elementwise nodes, so fusion reads them as strides", Run: sinkViews},
 	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse},
+	{Name: "rows", Doc: "merge reductions over rows with the elementwise kernels around them into row-resident kernels", Run: fuseRows},
 	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
 	{Name: "split", Doc: "split large sums into a block pass and a final pass, for many workgroups", Run: split},
 }
