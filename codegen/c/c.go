@@ -102,6 +102,9 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 	if hasKind(p, ir.KernelMatmul) {
 		b.WriteString(matmulPrelude)
 	}
+	if hasKind(p, ir.KernelRows) {
+		b.WriteString(rowsPrelude)
+	}
 	for n := range p.Kernels {
 		k := &p.Kernels[n]
 		desc := Kernel{Export: fmt.Sprintf("kernel%d", n), Name: k.Name}
@@ -114,6 +117,11 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			u.Scratch = max(u.Scratch, k.K*k.N)
 		}
 		fmt.Fprintf(&b, "\n/* %s: %s %v, nodes %v */\n", k.Name, k.Kind, k.Shape, k.Nodes)
+		if k.Kind == ir.KernelRows {
+			rowsKernel(&b, k, desc)
+			u.Kernels = append(u.Kernels, desc)
+			continue
+		}
 		if k.Kind == ir.KernelSum {
 			// Clang 14 at -O3 with -msimd128 did not finish (minutes, then
 			// killed) on a 16-leaf max tree with maximum's selects inlined;

@@ -160,6 +160,9 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	if err := codegen.Sealed("glsl", p); err != nil {
 		return nil, err
 	}
+	// A fragment pass writes one value per texel and cannot share a row
+	// between texels: rows kernels run as the kernels they fused.
+	p = p.Unfused()
 	pl := &Plan{}
 	for i, b := range p.Buffers {
 		pl.Textures = append(pl.Textures, Layout(b.Len, i))

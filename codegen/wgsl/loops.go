@@ -32,6 +32,8 @@ func LoopCost(k *ir.Kernel) int {
 			return 0
 		}
 		return MatmulLoopCost(k.K, k.Tile.BK)
+	case ir.KernelRows:
+		return rowsLoopCost(k)
 	case ir.KernelSum:
 		n := k.Shape.Len() / k.Keep.Len()
 		if perThread(k) {

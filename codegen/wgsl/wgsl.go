@@ -203,6 +203,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		sum(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
+	case ir.KernelRows:
+		rowsKernel(&b, k, &s)
 	}
 	s.Source = b.String()
 	return s

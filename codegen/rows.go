@@ -1,0 +1,109 @@
+package codegen
+
+import (
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// RowPlan is the schedule of a rows kernel (ir.KernelRows) that every
+// target follows: for each row, the per-row values of level 0, then
+// Passes passes over the row's leaves, pass d evaluating the per-leaf
+// values of level d (reading earlier passes' values from a per-leaf cache)
+// and feeding the reductions of level d+1, each reduced by the reference
+// tree at the end of the pass, then the per-row values of level d+1.
+type RowPlan struct {
+	Red    ir.Reduction
+	P      int // leaves per row padded to a power of two
+	Passes int
+	Row    []bool // per body value: per row
+	// Cached marks the per-leaf values other than loads that a later pass
+	// reads (a later pass loads again what it reads of an operand).
+	Cached []bool
+	// Leaf[d] are the per-leaf values pass d evaluates, in body order;
+	// Reads[d] the cached values of earlier passes that they (or the
+	// reductions of the pass) read; Accs[d] the reductions at its end.
+	Leaf, Reads, Accs [][]int
+	// RowAt[d] are the per-row values of level d, in body order.
+	RowAt [][]int
+	// LeafStores[d] are the stores (indices into Stores) of per-leaf
+	// values of pass d; RowStores[d] those of per-row values of level d.
+	LeafStores, RowStores [][]int
+}
+
+// PlanRows returns the schedule of rows kernel k.
+func PlanRows(k *ir.Kernel) RowPlan {
+	pl := RowPlan{Red: ir.ReductionOf(k.Shape, k.Keep), Passes: k.Passes(), Row: k.RowValues()}
+	pl.P, _ = SumBlock(pl.Red.Leaves, 1)
+	lv := k.Levels()
+	pl.Cached = make([]bool, len(k.Body))
+	pl.Leaf, pl.Reads, pl.Accs = make([][]int, pl.Passes), make([][]int, pl.Passes), make([][]int, pl.Passes)
+	pl.LeafStores = make([][]int, pl.Passes)
+	pl.RowAt, pl.RowStores = make([][]int, pl.Passes+1), make([][]int, pl.Passes+1)
+	read := func(d, a int) {
+		if !pl.Row[a] && lv[a] < d {
+			pl.Cached[a] = k.Body[a].Kind != ir.InstrLoad // loads are read again
+			if !slices.Contains(pl.Reads[d], a) {
+				pl.Reads[d] = append(pl.Reads[d], a)
+			}
+		}
+	}
+	for j, in := range k.Body {
+		switch {
+		case in.Kind == ir.InstrAcc:
+			d := lv[j] - 1
+			pl.Accs[d] = append(pl.Accs[d], j)
+			read(d, int(in.Args[0]))
+			pl.RowAt[lv[j]] = append(pl.RowAt[lv[j]], j)
+		case pl.Row[j]:
+			pl.RowAt[lv[j]] = append(pl.RowAt[lv[j]], j)
+		default:
+			d := lv[j]
+			pl.Leaf[d] = append(pl.Leaf[d], j)
+			if in.Kind == ir.InstrOp {
+				for a := 0; a < in.Op.Info().Args; a++ {
+					read(d, int(in.Args[a]))
+				}
+			}
+		}
+	}
+	for s, v := range k.Stores {
+		if pl.Row[v] {
+			pl.RowStores[lv[v]] = append(pl.RowStores[lv[v]], s)
+		} else {
+			pl.LeafStores[lv[v]] = append(pl.LeafStores[lv[v]], s)
+		}
+	}
+	for d := range pl.Reads {
+		slices.Sort(pl.Reads[d])
+	}
+	return pl
+}
+
+// Reread renders, for pass d, the values of earlier passes that it
+// reads: a load again, else from the cache, named cache(j).
+func (pl RowPlan) Reread(l Lang, k *ir.Kernel, d int, load func(operand int) string, cache func(j int) string) []string {
+	var lines []string
+	for _, j := range pl.Reads[d] {
+		if pl.Cached[j] {
+			lines = append(lines, l.Let(ir.XFloat32, Value(j), cache(j)))
+		} else {
+			lines = append(lines, Instr(l, k, j, load, "")...)
+		}
+	}
+	return lines
+}
+
+// Instr renders body value j of k alone (see BodyRange): load renders the
+// read of an operand, acc an InstrAcc's value.
+func Instr(l Lang, k *ir.Kernel, j int, load func(operand int) string, acc string) []string {
+	return BodyRange(l, k, j, j+1, load, acc)
+}
+
+// CombineOp renders, as declarations ending in name, combining op c (a
+// reduction's ir.OpInfo.Combine: add, maximum) applied to a and b.
+func CombineOp(l Lang, c ir.Op, a, b, name string) []string {
+	return expr(l, c.Info().Expr, name, []string{a, b}, false, func(float32) string {
+		panic("codegen: combining op " + c.String() + " has a float constant")
+	})
+}

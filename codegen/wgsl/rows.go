@@ -1,0 +1,175 @@
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// rowsKernel emits a rows kernel (ir.KernelRows) by codegen.PlanRows. Rows of
+// at least SumThreads padded leaves get a workgroup each: thread t holds
+// the P/SumThreads contiguous leaves from t·P/SumThreads in private
+// arrays (each reduction's leaves, padded with its identity, and the
+// cached values later passes read), reduces them by the pairwise tree in
+// place, and the threads' partials are combined in workgroup memory by
+// the same tree, whose root every thread then reads: cpuref's tree over
+// P leaves. Shorter rows get a thread each, which holds all P leaves.
+func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+	pl := codegen.PlanRows(k)
+	n, p := pl.Red.Leaves, pl.P
+	wg := p >= SumThreads
+	per := p
+	if wg {
+		per = p / SumThreads
+	}
+	for _, op := range rowOps(k) {
+		fmt.Fprintf(b, "fn combine_%s(a: f32, b: f32) -> f32 {\n", op.Info().Wire)
+		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
+		b.WriteString("\treturn m;\n}\n\n")
+	}
+	if wg {
+		s.Workgroup = [3]int{SumThreads, 1, 1}
+		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
+		fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n\n", SumThreads)
+		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
+		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
+	} else {
+		s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
+		s.Groups = codegen.Groups1D((pl.Red.Outputs+ElementwiseThreads-1)/ElementwiseThreads, maxGroupsPerDim)
+		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", ElementwiseThreads)
+		b.WriteString("fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+		fmt.Fprintf(b, "\tlet o = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
+	}
+	// o is uniform over a workgroup: the whole workgroup returns or none.
+	fmt.Fprintf(b, "\tif (o >= %du) { return; }\n", pl.Red.Outputs)
+	fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
+	for j, in := range k.Body {
+		if pl.Cached[j] {
+			fmt.Fprintf(b, "\tvar c%d: array<f32, %d>;\n", j, per)
+		}
+		if in.Kind == ir.InstrAcc {
+			fmt.Fprintf(b, "\tvar a%d: array<f32, %d>;\n", j, per)
+		}
+	}
+	load := func(space string) func(int) string {
+		return func(op int) string {
+			at := space
+			if k.Inputs[op].Shape.Len() == k.Keep.Len() {
+				at = "o"
+			}
+			return fmt.Sprintf("in%d[%s]", op, codegen.Index(Lang, k.Inputs[op], at))
+		}
+	}
+	rowValues := func(d int) {
+		var lines []string
+		for _, j := range pl.RowAt[d] {
+			lines = append(lines, codegen.Instr(Lang, k, j, load("o"), fmt.Sprintf("r%d", j))...)
+		}
+		b.WriteString(codegen.Indent(lines, 1))
+		var st []string
+		for _, s := range pl.RowStores[d] {
+			st = append(st, fmt.Sprintf("out%d[o] = %s;", s, codegen.Value(int(k.Stores[s]))))
+		}
+		if wg && len(st) > 0 {
+			b.WriteString("\tif (t == 0u) {\n" + codegen.Indent(st, 2) + "\t}\n")
+		} else {
+			b.WriteString(codegen.Indent(st, 1))
+		}
+	}
+	rowValues(0)
+	for pass := 0; pass < pl.Passes; pass++ {
+		fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", per)
+		if wg {
+			fmt.Fprintf(b, "\t\tlet r = t * %du + j;\n", per)
+		} else {
+			b.WriteString("\t\tlet r = j;\n")
+		}
+		for _, j := range pl.Accs[pass] {
+			fmt.Fprintf(b, "\t\ta%d[j] = %s;\n", j, rowIdentity(k.Body[j].Op))
+		}
+		fmt.Fprintf(b, "\t\tif (r < %du) {\n\t\t\tlet i = base + r;\n", n)
+		lines := pl.Reread(Lang, k, pass, load("i"), func(j int) string { return fmt.Sprintf("c%d[j]", j) })
+		for _, j := range pl.Leaf[pass] {
+			lines = append(lines, codegen.Instr(Lang, k, j, load("i"), "")...)
+			if pl.Cached[j] {
+				lines = append(lines, fmt.Sprintf("c%d[j] = %s;", j, codegen.Value(j)))
+			}
+		}
+		for _, j := range pl.Accs[pass] {
+			lines = append(lines, fmt.Sprintf("a%d[j] = %s;", j, codegen.Value(int(k.Body[j].Args[0]))))
+		}
+		for _, s := range pl.LeafStores[pass] {
+			lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, codegen.Value(int(k.Stores[s]))))
+		}
+		b.WriteString(codegen.Indent(lines, 3))
+		b.WriteString("\t\t}\n\t}\n")
+		for _, j := range pl.Accs[pass] {
+			c := "combine_" + k.Body[j].Op.Info().Wire
+			if per > 1 {
+				fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", per)
+				fmt.Fprintf(b, "\t\tfor (var l = 0u; l < %du; l = l + 2u * w) { a%d[l] = %s(a%d[l], a%d[l + w]); }\n\t}\n", per, j, c, j, j)
+			}
+			if !wg {
+				fmt.Fprintf(b, "\tlet r%d = a%d[0];\n", j, j)
+				continue
+			}
+			fmt.Fprintf(b, "\tpart[t] = a%d[0];\n\tworkgroupBarrier();\n", j)
+			fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
+			fmt.Fprintf(b, "\t\tif (t %% (2u * w) == 0u) { part[t] = %s(part[t], part[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n", c)
+			fmt.Fprintf(b, "\tlet r%d = part[0];\n\tworkgroupBarrier();\n", j)
+		}
+		rowValues(pass + 1)
+	}
+	b.WriteString("}\n")
+}
+
+// rowOps returns the reductions of rows kernel k, each once.
+func rowOps(k *ir.Kernel) []ir.Op {
+	var ops []ir.Op
+	for _, in := range k.Body {
+		if in.Kind == ir.InstrAcc && !containsOp(ops, in.Op) {
+			ops = append(ops, in.Op)
+		}
+	}
+	return ops
+}
+
+func containsOp(ops []ir.Op, op ir.Op) bool {
+	for _, o := range ops {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// rowIdentity renders reduction op's padding leaf (see identity).
+func rowIdentity(op ir.Op) string {
+	bits := op.Info().Identity
+	if bits&0x7f800000 == 0x7f800000 {
+		return fmt.Sprintf("bitcast<f32>(0x%08xu | bitcast<u32>(params.zero))", bits)
+	}
+	return Lang.Bits(bits)
+}
+
+// rowsLoopCost is LoopCost of a rows kernel: per pass, the leaf loop and
+// each reduction's trees (in-thread over its leaves, then the
+// workgroup's).
+func rowsLoopCost(k *ir.Kernel) int {
+	pl := codegen.PlanRows(k)
+	per := pl.P
+	if pl.P >= SumThreads {
+		per = pl.P / SumThreads
+	}
+	c := 0
+	for d := 0; d < pl.Passes; d++ {
+		c += per + 1
+		for range pl.Accs[d] {
+			c += (codegen.Log2(per) + 1) + per + (codegen.Log2(SumThreads) + 1)
+		}
+	}
+	return c
+}
