@@ -21,14 +21,17 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
+// pageDeadline bounds a browser test that runs a few graphs.
+const pageDeadline = 3 * time.Minute
+
 // page opens the demo page in headless Chromium (flags from
 // shared/browser.md) and waits until gpucc.wasm is loaded. query is
-// appended to the URL.
-func page(t *testing.T, query string) context.Context {
+// appended to the URL; the browser stops when t ends or after deadline.
+func page(t *testing.T, query string, deadline time.Duration) context.Context {
 	t.Helper()
 	srv := httptest.NewServer(handler(t))
 	t.Cleanup(srv.Close)
-	ctx := chromium.Open(t, srv.URL+"/index.html"+query, 3*time.Minute)
+	ctx := chromium.Open(t, srv.URL+"/index.html"+query, deadline)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +113,23 @@ func ulps(a, b float32) int64 {
 	return d
 }
 
+// opSuiteDeadline is each backend's deadline for TestOpSuite, sized for a
+// busy 2-core machine: at load average 19–23 the 55 cases took 266 s on
+// webgpu, 242 s on webgl2 and 47 s on cpu (2026-12-01), where the three
+// once shared 3 minutes. 12 minutes leaves webgpu a 2.7× margin.
+const opSuiteDeadline = 12 * time.Minute
+
 // TestOpSuite runs every case through gpucc.run on each browser backend and
 // compares the bits with cpuref. All must be bit-exact (0 ULP), except that
 // the GPU backends may flush subnormals to zero (see flushes).
+// Each backend runs in its own browser with its own deadline
+// (opSuiteDeadline), so a slow one neither eats another's time nor leaves
+// it a page still busy with its last graph.
 func TestOpSuite(t *testing.T) {
-	ctx := page(t, "?life=0")
 	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
 		t.Run(backend, func(t *testing.T) {
+			start := time.Now()
+			ctx := page(t, "?life=0", opSuiteDeadline)
 			worst, flushed := int64(0), 0
 			for _, c := range suite(t) {
 				r := run(t, ctx, ir.Encode(c.g), backend, true)
@@ -133,8 +146,8 @@ func TestOpSuite(t *testing.T) {
 				d, f := compare(t, c, r, flushes[backend])
 				worst, flushed = max(worst, d), flushed+f
 			}
-			t.Logf("%s: worst difference to cpuref over %d cases: %d ULP; %d subnormal values flushed to ±0",
-				backend, len(suite(t)), worst, flushed)
+			t.Logf("%s: worst difference to cpuref over %d cases: %d ULP; %d subnormal values flushed to ±0; %.1fs of its %v",
+				backend, len(suite(t)), worst, flushed, time.Since(start).Seconds(), opSuiteDeadline)
 		})
 	}
 }
@@ -209,7 +222,7 @@ func compare(t *testing.T, c testCase, r result, flush bool) (worst int64, flush
 // invalid_graph instead of ending the wasm program, and gpucc.run still
 // works afterwards.
 func TestBadArguments(t *testing.T) {
-	ctx := page(t, "?life=0")
+	ctx := page(t, "?life=0", pageDeadline)
 	for _, graph := range []string{
 		`(() => { const g = {version: 1}; g.self = g; return g; })()`, // cyclic
 		`({version: 1n})`, // a BigInt
@@ -226,7 +239,7 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestFallback(t *testing.T) {
-	ctx := page(t, "?life=0")
+	ctx := page(t, "?life=0", pageDeadline)
 	g := suite(t)[0].g
 	t.Run("auto without allowSoftware", func(t *testing.T) {
 		r := run(t, ctx, ir.Encode(g), "auto", false)
@@ -273,7 +286,7 @@ var updateScreenshot = flag.Bool("update", false, "rewrite docs/demo.png, the RE
 // that the canvas is not blank and takes a screenshot; with -update it
 // becomes docs/demo.png, so that a test run leaves the tree as it was.
 func TestDemoScreenshot(t *testing.T) {
-	ctx := page(t, "?allowSoftware=1")
+	ctx := page(t, "?allowSoftware=1", pageDeadline)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo.frames >= 5 || window.demo.error`)); err != nil {
 		t.Fatal(err)
 	}
