@@ -68,7 +68,7 @@ func TestTunedTable(t *testing.T) {
 		// Not well formed (TM does not divide BM): ignored.
 		tune.Key(info, false, "sss-v4"): {Tile: ir.Tile{BM: 30, BN: 32, TM: 4, TN: 4, BK: 8, Vector: 1}},
 	}}
-	if err := tab.Save(tune.PathIn(dir)); err != nil {
+	if err := tab.SaveCache(gpucctest.OpenCache(t, dir)); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := gpucctest.Expect(g)
@@ -114,6 +114,20 @@ func TestTunedTable(t *testing.T) {
 	}
 	if got := matmulTile(t, exe.Plan().Program); got != passes.TileSmall {
 		t.Errorf("untuned class: tile %+v, want the rule's %+v", got, passes.TileSmall)
+	}
+
+	// The same table written by someone else (plain JSON, no MAC) chooses
+	// nothing: the rule's tile.
+	planted := t.TempDir()
+	if err := tab.Save(tune.PathIn(planted)); err != nil {
+		t.Fatal(err)
+	}
+	rt = gpucctest.Open(t, "webgpu", func(o *gpucc.Options) { o.Cache = gpucctest.OpenCache(t, planted) })
+	if exe, err = rt.Compile(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	if got := matmulTile(t, exe.Plan().Program); got == exactTile {
+		t.Errorf("a planted table chose the tile %+v", got)
 	}
 }
 

@@ -64,8 +64,9 @@ func TestCacheDirServesEveryKind(t *testing.T) {
 	}
 }
 
-// TestCacheDirUntrusted: a --cache-dir others may write is refused with a
-// usage error that says why.
+// TestCacheDirUntrusted: a cache directory others may write, named by
+// --cache-dir or by GPUCC_CACHE_DIR (which once fell back to memory
+// silently), is refused with a usage error that says why.
 func TestCacheDirUntrusted(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
@@ -73,6 +74,11 @@ func TestCacheDirUntrusted(t *testing.T) {
 	}
 	_, v, code := gpucc(t, "", "run", "--backend", "cpu", "--cache-dir", dir, example("seed.json"))
 	if code == 0 || errorCode(v) != "usage" {
-		t.Errorf("exit %d, %v; want a usage error", code, v)
+		t.Errorf("--cache-dir: exit %d, %v; want a usage error", code, v)
+	}
+	t.Setenv("GPUCC_CACHE_DIR", dir)
+	_, v, code = gpucc(t, "", "run", "--backend", "cpu", example("seed.json"))
+	if e, _ := v["error"].(map[string]any); code == 0 || errorCode(v) != "usage" || e["field"] != "GPUCC_CACHE_DIR" {
+		t.Errorf("GPUCC_CACHE_DIR: exit %d, %v; want a usage error naming it", code, v)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"os"
 	"strings"
 
 	lib "github.com/gpucc/gpucc"
@@ -72,11 +73,17 @@ func runCmd(args []string) int {
 }
 
 // openCache opens the code cache for --cache-dir: "" is the default
-// location, "off" keeps it in memory only.
+// location, "off" keeps it in memory only. A directory the user named, by
+// the flag or by $GPUCC_CACHE_DIR, that gpucc cannot or must not use is a
+// usage error, not a silent fall back to memory.
 func openCache(dir string) (*cache.Cache, error) {
 	switch dir {
 	case "":
-		return cache.Default(), nil
+		c := cache.Default()
+		if env := os.Getenv("GPUCC_CACHE_DIR"); env != "" && c.DiskError() != nil {
+			return nil, ir.Errorf(ir.CodeUsage, -1, "GPUCC_CACHE_DIR", "%v", c.DiskError())
+		}
+		return c, nil
 	case "off":
 		return cache.Open(cache.Options{})
 	}

@@ -48,11 +48,19 @@ func tuneCmd(o *tuneOpts, allowSW bool) int {
 	if err != nil {
 		return fail(ir.Errorf(ir.CodeUsage, -1, "tune-shapes", "%v", err))
 	}
+	// The table is the file --tune-table names, or the cache directory's
+	// sealed one, which the webgpu backend reads.
 	path := o.table
+	load, save := func() (*tune.Table, error) { return tune.Load(path) }, func(t *tune.Table) error { return t.Save(path) }
 	if path == "" {
-		path = tune.DefaultPath()
+		c, err := openCache("")
+		if err != nil {
+			return fail(err)
+		}
+		path = tune.PathIn(c.Dir()) // "" for a memory-only cache: nothing is saved
+		load, save = func() (*tune.Table, error) { return tune.LoadCache(c) }, func(t *tune.Table) error { return t.SaveCache(c) }
 	}
-	tab, err := tune.Load(path)
+	tab, err := load()
 	if err != nil {
 		return fail(ir.Errorf(ir.CodeIO, -1, "tune-table", "%v", err))
 	}
@@ -70,7 +78,7 @@ func tuneCmd(o *tuneOpts, allowSW bool) int {
 	reps, err := tune.Run(ctx, dev, tab, shapes, o.fast, tune.Options{Reps: o.reps, Budget: o.budget, Progress: progress})
 	saved := ""
 	if path != "" && len(reps) > 0 {
-		if serr := tab.Save(path); serr != nil {
+		if serr := save(tab); serr != nil {
 			return fail(ir.Errorf(ir.CodeIO, -1, "tune-table", "%v", serr))
 		}
 		saved = path

@@ -88,12 +88,20 @@ func (c *Cache) unseal(n name, b []byte) ([]byte, error) {
 }
 
 // readFile reads n's file once, into memory, and returns its verified
-// payload. Only a regular file no larger than the disk bound is read.
+// payload. Only a regular file no larger than the disk bound is read: the
+// open follows no link and does not wait on a FIFO, and anything else
+// under the name (a link, a FIFO, a device) is rejected and removed.
 func (c *Cache) readFile(n name) ([]byte, error) {
 	p := c.path(n)
-	f, err := os.Open(p)
+	f, err := openNoFollow(p, false)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if fi, lerr := os.Lstat(p); lerr == nil && !fi.IsDir() {
+			os.Remove(p) // the link itself: files() never counted it
+		}
+		return nil, fmt.Errorf("cache: %s: %w: %v", p, errRejected, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -111,7 +119,7 @@ func (c *Cache) readFile(n name) ([]byte, error) {
 	if err != nil {
 		// Remove it so the rebuilt blob replaces it; another process may
 		// be replacing it already, which is as good.
-		if fi.Mode().IsRegular() && os.Remove(p) == nil {
+		if !fi.IsDir() && os.Remove(p) == nil && fi.Mode().IsRegular() {
 			c.count(n.kind, func(s *Stats) { s.DiskBytes -= fi.Size() })
 		}
 		return nil, fmt.Errorf("cache: %s: %w", p, err)

@@ -20,3 +20,14 @@ func ownedByOther(fi fs.FileInfo) (uid int, other bool) {
 	}
 	return int(st.Uid), true
 }
+
+// openNoFollow opens path for reading. It does not follow a final symbolic
+// link (with follow false) and does not block on a FIFO or a device: the
+// caller then checks, on the file it got, that it is a regular one.
+func openNoFollow(path string, follow bool) (*os.File, error) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	if !follow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	return os.OpenFile(path, flags, 0)
+}

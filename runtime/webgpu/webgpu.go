@@ -94,7 +94,7 @@ func open(opts backend.Options) (backend.Device, error) {
 		limit = backend.DefaultPoolBytes
 	}
 	l := info.Limits
-	tiles, err := tune.Load(tune.PathIn(opts.Cache.Dir()))
+	tiles, err := tune.LoadCache(opts.Cache)
 	if err != nil { // an unreadable table costs speed, never a run
 		if gpu.Verbose {
 			fmt.Fprintf(os.Stderr, "gpucc: webgpu: tuned tiles not used: %v\n", err)

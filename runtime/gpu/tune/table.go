@@ -46,15 +46,13 @@ func Key(info gpu.AdapterInfo, fast bool, class string) string {
 //go:embed tables
 var builtin embed.FS
 
-// DefaultPath is where `gpucc bench --tune` keeps its table: tune/matmul.json
-// under the cache directory (cache.DefaultDir), or "" when the cache is off.
-func DefaultPath() string {
-	dir, err := cache.DefaultDir()
-	if err != nil {
-		return ""
-	}
-	return PathIn(dir)
-}
+// tableFile is the table's path under the cache directory, and
+// maxTableBytes the most a table file may hold: a table has an entry per
+// device, mode and shape class, a few hundred bytes each.
+const (
+	tableFile     = "tune/matmul.json"
+	maxTableBytes = 4 << 20
+)
 
 // PathIn is the table's path under the cache directory dir: tune/matmul.json
 // ("" when dir is, a memory-only cache).
@@ -62,12 +60,11 @@ func PathIn(dir string) string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, "tune", "matmul.json")
+	return filepath.Join(dir, filepath.FromSlash(tableFile))
 }
 
-// Load reads the table at path (an empty table if it does not exist) over
-// the tables built into gpucc: the file's entries win.
-func Load(path string) (*Table, error) {
+// builtinTable returns the tables built into gpucc.
+func builtinTable() (*Table, error) {
 	t := &Table{Version: 1, Entries: map[string]Entry{}}
 	files, _ := fs.Glob(builtin, "tables/*.json")
 	for _, f := range files {
@@ -79,10 +76,19 @@ func Load(path string) (*Table, error) {
 			return nil, err
 		}
 	}
-	if path == "" {
-		return t, nil
+	return t, nil
+}
+
+// Load reads the table in the file at path, a file the user named (an
+// empty table if it does not exist), over the tables built into gpucc: the
+// file's entries win. Only a regular file of at most 4 MiB is read; a FIFO
+// or a device (a link to /dev/zero) is refused without blocking.
+func Load(path string) (*Table, error) {
+	t, err := builtinTable()
+	if err != nil || path == "" {
+		return t, err
 	}
-	b, err := os.ReadFile(path)
+	b, err := cache.ReadRegular(path, maxTableBytes, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, nil
 	}
@@ -90,6 +96,37 @@ func Load(path string) (*Table, error) {
 		return nil, err
 	}
 	return t, t.merge(b)
+}
+
+// LoadCache reads the table c keeps in its directory (tune/matmul.json,
+// written by SaveCache) over the tables built into gpucc. That file is
+// sealed like the cache's entries (cache.ReadSealed): one gpucc did not
+// write, or that is not a regular file, is refused, so a planted table
+// cannot choose the tiles. No file, or a memory-only cache, gives the
+// built-in tables.
+func LoadCache(c *cache.Cache) (*Table, error) {
+	t, err := builtinTable()
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.ReadSealed(tableFile, maxTableBytes)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, cache.ErrNoDir) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, t.merge(b)
+}
+
+// SaveCache writes the table into c's directory, sealed, where LoadCache
+// and the webgpu backend read it.
+func (t *Table) SaveCache(c *cache.Cache) error {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	return c.WriteSealed(tableFile, append(b, '\n'))
 }
 
 func (t *Table) merge(b []byte) error {
