@@ -17,7 +17,7 @@ export GPUCC_REQUIRE_CC = 1
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn
 GO ?= go
 
-.PHONY: demo test deps build vet fuzz example
+.PHONY: demo test deps page build vet fuzz example release release-check
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -26,8 +26,22 @@ deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
-build:
+# page: the demo page's wasm and wasm_exec.js, built from the sources into
+# web/static, where git ignores them (only a release commit carries them).
+page:
+	$(GO) generate ./web
+
+build: page
 	$(GO) build -o gpucc ./cmd/gpucc
+
+# release VERSION=vX.Y.Z: tag a commit that is HEAD plus the page, so that
+# go install ...@VERSION serves it with no Go toolchain; no branch moves.
+# release-check VERSION=vX.Y.Z: check such a tag in a clean checkout.
+release:
+	GO=$(GO) .ci/release $(VERSION)
+
+release-check:
+	GO=$(GO) .ci/release-check $(VERSION)
 
 demo: deps build
 	@for f in examples/*.json; do \
@@ -58,7 +72,7 @@ example:
 	cd examples/aot && $(GO) generate && $(GO) vet ./... && $(GO) test -count=1 ./... && \
 	for b in cpu webgpu wasm; do $(GO) run . -backend $$b || exit 1; done
 
-test: deps vet
+test: deps vet page
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -race -count=1 ./host/
 	$(GO) test -race -count=1 -run 'TestConcurrentRuns|TestCancelLeaksNothing|TestMisuse|TestResidentChain' .

@@ -24,12 +24,17 @@ import (
 // pageDeadline bounds a browser test that runs a few graphs.
 const pageDeadline = 3 * time.Minute
 
-// page opens the demo page in headless Chromium (flags from
-// shared/browser.md) and waits until gpucc.wasm is loaded. query is
-// appended to the URL; the browser stops when t ends or after deadline.
+// page opens the demo page, as built from the current sources, in headless
+// Chromium (flags from shared/browser.md) and waits until gpucc.wasm is
+// loaded. query is appended to the URL; the browser stops when t ends or
+// after deadline.
 func page(t *testing.T, query string, deadline time.Duration) context.Context {
 	t.Helper()
-	srv := httptest.NewServer(handler(t))
+	h, err := Handler(builtPage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx := chromium.Open(t, srv.URL+"/index.html"+query, deadline)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
@@ -38,7 +43,8 @@ func page(t *testing.T, query string, deadline time.Duration) context.Context {
 	return ctx
 }
 
-// handler serves the embedded page.
+// handler serves the embedded page, which may be absent or older than
+// the sources (TestEmbeddedPage says which).
 func handler(t *testing.T) http.Handler {
 	t.Helper()
 	h, err := Handler(Assets())

@@ -2,11 +2,14 @@
 // build of cmd/gpucc-web that runs graphs in it and Go's wasm_exec.js that
 // loads that build, all embedded in the binary.
 //
-// The wasm is committed as static/gpucc.wasm.gz, built by `go generate
-// ./web` (internal/wasmgen: fixed flags, reproducible), so that a `go
-// install`ed gpucc serves the page from any directory with no Go toolchain.
-// TestGeneratedUpToDate fails when the sources have moved on: run go
-// generate ./web and commit the result.
+// The wasm (static/gpucc.wasm.gz) and wasm_exec.js are built by `go
+// generate ./web` (internal/wasmgen: fixed flags, reproducible) and are not
+// in ordinary commits: git ignores them, and only a release commit (make
+// release) carries them, so that a `go install`ed release serves the page
+// from any directory with no Go toolchain. A binary built without them
+// still compiles and serves everything else; the page's paths answer 503
+// with NotBuilt. make build, make demo and make test generate them first;
+// TestEmbeddedPage fails when the embedded copy is older than the sources.
 package web
 
 //go:generate go run ./internal/wasmgen -o static
@@ -23,6 +26,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +44,27 @@ func Assets() fs.FS {
 	return page
 }
 
+// Page is the file whose absence means the page was not built: the GOOS=js
+// gpucc, gzipped.
+const Page = "gpucc.wasm.gz"
+
+// NotBuilt is what the page's paths answer when the binary was built
+// without the generated files.
+const NotBuilt = "gpucc: the demo page is not built into this binary. " +
+	"In a checkout of the gpucc module, run `go generate ./web` and build again " +
+	"(make build does both), or install a release: " +
+	"go install github.com/gpucc/gpucc/cmd/gpucc@latest\n"
+
+// Built reports whether assets hold the generated page (Page).
+func Built(assets fs.FS) bool {
+	_, err := fs.Stat(assets, Page)
+	return err == nil
+}
+
+// pagePaths are the paths that need the generated files: the page itself
+// and what it loads.
+var pagePaths = []string{"/", "/index.html", "/gpucc.wasm", "/wasm_exec.js"}
+
 // asset is one file, held gzipped, with its ETag.
 type asset struct {
 	name  string
@@ -52,7 +77,9 @@ type asset struct {
 // it (a file NAME.gz is served as NAME, already compressed; the others are
 // compressed once here), with a strong ETag and Cache-Control: no-cache,
 // so that a browser revalidates and a rebuilt page is never served stale
-// but an unchanged one costs a 304. "/" is index.html.
+// but an unchanged one costs a 304. "/" is index.html. Where assets lack
+// the generated files (Built is false), the page's paths answer 503
+// Service Unavailable with NotBuilt instead.
 func Handler(assets fs.FS) (http.Handler, error) {
 	files := map[string]*asset{}
 	err := fs.WalkDir(assets, ".", func(name string, d fs.DirEntry, err error) error {
@@ -85,8 +112,16 @@ func Handler(assets fs.FS) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: reading the page: %w", err)
 	}
+	built := Built(assets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
+		if !built && slices.Contains(pagePaths, p) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, NotBuilt)
+			return
+		}
 		if p == "/" {
 			p = "/index.html"
 		}

@@ -3,45 +3,157 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
 )
 
-// TestGeneratedUpToDate rebuilds the committed wasm and wasm_exec.js with
-// go generate's command and compares the bytes: a change to cmd/gpucc-web
-// or a package it imports must come with `go generate ./web`.
-func TestGeneratedUpToDate(t *testing.T) {
+// built is the page as go generate ./web builds it from the current
+// sources, into a directory of its own beside copies of static/'s other
+// files: the tests that need the page use it, not the embedded copy, which
+// was fixed when the test binary was built and may be older or absent.
+var built = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "gpucc-web-page-")
+	if err != nil {
+		return "", err
+	}
+	builtDir = dir
+	cmd := exec.Command("go", "run", "./internal/wasmgen", "-o", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("wasmgen: %v\n%s", err, out)
+	}
+	entries, err := os.ReadDir("static")
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.IsDir() || slices.Contains(generated, e.Name()) || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("static", e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+})
+
+// generated are the files wasmgen writes (its Files).
+var generated = []string{"gpucc.wasm.gz", "wasm_exec.js"}
+
+// builtDir is built's directory, once made, for TestMain to remove.
+var builtDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+// builtPage returns the page built from the current sources.
+func builtPage(t *testing.T) fs.FS {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the page's wasm")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "run", "./internal/wasmgen", "-o", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("wasmgen: %v\n%s", err, out)
+	dir, err := built()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range []string{"gpucc.wasm.gz", "wasm_exec.js"} {
-		want, err := os.ReadFile(filepath.Join(dir, f))
+	return os.DirFS(dir)
+}
+
+// TestEmbeddedPage: the page embedded in this binary is either absent (a
+// plain go build of a commit that is not a release: the page's paths say
+// how to build it) or the one go generate builds from the current sources,
+// byte for byte. GPUCC_REQUIRE_PAGE (make release-check) makes absence a
+// failure.
+func TestEmbeddedPage(t *testing.T) {
+	if !Built(Assets()) {
+		if os.Getenv("GPUCC_REQUIRE_PAGE") != "" {
+			t.Fatalf("the binary embeds no %s and GPUCC_REQUIRE_PAGE is set", Page)
+		}
+		srv := httptest.NewServer(handler(t))
+		defer srv.Close()
+		for _, path := range pagePaths {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || string(body) != NotBuilt {
+				t.Errorf("GET %s without the page: %s %q, want 503 %q", path, resp.Status, body, NotBuilt)
+			}
+		}
+		t.Skipf("static/%s is not generated; the handler says so (run go generate ./web)", Page)
+	}
+	page := builtPage(t)
+	for _, f := range generated {
+		want, err := fs.ReadFile(page, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(filepath.Join("static", f))
+		got, err := fs.ReadFile(Assets(), f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("static/%s is out of date with the sources (or was built by another Go toolchain): run `go generate ./web` and commit it", f)
+			t.Errorf("the embedded static/%s is older than the sources (or was built by another Go toolchain): run `go generate ./web`", f)
 		}
 	}
 }
 
+// TestNotBuilt: assets without the generated files still make a handler,
+// which answers the page's paths with NotBuilt and serves the rest.
+func TestNotBuilt(t *testing.T) {
+	assets := fstest.MapFS{"index.html": {Data: []byte("<html>")}, "app.js": {Data: []byte("//")}}
+	if Built(assets) {
+		t.Fatal("Built without the wasm")
+	}
+	h, err := Handler(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for path, want := range map[string]int{"/": 503, "/index.html": 503, "/gpucc.wasm": 503, "/wasm_exec.js": 503, "/app.js": 200, "/nope": 404} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == 503 && string(body) != NotBuilt) {
+			t.Errorf("GET %s: %s %q, want %d", path, resp.Status, body, want)
+		}
+	}
+	if !Built(fstest.MapFS{Page: {Data: []byte{}}}) {
+		t.Error("not Built with the wasm")
+	}
+}
+
 func TestHandler(t *testing.T) {
-	srv := httptest.NewServer(handler(t))
+	h, err := Handler(builtPage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	get := func(path, encoding, etag string) *http.Response {
 		t.Helper()

@@ -27,6 +27,15 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin := filepath.Join(dir, "bin")
+	// The page is generated, not committed: build it from the current
+	// sources first, as make build does, so that the installed binary
+	// embeds it (TestInstalled, TestServe). A release check
+	// (GPUCC_REQUIRE_PAGE) tests the release's own files instead.
+	if os.Getenv("GPUCC_REQUIRE_PAGE") == "" {
+		if out, err := exec.Command("go", "generate", "github.com/gpucc/gpucc/web").CombinedOutput(); err != nil {
+			panic("go generate ./web: " + err.Error() + "\n" + string(out))
+		}
+	}
 	install := exec.Command("go", "install", "-buildvcs=true", ".") // stamped like a release build
 	install.Env = append(os.Environ(), "GOBIN="+bin)
 	if out, err := install.CombinedOutput(); err != nil {

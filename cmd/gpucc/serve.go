@@ -17,7 +17,8 @@ func init() {
 }
 
 // serveCmd serves web's page, gpucc.wasm and wasm_exec.js, all embedded in
-// the binary, so it needs no Go toolchain and starts at once. The execute
+// the binary, so it needs no Go toolchain and starts at once. A binary
+// built without go generate ./web serves web.NotBuilt in the page's place. The execute
 // API (serve_api.go) answers beside the page. An interrupt or SIGTERM
 // stops the server gracefully and exits 0.
 func serveCmd(args []string) int {
@@ -38,6 +39,9 @@ func serveCmd(args []string) int {
 	page, err := web.Handler(web.Assets())
 	if err != nil {
 		return fail(err)
+	}
+	if !web.Built(web.Assets()) {
+		fmt.Fprint(os.Stderr, web.NotBuilt) // the API still answers; the page's paths say the same
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil { // a busy port, an address that is not ours, no permission

@@ -1,12 +1,16 @@
 // Command wasmgen builds the demo page's wasm: cmd/gpucc-web for GOOS=js
 // GOARCH=wasm, gzipped, and the toolchain's wasm_exec.js beside it. `go
-// generate ./web` runs it into web/static, where both are committed, so a
-// `go install`ed gpucc serves the page with no Go toolchain at run time.
+// generate ./web` runs it into web/static, where git ignores both: only a
+// release commit carries them (make release), so that a `go install`ed
+// release serves the page with no Go toolchain at run time.
 //
 // The build is reproducible: fixed flags (-trimpath, -buildvcs=false,
 // stripped), a clean environment and a gzip stream without a name or time,
 // so that the same sources and the same Go toolchain give the same bytes.
-// web's TestGeneratedUpToDate rebuilds and compares.
+// web's TestEmbeddedPage rebuilds and compares. A file whose bytes would
+// not change is left alone, and one that changes is replaced by a rename,
+// so that a build reading the directory meanwhile sees the old file or the
+// new one, never half of one.
 //
 //	go run ./internal/wasmgen [-o DIR]
 package main
@@ -68,10 +72,34 @@ func generate(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, Files[0]), gz.Bytes(), 0o644); err != nil {
+	if err := write(filepath.Join(dir, Files[0]), gz.Bytes()); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, Files[1]), js, 0o644)
+	return write(filepath.Join(dir, Files[1]), js)
+}
+
+// write replaces name with b by a rename, unless it already holds b.
+func write(name string, b []byte) error {
+	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), ".wasmgen-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails once renamed
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 // cleanEnv is the environment without the variables that change what go
