@@ -63,7 +63,9 @@ fuzz:
 	$(GO) test ./passes/ -run XXX -fuzz FuzzPipeline -fuzztime 20s
 	$(GO) test ./ir/ -run XXX -fuzz FuzzValidate -fuzztime 10s
 	$(GO) test ./codegen/ -run XXX -fuzz FuzzCompile -fuzztime 15s
-	$(GO) test ./host/ -run XXX -fuzz FuzzBackends -fuzztime 15s
+	@# One worker: each FuzzBackends input runs Clang twice and lavapipe, so
+	@# a second worker only halves the time each input has on 2 busy cores.
+	$(GO) test ./host/ -run XXX -fuzz FuzzBackends -fuzztime 15s -parallel 1
 	$(GO) test ./cmd/gpucc/ -run XXX -fuzz FuzzAPI -fuzztime 15s
 
 # example: the ahead-of-time package of examples/aot (its own module),

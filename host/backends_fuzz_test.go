@@ -82,7 +82,7 @@ func finite(v []float32) bool {
 // output with cpuref bit for bit (webgpu may flush subnormals, and then
 // must give cpuref.EvalFlushed's value); when the reference is not finite,
 // every backend must answer non_finite_output.
-func checkBackends(t *testing.T, g *ir.Graph) {
+func checkBackends(t testing.TB, g *ir.Graph) {
 	t.Helper()
 	c := shared()
 	want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
@@ -144,6 +144,7 @@ func FuzzBackends(f *testing.F) {
 	for seed := range 16 {
 		f.Add(uint64(seed), uint8(128|11), []byte{byte(seed), 0x3f, 0x80})
 	}
+	warmUp(f)
 	f.Fuzz(func(t *testing.T, seed uint64, size uint8, raw []byte) {
 		traceInput(seed, size, raw)
 		g := irtest.RandomViews(seed, 1+int(size%16))
@@ -153,6 +154,19 @@ func FuzzBackends(f *testing.F) {
 		widen(g, raw)
 		checkBackends(t, g)
 	})
+}
+
+// warmUp runs a graph of each generator through every backend, so that
+// starting the devices (lavapipe's Vulkan instance, wazero) and the first
+// Clang builds happen before f.Fuzz, in each fuzz worker, and not inside
+// the first input: the fuzzing engine gives one input 10 seconds before it
+// calls the worker hung (internal/fuzz's RunFuzzWorker), and on a 2-core
+// machine at load average 9–16 the first input ran past it 3 times of 3.
+func warmUp(f *testing.F) {
+	f.Helper()
+	for _, g := range []*ir.Graph{irtest.RandomViews(0, 9), irtest.RandomOps(0, 12)} {
+		checkBackends(f, g)
+	}
 }
 
 // TestBackendRegressions holds FuzzBackends' findings by name, and a few
