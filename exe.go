@@ -72,6 +72,29 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	r, err := e.begin(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
+		return nil, e.failed(r, err)
+	}
+	r.adopt()
+	return r.finish(ctx, start)
+}
+
+// run is one run of an Executable between begin and finish.
+type run struct {
+	e      *Executable
+	call   *backend.Call
+	res    *Result
+	copied map[string][]float32 // kept outputs to upload after the run
+	kept   []*DeviceTensor
+}
+
+// begin checks in and opts and makes the backend's call; rt.mu held.
+func (e *Executable) begin(in Inputs, opts RunOptions) (*run, error) {
+	rt := e.rt
 	if rt.dev == nil {
 		return nil, rt.errClosed()
 	}
@@ -96,43 +119,56 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	if err := rt.reserve(need + n); err != nil {
 		return nil, err
 	}
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, call) }); err != nil {
-		for _, d := range call.Dests {
-			if d.Buf != nil {
-				d.Buf.Release()
-			}
-		}
-		var nf *backend.NonFiniteError
-		if errors.As(err, &nf) {
-			return nil, e.nonFinite(nf)
-		}
-		return nil, rt.wrap(err)
-	}
-	// From here every kept buffer becomes a tensor, so that an error
-	// below leaves none unowned.
-	var kept []*DeviceTensor
-	for i, o := range p.Outputs {
-		if d := call.Dests[i]; d.Buf != nil {
-			t := rt.adoptLocked(d.Buf, slices.Clone(o.Shape))
-			res.Kept[o.Name] = t
-			kept = append(kept, t)
+	return &run{e: e, call: call, res: res, copied: copied}, nil
+}
+
+// failed is the error of a backend's failed run, which released its kept
+// buffers; rt.mu held.
+func (e *Executable) failed(r *run, err error) error {
+	for _, d := range r.call.Dests {
+		if d.Buf != nil {
+			d.Buf.Release()
 		}
 	}
+	var nf *backend.NonFiniteError
+	if errors.As(err, &nf) {
+		return e.nonFinite(nf)
+	}
+	return e.rt.wrap(err)
+}
+
+// adopt makes every kept buffer a tensor, so that an error later leaves
+// none unowned; rt.mu held.
+func (r *run) adopt() {
+	for i, o := range r.e.plan.Program.Outputs {
+		if d := r.call.Dests[i]; d.Buf != nil {
+			t := r.e.rt.adoptLocked(d.Buf, slices.Clone(o.Shape))
+			r.res.Kept[o.Name] = t
+			r.kept = append(r.kept, t)
+		}
+	}
+}
+
+// finish checks the host outputs, keeps the copied ones and fills the
+// result's timings; on error it releases the run's kept tensors; rt.mu
+// held.
+func (r *run) finish(ctx context.Context, start time.Time) (*Result, error) {
+	rt, p, res := r.e.rt, r.e.plan.Program, r.res
 	fail := func(err error) (*Result, error) {
-		for _, t := range kept {
+		for _, t := range r.kept {
 			t.releaseLocked()
 		}
 		return nil, err
 	}
 	for i, o := range p.Outputs {
-		if o.Buffer < 0 || call.Dests[i].Keep {
+		if o.Buffer < 0 || r.call.Dests[i].Keep {
 			continue
 		}
-		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), call.Dests[i].Host); err != nil {
+		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), r.call.Dests[i].Host); err != nil {
 			return fail(err)
 		}
 	}
-	for name, data := range copied { // kept outputs the backend could not keep in place
+	for name, data := range r.copied { // kept outputs the backend could not keep in place
 		o := res.Outputs[name]
 		delete(res.Outputs, name)
 		t, err := rt.newTensorLocked(ctx, slices.Clone(o.Shape), data)
@@ -140,12 +176,12 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 			return fail(err)
 		}
 		res.Kept[name] = t
-		kept = append(kept, t)
+		r.kept = append(r.kept, t)
 	}
-	res.Timings = timings(call.Stats)
-	res.Exact, res.ErrorBound = exactness(e)
+	res.Timings = timings(r.call.Stats)
+	res.Exact, res.ErrorBound = exactness(r.e)
 	res.Timings.TotalMs = ms(time.Since(start))
-	res.Cache = call.Stats.Caches()
+	res.Cache = r.call.Stats.Caches()
 	return res, nil
 }
 

@@ -140,6 +140,7 @@ type Runtime struct {
 	live     int64 // bytes held by live tensors; guarded by mu
 	tensors  map[*DeviceTensor]struct{}
 	exes     map[*Executable]struct{}
+	pending  map[*Pending]struct{} // launched and not yet waited for
 }
 
 // Open opens the backend opts asks for (the first that works, for auto).
@@ -147,7 +148,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Cache == nil {
 		opts.Cache = cache.Default()
 	}
-	rt := &Runtime{opts: opts, tensors: map[*DeviceTensor]struct{}{}, exes: map[*Executable]struct{}{}}
+	rt := &Runtime{opts: opts, tensors: map[*DeviceTensor]struct{}{}, exes: map[*Executable]struct{}{}, pending: map[*Pending]struct{}{}}
 	names := Chain
 	if opts.Backend != "" && opts.Backend != "auto" {
 		names = []string{opts.Backend}
@@ -211,6 +212,7 @@ func (rt *Runtime) Close() {
 	if rt.dev == nil {
 		return
 	}
+	rt.closePendingLocked()
 	for t := range rt.tensors {
 		t.releaseLocked()
 	}

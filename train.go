@@ -23,6 +23,7 @@ type Trainer struct {
 	// pending is what NewTrainer uploaded, charged to the first step.
 	pending     int64
 	pendingTime time.Duration
+	inflight    []*StepPending // launched steps not yet waited for, oldest first
 }
 
 // StepResult is one training step's loss and what the step moved.
@@ -77,12 +78,34 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "step: the trainer is closed")
 	}
 	start := time.Now()
+	in, uploaded, err := t.inputs(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	loss := make([]float32, 1)
+	res, err := t.exe.RunWith(ctx, in, t.options(loss))
+	if err != nil {
+		return nil, err
+	}
+	t.adopt(res.Kept)
+	r := &StepResult{Loss: loss[0], Timings: res.Timings}
+	r.Timings.UploadBytes += uploaded + t.pending
+	r.Timings.UploadMs += ms(t.pendingTime)
+	t.pending, t.pendingTime = 0, 0
+	r.Timings.TotalMs = ms(time.Since(start))
+	return r, nil
+}
+
+// inputs are a step's inputs: batch, the parameters, and the graph's own
+// batch for inputs left out (uploaded at the first step that needs it),
+// with the bytes uploaded.
+func (t *Trainer) inputs(ctx context.Context, batch Inputs) (Inputs, int64, error) {
 	in := Inputs{}
 	var uploaded int64
 	for _, pi := range t.exe.plan.Inputs {
 		if v, ok := batch[pi.Name]; ok {
 			if _, isParam := t.params[pi.Name]; isParam {
-				return nil, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "step: %q is a parameter, which the trainer holds", pi.Name)
+				return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "step: %q is a parameter, which the trainer holds", pi.Name)
 			}
 			in[pi.Name] = v
 			continue
@@ -98,7 +121,7 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 		if bt == nil {
 			var err error
 			if bt, err = t.rt.Upload(ctx, pi.Shape, t.exe.plan.Program.Buffers[pi.Buffer].Data); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if t.batch == nil {
 				t.batch = map[string]*DeviceTensor{}
@@ -110,23 +133,29 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 	}
 	for name := range batch {
 		if _, ok := in[name]; !ok {
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "step: the graph has no input named %q", name)
+			return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, name, "step: the graph has no input named %q", name)
 		}
 	}
-	loss := make([]float32, 1)
-	// Every output but the loss stays on the device: the parameters for
-	// the next step, g's other outputs to be dropped unread.
+	return in, uploaded, nil
+}
+
+// options read the loss into loss and keep every other output on the
+// device: the parameters for the next step, g's other outputs to be
+// dropped unread.
+func (t *Trainer) options(loss []float32) RunOptions {
 	var keep []string
 	for _, o := range t.exe.plan.Program.Outputs {
 		if o.Name != t.loss {
 			keep = append(keep, o.Name)
 		}
 	}
-	res, err := t.exe.RunWith(ctx, in, RunOptions{Keep: keep, Into: map[string][]float32{t.loss: loss}})
-	if err != nil {
-		return nil, err
-	}
-	for name, kt := range res.Kept {
+	return RunOptions{Keep: keep, Into: map[string][]float32{t.loss: loss}}
+}
+
+// adopt makes a step's kept parameters the trainer's, releasing the old
+// ones and the outputs that are no parameter.
+func (t *Trainer) adopt(kept map[string]*DeviceTensor) {
+	for name, kt := range kept {
 		if old, ok := t.params[name]; ok {
 			old.Release()
 			t.params[name] = kt
@@ -134,12 +163,6 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 			kt.Release()
 		}
 	}
-	r := &StepResult{Loss: loss[0], Timings: res.Timings}
-	r.Timings.UploadBytes += uploaded + t.pending
-	r.Timings.UploadMs += ms(t.pendingTime)
-	t.pending, t.pendingTime = 0, 0
-	r.Timings.TotalMs = ms(time.Since(start))
-	return r, nil
 }
 
 // Params reads every parameter back to the host, by name.
@@ -165,6 +188,7 @@ func (t *Trainer) Param(name string) (*DeviceTensor, bool) {
 
 // Close releases the trainer's executable and tensors.
 func (t *Trainer) Close() {
+	t.dropInflight()
 	for _, pt := range t.params {
 		pt.Release()
 	}
@@ -227,8 +251,18 @@ func (rt *Runtime) Train(ctx context.Context, g *ir.Graph, loss string, lr float
 	}
 	addCompile(&res.Timings, tr.exe)
 	res.Exact, res.ErrorBound = exactness(tr.exe)
-	for i := range steps {
-		r, err := tr.Step(ctx, nil)
+	// The steps are launched, not run: the device runs them back to back,
+	// and each loss is read once the ones before it are.
+	ps := make([]*StepPending, 0, steps)
+	for range steps {
+		p, err := tr.Launch(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	for i, p := range ps {
+		r, err := p.Wait(ctx)
 		if err != nil {
 			return nil, err
 		}

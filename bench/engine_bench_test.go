@@ -240,6 +240,29 @@ func BenchmarkMLPTrainStep(b *testing.B) {
 		}
 		reportRun(b, t)
 	})
+	b.Run("launch/"+name, func(b *testing.B) {
+		// Trainer.Launch: steps queued back to back, no loss read but the
+		// last (the trainer waits for its oldest step past 16 in flight).
+		rt := openEngine(b)
+		tr, err := rt.NewTrainer(ctx, g, "loss", 0.01)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		if _, err := tr.Step(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		var last *gpucc.StepPending
+		for b.Loop() {
+			if last, err = tr.Launch(ctx, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := last.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/step")
+	})
 	b.Run("reupload/"+name, func(b *testing.B) {
 		rt := openEngine(b)
 		res, err := rt.Train(ctx, g, "loss", 0.01, 1) // compiles the same step graph, warms the caches

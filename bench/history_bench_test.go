@@ -14,7 +14,10 @@ package bench
 //	GPUCC_BENCH_MLP      the MLP's B,D,H,O (see mlpSize)
 //	GPUCC_POOL_BYTES     Options.PoolBytes (default 0: the runtime's; -1: no pool)
 //	GPUCC_UPLOAD         the upload path
+//	GPUCC_HISTORY_WARM   seconds of back-to-back softmax runs before the fresh state (default 0)
 //
+// Each state's line on stderr carries its wall-clock span (Unix ms), to
+// set beside a trace of the GPU's clocks (nvidia-smi -lms).
 // Run it once per process (-test.benchtime 1x): the states are in order.
 
 import (
@@ -98,7 +101,11 @@ func BenchmarkHistory(b *testing.B) {
 	into := gpucc.RunOptions{Into: map[string][]float32{"out": make([]float32, n)}}
 	keep := gpucc.RunOptions{Keep: []string{"y"}}
 
-	measure := func() historyState {
+	measure := func(name string) historyState {
+		t0 := time.Now()
+		defer func() {
+			fmt.Fprintf(os.Stderr, "history state %s: %d–%d Unix ms\n", name, t0.UnixMilli(), time.Now().UnixMilli())
+		}()
 		var st historyState
 		var ks, ws, ss, sw []float64
 		for i := range 21 {
@@ -140,15 +147,41 @@ func BenchmarkHistory(b *testing.B) {
 		if _, err := tr.Step(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
-		fresh := measure()
+		if warm, _ := strconv.ParseFloat(os.Getenv("GPUCC_HISTORY_WARM"), 64); warm > 0 {
+			// Keep the GPU busy: softmax launched back to back, waited
+			// for every 16.
+			t0 := time.Now()
+			var ps []*gpucc.Pending
+			for time.Since(t0).Seconds() < warm {
+				p, err := softmax.Launch(ctx, gpucc.Inputs{"x": x}, keep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Kept("y").Release()
+				if ps = append(ps, p); len(ps) == 16 {
+					for _, p := range ps {
+						if _, err := p.Wait(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					ps = ps[:0]
+				}
+			}
+			for _, p := range ps {
+				if _, err := p.Wait(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		fresh := measure("fresh")
 		for range k {
 			if _, err := big.RunWith(ctx, host, into); err != nil {
 				b.Fatal(err)
 			}
 		}
-		after := measure()
+		after := measure("after")
 		time.Sleep(time.Second)
-		idle := measure()
+		idle := measure("idle")
 		for _, s := range []struct {
 			name string
 			st   historyState

@@ -140,6 +140,26 @@ type Executable interface {
 	Release()
 }
 
+// Launcher is an Executable that can queue a run without waiting for it
+// (the runtime's Executable.Launch). Launch does what Run does up to the
+// kernels, submits them and returns: call's kept Dests are set at once and
+// may be Args of the next Launch or Run, which the device orders after
+// this one; host Dests are filled by the Pending's Wait. On error it
+// releases what it allocated, as Run does. A backend without it runs
+// synchronously.
+type Launcher interface {
+	Launch(ctx context.Context, call *Call) (Pending, error)
+}
+
+// Pending is a run that Launch queued. Wait waits for it, reads its host
+// outputs into the call's Dests and releases what the run still holds;
+// once ctx is done it reads nothing more and returns ctx.Err(). The kept
+// Dests are the caller's whatever Wait returns. Wait is called exactly
+// once.
+type Pending interface {
+	Wait(ctx context.Context) error
+}
+
 // Device is an open backend.
 type Device interface {
 	Info() Info

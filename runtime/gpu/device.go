@@ -157,6 +157,7 @@ func (d *Device) Close() {
 		return
 	}
 	d.closed = true
+	d.wait() // work still queued (Submit) finishes before its resources go
 	d.clearBindGroups()
 	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {

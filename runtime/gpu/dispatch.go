@@ -151,7 +151,7 @@ func (d *Device) RunRead(ds []Dispatch, b *Buffer, out []float32) error {
 	}
 	s := d.readStage[0]
 	copyIn := func(enc *wgpu.CommandEncoder) error { return enc.CopyBufferToBuffer(b.buf, 0, s, 0, n) }
-	if _, _, err := d.record(op, ds, false, copyIn); err != nil {
+	if _, _, err := d.record(op, ds, false, copyIn, true); err != nil {
 		return err
 	}
 	if err := d.mapWait(op, s, wgpu.MapModeRead, n); err != nil {
@@ -165,13 +165,38 @@ func (d *Device) RunRead(ds []Dispatch, b *Buffer, out []float32) error {
 }
 
 func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, error) {
-	return d.record(op, ds, timed, nil)
+	return d.record(op, ds, timed, nil, true)
+}
+
+// Submit records ds as Run does and submits them without waiting: it
+// returns once the work is queued. The queue runs submissions in order,
+// and wgpu orders every later use of a buffer (a dispatch, an Upload, a
+// Read) after the work queued before it, so the outputs of submitted
+// dispatches may be bound by the next Submit at once, and a buffer may be
+// released or reused as soon as Submit returns. Sync waits for the work;
+// Read waits for it implicitly.
+func (d *Device) Submit(ds []Dispatch) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, _, err := d.record("submit", ds, false, nil, false)
+	return err
+}
+
+// Sync waits until the device has executed everything submitted to it.
+func (d *Device) Sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("sync"); err != nil {
+		return err
+	}
+	d.wait()
+	return nil
 }
 
 // record records ds into one pass (with timestamps when timed), then
-// after(enc) when it is not nil, submits, waits and returns the GPU time
-// when timed.
-func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error) (uint64, bool, error) {
+// after(enc) when it is not nil, submits, and with wait waits and returns
+// the GPU time when timed (timed needs wait).
+func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error, wait bool) (uint64, bool, error) {
 	if err := d.check(op); err != nil {
 		return 0, false, err
 	}
@@ -185,7 +210,7 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 			d.tsOK = false
 		}
 	}
-	timed = timed && d.tsOK
+	timed = timed && d.tsOK && wait
 	// Make room before taking any bind group: clearing the cache between
 	// two dispatches of this run would release one it is about to record,
 	// which wgpu turns into an abort at pass.End.
@@ -240,6 +265,15 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		if err := enc.CopyBufferToBuffer(d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
+	}
+	if !wait {
+		cmd, err := enc.Finish(nil)
+		if err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+		d.queue.Submit(cmd)
+		cmd.Release()
+		return 0, false, nil
 	}
 	if err := d.submit(op, enc); err != nil {
 		return 0, false, err

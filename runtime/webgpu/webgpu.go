@@ -291,49 +291,46 @@ func (e *executable) Release() {
 	e.params, e.pipes = nil, nil
 }
 
-func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
-	d, p, st := e.d, e.p, call.Stats
-	fail := func(err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+func (e *executable) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	// The run's own buffers go back to the pool when it is over, except
-	// those handed to the caller as kept outputs.
-	var held []*gpu.Buffer
-	defer func() {
-		if err != nil {
-			for i := range call.Dests {
-				if b := call.Dests[i].Buf; b != nil {
-					b.Release()
-					call.Dests[i].Buf = nil
-				}
-			}
+	return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+}
+
+// releaseDests releases the kept buffers a failed run handed out.
+func releaseDests(call *backend.Call) {
+	for i := range call.Dests {
+		if b := call.Dests[i].Buf; b != nil {
+			b.Release()
+			call.Dests[i].Buf = nil
 		}
-		d.pool.put(held...)
-	}()
-	pooled := true
-	stop := st.Start(backend.StageUpload)
-	bufs := make([]*gpu.Buffer, len(p.Buffers))
+	}
+}
+
+// setup gives each program buffer its device buffer, a resident input's
+// own or one from the pool (held lists those), and uploads the host
+// inputs. On error the caller puts held back.
+func (e *executable) setup(ctx context.Context, call *backend.Call) (bufs, held []*gpu.Buffer, pooled bool, err error) {
+	d, p, st := e.d, e.p, call.Stats
+	pooled = true
+	defer st.Start(backend.StageUpload)()
+	bufs = make([]*gpu.Buffer, len(p.Buffers))
 	for i, pb := range p.Buffers {
 		if err := ctx.Err(); err != nil {
-			stop()
-			return err
+			return nil, held, false, err
 		}
 		if a := call.Args[i]; pb.Input && a.Buf != nil {
 			buf, err := d.buffer(a.Buf, pb.Len)
 			if err != nil {
-				stop()
-				return fail(fmt.Errorf("buf%d: %w", i, err))
+				return nil, held, false, e.fail(ctx, fmt.Errorf("buf%d: %w", i, err))
 			}
 			bufs[i] = buf.buf
 			continue
 		}
 		buf, hit, err := d.pool.get(uint64(pb.Len)*4, fmt.Sprintf("buf%d", i))
 		if err != nil {
-			stop()
-			return fail(err)
+			return nil, held, false, e.fail(ctx, err)
 		}
 		held = append(held, buf)
 		pooled = pooled && hit
@@ -342,25 +339,97 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 			host := call.Args[i].Host
 			k, err := d.dev.UploadChecked(buf, host) // the finiteness check rides on the copy to staging
 			if err != nil {
-				stop()
-				return fail(err)
+				return nil, held, false, e.fail(ctx, err)
 			}
 			if k >= 0 {
-				stop()
-				return &backend.NonFiniteError{Buffer: i, Index: k, Value: host[k]}
+				return nil, held, false, &backend.NonFiniteError{Buffer: i, Index: k, Value: host[k]}
 			}
 			st.UploadBytes += int64(pb.Len) * 4
 		}
+	}
+	return bufs, held, pooled, nil
+}
+
+// dispatches are the run's kernels over bufs, in order.
+func (e *executable) dispatches(bufs []*gpu.Buffer) []gpu.Dispatch {
+	ds := make([]gpu.Dispatch, len(e.p.Kernels))
+	for i, k := range e.p.Kernels {
+		g := e.shaders[i].Groups
+		dsp := gpu.Dispatch{Pipeline: e.pipes[i].p, Groups: [3]uint32{uint32(g[0]), uint32(g[1]), uint32(g[2])},
+			Buffers: make([]*gpu.Buffer, 0, len(k.Inputs)+len(k.Outputs)+1)}
+		for _, in := range k.Inputs {
+			dsp.Buffers = append(dsp.Buffers, bufs[in.Buffer])
+		}
+		for _, o := range k.Outputs {
+			dsp.Buffers = append(dsp.Buffers, bufs[o])
+		}
+		ds[i] = dsp
+		ds[i].Buffers = append(ds[i].Buffers, e.params[i])
+	}
+	return ds
+}
+
+// keep hands each kept output's buffer to the caller and returns held
+// without them.
+func (e *executable) keep(call *backend.Call, bufs, held []*gpu.Buffer) []*gpu.Buffer {
+	for i, o := range e.p.Outputs {
+		if o.Buffer < 0 || !call.Dests[i].Keep {
+			continue
+		}
+		buf := bufs[o.Buffer]
+		if k := slices.Index(held, buf); k >= 0 {
+			held = slices.Delete(held, k, k+1)
+		}
+		call.Dests[i].Buf = &buffer{d: e.d, buf: buf, n: e.p.Buffers[o.Buffer].Len}
+	}
+	return held
+}
+
+// readHost reads every host output but those read already (read[i]);
+// the readback stage.
+func (e *executable) readHost(ctx context.Context, call *backend.Call, bufs []*gpu.Buffer, read []bool) error {
+	defer call.Stats.Start(backend.StageReadback)()
+	for i, o := range e.p.Outputs {
+		dst := &call.Dests[i]
+		if o.Buffer < 0 || dst.Keep || read != nil && read[i] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.d.dev.Read(bufs[o.Buffer], dst.Host); err != nil {
+			return e.fail(ctx, err)
+		}
+		call.Stats.ReadbackBytes += int64(len(dst.Host)) * 4
+	}
+	return nil
+}
+
+func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
+	d, p, st := e.d, e.p, call.Stats
+	// The run's own buffers go back to the pool when it is over, except
+	// those handed to the caller as kept outputs.
+	var held []*gpu.Buffer
+	defer func() {
+		if err != nil {
+			releaseDests(call)
+		}
+		d.pool.put(held...)
+	}()
+	bufs, held, pooled, err := e.setup(ctx, call)
+	if err != nil {
+		return err
 	}
 	// Wait for the copies, so that upload time is not charged to dispatch.
 	// A run whose inputs are all resident copied nothing: it skips the
 	// empty submit and wait, which cost it about 20 µs on the H200.
 	if st.UploadBytes > 0 {
+		stop := st.Start(backend.StageUpload)
 		err = d.dev.Flush()
-	}
-	stop()
-	if err != nil {
-		return fail(err)
+		stop()
+		if err != nil {
+			return e.fail(ctx, err)
+		}
 	}
 	st.Hit(backend.CacheBufferPool, pooled)
 
@@ -368,19 +437,7 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ds := make([]gpu.Dispatch, len(p.Kernels))
-		for i, k := range p.Kernels {
-			g := e.shaders[i].Groups
-			dsp := gpu.Dispatch{Pipeline: e.pipes[i].p, Groups: [3]uint32{uint32(g[0]), uint32(g[1]), uint32(g[2])}}
-			for _, in := range k.Inputs {
-				dsp.Buffers = append(dsp.Buffers, bufs[in.Buffer])
-			}
-			for _, o := range k.Outputs {
-				dsp.Buffers = append(dsp.Buffers, bufs[o])
-			}
-			ds[i] = dsp
-			ds[i].Buffers = append(ds[i].Buffers, e.params[i])
-		}
+		ds := e.dispatches(bufs)
 		// Drivers finish compiling at the first dispatch, and the first
 		// touch of fresh buffers maps their pages (0.6 against 0.26 ms for
 		// relu(a*b+c) over 64M on the H200): such a run is flagged.
@@ -389,39 +446,107 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 		gpuNs, timed, err := d.dev.RunTimed(ds)
 		stop()
 		if err != nil {
-			return fail(err)
+			return e.fail(ctx, err)
 		}
 		e.fresh = false
 		if timed {
 			st.GPUDispatch, st.GPUTimed = gpuDuration(gpuNs), true
 		}
 	}
+	held = e.keep(call, bufs, held)
+	return e.readHost(ctx, call, bufs, nil)
+}
 
-	defer st.Start(backend.StageReadback)()
+// Launch is Run without the waits: the uploads and the kernels are queued
+// and it returns. The buffers of host outputs stay held until Wait reads
+// them; every other buffer the run took goes back to the pool at once,
+// since the device orders a later run's use of it after this one's.
+func (e *executable) Launch(ctx context.Context, call *backend.Call) (_ backend.Pending, err error) {
+	d, p, st := e.d, e.p, call.Stats
+	var held []*gpu.Buffer
+	defer func() {
+		if err != nil {
+			releaseDests(call)
+		}
+		d.pool.put(held...)
+	}()
+	bufs, held, pooled, err := e.setup(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	st.Hit(backend.CacheBufferPool, pooled)
+	if len(p.Kernels) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ds := e.dispatches(bufs)
+		st.FirstDispatch = e.fresh || !pooled
+		stop := st.Start(backend.StageDispatch)
+		err := d.dev.Submit(ds)
+		stop()
+		if err != nil {
+			return nil, e.fail(ctx, err)
+		}
+		e.fresh = false
+	}
+	held = e.keep(call, bufs, held)
+	pd := &pending{e: e, call: call, bufs: bufs, read: make([]bool, len(p.Outputs))}
+	var early bool
 	for i, o := range p.Outputs {
-		dst := &call.Dests[i]
-		switch {
-		case o.Buffer < 0:
-		case dst.Keep:
-			buf := bufs[o.Buffer]
-			for k, h := range held {
-				if h == buf {
-					held = append(held[:k], held[k+1:]...)
-					break
-				}
-			}
-			dst.Buf = &buffer{d: d, buf: buf, n: p.Buffers[o.Buffer].Len}
-		default:
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := d.dev.Read(bufs[o.Buffer], dst.Host); err != nil {
-				return fail(err)
-			}
-			st.ReadbackBytes += int64(len(dst.Host)) * 4
+		if o.Buffer < 0 || call.Dests[i].Keep {
+			continue
+		}
+		buf := bufs[o.Buffer]
+		if k := slices.Index(held, buf); k >= 0 {
+			pd.reads = append(pd.reads, buf)
+			held = slices.Delete(held, k, k+1)
+		} else if !slices.Contains(pd.reads, buf) {
+			early = true // the caller's own input tensor, which it may release before Wait
 		}
 	}
-	return nil
+	if early {
+		// Read now what the run does not hold; Wait reads the rest.
+		for i, o := range p.Outputs {
+			pd.read[i] = o.Buffer < 0 || call.Dests[i].Keep || slices.Contains(pd.reads, bufs[o.Buffer])
+		}
+		if err := e.readHost(ctx, call, bufs, pd.read); err != nil {
+			d.pool.put(pd.reads...)
+			return nil, err
+		}
+		for i := range pd.read {
+			pd.read[i] = !pd.read[i]
+		}
+	}
+	return pd, nil
+}
+
+// pending is a launched run: the buffers its host outputs are read from
+// at Wait, and which outputs Launch read already.
+type pending struct {
+	e     *executable
+	call  *backend.Call
+	bufs  []*gpu.Buffer
+	reads []*gpu.Buffer
+	read  []bool
+}
+
+func (pd *pending) Wait(ctx context.Context) (err error) {
+	e, call := pd.e, pd.call
+	defer func() {
+		e.d.pool.put(pd.reads...)
+		pd.reads = nil
+	}()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(pd.reads) == 0 { // nothing to read: wait for the kernels alone
+		defer call.Stats.Start(backend.StageDispatch)()
+		if err := e.d.dev.Sync(); err != nil {
+			return e.fail(ctx, err)
+		}
+		return nil
+	}
+	return e.readHost(ctx, call, pd.bufs, pd.read)
 }
 
 func gpuDuration(ns uint64) time.Duration { return time.Duration(ns) }

@@ -132,3 +132,76 @@ func TestPipelineCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchBuffers: a launched run holds only the buffers of its host
+// outputs until Wait, and a launch cancelled at any point it checks its
+// context, or waited for on a done one, leaves no buffer out of the pool.
+func TestLaunchBuffers(t *testing.T) {
+	d := openDevice(t)
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{64}, irtest.Values(1, 64, 3))
+	y := x.MulScalar(2).Relu()
+	bl.Output("y", y)
+	bl.Output("s", y.Sum())
+	bl.Output("z", y.AddScalar(1))
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := program(t, g)
+	exe, err := d.Compile(context.Background(), bp, &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	p := bp.IR
+	newCall := func() *backend.Call {
+		call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+		for i, b := range p.Buffers {
+			if b.Input {
+				call.Args[i].Host = b.Data
+			}
+		}
+		for i, o := range p.Outputs {
+			call.Dests[i].Keep = o.Name == "y"
+			if !call.Dests[i].Keep {
+				call.Dests[i].Host = make([]float32, o.Shape.Len())
+			}
+		}
+		return call
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for k := range 20 {
+		ctx := &countdown{Context: context.Background()}
+		ctx.n.Store(int64(k))
+		call := newCall()
+		pd, err := exe.(backend.Launcher).Launch(ctx, call)
+		if err != nil {
+			for _, dst := range call.Dests {
+				if dst.Buf != nil {
+					t.Fatalf("cancel after %d: a failed launch left a kept buffer", k)
+				}
+			}
+		} else {
+			if d.pool.out != 3 { // y, which the caller holds, and the two host outputs
+				t.Fatalf("launched: %d buffers out of the pool, want 3", d.pool.out)
+			}
+			wctx := context.Background()
+			if k%2 == 1 {
+				wctx = done
+			}
+			if err := pd.Wait(wctx); (err != nil) != (k%2 == 1) {
+				t.Fatalf("wait (done %v): %v", k%2 == 1, err)
+			}
+			for _, dst := range call.Dests {
+				if dst.Buf != nil {
+					dst.Buf.Release()
+				}
+			}
+		}
+		if d.pool.out != 0 {
+			t.Fatalf("cancel after %d checks (err %v): %d buffers out of the pool", k, err, d.pool.out)
+		}
+	}
+}

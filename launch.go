@@ -1,0 +1,123 @@
+package gpucc
+
+import (
+	"context"
+	"time"
+
+	"github.com/gpucc/gpucc/runtime/backend"
+)
+
+// Pending is a run that Launch queued on the device; Wait completes it.
+// Its kept outputs are DeviceTensors from the moment Launch returns
+// (Kept), so that a chain of launches reaches the GPU back to back: the
+// device runs queued work in order, and each launch's reads of a tensor
+// come after the writes of the launches before it.
+type Pending struct {
+	r     *run
+	bp    backend.Pending // nil for a run that completed at Launch
+	start time.Time
+	done  bool // guarded by the Runtime's mu
+	res   *Result
+	err   error
+}
+
+// Launch is RunWith without the wait: it checks in and opts as RunWith
+// does, queues the uploads and the kernels, and returns. The outputs
+// opts.Keep names are device tensors at once (Pending.Kept), usable as
+// inputs of the next Launch or Run before this one finishes; host outputs
+// are read by Wait. Every Pending must be waited for: until then it holds
+// the device buffers of its host outputs (Close waits for those still
+// pending). On the cpu, wasm and native backends, and for a kept output
+// that is an input or a constant, the run completes inside Launch.
+func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*Pending, error) {
+	start := time.Now()
+	rt := e.rt
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	r, err := e.begin(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := e.exe.(backend.Launcher)
+	if !ok || len(r.copied) > 0 {
+		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
+			return nil, e.failed(r, err)
+		}
+		r.adopt()
+		res, err := r.finish(ctx, start)
+		if err != nil {
+			return nil, err
+		}
+		return &Pending{r: r, start: start, res: res}, nil
+	}
+	bp, err := guard(rt.info.Name, func() (backend.Pending, error) { return l.Launch(ctx, r.call) })
+	if err != nil {
+		return nil, e.failed(r, err)
+	}
+	r.adopt()
+	p := &Pending{r: r, bp: bp, start: start}
+	rt.pending[p] = struct{}{}
+	return p, nil
+}
+
+// Kept returns the kept output named name (nil if opts.Keep did not name
+// it). The tensor is the caller's, as Result.Kept's are; a Wait that fails
+// releases it.
+func (p *Pending) Kept(name string) *DeviceTensor { return p.r.res.Kept[name] }
+
+// Wait waits for the run and returns its result, as RunWith would have:
+// host outputs read and checked, Kept holding the tensors Kept returned.
+// Once ctx is done it stops waiting and returns ctx's error (the queued
+// kernels still run; their buffers are reused only after them). A failed
+// Wait releases the run's kept tensors. Waiting again returns the same.
+func (p *Pending) Wait(ctx context.Context) (*Result, error) {
+	rt := p.r.e.rt
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	p.waitLocked(ctx)
+	return p.res, p.err
+}
+
+// waitLocked completes p once; rt.mu held.
+func (p *Pending) waitLocked(ctx context.Context) {
+	if p.done {
+		return
+	}
+	p.done = true
+	rt := p.r.e.rt
+	delete(rt.pending, p)
+	fail := func(err error) {
+		for _, t := range p.r.kept {
+			t.releaseLocked()
+		}
+		p.res, p.err = nil, err
+	}
+	switch {
+	case rt.dev == nil:
+		fail(rt.errClosed())
+	case p.bp == nil: // completed at Launch; a done context fails as on every backend
+		if err := ctx.Err(); err != nil {
+			fail(err)
+		}
+	default:
+		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) }); err != nil {
+			fail(rt.wrap(err))
+			return
+		}
+		p.res, p.err = p.r.finish(ctx, p.start)
+	}
+}
+
+// closePendingLocked ends every pending launch before the device closes:
+// nothing more is read, and a later Wait reports the Runtime closed;
+// rt.mu held.
+func (rt *Runtime) closePendingLocked() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for p := range rt.pending {
+		p.done = true
+		_, _ = guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) })
+		p.err = rt.errClosed()
+		delete(rt.pending, p)
+	}
+}
