@@ -441,6 +441,9 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 			t := k.Tile
 			fmt.Fprintf(&b, "  tile   %dx%d per workgroup, %dx%d per thread, k-step %d\n", t.BM, t.BN, t.TM, t.TN, t.BK)
 		}
+		if k.Kind == ir.KernelRows {
+			b.WriteString(explainRows(&k))
+		}
 		fmt.Fprintf(&b, "  workgroup %v, dispatch %v, %d bytes read, %d written\n", mk.Workgroup, mk.Dispatch, mk.BytesRead, mk.BytesWrite)
 	}
 	for _, o := range p.Outputs {
@@ -451,4 +454,16 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 		}
 	}
 	return b.String()
+}
+
+// explainRows says how a rows kernel runs: its rows and passes, and the
+// kernels GLSL ES (WebGL2) runs instead, which cannot keep a row resident.
+func explainRows(k *ir.Kernel) string {
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	var parts []string
+	for _, q := range k.Parts {
+		parts = append(parts, q.Kind.String())
+	}
+	return fmt.Sprintf("  rows   %d of %d leaves, %d passes over each; webgl2 runs it unfused, as %d kernels (%s)\n",
+		red.Outputs, red.Leaves, k.Passes(), len(k.Parts), strings.Join(parts, ", "))
 }

@@ -198,6 +198,7 @@ func Suite() []Case {
 	cs = append(cs, Reductions()...)
 	cs = append(cs, Ops()...)
 	cs = append(cs, Composites()...)
+	cs = append(cs, Rows()...)
 	return append(cs, LargeMatmuls()...)
 }
 
