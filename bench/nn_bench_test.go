@@ -56,6 +56,7 @@ func nnGraphs(r, c, s, d int) []struct {
 		{"colsum", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).SumAxes(false, 0)) })},
 		{"rowmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).MaxAxes(false, 1)) })},
 		{"softmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Softmax(1)) })},
+		{"logsoftmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LogSoftmax(1)) })},
 		{"layernorm", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LayerNorm(1, 1e-5)) })},
 		{"attention", mk(func(b *ir.Builder) ir.Tensor {
 			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }

@@ -7,6 +7,7 @@ float32 with TF32 off. The shapes are those of bench/nn_bench_test.go (Benchmark
   colsum   sum over axis 0 of [R, C]
   rowmax   max over axis 1 of [R, C]
   softmax  softmax over axis 1 of [R, C]
+  logsoftmax log_softmax over axis 1 of [R, C]
   layernorm (x - mean) * rsqrt(var + 1e-5) over axis 1 of [R, C], no affine
   attention softmax(Q K^T / sqrt(d)) V then layernorm, [S, d]
 
@@ -53,6 +54,7 @@ work = {
     'colsum': (lambda x: x.sum(dim=0), (x,)),
     'rowmax': (lambda x: x.amax(dim=1), (x,)),
     'softmax': (lambda x: torch.softmax(x, dim=1), (x,)),
+    'logsoftmax': (lambda x: torch.log_softmax(x, dim=1), (x,)),
     'layernorm': (layernorm, (x,)),
     'attention': (attention, (q, k, v)),
 }

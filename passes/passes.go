@@ -2,6 +2,35 @@
 // constants, merges common subexpressions, drops dead nodes, sinks views
 // to the loads, fuses elementwise chains into kernels and tiles matmuls.
 //
+// # Fusion past the reduction: the rows rule
+//
+// After fuse, the rows pass (fuseRows) merges the kernels around a
+// reduction into one row-resident kernel (ir.KernelRows), so that softmax,
+// log-softmax, layernorm, mean and variance are one kernel. It reads only
+// kernel kinds, operand index maps and the op table's reduction rows
+// (Combine, Identity): no composite has a template, and a user's own
+// exp/sum/div chain fuses the same way. Two kernels A and B, B reading an
+// output of A, merge when
+//
+//   - one of them at least reduces over rows: a sum kernel (sum or max,
+//     unsplit) or a rows kernel whose reduced axes are the trailing ones,
+//     with 2 to RowLeaves leaves per row (padded to a power of two); if
+//     both do, over the same rows;
+//   - the other is elementwise over the rows' leaves or over the rows;
+//   - B reads each output of A as the same element (a per-leaf value at
+//     its leaf, a per-row value at its row) or as a per-row value
+//     broadcast back over its row's leaves, along whatever leading and
+//     middle axes the broadcast names;
+//   - no other kernel stands between them (depends on A, and B on it);
+//   - the result binds at most MaxBindings buffers.
+//
+// Merging repeats until no pair merges. Outputs that only merged kernels
+// read stay in registers; the rows kernel keeps the kernels it replaced
+// as its parts, which GLSL runs (Program.Unfused). Each reduction keeps
+// the reference's pairwise tree over its row, so results are cpuref's bit
+// for bit. Rows of one leaf, reductions over leading or middle axes, split
+// sums and rows longer than RowLeaves stay unfused.
+//
 // The pipeline is a named, ordered list (Pipeline). Graph passes rewrite the
 // graph; "fuse" lowers it to a Program; program passes rewrite the Program.
 // The driver validates between passes, times each one, can dump the IR
