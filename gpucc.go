@@ -14,9 +14,12 @@
 // (Seal) and has the backend compile the sealed Plan (Load). Run checks the
 // inputs, runs every kernel once and returns the outputs. Inputs are given
 // by name; an input not given takes the data embedded in the graph. An
-// unnamed input of a graph is named "input<N>", N its node id in the
-// ir.Graph (for a protocol v1 graph without broadcasting add, sub or mul,
-// that is its wire id).
+// input without a name is named "input<N>" (ir.DefaultInputName): N is its
+// id in the protocol v1 document, which Decode's lowering of broadcasts
+// and reductions never shifts, or its node id in a graph built in Go. A
+// graph where another input is already named so is refused
+// (invalid_graph), so a name never means two inputs. Plan.Inputs lists
+// every input with its name and node.
 //
 // Data can stay on the device between runs: Runtime.Upload makes a
 // DeviceTensor, an input given as one is not uploaded again, and

@@ -43,7 +43,11 @@ type Plan struct {
 
 // PlanInput is one input of a sealed graph.
 type PlanInput struct {
-	Name  string    // the input's name, or "input<Node>" for an unnamed one
+	// Name is the input's name: the graph's (Decode names an unnamed
+	// input after its wire id, see ir.DefaultInputName), or, for an input
+	// a graph built in Go leaves unnamed, "input<Node>". No two inputs
+	// share a name (ir.Validate refuses a graph where they would).
+	Name  string
 	Node  ir.NodeID // its node in the source graph
 	Shape ir.Shape
 	Param bool // a trainable parameter
@@ -102,23 +106,13 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 			bufOf[b.Node] = i
 		}
 	}
-	taken := map[string]bool{}
-	for _, n := range g.Nodes {
-		if n.Op == ir.OpInput && n.Name != "" {
-			taken[n.Name] = true
-		}
-	}
 	for i, n := range g.Nodes {
 		if n.Op != ir.OpInput {
 			continue
 		}
 		in := PlanInput{Name: n.Name, Node: ir.NodeID(i), Shape: n.Shape, Param: n.Param, Buffer: -1}
-		if in.Name == "" {
-			in.Name = fmt.Sprintf("input%d", i)
-			for taken[in.Name] { // a named input already holds it
-				in.Name += "_"
-			}
-			taken[in.Name] = true
+		if in.Name == "" { // a graph built in Go; Validate refused another input of this name
+			in.Name = ir.DefaultInputName(i)
 		}
 		if b, ok := bufOf[ir.NodeID(i)]; ok {
 			in.Buffer = b

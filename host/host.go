@@ -5,8 +5,9 @@
 //
 //   - execution is default-deny: a client runs nothing until the host
 //     grants its id (Grant), and a revoked id runs nothing new;
-//   - each client has a cap on pending requests (Policy.MaxPending, 16 by
-//     default); a request beyond it is answered busy at once. A request is
+//   - each client id has a cap on pending requests (Policy.MaxPending, 16
+//     by default), counted over all its handles; a request beyond it is
+//     answered busy at once. A request is
 //     pending from Submit until its work has finished, also when its caller
 //     stopped waiting, so cancelling and resubmitting cannot pile up work;
 //   - a result that arrives after its client was disposed is dropped:
@@ -25,7 +26,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +60,15 @@ type Options struct {
 	AllowSoftware bool
 	// Cache keeps generated code; nil means cache.Default().
 	Cache *cache.Cache
+	// PoolBytes bounds the device (or host) memory each backend keeps
+	// between runs for reuse (0: DefaultPoolBytes; negative: none).
+	PoolBytes int64
 }
+
+// DefaultPoolBytes is a host's default buffer pool per backend: less than
+// a Runtime's own (gpucc.DefaultPoolBytes), since a host runs many
+// callers' graphs of many sizes and keeps what it pools while idle.
+const DefaultPoolBytes = 64 << 20
 
 // Request is one execution request.
 type Request struct {
@@ -100,6 +108,7 @@ type Host struct {
 
 	mu      sync.Mutex
 	granted map[string]bool
+	pending map[string]int // requests admitted and not finished, per client id
 	clients map[*Client]bool
 	closed  bool
 	work    sync.WaitGroup // requests admitted and not finished
@@ -116,7 +125,7 @@ func newHost(p Policy, exec executor) *Host {
 		p.MaxPending = DefaultMaxPending
 	}
 	p.Limits = p.Limits.WithDefaults()
-	return &Host{policy: p, exec: exec, granted: map[string]bool{}, clients: map[*Client]bool{}}
+	return &Host{policy: p, exec: exec, granted: map[string]bool{}, pending: map[string]int{}, clients: map[*Client]bool{}}
 }
 
 // Policy returns the host's policy with its defaults filled in.
@@ -191,8 +200,7 @@ type Client struct {
 	id string
 
 	delivering sync.Mutex // held while a reply is delivered
-	mu         sync.Mutex // guards pending and disposed
-	pending    int
+	mu         sync.Mutex // guards disposed
 	disposed   bool
 	gone       chan struct{} // closed by Dispose
 }
@@ -222,27 +230,42 @@ func (c *Client) disposeLocked() {
 	}
 }
 
-// Pending returns the number of the client's requests admitted and not
-// finished.
+// Pending returns the number of requests of the client's id admitted and
+// not finished, through any of its handles: the count the cap applies to.
 func (c *Client) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pending
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	return c.h.pending[c.id]
 }
 
-// Submit admits a request and returns at once. deliver is called exactly
-// once with the reply, from another goroutine, unless the client is
-// disposed first: then never. A request that cannot be admitted (the
-// client not granted, disposed, or at its cap) returns that error and
+// Submit reads and decodes the request's graph, admits it and returns;
+// the graph runs in another goroutine. deliver is called exactly once with
+// the reply, from another goroutine, unless the client is disposed first:
+// then never. A request that cannot be admitted (the client not granted,
+// disposed, or at its cap; the backend not offered; the graph refused by
+// Decode; ctx done while the graph was read) returns that error and
 // deliver is not called. When ctx is done before the result, deliver gets
 // timeout and the result, when it comes, is dropped.
+//
+// The graph is read before the request counts as pending, so a slow
+// sender holds no pending slot; the caller bounds the read itself (serve
+// sets its connection's read deadline), since an io.Reader cannot be
+// interrupted. Policy.Timeout starts before the read.
 func (c *Client) Submit(ctx context.Context, req Request, deliver func(Reply)) error {
-	if err := c.admit(); err != nil {
+	if err := c.check(); err != nil { // refuse before reading a byte
 		return err
 	}
 	cancel := func() {}
 	if t := c.h.policy.Timeout; t > 0 {
 		ctx, cancel = context.WithTimeout(ctx, t)
+	}
+	g, err := c.h.decode(ctx, req)
+	if err == nil {
+		err = c.admit()
+	}
+	if err != nil {
+		cancel()
+		return err
 	}
 	var once sync.Once
 	answer := func(r Reply) {
@@ -259,7 +282,7 @@ func (c *Client) Submit(ctx context.Context, req Request, deliver func(Reply)) e
 		defer c.finish()
 		defer cancel()
 		defer close(done)
-		answer(c.h.execute(ctx, req))
+		answer(c.h.execute(ctx, req.backend(), g))
 	}()
 	go func() {
 		select {
@@ -293,8 +316,8 @@ func (c *Client) Execute(ctx context.Context, req Request) Reply {
 	}
 }
 
-// admit counts a new pending request, or says why it cannot be.
-func (c *Client) admit() error {
+// check says why a request of c cannot be admitted now, if it cannot.
+func (c *Client) check() error {
 	h := c.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -305,19 +328,36 @@ func (c *Client) admit() error {
 		return hostError(ir.CodeDisposed, "client %s is disposed", ir.Quote(c.id))
 	case !h.granted[c.id]:
 		return hostError(ir.CodeNotGranted, "client %s has not been granted execution", ir.Quote(c.id))
-	case c.pending >= h.policy.MaxPending:
-		return hostError(ir.CodeBusy, "client %s has %d requests pending, the cap; retry later", ir.Quote(c.id), c.pending)
+	case h.pending[c.id] >= h.policy.MaxPending:
+		return hostError(ir.CodeBusy, "client %s has %d requests pending, the cap; retry later", ir.Quote(c.id), h.pending[c.id])
 	}
-	c.pending++
+	return nil
+}
+
+// admit counts a new pending request, or says why it cannot be.
+func (c *Client) admit() error {
+	h := c.h
+	if err := c.check(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending[c.id] >= h.policy.MaxPending { // another request was admitted meanwhile
+		return hostError(ir.CodeBusy, "client %s has %d requests pending, the cap; retry later", ir.Quote(c.id), h.pending[c.id])
+	}
+	h.pending[c.id]++
 	h.work.Add(1)
 	return nil
 }
 
 func (c *Client) finish() {
-	c.mu.Lock()
-	c.pending--
-	c.mu.Unlock()
-	c.h.work.Done()
+	h := c.h
+	h.mu.Lock()
+	if h.pending[c.id]--; h.pending[c.id] == 0 {
+		delete(h.pending, c.id)
+	}
+	h.mu.Unlock()
+	h.work.Done()
 }
 
 // timeoutError is the timeout error for a done ctx.
@@ -329,22 +369,34 @@ func timeoutError(ctx context.Context) error {
 	return hostError(ir.CodeTimeout, "the request was abandoned: %s", why)
 }
 
-// execute decodes, checks and runs one request.
-func (h *Host) execute(ctx context.Context, req Request) Reply {
-	backend := req.Backend
-	if backend == "" {
-		backend = "auto"
+func (r Request) backend() string {
+	if r.Backend == "" {
+		return "auto"
 	}
-	if !h.allows(backend) {
-		return Failed(hostError(ir.CodeBackendUnavailable, "backend %s is not offered by this host (offered: %v)", ir.Quote(backend), h.offered()))
+	return r.Backend
+}
+
+// decode checks the request's backend and decodes its graph under the
+// host's limits.
+func (h *Host) decode(ctx context.Context, req Request) (*ir.Graph, error) {
+	if b := req.backend(); !h.allows(b) {
+		return nil, hostError(ir.CodeBackendUnavailable, "backend %s is not offered by this host (offered: %v)", ir.Quote(b), h.offered())
 	}
 	if req.Graph == nil {
-		return Failed(hostError(ir.CodeInvalidGraph, "the request has no graph"))
+		return nil, hostError(ir.CodeInvalidGraph, "the request has no graph")
 	}
 	g, err := ir.Decode(req.Graph, h.policy.Limits)
 	if err != nil {
-		return Failed(err)
+		return nil, err
 	}
+	if ctx.Err() != nil {
+		return nil, timeoutError(ctx)
+	}
+	return g, nil
+}
+
+// execute runs one decoded request.
+func (h *Host) execute(ctx context.Context, backend string, g *ir.Graph) Reply {
 	if err := ctx.Err(); err != nil {
 		return Failed(timeoutError(ctx))
 	}
@@ -387,9 +439,18 @@ type executor interface {
 
 // runtimes is the executor on package gpucc: one Runtime per backend
 // name, opened on first use and kept, each running one graph at a time.
-// Each keeps the executables of the last maxExecutables graph structures
-// it ran, so a request shaped like an earlier one skips the passes and
-// the compile and only sends its data.
+// Each has a gpucc.ExecutableCache of maxExecutables graph structures, so
+// a request shaped like an earlier one skips the passes and the compile
+// and only sends its data; the cache holds no request's data.
+//
+// A compile runs beside the request that needs it: when the request's
+// context ends first, the request is answered timeout at once, and the
+// backend's Runtime (with its cache) is set aside for the compile to
+// finish on and then closed; the next request opens a fresh one. So a
+// compile that cannot be cancelled (a webgpu pipeline) holds its backend
+// no longer than its request's timeout. At most maxAbandoned such
+// compiles run per backend; past that, requests that need a new Runtime
+// are answered busy until one ends.
 type runtimes struct {
 	opts gpucc.Options
 
@@ -398,83 +459,31 @@ type runtimes struct {
 	closed bool
 }
 
-// backendSlot is one opened backend; turn admits one run at a time, so a
+// backendSlot is one backend; turn admits one request at a time, so a
 // request whose context ends while it waits never starts.
 type backendSlot struct {
+	name string
 	turn chan struct{}
-	rt   *gpucc.Runtime
-	err  error
-	// exes holds compiled graphs by structure (see structureKey), oldest
-	// first in order; guarded by turn.
-	exes  map[[sha256.Size]byte]*gpucc.Executable
-	order [][sha256.Size]byte
+	// rt and exes are the open Runtime and its cache, nil until opened or
+	// once set aside; written with turn and runtimes.mu held.
+	rt        *gpucc.Runtime
+	exes      *gpucc.ExecutableCache
+	abandoned int // compiles set aside and still running; guarded by runtimes.mu
 }
 
-// maxExecutables bounds the executables a backend keeps.
-const maxExecutables = 64
-
-// structureKey identifies what a compiled executable depends on: the
-// graph's canonical encoding (every field Decode reads, so a field added
-// to the protocol is in it) with the input data left out.
-func structureKey(g *ir.Graph) [sha256.Size]byte {
-	c := g.Clone()
-	for i := range c.Nodes {
-		c.Nodes[i].Data = nil
-	}
-	return sha256.Sum256(ir.Encode(c))
-}
-
-// runCached runs g on an executable of its structure, compiled now or
-// before, with g's input data as the run's inputs. turn is held.
-func (s *backendSlot) runCached(ctx context.Context, g *ir.Graph) (*gpucc.Result, error) {
-	key := structureKey(g)
-	if exe := s.exes[key]; exe != nil {
-		in := gpucc.Inputs{}
-		for i, n := range g.Nodes {
-			if n.Op == ir.OpInput {
-				name := n.Name
-				if name == "" {
-					name = fmt.Sprintf("input%d", i)
-				}
-				in[name] = gpucc.Host(n.Shape, n.Data)
-			}
-		}
-		return exe.Run(ctx, in)
-	}
-	exe, err := s.rt.Compile(ctx, g)
-	if err != nil {
-		return nil, err
-	}
-	res, err := exe.Run(ctx, nil) // the data it was compiled with is g's
-	if err != nil {
-		exe.Release()
-		return nil, err
-	}
-	t, caches := exe.CompileTimings()
-	res.Timings.PassesMs += t.PassesMs
-	res.Timings.CodegenMs += t.CodegenMs
-	res.Timings.CompileMs += t.CompileMs
-	res.Timings.TotalMs += t.TotalMs
-	for k, v := range caches {
-		if res.Cache == nil {
-			res.Cache = map[string]bool{}
-		}
-		if _, ok := res.Cache[k]; !ok {
-			res.Cache[k] = v
-		}
-	}
-	if len(s.order) == maxExecutables {
-		s.exes[s.order[0]].Release()
-		delete(s.exes, s.order[0])
-		s.order = s.order[1:]
-	}
-	s.exes[key] = exe
-	s.order = append(s.order, key)
-	return res, nil
-}
+// maxExecutables bounds the executables a backend keeps, and maxAbandoned
+// the compiles left running after their request timed out, per backend.
+const (
+	maxExecutables = 64
+	maxAbandoned   = 2
+)
 
 func newRuntimes(o Options) *runtimes {
-	return &runtimes{opts: gpucc.Options{AllowSoftware: o.AllowSoftware, Limits: o.Policy.Limits, Cache: o.Cache},
+	pool := o.PoolBytes
+	if pool == 0 {
+		pool = DefaultPoolBytes
+	}
+	return &runtimes{opts: gpucc.Options{AllowSoftware: o.AllowSoftware, Limits: o.Policy.Limits, Cache: o.Cache, PoolBytes: pool},
 		open: map[string]*backendSlot{}}
 }
 
@@ -485,14 +494,39 @@ func (r *runtimes) slot(backend string) (*backendSlot, error) {
 		return nil, hostError(ir.CodeDisposed, "the host is closed")
 	}
 	s := r.open[backend]
-	if s == nil || s.err != nil { // retry a backend that failed to start
-		opts := r.opts
-		opts.Backend = backend
-		rt, err := gpucc.Open(context.Background(), opts)
-		s = &backendSlot{turn: make(chan struct{}, 1), rt: rt, err: err, exes: map[[sha256.Size]byte]*gpucc.Executable{}}
+	if s == nil {
+		s = &backendSlot{name: backend, turn: make(chan struct{}, 1)}
 		r.open[backend] = s
 	}
-	return s, s.err
+	return s, nil
+}
+
+// ready opens s's Runtime unless it is open (a backend that failed to
+// start is tried again by the next request); turn held.
+func (r *runtimes) ready(ctx context.Context, s *backendSlot) error {
+	if s.rt != nil {
+		return nil
+	}
+	r.mu.Lock()
+	n := s.abandoned
+	r.mu.Unlock()
+	if n >= maxAbandoned {
+		return hostError(ir.CodeBusy, "backend %s is still finishing %d compiles whose requests timed out; retry later", ir.Quote(s.name), n)
+	}
+	opts := r.opts
+	opts.Backend = s.name
+	rt, err := gpucc.Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		rt.Close()
+		return hostError(ir.CodeDisposed, "the host is closed")
+	}
+	s.rt, s.exes = rt, gpucc.NewExecutableCache(rt, maxExecutables)
+	return nil
 }
 
 func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc.Result, error) {
@@ -509,7 +543,42 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.runCached(ctx, g)
+	if err := r.ready(ctx, s); err != nil {
+		return nil, err
+	}
+	if !s.exes.Contains(g) {
+		if err := r.compile(ctx, s, g); err != nil {
+			return nil, err
+		}
+	}
+	return s.exes.Run(ctx, g)
+}
+
+// compile compiles g into s's cache, beside the request: when ctx ends
+// first, s's Runtime is set aside for the compile to finish on, then
+// closed; turn held.
+func (r *runtimes) compile(ctx context.Context, s *backendSlot, g *ir.Graph) error {
+	rt, exes := s.rt, s.exes
+	done := make(chan error, 1)
+	go func() { done <- exes.Prepare(ctx, g) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	s.rt, s.exes = nil, nil
+	s.abandoned++
+	r.mu.Unlock()
+	go func() {
+		<-done
+		exes.Close()
+		rt.Close()
+		r.mu.Lock()
+		s.abandoned--
+		r.mu.Unlock()
+	}()
+	return ctx.Err()
 }
 
 func (r *runtimes) close() {
@@ -518,6 +587,7 @@ func (r *runtimes) close() {
 	r.closed = true
 	for _, s := range r.open {
 		if s.rt != nil {
+			s.exes.Close()
 			s.rt.Close()
 		}
 	}

@@ -56,6 +56,14 @@ type wireOutput struct {
 // without keepdims it is followed by a reshape that drops the reduced
 // axes, except that reducing every axis gives shape [] directly.
 //
+// Input names: an input without "name" is named "input<N>", N its wire
+// id (DefaultInputName), however many nodes the lowering inserts before
+// it. Where it did insert some, the IR node carries that name; elsewhere
+// the wire id is the node id and the node stays unnamed, as in a graph
+// built in Go, and gpucc.Seal names it by that id. A graph in which the
+// default name is also another input's "name" is refused (invalid_graph,
+// field "name"), whichever comes first: a name never means two inputs.
+//
 // Memory: Decode streams the document. It reads at most
 // Limits.MaxGraphBytes bytes, stops counting nodes, outputs and dimensions
 // at their limit plus one, and holds one JSON token at a time, never the
@@ -289,7 +297,7 @@ func decodeGraph(dec *jsontext.Decoder, l Limits) (*Graph, *Error) {
 	r := reader{dec: dec}
 	var version *int
 	var outs []wireOutput
-	d := decoder{g: &Graph{}, l: l, names: map[string]int{}}
+	d := decoder{g: &Graph{}, l: l, names: map[string]int{}, unnamed: map[int]bool{}}
 	err := r.members(-1, "", func(key string) *Error {
 		switch key {
 		case "version":
@@ -522,7 +530,8 @@ type decoder struct {
 	g       *Graph
 	l       Limits
 	ids     []NodeID       // IR node of each wire node decoded so far
-	names   map[string]int // wire id of each named input
+	names   map[string]int // wire id of each named input, default names included
+	unnamed map[int]bool   // wire ids of the inputs named by DefaultInputName
 	storage int64
 	squeeze Shape // set by nodeFromWire: the reshape after a reduction without keepdims
 }
@@ -627,10 +636,23 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			return bad("name", "name must be 1 to 256 bytes long")
 		}
 		if j, dup := d.names[*w.Name]; dup {
+			if d.unnamed[j] {
+				return bad("name", "input name %s is the default name of unnamed input node %d; name node %d, or choose another name", Quote(*w.Name), j, j)
+			}
 			return bad("name", "duplicate input name %s (also node %d)", Quote(*w.Name), j)
 		}
 		d.names[*w.Name] = i
 		n.Name = *w.Name
+	} else if op == OpInput { // named by its wire id, which lowering never shifts
+		name := DefaultInputName(i)
+		if j, dup := d.names[name]; dup {
+			return bad("name", "this unnamed input's default name %s is node %d's name; name this input, or rename node %d", Quote(name), j, j)
+		}
+		d.names[name] = i
+		d.unnamed[i] = true
+		if NodeID(len(d.g.Nodes)) != NodeID(i) { // its IR id ran ahead: keep the wire id's name
+			n.Name = name
+		}
 	}
 	if w.Param != nil {
 		if *w.Param && w.Name == nil {

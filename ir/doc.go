@@ -17,7 +17,8 @@
 //     Limits.MaxElements elements (zero-sized tensors are refused);
 //   - input data has exactly as many elements as its shape and every value
 //     (input data, full values, scalars) is a finite float32;
-//   - only inputs carry Name and Param; input names are unique, and every
+//   - only inputs carry Name and Param; input names are unique, no input
+//     is named DefaultInputName(i) for an unnamed input i, and every
 //     Param input is named;
 //   - there is at least one output, output names are unique and non-empty;
 //   - the graph is within the caller's Limits (never the graph's own).

@@ -63,13 +63,21 @@ type Node struct {
 	Shape  Shape    // result shape
 	Scalar float32  // OpFull's value, or the scalar operand of Op*Scalar
 	Data   []float32
-	// Name optionally names an input (unique among inputs): training reads
-	// and returns parameters by it. Only inputs carry names.
+	// Name optionally names an input (unique among inputs): runs give
+	// inputs by it, and training reads and returns parameters by it. Only
+	// inputs carry names. An unnamed input is named DefaultInputName of
+	// its node id by Seal; Decode writes DefaultInputName of the wire id
+	// into an unnamed input whose node id the lowering moved.
 	Name string
 	// Param marks a named input as a trainable parameter: grad.Step
 	// returns its updated value as an output named Name.
 	Param bool
 }
+
+// DefaultInputName is the name of an input that has none: "input<id>",
+// id its wire id (Decode) or, for a graph built in Go, its node id.
+// Validate refuses a graph in which another input is named so.
+func DefaultInputName(id int) string { return "input" + strconv.Itoa(id) }
 
 // Output names a node whose value is returned.
 type Output struct {
@@ -284,7 +292,27 @@ func validate(g *Graph, l Limits, data bool) *Error {
 			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %s, over the limit of %d", total(ops), l.MaxOps)
 		}
 	}
+	if err := validateDefaultNames(g, names); err != nil {
+		return err
+	}
 	return validateOutputs(g, l)
+}
+
+// validateDefaultNames refuses a named input that holds the default name
+// of an unnamed one (DefaultInputName of its node id), so that a run's
+// input name never means two inputs.
+func validateDefaultNames(g *Graph, names map[string]bool) *Error {
+	for i, n := range g.Nodes {
+		if n.Op != OpInput || n.Name != "" || !names[DefaultInputName(i)] {
+			continue
+		}
+		for j, m := range g.Nodes {
+			if m.Op == OpInput && m.Name == DefaultInputName(i) {
+				return Errorf(CodeInvalidGraph, j, "name", "input name %s is the default name of unnamed input node %d; name node %d, or choose another name", Quote(m.Name), i, i)
+			}
+		}
+	}
+	return nil
 }
 
 func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {

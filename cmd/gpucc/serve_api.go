@@ -14,6 +14,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,6 +75,7 @@ type api struct {
 	// adapters are enumerated once: /v1/info is cheap to ask for, and
 	// enumeration creates a wgpu instance.
 	adapters func() (any, error)
+	active   atomic.Int64 // execute requests being handled
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -108,8 +110,9 @@ func newServer(handler http.Handler, timeout time.Duration) *http.Server {
 }
 
 // serve serves on ln until ctx is done, then shuts down gracefully:
-// no new connections, running requests may finish for the grace period,
-// then the host is closed and what still runs is answered disposed.
+// no new connections, requests in flight (their bodies still arriving,
+// too) may finish for the grace period, then the host is closed, so what
+// still runs is answered disposed, and the connections left are closed.
 func (a *api) serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -121,17 +124,20 @@ func (a *api) serve(ctx context.Context, srv *http.Server, ln net.Listener) erro
 	}
 	grace, cancel := context.WithTimeout(context.Background(), a.grace)
 	defer cancel()
-	closed := make(chan struct{})
-	go func() { a.host.Close(grace); close(closed) }()
-	// The handlers return once the host answered them (at the latest
-	// disposed, when grace ends); allow a moment to write that answer.
-	wait, cancel2 := context.WithTimeout(context.Background(), a.grace+5*time.Second)
+	err := srv.Shutdown(grace) // returns once every handler has, or when grace ends
+	closed, cancel2 := context.WithTimeout(context.Background(), 0)
 	defer cancel2()
-	if err := srv.Shutdown(wait); err != nil {
-		fmt.Fprintf(os.Stderr, "gpucc: closing connections still open after the grace period: %v\n", err)
-		srv.Close()
+	a.host.Close(closed) // answers what still runs disposed
+	if err != nil {
+		// The handlers return once the host answered them; allow a
+		// moment to write that answer.
+		wait, cancel3 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel3()
+		if err := srv.Shutdown(wait); err != nil {
+			fmt.Fprintf(os.Stderr, "gpucc: closing connections still open after the grace period: %v\n", err)
+			srv.Close()
+		}
 	}
-	<-closed
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -200,6 +206,8 @@ func (a *api) authorized(w http.ResponseWriter, r *http.Request) bool {
 
 // execute runs the body, a graph v1 document, with the query's options.
 func (a *api) execute(w http.ResponseWriter, r *http.Request) {
+	a.active.Add(1)
+	defer a.active.Add(-1)
 	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		a.fail(w, http.StatusBadRequest, err)

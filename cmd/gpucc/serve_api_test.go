@@ -265,7 +265,7 @@ func TestAPIGracefulShutdown(t *testing.T) {
 				answer <- e
 			}()
 			io.WriteString(pw, seedGraph[:20])
-			for a.client.Pending() == 0 {
+			for a.active.Load() == 0 {
 				time.Sleep(time.Millisecond)
 			}
 			stop()
