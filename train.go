@@ -2,6 +2,8 @@ package gpucc
 
 import (
 	"context"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/gpucc/gpucc/grad"
@@ -36,12 +38,25 @@ type StepResult struct {
 // []) with learning rate lr, updating every parameter (input marked Param)
 // by p -= lr·∂loss/∂p, and uploads the parameters' initial values from g.
 // g is not modified.
+//
+// It refuses a learning rate that is not finite and positive
+// (invalid_input) and a graph without parameters (invalid_graph), which
+// no step could change.
 func (rt *Runtime) NewTrainer(ctx context.Context, g *ir.Graph, loss string, lr float32) (*Trainer, error) {
 	if g == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil graph")
 	}
+	if !(lr > 0) || math.IsInf(float64(lr), 0) {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "lr", "learning rate %v; want a finite float32 above 0", lr)
+	}
+	if len(g.Params()) == 0 {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the graph has no parameters (inputs marked \"param\"): a step would change nothing")
+	}
 	sg, err := grad.Step(g, loss, lr)
 	if err != nil {
+		return nil, err
+	}
+	if err := guardLoss(sg, loss, g.Params()); err != nil {
 		return nil, err
 	}
 	exe, err := rt.Compile(ctx, sg)
@@ -65,6 +80,56 @@ func (rt *Runtime) NewTrainer(ctx context.Context, g *ir.Graph, loss string, lr 
 	return t, nil
 }
 
+// guardLoss makes the step graph sg's loss output NaN when an updated
+// parameter is not finite, so that the finiteness check every read-back
+// output gets (non_finite_output) covers the parameters, which a step
+// keeps on the device unread. The loss becomes loss − c·c with c the sum
+// over every parameter of sum(p′·0): c is ±0 when every p′ is finite
+// (and c·c is +0, which subtracts exactly, even from −0) and NaN as soon
+// as one is ±Inf or NaN. It costs a pass over the parameters and no
+// transfer; nothing folds p′·0, which is not 0 for every float.
+func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
+	lossAt := -1
+	var updated []ir.NodeID
+	for i, o := range sg.Outputs {
+		switch {
+		case o.Name == loss:
+			lossAt = i
+		case slices.ContainsFunc(params, func(p ir.Param) bool { return p.Name == o.Name }):
+			updated = append(updated, o.ID)
+		}
+	}
+	if lossAt < 0 || len(updated) != len(params) {
+		return ir.Errorf(ir.CodeInternal, -1, "", "the step graph has no loss %q or not every parameter (%d of %d)", loss, len(updated), len(params))
+	}
+	add := func(n ir.Node) ir.NodeID {
+		sg.Nodes = append(sg.Nodes, n)
+		return ir.NodeID(len(sg.Nodes) - 1)
+	}
+	c := ir.NodeID(-1)
+	for _, p := range updated {
+		shape := slices.Clone(sg.Nodes[p].Shape)
+		z := add(ir.Node{Op: ir.OpMulScalar, Args: []ir.NodeID{p}, Shape: shape, Scalar: 0})
+		target, result, err := ir.ReduceTarget(len(sg.Nodes), shape, nil, true, false)
+		if err != nil {
+			return err
+		}
+		s := add(ir.Node{Op: ir.OpSum, Args: []ir.NodeID{z}, Shape: target})
+		if !result.Equal(target) {
+			s = add(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{s}, Shape: result})
+		}
+		if c < 0 {
+			c = s
+		} else {
+			c = add(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{c, s}, Shape: ir.Shape{}})
+		}
+	}
+	sq := add(ir.Node{Op: ir.OpMul, Args: []ir.NodeID{c, c}, Shape: ir.Shape{}})
+	l := sg.Outputs[lossAt].ID
+	sg.Outputs[lossAt].ID = add(ir.Node{Op: ir.OpSub, Args: []ir.NodeID{l, sq}, Shape: slices.Clone(sg.Nodes[l].Shape)})
+	return nil
+}
+
 // Kernels returns the number of kernels a step dispatches.
 func (t *Trainer) Kernels() int { return t.exe.Kernels() }
 
@@ -72,7 +137,10 @@ func (t *Trainer) Kernels() int { return t.exe.Kernels() }
 // parameters, by name, as host data or device tensors. An input left out
 // takes the graph's data, uploaded once at the first step that needs it
 // and then kept on the device, so that steps on a fixed batch upload
-// nothing after the first. It returns the loss before the update.
+// nothing after the first. It returns the loss before the update. A step
+// whose loss or updated parameters are not finite (a diverging learning
+// rate) is refused with non_finite_output, and the trainer keeps the
+// parameters it had before it.
 func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 	if t.exe == nil {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "step: the trainer is closed")
@@ -85,7 +153,7 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 	loss := make([]float32, 1)
 	res, err := t.exe.RunWith(ctx, in, t.options(loss))
 	if err != nil {
-		return nil, err
+		return nil, t.stepError(err)
 	}
 	t.adopt(res.Kept)
 	r := &StepResult{Loss: loss[0], Timings: res.Timings}
@@ -94,6 +162,16 @@ func (t *Trainer) Step(ctx context.Context, batch Inputs) (*StepResult, error) {
 	t.pending, t.pendingTime = 0, 0
 	r.Timings.TotalMs = ms(time.Since(start))
 	return r, nil
+}
+
+// stepError explains a step's non_finite_output: the loss read back is
+// NaN when an updated parameter is not finite (guardLoss).
+func (t *Trainer) stepError(err error) error {
+	if CodeOf(err) != ir.CodeNonFiniteOutput {
+		return err
+	}
+	return ir.Errorf(ir.CodeNonFiniteOutput, -1, t.loss,
+		"step: the loss or an updated parameter is not finite (the step diverges: try a smaller learning rate): %v", err)
 }
 
 // inputs are a step's inputs: batch, the parameters, and the graph's own
@@ -221,6 +299,9 @@ type TrainResult struct {
 	// Exact and ErrorBound are the step's, as in Result (Options.Fast).
 	Exact      bool    `json:"exact"`
 	ErrorBound float64 `json:"errorBound,omitempty"`
+	// Interrupted is set when training stopped early (TrainWith): Steps
+	// then counts the steps done.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // StepStats is one step of a TrainResult.
@@ -231,13 +312,35 @@ type StepStats struct {
 	ReadbackBytes int64   `json:"readbackBytes"`
 }
 
-// Train runs steps (at least 1) SGD steps of g on its output named loss
-// with learning rate lr, on the graph's own batch, with a Trainer, and
-// reads the parameters back at the end.
+// MaxTrainSteps bounds Train's steps: its result holds a loss and a
+// StepStats per step, so the bound is the bound on its memory.
+const MaxTrainSteps = 1_000_000
+
+// TrainOptions tune Train.
+type TrainOptions struct {
+	// Progress, when set, is called after each step with its statistics.
+	Progress func(StepStats)
+}
+
+// Train runs steps (1 to MaxTrainSteps) SGD steps of g on its output
+// named loss with learning rate lr, on the graph's own batch, with a
+// Trainer, and reads the parameters back at the end.
 func (rt *Runtime) Train(ctx context.Context, g *ir.Graph, loss string, lr float32, steps int) (*TrainResult, error) {
+	return rt.TrainWith(ctx, g, loss, lr, steps, TrainOptions{})
+}
+
+// TrainWith is Train with options. When ctx is cancelled (an interrupt,
+// a deadline) after at least one step, it stops between steps or inside
+// one (the step is then not taken) and returns the result of the steps
+// done, with Interrupted set and Steps counting them, together with
+// ctx's error; before the first step it returns only the error.
+func (rt *Runtime) TrainWith(ctx context.Context, g *ir.Graph, loss string, lr float32, steps int, opts TrainOptions) (*TrainResult, error) {
 	start := time.Now()
 	if steps < 1 {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "steps", "%d steps; want 1 or more", steps)
+	}
+	if steps > MaxTrainSteps {
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "steps", "%d steps exceed the limit of %d (the result holds every step's loss)", steps, MaxTrainSteps)
 	}
 	tr, err := rt.NewTrainer(ctx, g, loss, lr)
 	if err != nil {
@@ -252,23 +355,58 @@ func (rt *Runtime) Train(ctx context.Context, g *ir.Graph, loss string, lr float
 	addCompile(&res.Timings, tr.exe)
 	res.Exact, res.ErrorBound = exactness(tr.exe)
 	// The steps are launched, not run: the device runs them back to back,
-	// and each loss is read once the ones before it are.
-	ps := make([]*StepPending, 0, steps)
+	// and each loss is read once the ones before it are, a window of
+	// launches behind, so that a long run holds a bounded number.
+	var stopped error
+	var ps []*StepPending
+	wait := func(ctx context.Context) error {
+		r, err := ps[0].Wait(ctx)
+		ps = ps[1:]
+		if err != nil {
+			return err
+		}
+		res.Losses = append(res.Losses, r.Loss)
+		st := StepStats{Step: len(res.Losses), Loss: r.Loss, UploadBytes: r.Timings.UploadBytes, ReadbackBytes: r.Timings.ReadbackBytes}
+		res.PerStep = append(res.PerStep, st)
+		addTimings(&res.Timings, &r.Timings)
+		if opts.Progress != nil {
+			opts.Progress(st)
+		}
+		return nil
+	}
 	for range steps {
+		if stopped = ctx.Err(); stopped != nil {
+			break
+		}
 		p, err := tr.Launch(ctx, nil)
+		if err != nil && ctx.Err() != nil {
+			stopped = ctx.Err()
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
+		if len(ps) > maxStepsInFlight/2 {
+			if err := wait(context.WithoutCancel(ctx)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	for i, p := range ps {
-		r, err := p.Wait(ctx)
-		if err != nil {
+	// A launched step's parameters are the trainer's already: its loss is
+	// read even after an interrupt (the device finishes what it queued),
+	// so that Steps counts it.
+	for len(ps) > 0 {
+		if err := wait(context.WithoutCancel(ctx)); err != nil {
 			return nil, err
 		}
-		res.Losses = append(res.Losses, r.Loss)
-		res.PerStep = append(res.PerStep, StepStats{Step: i + 1, Loss: r.Loss, UploadBytes: r.Timings.UploadBytes, ReadbackBytes: r.Timings.ReadbackBytes})
-		addTimings(&res.Timings, &r.Timings)
+	}
+	if stopped != nil {
+		if len(res.Losses) == 0 {
+			return nil, stopped
+		}
+		res.Steps, res.Interrupted = len(res.Losses), true
+		ctx = context.WithoutCancel(ctx) // the parameters are read back still
 	}
 	readStart := time.Now()
 	if res.Params, err = tr.Params(ctx); err != nil {
@@ -279,7 +417,7 @@ func (rt *Runtime) Train(ctx context.Context, g *ir.Graph, loss string, lr float
 	}
 	res.Timings.ReadbackMs += ms(time.Since(readStart))
 	res.Timings.TotalMs = ms(time.Since(start))
-	return res, nil
+	return res, stopped
 }
 
 // addTimings adds the stages of one run to sum.

@@ -75,8 +75,8 @@ func (s *StepPending) Wait(ctx context.Context) (*StepResult, error) {
 	}
 	res, err := s.p.Wait(ctx)
 	if err != nil {
-		s.err = err
-		return nil, err
+		s.err = t.stepError(err)
+		return nil, s.err
 	}
 	r := &StepResult{Loss: s.loss[0], Timings: res.Timings}
 	r.Timings.UploadBytes += s.uploaded + t.pending

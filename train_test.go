@@ -190,6 +190,18 @@ func TestTrainRefuses(t *testing.T) {
 	if _, err := rt.NewTrainer(ctx, nil, "loss", 0.1); gpucc.CodeOf(err) != ir.CodeInvalidGraph {
 		t.Errorf("NewTrainer(nil): %v", err)
 	}
+	for _, lr := range []float32{0, float32(math.Copysign(0, -1)), -1, float32(math.Inf(1)), float32(math.NaN())} {
+		if _, err := rt.NewTrainer(ctx, g, "loss", lr); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+			t.Errorf("NewTrainer with lr %v: %v, want %s", lr, err, ir.CodeInvalidInput)
+		}
+	}
+	fixed := g.Clone()
+	for i := range fixed.Nodes {
+		fixed.Nodes[i].Param = false
+	}
+	if _, err := rt.NewTrainer(ctx, fixed, "loss", 0.1); gpucc.CodeOf(err) != ir.CodeInvalidGraph {
+		t.Errorf("NewTrainer of a graph without parameters: %v, want %s", err, ir.CodeInvalidGraph)
+	}
 	tr, err := rt.NewTrainer(ctx, g, "loss", 0.1)
 	if err != nil {
 		t.Fatal(err)
@@ -198,5 +210,64 @@ func TestTrainRefuses(t *testing.T) {
 	w1 := g.Nodes[g.Input("w1")]
 	if _, err := tr.Step(ctx, gpucc.Inputs{"w1": gpucc.Host(w1.Shape, w1.Data)}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("a parameter as batch data: %v, want %s", err, ir.CodeInvalidInput)
+	}
+}
+
+// TestTrainDiverged: a learning rate that sends the parameters to ±Inf
+// and NaN is refused at the step that does it, with non_finite_output,
+// and the trainer keeps the parameters it had before, on every backend.
+// (The loss alone did not tell: it read 21.48, 0, 0 while the parameters
+// were ±Inf and NaN.) A step that stays finite is not changed by the
+// check: its loss is cpuref's bit for bit.
+func TestTrainDiverged(t *testing.T) {
+	ctx := context.Background()
+	g, fx := loadFixture(t)
+	want := map[string][]float32{}
+	for _, p := range g.Params() {
+		want[p.Name] = g.Nodes[p.ID].Data
+	}
+	sg, err := grad.Step(g, "loss", fx.LR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := cpuref.Eval(sg)[sg.Outputs[0].ID][0]
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			rt := open(t, be)
+			tr, err := rt.NewTrainer(ctx, g, "loss", 3e38)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			for step := range 2 {
+				if r, err := tr.Step(ctx, nil); gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
+					t.Errorf("step %d: %+v, %v; want %s", step+1, r, err, ir.CodeNonFiniteOutput)
+				}
+			}
+			got, err := tr.Params(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range want {
+				if !equalBits(w, got[name].Data) {
+					t.Errorf("parameter %s changed after refused steps", name)
+				}
+			}
+			if _, err := rt.Train(ctx, g, "loss", 3e38, 3); gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
+				t.Errorf("Train: %v, want %s", err, ir.CodeNonFiniteOutput)
+			}
+			ok, err := rt.NewTrainer(ctx, g, "loss", fx.LR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ok.Close()
+			r, err := ok.Step(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Float32bits(r.Loss) != math.Float32bits(ref) {
+				t.Errorf("loss %v, cpuref %v", r.Loss, ref)
+			}
+		})
 	}
 }

@@ -1,7 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -52,13 +60,94 @@ func TestTrainCLIErrors(t *testing.T) {
 		{"two graphs", []string{"--steps", "1", "--lr", "0.1", fixture, fixture}, "usage"},
 		{"unknown loss", []string{"--steps", "1", "--lr", "0.1", "--loss", "nope", fixture}, "invalid_graph"},
 		{"loss not scalar", []string{"--steps", "1", "--lr", "0.1", "--loss", "prediction", fixture}, "invalid_graph"},
+		{"zero lr", []string{"--steps", "1", "--lr", "0", fixture}, "usage"},
+		{"negative lr", []string{"--steps", "1", "--lr", "-1", fixture}, "usage"},
+		{"lr below float32", []string{"--steps", "1", "--lr", "1e-50", fixture}, "usage"},
+		{"too many steps", []string{"--steps", "1000000000", "--lr", "0.1", fixture}, "usage"},
+		{"negative timeout", []string{"--steps", "1", "--lr", "0.1", "--timeout", "-1s", fixture}, "usage"},
+		{"no parameters", []string{"--steps", "1", "--lr", "0.1", "-"}, "invalid_graph"},
+		{"diverges", []string{"--steps", "3", "--lr", "3e38", fixture}, "non_finite_output"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, v, code := gpucc(t, "", append([]string{"train", "--backend", "cpu"}, tt.args...)...)
+			stdin := strings.Replace(scalarParamGraph, `"param":true,`, "", 1) // for "-": no parameter
+			_, v, code := gpucc(t, stdin, append([]string{"train", "--backend", "cpu"}, tt.args...)...)
 			if code == 0 || errorCode(v) != tt.code {
 				t.Errorf("exit %d, %v; want error code %s", code, v, tt.code)
 			}
 		})
 	}
+}
+
+// TestTrainInterrupted: a long train stops on SIGINT (it once ran, printing
+// nothing, until killed) or at --timeout, prints the result of the steps
+// done, valid under the schema, with "interrupted": true, and exits 130.
+// --progress prints each step as it ends.
+func TestTrainInterrupted(t *testing.T) {
+	args := []string{"train", "--backend", "cpu", "--steps", "1000000", "--lr", "0.01", "--progress", fixture}
+	check := func(t *testing.T, stdout []byte, err error) {
+		t.Helper()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("exit: %v, want status %d\n%s", err, exitInterrupted, stdout)
+		}
+		if errs := resultSchema(t, "#/$defs/train").Validate(stdout); len(errs) > 0 {
+			t.Errorf("%s\n%s", strings.Join(errs, "; "), stdout)
+		}
+		var v struct {
+			Steps       int
+			Losses      []float32
+			Interrupted bool
+		}
+		if err := json.Unmarshal(stdout, &v); err != nil {
+			t.Fatal(err)
+		}
+		if !v.Interrupted || v.Steps < 1 || v.Steps >= 1000000 || len(v.Losses) != v.Steps {
+			t.Errorf("interrupted %v after %d steps with %d losses", v.Interrupted, v.Steps, len(v.Losses))
+		}
+	}
+	t.Run("SIGINT", func(t *testing.T) {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir, cmd.Env = workDir, env()
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stderr)
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), `{"step":1,`) {
+			cmd.Process.Kill()
+			t.Fatalf("first stderr line %q, want step 1's progress", lines.Text())
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		go func() {
+			for lines.Scan() {
+			}
+		}()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			check(t, stdout.Bytes(), err)
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Fatal("train has not stopped a minute after SIGINT")
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		cmd := exec.Command(binary, append([]string{"train", "--timeout", "2s"}, args[1:]...)...)
+		cmd.Dir, cmd.Env = workDir, env()
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		start := time.Now()
+		err := cmd.Run()
+		check(t, stdout.Bytes(), err)
+		if d := time.Since(start); d > time.Minute {
+			t.Errorf("--timeout 2s took %v", d)
+		}
+	})
 }
