@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 
@@ -135,8 +137,9 @@ func checkBackends(t testing.TB, g *ir.Graph) {
 // the host's whole path (encode, decode, compile, run). A size with its
 // top bit set draws the graph from irtest.RandomOps instead, which applies
 // every op of the table (the seeds 0 to 15 of size 12 reach each one:
-// irtest.TestRandomOpsCoversTheTable). Findings become named cases in
-// TestBackendRegressions.
+// irtest.TestRandomOpsCoversTheTable). A finding becomes a graph file
+// under testdata/regressions (ir.Encode of the failing graph) named in
+// backendRegressions.
 func FuzzBackends(f *testing.F) {
 	for seed := range 6 {
 		f.Add(uint64(seed), uint8(8), []byte{byte(seed), 0x40, 4, 0x80, 0x7f, 0xff, 0x01})
@@ -169,47 +172,76 @@ func warmUp(f *testing.F) {
 	}
 }
 
-// TestBackendRegressions holds FuzzBackends' findings by name, and a few
-// hand-picked widened graphs.
+// backendRegressions are FuzzBackends' findings and a few hand-picked
+// widened graphs, each a graph file under testdata/regressions (named
+// here without .json): the graph itself, not a generator seed, so a
+// change to irtest's deck cannot make a name test another graph. The
+// files were written with ir.Encode from the graph that the seed meant
+// when the regression was named (irtest at the commit that named it).
+var backendRegressions = []struct{ file, why string }{
+	{"overflowing-inputs", "RandomViews(1, 8) widened with ±3e38"},
+	{"subnormal-inputs", "RandomViews(2, 8) widened with the smallest subnormals and the largest one"},
+	{"signed-zeros", "RandomViews(3, 8) widened with +0 and -0"},
+	// Twice a fuzz worker died (exit status 2; a worker's output is
+	// discarded) on these inputs, a matmul of full(2) by widened values;
+	// neither reproduces outside the fuzzer (nor did 60 runs in one
+	// process). testdata/fuzz/FuzzBackends keeps both inputs.
+	{"worker-death-widened-matmul-13-nodes", "RandomViews(57, 13), widened"},
+	{"worker-death-widened-matmul-2-nodes", "RandomViews(57, 1), widened"},
+	// The gradcheck session saw it once more (exit status 2: strace shows
+	// a Go thread's exit_group(2) with no signal before it, so an
+	// unrecovered panic or fatal error, not a C crash) on this input, and
+	// once a worker that closed its end of the fuzz pipe while still
+	// running; neither reproduces. GPUCC_FUZZ_TRACE's .crash file now
+	// keeps the stack of the next one.
+	{"worker-death-random-ops-13-16", "RandomOps(13, 16) as of 7fc2fe5, widened with \"\\r?\\x80\""},
+	// sqrt(neg(matmul)) of products below the normal range: lavapipe keeps
+	// subnormals and answers non_finite_output with Eval's NaN, which
+	// checkBackends refused because EvalFlushed's value is -0.
+	{"gpu-keeping-subnormals-reports-reference-nan", "RandomOps(184, 7) as of 7fc2fe5, widened with \"1\""},
+}
+
+// TestBackendRegressions runs every graph of backendRegressions through
+// checkBackends. The files must be ir.Encode's own form of the graph they
+// decode to, and the directory holds no file the table does not name.
 func TestBackendRegressions(t *testing.T) {
-	tests := []struct {
-		name string
-		seed uint64
-		size int
-		raw  []byte
-		ops  bool // the graph is irtest.RandomOps', not RandomViews'
-	}{
-		{"overflowing inputs", 1, 8, []byte{6 * 4, 7 * 4}, false},         // ±3e38
-		{"subnormal inputs", 2, 8, []byte{10 * 4, 11 * 4, 12 * 4}, false}, // smallest subnormals, largest subnormal
-		{"signed zeros", 3, 8, []byte{0, 4}, false},
-		// Twice a fuzz worker died (exit status 2; a worker's output is
-		// discarded) on these inputs, a matmul of full(2) by widened
-		// values; neither reproduces outside the fuzzer (nor did 60 runs
-		// in one process). testdata/fuzz/FuzzBackends keeps both.
-		{"worker death on a widened matmul, 13 nodes", 57, 13, []byte("\x04@\x04\x80\x7f\xff\x01"), false},
-		{"worker death on a widened matmul, 2 nodes", 57, 1, []byte("\x04@\x04\x80\x7f\xff\x01"), false},
-		// The gradcheck session saw it once more (exit status 2: strace
-		// shows a Go thread's exit_group(2) with no signal before it, so an
-		// unrecovered panic or fatal error, not a C crash) on this input,
-		// and once a worker that closed its end of the fuzz pipe while
-		// still running; neither reproduces. GPUCC_FUZZ_TRACE's .crash file
-		// now keeps the stack of the next one.
-		{"worker death on RandomOps(13, 16)", 13, 16, []byte("\r?\x80"), true},
-		// sqrt(neg(matmul)) of products below the normal range: lavapipe
-		// keeps subnormals and answers non_finite_output with Eval's NaN,
-		// which checkBackends refused because EvalFlushed's value is -0.
-		{"a GPU that keeps subnormals may report the reference's NaN", 184, 7, []byte("1"), true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := irtest.RandomViews(tt.seed, tt.size)
-			if tt.ops {
-				g = irtest.RandomOps(tt.seed, tt.size)
-			}
-			widen(g, tt.raw)
-			checkBackends(t, g)
+	for _, tt := range backendRegressions {
+		t.Run(tt.file, func(t *testing.T) {
+			checkBackends(t, loadRegression(t, filepath.Join("testdata", "regressions", tt.file+".json")))
 		})
 	}
+	files, err := filepath.Glob(filepath.Join("testdata", "regressions", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, r := range backendRegressions {
+		named[r.file] = true
+	}
+	for _, f := range files {
+		if !named[strings.TrimSuffix(filepath.Base(f), ".json")] {
+			t.Errorf("%s: not in backendRegressions (say why it is there)", f)
+		}
+	}
+}
+
+// loadRegression decodes a regression graph file, which must be in
+// ir.Encode's form, so that it names one graph exactly (input data bits
+// included).
+func loadRegression(t *testing.T, path string) *ir.Graph {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ir.DecodeBytes(raw, ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(ir.Encode(g)), bytes.TrimSpace(raw)) {
+		t.Fatalf("%s is not ir.Encode's form of its graph: rewrite it with ir.Encode", path)
+	}
+	return g
 }
 
 var crashOutput sync.Once
