@@ -10,6 +10,7 @@ package codegen
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/ir"
@@ -241,33 +242,7 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 			a := n.Args[k]
 			return a.Op == ir.XConst || scalar && a.Op == ir.XArg && a.Arg == 1
 		}
-		var e string
-		switch n.Op {
-		case ir.XAdd:
-			e = use(0) + " + " + use(1)
-		case ir.XSub:
-			if constLike(1) {
-				e = use(0) + " - " + use(1)
-			} else {
-				e = use(0) + " - " + l.Keep(use(1))
-			}
-		case ir.XMul:
-			e = l.Keep(use(0) + " * " + use(1))
-		case ir.XGt:
-			e = use(0) + " > " + use(1)
-		case ir.XGe:
-			e = use(0) + " >= " + use(1)
-		case ir.XEq:
-			e = use(0) + " == " + use(1)
-		case ir.XSelect:
-			e = l.Select(use(0), use(1), use(2))
-		case ir.XBits:
-			e = l.FloatBits(use(0))
-		case ir.XFloat:
-			e = l.BitsFloat(use(0))
-		default:
-			e = use(0) + uintOps[n.Op] + use(1)
-		}
+		e := render(n.Op)(l, use, constLike)
 		if n.Type() == ir.XBool { // a comparison: written into the select that reads it
 			names[n] = e
 			continue
@@ -285,8 +260,76 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 	return lines
 }
 
-var uintOps = map[ir.XOp]string{ir.XUAdd: " + ", ir.XUSub: " - ", ir.XAnd: " & ", ir.XOr: " | ",
-	ir.XXor: " ^ ", ir.XShl: " << ", ir.XShr: " >> ", ir.XULt: " < ", ir.XUEq: " == "}
+// A prim renders one expression primitive that is not a leaf: use(k) is
+// its operand k, rendered, and constLike(k) reports that operand k is a
+// constant (a subtrahend that needs no Lang.Keep).
+type prim func(l Lang, use func(k int) string, constLike func(k int) bool) string
+
+// prims is the rendering table of the expression primitives, indexed by
+// ir.XOp: every C-like target writes them alike, and what differs between
+// targets (selects, bitcasts, Keep) the table asks of the target's Lang.
+// Leaves (leafXOps) are written in place by expr. init panics on a
+// primitive with no row, so a new ir.XOp cannot render as nothing (two
+// operands pasted together, "v1v2"); TestPrimsComplete renders every row
+// through every target's Lang.
+var prims = [ir.NumXOps]prim{
+	ir.XAdd: infix(" + "),
+	ir.XSub: func(l Lang, use func(int) string, constLike func(int) bool) string {
+		if constLike(1) {
+			return use(0) + " - " + use(1)
+		}
+		return use(0) + " - " + l.Keep(use(1))
+	},
+	ir.XMul:    func(l Lang, use func(int) string, _ func(int) bool) string { return l.Keep(use(0) + " * " + use(1)) },
+	ir.XGt:     infix(" > "),
+	ir.XGe:     infix(" >= "),
+	ir.XEq:     infix(" == "),
+	ir.XSelect: func(l Lang, use func(int) string, _ func(int) bool) string { return l.Select(use(0), use(1), use(2)) },
+	ir.XBits:   func(l Lang, use func(int) string, _ func(int) bool) string { return l.FloatBits(use(0)) },
+	ir.XFloat:  func(l Lang, use func(int) string, _ func(int) bool) string { return l.BitsFloat(use(0)) },
+	ir.XUAdd:   infix(" + "),
+	ir.XUSub:   infix(" - "),
+	ir.XAnd:    infix(" & "),
+	ir.XOr:     infix(" | "),
+	ir.XXor:    infix(" ^ "),
+	ir.XShl:    infix(" << "),
+	ir.XShr:    infix(" >> "),
+	ir.XULt:    infix(" < "),
+	ir.XUEq:    infix(" == "),
+}
+
+// leafXOps are the primitives expr writes in place, with no row in prims.
+var leafXOps = []ir.XOp{ir.XArg, ir.XConst, ir.XUConst}
+
+// infix renders a op b.
+func infix(op string) prim {
+	return func(_ Lang, use func(int) string, _ func(int) bool) string { return use(0) + op + use(1) }
+}
+
+func init() {
+	if err := checkPrims(&prims); err != nil {
+		panic(err)
+	}
+}
+
+// checkPrims returns an error naming the first primitive, leaves aside,
+// that table has no row for.
+func checkPrims(table *[ir.NumXOps]prim) error {
+	for op := range ir.NumXOps {
+		if table[op] == nil && !slices.Contains(leafXOps, op) {
+			return fmt.Errorf("codegen: BUG: expression primitive %v has no rendering row in prims", op)
+		}
+	}
+	return nil
+}
+
+// render returns op's row of prims.
+func render(op ir.XOp) prim {
+	if op >= ir.NumXOps || prims[op] == nil {
+		panic(fmt.Sprintf("codegen: BUG: expression primitive %v has no rendering row in prims", op))
+	}
+	return prims[op]
+}
 
 // Offset renders the buffer element that operand op reads at the
 // multi-index idx (one index expression per dimension of op.Shape):

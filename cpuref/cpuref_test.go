@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -45,17 +46,30 @@ func TestSumTree(t *testing.T) {
 	}
 }
 
-func TestSumFullMatchesSum(t *testing.T) {
-	for _, v := range []float32{0.1, -3, negZero, 1e30, 16777216} {
-		for n := 1; n <= 300; n++ {
-			x := make([]float32, n)
-			for i := range x {
-				x[i] = v
-			}
-			if got, want := SumFull(v, n), Sum(x); math.Float32bits(got) != math.Float32bits(want) {
-				t.Fatalf("SumFull(%v, %d) = %v, Sum = %v", v, n, got, want)
+// TestReduceFullMatchesReduce: for every reduction of the op table, the
+// folder's tree over n copies is the reference tree over n leaves.
+func TestReduceFullMatchesReduce(t *testing.T) {
+	reductions := 0
+	for _, op := range ir.Ops() {
+		if !op.IsReduction() {
+			continue
+		}
+		reductions++
+		for _, v := range []float32{0.1, -3, negZero, 0, 1e30, 3e38, -3e38, 16777216, 1e-45} {
+			for n := 1; n <= 300; n++ {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = v
+				}
+				got, want := ReduceFull(op, v, n), Reduce(op, x, ir.Shape{n}, ir.Shape{})[0]
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("ReduceFull(%v, %v, %d) = %v, Reduce = %v", op, v, n, got, want)
+				}
 			}
 		}
+	}
+	if reductions < 2 {
+		t.Errorf("%d reductions in the op table, want sum and max at least", reductions)
 	}
 }
 
@@ -174,5 +188,26 @@ func TestEvalFlushedLife(t *testing.T) {
 	}
 	if got := EvalFlushed(g)[1]; got[1] != 0 || got[9] != 0 {
 		t.Errorf("EvalFlushed: cells (0,1), (2,1) = %v, %v, want 0, 0 (the subnormal neighbour flushed)", got[1], got[9])
+	}
+}
+
+// TestTreeShortcut: tree's in-place path for a combine that is one add
+// gives the bits of treeX, the expression's path, in both arithmetics,
+// and only sum's combine takes it.
+func TestTreeShortcut(t *testing.T) {
+	if !isAdd(ir.OpAdd.Info().Expr) || isAdd(ir.OpMaximum.Info().Expr) || isAdd(ir.OpSub.Info().Expr) {
+		t.Fatal("isAdd: want add only")
+	}
+	special := []float32{negZero, 0, 1e-45, -1e-45, 1.1754942e-38, 3e38, -3e38, 1, 16777216, 0.1}
+	for _, ar := range []arith{exact, {flush: true}} {
+		for p := 1; p <= 1<<10; p *= 2 {
+			leaves := make([]float32, p)
+			for i := range leaves {
+				leaves[i] = special[(i*7+p)%len(special)] * float32(1+i%3)
+			}
+			if got, want := ar.tree(ir.OpSum, leaves), ar.treeX(ir.OpSum, leaves); math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("flush %v, %d leaves: tree %v, treeX %v", ar.flush, p, got, want)
+			}
+		}
 	}
 }

@@ -21,11 +21,22 @@
 //	mul(a, b)          ga += mul(g, b), gb += mul(g, a)
 //	add/sub_scalar(a)  ga += g
 //	mul_scalar(a, s)   ga += mul_scalar(g, s)
+//	div(a, b)          ga += div(g, b), gb += neg(div(mul(g, out), b))
+//	maximum(a, b)      ga += mul(g, positive(sub(a, b))), gb += sub(g, that): ties go to b
+//	minimum(a, b)      the same with neg(sub(a, b))
+//	neg(a)             ga += neg(g)
+//	exp(a)             ga += mul(g, out)
+//	log(a)             ga += div(g, a)
+//	tanh(a)            ga += mul(g, add_scalar(neg(mul(out, out)), 1))
+//	sqrt(a)            ga += div(mul_scalar(g, 0.5), out)
+//	rsqrt(a)           ga += mul(g, mul_scalar(div(out, a), -0.5))
 //	relu(a)            ga += mul(g, positive(a))
 //	positive(a)        no gradient (it is piecewise constant)
 //	transpose(a)       ga += transpose(g)
 //	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
-//	sum(a)             ga += broadcast(g) to a's shape
+//	sum(a, axes)       ga += broadcast(g) to a's shape
+//	max(a, axes)       ga += broadcast(div(g, ties)) · mask, mask = 1 where a equals the
+//	                   max, ties = sum(mask) per output: g shared among the tied maxima
 //	broadcast(b) to S  gb += reshape(sum(g) over the broadcast dimensions (keepdims),
 //	                   b's shape)
 //	reshape(a)         ga += reshape(g) to a's shape

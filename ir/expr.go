@@ -49,6 +49,11 @@ const (
 	numXOps
 )
 
+// NumXOps is the number of expression primitives: every XOp is below it.
+// Tables indexed by XOp (a code generator's renderings) have this length
+// and are checked complete against it.
+const NumXOps = numXOps
+
 // XType is the type of an expression's value.
 type XType uint8
 

@@ -70,6 +70,16 @@ type OpInfo struct {
 	// whole tensor) or the argument's shape with 1 at each reduced axis
 	// (see ReduceTarget); on the wire it is written as "axes" and
 	// "keepdims", not "shape".
+	//
+	// A reduction is a row with Kernel KernelSum, Shaped, Shape
+	// reduceShape, Combine, Identity, F64 (Combine's float64 meaning) and a
+	// gradient rule, and nothing more: its reference tree (the contiguous
+	// pairwise tree of Combine over each output's leaves, padded with
+	// Identity to a power of two: cpuref.Reduce), its fold over a uniform
+	// argument (the same tree over n copies: cpuref.ReduceFull), its float64
+	// evaluation (eval64), its kernels and its wire form are derived from
+	// these fields. IsReduction asks Combine; no code names sum or max to
+	// know how to reduce.
 	Combine  Op
 	Identity uint32
 	// ScalarForm is, for a binary elementwise op, its {a, scalar} form;
@@ -460,6 +470,9 @@ func (op Op) String() string {
 
 // IsElementwise reports whether op is elementwise.
 func (op Op) IsElementwise() bool { return op.Info().Elementwise }
+
+// IsReduction reports whether op is a reduction (its row has a Combine).
+func (op Op) IsReduction() bool { return op.Info().Combine != 0 }
 
 // IsView reports whether op only moves values (transpose, broadcast,
 // reshape).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,11 +68,38 @@ func TestOpTableComplete(t *testing.T) {
 		if f := r.ScalarForm; f != 0 && (f.Info().ScalarOf != op || f.Info().Expr != r.Expr) {
 			t.Errorf("%v: scalar form %v is not derived from it", op, f)
 		}
+		if op.IsReduction() != (r.Kernel == ir.KernelSum) {
+			t.Errorf("%v: has a Combine = %v but kernel kind %v", op, op.IsReduction(), r.Kernel)
+		}
+		if op.IsReduction() {
+			checkReductionRow(t, op)
+		}
 		if r.Args > 0 && !r.Elementwise && !r.View && r.Kernel == ir.KernelElementwise {
 			t.Errorf("%v: neither elementwise nor a view, but names no kernel kind", op)
 		}
 		if !used[op] {
 			t.Errorf("%v: no graph of irtest.Suite uses it", op)
+		}
+	}
+}
+
+// checkReductionRow checks what a reduction's row must say for its tree to
+// be derived from it (see ir.OpInfo.Combine): one argument and a target
+// shape, a binary elementwise Combine, and an Identity that Combine leaves
+// every value unchanged by, on either side, bit for bit.
+func checkReductionRow(t *testing.T, op ir.Op) {
+	t.Helper()
+	r, c := op.Info(), op.Info().Combine.Info()
+	if r.Args != 1 || !r.Shaped || c.Args != 2 || !c.Elementwise || c.Scalar {
+		t.Errorf("%v: want one argument, a target shape and a binary elementwise Combine, got %d, %v, %v", op, r.Args, r.Shaped, r.Combine)
+		return
+	}
+	id := math.Float32frombits(r.Identity)
+	for _, x := range append(irtest.Extremes(1, 256), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))) {
+		for _, got := range []float32{cpuref.Binary(r.Combine, x, id), cpuref.Binary(r.Combine, id, x)} {
+			if math.Float32bits(got) != math.Float32bits(x) {
+				t.Errorf("%v: %v(%v, identity %#08x) = %v, want %v", op, r.Combine, x, r.Identity, got, x)
+			}
 		}
 	}
 }
@@ -108,6 +136,103 @@ func TestSchemaListsEveryOp(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("schema op names (-table +schema):\n%s", diff)
 	}
+}
+
+// TestSchemaOpClasses: each rule of the schema's node allOf names its ops
+// by a list (the ops that take axes, that take b or scalar, …); each list
+// is exactly the class of the op table that the rule is about, so a new
+// row cannot leave the schema refusing or mis-describing it.
+func TestSchemaOpClasses(t *testing.T) {
+	raw, err := os.ReadFile("../docs/schema/graph-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			Node struct {
+				AllOf []struct {
+					If struct {
+						Not        *opCondition `json:"not"`
+						Properties struct {
+							Op opList `json:"op"`
+						} `json:"properties"`
+					} `json:"if"`
+				} `json:"allOf"`
+			} `json:"node"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	wires := func(keep func(ir.Op, ir.OpInfo) bool) []string {
+		var out []string
+		for _, op := range ir.Ops() {
+			if r := op.Info(); r.ScalarOf == 0 && keep(op, r) {
+				out = append(out, r.Wire)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	classes := map[string][]string{
+		"reductions (axes, keepdims)":  wires(func(op ir.Op, _ ir.OpInfo) bool { return op.IsReduction() }),
+		"input":                        {"input"},
+		"full":                         {"full"},
+		"binary with a scalar form":    wires(func(_ ir.Op, r ir.OpInfo) bool { return r.ScalarForm != 0 }),
+		"unary":                        wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 1 && !r.Shaped }),
+		"binary without a scalar form": wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 2 && r.ScalarForm == 0 }),
+		"views to a target shape":      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.View && r.Shaped }),
+	}
+	var got, want [][]string
+	for _, rule := range doc.Defs.Node.AllOf {
+		l := rule.If.Properties.Op
+		if rule.If.Not != nil {
+			l = rule.If.Not.Properties.Op
+		}
+		got = append(got, l.names())
+	}
+	for _, c := range classes {
+		want = append(want, c)
+	}
+	order := func(a, b []string) int { return slices.Compare(a, b) }
+	slices.SortFunc(got, order)
+	// The reductions' list appears twice: the rule that refuses axes on
+	// other ops, and the rule of the reductions' own fields.
+	want = append(want, classes["reductions (axes, keepdims)"])
+	slices.SortFunc(want, order)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the schema's op lists (-op table classes +schema):\n%s", diff)
+	}
+	var all []string
+	for _, c := range classes {
+		all = append(all, c...)
+	}
+	slices.Sort(all)
+	if diff := cmp.Diff(wires(func(ir.Op, ir.OpInfo) bool { return true }), slices.Compact(all)); diff != "" {
+		t.Errorf("ops that no class of the schema's rules covers (-table +classes):\n%s", diff)
+	}
+}
+
+// opCondition is a schema "if" on the op property.
+type opCondition struct {
+	Properties struct {
+		Op opList `json:"op"`
+	} `json:"properties"`
+}
+
+// opList is {"const": op} or {"enum": [ops]}.
+type opList struct {
+	Const string   `json:"const"`
+	Enum  []string `json:"enum"`
+}
+
+func (l opList) names() []string {
+	out := slices.Clone(l.Enum)
+	if l.Const != "" {
+		out = append(out, l.Const)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ulps is |got - want| in units of the float32 ULP at want (2⁻¹⁴⁹ in the

@@ -399,7 +399,7 @@ func validateKernelShape(p *Program, k *Kernel) string {
 				return fmt.Sprintf("%s value v%d loads %v, want %d elements", space, j, k.Inputs[in.Operand].Shape, n)
 			}
 		}
-		if k.Reduce.Info().Combine == 0 {
+		if !k.Reduce.IsReduction() {
 			return fmt.Sprintf("reduces by %v, which is not a reduction", k.Reduce)
 		}
 		if _, err := reduceShape(-1, k.Reduce, []Shape{k.Shape}, k.Keep); err != nil {

@@ -177,7 +177,7 @@ func (b *builder) cost(members []ir.NodeID) int {
 			if b.stored(m, members) {
 				n++
 			}
-		} else if b.g.Nodes[m].Op.Info().Combine != 0 || b.g.Nodes[m].Op == ir.OpLife {
+		} else if b.g.Nodes[m].Op.IsReduction() || b.g.Nodes[m].Op == ir.OpLife {
 			n++
 		}
 	}
@@ -224,7 +224,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 	}
 	members := u.nodes
 	epilogue := func(m ir.NodeID) bool { // a reduction unit's members after its root
-		return u.kind == ir.KernelSum && !b.prologue[m] && b.g.Nodes[m].Op.Info().Combine == 0
+		return u.kind == ir.KernelSum && !b.prologue[m] && !b.g.Nodes[m].Op.IsReduction()
 	}
 	if u.kind == ir.KernelSum {
 		// The prologue, the reduction, then the epilogue (whose members may
@@ -252,14 +252,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 	for _, m := range members {
 		n := &b.g.Nodes[m]
 		k.Nodes = append(k.Nodes, b.st.Origin[m])
-		switch n.Op {
-		case ir.OpMatmul:
-			a := b.g.Nodes[n.Args[0]].Shape
-			k.M, k.K, k.N = a[0], a[1], n.Shape[1]
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
-			k.Shape = n.Shape
-			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpSum, ir.OpMax:
+		if n.Op.IsReduction() {
 			k.Shape, k.Reduce = b.g.Nodes[n.Args[0]].Shape, n.Op
 			if n.Shape.Len() > 1 { // else one output: the whole-tensor reduction
 				k.Keep = n.Shape
@@ -273,6 +266,14 @@ func (b *builder) kernel(u unit) ir.Kernel {
 				clear(consts)
 			}
 			continue
+		}
+		switch n.Op {
+		case ir.OpMatmul:
+			a := b.g.Nodes[n.Args[0]].Shape
+			k.M, k.K, k.N = a[0], a[1], n.Shape[1]
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Shape = n.Shape
+			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
 			k.Shape = n.Shape
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))

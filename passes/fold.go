@@ -53,16 +53,15 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) float32 {
 		}
 		return cpuref.EvalX(x, vals[0], b, false)
 	}
+	if n.Op.IsReduction() { // each output reduces the same count of copies
+		return cpuref.ReduceFull(n.Op, vals[0], g.Nodes[n.Args[0]].Shape.Len()/n.Shape.Len())
+	}
 	switch n.Op {
 	case ir.OpTranspose, ir.OpBroadcast, ir.OpReshape:
 		return vals[0]
 	case ir.OpMatmul:
 		k := g.Nodes[n.Args[0]].Shape[1]
 		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0]
-	case ir.OpSum: // each output sums the same count of copies
-		return cpuref.SumFull(vals[0], g.Nodes[n.Args[0]].Shape.Len()/n.Shape.Len())
-	case ir.OpMax: // maximum(v, v) = v
-		return vals[0]
 	case ir.OpLife:
 		// In a uniform torus every cell sees 0 or 8 live neighbours whatever
 		// the grid's size, so a 3×3 grid has the same answer.

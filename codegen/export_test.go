@@ -1,0 +1,9 @@
+package codegen
+
+// Exported for codegen_test, which imports the targets' Langs (an
+// internal test cannot: they import codegen).
+var (
+	Expr       = expr
+	CheckPrims = checkPrims
+	Prims      = &prims
+)
