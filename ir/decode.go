@@ -37,7 +37,8 @@ type wireOutput struct {
 // fields mean the defaults). Decoding is strict: keys must match exactly
 // (no case folding), a repeated key, an unknown field, a wrong type,
 // trailing data, a non-finite number and a value that overflows float32
-// are refused.
+// are refused (invalid_graph); r failing to read (a directory, a device)
+// is an io error.
 //
 // Protocol v1 as gpucc reads it also has the training extension: an input
 // may carry "name" (unique among inputs) and "param": true (a named
@@ -79,8 +80,8 @@ func Decode(r io.Reader, limits Limits) (*Graph, error) {
 	if cr.left <= 0 { // read past the limit: report that, not where the JSON broke
 		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
 	}
-	if cr.err != nil {
-		return nil, Errorf(CodeInvalidGraph, -1, "", "reading graph: %v", cr.err)
+	if cr.err != nil { // the reader failed (a directory, a device), not the document
+		return nil, Errorf(CodeIO, -1, "", "reading graph: %v", cr.err)
 	}
 	if err != nil {
 		return nil, err
@@ -159,15 +160,15 @@ func (r reader) delim(node int, field string, want jsontext.Kind) *Error {
 
 // wrongKind explains that a value of kind got stands where want belongs.
 func (r reader) wrongKind(node int, field string, got, want jsontext.Kind) *Error {
-	if got == 0 { // broken JSON or the end: let the decoder say which
+	names := map[jsontext.Kind]string{'{': "an object", '}': "the end of an object", '[': "an array", ']': "the end of an array",
+		'"': "a string", '0': "a number", 'n': "null", 't': "a boolean", 'f': "a boolean"}
+	if _, ok := names[got]; !ok { // broken JSON (a byte no value starts with) or the end: let the decoder say which
 		_, err := r.dec.ReadToken()
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
 		return jsonError(err)
 	}
-	names := map[jsontext.Kind]string{'{': "an object", '}': "the end of an object", '[': "an array", ']': "the end of an array",
-		'"': "a string", '0': "a number", 'n': "null", 't': "a boolean", 'f': "a boolean"}
 	return Errorf(CodeInvalidGraph, node, field, "expected %s, got %s", names[want], names[got])
 }
 

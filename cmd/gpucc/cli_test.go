@@ -159,6 +159,8 @@ func TestErrorClasses(t *testing.T) {
 	}{
 		{"missing graph", []string{"run", filepath.Join(workDir, "missing.json")}, "io"},
 		{"missing graph, train", []string{"train", "--steps", "1", "--lr", "1", filepath.Join(workDir, "missing.json")}, "io"},
+		{"a directory as the graph", []string{"run", "--backend", "cpu", t.TempDir()}, "io"},
+		{"a directory as the graph, build", []string{"build", t.TempDir(), "-o", t.TempDir()}, "io"},
 		{"build into an unwritable directory", []string{"build", seed, "-o", unwritable}, "io"},
 		{"bench into an unwritable directory", []string{"bench", "--quick", "--backends", "cpu", "--budget", "1ms", "-o", unwritable}, "io"},
 		{"bench --compare a missing file", []string{"bench", "--compare", filepath.Join(workDir, "missing.json")}, "io"},
@@ -188,6 +190,20 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("a graph-wide limit: error %v; want field nodes and no node", e)
 		}
 	})
+}
+
+// TestBinaryGraph: bytes that are not JSON at all (a device such as
+// /dev/urandom, a binary file) are invalid_graph with a message that says
+// what is wrong where, never a sentence with its noun missing.
+func TestBinaryGraph(t *testing.T) {
+	for _, doc := range []string{"\x00\x01", "X\xff\xfe{", "\xa7\x13garbage"} {
+		out, v, code := gpucc(t, doc, "run", "--backend", "cpu", "-")
+		e, _ := v["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code != 1 || errorCode(v) != "invalid_graph" || strings.HasSuffix(strings.TrimSpace(msg), "got") || !strings.Contains(msg, "byte 0") {
+			t.Errorf("%q: exit %d, %s; want invalid_graph naming byte 0", doc, code, out)
+		}
+	}
 }
 
 // TestFlagNames: messages name the flag the caller can pass, not a Go
