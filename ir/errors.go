@@ -22,6 +22,7 @@ const (
 	CodeIO                 Code = "io"                  // a file or socket operation failed: a missing file, an unwritable directory, a busy port
 	CodeInvalidInput       Code = "invalid_input"       // a run's inputs do not match the graph (name, shape, non-finite data)
 	CodeInvalidTensor      Code = "invalid_tensor"      // a device tensor used after Release or Close, or on another runtime
+	CodeUnsupported        Code = "unsupported"         // a valid imported model (ONNX) uses an op, attribute or type gpucc cannot run exactly
 	// The host's codes (package host and gpucc serve's execute API).
 	CodeNotGranted Code = "not_granted" // the client was not granted execution
 	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
@@ -50,6 +51,7 @@ var (
 	ErrTimeout            error = CodeTimeout
 	ErrInvalidInput       error = CodeInvalidInput
 	ErrInvalidTensor      error = CodeInvalidTensor
+	ErrUnsupported        error = CodeUnsupported
 )
 
 // Error is a graph or runtime error with a stable Code and enough context to

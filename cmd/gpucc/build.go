@@ -103,6 +103,7 @@ func buildCmd(args []string) int {
 	targetList := fs.String("targets", "", "kernel targets to write, comma-separated: "+strings.Join(Targets, ", ")+" (default: all; wasm only when clang is present)")
 	profileName := fs.String("profile", passes.DefaultProfile, "device-limit profile to compile for: "+strings.Join(passes.ProfileNames(), ", "))
 	limits := limitFlags(fs)
+	inputShapeFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}

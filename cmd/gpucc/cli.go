@@ -266,7 +266,8 @@ func (b bounded[T]) Set(s string) error {
 	return nil
 }
 
-// readGraph decodes and validates the graph at path ("-" is stdin). A file
+// readGraph decodes and validates the graph at path ("-" is stdin): protocol
+// v1 JSON, or an ONNX model when path ends in .onnx (import.go). A file
 // that cannot be read is an io error, not an invalid graph.
 func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 	var r io.Reader = os.Stdin
@@ -277,6 +278,9 @@ func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 		}
 		defer f.Close()
 		r = f
+		if isONNX(path) {
+			return loadONNX(r, limits)
+		}
 	}
 	return ir.Decode(r, limits)
 }

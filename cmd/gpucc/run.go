@@ -38,6 +38,7 @@ func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (lib.Opti
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits = limitFlags(fs)
+	inputShapeFlags(fs)
 	verboseFlag(fs)
 	return limits, func() (lib.Options, error) {
 		c, err := openCache(*cacheDir)

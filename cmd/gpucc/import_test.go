@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// mlpONNX is testdata/mlp.onnx (written by onnx/testdata/mlp.py): an MLP
+// whose input x is [N,3] with N dynamic, and whose output is "probs".
+func mlpONNX(t *testing.T) string {
+	p, err := filepath.Abs(filepath.Join("testdata", "mlp.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestImport imports the MLP, then runs the graph written and the .onnx
+// file itself: both give the model's output under its ONNX name.
+func TestImport(t *testing.T) {
+	model := mlpONNX(t)
+	out := filepath.Join(t.TempDir(), "mlp.json")
+	_, v, code := gpucc(t, "", "import", model, "-o", out, "--input-shape", "x=2,3")
+	if code != 0 {
+		t.Fatalf("import: exit %d: %v", code, v)
+	}
+	want := map[string]any{"graph": out, "nodes": v["nodes"], "inputs": []any{map[string]any{"name": "x", "shape": []any{2.0, 3.0}}}, "outputs": []any{"probs"}}
+	if diff := cmp.Diff(want, v); diff != "" {
+		t.Errorf("import result (-want +got):\n%s", diff)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ir.DecodeBytes(raw, ir.Limits{}); err != nil {
+		t.Fatalf("the graph written does not decode: %v", err)
+	}
+	_, fromJSON, code := gpucc(t, "", "run", "--backend", "cpu", out)
+	if code != 0 {
+		t.Fatalf("run graph.json: exit %d: %v", code, fromJSON)
+	}
+	_, fromONNX, code := gpucc(t, "", "run", "--backend", "cpu", "--input-shape", "x=2,3", model)
+	if code != 0 {
+		t.Fatalf("run model.onnx: exit %d: %v", code, fromONNX)
+	}
+	if diff := cmp.Diff(fromJSON["outputs"], fromONNX["outputs"]); diff != "" {
+		t.Errorf("run of the .onnx differs from run of its import (-json +onnx):\n%s", diff)
+	}
+	if _, ok := fromONNX["outputs"].(map[string]any)["probs"]; !ok {
+		t.Errorf("outputs %v lack the model's output name probs", fromONNX["outputs"])
+	}
+}
+
+func TestImportErrors(t *testing.T) {
+	model := mlpONNX(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.onnx")
+	if err := os.WriteFile(bad, []byte("\x0a\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		exit int
+		code string
+	}{
+		{"dynamic dimension unbound", []string{"import", model, "-o", filepath.Join(dir, "g.json")}, 1, "invalid_input"},
+		{"malformed model", []string{"run", "--backend", "cpu", bad}, 1, "invalid_graph"},
+		{"missing model", []string{"import", filepath.Join(dir, "none.onnx"), "-o", filepath.Join(dir, "g.json")}, 1, "io"},
+		{"bad input shape", []string{"import", model, "-o", filepath.Join(dir, "g.json"), "--input-shape", "x=2,-3"}, 2, "usage"},
+		{"no -o", []string{"import", model}, 2, "usage"},
+		{"shape of no input", []string{"build", model, "-o", dir, "--input-shape", "y=1"}, 1, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, v, code := gpucc(t, "", tt.args...)
+			if code != tt.exit || errorCode(v) != tt.code {
+				t.Errorf("gpucc %v: exit %d, %v; want exit %d, code %s", tt.args, code, v, tt.exit, tt.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+// Package onnx imports ONNX models as gpucc graphs.
+//
+// Load reads a serialized ModelProto with google.golang.org/protobuf's
+// protowire against onnx.proto's field numbers (the schema is not copied
+// here; wire.go reads the fields it needs). Decoding is bounded like
+// ir.Decode: the model's bytes by Limits.MaxGraphBytes, its nodes and
+// initializers by MaxNodes, every tensor by MaxElements and all tensors
+// together by MaxStorageBytes, each checked before anything of that size
+// is allocated; a model over them is refused with limit_exceeded.
+// External data files are refused: gpucc reads the one file.
+//
+// gpucc computes in float32 and its shapes are static. So, at import:
+//   - every integer and bool value (shapes, indices, masks) is a constant,
+//     and the ops on it fold: Shape, Gather, Concat, Cast, Range,
+//     ConstantOfShape, Unsqueeze, Squeeze, Slice, comparisons, Where, …;
+//   - a dynamic dimension of a graph input is bound by Options.InputShapes;
+//     an integer or bool graph input can be fixed by Options.Constants;
+//   - float32 ops map onto table ops and the Builder's composites (Gemm
+//     and MatMul onto matmul, Softmax, LogSoftmax, LayerNormalization and
+//     the reductions onto the composites), each written as the float32
+//     operations of ONNX's reference, in its order (ops.go).
+//
+// What gpucc cannot run exactly (an op, attribute, element type, a
+// run-time gather, a batched matmul, …) is refused with ir.CodeUnsupported
+// and a message naming the op, the node and the opset; it is never
+// approximated. Supported lists the ops, and testdata/node_tests.txt what
+// the ONNX backend node tests give (TestNodeTests regenerates them with
+// Debian's python3-onnx and runs them on every backend).
+package onnx

@@ -1,0 +1,544 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Options configure Load.
+type Options struct {
+	// Limits bound the model and the graph it becomes (zero fields mean
+	// the defaults): the model's bytes (MaxGraphBytes), its nodes and
+	// initializers (MaxNodes each), every tensor's elements (MaxElements)
+	// and the summed tensors at 4 bytes an element (MaxStorageBytes), each
+	// checked before anything of that size is allocated.
+	Limits ir.Limits
+	// InputShapes gives the shape of graph inputs by name. A dynamic
+	// dimension (a dim_param, or no dimension at all) must be bound here;
+	// a static one must match. Shapes are static after import.
+	InputShapes map[string][]int
+	// Constants fixes graph inputs to values at import, so that what is
+	// computed from them folds: an int64 index tensor, a bool mask, a
+	// shape. A constant input is not an input of the imported graph.
+	Constants map[string]*Tensor
+}
+
+// ir.CodeUnsupported marks a valid model that gpucc cannot run exactly.
+
+// Load reads one ONNX model (a serialized ModelProto) and returns it as a
+// validated gpucc graph.
+//
+// The graph keeps the model's names: each graph input that is not an
+// initializer becomes a named input (zero-filled: the caller binds data by
+// name), and each graph output an output of the same name. Initializers
+// and Constant nodes become data embedded in the graph. Values that are
+// known at import (shapes, indices, masks: every integer and bool value)
+// are folded there; only float32 values are computed at run time.
+//
+// An op, attribute or element type that gpucc cannot run is refused with
+// ir.CodeUnsupported, naming the op, the node and the opset; a malformed
+// model is ir.CodeInvalidGraph and one over the limits
+// ir.CodeLimitExceeded. Nothing is approximated: each op maps onto table
+// ops and composites whose float32 operations its doc (ops.go) states.
+func Load(r io.Reader, opts Options) (*ir.Graph, error) {
+	l := opts.Limits.WithDefaults()
+	raw, err := readAll(r, l.MaxGraphBytes)
+	if err != nil {
+		return nil, err
+	}
+	bud := newBudget(l, len(raw))
+	m, perr := decodeModel(raw, bud)
+	if perr != nil {
+		return nil, perr
+	}
+	g, ierr := importModel(m, opts, l)
+	if ierr != nil {
+		return nil, ierr
+	}
+	return g, nil
+}
+
+// value is what an ONNX name holds during import: a constant (folded) or
+// a float32 tensor computed at run time. A constant used by a run-time op
+// is materialised once (mat).
+type value struct {
+	c   *Tensor
+	rt  ir.Tensor
+	set bool // rt is valid
+}
+
+type importer struct {
+	b       *ir.Builder
+	l       ir.Limits
+	opset   int64
+	vals    map[string]*value
+	storage int64 // constants' bytes, 4 per element
+	// The node being imported, for errors.
+	n   *nodeProto
+	idx int
+	// failed is the ONNX node at which the builder first failed, or -1.
+	failed int
+}
+
+func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
+	if m.graph == nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
+	}
+	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1}
+	for _, o := range m.opsets {
+		if o.domain == "" || o.domain == "ai.onnx" {
+			c.opset = o.version
+		}
+	}
+	if c.opset == 0 {
+		if len(m.opsets) == 0 && m.irVersion >= 3 {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.opset_import", "the model imports no opset")
+		}
+		c.opset = 1
+	}
+	if m.training {
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, "model.training_info", "the model carries training information (TrainingInfoProto); gpucc imports inference graphs")
+	}
+	g := m.graph
+	if g.sparse > 0 {
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, "graph.sparse_initializer", "the graph has %d sparse initializers", g.sparse)
+	}
+	for k := range g.inits {
+		t, err := convertTensor(&g.inits[k], l, &c.storage, fmt.Sprintf("graph.initializer[%d]", k))
+		if err != nil {
+			return nil, err
+		}
+		if t.Name == "" {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, fmt.Sprintf("graph.initializer[%d]", k), "an initializer has no name")
+		}
+		c.vals[t.Name] = &value{c: t}
+	}
+	if err := c.inputs(g, opts); err != nil {
+		return nil, err
+	}
+	for i := range g.nodes {
+		c.n, c.idx = &g.nodes[i], i
+		if err := c.node(g, i); err != nil {
+			return nil, err
+		}
+	}
+	c.n = nil
+	if err := c.outputs(g); err != nil {
+		return nil, err
+	}
+	graph, err := c.b.Build(l)
+	if err != nil {
+		var ie *ir.Error
+		if c.failed >= 0 && errors.As(err, &ie) {
+			n := &g.nodes[c.failed]
+			return nil, ir.Errorf(ie.Code, -1, fmt.Sprintf("graph.node[%d]", c.failed), "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, ie.Msg)
+		}
+		if errors.As(err, &ie) {
+			return nil, ie
+		}
+		return nil, ir.Errorf(ir.CodeInternal, -1, "", "%v", err)
+	}
+	return graph, nil
+}
+
+// inputs binds each graph input that is not an initializer: a constant
+// from opts.Constants, or a named float32 input of the static shape the
+// model and opts.InputShapes give.
+func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
+	for k, in := range g.inputs {
+		field := fmt.Sprintf("graph.input[%d]", k)
+		if _, ok := c.vals[in.name]; ok {
+			continue // an initializer (IR version < 4 lists them as inputs too)
+		}
+		if in.name == "" {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, field, "a graph input has no name")
+		}
+		if t, ok := opts.Constants[in.name]; ok {
+			if t == nil || len(t.Shape) > ir.MaxRank || t.count() != t.Len() {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s is malformed", ir.Quote(in.name))
+			}
+			if dt := DataType(in.elemType); in.hasType && in.nonTensor == "" && !dt.isInt() && dt != Float32 && dt != Float64 {
+				return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v", ir.Quote(in.name), dt)
+			}
+			if in.hasType && in.nonTensor == "" && DataType(in.elemType) != t.Type {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has element type %v in the model; the constant given is %v", ir.Quote(in.name), DataType(in.elemType), t.Type)
+			}
+			if in.hasShape && !slices.Equal(t.Shape, staticDims(in.dims)) {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has shape %v in the model; the constant given has shape %v", ir.Quote(in.name), staticDims(in.dims), t.Shape)
+			}
+			if c.storage = ir.SatAdd(c.storage, ir.SatMul(4, int64(t.Len()))); c.storage > c.l.MaxStorageBytes {
+				return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the constants reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
+			}
+			c.vals[in.name] = &value{c: t}
+			continue
+		}
+		if in.nonTensor != "" {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s is a %s; gpucc reads tensors", ir.Quote(in.name), in.nonTensor)
+		}
+		if dt := DataType(in.elemType); dt != Float32 {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc computes in float32 (an integer or bool input can be fixed at import with Options.Constants)", ir.Quote(in.name), dt)
+		}
+		shape, err := c.inputShape(in, opts.InputShapes, field)
+		if err != nil {
+			return err
+		}
+		n := shape.Elements(c.l.MaxElements)
+		if n < 0 {
+			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
+		}
+		if c.storage = ir.SatAdd(c.storage, 4*n); c.storage > c.l.MaxStorageBytes {
+			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
+		}
+		if len(in.name) > 256 {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input name %s is longer than gpucc's 256 bytes", ir.Quote(in.name))
+		}
+		c.vals[in.name] = &value{rt: c.b.NamedInput(in.name, shape, make([]float32, n)), set: true}
+	}
+	for name := range opts.InputShapes {
+		if !slices.ContainsFunc(g.inputs, func(v valueInfo) bool { return v.name == name }) {
+			return ir.Errorf(ir.CodeInvalidInput, -1, "input_shapes", "the model has no input named %s", ir.Quote(name))
+		}
+	}
+	for name := range opts.Constants {
+		if !slices.ContainsFunc(g.inputs, func(v valueInfo) bool { return v.name == name }) {
+			return ir.Errorf(ir.CodeInvalidInput, -1, "constants", "the model has no input named %s", ir.Quote(name))
+		}
+	}
+	return nil
+}
+
+// staticDims returns dims with each dynamic one as -1 (which matches no
+// constant's dimension: a constant input of a dynamic shape is refused).
+func staticDims(dims []dimProto) []int {
+	s := make([]int, len(dims))
+	for k, d := range dims {
+		s[k] = -1
+		if d.set && d.param == "" {
+			s[k] = int(d.value)
+		}
+	}
+	return s
+}
+
+// inputShape is in's shape: the model's dimensions, each dynamic one bound
+// by the caller's shape, which must agree with the static ones.
+func (c *importer) inputShape(in valueInfo, given map[string][]int, field string) (ir.Shape, *ir.Error) {
+	want, ok := given[in.name]
+	if !in.hasShape && !ok {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has no shape in the model; give one (--input-shape %s=D0,D1,…)", ir.Quote(in.name), in.name)
+	}
+	if ok && in.hasShape && len(want) != len(in.dims) {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has rank %d in the model, the given shape %v has rank %d", ir.Quote(in.name), len(in.dims), want, len(want))
+	}
+	if ok {
+		for k, d := range want {
+			if d < 1 {
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "the shape given for input %s has dimension %d of %d", ir.Quote(in.name), k, d)
+			}
+			if in.hasShape && in.dims[k].set && in.dims[k].param == "" && in.dims[k].value != int64(d) {
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has dimension %d of %d in the model, the given shape says %d", ir.Quote(in.name), k, in.dims[k].value, d)
+			}
+		}
+		if len(want) > ir.MaxRank {
+			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has rank %d, over the maximum rank %d", ir.Quote(in.name), len(want), ir.MaxRank)
+		}
+		return append(ir.Shape{}, want...), nil
+	}
+	if len(in.dims) > ir.MaxRank {
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has rank %d, over the maximum rank %d", ir.Quote(in.name), len(in.dims), ir.MaxRank)
+	}
+	s := make(ir.Shape, len(in.dims))
+	for k, d := range in.dims {
+		switch {
+		case !d.set || d.param != "":
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "dimension %d of input %s is dynamic (%s); bind it with a shape (--input-shape %s=D0,D1,…)", k, ir.Quote(in.name), ir.Quote(d.param), in.name)
+		case d.value < 1:
+			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has dimension %d of %d; gpucc's tensors are not empty", ir.Quote(in.name), k, d.value)
+		case d.value > c.l.MaxElements:
+			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, field, "input %s has dimension %d of %d, over the limit of %d elements", ir.Quote(in.name), k, d.value, c.l.MaxElements)
+		}
+		s[k] = int(d.value)
+	}
+	return s, nil
+}
+
+// node imports one node: its rule computes its outputs from its inputs.
+func (c *importer) node(g *graphProto, i int) *ir.Error {
+	n := c.n
+	if n.domain != "" && n.domain != "ai.onnx" {
+		return c.refuse("the domain %s is not supported (gpucc imports the default ONNX domain)", ir.Quote(n.domain))
+	}
+	rule, ok := rules[n.opType]
+	if !ok {
+		return c.refuse("the op is not supported")
+	}
+	for _, a := range n.attrs {
+		if a.ref != "" {
+			return c.refuse("attribute %s refers to a function attribute", ir.Quote(a.name))
+		}
+		if a.other != "" {
+			return c.refuse("attribute %s is a %s", ir.Quote(a.name), a.other)
+		}
+		if !slices.Contains(rule.attrs, a.name) {
+			return c.refuse("attribute %s is not supported", ir.Quote(a.name))
+		}
+	}
+	if c.opset < rule.since {
+		return c.refuse("gpucc supports this op from opset %d", rule.since)
+	}
+	for _, in := range n.inputs {
+		if _, ok := c.vals[in]; !ok && in != "" {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: input %s is not defined before it (nodes must be in topological order)", n.opType, ir.Quote(n.name), ir.Quote(in))
+		}
+	}
+	outs, err := rule.fn(c)
+	if err != nil {
+		return err
+	}
+	if c.failed < 0 {
+		for _, o := range outs {
+			if o.set && o.rt.ID() < 0 {
+				c.failed = i
+			}
+		}
+	}
+	for k, name := range n.outputs {
+		if name == "" {
+			continue
+		}
+		if k >= len(outs) {
+			if used(g, i, name) {
+				return c.refuse("output %d (%s) is not supported", k, ir.Quote(name))
+			}
+			continue
+		}
+		if _, dup := c.vals[name]; dup {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: output %s is defined twice", n.opType, ir.Quote(n.name), ir.Quote(name))
+		}
+		v := outs[k]
+		c.vals[name] = &v
+	}
+	return nil
+}
+
+// used reports whether name is read by a node after node i or is a graph
+// output.
+func used(g *graphProto, i int, name string) bool {
+	for _, n := range g.nodes[i+1:] {
+		if slices.Contains(n.inputs, name) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(g.outputs, func(v valueInfo) bool { return v.name == name })
+}
+
+// outputs names the graph's outputs. Each must be a float32 value (a
+// constant one is embedded).
+func (c *importer) outputs(g *graphProto) *ir.Error {
+	if len(g.outputs) == 0 {
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "graph.output", "the graph has no outputs")
+	}
+	for k, o := range g.outputs {
+		field := fmt.Sprintf("graph.output[%d]", k)
+		v, ok := c.vals[o.name]
+		if !ok {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, field, "output %s is not computed by the graph", ir.Quote(o.name))
+		}
+		if len(o.name) > 256 || o.name == "" {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "output name %s is not 1 to 256 bytes long", ir.Quote(o.name))
+		}
+		t, err := c.runtime(v, "output "+ir.Quote(o.name))
+		if err != nil {
+			err.Field = field
+			return err
+		}
+		c.b.Output(o.name, t)
+	}
+	return nil
+}
+
+// field names the current node for errors.
+func (c *importer) field() string { return fmt.Sprintf("graph.node[%d]", c.idx) }
+
+// refuse is the unsupported error for the current node: the op, the
+// node's name and the opset, then why.
+func (c *importer) refuse(format string, args ...any) *ir.Error {
+	return ir.Errorf(ir.CodeUnsupported, -1, c.field(), "%s node %s (opset %d): %s", c.n.opType, ir.Quote(c.n.name), c.opset, fmt.Sprintf(format, args...))
+}
+
+// invalid is the invalid_graph error for the current node.
+func (c *importer) invalid(format string, args ...any) *ir.Error {
+	return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s (opset %d): %s", c.n.opType, ir.Quote(c.n.name), c.opset, fmt.Sprintf(format, args...))
+}
+
+// in returns input k of the current node, or nil when it is absent (past
+// the end, or named "").
+func (c *importer) in(k int) *value {
+	if k >= len(c.n.inputs) || c.n.inputs[k] == "" {
+		return nil
+	}
+	return c.vals[c.n.inputs[k]]
+}
+
+// nin is the number of inputs of the current node, trailing absent ones
+// not counted.
+func (c *importer) nin() int {
+	n := len(c.n.inputs)
+	for n > 0 && c.n.inputs[n-1] == "" {
+		n--
+	}
+	return n
+}
+
+// attr returns the current node's attribute name, or nil.
+func (c *importer) attr(name string) *attrProto {
+	for k := range c.n.attrs {
+		if c.n.attrs[k].name == name {
+			return &c.n.attrs[k]
+		}
+	}
+	return nil
+}
+
+func (c *importer) attrInt(name string, def int64) int64 {
+	if a := c.attr(name); a != nil {
+		return a.i
+	}
+	return def
+}
+
+func (c *importer) attrFloat(name string, def float32) float32 {
+	if a := c.attr(name); a != nil {
+		return a.f
+	}
+	return def
+}
+
+func (c *importer) attrInts(name string) ([]int64, bool) {
+	if a := c.attr(name); a != nil {
+		return a.ints, true
+	}
+	return nil, false
+}
+
+// shape returns v's static shape.
+func (v *value) shape() []int {
+	if v.set {
+		return v.rt.Shape()
+	}
+	return v.c.Shape
+}
+
+// konst returns the constant input k, or an unsupported error saying that
+// gpucc needs it known at import.
+func (c *importer) konst(k int, what string) (*Tensor, *ir.Error) {
+	v := c.in(k)
+	if v == nil {
+		return nil, c.invalid("input %d (%s) is missing", k, what)
+	}
+	if v.c == nil {
+		return nil, c.refuse("input %d (%s) is computed at run time; gpucc needs it known at import", k, what)
+	}
+	return v.c, nil
+}
+
+// ints returns the constant integer input k as int64 values.
+func (c *importer) ints(k int, what string) ([]int64, *ir.Error) {
+	t, err := c.konst(k, what)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Type.isInt() {
+		return nil, c.invalid("input %d (%s) has element type %v, not an integer type", k, what, t.Type)
+	}
+	return t.Int64, nil
+}
+
+// rtIn returns input k as a run-time float32 tensor.
+func (c *importer) rtIn(k int) (ir.Tensor, *ir.Error) {
+	v := c.in(k)
+	if v == nil {
+		return ir.Tensor{}, c.invalid("input %d is missing", k)
+	}
+	return c.runtime(v, fmt.Sprintf("input %d", k))
+}
+
+// runtime returns v as a run-time float32 tensor, embedding a float32
+// constant (as a full when its elements are all one value).
+func (c *importer) runtime(v *value, what string) (ir.Tensor, *ir.Error) {
+	if v.set {
+		return v.rt, nil
+	}
+	t := v.c
+	if t.Type != Float32 {
+		return ir.Tensor{}, c.unsupported("%s has element type %v; gpucc computes in float32 at run time", what, t.Type)
+	}
+	if t.Len() == 0 {
+		return ir.Tensor{}, c.unsupported("%s is empty (shape %v); gpucc's tensors are not", what, t.Shape)
+	}
+	for _, x := range t.Float32 {
+		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+			return ir.Tensor{}, c.unsupported("%s holds %v; gpucc's graphs carry finite values only", what, x)
+		}
+	}
+	if len(t.Shape) > ir.MaxRank {
+		return ir.Tensor{}, c.unsupported("%s has rank %d, over %d", what, len(t.Shape), ir.MaxRank)
+	}
+	s := ir.Shape(append([]int{}, t.Shape...))
+	uniform := !slices.ContainsFunc(t.Float32, func(x float32) bool { return math.Float32bits(x) != math.Float32bits(t.Float32[0]) })
+	if uniform {
+		v.rt = c.b.Full(s, t.Float32[0])
+	} else {
+		v.rt = c.b.Input(s, t.Float32)
+	}
+	v.set = true
+	return v.rt, nil
+}
+
+// unsupported is refuse where a node is current, else a graph-level error.
+func (c *importer) unsupported(format string, args ...any) *ir.Error {
+	if c.n != nil {
+		return c.refuse(format, args...)
+	}
+	return ir.Errorf(ir.CodeUnsupported, -1, "", format, args...)
+}
+
+// newConst returns a constant of type dt and shape, counted against the
+// limits before its data is allocated.
+func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return nil, c.invalid("a negative dimension %d", d)
+		}
+		if int64(d) > c.l.MaxElements || (d > 0 && n > c.l.MaxElements/int64(d)) {
+			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: a constant of shape %v exceeds the limit of %d elements per tensor", c.n.opType, ir.Quote(c.n.name), shape, c.l.MaxElements)
+		}
+		n *= int64(d)
+	}
+	if len(shape) > ir.MaxRank {
+		return nil, c.refuse("a constant of rank %d, over the maximum rank %d", len(shape), ir.MaxRank)
+	}
+	if c.storage = ir.SatAdd(c.storage, 4*n); c.storage > c.l.MaxStorageBytes {
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: the constants reach %d bytes, over the storage limit of %d", c.n.opType, ir.Quote(c.n.name), c.storage, c.l.MaxStorageBytes)
+	}
+	t := &Tensor{Type: dt, Shape: append([]int{}, shape...)}
+	switch {
+	case dt == Float32:
+		t.Float32 = make([]float32, n)
+	case dt == Float64:
+		t.Float64 = make([]float64, n)
+	default:
+		t.Int64 = make([]int64, n)
+	}
+	return t, nil
+}
+
+func rtValue(t ir.Tensor) value        { return value{rt: t, set: true} }
+func constValue(t *Tensor) value       { return value{c: t} }
+func one(v value) ([]value, *ir.Error) { return []value{v}, nil }

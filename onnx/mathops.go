@@ -1,0 +1,457 @@
+package onnx
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// The arithmetic ops. Float32 values are computed at run time by table
+// ops; integer and bool values fold at import.
+
+// unary is a rule of one float32 operand computed by f.
+func unary(f func(b *ir.Builder, x ir.Tensor) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) { return c.unaryOp(f) }
+}
+
+func (c *importer) unaryOp(f func(b *ir.Builder, x ir.Tensor) ir.Tensor) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	return one(rtValue(f(c.b, x)))
+}
+
+// arith is Add, Sub, Mul or Div: op at run time on float32, fi folded on
+// integers (Div truncates toward zero, as C and ONNX Runtime do).
+func arith(op ir.Op, fi func(a, b int64) int64) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		a, b := c.in(0), c.in(1)
+		if a == nil || b == nil {
+			return nil, c.invalid("needs two inputs")
+		}
+		if !a.set && !b.set && a.c.Type.isInt() {
+			if b.c.Type != a.c.Type {
+				return nil, c.invalid("operands of types %v and %v", a.c.Type, b.c.Type)
+			}
+			dt := a.c.Type
+			r, err := c.elementwise(dt, func(x []number) (number, *ir.Error) {
+				if fi == nil {
+					if x[1].i == 0 {
+						return number{}, c.invalid("integer division by zero")
+					}
+					return number{i: wrapInt(dt, x[0].i/x[1].i)}, nil
+				}
+				return number{i: wrapInt(dt, fi(x[0].i, x[1].i))}, nil
+			}, a.c, b.c)
+			if err != nil {
+				return nil, err
+			}
+			return one(constValue(r))
+		}
+		ta, err := c.rtIn(0)
+		if err != nil {
+			return nil, err
+		}
+		tb, err := c.rtIn(1)
+		if err != nil {
+			return nil, err
+		}
+		return one(rtValue(ta.Apply(op, tb)))
+	}
+}
+
+// eq and lt compare numbers, as floats when f.
+func eq(x, y number, f bool) bool {
+	if f {
+		return x.f == y.f
+	}
+	return x.i == y.i
+}
+
+func lt(x, y number, f bool) bool {
+	if f {
+		return x.f < y.f
+	}
+	return x.i < y.i
+}
+
+// compare folds a comparison of constants into a bool constant.
+func compare(p func(x, y number, f bool) bool) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		a, err := c.konst(0, "A")
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.konst(1, "B")
+		if err != nil {
+			return nil, err
+		}
+		if a.Type != b.Type {
+			return nil, c.invalid("operands of types %v and %v", a.Type, b.Type)
+		}
+		f := !a.Type.isInt()
+		r, err := c.elementwise(Bool, func(x []number) (number, *ir.Error) { return number{i: b2i(p(x[0], x[1], f))}, nil }, a, b)
+		if err != nil {
+			return nil, err
+		}
+		return one(constValue(r))
+	}
+}
+
+// logic folds Not, And, Or and Xor of bool constants.
+func logic(p func(x []bool) bool) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		var ts []*Tensor
+		for k := 0; k < c.nin(); k++ {
+			t, err := c.konst(k, "operand")
+			if err != nil {
+				return nil, err
+			}
+			if t.Type != Bool {
+				return nil, c.invalid("operand of type %v, not bool", t.Type)
+			}
+			ts = append(ts, t)
+		}
+		bs := make([]bool, len(ts))
+		r, err := c.elementwise(Bool, func(x []number) (number, *ir.Error) {
+			for k := range x {
+				bs[k] = x[k].i != 0
+			}
+			return number{i: b2i(p(bs))}, nil
+		}, ts...)
+		if err != nil {
+			return nil, err
+		}
+		return one(constValue(r))
+	}
+}
+
+func whereOp(c *importer) ([]value, *ir.Error) {
+	cond, err := c.konst(0, "condition")
+	if err != nil {
+		return nil, err
+	}
+	x, err := c.konst(1, "X")
+	if err != nil {
+		return nil, err
+	}
+	y, err := c.konst(2, "Y")
+	if err != nil {
+		return nil, err
+	}
+	if cond.Type != Bool || x.Type != y.Type {
+		return nil, c.invalid("condition of type %v, X and Y of %v and %v", cond.Type, x.Type, y.Type)
+	}
+	r, err := c.elementwise(x.Type, func(v []number) (number, *ir.Error) {
+		if v[0].i != 0 {
+			return v[1], nil
+		}
+		return v[2], nil
+	}, cond, x, y)
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(r))
+}
+
+// clipOp is min(max(x, lo), hi) (numpy's clip), each bound optional: the
+// attributes before opset 11, constant scalar inputs from it.
+func clipOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
+	if c.opset < 11 {
+		lo, hi = c.attrFloat("min", lo), c.attrFloat("max", hi)
+	} else {
+		if c.attr("min") != nil || c.attr("max") != nil {
+			return nil, c.invalid("min and max are inputs from opset 11")
+		}
+		for k, p := range []*float32{&lo, &hi} {
+			if c.in(k+1) == nil {
+				continue
+			}
+			t, err := c.konst(k+1, "bound")
+			if err != nil {
+				return nil, err
+			}
+			if t.Type != Float32 || t.Len() != 1 {
+				return nil, c.invalid("a bound must be one float32, got %v of shape %v", t.Type, t.Shape)
+			}
+			*p = t.Float32[0]
+		}
+	}
+	if !math.IsInf(float64(lo), 0) {
+		x = x.MaximumScalar(lo)
+	}
+	if !math.IsInf(float64(hi), 0) {
+		x = x.MinimumScalar(hi)
+	}
+	if math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)) {
+		return nil, c.refuse("a NaN bound")
+	}
+	return one(rtValue(x))
+}
+
+// variadic folds op over the inputs left to right (Sum, Max, Min), and
+// for Mean divides by their number, as the reference does.
+func variadic(op ir.Op, mean bool) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		if c.nin() == 0 {
+			return nil, c.invalid("no inputs")
+		}
+		acc, err := c.rtIn(0)
+		if err != nil {
+			return nil, err
+		}
+		for k := 1; k < c.nin(); k++ {
+			t, err := c.rtIn(k)
+			if err != nil {
+				return nil, err
+			}
+			acc = acc.Apply(op, t)
+		}
+		if mean && c.nin() > 1 {
+			acc = acc.DivScalar(float32(c.nin()))
+		}
+		return one(rtValue(acc))
+	}
+}
+
+// matrix returns x as [rows, cols] for matmul: 1-D as a row (left) or a
+// column (right), higher ranks only when their batch dimensions are 1.
+func (c *importer) matrix(x ir.Tensor, left bool) (ir.Tensor, *ir.Error) {
+	s := x.Shape()
+	switch {
+	case len(s) == 1 && left:
+		return x.Reshape(ir.Shape{1, s[0]}), nil
+	case len(s) == 1:
+		return x.Reshape(ir.Shape{s[0], 1}), nil
+	case len(s) == 2:
+		return x, nil
+	}
+	for _, d := range s[:len(s)-2] {
+		if d != 1 {
+			return ir.Tensor{}, c.refuse("a batched matmul of shape %v; gpucc multiplies 2-D matrices", s)
+		}
+	}
+	return x.Reshape(ir.Shape(s[len(s)-2:])), nil
+}
+
+func matmulOp(c *importer) ([]value, *ir.Error) {
+	a, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.rtIn(1)
+	if err != nil {
+		return nil, err
+	}
+	sa, sb := a.Shape(), b.Shape()
+	if len(sa) == 0 || len(sb) == 0 {
+		return nil, c.invalid("matmul of a scalar")
+	}
+	ma, err := c.matrix(a, true)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := c.matrix(b, false)
+	if err != nil {
+		return nil, err
+	}
+	if ma.Shape()[1] != mb.Shape()[0] {
+		return nil, c.invalid("inner dimensions differ: %v × %v", sa, sb)
+	}
+	y := ma.MatMul(mb)
+	// numpy's result shape: the broadcast batch dimensions (all 1 here),
+	// then m and n, without the dimension a 1-D operand lacks.
+	var out []int
+	batch := max(len(sa), len(sb)) - 2
+	for k := 0; k < batch; k++ {
+		out = append(out, 1)
+	}
+	if len(sa) > 1 {
+		out = append(out, sa[len(sa)-2])
+	}
+	if len(sb) > 1 {
+		out = append(out, sb[len(sb)-1])
+	}
+	return c.withShape(&value{rt: y, set: true}, out)
+}
+
+// gemmOp is alpha·(A' × B') + beta·C, with A' and B' transposed when
+// asked and C broadcast; a factor of 1 is left out (it changes no bit).
+func gemmOp(c *importer) ([]value, *ir.Error) {
+	a, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.rtIn(1)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.Shape()) != 2 || len(b.Shape()) != 2 {
+		return nil, c.invalid("A and B must be 2-D, got %v and %v", a.Shape(), b.Shape())
+	}
+	if c.attrInt("transA", 0) != 0 {
+		a = a.T()
+	}
+	if c.attrInt("transB", 0) != 0 {
+		b = b.T()
+	}
+	if a.Shape()[1] != b.Shape()[0] {
+		return nil, c.invalid("inner dimensions differ: %v × %v", a.Shape(), b.Shape())
+	}
+	y := a.MatMul(b)
+	if alpha := c.attrFloat("alpha", 1); alpha != 1 {
+		y = y.MulScalar(alpha)
+	}
+	if c.in(2) != nil {
+		cc, err := c.rtIn(2)
+		if err != nil {
+			return nil, err
+		}
+		if beta := c.attrFloat("beta", 1); beta != 1 {
+			cc = cc.MulScalar(beta)
+		}
+		if !ir.BroadcastsTo(cc.Shape(), y.Shape()) {
+			return nil, c.invalid("C of shape %v does not broadcast to %v", cc.Shape(), y.Shape())
+		}
+		y = y.Add(cc)
+	}
+	return one(rtValue(y))
+}
+
+// softmaxOp is Softmax or LogSoftmax along one axis (opset 13), or over
+// the dimensions from axis on, flattened to 2-D (before opset 13).
+func softmaxOp(log bool) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		x, err := c.rtIn(0)
+		if err != nil {
+			return nil, err
+		}
+		s := x.Shape()
+		def := int64(-1)
+		if c.opset < 13 {
+			def = 1
+		}
+		if len(s) == 0 {
+			return nil, c.invalid("softmax of a scalar")
+		}
+		axis, err := c.axisOf(c.attrInt("axis", def), len(s))
+		if err != nil {
+			return nil, err
+		}
+		f := func(t ir.Tensor, a int) ir.Tensor {
+			if log {
+				return t.LogSoftmax(a)
+			}
+			return t.Softmax(a)
+		}
+		if c.opset >= 13 || axis == len(s)-1 {
+			return one(rtValue(f(x, axis)))
+		}
+		a, b := 1, 1
+		for k, d := range s {
+			if k < axis {
+				a *= d
+			} else {
+				b *= d
+			}
+		}
+		return one(rtValue(f(x.Reshape(ir.Shape{a, b}), 1).Reshape(s)))
+	}
+}
+
+// reduceOp is a reduction over the axes (an attribute, or ReduceSum's
+// input from opset 13), keepdims by default. No axes means every axis,
+// or none with noop_with_empty_axes.
+func reduceOp(f func(x ir.Tensor, keep bool, axes []int) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		x, err := c.rtIn(0)
+		if err != nil {
+			return nil, err
+		}
+		since := int64(18)
+		if c.n.opType == "ReduceSum" {
+			since = 13
+		}
+		axes64, _, err := c.axesArg(since)
+		if err != nil {
+			return nil, err
+		}
+		keep := c.attrInt("keepdims", 1) != 0
+		if len(axes64) == 0 && c.attrInt("noop_with_empty_axes", 0) != 0 {
+			return one(rtValue(x))
+		}
+		s := x.Shape()
+		axes := make([]int, 0, len(axes64))
+		seen := make([]bool, len(s))
+		for _, a := range axes64 {
+			k, err := c.axisOf(a, len(s))
+			if err != nil {
+				return nil, err
+			}
+			if seen[k] {
+				return nil, c.invalid("axis %d is named twice", k)
+			}
+			seen[k] = true
+			axes = append(axes, k)
+		}
+		if len(s) == 0 {
+			return one(rtValue(f(x.Reshape(ir.Shape{1}), keep, nil).Reshape(ir.Shape{})))
+		}
+		return one(rtValue(f(x, keep, axes)))
+	}
+}
+
+// layerNormOp is LayerNormalization over the axes from axis on: the
+// LayerNorm composite (flattened to one axis when there are several),
+// times Scale, plus B. Its Mean and InvStdDev outputs are refused.
+func layerNormOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	if len(s) == 0 {
+		return nil, c.invalid("layer normalization of a scalar")
+	}
+	axis, err := c.axisOf(c.attrInt("axis", -1), len(s))
+	if err != nil {
+		return nil, err
+	}
+	if st := c.attrInt("stash_type", 1); st != 1 {
+		return nil, c.refuse("stash_type %d (gpucc computes in float32)", st)
+	}
+	eps := c.attrFloat("epsilon", 1e-5)
+	var y ir.Tensor
+	if axis == len(s)-1 {
+		y = x.LayerNorm(axis, eps)
+	} else {
+		a, b := 1, 1
+		for k, d := range s {
+			if k < axis {
+				a *= d
+			} else {
+				b *= d
+			}
+		}
+		y = x.Reshape(ir.Shape{a, b}).LayerNorm(1, eps).Reshape(s)
+	}
+	scale, err := c.rtIn(1)
+	if err != nil {
+		return nil, err
+	}
+	y = y.Mul(scale)
+	if c.in(2) != nil {
+		bias, err := c.rtIn(2)
+		if err != nil {
+			return nil, err
+		}
+		y = y.Add(bias)
+	}
+	return one(rtValue(y))
+}

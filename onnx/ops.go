@@ -1,0 +1,162 @@
+package onnx
+
+import (
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// rule imports one ONNX op: the opset it is supported from, the
+// attributes it reads (any other is refused) and the function that maps
+// the current node onto table ops, composites and folding.
+type rule struct {
+	since int64
+	attrs []string
+	fn    func(c *importer) ([]value, *ir.Error)
+}
+
+// rules is the ONNX op table. Each run-time op is written as the float32
+// operations ONNX's reference (onnx/backend/test/case/node) computes, in
+// its order, so that the result differs from it only where a table op
+// rounds differently (exp, log, tanh, and matmul's and sum's order).
+var rules map[string]rule
+
+// Supported returns the ONNX ops Load imports, sorted.
+func Supported() []string {
+	ops := make([]string, 0, len(rules))
+	for op := range rules {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+func init() {
+	rules = map[string]rule{
+		"Identity": {fn: func(c *importer) ([]value, *ir.Error) { return one(*c.in(0)) }},
+		"Constant": {attrs: []string{"value", "value_float", "value_floats", "value_int", "value_ints"}, fn: constantOp},
+		"Shape":    {attrs: []string{"start", "end"}, fn: shapeOp},
+		"Size": {fn: func(c *importer) ([]value, *ir.Error) {
+			t, err := c.newConst(Int64, nil)
+			if err != nil {
+				return nil, err
+			}
+			n := 1
+			for _, d := range c.in(0).shape() {
+				n *= d
+			}
+			t.Int64[0] = int64(n)
+			return one(constValue(t))
+		}},
+		"Cast":            {attrs: []string{"to", "saturate"}, fn: castOp},
+		"Reshape":         {since: 5, attrs: []string{"allowzero"}, fn: reshapeOp},
+		"Flatten":         {attrs: []string{"axis"}, fn: flattenOp},
+		"Squeeze":         {attrs: []string{"axes"}, fn: squeezeOp},
+		"Unsqueeze":       {attrs: []string{"axes"}, fn: unsqueezeOp},
+		"Expand":          {since: 8, fn: expandOp},
+		"Transpose":       {attrs: []string{"perm"}, fn: transposeOp},
+		"ConstantOfShape": {since: 9, attrs: []string{"value"}, fn: constantOfShapeOp},
+		"Range":           {since: 11, fn: rangeOp},
+		"Gather":          {attrs: []string{"axis"}, fn: gatherOp},
+		"Concat":          {since: 4, attrs: []string{"axis"}, fn: concatOp},
+		"Slice":           {attrs: []string{"starts", "ends", "axes"}, fn: sliceOp},
+		"Dropout":         {attrs: []string{"ratio", "seed", "is_test"}, fn: dropoutOp},
+
+		"Add": {since: 7, fn: arith(ir.OpAdd, func(a, b int64) int64 { return a + b })},
+		"Sub": {since: 7, fn: arith(ir.OpSub, func(a, b int64) int64 { return a - b })},
+		"Mul": {since: 7, fn: arith(ir.OpMul, func(a, b int64) int64 { return a * b })},
+		"Div": {since: 7, fn: arith(ir.OpDiv, nil)},
+
+		"Equal":          {since: 7, fn: compare(func(x, y number, f bool) bool { return eq(x, y, f) })},
+		"Less":           {since: 7, fn: compare(func(x, y number, f bool) bool { return lt(x, y, f) })},
+		"Greater":        {since: 7, fn: compare(func(x, y number, f bool) bool { return lt(y, x, f) })},
+		"LessOrEqual":    {since: 12, fn: compare(func(x, y number, f bool) bool { return lt(x, y, f) || eq(x, y, f) })},
+		"GreaterOrEqual": {since: 12, fn: compare(func(x, y number, f bool) bool { return lt(y, x, f) || eq(x, y, f) })},
+		"Not":            {fn: logic(func(x []bool) bool { return !x[0] })},
+		"And":            {since: 7, fn: logic(func(x []bool) bool { return x[0] && x[1] })},
+		"Or":             {since: 7, fn: logic(func(x []bool) bool { return x[0] || x[1] })},
+		"Xor":            {since: 7, fn: logic(func(x []bool) bool { return x[0] != x[1] })},
+		"Where":          {since: 9, fn: whereOp},
+
+		"Neg":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() })},
+		"Relu": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},
+		"Exp":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp() })},
+		"Log":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Log() })},
+		"Tanh": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Tanh() })},
+		"Sqrt": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Sqrt() })},
+		// |x| = max(x, -x): exact, NaN for NaN.
+		"Abs": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) })},
+		// 1/x, correctly rounded (numpy's reciprocal).
+		"Reciprocal": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return b.Full(x.Shape(), 1).Div(x) })},
+		// 1/(1 + e^-x), the reference's order.
+		"Sigmoid": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
+			return b.Full(x.Shape(), 1).Div(x.Neg().Exp().AddScalar(1))
+		})},
+		// x/(1 + |x|).
+		"Softsign": {fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Div(x.Maximum(x.Neg()).AddScalar(1)) })},
+		// log(e^x + 1), the reference's form (it overflows where e^x does).
+		"Softplus": {fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp().AddScalar(1).Log() })},
+		// relu(x) + min(x, 0)·alpha.
+		"LeakyRelu": {since: 6, attrs: []string{"alpha"}, fn: func(c *importer) ([]value, *ir.Error) {
+			alpha := c.attrFloat("alpha", 0.01)
+			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu().Add(x.MinimumScalar(0).MulScalar(alpha)) })
+		}},
+		// relu(x) + (e^min(x,0) - 1)·alpha.
+		"Elu": {since: 6, attrs: []string{"alpha"}, fn: func(c *importer) ([]value, *ir.Error) {
+			alpha := c.attrFloat("alpha", 1)
+			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
+				return x.Relu().Add(x.MinimumScalar(0).Exp().SubScalar(1).MulScalar(alpha))
+			})
+		}},
+		// relu(x)·gamma + (e^min(x,0)·alpha - alpha)·gamma.
+		"Selu": {since: 6, attrs: []string{"alpha", "gamma"}, fn: func(c *importer) ([]value, *ir.Error) {
+			alpha, gamma := c.attrFloat("alpha", 1.67326319217681884765625), c.attrFloat("gamma", 1.05070102214813232421875)
+			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
+				return x.Relu().MulScalar(gamma).Add(x.MinimumScalar(0).Exp().MulScalar(alpha).SubScalar(alpha).MulScalar(gamma))
+			})
+		}},
+		// min(max(x·alpha + beta, 0), 1) (numpy's clip).
+		"HardSigmoid": {since: 6, attrs: []string{"alpha", "beta"}, fn: func(c *importer) ([]value, *ir.Error) {
+			alpha, beta := c.attrFloat("alpha", 0.2), c.attrFloat("beta", 0.5)
+			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
+				return x.MulScalar(alpha).AddScalar(beta).MaximumScalar(0).MinimumScalar(1)
+			})
+		}},
+		// relu(x) + min(x, 0)·slope, slope broadcast.
+		"PRelu": {since: 7, fn: func(c *importer) ([]value, *ir.Error) {
+			x, err := c.rtIn(0)
+			if err != nil {
+				return nil, err
+			}
+			slope, err := c.rtIn(1)
+			if err != nil {
+				return nil, err
+			}
+			return one(rtValue(x.Relu().Add(x.MinimumScalar(0).Mul(slope))))
+		}},
+		"Clip": {since: 6, attrs: []string{"min", "max"}, fn: clipOp},
+
+		"Sum":  {since: 8, fn: variadic(ir.OpAdd, false)},
+		"Mean": {since: 8, fn: variadic(ir.OpAdd, true)},
+		"Max":  {since: 8, fn: variadic(ir.OpMaximum, false)},
+		"Min":  {since: 8, fn: variadic(ir.OpMinimum, false)},
+
+		"MatMul": {since: 1, fn: matmulOp},
+		"Gemm":   {since: 7, attrs: []string{"alpha", "beta", "transA", "transB"}, fn: gemmOp},
+
+		"Softmax":    {attrs: []string{"axis"}, fn: softmaxOp(false)},
+		"LogSoftmax": {attrs: []string{"axis"}, fn: softmaxOp(true)},
+
+		"ReduceSum":       {attrs: []string{"axes", "keepdims", "noop_with_empty_axes"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...) })},
+		"ReduceMax":       {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.MaxAxes(k, ax...) })},
+		"ReduceMin":       {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Neg().MaxAxes(k, ax...).Neg() })},
+		"ReduceMean":      {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mean(k, ax...) })},
+		"ReduceSumSquare": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...) })},
+		"ReduceL1":        {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Maximum(x.Neg()).SumAxes(k, ax...) })},
+		"ReduceL2":        {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...).Sqrt() })},
+		"ReduceLogSum":    {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...).Log() })},
+		"ReduceLogSumExp": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
+
+		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
+	}
+}

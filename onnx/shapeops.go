@@ -1,0 +1,677 @@
+package onnx
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// The ops that compute shapes and move data. On constants they fold; on
+// run-time tensors they become views (reshape, broadcast, transpose) or
+// are refused.
+
+func constantOp(c *importer) ([]value, *ir.Error) {
+	if len(c.n.attrs) != 1 {
+		return nil, c.invalid("a Constant needs exactly one value attribute, got %d", len(c.n.attrs))
+	}
+	a := &c.n.attrs[0]
+	var t *Tensor
+	var err *ir.Error
+	switch a.name {
+	case "value":
+		if a.t == nil {
+			return nil, c.invalid("attribute value holds no tensor")
+		}
+		t, err = convertTensor(a.t, c.l, &c.storage, c.field()+".value")
+	case "value_float":
+		if t, err = c.newConst(Float32, nil); err == nil {
+			t.Float32[0] = a.f
+		}
+	case "value_floats":
+		if t, err = c.newConst(Float32, []int{len(a.floats)}); err == nil {
+			copy(t.Float32, a.floats)
+		}
+	case "value_int":
+		if t, err = c.newConst(Int64, nil); err == nil {
+			t.Int64[0] = a.i
+		}
+	case "value_ints":
+		if t, err = c.newConst(Int64, []int{len(a.ints)}); err == nil {
+			copy(t.Int64, a.ints)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(t))
+}
+
+func shapeOp(c *importer) ([]value, *ir.Error) {
+	s := c.in(0).shape()
+	r := len(s)
+	clamp := func(v int64) int {
+		if v < 0 {
+			v += int64(r)
+		}
+		return int(min(max(v, 0), int64(r)))
+	}
+	start, end := clamp(c.attrInt("start", 0)), clamp(c.attrInt("end", int64(r)))
+	if end < start {
+		end = start
+	}
+	t, err := c.newConst(Int64, []int{end - start})
+	if err != nil {
+		return nil, err
+	}
+	for k := start; k < end; k++ {
+		t.Int64[k-start] = int64(s[k])
+	}
+	return one(constValue(t))
+}
+
+func castOp(c *importer) ([]value, *ir.Error) {
+	to := DataType(c.attrInt("to", 0))
+	if !to.isInt() && to != Float32 && to != Float64 {
+		return nil, c.refuse("a cast to %v", to)
+	}
+	v := c.in(0)
+	if v.set {
+		if to != Float32 {
+			return nil, c.refuse("a cast of a run-time float32 tensor to %v", to)
+		}
+		return one(*v)
+	}
+	t := v.c
+	r, err := c.newConst(to, t.Shape)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < t.Len(); i++ {
+		x, ok := castNumber(t.at(i), t.Type, to)
+		if !ok {
+			return nil, c.refuse("casting %v to %v: the value is out of the target's range", t.at(i).f, to)
+		}
+		r.set(i, x)
+	}
+	return one(constValue(r))
+}
+
+// withShape returns v's data as shape: a reshape at run time, the same
+// elements for a constant.
+func (c *importer) withShape(v *value, shape []int) ([]value, *ir.Error) {
+	if v.set {
+		t := v.rt
+		if !ir.Shape(shape).Equal(t.Shape()) {
+			t = t.Reshape(shape)
+		}
+		return one(rtValue(t))
+	}
+	r := *v.c
+	r.Name = ""
+	r.Shape = append([]int{}, shape...)
+	return one(constValue(&r))
+}
+
+// reshape returns t as shape, t itself when it has that shape.
+func reshape(t ir.Tensor, shape ir.Shape) ir.Tensor {
+	if t.Shape().Equal(shape) {
+		return t
+	}
+	return t.Reshape(shape)
+}
+
+func reshapeOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	want, err := c.ints(1, "shape")
+	if err != nil {
+		return nil, err
+	}
+	in := v.shape()
+	allowZero := c.attrInt("allowzero", 0) != 0
+	out := make([]int, len(want))
+	infer := -1
+	n := 1
+	for k, d := range want {
+		switch {
+		case d == -1 && infer < 0:
+			infer = k
+			continue
+		case d == 0 && !allowZero:
+			if k >= len(in) {
+				return nil, c.invalid("shape %v copies dimension %d of a rank-%d input", want, k, len(in))
+			}
+			out[k] = in[k]
+		case d < 0 || d > math.MaxInt32:
+			return nil, c.invalid("shape %v has dimension %d", want, d)
+		default:
+			out[k] = int(d)
+		}
+		n *= out[k]
+	}
+	total := 1
+	for _, d := range in {
+		total *= d
+	}
+	if infer >= 0 {
+		if n == 0 || total%n != 0 {
+			return nil, c.invalid("cannot infer dimension %d of %v for %d elements", infer, want, total)
+		}
+		out[infer] = total / n
+		n = total
+	}
+	if n != total {
+		return nil, c.invalid("reshape of %v (%d elements) to %v", in, total, out)
+	}
+	return c.withShape(v, out)
+}
+
+// axisOf normalises axis against rank r (negative counts from the end).
+func (c *importer) axisOf(axis int64, r int) (int, *ir.Error) {
+	if axis < -int64(r) || axis >= int64(r) {
+		return 0, c.invalid("axis %d is out of range for rank %d", axis, r)
+	}
+	if axis < 0 {
+		axis += int64(r)
+	}
+	return int(axis), nil
+}
+
+func flattenOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	s := v.shape()
+	axis := c.attrInt("axis", 1)
+	if axis < -int64(len(s)) || axis > int64(len(s)) {
+		return nil, c.invalid("axis %d is out of range for rank %d", axis, len(s))
+	}
+	if axis < 0 {
+		axis += int64(len(s))
+	}
+	a, b := 1, 1
+	for k, d := range s {
+		if k < int(axis) {
+			a *= d
+		} else {
+			b *= d
+		}
+	}
+	return c.withShape(v, []int{a, b})
+}
+
+// axesArg returns the axes of Squeeze, Unsqueeze and the reductions: the
+// attribute before opset since, input 1 from it. ok is false when none
+// are given.
+func (c *importer) axesArg(since int64) ([]int64, bool, *ir.Error) {
+	if c.opset < since {
+		ax, ok := c.attrInts("axes")
+		return ax, ok, nil
+	}
+	if c.attr("axes") != nil {
+		return nil, false, c.invalid("the axes attribute was replaced by an input in opset %d", since)
+	}
+	if c.in(1) == nil {
+		return nil, false, nil
+	}
+	ax, err := c.ints(1, "axes")
+	return ax, true, err
+}
+
+func squeezeOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	s := v.shape()
+	axes, given, err := c.axesArg(13)
+	if err != nil {
+		return nil, err
+	}
+	drop := make([]bool, len(s))
+	for _, a := range axes {
+		k, err := c.axisOf(a, len(s))
+		if err != nil {
+			return nil, err
+		}
+		if s[k] != 1 {
+			return nil, c.invalid("cannot squeeze axis %d of size %d", k, s[k])
+		}
+		drop[k] = true
+	}
+	var out []int
+	for k, d := range s {
+		if !(drop[k] || !given && d == 1) {
+			out = append(out, d)
+		}
+	}
+	return c.withShape(v, out)
+}
+
+func unsqueezeOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	s := v.shape()
+	axes, _, err := c.axesArg(13)
+	if err != nil {
+		return nil, err
+	}
+	r := len(s) + len(axes)
+	ins := make([]bool, r)
+	for _, a := range axes {
+		k, err := c.axisOf(a, r)
+		if err != nil {
+			return nil, err
+		}
+		if ins[k] {
+			return nil, c.invalid("axis %d is named twice", k)
+		}
+		ins[k] = true
+	}
+	out := make([]int, 0, r)
+	j := 0
+	for k := 0; k < r; k++ {
+		if ins[k] {
+			out = append(out, 1)
+		} else {
+			out = append(out, s[j])
+			j++
+		}
+	}
+	return c.withShape(v, out)
+}
+
+func expandOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	want, err := c.ints(1, "shape")
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]int, len(want))
+	for k, d := range want {
+		if d < 0 || d > math.MaxInt32 {
+			return nil, c.invalid("shape %v has dimension %d", want, d)
+		}
+		ws[k] = int(d)
+	}
+	out, ok := broadcastConst(v.shape(), ws)
+	if !ok {
+		return nil, c.invalid("shape %v does not broadcast with %v", v.shape(), want)
+	}
+	return c.broadcastTo(v, out)
+}
+
+// broadcastTo broadcasts v to shape out by numpy's rule.
+func (c *importer) broadcastTo(v *value, out []int) ([]value, *ir.Error) {
+	if v.set {
+		if ir.Shape(out).Equal(v.rt.Shape()) {
+			return one(*v)
+		}
+		return one(rtValue(v.rt.Broadcast(out)))
+	}
+	t := v.c
+	st := strides(t.Shape)
+	r, err := c.take(t, out, func(pos []int) int { return broadcastIndex(t.Shape, st, pos) })
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(r))
+}
+
+func transposeOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	s := v.shape()
+	perm64, ok := c.attrInts("perm")
+	perm := make([]int, len(s))
+	if !ok {
+		for k := range perm {
+			perm[k] = len(s) - 1 - k
+		}
+	} else {
+		if len(perm64) != len(s) {
+			return nil, c.invalid("perm %v for rank %d", perm64, len(s))
+		}
+		seen := make([]bool, len(s))
+		for k, p := range perm64 {
+			if p < 0 || p >= int64(len(s)) || seen[p] {
+				return nil, c.invalid("perm %v is not a permutation of 0..%d", perm64, len(s)-1)
+			}
+			seen[p] = true
+			perm[k] = int(p)
+		}
+	}
+	out := make([]int, len(s))
+	for k, p := range perm {
+		out[k] = s[p]
+	}
+	if !v.set {
+		t := v.c
+		st := strides(t.Shape)
+		r, err := c.take(t, out, func(pos []int) int {
+			j := 0
+			for k, p := range perm {
+				j += pos[k] * st[p]
+			}
+			return j
+		})
+		if err != nil {
+			return nil, err
+		}
+		return one(constValue(r))
+	}
+	// At run time: the axes of size 1 do not move data. What is left must
+	// be in order (a reshape) or two axes swapped (a 2-D transpose).
+	var moved []int
+	for _, p := range perm {
+		if s[p] != 1 {
+			moved = append(moved, p)
+		}
+	}
+	switch {
+	case inOrder(moved):
+		return c.withShape(v, out)
+	case len(moved) == 2:
+		t := reshape(v.rt, ir.Shape{s[moved[1]], s[moved[0]]}).T()
+		return c.withShape(&value{rt: t, set: true}, out)
+	}
+	return nil, c.refuse("a transpose with perm %v of shape %v moves more than two axes; gpucc transposes 2-D", perm, s)
+}
+
+func inOrder(p []int) bool {
+	for k := 1; k < len(p); k++ {
+		if p[k] < p[k-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func constantOfShapeOp(c *importer) ([]value, *ir.Error) {
+	want, err := c.ints(0, "shape")
+	if err != nil {
+		return nil, err
+	}
+	dt, fill := Float32, number{}
+	if a := c.attr("value"); a != nil {
+		if a.t == nil {
+			return nil, c.invalid("attribute value holds no tensor")
+		}
+		var scratch int64
+		t, err := convertTensor(a.t, c.l, &scratch, c.field()+".value")
+		if err != nil {
+			return nil, err
+		}
+		if t.Len() != 1 {
+			return nil, c.invalid("attribute value has %d elements, not one", t.Len())
+		}
+		dt, fill = t.Type, t.at(0)
+	}
+	shape := make([]int, len(want))
+	for k, d := range want {
+		if d < 0 || d > math.MaxInt32 {
+			return nil, c.invalid("shape %v has dimension %d", want, d)
+		}
+		shape[k] = int(d)
+	}
+	r, err := c.newConst(dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < r.Len(); i++ {
+		r.set(i, fill)
+	}
+	return one(constValue(r))
+}
+
+func rangeOp(c *importer) ([]value, *ir.Error) {
+	var ts [3]*Tensor
+	for k, what := range []string{"start", "limit", "delta"} {
+		t, err := c.konst(k, what)
+		if err != nil {
+			return nil, err
+		}
+		if t.Len() != 1 {
+			return nil, c.invalid("%s has %d elements, not one", what, t.Len())
+		}
+		ts[k] = t
+	}
+	dt := ts[0].Type
+	if ts[1].Type != dt || ts[2].Type != dt {
+		return nil, c.invalid("start, limit and delta have types %v, %v and %v", dt, ts[1].Type, ts[2].Type)
+	}
+	if !dt.isInt() || dt == Bool {
+		return nil, c.refuse("a range of %v (gpucc folds integer ranges)", dt)
+	}
+	start, limit, delta := ts[0].Int64[0], ts[1].Int64[0], ts[2].Int64[0]
+	if delta == 0 {
+		return nil, c.invalid("delta is 0")
+	}
+	n := int64(0)
+	if d := float64(limit) - float64(start); d/float64(delta) > 0 {
+		n = int64(math.Ceil(d / float64(delta)))
+	}
+	if n > c.l.MaxElements {
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "Range node %s: %d elements exceed the limit of %d", ir.Quote(c.n.name), n, c.l.MaxElements)
+	}
+	r, err := c.newConst(dt, []int{int(n)})
+	if err != nil {
+		return nil, err
+	}
+	for i := range r.Int64 {
+		r.Int64[i] = start + int64(i)*delta
+	}
+	return one(constValue(r))
+}
+
+func gatherOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	idx, err := c.konst(1, "indices")
+	if err != nil {
+		return nil, err
+	}
+	if !idx.Type.isInt() {
+		return nil, c.invalid("indices have element type %v", idx.Type)
+	}
+	if v.set {
+		return nil, c.refuse("a gather from a run-time tensor; gpucc gathers constants at import")
+	}
+	t := v.c
+	axis, err := c.axisOf(c.attrInt("axis", 0), len(t.Shape))
+	if err != nil {
+		return nil, err
+	}
+	n := t.Shape[axis]
+	for _, i := range idx.Int64 {
+		if i < -int64(n) || i >= int64(n) {
+			return nil, c.invalid("index %d is out of range for axis %d of size %d", i, axis, n)
+		}
+	}
+	out := append(append(append([]int{}, t.Shape[:axis]...), idx.Shape...), t.Shape[axis+1:]...)
+	st, ist := strides(t.Shape), strides(idx.Shape)
+	q := len(idx.Shape)
+	r, err := c.take(t, out, func(pos []int) int {
+		j := 0
+		for k := 0; k < axis; k++ {
+			j += pos[k] * st[k]
+		}
+		ii := 0
+		for k := 0; k < q; k++ {
+			ii += pos[axis+k] * ist[k]
+		}
+		i := idx.Int64[ii]
+		if i < 0 {
+			i += int64(n)
+		}
+		j += int(i) * st[axis]
+		for k := axis + 1; k < len(t.Shape); k++ {
+			j += pos[k+q-1] * st[k]
+		}
+		return j
+	})
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(r))
+}
+
+func concatOp(c *importer) ([]value, *ir.Error) {
+	var ts []*Tensor
+	for k := 0; k < c.nin(); k++ {
+		v := c.in(k)
+		if v == nil {
+			continue
+		}
+		if v.set {
+			return nil, c.refuse("a concatenation of run-time tensors; gpucc concatenates constants at import")
+		}
+		ts = append(ts, v.c)
+	}
+	if len(ts) == 0 {
+		return nil, c.invalid("no inputs")
+	}
+	r := len(ts[0].Shape)
+	axis, err := c.axisOf(c.attrInt("axis", 0), r)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]int{}, ts[0].Shape...)
+	out[axis] = 0
+	for _, t := range ts {
+		if len(t.Shape) != r || t.Type != ts[0].Type {
+			return nil, c.invalid("inputs of shapes or types %v %v and %v %v", ts[0].Type, ts[0].Shape, t.Type, t.Shape)
+		}
+		for k, d := range t.Shape {
+			if k != axis && d != ts[0].Shape[k] {
+				return nil, c.invalid("inputs of shapes %v and %v", ts[0].Shape, t.Shape)
+			}
+		}
+		out[axis] += t.Shape[axis]
+	}
+	res, err := c.newConst(ts[0].Type, out)
+	if err != nil {
+		return nil, err
+	}
+	// Row-major: for each index before the axis, each input's block in turn.
+	outer := 1
+	for _, d := range out[:axis] {
+		outer *= d
+	}
+	i := 0
+	for o := 0; o < outer; o++ {
+		for _, t := range ts {
+			block := t.Len() / max(outer, 1)
+			if outer == 0 {
+				block = 0
+			}
+			for j := 0; j < block; j++ {
+				res.set(i, t.at(o*block+j))
+				i++
+			}
+		}
+	}
+	return one(constValue(res))
+}
+
+func sliceOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	if v.set {
+		return nil, c.refuse("a slice of a run-time tensor; gpucc slices constants at import")
+	}
+	t := v.c
+	r := len(t.Shape)
+	var starts, ends, axes, steps []int64
+	if c.opset < 10 {
+		starts, _ = c.attrInts("starts")
+		ends, _ = c.attrInts("ends")
+		axes, _ = c.attrInts("axes")
+	} else {
+		var err *ir.Error
+		if starts, err = c.ints(1, "starts"); err != nil {
+			return nil, err
+		}
+		if ends, err = c.ints(2, "ends"); err != nil {
+			return nil, err
+		}
+		if c.in(3) != nil {
+			if axes, err = c.ints(3, "axes"); err != nil {
+				return nil, err
+			}
+		}
+		if c.in(4) != nil {
+			if steps, err = c.ints(4, "steps"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if axes == nil {
+		for k := range starts {
+			axes = append(axes, int64(k))
+		}
+	}
+	if len(ends) != len(starts) || len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
+		return nil, c.invalid("starts, ends, axes and steps have different lengths")
+	}
+	begin, step, out := make([]int, r), make([]int, r), append([]int{}, t.Shape...)
+	for k := range step {
+		step[k] = 1
+	}
+	seen := make([]bool, r)
+	for k := range starts {
+		a, err := c.axisOf(axes[k], r)
+		if err != nil {
+			return nil, err
+		}
+		if seen[a] {
+			return nil, c.invalid("axis %d is sliced twice", a)
+		}
+		seen[a] = true
+		st := int64(1)
+		if steps != nil {
+			st = steps[k]
+		}
+		if st == 0 {
+			return nil, c.invalid("step 0")
+		}
+		d := int64(t.Shape[a])
+		clamp := func(x int64, lo, hi int64) int64 {
+			if x < 0 {
+				x += d
+			}
+			return min(max(x, lo), hi)
+		}
+		var b, e int64
+		if st > 0 {
+			b, e = clamp(starts[k], 0, d), clamp(ends[k], 0, d)
+		} else {
+			b, e = clamp(starts[k], -1, d-1), clamp(ends[k], -1, d-1)
+		}
+		n := int64(0)
+		if st > 0 && e > b {
+			n = (e - b + st - 1) / st
+		} else if st < 0 && b > e {
+			n = (b - e - st - 1) / -st
+		}
+		begin[a], step[a], out[a] = int(b), int(st), int(n)
+	}
+	str := strides(t.Shape)
+	res, err := c.take(t, out, func(pos []int) int {
+		j := 0
+		for k, p := range pos {
+			j += (begin[k] + p*step[k]) * str[k]
+		}
+		return j
+	})
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(res))
+}
+
+func dropoutOp(c *importer) ([]value, *ir.Error) {
+	if c.attrInt("is_test", 1) == 0 && c.opset < 7 {
+		return nil, c.refuse("dropout in training mode")
+	}
+	if c.in(2) != nil {
+		m, err := c.konst(2, "training_mode")
+		if err != nil {
+			return nil, err
+		}
+		if m.Len() != 1 || !m.Type.isInt() || m.Int64[0] != 0 {
+			return nil, c.refuse("dropout in training mode")
+		}
+	}
+	return one(*c.in(0))
+}
