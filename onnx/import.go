@@ -126,10 +126,15 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		if err := c.node(g, i); err != nil {
 			return nil, err
 		}
+		if c.failed >= 0 {
+			break // the builder's error, reported by Build below; later nodes would see no shapes
+		}
 	}
 	c.n = nil
-	if err := c.outputs(g); err != nil {
-		return nil, err
+	if c.failed < 0 {
+		if err := c.outputs(g); err != nil {
+			return nil, err
+		}
 	}
 	graph, err := c.b.Build(l)
 	if err != nil {

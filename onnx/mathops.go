@@ -156,41 +156,49 @@ func whereOp(c *importer) ([]value, *ir.Error) {
 }
 
 // clipOp is min(max(x, lo), hi) (numpy's clip), each bound optional: the
-// attributes before opset 11, constant scalar inputs from it.
+// attributes before opset 11, scalar inputs from it (a constant one as the
+// scalar form, a run-time one broadcast).
 func clipOp(c *importer) ([]value, *ir.Error) {
 	x, err := c.rtIn(0)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
 	if c.opset < 11 {
-		lo, hi = c.attrFloat("min", lo), c.attrFloat("max", hi)
-	} else {
-		if c.attr("min") != nil || c.attr("max") != nil {
-			return nil, c.invalid("min and max are inputs from opset 11")
+		if a := c.attr("min"); a != nil {
+			x = x.MaximumScalar(a.f)
 		}
-		for k, p := range []*float32{&lo, &hi} {
-			if c.in(k+1) == nil {
-				continue
-			}
-			t, err := c.konst(k+1, "bound")
-			if err != nil {
-				return nil, err
-			}
-			if t.Type != Float32 || t.Len() != 1 {
-				return nil, c.invalid("a bound must be one float32, got %v of shape %v", t.Type, t.Shape)
-			}
-			*p = t.Float32[0]
+		if a := c.attr("max"); a != nil {
+			x = x.MinimumScalar(a.f)
 		}
+		return one(rtValue(x))
 	}
-	if !math.IsInf(float64(lo), 0) {
-		x = x.MaximumScalar(lo)
+	if c.attr("min") != nil || c.attr("max") != nil {
+		return nil, c.invalid("min and max are inputs from opset 11")
 	}
-	if !math.IsInf(float64(hi), 0) {
-		x = x.MinimumScalar(hi)
-	}
-	if math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)) {
-		return nil, c.refuse("a NaN bound")
+	for k, op := range []ir.Op{ir.OpMaximum, ir.OpMinimum} {
+		v := c.in(k + 1)
+		if v == nil {
+			continue
+		}
+		if len(v.shape()) != 0 {
+			return nil, c.invalid("a bound must be a scalar, got shape %v", v.shape())
+		}
+		if v.c != nil && v.c.Type == Float32 {
+			b := float64(v.c.Float32[0])
+			switch {
+			case math.IsInf(b, 2*k-1): // max(x, -Inf), min(x, +Inf): x
+			case math.IsInf(b, 0) || math.IsNaN(b):
+				return nil, c.refuse("a bound of %v", b)
+			default:
+				x = x.ApplyScalar(op.Info().ScalarForm, float32(b))
+			}
+			continue
+		}
+		b, err := c.rtIn(k + 1)
+		if err != nil {
+			return nil, err
+		}
+		x = x.Apply(op, b)
 	}
 	return one(rtValue(x))
 }
@@ -407,9 +415,15 @@ func reduceOp(f func(x ir.Tensor, keep bool, axes []int) ir.Tensor) func(c *impo
 	}
 }
 
-// layerNormOp is LayerNormalization over the axes from axis on: the
-// LayerNorm composite (flattened to one axis when there are several),
-// times Scale, plus B. Its Mean and InvStdDev outputs are refused.
+// layerNormOp is LayerNormalization over the dimensions from axis on, as
+// ONNX's reference computes it on the input flattened to [rows, cols]:
+//
+//	mean = sum(x, 1)/cols, d = x - mean, inv = 1/√(sum(d·d, 1)/cols + eps)
+//	Y = (d·inv)·Scale + B
+//
+// which is the LayerNorm composite's sequence (rsqrt is 1/√, correctly
+// rounded √ then division). Mean and InvStdDev are outputs 1 and 2, of
+// the input's shape with 1 from axis on.
 func layerNormOp(c *importer) ([]value, *ir.Error) {
 	x, err := c.rtIn(0)
 	if err != nil {
@@ -427,20 +441,21 @@ func layerNormOp(c *importer) ([]value, *ir.Error) {
 		return nil, c.refuse("stash_type %d (gpucc computes in float32)", st)
 	}
 	eps := c.attrFloat("epsilon", 1e-5)
-	var y ir.Tensor
-	if axis == len(s)-1 {
-		y = x.LayerNorm(axis, eps)
-	} else {
-		a, b := 1, 1
-		for k, d := range s {
-			if k < axis {
-				a *= d
-			} else {
-				b *= d
-			}
+	rows, cols := 1, 1
+	reduced := append(ir.Shape{}, s...)
+	for k, d := range s {
+		if k < axis {
+			rows *= d
+		} else {
+			cols *= d
+			reduced[k] = 1
 		}
-		y = x.Reshape(ir.Shape{a, b}).LayerNorm(1, eps).Reshape(s)
 	}
+	m := reshape(x, ir.Shape{rows, cols})
+	mean := m.Mean(true, 1)
+	d := m.Sub(mean)
+	inv := d.Mul(d).Mean(true, 1).AddScalar(eps).Rsqrt()
+	y := reshape(d.Mul(inv), s)
 	scale, err := c.rtIn(1)
 	if err != nil {
 		return nil, err
@@ -453,5 +468,5 @@ func layerNormOp(c *importer) ([]value, *ir.Error) {
 		}
 		y = y.Add(bias)
 	}
-	return one(rtValue(y))
+	return []value{rtValue(y), rtValue(reshape(mean, reduced)), rtValue(reshape(inv, reduced))}, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ with --input-shape NAME=D0,D1,… (repeatable). An op gpucc cannot run is
 refused with code "unsupported", naming the op, the node and the opset.
 Prints one JSON object: graph (the file written), nodes, inputs (name and
 shape of each) and outputs (their names). run, build and train read
-.onnx files directly, with the same --input-shape.`
+.onnx files directly, with the same --input-shape; serve's /v1/execute
+imports a body of Content-Type application/onnx (static shapes).`
 }
 
 // importResult is what gpucc import prints.
@@ -108,6 +110,20 @@ func (inputShapeFlag) Set(s string) error {
 func inputShapeFlags(fs *flag.FlagSet) {
 	inputShapes = map[string][]int{} // one command per process, but tests run many
 	fs.Var(inputShapeFlag{}, "input-shape", "for an .onnx model: the shape of input NAME, as NAME=D0,D1,… (repeatable; binds dynamic dimensions)")
+}
+
+// onnxBody returns the graph of an execute request: the body itself, or,
+// for Content-Type application/onnx, the model imported (within limits)
+// and encoded as protocol v1.
+func onnxBody(contentType string, body io.Reader, limits ir.Limits) (io.Reader, error) {
+	if mt, _, _ := strings.Cut(contentType, ";"); strings.TrimSpace(mt) != "application/onnx" {
+		return body, nil
+	}
+	g, err := onnx.Load(body, onnx.Options{Limits: limits})
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(ir.Encode(g)), nil
 }
 
 // isONNX reports whether path names an ONNX model (by its extension).

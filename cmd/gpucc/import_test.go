@@ -84,3 +84,27 @@ func TestImportErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServeONNX: the execute API imports a body of Content-Type
+// application/onnx, and refuses what Load refuses with its code.
+func TestServeONNX(t *testing.T) {
+	a := testAPI(t, nil)
+	model, err := os.ReadFile(filepath.Join("testdata", "mlp2.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", string(model), "Content-Type", "application/onnx")
+	if status != 200 || !e.OK {
+		t.Fatalf("execute mlp2.onnx: %d %+v", status, e)
+	}
+	if _, ok := e.Value["outputs"].(map[string]any)["probs"]; !ok {
+		t.Errorf("outputs %v lack probs", e.Value["outputs"])
+	}
+	dynamic, err := os.ReadFile(filepath.Join("testdata", "mlp.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", string(dynamic), "Content-Type", "application/onnx"); e.code() != "invalid_input" {
+		t.Errorf("execute mlp.onnx (dynamic N): %d %s, want invalid_input", status, e.code())
+	}
+}

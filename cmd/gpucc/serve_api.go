@@ -221,7 +221,12 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	// One byte over the limit, so that Decode, which reads at most that,
 	// reports limit_exceeded itself.
 	body := http.MaxBytesReader(w, r.Body, ir.SatAdd(a.limits.MaxGraphBytes, 1))
-	reply := a.client.Execute(r.Context(), host.Request{Graph: body, Backend: q})
+	graph, err := onnxBody(r.Header.Get("Content-Type"), body, a.limits) // import.go
+	if err != nil {
+		a.fail(w, httpStatus(lib.CodeOf(err)), err)
+		return
+	}
+	reply := a.client.Execute(r.Context(), host.Request{Graph: graph, Backend: q})
 	status := http.StatusOK
 	if !reply.OK {
 		status = httpStatus(reply.Error.Code)
@@ -282,7 +287,7 @@ func httpStatus(c ir.Code) int {
 		return http.StatusTooManyRequests
 	case ir.CodeDisposed, ir.CodeBackendUnavailable:
 		return http.StatusServiceUnavailable
-	case ir.CodeNonFiniteOutput:
+	case ir.CodeNonFiniteOutput, ir.CodeUnsupported:
 		return http.StatusUnprocessableEntity
 	case ir.CodeTimeout:
 		return http.StatusGatewayTimeout

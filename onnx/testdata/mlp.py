@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes mlp.onnx (the path given), the small MLP the CLI tests import:
 x[N,3] -> Gemm(W1[3,4], b1) -> Relu -> MatMul(W2[4,2]) -> Add(b2) -> Softmax,
-opset 13, with the batch dimension N dynamic. Made with onnx.helper, so
+opset 13, with the batch dimension N dynamic (or 2, given a second
+argument "static"). Made with onnx.helper, so
 it is what the ONNX tooling writes (initializers in raw_data)."""
 import sys
 
@@ -22,8 +23,9 @@ nodes = [
     helper.make_node("Softmax", ["z"], ["probs"], name="softmax", axis=-1),
 ]
 inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "W1"), (b1, "b1"), (w2, "W2"), (b2, "b2"))]
-g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
-                      [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 2])], inits)
+batch = 2 if sys.argv[2:] == ["static"] else "N"
+g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
+                      [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [batch, 2])], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="gpucc-test")
 m.ir_version = 8
 onnx.checker.check_model(m)
