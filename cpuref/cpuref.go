@@ -269,8 +269,17 @@ func Broadcast(x []float32, from, to ir.Shape) []float32 {
 func Matmul(a, b []float32, m, k, n int) []float32 { return exact.matmul(a, b, m, k, n) }
 
 func (ar arith) matmul(a, b []float32, m, k, n int) []float32 {
+	return ar.matmulUntil(a, b, m, k, n, nil)
+}
+
+// matmulUntil is matmul that checks stop (when not nil) before each row
+// and returns early, the rest of out zero, once it reports true.
+func (ar arith) matmulUntil(a, b []float32, m, k, n int, stop func() bool) []float32 {
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
+		if stop != nil && stop() {
+			break
+		}
 		row := a[i*k : (i+1)*k]
 		for j := 0; j < n; j++ {
 			var acc float32
@@ -309,6 +318,12 @@ func Reduce(op ir.Op, x []float32, arg, keep ir.Shape) []float32 {
 // padded leaves are cut into that many aligned blocks and the result holds
 // each block's subtree, output by output.
 func (ar arith) reduce(op ir.Op, x []float32, arg, keep ir.Shape, blocks int) []float32 {
+	return ar.reduceUntil(op, x, arg, keep, blocks, nil)
+}
+
+// reduceUntil is reduce that checks stop (when not nil) before each output
+// and returns early, short, once it reports true.
+func (ar arith) reduceUntil(op ir.Op, x []float32, arg, keep ir.Shape, blocks int, stop func() bool) []float32 {
 	red := ir.ReductionOf(arg, keep)
 	p := 1
 	for p < red.Leaves {
@@ -318,6 +333,9 @@ func (ar arith) reduce(op ir.Op, x []float32, arg, keep ir.Shape, blocks int) []
 	leaves := make([]float32, p)
 	pad := math.Float32frombits(op.Info().Identity)
 	for o := range red.Outputs {
+		if stop != nil && stop() {
+			break
+		}
 		base := ir.Offset(red.Kept, o)
 		for r := range red.Leaves {
 			leaves[r] = x[base+ir.Offset(red.Reduced, r)]

@@ -1,6 +1,8 @@
 package cpuref
 
 import (
+	"context"
+
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -17,7 +19,7 @@ func RunProgram(p *ir.Program) map[string][]float32 {
 		}
 	}
 	for _, k := range p.Kernels {
-		runKernel(&k, bufs)
+		runKernel(&k, bufs, nil)
 	}
 	out := make(map[string][]float32, len(p.Outputs))
 	for _, o := range p.Outputs {
@@ -124,10 +126,34 @@ func (bd *body) evalRange(bufs [][]float32, lo, m int, acc []float32, from, to i
 
 // RunKernel executes one kernel of a Program with the reference semantics:
 // it reads its input buffers from bufs (indexed like Program.Buffers) and
-// writes its outputs into them. The cpu backend runs programs with it.
-func RunKernel(k *ir.Kernel, bufs [][]float32) { runKernel(k, bufs) }
+// writes its outputs into them.
+func RunKernel(k *ir.Kernel, bufs [][]float32) { runKernel(k, bufs, nil) }
 
-func runKernel(k *ir.Kernel, bufs [][]float32) {
+// RunKernelContext is RunKernel that stops once ctx is done and returns
+// ctx's error, its outputs then partly written. It checks ctx between
+// chunks of 256 elements, matmul rows, reduction outputs and the values
+// of a rows kernel, so that a long kernel (a matmul of 10^8 operations
+// takes a second) returns within milliseconds of a deadline. The cpu
+// backend runs programs with it.
+func RunKernelContext(ctx context.Context, k *ir.Kernel, bufs [][]float32) error {
+	if ctx.Done() == nil { // never cancelled
+		runKernel(k, bufs, nil)
+		return nil
+	}
+	var err error
+	runKernel(k, bufs, func() bool {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return err != nil
+	})
+	return err
+}
+
+// runKernel runs k, checking stop (when not nil) as RunKernelContext
+// describes and returning early once it reports true.
+func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
+	halt := func() bool { return stop != nil && stop() }
 	n := k.Shape.Len()
 	bd := newBody(k)
 	switch k.Kind {
@@ -136,9 +162,12 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 		if k.Kind == ir.KernelMatmul {
 			a := operandValues(k.Inputs[0], bufs)
 			b := operandValues(k.Inputs[1], bufs)
-			c = Matmul(a, b, k.M, k.K, k.N)
+			c = exact.matmulUntil(a, b, k.M, k.K, k.N, stop)
 		}
 		for lo := 0; lo < n; lo += chunk {
+			if halt() {
+				return
+			}
 			m := min(chunk, n-lo)
 			var acc []float32
 			if c != nil {
@@ -157,11 +186,17 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 		}
 		leaves := make([]float32, n)
 		for lo := 0; lo < n; lo += chunk {
+			if halt() {
+				return
+			}
 			m := min(chunk, n-lo)
 			bd.evalRange(bufs, lo, m, nil, 0, pro)
 			copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
 		}
-		red := exact.reduce(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1))
+		red := exact.reduceUntil(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1), stop)
+		if halt() {
+			return
+		}
 		copy(bufs[k.Outputs[0]], red)
 		for lo := 0; acc >= 0 && lo < len(red); lo += chunk { // the epilogue, per output
 			m := min(chunk, len(red)-lo)
@@ -171,7 +206,7 @@ func runKernel(k *ir.Kernel, bufs [][]float32) {
 			}
 		}
 	case ir.KernelRows:
-		runRows(k, bufs)
+		runRows(k, bufs, halt)
 	case ir.KernelLife:
 		in := operandValues(k.Inputs[0], bufs)
 		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))

@@ -10,7 +10,9 @@ import (
 // reduction by the reference tree of each row (reduce), a per-row argument
 // of a per-leaf op read at the leaf's row. It does not run k.Parts: it is
 // the meaning of the fused body itself, which the code generators render.
-func runRows(k *ir.Kernel, bufs [][]float32) {
+//
+// It checks halt before each value and returns early once it reports true.
+func runRows(k *ir.Kernel, bufs [][]float32, halt func() bool) {
 	n, rows := k.Shape.Len(), k.Keep.Len()
 	red := ir.ReductionOf(k.Shape, k.Keep)
 	rowOf := make([]int32, n) // the row of each leaf
@@ -35,6 +37,9 @@ func runRows(k *ir.Kernel, bufs [][]float32) {
 	}
 	var scratch []uint32
 	for j, in := range k.Body {
+		if halt() {
+			return
+		}
 		m := n
 		if row[j] {
 			m = rows

@@ -60,7 +60,10 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) error {
 			stop()
 			return err
 		}
-		cpuref.RunKernel(&e.p.Kernels[k], bufs)
+		if err := cpuref.RunKernelContext(ctx, &e.p.Kernels[k], bufs); err != nil {
+			stop()
+			return err
+		}
 	}
 	stop()
 	defer st.Start(backend.StageReadback)()
