@@ -153,10 +153,7 @@ func (c *ExecutableCache) Run(ctx context.Context, g *ir.Graph) (*Result, error)
 	if !e.ran {
 		e.ran = true
 		t, caches := e.exe.CompileTimings()
-		res.Timings.PassesMs += t.PassesMs
-		res.Timings.CodegenMs += t.CodegenMs
-		res.Timings.CompileMs += t.CompileMs
-		res.Timings.TotalMs += t.TotalMs
+		res.Timings.Add(t)
 		for k, v := range caches {
 			if res.Cache == nil {
 				res.Cache = map[string]bool{}

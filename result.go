@@ -36,6 +36,28 @@ type Timings struct {
 	TotalMs         float64 `json:"totalMs"`
 }
 
+// Add adds o's stages to t: every duration, TotalMs included, and every
+// byte count, so that t sums runs (a training loop's steps) or a compile
+// and its first run. DispatchClock becomes o's when o names one (runs of
+// one Executable share their clock). A caller that times the whole and
+// the stages overlap sets TotalMs itself afterwards. TestTimingsAdd
+// fails on a field Add leaves out.
+func (t *Timings) Add(o Timings) {
+	t.PassesMs += o.PassesMs
+	t.CodegenMs += o.CodegenMs
+	t.CompileMs += o.CompileMs
+	t.UploadMs += o.UploadMs
+	t.UploadBytes += o.UploadBytes
+	t.DispatchMs += o.DispatchMs
+	if o.DispatchClock != "" {
+		t.DispatchClock = o.DispatchClock
+	}
+	t.FirstDispatchMs += o.FirstDispatchMs
+	t.ReadbackMs += o.ReadbackMs
+	t.ReadbackBytes += o.ReadbackBytes
+	t.TotalMs += o.TotalMs
+}
+
 // Result is what one run returns; the CLI prints it as JSON.
 type Result struct {
 	Backend string            `json:"backend"`

@@ -368,7 +368,7 @@ func (rt *Runtime) TrainWith(ctx context.Context, g *ir.Graph, loss string, lr f
 		res.Losses = append(res.Losses, r.Loss)
 		st := StepStats{Step: len(res.Losses), Loss: r.Loss, UploadBytes: r.Timings.UploadBytes, ReadbackBytes: r.Timings.ReadbackBytes}
 		res.PerStep = append(res.PerStep, st)
-		addTimings(&res.Timings, &r.Timings)
+		res.Timings.Add(r.Timings)
 		if opts.Progress != nil {
 			opts.Progress(st)
 		}
@@ -418,17 +418,4 @@ func (rt *Runtime) TrainWith(ctx context.Context, g *ir.Graph, loss string, lr f
 	res.Timings.ReadbackMs += ms(time.Since(readStart))
 	res.Timings.TotalMs = ms(time.Since(start))
 	return res, stopped
-}
-
-// addTimings adds the stages of one run to sum.
-func addTimings(sum, t *Timings) {
-	sum.CodegenMs += t.CodegenMs
-	sum.CompileMs += t.CompileMs
-	sum.UploadMs += t.UploadMs
-	sum.UploadBytes += t.UploadBytes
-	sum.DispatchMs += t.DispatchMs
-	sum.DispatchClock = t.DispatchClock
-	sum.FirstDispatchMs += t.FirstDispatchMs
-	sum.ReadbackMs += t.ReadbackMs
-	sum.ReadbackBytes += t.ReadbackBytes
 }

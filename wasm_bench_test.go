@@ -82,10 +82,7 @@ func BenchmarkBackends(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					t := res.Timings
-					sum.UploadMs += t.UploadMs
-					sum.DispatchMs += t.DispatchMs
-					sum.ReadbackMs += t.ReadbackMs
+					sum.Add(res.Timings)
 				}
 				n := float64(b.N)
 				b.ReportMetric(sum.UploadMs/n, "upload-ms")

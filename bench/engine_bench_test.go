@@ -53,13 +53,6 @@ func reportRun(b *testing.B, t gpucc.Timings) {
 	b.ReportMetric((wall-t.DispatchMs/n)*1000, "us-beyond-kernels")
 }
 
-func sum(t *gpucc.Timings, r gpucc.Timings) {
-	t.UploadMs += r.UploadMs
-	t.DispatchMs += r.DispatchMs
-	t.ReadbackMs += r.ReadbackMs
-	t.DispatchClock = r.DispatchClock
-}
-
 // BenchmarkExecutableRun is a warm Executable.Run of relu(a*b+c): "host"
 // from host slices into a caller-supplied output slice, "resident" on
 // inputs already on the device with the output kept there (what a run
@@ -87,7 +80,7 @@ func BenchmarkExecutableRun(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sum(&t, res.Timings)
+			t.Add(res.Timings)
 		}
 		reportRun(b, t)
 	})
@@ -125,7 +118,7 @@ func benchResident(b *testing.B, exe *gpucc.Executable, in gpucc.Inputs, out str
 	run() // first use of pipelines and buffers
 	var t gpucc.Timings
 	for b.Loop() {
-		sum(&t, run())
+		t.Add(run())
 	}
 	reportRun(b, t)
 }
@@ -236,7 +229,7 @@ func BenchmarkMLPTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sum(&t, r.Timings)
+			t.Add(r.Timings)
 		}
 		reportRun(b, t)
 	})
@@ -282,7 +275,7 @@ func BenchmarkMLPTrainStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			params = r.Params
-			sum(&t, r.Timings)
+			t.Add(r.Timings)
 		}
 		reportRun(b, t)
 	})
