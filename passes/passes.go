@@ -33,8 +33,10 @@
 //
 // The pipeline is a named, ordered list (Pipeline). Graph passes rewrite the
 // graph; "fuse" lowers it to a Program; program passes rewrite the Program.
-// The driver validates between passes, times each one, can dump the IR
-// after a named pass, and reports a failing or panicking pass by name.
+// The driver validates the graph once after the passes that rewrite it
+// and the Program once when it seals it (between every pass with
+// Options.CheckEach), times each pass, can dump the IR after a named
+// pass, and reports a failing or panicking pass by name.
 package passes
 
 import (
@@ -58,6 +60,9 @@ type Pass struct {
 	Name string
 	Doc  string
 	Run  func(*State) error
+	// Lowers says the pass turns the graph into State.Program: the graph
+	// is validated before it (see Options.CheckEach).
+	Lowers bool
 }
 
 // Pipeline is the default pass order, and why:
@@ -75,7 +80,7 @@ var Pipeline = []Pass{
 	{Name: "cse", Doc: "merge identical nodes", Run: cse},
 	{Name: "dce", Doc: "drop nodes that reach no output", Run: dce},
 	{Name: "views", Doc: "sink views through single-use elementwise nodes, so fusion reads them as strides", Run: sinkViews},
-	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse},
+	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse, Lowers: true},
 	{Name: "rows", Doc: "merge reductions over rows with the elementwise kernels around them into row-resident kernels", Run: fuseRows},
 	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
 	{Name: "split", Doc: "split large sums into a block pass and a final pass, for many workgroups", Run: split},
@@ -102,6 +107,15 @@ type Options struct {
 	// DumpAfter names a pass after which the IR text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
+	// CheckEach validates the IR after every pass, so that a pass that
+	// breaks an invariant is refused by its name (the package's tests and
+	// its differential fuzzer set it; Go's SSA backend keeps its
+	// between-pass checks behind a debug flag too). Without it, the graph
+	// is validated once, before the pass that lowers it to a Program
+	// (Pass.Lowers), and the Program once, by ir.Seal: the input graph was validated by the
+	// caller (ir.Validate), and nothing generates code from what the
+	// passes leave before both checks pass.
+	CheckEach bool
 }
 
 // TileChooser gives a tuned tile for a matmul kernel, or nil for the tiling
@@ -136,13 +150,21 @@ func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 	}
 	var timings []Timing
 	for _, p := range Pipeline {
+		if p.Lowers && !opts.CheckEach { // the one check of what the graph passes left
+			if err := ir.ValidateStructure(st.Graph, st.Options.Limits); err != nil {
+				return nil, timings, fmt.Errorf("passes: the graph the passes before %s left is invalid: %w", p.Name, err)
+			}
+		}
 		start := time.Now()
+		lowered := st.Program != nil
 		if err := runPass(p, st); err != nil {
 			return nil, timings, err
 		}
 		timings = append(timings, Timing{Pass: p.Name, Millis: float64(time.Since(start).Microseconds()) / 1000, NodesOut: len(st.Graph.Nodes)})
-		if err := check(p, st); err != nil {
-			return nil, timings, err
+		if opts.CheckEach {
+			if err := check(p, st, lowered); err != nil {
+				return nil, timings, err
+			}
 		}
 		if opts.DumpAfter == p.Name && opts.Dump != nil {
 			io.WriteString(opts.Dump, st.dump())
@@ -175,10 +197,14 @@ func runPass(p Pass, st *State) (err error) {
 	return nil
 }
 
-// check validates the IR after pass p.
-func check(p Pass, st *State) error {
-	if err := ir.ValidateStructure(st.Graph, st.Options.Limits); err != nil {
-		return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
+// check validates the IR after pass p (Options.CheckEach): the graph, if
+// the Program did not exist before p (program passes leave the graph
+// alone), and the Program, once there is one.
+func check(p Pass, st *State, lowered bool) error {
+	if !lowered {
+		if err := ir.ValidateStructure(st.Graph, st.Options.Limits); err != nil {
+			return fmt.Errorf("pass %s left an invalid graph: %w", p.Name, err)
+		}
 	}
 	if st.Program != nil {
 		if err := ir.ValidateProgram(st.Program); err != nil {

@@ -122,6 +122,7 @@ func TestGraphPasses(t *testing.T) {
 // lowered program's outputs with cpuref.Eval, bit for bit.
 func checkDifferential(t *testing.T, g *ir.Graph, opts Options) {
 	t.Helper()
+	opts.CheckEach = true // a pass that breaks the IR is named
 	p, _, err := Compile(g, opts)
 	if err != nil {
 		t.Fatalf("compile: %v\n%s", err, g)
