@@ -35,6 +35,9 @@ func LoopCost(k *ir.Kernel) int {
 	case ir.KernelRows:
 		return rowsLoopCost(k)
 	case ir.KernelSum:
+		if columnar(k, ir.ReductionOf(k.Shape, k.Keep)) {
+			return columnsLoopCost(k)
+		}
 		n := k.Shape.Len() / k.Keep.Len()
 		if perThread(k) {
 			// the leaf loop and the binary counter's inner loop (n-1

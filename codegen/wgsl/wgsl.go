@@ -302,6 +302,10 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		rows(b, k, s, red)
 		return
 	}
+	if columnar(k, red) {
+		columns(b, k, s, red)
+		return
+	}
 	n := red.Leaves
 	p, _ := codegen.SumBlock(n, SumThreads)
 	blocks := max(k.Blocks, 1)

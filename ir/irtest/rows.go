@@ -54,5 +54,22 @@ func Rows() []Case {
 		b.Output("loss", x.CrossEntropy(b.Input(ir.Shape{n, c}, oh)))
 		b.Output("row-losses", x.LogSoftmax(1).Mul(b.Input(ir.Shape{n, c}, oh)).SumAxes(false, 1).Neg())
 	})
+	// Column reductions (the kept axis innermost): tiles of adjacent
+	// outputs in WGSL, with a tail tile, padding, a prologue and an
+	// epilogue.
+	for _, rc := range [][2]int{{256, 8}, {300, 17}, {1031, 64}} {
+		r, c := rc[0], rc[1]
+		add("rows/columns-"+itoa(r)+"x"+itoa(c), func(b *ir.Builder) {
+			x := b.Input(ir.Shape{r, c}, Values(uint64(100+r), r*c, 20))
+			b.Output("colsum", x.SumAxes(false, 0))
+			b.Output("colmax", x.MaxAxes(true, 0))
+			b.Output("colmean-sq", x.Mul(x).Mean(true, 0))
+		})
+	}
+	add("rows/columns-rank3", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{257, 3, 5}, Values(101, 257*15, 20))
+		b.Output("sum0", x.SumAxes(false, 0))
+		b.Output("max0", x.MaxAxes(true, 0))
+	})
 	return cs
 }
