@@ -130,9 +130,19 @@ func (e *Executable) failed(r *run, err error) error {
 			d.Buf.Release()
 		}
 	}
+	return e.backendErr(err)
+}
+
+// backendErr is the error of a backend's failed run: a non-finite input
+// or output it found named, others given a code.
+func (e *Executable) backendErr(err error) error {
 	var nf *backend.NonFiniteError
 	if errors.As(err, &nf) {
 		return e.nonFinite(nf)
+	}
+	var no *backend.NonFiniteOutputError
+	if errors.As(err, &no) {
+		return nonFiniteOutput(e.rt.info.Name, e.plan.Program.Outputs[no.Output].Name, no.Index, no.Value)
 	}
 	return e.rt.wrap(err)
 }
@@ -161,7 +171,7 @@ func (r *run) finish(ctx context.Context, start time.Time) (*Result, error) {
 		return nil, err
 	}
 	for i, o := range p.Outputs {
-		if o.Buffer < 0 || r.call.Dests[i].Keep {
+		if o.Buffer < 0 || r.call.Dests[i].Keep || rt.info.ChecksOutputs {
 			continue
 		}
 		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), r.call.Dests[i].Host); err != nil {

@@ -101,7 +101,7 @@ func (p *Pending) waitLocked(ctx context.Context) {
 		}
 	default:
 		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) }); err != nil {
-			fail(rt.wrap(err))
+			fail(p.r.e.backendErr(err))
 			return
 		}
 		p.res, p.err = p.r.finish(ctx, p.start)

@@ -3,6 +3,7 @@ package gpucc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	goruntime "runtime"
 	"slices"
@@ -141,6 +142,16 @@ func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, erro
 	if len(out) != n {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "read: tensor of shape %v into a slice of %d values", t.shape, len(out))
 	}
+	if cr, ok := rt.dev.(backend.CheckedReader); ok { // the check rides on the copy out of staging
+		k, err := guard(rt.info.Name, func() (int, error) { return cr.ReadChecked(ctx, t.buf, out) })
+		if err != nil {
+			return nil, rt.wrap(err)
+		}
+		if k >= 0 {
+			return nil, nonFiniteOutputWhat(rt.info.Name, "tensor", k, out[k])
+		}
+		return out, nil
+	}
 	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
 		return nil, rt.wrap(err)
 	}
@@ -207,9 +218,19 @@ func checkFiniteInput(name string, data []float32) error {
 // checkFinite returns non_finite_output when data holds ±Inf or NaN.
 func checkFinite(backendName, what string, data []float32) error {
 	if k := firstNonFinite(data); k >= 0 {
-		return backend.Errorf(ir.CodeNonFiniteOutput, backendName, "%s element %d is %v; outputs must be finite float32", what, k, data[k])
+		return nonFiniteOutputWhat(backendName, what, k, data[k])
 	}
 	return nil
+}
+
+// nonFiniteOutput is the non_finite_output error of output name's
+// element k.
+func nonFiniteOutput(backendName, name string, k int, v float32) error {
+	return nonFiniteOutputWhat(backendName, fmt.Sprintf("output %q", name), k, v)
+}
+
+func nonFiniteOutputWhat(backendName, what string, k int, v float32) error {
+	return backend.Errorf(ir.CodeNonFiniteOutput, backendName, "%s element %d is %v; outputs must be finite float32", what, k, v)
 }
 
 // scanChunk is the fewest values one goroutine of firstNonFinite scans.

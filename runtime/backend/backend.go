@@ -70,6 +70,23 @@ type Info struct {
 	// data), failing with a *NonFiniteError; the runtime then does not
 	// scan them itself.
 	ChecksHost bool
+	// ChecksOutputs says that Run and Pending.Wait check the host outputs
+	// for ±Inf and NaN while they read them back (no second pass),
+	// failing with a *NonFiniteOutputError; the runtime then does not
+	// scan them itself.
+	ChecksOutputs bool
+}
+
+// NonFiniteOutputError is a host output holding ±Inf or NaN, found by a
+// backend that ChecksOutputs.
+type NonFiniteOutputError struct {
+	Output int // the program output
+	Index  int // the element
+	Value  float32
+}
+
+func (e *NonFiniteOutputError) Error() string {
+	return fmt.Sprintf("output %d element %d is %v", e.Output, e.Index, e.Value)
 }
 
 // NonFiniteError is a host Arg holding ±Inf or NaN, found by a backend
@@ -138,6 +155,14 @@ type Executable interface {
 	Run(ctx context.Context, call *Call) error
 	// Release frees what Compile made; the Device's caches may keep it.
 	Release()
+}
+
+// CheckedReader is a Device whose Read can check for ±Inf and NaN while
+// it copies (Info.ChecksOutputs): ReadChecked is Read that also returns
+// the index of the first non-finite value read, or -1 (the values after
+// it are unspecified).
+type CheckedReader interface {
+	ReadChecked(ctx context.Context, b Buffer, out []float32) (int, error)
 }
 
 // Launcher is an Executable that can queue a run without waiting for it

@@ -51,14 +51,20 @@ func copyOut(dst, src []byte) {
 }
 
 // copyChecked copies src into dst (same length, a multiple of 4) in
-// parallel and returns the index of the first float32 of src that is
-// ±Inf or NaN, or -1. The check reads what the copy just wrote.
-func copyChecked(dst, src []byte) int {
+// parallel and returns the index of the first float32 that is ±Inf or
+// NaN, or -1. Each worker checks its piece while it is in the cache, in
+// host memory: src on upload (dst is write-combined staging memory, slow
+// to read), dst on readback (checkDst).
+func copyChecked(dst, src []byte, checkDst bool) int {
 	var mu sync.Mutex
 	bad := -1
 	parallel(len(dst), func(lo, hi int) {
 		copy(dst[lo:hi], src[lo:hi])
-		if i := firstNonFinite(src[lo:hi]); i >= 0 {
+		c := src[lo:hi]
+		if checkDst {
+			c = dst[lo:hi]
+		}
+		if i := firstNonFinite(c); i >= 0 {
 			mu.Lock()
 			if j := lo/4 + i; bad < 0 || j < bad {
 				bad = j
@@ -180,7 +186,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 		m := s.GetMappedRange(0, uint(n))
 		k := int(end - off)
 		if check {
-			if j := copyChecked(m[:k&^3], data[off:off+uint64(k&^3)]); j >= 0 {
+			if j := copyChecked(m[:k&^3], data[off:off+uint64(k&^3)], false); j >= 0 {
 				_ = s.Unmap()
 				return int(off/4) + j, nil
 			}
@@ -250,14 +256,44 @@ func (d *Device) ensureReadRing(total uint64) error {
 	return nil
 }
 
+// ReadChecked is Read that also returns the index of the first element
+// read that is ±Inf or NaN, or -1, found while copying out of staging (no
+// second pass over out). The elements after one it reports are not read.
+func (d *Device) ReadChecked(b *Buffer, out []float32) (int, error) {
+	const op = "read"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(op); err != nil {
+		return -1, err
+	}
+	if err := d.checkBuffer(op, b); err != nil {
+		return -1, err
+	}
+	raw := f32Bytes(out)
+	if b.uniform || uint64(len(raw)) > b.size {
+		return -1, errorf(op, "cannot read %d B from %v", len(raw), b)
+	}
+	if len(raw) == 0 {
+		return -1, nil
+	}
+	return d.readCheckedLocked(op, b, raw, true)
+}
+
 // readLocked copies the first len(out) bytes of b into out through the
-// read staging ring; d.mu is held. Chunk i+1 is copied by the GPU while
-// the host copies chunk i out (in parallel), and nothing is allocated once
-// the ring exists.
+// read staging ring; d.mu is held.
 func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
+	_, err := d.readCheckedLocked(op, b, out, false)
+	return err
+}
+
+// readCheckedLocked is readLocked, with check also returning the index of
+// the first non-finite float32 (len(out) a multiple of 4). Chunk i+1 is
+// copied by the GPU while the host copies chunk i out (in parallel), and
+// nothing is allocated once the ring exists.
+func (d *Device) readCheckedLocked(op string, b *Buffer, out []byte, check bool) (int, error) {
 	total := roundUp(uint64(len(out)), 4)
 	if err := d.ensureReadRing(total); err != nil {
-		return errorf(op, "%w", err)
+		return -1, errorf(op, "%w", err)
 	}
 	size := d.readSize
 	nchunks := int((total + size - 1) / size)
@@ -271,7 +307,7 @@ func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
 	}
 	for i := 0; i < min(nchunks, len(d.readStage)); i++ {
 		if err := issue(i); err != nil {
-			return err
+			return -1, err
 		}
 	}
 	for i := 0; i < nchunks; i++ {
@@ -279,19 +315,31 @@ func (d *Device) readLocked(op string, b *Buffer, out []byte) error {
 		off := uint64(i) * size
 		n := min(size, total-off)
 		if err := d.mapWait(op, s, wgpu.MapModeRead, n); err != nil {
-			return err
+			return -1, err
 		}
 		m := s.GetMappedRange(0, uint(n))
 		end := min(off+n, uint64(len(out)))
-		copyOut(out[off:end], m[:end-off])
+		bad := -1
+		if check {
+			bad = copyChecked(out[off:end], m[:end-off], true)
+		} else {
+			copyOut(out[off:end], m[:end-off])
+		}
 		if err := s.Unmap(); err != nil {
-			return errorf(op, "%w", err)
+			return -1, errorf(op, "%w", err)
+		}
+		if bad >= 0 {
+			// Let the copy in flight finish, so that the ring is idle.
+			if i+1 < nchunks {
+				d.wait()
+			}
+			return int(off/4) + bad, nil
 		}
 		if i+len(d.readStage) < nchunks {
 			if err := issue(i + len(d.readStage)); err != nil {
-				return err
+				return -1, err
 			}
 		}
 	}
-	return nil
+	return -1, nil
 }

@@ -141,3 +141,53 @@ func TestRunRead(t *testing.T) {
 		u.Release()
 	}
 }
+
+// TestReadChecked: the first non-finite element read back is found
+// wherever it lies (first, last, at a chunk's and a worker's boundary),
+// with one staging chunk and with many, and finite data arrives whole.
+func TestReadChecked(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	const n = 3<<18 + 5 // 3 MiB and a bit: several workers, several 1 MiB chunks
+	buf := mustBuffer(t, d, 4*n, "checked")
+	defer buf.Release()
+	bads := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, chunk := range []uint64{0, 1 << 20} {
+		d.SetUpload(UploadWriteBuffer, chunk) // the read ring's chunk is the upload chunk
+		for _, at := range []int{-1, 0, 1, 7, 8, 1<<18 - 1, 1 << 18, 1<<18 + 3, n/2 + 1, n - 2, n - 1} {
+			t.Run(fmt.Sprintf("chunk=%d/at=%d", chunk, at), func(t *testing.T) {
+				data := make([]float32, n)
+				for i := range data {
+					data[i] = float32(i%1000) - 3e38*float32(i%2)
+				}
+				want := -1
+				if at >= 0 {
+					data[at] = bads[at%3]
+					if at+5 < n {
+						data[at+5] = bads[(at+1)%3] // a later one is not reported
+					}
+					want = at
+				}
+				if err := d.Upload(buf, data); err != nil {
+					t.Fatal(err)
+				}
+				back := make([]float32, n)
+				got, err := d.ReadChecked(buf, back)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Fatalf("ReadChecked = %d, want %d", got, want)
+				}
+				if want >= 0 {
+					return
+				}
+				for i := range data {
+					if math.Float32bits(back[i]) != math.Float32bits(data[i]) {
+						t.Fatalf("element %d = %v, want %v", i, back[i], data[i])
+					}
+				}
+			})
+		}
+	}
+}

@@ -117,7 +117,7 @@ func open(opts backend.Options) (backend.Device, error) {
 				MaxWorkgroupsPerDimension: int(l.MaxComputeWorkgroupsPerDimension),
 				MaxBindingSize:            int64(l.MaxStorageBufferBindingSize),
 				MaxBufferSize:             int64(l.MaxBufferSize)},
-			ChecksHost: true},
+			ChecksHost: true, ChecksOutputs: true},
 	}, nil
 }
 
@@ -169,6 +169,19 @@ func (d *device) Read(ctx context.Context, b backend.Buffer, out []float32) erro
 		return err
 	}
 	return d.dev.Read(buf.buf, out)
+}
+
+// ReadChecked is Read with the finiteness check on the copy out of
+// staging (backend.CheckedReader).
+func (d *device) ReadChecked(ctx context.Context, b backend.Buffer, out []float32) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	buf, err := d.buffer(b, len(out))
+	if err != nil {
+		return -1, err
+	}
+	return d.dev.ReadChecked(buf.buf, out)
 }
 
 func (d *device) buffer(b backend.Buffer, n int) (*buffer, error) {
@@ -397,8 +410,12 @@ func (e *executable) readHost(ctx context.Context, call *backend.Call, bufs []*g
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := e.d.dev.Read(bufs[o.Buffer], dst.Host); err != nil {
+		k, err := e.d.dev.ReadChecked(bufs[o.Buffer], dst.Host) // the finiteness check rides on the copy out of staging
+		if err != nil {
 			return e.fail(ctx, err)
+		}
+		if k >= 0 {
+			return &backend.NonFiniteOutputError{Output: i, Index: k, Value: dst.Host[k]}
 		}
 		call.Stats.ReadbackBytes += int64(len(dst.Host)) * 4
 	}
