@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +48,29 @@ func TestCheckOnce(t *testing.T) {
 		_, _, err := Compile(g, Options{CheckEach: tt.checkEach})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("CheckEach %v: %v, want an error containing %q", tt.checkEach, err, tt.want)
+		}
+	}
+}
+
+// TestPipelineDocNamesEveryPass: the comment on Pipeline, which says why
+// the passes run in their order, and the package doc's summary of what
+// they do name every pass of Pipeline.
+func TestPipelineDocNamesEveryPass(t *testing.T) {
+	src, err := os.ReadFile("passes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	pkgDoc, _, _ := strings.Cut(s, "\npackage passes")
+	summary, _, _ := strings.Cut(pkgDoc, "\n//\n")
+	_, why, _ := strings.Cut(s, "// Pipeline is the default pass order, and why:")
+	why, _, _ = strings.Cut(why, "var Pipeline")
+	for _, p := range Pipeline {
+		if !regexp.MustCompile(`\b` + p.Name + `\b`).MatchString(why) {
+			t.Errorf("the comment on Pipeline does not say where %s runs and why", p.Name)
+		}
+		if !strings.Contains(summary, "("+p.Name+")") {
+			t.Errorf("the package doc's summary does not name %s as (%s)", p.Name, p.Name)
 		}
 	}
 }

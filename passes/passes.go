@@ -1,6 +1,8 @@
 // Package passes turns a validated ir.Graph into an ir.Program: it folds
-// constants, merges common subexpressions, drops dead nodes, sinks views
-// to the loads, fuses elementwise chains into kernels and tiles matmuls.
+// constants (fold), merges common subexpressions (cse), drops dead nodes
+// (dce), sinks views to the loads (views), fuses elementwise chains into
+// kernels (fuse), merges the kernels around reductions over rows (rows),
+// tiles matmuls (tile) and splits large sums into blocks (split).
 //
 // # Fusion past the reduction: the rows rule
 //
