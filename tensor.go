@@ -46,7 +46,9 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 }
 
 // Host returns host data of the given shape as an input value. data is
-// read, never kept or written.
+// read, never kept or written. A nil shape is a scalar's (ir.Shape{}), as
+// everywhere in gpucc: Run, RunWith and a generated package's Inputs all
+// refuse it for an input of another shape, with invalid_input.
 func Host(shape ir.Shape, data []float32) Tensor { return Tensor{Shape: shape, Data: data} }
 
 // DeviceTensor is a tensor in a Runtime's device memory (host or wasm

@@ -262,6 +262,16 @@ func (k *Kernel) ReduceOutputs() int { return k.Keep.Len() * max(k.Blocks, 1) }
 // Bindings returns the number of storage buffers the kernel binds.
 func (k *Kernel) Bindings() int { return len(k.Inputs) + len(k.Outputs) }
 
+// tileText is a matmul tile in the program's text form: BMxBN per
+// workgroup / TMxTN per thread, the k-step and the load width, or "none"
+// before the tile pass chose one.
+func tileText(t Tile) string {
+	if t == (Tile{}) {
+		return "none"
+	}
+	return fmt.Sprintf("%dx%d/%dx%d k%d vec%d", t.BM, t.BN, t.TM, t.TN, t.BK, t.Vector)
+}
+
 // String returns the program's text form.
 func (p *Program) String() string {
 	var b strings.Builder
@@ -275,7 +285,7 @@ func (p *Program) String() string {
 	for _, k := range p.Kernels {
 		fmt.Fprintf(&b, "kernel %s %s %v nodes=%v", k.Name, k.Kind, k.Shape, k.Nodes)
 		if k.Kind == KernelMatmul {
-			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%+v", k.M, k.K, k.N, k.Tile)
+			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%s", k.M, k.K, k.N, tileText(k.Tile))
 		}
 		if k.Kind == KernelSum && (k.Reduce != OpSum || len(k.Keep) > 0) {
 			fmt.Fprintf(&b, " %s keep=%v", k.Reduce.Info().Wire, k.Keep)

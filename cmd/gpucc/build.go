@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/token"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -95,10 +96,11 @@ type buildResult struct {
 }
 
 func buildCmd(args []string) int {
-	fs := newFlags("build", "build GRAPH.json -o DIR [--package NAME] [--targets wgsl,glsl,c,wasm] [--profile NAME] [--explain] [--dump-after PASS]")
+	fs := newFlags("build", "build GRAPH.json -o DIR [--package NAME] [--targets wgsl,glsl,c,wasm] [--profile NAME] [--explain] [--dump-after PASS] [--quiet]")
 	out := fs.String("o", "", "output directory (required)")
 	dumpAfter := fs.String("dump-after", "", "print the IR after this pass: "+strings.Join(passes.PassNames(), ", "))
 	explain := fs.Bool("explain", false, "print the kernel plan")
+	quiet := fs.Bool("quiet", false, "print nothing on success (for //go:generate lines)")
 	pkg := fs.String("package", "", "also write a Go package of this name that runs the build")
 	targetList := fs.String("targets", "", "kernel targets to write, comma-separated: "+strings.Join(Targets, ", ")+" (default: all; wasm only when clang is present)")
 	profileName := fs.String("profile", passes.DefaultProfile, "device-limit profile to compile for: "+strings.Join(passes.ProfileNames(), ", "))
@@ -142,11 +144,12 @@ func buildCmd(args []string) int {
 		fmt.Print(explainPlan(b.program, b.manifest))
 		return 0
 	}
-	res := buildResult{Dir: *out, Manifest: filepath.Join(*out, "manifest.json"), Skipped: b.skipped, PassesMs: b.plan.PassesMs}
+	// Rounded to the microsecond, like every time gpucc prints.
+	res := buildResult{Dir: *out, Manifest: filepath.Join(*out, "manifest.json"), Skipped: b.skipped, PassesMs: math.Round(b.plan.PassesMs*1e3) / 1e3}
 	for _, f := range b.files {
 		res.Files = append(res.Files, filepath.Join(*out, f.name))
 	}
-	if *dumpAfter == "" {
+	if *dumpAfter == "" && !*quiet {
 		writeJSON(res)
 	}
 	return 0
@@ -407,8 +410,43 @@ func (b *build) write(dir string) error {
 			return ir.Errorf(ir.CodeIO, -1, "", "%v", err)
 		}
 	}
+	if err := b.removeStale(dir); err != nil {
+		return err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b.manifestJSON(), 0o644); err != nil {
 		return ir.Errorf(ir.CodeIO, -1, "", "%v", err)
+	}
+	return nil
+}
+
+// removeStale deletes what an earlier build into dir wrote and this one
+// does not: the files its manifest lists (kernels of a graph that had more,
+// a target left out now). It removes only regular files under dir that
+// manifest names, never anything else found there.
+func (b *build) removeStale(dir string) error {
+	old, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil // no earlier build
+	}
+	var m Manifest
+	if json.Unmarshal(old, &m) != nil {
+		return nil // not a manifest gpucc wrote: leave everything as it is
+	}
+	written := map[string]bool{}
+	for _, f := range b.files {
+		written[f.name] = true
+	}
+	for _, f := range m.Files {
+		if written[f.Name] || !filepath.IsLocal(f.Name) {
+			continue
+		}
+		path := filepath.Join(dir, f.Name)
+		if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Remove(path); err != nil {
+			return ir.Errorf(ir.CodeIO, -1, "", "removing %s of the earlier build: %v", f.Name, err)
+		}
 	}
 	return nil
 }
@@ -437,6 +475,11 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 		}
 		for j, o := range k.Outputs {
 			fmt.Fprintf(&b, "  writes buf%d = node %d %v [binding %d]\n", o, p.Buffers[o].Node, p.Buffers[o].Shape, len(k.Inputs)+j)
+		}
+		for _, mb := range mk.Bindings {
+			if mb.Kind == "uniform" {
+				fmt.Fprintf(&b, "  params uniform: one, zero and the kernel's constants [binding %d]\n", mb.Binding)
+			}
 		}
 		if k.Kind == ir.KernelMatmul {
 			t := k.Tile

@@ -55,3 +55,24 @@ func compareGo(a, b string) int {
 	}
 	return 0
 }
+
+// TestExampleGoDirective: examples/aot's go.mod asks for the same Go as
+// gpucc's own, not the patch release of whoever last ran go mod tidy.
+func TestExampleGoDirective(t *testing.T) {
+	directive := func(path string) string {
+		mod, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(mod), "\n") {
+			if v, ok := strings.CutPrefix(line, "go "); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		t.Fatalf("%s has no go directive", path)
+		return ""
+	}
+	if ours, example := directive("../../go.mod"), directive("../../examples/aot/go.mod"); ours != example {
+		t.Errorf("examples/aot/go.mod says go %s, gpucc's go.mod go %s", example, ours)
+	}
+}

@@ -213,8 +213,9 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 		outFields = append(outFields, jen.Comment(o.describe("output")), jen.Id(o.goName).Index().Float32())
 	}
 	f.Comment("Inputs are the graph's inputs. Each is host data, gpucc.Host(shape, data)")
-	f.Comment("(a nil shape is the input's), or a *gpucc.DeviceTensor, which stays on the")
-	f.Comment("device across runs; a nil field keeps the data the graph was built with.")
+	f.Comment("with the input's shape (a nil shape is a scalar's, as everywhere in gpucc),")
+	f.Comment("or a *gpucc.DeviceTensor, which stays on the device across runs; a nil")
+	f.Comment("field keeps the data the graph was built with.")
 	f.Type().Id("Inputs").Struct(inFields...)
 	f.Comment("Outputs are the graph's outputs, in row-major order.")
 	f.Type().Id("Outputs").Struct(outFields...)
@@ -382,7 +383,6 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 				jen.If(jen.Len(jen.Id("t").Dot("Data")).Op("!=").Id("shape").Dot("Len").Call()).Block(
 					badShape("has %d values; input %q of shape %v takes %d", jen.Len(jen.Id("t").Dot("Data")), jen.Id("name"), jen.Id("shape"), jen.Id("shape").Dot("Len").Call()),
 				),
-				jen.If(jen.Id("t").Dot("Shape").Op("==").Nil()).Block(jen.Id("t").Dot("Shape").Op("=").Id("shape")),
 				jen.If(jen.Op("!").Id("shape").Dot("Equal").Call(jen.Id("t").Dot("Shape"))).Block(
 					badShape("has shape %v; input %q takes %v", jen.Qual(irPkg, "Shape").Call(jen.Id("t").Dot("Shape")), jen.Id("name"), jen.Id("shape")),
 				),

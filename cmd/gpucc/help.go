@@ -9,11 +9,15 @@ Prints one JSON result object: outputs (shape and data per named output),
 backend, adapter, timings in milliseconds, cache hits and fallbackAttempts
 (the backends auto tried first and why each could not start).`,
 	"build": `
-Compiles GRAPH.json ahead of time into DIR: one WGSL file per kernel and
-manifest.json (kernels, bindings, dispatch sizes, pass timings); with
---package also a Go package embedding them. Prints the IR after a pass
-(--dump-after) or the kernel plan (--explain) as text on stdout, else
-nothing.`,
+Compiles GRAPH.json ahead of time into DIR: each target's kernels under
+DIR/kernels (a .wgsl per kernel, a .glsl per WebGL2 pass, kernels.c and
+kernels.wasm) and manifest.json (graph hash, profile, kernels, bindings,
+dispatch sizes, files); with --package also plan.gob and a Go package
+embedding them. Files an earlier build into DIR listed and this one does
+not write are removed. Prints one JSON object: dir, manifest, files (the
+paths written), skipped (targets left out, and why) and passesMs; or, as
+text instead, the IR after a pass (--dump-after) or the kernel plan
+(--explain); with --quiet nothing.`,
 	"train": `
 Runs --steps SGD steps on the scalar output --loss of GRAPH.json, updating
 its param inputs by p -= lr * grad in float32. Prints one JSON object:

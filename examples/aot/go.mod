@@ -1,6 +1,6 @@
 module example.com/aot
 
-go 1.26.8
+go 1.25.0
 
 require github.com/gpucc/gpucc v0.0.0
 

@@ -4,7 +4,7 @@
 //	go generate && go run . [-backend auto|webgpu|wasm|native|cpu]
 package main
 
-//go:generate go tool gpucc build mlp.json -o mlp --package mlp
+//go:generate go tool gpucc build mlp.json -o mlp --package mlp --quiet
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"example.com/aot/mlp"
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
 	_ "github.com/gpucc/gpucc/runtime/all"
 )
 
@@ -36,7 +37,7 @@ func main() {
 		for i := range x {
 			x[i] = float32((i+step)%7-3) / 4
 		}
-		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(nil, x)})
+		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(ir.Shape{4, 8}, x)})
 		if err != nil {
 			log.Fatal(err)
 		}
