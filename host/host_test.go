@@ -348,3 +348,35 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	t.Logf("%d ok, %d busy or disposed", ok.Load(), refused.Load())
 }
+
+// TestPendingCapPerID: the cap counts a client id's requests over all its
+// handles; four handles of one id cannot get past it.
+func TestPendingCapPerID(t *testing.T) {
+	g := newGate()
+	h := newHost(Policy{MaxPending: 2}, g)
+	h.Grant("g")
+	h.Grant("other")
+	var admitted int
+	for k := range 4 {
+		c := h.Client("g")
+		for range 2 {
+			if err := c.Submit(context.Background(), req(seed, "cpu"), func(Reply) {}); err == nil {
+				admitted++
+			} else if gpucc.CodeOf(err) != ir.CodeBusy {
+				t.Fatalf("handle %d: %v, want busy", k, err)
+			}
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("%d requests of one id admitted with MaxPending 2", admitted)
+	}
+	other := h.Client("other") // another id has its own cap
+	if err := other.Submit(context.Background(), req(seed, "cpu"), func(Reply) {}); err != nil {
+		t.Errorf("another id: %v", err)
+	}
+	for range 3 {
+		<-g.started
+		g.release <- struct{}{}
+	}
+	h.Close(context.Background())
+}
