@@ -84,16 +84,27 @@ type Reply struct {
 	Error *ErrorBody    `json:"error,omitempty"`
 }
 
-// ErrorBody is a failed reply's error.
+// ErrorBody is a failed reply's error: the fields `gpucc run` prints.
 type ErrorBody struct {
 	Code    ir.Code `json:"code"`
 	Message string  `json:"message"`
+	Node    *int    `json:"node,omitempty"`  // the node at fault (its wire id), when known
+	Field   string  `json:"field,omitempty"` // the field at fault, when known
 }
 
 // Failed returns the reply for err: its stable code (internal when it
-// has none) and message.
+// has none), message, and the node and field of an *ir.Error.
 func Failed(err error) Reply {
-	return Reply{Error: &ErrorBody{Code: gpucc.CodeOf(err), Message: err.Error()}}
+	e := &ErrorBody{Code: gpucc.CodeOf(err), Message: err.Error()}
+	var ie *ir.Error
+	if errors.As(err, &ie) {
+		if ie.Node >= 0 {
+			n := ie.Node
+			e.Node = &n
+		}
+		e.Field = ie.Field
+	}
+	return Reply{Error: e}
 }
 
 // hostError is an error the host itself reports.

@@ -31,9 +31,14 @@ func serveCmd(args []string) int {
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", fs.Args())
 	}
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
+	listen, _, err := net.SplitHostPort(*addr)
+	if err != nil {
 		return fail(ir.Errorf(ir.CodeUsage, -1, "addr", "serve: --addr %q: %v", *addr, err))
 	}
+	if !isLoopback(listen) && apiConf.token == "" && os.Getenv(TokenEnv) == "" {
+		return fail(ir.Errorf(ir.CodeUsage, -1, "addr", "serve: --addr %s is not a loopback address: give --token (or $%s), so that only holders of the token can run graphs here", ir.Quote(*addr), TokenEnv))
+	}
+	apiConf.listen = listen
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	page, err := web.Handler(web.Assets())

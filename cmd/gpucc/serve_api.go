@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,10 +52,19 @@ type apiConfig struct {
 	pending  int
 	timeout  time.Duration
 	grace    time.Duration
+	memory   int64
 	allowSW  bool
 	cacheDir string
 	limits   *ir.Limits
+	// listen is the host part of the listen address: a Host header may
+	// name it, besides localhost and the loopback addresses.
+	listen string
 }
+
+// serveOutputBytes is serve's default MaxOutputBytes, lower than `gpucc
+// run`'s (the storage limit): 1 Mi values, at most about 16 MB of JSON
+// per reply.
+const serveOutputBytes = 4 << 20
 
 // apiFlags registers the execute API's flags on serve's flag set.
 func apiFlags(fs *flag.FlagSet) *apiConfig {
@@ -57,6 +73,7 @@ func apiFlags(fs *flag.FlagSet) *apiConfig {
 	atLeast(fs, &c.pending, "max-pending", host.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
 	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may run before it is answered timeout")
 	atLeast(fs, &c.grace, "grace", 10*time.Second, 0, "on SIGTERM, how long running requests may finish before they are answered disposed")
+	atLeast(fs, &c.memory, "max-memory", 1<<30, 1<<20, "bytes of request bodies (3 per byte read) and replies (4 per output value) held at once, server-wide; a request past it is answered busy")
 	fs.BoolVar(&c.allowSW, "allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	c.limits = limitFlags(fs)
@@ -66,12 +83,15 @@ func apiFlags(fs *flag.FlagSet) *apiConfig {
 // api serves POST /v1/execute, GET /v1/info and GET /healthz in front of
 // another handler (the demo page), on a host.
 type api struct {
-	host   *host.Host
-	client *host.Client
-	token  string
-	limits ir.Limits
-	grace  time.Duration
-	next   http.Handler
+	host    *host.Host
+	client  *host.Client
+	token   string
+	limits  ir.Limits
+	timeout time.Duration
+	grace   time.Duration
+	listen  string
+	memory  *budget
+	next    http.Handler
 	// adapters are enumerated once: /v1/info is cheap to ask for, and
 	// enumeration creates a wgpu instance.
 	adapters func() (any, error)
@@ -88,11 +108,29 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
-	h := host.New(host.Options{Policy: host.Policy{Limits: *c.limits, MaxPending: c.pending, Timeout: c.timeout},
+	limits := *c.limits
+	if limits.MaxOutputBytes == 0 {
+		limits.MaxOutputBytes = serveOutputBytes
+	}
+	h := host.New(host.Options{Policy: host.Policy{Limits: limits, MaxPending: c.pending, Timeout: c.timeout},
 		AllowSoftware: c.allowSW, Cache: cc})
 	h.Grant(apiClient)
-	return &api{host: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, grace: c.grace, next: next,
-		adapters: sync.OnceValues(adapters)}, nil
+	memory := c.memory
+	if memory <= 0 {
+		memory = 1 << 30
+	}
+	return &api{host: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
+		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}, nil
+}
+
+// isLoopback reports whether host (a name or an address, without port)
+// is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // newServer returns an http.Server for handler with every timeout set:
@@ -158,15 +196,15 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeReply(w, http.StatusOK, map[string]any{"ok": true})
 		}
 	case p == routeInfo:
-		if a.authorized(w, r) && a.allow(w, r, http.MethodGet, http.MethodHead) {
+		if a.sameOrigin(w, r) && a.authorized(w, r) && a.allow(w, r, http.MethodGet, http.MethodHead) {
 			a.info(w)
 		}
 	case p == routeExecute:
-		if a.authorized(w, r) && a.allow(w, r, http.MethodPost) {
+		if a.sameOrigin(w, r) && a.authorized(w, r) && a.allow(w, r, http.MethodPost) && a.jsonBody(w, r) {
 			a.execute(w, r)
 		}
 	case strings.HasPrefix(p, "/v1/") || p == "/v1":
-		if a.authorized(w, r) {
+		if a.sameOrigin(w, r) && a.authorized(w, r) {
 			a.fail(w, http.StatusNotFound, ir.Errorf(ir.CodeUsage, -1, "", "no route %s; the API has %s, %s and %s", ir.Quote(p), routeExecute, routeInfo, routeHealth))
 		}
 	default:
@@ -188,6 +226,44 @@ func (a *api) allow(w http.ResponseWriter, r *http.Request, methods ...string) b
 	return false
 }
 
+// sameOrigin refuses (403) what another web page may send: a request
+// with an Origin other than this server's own, and, when no token is
+// required, one whose Host is not localhost, a loopback address or the
+// listen address (a DNS-rebinding page names its own host). With a token,
+// the token is what authenticates, whatever the Host.
+func (a *api) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+			a.fail(w, http.StatusForbidden, ir.Errorf(ir.CodeNotGranted, -1, "Origin", "requests from another origin (%s) are refused", ir.Quote(o)))
+			return false
+		}
+	}
+	if a.token == "" {
+		h := r.Host
+		if name, _, err := net.SplitHostPort(h); err == nil {
+			h = name
+		}
+		if !isLoopback(h) && (a.listen == "" || !strings.EqualFold(strings.Trim(h, "[]"), strings.Trim(a.listen, "[]"))) {
+			a.fail(w, http.StatusForbidden, ir.Errorf(ir.CodeNotGranted, -1, "Host", "Host %s is not this server's (localhost, a loopback address or %s)", ir.Quote(r.Host), ir.Quote(a.listen)))
+			return false
+		}
+	}
+	return true
+}
+
+// jsonBody refuses (415) a body that is not declared application/json (a
+// graph) or application/onnx (a model): a web page's form or text/plain
+// post, which needs no CORS preflight.
+func (a *api) jsonBody(w http.ResponseWriter, r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && mt != "application/onnx") {
+		a.fail(w, http.StatusUnsupportedMediaType, ir.Errorf(ir.CodeUsage, -1, "Content-Type", "Content-Type %s; /v1/execute takes application/json or application/onnx", ir.Quote(r.Header.Get("Content-Type"))))
+		return false
+	}
+	return true
+}
+
 // authorized checks the bearer token, in constant time, before anything
 // else is read: a missing or wrong token costs a 401 and nothing more.
 func (a *api) authorized(w http.ResponseWriter, r *http.Request) bool {
@@ -205,36 +281,126 @@ func (a *api) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // execute runs the body, a graph v1 document, with the query's options.
+// The body is read whole before the request takes a pending slot, under
+// the request's deadline (--timeout) and the server's memory budget; the
+// reply is streamed, its values counted in the budget while it is
+// written, within the timeout again. Every error answer closes the
+// connection, so nothing more of the body is read.
 func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	a.active.Add(1)
 	defer a.active.Add(-1)
+	deadline := time.Now().Add(a.timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
 	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		a.fail(w, http.StatusBadRequest, err)
 		return
 	}
 	if r.ContentLength > a.limits.MaxGraphBytes {
-		w.Header().Set("Connection", "close")
 		a.fail(w, http.StatusRequestEntityTooLarge, ir.Errorf(ir.CodeLimitExceeded, -1, "", "graph JSON of %d bytes exceeds the limit of %d bytes", r.ContentLength, a.limits.MaxGraphBytes))
 		return
 	}
-	// One byte over the limit, so that Decode, which reads at most that,
-	// reports limit_exceeded itself.
-	body := http.MaxBytesReader(w, r.Body, ir.SatAdd(a.limits.MaxGraphBytes, 1))
-	graph, err := onnxBody(r.Header.Get("Content-Type"), body, a.limits) // import.go
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(deadline) // an error here means the writer cannot: httptest's
+	body, held, err := a.readBody(r)
+	defer func() { a.memory.give(held) }()
+	if err != nil {
+		status := httpStatus(codeOf(err))
+		switch codeOf(err) {
+		case ir.CodeBusy:
+			w.Header().Set("Retry-After", "1")
+		case ir.CodeTimeout: // the client's doing, not the server's (504)
+			status = http.StatusRequestTimeout
+		}
+		a.fail(w, status, err)
+		return
+	}
+	graph, err := onnxBody(r.Header.Get("Content-Type"), bytes.NewReader(body), a.limits) // import.go
 	if err != nil {
 		a.fail(w, httpStatus(lib.CodeOf(err)), err)
 		return
 	}
-	reply := a.client.Execute(r.Context(), host.Request{Graph: graph, Backend: q})
-	status := http.StatusOK
+	reply := a.client.Execute(ctx, host.Request{Graph: graph, Backend: q})
+	a.memory.give(held) // the body is decoded and run: let it go
+	held, body = 0, nil
 	if !reply.OK {
-		status = httpStatus(reply.Error.Code)
+		status := httpStatus(reply.Error.Code)
 		if reply.Error.Code == ir.CodeBusy {
 			w.Header().Set("Retry-After", "1")
 		}
+		writeReply(w, status, reply)
+		return
 	}
-	writeReply(w, status, reply)
+	n := int64(64 << 10) // the writer's buffer
+	for _, o := range reply.Value.Outputs {
+		n += 4 * int64(len(o.Data))
+	}
+	if !a.memory.take(n) {
+		w.Header().Set("Retry-After", "1")
+		a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for replies (--max-memory) is in use; retry later"))
+		return
+	}
+	defer a.memory.give(n)
+	rc.SetWriteDeadline(time.Now().Add(a.timeout))
+	if err := writeResult(w, reply.Value); err != nil {
+		fmt.Fprintf(os.Stderr, "gpucc: writing an answer: %v\n", err)
+	}
+}
+
+// readBody reads r's body whole, at most MaxGraphBytes+1 bytes (so Decode
+// reports limit_exceeded itself), taking 3 bytes of the memory budget per
+// byte read (the body, and the graph it decodes to), which the caller
+// gives back (held) when it is done.
+func (a *api) readBody(r *http.Request) (body []byte, held int64, err error) {
+	limit := ir.SatAdd(a.limits.MaxGraphBytes, 1)
+	buf := make([]byte, 0, min(max(r.ContentLength, 512), limit))
+	chunk := make([]byte, 32<<10)
+	for int64(len(buf)) < limit {
+		k, rerr := r.Body.Read(chunk[:min(int64(len(chunk)), limit-int64(len(buf)))])
+		if k > 0 {
+			if !a.memory.take(3 * int64(k)) {
+				return nil, held, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for request bodies (--max-memory) is in use; retry later")
+			}
+			held += 3 * int64(k)
+			buf = append(buf, chunk[:k]...)
+		}
+		if rerr == io.EOF {
+			return buf, held, nil
+		}
+		if rerr != nil {
+			if errors.Is(rerr, os.ErrDeadlineExceeded) {
+				return nil, held, ir.Errorf(ir.CodeTimeout, -1, "", "the body did not arrive within the request's timeout")
+			}
+			return nil, held, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading the body: %v", rerr)
+		}
+	}
+	return buf, held, nil
+}
+
+// budget is a count of bytes the server may still hold; safe for
+// concurrent use.
+type budget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+// take takes n bytes if they are left.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// give gives n bytes back.
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
 }
 
 // parseQuery reads /v1/execute's options: backend, and nothing else.
@@ -270,6 +436,8 @@ func (a *api) info(w http.ResponseWriter) {
 	writeReply(w, http.StatusOK, map[string]any{"ok": true, "value": v})
 }
 
+// fail answers err with status; writeReply closes the connection, so
+// that what the client may still send is never read.
 func (a *api) fail(w http.ResponseWriter, status int, err error) {
 	writeReply(w, status, host.Failed(err))
 }
@@ -295,8 +463,12 @@ func httpStatus(c ir.Code) int {
 	return http.StatusInternalServerError
 }
 
-// writeReply writes v, an envelope, as the JSON answer.
+// writeReply writes v, an envelope, as the JSON answer; an error answer
+// closes the connection.
 func writeReply(w http.ResponseWriter, status int, v any) {
+	if status >= 400 {
+		w.Header().Set("Connection", "close")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -306,4 +478,62 @@ func writeReply(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(os.Stderr, "gpucc: writing an answer: %v\n", err)
 	}
+}
+
+// writeResult streams {"ok":true,"value":res}, the encoding writeReply
+// gives it, without holding the JSON of the outputs' values in memory:
+// each value is written as it is formatted (ir.FormatFloat, the shortest
+// decimal that reads back as the same float32).
+func writeResult(w http.ResponseWriter, res *lib.Result) error {
+	shell := *res
+	shell.Outputs = map[string]lib.Tensor{}
+	head, err := json.Marshal(shell)
+	if err != nil {
+		return err
+	}
+	const mark = `"outputs":{}`
+	i := bytes.Index(head, []byte(mark))
+	if i < 0 {
+		return fmt.Errorf("the result's encoding has no %s", mark)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.WriteString(`{"ok":true,"value":`)
+	bw.Write(head[:i])
+	bw.WriteString(`"outputs":{`)
+	names := slices.Sorted(maps.Keys(res.Outputs))
+	var num []byte
+	for k, name := range names {
+		if k > 0 {
+			bw.WriteByte(',')
+		}
+		key, _ := json.Marshal(name)
+		bw.Write(key)
+		bw.WriteString(`:{"shape":[`)
+		t := res.Outputs[name]
+		for d, n := range t.Shape {
+			if d > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString(strconv.Itoa(n))
+		}
+		bw.WriteString(`],"data":[`)
+		for j, v := range t.Data {
+			if j > 0 {
+				bw.WriteByte(',')
+			}
+			num = strconv.AppendFloat(num[:0], float64(v), 'g', -1, 32)
+			if _, err := bw.Write(num); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("]}")
+	}
+	bw.WriteByte('}')
+	bw.Write(head[i+len(mark):])
+	bw.WriteString("}\n")
+	return bw.Flush()
 }

@@ -43,6 +43,7 @@ func FuzzAPI(f *testing.F) {
 		r.Method = fuzzMethods[int(method)%len(fuzzMethods)]
 		r.URL.Path, r.URL.RawQuery = path, query
 		r.Header.Set("Authorization", auth)
+		r.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
 		a.ServeHTTP(w, r)
 		if w.Body.String() == "page" {
@@ -62,7 +63,7 @@ func FuzzAPI(f *testing.F) {
 			}
 		case e.Error == nil || e.Error.Code == "" || e.Error.Code == string(ir.CodeInternal):
 			t.Fatalf("%s %q %q: a failure without a user code: %s", r.Method, path, query, w.Body)
-		case w.Code != 401 && w.Code != 404 && w.Code != 405 && w.Code != httpStatus(ir.Code(e.Error.Code)):
+		case w.Code != 401 && w.Code != 403 && w.Code != 404 && w.Code != 405 && w.Code != 408 && w.Code != 415 && w.Code != httpStatus(ir.Code(e.Error.Code)):
 			t.Fatalf("code %s with status %d", e.Error.Code, w.Code)
 		}
 		if len(w.Body.Bytes()) > 4096 && !e.OK {

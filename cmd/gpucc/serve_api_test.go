@@ -66,7 +66,7 @@ func (e envelope) code() string {
 // do sends one request to h and decodes the envelope.
 func do(t *testing.T, h http.Handler, method, target, body string, header ...string) (int, envelope, http.Header) {
 	t.Helper()
-	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	r := localRequest(method, target, strings.NewReader(body))
 	for k := 0; k+1 < len(header); k += 2 {
 		r.Header.Set(header[k], header[k+1])
 	}
@@ -79,6 +79,17 @@ func do(t *testing.T, h http.Handler, method, target, body string, header ...str
 		}
 	}
 	return w.Code, e, w.Header()
+}
+
+// localRequest is a request as a local client sends it: to localhost,
+// with a JSON body.
+func localRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "localhost:8080"
+	if method == http.MethodPost {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return r
 }
 
 func TestAPIExecute(t *testing.T) {
@@ -147,7 +158,7 @@ func TestAPIBodyBound(t *testing.T) {
 	if status != 413 || e.code() != "limit_exceeded" {
 		t.Errorf("declared length: %d %s", status, e.code())
 	}
-	r := httptest.NewRequest("POST", "/v1/execute?backend=cpu", io.MultiReader(strings.NewReader(big)))
+	r := localRequest("POST", "/v1/execute?backend=cpu", io.MultiReader(strings.NewReader(big)))
 	r.ContentLength = -1 // chunked: the length is unknown until read
 	w := httptest.NewRecorder()
 	a.ServeHTTP(w, r)
@@ -329,6 +340,7 @@ func TestServeSIGTERM(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest("POST", url+"/v1/execute?backend=cpu", pr)
 		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		var e envelope
 		if err == nil {
@@ -357,5 +369,118 @@ func TestServeSIGTERM(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
+
+// TestAPIRefusesOtherOrigins: what a web page elsewhere may send is
+// refused before the body is read: a foreign Origin, a Host that is not
+// this server's when no token is required (DNS rebinding), a body not
+// declared application/json (a CORS simple request).
+func TestAPIRefusesOtherOrigins(t *testing.T) {
+	a := testAPI(t, nil)
+	tests := []struct {
+		name, host, origin, ctype string
+		status                    int
+		field                     string
+	}{
+		{"local", "localhost:8080", "", "application/json", 200, ""},
+		{"same origin", "127.0.0.1:8080", "http://127.0.0.1:8080", "application/json; charset=utf-8", 200, ""},
+		{"loopback v6", "[::1]:8080", "", "application/json", 200, ""},
+		{"foreign origin", "localhost:8080", "http://evil.example", "application/json", 403, "Origin"},
+		{"rebinding", "evil.example", "http://evil.example", "application/json", 403, "Host"},
+		{"rebinding without origin", "evil.example:8080", "", "application/json", 403, "Host"},
+		{"text/plain", "localhost:8080", "", "text/plain", 415, "Content-Type"},
+		{"form", "localhost:8080", "", "application/x-www-form-urlencoded", 415, "Content-Type"},
+		{"no content type", "localhost:8080", "", "", 415, "Content-Type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := &countingReader{r: strings.NewReader(seedGraph)}
+			r := httptest.NewRequest("POST", "/v1/execute?backend=cpu", body)
+			r.Host = tt.host
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			if tt.ctype != "" {
+				r.Header.Set("Content-Type", tt.ctype)
+			}
+			w := httptest.NewRecorder()
+			a.ServeHTTP(w, r)
+			var e struct {
+				Error struct{ Field string } `json:"error"`
+			}
+			json.Unmarshal(w.Body.Bytes(), &e)
+			if w.Code != tt.status || e.Error.Field != tt.field {
+				t.Errorf("status %d field %q, want %d %q: %s", w.Code, e.Error.Field, tt.status, tt.field, w.Body)
+			}
+			if tt.status != 200 && (body.n != 0 || w.Header().Get("Connection") != "close") {
+				t.Errorf("refused after reading %d body bytes, Connection %q", body.n, w.Header().Get("Connection"))
+			}
+		})
+	}
+	// With a token, the token authenticates whatever the Host.
+	b := testAPI(t, func(c *apiConfig) { c.token = "tok" })
+	r := localRequest("POST", "/v1/execute?backend=cpu", strings.NewReader(seedGraph))
+	r.Host = "gpu.example:8080"
+	r.Header.Set("Authorization", "Bearer tok")
+	w := httptest.NewRecorder()
+	b.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Errorf("with the token from another Host: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestAPIErrorsNameNodeAndField: an error answer carries the node and
+// field `gpucc run` prints.
+func TestAPIErrorsNameNodeAndField(t *testing.T) {
+	a := testAPI(t, nil)
+	bad := strings.Replace(seedGraph, `"a":0,"b":1`, `"a":0,"b":7`, 1)
+	r := localRequest("POST", "/v1/execute?backend=cpu", strings.NewReader(bad))
+	w := httptest.NewRecorder()
+	a.ServeHTTP(w, r)
+	var e struct {
+		Error struct {
+			Code  string
+			Node  *int
+			Field string
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != 400 || e.Error.Code != "invalid_graph" || e.Error.Node == nil || *e.Error.Node != 2 || e.Error.Field != "b" {
+		t.Errorf("%d %s", w.Code, w.Body)
+	}
+	out, _, code := gpucc(t, bad, "run", "--backend", "cpu", "--cache-dir", "off", "-")
+	if code != 1 || !strings.Contains(string(out), `"node":2,"field":"b"`) {
+		t.Errorf("gpucc run: %d %s", code, out)
+	}
+}
+
+// TestServeNeedsTokenOffLoopback: an address other than loopback needs a
+// token.
+func TestServeNeedsTokenOffLoopback(t *testing.T) {
+	out, _, code := gpucc(t, "", "serve", "--addr", "0.0.0.0:0", "--cache-dir", "off")
+	if code != 2 || !strings.Contains(string(out), "token") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
+
+// TestAPIStreamedReply: the streamed reply is the envelope writeReply
+// would write, a scalar output included.
+func TestAPIStreamedReply(t *testing.T) {
+	a := testAPI(t, nil)
+	doc := `{"version":1,"nodes":[{"id":0,"op":"input","shape":[4],"data":[1.5,-0,3e-39,16777217]},{"id":1,"op":"sum","a":0},{"id":2,"op":"neg","a":0}],"outputs":[{"name":"s","id":1},{"name":"n","id":2}]}`
+	status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", doc)
+	if status != 200 || !e.OK {
+		t.Fatalf("%d %+v", status, e.Error)
+	}
+	outs := e.Value["outputs"].(map[string]any)
+	want := map[string]any{
+		"s": map[string]any{"shape": []any{}, "data": []any{float64(float32(1.5 + 3e-39 + 16777216))}},
+		"n": map[string]any{"shape": []any{float64(4)}, "data": []any{-1.5, 0.0, -3e-39, float64(-16777216)}},
+	}
+	if diff := cmp.Diff(want, outs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
 	}
 }
