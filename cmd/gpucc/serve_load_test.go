@@ -279,3 +279,184 @@ func reportLoad(t *testing.T, cfg loadConfig, lat []time.Duration, counts map[st
 		cfg.clients, cfg.requests, cfg.backends, elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(),
 		pct(0.5).Round(time.Microsecond), pct(0.9).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), busy, mix.String())
 }
+
+// TestServeHostile is the load test with adversaries, on loopback: while
+// slowloris clients trickle bodies, clients request large replies and
+// never read them, and hostile clients send foreign origins, text/plain,
+// broken and over-limit graphs and hang up mid-body, every honest request
+// is answered correctly, never busy, within its timeout. Then the
+// adversaries' connections are gone and the budget is whole again.
+func TestServeHostile(t *testing.T) {
+	const timeout = 5 * time.Second // a loaded 2-core machine formats megabytes of JSON slowly
+	backends := []string{"cpu"}
+	if os.Getenv("GPUCC_REQUIRE_WASM") != "" {
+		backends = append(backends, "wasm")
+	}
+	a := testAPI(t, func(c *apiConfig) {
+		c.timeout = timeout
+		c.memory = 64 << 20
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.serve(ctx, newServer(a, timeout), ln) }()
+	// Warm every backend up (its Runtime opens on first use) before the clock starts.
+	for _, b := range backends {
+		c := makeCase(rand.New(rand.NewPCG(0, 0)), []string{b})
+		if resp, err := http.Post("http://"+addr+"/v1/execute?backend="+b, "application/json", bytes.NewReader(c.body)); err == nil {
+			resp.Body.Close()
+		}
+	}
+
+	var adversaries sync.WaitGroup
+	done := make(chan struct{})
+	// Slowloris: a byte of body every 100 ms, for as long as the server listens.
+	var cutOff atomic.Int64
+	for range 32 {
+		adversaries.Add(1)
+		go func() {
+			defer adversaries.Done()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /v1/execute?backend=cpu HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", addr)
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					cutOff.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	// Unread replies: 2 MiB of output each, never read.
+	big := []byte(`{"version":1,"nodes":[{"id":0,"op":"full","shape":[524288],"value":1.5}],"outputs":[{"name":"y","id":0}]}`)
+	for range 6 {
+		adversaries.Add(1)
+		go func() {
+			defer adversaries.Done()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /v1/execute?backend=cpu HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(big), big)
+			<-done
+		}()
+	}
+	// Hostile requests, answered with their codes.
+	hostile := []struct {
+		name, origin, ctype, body string
+		status                    int
+	}{
+		{"foreign origin", "http://evil.example", "application/json", seedGraph, 403},
+		{"text/plain", "", "text/plain", seedGraph, 415},
+		{"broken", "", "application/json", seedGraph[:40], 400},
+		{"over the limit", "", "application/json", `{"version":1,"nodes":[{"id":0,"op":"full","shape":[2000000],"value":1}],"outputs":[{"name":"y","id":0}]}`, 413},
+	}
+	for k := range 4 {
+		adversaries.Add(1)
+		go func() {
+			defer adversaries.Done()
+			r := rand.New(rand.NewPCG(uint64(k), 99))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if r.IntN(4) == 0 {
+					disconnect(addr, makeCase(r, []string{"cpu"}))
+					continue
+				}
+				h := hostile[r.IntN(len(hostile))]
+				req, _ := http.NewRequest("POST", "http://"+addr+"/v1/execute?backend=cpu", strings.NewReader(h.body))
+				req.Header.Set("Content-Type", h.ctype)
+				if h.origin != "" {
+					req.Header.Set("Origin", h.origin)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					continue // the server may close first
+				}
+				resp.Body.Close()
+				if resp.StatusCode != h.status {
+					t.Errorf("%s: %s, want %d", h.name, resp.Status, h.status)
+				}
+			}
+		}()
+	}
+
+	testStart := time.Now()
+	time.Sleep(200 * time.Millisecond) // the adversaries are at work
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 2 * timeout}
+	var honest sync.WaitGroup
+	var worst atomic.Int64
+	var answered atomic.Int64
+	var dumpOnce sync.Once
+	for k := range 8 {
+		honest.Add(1)
+		go func() {
+			defer honest.Done()
+			r := rand.New(rand.NewPCG(uint64(k), 7))
+			for range 10 {
+				c := makeCase(r, backends)
+				for c.kind != "valid" {
+					c = makeCase(r, backends)
+				}
+				t0 := time.Now()
+				resp, err := client.Post("http://"+addr+"/v1/execute?backend="+c.backend, "application/json", bytes.NewReader(c.body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var e envelope
+				err = json.NewDecoder(resp.Body).Decode(&e)
+				resp.Body.Close()
+				d := time.Since(t0)
+				if err != nil || !e.OK {
+					dumpOnce.Do(func() { pprof.Lookup("goroutine").WriteTo(os.Stderr, 1) })
+					t.Errorf("an honest request on %s: %v %s %+v after %v", c.backend, err, e.code(), e.Error, d)
+					continue
+				}
+				checkLoadValues(t, c, e)
+				if d > timeout {
+					t.Errorf("an honest request took %v, over its timeout %v: %v, started at %v", d, timeout, e.Value["timings"], t0.Sub(testStart))
+				}
+				answered.Add(1)
+				for w := worst.Load(); int64(d) > w && !worst.CompareAndSwap(w, int64(d)); w = worst.Load() {
+				}
+			}
+		}()
+	}
+	honest.Wait()
+	time.Sleep(timeout + 500*time.Millisecond) // past every deadline of the adversaries' requests
+	close(done)
+	adversaries.Wait()
+	if n := cutOff.Load(); n == 0 {
+		t.Error("no slowloris client was cut off")
+	}
+	for wait := time.Now().Add(5 * time.Second); a.active.Load() > 0 && time.Now().Before(wait); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := a.memory.left; left != 64<<20 {
+		t.Errorf("the memory budget has %d bytes left of %d once idle", left, 64<<20)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d honest requests answered, the slowest in %v; %d slowloris clients cut off", answered.Load(), time.Duration(worst.Load()), cutOff.Load())
+}
