@@ -114,7 +114,7 @@ func b1(v bool) int {
 // the plan's C as it trusts the author of the program that links it.
 func (p *Plan) check(limits ir.Limits) error {
 	bad := func(format string, a ...any) error {
-		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "plan: "+format, a...)
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", format, a...)
 	}
 	maxElems := limits.MaxElements
 	if maxElems <= 0 {
@@ -125,7 +125,7 @@ func (p *Plan) check(limits ir.Limits) error {
 			return bad("%s has shape %v: a dimension is not positive or the size overflows", what, s)
 		}
 		if n := s.Elements(maxElems); n < 0 {
-			return ir.Errorf(ir.CodeLimitExceeded, -1, "plan", "plan: %s has shape %v, past this runtime's %d elements per tensor", what, s, maxElems)
+			return ir.Errorf(ir.CodeLimitExceeded, -1, "plan", "%s has shape %v, past this runtime's %d elements per tensor", what, s, maxElems)
 		}
 		return nil
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -352,8 +354,10 @@ exec %s "$@"
 // TestBuildPackage generates a package from examples/aot/mlp.json, builds
 // and vets it in a temporary module that replaces gpucc with this
 // checkout, and runs it on cpu, webgpu, wasm and native against the JIT,
-// and on wasm once more with Clang hidden. Then it edits an embedded kernel and expects Compile to refuse
-// it by its hash.
+// and on wasm once more with Clang hidden. Then it puts another package's
+// kernels in, with the manifest edited to match, and expects Compile to
+// refuse them as another program's; and it edits an embedded kernel and
+// expects Compile to refuse it by its hash.
 func TestBuildPackage(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	app := t.TempDir()
@@ -423,6 +427,32 @@ func TestBuildPackage(t *testing.T) {
 			}
 		})
 	}
+	// Kernels replaced with the manifest edited to match pass the hash
+	// check; Load must refuse them as another program's, where native once
+	// ran them over this plan's buffers and read out of bounds. (The root
+	// package's TestLoadRefusesInconsistentPlan edits the plan itself.)
+	t.Run("another package's kernels", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other")
+		if out, v, code := gpucc(t, "", "build", example("mlp.json"), "-o", other, "--package", "other"); code != 0 {
+			t.Fatalf("exit %d: %s %v", code, out, v)
+		}
+		files := map[string][]byte{}
+		for _, name := range []string{cFile, wasmFile} {
+			b, err := os.ReadFile(filepath.Join(other, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[name] = b
+		}
+		defer tamper(t, filepath.Join(app, "mlp"), files)() // the next subtest builds again
+		goCmd("build", "-o", "app", ".")
+		for _, backend := range []string{"cpu", "native"} {
+			out, err := runApp(backend)
+			if err == nil || !strings.Contains(out, "FAIL: mlp: invalid_graph: field plan: its kernels were not generated for its program") {
+				t.Errorf("%s: %v: %s", backend, err, out)
+			}
+		}
+	})
 	t.Run("edited kernel", func(t *testing.T) {
 		path := filepath.Join(app, "mlp", "kernels", "matmul_0.wgsl")
 		doc, err := os.ReadFile(path)
@@ -442,4 +472,52 @@ func TestBuildPackage(t *testing.T) {
 			t.Errorf("an edited kernel was accepted: %v %s", err, out)
 		}
 	})
+}
+
+// tamper replaces files of the generated package in dir and records
+// their new SHA-256 in its manifest.json, as someone who edits both would;
+// restore puts every file back.
+func tamper(t *testing.T, dir string, files map[string][]byte) (restore func()) {
+	t.Helper()
+	manifest := filepath.Join(dir, "manifest.json")
+	saved := map[string][]byte{}
+	for name := range files {
+		saved[name] = nil
+	}
+	saved["manifest.json"] = nil
+	for name := range saved {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[name] = b
+	}
+	var m map[string]any
+	if err := json.Unmarshal(saved["manifest.json"], &m); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		found := false
+		for _, f := range m["files"].([]any) {
+			if f := f.(map[string]any); f["name"] == name {
+				sum := sha256.Sum256(data)
+				f["sha256"], found = hex.EncodeToString(sum[:]), true
+			}
+		}
+		if !found {
+			t.Fatalf("manifest.json records no %s", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(manifest, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		for name, data := range saved {
+			os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		}
+	}
 }
