@@ -286,3 +286,26 @@ func TestHTMLOddText(t *testing.T) {
 		}
 	}
 }
+
+// TestStagesCountDispatchOnce: a cold run's first dispatch and dispatch
+// are the same dispatch, so the bar shows it once and the stages add up
+// to no more than the total (they once passed 100% on cold webgpu runs).
+func TestStagesCountDispatchOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		s          Stage
+		sum, other float64
+	}{
+		{"cold", Stage{Timings: gpucc.Timings{UploadMs: 1, FirstDispatchMs: 40, DispatchMs: 40, ReadbackMs: 2, TotalMs: 50}}, 43, 7},
+		{"cold, gpu timestamps", Stage{Timings: gpucc.Timings{FirstDispatchMs: 40, DispatchMs: 3, TotalMs: 41}}, 40, 1},
+		{"warm", Stage{Timings: gpucc.Timings{UploadMs: 1, DispatchMs: 4, TotalMs: 6}}, 5, 1},
+	} {
+		sum := 0.0
+		for _, st := range stages {
+			sum += st.ms(tt.s)
+		}
+		if sum != tt.sum || other(tt.s) != tt.other {
+			t.Errorf("%s: stages sum to %v and other is %v; want %v and %v", tt.name, sum, other(tt.s), tt.sum, tt.other)
+		}
+	}
+}

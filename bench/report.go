@@ -46,8 +46,15 @@ var stages = []struct {
 	{"passes+codegen", "#8e6bbf", func(s Stage) float64 { return s.PassesMs + s.CodegenMs }},
 	{"compile", "#d9534f", func(s Stage) float64 { return s.CompileMs }},
 	{"upload", "#f0ad4e", func(s Stage) float64 { return s.UploadMs }},
+	// A run's dispatch is one or the other: FirstDispatchMs, when set, is
+	// the wall time of the same dispatch DispatchMs measures (gpucc.Timings).
 	{"first dispatch", "#9fd39f", func(s Stage) float64 { return s.FirstDispatchMs }},
-	{"dispatch", "#3c9d3c", func(s Stage) float64 { return s.DispatchMs }},
+	{"dispatch", "#3c9d3c", func(s Stage) float64 {
+		if s.FirstDispatchMs > 0 {
+			return 0
+		}
+		return s.DispatchMs
+	}},
 	{"readback", "#5bc0de", func(s Stage) float64 { return s.ReadbackMs }},
 }
 

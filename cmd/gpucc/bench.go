@@ -24,7 +24,7 @@ func benchCmd(args []string) int {
 	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")
 	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
 	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
-	allowSW := fs.Bool("allow-software", true, "accept software GPU adapters (lavapipe)")
+	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	var budget time.Duration
 	var maxCase float64
 	atLeast(fs, &budget, "budget", 0, 0, "stop starting cases after this long (0: no limit)")

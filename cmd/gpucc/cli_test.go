@@ -269,3 +269,30 @@ func TestOneFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowSoftwareAgrees: every command that opens a GPU documents
+// --allow-software the same way, off by default: bench once accepted
+// lavapipe unasked while run refused it.
+func TestAllowSoftwareAgrees(t *testing.T) {
+	flagHelp := func(cmd string) string {
+		out, _, code := gpuccStderr(t, "", cmd, "-h")
+		if code != 0 {
+			t.Fatalf("%s -h: exit %d", cmd, code)
+		}
+		_, rest, ok := strings.Cut(out, "  --allow-software\n")
+		if !ok {
+			t.Fatalf("%s -h has no --allow-software line (a boolean):\n%s", cmd, out)
+		}
+		text, _, _ := strings.Cut(rest, "\n")
+		return strings.TrimSpace(text)
+	}
+	want := flagHelp("run")
+	if strings.Contains(want, "default") {
+		t.Errorf("run's --allow-software has a default: %q", want)
+	}
+	for _, cmd := range []string{"train", "bench", "serve"} {
+		if got := flagHelp(cmd); got != want {
+			t.Errorf("%s --allow-software: %q; run's: %q", cmd, got, want)
+		}
+	}
+}
