@@ -63,7 +63,7 @@ func FuzzCompile(f *testing.F) {
 			f.Add(doc, uint8(8), true)
 		}
 	}
-	for seed := range 16 {
+	for seed := range 32 {
 		f.Add(ir.Encode(irtest.RandomViews(uint64(seed), 12)), uint8(seed), seed%2 == 0)
 		// every op of the table (irtest.TestRandomOpsCoversTheTable)
 		f.Add(ir.Encode(irtest.RandomOps(uint64(seed), 12)), uint8(seed+1), seed%2 == 1)

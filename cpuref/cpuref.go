@@ -89,6 +89,14 @@
 //   - tanh(x): for |x| < 0.625 Cephes' tanhf polynomial x + x·s·P(s),
 //     s = x²; else ±(1 - div(2, exp(2|x|) + 1)), and ±1 from |x| ≥ 9.1.
 //     tanh(±0) = ±0, tanh(±Inf) = ±1.
+//   - sigmoid(x) = div(1, exp(neg(x)) + 1), the order of ONNX's reference:
+//     0 where e^-x overflows (x below about -88.7), 1 once e^-x + 1
+//     rounds to 1 (x above about 16.6).
+//   - greater(a, b), greater_equal(a, b), equal(a, b): 1 where a > b
+//     (a >= b, a == b) by float comparison, else 0; 0 if either is NaN,
+//     and -0 == +0.
+//   - mask(c, b): b where c > 0, else -0, by a select: mask(c, x) +
+//     mask(1 - c, y) for c of 1 and 0 is where(c, x, y) bit for bit.
 //
 // Accuracy against float64, measured by bench/accuracy (bench/RESULTS.md
 // has the command and the table) over 7,006,472 inputs spread over all

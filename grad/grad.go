@@ -32,6 +32,11 @@
 //	rsqrt(a)           ga += mul(g, mul_scalar(div(out, a), -0.5))
 //	relu(a)            ga += mul(g, positive(a))
 //	positive(a)        no gradient (it is piecewise constant)
+//	greater(a, b)      no gradient (piecewise constant), as greater_equal and equal:
+//	greater_equal(a, b) no gradient
+//	equal(a, b)        no gradient
+//	sigmoid(a)         ga += mul(g, mul(out, add_scalar(neg(out), 1)))
+//	mask(c, b)         gb += mask(c, g); no gradient to c
 //	transpose(a)       ga += transpose(g)
 //	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
 //	sum(a, axes)       ga += broadcast(g) to a's shape

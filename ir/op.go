@@ -43,6 +43,13 @@ const (
 	OpSqrt  // √arg0, correctly rounded
 	OpRsqrt // 1/√arg0
 	OpMax   // the largest element of arg0 over the axes where the target Shape is 1 (all of it when []), by maximum
+	// The ops ONNX import needs (package onnx): comparisons give 1 or 0
+	// (a bool as float32; false for NaN), mask selects without arithmetic.
+	OpSigmoid      // 1/(e^-arg0 + 1), ONNX's reference order
+	OpGreater      // arg0 > arg1 ? 1 : 0
+	OpGreaterEqual // arg0 >= arg1 ? 1 : 0
+	OpEqual        // arg0 == arg1 ? 1 : 0 (-0 == +0)
+	OpMask         // arg0 > 0 ? arg1 : -0, so that mask(c, x) + mask(1-c, y) is where(c, x, y) bit for bit
 	numOps
 )
 
@@ -229,6 +236,25 @@ func init() {
 		// broadcasting add/sub/mul and by autodiff; on the wire they are
 		// gpucc extensions ("op":"broadcast"/"reshape" with "a" and
 		// "shape"), so Encode can write any IR graph and Decode reads it back.
+		OpSigmoid: {Name: "sigmoid", Args: 1, Expr: divX(F(1), expX(negX(Arg(0))).Add(F(1))),
+			F64: func(a, _ float64) float64 { return 1 / (math.Exp(-a) + 1) },
+			Grad: func(d Diff, k int) (Val, bool) { // g·y·(1 - y)
+				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Out(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, d.Out()), C(1)))), true
+			}},
+		OpGreater: {Name: "greater", Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
+			F64: func(a, b float64) float64 { return if64(a > b, 1, 0) }, Grad: ZeroGrad},
+		OpGreaterEqual: {Name: "greater_equal", Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
+			F64: func(a, b float64) float64 { return if64(a >= b, 1, 0) }, Grad: ZeroGrad},
+		OpEqual: {Name: "equal", Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
+			F64: func(a, b float64) float64 { return if64(a == b, 1, 0) }, Grad: ZeroGrad},
+		OpMask: {Name: "mask", Args: 2, Expr: If(Arg(0).Gt(F(0)), Arg(1), FBits(1<<31)),
+			F64: func(a, b float64) float64 { return if64(a > 0, b, math.Copysign(0, -1)) },
+			Grad: func(d Diff, k int) (Val, bool) {
+				if k == 0 {
+					return Val{}, false
+				}
+				return d.Apply(OpMask, nil, d.Arg(0), d.Grad()), true
+			}},
 		OpBroadcast: {Name: "broadcast", Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
 			Grad: broadcastGrad},
 		OpReshape: {Name: "reshape", Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,

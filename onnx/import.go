@@ -70,6 +70,9 @@ type value struct {
 	c   *Tensor
 	rt  ir.Tensor
 	set bool // rt is valid
+	// isBool marks a run-time bool: rt holds 1 for true and 0 for false
+	// (what comparisons give), and a bool output is returned so.
+	isBool bool
 }
 
 type importer struct {
@@ -480,6 +483,13 @@ func (c *importer) runtime(v *value, what string) (ir.Tensor, *ir.Error) {
 		return v.rt, nil
 	}
 	t := v.c
+	if t.Type == Bool { // as 1 and 0, like a run-time bool
+		f := &Tensor{Type: Float32, Shape: t.Shape, Float32: make([]float32, len(t.Int64))}
+		for i, b := range t.Int64 {
+			f.Float32[i] = float32(b)
+		}
+		t, v.isBool = f, true
+	}
 	if t.Type != Float32 {
 		return ir.Tensor{}, c.unsupported("%s has element type %v; gpucc computes in float32 at run time", what, t.Type)
 	}

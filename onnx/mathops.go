@@ -76,17 +76,30 @@ func lt(x, y number, f bool) bool {
 	return x.i < y.i
 }
 
-// compare folds a comparison of constants into a bool constant.
-func compare(p func(x, y number, f bool) bool) func(c *importer) ([]value, *ir.Error) {
+// compare folds a comparison of constants into a bool constant; at run
+// time it is the table's comparison op (1 or 0; false where either is
+// NaN), its operands swapped for Less and LessOrEqual.
+func compare(p func(x, y number, f bool) bool, op ir.Op, swap bool) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
-		a, err := c.konst(0, "A")
-		if err != nil {
-			return nil, err
+		va, vb := c.in(0), c.in(1)
+		if va == nil || vb == nil {
+			return nil, c.invalid("needs two inputs")
 		}
-		b, err := c.konst(1, "B")
-		if err != nil {
-			return nil, err
+		if va.set || vb.set {
+			a, err := c.rtIn(0)
+			if err != nil {
+				return nil, err
+			}
+			b, err := c.rtIn(1)
+			if err != nil {
+				return nil, err
+			}
+			if swap {
+				a, b = b, a
+			}
+			return one(boolValue(a.Apply(op, b)))
 		}
+		a, b := va.c, vb.c
 		if a.Type != b.Type {
 			return nil, c.invalid("operands of types %v and %v", a.Type, b.Type)
 		}
@@ -99,19 +112,44 @@ func compare(p func(x, y number, f bool) bool) func(c *importer) ([]value, *ir.E
 	}
 }
 
-// logic folds Not, And, Or and Xor of bool constants.
-func logic(p func(x []bool) bool) func(c *importer) ([]value, *ir.Error) {
+func boolValue(t ir.Tensor) value { return value{rt: t, set: true, isBool: true} }
+
+// not is 1 - c for a run-time bool c of 1 and 0: exact.
+func not(c ir.Tensor) ir.Tensor { return c.Neg().AddScalar(1) }
+
+// logic folds Not, And, Or and Xor of bool constants; at run time, on 1
+// and 0: not is 1 - a, and a·b, or max(a, b), xor 1 - (a == b).
+func logic(p func(x []bool) bool, rt func(x []ir.Tensor) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
 		var ts []*Tensor
+		var runtime bool
 		for k := 0; k < c.nin(); k++ {
-			t, err := c.konst(k, "operand")
-			if err != nil {
-				return nil, err
+			v := c.in(k)
+			if v == nil {
+				return nil, c.invalid("input %d is missing", k)
 			}
-			if t.Type != Bool {
-				return nil, c.invalid("operand of type %v, not bool", t.Type)
+			if v.set {
+				if !v.isBool {
+					return nil, c.invalid("operand %d is not bool", k)
+				}
+				runtime = true
+				continue
 			}
-			ts = append(ts, t)
+			if v.c.Type != Bool {
+				return nil, c.invalid("operand of type %v, not bool", v.c.Type)
+			}
+			ts = append(ts, v.c)
+		}
+		if runtime {
+			xs := make([]ir.Tensor, c.nin())
+			for k := range xs {
+				x, err := c.rtIn(k)
+				if err != nil {
+					return nil, err
+				}
+				xs[k] = x
+			}
+			return one(boolValue(rt(xs)))
 		}
 		bs := make([]bool, len(ts))
 		r, err := c.elementwise(Bool, func(x []number) (number, *ir.Error) {
@@ -127,19 +165,34 @@ func logic(p func(x []bool) bool) func(c *importer) ([]value, *ir.Error) {
 	}
 }
 
+// whereOp folds on constants; at run time where(c, x, y) is
+// mask(c, x) + mask(1 - c, y): the chosen operand plus -0, which is that
+// operand bit for bit (-0 + -0 = -0, NaN stays NaN), the other never read
+// into the sum.
 func whereOp(c *importer) ([]value, *ir.Error) {
-	cond, err := c.konst(0, "condition")
-	if err != nil {
-		return nil, err
+	vc, vx, vy := c.in(0), c.in(1), c.in(2)
+	if vc == nil || vx == nil || vy == nil {
+		return nil, c.invalid("needs three inputs")
 	}
-	x, err := c.konst(1, "X")
-	if err != nil {
-		return nil, err
+	if vc.set || vx.set || vy.set {
+		if vc.set && !vc.isBool || !vc.set && vc.c.Type != Bool {
+			return nil, c.invalid("the condition is not bool")
+		}
+		cond, err := c.rtIn(0)
+		if err != nil {
+			return nil, err
+		}
+		x, err := c.rtIn(1)
+		if err != nil {
+			return nil, err
+		}
+		y, err := c.rtIn(2)
+		if err != nil {
+			return nil, err
+		}
+		return one(rtValue(cond.Apply(ir.OpMask, x).Add(not(cond).Apply(ir.OpMask, y))))
 	}
-	y, err := c.konst(2, "Y")
-	if err != nil {
-		return nil, err
-	}
+	cond, x, y := vc.c, vx.c, vy.c
 	if cond.Type != Bool || x.Type != y.Type {
 		return nil, c.invalid("condition of type %v, X and Y of %v and %v", cond.Type, x.Type, y.Type)
 	}

@@ -76,10 +76,15 @@ func castOp(c *importer) ([]value, *ir.Error) {
 	}
 	v := c.in(0)
 	if v.set {
-		if to != Float32 {
-			return nil, c.refuse("a cast of a run-time float32 tensor to %v", to)
+		switch {
+		case to == Float32:
+			return one(rtValue(v.rt)) // a bool's 1 and 0 are its float32 values
+		case to == Bool && v.isBool:
+			return one(*v)
+		case to == Bool: // x != 0: true for NaN
+			return one(boolValue(not(v.rt.Apply(ir.OpEqual, c.b.Full(v.rt.Shape(), 0)))))
 		}
-		return one(*v)
+		return nil, c.refuse("a cast of a run-time float32 tensor to %v", to)
 	}
 	t := v.c
 	r, err := c.newConst(to, t.Shape)

@@ -488,6 +488,18 @@ func Ops() []Case {
 		b.Output("div-subnormal", v.MinimumScalar(1e-30).MaximumScalar(-1e-30).DivScalar(3e8))
 		b.Output("chain", v.MinimumScalar(10).Exp().AddScalar(1).Log().Tanh().Mul(w.Tanh()).Sum())
 		cs = append(cs, Case{"ops/" + itoa(n), must(b)})
+		// The ONNX import's ops: sigmoid (saturating to 0 where e^-v
+		// overflows), comparisons, and where as two masks and an add.
+		b = ir.NewBuilder()
+		v = b.Input(ir.Shape{n}, Extremes(uint64(60+n), n))
+		w = b.Input(ir.Shape{n}, Extremes(uint64(61+n), n))
+		b.Output("sigmoid", v.Apply(ir.OpSigmoid))
+		b.Output("greater", v.Apply(ir.OpGreater, w))
+		b.Output("greater-equal", v.Apply(ir.OpGreaterEqual, v.Maximum(w)))
+		b.Output("equal", v.Apply(ir.OpEqual, v.Minimum(w)))
+		c := v.Apply(ir.OpGreater, w)
+		b.Output("where", c.Apply(ir.OpMask, v).Add(c.Neg().AddScalar(1).Apply(ir.OpMask, w)))
+		cs = append(cs, Case{"onnx-ops/" + itoa(n), must(b)})
 	}
 	return cs
 }

@@ -10,7 +10,7 @@ import (
 // CorpusSeeds is how many RandomOps seeds (of maxNodes 12) the fuzzers'
 // seed corpora hold; TestRandomOpsCoversTheTable checks that they reach
 // every op.
-const corpusSeeds = 16
+const corpusSeeds = 32
 
 // TestRandomOpsCoversTheTable: the graphs RandomOps makes for the fuzzers'
 // seed corpora (FuzzDecode, FuzzCompile, FuzzBackends; FuzzPipeline draws
