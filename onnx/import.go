@@ -26,6 +26,11 @@ type Options struct {
 	// computed from them folds: an int64 index tensor, a bool mask, a
 	// shape. A constant input is not an input of the imported graph.
 	Constants map[string]*Tensor
+	// Params makes every float32 initializer a trainable parameter: a
+	// named param input (ir.Node.Param) holding the initializer's values,
+	// which gpucc train updates and returns by the initializer's name.
+	// Without it initializers are embedded constants.
+	Params bool
 }
 
 // ir.CodeUnsupported marks a valid model that gpucc cannot run exactly.
@@ -120,6 +125,11 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, fmt.Sprintf("graph.initializer[%d]", k), "an initializer has no name")
 		}
 		c.vals[t.Name] = &value{c: t}
+		if opts.Params && t.Type == Float32 && t.Len() > 0 {
+			if err := c.param(t, fmt.Sprintf("graph.initializer[%d]", k)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := c.inputs(g, opts); err != nil {
 		return nil, err
@@ -152,6 +162,21 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		return nil, ir.Errorf(ir.CodeInternal, -1, "", "%v", err)
 	}
 	return graph, nil
+}
+
+// param makes the float32 initializer t a trainable parameter, computed
+// at run time (so nothing folds from it).
+func (c *importer) param(t *Tensor, field string) *ir.Error {
+	if len(t.Name) > 256 || len(t.Shape) > ir.MaxRank {
+		return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s cannot be a parameter (a name over 256 bytes or a rank over %d)", ir.Quote(t.Name), ir.MaxRank)
+	}
+	for _, x := range t.Float32 {
+		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s holds %v; gpucc's parameters are finite", ir.Quote(t.Name), x)
+		}
+	}
+	c.vals[t.Name] = &value{rt: c.b.Param(t.Name, append(ir.Shape{}, t.Shape...), t.Float32), set: true}
+	return nil
 }
 
 // inputs binds each graph input that is not an initializer: a constant

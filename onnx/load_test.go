@@ -75,6 +75,22 @@ func outputs(g *ir.Graph) map[string][]uint32 {
 	return out
 }
 
+// TestLoadParams: with Params, the float32 initializers are the graph's
+// parameters, named as in the model.
+func TestLoadParams(t *testing.T) {
+	g, err := onnx.Load(bytes.NewReader(mlpModel()), onnx.Options{Params: true, InputShapes: map[string][]int{"x": {2, 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range g.Params() {
+		names = append(names, p.Name+g.Nodes[p.ID].Shape.String())
+	}
+	if diff := cmp.Diff([]string{"W1[3,4]", "b1[4]", "W2[4,2]", "b2[2]"}, names); diff != "" {
+		t.Errorf("params (-want +got):\n%s", diff)
+	}
+}
+
 // shapeModel reshapes x[2,3,4] to [dim0, -1] with the target computed by a
 // shape subgraph (Shape, Gather, Unsqueeze, Concat), which must fold.
 func shapeModel() []byte {

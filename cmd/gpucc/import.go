@@ -129,7 +129,11 @@ func onnxBody(contentType string, body io.Reader, limits ir.Limits) (io.Reader, 
 // isONNX reports whether path names an ONNX model (by its extension).
 func isONNX(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".onnx") }
 
+// onnxParams makes an .onnx model's float32 initializers its trainable
+// parameters (gpucc train sets it); other commands embed them.
+var onnxParams bool
+
 // loadONNX imports the ONNX model read from r.
 func loadONNX(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
-	return onnx.Load(r, onnx.Options{Limits: limits, InputShapes: inputShapes})
+	return onnx.Load(r, onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams})
 }

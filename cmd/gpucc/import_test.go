@@ -108,3 +108,23 @@ func TestServeONNX(t *testing.T) {
 		t.Errorf("execute mlp.onnx (dynamic N): %d %s, want invalid_input", status, e.code())
 	}
 }
+
+// TestTrainONNX: gpucc train reads an .onnx model's float32 initializers
+// as its parameters and returns them by their ONNX names.
+// testdata/mlp_loss.onnx is loss = ReduceSumSquare(Gemm(x, W1, b1)) with x
+// zero-filled, so loss = 2·|b1|² = 0.28 and each step scales b1 by 0.6.
+func TestTrainONNX(t *testing.T) {
+	p, err := filepath.Abs(filepath.Join("testdata", "mlp_loss.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, code := gpucc(t, "", "train", "--backend", "cpu", "--steps", "2", "--lr", "0.1", p)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %v", code, v)
+	}
+	params, _ := v["params"].(map[string]any)
+	b1, _ := params["b1"].(map[string]any)
+	if diff := cmp.Diff([]any{0.28000003, 0.1008}, v["losses"]); diff != "" || b1 == nil || params["W1"] == nil {
+		t.Errorf("losses (-want +got):\n%s\nparams: %v", diff, params)
+	}
+}

@@ -56,6 +56,7 @@ func trainCmd(args []string) int {
 	if *timeout < 0 {
 		return usageError("train: --timeout must not be negative, got %v", *timeout)
 	}
+	onnxParams = true // an .onnx model's initializers are what it trains (import.go)
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
 		return fail(err)

@@ -3,7 +3,8 @@
 """Writes mlp.onnx (the path given), the small MLP the CLI tests import:
 x[N,3] -> Gemm(W1[3,4], b1) -> Relu -> MatMul(W2[4,2]) -> Add(b2) -> Softmax,
 opset 13, with the batch dimension N dynamic (or 2, given a second
-argument "static"). Made with onnx.helper, so
+argument "static"). Given "loss", it writes the training fixture instead:
+loss = ReduceSumSquare(Gemm(x[2,3], W1, b1)), a scalar. Made with onnx.helper, so
 it is what the ONNX tooling writes (initializers in raw_data)."""
 import sys
 
@@ -23,6 +24,18 @@ nodes = [
     helper.make_node("Softmax", ["z"], ["probs"], name="softmax", axis=-1),
 ]
 inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "W1"), (b1, "b1"), (w2, "W2"), (b2, "b2"))]
+if sys.argv[2:] == ["loss"]:
+    nodes = [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], name="fc1"),
+        helper.make_node("ReduceSumSquare", ["h"], ["loss"], name="loss", keepdims=0),
+    ]
+    g = helper.make_graph(nodes, "mlp_loss", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits[:2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="gpucc-test")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, sys.argv[1])
+    sys.exit(0)
 batch = 2 if sys.argv[2:] == ["static"] else "N"
 g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
                       [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [batch, 2])], inits)
