@@ -55,8 +55,9 @@ func sinkViews(st *State) error {
 }
 
 // cheapOps is the most operations per element (OpInfo.Cost) an op may cost
-// for a broadcast to sink through it: the seed's ops, neg, maximum and
-// minimum do; div, exp, log, tanh, sqrt and rsqrt (over 60) do not.
+// for a broadcast to sink through it: the seed's ops, neg, maximum,
+// minimum, greater, equal and mask do; div, exp, log, tanh, sqrt, rsqrt
+// and sigmoid (over 60) do not.
 const cheapOps = 16
 
 type sinker struct {
