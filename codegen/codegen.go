@@ -71,12 +71,99 @@ type Lang struct {
 	// select(0, k, c), which loses the sign of 0 * -k; an operand they
 	// cannot see through keeps the reference's -0.
 	Zero, One string
+	// Func renders the head of a function definition, up to its opening
+	// brace: name, float parameters named params, a float result. Calls of
+	// an ir.Func become calls of one such function per kernel (see Funcs).
+	Func func(name string, params []string) string
+	// Native holds, by ir.Func name, the definitions this target gives a
+	// function instead of its expression: an instruction of the target's
+	// own that computes the same bits for every input (C's IEEE division
+	// and square root, say). Each is a complete definition of FuncName(f)
+	// with f.Params float parameters. A function without one is emitted
+	// from its expression.
+	Native map[string]string
+}
+
+// FuncName is the name that generated code gives function f.
+func FuncName(f *ir.Func) string { return "prim_" + f.Name }
+
+// FuncsOf returns the functions that the bodies of ks call, directly or
+// through other functions, each once, every function after the ones it
+// calls.
+func FuncsOf(ks ...*ir.Kernel) []*ir.Func {
+	var out []*ir.Func
+	seen := map[*ir.Func]bool{}
+	for _, k := range ks {
+		for _, in := range k.Body {
+			if in.Kind != ir.InstrOp {
+				continue
+			}
+			for _, f := range in.Op.Info().Expr.Funcs() {
+				if !seen[f] {
+					seen[f] = true
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Funcs renders the definitions of the functions that k's body calls
+// (FuncsOf), each once, callees first: every use is a call, so a body's
+// code grows by a line per call, not by the expansion. Their constants
+// take the slots after the body's (see Constants).
+func Funcs(l Lang, k *ir.Kernel) []string {
+	slot := 0
+	for _, in := range k.Body {
+		if in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar {
+			slot++
+		}
+		if in.Kind == ir.InstrOp {
+			slot += len(arithConsts(in.Op.Info().Expr))
+		}
+	}
+	return Define(l, FuncsOf(k), slot)
+}
+
+// Define renders the definitions of fs, in order: l.Native's where it has
+// one, else the function's expression, its constants in slots from slot
+// on when l.Const is set.
+func Define(l Lang, fs []*ir.Func, slot int) []string {
+	constant := func(v float32) string {
+		if l.Const == nil {
+			return l.Float(v)
+		}
+		slot++
+		return l.Const(slot - 1)
+	}
+	var lines []string
+	for _, f := range fs {
+		if def, ok := l.Native[f.Name]; ok {
+			slot += len(arithConsts(f.Body)) // Constants counts them all
+			lines = append(lines, strings.Split(strings.TrimRight(def, "\n"), "\n")...)
+			lines = append(lines, "")
+			continue
+		}
+		params := make([]string, f.Params)
+		for i := range params {
+			params[i] = fmt.Sprintf("p%d", i)
+		}
+		lines = append(lines, l.Func(FuncName(f), params))
+		for _, ln := range expr(l, f.Body, "r", params, false, constant) {
+			lines = append(lines, "\t"+ln)
+		}
+		lines = append(lines, "\treturn r;", "}", "")
+	}
+	return lines
 }
 
 // Constants returns the float constants of k's body in slot order: the
 // value of each InstrConst, then for each op instruction its scalar
 // operand (a scalar form's) and the constants its expression computes with
-// (see arithConsts).
+// (see arithConsts); then those of each function the body calls, in
+// FuncsOf's order. A target without Lang.Native entries for them uses every
+// slot.
 func Constants(k *ir.Kernel) []float32 {
 	var out []float32
 	for _, in := range k.Body {
@@ -87,6 +174,11 @@ func Constants(k *ir.Kernel) []float32 {
 			for _, c := range arithConsts(in.Op.Info().Expr) {
 				out = append(out, math.Float32frombits(c.Bits))
 			}
+		}
+	}
+	for _, f := range FuncsOf(k) { // after the body's, as Funcs renders them
+		for _, c := range arithConsts(f.Body) {
+			out = append(out, math.Float32frombits(c.Bits))
 		}
 	}
 	return out
@@ -242,7 +334,16 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 			a := n.Args[k]
 			return a.Op == ir.XConst || scalar && a.Op == ir.XArg && a.Arg == 1
 		}
-		e := render(n.Op)(l, use, constLike)
+		var e string
+		if n.Op == ir.XCall {
+			as := make([]string, len(n.Args))
+			for k := range as {
+				as[k] = use(k)
+			}
+			e = FuncName(n.Fn) + "(" + strings.Join(as, ", ") + ")"
+		} else {
+			e = render(n.Op)(l, use, constLike)
+		}
 		if n.Type() == ir.XBool { // a comparison: written into the select that reads it
 			names[n] = e
 			continue
@@ -298,8 +399,9 @@ var prims = [ir.NumXOps]prim{
 	ir.XUEq:    infix(" == "),
 }
 
-// leafXOps are the primitives expr writes in place, with no row in prims.
-var leafXOps = []ir.XOp{ir.XArg, ir.XConst, ir.XUConst}
+// leafXOps are the primitives expr writes in place, with no row in prims,
+// and calls (ir.XCall), which expr writes from the node's function.
+var leafXOps = []ir.XOp{ir.XArg, ir.XConst, ir.XUConst, ir.XCall}
 
 // infix renders a op b.
 func infix(op string) prim {

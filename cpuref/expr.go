@@ -29,12 +29,13 @@ type program []step
 
 var programs sync.Map // *ir.X -> program
 
-// compile flattens x into evaluation order, once per expression.
+// compile flattens x, its calls inlined, into evaluation order, once per
+// expression.
 func compile(x *ir.X) program {
 	if p, ok := programs.Load(x); ok {
 		return p.(program)
 	}
-	nodes := x.Nodes()
+	nodes := ir.Inline(x).Nodes() // calls expanded: the same value, primitives only
 	index := make(map[*ir.X]int32, len(nodes))
 	p := make(program, len(nodes))
 	for i, n := range nodes {

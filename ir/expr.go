@@ -1,6 +1,9 @@
 package ir
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // X is a target-neutral scalar expression: what an elementwise op computes
 // from its operands, written only in float32 add, sub and mul (each rounded
@@ -17,6 +20,20 @@ type X struct {
 	Args []*X
 	Bits uint32 // XConst: IEEE bits; XUConst: the value
 	Arg  int    // XArg: operand index (0 is a, 1 is b or the scalar operand)
+	Fn   *Func  // XCall: the function applied to Args
+}
+
+// Func is a named expression of its parameters (Arg(0), Arg(1), … in
+// Body): a primitive such as division or exp that ops share. An XCall of
+// it means Body with its arguments in place of the parameters (Inline);
+// code generators emit each function once per kernel and a call per use,
+// so that generated code grows with the calls, not with the expansions, and
+// a target may give a function its own exact instruction instead (see
+// codegen.Lang.Native).
+type Func struct {
+	Name   string // a C identifier, unique among functions
+	Params int    // float parameters
+	Body   *X     // a float value
 }
 
 // XOp is one expression primitive.
@@ -46,6 +63,7 @@ const (
 	XShr               // u32 a >> b (logical)
 	XULt               // u32 a < b
 	XUEq               // u32 a == b
+	XCall              // Fn applied to Args (floats): Fn.Body with them as its parameters
 	numXOps
 )
 
@@ -73,6 +91,8 @@ func (x *X) Type() XType {
 		return XBool
 	case XSelect:
 		return x.Args[1].Type()
+	case XCall:
+		return x.Fn.Body.Type()
 	}
 	return XUint32
 }
@@ -167,13 +187,22 @@ func (x *X) ULt(y *X) *X { return x.bin(XULt, y, XUint32) }
 func (x *X) UEq(y *X) *X { return x.bin(XUEq, y, XUint32) }
 
 var xopNames = [numXOps]string{"arg", "const", "uconst", "add", "sub", "mul", "gt", "ge", "eq",
-	"select", "bits", "float", "uadd", "usub", "and", "or", "xor", "shl", "shr", "ult", "ueq"}
+	"select", "bits", "float", "uadd", "usub", "and", "or", "xor", "shl", "shr", "ult", "ueq", "call"}
 
 func (op XOp) String() string {
 	if op < numXOps {
 		return xopNames[op]
 	}
 	return "xop?"
+}
+
+// Call returns f applied to args, one float per parameter.
+func Call(f *Func, args ...*X) *X {
+	need(len(args) == f.Params, "Call of "+f.Name+" with a wrong argument count")
+	for _, a := range args {
+		need(a.Type() == XFloat32, "Call of "+f.Name+" with a non-float argument")
+	}
+	return &X{Op: XCall, Fn: f, Args: args}
 }
 
 // Nodes returns the nodes of the DAG x in evaluation order (every node after
@@ -194,4 +223,67 @@ func (x *X) Nodes() []*X {
 	}
 	walk(x)
 	return out
+}
+
+// Funcs returns the functions that x calls, directly or through other
+// functions, each once, every function after the ones it calls.
+func (x *X) Funcs() []*Func {
+	var out []*Func
+	seen := map[*Func]bool{}
+	var walk func(*X)
+	walk = func(y *X) {
+		for _, n := range y.Nodes() {
+			if n.Op == XCall && !seen[n.Fn] {
+				seen[n.Fn] = true
+				walk(n.Fn.Body)
+				out = append(out, n.Fn)
+			}
+		}
+	}
+	walk(x)
+	return out
+}
+
+var inlined sync.Map // *X -> *X
+
+// Inline returns x with every call replaced by its function's body (the
+// arguments in place of the parameters), recursively: the same value as a
+// DAG of primitives alone. The result is computed once per expression.
+func Inline(x *X) *X {
+	if y, ok := inlined.Load(x); ok {
+		return y.(*X)
+	}
+	y := inline(x, nil, map[*X]*X{})
+	inlined.Store(x, y)
+	return y
+}
+
+// inline copies x with calls expanded; params are the values of x's
+// parameters (nil at the top level: Args stay operands), memo the copies.
+func inline(x *X, params []*X, memo map[*X]*X) *X {
+	if y, ok := memo[x]; ok {
+		return y
+	}
+	var y *X
+	switch {
+	case x.Op == XArg && params != nil:
+		y = params[x.Arg]
+	case x.Op == XCall:
+		args := make([]*X, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = inline(a, params, memo)
+		}
+		y = inline(x.Fn.Body, args, map[*X]*X{})
+	case len(x.Args) == 0:
+		y = x
+	default:
+		c := *x
+		c.Args = make([]*X, len(x.Args))
+		for i, a := range x.Args {
+			c.Args[i] = inline(a, params, memo)
+		}
+		y = &c
+	}
+	memo[x] = y
+	return y
 }

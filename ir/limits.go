@@ -12,6 +12,11 @@ type Limits struct {
 	MaxElements     int64 // elements per tensor
 	MaxStorageBytes int64 // summed logical storage of all nodes, 4 bytes per element
 	MaxOps          int64 // estimated operations (see EstimateOps)
+	// MaxKernelOps bounds the code of one kernel: the operations of one
+	// element of its body with every call inlined (see KernelOps), which
+	// is what GPU drivers compile. 511 fused tanh once made 13 MB of WGSL
+	// that lavapipe had not compiled after ten minutes.
+	MaxKernelOps int64
 	MaxOutputs      int   // named outputs
 	// MaxOutputBytes bounds the summed outputs, 4 bytes per element, each
 	// output counted (two outputs of one node count twice): what a host
@@ -32,7 +37,9 @@ type Limits struct {
 const GraphBytesPerStorageByte = 8
 
 // DefaultLimits returns the seed's defaults: 512 nodes, 1,048,576 elements
-// per tensor, 32 MiB of storage, 100 million operations and 16 outputs.
+// per tensor, 32 MiB of storage, 100 million operations, 16 outputs and
+// 16,384 operations of code per kernel (46 tanh, 61 div or 260 exp: about
+// a minute of lavapipe's compiler on a busy 2-core machine).
 // MaxOutputBytes and MaxGraphBytes are zero: they follow MaxStorageBytes
 // (see WithDefaults).
 func DefaultLimits() Limits {
@@ -42,6 +49,7 @@ func DefaultLimits() Limits {
 		MaxStorageBytes: 32 << 20,
 		MaxOps:          100_000_000,
 		MaxOutputs:      16,
+		MaxKernelOps:    16384,
 	}
 }
 
@@ -66,6 +74,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxOutputs <= 0 {
 		l.MaxOutputs = d.MaxOutputs
+	}
+	if l.MaxKernelOps <= 0 {
+		l.MaxKernelOps = d.MaxKernelOps
 	}
 	if l.MaxOutputBytes <= 0 {
 		l.MaxOutputBytes = l.MaxStorageBytes
@@ -108,4 +119,39 @@ func total(v int64) string {
 		return "more than 2^63-1"
 	}
 	return strconv.FormatInt(v, 10)
+}
+
+// KernelOps returns the size of kernel k's code: per element, the
+// operations of each op of its body with every call inlined (an op's Cost
+// for one element), plus one for each other instruction. It does not
+// depend on the kernel's shape.
+func KernelOps(k *Kernel) int64 {
+	n := int64(0)
+	for _, in := range k.Body {
+		if in.Kind == InstrOp && in.Op.Info().Elementwise {
+			n = SatAdd(n, in.Op.Info().Cost(nil, Shape{}))
+			continue
+		}
+		n = SatAdd(n, 1)
+	}
+	return n
+}
+
+// CheckKernels refuses a program with a kernel whose code (KernelOps) is
+// over l.MaxKernelOps (the default where it is zero), with
+// CodeLimitExceeded at the kernel's last node.
+func CheckKernels(p *Program, l Limits) error {
+	l = l.withDefaults()
+	for i := range p.Kernels {
+		k := &p.Kernels[i]
+		if ops := KernelOps(k); over(ops, l.MaxKernelOps) {
+			node := -1
+			if len(k.Nodes) > 0 {
+				node = int(k.Nodes[len(k.Nodes)-1])
+			}
+			return Errorf(CodeLimitExceeded, node, "op", "kernel %s has %s operations of code per element, over the limit of %d (split the chain, or raise the limit)",
+				k.Name, total(ops), l.MaxKernelOps)
+		}
+	}
+	return nil
 }

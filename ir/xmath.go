@@ -80,8 +80,8 @@ func roundPack(sign, beOff, q, sticky *X) *X {
 	return sign.Or(If(over, U(expInf), bits)).AsFloat()
 }
 
-// divX is a / b, correctly rounded: long division of the significands.
-func divX(a, b *X) *X {
+// divBody is a / b, correctly rounded: long division of the significands.
+func divBody(a, b *X) *X {
 	ca, cb := classify(a), classify(b)
 	sign := ca.sign.Xor(cb.sign)
 	ma, ea := unpack(ca)
@@ -104,8 +104,8 @@ func divX(a, b *X) *X {
 	return If(nan, FBits(qNaN), v)
 }
 
-// sqrtX is √x, correctly rounded: the digit-by-digit integer square root.
-func sqrtX(x *X) *X {
+// sqrtBody is √x, correctly rounded: the digit-by-digit integer square root.
+func sqrtBody(x *X) *X {
 	c := classify(x)
 	m, e := unpack(c)
 	// e-64 is the biased exponent; the true exponent e-191 must be even.
@@ -168,9 +168,9 @@ func poly(x *X, c ...float32) *X {
 	return p
 }
 
-// expX is eˣ: x = k·ln2 + r, |r| ≤ ln2/2 (Cody and Waite), eʳ by Cephes'
+// expBody is eˣ: x = k·ln2 + r, |r| ≤ ln2/2 (Cody and Waite), eʳ by Cephes'
 // expf polynomial, then 2^k in two exact factors.
-func expX(x *X) *X {
+func expBody(x *X) *X {
 	c := classify(x)
 	pos := c.sign.UEq(U(0))
 	over := band(pos, U(0x42b20000).ULt(c.abs))        // x > 89
@@ -190,9 +190,9 @@ func expX(x *X) *X {
 	return If(c.nan, x, v)
 }
 
-// logX is ln x: x = m·2^k with m in [√½, √2), ln m by Cephes' logf
+// logBody is ln x: x = m·2^k with m in [√½, √2), ln m by Cephes' logf
 // polynomial in f = m-1, k·ln2 added in two parts.
-func logX(x *X) *X {
+func logBody(x *X) *X {
 	c := classify(x)
 	m, e := unpack(c)
 	frac := m.And(U(0x7fffff))
@@ -213,9 +213,9 @@ func logX(x *X) *X {
 	return If(bor(c.nan, neg), If(c.nan, x, FBits(qNaN)), v)
 }
 
-// tanhX is tanh x: Cephes' tanhf polynomial below 0.625, else
+// tanhBody is tanh x: Cephes' tanhf polynomial below 0.625, else
 // 1 - 2/(e^{2|x|}+1) with expX and divX; ±1 from 9.1 on.
-func tanhX(x *X) *X {
+func tanhBody(x *X) *X {
 	c := classify(x)
 	ax := c.abs.AsFloat() // tanh is odd: the magnitude from |x|, then x's sign
 	s := ax.Mul(ax)
@@ -251,3 +251,33 @@ func pick(a, b *X, larger bool) *X {
 	v := If(lt, b, a)
 	return If(ca.nan, a, If(cb.nan, b, v))
 }
+
+// divFn is divBody as a function: ops call it, and targets emit it once.
+var divFn = &Func{Name: "div", Params: 2, Body: divBody(Arg(0), Arg(1))}
+
+// divX is a call of divFn.
+func divX(a, b *X) *X { return Call(divFn, a, b) }
+
+// sqrtFn is sqrtBody as a function: ops call it, and targets emit it once.
+var sqrtFn = &Func{Name: "sqrt", Params: 1, Body: sqrtBody(Arg(0))}
+
+// sqrtX is a call of sqrtFn.
+func sqrtX(x *X) *X { return Call(sqrtFn, x) }
+
+// expFn is expBody as a function: ops call it, and targets emit it once.
+var expFn = &Func{Name: "exp", Params: 1, Body: expBody(Arg(0))}
+
+// expX is a call of expFn.
+func expX(x *X) *X { return Call(expFn, x) }
+
+// logFn is logBody as a function: ops call it, and targets emit it once.
+var logFn = &Func{Name: "log", Params: 1, Body: logBody(Arg(0))}
+
+// logX is a call of logFn.
+func logX(x *X) *X { return Call(logFn, x) }
+
+// tanhFn is tanhBody as a function: ops call it, and targets emit it once.
+var tanhFn = &Func{Name: "tanh", Params: 1, Body: tanhBody(Arg(0))}
+
+// tanhX is a call of tanhFn.
+func tanhX(x *X) *X { return Call(tanhFn, x) }

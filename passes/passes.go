@@ -175,6 +175,9 @@ func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 	if err := ir.Seal(st.Program); err != nil {
 		return nil, timings, fmt.Errorf("passes: the program is invalid: %w", err)
 	}
+	if err := ir.CheckKernels(st.Program, opts.Limits); err != nil {
+		return nil, timings, err
+	}
 	return st.Program, timings, nil
 }
 

@@ -25,6 +25,7 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 	atLeast(fs, &l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, 1, "host limit: summed storage in bytes")
 	atLeast(fs, &l.MaxOps, "max-ops", d.MaxOps, 1, "host limit: estimated operations")
 	atLeast(fs, &l.MaxOutputs, "max-outputs", d.MaxOutputs, 1, "host limit: outputs")
+	atLeast(fs, &l.MaxKernelOps, "max-kernel-ops", d.MaxKernelOps, 1, "host limit: operations of code per kernel, calls inlined")
 	atLeast(fs, &l.MaxOutputBytes, "max-output-bytes", 0, 0, "host limit: summed output bytes, 4 per element (0: the storage limit)")
 	atLeast(fs, &l.MaxGraphBytes, "max-graph-bytes", 0, 0, "host limit: bytes of graph JSON (0: 8 × the storage limit)")
 	return l

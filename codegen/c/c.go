@@ -46,6 +46,9 @@ var Lang = codegen.Lang{
 	UBits:     func(v uint32) string { return fmt.Sprintf("0x%08xu", v) },
 	FloatBits: func(f string) string { return "((union { float f; u32 u; }){ .f = " + f + " }).u" },
 	BitsFloat: func(u string) string { return "F(" + u + ")" },
+	Func: func(name string, ps []string) string {
+		return "static inline float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
+	},
 }
 
 var cTypes = [...]string{ir.XFloat32: "const float", ir.XUint32: "const u32", ir.XBool: "const int"}
@@ -104,6 +107,14 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 	}
 	if hasKind(p, ir.KernelRows) {
 		b.WriteString(rowsPrelude)
+	}
+	ks := make([]*ir.Kernel, len(p.Kernels))
+	for n := range p.Kernels {
+		ks[n] = &p.Kernels[n]
+	}
+	if fs := codegen.FuncsOf(ks...); len(fs) > 0 { // once per unit: C has no per-kernel constants
+		b.WriteString("\n")
+		b.WriteString(codegen.Indent(codegen.Define(Lang, fs, 0), 0))
 	}
 	for n := range p.Kernels {
 		k := &p.Kernels[n]

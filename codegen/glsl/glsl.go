@@ -122,6 +122,9 @@ var Lang = codegen.Lang{
 	UBits:     func(v uint32) string { return fmt.Sprintf("0x%08xu", v) },
 	FloatBits: func(f string) string { return "floatBitsToUint(" + f + ")" },
 	BitsFloat: func(u string) string { return "uintBitsToFloat(" + u + ")" },
+	Func: func(name string, ps []string) string {
+		return "float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
+	},
 }
 
 var glslTypes = [...]string{ir.XFloat32: "float", ir.XUint32: "uint", ir.XBool: "bool"}
@@ -282,7 +285,8 @@ func header(name string) *strings.Builder {
 	return &b
 }
 
-// declare writes the samplers, load functions and draw buffers of a pass.
+// declare writes the samplers, load functions, draw buffers and the
+// functions the body calls (codegen.Funcs) of a pass.
 // Load k reads operand k at logical element i, through its transpose.
 func (pl *Plan) declare(b *strings.Builder, k *ir.Kernel, nOut int) {
 	for j := range k.Inputs {
@@ -297,6 +301,7 @@ func (pl *Plan) declare(b *strings.Builder, k *ir.Kernel, nOut int) {
 		fmt.Fprintf(b, "\tuint j = %s;\n", codegen.Index(Lang, in, indexVar))
 		fmt.Fprintf(b, "\treturn %s;\n}\n", fetch(SamplerPrefix+fmt.Sprint(j), "j", w))
 	}
+	b.WriteString(codegen.Indent(codegen.Funcs(Lang, k), 0))
 }
 
 // fragIndex declares i, the element of a texture of width w under the fragment.

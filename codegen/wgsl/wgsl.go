@@ -61,6 +61,16 @@ var Lang = codegen.Lang{
 	Const:     func(slot int) string { return fmt.Sprintf("params.k[%d][%d]", slot/4, slot%4) },
 	Zero:      "params.zero",
 	One:       "params.one",
+	Func:      func(name string, ps []string) string { return wgslFunc(name, ps, "f32") },
+}
+
+// wgslFunc renders a function head over floats of type t.
+func wgslFunc(name string, ps []string, t string) string {
+	typed := make([]string, len(ps))
+	for i, p := range ps {
+		typed[i] = p + ": " + t
+	}
+	return "fn " + name + "(" + strings.Join(typed, ", ") + ") -> " + t + " {"
 }
 
 // vecLang renders elementwise bodies over vec4<f32>, four elements per
@@ -79,6 +89,7 @@ var vecLang = codegen.Lang{
 	Const:     func(slot int) string { return "vec4<f32>(" + Lang.Const(slot) + ")" },
 	Zero:      "vec4<f32>(params.zero)",
 	One:       "vec4<f32>(params.one)",
+	Func:      func(name string, ps []string) string { return wgslFunc(name, ps, "vec4<f32>") },
 }
 
 // vectorised reports whether an elementwise kernel runs four elements per
@@ -190,6 +201,11 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 	}
 	fmt.Fprintf(&b, "@group(0) @binding(%d) var<uniform> params: Params;\n\n", binding)
 	s.Bindings = append(s.Bindings, codegen.Uniform)
+	lang := Lang
+	if vectorised(k) {
+		lang = vecLang
+	}
+	b.WriteString(codegen.Indent(codegen.Funcs(lang, k), 0))
 	switch k.Kind {
 	case ir.KernelElementwise:
 		elementwise(&b, k, &s)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // module returns a minimal wasm module whose target_features section
@@ -95,5 +96,48 @@ __attribute__((visibility("default"))) void s(float *restrict c, const float *re
 		if strings.Contains(dis, bad) {
 			t.Errorf("disassembly contains %q:\n%s", bad, dis)
 		}
+	}
+}
+
+// TestBuildTimeout checks the limit's growth with the unit and its
+// override, GPUCC_CC_TIMEOUT.
+func TestBuildTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		n    int
+		want time.Duration
+		err  bool
+	}{
+		{"", 0, 2 * time.Minute, false},
+		{"", 73 << 10, 2*time.Minute + 146*time.Second, false},
+		{"10m", 73 << 10, 10 * time.Minute, false},
+		{"1.5s", 0, 1500 * time.Millisecond, false},
+		{"ten minutes", 0, 0, true},
+		{"-1s", 0, 0, true},
+	} {
+		t.Setenv("GPUCC_CC_TIMEOUT", tt.env)
+		got, err := BuildTimeout(tt.n)
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("GPUCC_CC_TIMEOUT=%q, %d bytes: %v, %v; want %v (error %v)", tt.env, tt.n, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestSpinningCompilerIsKilled checks that a compiler that never finishes
+// (here a shell waiting on a child that holds its output pipes) is
+// stopped at the limit and its run reports an error.
+func TestSpinningCompilerIsKilled(t *testing.T) {
+	cc := filepath.Join(t.TempDir(), "cc")
+	if err := os.WriteFile(cc, []byte("#!/bin/sh\nsleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GPUCC_CC_TIMEOUT", "1s")
+	start := time.Now()
+	_, err := (&Native{CC: cc}).Shared(context.Background(), "int x;")
+	if err == nil {
+		t.Fatal("a compiler that never exits gave no error")
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the run returned after %v, for a limit of 1s", d)
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 // NativeCFlags are the flags of every native build. -ffp-contract=off and
 // -fno-fast-math keep each product and sum rounding on its own, as cpuref
-// defines; -fvisibility=hidden exports only the EXPORT functions. There is
+// defines; -fno-math-errno makes __builtin_sqrtf the sqrt instruction
+// alone (codegen/c's native square root), with no call to set errno; -fvisibility=hidden exports only the EXPORT functions. There is
 // no -march: the shared object runs on any CPU of its architecture, so a
 // cache directory may be shared between machines.
 var NativeCFlags = nativeCFlags(runtime.GOARCH)
@@ -21,7 +22,7 @@ var NativeCFlags = nativeCFlags(runtime.GOARCH)
 // nativeCFlags adds, on x86-64, -mno-fma: the baseline ISA has no FMA, but
 // the flag keeps a stray -march in CFLAGS-like wrappers from enabling it.
 func nativeCFlags(arch string) []string {
-	flags := []string{"-O3", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
+	flags := []string{"-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-fPIC", "-shared",
 		"-fvisibility=hidden", "-std=c99"}
 	if arch == "amd64" {
 		flags = append(flags, "-mno-fma")
@@ -79,7 +80,10 @@ func (n *Native) Shared(ctx context.Context, source string) ([]byte, error) {
 	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	ctx, cancel, err := withBuildTimeout(ctx, len(source))
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	if _, err := run(ctx, n.CC, append(append([]string{}, NativeCFlags...), "-o", out, src)...); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(n.CC), err)

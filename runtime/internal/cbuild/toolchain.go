@@ -20,18 +20,44 @@ import (
 
 // WasmCFlags are the Clang flags of every wasm build. -ffp-contract=off
 // keeps each product and sum rounding on its own (no fused multiply-add);
+// -fno-math-errno lets __builtin_sqrtf be the f32.sqrt instruction alone;
 // -mno-relaxed-simd keeps the lane operations whose results are defined to
 // the bit (relaxed SIMD would allow an fma and implementation-defined
 // results).
 var WasmCFlags = []string{"--target=wasm32", "-nostdlib", "-ffreestanding", "-O3",
-	"-ffp-contract=off", "-msimd128", "-mno-relaxed-simd", "-fno-builtin", "-std=c99", "-c"}
+	"-ffp-contract=off", "-fno-math-errno", "-msimd128", "-mno-relaxed-simd", "-fno-builtin", "-std=c99", "-c"}
 
 // WasmLDFlags are the wasm-ld flags: no entry point, export the kernels
 // (default visibility) and the memory, which the host grows as it needs.
 var WasmLDFlags = []string{"--no-entry", "--export-dynamic", "--strip-debug"}
 
-// buildTimeout bounds one compiler or linker run.
-const buildTimeout = 2 * time.Minute
+// BuildTimeout returns how long one compiler or linker run over a unit of
+// n bytes of C may take: GPUCC_CC_TIMEOUT (a Go duration such as "10m")
+// when it is set, else 2 minutes plus 2 seconds per KiB of source. The
+// part that grows with the work is sized for a loaded 2-core machine, where
+// Clang at -O3 took over 2 minutes (then a fixed limit) on 73 KB of an
+// ONNX batch norm. The limit kills a compiler that spins; it is not a
+// bound on memory.
+func BuildTimeout(n int) (time.Duration, error) {
+	if v := os.Getenv("GPUCC_CC_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("GPUCC_CC_TIMEOUT=%q: want a positive duration such as 10m", v)
+		}
+		return d, nil
+	}
+	return 2*time.Minute + time.Duration(n/1024)*2*time.Second, nil
+}
+
+// withBuildTimeout bounds ctx by BuildTimeout of a unit of n bytes.
+func withBuildTimeout(ctx context.Context, n int) (context.Context, context.CancelFunc, error) {
+	d, err := BuildTimeout(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
+}
 
 // Toolchain is a Clang and a wasm-ld that work together.
 type Toolchain struct {
@@ -118,7 +144,10 @@ func (t *Toolchain) Wasm(ctx context.Context, source string) ([]byte, error) {
 	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	ctx, cancel, err := withBuildTimeout(ctx, len(source))
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	if _, err := run(ctx, t.Clang, append(append([]string{}, WasmCFlags...), "-o", obj, src)...); err != nil {
 		return nil, fmt.Errorf("clang: %w", err)
@@ -146,6 +175,9 @@ func (t *Toolchain) Key() string {
 // (trimmed) diagnostics.
 func run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	// A child the compiler started (cc1 out of process, the linker) may
+	// hold the pipes after the kill: Wait gives up on them.
+	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
