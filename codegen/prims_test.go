@@ -30,6 +30,9 @@ func TestPrimsComplete(t *testing.T) {
 			arity = 1
 		}
 		x := &ir.X{Op: op, Args: []*ir.X{ir.Arg(0), ir.Arg(1), ir.Arg(2)}[:arity]}
+		if op == ir.XCall { // rendered from its function: a call of it
+			x.Fn = &ir.Func{Name: "f", Params: 2, Body: ir.Arg(0).Add(ir.Arg(1))}
+		}
 		for name, l := range langs {
 			lines := codegen.Expr(l, x, "out", []string{"opA", "opB", "opC"}, false, func(float32) string { return "k" })
 			if len(lines) != 1 {
