@@ -98,17 +98,19 @@
 //   - mask(c, b): b where c > 0, else -0, by a select: mask(c, x) +
 //     mask(1 - c, y) for c of 1 and 0 is where(c, x, y) bit for bit.
 //
-// Accuracy against float64, measured by bench/accuracy (bench/RESULTS.md
-// has the command and the table) over 7,006,472 inputs spread over all
-// 2^32 float32 bit patterns for the unary ops, and 4.7 million random and
-// hard pairs for div:
+// Accuracy against float64: the largest error over every one of the 2^32
+// float32 inputs for the unary ops, and over 640 million random and hard
+// pairs for div. The table is bench/accuracy's output (-write, from its
+// exhaustive run on the H200 host's 16 cores, bench/RESULTS.md); the
+// benchmark tier's bench/h200_ops.sh reruns it with -check, which fails if
+// any input's error exceeds its row:
 //
 //	div    correctly rounded, subnormal results included (no miss)
 //	sqrt   correctly rounded (0.500 ULP)
-//	rsqrt  1.47 ULP
-//	exp    0.95 ULP
-//	log    0.77 ULP
-//	tanh   1.25 ULP
+//	rsqrt  1.490 ULP
+//	exp    0.990 ULP
+//	log    0.829 ULP
+//	tanh   1.330 ULP
 //
 // div, maximum, minimum, neg, sqrt and rsqrt use no float add, sub or mul
 // (rsqrt's are integer too), so they never flush: a flushing GPU gives

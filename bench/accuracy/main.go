@@ -7,10 +7,16 @@
 // backends run, bit-identical to cpuref), builds it with the system C
 // compiler, runs it over the inputs and reads the results back.
 //
-//	go run ./bench/accuracy            # every input: minutes per op
-//	go run ./bench/accuracy -stride 97 # a quick look
+//	go run ./bench/accuracy                  # every input: minutes per op
+//	go run ./bench/accuracy -stride 97       # a quick look
+//	go run ./bench/accuracy -check           # fail if cpuref's table understates an error
+//	go run ./bench/accuracy -write           # rewrite cpuref's table from this run (-stride 1 only)
 //
-// It is not part of the test suite; bench/RESULTS.md records its output.
+// cpuref's package doc states each unary op's largest error; that table is
+// this tool's output (-write, from an exhaustive run), and the benchmark
+// tier (bench/h200_ops.sh) reruns it with -check, which fails when a
+// measured error exceeds the stated one. It is not part of the test suite;
+// bench/RESULTS.md records its output.
 package main
 
 import (
@@ -23,7 +29,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -36,12 +45,14 @@ import (
 var unary = []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSqrt, ir.OpRsqrt}
 
 // body renders op applied to operands a (and b) as C statements ending in
-// the value v<n>, returning them and the final value's name.
-func body(op ir.Op) (string, string) {
+// the value v<n>, returning the definitions of the functions they call
+// (codegen.Funcs: exp, div, …, or C's own division and sqrt), the
+// statements and the final value's name.
+func body(op ir.Op) (string, string, string) {
 	k := &ir.Kernel{Body: []ir.Instr{{Kind: ir.InstrLoad, Operand: 0}, {Kind: ir.InstrLoad, Operand: 1},
 		{Kind: ir.InstrOp, Op: op, Args: [2]int32{0, 1}}}}
 	load := func(j int) string { return []string{"a", "b"}[j] }
-	return codegen.Indent(codegen.Body(c.Lang, k, load, ""), 1), codegen.Value(2)
+	return codegen.Indent(codegen.Funcs(c.Lang, k), 0), codegen.Indent(codegen.Body(c.Lang, k, load, ""), 1), codegen.Value(2)
 }
 
 const prelude = `#pragma STDC FP_CONTRACT OFF
@@ -152,7 +163,14 @@ func main() {
 	jobs := flag.Int("j", goruntime.NumCPU(), "processes per op")
 	divSamples := flag.Int64("div", 1<<28, "random pairs for div (and a quarter as many near-exact quotients)")
 	cc := flag.String("cc", "cc", "C compiler")
+	check := flag.Bool("check", false, "exit 1 if a measured error exceeds the one cpuref's doc states")
+	write := flag.Bool("write", false, "rewrite cpuref's accuracy table with this run's maxima (needs -stride 1)")
+	docPath := flag.String("doc", "cpuref/cpuref.go", "the file holding cpuref's accuracy table")
 	flag.Parse()
+	if *write && *stride != 1 {
+		log.Fatal("-write needs -stride 1: a sampled maximum is only a lower bound")
+	}
+	measured := map[ir.Op]float64{}
 	dir, err := os.MkdirTemp("", "gpucc-accuracy")
 	if err != nil {
 		log.Fatal(err)
@@ -164,7 +182,7 @@ func main() {
 			log.Fatal(err)
 		}
 		bin := filepath.Join(dir, name)
-		if out, err := exec.Command(*cc, "-O2", "-ffp-contract=off", "-fno-fast-math", "-o", bin, cfile, "-lm").CombinedOutput(); err != nil {
+		if out, err := exec.Command(*cc, "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-o", bin, cfile, "-lm").CombinedOutput(); err != nil {
 			log.Fatalf("%s: %v\n%s", name, err, out)
 		}
 		return bin
@@ -187,8 +205,8 @@ func main() {
 	}
 	for _, op := range unary {
 		ref := op.Info().F64
-		lines, v := body(op)
-		src := prelude + "static float op(float a) {\n\tconst float b = 0;\n" + lines + "\treturn " + v + ";\n}\n" + unaryMain
+		funcs, lines, v := body(op)
+		src := prelude + funcs + "static float op(float a) {\n\tconst float b = 0;\n" + lines + "\treturn " + v + ";\n}\n" + unaryMain
 		bin := build(op.String(), src)
 		shards := make([]stats, *jobs)
 		var wg sync.WaitGroup
@@ -236,6 +254,7 @@ func main() {
 		for _, m := range all.mismatches {
 			fmt.Println(m)
 		}
+		measured[op] = all.worst
 		wx := math.Float32frombits(all.worstX)
 		fmt.Printf("%s: %d inputs, max %.3f ULP (worst x=%x (%#08x): got %x, float64 %x); > 0.5 ULP: %d, > 1 ULP: %d, > 2 ULP: %d, wrong special values: %d\n",
 			op, all.n, all.worst, wx, all.worstX, cpuref.Unary(op, wx, 0), ref(float64(wx), 0), all.inexact, all.over1, all.over2, all.wrong)
@@ -247,8 +266,8 @@ func main() {
 	// div: the float64 quotient rounded to float32 is the correctly rounded
 	// one (double rounding is innocuous: 53 ≥ 2·24+2).
 	ref := ir.OpDiv.Info().F64
-	lines, v := body(ir.OpDiv)
-	src := prelude + "static float op(float a, float b) {\n" + lines + "\treturn " + v + ";\n}\n" + divMain
+	funcs, lines, v := body(ir.OpDiv)
+	src := prelude + funcs + "static float op(float a, float b) {\n" + lines + "\treturn " + v + ";\n}\n" + divMain
 	var n, bad uint64
 	var triple [3]float32
 	k := 0
@@ -270,4 +289,60 @@ func main() {
 		})
 	}, build("div", src), fmt.Sprint(*divSamples))
 	fmt.Printf("div: inputs %d (%d dense random pairs, %d hard cases), not correctly rounded %d\n", n, *divSamples, n-uint64(*divSamples), bad)
+	if *check || *write {
+		if err := table(*docPath, measured, bad, *write); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// tableLine matches a row of cpuref's accuracy table: "//\tname  1.234 ULP"
+// (sqrt's "correctly rounded (0.500 ULP)" included).
+var tableLine = regexp.MustCompile(`(?m)^//\t(\w+)( +)(correctly rounded \()?([0-9.]+) ULP(\))?$`)
+
+// table checks the maxima measured (and div's misses) against the table in
+// the file at path, or with write rewrites the file's rows to them, rounded
+// up to 0.001 ULP. Every measured unary op must have a row.
+func table(path string, measured map[ir.Op]float64, divMisses uint64, write bool) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if divMisses > 0 {
+		return fmt.Errorf("div: %d quotients not correctly rounded, which the table says it is", divMisses)
+	}
+	byName := map[string]ir.Op{}
+	for op := range measured {
+		byName[op.String()] = op
+	}
+	seen := map[ir.Op]bool{}
+	var errs []string
+	out := tableLine.ReplaceAllStringFunc(string(src), func(row string) string {
+		m := tableLine.FindStringSubmatch(row)
+		op, ok := byName[m[1]]
+		if !ok {
+			return row
+		}
+		seen[op] = true
+		stated, _ := strconv.ParseFloat(m[4], 64)
+		got := math.Ceil(measured[op]*1000) / 1000
+		if got > stated {
+			errs = append(errs, fmt.Sprintf("%s: measured %.4f ULP, the table states %s", m[1], measured[op], m[4]))
+		}
+		return fmt.Sprintf("//\t%s%s%s%.3f ULP%s", m[1], m[2], m[3], got, m[5])
+	})
+	for op := range measured {
+		if !seen[op] {
+			errs = append(errs, fmt.Sprintf("%s: no row in %s's accuracy table", op, path))
+		}
+	}
+	if write {
+		fmt.Printf("rewrote the accuracy table in %s\n", path)
+		return os.WriteFile(path, []byte(out), 0o644)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("the accuracy table in %s understates:\n%s", path, strings.Join(errs, "\n"))
+	}
+	fmt.Printf("the accuracy table in %s holds for every input measured\n", path)
+	return nil
 }
