@@ -17,7 +17,7 @@ type Limits struct {
 	// is what GPU drivers compile. 511 fused tanh once made 13 MB of WGSL
 	// that lavapipe had not compiled after ten minutes.
 	MaxKernelOps int64
-	MaxOutputs      int   // named outputs
+	MaxOutputs   int // named outputs
 	// MaxOutputBytes bounds the summed outputs, 4 bytes per element, each
 	// output counted (two outputs of one node count twice): what a host
 	// hands back. Zero means MaxStorageBytes.
