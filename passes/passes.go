@@ -12,7 +12,8 @@
 // kernel kinds, operand index maps and the op table's reduction rows
 // (Combine, Identity): no composite has a template, and a user's own
 // exp/sum/div chain fuses the same way. Two kernels A and B, B reading an
-// output of A, merge when
+// output of A (or, when both reduce over the same rows, a buffer A reads:
+// a sum and a sum of squares become one pass), merge when
 //
 //   - one of them at least reduces over rows: a sum kernel (sum or max,
 //     unsplit) or a rows kernel whose reduced axes are the trailing ones,

@@ -16,7 +16,8 @@ const RowLeaves = 4096
 
 // fuseRows merges kernels of the fused program into rows kernels
 // (ir.KernelRows) by the row rule (see the package doc): a kernel merges
-// with a kernel that reads one of its outputs when
+// with a kernel that reads one of its outputs, or that reads a buffer it
+// reads when both reduce over the same rows (siblings), when
 //
 //   - at least one of them is a reduction (a sum kernel, unsplit, or a
 //     rows kernel) over trailing axes with at least two and at most
@@ -81,6 +82,18 @@ func rowsOf(k *ir.Kernel) (ir.Reduction, bool) {
 	return red, trailing && red.Leaves >= 2 && p <= RowLeaves
 }
 
+// shareInput reports whether kernels a and b read a buffer in common.
+func shareInput(a, b *ir.Kernel) bool {
+	for _, x := range a.Inputs {
+		for _, y := range b.Inputs {
+			if x.Buffer == y.Buffer {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func sameRows(a, b ir.Reduction) bool {
 	return a.Outputs == b.Outputs && a.Leaves == b.Leaves && slices.Equal(a.Kept, b.Kept) && slices.Equal(a.Reduced, b.Reduced)
 }
@@ -108,6 +121,14 @@ func (r *rowser) step() bool {
 			}
 		}
 		slices.Sort(producers)
+		// Then the siblings: earlier reductions over the same rows that read
+		// a buffer b reads (a sum and a sum of squares, say).
+		_, rowsB := rowsOf(&ks[b])
+		for a := b - 1; a >= 0 && rowsB; a-- {
+			if _, ok := rowsOf(&ks[a]); ok && !slices.Contains(producers, a) && shareInput(&ks[a], &ks[b]) {
+				producers = append([]int{a}, producers...)
+			}
+		}
 		for i := len(producers) - 1; i >= 0; i-- { // the nearest first
 			a := producers[i]
 			m, ok := r.merge(a, b, w)
@@ -157,6 +178,7 @@ func (r *rowser) between(a, b int, w map[int]int) bool {
 
 // merge returns kernels a and b (a before b, b reading an output of a)
 // as one rows kernel, when the rows rule allows.
+// b need not read a: two reductions over the same rows merge as siblings.
 func (r *rowser) merge(a, b int, w map[int]int) (ir.Kernel, bool) {
 	ka, kb := &r.p.Kernels[a], &r.p.Kernels[b]
 	ra, oka := rowsOf(ka)

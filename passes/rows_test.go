@@ -175,3 +175,38 @@ func randomRows(seed uint64) (*ir.Graph, string) {
 	}
 	return g, fmt.Sprintf("[%d,%d] %s", rows, cols, strings.Join(steps, ", "))
 }
+
+// TestRowsSiblings checks scope 3's multi-output rule: reductions over the
+// same rows that read the same input become one pass, their outputs
+// several stores of one rows kernel; over other rows they stay apart.
+func TestRowsSiblings(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *ir.Builder, x ir.Tensor)
+		want  map[string]int
+	}{
+		{"sum and sum of squares", func(b *ir.Builder, x ir.Tensor) {
+			b.Output("sum", x.SumAxes(true, 1))
+			b.Output("sumsq", x.Mul(x).SumAxes(false, 1))
+		}, map[string]int{"rows": 1}},
+		{"softmax and layernorm", func(b *ir.Builder, x ir.Tensor) {
+			b.Output("softmax", x.Softmax(1))
+			b.Output("layer_norm", x.LayerNorm(1, 1e-5))
+		}, map[string]int{"rows": 1}},
+		{"over other rows", func(b *ir.Builder, x ir.Tensor) {
+			b.Output("rows", x.SumAxes(true, 1))
+			b.Output("columns", x.SumAxes(true, 0))
+		}, map[string]int{"sum": 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := compile(t, func(b *ir.Builder) {
+				tc.build(b, b.Input(ir.Shape{6, 300}, irtest.Values(3, 1800, 10)))
+			}, Options{})
+			if diff := cmp.Diff(tc.want, kinds(p)); diff != "" {
+				t.Errorf("kernels (-want +got):\n%s\n%s", diff, p)
+			}
+			checkUnfused(t, p)
+		})
+	}
+}
