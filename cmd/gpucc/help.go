@@ -28,11 +28,6 @@ Runs the benchmark suite on every backend built in (or --backends) and
 writes results.json, results.md and report.html into -o. Prints one JSON
 summary: dir, cases, skipped, crossovers and, with --compare, the ratios
 against PyTorch.`,
-	"serve": `
-Serves the browser demo page (webgpu, webgl2 and cpu run in the page) on
---addr until interrupted; the page's wasm is built into the binary. Prints
-the address it listens on to stderr, nothing on stdout; an interrupt or
-SIGTERM exits 0.`,
 	"info": `
 Prints one JSON object: backends (built into this binary), chain (the order
 auto tries them in) and adapters (the GPU adapters wgpu sees, with their

@@ -13,8 +13,49 @@ import (
 )
 
 func init() {
-	commands["serve"] = command{summary: "serve the browser demo (webgpu, webgl2, cpu in the page)", run: serveCmd}
+	commands["serve"] = command{summary: "serve the browser demo and the execute API", run: serveCmd}
+	help["serve"] = serveHelp
 }
+
+// serveHelp is serve's -h text; README.md's serve section says the same at
+// length, and TestServeREADME runs its curl examples.
+const serveHelp = `
+Serves the browser demo page (webgpu, webgl2 and cpu run in the page) and an
+execute API on --addr until SIGINT or SIGTERM (then requests in flight may
+finish for --grace, the rest are answered disposed, and it exits 0). Prints
+the address it listens on to stderr, nothing on stdout.
+
+Routes (every answer is {"ok":true,"value":...} or
+{"ok":false,"error":{"code","message","node","field"}}):
+  POST /v1/execute?backend=B  run the body, a protocol v1 graph
+                              (Content-Type: application/json) or an ONNX
+                              model (application/onnx), on B: auto (the
+                              default) or a backend of /v1/info; the value
+                              is what 'gpucc run' prints
+  GET  /v1/info               backends, chain, adapters, limits, maxPending
+  GET  /healthz               {"ok":true}, with no token
+  GET  anything else          the demo page
+
+Status codes: 200 ok; 400 invalid_graph or usage; 401 not_granted (token
+missing or wrong); 403 not_granted (a foreign Origin, or with no token a Host
+other than localhost, loopback or the listen address); 404 and 405 usage;
+408 timeout (the body came too slowly); 413 limit_exceeded; 415 usage (a
+Content-Type other than the two); 422 non_finite_output; 429 busy
+(--max-pending or --max-memory reached; Retry-After: 1); 500
+execution_failed or internal; 503 backend_unavailable or disposed; 504
+timeout.
+
+Headers: Authorization: Bearer TOKEN on /v1/ when --token or $GPUCC_TOKEN is
+set (an --addr that is not loopback needs one). Every answer is
+application/json with Cache-Control: no-store; an error answer closes the
+connection. No CORS headers are sent.
+
+The body is read whole within --timeout before the request counts as
+pending; bodies (3 bytes per byte) and replies (4 bytes per output value,
+streamed) share --max-memory. --max-output-bytes defaults to 4 MiB here.
+
+  curl -s -H 'Content-Type: application/json' --data-binary @graph.json \
+    'http://127.0.0.1:8080/v1/execute?backend=cpu'`
 
 // serveCmd serves web's page, gpucc.wasm and wasm_exec.js, all embedded in
 // the binary, so it needs no Go toolchain and starts at once. A binary

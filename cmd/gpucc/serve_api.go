@@ -71,12 +71,13 @@ func apiFlags(fs *flag.FlagSet) *apiConfig {
 	c := &apiConfig{}
 	fs.StringVar(&c.token, "token", "", "require Authorization: Bearer TOKEN on /v1/ (default $"+TokenEnv+"; empty: none)")
 	atLeast(fs, &c.pending, "max-pending", host.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
-	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may run before it is answered timeout")
+	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may take, reading its body, running and writing its reply; past it, it is answered timeout")
 	atLeast(fs, &c.grace, "grace", 10*time.Second, 0, "on SIGTERM, how long running requests may finish before they are answered disposed")
 	atLeast(fs, &c.memory, "max-memory", 1<<30, 1<<20, "bytes of request bodies (3 per byte read) and replies (4 per output value) held at once, server-wide; a request past it is answered busy")
 	fs.BoolVar(&c.allowSW, "allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	c.limits = limitFlags(fs)
+	fs.Lookup("max-output-bytes").Usage = "host limit: summed output bytes of a reply, 4 per element (0: 4 MiB for serve)"
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -482,5 +483,79 @@ func TestAPIStreamedReply(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, outs); diff != "" {
 		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+}
+
+// startServe runs `gpucc serve` on a free loopback port with args and
+// returns its URL; the process is killed when the test ends.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--cache-dir", "off"}, args...)...)
+	cmd.Dir = workDir
+	cmd.Env = env()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "serving the demo on "); ok {
+			go io.Copy(io.Discard, stderr)
+			return strings.TrimSuffix(u, "/")
+		}
+	}
+	t.Fatalf("serve never said where it listens: %v", lines.Err())
+	return ""
+}
+
+// TestServeREADME runs the curl examples of the README's serve section
+// against the binary: each line after a curl command, "# EXPECTED", is its
+// output, where "…" stands for anything.
+func TestServeREADME(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(readme), "\n## A server: gpucc serve\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	url := startServe(t)
+	lines := strings.Split(sec, "\n")
+	ran := 0
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "curl ") || i+1 == len(lines) || !strings.HasPrefix(lines[i+1], "# ") {
+			continue
+		}
+		want := strings.TrimPrefix(lines[i+1], "# ")
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "http://127.0.0.1:8080", url))
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("%s: %v", line, err)
+			continue
+		}
+		got := strings.TrimSpace(string(out))
+		rest := got
+		for k, piece := range strings.Split(want, "…") {
+			j := strings.Index(rest, piece)
+			if j < 0 || (k == 0 && j != 0) {
+				t.Errorf("%s\n got %s\nwant %s", line, got, want)
+				break
+			}
+			rest = rest[j+len(piece):]
+		}
+		if !strings.HasSuffix(want, "…") && rest != "" {
+			t.Errorf("%s\n got %s\nwant %s (ends differently)", line, got, want)
+		}
+		ran++
+	}
+	if ran < 5 {
+		t.Errorf("only %d curl examples found in the README's serve section", ran)
 	}
 }
