@@ -26,6 +26,7 @@ type Trainer struct {
 	pending     int64
 	pendingTime time.Duration
 	inflight    []*StepPending // launched steps not yet waited for, oldest first
+	launched    int            // steps launched, numbering them
 }
 
 // StepResult is one training step's loss and what the step moved.

@@ -253,6 +253,33 @@ func TestTrainDiverged(t *testing.T) {
 					t.Errorf("parameter %s changed after refused steps", name)
 				}
 			}
+			// Launched steps: each is refused, by Launch where the step
+			// completes inside it (cpu, wasm, native), else at its Wait,
+			// which undoes it and the ones launched after it.
+			var ps []*gpucc.StepPending
+			for i := range 3 {
+				p, err := tr.Launch(ctx, nil)
+				if err != nil {
+					if gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
+						t.Errorf("launch %d: %v, want %s", i+1, err, ir.CodeNonFiniteOutput)
+					}
+					continue
+				}
+				ps = append(ps, p)
+			}
+			for i, p := range ps {
+				if r, err := p.Wait(ctx); gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
+					t.Errorf("launched step %d: %+v, %v; want %s", i+1, r, err, ir.CodeNonFiniteOutput)
+				}
+			}
+			if got, err = tr.Params(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range want {
+				if !equalBits(w, got[name].Data) {
+					t.Errorf("parameter %s changed after refused launched steps", name)
+				}
+			}
 			if _, err := rt.Train(ctx, g, "loss", 3e38, 3); gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
 				t.Errorf("Train: %v, want %s", err, ir.CodeNonFiniteOutput)
 			}
