@@ -81,8 +81,10 @@ func builtPage(t *testing.T) fs.FS {
 // TestEmbeddedPage: the page embedded in this binary is either absent (a
 // plain go build of a commit that is not a release: the page's paths say
 // how to build it) or the one go generate builds from the current sources,
-// byte for byte. GPUCC_REQUIRE_PAGE (make release-check) makes absence a
-// failure.
+// byte for byte. GPUCC_REQUIRE_PAGE (make release-check) makes absence or
+// an older page a failure; without it an older page is a skip that says
+// to run go generate ./web (it is an ignored build output, which make
+// build and make test regenerate first).
 func TestEmbeddedPage(t *testing.T) {
 	if !Built(Assets()) {
 		if os.Getenv("GPUCC_REQUIRE_PAGE") != "" {
@@ -114,7 +116,14 @@ func TestEmbeddedPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("the embedded static/%s is older than the sources (or was built by another Go toolchain): run `go generate ./web`", f)
+			msg := fmt.Sprintf("the embedded static/%s is older than the sources (or was built by another Go toolchain): run `go generate ./web`", f)
+			if os.Getenv("GPUCC_REQUIRE_PAGE") == "" {
+				// An ignored build output, not the source tree, is stale:
+				// the page tests use their own build, and make build, make
+				// test and make release regenerate it first.
+				t.Skip(msg)
+			}
+			t.Error(msg)
 		}
 	}
 }
