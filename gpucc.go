@@ -58,6 +58,8 @@ import (
 
 // Chain is the order auto tries backends in. Native is never tried: it
 // loads generated machine code into the process, so it must be asked for.
+// Each build keeps only what it can hold: webgl2 in the browser only
+// (chain_other.go), wasm outside it only (chain_js.go).
 var Chain = []string{"webgpu", "webgl2", "wasm", "cpu"}
 
 // Options configure a Runtime.
@@ -118,8 +120,12 @@ func Backends() []string { return backend.Names() }
 // Error is a runtime error with a stable code, naming the backend.
 type Error = backend.Error
 
-// CodeOf returns the stable code of err: its own, or internal.
+// CodeOf returns the stable code of err: its own, or internal; a nil err
+// (no failure) has no code, "".
 func CodeOf(err error) ir.Code {
+	if err == nil {
+		return ""
+	}
 	var c interface{ ErrorCode() ir.Code }
 	if errors.As(err, &c) {
 		return c.ErrorCode()

@@ -70,8 +70,12 @@ func (t *DeviceTensor) Shape() ir.Shape { return slices.Clone(t.shape) }
 func (t *DeviceTensor) Bytes() int64 { return 4 * int64(t.shape.Len()) }
 
 // Upload copies host data into a new DeviceTensor. The data must be
-// finite float32 values of the shape's length.
+// finite float32 values of the shape's length, and every dimension at
+// least 1, as in a graph: no input can take a tensor of shape [0].
 func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (*DeviceTensor, error) {
+	if shape.Elements(math.MaxInt32) < 0 {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "shape", "upload: shape %v: every dimension must be at least 1, and the tensor at most 2^31-1 elements", shape)
+	}
 	if err := checkHost("upload", shape, shape, data); err != nil {
 		return nil, err
 	}

@@ -67,3 +67,37 @@ func TestScalarOutputJSON(t *testing.T) {
 		t.Errorf("params %s, want %s", params, want)
 	}
 }
+
+// TestUploadShape: Upload refuses a shape no graph input can have (a zero
+// or negative dimension) with invalid_input, as it refuses a wrong length.
+func TestUploadShape(t *testing.T) {
+	ctx := context.Background()
+	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for _, tt := range []struct {
+		shape ir.Shape
+		data  []float32
+		ok    bool
+	}{
+		{ir.Shape{0}, nil, false},
+		{ir.Shape{2, 0}, nil, false},
+		{ir.Shape{-1}, nil, false},
+		{ir.Shape{2}, []float32{1}, false},
+		{nil, []float32{1}, true}, // a scalar
+		{ir.Shape{1, 2}, []float32{1, 2}, true},
+	} {
+		dt, err := rt.Upload(ctx, tt.shape, tt.data)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("Upload(%v): %v", tt.shape, err)
+		case !tt.ok && gpucc.CodeOf(err) != ir.CodeInvalidInput:
+			t.Errorf("Upload(%v, %d values) = %v, %v; want invalid_input", tt.shape, len(tt.data), dt, err)
+		}
+		if dt != nil {
+			dt.Release()
+		}
+	}
+}
