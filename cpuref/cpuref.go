@@ -97,6 +97,10 @@
 //     and -0 == +0.
 //   - mask(c, b): b where c > 0, else -0, by a select: mask(c, x) +
 //     mask(1 - c, y) for c of 1 and 0 is where(c, x, y) bit for bit.
+//   - floor(x), ceil(x): exact, by clearing fraction bits (u32 steps) and
+//     subtracting 1 (floor of a negative x with a fraction, exact there);
+//     ceil(x) = neg(floor(neg(x))). floor(-0) = -0, ceil(-0.5) = -0;
+//     |x| ≥ 2^23, ±Inf and NaN are x.
 //
 // Accuracy against float64: the largest error over every one of the 2^32
 // float32 inputs for the unary ops, and over 640 million random and hard

@@ -35,6 +35,8 @@
 //	greater(a, b)      no gradient (piecewise constant), as greater_equal and equal:
 //	greater_equal(a, b) no gradient
 //	equal(a, b)        no gradient
+//	floor(a)           no gradient (piecewise constant)
+//	ceil(a)            no gradient
 //	sigmoid(a)         ga += mul(g, mul(out, add_scalar(neg(out), 1)))
 //	mask(c, b)         gb += mask(c, g); no gradient to c
 //	transpose(a)       ga += transpose(g)

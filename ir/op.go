@@ -50,6 +50,8 @@ const (
 	OpGreaterEqual // arg0 >= arg1 ? 1 : 0
 	OpEqual        // arg0 == arg1 ? 1 : 0 (-0 == +0)
 	OpMask         // arg0 > 0 ? arg1 : -0, so that mask(c, x) + mask(1-c, y) is where(c, x, y) bit for bit
+	OpFloor        // the largest integer not above arg0, exact
+	OpCeil         // the smallest integer not below arg0, exact
 	numOps
 )
 
@@ -255,6 +257,8 @@ func init() {
 				}
 				return d.Apply(OpMask, nil, d.Arg(0), d.Grad()), true
 			}},
+		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
+		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpBroadcast: {Name: "broadcast", Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
 			Grad: broadcastGrad},
 		OpReshape: {Name: "reshape", Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,

@@ -78,12 +78,14 @@ func init() {
 		"Xor":            {since: 7, fn: logic(func(x []bool) bool { return x[0] != x[1] }, func(x []ir.Tensor) ir.Tensor { return not(x[0].Apply(ir.OpEqual, x[1])) })},
 		"Where":          {since: 9, fn: whereOp},
 
-		"Neg":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() })},
-		"Relu": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},
-		"Exp":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp() })},
-		"Log":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Log() })},
-		"Tanh": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Tanh() })},
-		"Sqrt": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Sqrt() })},
+		"Neg":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() })},
+		"Relu":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},
+		"Exp":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp() })},
+		"Log":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Log() })},
+		"Tanh":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Tanh() })},
+		"Sqrt":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Sqrt() })},
+		"Floor": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpFloor) })},
+		"Ceil":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCeil) })},
 		// |x| = max(x, -x): exact, NaN for NaN.
 		"Abs": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) })},
 		// 1/x, correctly rounded (numpy's reciprocal).

@@ -499,6 +499,10 @@ func Ops() []Case {
 		b.Output("equal", v.Apply(ir.OpEqual, v.Minimum(w)))
 		c := v.Apply(ir.OpGreater, w)
 		b.Output("where", c.Apply(ir.OpMask, v).Add(c.Neg().AddScalar(1).Apply(ir.OpMask, w)))
+		b.Output("floor", v.Apply(ir.OpFloor))
+		b.Output("ceil", v.Apply(ir.OpCeil))
+		b.Output("floor-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpFloor))
+		b.Output("ceil-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpCeil))
 		cs = append(cs, Case{"onnx-ops/" + itoa(n), must(b)})
 	}
 	return cs
