@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Times numpy float32 on the graphs runtime.BenchmarkBackends runs:
-relu(a*b+c) over 1M (2^20) elements and a 512x512x512 matmul.
+relu(a*b+c) over 1M (2^20) elements, softmax over the rows of a
+[1024,1024] (BenchmarkNN/softmax) and a 512x512x512 matmul.
 
 Run single-threaded, as bench/RESULTS.md records:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \
@@ -43,6 +44,13 @@ def main():
 
     print("relu(a*b+c)/1M: %.3f ms (in-place ufuncs, no allocation)" % best_ms(chain))
     print("relu(a*b+c)/1M: %.3f ms (plain expression)" % best_ms(lambda: np.maximum(a * b + c, np.float32(0))))
+    s = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
+
+    def softmax():
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    print("softmax/1024x1024: %.3f ms (over rows, max subtracted)" % best_ms(softmax))
     m = 512
     x = rng.uniform(-1, 1, (m, m)).astype(np.float32)
     y = rng.uniform(-1, 1, (m, m)).astype(np.float32)

@@ -7,7 +7,9 @@
 // #pragma STDC FP_CONTRACT OFF): every body value is its own declaration,
 // so each add, sub and mul rounds to float32 on its own, as cpuref defines.
 // Constants are written as their IEEE bits (F(0x3f800000u)), never as
-// decimal literals. Matmul keeps one accumulator per output that starts at
+// decimal literals. Division and square root are the target's own
+// correctly rounded instructions (see native), the other primitives (exp,
+// log, tanh) static functions of ir's expressions, one per unit. Matmul keeps one accumulator per output that starts at
 // +0 and walks k ascending, four outputs per SIMD vector; sum reproduces
 // cpuref's padded pairwise tree with contiguous blocks and a binary counter
 // (a split sum, Kernel.Blocks > 1, writes each block's subtree); a
@@ -49,6 +51,33 @@ var Lang = codegen.Lang{
 	Func: func(name string, ps []string) string {
 		return "static inline float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
 	},
+	Native: native,
+}
+
+// native is C's table of primitives (codegen.Lang.Native): division and
+// square root are the target's own IEEE-754 instructions (x86's divss and
+// sqrtss, wasm's f32.div and f32.sqrt, correctly rounded by both
+// standards, subnormals included: the units never set flush-to-zero),
+// which give ir's long division and digit-by-digit root bit for bit, at a
+// few cycles instead of about 300 integer operations. Only NaN needs care:
+// hardware NaNs differ (x86's default NaN is negative, wasm's bits are
+// nondeterministic), so every NaN a quotient or negative root produces is
+// replaced by the reference's quiet NaN, and a NaN root is its argument,
+// as cpuref's. The GPU targets have no table: their division and sqrt
+// are not correctly rounded, so they run ir's expressions. TestNative
+// proves the equality over random and edge bit patterns.
+var native = map[string]string{
+	"div": `static inline float prim_div(float p0, float p1) {
+	const float q = p0 / p1;
+	return q == q ? q : F(0x7fc00000u);
+}`,
+	"sqrt": `static inline float prim_sqrt(float p0) {
+	if (p0 != p0) {
+		return p0;
+	}
+	const float r = __builtin_sqrtf(p0);
+	return r == r ? r : F(0x7fc00000u);
+}`,
 }
 
 var cTypes = [...]string{ir.XFloat32: "const float", ir.XUint32: "const u32", ir.XBool: "const int"}

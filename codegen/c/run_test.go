@@ -80,7 +80,7 @@ func runC(t *testing.T, p *ir.Program) map[string][]float32 {
 	if err := os.WriteFile(cfile, []byte(src.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	flags := []string{"-O2", "-ffp-contract=off", "-fno-fast-math", "-std=c99", "-o", exe, cfile}
+	flags := []string{"-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-std=c99", "-o", exe, cfile}
 	if goruntime.GOARCH == "amd64" {
 		flags = append(flags, "-mno-fma")
 	}
