@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpucc/gpucc/host"
+	_ "github.com/gpucc/gpucc/runtime/cpu" // the backends a host runs on are those built in
 )
 
 // A host grants a client, runs its graph on the cpu reference and answers

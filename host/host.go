@@ -19,6 +19,10 @@
 // to its end and its result is dropped). A Host and its Clients are safe
 // for concurrent use.
 //
+// A Host runs on the backends built into the binary: import
+// github.com/gpucc/gpucc/runtime/all (or single ones, runtime/cpu, ...);
+// Offered lists those a request may name.
+//
 // Codes are stable (see the ir.Code constants): invalid_graph,
 // limit_exceeded, not_granted, busy, disposed, backend_unavailable,
 // execution_failed, non_finite_output and timeout.
@@ -421,17 +425,19 @@ func (h *Host) execute(ctx context.Context, backend string, g *ir.Graph) Reply {
 	return Reply{OK: true, Value: res}
 }
 
-func (h *Host) allows(backend string) bool {
-	if h.policy.Backends == nil {
-		return backend == "auto" || slices.Contains(gpucc.Backends(), backend)
-	}
-	return slices.Contains(h.policy.Backends, backend)
-}
+func (h *Host) allows(backend string) bool { return slices.Contains(h.offered(), backend) }
 
-// offered lists the backend names a request may use.
+// offered lists the backend names a request may use: Policy.Backends
+// that are built in (or auto), else every one built in and auto.
 func (h *Host) offered() []string {
 	if h.policy.Backends != nil {
-		return h.policy.Backends
+		var names []string
+		for _, b := range h.policy.Backends {
+			if b == "auto" || slices.Contains(gpucc.Backends(), b) {
+				names = append(names, b)
+			}
+		}
+		return names
 	}
 	return append([]string{"auto"}, gpucc.Backends()...)
 }

@@ -380,3 +380,13 @@ func TestPendingCapPerID(t *testing.T) {
 	}
 	h.Close(context.Background())
 }
+
+// TestOfferedIsBuiltIn: Offered lists only backends built in, so a policy
+// naming one that is not never says it is offered.
+func TestOfferedIsBuiltIn(t *testing.T) {
+	h := New(Options{Policy: Policy{Backends: []string{"cpu", "not-built-in", "auto"}}})
+	defer h.Close(context.Background())
+	if diff := cmp.Diff([]string{"cpu", "auto"}, h.Offered()); diff != "" {
+		t.Errorf("Offered (-want +got):\n%s", diff)
+	}
+}

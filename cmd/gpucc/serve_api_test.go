@@ -559,3 +559,20 @@ func TestServeREADME(t *testing.T) {
 		t.Errorf("only %d curl examples found in the README's serve section", ran)
 	}
 }
+
+// TestAPIMemoryBudget: a reply whose values do not fit in what is left of
+// --max-memory is answered busy, and the budget is whole after.
+func TestAPIMemoryBudget(t *testing.T) {
+	a := testAPI(t, func(c *apiConfig) { c.memory = 2 << 20 })
+	big := `{"version":1,"nodes":[{"id":0,"op":"full","shape":[1048576],"value":1.5}],"outputs":[{"name":"y","id":0}]}`
+	status, e, h := do(t, a, "POST", "/v1/execute?backend=cpu", big)
+	if status != 429 || e.code() != "busy" || h.Get("Retry-After") == "" {
+		t.Errorf("a 4 MiB reply with 2 MiB of budget: %d %s", status, e.code())
+	}
+	if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph); status != 200 || !e.OK {
+		t.Errorf("a small reply: %d %+v", status, e.Error)
+	}
+	if a.memory.left != 2<<20 {
+		t.Errorf("%d bytes of budget left of %d", a.memory.left, 2<<20)
+	}
+}
