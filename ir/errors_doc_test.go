@@ -90,6 +90,6 @@ func TestDocsListEveryCode(t *testing.T) {
 	}
 	slices.Sort(listed)
 	if diff := cmp.Diff(want, listed); diff != "" {
-		t.Errorf("README.md's table of codes (-errors.go +README):\n%s", diff)
+		t.Errorf("README.md's table of codes, each code once (-errors.go +README):\n%s", diff)
 	}
 }
