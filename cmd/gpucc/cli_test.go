@@ -296,3 +296,27 @@ func TestAllowSoftwareAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRuntimeDirNoise: without XDG_RUNTIME_DIR a webgpu run prints no
+// "XDG_RUNTIME_DIR is invalid" lines from Mesa on stderr.
+func TestNoRuntimeDirNoise(t *testing.T) {
+	cmd := exec.Command(binary, "run", "--backend", "webgpu", "--allow-software", example("seed.json"))
+	cmd.Dir = workDir
+	for _, kv := range env("TMPDIR=" + t.TempDir()) {
+		if !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && strings.Contains(string(out), "backend_unavailable") {
+		t.Skipf("no webgpu here: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "XDG_RUNTIME_DIR") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}

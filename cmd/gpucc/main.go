@@ -30,6 +30,7 @@ func init() {
 }
 
 func main() {
+	ensureRuntimeDir()
 	os.Exit(mainArgs(os.Args[1:]))
 }
 
