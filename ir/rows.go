@@ -132,6 +132,9 @@ func validateRows(p *Program, k *Kernel) string {
 		if s := k.Stores[j]; s >= 0 && int(s) < len(k.Body) && n == k.Keep.Len() && !row[s] {
 			return fmt.Sprintf("output buf%d of a row's length stores per-leaf v%d", o, s)
 		}
+		if s := k.Stores[j]; s >= 0 && int(s) < len(k.Body) && n != k.Keep.Len() && row[s] {
+			return fmt.Sprintf("output buf%d of %d elements stores per-row v%d, which a rows kernel writes once per row", o, n, s)
+		}
 	}
 	if len(k.Parts) == 0 || slices.ContainsFunc(k.Parts, func(q Kernel) bool { return q.Kind == KernelRows }) {
 		return "a rows kernel needs its parts, none of them rows kernels"

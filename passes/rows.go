@@ -284,6 +284,16 @@ func (r *rowser) merge(a, b int, w map[int]int) (ir.Kernel, bool) {
 	m.Parts = append(parts(ka), parts(kb)...)
 	m.Nodes = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ka.Nodes), kb.Nodes...))))
 	deadValues(&m)
+	// A rows kernel writes a per-row value once per row, so it cannot be
+	// the value of an output with a leaf per element (a row's sum
+	// broadcast back over the row as an output, say): that output keeps
+	// its own kernel.
+	row := m.RowValues()
+	for s, o := range m.Outputs {
+		if row[m.Stores[s]] && r.p.Buffers[o].Len != rows {
+			return ir.Kernel{}, false
+		}
+	}
 	if m.Bindings() > r.max || !slices.ContainsFunc(m.Body, func(in ir.Instr) bool { return in.Kind == ir.InstrAcc }) {
 		return ir.Kernel{}, false
 	}

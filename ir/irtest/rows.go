@@ -31,6 +31,18 @@ func Rows() []Case {
 			b.Output("max-back", x.Mul(x).Add(m.Reshape(ir.Shape{r, 1}).Broadcast(ir.Shape{r, c})))
 		})
 	}
+	// A per-row value (a row's sum, scaled by a constant) broadcast back
+	// over its row as an output of its own: it must be written at every
+	// leaf, not once per row (the rows pass once fused it and left all but
+	// the first column zero).
+	add("rows/row-value-out", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{3, 4}, Values(102, 12, 20))
+		s := x.SumAxes(true, 1)
+		b.Output("scaled-sum", s.Mul(b.Full(ir.Shape{3, 4}, 2)))
+		b.Output("plus-sum", x.Add(s.Broadcast(ir.Shape{3, 4})))
+		m := x.MaxAxes(false, 1)
+		b.Output("max-back", m.Reshape(ir.Shape{3, 1}).Broadcast(ir.Shape{3, 4}).Neg())
+	})
 	add("rows/rank3", func(b *ir.Builder) {
 		x := b.Input(ir.Shape{2, 3, 37}, Values(97, 2*3*37, 10))
 		s := x.SumAxes(true, 2)                         // [2,3,1]
