@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gpucc/gpucc/ir"
@@ -90,6 +91,29 @@ func (pl RowPlan) Reread(l Lang, k *ir.Kernel, d int, load func(operand int) str
 		} else {
 			lines = append(lines, Instr(l, k, j, load, "")...)
 		}
+	}
+	return lines
+}
+
+// LeafPass renders pass d's body for the leaf at index i: the values of
+// earlier passes it reads, its per-leaf values (caching in c<j>[slot] those
+// a later pass reads), the leaf's part a<j>[slot] of each reduction of the
+// pass, and the stores out<s>[i] of its per-leaf values. load renders the
+// read of an operand at i; every target wraps these lines in its own loop
+// over the row's leaves.
+func (pl RowPlan) LeafPass(l Lang, k *ir.Kernel, d int, load func(operand int) string, slot string) []string {
+	lines := pl.Reread(l, k, d, load, func(j int) string { return fmt.Sprintf("c%d[%s]", j, slot) })
+	for _, j := range pl.Leaf[d] {
+		lines = append(lines, Instr(l, k, j, load, "")...)
+		if pl.Cached[j] {
+			lines = append(lines, fmt.Sprintf("c%d[%s] = %s;", j, slot, Value(j)))
+		}
+	}
+	for _, j := range pl.Accs[d] {
+		lines = append(lines, fmt.Sprintf("a%d[%s] = %s;", j, slot, Value(int(k.Body[j].Args[0]))))
+	}
+	for _, s := range pl.LeafStores[d] {
+		lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, Value(int(k.Stores[s]))))
 	}
 	return lines
 }

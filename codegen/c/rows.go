@@ -80,19 +80,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 	for pass := 0; pass < pl.Passes; pass++ {
 		fmt.Fprintf(b, "\t\tfor (idx r = 0; r < %du; r++) {\n", n)
 		b.WriteString("\t\t\tconst idx i = base + r;\n")
-		lines := pl.Reread(Lang, k, pass, load("i"), func(j int) string { return fmt.Sprintf("c%d[r]", j) })
-		for _, j := range pl.Leaf[pass] {
-			lines = append(lines, codegen.Instr(Lang, k, j, load("i"), "")...)
-			if pl.Cached[j] {
-				lines = append(lines, fmt.Sprintf("c%d[r] = %s;", j, codegen.Value(j)))
-			}
-		}
-		for _, j := range pl.Accs[pass] {
-			lines = append(lines, fmt.Sprintf("a%d[r] = %s;", j, codegen.Value(int(k.Body[j].Args[0]))))
-		}
-		for _, s := range pl.LeafStores[pass] {
-			lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, codegen.Value(int(k.Stores[s]))))
-		}
+		lines := pl.LeafPass(Lang, k, pass, load("i"), "r")
 		b.WriteString(codegen.Indent(lines, 3))
 		b.WriteString("\t\t}\n")
 		for _, j := range pl.Accs[pass] {

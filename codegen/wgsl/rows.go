@@ -91,19 +91,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			fmt.Fprintf(b, "\t\ta%d[j] = %s;\n", j, rowIdentity(k.Body[j].Op))
 		}
 		fmt.Fprintf(b, "\t\tif (r < %du) {\n\t\t\tlet i = base + r;\n", n)
-		lines := pl.Reread(Lang, k, pass, load("i"), func(j int) string { return fmt.Sprintf("c%d[j]", j) })
-		for _, j := range pl.Leaf[pass] {
-			lines = append(lines, codegen.Instr(Lang, k, j, load("i"), "")...)
-			if pl.Cached[j] {
-				lines = append(lines, fmt.Sprintf("c%d[j] = %s;", j, codegen.Value(j)))
-			}
-		}
-		for _, j := range pl.Accs[pass] {
-			lines = append(lines, fmt.Sprintf("a%d[j] = %s;", j, codegen.Value(int(k.Body[j].Args[0]))))
-		}
-		for _, s := range pl.LeafStores[pass] {
-			lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, codegen.Value(int(k.Stores[s]))))
-		}
+		lines := pl.LeafPass(Lang, k, pass, load("i"), "j")
 		b.WriteString(codegen.Indent(lines, 3))
 		b.WriteString("\t\t}\n\t}\n")
 		for _, j := range pl.Accs[pass] {
