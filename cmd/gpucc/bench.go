@@ -72,6 +72,11 @@ func benchCmd(args []string) int {
 		}
 		torch = t
 	}
+	// The report directory is made before measuring, so that a run of
+	// minutes cannot end in an io error it could have given at once.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fail(ir.Errorf(ir.CodeIO, -1, "o", "bench: report directory: %v", err))
+	}
 	r, err := bench.Run(cfg)
 	if err != nil {
 		return fail(err)
