@@ -322,6 +322,9 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 					if a.Bits == 0 {
 						return l.Zero
 					}
+					// -0 as the negated uniform zero: SwiftShader turned
+					// a selected -0 literal into +0 (mask, and so where).
+					return "-" + l.Zero
 				case 1:
 					return l.One
 				}
