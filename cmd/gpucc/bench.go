@@ -73,12 +73,17 @@ func benchCmd(args []string) int {
 		torch = t
 	}
 	// The report directory is made before measuring, so that a run of
-	// minutes cannot end in an io error it could have given at once.
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	// minutes cannot end in an io error it could have given at once; a
+	// run that then fails removes what it made.
+	made, err := makeDir(*out)
+	if err != nil {
 		return fail(ir.Errorf(ir.CodeIO, -1, "o", "bench: report directory: %v", err))
 	}
 	r, err := bench.Run(cfg)
 	if err != nil {
+		if made != "" {
+			os.RemoveAll(made)
+		}
 		return fail(err)
 	}
 	r.Torch = torch
@@ -89,4 +94,21 @@ func benchCmd(args []string) int {
 	writeJSON(map[string]any{"dir": abs, "cases": len(r.Cases), "skipped": len(r.Skipped),
 		"crossovers": r.Crossovers, "compare": r.Compare(), "wallSeconds": math.Round(r.WallS*10) / 10})
 	return 0
+}
+
+// makeDir makes directory dir and its missing parents, returning the
+// topmost directory it made ("" when dir already was one), for a caller
+// that must leave nothing behind if it fails later.
+func makeDir(dir string) (string, error) {
+	top := ""
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		top = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return top, os.MkdirAll(dir, 0o755)
 }
