@@ -329,6 +329,9 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: input %s is not defined before it (nodes must be in topological order)", n.opType, ir.Quote(n.name), ir.Quote(in))
 		}
 	}
+	if !rule.bare && c.in(0) == nil {
+		return c.invalid("input 0 is missing")
+	}
 	outs, err := rule.fn(c)
 	if err != nil {
 		return err

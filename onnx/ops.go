@@ -13,6 +13,9 @@ type rule struct {
 	since int64
 	attrs []string
 	fn    func(c *importer) ([]value, *ir.Error)
+	// bare: the op takes no inputs (Constant). Every other rule may read
+	// input 0 without a check: node refuses a node that lacks it.
+	bare bool
 }
 
 // rules is the ONNX op table. Each run-time op is written as the float32
@@ -34,7 +37,7 @@ func Supported() []string {
 func init() {
 	rules = map[string]rule{
 		"Identity": {fn: func(c *importer) ([]value, *ir.Error) { return one(*c.in(0)) }},
-		"Constant": {attrs: []string{"value", "value_float", "value_floats", "value_int", "value_ints"}, fn: constantOp},
+		"Constant": {bare: true, attrs: []string{"value", "value_float", "value_floats", "value_int", "value_ints"}, fn: constantOp},
 		"Shape":    {attrs: []string{"start", "end"}, fn: shapeOp},
 		"Size": {fn: func(c *importer) ([]value, *ir.Error) {
 			t, err := c.newConst(Int64, nil)
