@@ -101,6 +101,10 @@
 //     subtracting 1 (floor of a negative x with a fraction, exact there);
 //     ceil(x) = neg(floor(neg(x))). floor(-0) = -0, ceil(-0.5) = -0;
 //     |x| ≥ 2^23, ±Inf and NaN are x.
+//   - round(x): to the nearest integer, ties to even (numpy's round),
+//     exact: the integer part and the exact fraction by u32 steps, 1 added
+//     to the magnitude where the fraction is over 0.5 or is 0.5 and the
+//     integer part odd; round(-0.5) = -0.
 //
 // Accuracy against float64: the largest error over every one of the 2^32
 // float32 inputs for the unary ops, and over 640 million random and hard

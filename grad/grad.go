@@ -37,6 +37,7 @@
 //	equal(a, b)        no gradient
 //	floor(a)           no gradient (piecewise constant)
 //	ceil(a)            no gradient
+//	round(a)           no gradient
 //	sigmoid(a)         ga += mul(g, mul(out, add_scalar(neg(out), 1)))
 //	mask(c, b)         gb += mask(c, g); no gradient to c
 //	transpose(a)       ga += transpose(g)

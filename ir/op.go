@@ -52,6 +52,7 @@ const (
 	OpMask         // arg0 > 0 ? arg1 : -0, so that mask(c, x) + mask(1-c, y) is where(c, x, y) bit for bit
 	OpFloor        // the largest integer not above arg0, exact
 	OpCeil         // the smallest integer not below arg0, exact
+	OpRound        // arg0 rounded to the nearest integer, ties to even, exact
 	numOps
 )
 
@@ -259,6 +260,7 @@ func init() {
 			}},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
+		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},
 		OpBroadcast: {Name: "broadcast", Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
 			Grad: broadcastGrad},
 		OpReshape: {Name: "reshape", Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,

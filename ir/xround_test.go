@@ -8,8 +8,8 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// TestFloorCeilExact: floor and ceil are exact, bit for bit math.Floor
-// and math.Ceil (signed zeros, ±Inf and NaN's bits included), over a
+// TestFloorCeilExact: floor, ceil and round are exact, bit for bit
+// math.Floor, math.Ceil and math.RoundToEven (signed zeros, ±Inf and NaN's bits included), over a
 // sweep of every 1021st float32 bit pattern and the values around each
 // integer boundary that matters (±0, ±0.5, ±1, 2^23 ± 1).
 func TestFloorCeilExact(t *testing.T) {
@@ -17,14 +17,14 @@ func TestFloorCeilExact(t *testing.T) {
 	for b := uint64(0); b < 1<<32; b += 1021 {
 		xs = append(xs, math.Float32frombits(uint32(b)))
 	}
-	for _, v := range []float64{0, 0.5, 1, 1.5, 2.5, 0x1p23 - 1, 0x1p23 - 0.5, 0x1p23, 0x1p23 + 1, 0x1p24, math.Inf(1), 1e-45} {
+	for _, v := range []float64{0, 0.5, 1, 1.5, 2.5, 3.5, 0.49999997, 0x1p22 + 0.5, 0x1p22 + 1.5, 0x1p23 - 1, 0x1p23 - 0.5, 0x1p23, 0x1p23 + 1, 0x1p24, math.Inf(1), 1e-45} {
 		xs = append(xs, float32(v), float32(-v), math.Nextafter32(float32(v), 0), -math.Nextafter32(float32(v), 0))
 	}
-	for _, op := range []ir.Op{ir.OpFloor, ir.OpCeil} {
+	for _, op := range []ir.Op{ir.OpFloor, ir.OpCeil, ir.OpRound} {
 		b := ir.NewBuilder()
 		x := b.Input(ir.Shape{len(xs)}, make([]float32, len(xs)))
 		b.Output("y", x.Apply(op))
-		g, err := b.Build(ir.Limits{MaxElements: 1 << 23, MaxStorageBytes: 1 << 28})
+		g, err := b.Build(ir.Limits{MaxElements: 1 << 23, MaxStorageBytes: 1 << 28, MaxOps: 1 << 32})
 		if err != nil {
 			t.Fatal(err)
 		}

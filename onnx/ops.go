@@ -88,6 +88,7 @@ func init() {
 		"Tanh":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Tanh() })},
 		"Sqrt":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Sqrt() })},
 		"Floor": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpFloor) })},
+		"Round": {since: 11, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpRound) })},
 		"Ceil":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCeil) })},
 		// |x| = max(x, -x): exact, NaN for NaN.
 		"Abs": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) })},

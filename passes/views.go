@@ -57,7 +57,7 @@ func sinkViews(st *State) error {
 // cheapOps is the most operations per element (OpInfo.Cost) an op may cost
 // for a broadcast to sink through it: the seed's ops, neg, maximum,
 // minimum, greater, equal, mask and floor do; div, exp, log, tanh, sqrt,
-// rsqrt, sigmoid and ceil (over 16) do not.
+// rsqrt, sigmoid, ceil and round (over 16) do not.
 const cheapOps = 16
 
 type sinker struct {

@@ -501,6 +501,8 @@ func Ops() []Case {
 		b.Output("where", c.Apply(ir.OpMask, v).Add(c.Neg().AddScalar(1).Apply(ir.OpMask, w)))
 		b.Output("floor", v.Apply(ir.OpFloor))
 		b.Output("ceil", v.Apply(ir.OpCeil))
+		b.Output("round", v.Apply(ir.OpRound))
+		b.Output("round-halves", v.MinimumScalar(1e4).MaximumScalar(-1e4).Apply(ir.OpRound).MulScalar(0.5).Apply(ir.OpRound))
 		b.Output("floor-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpFloor))
 		b.Output("ceil-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpCeil))
 		cs = append(cs, Case{"onnx-ops/" + itoa(n), must(b)})
