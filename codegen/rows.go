@@ -81,6 +81,20 @@ func PlanRows(k *ir.Kernel) RowPlan {
 	return pl
 }
 
+// CacheLoads marks, besides Cached's values, the per-leaf loads that a
+// later pass reads, so that a target whose threads keep their leaves in
+// registers reads each leaf of an operand from memory once per row rather
+// than once per pass.
+func (pl *RowPlan) CacheLoads(k *ir.Kernel) {
+	for d := range pl.Reads {
+		for _, j := range pl.Reads[d] {
+			if k.Body[j].Kind == ir.InstrLoad {
+				pl.Cached[j] = true
+			}
+		}
+	}
+}
+
 // Reread renders, for pass d, the values of earlier passes that it
 // reads: a load again, else from the cache, named cache(j).
 func (pl RowPlan) Reread(l Lang, k *ir.Kernel, d int, load func(operand int) string, cache func(j int) string) []string {

@@ -8,14 +8,19 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// rowsKernel emits a rows kernel (ir.KernelRows) by codegen.PlanRows. Rows of
-// at least SumThreads padded leaves get a workgroup each: thread t holds
-// the P/SumThreads contiguous leaves from t·P/SumThreads in private
-// arrays (each reduction's leaves, padded with its identity, and the
-// cached values later passes read), reduces them by the pairwise tree in
-// place, and the threads' partials are combined in workgroup memory by
-// the same tree, whose root every thread then reads: cpuref's tree over
-// P leaves. Shorter rows get a thread each, which holds all P leaves.
+// rowsKernel emits a rows kernel (ir.KernelRows) by codegen.PlanRows.
+//
+// Rows of at least SumThreads padded leaves get a workgroup each. Every
+// pass reads the row coalesced: in step j thread t evaluates leaf
+// j·SumThreads + t, so a warp's loads and stores are adjacent, and keeps
+// in registers the values later passes read (loads included: each leaf of
+// an operand is read from memory once). Each reduction then stages its
+// leaves, padded with its identity, through workgroup memory (red), from
+// which thread t takes the contiguous leaves from t·P/SumThreads and
+// reduces them by the pairwise tree; the threads' partials are combined in
+// red by the same tree, whose root every thread then reads: cpuref's tree
+// over P leaves, whatever thread evaluated a leaf. Shorter rows get a
+// thread each, which holds all P leaves.
 func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	pl := codegen.PlanRows(k)
 	n, p := pl.Red.Leaves, pl.P
@@ -23,16 +28,28 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	per := p
 	if wg {
 		per = p / SumThreads
+		pl.CacheLoads(k)
 	}
 	for _, op := range rowOps(k) {
 		fmt.Fprintf(b, "fn combine_%s(a: f32, b: f32) -> f32 {\n", op.Info().Wire)
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
 		b.WriteString("\treturn m;\n}\n\n")
 	}
+	// at renders the slot of red that holds leaf x: one padding float per
+	// 32, where it fits the smallest workgroup storage WebGPU guarantees
+	// (16 KiB), so that thread t's contiguous leaves t·per+q, read by a
+	// warp at once, fall in distinct banks.
+	at := func(x string) string { return x }
 	if wg {
+		size := p
+		if per > 1 && 4*(p+p/32) <= 16384 {
+			size = p + p/32
+			at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
+			b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
+		}
 		s.Workgroup = [3]int{SumThreads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
-		fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n\n", SumThreads)
+		fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n\n", size)
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
@@ -83,7 +100,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	for pass := 0; pass < pl.Passes; pass++ {
 		fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", per)
 		if wg {
-			fmt.Fprintf(b, "\t\tlet r = t * %du + j;\n", per)
+			fmt.Fprintf(b, "\t\tlet r = j * %du + t;\n", SumThreads)
 		} else {
 			b.WriteString("\t\tlet r = j;\n")
 		}
@@ -96,6 +113,13 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t\t}\n\t}\n")
 		for _, j := range pl.Accs[pass] {
 			c := "combine_" + k.Body[j].Op.Info().Wire
+			if wg && per > 1 {
+				// Leaf j·SumThreads+t to red, then thread t's contiguous run back.
+				fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { red[%s] = a%d[q]; }\n", per, at(fmt.Sprintf("q * %du + t", SumThreads)), j)
+				b.WriteString("\tworkgroupBarrier();\n")
+				fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { a%d[q] = red[%s]; }\n", per, j, at(fmt.Sprintf("t * %du + q", per)))
+				b.WriteString("\tworkgroupBarrier();\n")
+			}
 			if per > 1 {
 				fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", per)
 				fmt.Fprintf(b, "\t\tfor (var l = 0u; l < %du; l = l + 2u * w) { a%d[l] = %s(a%d[l], a%d[l + w]); }\n\t}\n", per, j, c, j, j)
@@ -104,10 +128,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				fmt.Fprintf(b, "\tlet r%d = a%d[0];\n", j, j)
 				continue
 			}
-			fmt.Fprintf(b, "\tpart[t] = a%d[0];\n\tworkgroupBarrier();\n", j)
+			fmt.Fprintf(b, "\tred[t] = a%d[0];\n\tworkgroupBarrier();\n", j)
 			fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
-			fmt.Fprintf(b, "\t\tif (t %% (2u * w) == 0u) { part[t] = %s(part[t], part[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n", c)
-			fmt.Fprintf(b, "\tlet r%d = part[0];\n\tworkgroupBarrier();\n", j)
+			fmt.Fprintf(b, "\t\tif (t %% (2u * w) == 0u) { red[t] = %s(red[t], red[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n", c)
+			fmt.Fprintf(b, "\tlet r%d = red[0];\n\tworkgroupBarrier();\n", j)
 		}
 		rowValues(pass + 1)
 	}
@@ -144,8 +168,8 @@ func rowIdentity(op ir.Op) string {
 }
 
 // rowsLoopCost is LoopCost of a rows kernel: per pass, the leaf loop and
-// each reduction's trees (in-thread over its leaves, then the
-// workgroup's).
+// each reduction's staging through workgroup memory and its trees
+// (in-thread over its leaves, then the workgroup's).
 func rowsLoopCost(k *ir.Kernel) int {
 	pl := codegen.PlanRows(k)
 	per := pl.P
@@ -156,7 +180,7 @@ func rowsLoopCost(k *ir.Kernel) int {
 	for d := 0; d < pl.Passes; d++ {
 		c += per + 1
 		for range pl.Accs[d] {
-			c += (codegen.Log2(per) + 1) + per + (codegen.Log2(SumThreads) + 1)
+			c += (codegen.Log2(per) + 1) + 3*per + (codegen.Log2(SumThreads) + 1)
 		}
 	}
 	return c

@@ -17,7 +17,12 @@ func Rows() []Case {
 		build(b)
 		cs = append(cs, Case{name, must(b)})
 	}
-	for _, rc := range [][2]int{{5, 1}, {1, 7}, {3, 13}, {4, 256}, {2, 257}, {3, 1021}, {2, 4096}, {1, 4097}} {
+	// The lengths: rows of 1, one row, short rows (a thread each in WGSL),
+	// 255 and 256 leaves (a workgroup each, one leaf per thread), primes
+	// that pad to 512, 1024 and 2048 leaves (several leaves per thread,
+	// staged through workgroup memory), the longest resident row, and one
+	// leaf more.
+	for _, rc := range [][2]int{{5, 1}, {1, 7}, {3, 13}, {3, 255}, {4, 256}, {2, 257}, {2, 509}, {3, 1021}, {2, 2039}, {2, 4096}, {1, 4097}} {
 		r, c := rc[0], rc[1]
 		add("rows/"+itoa(r)+"x"+itoa(c), func(b *ir.Builder) {
 			x := b.Input(ir.Shape{r, c}, Values(uint64(90+c), r*c, 20))
