@@ -44,20 +44,8 @@ type StepResult struct {
 // (invalid_input) and a graph without parameters (invalid_graph), which
 // no step could change.
 func (rt *Runtime) NewTrainer(ctx context.Context, g *ir.Graph, loss string, lr float32) (*Trainer, error) {
-	if g == nil {
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil graph")
-	}
-	if !(lr > 0) || math.IsInf(float64(lr), 0) {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "lr", "learning rate %v; want a finite float32 above 0", lr)
-	}
-	if len(g.Params()) == 0 {
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the graph has no parameters (inputs marked \"param\"): a step would change nothing")
-	}
-	sg, err := grad.Step(g, loss, lr)
+	sg, err := StepGraph(g, loss, lr)
 	if err != nil {
-		return nil, err
-	}
-	if err := guardLoss(sg, loss, g.Params()); err != nil {
 		return nil, err
 	}
 	exe, err := rt.Compile(ctx, sg)
@@ -79,6 +67,31 @@ func (rt *Runtime) NewTrainer(ctx context.Context, g *ir.Graph, loss string, lr 
 	}
 	t.pendingTime = time.Since(start)
 	return t, nil
+}
+
+// StepGraph returns the graph each step of a Trainer runs: the SGD step
+// of g on its output named loss with learning rate lr (grad.Step), its
+// loss guarded so that a step leaving a parameter not finite reads back a
+// NaN loss (guardLoss). `gpucc train --explain` prints its plan. It
+// refuses what NewTrainer refuses; g is not modified.
+func StepGraph(g *ir.Graph, loss string, lr float32) (*ir.Graph, error) {
+	if g == nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil graph")
+	}
+	if !(lr > 0) || math.IsInf(float64(lr), 0) {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "lr", "learning rate %v; want a finite float32 above 0", lr)
+	}
+	if len(g.Params()) == 0 {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the graph has no parameters (inputs marked \"param\"): a step would change nothing")
+	}
+	sg, err := grad.Step(g, loss, lr)
+	if err != nil {
+		return nil, err
+	}
+	if err := guardLoss(sg, loss, g.Params()); err != nil {
+		return nil, err
+	}
+	return sg, nil
 }
 
 // guardLoss makes the step graph sg's loss output NaN when an updated

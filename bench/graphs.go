@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -94,4 +96,38 @@ func Life(n int) *ir.Graph {
 	b := ir.NewBuilder()
 	b.Output("out", b.Input(ir.Shape{side, side}, grid).Life())
 	return build(b)
+}
+
+// MLP is the model of the device visits' gen_mlp.py: batch bsz, layers
+// d→h→h→o, relu, squared-error loss averaged over the batch; x and the
+// target uniform in [0,1), weights in [0,0.02), biases zero.
+func MLP(bsz, d, h, o int) *ir.Graph {
+	rng := rand.New(rand.NewPCG(0, 1))
+	uniform := func(n int, scale float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32() * scale
+		}
+		return v
+	}
+	b := ir.NewBuilder()
+	x := b.NamedInput("x", ir.Shape{bsz, d}, uniform(bsz*d, 1))
+	t := b.NamedInput("target", ir.Shape{bsz, o}, uniform(bsz*o, 1))
+	layer := func(in ir.Tensor, i, k, n int, relu bool) ir.Tensor {
+		w := b.Param(fmt.Sprintf("w%d", i), ir.Shape{k, n}, uniform(k*n, 0.02))
+		bias := b.Param(fmt.Sprintf("b%d", i), ir.Shape{n}, make([]float32, n))
+		y := in.MatMul(w).Add(bias.Broadcast(ir.Shape{bsz, n}))
+		if relu {
+			y = y.Relu()
+		}
+		return y
+	}
+	y := layer(layer(layer(x, 1, d, h, true), 2, h, h, true), 3, h, o, false)
+	diff := y.Sub(t)
+	b.Output("loss", diff.Mul(diff).Sum().MulScalar(1/float32(bsz)))
+	g, err := b.Build(Limits())
+	if err != nil {
+		panic(err)
+	}
+	return g
 }

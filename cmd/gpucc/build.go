@@ -54,6 +54,9 @@ type ManifestKernel struct {
 	Bindings   []ManifestBinding `json:"bindings"`
 	Workgroup  [3]int            `json:"workgroup"`
 	Dispatch   [3]int            `json:"dispatch"`
+	// Flops, BytesRead and BytesWrite are the kernel's passes.Cost: its
+	// operations and the bytes of the buffers it binds.
+	Flops      int64             `json:"flops"`
 	BytesRead  int64             `json:"bytesRead"`
 	BytesWrite int64             `json:"bytesWritten"`
 	Tile       *ir.Tile          `json:"tile,omitempty"`
@@ -309,8 +312,10 @@ func newBuild(g *ir.Graph, plan *lib.Plan, graphName, version string) (*build, e
 
 func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKernel {
 	sum := sha256.Sum256([]byte(s.Source))
+	cost := passes.KernelCost(p, k)
 	mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes,
-		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:])}
+		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:]),
+		Flops: cost.Flops, BytesRead: cost.BytesRead, BytesWrite: cost.BytesWritten}
 	if k.Kind == ir.KernelMatmul {
 		mk.Tile = &k.Tile
 	}
@@ -323,11 +328,9 @@ func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKerne
 			if !in.Plain() {
 				b.Strides = in.Strides
 			}
-			mk.BytesRead += int64(p.Buffers[in.Buffer].Len) * 4
 		case j < len(k.Inputs)+len(k.Outputs):
 			o := k.Outputs[j-len(k.Inputs)]
 			b.Buffer, b.Node = o, int(p.Buffers[o].Node)
-			mk.BytesWrite += int64(p.Buffers[o].Len) * 4
 		}
 		mk.Bindings = append(mk.Bindings, b)
 	}
@@ -456,10 +459,13 @@ func (b *build) manifestJSON() []byte {
 	return append(doc, '\n')
 }
 
-// explainPlan renders the plan for people: one paragraph per kernel.
+// explainPlan renders the plan for people: one paragraph per kernel,
+// each with its operations and bytes (passes.Cost), and their totals.
 func explainPlan(p *ir.Program, m *Manifest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernels: %d, buffers: %d, profile: %s\n", len(p.Kernels), len(p.Buffers), m.Profile.Name)
+	total := passes.ProgramCost(p)
+	fmt.Fprintf(&b, "total: %d flops, %d bytes read, %d written\n", total.Flops, total.BytesRead, total.BytesWritten)
 	for i, k := range p.Kernels {
 		mk := m.Kernels[i]
 		fmt.Fprintf(&b, "\n%s: %s over %v, fuses nodes %v\n", k.Name, k.Kind, k.Shape, k.Nodes)
@@ -488,7 +494,7 @@ func explainPlan(p *ir.Program, m *Manifest) string {
 		if k.Kind == ir.KernelRows {
 			b.WriteString(explainRows(&k))
 		}
-		fmt.Fprintf(&b, "  workgroup %v, dispatch %v, %d bytes read, %d written\n", mk.Workgroup, mk.Dispatch, mk.BytesRead, mk.BytesWrite)
+		fmt.Fprintf(&b, "  workgroup %v, dispatch %v, %d flops, %d bytes read, %d written\n", mk.Workgroup, mk.Dispatch, mk.Flops, mk.BytesRead, mk.BytesWrite)
 	}
 	for _, o := range p.Outputs {
 		if o.Buffer < 0 {

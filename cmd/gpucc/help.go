@@ -22,7 +22,9 @@ text instead, the IR after a pass (--dump-after) or the kernel plan
 Runs --steps SGD steps on the scalar output --loss of GRAPH.json, updating
 its param inputs by p -= lr * grad in float32. Prints one JSON object:
 losses (one per step), params (the final values, by name), backend and
-fallbackAttempts.`,
+fallbackAttempts. With --explain it runs nothing and prints, as text, the
+kernel plan of one step (as build --explain does, for --profile): each
+kernel's flops and bytes, and their totals.`,
 	"bench": `
 Runs the benchmark suite on every backend built in (or --backends) and
 writes results.json, results.md and report.html into -o. Prints one JSON

@@ -9,10 +9,12 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 )
 
 func init() {
@@ -29,20 +31,22 @@ const exitInterrupted = 130
 // far, with "interrupted": true, and exits 130. --progress prints each
 // step as a JSON line on stderr as it ends.
 func trainCmd(args []string) int {
-	fs := newFlags("train", "train [--backend auto|BACKEND] [--allow-software] --steps N --lr X [--loss NAME] [--timeout D] [--progress] GRAPH.json")
+	fs := newFlags("train", "train [--backend auto|BACKEND] [--allow-software] --steps N --lr X [--loss NAME] [--timeout D] [--progress] GRAPH.json\n       train --explain [--profile NAME] --lr X [--loss NAME] GRAPH.json")
 	limits, options := runtimeFlags(fs)
 	steps := fs.Int("steps", 0, fmt.Sprintf("SGD steps to run (1 to %d)", lib.MaxTrainSteps))
 	lr := fs.Float64("lr", 0, "learning rate (required, above 0): each step does p -= lr * grad in float32")
 	loss := fs.String("loss", "loss", "name of the scalar output to minimise")
 	timeout := fs.Duration("timeout", 0, "stop after this long (0: no limit) and print the steps done, as an interrupt does")
 	progress := fs.Bool("progress", false, "print each step's loss and transfers as a JSON line on stderr as it ends")
+	explain := fs.Bool("explain", false, "print the kernel plan of one step (gpucc.StepGraph), with each kernel's flops and bytes, and run nothing")
+	profileName := fs.String("profile", passes.DefaultProfile, "with --explain, the device-limit profile to plan for: "+strings.Join(passes.ProfileNames(), ", "))
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
 	if fs.NArg() != 1 {
 		return usageError("train: want exactly one GRAPH.json argument, got %d", fs.NArg())
 	}
-	if *steps < 1 || *steps > lib.MaxTrainSteps {
+	if !*explain && (*steps < 1 || *steps > lib.MaxTrainSteps) {
 		return usageError("train: --steps must be 1 to %d, got %d", lib.MaxTrainSteps, *steps)
 	}
 	set := map[string]bool{}
@@ -60,6 +64,9 @@ func trainCmd(args []string) int {
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
 		return fail(err)
+	}
+	if *explain {
+		return explainStep(g, *loss, float32(*lr), *profileName, *limits)
 	}
 	opts, err := options()
 	if err != nil {
@@ -97,4 +104,36 @@ func trainCmd(args []string) int {
 	}
 	writeJSON(res)
 	return 0
+}
+
+// explainStep prints the plan of one SGD step of g (gpucc.StepGraph) for
+// the profile named, as `gpucc build --explain` prints a graph's.
+func explainStep(g *ir.Graph, loss string, lr float32, profileName string, limits ir.Limits) int {
+	profile, err := passes.LookupProfile(profileName)
+	if err != nil {
+		return usageError("train: --profile: %v", err)
+	}
+	text, err := stepPlan(g, loss, lr, profile, limits)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Print(text)
+	return 0
+}
+
+// stepPlan is the --explain text of one SGD step of g.
+func stepPlan(g *ir.Graph, loss string, lr float32, profile passes.Profile, limits ir.Limits) (string, error) {
+	sg, err := lib.StepGraph(g, loss, lr)
+	if err != nil {
+		return "", err
+	}
+	plan, err := lib.Seal(sg, limits, profile, passes.Options{})
+	if err != nil {
+		return "", err
+	}
+	b, err := newBuild(sg, plan, "", gpuccVersion())
+	if err != nil {
+		return "", err
+	}
+	return explainPlan(b.program, b.manifest), nil
 }

@@ -5,13 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/bench"
+	"github.com/gpucc/gpucc/passes"
 )
 
 var fixture = example("../testdata/fixtures/mlp_train_public.graph.json")
@@ -150,4 +154,53 @@ func TestTrainInterrupted(t *testing.T) {
 			t.Errorf("--timeout 2s took %v", d)
 		}
 	})
+}
+
+// TestTrainExplain compares the --explain plans of SGD steps, each
+// kernel with its flops and bytes, with the golden files in
+// testdata/train (-update rewrites them): the fixture's MLP through the
+// command line, and the benchmark's MLP step (BenchmarkMLPTrainStep at
+// the device visit's size, batch 4096, 1024→1024→1024→16), whose kernel
+// count and costs issue 21 tracks.
+func TestTrainExplain(t *testing.T) {
+	cases := []struct {
+		name string
+		plan func(t *testing.T) string
+	}{
+		{"fixture", func(t *testing.T) string {
+			out, v, code := gpucc(t, "", "train", "--explain", "--lr", "0.1", fixture)
+			if code != 0 {
+				t.Fatalf("exit %d: %s %v", code, out, v)
+			}
+			return out
+		}},
+		{"mlp4096", func(t *testing.T) string {
+			out, err := stepPlan(bench.MLP(4096, 1024, 1024, 16), "loss", 0.01, passes.WebGPUDefault, bench.Limits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := c.plan(t)
+			golden := filepath.Join("testdata", "train", c.name+".explain")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), out); diff != "" {
+				t.Errorf("--explain differs from %s (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
 }
