@@ -47,20 +47,20 @@ type Manifest struct {
 
 // ManifestKernel is one kernel of the program, as its WGSL runs it.
 type ManifestKernel struct {
-	Name       string            `json:"name"`
-	Kind       string            `json:"kind"`
-	File       string            `json:"file,omitempty"` // its .wgsl, when wgsl is a target
-	Nodes      []ir.NodeID       `json:"nodes"`
-	Bindings   []ManifestBinding `json:"bindings"`
-	Workgroup  [3]int            `json:"workgroup"`
-	Dispatch   [3]int            `json:"dispatch"`
+	Name      string            `json:"name"`
+	Kind      string            `json:"kind"`
+	File      string            `json:"file,omitempty"` // its .wgsl, when wgsl is a target
+	Nodes     []ir.NodeID       `json:"nodes"`
+	Bindings  []ManifestBinding `json:"bindings"`
+	Workgroup [3]int            `json:"workgroup"`
+	Dispatch  [3]int            `json:"dispatch"`
 	// Flops, BytesRead and BytesWrite are the kernel's passes.Cost: its
 	// operations and the bytes of the buffers it binds.
-	Flops      int64             `json:"flops"`
-	BytesRead  int64             `json:"bytesRead"`
-	BytesWrite int64             `json:"bytesWritten"`
-	Tile       *ir.Tile          `json:"tile,omitempty"`
-	SHA256     string            `json:"sha256"` // of its WGSL
+	Flops      int64    `json:"flops"`
+	BytesRead  int64    `json:"bytesRead"`
+	BytesWrite int64    `json:"bytesWritten"`
+	Tile       *ir.Tile `json:"tile,omitempty"`
+	SHA256     string   `json:"sha256"` // of its WGSL
 }
 
 // ManifestBinding is one buffer binding of a kernel.
