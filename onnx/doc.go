@@ -18,7 +18,12 @@
 //   - float32 ops map onto table ops and the Builder's composites (Gemm
 //     and MatMul onto matmul, Softmax, LogSoftmax, LayerNormalization and
 //     the reductions onto the composites), each written as the float32
-//     operations of ONNX's reference, in its order (ops.go).
+//     operations of ONNX's reference, in its order (ops.go);
+//   - GatherElements with constant indices and the losses
+//     (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, their labels
+//     constants) select from run-time tensors exactly: a 1/0 mask of
+//     equal(class, index) and a sum of mask(M, x), which passes the
+//     selected element's bits (losses.go).
 //
 // What gpucc cannot run exactly (an op, attribute, element type, a
 // run-time gather, a batched matmul, …) is refused with ir.CodeUnsupported

@@ -130,3 +130,7 @@ func valueInfo(name string, dims ...int64) msg {
 func mathBits(v float32) uint32 { return math.Float32bits(v) }
 
 func inf() float64 { return math.Inf(1) }
+
+func attrStr(name, v string) msg {
+	return msg(nil).str(1, name).varint(20, 3).str(4, v)
+}

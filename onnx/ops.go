@@ -163,6 +163,10 @@ func init() {
 		"ReduceLogSum":    {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...).Log() })},
 		"ReduceLogSumExp": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
 
+		"GatherElements":            {since: 11, attrs: []string{"axis"}, fn: gatherElementsOp},
+		"NegativeLogLikelihoodLoss": {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: nllLossOp},
+		"SoftmaxCrossEntropyLoss":   {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: sceLossOp},
+
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}
 }

@@ -1,0 +1,79 @@
+package onnx_test
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// TestOpsExact runs models of one op on values the node tests do not hold
+// (NaN, ±Inf, ±0 beside the selected elements) and checks cpuref's bits
+// against the exact result (TestNodeTests checks that every backend
+// gives cpuref's bits). A graph's inputs are finite, so each model starts
+// with q = x/z, z = [0, 0, 0, -0, 1, 1]: q = [+Inf, -Inf, NaN, -Inf, x4, x5·1].
+func TestOpsExact(t *testing.T) {
+	negz := float32(math.Copysign(0, -1))
+	pinf, ninf, nan := float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00000)
+	div := node("Div", "q", []string{"x", "z"}, []string{"q"})
+	tests := []struct {
+		name  string
+		model []byte
+		x     []float32
+		want  map[string][]float32
+	}{{
+		// The selected element's bits, whatever the others hold.
+		name: "GatherElements",
+		model: model(13, graph(
+			[]msg{div, node("GatherElements", "g", []string{"q", "i"}, []string{"y"}, attrInt("axis", 1))},
+			[]msg{int64s("i", []int64{2, 4}, 2, 1, 0, -3, 1, 2, 0, -2)},
+			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)}, []msg{valueInfo("y", 2, 4)})),
+		x:    []float32{1, -1, 0, 1, 1, negz}, // q = [[+Inf, -Inf, NaN], [-Inf, 1, -0]]
+		want: map[string][]float32{"y": {nan, ninf, pinf, pinf, 1, negz, ninf, 1}},
+	}, {
+		// -x[n, t[n]]: an ignored label gives +0, as the reference's zeros;
+		// the NaN and Inf not selected do not reach the loss.
+		name: "NegativeLogLikelihoodLoss none",
+		model: model(13, graph(
+			[]msg{div, node("NegativeLogLikelihoodLoss", "l", []string{"q", "t"}, []string{"y"}, attrStr("reduction", "none"), attrInt("ignore_index", 5))},
+			[]msg{int64s("t", []int64{3}, 1, 5, 0)},
+			[]msg{valueInfo("x", 3, 2), valueInfo("z", 3, 2)}, []msg{valueInfo("y", 3)})),
+		x:    []float32{1, -1, 0, 1, 0.5, 2}, // q = [[+Inf, -Inf], [NaN, -Inf], [0.5, 2]]
+		want: map[string][]float32{"y": {pinf, 0, -0.5}},
+	}, {
+		// sum(-q[n, t[n]])/count over the labels not ignored: the rows of
+		// NaN and Inf are ignored and do not reach the mean.
+		name: "NegativeLogLikelihoodLoss mean",
+		model: model(13, graph(
+			[]msg{div, node("NegativeLogLikelihoodLoss", "l", []string{"q", "t"}, []string{"y"}, attrInt("ignore_index", -1))},
+			[]msg{int64s("t", []int64{3}, -1, -1, 1)},
+			[]msg{valueInfo("x", 3, 2), valueInfo("z", 3, 2)}, []msg{valueInfo("y")})),
+		x:    []float32{1, -1, 0, 1, 1, 3}, // q = [[+Inf, -Inf], [NaN, -Inf], [1, 3]]
+		want: map[string][]float32{"y": {-3}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := onnx.Load(bytes.NewReader(tt.model), onnx.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.SetInput("x", tt.x); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.SetInput("z", []float32{0, 0, 0, negz, 1, 1}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string][]uint32{}
+			for name, vs := range tt.want {
+				for _, v := range vs {
+					want[name] = append(want[name], math.Float32bits(v))
+				}
+			}
+			if diff := cmp.Diff(want, outputs(g)); diff != "" {
+				t.Errorf("bits (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
