@@ -39,17 +39,30 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	// 32, where it fits the smallest workgroup storage WebGPU guarantees
 	// (16 KiB), so that thread t's contiguous leaves t·per+q, read by a
 	// warp at once, fall in distinct banks.
+	// The groups' values (see rowGroup) go to part, or where red and
+	// part would not fit, to red beyond the threads' partials, read by
+	// every thread before a barrier.
 	at := func(x string) string { return x }
+	partAt, shared := func(x string) string { return "part[" + x + "]" }, false
+	const storage = 16384 / 4 // floats
 	if wg {
 		size := p
-		if per > 1 && 4*(p+p/32) <= 16384 {
+		groups := SumThreads / rowGroup
+		switch {
+		case per > 1 && p+p/32+groups <= storage:
 			size = p + p/32
 			at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
 			b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
+		case p+groups > storage:
+			partAt, shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
 		}
 		s.Workgroup = [3]int{SumThreads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
-		fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n\n", size)
+		fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", size)
+		if !shared {
+			fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n", groups)
+		}
+		b.WriteString("\n")
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
@@ -70,6 +83,9 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		if in.Kind == ir.InstrAcc {
 			fmt.Fprintf(b, "\tvar a%d: array<f32, %d>;\n", j, per)
 		}
+	}
+	if wg {
+		fmt.Fprintf(b, "\tvar g: array<f32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
 	}
 	load := func(space string) func(int) string {
 		return func(op int) string {
@@ -128,14 +144,40 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				fmt.Fprintf(b, "\tlet r%d = a%d[0];\n", j, j)
 				continue
 			}
+			// The threads' partials: groups of rowGroup by their tree, each
+			// in one thread, then every thread the tree over the groups'
+			// values (subtrees of the same tree). A barrier before the next
+			// write to red or part follows every read of them.
 			fmt.Fprintf(b, "\tred[t] = a%d[0];\n\tworkgroupBarrier();\n", j)
-			fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
-			fmt.Fprintf(b, "\t\tif (t %% (2u * w) == 0u) { red[t] = %s(red[t], red[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n", c)
-			fmt.Fprintf(b, "\tlet r%d = red[0];\n\tworkgroupBarrier();\n", j)
+			fmt.Fprintf(b, "\tif (t < %du) {\n", SumThreads/rowGroup)
+			fmt.Fprintf(b, "\t\tfor (var q = 0u; q < %du; q++) { g[q] = red[t * %du + q]; }\n", rowGroup, rowGroup)
+			b.WriteString(treeIn("g", rowGroup, c, 2))
+			fmt.Fprintf(b, "\t\t%s = g[0];\n\t}\n\tworkgroupBarrier();\n", partAt("t"))
+			fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { g[q] = %s; }\n", SumThreads/rowGroup, partAt("q"))
+			if shared {
+				b.WriteString("\tworkgroupBarrier();\n")
+			}
+			b.WriteString(treeIn("g", SumThreads/rowGroup, c, 1))
+			fmt.Fprintf(b, "\tlet r%d = g[0];\n", j)
 		}
 		rowValues(pass + 1)
 	}
 	b.WriteString("}\n")
+}
+
+// rowGroup is how many threads' partials of a rows kernel's reduction one
+// thread combines, in registers, before the tree over the groups: two
+// barriers instead of one per level of the tree over SumThreads partials.
+const rowGroup = 16
+
+// treeIn renders the pairwise tree over the first n (a power of two)
+// values of private array v, in place, by combining function c.
+func treeIn(v string, n int, c string, tabs int) string {
+	return codegen.Indent([]string{
+		fmt.Sprintf("for (var w = 1u; w < %du; w = w * 2u) {", n),
+		fmt.Sprintf("\tfor (var l = 0u; l < %du; l = l + 2u * w) { %s[l] = %s(%s[l], %s[l + w]); }", n, v, c, v, v),
+		"}",
+	}, tabs)
 }
 
 // rowOps returns the reductions of rows kernel k, each once.
@@ -180,7 +222,7 @@ func rowsLoopCost(k *ir.Kernel) int {
 	for d := 0; d < pl.Passes; d++ {
 		c += per + 1
 		for range pl.Accs[d] {
-			c += (codegen.Log2(per) + 1) + 3*per + (codegen.Log2(SumThreads) + 1)
+			c += (codegen.Log2(per) + 1) + 3*per + 2*(rowGroup+codegen.Log2(rowGroup)+1)
 		}
 	}
 	return c
