@@ -13,8 +13,8 @@ import (
 	"syscall"
 
 	lib "github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/aot"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/passes"
 )
 
 func init() {
@@ -39,7 +39,7 @@ func trainCmd(args []string) int {
 	timeout := fs.Duration("timeout", 0, "stop after this long (0: no limit) and print the steps done, as an interrupt does")
 	progress := fs.Bool("progress", false, "print each step's loss and transfers as a JSON line on stderr as it ends")
 	explain := fs.Bool("explain", false, "print the kernel plan of one step (gpucc.StepGraph), with each kernel's flops and bytes, and run nothing")
-	profileName := fs.String("profile", passes.DefaultProfile, "with --explain, the device-limit profile to plan for: "+strings.Join(passes.ProfileNames(), ", "))
+	profileName := fs.String("profile", aot.DefaultProfile, "with --explain, the device-limit profile to plan for: "+strings.Join(aot.ProfileNames(), ", "))
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
@@ -108,11 +108,7 @@ func trainCmd(args []string) int {
 
 // explainStep prints the plan of one SGD step of g (gpucc.StepGraph) for
 // the profile named, as `gpucc build --explain` prints a graph's.
-func explainStep(g *ir.Graph, loss string, lr float32, profileName string, limits ir.Limits) int {
-	profile, err := passes.LookupProfile(profileName)
-	if err != nil {
-		return usageError("train: --profile: %v", err)
-	}
+func explainStep(g *ir.Graph, loss string, lr float32, profile string, limits ir.Limits) int {
 	text, err := stepPlan(g, loss, lr, profile, limits)
 	if err != nil {
 		return fail(err)
@@ -121,19 +117,16 @@ func explainStep(g *ir.Graph, loss string, lr float32, profileName string, limit
 	return 0
 }
 
-// stepPlan is the --explain text of one SGD step of g.
-func stepPlan(g *ir.Graph, loss string, lr float32, profile passes.Profile, limits ir.Limits) (string, error) {
+// stepPlan is the --explain text of one SGD step of g: its graph built
+// ahead of time for no target, which seals it as a Trainer would.
+func stepPlan(g *ir.Graph, loss string, lr float32, profile string, limits ir.Limits) (string, error) {
 	sg, err := lib.StepGraph(g, loss, lr)
 	if err != nil {
 		return "", err
 	}
-	plan, err := lib.Seal(sg, limits, profile, passes.Options{})
+	b, err := aot.Build(sg, aot.Options{Profile: profile, Limits: limits, Targets: []string{}})
 	if err != nil {
 		return "", err
 	}
-	b, err := newBuild(sg, plan, "", gpuccVersion())
-	if err != nil {
-		return "", err
-	}
-	return explainPlan(b.program, b.manifest), nil
+	return explainPlan(b.Plan.Program, b.Manifest), nil
 }

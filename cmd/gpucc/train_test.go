@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/aot"
 	"github.com/gpucc/gpucc/bench"
-	"github.com/gpucc/gpucc/passes"
 )
 
 var fixture = example("../testdata/fixtures/mlp_train_public.graph.json")
@@ -175,7 +175,7 @@ func TestTrainExplain(t *testing.T) {
 			return out
 		}},
 		{"mlp4096", func(t *testing.T) string {
-			out, err := stepPlan(bench.MLP(4096, 1024, 1024, 16), "loss", 0.01, passes.WebGPUDefault, bench.Limits())
+			out, err := stepPlan(bench.MLP(4096, 1024, 1024, 16), "loss", 0.01, aot.DefaultProfile, bench.Limits())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package main
+package aot
 
 import (
 	"bytes"
@@ -34,33 +34,29 @@ type field struct {
 // sealed plan, the kernels of the targets built and the manifest, and
 // gives them a typed API: Inputs and Outputs structs, Compile, and
 // Executable.Run.
-func (b *build) addPackage(name string, limits ir.Limits) error {
-	ins, outs, err := packageFields(b.plan)
+func (b *Result) addPackage(name string, limits ir.Limits) error {
+	ins, outs, err := packageFields(b.Plan)
 	if err != nil {
 		return err
 	}
-	plan, err := encodePlan(b.plan)
+	plan, err := encodePlan(b.Plan)
 	if err != nil {
 		return err
 	}
-	b.add(planFile, "plan", plan)
+	b.add(PlanFile, "plan", plan)
 	embedded := map[string]string{}
-	for _, f := range b.manifest.Files {
+	for _, f := range b.Manifest.Files {
 		if f.Target == "plan" || f.Target == "wgsl" || f.Target == "c" || f.Target == "wasm" {
 			embedded[f.Name] = f.SHA256
 		}
 	}
-	src, err := generatePackage(name, b.manifest, limits, embedded, ins, outs)
+	src, err := generatePackage(name, b.Manifest, limits, embedded, ins, outs)
 	if err != nil {
 		return err
 	}
 	b.add(name+".go", "go", src)
 	return nil
 }
-
-// planFile is the sealed plan, gob-encoded without its kernels' source
-// (the package embeds those as files).
-const planFile = "plan.gob"
 
 // encodePlan gob-encodes p without the sources of its kernels and its wasm
 // module. Gob writes the same bytes for the same plan.
@@ -244,13 +240,13 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 	)
 
 	plan := []jen.Code{
-		jen.List(jen.Id("doc"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(planFile)),
+		jen.List(jen.Id("doc"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(PlanFile)),
 		errRet(jen.Nil()),
 		jen.Var().Id("plan").Qual(gpuccPkg, "Plan"),
 		jen.If(
 			jen.Err().Op(":=").Qual("encoding/gob", "NewDecoder").Call(jen.Qual("bytes", "NewReader").Call(jen.Id("doc"))).Dot("Decode").Call(jen.Op("&").Id("plan")),
 			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(jen.Nil(), jen.Qual(irPkg, "Errorf").Call(jen.Qual(irPkg, "CodeInvalidGraph"), jen.Lit(-1), jen.Lit(planFile),
+		).Block(jen.Return(jen.Nil(), jen.Qual(irPkg, "Errorf").Call(jen.Qual(irPkg, "CodeInvalidGraph"), jen.Lit(-1), jen.Lit(PlanFile),
 			jen.Lit(name+": decoding the plan: %v"), jen.Err()))),
 		jen.If(jen.Err().Op(":=").Qual(irPkg, "Seal").Call(jen.Id("plan").Dot("Program")), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": the embedded plan: %w"), jen.Err())),
@@ -258,21 +254,21 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 	}
 	if slices.Contains(m.Targets, "wgsl") {
 		plan = append(plan, jen.For(jen.Id("i").Op(":=").Range().Id("plan").Dot("WGSL")).Block(
-			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(kernelDir).Op("+").Id("plan").Dot("WGSL").Index(jen.Id("i")).Dot("Name").Op("+").Lit(".wgsl")),
+			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(KernelDir).Op("+").Id("plan").Dot("WGSL").Index(jen.Id("i")).Dot("Name").Op("+").Lit(".wgsl")),
 			errRet(jen.Nil()),
 			jen.Id("plan").Dot("WGSL").Index(jen.Id("i")).Dot("Source").Op("=").String().Call(jen.Id("src")),
 		))
 	}
 	if slices.Contains(m.Targets, "c") {
 		plan = append(plan,
-			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(cFile)),
+			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(CFile)),
 			errRet(jen.Nil()),
 			jen.Id("plan").Dot("C").Dot("Source").Op("=").String().Call(jen.Id("src")),
 		)
 	}
 	if slices.Contains(m.Targets, "wasm") {
 		plan = append(plan,
-			jen.If(jen.List(jen.Id("plan").Dot("Wasm"), jen.Err()).Op("=").Id("file").Call(jen.Lit(wasmFile)), jen.Err().Op("!=").Nil()).Block(
+			jen.If(jen.List(jen.Id("plan").Dot("Wasm"), jen.Err()).Op("=").Id("file").Call(jen.Lit(WasmFile)), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Nil(), jen.Err())),
 		)
 	}

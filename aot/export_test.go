@@ -1,0 +1,4 @@
+package aot
+
+// ExportedName is exportedName, for the external tests.
+var ExportedName = exportedName
