@@ -1,9 +1,6 @@
 package passes
 
-import (
-	"github.com/gpucc/gpucc/codegen/wgsl"
-	"github.com/gpucc/gpucc/ir"
-)
+import "github.com/gpucc/gpucc/ir"
 
 // Tiles the tiling pass chooses from. Large is the vec4 kernel's; the
 // others are for the scalar kernel.
@@ -23,7 +20,7 @@ var (
 // replaced by the next smaller one. Options.Tile overrides the choice, and
 // so does a well-formed tuned tile from Options.TileFor.
 // A k-step too shallow for a long K is deepened until the kernel's k-tile
-// loop fits wgsl.LoopBudget; for a workgroup backend (MaxInvocations set)
+// loop fits ir.LoopBudget; for a workgroup backend (MaxInvocations set)
 // a K that no tile fits is refused with limit_exceeded, never run short.
 // Tiling never changes a result: every output keeps one accumulator that
 // walks k in ascending order.
@@ -37,18 +34,18 @@ func tile(st *State) error {
 		if !ok && st.Options.MaxInvocations > 0 {
 			return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",
 				"matmul with K=%d needs %d k-tiles of %d per workgroup, more than a WebGPU kernel may loop (%d)",
-				k.K, wgsl.MatmulLoopCost(k.K, t.BK), t.BK, wgsl.LoopBudget)
+				k.K, ir.MatmulLoopCost(k.K, t.BK), t.BK, ir.LoopBudget)
 		}
 		k.Tile = t
 	}
 	return nil
 }
 
-// deepen doubles t's k-step until a matmul over K fits wgsl.LoopBudget
+// deepen doubles t's k-step until a matmul over K fits ir.LoopBudget
 // or the tile would outgrow the workgroup memory in o; ok is false when it
 // does not fit.
 func deepen(t ir.Tile, K int, o Options) (ir.Tile, bool) {
-	for wgsl.MatmulLoopCost(K, t.BK) > wgsl.LoopBudget {
+	for ir.MatmulLoopCost(K, t.BK) > ir.LoopBudget {
 		d := t
 		d.BK *= 2
 		if tileBytes(d) > workgroupStorage(o) {

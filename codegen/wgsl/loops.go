@@ -5,23 +5,12 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// LoopBudget is how many loop iterations one invocation of a kernel may
-// run, counted over all its loops, where an entry into a loop that runs n
-// times costs n+1 (the pass that finds the exit condition counts too).
-//
-// Mesa's llvmpipe, behind both lavapipe (Vulkan) and its OpenGL driver,
-// runs shaders as SIMD code with one iteration counter per invocation: once
-// 65535 iterations have run, every loop exits at its next back edge, and the
-// shader goes on with whatever it has computed, reporting nothing. A matmul
-// with K ≥ 43,690 on the 32×32 tile summed only its first 43,689 products
-// that way. runtime/gpu's TestSoftwareLoopBudget measures the limit.
-//
-// The generators therefore keep every loop whose trip count is known at
-// generation time unrolled, so that only a matmul's k-tile loop and a sum's
-// per-thread leaf loop remain, and Generate refuses a kernel whose loops
-// could run past the budget on any adapter (the same program everywhere).
-// The tiling pass picks a k-step deep enough to stay within it.
-const LoopBudget = 65535
+// LoopBudget is ir.LoopBudget, the loop iterations one invocation may
+// run. The generators keep every loop whose trip count is known at
+// generation time unrolled, so that only a matmul's k-tile loop and a
+// sum's per-thread leaf loop remain, and Generate refuses a kernel whose
+// LoopCost is over it.
+const LoopBudget = ir.LoopBudget
 
 // LoopCost is the most loop iterations (as LoopBudget counts them) that one
 // invocation of kernel k's shader runs.
@@ -54,10 +43,8 @@ func LoopCost(k *ir.Kernel) int {
 	return 0
 }
 
-// MatmulLoopCost is the loop cost of a matmul kernel with inner dimension K
-// and k-step bk: one iteration per whole k-tile and the exit test; the
-// last, partial tile is unrolled after the loop.
-func MatmulLoopCost(K, bk int) int { return K/bk + 1 }
+// MatmulLoopCost is ir.MatmulLoopCost.
+func MatmulLoopCost(K, bk int) int { return ir.MatmulLoopCost(K, bk) }
 
 // checkLoops refuses a kernel whose loops could exceed LoopBudget.
 func checkLoops(k *ir.Kernel) error {
