@@ -13,7 +13,6 @@ import (
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
@@ -164,8 +163,30 @@ type problem struct {
 	abs   [][]float64 // Σ|a·b| per element
 }
 
+// values returns n deterministic operands in [-scale, scale], with exact
+// zeros, negative zeros and small integers mixed in: the values
+// irtest.Values gives for seed (TestValuesAreIrtests pins them), kept here
+// so that production code imports no test helper.
+func values(seed uint64, n int, scale float32) []float32 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]float32, n)
+	for i := range out {
+		switch r.IntN(10) {
+		case 0:
+			out[i] = 0
+		case 1:
+			out[i] = float32(math.Copysign(0, -1))
+		case 2:
+			out[i] = float32(r.IntN(7) - 3)
+		default:
+			out[i] = (r.Float32()*2 - 1) * scale
+		}
+	}
+	return out
+}
+
 func newProblem(s Shape) (*problem, error) {
-	pr := &problem{s: s, x: irtest.Values(uint64(s.M)*31+uint64(s.K), s.M*s.K, 1), w: irtest.Values(uint64(s.N)*17+uint64(s.K), s.K*s.N, 1)}
+	pr := &problem{s: s, x: values(uint64(s.M)*31+uint64(s.K), s.M*s.K, 1), w: values(uint64(s.N)*17+uint64(s.K), s.K*s.N, 1)}
 	b := ir.NewBuilder()
 	b.Output("y", b.Input(ir.Shape{s.M, s.K}, pr.x).MatMul(b.Input(ir.Shape{s.K, s.N}, pr.w)))
 	g, err := b.Build(limits)
