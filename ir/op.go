@@ -66,6 +66,14 @@ type OpInfo struct {
 	Scalar      bool   // uses Node.Scalar (full's value, or a scalar operand)
 	Elementwise bool   // output element i depends only on element i of each argument
 	Commutative bool   // arguments may be swapped without changing any bit of the result
+	// Selects: the op returns one of its two arguments unchanged: the
+	// first NaN when either is one, else the larger (smaller) by a total
+	// order of the other values (-0 < +0). A reduction combining with it
+	// therefore has the same bits under any grouping and any order of its
+	// leaves, provided the first NaN in leaf order is the one returned:
+	// targets may fold it in parallel lanes (codegen/c) instead of the
+	// tree. TestSelects checks the claim on every such row.
+	Selects bool
 	// View: the op only moves values (every output element is one element
 	// of arg0, unchanged), so fusion folds it into its consumers' indexing.
 	View bool
@@ -211,9 +219,9 @@ func init() {
 				}
 				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
 			}},
-		OpMaximum: {Name: "maximum", Args: 2, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
+		OpMaximum: {Name: "maximum", Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
 			F64: math.Max, Grad: pickGrad(false)},
-		OpMinimum: {Name: "minimum", Args: 2, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
+		OpMinimum: {Name: "minimum", Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
 			F64: math.Min, Grad: pickGrad(true)},
 		OpNeg: {Name: "neg", Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},

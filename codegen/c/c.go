@@ -163,14 +163,7 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			continue
 		}
 		if k.Kind == ir.KernelSum {
-			// Clang 14 at -O3 with -msimd128 did not finish (minutes, then
-			// killed) on a 16-leaf max tree with maximum's selects inlined;
-			// a combining op other than add is therefore a call.
-			inline := "inline"
-			if k.Reduce.Info().Combine != ir.OpAdd {
-				inline = "__attribute__((noinline))"
-			}
-			fmt.Fprintf(&b, "static %s float %s_combine(float a, float b) {\n", inline, desc.Export)
+			fmt.Fprintf(&b, "static %s float %s_combine(float a, float b) {\n", combineInline(k.Reduce.Info().Combine), desc.Export)
 			b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
 			b.WriteString("\treturn m;\n}\n\n")
 		}
@@ -179,6 +172,55 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 	}
 	u.Source = b.String()
 	return u, nil
+}
+
+// combineInline is the attribute of a reduction's combining function. Add
+// and the selecting ops (ir.OpInfo.Selects, which fold in lanes: see
+// selectFold) are inline. Clang 14 at -O3 with -msimd128 did not finish
+// (minutes, then killed) on a 16-leaf max tree with maximum's selects
+// inlined, so any other combining op in a tree is a call.
+func combineInline(c ir.Op) string {
+	if c == ir.OpAdd || c.Info().Selects {
+		return "inline"
+	}
+	return "__attribute__((noinline))"
+}
+
+// Lanes is the number of accumulators a selecting reduction folds with.
+const Lanes = 16
+
+// selectFold writes, indented by tabs, a block that reduces arr[0..n)
+// (padded leaves included) by combine, a selecting op (ir.OpInfo.Selects),
+// into s, then runs statement use. Lanes accumulators take adjacent leaves, which Clang
+// vectorises; only when the result is a NaN is the sequential fold run
+// again, for the first NaN in leaf order, which is what the reference
+// tree returns. Any other result is the same in every order.
+func selectFold(b *strings.Builder, tabs int, arr string, n int, combine, ident, use string) {
+	lines := []string{
+		"{",
+		fmt.Sprintf("\tfloat acc[%d];", Lanes),
+		fmt.Sprintf("\tfor (int j = 0; j < %d; j++)", Lanes),
+		"\t\tacc[j] = " + ident + ";",
+		fmt.Sprintf("\tfor (idx l = 0; l < %du; l += %d)", n/Lanes*Lanes, Lanes),
+		fmt.Sprintf("\t\tfor (int j = 0; j < %d; j++)", Lanes),
+		fmt.Sprintf("\t\t\tacc[j] = %s(acc[j], %s[l + j]);", combine, arr),
+	}
+	if n%Lanes != 0 {
+		lines = append(lines, fmt.Sprintf("\tfor (idx l = %du; l < %du; l++)", n/Lanes*Lanes, n),
+			fmt.Sprintf("\t\tacc[0] = %s(acc[0], %s[l]);", combine, arr))
+	}
+	lines = append(lines,
+		"\tfloat s = acc[0];",
+		fmt.Sprintf("\tfor (int j = 1; j < %d; j++)", Lanes),
+		fmt.Sprintf("\t\ts = %s(s, acc[j]);", combine),
+		"\tif (s != s) {",
+		"\t\ts = "+ident+";",
+		fmt.Sprintf("\t\tfor (idx l = 0; l < %du; l++)", n),
+		fmt.Sprintf("\t\t\ts = %s(s, %s[l]);", combine, arr),
+		"\t}",
+		"\t"+use,
+		"}")
+	b.WriteString(codegen.Indent(lines, tabs))
 }
 
 func hasKind(p *ir.Program, kind ir.KernelKind) bool {
@@ -445,7 +487,11 @@ func reduceOutput(b *strings.Builder, k *ir.Kernel, red ir.Reduction, combine, o
 		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), ind))
 		fmt.Fprintf(b, "%st[l] = %s;\n", strings.Repeat("\t", ind), codegen.Value(int(k.Stores[0])))
 	}
-	fmt.Fprintf(b, "\tfloat t[%d], part[64];\n\tidx top = 0;\n", blk)
+	if k.Reduce.Info().Combine.Info().Selects {
+		fmt.Fprintf(b, "\tfloat t[%d], all = %s;\n", blk, pad)
+	} else {
+		fmt.Fprintf(b, "\tfloat t[%d], part[64];\n\tidx top = 0;\n", blk)
+	}
 	fmt.Fprintf(b, "\tfor (idx blk = 0; blk < %du; blk++) {\n", nblk)
 	if full > 0 {
 		fmt.Fprintf(b, "\t\tif (blk < %du) {\n", full)
@@ -463,6 +509,10 @@ func reduceOutput(b *strings.Builder, k *ir.Kernel, red ir.Reduction, combine, o
 		fmt.Fprintf(b, "\t\t\tfor (idx l = %du; l < %du; l++)\n", rest, blk)
 		fmt.Fprintf(b, "\t\t\t\tt[l] = %s;\n", pad)
 		b.WriteString("\t\t}\n")
+	}
+	if k.Reduce.Info().Combine.Info().Selects {
+		selectBlocks(b, k, red, blk, nblk, outs, per, first, o, combine)
+		return
 	}
 	fmt.Fprintf(b, "\t\tfor (idx w = 1; w < %du; w *= 2)\n", blk)
 	fmt.Fprintf(b, "\t\t\tfor (idx l = 0; l < %du; l += 2 * w)\n", blk)
@@ -491,6 +541,37 @@ func reduceOutput(b *strings.Builder, k *ir.Kernel, red ir.Reduction, combine, o
 	fmt.Fprintf(b, "\t\tif (blk %% %du == %du || blk == %du) {\n", per, per-1, nblk-1)
 	fold(b, 3, fmt.Sprintf("out0[%sblk / %du]", first, per), combine)
 	b.WriteString("\t\t\ttop = 0;\n\t\t}\n\t}\n")
+	if used := (nblk + per - 1) / per; used < outs {
+		fmt.Fprintf(b, "\tfor (idx q = %du; q < %du; q++)\n", used, outs)
+		fmt.Fprintf(b, "\t\tout0[%sq] = %s;\n", first, pad)
+	}
+}
+
+// selectBlocks ends reduceOutput's block loop for a selecting reduction:
+// each block of leaves is folded in lanes (selectFold) and joined, in
+// leaf order, to the running value all, which is stored at the output
+// (or output block) it ends, as the reference tree's value there.
+func selectBlocks(b *strings.Builder, k *ir.Kernel, red ir.Reduction, blk, nblk, outs, per int, first, o, combine string) {
+	pad := Lang.Bits(k.Reduce.Info().Identity)
+	selectFold(b, 2, "t", blk, combine, pad, fmt.Sprintf("all = %s(all, s);", combine))
+	if outs == 1 {
+		b.WriteString("\t}\n")
+		dst := fmt.Sprintf("out0[%s]", o)
+		fmt.Fprintf(b, "\t%s = all;\n", dst)
+		if k.AccIndex() >= 0 {
+			if red.Outputs == 1 {
+				b.WriteString("\t{\n\t\tconst idx o = 0;\n")
+				epilogue(b, k, dst, 2)
+				b.WriteString("\t}\n")
+			} else {
+				epilogue(b, k, dst, 1)
+			}
+		}
+		return
+	}
+	fmt.Fprintf(b, "\t\tif (blk %% %du == %du || blk == %du) {\n", per, per-1, nblk-1)
+	fmt.Fprintf(b, "\t\t\tout0[%sblk / %du] = all;\n", first, per)
+	fmt.Fprintf(b, "\t\t\tall = %s;\n\t\t}\n\t}\n", pad)
 	if used := (nblk + per - 1) / per; used < outs {
 		fmt.Fprintf(b, "\tfor (idx q = %du; q < %du; q++)\n", used, outs)
 		fmt.Fprintf(b, "\t\tout0[%sq] = %s;\n", first, pad)

@@ -36,11 +36,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		}
 		name := fmt.Sprintf("%s_%s", d.Export, in.Op.Info().Wire)
 		combines[in.Op] = name
-		inline := "inline"
-		if in.Op.Info().Combine != ir.OpAdd { // see Emit: Clang's trouble with inlined selects
-			inline = "__attribute__((noinline))"
-		}
-		fmt.Fprintf(b, "static %s float %s(float a, float b) {\n", inline, name)
+		fmt.Fprintf(b, "static %s float %s(float a, float b) {\n", combineInline(in.Op.Info().Combine), name)
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, in.Op.Info().Combine, "a", "b", "m"), 1))
 		b.WriteString("\treturn m;\n}\n\n")
 	}
@@ -84,6 +80,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		b.WriteString(codegen.Indent(lines, 3))
 		b.WriteString("\t\t}\n")
 		for _, j := range pl.Accs[pass] {
+			if c := k.Body[j].Op.Info(); c.Combine.Info().Selects { // any order: see selectFold
+				selectFold(b, 2, fmt.Sprintf("a%d", j), n, combines[k.Body[j].Op], Lang.Bits(c.Identity), fmt.Sprintf("a%d[0] = s;", j))
+				continue
+			}
 			if n < p {
 				fmt.Fprintf(b, "\t\tfor (idx r = %du; r < %du; r++)\n\t\t\ta%d[r] = %s;\n", n, p, j, Lang.Bits(k.Body[j].Op.Info().Identity))
 			}
