@@ -148,24 +148,39 @@ func TestSplitOverBindingLimit(t *testing.T) {
 }
 
 func TestTileFitsDeviceLimits(t *testing.T) {
-	build := func(b *ir.Builder) {
-		a := b.Input(ir.Shape{256, 256}, seq(256*256, 0.01))
-		w := b.Input(ir.Shape{256, 256}, seq(256*256, 0.02))
-		b.Output("y", a.MatMul(w))
+	limits := ir.Limits{MaxElements: 1 << 22}
+	plan := func(t *testing.T, m, n int, opts Options) *ir.Program {
+		b := ir.NewBuilder()
+		b.Output("y", b.Input(ir.Shape{m, 8}, seq(m*8, 0.01)).MatMul(b.Input(ir.Shape{8, n}, seq(8*n, 0.02))))
+		g, err := b.Build(limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Limits = limits
+		p, _, err := Compile(g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 	tests := []struct {
 		name    string
+		m, n    int
 		threads int
 		storage int
 		want    ir.Tile
 	}{
-		{"defaults", 0, 0, TileLarge},
-		{"small workgroup memory", 256, 8192, TileMedium},
-		{"few threads", 128, 16384, TileFallback},
+		{"defaults", 2048, 2048, 0, 0, TileLarge},
+		{"fewer than WaveGroups of TileLarge", 1024, 1024, 0, 0, TileWide},
+		{"small workgroup memory", 2048, 2048, 256, 8192, TileWide},
+		{"128 threads", 2048, 2048, 128, 16384, TileWide},
+		{"few threads", 2048, 2048, 64, 16384, TileFallback},
+		{"a narrow output", 1024, 16, 0, 0, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}},
+		{"a narrow output, few threads", 1024, 16, 64, 16384, TileFallback},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := compile(t, build, Options{MaxInvocations: tt.threads, MaxWorkgroupStorage: tt.storage})
+			p := plan(t, tt.m, tt.n, Options{MaxInvocations: tt.threads, MaxWorkgroupStorage: tt.storage})
 			if got := p.Kernels[0].Tile; got != tt.want {
 				t.Errorf("tile %+v, want %+v", got, tt.want)
 			}

@@ -5,17 +5,36 @@ import "github.com/gpucc/gpucc/ir"
 // Tiles the tiling pass chooses from. Large is the vec4 kernel's; the
 // others are for the scalar kernel.
 var (
-	TileLarge  = ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 4} // best of the H200 sweep
+	TileLarge = ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 4} // best of the H200 sweep
+	// TileWide is the vec4 kernel's tile for outputs that TileLarge cuts
+	// into fewer than WaveGroups workgroups: the H200's tuned winner for
+	// 1024³ (15.4 TFLOP/s against TileLarge's 9.6) and 256³ (0.74 against
+	// 0.47), bench/h200/tune-2026-12-01.json. A 1024×1024 output (a
+	// weight gradient) is 64 workgroups of TileLarge, half the H200 idle.
+	TileWide   = ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4}
 	TileMedium = ir.Tile{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 1}
 	TileSmall  = ir.Tile{BM: 32, BN: 32, TM: 2, TN: 2, BK: 16, Vector: 1}
 	// TileFallback needs 64 threads and 512 bytes: it fits any device.
 	TileFallback = ir.Tile{BM: 8, BN: 8, TM: 1, TN: 1, BK: 8, Vector: 1}
 )
 
+// WaveGroups is the fewest workgroups a matmul's tile should make: a
+// large GPU runs about one workgroup per compute unit at once (the H200
+// has 132), and an exact matmul cannot split K to make more (each output
+// is one accumulator walking k in order), so fewer workgroups leave
+// units idle for the whole kernel.
+const WaveGroups = 128
+
+// NarrowSide is the widest output side (N, or M) that gets a narrow tile.
+const NarrowSide = 32
+
 // tile chooses each matmul kernel's tile from its shape and the device's
 // limits: large matrices whose operands can be read four elements at a
-// time get the vec4 kernel's 128×128 tile (8×8 outputs per thread); others
-// a 64×64 or, when small, 32×32 tile, so that few threads idle. A tile
+// time get the vec4 kernel's 128×128 tile (8×8 outputs per thread), or
+// its 64×128 one where 128×128 makes fewer than WaveGroups workgroups; an
+// output with a side of at most NarrowSide (a last layer's 16 classes, and
+// its weight gradient) gets a narrow tile (see narrow), one output per
+// thread and no thread idle; others a 64×64 or, when small, 32×32 tile. A tile
 // that needs more threads or workgroup memory than the device allows is
 // replaced by the next smaller one. Options.Tile overrides the choice, and
 // so does a well-formed tuned tile from Options.TileFor.
@@ -81,11 +100,37 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 		}
 		return t
 	case k.M >= 128 && k.N >= 128 && vec4Operands(k):
+		if groups(k, TileLarge) < WaveGroups {
+			return TileWide
+		}
 		return TileLarge
+	case min(k.M, k.N) <= NarrowSide && max(k.M, k.N) > NarrowSide && k.M*k.N >= 128*128:
+		return narrow(k)
 	case k.M*k.N >= 128*128:
 		return TileMedium
 	}
 	return TileSmall
+}
+
+// groups is how many workgroups tile t cuts k's output into.
+func groups(k *ir.Kernel, t ir.Tile) int {
+	return ((k.M + t.BM - 1) / t.BM) * ((k.N + t.BN - 1) / t.BN)
+}
+
+// narrow is the tile of a matmul whose output has a narrow side s (at most
+// NarrowSide): that side padded to a power of two (at least 8) across, 256
+// threads, one output each. A 64×64 tile over [1024,16] made 16
+// workgroups with three threads in four idle; this makes 64, all busy,
+// as many threads as outputs: the most an exact matmul has.
+func narrow(k *ir.Kernel) ir.Tile {
+	s := 8
+	for s < min(k.M, k.N) {
+		s *= 2
+	}
+	if k.N <= k.M {
+		return ir.Tile{BM: 256 / s, BN: s, TM: 1, TN: 1, BK: 16, Vector: 1}
+	}
+	return ir.Tile{BM: s, BN: 256 / s, TM: 1, TN: 1, BK: 16, Vector: 1}
 }
 
 // wellFormed reports whether t is a tile the generators can emit: positive
@@ -128,7 +173,7 @@ func fit(t ir.Tile, o Options) ir.Tile {
 	if threads <= 0 {
 		threads = 256
 	}
-	for _, smaller := range []ir.Tile{t, TileLarge, TileMedium, TileSmall} {
+	for _, smaller := range []ir.Tile{t, TileLarge, TileWide, TileMedium, TileSmall} {
 		if smaller.Vector == 4 && t.Vector != 4 {
 			continue // only a vec4-capable kernel may take a vec4 tile
 		}
@@ -142,5 +187,12 @@ func fit(t ir.Tile, o Options) ir.Tile {
 // tileThreads is the workgroup size of t's kernel.
 func tileThreads(t ir.Tile) int { return (t.BM / t.TM) * (t.BN / t.TN) }
 
-// tileBytes is the workgroup memory t's kernel stages A and B through.
-func tileBytes(t ir.Tile) int { return 4 * t.BK * (t.BM + t.BN) }
+// tileBytes is the workgroup memory t's kernel stages A and B through
+// (the scalar kernel pads a row of each tile it loads along k by one
+// element: at most two, see codegen/wgsl's matmul).
+func tileBytes(t ir.Tile) int {
+	if t.Vector == 4 {
+		return 4 * t.BK * (t.BM + t.BN)
+	}
+	return 4 * t.BK * (t.BM + t.BN + 2)
+}

@@ -66,8 +66,22 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	}
 	fmt.Fprintf(b, "const M = %du;\nconst N = %du;\nconst K = %du;\n", k.M, k.N, k.K)
 	fmt.Fprintf(b, "const BM = %du;\nconst BN = %du;\nconst BK = %du;\n\n", t.BM, t.BN, t.BK)
-	fmt.Fprintf(b, "var<workgroup> As: array<f32, %d>; // As[kk * BM + row]\n", t.BK*t.BM)
-	fmt.Fprintf(b, "var<workgroup> Bs: array<f32, %d>; // Bs[kk * BN + col]\n\n", t.BK*t.BN)
+	// Each operand's tile is read from global memory along its buffer's
+	// contiguous axis, so that neighbouring threads read neighbouring
+	// elements: along rows (or columns) for a transposed A (a plain B),
+	// along k for a plain A (a transposed B), whose rows in workgroup
+	// memory are then padded by one element so that those stores do not
+	// all fall in one bank.
+	aK, bK := !a.Transposed(), bb.Transposed()
+	pitch := func(span int, kFast bool) int {
+		if kFast {
+			return span + 1
+		}
+		return span
+	}
+	pa, pb := pitch(t.BM, aK), pitch(t.BN, bK)
+	fmt.Fprintf(b, "var<workgroup> As: array<f32, %d>; // As[kk * %d + row]\n", t.BK*pa, pa)
+	fmt.Fprintf(b, "var<workgroup> Bs: array<f32, %d>; // Bs[kk * %d + col]\n\n", t.BK*pb, pb)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet row0 = wg.y * BM;\n\tlet col0 = wg.x * BN;\n\tlet tid = lid.y * %du + lid.x;\n", tx)
@@ -79,8 +93,9 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		}
 	}
 	// stage copies one operand's tile at k-offset kt into workgroup memory,
-	// zero outside the matrix.
-	stage := func(shared string, span int, guard, index func(kk, x string) string) {
+	// zero outside the matrix: element e of the tile is (kk, x) with x
+	// fastest, or with kk fastest when kFast (see above).
+	stage := func(shared string, span int, kFast bool, guard, index func(kk, x string) string) {
 		total := t.BK * span
 		for j := 0; j*threads < total; j++ {
 			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = tid + %du;\n", j*threads)
@@ -89,8 +104,14 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 				fmt.Fprintf(b, "\t\t\tif (e < %du) {\n", total)
 				in = "\t\t\t\t"
 			}
-			fmt.Fprintf(b, "%slet kk = e / %du;\n%slet x = e %% %du;\n%svar v = 0.0;\n", in, span, in, span, in)
-			fmt.Fprintf(b, "%sif (%s) { v = %s; }\n%s%s[e] = v;\n", in, guard("kk", "x"), index("kk", "x"), in, shared)
+			at := "e"
+			if kFast {
+				fmt.Fprintf(b, "%slet kk = e %% %du;\n%slet x = e / %du;\n%svar v = 0.0;\n", in, t.BK, in, t.BK, in)
+				at = fmt.Sprintf("kk * %du + x", span+1)
+			} else {
+				fmt.Fprintf(b, "%slet kk = e / %du;\n%slet x = e %% %du;\n%svar v = 0.0;\n", in, span, in, span, in)
+			}
+			fmt.Fprintf(b, "%sif (%s) { v = %s; }\n%s%s[%s] = v;\n", in, guard("kk", "x"), index("kk", "x"), in, shared, at)
 			if (j+1)*threads > total {
 				b.WriteString("\t\t\t}\n")
 			}
@@ -103,18 +124,18 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		if last {
 			inK = " && kt + kk < K"
 		}
-		stage("As", t.BM, func(kk, x string) string { return "row0 + " + x + " < M" + inK },
+		stage("As", t.BM, aK, func(kk, x string) string { return "row0 + " + x + " < M" + inK },
 			func(kk, x string) string { return "in0[" + aIdx("row0 + "+x, "kt + "+kk) + "]" })
-		stage("Bs", t.BN, func(kk, x string) string { return "col0 + " + x + " < N" + inK },
+		stage("Bs", t.BN, bK, func(kk, x string) string { return "col0 + " + x + " < N" + inK },
 			func(kk, x string) string { return "in1[" + bIdx("kt + "+kk, "col0 + "+x) + "]" })
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		for kk := 0; kk < steps; kk++ {
 			b.WriteString("\t\t{\n")
 			for m := 0; m < t.TM; m++ {
-				fmt.Fprintf(b, "\t\t\tlet a%d = As[%du + lid.y];\n", m, kk*t.BM+m*ty)
+				fmt.Fprintf(b, "\t\t\tlet a%d = As[%du + lid.y];\n", m, kk*pa+m*ty)
 			}
 			for n := 0; n < t.TN; n++ {
-				fmt.Fprintf(b, "\t\t\tlet b%d = Bs[%du + lid.x];\n", n, kk*t.BN+n*tx)
+				fmt.Fprintf(b, "\t\t\tlet b%d = Bs[%du + lid.x];\n", n, kk*pb+n*tx)
 			}
 			for m := 0; m < t.TM; m++ {
 				for n := 0; n < t.TN; n++ {

@@ -18,8 +18,8 @@ const BM = 32u;
 const BN = 32u;
 const BK = 16u;
 
-var<workgroup> As: array<f32, 512>; // As[kk * BM + row]
-var<workgroup> Bs: array<f32, 512>; // Bs[kk * BN + col]
+var<workgroup> As: array<f32, 528>; // As[kk * 33 + row]
+var<workgroup> Bs: array<f32, 512>; // Bs[kk * 32 + col]
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -34,19 +34,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		let kt = 0u;
 		{
 			let e = tid + 0u;
-			let kk = e / 32u;
-			let x = e % 32u;
+			let kk = e % 16u;
+			let x = e / 16u;
 			var v = 0.0;
 			if (row0 + x < M && kt + kk < K) { v = in0[(row0 + x) * 3u + (kt + kk)]; }
-			As[e] = v;
+			As[kk * 33u + x] = v;
 		}
 		{
 			let e = tid + 256u;
-			let kk = e / 32u;
-			let x = e % 32u;
+			let kk = e % 16u;
+			let x = e / 16u;
 			var v = 0.0;
 			if (row0 + x < M && kt + kk < K) { v = in0[(row0 + x) * 3u + (kt + kk)]; }
-			As[e] = v;
+			As[kk * 33u + x] = v;
 		}
 		{
 			let e = tid + 0u;
@@ -76,8 +76,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 			c1_1 = c1_1 + (a1 * b1) * params.one;
 		}
 		{
-			let a0 = As[32u + lid.y];
-			let a1 = As[48u + lid.y];
+			let a0 = As[33u + lid.y];
+			let a1 = As[49u + lid.y];
 			let b0 = Bs[32u + lid.x];
 			let b1 = Bs[48u + lid.x];
 			c0_0 = c0_0 + (a0 * b0) * params.one;
@@ -86,8 +86,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 			c1_1 = c1_1 + (a1 * b1) * params.one;
 		}
 		{
-			let a0 = As[64u + lid.y];
-			let a1 = As[80u + lid.y];
+			let a0 = As[66u + lid.y];
+			let a1 = As[82u + lid.y];
 			let b0 = Bs[64u + lid.x];
 			let b1 = Bs[80u + lid.x];
 			c0_0 = c0_0 + (a0 * b0) * params.one;

@@ -15,8 +15,8 @@ const BM = 32u;
 const BN = 32u;
 const BK = 16u;
 
-var<workgroup> As: array<f32, 512>; // As[kk * BM + row]
-var<workgroup> Bs: array<f32, 512>; // Bs[kk * BN + col]
+var<workgroup> As: array<f32, 512>; // As[kk * 32 + row]
+var<workgroup> Bs: array<f32, 528>; // Bs[kk * 33 + col]
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -47,19 +47,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		}
 		{
 			let e = tid + 0u;
-			let kk = e / 32u;
-			let x = e % 32u;
+			let kk = e % 16u;
+			let x = e / 16u;
 			var v = 0.0;
 			if (col0 + x < N && kt + kk < K) { v = in1[(col0 + x) * 4u + (kt + kk)]; }
-			Bs[e] = v;
+			Bs[kk * 33u + x] = v;
 		}
 		{
 			let e = tid + 256u;
-			let kk = e / 32u;
-			let x = e % 32u;
+			let kk = e % 16u;
+			let x = e / 16u;
 			var v = 0.0;
 			if (col0 + x < N && kt + kk < K) { v = in1[(col0 + x) * 4u + (kt + kk)]; }
-			Bs[e] = v;
+			Bs[kk * 33u + x] = v;
 		}
 		workgroupBarrier();
 		{
@@ -75,8 +75,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		{
 			let a0 = As[32u + lid.y];
 			let a1 = As[48u + lid.y];
-			let b0 = Bs[32u + lid.x];
-			let b1 = Bs[48u + lid.x];
+			let b0 = Bs[33u + lid.x];
+			let b1 = Bs[49u + lid.x];
 			c0_0 = c0_0 + (a0 * b0) * params.one;
 			c0_1 = c0_1 + (a0 * b1) * params.one;
 			c1_0 = c1_0 + (a1 * b0) * params.one;
@@ -85,8 +85,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		{
 			let a0 = As[64u + lid.y];
 			let a1 = As[80u + lid.y];
-			let b0 = Bs[64u + lid.x];
-			let b1 = Bs[80u + lid.x];
+			let b0 = Bs[66u + lid.x];
+			let b1 = Bs[82u + lid.x];
 			c0_0 = c0_0 + (a0 * b0) * params.one;
 			c0_1 = c0_1 + (a0 * b1) * params.one;
 			c1_0 = c1_0 + (a1 * b0) * params.one;
@@ -95,8 +95,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		{
 			let a0 = As[96u + lid.y];
 			let a1 = As[112u + lid.y];
-			let b0 = Bs[96u + lid.x];
-			let b1 = Bs[112u + lid.x];
+			let b0 = Bs[99u + lid.x];
+			let b1 = Bs[115u + lid.x];
 			c0_0 = c0_0 + (a0 * b0) * params.one;
 			c0_1 = c0_1 + (a0 * b1) * params.one;
 			c1_0 = c1_0 + (a1 * b0) * params.one;
