@@ -26,7 +26,8 @@ var update = flag.Bool("update", false, "rewrite testdata/node_tests.txt")
 
 // The tolerance against the ONNX reference outputs: ONNX's own runner's
 // (onnx/backend/test/runner: rtol 1e-3, atol 1e-7). Across gpucc's
-// backends the bits must be identical.
+// backends the bits must be identical. An integer or bool output (which
+// gpucc returns as float32 values) must equal the reference exactly.
 const (
 	rtol = 1e-3
 	atol = 1e-7
@@ -273,7 +274,8 @@ func checkReference(t *testing.T, cpu *gpucc.Runtime, nt nodeTest, g *ir.Graph) 
 	}
 	worst := uint64(0)
 	for _, want := range nt.outputs {
-		if want != nil && want.Type == onnx.Bool { // gpucc returns a bool as 1 or 0
+		exact := want != nil && isInt(want.Type) // no tolerance for integers
+		if exact {                               // gpucc returns a bool as 1 or 0, an integer as its float32 value
 			f := &onnx.Tensor{Name: want.Name, Type: onnx.Float32, Shape: want.Shape}
 			for _, b := range want.Int64 {
 				f.Float32 = append(f.Float32, float32(b))
@@ -291,7 +293,7 @@ func checkReference(t *testing.T, cpu *gpucc.Runtime, nt nodeTest, g *ir.Graph) 
 		}
 		for i, w := range want.Float32 {
 			v := math.Float32frombits(got[i])
-			if d := math.Abs(float64(v) - float64(w)); !(d <= atol+rtol*math.Abs(float64(w))) && !(v != v && w != w) {
+			if d := math.Abs(float64(v) - float64(w)); exact && d != 0 || !(d <= atol+rtol*math.Abs(float64(w))) && !(v != v && w != w) {
 				t.Errorf("%s: output %s[%d] = %v, reference %v: outside rtol %g, atol %g", nt.name, want.Name, i, v, w, rtol, atol)
 				return fmt.Sprintf("failed %s: output %s[%d] = %v, reference %v", nt.name, want.Name, i, v, w), nil
 			}
@@ -299,6 +301,16 @@ func checkReference(t *testing.T, cpu *gpucc.Runtime, nt nodeTest, g *ir.Graph) 
 		}
 	}
 	return fmt.Sprintf("pass %s: %d ulp", nt.name, worst), bits
+}
+
+// isInt reports whether dt is an integer type or bool (held in
+// Tensor.Int64).
+func isInt(dt onnx.DataType) bool {
+	switch dt {
+	case onnx.Bool, onnx.Uint8, onnx.Int8, onnx.Uint16, onnx.Int16, onnx.Int32, onnx.Int64, onnx.Uint32, onnx.Uint64:
+		return true
+	}
+	return false
 }
 
 // checkBackend runs the tests on rt, merged into graphs of up to batch

@@ -23,7 +23,9 @@
 //     (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, their labels
 //     constants) select from run-time tensors exactly: a 1/0 mask of
 //     equal(class, index) and a sum of mask(M, x), which passes the
-//     selected element's bits (losses.go).
+//     selected element's bits (losses.go); ArgMax and ArgMin likewise
+//     (argops.go), their indices exact float32 integers;
+//   - an integer or bool graph output is returned as float32 values.
 //
 // What gpucc cannot run exactly (an op, attribute, element type, a
 // run-time gather, a batched matmul, …) is refused with ir.CodeUnsupported

@@ -43,7 +43,10 @@ type Options struct {
 // name), and each graph output an output of the same name. Initializers
 // and Constant nodes become data embedded in the graph. Values that are
 // known at import (shapes, indices, masks: every integer and bool value)
-// are folded there; only float32 values are computed at run time.
+// are folded there; only float32 values are computed at run time, and
+// integer results of float32 data (ArgMax's indices) as exact float32
+// integers. An integer or bool graph output is returned as float32 values
+// (1 or 0 for a bool; an integer exactly, |v| ≤ 2^24, else refused).
 //
 // An op, attribute or element type that gpucc cannot run is refused with
 // ir.CodeUnsupported, naming the op, the node and the opset; a malformed
@@ -78,6 +81,11 @@ type value struct {
 	// isBool marks a run-time bool: rt holds 1 for true and 0 for false
 	// (what comparisons give), and a bool output is returned so.
 	isBool bool
+	// isInt marks a run-time integer (ArgMax's indices): rt holds the
+	// integers as float32, exactly (each below 2^24). Only a graph output
+	// or a Cast to float32 reads one; an op that computes on integers
+	// refuses it (rtIn).
+	isInt bool
 }
 
 type importer struct {
@@ -388,6 +396,13 @@ func (c *importer) outputs(g *graphProto) *ir.Error {
 		if len(o.name) > 256 || o.name == "" {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "output name %s is not 1 to 256 bytes long", ir.Quote(o.name))
 		}
+		if !v.set && v.c.Type.isInt() && v.c.Type != Bool {
+			f, err := intOutput(v.c, field, o.name)
+			if err != nil {
+				return err
+			}
+			v = &value{c: f}
+		}
 		t, err := c.runtime(v, "output "+ir.Quote(o.name))
 		if err != nil {
 			err.Field = field
@@ -396,6 +411,20 @@ func (c *importer) outputs(g *graphProto) *ir.Error {
 		c.b.Output(o.name, t)
 	}
 	return nil
+}
+
+// intOutput returns the integer constant t, a graph output, as float32:
+// gpucc returns an integer as its float32 value (as a bool as 1 or 0),
+// which is exact for |v| ≤ 2^24; a larger value is refused.
+func intOutput(t *Tensor, field, name string) (*Tensor, *ir.Error) {
+	f := &Tensor{Name: t.Name, Type: Float32, Shape: t.Shape, Float32: make([]float32, len(t.Int64))}
+	for i, x := range t.Int64 {
+		if x < -maxExactIndex || x > maxExactIndex {
+			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "output %s holds the %v %d; gpucc returns an integer as float32, exact up to 2^24", ir.Quote(name), t.Type, x)
+		}
+		f.Float32[i] = float32(x)
+	}
+	return f, nil
 }
 
 // field names the current node for errors.
@@ -500,6 +529,9 @@ func (c *importer) rtIn(k int) (ir.Tensor, *ir.Error) {
 	v := c.in(k)
 	if v == nil {
 		return ir.Tensor{}, c.invalid("input %d is missing", k)
+	}
+	if v.isInt {
+		return ir.Tensor{}, c.refuse("input %d is an integer computed at run time; gpucc computes on integers at import only", k)
 	}
 	return c.runtime(v, fmt.Sprintf("input %d", k))
 }

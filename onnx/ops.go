@@ -164,6 +164,9 @@ func init() {
 		"ReduceLogSumExp": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
 
 		"GatherElements":            {since: 11, attrs: []string{"axis"}, fn: gatherElementsOp},
+		"ArgMax":                    {attrs: []string{"axis", "keepdims", "select_last_index"}, fn: argOp(true)},
+		"ArgMin":                    {attrs: []string{"axis", "keepdims", "select_last_index"}, fn: argOp(false)},
+		"Hardmax":                   {attrs: []string{"axis"}, fn: hardmaxOp},
 		"NegativeLogLikelihoodLoss": {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: nllLossOp},
 		"SoftmaxCrossEntropyLoss":   {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: sceLossOp},
 

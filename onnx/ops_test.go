@@ -52,6 +52,18 @@ func TestOpsExact(t *testing.T) {
 			[]msg{valueInfo("x", 3, 2), valueInfo("z", 3, 2)}, []msg{valueInfo("y")})),
 		x:    []float32{1, -1, 0, 1, 1, 3}, // q = [[+Inf, -Inf], [NaN, -Inf], [1, 3]]
 		want: map[string][]float32{"y": {-3}},
+	}, {
+		// numpy's rules: the first NaN wins; -0 ties with +0.
+		name: "ArgMax ArgMin",
+		model: model(13, graph(
+			[]msg{div,
+				node("ArgMax", "first", []string{"q"}, []string{"first"}, attrInt("axis", 1), attrInt("keepdims", 0)),
+				node("ArgMax", "last", []string{"q"}, []string{"last"}, attrInt("axis", 1), attrInt("keepdims", 0), attrInt("select_last_index", 1)),
+				node("ArgMin", "min", []string{"q"}, []string{"min"}, attrInt("axis", 1), attrInt("keepdims", 0))},
+			nil,
+			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)}, []msg{valueInfo("first", 2), valueInfo("last", 2), valueInfo("min", 2)})),
+		x:    []float32{1, -1, 0, 1, 0, negz}, // q = [[+Inf, -Inf, NaN], [-Inf, 0, -0]]
+		want: map[string][]float32{"first": {2, 1}, "last": {2, 2}, "min": {2, 0}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
