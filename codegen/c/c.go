@@ -451,6 +451,10 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 		reduceOutput(b, k, red, combine, "0")
 		return
 	}
+	if last := len(red.Kept) - 1; k.Blocks <= 1 && last >= 0 && red.Kept[last].Stride == 1 && red.Kept[last].Size >= Tile {
+		sumTiled(b, k, red, combine)
+		return
+	}
 	// Each output's leaves in turn, the same code at its base.
 	var body strings.Builder
 	reduceOutput(&body, k, red, combine, "o")
@@ -460,6 +464,100 @@ func sum(b *strings.Builder, k *ir.Kernel, combine string) {
 		b.WriteString("\t" + ln)
 	}
 	b.WriteString("\n\t}\n")
+}
+
+// Tile is the number of adjacent outputs a column reduction computes
+// together (see sumTiled).
+const Tile = 16
+
+// sumTiled writes a reduction whose adjacent outputs read adjacent leaves
+// (the innermost kept dimension has stride 1: column sums, sums over a
+// middle axis), Tile outputs at a time: the same tree as reduceOutput's,
+// or a selecting reduction's fold in leaf order, run over Tile columns at
+// once, so that each leaf step loads Tile contiguous floats instead of
+// one per column at the row stride. Each output keeps its own tree, so the
+// bits do not change. The columns past the last whole tile of each run
+// are reduced one at a time.
+func sumTiled(b *strings.Builder, k *ir.Kernel, red ir.Reduction, combine string) {
+	in := red.Kept[len(red.Kept)-1].Size
+	outer := red.Outputs / in
+	n := red.Leaves
+	pad := Lang.Bits(k.Reduce.Info().Identity)
+	load := func(j int) string {
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "i"))
+	}
+	leaf := func(ind int, r, stmt string) { // stmt: a format of the leaf's value
+		fmt.Fprintf(b, "%sfor (idx c = 0; c < %d; c++) {\n", strings.Repeat("\t", ind), Tile)
+		fmt.Fprintf(b, "%s\tconst idx i = base + %s + c;\n", strings.Repeat("\t", ind), codegen.Flat(Lang, red.Reduced, "("+r+")"))
+		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load), ind+1))
+		fmt.Fprintf(b, "%s\t%s\n", strings.Repeat("\t", ind), fmt.Sprintf(stmt, codegen.Value(int(k.Stores[0]))))
+		fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", ind))
+	}
+	each := func(ind int, stmt string, args ...any) {
+		fmt.Fprintf(b, "%sfor (idx c = 0; c < %d; c++)\n%s\t%s\n", strings.Repeat("\t", ind), Tile, strings.Repeat("\t", ind), fmt.Sprintf(stmt, args...))
+	}
+	fmt.Fprintf(b, "\tfor (idx q = 0; q < %du; q++) {\n", outer)
+	fmt.Fprintf(b, "\t\tfor (idx c0 = 0; c0 < %du; c0 += %d) {\n", in/Tile*Tile, Tile)
+	fmt.Fprintf(b, "\t\t\tconst idx o0 = q * %du + c0;\n", in)
+	fmt.Fprintf(b, "\t\t\tconst idx base = %s;\n", codegen.Flat(Lang, red.Kept, "o0"))
+	fmt.Fprintf(b, "\t\t\tfloat s[%d];\n", Tile)
+	if k.Reduce.Info().Combine.Info().Selects {
+		// The fold in leaf order from the identity is the tree's value:
+		// a selecting op's result does not depend on the grouping.
+		each(3, "s[c] = %s;", pad)
+		fmt.Fprintf(b, "\t\t\tfor (idx r = 0; r < %du; r++) {\n", n)
+		leaf(4, "r", "s[c] = "+combine+"(s[c], %s);")
+		b.WriteString("\t\t\t}\n")
+	} else {
+		p, _ := codegen.SumBlock(n, 1)
+		blk := min(p, 64) // the block only partitions the tree: any power of two gives its bits
+		full, rest := n/blk, n%blk
+		nblk := (n + blk - 1) / blk
+		fmt.Fprintf(b, "\t\t\tfloat t[%d][%d], part[64][%d];\n\t\t\tidx top = 0;\n", blk, Tile, Tile)
+		fmt.Fprintf(b, "\t\t\tfor (idx blk = 0; blk < %du; blk++) {\n", nblk)
+		if full > 0 {
+			fmt.Fprintf(b, "\t\t\t\tif (blk < %du) {\n", full)
+			fmt.Fprintf(b, "\t\t\t\t\tfor (idx l = 0; l < %du; l++) {\n", blk)
+			leaf(6, fmt.Sprintf("blk * %du + l", blk), "t[l][c] = %s;")
+			b.WriteString("\t\t\t\t\t}\n\t\t\t\t}\n")
+		}
+		if rest > 0 {
+			fmt.Fprintf(b, "\t\t\t\tif (blk == %du) {\n", full)
+			fmt.Fprintf(b, "\t\t\t\t\tfor (idx l = 0; l < %du; l++) {\n", rest)
+			leaf(6, fmt.Sprintf("%du + l", full*blk), "t[l][c] = %s;")
+			b.WriteString("\t\t\t\t\t}\n")
+			fmt.Fprintf(b, "\t\t\t\t\tfor (idx l = %du; l < %du; l++)\n", rest, blk)
+			each(6, "t[l][c] = %s;", pad)
+			b.WriteString("\t\t\t\t}\n")
+		}
+		fmt.Fprintf(b, "\t\t\t\tfor (idx w = 1; w < %du; w *= 2)\n", blk)
+		fmt.Fprintf(b, "\t\t\t\t\tfor (idx l = 0; l < %du; l += 2 * w)\n", blk)
+		each(6, "t[l][c] = %s(t[l][c], t[l + w][c]);", combine)
+		each(4, "s[c] = t[0][c];")
+		b.WriteString("\t\t\t\tfor (idx cc = blk; cc & 1u; cc >>= 1) {\n\t\t\t\t\ttop--;\n")
+		each(5, "s[c] = %s(part[top][c], s[c]);", combine)
+		b.WriteString("\t\t\t\t}\n")
+		each(4, "part[top][c] = s[c];")
+		b.WriteString("\t\t\t\ttop++;\n\t\t\t}\n")
+		each(3, "s[c] = part[top - 1][c];")
+		b.WriteString("\t\t\tfor (idx d = top - 1; d > 0; d--)\n")
+		each(4, "s[c] = %s(part[d - 1][c], s[c]);", combine)
+	}
+	fmt.Fprintf(b, "\t\t\tfor (idx c = 0; c < %d; c++) {\n\t\t\t\tconst idx o = o0 + c;\n\t\t\t\tout0[o] = s[c];\n", Tile)
+	if k.AccIndex() >= 0 {
+		epilogue(b, k, "out0[o]", 4)
+	}
+	b.WriteString("\t\t\t}\n\t\t}\n")
+	if in%Tile != 0 {
+		var body strings.Builder
+		reduceOutput(&body, k, red, combine, "o")
+		fmt.Fprintf(b, "\t\tfor (idx c = %du; c < %du; c++) {\n", in/Tile*Tile, in)
+		fmt.Fprintf(b, "\t\t\tconst idx o = q * %du + c;\n", in)
+		fmt.Fprintf(b, "\t\t\tconst idx base = %s;\n", codegen.Flat(Lang, red.Kept, "o"))
+		b.WriteString(codegen.Indent(strings.Split(strings.TrimSuffix(body.String(), "\n"), "\n"), 2))
+		b.WriteString("\t\t}\n")
+	}
+	b.WriteString("\t}\n")
 }
 
 // reduceOutput writes the tree of output o (an expression) into

@@ -17,6 +17,7 @@ import (
 // tile.
 var reduceShapes = []ir.Shape{
 	{1, 1}, {3, 5}, {7, 17}, {16, 16}, {17, 31}, {5, 257}, {31, 509}, {64, 1024}, {257, 13}, {1031, 3}, {3, 7, 11},
+	{3, 5, 33},
 }
 
 // reduceGraphs are the reductions of issue 24's C kernels: sums and maxima
@@ -28,6 +29,9 @@ var reduceGraphs = []struct {
 }{
 	{"sum-last", func(x ir.Tensor) ir.Tensor { return x.SumAxes(false, len(x.Shape())-1) }},
 	{"sum-first", func(x ir.Tensor) ir.Tensor { return x.Mul(x).SumAxes(false, 0) }},
+	{"sum-first-epilogue", func(x ir.Tensor) ir.Tensor { return x.SumAxes(false, 0).MulScalar(3).AddScalar(1) }},
+	{"sum-middle", func(x ir.Tensor) ir.Tensor { return x.Exp().SumAxes(true, len(x.Shape())/2) }},
+	{"max-middle", func(x ir.Tensor) ir.Tensor { return x.MaxAxes(false, len(x.Shape())/2) }},
 	{"max-last", func(x ir.Tensor) ir.Tensor { return x.MaxAxes(false, len(x.Shape())-1) }},
 	{"max-first", func(x ir.Tensor) ir.Tensor { return x.MaxAxes(false, 0) }},
 	{"max-prologue", func(x ir.Tensor) ir.Tensor { return x.Mul(x).Neg().MaxAxes(true, len(x.Shape())-1) }},
