@@ -58,6 +58,11 @@ func nnGraphs(r, c, s, d int) []struct {
 		{"softmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Softmax(1)) })},
 		{"logsoftmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LogSoftmax(1)) })},
 		{"layernorm", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LayerNorm(1, 1e-5)) })},
+		{"attn", mk(func(b *ir.Builder) ir.Tensor { // issue 21's softmax(Q·Kᵀ·s)·V, no layernorm
+			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
+			q, k, v := in("q"), in("k"), in("v")
+			return out(b, q.MatMul(k.T()).MulScalar(1/float32(sqrtInt(d))).Softmax(1).MatMul(v))
+		})},
 		{"attention", mk(func(b *ir.Builder) ir.Tensor {
 			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
 			q, k, v := in("q"), in("k"), in("v")

@@ -114,12 +114,12 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	rowValues(0)
 	for pass := 0; pass < pl.Passes; pass++ {
-		fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n", per)
 		if wg {
-			fmt.Fprintf(b, "\t\tlet r = j * %du + t;\n", SumThreads)
-		} else {
-			b.WriteString("\t\tlet r = j;\n")
+			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), at, partAt, shared), 1))
+			rowValues(pass + 1)
+			continue
 		}
+		fmt.Fprintf(b, "\tfor (var j = 0u; j < %du; j++) {\n\t\tlet r = j;\n", per)
 		for _, j := range pl.Accs[pass] {
 			fmt.Fprintf(b, "\t\ta%d[j] = %s;\n", j, rowIdentity(k.Body[j].Op))
 		}
@@ -129,56 +129,106 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t\t}\n\t}\n")
 		for _, j := range pl.Accs[pass] {
 			c := "combine_" + k.Body[j].Op.Info().Wire
-			if wg && per > 1 {
-				// Leaf j·SumThreads+t to red, then thread t's contiguous run back.
-				fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { red[%s] = a%d[q]; }\n", per, at(fmt.Sprintf("q * %du + t", SumThreads)), j)
-				b.WriteString("\tworkgroupBarrier();\n")
-				fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { a%d[q] = red[%s]; }\n", per, j, at(fmt.Sprintf("t * %du + q", per)))
-				b.WriteString("\tworkgroupBarrier();\n")
-			}
 			if per > 1 {
 				fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", per)
 				fmt.Fprintf(b, "\t\tfor (var l = 0u; l < %du; l = l + 2u * w) { a%d[l] = %s(a%d[l], a%d[l + w]); }\n\t}\n", per, j, c, j, j)
 			}
-			if !wg {
-				fmt.Fprintf(b, "\tlet r%d = a%d[0];\n", j, j)
-				continue
-			}
-			// The threads' partials: groups of rowGroup by their tree, each
-			// in one thread, then every thread the tree over the groups'
-			// values (subtrees of the same tree). A barrier before the next
-			// write to red or part follows every read of them.
-			fmt.Fprintf(b, "\tred[t] = a%d[0];\n\tworkgroupBarrier();\n", j)
-			fmt.Fprintf(b, "\tif (t < %du) {\n", SumThreads/rowGroup)
-			fmt.Fprintf(b, "\t\tfor (var q = 0u; q < %du; q++) { g[q] = red[t * %du + q]; }\n", rowGroup, rowGroup)
-			b.WriteString(treeIn("g", rowGroup, c, 2))
-			fmt.Fprintf(b, "\t\t%s = g[0];\n\t}\n\tworkgroupBarrier();\n", partAt("t"))
-			fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) { g[q] = %s; }\n", SumThreads/rowGroup, partAt("q"))
-			if shared {
-				b.WriteString("\tworkgroupBarrier();\n")
-			}
-			b.WriteString(treeIn("g", SumThreads/rowGroup, c, 1))
-			fmt.Fprintf(b, "\tlet r%d = g[0];\n", j)
+			fmt.Fprintf(b, "\tlet r%d = a%d[0];\n", j, j)
 		}
 		rowValues(pass + 1)
 	}
 	b.WriteString("}\n")
 }
 
+// wgPass renders pass d of a rows kernel whose rows get a workgroup each
+// (see rowsKernel), written out step by step: every index of a private
+// array is a constant, so that they stay in registers (a loop over them
+// left NVIDIA's compiler spilling them to memory).
+func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, at, partAt func(string) string, shared bool) []string {
+	n, per := pl.Red.Leaves, pl.P/SumThreads
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	for j := range per {
+		add("{")
+		add("\tlet r = %du + t;", j*SumThreads)
+		for _, a := range pl.Accs[d] {
+			add("\ta%d[%d] = %s;", a, j, rowIdentity(k.Body[a].Op))
+		}
+		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
+		if (j+1)*SumThreads > n {
+			add("\tif (r < %du) {", n)
+			add("\t\tlet i = base + r;")
+			for _, ln := range body {
+				add("\t\t%s", ln)
+			}
+			add("\t}")
+		} else {
+			add("\tlet i = base + r;")
+			for _, ln := range body {
+				add("\t%s", ln)
+			}
+		}
+		add("}")
+	}
+	for _, a := range pl.Accs[d] {
+		c := "combine_" + k.Body[a].Op.Info().Wire
+		if per > 1 {
+			// Leaf q·SumThreads+t to red, then thread t's contiguous run back.
+			for q := range per {
+				add("red[%s] = a%d[%d];", at(fmt.Sprintf("%du + t", q*SumThreads)), a, q)
+			}
+			add("workgroupBarrier();")
+			for q := range per {
+				add("a%d[%d] = red[%s];", a, q, at(fmt.Sprintf("t * %du + %du", per, q)))
+			}
+			add("workgroupBarrier();")
+			lines = append(lines, treeUnrolled(fmt.Sprintf("a%d", a), per, c)...)
+		}
+		// The threads' partials: groups of rowGroup by their tree, each
+		// in one thread, then every thread the tree over the groups'
+		// values (subtrees of the same tree). A barrier before the next
+		// write to red or part follows every read of them.
+		add("red[t] = a%d[0];", a)
+		add("workgroupBarrier();")
+		add("if (t < %du) {", SumThreads/rowGroup)
+		for q := range rowGroup {
+			add("\tg[%d] = red[t * %du + %du];", q, rowGroup, q)
+		}
+		for _, ln := range treeUnrolled("g", rowGroup, c) {
+			add("\t%s", ln)
+		}
+		add("\t%s = g[0];", partAt("t"))
+		add("}")
+		add("workgroupBarrier();")
+		for q := range SumThreads / rowGroup {
+			add("g[%d] = %s;", q, partAt(fmt.Sprintf("%du", q)))
+		}
+		if shared {
+			add("workgroupBarrier();")
+		}
+		lines = append(lines, treeUnrolled("g", SumThreads/rowGroup, c)...)
+		add("let r%d = g[0];", a)
+	}
+	return lines
+}
+
+// treeUnrolled renders the pairwise tree over the first n (a power of
+// two) values of private array v, in place, by combining function c, one
+// combination a line.
+func treeUnrolled(v string, n int, c string) []string {
+	var lines []string
+	for w := 1; w < n; w *= 2 {
+		for l := 0; l < n; l += 2 * w {
+			lines = append(lines, fmt.Sprintf("%s[%d] = %s(%s[%d], %s[%d]);", v, l, c, v, l, v, l+w))
+		}
+	}
+	return lines
+}
+
 // rowGroup is how many threads' partials of a rows kernel's reduction one
 // thread combines, in registers, before the tree over the groups: two
 // barriers instead of one per level of the tree over SumThreads partials.
 const rowGroup = 16
-
-// treeIn renders the pairwise tree over the first n (a power of two)
-// values of private array v, in place, by combining function c.
-func treeIn(v string, n int, c string, tabs int) string {
-	return codegen.Indent([]string{
-		fmt.Sprintf("for (var w = 1u; w < %du; w = w * 2u) {", n),
-		fmt.Sprintf("\tfor (var l = 0u; l < %du; l = l + 2u * w) { %s[l] = %s(%s[l], %s[l + w]); }", n, v, c, v, v),
-		"}",
-	}, tabs)
-}
 
 // rowOps returns the reductions of rows kernel k, each once.
 func rowOps(k *ir.Kernel) []ir.Op {
