@@ -34,7 +34,9 @@ const NarrowSide = 32
 // its 64×128 one where 128×128 makes fewer than WaveGroups workgroups; an
 // output with a side of at most NarrowSide (a last layer's 16 classes, and
 // its weight gradient) gets a narrow tile (see narrow), one output per
-// thread and no thread idle; others a 64×64 or, when small, 32×32 tile. A tile
+// thread and no thread idle; others a 64×64 tile, or a 32×32 one when
+// small or when 64×64 makes fewer than WaveGroups workgroups (the [2048,64]
+// product of attention at sequence 2048: 32 of 64×64, 128 of 32×32). A tile
 // that needs more threads or workgroup memory than the device allows is
 // replaced by the next smaller one. Options.Tile overrides the choice, and
 // so does a well-formed tuned tile from Options.TileFor.
@@ -106,7 +108,7 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 		return TileLarge
 	case min(k.M, k.N) <= NarrowSide && max(k.M, k.N) > NarrowSide && k.M*k.N >= 128*128:
 		return narrow(k)
-	case k.M*k.N >= 128*128:
+	case k.M*k.N >= 128*128 && groups(k, TileMedium) >= WaveGroups:
 		return TileMedium
 	}
 	return TileSmall

@@ -40,3 +40,29 @@ func TestTunedTileWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestTileGroups checks the rule's choice where a larger tile would make
+// fewer than WaveGroups workgroups.
+func TestTileGroups(t *testing.T) {
+	tests := []struct {
+		name    string
+		m, k, n int
+		want    ir.Tile
+	}{
+		{"square 1024", 1024, 1024, 1024, TileWide},
+		{"square 2048", 2048, 64, 2048, TileLarge},
+		{"attention values, seq 2048", 2048, 2048, 64, TileSmall},
+		{"attention values, seq 256", 256, 256, 64, TileSmall},
+		{"tall, 64 wide", 8192, 64, 64, TileMedium},
+		{"small", 100, 30, 50, TileSmall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &ir.Kernel{Kind: ir.KernelMatmul, M: tt.m, K: tt.k, N: tt.n,
+				Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{tt.m, tt.k}), ir.PlainOperand(1, ir.Shape{tt.k, tt.n})}}
+			if got := choose(k, Options{}); got != tt.want {
+				t.Errorf("%dx%dx%d: tile %+v, want %+v (%d groups)", tt.m, tt.k, tt.n, got, tt.want, groups(k, got))
+			}
+		})
+	}
+}
