@@ -34,6 +34,27 @@
 // for bit. Rows of one leaf, reductions over leading or middle axes, split
 // sums and rows longer than RowLeaves stay unfused.
 //
+// # The cost model: when a broadcast sinks
+//
+// The views pass moves a broadcast of an elementwise node x (s elements,
+// w operations each, OpInfo.Cost) to x's arguments when that pays in the
+// units of Cost, operations and bytes, converted at Balance operations per
+// byte:
+//
+//	w·(t − s) ≤ Balance·(t + 8·s + launch)
+//
+// Sunk, x runs once per broadcast element (t of them): w·(t − s) more
+// operations in the kernel that reads the broadcast. Not sunk, x's s
+// values are stored and read back (8·s bytes) and, on a workgroup backend
+// where x would be a kernel of its own (not the epilogue of the reduction
+// or matmul computing its argument), cost a dispatch (launch =
+// LaunchBytes; 0 on CPU targets). The reader moves at least 4·t bytes; a
+// quarter of that memory time (t) is what the sunk operations may fill.
+// For large broadcasts the rule is w ≤ Balance: add or maximum sink, exp
+// or rsqrt over a row's statistic stay once per row. TestSinkCost shows
+// the decisions on a few graphs; `gpucc build --explain` prints each
+// kernel's flops and bytes (KernelCost).
+//
 // The pipeline is a named, ordered list (Pipeline). Graph passes rewrite the
 // graph; "fuse" lowers it to a Program; program passes rewrite the Program.
 // The driver validates the graph once after the passes that rewrite it

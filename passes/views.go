@@ -15,12 +15,12 @@ import "github.com/gpucc/gpucc/ir"
 // another order. When x has other uses it is stored for them anyway, and
 // the view reads that buffer through strides; sinking would compute x a
 // second time and read all of x's arguments instead of one buffer. A
-// broadcast sinks only through ops of at most cheapOps operations per
-// element, since below it the op runs once per broadcast element rather
-// than once per argument element (exp or div over a row, say, stays a
-// small kernel whose result is read broadcast). A reshape sinks only where
-// strides express it over every argument that is a view (see sinks). A
-// view of a full becomes a full.
+// broadcast sinks only where the cost model says it pays (sinkPays: x
+// then runs once per broadcast element rather than once per argument
+// element, exp or div over a row, say, against a small kernel whose
+// result is read broadcast). A reshape sinks only where strides express
+// it over every argument that is a view (see sinks). A view of a full
+// becomes a full.
 func sinkViews(st *State) error {
 	if st.Options.NoFuse {
 		return nil
@@ -54,11 +54,46 @@ func sinkViews(st *State) error {
 	return dce(st)
 }
 
-// cheapOps is the most operations per element (OpInfo.Cost) an op may cost
-// for a broadcast to sink through it: the seed's ops, neg, maximum,
-// minimum, greater, equal, mask and floor do; div, exp, log, tanh, sqrt,
-// rsqrt, sigmoid, ceil and round (over 16) do not.
-const cheapOps = 16
+// The cost model for sinking a broadcast (the rule in the package doc).
+// A broadcast of x from s to t elements sinks through x when
+//
+//	w·(t − s) ≤ Balance·(t + 8·s + launch)
+//
+// w is x's operations per element (OpInfo.Cost). Sinking adds w·(t − s)
+// operations to the kernel that reads the broadcast, and saves x's own
+// pass: x's s values stored and read back (8·s bytes) and, when x would be
+// a kernel of its own (not an epilogue of the reduction or matmul that
+// computes its argument) on a workgroup backend, a dispatch (LaunchBytes).
+// The reader moves at least 4·t bytes, a quarter of which (t) is the
+// memory time a sunk op may fill with arithmetic. Balance converts bytes
+// to operations. For a large broadcast (t ≫ s) this is w ≤ Balance: the
+// seed's ops, neg, maximum, minimum, greater, equal, mask and floor sink;
+// div, exp, log, tanh, sqrt, rsqrt, sigmoid, ceil and round (over 16)
+// sink only into a few times their own elements (exp, 63 per element, into
+// at most 4 times), or where they save a dispatch.
+const (
+	// Balance is the operations a device runs in the time it moves one
+	// byte: the H200's 67 TFLOP/s of float32 over its 4.8 TB/s is 14.
+	Balance = 16
+	// LaunchBytes is a dispatch's fixed cost, in the bytes moved in its
+	// time: a few microseconds of a GPU's bandwidth (the H200 moves 24 MB
+	// in 5 µs; this is a conservative 1 MiB). CPU targets call a
+	// function: they use 0 (Options.MaxInvocations unset).
+	LaunchBytes = 1 << 20
+)
+
+// sinkPays reports whether the cost model lets a broadcast to shape
+// target sink through elementwise node n (alone: n would be a kernel of
+// its own) under options o.
+func sinkPays(n ir.Node, target ir.Shape, alone bool, o Options) bool {
+	w := n.Op.Info().Cost([]ir.Shape{{1}, {1}}, ir.Shape{1})
+	s, t := int64(n.Shape.Len()), int64(target.Len())
+	saved := ir.SatAdd(t, ir.SatMul(8, s))
+	if alone && o.MaxInvocations > 0 {
+		saved = ir.SatAdd(saved, LaunchBytes)
+	}
+	return ir.SatMul(w, t-s) <= ir.SatMul(Balance, saved)
+}
 
 type sinker struct {
 	st     *State
@@ -67,6 +102,8 @@ type sinker struct {
 	nodes  []ir.Node // the graph after
 	origin []ir.NodeID
 	users  []int // per new node: its uses, as the old node it stands for had
+	// inEpilogue memoises fused, per new node.
+	inEpilogue map[ir.NodeID]bool
 }
 
 func (s *sinker) add(n ir.Node, origin ir.NodeID, users int) ir.NodeID {
@@ -94,6 +131,38 @@ func (s *sinker) view(op ir.Op, shape ir.Shape, a ir.NodeID, origin ir.NodeID, u
 	return s.add(ir.Node{Op: op, Args: []ir.NodeID{a}, Shape: shape}, origin, users)
 }
 
+// epilogue reports whether elementwise node n would be computed in the
+// kernel of a reduction or matmul it reads (fuse joins elementwise nodes
+// over a reduction's result, or a matmul's, to that kernel as its
+// epilogue): some argument of n's shape is such a node, or an elementwise
+// node that is itself an epilogue.
+func (s *sinker) epilogue(n ir.Node) bool {
+	for _, a := range n.Args {
+		if s.nodes[a].Shape.Equal(n.Shape) && s.fused(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// fused reports whether new node a is a reduction or matmul, or an
+// elementwise node that is an epilogue of one (memoised: a DAG's paths
+// are exponentially many).
+func (s *sinker) fused(a ir.NodeID) bool {
+	if v, ok := s.inEpilogue[a]; ok {
+		return v
+	}
+	m := s.nodes[a]
+	k := m.Op.Info().Kernel
+	v := !m.Op.IsElementwise() && !m.Op.IsView() && (k == ir.KernelSum || k == ir.KernelMatmul) ||
+		m.Op.IsElementwise() && s.epilogue(m)
+	if s.inEpilogue == nil {
+		s.inEpilogue = map[ir.NodeID]bool{}
+	}
+	s.inEpilogue[a] = v
+	return v
+}
+
 // sinks reports whether view op (to shape) may sink through elementwise
 // node n: a broadcast only through a cheap op, and a reshape only where
 // strides express it over each argument that is itself a view (a reshape
@@ -102,7 +171,7 @@ func (s *sinker) view(op ir.Op, shape ir.Shape, a ir.NodeID, origin ir.NodeID, u
 func (s *sinker) sinks(op ir.Op, shape ir.Shape, n ir.Node) bool {
 	switch op {
 	case ir.OpBroadcast:
-		return n.Op.Info().Cost([]ir.Shape{{1}, {1}}, ir.Shape{1}) <= cheapOps
+		return sinkPays(n, shape, !s.epilogue(n), s.st.Options)
 	case ir.OpReshape:
 		for _, a := range n.Args {
 			if !s.nodes[a].Op.IsView() {
