@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // module returns a minimal wasm module whose target_features section
@@ -139,5 +141,36 @@ func TestSpinningCompilerIsKilled(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the run returned after %v, for a limit of 1s", d)
+	}
+}
+
+// TestNativeCFlags: -mavx2 only on x86-64 with AVX2 requested, -mno-fma on
+// every x86-64 build and after -mavx2 (a later flag wins), no ISA flag
+// elsewhere, and the exactness flags always.
+func TestNativeCFlags(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		avx2 bool
+		isa  []string
+	}{
+		{"amd64", false, []string{"-mno-fma"}},
+		{"amd64", true, []string{"-mavx2", "-mno-fma"}},
+		{"arm64", true, nil},
+	} {
+		flags := nativeCFlags(tc.arch, tc.avx2)
+		var isa []string
+		for _, f := range flags {
+			if strings.HasPrefix(f, "-m") {
+				isa = append(isa, f)
+			}
+		}
+		if diff := cmp.Diff(tc.isa, isa); diff != "" {
+			t.Errorf("%s avx2=%v: ISA flags (-want +got):\n%s", tc.arch, tc.avx2, diff)
+		}
+		for _, need := range []string{"-ffp-contract=off", "-fno-fast-math", "-O3"} {
+			if !slices.Contains(flags, need) {
+				t.Errorf("%s avx2=%v: %v lacks %s", tc.arch, tc.avx2, flags, need)
+			}
+		}
 	}
 }
