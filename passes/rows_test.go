@@ -210,3 +210,50 @@ func TestRowsSiblings(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionKernels checks softmax(q·kᵀ·s)·v at issue 21's shapes:
+// three kernels, the scale in the first matmul's epilogue, the softmax one
+// rows kernel between the matmuls (the layernorm after it, as in the
+// benchmark's block, is a fourth: a matmul's epilogue does not reduce).
+func TestAttentionKernels(t *testing.T) {
+	for _, tc := range []struct {
+		seq   int
+		norm  bool
+		kinds []string
+	}{
+		{256, false, []string{"matmul", "rows", "matmul"}},
+		{2048, false, []string{"matmul", "rows", "matmul"}},
+		{256, true, []string{"matmul", "rows", "matmul", "rows"}},
+	} {
+		t.Run(fmt.Sprintf("seq %d, layernorm %v", tc.seq, tc.norm), func(t *testing.T) {
+			const d = 64
+			lim := ir.Limits{MaxElements: 1 << 24, MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+			b := ir.NewBuilder()
+			in := func() ir.Tensor { return b.Input(ir.Shape{tc.seq, d}, make([]float32, tc.seq*d)) }
+			q, k, v := in(), in(), in()
+			y := q.MatMul(k.T()).MulScalar(0.125).Softmax(1).MatMul(v)
+			if tc.norm {
+				y = y.LayerNorm(1, 1e-5)
+			}
+			b.Output("y", y)
+			g, err := b.Build(lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := Compile(g, Options{Limits: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range p.Kernels {
+				got = append(got, k.Kind.String())
+			}
+			if diff := cmp.Diff(tc.kinds, got); diff != "" {
+				t.Errorf("kernels (-want +got):\n%s\n%s", diff, p)
+			}
+			if s := p.Kernels[0].Body; len(s) < 2 || s[len(s)-1].Op != ir.OpMulScalar {
+				t.Errorf("the scale is not the first matmul's epilogue:\n%s", p)
+			}
+		})
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestExplainRows compares the --explain plans of softmax and layernorm,
-// each one rows kernel (and four kernels on webgl2, as the plan says),
-// with the golden files in testdata/rows (-update rewrites them).
+// TestExplainRows compares the --explain plans of softmax, layernorm and
+// a per-row cross-entropy, each one rows kernel (and four kernels or more
+// on webgl2, as the plan says), and of attention, softmax(q·kᵀ·s)·v, three
+// kernels (a matmul with the scale in its epilogue, the rows kernel, a
+// matmul), with the golden files in testdata/rows (-update rewrites them).
 func TestExplainRows(t *testing.T) {
-	for _, name := range []string{"softmax", "layernorm"} {
+	for _, name := range []string{"softmax", "layernorm", "cross_entropy", "attention"} {
 		t.Run(name, func(t *testing.T) {
 			graph, err := filepath.Abs(filepath.Join("testdata", "rows", name+".json"))
 			if err != nil {
