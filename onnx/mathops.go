@@ -14,6 +14,22 @@ func unary(f func(b *ir.Builder, x ir.Tensor) ir.Tensor) func(c *importer) ([]va
 	return func(c *importer) ([]value, *ir.Error) { return c.unaryOp(f) }
 }
 
+// unaryInt is unary on float32, with fi folded on an integer constant
+// (wrapped to its type, as ONNX's fixed-width integers are).
+func unaryInt(f func(b *ir.Builder, x ir.Tensor) ir.Tensor, fi func(int64) int64) func(c *importer) ([]value, *ir.Error) {
+	return func(c *importer) ([]value, *ir.Error) {
+		if v := c.in(0); !v.set && v.c.Type.isInt() && v.c.Type != Bool {
+			dt := v.c.Type
+			r, err := c.elementwise(dt, func(x []number) (number, *ir.Error) { return number{i: wrapInt(dt, fi(x[0].i))}, nil }, v.c)
+			if err != nil {
+				return nil, err
+			}
+			return one(constValue(r))
+		}
+		return c.unaryOp(f)
+	}
+}
+
 func (c *importer) unaryOp(f func(b *ir.Builder, x ir.Tensor) ir.Tensor) ([]value, *ir.Error) {
 	x, err := c.rtIn(0)
 	if err != nil {
@@ -212,6 +228,35 @@ func whereOp(c *importer) ([]value, *ir.Error) {
 // attributes before opset 11, scalar inputs from it (a constant one as the
 // scalar form, a run-time one broadcast).
 func clipOp(c *importer) ([]value, *ir.Error) {
+	if v := c.in(0); !v.set && v.c.Type.isInt() && v.c.Type != Bool && c.opset >= 11 {
+		// numpy's clip on integers: min(max(x, lo), hi), each bound optional.
+		ts := []*Tensor{v.c}
+		for k := 1; k <= 2; k++ {
+			b := c.in(k)
+			if b == nil {
+				ts = append(ts, nil)
+				continue
+			}
+			if b.set || b.c.Type != v.c.Type || b.c.Len() != 1 {
+				return nil, c.invalid("a bound of an integer clip must be a constant scalar of its type")
+			}
+			ts = append(ts, b.c)
+		}
+		r, err := c.elementwise(v.c.Type, func(x []number) (number, *ir.Error) {
+			y := x[0].i
+			if ts[1] != nil {
+				y = max(y, ts[1].Int64[0])
+			}
+			if ts[2] != nil {
+				y = min(y, ts[2].Int64[0])
+			}
+			return number{i: y}, nil
+		}, v.c)
+		if err != nil {
+			return nil, err
+		}
+		return one(constValue(r))
+	}
 	x, err := c.rtIn(0)
 	if err != nil {
 		return nil, err
@@ -258,10 +303,13 @@ func clipOp(c *importer) ([]value, *ir.Error) {
 
 // variadic folds op over the inputs left to right (Sum, Max, Min), and
 // for Mean divides by their number, as the reference does.
-func variadic(op ir.Op, mean bool) func(c *importer) ([]value, *ir.Error) {
+func variadic(op ir.Op, mean bool, fi func(a, b int64) int64) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
 		if c.nin() == 0 {
 			return nil, c.invalid("no inputs")
+		}
+		if r, ok, err := c.foldInts(fi); ok || err != nil {
+			return r, err
 		}
 		acc, err := c.rtIn(0)
 		if err != nil {
@@ -522,4 +570,32 @@ func layerNormOp(c *importer) ([]value, *ir.Error) {
 		y = y.Add(bias)
 	}
 	return []value{rtValue(y), rtValue(reshape(mean, reduced)), rtValue(reshape(inv, reduced))}, nil
+}
+
+// foldInts folds fi left to right over the inputs when every one is an
+// integer constant of one type (ok false otherwise, fi nil included).
+func (c *importer) foldInts(fi func(a, b int64) int64) ([]value, bool, *ir.Error) {
+	if fi == nil {
+		return nil, false, nil
+	}
+	var ts []*Tensor
+	for k := 0; k < c.nin(); k++ {
+		v := c.in(k)
+		if v == nil || v.set || !v.c.Type.isInt() || v.c.Type == Bool || v.c.Type != c.in(0).c.Type {
+			return nil, false, nil
+		}
+		ts = append(ts, v.c)
+	}
+	dt := ts[0].Type
+	r, err := c.elementwise(dt, func(x []number) (number, *ir.Error) {
+		acc := x[0].i
+		for _, y := range x[1:] {
+			acc = wrapInt(dt, fi(acc, y.i))
+		}
+		return number{i: acc}, nil
+	}, ts...)
+	if err != nil {
+		return nil, true, err
+	}
+	return []value{constValue(r)}, true, nil
 }

@@ -81,7 +81,7 @@ func init() {
 		"Xor":            {since: 7, fn: logic(func(x []bool) bool { return x[0] != x[1] }, func(x []ir.Tensor) ir.Tensor { return not(x[0].Apply(ir.OpEqual, x[1])) })},
 		"Where":          {since: 9, fn: whereOp},
 
-		"Neg":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() })},
+		"Neg":   {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() }, func(x int64) int64 { return -x })},
 		"Relu":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},
 		"Exp":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp() })},
 		"Log":   {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Log() })},
@@ -91,7 +91,7 @@ func init() {
 		"Round": {since: 11, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpRound) })},
 		"Ceil":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCeil) })},
 		// |x| = max(x, -x): exact, NaN for NaN.
-		"Abs": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) })},
+		"Abs": {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) }, func(x int64) int64 { return max(x, -x) })},
 		// 1/x, correctly rounded (numpy's reciprocal).
 		"Reciprocal": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return b.Full(x.Shape(), 1).Div(x) })},
 		// 1/(1 + e^-x), the reference's order.
@@ -140,12 +140,20 @@ func init() {
 			}
 			return one(rtValue(x.Relu().Add(x.MinimumScalar(0).Mul(slope))))
 		}},
-		"Clip": {since: 6, attrs: []string{"min", "max"}, fn: clipOp},
+		"Sign":            {since: 9, fn: signOp},
+		"IsNaN":           {since: 9, fn: isNaNOp},
+		"IsInf":           {since: 10, attrs: []string{"detect_positive", "detect_negative"}, fn: isInfOp},
+		"Celu":            {since: 12, attrs: []string{"alpha"}, fn: celuOp},
+		"HardSwish":       {since: 14, fn: hardSwishOp},
+		"ThresholdedRelu": {since: 10, attrs: []string{"alpha"}, fn: thresholdedReluOp},
+		"Shrink":          {since: 9, attrs: []string{"bias", "lambd"}, fn: shrinkOp},
+		"Trilu":           {since: 14, attrs: []string{"upper"}, fn: triluOp},
+		"Clip":            {since: 6, attrs: []string{"min", "max"}, fn: clipOp},
 
-		"Sum":  {since: 8, fn: variadic(ir.OpAdd, false)},
-		"Mean": {since: 8, fn: variadic(ir.OpAdd, true)},
-		"Max":  {since: 8, fn: variadic(ir.OpMaximum, false)},
-		"Min":  {since: 8, fn: variadic(ir.OpMinimum, false)},
+		"Sum":  {since: 8, fn: variadic(ir.OpAdd, false, func(a, b int64) int64 { return a + b })},
+		"Mean": {since: 8, fn: variadic(ir.OpAdd, true, nil)},
+		"Max":  {since: 8, fn: variadic(ir.OpMaximum, false, func(a, b int64) int64 { return max(a, b) })},
+		"Min":  {since: 8, fn: variadic(ir.OpMinimum, false, func(a, b int64) int64 { return min(a, b) })},
 
 		"MatMul": {since: 1, fn: matmulOp},
 		"Gemm":   {since: 7, attrs: []string{"alpha", "beta", "transA", "transB"}, fn: gemmOp},

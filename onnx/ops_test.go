@@ -64,6 +64,32 @@ func TestOpsExact(t *testing.T) {
 			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)}, []msg{valueInfo("first", 2), valueInfo("last", 2), valueInfo("min", 2)})),
 		x:    []float32{1, -1, 0, 1, 0, negz}, // q = [[+Inf, -Inf, NaN], [-Inf, 0, -0]]
 		want: map[string][]float32{"first": {2, 1}, "last": {2, 2}, "min": {2, 0}},
+	}, {
+		// Selections and tests of NaN, ±Inf and ±0 (numpy's sign(-0) is +0).
+		name: "Sign IsNaN IsInf Trilu ThresholdedRelu",
+		model: model(14, graph(
+			[]msg{div,
+				node("Sign", "sign", []string{"q"}, []string{"sign"}),
+				node("IsNaN", "isnan", []string{"q"}, []string{"isnan"}),
+				node("IsInf", "isinf", []string{"q"}, []string{"isinf"}),
+				node("IsInf", "isposinf", []string{"q"}, []string{"isposinf"}, attrInt("detect_negative", 0)),
+				node("Trilu", "triu", []string{"q"}, []string{"triu"}),
+				node("Trilu", "tril", []string{"q"}, []string{"tril"}, attrInt("upper", 0)),
+				node("ThresholdedRelu", "trelu", []string{"q"}, []string{"trelu"})},
+			nil,
+			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)},
+			[]msg{valueInfo("sign", 2, 3), valueInfo("isnan", 2, 3), valueInfo("isinf", 2, 3), valueInfo("isposinf", 2, 3),
+				valueInfo("triu", 2, 3), valueInfo("tril", 2, 3), valueInfo("trelu", 2, 3)})),
+		x: []float32{1, -1, 0, 1, 0, negz}, // q = [[+Inf, -Inf, NaN], [-Inf, 0, -0]]
+		want: map[string][]float32{
+			"sign":     {1, -1, nan, -1, 0, 0},
+			"isnan":    {0, 0, 1, 0, 0, 0},
+			"isinf":    {1, 1, 0, 1, 0, 0},
+			"isposinf": {1, 0, 0, 0, 0, 0},
+			"triu":     {pinf, ninf, nan, 0, 0, negz},
+			"tril":     {pinf, 0, 0, ninf, 0, 0},
+			"trelu":    {pinf, 0, nan, 0, 0, 0},
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
