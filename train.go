@@ -97,11 +97,17 @@ func StepGraph(g *ir.Graph, loss string, lr float32) (*ir.Graph, error) {
 // guardLoss makes the step graph sg's loss output NaN when an updated
 // parameter is not finite, so that the finiteness check every read-back
 // output gets (non_finite_output) covers the parameters, which a step
-// keeps on the device unread. The loss becomes loss − c·c with c the sum
-// over every parameter of sum(p′·0): c is ±0 when every p′ is finite
+// keeps on the device unread. The loss becomes loss − c·c with c a sum of
+// p′·0 over every updated parameter p′: c is ±0 when every p′ is finite
 // (and c·c is +0, which subtracts exactly, even from −0) and NaN as soon
-// as one is ±Inf or NaN. It costs a pass over the parameters and no
-// transfer; nothing folds p′·0, which is not 0 for every float.
+// as one is ±Inf or NaN. Nothing folds p′·0, which is not 0 for every
+// float.
+//
+// It costs a pass over the parameters and no transfer. The parameters
+// share sums: each joins the first sum over a shape its own broadcasts to
+// (numpy's rule; largest parameters first), so that an MLP's weights and
+// biases of [n,n] and [n] are one sum of w1′·0 + w2′·0 + b1′·0 + b2′·0
+// rather than four (any order of adding ±0 and NaN gives ±0 or NaN).
 func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 	lossAt := -1
 	var updated []ir.NodeID
@@ -120,15 +126,32 @@ func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 		sg.Nodes = append(sg.Nodes, n)
 		return ir.NodeID(len(sg.Nodes) - 1)
 	}
-	c := ir.NodeID(-1)
+	slices.SortStableFunc(updated, func(a, b ir.NodeID) int { return sg.Nodes[b].Shape.Len() - sg.Nodes[a].Shape.Len() })
+	type term struct {
+		shape ir.Shape
+		v     ir.NodeID // the sum's argument so far
+	}
+	var terms []term
 	for _, p := range updated {
 		shape := slices.Clone(sg.Nodes[p].Shape)
 		z := add(ir.Node{Op: ir.OpMulScalar, Args: []ir.NodeID{p}, Shape: shape, Scalar: 0})
-		target, result, err := ir.ReduceTarget(len(sg.Nodes), shape, nil, true, false)
+		i := slices.IndexFunc(terms, func(t term) bool { return broadcastsTo(shape, t.shape) })
+		if i < 0 {
+			terms = append(terms, term{shape, z})
+			continue
+		}
+		if target := terms[i].shape; !shape.Equal(target) {
+			z = add(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{z}, Shape: slices.Clone(target)})
+		}
+		terms[i].v = add(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{terms[i].v, z}, Shape: slices.Clone(terms[i].shape)})
+	}
+	c := ir.NodeID(-1)
+	for _, t := range terms {
+		target, result, err := ir.ReduceTarget(len(sg.Nodes), t.shape, nil, true, false)
 		if err != nil {
 			return err
 		}
-		s := add(ir.Node{Op: ir.OpSum, Args: []ir.NodeID{z}, Shape: target})
+		s := add(ir.Node{Op: ir.OpSum, Args: []ir.NodeID{t.v}, Shape: target})
 		if !result.Equal(target) {
 			s = add(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{s}, Shape: result})
 		}
@@ -142,6 +165,21 @@ func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 	l := sg.Outputs[lossAt].ID
 	sg.Outputs[lossAt].ID = add(ir.Node{Op: ir.OpSub, Args: []ir.NodeID{l, sq}, Shape: slices.Clone(sg.Nodes[l].Shape)})
 	return nil
+}
+
+// broadcastsTo reports whether shape s broadcasts to target by numpy's
+// rule: right-aligned, each dimension of s target's or 1.
+func broadcastsTo(s, target ir.Shape) bool {
+	off := len(target) - len(s)
+	if off < 0 {
+		return false
+	}
+	for d, n := range s {
+		if n != 1 && n != target[d+off] {
+			return false
+		}
+	}
+	return true
 }
 
 // Kernels returns the number of kernels a step dispatches.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/bench"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/grad"
 	"github.com/gpucc/gpucc/ir"
@@ -113,9 +114,23 @@ func TestTrainFixture(t *testing.T) {
 // TestTrainerNewBatches steps a Trainer with a new batch every step and
 // checks each loss and the final parameters, bit for bit, against cpuref
 // evaluating the step graph with the previous step's parameters.
+//
+// The graphs: the fixture's MLP, and BenchmarkMLPTrainStep's three layers
+// (small), whose loss guard shares one sum among [n,n] weights and [n]
+// biases of two layers.
 func TestTrainerNewBatches(t *testing.T) {
-	g, want := loadFixture(t)
-	sg, err := grad.Step(g, "loss", want.LR)
+	fixture, fx := loadFixture(t)
+	for _, c := range []struct {
+		name string
+		g    *ir.Graph
+		lr   float32
+	}{{"fixture", fixture, fx.LR}, {"mlp3", bench.MLP(64, 32, 48, 5), 0.05}} {
+		t.Run(c.name, func(t *testing.T) { trainerNewBatches(t, c.g, c.lr) })
+	}
+}
+
+func trainerNewBatches(t *testing.T, g *ir.Graph, lr float32) {
+	sg, err := grad.Step(g, "loss", lr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +138,7 @@ func TestTrainerNewBatches(t *testing.T) {
 		t.Run(be, func(t *testing.T) {
 			ctx := context.Background()
 			rt := open(t, be)
-			tr, err := rt.NewTrainer(ctx, g, "loss", want.LR)
+			tr, err := rt.NewTrainer(ctx, g, "loss", lr)
 			if err != nil {
 				t.Fatal(err)
 			}
