@@ -1,10 +1,12 @@
 package gpucc_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/internal/gpucctest"
+	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
 
@@ -62,4 +64,29 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// TestRandomRows runs random compositions of exp, sum, max, div and
+// broadcasts over rows (irtest.RandomRows; passes.TestRandomRows checks
+// their kernel count) on every backend, bit for bit against cpuref: short
+// rows (a thread each in WGSL), rows of a workgroup, several leaves per
+// thread, and a rank-3 shape whose per-row values broadcast along a
+// middle axis.
+func TestRandomRows(t *testing.T) {
+	shapes := []ir.Shape{{5, 13}, {3, 256}, {2, 2039}, {2, 3, 509}}
+	n := 4
+	if testing.Short() {
+		n = 2
+	}
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			rt := open(t, backend)
+			for _, s := range shapes {
+				for seed := range n {
+					g, _ := irtest.RandomRows(uint64(seed), s)
+					t.Run(fmt.Sprintf("%v/%d", s, seed), func(t *testing.T) { checkRun(t, rt, g) })
+				}
+			}
+		})
+	}
 }

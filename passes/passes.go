@@ -34,6 +34,33 @@
 // for bit. Rows of one leaf, reductions over leading or middle axes, split
 // sums and rows longer than RowLeaves stay unfused.
 //
+// What the rule gives, in kernels: a connected composition of elementwise
+// ops and reductions over the trailing axis of one shape (its rows of 2 to
+// RowLeaves leaves), whose per-row values are read back at their row or
+// broadcast over it, is one kernel, however deep: softmax, log-softmax,
+// layernorm, variance, a per-row cross-entropy -sum(onehot·log_softmax(x))
+// and a user's exp/max/sum/div chain alike (TestRandomRows checks this on
+// random compositions; TestRowsKernelCounts on the composites). It stops
+// at
+//
+//   - a reduction over other rows (CrossEntropy's mean over the batch is
+//     a whole-tensor sum: its tree over N·C leaves is not a tree over the
+//     rows' results unless C is a power of two, so it stays a kernel of its
+//     own);
+//   - a matmul: its epilogue takes elementwise ops (the scale of
+//     softmax(q·kᵀ·s)·v), not a reduction over its rows, so attention is
+//     three kernels (matmul, rows, matmul) and a layernorm after it a
+//     fourth;
+//   - an output that is a per-row value broadcast back over its row: a
+//     rows kernel writes a per-row value once per row, so that output
+//     keeps its own kernel.
+//
+// The targets run a rows kernel by codegen.PlanRows. WGSL gives a row of
+// at least 256 (padded) leaves a workgroup whose thread t evaluates leaves
+// t, t+256, … (coalesced) and stages each reduction's leaves through
+// workgroup memory so that the tree is still cpuref's; shorter rows get a
+// thread each. C runs the rows in turn.
+//
 // # The cost model: when a broadcast sinks
 //
 // The views pass moves a broadcast of an elementwise node x (s elements,
