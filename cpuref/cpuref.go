@@ -25,6 +25,16 @@
 //     and each partial sum rounds separately. A tiled kernel reproduces this
 //     exactly as long as every output keeps one accumulator that walks k in
 //     ascending order.
+//   - conv2d(x, w): (ir.Conv2D: x [N,C,H,W], w [M,C/g,kH,kW], strides,
+//     pads, dilations, g groups) out[n,m,oh,ow] is one accumulator that
+//     starts at +0 and, for c = 0 … C/g-1, then kh = 0 … kH-1, then
+//     kw = 0 … kW-1 (ascending, kw fastest: the weight's own row-major
+//     order, which is the K order of an implicit GEMM over [M, C/g·kH·kW]),
+//     adds p = round(xp·w[m,c,kh,kw]) with one rounding each, where xp is
+//     x[n, (m/(M/g))·(C/g)+c, oh·sH-pT+kh·dH, ow·sW-pL+kw·dW], or +0 where
+//     that position lies in the padding. Padding is zeros, as in ONNX: a
+//     padded tap adds round(+0·w), which is ±0 (changing nothing, since the
+//     accumulator is never -0) or NaN for an infinite or NaN weight.
 //   - sum(x) of n elements: pad x with -0.0 to P, the smallest power of two
 //     ≥ n, then reduce the contiguous pairwise tree
 //     sum(x[lo:hi]) = sum(x[lo:mid]) + sum(x[mid:hi]), mid = (lo+hi)/2.
@@ -230,6 +240,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 	case ir.OpMatmul:
 		s := g.Nodes[n.Args[0]].Shape
 		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
+	case ir.OpConv2D:
+		return ar.conv2d(arg(0), arg(1), ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpLife: // its alive test is a comparison, which flushes too
 		return Life(ar.flushed(arg(0)), n.Shape[0], n.Shape[1])
 	case ir.OpBroadcast:
@@ -464,4 +476,46 @@ func ReduceFull(op ir.Op, v float32, n int) float32 {
 		return Binary(combine, sub(level-1, min(count, half)), sub(level-1, max(count-half, 0)))
 	}
 	return sub(levels, n)
+}
+
+// Conv2D returns conv2d of x and w (row-major, geometry c) with the
+// reference order (see the package doc).
+func Conv2D(x, w []float32, c ir.Conv2D) []float32 { return exact.conv2d(x, w, c, nil) }
+
+// conv2d is Conv2D that checks stop (when not nil) before each output
+// row and returns early, the rest zero, once it reports true.
+func (ar arith) conv2d(x, w []float32, c ir.Conv2D, stop func() bool) []float32 {
+	out := make([]float32, c.N*c.M*c.OH*c.OW)
+	at := 0
+	for n := range c.N {
+		for m := range c.M {
+			c0 := m / c.MG * c.CG // the group's first input channel
+			for oh := range c.OH {
+				if stop != nil && stop() {
+					return out
+				}
+				for ow := range c.OW {
+					var acc float32
+					for ci := range c.CG {
+						xc := x[(n*c.C+c0+ci)*c.H*c.W:]
+						wc := w[(m*c.CG+ci)*c.KH*c.KW:]
+						for kh := range c.KH {
+							ih := oh*c.SH - c.PT + kh*c.DH
+							for kw := range c.KW {
+								iw := ow*c.SW - c.PL + kw*c.DW
+								var xv float32 // +0: the padding
+								if ih >= 0 && ih < c.H && iw >= 0 && iw < c.W {
+									xv = xc[ih*c.W+iw]
+								}
+								acc = ar.add(acc, ar.mul(xv, wc[kh*c.KW+kw]))
+							}
+						}
+					}
+					out[at] = acc
+					at++
+				}
+			}
+		}
+	}
+	return out
 }

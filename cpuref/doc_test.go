@@ -35,8 +35,8 @@ func packageDoc(t *testing.T) []string {
 // backend must reproduce, has a rule (a bullet naming it) for every op of
 // the table but input, and names no op the table lacks.
 func TestDocDefinesEveryOp(t *testing.T) {
-	bullet := regexp.MustCompile(`^  - ((?:[a-z_]+(?:\([^)]*\))?(?:, )?)+)`)
-	name := regexp.MustCompile(`[a-z_]+(?:\([^)]*\))?`)
+	bullet := regexp.MustCompile(`^  - ((?:[a-z_][a-z0-9_]*(?:\([^)]*\))?(?:, )?)+)`)
+	name := regexp.MustCompile(`[a-z_][a-z0-9_]*(?:\([^)]*\))?`)
 	defined := map[string]bool{}
 	for _, l := range packageDoc(t) {
 		m := bullet.FindStringSubmatch(l)

@@ -157,12 +157,17 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 	n := k.Shape.Len()
 	bd := newBody(k)
 	switch k.Kind {
-	case ir.KernelElementwise, ir.KernelMatmul:
+	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv:
 		var c []float32
-		if k.Kind == ir.KernelMatmul {
+		switch k.Kind {
+		case ir.KernelMatmul:
 			a := operandValues(k.Inputs[0], bufs)
 			b := operandValues(k.Inputs[1], bufs)
 			c = exact.matmulUntil(a, b, k.M, k.K, k.N, stop)
+		case ir.KernelConv:
+			x := operandValues(k.Inputs[0], bufs)
+			w := operandValues(k.Inputs[1], bufs)
+			c = exact.conv2d(x, w, ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
 		}
 		for lo := 0; lo < n; lo += chunk {
 			if halt() {

@@ -20,7 +20,7 @@ func TestDocRulesListEveryOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _, _ := strings.Cut(string(src), "\npackage grad")
-	row := regexp.MustCompile(`(?m)^//\t([a-z_/]+(?:, [a-z_]+)?)[( ]`)
+	row := regexp.MustCompile(`(?m)^//\t([a-z_/][a-z0-9_/]*(?:, [a-z_][a-z0-9_]*)?)[( ]`)
 	documented := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(head, -1) {
 		for _, name := range strings.Split(m[1], ", ") {

@@ -50,6 +50,9 @@
 //	reshape(a)         ga += reshape(g) to a's shape
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss
+//	conv2d(x, w)       no gradient yet (its gradients are a transposed
+//	                   convolution and a convolution of x with g, not rows
+//	                   yet): an error if it lies between a parameter and the loss
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several
@@ -154,7 +157,7 @@ func (b *builder) node(op ir.Op, shape ir.Shape, scalar float32, args ...ir.Node
 		shapes[k] = b.g.Nodes[a].Shape
 	}
 	if !op.Info().Shaped {
-		s, err := ir.InferShape(i, op, shapes)
+		s, err := ir.InferShape(i, op, shapes, nil)
 		if err != nil {
 			b.err = ir.Errorf(ir.CodeInternal, i, "", "grad: %v", err)
 			return 0

@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // Builder builds a Graph from Go, in the spirit of the seed's
 // (a * b).relu(). Errors (a shape mismatch, say) are kept and returned by
 // Build, so expressions chain without error checks:
@@ -61,7 +63,7 @@ func (b *Builder) add(n Node) Tensor {
 				return Tensor{b, -1}
 			}
 		} else {
-			s, err := InferShape(i, n.Op, args)
+			s, err := InferShape(i, n.Op, args, n.Attrs)
 			if err != nil {
 				b.err = err
 				return Tensor{b, -1}
@@ -305,4 +307,47 @@ func (t Tensor) ApplyShaped(op Op, shape Shape) Tensor {
 		return Tensor{}
 	}
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, Shape: append(Shape{}, shape...)})
+}
+
+// ApplyAttrs returns op, an op with attributes (see AttrSpec), applied to
+// t and the tensors us with attrs in Node.Attrs' layout (PackAttrs makes
+// it); the op's shape rule checks both.
+func (t Tensor) ApplyAttrs(op Op, attrs []int, us ...Tensor) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
+	args := []NodeID{t.id}
+	for _, u := range us {
+		if u.b != t.b {
+			if t.b.err == nil {
+				t.b.err = Errorf(CodeInvalidGraph, len(t.b.g.Nodes), argField(len(args)), "%s", foreign(u))
+			}
+			return Tensor{t.b, -1}
+		}
+		args = append(args, u.id)
+	}
+	if len(args) != op.Info().Args {
+		if t.b.err == nil {
+			t.b.err = Errorf(CodeInvalidGraph, len(t.b.g.Nodes), "op", "%v takes %d arguments, got %d", op, op.Info().Args, len(args))
+		}
+		return Tensor{t.b, -1}
+	}
+	return t.b.add(Node{Op: op, Args: args, Attrs: slices.Clone(attrs)})
+}
+
+// Conv2D returns conv2d of t (x [N,C,H,W]) and w ([M,C/group,kH,kW]) with
+// the attributes given by name (strides, pads, dilations, group; those
+// left out take their defaults).
+func (t Tensor) Conv2D(w Tensor, attrs map[string][]int) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
+	a, err := packAttrs(len(t.b.g.Nodes), OpConv2D, attrs)
+	if err != nil {
+		if t.b.err == nil {
+			t.b.err = err
+		}
+		return Tensor{t.b, -1}
+	}
+	return t.ApplyAttrs(OpConv2D, a, w)
 }

@@ -24,8 +24,9 @@ type wireNode struct {
 	Scalar *float32
 	Name   *string
 	Param  *bool
-	Axes   []int // non-nil when present, even if empty
-	Keep   *bool // keepdims
+	Axes   []int               // non-nil when present, even if empty
+	Keep   *bool               // keepdims
+	Attrs  map[string]wireAttr // keys that name an attribute of some op (see AttrSpec)
 }
 
 type wireOutput struct {
@@ -428,7 +429,18 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 			b, e := r.boolean(i, key)
 			w.Keep, err = &b, e
 		default:
-			err = Errorf(CodeInvalidGraph, i, "", "unknown field %s", Quote(key))
+			if !attrNames[key] {
+				return Errorf(CodeInvalidGraph, i, "", "unknown field %s", Quote(key))
+			}
+			left := l.MaxAttrValues
+			for _, a := range w.Attrs {
+				left -= len(a.vals)
+			}
+			a, e := readAttr(r, i, key, left)
+			if w.Attrs == nil {
+				w.Attrs = map[string]wireAttr{}
+			}
+			w.Attrs[key], err = a, e
 		}
 		return err
 	})
@@ -632,6 +644,13 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		return bad("param", "not allowed for op %s; only inputs are parameters", *w.Op)
 	}
 	n := Node{Op: op}
+	if len(info.Attrs) > 0 || len(w.Attrs) > 0 {
+		attrs, err := attrsFromWire(i, op, w.Attrs)
+		if err != nil {
+			return Node{}, err
+		}
+		n.Attrs = attrs
+	}
 	if w.Name != nil {
 		if *w.Name == "" || len(*w.Name) > 256 {
 			return bad("name", "name must be 1 to 256 bytes long")
@@ -706,7 +725,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			}
 			args[0], args[1] = s, s // broadcast by nodes, in node
 		}
-		s, err := InferShape(i, op, args)
+		s, err := InferShape(i, op, args, n.Attrs)
 		if err != nil {
 			return Node{}, err
 		}

@@ -63,7 +63,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"no outputs", graph(in3, ``), ir.Limits{}, ir.CodeInvalidGraph, -1, "outputs"},
 		{"id out of order", graph(`{"id":1,"op":"input","shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "id"},
 		{"missing id", graph(`{"op":"input","shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "id"},
-		{"unknown op", graph(`{"id":0,"op":"conv2d","shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "op"},
+		{"unknown op", graph(`{"id":0,"op":"conv3d","shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "op"},
 		{"op wrong type", graph(`{"id":0,"op":7,"shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "op"},
 		{"forward reference", graph(in3+`,{"id":1,"op":"relu","a":2}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "a"},
 		{"self reference", graph(in3+`,{"id":1,"op":"relu","a":1}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 1, "a"},

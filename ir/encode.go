@@ -10,7 +10,8 @@ import (
 // form that parses back to the same float32, so Decode(Encode(g)) == g.
 // Broadcast and reshape nodes are written as the gpucc extension ops
 // "broadcast" and "reshape" (with "a" and "shape"), which Decode reads; a
-// reduction over axes as "axes" with "keepdims": true.
+// reduction over axes as "axes" with "keepdims": true; every attribute
+// (see AttrSpec) as its key, defaults included.
 func Encode(g *Graph) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"version":1,"nodes":[`)
@@ -46,6 +47,7 @@ func Encode(g *Graph) []byte {
 			b.WriteString(`,"` + argField(k) + `":`)
 			b.WriteString(strconv.Itoa(int(a)))
 		}
+		writeAttrs(&b, n.Op, n.Attrs)
 		switch {
 		case n.Op == OpFull:
 			b.WriteString(`,"value":`)

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,6 +64,9 @@ type Node struct {
 	Shape  Shape    // result shape
 	Scalar float32  // OpFull's value, or the scalar operand of Op*Scalar
 	Data   []float32
+	// Attrs are the op's integer attributes, in the layout of its row's
+	// Attrs (see AttrSpec and PackAttrs); nil for an op that has none.
+	Attrs []int
 	// Name optionally names an input (unique among inputs): runs give
 	// inputs by it, and training reads and returns parameters by it. Only
 	// inputs carry names. An unnamed input is named DefaultInputName of
@@ -99,14 +103,17 @@ func (g *Graph) Clone() *Graph {
 	for i, n := range g.Nodes {
 		n.Args = append([]NodeID(nil), n.Args...)
 		n.Shape = append(Shape(nil), n.Shape...)
+		n.Attrs = slices.Clone(n.Attrs)
 		c.Nodes[i] = n
 	}
 	return c
 }
 
-// InferShape returns the shape of op applied to args, or an error naming the
-// problem: the op's shape rule. node is used only for error messages.
-func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
+// InferShape returns the shape of op applied to args with attributes
+// attrs (Node.Attrs' layout; nil for an op without attributes), or an
+// error naming the problem: the op's shape rule. node is used only for
+// error messages.
+func InferShape(node int, op Op, args []Shape, attrs []int) (Shape, *Error) {
 	info := op.Info()
 	if info.Args == 0 || info.Shape == nil {
 		return nil, Errorf(CodeInvalidGraph, node, "op", "op %v takes no arguments", op)
@@ -114,7 +121,10 @@ func InferShape(node int, op Op, args []Shape) (Shape, *Error) {
 	if info.Shaped {
 		return nil, Errorf(CodeInvalidGraph, node, "shape", "%v needs a target shape (see CheckTarget)", op)
 	}
-	return info.Shape(node, op, args, nil)
+	if err := checkAttrs(node, op, attrs, Limits{MaxAttrValues: math.MaxInt}); err != nil { // the layout; Validate holds the count to the host's limit
+		return nil, err
+	}
+	return info.Shape(node, op, args, nil, attrs)
 }
 
 // broadcastBinary returns the shape binary elementwise op broadcasts
@@ -135,7 +145,7 @@ func CheckTarget(node int, op Op, arg, target Shape) *Error {
 	if !info.Shaped || info.Args != 1 {
 		return Errorf(CodeInvalidGraph, node, "op", "%v takes no target shape", op)
 	}
-	_, err := info.Shape(node, op, []Shape{arg}, target)
+	_, err := info.Shape(node, op, []Shape{arg}, target, nil)
 	return err
 }
 
@@ -341,13 +351,16 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 	if n.Shape.Elements(l.MaxElements) < 0 {
 		return Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", n.Shape, l.MaxElements)
 	}
+	if err := checkAttrs(i, n.Op, n.Attrs, l); err != nil {
+		return err
+	}
 	switch {
 	case info.Args > 0 && info.Shaped:
 		if err := CheckTarget(i, n.Op, argShapes[0], n.Shape); err != nil {
 			return err
 		}
 	case info.Args > 0:
-		want, err := InferShape(i, n.Op, argShapes)
+		want, err := info.Shape(i, n.Op, argShapes, nil, n.Attrs)
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,9 @@ type Limits struct {
 	// 32 MiB), so a host that raises its storage limit can still be sent
 	// graphs that use it.
 	MaxGraphBytes int64
+	// MaxAttrValues bounds the integer attribute values of one node (see
+	// AttrSpec): Decode stops reading a list at it, before allocating more.
+	MaxAttrValues int
 }
 
 // GraphBytesPerStorageByte scales the default MaxGraphBytes with
@@ -37,9 +40,10 @@ type Limits struct {
 const GraphBytesPerStorageByte = 8
 
 // DefaultLimits returns the seed's defaults: 512 nodes, 1,048,576 elements
-// per tensor, 32 MiB of storage, 100 million operations, 16 outputs and
+// per tensor, 32 MiB of storage, 100 million operations, 16 outputs,
 // 16,384 operations of code per kernel (46 tanh, 61 div or 260 exp: about
-// a minute of lavapipe's compiler on a busy 2-core machine).
+// a minute of lavapipe's compiler on a busy 2-core machine) and 4,096
+// attribute values per node.
 // MaxOutputBytes and MaxGraphBytes are zero: they follow MaxStorageBytes
 // (see WithDefaults).
 func DefaultLimits() Limits {
@@ -50,6 +54,7 @@ func DefaultLimits() Limits {
 		MaxOps:          100_000_000,
 		MaxOutputs:      16,
 		MaxKernelOps:    16384,
+		MaxAttrValues:   4096,
 	}
 }
 
@@ -77,6 +82,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxKernelOps <= 0 {
 		l.MaxKernelOps = d.MaxKernelOps
+	}
+	if l.MaxAttrValues <= 0 {
+		l.MaxAttrValues = d.MaxAttrValues
 	}
 	if l.MaxOutputBytes <= 0 {
 		l.MaxOutputBytes = l.MaxStorageBytes

@@ -53,6 +53,8 @@ const (
 	OpFloor        // the largest integer not above arg0, exact
 	OpCeil         // the smallest integer not below arg0, exact
 	OpRound        // arg0 rounded to the nearest integer, ties to even, exact
+	// Convolution and pooling (NCHW), with integer attributes (AttrSpec).
+	OpConv2D // arg0 x [N,C,H,W] ⊛ arg1 w [M,C/group,kH,kW]: per output, the products over (c, kh, kw) ascending, zero-padded
 	numOps
 )
 
@@ -106,9 +108,14 @@ type OpInfo struct {
 	// Kernel is the kernel kind that computes a node of this op on its own
 	// (elementwise ops and views fuse into others' kernels).
 	Kernel KernelKind
-	// Shape returns the result shape from the arguments' shapes and, for a
-	// Shaped op, the node's own target shape.
-	Shape func(node int, op Op, args []Shape, target Shape) (Shape, *Error)
+	// Shape returns the result shape from the arguments' shapes, the
+	// node's attributes (Attrs' layout, already checked against the specs)
+	// and, for a Shaped op, the node's own target shape. It also checks
+	// what the attributes' values mean (a stride ≥ 1, say).
+	Shape func(node int, op Op, args []Shape, target Shape, attrs []int) (Shape, *Error)
+	// Attrs declares the op's integer attributes (see AttrSpec), in the
+	// order Node.Attrs holds them.
+	Attrs []AttrSpec
 	// Cost estimates the operations of one node, from its arguments'
 	// shapes and its own.
 	Cost func(args []Shape, out Shape) int64
@@ -266,6 +273,8 @@ func init() {
 				}
 				return d.Apply(OpMask, nil, d.Arg(0), d.Grad()), true
 			}},
+		OpConv2D: {Name: "conv2d", Args: 2, Kernel: KernelConv, Shape: conv2dShape, Cost: conv2dCost, Attrs: conv2dAttrs,
+			NoGrad: "conv2d's gradients (a transposed convolution and a convolution of x with the output gradient) are not rows yet"},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},
@@ -295,6 +304,9 @@ func init() {
 		}
 	}
 	opTable[OpInvalid] = OpInfo{Name: "invalid"}
+	for op := OpInput; op < numOps; op++ {
+		checkAttrSpecs(op, opTable[op].Attrs)
+	}
 	for op := OpInput; op < numOps; op++ {
 		if opTable[op].ScalarOf == 0 {
 			byWire[opTable[op].Wire] = op
@@ -397,7 +409,7 @@ func maxGrad(d Diff, k int) (Val, bool) {
 
 // reduceShape is the shape rule of reductions: the target is [] (every
 // axis) or has the argument's rank with each dimension the argument's or 1.
-func reduceShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+func reduceShape(node int, op Op, args []Shape, target Shape, _ []int) (Shape, *Error) {
 	if len(target) == 0 {
 		return target, nil
 	}
@@ -442,9 +454,9 @@ func pickGrad(smaller bool) GradRule {
 	}
 }
 
-func attribute(node int, op Op, _ []Shape, target Shape) (Shape, *Error) { return target, nil }
+func attribute(node int, op Op, _ []Shape, target Shape, _ []int) (Shape, *Error) { return target, nil }
 
-func elementwiseShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+func elementwiseShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
 	for _, a := range args[1:] {
 		if !a.Equal(args[0]) {
 			return nil, Errorf(CodeInvalidGraph, node, "b", "%s needs equal shapes, got %v and %v", op.Info().Wire, args[0], a)
@@ -453,14 +465,14 @@ func elementwiseShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
 	return args[0], nil
 }
 
-func transposeShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+func transposeShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
 	if len(args[0]) != 2 {
 		return nil, Errorf(CodeInvalidGraph, node, "a", "transpose needs a 2-D tensor, got shape %v", args[0])
 	}
 	return Shape{args[0][1], args[0][0]}, nil
 }
 
-func matmulShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+func matmulShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
 	a, b := args[0], args[1]
 	if len(a) != 2 || len(b) != 2 {
 		return nil, Errorf(CodeInvalidGraph, node, "a", "matmul needs 2-D tensors, got %v and %v", a, b)
@@ -471,21 +483,21 @@ func matmulShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
 	return Shape{a[0], b[1]}, nil
 }
 
-func lifeShape(node int, op Op, args []Shape, _ Shape) (Shape, *Error) {
+func lifeShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
 	if len(args[0]) != 2 {
 		return nil, Errorf(CodeInvalidGraph, node, "a", "life needs a 2-D grid, got shape %v", args[0])
 	}
 	return args[0], nil
 }
 
-func broadcastShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+func broadcastShape(node int, op Op, args []Shape, target Shape, _ []int) (Shape, *Error) {
 	if !BroadcastsTo(args[0], target) {
 		return nil, Errorf(CodeInvalidGraph, node, "shape", "broadcast of %v to %v: right-aligned with the target, each of the argument's dimensions must equal the target's or be 1 (numpy's broadcast_to)", args[0], target)
 	}
 	return target, nil
 }
 
-func reshapeShape(node int, op Op, args []Shape, target Shape) (Shape, *Error) {
+func reshapeShape(node int, op Op, args []Shape, target Shape, _ []int) (Shape, *Error) {
 	if args[0].Len() != target.Len() {
 		return nil, Errorf(CodeInvalidGraph, node, "shape", "reshape of %v (%d elements) to %v (%d elements)", args[0], args[0].Len(), target, target.Len())
 	}

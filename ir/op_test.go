@@ -183,6 +183,13 @@ func TestSchemaOpClasses(t *testing.T) {
 		"binary without a scalar form": wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 2 && r.ScalarForm == 0 }),
 		"views to a target shape":      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.View && r.Shaped }),
 	}
+	// Each attribute's rule refuses it on the ops that do not declare it.
+	var attrClasses [][]string
+	for _, name := range attrNames() {
+		attrClasses = append(attrClasses, wires(func(_ ir.Op, r ir.OpInfo) bool {
+			return slices.ContainsFunc(r.Attrs, func(a ir.AttrSpec) bool { return a.Name == name })
+		}))
+	}
 	var got, want [][]string
 	for _, rule := range doc.Defs.Node.AllOf {
 		l := rule.If.Properties.Op
@@ -199,6 +206,7 @@ func TestSchemaOpClasses(t *testing.T) {
 	// The reductions' list appears twice: the rule that refuses axes on
 	// other ops, and the rule of the reductions' own fields.
 	want = append(want, classes["reductions (axes, keepdims)"])
+	want = append(want, attrClasses...)
 	slices.SortFunc(want, order)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the schema's op lists (-op table classes +schema):\n%s", diff)
@@ -300,5 +308,88 @@ func TestOpMeaning(t *testing.T) {
 			}
 			t.Logf("%v: worst %.3f ULP over %d inputs, %d over 2 ULP", op, worst, len(a), bad)
 		})
+	}
+}
+
+// attrNames returns every attribute name of the op table, sorted.
+func attrNames() []string {
+	var names []string
+	for _, op := range ir.Ops() {
+		for _, a := range op.Info().Attrs {
+			if !slices.Contains(names, a.Name) {
+				names = append(names, a.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestSchemaAttributes: every attribute of the op table is a property of
+// the schema's node of the type its rows declare (an integer for Len 1,
+// else a list of integers, of exactly Len items when every row declaring
+// it fixes the same Len), with a rule that refuses it on other ops
+// (checked by TestSchemaOpClasses); and the schema has no attribute-like
+// property the table lacks.
+func TestSchemaAttributes(t *testing.T) {
+	raw, err := os.ReadFile("../docs/schema/graph-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type prop struct {
+		Type     string `json:"type"`
+		MinItems *int   `json:"minItems"`
+		MaxItems *int   `json:"maxItems"`
+		Items    *struct {
+			Type string `json:"type"`
+		} `json:"items"`
+	}
+	var doc struct {
+		Defs struct {
+			Node struct {
+				Properties map[string]prop `json:"properties"`
+			} `json:"node"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	nodeFields := []string{"id", "op", "a", "b", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
+	for key := range doc.Defs.Node.Properties {
+		if !slices.Contains(nodeFields, key) && !slices.Contains(attrNames(), key) {
+			t.Errorf("schema property %q is neither a node field nor an attribute of the op table", key)
+		}
+	}
+	for _, name := range attrNames() {
+		lens := map[int]bool{}
+		for _, op := range ir.Ops() {
+			for _, a := range op.Info().Attrs {
+				if a.Name == name {
+					lens[a.Len] = true
+				}
+			}
+		}
+		p, ok := doc.Defs.Node.Properties[name]
+		if !ok {
+			t.Errorf("attribute %q: not a property of the schema's node", name)
+			continue
+		}
+		want := prop{Type: "array"}
+		switch {
+		case len(lens) == 1 && lens[1]:
+			want = prop{Type: "integer"}
+		case len(lens) == 1 && !lens[0]:
+			for n := range lens {
+				want.MinItems, want.MaxItems = &n, &n
+			}
+		}
+		if want.Type == "array" {
+			want.Items = &struct {
+				Type string `json:"type"`
+			}{"integer"}
+		}
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("attribute %q's schema property (-rows +schema):\n%s", name, diff)
+		}
 	}
 }

@@ -99,10 +99,15 @@ const (
 	// KernelRows: a row-resident kernel, reductions and the elementwise
 	// work before and after them in one pass over each row (see rows.go).
 	KernelRows
+	// KernelConv: a 2-D convolution (ir.Conv2D: Inputs[0] is x, Inputs[1]
+	// the weight, Attrs the conv2d node's) into an accumulator per element
+	// of Shape [N,M,OH,OW], in cpuref's order (cpuref.Conv2D); then Body
+	// is an epilogue as for matmul, InstrAcc the accumulator.
+	KernelConv
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -237,6 +242,9 @@ type Kernel struct {
 	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
 	Reduce  Op      // sum: the reduction, OpSum or OpMax
 	Keep    Shape   // sum, rows: the kept shape ([] for one output)
+	// Attrs are, for a kernel whose root op has attributes (conv2d, say),
+	// that node's Attrs, in its row's layout (see ir.AttrSpec).
+	Attrs []int
 	// Parts are, for a rows kernel, the kernels it fuses, in order: a
 	// target that cannot run it runs them instead (Program.Unfused). In
 	// parts, buffer -1-j is the rows kernel's Scratch[j].
@@ -292,6 +300,9 @@ func (p *Program) String() string {
 		}
 		if k.Blocks > 1 {
 			fmt.Fprintf(&b, " blocks=%d", k.Blocks)
+		}
+		if len(k.Attrs) > 0 {
+			fmt.Fprintf(&b, " attrs=%v", Shape(k.Attrs))
 		}
 		if k.Kind == KernelRows {
 			fmt.Fprintf(&b, " keep=%v passes=%d parts=%d", k.Keep, k.Passes(), len(k.Parts))
@@ -365,7 +376,7 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelRows {
+	if k.Kind > KernelConv {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
 	if k.Kind == KernelRows {
@@ -412,7 +423,7 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		if !k.Reduce.IsReduction() {
 			return fmt.Sprintf("reduces by %v, which is not a reduction", k.Reduce)
 		}
-		if _, err := reduceShape(-1, k.Reduce, []Shape{k.Shape}, k.Keep); err != nil {
+		if _, err := reduceShape(-1, k.Reduce, []Shape{k.Shape}, k.Keep, nil); err != nil {
 			return fmt.Sprintf("keeps %v of %v: %s", k.Keep, k.Shape, err.Msg)
 		}
 	} else if k.Reduce != 0 || k.Keep != nil {
@@ -425,6 +436,13 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		if p.Buffers[o].Len != want {
 			return fmt.Sprintf("output buf%d has %d elements, want %d", o, p.Buffers[o].Len, want)
 		}
+	}
+	if k.Kind == KernelConv {
+		if msg := validateConv(k); msg != "" {
+			return msg
+		}
+	} else if len(k.Attrs) > 0 {
+		return "has attributes, which only a conv kernel has"
 	}
 	if k.Kind == KernelLife && (len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 || len(k.Body) != 0) {
 		return "life needs one 2-D input, one output and no body"
@@ -513,7 +531,7 @@ func ValidateProgram(p *Program) error {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows {
+				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows && k.Kind != KernelConv {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelSum && j != k.AccIndex() {
@@ -577,6 +595,7 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 	shape(k.Shape)
 	u(b1(k.Keep != nil))
 	shape(k.Keep)
+	shape(k.Attrs)
 	u(len(k.Nodes))
 	for _, n := range k.Nodes {
 		u(int(n))
@@ -607,4 +626,25 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 		b = appendKernelKey(b, &k.Parts[i])
 	}
 	return b
+}
+
+// validateConv checks a conv kernel: x and the weight as its first two
+// operands, attributes that conv2d's shape rule accepts for them, and a
+// Shape that is the convolution's output.
+func validateConv(k *Kernel) string {
+	if len(k.Inputs) < 2 {
+		return fmt.Sprintf("conv needs 2 operands, has %d", len(k.Inputs))
+	}
+	x, w := k.Inputs[0].Shape, k.Inputs[1].Shape
+	if err := checkAttrs(-1, OpConv2D, k.Attrs, Limits{MaxAttrValues: len(k.Attrs)}); err != nil {
+		return "conv attributes: " + err.Msg
+	}
+	out, err := conv2dShape(-1, OpConv2D, []Shape{x, w}, nil, k.Attrs)
+	if err != nil {
+		return "conv: " + err.Msg
+	}
+	if !out.Equal(k.Shape) {
+		return fmt.Sprintf("conv of %v and %v gives %v, kernel shape is %v", x, w, out, k.Shape)
+	}
+	return ""
 }

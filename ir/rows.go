@@ -92,7 +92,7 @@ func (k *Kernel) Passes() int {
 
 // validateRows checks a rows kernel, returning "" or what is wrong.
 func validateRows(p *Program, k *Kernel) string {
-	if _, err := reduceShape(-1, OpSum, []Shape{k.Shape}, k.Keep); err != nil {
+	if _, err := reduceShape(-1, OpSum, []Shape{k.Shape}, k.Keep, nil); err != nil {
 		return fmt.Sprintf("keeps %v of %v: %s", k.Keep, k.Shape, err.Msg)
 	}
 	if k.Shape.Len() < 2*k.Keep.Len() {

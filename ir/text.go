@@ -9,6 +9,7 @@ import (
 //
 //	%2 = mul %0, %1 : [3]
 //	%3 = add_scalar %2, 1.5 : [3]
+//	%5 = conv2d %3, %4 strides=[1,1] … group=1 : [1,8,6,6]
 //	out "values" = %3
 //
 // Input data is summarised, not printed.
@@ -23,6 +24,9 @@ func (g *Graph) String() string {
 		}
 		if n.Op.Info().Scalar {
 			fmt.Fprintf(&b, "%s%s", sep, FormatFloat(n.Scalar))
+		}
+		if len(n.Op.Info().Attrs) > 0 {
+			b.WriteString(attrsText(n.Op, n.Attrs))
 		}
 		if n.Name != "" {
 			fmt.Fprintf(&b, " %q", n.Name)

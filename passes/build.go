@@ -122,7 +122,7 @@ func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
 // when the read is a constant.
 func (b *builder) readKey(m, v ir.NodeID) (key viewKey, ok bool) {
 	r := b.resolve(v)
-	if op := b.g.Nodes[m].Op; op == ir.OpMatmul || op == ir.OpLife {
+	if kind := b.g.Nodes[m].Op.Info().Kernel; accumulates(kind) || kind == ir.KernelLife {
 		if !b.inPlace(r, v) {
 			return view{base: v}.key(), true // materialised as v
 		}
@@ -173,7 +173,7 @@ func (b *builder) cost(members []ir.NodeID) int {
 				loads[key] = true
 			}
 		}
-		if b.g.Nodes[m].Op.IsElementwise() || b.g.Nodes[m].Op == ir.OpMatmul {
+		if b.g.Nodes[m].Op.IsElementwise() || accumulates(b.g.Nodes[m].Op.Info().Kernel) {
 			if b.stored(m, members) {
 				n++
 			}
@@ -241,13 +241,12 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		}
 		slices.SortStableFunc(members, func(x, y ir.NodeID) int { return rank(x) - rank(y) })
 	}
-	if u.kind == ir.KernelMatmul {
-		// The matmul goes first so that its operands are Inputs[0] and [1];
-		// members before it in node order do not depend on it.
+	if accumulates(u.kind) {
+		// The matmul (conv) goes first so that its operands are Inputs[0]
+		// and [1]; members before it in node order do not depend on it.
 		members = slices.Clone(u.nodes)
-		slices.SortStableFunc(members, func(x, y ir.NodeID) int {
-			return b1(b.g.Nodes[y].Op == ir.OpMatmul) - b1(b.g.Nodes[x].Op == ir.OpMatmul)
-		})
+		root := func(v ir.NodeID) int { return b1(accumulates(b.g.Nodes[v].Op.Info().Kernel)) }
+		slices.SortStableFunc(members, func(x, y ir.NodeID) int { return root(y) - root(x) })
 	}
 	for _, m := range members {
 		n := &b.g.Nodes[m]
@@ -273,6 +272,10 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.M, k.K, k.N = a[0], a[1], n.Shape[1]
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
 			k.Shape = n.Shape
+			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
+		case ir.OpConv2D:
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
 			k.Shape = n.Shape

@@ -8,8 +8,8 @@ import (
 )
 
 // cse redirects every use of a node to the first identical node: same op,
-// same arguments (in either order for commutative ops), same shape and the
-// same scalar bits. Inputs are never merged: each is its own upload.
+// same arguments (in either order for commutative ops), same shape, the
+// same scalar bits and the same attributes. Inputs are never merged: each is its own upload.
 // The duplicates are left for dce.
 func cse(st *State) error {
 	g := st.Graph
@@ -28,7 +28,7 @@ func cse(st *State) error {
 		if n.Op.Info().Commutative && args[0] > args[1] {
 			args = []ir.NodeID{args[1], args[0]}
 		}
-		key := fmt.Sprintf("%d %v %v %x", n.Op, args, n.Shape, math.Float32bits(n.Scalar))
+		key := fmt.Sprintf("%d %v %v %x %v", n.Op, args, n.Shape, math.Float32bits(n.Scalar), n.Attrs)
 		if j, ok := first[key]; ok {
 			repl[i] = j
 			continue

@@ -34,8 +34,8 @@ func fold(st *State) error {
 		if !constant {
 			continue
 		}
-		v := foldValue(g, n, vals)
-		if math.IsInf(float64(v), 0) || v != v {
+		v, ok := foldValue(g, n, vals)
+		if !ok || math.IsInf(float64(v), 0) || v != v {
 			continue
 		}
 		*n = ir.Node{Op: ir.OpFull, Shape: n.Shape, Scalar: v}
@@ -44,28 +44,37 @@ func fold(st *State) error {
 }
 
 // foldValue is the value of every element of n when argument k is a full of
-// vals[k].
-func foldValue(g *ir.Graph, n *ir.Node, vals []float32) float32 {
+// vals[k], or false when n's elements are not all one value (a padded
+// convolution: its edges have taps in the padding).
+func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 	if x := n.Op.Info().Expr; x != nil {
 		b := n.Scalar
 		if len(vals) == 2 {
 			b = vals[1]
 		}
-		return cpuref.EvalX(x, vals[0], b, false)
+		return cpuref.EvalX(x, vals[0], b, false), true
 	}
 	if n.Op.IsReduction() { // each output reduces the same count of copies
-		return cpuref.ReduceFull(n.Op, vals[0], g.Nodes[n.Args[0]].Shape.Len()/n.Shape.Len())
+		return cpuref.ReduceFull(n.Op, vals[0], g.Nodes[n.Args[0]].Shape.Len()/n.Shape.Len()), true
 	}
 	switch n.Op {
 	case ir.OpTranspose, ir.OpBroadcast, ir.OpReshape:
-		return vals[0]
+		return vals[0], true
 	case ir.OpMatmul:
 		k := g.Nodes[n.Args[0]].Shape[1]
-		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0]
+		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0], true
+	case ir.OpConv2D:
+		c := ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs)
+		if c.PT != 0 || c.PL != 0 || c.PB != 0 || c.PR != 0 {
+			return 0, false
+		}
+		// Unpadded, every output sums the same products in the same order.
+		k := c.Taps()
+		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0], true
 	case ir.OpLife:
 		// In a uniform torus every cell sees 0 or 8 live neighbours whatever
 		// the grid's size, so a 3×3 grid has the same answer.
-		return cpuref.Life(repeat(vals[0], 9), 3, 3)[0]
+		return cpuref.Life(repeat(vals[0], 9), 3, 3)[0], true
 	}
 	panic("fold: unexpected op " + n.Op.String())
 }

@@ -12,8 +12,9 @@ import (
 //   - elementwise nodes of one shape join the groups of their elementwise
 //     arguments, merging them, as long as no group would then depend on
 //     itself through a node outside it (a cycle between kernels);
-//   - a matmul starts a group that elementwise consumers join as its
-//     epilogue (bias add, relu, …); at most one matmul per group;
+//   - a matmul or a convolution starts a group that elementwise consumers
+//     join as its epilogue (bias add, relu, residual add, …); at most one
+//     matmul, convolution or reduction per group;
 //   - views (transpose, broadcast, reshape) are folded into the indexing of
 //     whoever reads them (see resolve); the views pass has already sunk
 //     them through single-use elementwise nodes to the loads, so a view
@@ -147,7 +148,7 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 		if c < 0 || slices.Contains(chosen, c) {
 			continue
 		}
-		if k := f.groups[c].kind; k != ir.KernelElementwise && k != ir.KernelMatmul && !f.epilogue(v, c, chosen) {
+		if k := f.groups[c].kind; k != ir.KernelElementwise && !accumulates(k) && !f.epilogue(v, c, chosen) {
 			continue
 		}
 		if f.feedsReduction(c, chosen) {
@@ -203,7 +204,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 	matmuls := 0
 	for _, c := range cs {
 		ext.or(f.closure(f.groups[c].ext.clone()))
-		if k := f.groups[c].kind; k == ir.KernelMatmul || k == ir.KernelSum {
+		if k := f.groups[c].kind; accumulates(k) || k == ir.KernelSum {
 			matmuls++
 		}
 	}
@@ -219,7 +220,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 // dependency on dst.
 func (f *fuser) absorb(dst, src int) {
 	d, s := f.groups[dst], f.groups[src]
-	if s.kind == ir.KernelMatmul || s.kind == ir.KernelSum && d.kind == ir.KernelElementwise {
+	if accumulates(s.kind) || s.kind == ir.KernelSum && d.kind == ir.KernelElementwise {
 		d.kind, d.root = s.kind, s.root
 	}
 	for _, v := range s.nodes {
@@ -442,3 +443,8 @@ func (f *fuser) same(a ir.NodeID) ir.NodeID {
 func (f *fuser) errorf(format string, a ...any) error {
 	return ir.Errorf(ir.CodeInternal, -1, "", format, a...)
 }
+
+// accumulates reports whether kernels of kind k compute an accumulator per
+// element of their Shape (InstrAcc) that an elementwise epilogue reads:
+// matmul and conv.
+func accumulates(k ir.KernelKind) bool { return k == ir.KernelMatmul || k == ir.KernelConv }

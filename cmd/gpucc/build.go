@@ -115,6 +115,11 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 		if k.Kind == ir.KernelRows {
 			b.WriteString(explainRows(&k))
 		}
+		if k.Kind == ir.KernelConv {
+			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+			fmt.Fprintf(&b, "  conv   %dx%d kernel, strides [%d,%d], pads [%d,%d,%d,%d], dilations [%d,%d], group %d: %d products per output, (c, kh, kw) ascending; direct, one output per thread (not tiled)\n",
+				c.KH, c.KW, c.SH, c.SW, c.PT, c.PL, c.PB, c.PR, c.DH, c.DW, c.Group, c.Taps())
+		}
 		fmt.Fprintf(&b, "  workgroup %v, dispatch %v, %d flops, %d bytes read, %d written\n", mk.Workgroup, mk.Dispatch, mk.Flops, mk.BytesRead, mk.BytesWrite)
 	}
 	for _, o := range p.Outputs {

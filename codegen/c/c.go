@@ -240,6 +240,8 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		elementwise(b, k, "")
 	case ir.KernelMatmul:
 		matmul(b, k)
+	case ir.KernelConv:
+		conv(b, k)
 	case ir.KernelSum:
 		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:

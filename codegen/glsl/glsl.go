@@ -23,7 +23,8 @@
 //   - GLSL ES 3.00 has no `precise`, so every product is multiplied by the
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
-//   - matmul walks k from 0 upwards with one accumulator per element;
+//   - matmul walks k from 0 upwards with one accumulator per element, and
+//     conv2d (c, kh, kw) ascending, x read as u_zero in the padding;
 //   - sum (and max, by maximum) pads each output's leaves with the
 //     identity (-0.0, -Inf) to a power of two P and reduces aligned blocks
 //     of SumFanIn contiguous values per fragment with the contiguous
@@ -173,7 +174,7 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
 		switch k.Kind {
-		case ir.KernelElementwise, ir.KernelMatmul:
+		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv:
 			pl.elementwise(ki, k)
 		case ir.KernelSum:
 			pl.sum(ki, k)

@@ -8,7 +8,7 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// elementwise emits an elementwise or matmul kernel: one pass per group of
+// elementwise emits an elementwise, matmul or conv kernel: one pass per group of
 // up to MaxDrawBuffers outputs, each evaluating the whole body.
 func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 	groups := (len(k.Outputs) + MaxDrawBuffers - 1) / MaxDrawBuffers
@@ -21,9 +21,13 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		b := header(name)
 		pl.declare(b, k, hi-lo)
 		acc := ""
-		if k.Kind == ir.KernelMatmul {
+		switch k.Kind {
+		case ir.KernelMatmul:
 			b.WriteString(matmul(k))
 			acc = "matmul(" + indexVar + ")"
+		case ir.KernelConv:
+			b.WriteString(conv(k))
+			acc = "conv(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))
@@ -191,4 +195,31 @@ func (pl *Plan) life(ki int, k *ir.Kernel) {
 	fmt.Fprintf(b, "\tbool next = live == 3.0 || (live == 2.0 && alive(r, c) == 1.0);\n")
 	fmt.Fprintf(b, "\to0 = next ? %s : %s;\n}\n", Lang.Float(1), Lang.Float(0))
 	pl.add(k.Name, ki, b.String(), inputs(k), k.Outputs)
+}
+
+// conv renders the accumulator of output element i of a convolution:
+// (c, kh, kw) ascending from +0, each product rounded on its own (Keep)
+// before it is added, x read as u_zero in the padding (cpuref.Conv2D).
+// load0 and load1 read x and the weight at logical row-major elements.
+func conv(k *ir.Kernel) string {
+	c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+	u := Lang.Uint
+	var b strings.Builder
+	b.WriteString("float conv(uint i) {\n")
+	fmt.Fprintf(&b, "\tuint ow = i %% %s;\n\tuint oh = i / %s %% %s;\n\tuint m = i / %s %% %s;\n\tuint n = i / %s;\n",
+		u(c.OW), u(c.OW), u(c.OH), u(c.OW*c.OH), u(c.M), u(c.OW*c.OH*c.M))
+	fmt.Fprintf(&b, "\tuint c0 = m / %s * %s;\n", u(c.MG), u(c.CG))
+	fmt.Fprintf(&b, "\tfloat acc = %s;\n", Lang.Float(0))
+	fmt.Fprintf(&b, "\tfor (uint ci = 0u; ci < %s; ci++) {\n", u(c.CG))
+	fmt.Fprintf(&b, "\t\tfor (uint kh = 0u; kh < %s; kh++) {\n", u(c.KH))
+	fmt.Fprintf(&b, "\t\t\tuint ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
+	fmt.Fprintf(&b, "\t\t\tfor (uint kw = 0u; kw < %s; kw++) {\n", u(c.KW))
+	fmt.Fprintf(&b, "\t\t\t\tuint pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
+	fmt.Fprintf(&b, "\t\t\t\tfloat xv = %s;\n", Lang.Float(0))
+	fmt.Fprintf(&b, "\t\t\t\tif (ph >= %s && ph < %s && pw >= %s && pw < %s) {\n", u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W))
+	fmt.Fprintf(&b, "\t\t\t\t\txv = load0(((n * %s + c0 + ci) * %s + ph - %s) * %s + pw - %s);\n", u(c.C), u(c.H), u(c.PT), u(c.W), u(c.PL))
+	b.WriteString("\t\t\t\t}\n")
+	fmt.Fprintf(&b, "\t\t\t\tfloat p = %s;\n", Lang.Keep(fmt.Sprintf("xv * load1(((m * %s + ci) * %s + kh) * %s + kw)", u(c.CG), u(c.KH), u(c.KW))))
+	b.WriteString("\t\t\t\tacc = acc + p;\n\t\t\t}\n\t\t}\n\t}\n\treturn acc;\n}\n")
+	return b.String()
 }

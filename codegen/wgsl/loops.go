@@ -21,6 +21,8 @@ func LoopCost(k *ir.Kernel) int {
 			return 0
 		}
 		return MatmulLoopCost(k.K, k.Tile.BK)
+	case ir.KernelConv:
+		return convLoopCost(k)
 	case ir.KernelRows:
 		return rowsLoopCost(k)
 	case ir.KernelSum:

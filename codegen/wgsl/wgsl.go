@@ -217,6 +217,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		}
 	case ir.KernelSum:
 		sum(&b, k, &s)
+	case ir.KernelConv:
+		conv(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
 	case ir.KernelRows:

@@ -5,7 +5,8 @@
 // An elementwise op is its row's ir.OpInfo.F64 (math.Exp for exp, a/b for
 // div, math.Max for maximum, …), a reduction combines its leaves with its
 // row's F64 (in any order: float64 is the stand-in for exact arithmetic
-// here, not a definition of bits), matmul sums float64 products, views
+// here, not a definition of bits), matmul and conv2d sum float64
+// products (a padded tap is 0), views
 // move values and life is the same 0/1 rule as cpuref's. Inputs are their
 // float32 data widened exactly, unless Eval is given other values.
 //
@@ -95,6 +96,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 				out[r*nn+c] = acc
 			}
 		}
+	case ir.OpConv2D:
+		conv2d(out, arg(0), arg(1), ir.Conv2DOf(argShape(0), argShape(1), n.Attrs))
 	case ir.OpBroadcast:
 		broadcast(out, arg(0), argShape(0), n.Shape)
 	case ir.OpReshape:
@@ -180,6 +183,37 @@ func life(out, x []float64, h, w int) {
 			}
 			if live == 3 || live == 2 && x[r*w+c] > 0 {
 				out[r*w+c] = 1
+			}
+		}
+	}
+}
+
+// conv2d writes the convolution of x and w (geometry c) into out: float64
+// products, summed in cpuref's order.
+func conv2d(out, x, w []float64, c ir.Conv2D) {
+	at := 0
+	for n := range c.N {
+		for m := range c.M {
+			c0 := m / c.MG * c.CG
+			for oh := range c.OH {
+				for ow := range c.OW {
+					var acc float64
+					for ci := range c.CG {
+						for kh := range c.KH {
+							ih := oh*c.SH - c.PT + kh*c.DH
+							for kw := range c.KW {
+								iw := ow*c.SW - c.PL + kw*c.DW
+								xv := 0.0
+								if ih >= 0 && ih < c.H && iw >= 0 && iw < c.W {
+									xv = x[((n*c.C+c0+ci)*c.H+ih)*c.W+iw]
+								}
+								acc += xv * w[((m*c.CG+ci)*c.KH+kh)*c.KW+kw]
+							}
+						}
+					}
+					out[at] = acc
+					at++
+				}
 			}
 		}
 	}

@@ -197,6 +197,7 @@ func Suite() []Case {
 	cs = append(cs, Views()...)
 	cs = append(cs, Reductions()...)
 	cs = append(cs, Ops()...)
+	cs = append(cs, Convs()...)
 	cs = append(cs, Composites()...)
 	cs = append(cs, Rows()...)
 	return append(cs, LargeMatmuls()...)

@@ -14,6 +14,7 @@ type OpCase struct {
 	Args   []ir.Shape // the tensor arguments' shapes
 	Target ir.Shape   // a Shaped op's target shape
 	Scalar float32    // a scalar form's operand
+	Attrs  []int      // the op's attributes: its defaults (see ir.AttrSpec)
 }
 
 // caseShapes are the candidate argument and target shapes: every rank up
@@ -38,14 +39,21 @@ const maxCases = 6
 func OpCases(op ir.Op) []OpCase {
 	info := op.Info()
 	var cs []OpCase
+	if gen, ok := attributedCases[op]; ok {
+		return gen()
+	}
+	attrs, err := ir.PackAttrs(op, nil)
+	if err != nil { // a required attribute: no default case
+		return nil
+	}
 	switch {
 	case info.Args == 0:
 		return nil
 	case info.Args == 2:
 		for _, a := range caseShapes {
 			for _, b := range caseShapes {
-				if _, err := ir.InferShape(0, op, []ir.Shape{a, b}); err == nil {
-					cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a, b}})
+				if _, err := ir.InferShape(0, op, []ir.Shape{a, b}, attrs); err == nil {
+					cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a, b}, Attrs: attrs})
 				}
 			}
 		}
@@ -59,8 +67,8 @@ func OpCases(op ir.Op) []OpCase {
 		}
 	default:
 		for _, a := range caseShapes {
-			if _, err := ir.InferShape(0, op, []ir.Shape{a}); err == nil {
-				cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a}})
+			if _, err := ir.InferShape(0, op, []ir.Shape{a}, attrs); err == nil {
+				cs = append(cs, OpCase{Op: op, Args: []ir.Shape{a}, Attrs: attrs})
 			}
 		}
 	}
@@ -120,13 +128,13 @@ func (c OpCase) Graph(args ...[]float32) *ir.Graph {
 	}
 	shape := c.Target
 	if !c.Op.Info().Shaped {
-		s, err := ir.InferShape(len(g.Nodes), c.Op, c.Args)
+		s, err := ir.InferShape(len(g.Nodes), c.Op, c.Args, c.Attrs)
 		if err != nil {
 			panic("irtest: " + err.Error())
 		}
 		shape = s
 	}
-	g.Nodes = append(g.Nodes, ir.Node{Op: c.Op, Args: ids, Shape: shape, Scalar: c.Scalar})
+	g.Nodes = append(g.Nodes, ir.Node{Op: c.Op, Args: ids, Shape: shape, Scalar: c.Scalar, Attrs: c.Attrs})
 	g.Outputs = []ir.Output{{Name: "y", ID: ir.NodeID(len(g.Nodes) - 1)}}
 	if err := ir.Validate(g, ir.Limits{}); err != nil {
 		panic("irtest: case graph invalid: " + err.Error())
@@ -158,4 +166,24 @@ func shapeName(s ir.Shape) string {
 		out += itoa(d)
 	}
 	return out + "]"
+}
+
+// attributedCases gives the cases of ops with attributes whose shapes are
+// not among caseShapes (conv2d's are 4-D).
+var attributedCases = map[ir.Op]func() []OpCase{
+	ir.OpConv2D: func() []OpCase {
+		var cs []OpCase
+		for _, c := range []ConvCase{
+			{N: 1, C: 2, H: 4, W: 4, M: 3, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}},
+			{N: 2, C: 2, H: 3, W: 5, M: 2, KH: 2, KW: 2, Group: 2, Strides: []int{2, 1}, Pads: []int{0, 1, 1, 0}},
+			{N: 1, C: 1, H: 5, W: 3, M: 2, KH: 2, KW: 1, Dilations: []int{2, 1}},
+		} {
+			attrs, err := ir.PackAttrs(ir.OpConv2D, c.Attrs())
+			if err != nil {
+				panic("irtest: " + err.Error())
+			}
+			cs = append(cs, OpCase{Op: ir.OpConv2D, Args: []ir.Shape{{c.N, c.C, c.H, c.W}, {c.M, c.C / max(c.Group, 1), c.KH, c.KW}}, Attrs: attrs})
+		}
+		return cs
+	},
 }

@@ -240,6 +240,12 @@ func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Ten
 	s := x.Shape()
 	fits := func(out ir.Shape) bool { return len(out) <= 3 && out.Len() <= maxRandomElements }
 	switch {
+	case len(info.Attrs) > 0: // attributed ops (conv2d, …) have their own generators
+		gen, ok := attributed[op]
+		if !ok {
+			return ir.Tensor{}, false
+		}
+		return gen(r, x, like)
 	case info.Scalar:
 		return x.ApplyScalar(op, scalar()), true
 	case info.Shaped:
@@ -250,7 +256,7 @@ func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Ten
 		}
 		return ir.Tensor{}, false
 	case info.Args == 1:
-		if out, err := ir.InferShape(0, op, []ir.Shape{s}); err != nil || !fits(out) {
+		if out, err := ir.InferShape(0, op, []ir.Shape{s}, nil); err != nil || !fits(out) {
 			return ir.Tensor{}, false
 		}
 		return x.Apply(op), true
@@ -263,7 +269,7 @@ func applyRandom(r *rand.Rand, op ir.Op, x ir.Tensor, like func(ir.Shape) ir.Ten
 		if u == nil {
 			continue
 		}
-		out, err := ir.InferShape(0, op, []ir.Shape{s, u})
+		out, err := ir.InferShape(0, op, []ir.Shape{s, u}, nil)
 		if b, ok := ir.BroadcastShape(s, u); info.Elementwise && ok {
 			out, err = b, nil
 		}
@@ -350,5 +356,33 @@ var targets = []func(s ir.Shape, dim func() int) ir.Shape{
 			return ir.Shape{2, n / 2}
 		}
 		return nil
+	},
+}
+
+// attributed generates, for each op with attributes, a node over x (or a
+// view of it) with random attributes that its shape rule accepts.
+var attributed = map[ir.Op]func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool){
+	ir.OpConv2D: func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
+		s := x.Shape()
+		switch {
+		case len(s) == 0:
+			x = x.Reshape(ir.Shape{1, 1, 1, 1})
+		case len(s) != 4: // x as one image of one channel: a reshape, read in place
+			x = x.Reshape(ir.Shape{1, 1, s.Len() / s[len(s)-1], s[len(s)-1]})
+		}
+		s = x.Shape()
+		pads := []int{r.IntN(3), r.IntN(3), r.IntN(3), r.IntN(3)}
+		kh, kw := 1+r.IntN(min(3, s[2]+pads[0]+pads[2])), 1+r.IntN(min(3, s[3]+pads[1]+pads[3]))
+		g := 1
+		if s[1] > 1 && r.IntN(2) == 0 {
+			g = s[1] // depthwise
+		}
+		m := g * (1 + r.IntN(2))
+		w := like(ir.Shape{m, s[1] / g, kh, kw})
+		y := x.Conv2D(w, map[string][]int{"pads": pads, "strides": {1 + r.IntN(2), 1 + r.IntN(2)}, "group": {g}})
+		if out := y.Shape(); out == nil || out.Len() > maxRandomElements {
+			return ir.Tensor{}, false
+		}
+		return y, true
 	},
 }
