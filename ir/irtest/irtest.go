@@ -459,6 +459,27 @@ func Reductions() []Case {
 		b.Output("nan-max", nan.MaxAxes(false, 1).Positive())
 		b.Output("nan-sum", nan.SumAxes(false, 1).Positive())
 	})
+	// Every reduction of the op table, whatever it combines by, over every
+	// target of a 3-D tensor, a long row and a long column, with a
+	// prologue and an epilogue: a new reduction row is in the suite (and
+	// so on every backend, against cpuref) without a line here.
+	for _, op := range ir.Ops() {
+		if !op.IsReduction() {
+			continue
+		}
+		name := op.Info().Wire
+		add("reduce/table/"+name, func(b *ir.Builder) {
+			x := b.Input(ir.Shape{3, 4, 5}, Values(80, 60, 4))
+			for _, target := range []ir.Shape{{}, {1, 4, 5}, {3, 1, 5}, {3, 4, 1}, {1, 1, 5}, {1, 4, 1}, {3, 1, 1}, {1, 1, 1}} {
+				b.Output(name+"-to-"+shapeName(target), x.ApplyShaped(op, target))
+			}
+			row := b.Input(ir.Shape{2, 257}, Values(81, 2*257, 100))
+			b.Output(name+"-row", row.ApplyShaped(op, ir.Shape{2, 1}))
+			col := b.Input(ir.Shape{257, 2}, Values(82, 2*257, 100))
+			b.Output(name+"-column", col.ApplyShaped(op, ir.Shape{1, 2}))
+			b.Output(name+"-prologue-epilogue", x.Mul(x).AddScalar(-1).ApplyShaped(op, ir.Shape{3, 4, 1}).MulScalar(0.5).Neg())
+		})
+	}
 	return cs
 }
 
