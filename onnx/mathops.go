@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -598,4 +599,179 @@ func (c *importer) foldInts(fi func(a, b int64) int64) ([]value, bool, *ir.Error
 		return nil, true, err
 	}
 	return []value{constValue(r)}, true, nil
+}
+
+// modOp folds Mod of integer constants: fmod 0 takes the divisor's sign
+// (numpy's mod, Python's %), fmod 1 the dividend's (C's %). On float32 at
+// run time it is refused: fmod's exact remainder needs a long division
+// that no table op does.
+func modOp(c *importer) ([]value, *ir.Error) {
+	a, b := c.in(0), c.in(1)
+	if a == nil || b == nil {
+		return nil, c.invalid("needs two inputs")
+	}
+	if a.set || b.set || !a.c.Type.isInt() || a.c.Type == Bool {
+		return nil, c.refuse("Mod of %v values (gpucc folds integer Mod at import; a float remainder needs a long division no table op does)", typeOf(a))
+	}
+	if b.c.Type != a.c.Type {
+		return nil, c.invalid("operands of types %v and %v", a.c.Type, b.c.Type)
+	}
+	fmod := c.attrInt("fmod", 0) != 0
+	dt := a.c.Type
+	r, err := c.elementwise(dt, func(x []number) (number, *ir.Error) {
+		if x[1].i == 0 {
+			return number{}, c.invalid("integer modulo by zero")
+		}
+		m := x[0].i % x[1].i
+		if !fmod && m != 0 && (m < 0) != (x[1].i < 0) {
+			m += x[1].i
+		}
+		return number{i: wrapInt(dt, m)}, nil
+	}, a.c, b.c)
+	if err != nil {
+		return nil, err
+	}
+	return one(constValue(r))
+}
+
+// maxPowExponent bounds Pow's constant integer exponents: x^n takes about
+// 2·log2(n) rounded multiplications.
+const maxPowExponent = 64
+
+// powOp is Pow. Integer constants fold (wrapping, as the reference's
+// fixed-width power). A float32 base with a constant exponent whose
+// every element is an integer n, |n| ≤ 64, is computed by binary
+// powering: x^n (for n < 0, (1/x)^|n|, 1/x correctly rounded), squarings
+// and multiplications each rounded once, so its relative error is below
+// about (|n| - 1)·2^-24 (exact for |n| ≤ 1, correctly rounded for |n| = 2;
+// x^0 = 1 for every x, NaN included, as numpy's). Different exponents in
+// one tensor are each computed and selected with a where. A run-time or
+// non-integer exponent is refused: a general power needs a logarithm
+// more accurate than float32's.
+func powOp(c *importer) ([]value, *ir.Error) {
+	a, b := c.in(0), c.in(1)
+	if a == nil || b == nil {
+		return nil, c.invalid("needs two inputs")
+	}
+	if !a.set && a.c.Type.isInt() && !b.set && b.c.Type.isInt() {
+		dt := a.c.Type
+		r, err := c.elementwise(dt, func(x []number) (number, *ir.Error) {
+			if x[1].i < 0 {
+				return number{}, c.refuse("an integer to the negative power %d", x[1].i)
+			}
+			p, base := int64(1), x[0].i
+			for e := x[1].i; e > 0; e >>= 1 {
+				if e&1 != 0 {
+					p = wrapInt(dt, p*base)
+				}
+				base = wrapInt(dt, base*base)
+			}
+			return number{i: p}, nil
+		}, a.c, b.c)
+		if err != nil {
+			return nil, err
+		}
+		return one(constValue(r))
+	}
+	if b.set {
+		return nil, c.refuse("a run-time exponent (gpucc computes x^n for constant integer n, |n| ≤ %d)", maxPowExponent)
+	}
+	e := b.c
+	exps := map[int64]bool{}
+	ns := make([]int64, e.Len())
+	for i := range ns {
+		var n int64
+		if e.Type.isInt() {
+			n = e.Int64[i]
+		} else {
+			f := e.at(i).f
+			if f != float64(int64(f)) {
+				return nil, c.refuse("the exponent %v is not an integer (gpucc computes x^n for constant integer n)", f)
+			}
+			n = int64(f)
+		}
+		if n < -maxPowExponent || n > maxPowExponent {
+			return nil, c.refuse("the exponent %d is beyond ±%d", n, maxPowExponent)
+		}
+		ns[i] = n
+		exps[n] = true
+	}
+	if a.c != nil && a.c.Type.isInt() {
+		return nil, c.refuse("an integer base with a float exponent")
+	}
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	shape, ok := ir.BroadcastShape(x.Shape(), e.Shape)
+	if !ok {
+		return nil, c.invalid("shapes %v and %v do not broadcast", x.Shape(), e.Shape)
+	}
+	pow := func(n int64) ir.Tensor {
+		if n == 0 {
+			return c.b.Full(shape, 1)
+		}
+		base := x
+		if n < 0 {
+			base, n = c.b.Full(x.Shape(), 1).Div(x), -n
+		}
+		var p ir.Tensor
+		have := false
+		for ; n > 0; n >>= 1 {
+			if n&1 != 0 {
+				if have {
+					p = p.Mul(base)
+				} else {
+					p, have = base, true
+				}
+			}
+			if n > 1 {
+				base = base.Mul(base)
+			}
+		}
+		return reshape(p, x.Shape()).Broadcast(shape)
+	}
+	if len(exps) == 1 {
+		y := pow(ns[0])
+		return one(rtValue(reshape(y, shape)))
+	}
+	var y ir.Tensor
+	first := true
+	for _, n := range sortedKeys(exps) {
+		p := pow(n)
+		if first {
+			y, first = p, false
+			continue
+		}
+		m, err := c.newConst(Float32, e.Shape)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range ns {
+			m.Float32[i] = float32(b2i(k == n))
+		}
+		mt, err := c.runtime(&value{c: m}, "the exponent's mask")
+		if err != nil {
+			return nil, err
+		}
+		y = where(mt, p, y)
+	}
+	return one(rtValue(y))
+}
+
+func sortedKeys(m map[int64]bool) []int64 {
+	var ks []int64
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// typeOf names v's element type: a constant's, or float32 at run time.
+func typeOf(v *value) DataType {
+	if v.set {
+		return Float32
+	}
+	return v.c.Type
 }

@@ -178,6 +178,15 @@ func init() {
 		"NegativeLogLikelihoodLoss": {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: nllLossOp},
 		"SoftmaxCrossEntropyLoss":   {since: 12, attrs: []string{"reduction", "ignore_index"}, fn: sceLossOp},
 
+		"BatchNormalization":        {since: 9, attrs: []string{"epsilon", "momentum", "training_mode"}, fn: batchNormOp},
+		"InstanceNormalization":     {since: 6, attrs: []string{"epsilon"}, fn: instanceNormOp},
+		"MeanVarianceNormalization": {since: 9, attrs: []string{"axes"}, fn: mvnOp},
+		"CumSum":                    {since: 11, attrs: []string{"exclusive", "reverse"}, fn: cumSumOp},
+		"OneHot":                    {since: 9, attrs: []string{"axis"}, fn: oneHotOp},
+		"EyeLike":                   {since: 9, attrs: []string{"dtype", "k"}, fn: eyeLikeOp},
+		"Mod":                       {since: 10, attrs: []string{"fmod"}, fn: modOp},
+		"Pow":                       {since: 7, fn: powOp},
+
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}
 }

@@ -21,7 +21,7 @@ func TestOpsExact(t *testing.T) {
 	tests := []struct {
 		name  string
 		model []byte
-		x     []float32
+		x, z  []float32 // z is [0, 0, 0, -0, 1, 1] unless given
 		want  map[string][]float32
 	}{{
 		// The selected element's bits, whatever the others hold.
@@ -90,6 +90,44 @@ func TestOpsExact(t *testing.T) {
 			"tril":     {pinf, 0, 0, ninf, 0, 0},
 			"trelu":    {pinf, 0, nan, 0, 0, 0},
 		},
+	}, {
+		// Sums of the elements included and -0s; an empty exclusive sum is +0.
+		name: "CumSum",
+		model: model(14, graph(
+			[]msg{div,
+				node("CumSum", "incl", []string{"x", "axis"}, []string{"incl"}),
+				node("CumSum", "excl", []string{"x", "axis"}, []string{"excl"}, attrInt("exclusive", 1)),
+				node("CumSum", "rev", []string{"x", "axis"}, []string{"rev"}, attrInt("reverse", 1)),
+				node("CumSum", "revexcl", []string{"x", "axis"}, []string{"revexcl"}, attrInt("reverse", 1), attrInt("exclusive", 1))},
+			[]msg{int64s("axis", nil, 0)},
+			[]msg{valueInfo("x", 6), valueInfo("z", 6)},
+			[]msg{valueInfo("incl", 6), valueInfo("excl", 6), valueInfo("rev", 6), valueInfo("revexcl", 6)})),
+		x: []float32{1, 2, 3, 4, 0.5, negz},
+		want: map[string][]float32{
+			"incl":    {1, 3, 6, 10, 10.5, 10.5},
+			"excl":    {0, 1, 3, 6, 10, 10.5},
+			"rev":     {10.5, 9.5, 7.5, 4.5, 0.5, negz},
+			"revexcl": {9.5, 7.5, 4.5, 0.5, negz, 0},
+		},
+	}, {
+		// Run-time values [off, on] at constant indices; 7 is out of range.
+		name: "OneHot",
+		model: model(11, graph(
+			[]msg{div, node("OneHot", "oh", []string{"i", "depth", "q"}, []string{"y"})},
+			[]msg{int64s("i", []int64{3}, 0, -1, 7), int64s("depth", nil, 3)},
+			[]msg{valueInfo("x", 2), valueInfo("z", 2)}, []msg{valueInfo("y", 3, 3)})),
+		x:    []float32{-1, 5},
+		z:    []float32{1, 1},
+		want: map[string][]float32{"y": {5, -1, -1, -1, -1, 5, -1, -1, -1}},
+	}, {
+		// Constant integer exponents, a different one per element.
+		name: "Pow",
+		model: model(15, graph(
+			[]msg{div, node("Pow", "p", []string{"q", "e"}, []string{"y"})},
+			[]msg{int64s("e", []int64{2, 3}, 2, -1, 0, 3, 2, -2)},
+			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)}, []msg{valueInfo("y", 2, 3)})),
+		x:    []float32{1, -1, 0, 1, 3, 0.5}, // q = [[+Inf, -Inf, NaN], [-Inf, 3, 0.5]]
+		want: map[string][]float32{"y": {pinf, negz, 1, ninf, 9, 4}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +138,11 @@ func TestOpsExact(t *testing.T) {
 			if err := g.SetInput("x", tt.x); err != nil {
 				t.Fatal(err)
 			}
-			if err := g.SetInput("z", []float32{0, 0, 0, negz, 1, 1}); err != nil {
+			z := tt.z
+			if z == nil {
+				z = []float32{0, 0, 0, negz, 1, 1}
+			}
+			if err := g.SetInput("z", z); err != nil {
 				t.Fatal(err)
 			}
 			want := map[string][]uint32{}
