@@ -35,34 +35,11 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
 		b.WriteString("\treturn m;\n}\n\n")
 	}
-	// at renders the slot of red that holds leaf x: one padding float per
-	// 32, where it fits the smallest workgroup storage WebGPU guarantees
-	// (16 KiB), so that thread t's contiguous leaves t·per+q, read by a
-	// warp at once, fall in distinct banks.
-	// The groups' values (see rowGroup) go to part, or where red and
-	// part would not fit, to red beyond the threads' partials, read by
-	// every thread before a barrier.
-	at := func(x string) string { return x }
-	partAt, shared := func(x string) string { return "part[" + x + "]" }, false
-	const storage = 16384 / 4 // floats
+	var st staged
 	if wg {
-		size := p
-		groups := SumThreads / rowGroup
-		switch {
-		case per > 1 && p+p/32+groups <= storage:
-			size = p + p/32
-			at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
-			b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
-		case p+groups > storage:
-			partAt, shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
-		}
+		st = stagedArrays(b, p)
 		s.Workgroup = [3]int{SumThreads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
-		fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", size)
-		if !shared {
-			fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n", groups)
-		}
-		b.WriteString("\n")
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
@@ -85,7 +62,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		}
 	}
 	if wg {
-		fmt.Fprintf(b, "\tvar g: array<f32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
+		fmt.Fprintf(b, "\tvar grp: array<f32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
 	}
 	load := func(space string) func(int) string {
 		return func(op int) string {
@@ -115,7 +92,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	rowValues(0)
 	for pass := 0; pass < pl.Passes; pass++ {
 		if wg {
-			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), at, partAt, shared), 1))
+			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st), 1))
 			rowValues(pass + 1)
 			continue
 		}
@@ -144,7 +121,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // (see rowsKernel), written out step by step: every index of a private
 // array is a constant, so that they stay in registers (a loop over them
 // left NVIDIA's compiler spilling them to memory).
-func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, at, partAt func(string) string, shared bool) []string {
+func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged) []string {
 	n, per := pl.Red.Leaves, pl.P/SumThreads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
@@ -172,43 +149,86 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, at, 
 	}
 	for _, a := range pl.Accs[d] {
 		c := "combine_" + k.Body[a].Op.Info().Wire
-		if per > 1 {
-			// Leaf q·SumThreads+t to red, then thread t's contiguous run back.
-			for q := range per {
-				add("red[%s] = a%d[%d];", at(fmt.Sprintf("%du + t", q*SumThreads)), a, q)
-			}
-			add("workgroupBarrier();")
-			for q := range per {
-				add("a%d[%d] = red[%s];", a, q, at(fmt.Sprintf("t * %du + %du", per, q)))
-			}
-			add("workgroupBarrier();")
-			lines = append(lines, treeUnrolled(fmt.Sprintf("a%d", a), per, c)...)
-		}
-		// The threads' partials: groups of rowGroup by their tree, each
-		// in one thread, then every thread the tree over the groups'
-		// values (subtrees of the same tree). A barrier before the next
-		// write to red or part follows every read of them.
-		add("red[t] = a%d[0];", a)
-		add("workgroupBarrier();")
-		add("if (t < %du) {", SumThreads/rowGroup)
-		for q := range rowGroup {
-			add("\tg[%d] = red[t * %du + %du];", q, rowGroup, q)
-		}
-		for _, ln := range treeUnrolled("g", rowGroup, c) {
-			add("\t%s", ln)
-		}
-		add("\t%s = g[0];", partAt("t"))
-		add("}")
-		add("workgroupBarrier();")
-		for q := range SumThreads / rowGroup {
-			add("g[%d] = %s;", q, partAt(fmt.Sprintf("%du", q)))
-		}
-		if shared {
-			add("workgroupBarrier();")
-		}
-		lines = append(lines, treeUnrolled("g", SumThreads/rowGroup, c)...)
-		add("let r%d = g[0];", a)
+		lines = append(lines, st.tree(fmt.Sprintf("a%d", a), per, c, fmt.Sprintf("r%d", a))...)
 	}
+	return lines
+}
+
+// staged is how a workgroup of SumThreads threads reduces P leaves
+// (P ≥ SumThreads, a power of two), leaf j·SumThreads+t held by thread t,
+// by cpuref's tree over them, in workgroup memory: red, of P floats (one
+// more per 32 where it fits, so that the reads of contiguous runs fall in
+// distinct banks), and part, of SumThreads/rowGroup floats, or where both
+// would not fit the 16 KiB WebGPU guarantees, red beyond the threads'
+// partials, read by every thread before a barrier.
+type staged struct {
+	at, partAt func(string) string
+	shared     bool
+}
+
+// stagedArrays declares a staged reduction's workgroup arrays for P leaves.
+func stagedArrays(b *strings.Builder, p int) staged {
+	const storage = 16384 / 4 // floats
+	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" }}
+	size, groups := p, SumThreads/rowGroup
+	switch {
+	case p > SumThreads && p+p/32+groups <= storage:
+		size = p + p/32
+		st.at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
+		b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
+	case p+groups > storage:
+		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
+	}
+	fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", size)
+	if !st.shared {
+		fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n", groups)
+	}
+	b.WriteString("\n")
+	return st
+}
+
+// tree renders the reduction, by combining function c, of the per leaves
+// each thread holds in private array a (thread t's a[q] is leaf
+// q·SumThreads+t), declaring its root as result in every thread: the
+// leaves go through red so that thread t reduces the contiguous run from
+// t·per, and the threads' partials are reduced in groups of rowGroup, each
+// by one thread, then by every thread over the groups' values: subtrees of
+// the same tree. A barrier before the next write to red or part follows
+// every read of them. It needs a variable grp: array<f32, 16>.
+func (st staged) tree(a string, per int, c, result string) []string {
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	if per > 1 {
+		for q := range per {
+			add("red[%s] = %s[%d];", st.at(fmt.Sprintf("%du + t", q*SumThreads)), a, q)
+		}
+		add("workgroupBarrier();")
+		for q := range per {
+			add("%s[%d] = red[%s];", a, q, st.at(fmt.Sprintf("t * %du + %du", per, q)))
+		}
+		add("workgroupBarrier();")
+		lines = append(lines, treeUnrolled(a, per, c)...)
+	}
+	add("red[t] = %s[0];", a)
+	add("workgroupBarrier();")
+	add("if (t < %du) {", SumThreads/rowGroup)
+	for q := range rowGroup {
+		add("\tgrp[%d] = red[t * %du + %du];", q, rowGroup, q)
+	}
+	for _, ln := range treeUnrolled("grp", rowGroup, c) {
+		add("\t%s", ln)
+	}
+	add("\t%s = grp[0];", st.partAt("t"))
+	add("}")
+	add("workgroupBarrier();")
+	for q := range SumThreads / rowGroup {
+		add("grp[%d] = %s;", q, st.partAt(fmt.Sprintf("%du", q)))
+	}
+	if st.shared {
+		add("workgroupBarrier();")
+	}
+	lines = append(lines, treeUnrolled("grp", SumThreads/rowGroup, c)...)
+	add("let %s = grp[0];", result)
 	return lines
 }
 

@@ -331,6 +331,10 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	per := max(leaves/SumThreads, 1)
 	s.Workgroup = [3]int{SumThreads, 1, 1}
 	s.Groups = codegen.Groups1D(red.Outputs*blocks, maxGroupsPerDim)
+	if per <= rowGroup {
+		stagedSum(b, k, red, leaves, blocks)
+		return
+	}
 	levels := codegen.Log2(per)
 	combine(b, k)
 	fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n\n", SumThreads)
@@ -374,6 +378,50 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t\tlet o = 0u;\n")
 	}
 	epilogue(b, k, "part[0]", 2)
+	b.WriteString("\t}\n}\n")
+}
+
+// stagedSum is sum's kernel for blocks of at most rowGroup·SumThreads
+// leaves (a row of 1024 leaves, a split sum's block of 4096), read
+// coalesced: thread t loads leaves j·SumThreads+t of the block, all at
+// once (written out, so that the loads are in flight together), and the
+// block is reduced by cpuref's tree through workgroup memory (staged).
+func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, blocks int) {
+	n := red.Leaves
+	per := max(leaves/SumThreads, 1)
+	combine(b, k)
+	st := stagedArrays(b, max(leaves, SumThreads))
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
+	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")
+	if red.Outputs > 1 {
+		fmt.Fprintf(b, "\tlet o = g / %du;\n\tlet block = g %% %du;\n", blocks, blocks)
+	} else {
+		b.WriteString("\tlet block = g;\n")
+	}
+	fmt.Fprintf(b, "\tvar lf: array<f32, %d>;\n\tvar grp: array<f32, %d>;\n", per, rowGroup)
+	for j := range per {
+		fmt.Fprintf(b, "\t{\n\t\tlet r = block * %du + %du + t;\n", leaves, j*SumThreads)
+		fmt.Fprintf(b, "\t\tlf[%d] = %s; // the padding leaf\n", j, identity(k))
+		cond := fmt.Sprintf("r < %du", n)
+		if leaves < SumThreads && blocks > 1 { // threads past the block's leaves hold padding
+			cond += fmt.Sprintf(" && t < %du", leaves)
+		}
+		fmt.Fprintf(b, "\t\tif (%s) {\n", cond)
+		fmt.Fprintf(b, "\t\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
+		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 3))
+		fmt.Fprintf(b, "\t\t\tlf[%d] = %s;\n\t\t}\n\t}\n", j, codegen.Value(int(k.Stores[0])))
+	}
+	b.WriteString(codegen.Indent(st.tree("lf", per, "combine", "root"), 1))
+	if k.AccIndex() < 0 {
+		b.WriteString("\tif (t == 0u) { out0[g] = root; }\n}\n")
+		return
+	}
+	b.WriteString("\tif (t == 0u) {\n\t\tout0[g] = root;\n")
+	if red.Outputs == 1 {
+		b.WriteString("\t\tlet o = 0u;\n")
+	}
+	epilogue(b, k, "root", 2)
 	b.WriteString("\t}\n}\n")
 }
 

@@ -177,39 +177,98 @@ fn combine(a: f32, b: f32) -> f32 {
 	return m;
 }
 
-var<workgroup> part: array<f32, 256>;
+var<workgroup> red: array<f32, 256>;
+var<workgroup> part: array<f32, 16>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
 	let t = lid.x;
 	let g = wg.x + wg.y * nwg.x;
 	let block = g;
-	var st: array<f32, 1>;
-	for (var j = 0u; j < 1u; j++) {
-		let r = block * 8u + t * 1u + j;
-		var leaf = bitcast<f32>(0x80000000u); // the padding leaf
+	var lf: array<f32, 1>;
+	var grp: array<f32, 16>;
+	{
+		let r = block * 8u + 0u + t;
+		lf[0] = bitcast<f32>(0x80000000u); // the padding leaf
 		if (r < 8u) {
 			let i = r;
 			let v0 = in0[i];
-			leaf = v0;
+			lf[0] = v0;
 		}
-		var lvl = 0u;
-		for (var c = j; (c & 1u) == 1u; c = c >> 1u) {
-			leaf = combine(st[lvl], leaf);
-			lvl++;
-		}
-		st[lvl] = leaf;
 	}
-	part[t] = st[0];
+	red[t] = lf[0];
 	workgroupBarrier();
-	for (var w = 1u; w < 256u; w = w * 2u) {
-		if (t % (2u * w) == 0u) { part[t] = combine(part[t], part[t + w]); }
-		workgroupBarrier();
+	if (t < 16u) {
+		grp[0] = red[t * 16u + 0u];
+		grp[1] = red[t * 16u + 1u];
+		grp[2] = red[t * 16u + 2u];
+		grp[3] = red[t * 16u + 3u];
+		grp[4] = red[t * 16u + 4u];
+		grp[5] = red[t * 16u + 5u];
+		grp[6] = red[t * 16u + 6u];
+		grp[7] = red[t * 16u + 7u];
+		grp[8] = red[t * 16u + 8u];
+		grp[9] = red[t * 16u + 9u];
+		grp[10] = red[t * 16u + 10u];
+		grp[11] = red[t * 16u + 11u];
+		grp[12] = red[t * 16u + 12u];
+		grp[13] = red[t * 16u + 13u];
+		grp[14] = red[t * 16u + 14u];
+		grp[15] = red[t * 16u + 15u];
+		grp[0] = combine(grp[0], grp[1]);
+		grp[2] = combine(grp[2], grp[3]);
+		grp[4] = combine(grp[4], grp[5]);
+		grp[6] = combine(grp[6], grp[7]);
+		grp[8] = combine(grp[8], grp[9]);
+		grp[10] = combine(grp[10], grp[11]);
+		grp[12] = combine(grp[12], grp[13]);
+		grp[14] = combine(grp[14], grp[15]);
+		grp[0] = combine(grp[0], grp[2]);
+		grp[4] = combine(grp[4], grp[6]);
+		grp[8] = combine(grp[8], grp[10]);
+		grp[12] = combine(grp[12], grp[14]);
+		grp[0] = combine(grp[0], grp[4]);
+		grp[8] = combine(grp[8], grp[12]);
+		grp[0] = combine(grp[0], grp[8]);
+		part[t] = grp[0];
 	}
+	workgroupBarrier();
+	grp[0] = part[0u];
+	grp[1] = part[1u];
+	grp[2] = part[2u];
+	grp[3] = part[3u];
+	grp[4] = part[4u];
+	grp[5] = part[5u];
+	grp[6] = part[6u];
+	grp[7] = part[7u];
+	grp[8] = part[8u];
+	grp[9] = part[9u];
+	grp[10] = part[10u];
+	grp[11] = part[11u];
+	grp[12] = part[12u];
+	grp[13] = part[13u];
+	grp[14] = part[14u];
+	grp[15] = part[15u];
+	grp[0] = combine(grp[0], grp[1]);
+	grp[2] = combine(grp[2], grp[3]);
+	grp[4] = combine(grp[4], grp[5]);
+	grp[6] = combine(grp[6], grp[7]);
+	grp[8] = combine(grp[8], grp[9]);
+	grp[10] = combine(grp[10], grp[11]);
+	grp[12] = combine(grp[12], grp[13]);
+	grp[14] = combine(grp[14], grp[15]);
+	grp[0] = combine(grp[0], grp[2]);
+	grp[4] = combine(grp[4], grp[6]);
+	grp[8] = combine(grp[8], grp[10]);
+	grp[12] = combine(grp[12], grp[14]);
+	grp[0] = combine(grp[0], grp[4]);
+	grp[8] = combine(grp[8], grp[12]);
+	grp[0] = combine(grp[0], grp[8]);
+	let root = grp[0];
 	if (t == 0u) {
-		out0[g] = part[0];
+		out0[g] = root;
 		let o = 0u;
-		let v1 = part[0];
+		let v1 = root;
 		let v2 = (v1 * params.k[0][0]) * params.one;
 		out1[o] = v2;
 	}
