@@ -10,7 +10,7 @@
 // decimal literals. Division and square root are the target's own
 // correctly rounded instructions (see native), the other primitives (exp,
 // log, tanh) static functions of ir's expressions, one per unit. Matmul keeps one accumulator per output that starts at
-// +0 and walks k ascending, four outputs per SIMD vector; sum reproduces
+// +0 and walks k ascending, in packed panels and register tiles (see matmulPrelude); sum reproduces
 // cpuref's padded pairwise tree with contiguous blocks and a binary counter
 // (a split sum, Kernel.Blocks > 1, writes each block's subtree); a
 // reduction with several outputs (sum or max over axes) does the same for
@@ -152,9 +152,13 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			desc.Buffers = append(desc.Buffers, in.Buffer)
 		}
 		desc.Buffers = append(desc.Buffers, k.Outputs...)
-		if k.Kind == ir.KernelMatmul && k.Inputs[1].Transposed() {
+		if k.Kind == ir.KernelMatmul {
 			desc.Scratch = true
-			u.Scratch = max(u.Scratch, k.K*k.N)
+			n := MatmulScratch(k.M, k.K, k.N)
+			if k.Inputs[1].Transposed() {
+				n += k.K * k.N
+			}
+			u.Scratch = max(u.Scratch, n)
 		}
 		fmt.Fprintf(&b, "\n/* %s: %s %v, nodes %v */\n", k.Name, k.Kind, k.Shape, k.Nodes)
 		if k.Kind == ir.KernelRows {
@@ -329,87 +333,128 @@ func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
 //
 // mm computes c[M×N] = a × b, reading a[i,k] at a[i*ar + k*ak] and b
 // row-major [K×N]. Each output has one accumulator that starts at +0 and
-// walks k ascending with a rounded product and a rounded add, as cpuref.
-// A 2-row × 8-column tile keeps four 4-lane accumulators in registers
-// (taller tiles spill under wazero's register allocator and measured
-// slower); columns go in panels of 64 so that the panel of b stays in cache.
+// walks k ascending with a rounded product and a rounded add, as cpuref;
+// between blocks of MM_KC steps it rests in c as a float32, which is
+// exact. The blocking is GotoBLAS's: for each block of k, b's rows are
+// packed into panels of MM_W contiguous columns (no power-of-two stride
+// left to alias in the cache: 1024³ ran 3-5x slower through one) and a's
+// rows, MM_MC at a time, into strips of MM_R; a tile of MM_R rows × MM_W
+// columns keeps 2·MM_R vector accumulators in registers. With AVX2 the
+// vectors have 8 lanes and the tile 4 rows (8 ymm accumulators); otherwise
+// (SSE, wasm SIMD128) 4 lanes and 2 rows, since taller tiles spill under
+// wazero's register allocator. The panels live in the kernel's scratch
+// (MatmulScratch floats).
 const matmulPrelude = `
-typedef float f4 __attribute__((vector_size(16)));
+#ifdef __AVX2__
+typedef float fv __attribute__((vector_size(32)));
+#define MM_VL 8
+#define MM_R 4
+#define SPLAT(s) ((fv){s, s, s, s, s, s, s, s})
+#else
+typedef float fv __attribute__((vector_size(16)));
+#define MM_VL 4
+#define MM_R 2
+#define SPLAT(s) ((fv){s, s, s, s})
+#endif
+#define MM_W (2 * MM_VL)
+#define MM_KC 256
+#define MM_MC 64
 
-static inline f4 load4(const float *p) {
-	f4 v;
+static inline fv loadv(const float *p) {
+	fv v;
 	__builtin_memcpy(&v, p, sizeof v);
 	return v;
 }
+static inline void storev(float *p, fv v) { __builtin_memcpy(p, &v, sizeof v); }
 
-static inline void store4(float *p, f4 v) { __builtin_memcpy(p, &v, sizeof v); }
-
-/* mm_tile computes rows i..i+R-1, columns j..j+4V-1 of c (R <= 4, V <= 2). */
+/* mm_tile: rows i..i+R-1 of the panel at column j (W columns, w of them real), k in [k0, k1);
+ * a[r*ar + k*ak] is row i+r's element k. */
 static inline __attribute__((always_inline)) void mm_tile(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R, int V) {
-	f4 acc[4][2];
-	for (int r = 0; r < R; r++)
-		for (int v = 0; v < V; v++)
-			acc[r][v] = (f4){F(0u), F(0u), F(0u), F(0u)};
-	for (idx k = 0; k < K; k++) {
-		f4 bv[2];
-		for (int v = 0; v < V; v++)
-			bv[v] = load4(b + k * N + j + 4 * v);
+	idx ar, idx ak, const float *restrict panel, idx N, idx i, idx j, idx w, idx k0, idx k1, int R) {
+	fv acc[MM_R][2];
+	for (int r = 0; r < R; r++) {
+		if (k0 == 0) {
+			acc[r][0] = acc[r][1] = SPLAT(F(0u));
+		} else if (w == MM_W) {
+			acc[r][0] = loadv(c + (i + r) * N + j);
+			acc[r][1] = loadv(c + (i + r) * N + j + MM_VL);
+		} else {
+			float t[MM_W] = {0};
+			for (idx q = 0; q < w; q++)
+				t[q] = c[(i + r) * N + j + q];
+			acc[r][0] = loadv(t);
+			acc[r][1] = loadv(t + MM_VL);
+		}
+	}
+	for (idx k = k0; k < k1; k++) {
+		const fv b0 = loadv(panel + k * MM_W), b1 = loadv(panel + k * MM_W + MM_VL);
 		for (int r = 0; r < R; r++) {
-			const float s = a[(i + r) * ar + k * ak];
-			const f4 av = {s, s, s, s};
-			for (int v = 0; v < V; v++) {
-				const f4 p = av * bv[v];
-				acc[r][v] = acc[r][v] + p;
+			const float s = a[r * ar + k * ak];
+			const fv av = SPLAT(s);
+			const fv p0 = av * b0, p1 = av * b1;
+			acc[r][0] = acc[r][0] + p0;
+			acc[r][1] = acc[r][1] + p1;
+		}
+	}
+	for (int r = 0; r < R; r++) {
+		if (w == MM_W) {
+			storev(c + (i + r) * N + j, acc[r][0]);
+			storev(c + (i + r) * N + j + MM_VL, acc[r][1]);
+		} else {
+			float t[MM_W];
+			storev(t, acc[r][0]);
+			storev(t + MM_VL, acc[r][1]);
+			for (idx q = 0; q < w; q++)
+				c[(i + r) * N + j + q] = t[q];
+		}
+	}
+}
+
+/* mm computes c[M×N] = a × b, a[i,k] at a[i*ar + k*ak], b row-major [K×N];
+ * panel holds MM_KC × ceil(N/MM_W)·MM_W floats. */
+static inline __attribute__((always_inline)) void mm(float *restrict c, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx M, idx K, idx N, float *restrict panel) {
+	float *restrict apack = panel + (K < MM_KC ? K : MM_KC) * ((N + MM_W - 1) / MM_W) * MM_W;
+	const idx np = (N + MM_W - 1) / MM_W;
+	for (idx k0 = 0; k0 < K || k0 == 0; k0 += MM_KC) {
+		const idx k1 = K - k0 < MM_KC ? K : k0 + MM_KC, kc = k1 - k0;
+		for (idx p = 0; p < np; p++) {
+			const idx j = p * MM_W, w = N - j < MM_W ? N - j : MM_W;
+			float *restrict dst = panel + p * kc * MM_W;
+			for (idx k = 0; k < kc; k++)
+				for (idx q = 0; q < MM_W; q++)
+					dst[k * MM_W + q] = q < w ? b[(k0 + k) * N + j + q] : F(0u);
+		}
+		for (idx i0 = 0; i0 < M; i0 += MM_MC) {
+			const idx i1 = M - i0 < MM_MC ? M : i0 + MM_MC, strips = (i1 - i0) / MM_R;
+			for (idx t = 0; t < strips; t++)
+				for (idx k = 0; k < kc; k++)
+					for (int r = 0; r < MM_R; r++)
+						apack[(t * kc + k) * MM_R + r] = a[(i0 + t * MM_R + r) * ar + (k0 + k) * ak];
+			for (idx p = 0; p < np; p++) {
+				const idx j = p * MM_W, w = N - j < MM_W ? N - j : MM_W;
+				const float *restrict pp = panel + p * kc * MM_W - k0 * MM_W;
+				for (idx t = 0; t < strips; t++)
+					mm_tile(c, apack + t * kc * MM_R - k0 * MM_R, 1, MM_R, pp, N, i0 + t * MM_R, j, w, k0, k1, MM_R);
+				for (idx i = i0 + strips * MM_R; i < i1; i++)
+					mm_tile(c, a + i * ar, ar, ak, pp, N, i, j, w, k0, k1, 1);
 			}
 		}
-	}
-	for (int r = 0; r < R; r++)
-		for (int v = 0; v < V; v++)
-			store4(c + (i + r) * N + j + 4 * v, acc[r][v]);
-}
-
-/* mm_col computes rows i..i+R-1 of column j of c, one scalar accumulator each. */
-static inline __attribute__((always_inline)) void mm_col(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R) {
-	float acc[4];
-	for (int r = 0; r < R; r++)
-		acc[r] = F(0u);
-	for (idx k = 0; k < K; k++) {
-		const float bk = b[k * N + j];
-		for (int r = 0; r < R; r++) {
-			const float p = a[(i + r) * ar + k * ak] * bk;
-			acc[r] = acc[r] + p;
-		}
-	}
-	for (int r = 0; r < R; r++)
-		c[(i + r) * N + j] = acc[r];
-}
-
-/* mm_rows computes rows i..i+R-1 of columns j0..j1-1 of c. */
-static inline __attribute__((always_inline)) void mm_rows(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j0, idx j1, int R) {
-	idx j = j0;
-	for (; j + 8 <= j1; j += 8)
-		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 2);
-	for (; j + 4 <= j1; j += 4)
-		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 1);
-	for (; j < j1; j++)
-		mm_col(c, a, ar, ak, b, K, N, i, j, R);
-}
-
-static inline __attribute__((always_inline)) void mm(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx M, idx K, idx N) {
-	for (idx j0 = 0; j0 < N; j0 += 64) {
-		const idx j1 = j0 + 64 < N ? j0 + 64 : N;
-		idx i = 0;
-		for (; i + 2 <= M; i += 2)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 2);
-		for (; i < M; i++)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 1);
+		if (K == 0)
+			break;
 	}
 }
 `
+
+// MatmulScratch is the number of floats of scratch the packed matmul of
+// an [m×k] × [k×n] product needs: b's panels for one block of k (n
+// rounded up to the widest panel, 16 columns, times up to 256 rows) and
+// a's strips (up to 64 rows of the block). The constants are mm's MM_KC,
+// MM_MC and the AVX2 MM_W.
+func MatmulScratch(m, k, n int) int {
+	kc := min(k, 256)
+	return kc*((n+15)/16*16) + min(m, 64)*kc
+}
 
 // matmul writes C into out0, then, unless the body only stores the
 // accumulator to out0, runs the epilogue elementwise over [M,N] with
@@ -422,14 +467,14 @@ func matmul(b *strings.Builder, k *ir.Kernel) {
 	if a.Transposed() {
 		ar, ak = 1, k.M
 	}
-	src := "in1"
+	src, panel := "in1", "scratch"
 	if bb.Transposed() {
 		fmt.Fprintf(b, "\tfor (idx k = 0; k < %du; k++)\n", k.K)
 		fmt.Fprintf(b, "\t\tfor (idx j = 0; j < %du; j++)\n", k.N)
 		fmt.Fprintf(b, "\t\t\tscratch[k * %du + j] = in1[j * %du + k];\n", k.N, k.K)
-		src = "scratch"
+		src, panel = "scratch", fmt.Sprintf("scratch + %du", k.K*k.N)
 	}
-	fmt.Fprintf(b, "\tmm(out0, in0, %du, %du, %s, %du, %du, %du);\n", ar, ak, src, k.M, k.K, k.N)
+	fmt.Fprintf(b, "\tmm(out0, in0, %du, %du, %s, %du, %du, %du, %s);\n", ar, ak, src, k.M, k.K, k.N, panel)
 	if len(k.Body) == 1 && len(k.Stores) == 1 && k.Stores[0] == 0 {
 		return // out0 already holds C
 	}

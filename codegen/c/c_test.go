@@ -97,7 +97,8 @@ func TestGolden(t *testing.T) {
 }
 
 // TestKernels checks the calling convention: one export per kernel, its
-// buffers inputs then outputs, scratch only for a transposed b.
+// buffers inputs then outputs, scratch for the packed panels and, for a
+// transposed b, its row-major copy.
 func TestKernels(t *testing.T) {
 	u := generate(t, goldens[4].build) // transposed matmul
 	if len(u.Kernels) != 1 {
@@ -107,8 +108,8 @@ func TestKernels(t *testing.T) {
 	if k.Export != "kernel0" || !k.Scratch || len(k.Buffers) != 3 {
 		t.Errorf("kernel = %+v, want kernel0 with 3 buffers and scratch", k)
 	}
-	if u.Scratch != 4*5 {
-		t.Errorf("scratch = %d floats, want K*N = 20", u.Scratch)
+	if want := 4*5 + 5*16 + 3*5; u.Scratch != want { // b's copy, b's panel of 16 columns, a's strips
+		t.Errorf("scratch = %d floats, want %d", u.Scratch, want)
 	}
 	if !strings.Contains(u.Source, "EXPORT void kernel0(") {
 		t.Errorf("source lacks the export:\n%s", u.Source)
