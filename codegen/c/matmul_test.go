@@ -67,4 +67,3 @@ func TestMatmulShapes(t *testing.T) {
 		})
 	}
 }
-
