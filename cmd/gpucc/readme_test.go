@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,5 +67,87 @@ func TestReadmeAgrees(t *testing.T) {
 	}
 	if !strings.Contains(readme, "`"+tool+"`") {
 		t.Errorf("the README never says that go tool gpucc needs %q in go.mod", tool)
+	}
+}
+
+// TestReadmeLayout: the README's design section draws the packages and
+// lists them in a table. Every path the table or the picture names
+// exists; every package of the module is under a row of the table; and
+// every top-level package directory but internal is in the picture, so
+// that a new package cannot stay out of the layout a newcomer reads.
+func TestReadmeLayout(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Design: the layout\n")
+	if !ok {
+		t.Fatal("the README has no section \"## Design: the layout\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, picture, ok := strings.Cut(section, "\n```\n")
+	if !ok {
+		t.Fatal("the design section has no picture (a ``` block)")
+	}
+	picture, _, _ = strings.Cut(picture, "\n```\n")
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if m := regexp.MustCompile("^\\| `([^`]+)`").FindStringSubmatch(line); m != nil {
+			rows = append(rows, strings.TrimSuffix(m[1], "/"))
+		}
+	}
+	if len(rows) < 10 {
+		t.Fatalf("the layout table has %d rows", len(rows))
+	}
+	root := "../.."
+	exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
+	for _, r := range rows {
+		if !exists(r) {
+			t.Errorf("the layout table names %s, which does not exist", r)
+		}
+	}
+	for _, p := range regexp.MustCompile(`\b[a-z0-9]+(?:/[a-z0-9_.-]+)+`).FindAllString(picture, -1) {
+		if !exists(p) {
+			t.Errorf("the layout picture names %s, which does not exist", p)
+		}
+	}
+	var pkgs []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "examples") {
+				return filepath.SkipDir // hidden, test data, and examples (their own modules)
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") && !slices.Contains(pkgs, filepath.Dir(rel)) {
+			pkgs = append(pkgs, filepath.Dir(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`[a-z0-9]+(?:/[a-z0-9-]+)*`).FindAllString(picture, -1) {
+		words[w] = true
+		top, _, _ := strings.Cut(w, "/")
+		words[top] = true
+	}
+	for _, p := range pkgs {
+		p = filepath.ToSlash(p)
+		if !slices.ContainsFunc(rows, func(r string) bool { return p == r || r != "." && strings.HasPrefix(p, r+"/") }) {
+			t.Errorf("package %s is under no row of the README's layout table", p)
+		}
+		top, _, _ := strings.Cut(p, "/")
+		if top == "cmd" {
+			top = p
+		}
+		if top != "." && top != "internal" && !words[top] {
+			t.Errorf("the README's layout picture does not show %s", top)
+		}
 	}
 }

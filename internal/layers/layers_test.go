@@ -52,7 +52,11 @@ func list(t *testing.T) map[string]pkg {
 
 // testHelpers are packages that exist for tests; no other package may
 // depend on them.
-var testHelpers = []string{"ir/irtest", "internal/gpucctest"}
+var testHelpers = []string{"ir/irtest", "internal/gpucctest", "internal/chromium", "internal/jsonschema"}
+
+// core are the compiler's packages: they know graphs, programs and kernel
+// source, never a device, so none may depend on a runtime.
+var core = []string{"ir", "ir/eval64", "cpuref", "passes", "grad", "onnx", "codegen", "codegen/c", "codegen/glsl", "codegen/wgsl", "codegen/cache"}
 
 // cliImports are the packages cmd/gpucc may import: the library, its
 // ahead-of-time builder, the backends it registers or drives, and the
@@ -74,6 +78,17 @@ func TestLayers(t *testing.T) {
 		for _, h := range testHelpers {
 			if slices.Contains(p.deps, h) {
 				t.Errorf("%s depends on the test helper %s", name, h)
+			}
+		}
+	}
+	for _, name := range core {
+		p, ok := pkgs[name]
+		if !ok {
+			t.Errorf("go list found no %s", name)
+		}
+		for _, d := range p.deps {
+			if strings.HasPrefix(d, "runtime/") {
+				t.Errorf("%s depends on %s: the compiler's packages know no device", name, d)
 			}
 		}
 	}
