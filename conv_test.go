@@ -44,3 +44,26 @@ func TestConvEpilogueFuses(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRandom: random max poolings (with a fused epilogue), average
+// poolings (the conv2d composite, with and without count_include_pad) and
+// global average poolings give cpuref's bits on every backend.
+func TestPoolRandom(t *testing.T) {
+	n := 30
+	if testing.Short() {
+		n = 6
+	}
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			rt := open(t, backend)
+			for seed := range n {
+				c := irtest.RandomPool(uint64(seed))
+				g := c.Graph(uint64(2000 + seed))
+				t.Run(itoa(seed), func(t *testing.T) {
+					t.Logf("%+v", c)
+					checkRun(t, rt, g)
+				})
+			}
+		})
+	}
+}

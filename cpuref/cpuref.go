@@ -35,6 +35,13 @@
 //     that position lies in the padding. Padding is zeros, as in ONNX: a
 //     padded tap adds round(+0·w), which is ±0 (changing nothing, since the
 //     accumulator is never -0) or NaN for an infinite or NaN weight.
+//   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
+//     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
+//     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,
+//     oh·sH-pT+kh·dH, ow·sW-pL+kw·dW]) (maximum below: -0 < +0, NaN wins)
+//     for each tap inside x; taps in the padding are skipped (ONNX pads
+//     with -Inf), and the shape rule keeps pads below the window, so every
+//     window holds a tap of x unless dilation steps over it.
 //   - sum(x) of n elements: pad x with -0.0 to P, the smallest power of two
 //     ≥ n, then reduce the contiguous pairwise tree
 //     sum(x[lo:hi]) = sum(x[lo:mid]) + sum(x[mid:hi]), mid = (lo+hi)/2.
@@ -242,6 +249,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
 	case ir.OpConv2D:
 		return ar.conv2d(arg(0), arg(1), ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
+	case ir.OpMaxPool2D:
+		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpLife: // its alive test is a comparison, which flushes too
 		return Life(ar.flushed(arg(0)), n.Shape[0], n.Shape[1])
 	case ir.OpBroadcast:
@@ -514,6 +523,41 @@ func (ar arith) conv2d(x, w []float32, c ir.Conv2D, stop func() bool) []float32 
 					out[at] = acc
 					at++
 				}
+			}
+		}
+	}
+	return out
+}
+
+// MaxPool2D returns maxpool2d of x (row-major, geometry c) in the
+// reference order (see the package doc).
+func MaxPool2D(x []float32, c ir.Pool2D) []float32 { return exact.maxpool2d(x, c, nil) }
+
+// maxpool2d is MaxPool2D that checks stop (when not nil) before each
+// output row and returns early, the rest zero, once it reports true.
+func (ar arith) maxpool2d(x []float32, c ir.Pool2D, stop func() bool) []float32 {
+	maximum := compile(ir.OpMaximum.Info().Expr)
+	out := make([]float32, c.N*c.C*c.OH*c.OW)
+	at := 0
+	for nc := range c.N * c.C {
+		xc := x[nc*c.H*c.W:]
+		for oh := range c.OH {
+			if stop != nil && stop() {
+				return out
+			}
+			for ow := range c.OW {
+				acc := float32(math.Inf(-1))
+				for kh := range c.KH {
+					ih := oh*c.SH - c.PT + kh*c.DH
+					for kw := range c.KW {
+						iw := ow*c.SW - c.PL + kw*c.DW
+						if ih >= 0 && ih < c.H && iw >= 0 && iw < c.W {
+							acc = maximum.run(acc, xc[ih*c.W+iw], ar)
+						}
+					}
+				}
+				out[at] = acc
+				at++
 			}
 		}
 	}

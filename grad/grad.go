@@ -53,6 +53,8 @@
 //	conv2d(x, w)       no gradient yet (its gradients are a transposed
 //	                   convolution and a convolution of x with g, not rows
 //	                   yet): an error if it lies between a parameter and the loss
+//	maxpool2d(x)       no gradient yet (g scattered to each window's maximum
+//	                   is not a row yet): an error as for conv2d
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

@@ -351,3 +351,19 @@ func (t Tensor) Conv2D(w Tensor, attrs map[string][]int) Tensor {
 	}
 	return t.ApplyAttrs(OpConv2D, a, w)
 }
+
+// MaxPool2D returns maxpool2d of t (x [N,C,H,W]) with the attributes given
+// by name (kernel_shape, required; strides, pads, dilations).
+func (t Tensor) MaxPool2D(attrs map[string][]int) Tensor {
+	if t.b == nil {
+		return Tensor{}
+	}
+	a, err := packAttrs(len(t.b.g.Nodes), OpMaxPool2D, attrs)
+	if err != nil {
+		if t.b.err == nil {
+			t.b.err = err
+		}
+		return Tensor{t.b, -1}
+	}
+	return t.ApplyAttrs(OpMaxPool2D, a)
+}

@@ -196,15 +196,18 @@ func BroadcastShape(a, b Shape) (Shape, bool) {
 // cost rule (one per output element for most, 2·m·k·n for matmul). The
 // rules saturate at math.MaxInt64 instead of overflowing.
 func EstimateOps(g *Graph, n *Node) int64 {
-	cost := n.Op.Info().Cost
-	if cost == nil {
+	info := n.Op.Info()
+	if info.Cost == nil {
 		return int64(n.Shape.Len())
 	}
 	args := make([]Shape, len(n.Args))
 	for k, a := range n.Args {
 		args[k] = g.Nodes[a].Shape
 	}
-	return cost(args, n.Shape)
+	if info.CostAttrs != nil {
+		return info.CostAttrs(args, n.Shape, n.Attrs)
+	}
+	return info.Cost(args, n.Shape)
 }
 
 // Param is one trainable parameter of a graph: a named input marked param.

@@ -54,7 +54,8 @@ const (
 	OpCeil         // the smallest integer not below arg0, exact
 	OpRound        // arg0 rounded to the nearest integer, ties to even, exact
 	// Convolution and pooling (NCHW), with integer attributes (AttrSpec).
-	OpConv2D // arg0 x [N,C,H,W] ⊛ arg1 w [M,C/group,kH,kW]: per output, the products over (c, kh, kw) ascending, zero-padded
+	OpConv2D    // arg0 x [N,C,H,W] ⊛ arg1 w [M,C/group,kH,kW]: per output, the products over (c, kh, kw) ascending, zero-padded
+	OpMaxPool2D // the maximum of each window of arg0 [N,C,H,W] over its taps inside x, (kh, kw) ascending
 	numOps
 )
 
@@ -119,6 +120,10 @@ type OpInfo struct {
 	// Cost estimates the operations of one node, from its arguments'
 	// shapes and its own.
 	Cost func(args []Shape, out Shape) int64
+	// CostAttrs, when set, is Cost with the node's attributes too, for an
+	// op whose work the shapes do not tell (a pooling window); EstimateOps
+	// prefers it.
+	CostAttrs func(args []Shape, out Shape, attrs []int) int64
 	// Expr is, for an elementwise op, the value of one output element from
 	// the operands' elements (Arg(0), Arg(1); a scalar form's scalar is
 	// Arg(1)). It is the reference (cpuref and fold evaluate it) and what
@@ -275,6 +280,8 @@ func init() {
 			}},
 		OpConv2D: {Name: "conv2d", Args: 2, Kernel: KernelConv, Shape: conv2dShape, Cost: conv2dCost, Attrs: conv2dAttrs,
 			NoGrad: "conv2d's gradients (a transposed convolution and a convolution of x with the output gradient) are not rows yet"},
+		OpMaxPool2D: {Name: "maxpool2d", Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
+			Attrs: maxpool2dAttrs, NoGrad: "maxpool2d's gradient (the output gradient scattered to each window's maximum) is not a row yet"},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

@@ -184,11 +184,17 @@ func TestSchemaOpClasses(t *testing.T) {
 		"views to a target shape":      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.View && r.Shaped }),
 	}
 	// Each attribute's rule refuses it on the ops that do not declare it.
+	// A required attribute (no default) has a rule that requires it.
 	var attrClasses [][]string
 	for _, name := range attrNames() {
 		attrClasses = append(attrClasses, wires(func(_ ir.Op, r ir.OpInfo) bool {
 			return slices.ContainsFunc(r.Attrs, func(a ir.AttrSpec) bool { return a.Name == name })
 		}))
+		if req := wires(func(_ ir.Op, r ir.OpInfo) bool {
+			return slices.ContainsFunc(r.Attrs, func(a ir.AttrSpec) bool { return a.Name == name && a.Default == nil })
+		}); len(req) > 0 {
+			attrClasses = append(attrClasses, req)
+		}
 	}
 	var got, want [][]string
 	for _, rule := range doc.Defs.Node.AllOf {

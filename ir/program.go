@@ -104,10 +104,15 @@ const (
 	// of Shape [N,M,OH,OW], in cpuref's order (cpuref.Conv2D); then Body
 	// is an epilogue as for matmul, InstrAcc the accumulator.
 	KernelConv
+	// KernelPool: a 2-D max pooling (ir.Pool2D: Inputs[0] is x, Attrs the
+	// maxpool2d node's) into an accumulator per element of Shape
+	// [N,C,OH,OW], in cpuref's order (cpuref.MaxPool2D); then Body is an
+	// epilogue as for matmul, InstrAcc the accumulator.
+	KernelPool
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -376,7 +381,7 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelConv {
+	if k.Kind > KernelPool {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
 	if k.Kind == KernelRows {
@@ -437,12 +442,17 @@ func validateKernelShape(p *Program, k *Kernel) string {
 			return fmt.Sprintf("output buf%d has %d elements, want %d", o, p.Buffers[o].Len, want)
 		}
 	}
-	if k.Kind == KernelConv {
+	switch {
+	case k.Kind == KernelConv:
 		if msg := validateConv(k); msg != "" {
 			return msg
 		}
-	} else if len(k.Attrs) > 0 {
-		return "has attributes, which only a conv kernel has"
+	case k.Kind == KernelPool:
+		if msg := validatePool(k); msg != "" {
+			return msg
+		}
+	case len(k.Attrs) > 0:
+		return "has attributes, which only a conv or pool kernel has"
 	}
 	if k.Kind == KernelLife && (len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 || len(k.Body) != 0) {
 		return "life needs one 2-D input, one output and no body"
@@ -531,7 +541,7 @@ func ValidateProgram(p *Program) error {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows && k.Kind != KernelConv {
+				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelSum && j != k.AccIndex() {
@@ -645,6 +655,27 @@ func validateConv(k *Kernel) string {
 	}
 	if !out.Equal(k.Shape) {
 		return fmt.Sprintf("conv of %v and %v gives %v, kernel shape is %v", x, w, out, k.Shape)
+	}
+	return ""
+}
+
+// validatePool checks a pool kernel: x as its first operand, attributes
+// that maxpool2d's shape rule accepts for it, and a Shape that is the
+// pooling's output.
+func validatePool(k *Kernel) string {
+	if len(k.Inputs) < 1 {
+		return "pool needs an operand"
+	}
+	x := k.Inputs[0].Shape
+	if err := checkAttrs(-1, OpMaxPool2D, k.Attrs, Limits{MaxAttrValues: len(k.Attrs)}); err != nil {
+		return "pool attributes: " + err.Msg
+	}
+	out, err := maxpool2dShape(-1, OpMaxPool2D, []Shape{x}, nil, k.Attrs)
+	if err != nil {
+		return "pool: " + err.Msg
+	}
+	if !out.Equal(k.Shape) {
+		return fmt.Sprintf("pool of %v gives %v, kernel shape is %v", x, out, k.Shape)
 	}
 	return ""
 }

@@ -71,6 +71,13 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 		// Unpadded, every output sums the same products in the same order.
 		k := c.Taps()
 		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0], true
+	case ir.OpMaxPool2D:
+		// Undilated, every window holds a tap of x (the pads are below
+		// the window), and the maximum of copies of v is v.
+		if c := ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs); c.DH != 1 || c.DW != 1 {
+			return 0, false
+		}
+		return vals[0], true
 	case ir.OpLife:
 		// In a uniform torus every cell sees 0 or 8 live neighbours whatever
 		// the grid's size, so a 3×3 grid has the same answer.

@@ -12,9 +12,9 @@ import (
 //   - elementwise nodes of one shape join the groups of their elementwise
 //     arguments, merging them, as long as no group would then depend on
 //     itself through a node outside it (a cycle between kernels);
-//   - a matmul or a convolution starts a group that elementwise consumers
-//     join as its epilogue (bias add, relu, residual add, …); at most one
-//     matmul, convolution or reduction per group;
+//   - a matmul, a convolution or a max pooling starts a group that
+//     elementwise consumers join as its epilogue (bias add, relu, residual
+//     add, …); at most one of them or a reduction per group;
 //   - views (transpose, broadcast, reshape) are folded into the indexing of
 //     whoever reads them (see resolve); the views pass has already sunk
 //     them through single-use elementwise nodes to the loads, so a view
@@ -446,5 +446,7 @@ func (f *fuser) errorf(format string, a ...any) error {
 
 // accumulates reports whether kernels of kind k compute an accumulator per
 // element of their Shape (InstrAcc) that an elementwise epilogue reads:
-// matmul and conv.
-func accumulates(k ir.KernelKind) bool { return k == ir.KernelMatmul || k == ir.KernelConv }
+// matmul, conv and pool.
+func accumulates(k ir.KernelKind) bool {
+	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool
+}

@@ -246,6 +246,8 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		matmul(b, k)
 	case ir.KernelConv:
 		conv(b, k)
+	case ir.KernelPool:
+		pool(b, k)
 	case ir.KernelSum:
 		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:

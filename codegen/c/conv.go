@@ -47,3 +47,32 @@ func conv(b *strings.Builder, k *ir.Kernel) {
 	b.WriteString(codegen.Indent(stores(k, "at"), 3))
 	b.WriteString("\t\t\tat++;\n\t\t}\n\t}\n")
 }
+
+// pool writes a max pooling and its epilogue, output by output: each
+// output's accumulator starts at -Inf and takes maximum (the op table's)
+// with each tap inside x, (kh, kw) ascending: cpuref.MaxPool2D's order.
+func pool(b *strings.Builder, k *ir.Kernel) {
+	c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
+	u := Lang.Uint
+	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"n", "ch", "ph - " + u(c.PT), "pw - " + u(c.PL)})
+	b.WriteString("\tidx at = 0;\n")
+	fmt.Fprintf(b, "\tfor (idx n = 0; n < %s; n++)\n", u(c.N))
+	fmt.Fprintf(b, "\tfor (idx ch = 0; ch < %s; ch++)\n", u(c.C))
+	fmt.Fprintf(b, "\tfor (idx oh = 0; oh < %s; oh++)\n", u(c.OH))
+	fmt.Fprintf(b, "\tfor (idx ow = 0; ow < %s; ow++) {\n", u(c.OW))
+	fmt.Fprintf(b, "\t\tfloat acc = %s;\n", Lang.Bits(0xff800000))
+	fmt.Fprintf(b, "\t\tfor (idx kh = 0; kh < %s; kh++) {\n", u(c.KH))
+	fmt.Fprintf(b, "\t\t\tconst idx ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
+	fmt.Fprintf(b, "\t\t\tfor (idx kw = 0; kw < %s; kw++) {\n", u(c.KW))
+	fmt.Fprintf(b, "\t\t\t\tconst idx pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
+	fmt.Fprintf(b, "\t\t\t\tif (ph >= %s && ph < %s && pw >= %s && pw < %s) {\n", u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W))
+	fmt.Fprintf(b, "\t\t\t\t\tconst float xv = in0[%s];\n", xAt)
+	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "acc", "xv", "mx"), 5))
+	b.WriteString("\t\t\t\t\tacc = mx;\n\t\t\t\t}\n\t\t\t}\n\t\t}\n")
+	load := func(j int) string {
+		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "at"))
+	}
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 2))
+	b.WriteString(codegen.Indent(stores(k, "at"), 2))
+	b.WriteString("\t\tat++;\n\t}\n")
+}

@@ -24,7 +24,8 @@
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
 //   - matmul walks k from 0 upwards with one accumulator per element, and
-//     conv2d (c, kh, kw) ascending, x read as u_zero in the padding;
+//     conv2d (c, kh, kw) ascending, x read as u_zero in the padding, and
+//     maxpool2d (kh, kw) ascending from -Inf over the taps inside x;
 //   - sum (and max, by maximum) pads each output's leaves with the
 //     identity (-0.0, -Inf) to a power of two P and reduces aligned blocks
 //     of SumFanIn contiguous values per fragment with the contiguous
@@ -174,7 +175,7 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
 		switch k.Kind {
-		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv:
+		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool:
 			pl.elementwise(ki, k)
 		case ir.KernelSum:
 			pl.sum(ki, k)

@@ -28,6 +28,9 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		case ir.KernelConv:
 			b.WriteString(conv(k))
 			acc = "conv(" + indexVar + ")"
+		case ir.KernelPool:
+			b.WriteString(pool(k))
+			acc = "pool(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))
@@ -221,5 +224,26 @@ func conv(k *ir.Kernel) string {
 	b.WriteString("\t\t\t\t}\n")
 	fmt.Fprintf(&b, "\t\t\t\tfloat p = %s;\n", Lang.Keep(fmt.Sprintf("xv * load1(((m * %s + ci) * %s + kh) * %s + kw)", u(c.CG), u(c.KH), u(c.KW))))
 	b.WriteString("\t\t\t\tacc = acc + p;\n\t\t\t}\n\t\t}\n\t}\n\treturn acc;\n}\n")
+	return b.String()
+}
+
+// pool renders the accumulator of output element i of a max pooling:
+// (kh, kw) ascending from -Inf, maximum (the op table's) with each tap
+// inside x (cpuref.MaxPool2D). load0 reads x at logical elements.
+func pool(k *ir.Kernel) string {
+	c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
+	u := Lang.Uint
+	var b strings.Builder
+	b.WriteString("float pool(uint i) {\n")
+	fmt.Fprintf(&b, "\tuint ow = i %% %s;\n\tuint oh = i / %s %% %s;\n\tuint nc = i / %s;\n", u(c.OW), u(c.OW), u(c.OH), u(c.OW*c.OH))
+	fmt.Fprintf(&b, "\tfloat acc = %s;\n", Lang.Bits(0xff800000))
+	fmt.Fprintf(&b, "\tfor (uint kh = 0u; kh < %s; kh++) {\n", u(c.KH))
+	fmt.Fprintf(&b, "\t\tuint ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
+	fmt.Fprintf(&b, "\t\tfor (uint kw = 0u; kw < %s; kw++) {\n", u(c.KW))
+	fmt.Fprintf(&b, "\t\t\tuint pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
+	fmt.Fprintf(&b, "\t\t\tif (ph >= %s && ph < %s && pw >= %s && pw < %s) {\n", u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W))
+	fmt.Fprintf(&b, "\t\t\t\tfloat xv = load0((nc * %s + ph - %s) * %s + pw - %s);\n", u(c.H), u(c.PT), u(c.W), u(c.PL))
+	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "acc", "xv", "mx"), 4))
+	b.WriteString("\t\t\t\tacc = mx;\n\t\t\t}\n\t\t}\n\t}\n\treturn acc;\n}\n")
 	return b.String()
 }

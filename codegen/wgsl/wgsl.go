@@ -219,6 +219,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		sum(&b, k, &s)
 	case ir.KernelConv:
 		conv(&b, k, &s)
+	case ir.KernelPool:
+		pool(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
 	case ir.KernelRows:

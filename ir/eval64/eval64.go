@@ -6,7 +6,8 @@
 // div, math.Max for maximum, …), a reduction combines its leaves with its
 // row's F64 (in any order: float64 is the stand-in for exact arithmetic
 // here, not a definition of bits), matmul and conv2d sum float64
-// products (a padded tap is 0), views
+// products (a padded tap is 0), maxpool2d is math.Max over a window's
+// taps inside x, views
 // move values and life is the same 0/1 rule as cpuref's. Inputs are their
 // float32 data widened exactly, unless Eval is given other values.
 //
@@ -18,6 +19,7 @@ package eval64
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -98,6 +100,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		}
 	case ir.OpConv2D:
 		conv2d(out, arg(0), arg(1), ir.Conv2DOf(argShape(0), argShape(1), n.Attrs))
+	case ir.OpMaxPool2D:
+		maxpool2d(out, arg(0), ir.Pool2DOf(argShape(0), n.Attrs))
 	case ir.OpBroadcast:
 		broadcast(out, arg(0), argShape(0), n.Shape)
 	case ir.OpReshape:
@@ -214,6 +218,30 @@ func conv2d(out, x, w []float64, c ir.Conv2D) {
 					out[at] = acc
 					at++
 				}
+			}
+		}
+	}
+}
+
+// maxpool2d writes the max of each window's taps inside x (math.Max, so
+// NaN wins and -0 < +0) into out.
+func maxpool2d(out, x []float64, c ir.Pool2D) {
+	at := 0
+	for nc := range c.N * c.C {
+		for oh := range c.OH {
+			for ow := range c.OW {
+				acc := math.Inf(-1)
+				for kh := range c.KH {
+					ih := oh*c.SH - c.PT + kh*c.DH
+					for kw := range c.KW {
+						iw := ow*c.SW - c.PL + kw*c.DW
+						if ih >= 0 && ih < c.H && iw >= 0 && iw < c.W {
+							acc = math.Max(acc, x[(nc*c.H+ih)*c.W+iw])
+						}
+					}
+				}
+				out[at] = acc
+				at++
 			}
 		}
 	}

@@ -198,6 +198,7 @@ func Suite() []Case {
 	cs = append(cs, Reductions()...)
 	cs = append(cs, Ops()...)
 	cs = append(cs, Convs()...)
+	cs = append(cs, Pools()...)
 	cs = append(cs, Composites()...)
 	cs = append(cs, Rows()...)
 	return append(cs, LargeMatmuls()...)

@@ -171,6 +171,20 @@ func shapeName(s ir.Shape) string {
 // attributedCases gives the cases of ops with attributes whose shapes are
 // not among caseShapes (conv2d's are 4-D).
 var attributedCases = map[ir.Op]func() []OpCase{
+	ir.OpMaxPool2D: func() []OpCase {
+		var cs []OpCase
+		for _, c := range []PoolCase{
+			{N: 1, C: 2, H: 4, W: 4, KH: 2, KW: 2},
+			{N: 2, C: 1, H: 3, W: 5, KH: 3, KW: 2, Strides: []int{2, 1}, Pads: []int{1, 0, 1, 1}},
+		} {
+			attrs, err := ir.PackAttrs(ir.OpMaxPool2D, c.Attrs())
+			if err != nil {
+				panic("irtest: " + err.Error())
+			}
+			cs = append(cs, OpCase{Op: ir.OpMaxPool2D, Args: []ir.Shape{{c.N, c.C, c.H, c.W}}, Attrs: attrs})
+		}
+		return cs
+	},
 	ir.OpConv2D: func() []OpCase {
 		var cs []OpCase
 		for _, c := range []ConvCase{

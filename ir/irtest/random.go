@@ -362,6 +362,20 @@ var targets = []func(s ir.Shape, dim func() int) ir.Shape{
 // attributed generates, for each op with attributes, a node over x (or a
 // view of it) with random attributes that its shape rule accepts.
 var attributed = map[ir.Op]func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool){
+	ir.OpMaxPool2D: func(r *rand.Rand, x ir.Tensor, _ func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
+		s := x.Shape()
+		switch {
+		case len(s) == 0:
+			x = x.Reshape(ir.Shape{1, 1, 1, 1})
+		case len(s) != 4:
+			x = x.Reshape(ir.Shape{1, 1, s.Len() / s[len(s)-1], s[len(s)-1]})
+		}
+		s = x.Shape()
+		kh, kw := 1+r.IntN(min(3, s[2])), 1+r.IntN(min(3, s[3]))
+		y := x.MaxPool2D(map[string][]int{"kernel_shape": {kh, kw}, "pads": {r.IntN(kh), r.IntN(kw), r.IntN(kh), r.IntN(kw)},
+			"strides": {1 + r.IntN(2), 1 + r.IntN(2)}})
+		return y, y.Shape() != nil
+	},
 	ir.OpConv2D: func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
 		s := x.Shape()
 		switch {
