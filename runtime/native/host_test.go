@@ -55,7 +55,6 @@ func TestNativeHostChecks(t *testing.T) {
 	}
 }
 
-
 // TestNativeInto: outputs are written straight into RunOptions.Into's
 // slices, and still right when that is unsafe: an Into slice that is also
 // an input (the matmul reads all of it after writing), two outputs of one
