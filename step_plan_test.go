@@ -1,10 +1,14 @@
 package gpucc_test
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/bench"
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/grad"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 )
@@ -23,11 +27,11 @@ func TestStepPlan(t *testing.T) {
 		limits  ir.Limits
 		kernels int
 	}{
-		{"fixture", fixture, ir.Limits{}, 10},
+		{"fixture", fixture, ir.Limits{}, 9},
 		// BenchmarkMLPTrainStep's step at the device visit's size: 21
 		// kernels before the loss guard shared its sums (13 before the
 		// guard existed).
-		{"mlp4096", bench.MLP(4096, 1024, 1024, 16), bench.Limits(), 16},
+		{"mlp4096", bench.MLP(4096, 1024, 1024, 16), bench.Limits(), 15},
 		{"mlp small", bench.MLP(64, 32, 48, 5), ir.Limits{}, 15},
 	}
 	for _, c := range cases {
@@ -86,5 +90,48 @@ func TestStepPlan(t *testing.T) {
 			}
 			t.Logf("%d kernels, %+v", len(p.Kernels), passes.ProgramCost(p))
 		})
+	}
+}
+
+// TestStepGuard: the step's loss is NaN when any one updated parameter is
+// not finite (the guard shares one sum among parameters of several
+// shapes, read through broadcasts), and cpuref's loss bit for bit when
+// every one is finite, for each parameter of the three-layer MLP.
+func TestStepGuard(t *testing.T) {
+	g := bench.MLP(8, 6, 5, 3)
+	plain, err := grad.Step(g, "loss", 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := func(sg *ir.Graph) float32 {
+		for _, o := range sg.Outputs {
+			if o.Name == "loss" {
+				return cpuref.Eval(sg)[o.ID][0]
+			}
+		}
+		t.Fatal("no loss output")
+		return 0
+	}
+	sg, err := gpucc.StepGraph(g, "loss", 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := loss(sg), loss(plain); math.Float32bits(got) != math.Float32bits(want) {
+		t.Errorf("finite step: loss %v, unguarded %v", got, want)
+	}
+	for _, p := range g.Params() {
+		for _, bad := range []float32{float32(math.Inf(1)), float32(math.NaN())} {
+			h := g.Clone()
+			data := slices.Clone(g.Nodes[p.ID].Data)
+			data[len(data)-1] = bad
+			h.Nodes[p.ID].Data = data
+			sg, err := gpucc.StepGraph(h, "loss", 0.01)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := loss(sg); !math.IsNaN(float64(got)) {
+				t.Errorf("%s's last element %v: loss %v, want NaN", p.Name, bad, got)
+			}
+		}
 	}
 }

@@ -104,10 +104,11 @@ func StepGraph(g *ir.Graph, loss string, lr float32) (*ir.Graph, error) {
 // float.
 //
 // It costs a pass over the parameters and no transfer. The parameters
-// share sums: each joins the first sum over a shape its own broadcasts to
-// (numpy's rule; largest parameters first), so that an MLP's weights and
-// biases of [n,n] and [n] are one sum of w1′·0 + w2′·0 + b1′·0 + b2′·0
-// rather than four (any order of adding ±0 and NaN gives ±0 or NaN).
+// share sums: each joins the first sum whose length its own divides
+// (largest parameters first), read as that sum's shape through a
+// broadcast (p′·0 of m values, broadcast to [n/m, m], is n values), so that an
+// MLP's weights and biases are one sum (split into blocks on a GPU) rather
+// than one per parameter; any order of adding ±0 and NaN gives ±0 or NaN.
 func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 	lossAt := -1
 	var updated []ir.NodeID
@@ -126,24 +127,32 @@ func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 		sg.Nodes = append(sg.Nodes, n)
 		return ir.NodeID(len(sg.Nodes) - 1)
 	}
+	// as returns node v read as shape s (a reshape, unless it has it).
+	as := func(v ir.NodeID, s ir.Shape) ir.NodeID {
+		if sg.Nodes[v].Shape.Equal(s) {
+			return v
+		}
+		return add(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{v}, Shape: s})
+	}
 	slices.SortStableFunc(updated, func(a, b ir.NodeID) int { return sg.Nodes[b].Shape.Len() - sg.Nodes[a].Shape.Len() })
 	type term struct {
-		shape ir.Shape
-		v     ir.NodeID // the sum's argument so far
+		shape ir.Shape  // the sum's, its largest parameter's
+		v     ir.NodeID // its argument so far
 	}
 	var terms []term
 	for _, p := range updated {
 		shape := slices.Clone(sg.Nodes[p].Shape)
+		m := shape.Len()
 		z := add(ir.Node{Op: ir.OpMulScalar, Args: []ir.NodeID{p}, Shape: shape, Scalar: 0})
-		i := slices.IndexFunc(terms, func(t term) bool { return broadcastsTo(shape, t.shape) })
+		i := slices.IndexFunc(terms, func(t term) bool { return t.shape.Len()%m == 0 })
 		if i < 0 {
 			terms = append(terms, term{shape, z})
 			continue
 		}
-		if target := terms[i].shape; !shape.Equal(target) {
-			z = add(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{z}, Shape: slices.Clone(target)})
+		if n := terms[i].shape.Len(); m < n {
+			z = add(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{as(z, ir.Shape{m})}, Shape: ir.Shape{n / m, m}})
 		}
-		terms[i].v = add(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{terms[i].v, z}, Shape: slices.Clone(terms[i].shape)})
+		terms[i].v = add(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{terms[i].v, as(z, slices.Clone(terms[i].shape))}, Shape: slices.Clone(terms[i].shape)})
 	}
 	c := ir.NodeID(-1)
 	for _, t := range terms {
@@ -165,21 +174,6 @@ func guardLoss(sg *ir.Graph, loss string, params []ir.Param) error {
 	l := sg.Outputs[lossAt].ID
 	sg.Outputs[lossAt].ID = add(ir.Node{Op: ir.OpSub, Args: []ir.NodeID{l, sq}, Shape: slices.Clone(sg.Nodes[l].Shape)})
 	return nil
-}
-
-// broadcastsTo reports whether shape s broadcasts to target by numpy's
-// rule: right-aligned, each dimension of s target's or 1.
-func broadcastsTo(s, target ir.Shape) bool {
-	off := len(target) - len(s)
-	if off < 0 {
-		return false
-	}
-	for d, n := range s {
-		if n != 1 && n != target[d+off] {
-			return false
-		}
-	}
-	return true
 }
 
 // Kernels returns the number of kernels a step dispatches.

@@ -23,6 +23,10 @@ import (
 //     that group as its prologue, and elementwise nodes over its result
 //     (or a reshape of it) join it as its epilogue (evaluated per output
 //     element);
+//   - an elementwise node that is only ever reduced does not join the
+//     epilogue of a matmul or reduction whose value it reads when that
+//     value is an output: the reduction reads the output instead (see
+//     onlySummed);
 //   - fulls become constants in kernel bodies, and are materialised only
 //     where a matmul or life reads them;
 //   - a group binding more than Options.MaxBindings buffers is split.
@@ -59,12 +63,13 @@ type fuser struct {
 	groups   []*group
 	users    [][]ir.NodeID
 	output   []bool
+	summed   map[ir.NodeID]bool // onlySummed's memo
 }
 
 func newFuser(st *State) *fuser {
 	g := st.Graph
 	f := &fuser{st: st, g: g, groupOf: make([]int, len(g.Nodes)), prologue: make([]bool, len(g.Nodes)),
-		users: make([][]ir.NodeID, len(g.Nodes)), output: make([]bool, len(g.Nodes))}
+		users: make([][]ir.NodeID, len(g.Nodes)), output: make([]bool, len(g.Nodes)), summed: map[ir.NodeID]bool{}}
 	for i, n := range g.Nodes {
 		f.groupOf[i] = -1
 		for _, a := range n.Args {
@@ -151,6 +156,9 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 		if k := f.groups[c].kind; k != ir.KernelElementwise && !accumulates(k) && !f.epilogue(v, c, chosen) {
 			continue
 		}
+		if k := f.groups[c].kind; k != ir.KernelElementwise && f.output[f.same(a)] && f.onlySummed(v) {
+			continue // see onlySummed
+		}
 		if f.feedsReduction(c, chosen) {
 			continue
 		}
@@ -170,6 +178,41 @@ func (f *fuser) placeElementwise(v ir.NodeID) {
 	into.nodes = append(into.nodes, v)
 	into.ext = ext
 	f.groupOf[v] = chosen[0]
+}
+
+// onlySummed reports whether elementwise node v's value is only ever
+// reduced: it is no output, and each of its uses is a reduction's
+// argument or an elementwise node of its shape that is only summed.
+// Such a node does not join a matmul's or a reduction's kernel as its
+// epilogue when the value it reads there is an output (stored anyway):
+// there it would be stored for the reduction, which can instead read the
+// output as its prologue, a store and a load of v's size fewer (the loss
+// guard of a training step reads every updated parameter so).
+func (f *fuser) onlySummed(v ir.NodeID) bool {
+	if r, ok := f.summed[v]; ok {
+		return r
+	}
+	r := f.summedUses(v)
+	f.summed[v] = r
+	return r
+}
+
+// summedUses is onlySummed without the memo (a DAG's paths are
+// exponentially many).
+func (f *fuser) summedUses(v ir.NodeID) bool {
+	if f.output[v] || len(f.users[v]) == 0 {
+		return false
+	}
+	for _, u := range f.users[v] {
+		n := &f.g.Nodes[u]
+		switch {
+		case n.Op.Info().Kernel == ir.KernelSum && !n.Op.IsElementwise() && !n.Op.IsView():
+		case n.Op.IsElementwise() && n.Shape.Equal(f.g.Nodes[v].Shape) && f.onlySummed(u):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // epilogue reports whether elementwise node v may join reduction group c
@@ -251,13 +294,10 @@ func (f *fuser) fuseSumPrologues() {
 		if pi < 0 || f.groups[pi].kind != ir.KernelElementwise {
 			continue
 		}
-		private := true
-		for _, m := range f.groups[pi].nodes {
-			private = private && !f.output[m]
-			for _, u := range f.users[m] {
-				private = private && (f.groupOf[u] == pi || u == sg.root)
-			}
-		}
+		// private: no member is stored, even through a reshape of
+		// contiguous data that another member reads (see stored).
+		in := append(slices.Clone(f.groups[pi].nodes), sg.root)
+		private := !slices.ContainsFunc(f.groups[pi].nodes, func(m ir.NodeID) bool { return f.stored(m, in) })
 		if private {
 			for _, m := range f.groups[pi].nodes {
 				f.prologue[m] = true
