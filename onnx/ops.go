@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/gpucc/gpucc/ir"
@@ -189,4 +190,5 @@ func init() {
 
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}
+	maps.Copy(rules, convRules) // conv.go
 }
