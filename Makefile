@@ -66,7 +66,7 @@ fuzz:
 	$(GO) test ./codegen/ -run XXX -fuzz FuzzCompile -fuzztime 15s
 	@# One worker: each FuzzBackends input runs Clang twice and lavapipe, so
 	@# a second worker only halves the time each input has on 2 busy cores.
-	$(GO) test ./host/ -run XXX -fuzz FuzzBackends -fuzztime 15s -parallel 1
+	$(GO) test ./server/ -run XXX -fuzz FuzzBackends -fuzztime 15s -parallel 1
 	$(GO) test ./cmd/gpucc/ -run XXX -fuzz FuzzAPI -fuzztime 15s
 	$(GO) test ./onnx/ -run XXX -fuzz FuzzLoad -fuzztime 15s
 
@@ -78,7 +78,7 @@ example:
 
 test: deps vet page
 	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -race -count=1 ./host/
+	$(GO) test -race -count=1 ./server/
 	$(GO) test -race -count=1 -run 'TestConcurrentRuns|TestCancelLeaksNothing|TestMisuse|TestResidentChain' .
 	$(GO) test -race -count=1 -run 'TestAPI' ./cmd/gpucc/
 	$(MAKE) example

@@ -23,7 +23,7 @@ const (
 	CodeInvalidInput       Code = "invalid_input"       // a run's inputs do not match the graph (name, shape, non-finite data)
 	CodeInvalidTensor      Code = "invalid_tensor"      // a device tensor used after Release or Close, or on another runtime
 	CodeUnsupported        Code = "unsupported"         // a valid imported model (ONNX) uses an op, attribute or type gpucc cannot run exactly
-	// The host's codes (package host and gpucc serve's execute API).
+	// The server's codes (package server and gpucc serve's execute API).
 	CodeNotGranted Code = "not_granted" // the client was not granted execution
 	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
 	CodeDisposed   Code = "disposed"    // the client or host was disposed before the result was delivered

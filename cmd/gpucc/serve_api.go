@@ -26,8 +26,8 @@ import (
 	"unicode/utf8"
 
 	lib "github.com/gpucc/gpucc"
-	"github.com/gpucc/gpucc/host"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/server"
 )
 
 // TokenEnv names the environment variable that holds serve's bearer token
@@ -70,7 +70,7 @@ const serveOutputBytes = 4 << 20
 func apiFlags(fs *flag.FlagSet) *apiConfig {
 	c := &apiConfig{}
 	fs.StringVar(&c.token, "token", "", "require Authorization: Bearer TOKEN on /v1/ (default $"+TokenEnv+"; empty: none)")
-	atLeast(fs, &c.pending, "max-pending", host.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
+	atLeast(fs, &c.pending, "max-pending", server.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
 	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may take, reading its body, running and writing its reply; past it, it is answered timeout")
 	atLeast(fs, &c.grace, "grace", 10*time.Second, 0, "on SIGTERM, how long running requests may finish before they are answered disposed")
 	atLeast(fs, &c.memory, "max-memory", 1<<30, 1<<20, "bytes of request bodies (3 per byte read) and replies (4 per output value) held at once, server-wide; a request past it is answered busy")
@@ -82,10 +82,10 @@ func apiFlags(fs *flag.FlagSet) *apiConfig {
 }
 
 // api serves POST /v1/execute, GET /v1/info and GET /healthz in front of
-// another handler (the demo page), on a host.
+// another handler (the demo page), on a server.Server.
 type api struct {
-	host    *host.Host
-	client  *host.Client
+	server  *server.Server
+	client  *server.Client
 	token   string
 	limits  ir.Limits
 	timeout time.Duration
@@ -113,14 +113,14 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	if limits.MaxOutputBytes == 0 {
 		limits.MaxOutputBytes = serveOutputBytes
 	}
-	h := host.New(host.Options{Policy: host.Policy{Limits: limits, MaxPending: c.pending, Timeout: c.timeout},
+	h := server.New(server.Options{Policy: server.Policy{Limits: limits, MaxPending: c.pending, Timeout: c.timeout},
 		AllowSoftware: c.allowSW, Cache: cc})
 	h.Grant(apiClient)
 	memory := c.memory
 	if memory <= 0 {
 		memory = 1 << 30
 	}
-	return &api{host: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
+	return &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
 		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}, nil
 }
 
@@ -157,7 +157,7 @@ func (a *api) serve(ctx context.Context, srv *http.Server, ln net.Listener) erro
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		a.host.Close(context.Background())
+		a.server.Close(context.Background())
 		return err
 	case <-ctx.Done():
 	}
@@ -166,7 +166,7 @@ func (a *api) serve(ctx context.Context, srv *http.Server, ln net.Listener) erro
 	err := srv.Shutdown(grace) // returns once every handler has, or when grace ends
 	closed, cancel2 := context.WithTimeout(context.Background(), 0)
 	defer cancel2()
-	a.host.Close(closed) // answers what still runs disposed
+	a.server.Close(closed) // answers what still runs disposed
 	if err != nil {
 		// The handlers return once the host answered them; allow a
 		// moment to write that answer.
@@ -322,7 +322,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, httpStatus(lib.CodeOf(err)), err)
 		return
 	}
-	reply := a.client.Execute(ctx, host.Request{Graph: graph, Backend: q})
+	reply := a.client.Execute(ctx, server.Request{Graph: graph, Backend: q})
 	a.memory.give(held) // the body is decoded and run: let it go
 	held, body = 0, nil
 	if !reply.OK {
@@ -427,8 +427,8 @@ func parseQuery(raw string) (backend string, err error) {
 
 // info answers the backends, adapters and limits.
 func (a *api) info(w http.ResponseWriter) {
-	v := map[string]any{"backends": a.host.Offered(), "chain": lib.Chain, "limits": a.limits,
-		"maxPending": a.host.Policy().MaxPending}
+	v := map[string]any{"backends": a.server.Offered(), "chain": lib.Chain, "limits": a.limits,
+		"maxPending": a.server.Policy().MaxPending}
 	list, err := a.adapters()
 	if err != nil {
 		v["adapterError"] = err.Error()
@@ -440,7 +440,7 @@ func (a *api) info(w http.ResponseWriter) {
 // fail answers err with status; writeReply closes the connection, so
 // that what the client may still send is never read.
 func (a *api) fail(w http.ResponseWriter, status int, err error) {
-	writeReply(w, status, host.Failed(err))
+	writeReply(w, status, server.Failed(err))
 }
 
 // httpStatus maps a stable code to its HTTP status.

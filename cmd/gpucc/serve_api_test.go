@@ -40,7 +40,7 @@ func testAPI(t *testing.T, edit func(*apiConfig)) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.host.Close(context.Background()) })
+	t.Cleanup(func() { a.server.Close(context.Background()) })
 	return a
 }
 

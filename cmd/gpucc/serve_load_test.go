@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpucc/gpucc/host"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/gpu"
+	"github.com/gpucc/gpucc/server"
 )
 
 // loadConfig bounds the load test: clients × requests each, and a wall
@@ -197,13 +197,13 @@ func TestServeLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("api-%d", k)
-			a.host.Grant(id)
-			c := a.host.Client(id)
+			a.server.Grant(id)
+			c := a.server.Client(id)
 			var disposed atomic.Bool
 			r := rand.New(rand.NewPCG(uint64(k), 12))
 			for range 8 {
 				lc := makeCase(r, []string{"cpu", "wasm"})
-				c.Submit(context.Background(), host.Request{Graph: bytes.NewReader(lc.body), Backend: lc.backend}, func(host.Reply) {
+				c.Submit(context.Background(), server.Request{Graph: bytes.NewReader(lc.body), Backend: lc.backend}, func(server.Reply) {
 					if disposed.Load() {
 						lateDeliveries.Add(1)
 					}
@@ -225,7 +225,7 @@ func TestServeLoad(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 	transport.CloseIdleConnections()
-	a.host.Close(context.Background())
+	a.server.Close(context.Background())
 	settle := time.Now().Add(10 * time.Second)
 	for goruntime.NumGoroutine() > goroutines && time.Now().Before(settle) {
 		time.Sleep(20 * time.Millisecond)

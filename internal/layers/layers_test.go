@@ -60,13 +60,13 @@ var core = []string{"ir", "ir/eval64", "cpuref", "passes", "grad", "onnx", "code
 
 // cliImports are the packages cmd/gpucc may import: the library, its
 // ahead-of-time builder, the backends it registers or drives, and the
-// packages its commands are about (bench, serve's host and page, import's
+// packages its commands are about (bench, serve's server and page, import's
 // onnx, the code cache of --cache-dir). Code generators and passes are
 // the library's business, not the CLI's.
 var cliImports = []string{
 	".", "aot", "ir", // the library
 	"runtime/all", "runtime/gpu", "runtime/gpu/tune", // backends: all of them, and webgpu's adapters and tuner
-	"bench", "host", "web", "onnx", "codegen/cache", // what bench, serve, import and --cache-dir are about
+	"bench", "server", "web", "onnx", "codegen/cache", // what bench, serve, import and --cache-dir are about
 }
 
 func TestLayers(t *testing.T) {

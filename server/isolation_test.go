@@ -1,4 +1,4 @@
-package host_test
+package server_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
-	"github.com/gpucc/gpucc/host"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/server"
 )
 
 // craftedGraphs are graphs of one structure each whose input names were
@@ -54,11 +54,11 @@ func list(v []float32) string {
 // input kept data from another request (the cache holds executables, not
 // data) or was bound by a name that meant another input.
 func TestClientsNeverSeeEachOthersData(t *testing.T) {
-	h := host.New(host.Options{AllowSoftware: true})
+	h := server.New(server.Options{AllowSoftware: true})
 	defer h.Close(context.Background())
 	h.Grant("alice")
 	h.Grant("bob")
-	clients := []*host.Client{h.Client("alice"), h.Client("bob")}
+	clients := []*server.Client{h.Client("alice"), h.Client("bob")}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, b := range backendsUnderTest {
 		t.Run(b, func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestClientsNeverSeeEachOthersData(t *testing.T) {
 						t.Fatalf("%s: %v", cg.name, err)
 					}
 					want := cpuref.Eval(g)[g.Outputs[0].ID]
-					rep := c.Execute(context.Background(), host.Request{Graph: strings.NewReader(doc), Backend: b})
+					rep := c.Execute(context.Background(), server.Request{Graph: strings.NewReader(doc), Backend: b})
 					if !rep.OK && rep.Error.Code == ir.CodeBackendUnavailable {
 						if env := requireEnv[b]; env != "" && os.Getenv(env) != "" {
 							t.Fatalf("%s=%s but %s", env, os.Getenv(env), rep.Error.Message)
@@ -105,7 +105,7 @@ func TestClientsNeverSeeEachOthersData(t *testing.T) {
 // TestCollidingNamesRefused: the issue's graphs, where a named input takes
 // an unnamed input's default name, are refused, not run on a guess.
 func TestCollidingNamesRefused(t *testing.T) {
-	h := host.New(host.Options{Policy: host.Policy{Backends: []string{"cpu"}}})
+	h := server.New(server.Options{Policy: server.Policy{Backends: []string{"cpu"}}})
 	defer h.Close(context.Background())
 	h.Grant("g")
 	c := h.Client("g")
@@ -113,7 +113,7 @@ func TestCollidingNamesRefused(t *testing.T) {
 		`{"version":1,"nodes":[{"id":0,"op":"input","name":"input1","shape":[2],"data":[10,20]},{"id":1,"op":"input","shape":[2],"data":[1,2]},{"id":2,"op":"sub","a":0,"b":1}],"outputs":[{"name":"d","id":2}]}`,
 		`{"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[10,20]},{"id":1,"op":"input","name":"input0","shape":[2],"data":[1,2]},{"id":2,"op":"sub","a":0,"b":1}],"outputs":[{"name":"d","id":2}]}`,
 	} {
-		if r := c.Execute(context.Background(), host.Request{Graph: strings.NewReader(doc), Backend: "cpu"}); r.OK || r.Error.Code != ir.CodeInvalidGraph {
+		if r := c.Execute(context.Background(), server.Request{Graph: strings.NewReader(doc), Backend: "cpu"}); r.OK || r.Error.Code != ir.CodeInvalidGraph {
 			t.Errorf("%s: %+v %+v, want invalid_graph", doc, r.Value, r.Error)
 		}
 	}
@@ -123,7 +123,7 @@ func TestCollidingNamesRefused(t *testing.T) {
 // the idle host holds no more memory than before (the cache keeps 64
 // executables per backend, and used to keep each one's request data).
 func TestCacheHoldsNoData(t *testing.T) {
-	h := host.New(host.Options{PoolBytes: -1, Policy: host.Policy{Backends: []string{"cpu"}}})
+	h := server.New(server.Options{PoolBytes: -1, Policy: server.Policy{Backends: []string{"cpu"}}})
 	defer h.Close(context.Background())
 	h.Grant("g")
 	c := h.Client("g")
@@ -135,7 +135,7 @@ func TestCacheHoldsNoData(t *testing.T) {
 		return m.HeapAlloc
 	}
 	warm := `{"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},{"id":1,"op":"neg","a":0}],"outputs":[{"name":"y","id":0}]}`
-	c.Execute(context.Background(), host.Request{Graph: strings.NewReader(warm), Backend: "cpu"})
+	c.Execute(context.Background(), server.Request{Graph: strings.NewReader(warm), Backend: "cpu"})
 	before := heap()
 	const n, size = 12, 1<<20 - 16 // 12 structures of 4 MiB of input each
 	for k := range n {
@@ -148,7 +148,7 @@ func TestCacheHoldsNoData(t *testing.T) {
 			b.WriteString("1")
 		}
 		b.WriteString(`]},{"id":1,"op":"neg","a":0}],"outputs":[{"name":"y","id":1}]}`)
-		if r := c.Execute(context.Background(), host.Request{Graph: strings.NewReader(b.String()), Backend: "cpu"}); !r.OK {
+		if r := c.Execute(context.Background(), server.Request{Graph: strings.NewReader(b.String()), Backend: "cpu"}); !r.OK {
 			t.Fatalf("%+v", r.Error)
 		}
 	}

@@ -1,4 +1,4 @@
-package host_test
+package server_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
-	"github.com/gpucc/gpucc/host"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/server"
 )
 
 // backendsUnderTest are compared with cpuref; requireEnv turns one that
@@ -27,8 +27,8 @@ var (
 )
 
 // shared is one host for every fuzz input, so devices open once.
-var shared = sync.OnceValue(func() *host.Client {
-	h := host.New(host.Options{AllowSoftware: true, Policy: host.Policy{MaxPending: 64}})
+var shared = sync.OnceValue(func() *server.Client {
+	h := server.New(server.Options{AllowSoftware: true, Policy: server.Policy{MaxPending: 64}})
 	h.Grant("fuzz")
 	return h.Client("fuzz")
 })
@@ -95,7 +95,7 @@ func checkBackends(t testing.TB, g *ir.Graph) {
 	}
 	doc := ir.Encode(g)
 	for _, b := range backendsUnderTest {
-		r := c.Execute(context.Background(), host.Request{Graph: bytes.NewReader(doc), Backend: b})
+		r := c.Execute(context.Background(), server.Request{Graph: bytes.NewReader(doc), Backend: b})
 		if !r.OK && r.Error.Code == ir.CodeBackendUnavailable {
 			if env := requireEnv[b]; env != "" && os.Getenv(env) != "" {
 				t.Fatalf("%s=%s but %s", env, os.Getenv(env), r.Error.Message)

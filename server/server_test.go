@@ -1,4 +1,4 @@
-package host
+package server
 
 import (
 	"context"
@@ -115,7 +115,7 @@ func TestCodes(t *testing.T) {
 	}
 	g := newGate()
 	g.err = &gpucc.Error{Code: ir.CodeExecutionFailed, Backend: "gate", Err: errors.New("device lost")}
-	hf := newHost(Policy{}, g)
+	hf := newServer(Policy{}, g)
 	cf := hf.Client("g")
 	hf.Grant("g")
 	go func() { <-g.started; g.release <- struct{}{} }()
@@ -128,7 +128,7 @@ func TestCodes(t *testing.T) {
 // the next. Abandoned requests stay pending until their work ends.
 func TestPendingCap(t *testing.T) {
 	g := newGate()
-	h := newHost(Policy{}, g)
+	h := newServer(Policy{}, g)
 	c := h.Client("g")
 	h.Grant("g")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,7 +179,7 @@ func TestPendingCap(t *testing.T) {
 // refused.
 func TestDisposeDropsLateResults(t *testing.T) {
 	g := newGate()
-	h := newHost(Policy{}, g)
+	h := newServer(Policy{}, g)
 	c := h.Client("g")
 	h.Grant("g")
 	var late atomic.Int32
@@ -217,7 +217,7 @@ func TestDisposeDropsLateResults(t *testing.T) {
 // once, and the late result is dropped.
 func TestCancellation(t *testing.T) {
 	g := newGate()
-	h := newHost(Policy{}, g)
+	h := newServer(Policy{}, g)
 	c := h.Client("g")
 	h.Grant("g")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -249,7 +249,7 @@ func TestCancellation(t *testing.T) {
 		t.Errorf("replies %+v, want one timeout", replies)
 	}
 	// The policy's timeout applies without a deadline of the caller's.
-	hp := newHost(Policy{Timeout: 10 * time.Millisecond}, g)
+	hp := newServer(Policy{Timeout: 10 * time.Millisecond}, g)
 	cp := hp.Client("g")
 	hp.Grant("g")
 	if r := cp.Execute(context.Background(), req(seed, "cpu")); codeOf(r) != ir.CodeTimeout {
@@ -263,7 +263,7 @@ func TestCancellation(t *testing.T) {
 // context lasts, then answers the rest disposed.
 func TestCloseDisposesRunning(t *testing.T) {
 	g := newGate()
-	h := newHost(Policy{}, g)
+	h := newServer(Policy{}, g)
 	c := h.Client("g")
 	h.Grant("g")
 	out := make(chan Reply, 2)
@@ -353,7 +353,7 @@ func TestConcurrentClients(t *testing.T) {
 // handles; four handles of one id cannot get past it.
 func TestPendingCapPerID(t *testing.T) {
 	g := newGate()
-	h := newHost(Policy{MaxPending: 2}, g)
+	h := newServer(Policy{MaxPending: 2}, g)
 	h.Grant("g")
 	h.Grant("other")
 	var admitted int
