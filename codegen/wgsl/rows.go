@@ -17,10 +17,18 @@ import (
 // an operand is read from memory once). Each reduction then stages its
 // leaves, padded with its identity, through workgroup memory (red), from
 // which thread t takes the contiguous leaves from t·P/SumThreads and
-// reduces them by the pairwise tree; the threads' partials are combined in
-// red by the same tree, whose root every thread then reads: cpuref's tree
-// over P leaves, whatever thread evaluated a leaf. Shorter rows get a
-// thread each, which holds all P leaves.
+// reduces them by the pairwise tree; the threads' partials are combined by
+// the same tree (staged.tree), whose root every thread then computes:
+// cpuref's tree over P leaves, whatever thread evaluated a leaf. The
+// passes are written out step by step (wgPass), so that every index into
+// a private array is a constant. Shorter rows get a thread each, which
+// holds all P leaves and loops over them.
+//
+// The leaves reach the tree through workgroup memory, never straight from
+// the registers they were computed in: an unrolled tree over a short row's
+// leaves in registers (tried for rows of up to 32 leaves) changed the bits
+// of variance on lavapipe, whose compiler rewrote the guarded products
+// and sums across the tree (see Params.one in the package doc).
 func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	pl := codegen.PlanRows(k)
 	n, p := pl.Red.Leaves, pl.P

@@ -310,12 +310,14 @@ func elementwiseVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 
 // sum emits a reduction (sum or max) that reproduces cpuref's tree. Each
 // workgroup reduces one aligned block of one output's leaves (all of them,
-// or with k.Blocks > 1 one of its Blocks blocks): each thread folds a
+// or with k.Blocks > 1 one of its Blocks blocks): a block of at most
+// rowGroup·SumThreads leaves is read coalesced and reduced through
+// workgroup memory (stagedSum); in a longer one each thread folds a
 // contiguous run of leaves with a binary counter (the pairwise tree of
 // that run), then the threads' partials are combined in workgroup memory
 // by the same contiguous tree. Leaves past the end are the identity (-0,
 // -Inf). Outputs of fewer than SumThreads leaves each get a thread instead
-// (rows).
+// (rows), and column reductions tiles of adjacent outputs (columns).
 func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	red := ir.ReductionOf(k.Shape, k.Keep)
 	if perThread(k) {
