@@ -48,6 +48,10 @@ log "exit $?"
 GPUCC_BENCH_MLP=4096,1024,1024,16 timeout 60 .device/bench.test -test.run '^$' \
   -test.bench 'MLPTrainStep/(resident|launch)' -test.benchtime 40x >> "$OUT/bench_history.txt" 2>&1
 log "exit $?"
+log "the MLP step's matmuls and column sums one at a time (which kernel costs what)"
+GPUCC_BENCH_MLP=4096,1024,1024,16 timeout 90 .device/bench.test -test.run '^$' \
+  -test.bench 'MLPStepKernels' -test.benchtime 40x > "$OUT/bench_step_kernels.txt" 2>&1
+log "exit $?"
 
 log "PyTorch peers at the same shapes"
 timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 > "$OUT/torch_nn.json" 2>>"$OUT/final.log"
