@@ -26,6 +26,12 @@ func TestReductionForms(t *testing.T) {
 	}{
 		{"softmax, long rows", ir.Shape{3, 1021}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
 			[3]int{256, 1, 1}, [3]int{3, 1, 1}, "let r = 768u + t;"},
+		{"softmax, 2039 leaves: staged through padded workgroup memory", ir.Shape{2, 2039}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
+			[3]int{256, 1, 1}, [3]int{2, 1, 1}, "a1[7] = red[pad(t * 8u + 7u)];"},
+		{"softmax, 4096 leaves: the groups' values beyond the partials", ir.Shape{2, 4096}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
+			[3]int{256, 1, 1}, [3]int{2, 1, 1}, "red[256u + t] = grp[0];"},
+		{"row sum, staged", ir.Shape{5, 1000}, func(x ir.Tensor) ir.Tensor { return x.SumAxes(false, 1) },
+			[3]int{256, 1, 1}, [3]int{5, 1, 1}, "let r = block * 1024u + 768u + t;"},
 		{"softmax, short rows", ir.Shape{100, 13}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
 			[3]int{64, 1, 1}, [3]int{2, 1, 1}, "let r = j;"},
 		{"column sum", ir.Shape{1031, 64}, func(x ir.Tensor) ir.Tensor { return x.SumAxes(false, 0) },
