@@ -194,7 +194,7 @@ func BindInputs(plan *Plan, g *ir.Graph) (Inputs, error) {
 			return nil, ir.Errorf(ir.CodeInvalidInput, int(pi.Node), pi.Name, "input %q: the graph is not of the plan's structure", pi.Name)
 		}
 		n := g.Nodes[pi.Node]
-		in[pi.Name] = Host(n.Shape, n.Data)
+		in[pi.Name] = NewTensor(n.Shape, n.Data)
 	}
 	return in, nil
 }

@@ -8,7 +8,7 @@
 //
 //	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "auto"})
 //	exe, err := rt.Compile(ctx, g)              // validate, plan, generate and compile, once
-//	res, err := exe.Run(ctx, gpucc.Inputs{"x": gpucc.Host(shape, data)})
+//	res, err := exe.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(shape, data)})
 //
 // Compile validates the graph, runs the passes for the device's Profile
 // (Seal) and has the backend compile the sealed Plan (Load). Run checks the

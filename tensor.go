@@ -13,7 +13,7 @@ import (
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
-// Value is an input value: host data (a Tensor, made by Host) or a
+// Value is an input value: host data (a Tensor, made by NewTensor) or a
 // *DeviceTensor.
 type Value interface{ value() }
 
@@ -45,11 +45,18 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// Host returns host data of the given shape as an input value. data is
-// read, never kept or written. A nil shape is a scalar's (ir.Shape{}), as
-// everywhere in gpucc: Run, RunWith and a generated package's Inputs all
-// refuse it for an input of another shape, with invalid_input.
-func Host(shape ir.Shape, data []float32) Tensor { return Tensor{Shape: shape, Data: data} }
+// NewTensor returns data in host memory, of the given shape, as an input
+// value. data is read, never kept or written. A nil shape is a scalar's
+// (ir.Shape{}), as everywhere in gpucc: Run, RunWith and a generated
+// package's Inputs all refuse it for an input of another shape, with
+// invalid_input.
+func NewTensor(shape ir.Shape, data []float32) Tensor { return Tensor{Shape: shape, Data: data} }
+
+// Host is NewTensor.
+//
+// Deprecated: use NewTensor; "host" names host memory, and package host
+// was the request server's old name.
+func Host(shape ir.Shape, data []float32) Tensor { return NewTensor(shape, data) }
 
 // DeviceTensor is a tensor in a Runtime's device memory (host or wasm
 // memory on the cpu, wasm and native backends). Runtime.Upload and

@@ -208,7 +208,7 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 	for _, o := range outs {
 		outFields = append(outFields, jen.Comment(o.describe("output")), jen.Id(o.goName).Index().Float32())
 	}
-	f.Comment("Inputs are the graph's inputs. Each is host data, gpucc.Host(shape, data)")
+	f.Comment("Inputs are the graph's inputs. Each is host data, gpucc.NewTensor(shape, data)")
 	f.Comment("with the input's shape (a nil shape is a scalar's, as everywhere in gpucc),")
 	f.Comment("or a *gpucc.DeviceTensor, which stays on the device across runs; a nil")
 	f.Comment("field keeps the data the graph was built with.")

@@ -234,7 +234,7 @@ func run(backend, source string, nojit bool) error {
 		for i := range x {
 			x[i] = float32(i*(step+3)%11-5) / 3
 		}
-		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(ir.Shape{4, 8}, x), W1: dev})
+		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.NewTensor(ir.Shape{4, 8}, x), W1: dev})
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func run(backend, source string, nojit bool) error {
 		if nojit {
 			continue
 		}
-		res, err := jit.Run(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{4, 8}, x)})
+		res, err := jit.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{4, 8}, x)})
 		if err != nil {
 			return err
 		}
@@ -267,9 +267,9 @@ func run(backend, source string, nojit bool) error {
 		return fmt.Errorf("CheckGraph of an edited source gave %v", err)
 	}
 	for _, bad := range []mlp.Inputs{
-		{X: gpucc.Host(ir.Shape{4, 8}, make([]float32, 31))},
-		{X: gpucc.Host(nil, make([]float32, 32))}, // a nil shape is a scalar's, as in gpucc.Run
-		{X: gpucc.Host(ir.Shape{8, 4}, make([]float32, 32))},
+		{X: gpucc.NewTensor(ir.Shape{4, 8}, make([]float32, 31))},
+		{X: gpucc.NewTensor(nil, make([]float32, 32))}, // a nil shape is a scalar's, as in gpucc.Run
+		{X: gpucc.NewTensor(ir.Shape{8, 4}, make([]float32, 32))},
 		{W2: dev},
 	} {
 		_, err = exe.Run(ctx, bad)

@@ -37,7 +37,7 @@ func main() {
 		for i := range x {
 			x[i] = float32((i+step)%7-3) / 4
 		}
-		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.Host(ir.Shape{4, 8}, x)})
+		out, err := exe.Run(ctx, mlp.Inputs{X: gpucc.NewTensor(ir.Shape{4, 8}, x)})
 		if err != nil {
 			log.Fatal(err)
 		}
