@@ -1,0 +1,80 @@
+package bench
+
+// BenchmarkConv: issue 23's convolution workloads (a ResNet-style 3×3
+// convolution, 64→64 channels at 56×56, with its bias and relu fused; a
+// depthwise 3×3 over 256 channels at 56×56; a 3×3 stride-2 max pooling),
+// inputs resident, the output kept on the device: dispatch-ms is the
+// kernels. gflops counts 2 operations per product.
+//
+//	GPUCC_BENCH_CONV  the batch (default 1; the issue's figures: 32)
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+func BenchmarkConv(b *testing.B) {
+	n := 1
+	if v, err := strconv.Atoi(os.Getenv("GPUCC_BENCH_CONV")); err == nil && v > 0 {
+		n = v
+	}
+	pad := map[string][]int{"pads": {1, 1, 1, 1}}
+	type work struct {
+		name  string
+		c, m  int // input channels, output channels
+		group int
+		pool  bool
+	}
+	for _, w := range []work{{"resnet3x3-64", 64, 64, 1, false}, {"depthwise3x3-256", 256, 256, 256, false}, {"maxpool3x3s2-64", 64, 64, 0, true}} {
+		b.Run(fmt.Sprintf("%s/n%d", w.name, n), func(b *testing.B) {
+			bld := ir.NewBuilder()
+			x := bld.NamedInput("x", ir.Shape{n, w.c, 56, 56}, make([]float32, n*w.c*56*56))
+			var y ir.Tensor
+			flops := 0.0
+			if w.pool {
+				y = x.MaxPool2D(map[string][]int{"kernel_shape": {3, 3}, "strides": {2, 2}, "pads": {1, 1, 1, 1}})
+			} else {
+				wt := bld.NamedInput("w", ir.Shape{w.m, w.c / w.group, 3, 3}, make([]float32, w.m*w.c/w.group*9))
+				bias := bld.NamedInput("bias", ir.Shape{w.m, 1, 1}, make([]float32, w.m))
+				a := map[string][]int{"pads": pad["pads"], "group": {w.group}}
+				y = x.Conv2D(wt, a).Add(bias).Relu()
+				flops = 2 * float64(n*w.m*56*56) * float64(w.c/w.group*9)
+			}
+			bld.Output("y", y)
+			g, err := bld.Build(Limits())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			rt := openEngine(b)
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := gpucc.Inputs{}
+			for i, p := range g.Nodes {
+				if p.Op != ir.OpInput {
+					continue
+				}
+				t, err := rt.Upload(ctx, p.Shape, irtest.Values(uint64(i+1), p.Shape.Len(), 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer t.Release()
+				in[p.Name] = t
+			}
+			benchResident(b, exe, in, "y")
+			b.ReportMetric(float64(exe.Kernels()), "kernels")
+			if flops > 0 {
+				b.ReportMetric(flops/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "gflops-wall")
+			}
+		})
+	}
+}
