@@ -54,6 +54,9 @@ func trainCmd(args []string) int {
 	if !set["lr"] {
 		return usageError("train: --lr is required")
 	}
+	if set["profile"] && !*explain {
+		return usageError("train: --profile plans a step for --explain; a run plans for its backend's device")
+	}
 	if !(*lr > 0) || *lr > math.MaxFloat32 || float32(*lr) == 0 {
 		return usageError("train: --lr must be a finite float32 above 0, got %v", *lr)
 	}

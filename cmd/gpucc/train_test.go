@@ -71,6 +71,11 @@ func TestTrainCLIErrors(t *testing.T) {
 		{"negative timeout", []string{"--steps", "1", "--lr", "0.1", "--timeout", "-1s", fixture}, "usage"},
 		{"no parameters", []string{"--steps", "1", "--lr", "0.1", "-"}, "invalid_graph"},
 		{"diverges", []string{"--steps", "3", "--lr", "3e38", fixture}, "non_finite_output"},
+		{"explain without lr", []string{"--explain", fixture}, "usage"},
+		{"explain for no profile", []string{"--explain", "--lr", "0.1", "--profile", "nope", fixture}, "usage"},
+		{"explain, unknown loss", []string{"--explain", "--lr", "0.1", "--loss", "nope", fixture}, "invalid_graph"},
+		{"explain, no parameters", []string{"--explain", "--lr", "0.1", "-"}, "invalid_graph"},
+		{"profile without explain", []string{"--steps", "1", "--lr", "0.1", "--profile", "webgpu-default", fixture}, "usage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
