@@ -13,6 +13,8 @@
 //   - relu(x) = x if x > 0, else +0. So relu(-0) = +0 and relu(NaN) = +0.
 //   - positive(x) = 1 if x > 0, else 0 (also 0 for NaN).
 //   - transpose moves values; it never changes a bit.
+//   - permute(x) with perm (numpy's transpose of any rank: output axis k is
+//     x's axis perm[k]) moves values; it never changes a bit.
 //   - broadcast(x) to a shape S (numpy's broadcast_to: x's shape,
 //     right-aligned with S, has each dimension S's or 1): out at the
 //     multi-index idx of S is x at idx with S's extra leading dimensions
@@ -253,6 +255,13 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpLife: // its alive test is a comparison, which flushes too
 		return Life(ar.flushed(arg(0)), n.Shape[0], n.Shape[1])
+	case ir.OpPermute:
+		a := arg(0)
+		out := make([]float32, len(a))
+		for i, j := range ir.PermuteSources(g.Nodes[n.Args[0]].Shape, n.Op.Attr(n.Attrs, "perm")) {
+			out[i] = a[j]
+		}
+		return out
 	case ir.OpBroadcast:
 		return Broadcast(arg(0), g.Nodes[n.Args[0]].Shape, n.Shape)
 	case ir.OpReshape:

@@ -48,6 +48,9 @@
 //	broadcast(b) to S  gb += reshape(sum(g) over the broadcast dimensions (keepdims),
 //	                   b's shape)
 //	reshape(a)         ga += reshape(g) to a's shape
+//	permute(a)         no gradient yet (the inverse permutation needs its
+//	                   attribute, which rules cannot pass yet): an error if
+//	                   it lies between a parameter and the loss
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss
 //	conv2d(x, w)       no gradient yet (its gradients are a transposed

@@ -56,6 +56,7 @@ const (
 	// Convolution and pooling (NCHW), with integer attributes (AttrSpec).
 	OpConv2D    // arg0 x [N,C,H,W] ⊛ arg1 w [M,C/group,kH,kW]: per output, the products over (c, kh, kw) ascending, zero-padded
 	OpMaxPool2D // the maximum of each window of arg0 [N,C,H,W] over its taps inside x, (kh, kw) ascending
+	OpPermute   // arg0's axes in the order of the attribute perm (numpy's transpose): a view
 	numOps
 )
 
@@ -282,6 +283,8 @@ func init() {
 			NoGrad: "conv2d's gradients (a transposed convolution and a convolution of x with the output gradient) are not rows yet"},
 		OpMaxPool2D: {Name: "maxpool2d", Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
 			Attrs: maxpool2dAttrs, NoGrad: "maxpool2d's gradient (the output gradient scattered to each window's maximum) is not a row yet"},
+		OpPermute: {Name: "permute", Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
+			NoGrad: "permute's gradient (the inverse permutation) needs attributes in grad's rules, which they do not carry yet"},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

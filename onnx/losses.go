@@ -20,6 +20,11 @@ import (
 // values: every integer below 2^24 is a float32 exactly.
 const maxExactIndex = 1 << 24
 
+// maxGatherWork bounds a run-time gather's masked elements (the output's
+// elements times the axis's length): 2^26, a fraction of a second on any
+// backend. An embedding table of a large vocabulary is beyond it.
+const maxGatherWork = 1 << 26
+
 // gatherAlong returns x's elements along axis at the constant indices idx
 // (GatherElements: y has idx's shape, y[…, k, …] = x[…, idx[…, k, …], …]).
 // idx holds normalised indices in [0, x.Shape()[axis]) or -1, which
@@ -40,6 +45,9 @@ func (c *importer) gatherAlong(x ir.Tensor, axis int, idx []int64, shape []int) 
 	n := s[axis]
 	if n >= maxExactIndex {
 		return ir.Tensor{}, c.refuse("a gather along an axis of %d elements, over 2^24", n)
+	}
+	if work := int64(n) * int64(ir.Shape(shape).Len()); work > maxGatherWork {
+		return ir.Tensor{}, c.refuse("a gather of %d elements from an axis of %d at run time (%d masked elements, over gpucc's %d: it gathers from run-time tensors by masks, not yet by index)", ir.Shape(shape).Len(), n, work, maxGatherWork)
 	}
 	// [… K, 1, …] indices, [… 1, C, …] classes and data.
 	ishape := append(append(append(ir.Shape{}, shape[:axis+1]...), 1), shape[axis+1:]...)

@@ -350,6 +350,17 @@ func (c *importer) matrix(x ir.Tensor, left bool) (ir.Tensor, *ir.Error) {
 	return x.Reshape(ir.Shape(s[len(s)-2:])), nil
 }
 
+// unitBatch reports whether a matmul operand of shape s is one matrix or
+// vector: rank ≤ 2, or every batch dimension 1.
+func (c *importer) unitBatch(s []int) bool {
+	for _, d := range s[:max(len(s)-2, 0)] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 func matmulOp(c *importer) ([]value, *ir.Error) {
 	a, err := c.rtIn(0)
 	if err != nil {
@@ -362,6 +373,29 @@ func matmulOp(c *importer) ([]value, *ir.Error) {
 	sa, sb := a.Shape(), b.Shape()
 	if len(sa) == 0 || len(sb) == 0 {
 		return nil, c.invalid("matmul of a scalar")
+	}
+	if len(sa) > 2 && c.unitBatch(sb) {
+		// A's batch dimensions against one matrix B: they are rows of one
+		// matmul ([…·m, k] × [k, n]), the same dot products in the same
+		// order.
+		k := sa[len(sa)-1]
+		rows := ir.Shape(sa).Len() / k
+		mb, err := c.matrix(b, false)
+		if err != nil {
+			return nil, err
+		}
+		if mb.Shape()[0] != k {
+			return nil, c.invalid("inner dimensions differ: %v × %v", sa, sb)
+		}
+		y := reshape(a, ir.Shape{rows, k}).MatMul(mb)
+		out := append([]int{}, sa[:len(sa)-1]...)
+		for len(out) < len(sb)-1 { // B's batch dimensions of 1 broadcast A's up
+			out = append([]int{1}, out...)
+		}
+		if len(sb) > 1 {
+			out = append(out, sb[len(sb)-1])
+		}
+		return c.withShape(&value{rt: y, set: true}, out)
 	}
 	ma, err := c.matrix(a, true)
 	if err != nil {

@@ -372,7 +372,10 @@ func transposeOp(c *importer) ([]value, *ir.Error) {
 		t := reshape(v.rt, ir.Shape{s[moved[1]], s[moved[0]]}).T()
 		return c.withShape(&value{rt: t, set: true}, out)
 	}
-	return nil, c.refuse("a transpose with perm %v of shape %v moves more than two axes; gpucc transposes 2-D", perm, s)
+	if len(s) > ir.MaxRank {
+		return nil, c.refuse("a transpose of rank %d, over %d", len(s), ir.MaxRank)
+	}
+	return one(rtValue(v.rt.Permute(perm...))) // a view of any rank
 }
 
 func inOrder(p []int) bool {
@@ -470,20 +473,48 @@ func gatherOp(c *importer) ([]value, *ir.Error) {
 	if !idx.Type.isInt() {
 		return nil, c.invalid("indices have element type %v", idx.Type)
 	}
-	if v.set {
-		return nil, c.refuse("a gather from a run-time tensor; gpucc gathers constants at import")
+	vs := v.shape()
+	if len(vs) == 0 {
+		return nil, c.invalid("a gather from a scalar")
 	}
-	t := v.c
-	axis, err := c.axisOf(c.attrInt("axis", 0), len(t.Shape))
+	axis, err := c.axisOf(c.attrInt("axis", 0), len(vs))
 	if err != nil {
 		return nil, err
 	}
-	n := t.Shape[axis]
+	n := vs[axis]
 	for _, i := range idx.Int64 {
 		if i < -int64(n) || i >= int64(n) {
 			return nil, c.invalid("index %d is out of range for axis %d of size %d", i, axis, n)
 		}
 	}
+	if v.set {
+		// From a run-time tensor: gatherAlong with the indices repeated
+		// over the other axes ([…, K, …], K the indices' count).
+		out := append(append(append([]int{}, vs[:axis]...), idx.Shape...), vs[axis+1:]...)
+		if len(out) > ir.MaxRank {
+			return nil, c.refuse("a gather of rank %d, over %d", len(out), ir.MaxRank)
+		}
+		k := len(idx.Int64)
+		gs := append(append(append([]int{}, vs[:axis]...), k), vs[axis+1:]...)
+		inner := ir.Shape(vs[axis+1:]).Len()
+		if gn := ir.Shape(gs).Len(); int64(gn)*int64(n) > maxGatherWork {
+			return nil, c.refuse("a gather of %d elements from an axis of %d at run time (over gpucc's %d masked elements: it gathers from run-time tensors by masks, not yet by index)", gn, n, maxGatherWork)
+		}
+		all := make([]int64, ir.Shape(gs).Len())
+		for i := range all {
+			j := idx.Int64[i/inner%k]
+			if j < 0 {
+				j += int64(n)
+			}
+			all[i] = j
+		}
+		y, err := c.gatherAlong(v.rt, axis, all, gs)
+		if err != nil {
+			return nil, err
+		}
+		return c.withShape(&value{rt: y, set: true}, out)
+	}
+	t := v.c
 	out := append(append(append([]int{}, t.Shape[:axis]...), idx.Shape...), t.Shape[axis+1:]...)
 	st, ist := strides(t.Shape), strides(idx.Shape)
 	q := len(idx.Shape)

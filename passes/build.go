@@ -286,7 +286,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))
 			k.Outputs = append(k.Outputs, b.buffer(m))
 			continue
-		case ir.OpFull, ir.OpTranspose, ir.OpBroadcast, ir.OpReshape: // materialising units
+		case ir.OpFull, ir.OpTranspose, ir.OpPermute, ir.OpBroadcast, ir.OpReshape: // materialising units
 			k.Shape = n.Shape
 			vals[m] = value(m)
 		default:

@@ -58,7 +58,7 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 		return cpuref.ReduceFull(n.Op, vals[0], g.Nodes[n.Args[0]].Shape.Len()/n.Shape.Len()), true
 	}
 	switch n.Op {
-	case ir.OpTranspose, ir.OpBroadcast, ir.OpReshape:
+	case ir.OpTranspose, ir.OpPermute, ir.OpBroadcast, ir.OpReshape:
 		return vals[0], true
 	case ir.OpMatmul:
 		k := g.Nodes[n.Args[0]].Shape[1]

@@ -378,6 +378,8 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 		switch n.Op {
 		case ir.OpTranspose:
 			strides = []int{strides[1], strides[0]}
+		case ir.OpPermute:
+			strides = ir.PermuteStrides(strides, n.Op.Attr(n.Attrs, "perm"))
 		case ir.OpBroadcast:
 			strides = broadcastStrides(shape, strides, n.Shape)
 		case ir.OpReshape:

@@ -42,7 +42,7 @@ func sinkViews(st *State) error {
 			n.Args[k] = newID[a]
 		}
 		if n.Op.IsView() {
-			newID[i] = s.view(n.Op, n.Shape, n.Args[0], st.Origin[i], uses[i])
+			newID[i] = s.view(n.Op, n.Shape, n.Attrs, n.Args[0], st.Origin[i], uses[i])
 			continue
 		}
 		newID[i] = s.add(n, st.Origin[i], uses[i])
@@ -113,10 +113,10 @@ func (s *sinker) add(n ir.Node, origin ir.NodeID, users int) ir.NodeID {
 	return ir.NodeID(len(s.nodes) - 1)
 }
 
-// view adds op (a view, to shape) of new node a, sunk through a where it
-// may, and returns the node holding the result; users is how many uses
-// that result has.
-func (s *sinker) view(op ir.Op, shape ir.Shape, a ir.NodeID, origin ir.NodeID, users int) ir.NodeID {
+// view adds op (a view, to shape, with attrs: permute's perm) of new node
+// a, sunk through a where it may, and returns the node holding the
+// result; users is how many uses that result has.
+func (s *sinker) view(op ir.Op, shape ir.Shape, attrs []int, a ir.NodeID, origin ir.NodeID, users int) ir.NodeID {
 	n := s.nodes[a]
 	switch {
 	case n.Op == ir.OpFull:
@@ -124,11 +124,11 @@ func (s *sinker) view(op ir.Op, shape ir.Shape, a ir.NodeID, origin ir.NodeID, u
 	case n.Op.IsElementwise() && s.users[a] == 1 && s.sinks(op, shape, n):
 		args := make([]ir.NodeID, len(n.Args))
 		for k, x := range n.Args {
-			args[k] = s.view(op, shape, x, s.origin[a], 1)
+			args[k] = s.view(op, shape, attrs, x, s.origin[a], 1)
 		}
 		return s.add(ir.Node{Op: n.Op, Args: args, Scalar: n.Scalar, Shape: shape}, origin, users)
 	}
-	return s.add(ir.Node{Op: op, Args: []ir.NodeID{a}, Shape: shape}, origin, users)
+	return s.add(ir.Node{Op: op, Args: []ir.NodeID{a}, Shape: shape, Attrs: attrs}, origin, users)
 }
 
 // epilogue reports whether elementwise node n would be computed in the

@@ -102,6 +102,11 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		conv2d(out, arg(0), arg(1), ir.Conv2DOf(argShape(0), argShape(1), n.Attrs))
 	case ir.OpMaxPool2D:
 		maxpool2d(out, arg(0), ir.Pool2DOf(argShape(0), n.Attrs))
+	case ir.OpPermute:
+		a := arg(0)
+		for i, j := range ir.PermuteSources(argShape(0), n.Op.Attr(n.Attrs, "perm")) {
+			out[i] = a[j]
+		}
 	case ir.OpBroadcast:
 		broadcast(out, arg(0), argShape(0), n.Shape)
 	case ir.OpReshape:

@@ -150,6 +150,18 @@ func Suite() []Case {
 		b.Output("tt", x.T().T())
 		b.Output("t-relu", x.T().Relu())
 	})
+	add("permute", func(b *ir.Builder) {
+		x := b.Input(ir.Shape{2, 3, 4}, Values(30, 24, 4))
+		h := b.Input(ir.Shape{1, 5, 3, 4}, Values(31, 60, 4))
+		b.Output("021", x.Permute(0, 2, 1))
+		b.Output("210", x.Permute(2, 1, 0))
+		b.Output("120-201", x.Permute(1, 2, 0).Permute(2, 0, 1)) // the identity, composed
+		b.Output("heads", h.Permute(0, 2, 1, 3))
+		b.Output("heads-exp", h.Exp().Permute(0, 2, 1, 3).AddScalar(1))
+		b.Output("sum-of-permuted", x.Permute(2, 0, 1).SumAxes(false, 2))
+		b.Output("permuted-broadcast", x.Broadcast(ir.Shape{2, 2, 3, 4}).Permute(3, 1, 0, 2).Mul(b.Input(ir.Shape{4, 2, 2, 3}, Values(32, 48, 2))))
+		b.Output("matmul-of-permuted", x.Permute(0, 2, 1).Reshape(ir.Shape{8, 3}).MatMul(b.Input(ir.Shape{3, 2}, Values(33, 6, 2))))
+	})
 	for _, hw := range [][2]int{{1, 1}, {2, 2}, {7, 7}, {96, 96}, {5, 13}} {
 		h, w := hw[0], hw[1]
 		add("life/"+itoa(h)+"x"+itoa(w), func(b *ir.Builder) {

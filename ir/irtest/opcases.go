@@ -185,6 +185,20 @@ var attributedCases = map[ir.Op]func() []OpCase{
 		}
 		return cs
 	},
+	ir.OpPermute: func() []OpCase {
+		var cs []OpCase
+		for _, c := range []struct {
+			s    ir.Shape
+			perm []int
+		}{{ir.Shape{3, 2}, []int{1, 0}}, {ir.Shape{2, 3, 4}, []int{0, 2, 1}}, {ir.Shape{2, 3, 4}, []int{2, 0, 1}}, {ir.Shape{1, 3, 2, 2}, []int{3, 1, 0, 2}}} {
+			attrs, err := ir.PackAttrs(ir.OpPermute, map[string][]int{"perm": c.perm})
+			if err != nil {
+				panic("irtest: " + err.Error())
+			}
+			cs = append(cs, OpCase{Op: ir.OpPermute, Args: []ir.Shape{c.s}, Attrs: attrs})
+		}
+		return cs
+	},
 	ir.OpConv2D: func() []OpCase {
 		var cs []OpCase
 		for _, c := range []ConvCase{

@@ -376,6 +376,12 @@ var attributed = map[ir.Op]func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) i
 			"strides": {1 + r.IntN(2), 1 + r.IntN(2)}})
 		return y, y.Shape() != nil
 	},
+	ir.OpPermute: func(r *rand.Rand, x ir.Tensor, _ func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
+		if len(x.Shape()) == 0 {
+			return ir.Tensor{}, false
+		}
+		return x.Permute(r.Perm(len(x.Shape()))...), true
+	},
 	ir.OpConv2D: func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
 		s := x.Shape()
 		switch {
