@@ -155,5 +155,8 @@ func suite(t *testing.T) []testCase {
 	for _, c := range irtest.Composites() { // GELU, softmax, layernorm, cross-entropy, …
 		out = append(out, testCase{c.Name, c.Graph})
 	}
+	for _, c := range append(irtest.Convs(), irtest.Pools()...) { // conv2d, maxpool2d, average pooling
+		out = append(out, testCase{c.Name, c.Graph})
+	}
 	return out
 }
