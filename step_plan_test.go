@@ -84,7 +84,7 @@ func TestStepPlan(t *testing.T) {
 				if ku != kg {
 					t.Errorf("%s: the update runs in %s, its gradient (node %d) in %s", param.Name, p.Kernels[ku].Name, g, p.Kernels[kg].Name)
 				}
-				if k := p.Kernels[kg]; k.Kind != ir.KernelMatmul && !(k.Kind == ir.KernelSum && k.Blocks <= 1) {
+				if k := p.Kernels[kg]; k.Kind != ir.KernelMatmul && !(k.Kind == ir.KernelReduce && k.Blocks <= 1) {
 					t.Errorf("%s: its gradient is a %s kernel %s, want a matmul or an unsplit column sum", param.Name, k.Kind, k.Name)
 				}
 			}

@@ -73,7 +73,7 @@ func stepKernelGraph(p *ir.Program, k *ir.Kernel) *ir.Graph {
 	switch {
 	case k.Kind == ir.KernelMatmul:
 		bl.Output("y", operand(1, k.Inputs[0]).MatMul(operand(2, k.Inputs[1])))
-	case k.Kind == ir.KernelSum && k.Blocks <= 1 && k.Keep.Len() > 1:
+	case k.Kind == ir.KernelReduce && k.Blocks <= 1 && k.Keep.Len() > 1:
 		x := bl.Input(k.Shape, irtest.Values(3, k.Shape.Len(), 1))
 		var axes []int
 		for d := range k.Shape {

@@ -218,7 +218,7 @@ func Body(l Lang, k *ir.Kernel, load func(operand int) string, acc string) []str
 }
 
 // Prologue and Epilogue split a reduction kernel's body at its InstrAcc
-// (ir.KernelSum): the values before it, evaluated per leaf, and those from
+// (ir.KernelReduce): the values before it, evaluated per leaf, and those from
 // it on (the InstrAcc rendered as acc), evaluated per output. A body
 // without an epilogue is all prologue.
 func Prologue(l Lang, k *ir.Kernel, load func(operand int) string) []string {

@@ -185,7 +185,7 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 				copy(bufs[k.Outputs[s]][lo:lo+m], bd.vals[v][:m])
 			}
 		}
-	case ir.KernelSum:
+	case ir.KernelReduce:
 		acc := k.AccIndex()
 		pro := acc
 		if acc < 0 {

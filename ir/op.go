@@ -93,7 +93,7 @@ type OpInfo struct {
 	// (see ReduceTarget); on the wire it is written as "axes" and
 	// "keepdims", not "shape".
 	//
-	// A reduction is a row with Kernel KernelSum, Shaped, Shape
+	// A reduction is a row with Kernel KernelReduce, Shaped, Shape
 	// reduceShape, Combine, Identity, F64 (Combine's float64 meaning) and a
 	// gradient rule, and nothing more: its reference tree (the contiguous
 	// pairwise tree of Combine over each output's leaves, padded with
@@ -134,7 +134,7 @@ type OpInfo struct {
 	// approximates in float32: for an elementwise op, the value of one
 	// output element from the operands' (b is Arg(1): the second operand
 	// or the scalar; math.Exp, a/b, math.Max with -0 < +0 and NaN, …); for
-	// a reduction (Kernel KernelSum), the combination of two partial
+	// a reduction (Kernel KernelReduce), the combination of two partial
 	// results. Package eval64 evaluates graphs with it, the accuracy
 	// measurement compares against it and grad's checks differentiate it.
 	F64 func(a, b float64) float64
@@ -216,10 +216,10 @@ func init() {
 				}
 				return d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), true
 			}},
-		OpSum: {Name: "sum", Args: 1, Shaped: true, Kernel: KernelSum, Combine: OpAdd, Identity: 1 << 31,
+		OpSum: {Name: "sum", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: add64,
 			Grad: func(d Diff, k int) (Val, bool) { return broadcastBack(d, d.Grad(), d.Shape(d.Arg(0))), true }},
-		OpMax: {Name: "max_reduce", Wire: "max", Args: 1, Shaped: true, Kernel: KernelSum, Combine: OpMaximum, Identity: 0xff800000,
+		OpMax: {Name: "max_reduce", Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: math.Max, Grad: maxGrad},
 		OpLife: {Name: "life", Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },

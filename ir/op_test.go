@@ -42,7 +42,7 @@ func TestOpTableComplete(t *testing.T) {
 		if !ok || wire != op && form != op {
 			t.Errorf("%v: wire name %q decodes to %v/%v", op, r.Wire, wire, form)
 		}
-		if reduction := r.Kernel == ir.KernelSum; (r.Elementwise || reduction) != (r.F64 != nil) {
+		if reduction := r.Kernel == ir.KernelReduce; (r.Elementwise || reduction) != (r.F64 != nil) {
 			t.Errorf("%v: elementwise or a reduction = %v but has a float64 meaning = %v", op, r.Elementwise || reduction, r.F64 != nil)
 		}
 		if f := r.ScalarOf; f != 0 && r.F64 == nil != (f.Info().F64 == nil) {
@@ -68,7 +68,7 @@ func TestOpTableComplete(t *testing.T) {
 		if f := r.ScalarForm; f != 0 && (f.Info().ScalarOf != op || f.Info().Expr != r.Expr) {
 			t.Errorf("%v: scalar form %v is not derived from it", op, f)
 		}
-		if op.IsReduction() != (r.Kernel == ir.KernelSum) {
+		if op.IsReduction() != (r.Kernel == ir.KernelReduce) {
 			t.Errorf("%v: has a Combine = %v but kernel kind %v", op, op.IsReduction(), r.Kernel)
 		}
 		if op.IsReduction() {

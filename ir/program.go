@@ -64,6 +64,12 @@ type ProgramOutput struct {
 	Const  float32
 }
 
+// KernelSum is KernelReduce's old name.
+//
+// Deprecated: use KernelReduce; the kind reduces by any Combine, not
+// only sums.
+const KernelSum = KernelReduce
+
 // KernelKind says what loop a kernel runs.
 type KernelKind uint8
 
@@ -76,7 +82,8 @@ const (
 	// ([M,K] × [K,N]); then Body is an epilogue evaluated per element of
 	// [M,N], where InstrAcc is C's element; stores as for elementwise.
 	KernelMatmul
-	// KernelSum: a reduction (Reduce: sum or max). Body is a prologue
+	// KernelReduce: a reduction (Reduce: any row with a Combine, such as
+	// sum or max; String calls the kind "sum"). Body is a prologue
 	// evaluated per element of Shape; Body[Stores[0]] is reduced to each
 	// element of the kept shape Keep (Shape with 1 at each reduced axis; []
 	// or all ones: one output) by the pairwise reference tree of Reduce
@@ -84,7 +91,7 @@ const (
 	// With Blocks > 1 the kernel does the lower part of each output's tree
 	// only: its P leaves (padded with the identity to a power of two) are
 	// cut into Blocks aligned blocks and Outputs[0][o*Blocks+b] is block b's
-	// tree; a KernelSum over those values completes the same tree.
+	// tree; a KernelReduce over those values completes the same tree.
 	// An unsplit reduction may end in an epilogue: the instructions after
 	// the Body's one InstrAcc are evaluated per output element o, with
 	// InstrAcc the reduced value of o and loads at element o of operands
@@ -92,7 +99,7 @@ const (
 	// k ≥ 1 (Outputs[0] still gets the reduced values). Epilogue values use
 	// only the InstrAcc and later values; prologue values only earlier
 	// ones.
-	KernelSum
+	KernelReduce
 	// KernelLife: one toroidal Life step of Inputs[0] ([H,W] = Shape) into
 	// Outputs[0]. Body is empty.
 	KernelLife
@@ -300,7 +307,7 @@ func (p *Program) String() string {
 		if k.Kind == KernelMatmul {
 			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%s", k.M, k.K, k.N, tileText(k.Tile))
 		}
-		if k.Kind == KernelSum && (k.Reduce != OpSum || len(k.Keep) > 0) {
+		if k.Kind == KernelReduce && (k.Reduce != OpSum || len(k.Keep) > 0) {
 			fmt.Fprintf(&b, " %s keep=%v", k.Reduce.Info().Wire, k.Keep)
 		}
 		if k.Blocks > 1 {
@@ -391,7 +398,7 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		return "has parts, which only a rows kernel has"
 	}
 	want := k.Shape.Len()
-	if k.Kind == KernelSum {
+	if k.Kind == KernelReduce {
 		want = k.ReduceOutputs()
 		acc := k.AccIndex()
 		if len(k.Stores) != len(k.Outputs) {
@@ -435,7 +442,7 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		return "sets Reduce or Keep, which only a sum kernel has"
 	}
 	for j, o := range k.Outputs {
-		if j > 0 && k.Kind == KernelSum {
+		if j > 0 && k.Kind == KernelReduce {
 			break // epilogue outputs, checked above
 		}
 		if p.Buffers[o].Len != want {
@@ -478,10 +485,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	}
 	if k.Blocks > 1 {
 		leaves := 1
-		for k.Kind == KernelSum && leaves < k.Shape.Len()/k.Keep.Len() {
+		for k.Kind == KernelReduce && leaves < k.Shape.Len()/k.Keep.Len() {
 			leaves *= 2
 		}
-		if k.Kind != KernelSum || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 {
+		if k.Kind != KernelReduce || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 {
 			return fmt.Sprintf("splits into %d blocks, which is not a power of two dividing a sum's %d leaves and its output", k.Blocks, leaves)
 		}
 	}
@@ -537,14 +544,14 @@ func ValidateProgram(p *Program) error {
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
 				}
-				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelSum && j > k.AccIndex() && k.AccIndex() >= 0) && !(k.Kind == KernelRows && s.Len() == k.Keep.Len()) { // epilogue and row loads: see validateKernelShape
+				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelReduce && j > k.AccIndex() && k.AccIndex() >= 0) && !(k.Kind == KernelRows && s.Len() == k.Keep.Len()) { // epilogue and row loads: see validateKernelShape
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelSum && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool {
+				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
-				if k.Kind == KernelSum && j != k.AccIndex() {
+				if k.Kind == KernelReduce && j != k.AccIndex() {
 					return bad("v%d: a reduction has one InstrAcc", j)
 				}
 			case InstrOp:

@@ -163,7 +163,7 @@ func TestValidateProgramRefusesBadKernels(t *testing.T) {
 		}},
 		{"sum blocks that do not divide the leaves", &ir.Program{
 			Buffers: []ir.Buffer{{Len: 8, Shape: ir.Shape{8}, Input: true, Data: make([]float32, 8)}, {Len: 3, Shape: ir.Shape{3}}},
-			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelSum, Reduce: ir.OpSum, Shape: ir.Shape{8}, Blocks: 3,
+			Kernels: []ir.Kernel{{Name: "k", Kind: ir.KernelReduce, Reduce: ir.OpSum, Shape: ir.Shape{8}, Blocks: 3,
 				Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{8})}, Outputs: []int{1},
 				Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
 		}},

@@ -11,7 +11,7 @@ import (
 //
 // Shape is the iteration space and Keep the kept shape of every
 // reduction in the kernel (Shape with 1 at each reduced axis, as for
-// KernelSum; [] for the whole tensor). A row is one output o of
+// KernelReduce; [] for the whole tensor). A row is one output o of
 // ReductionOf(Shape, Keep), its leaves the elements it covers; every row
 // has at least two. Each Body value is per leaf (one per element i of
 // Shape, row-major) or per row (one per element o of Keep):

@@ -224,9 +224,9 @@ func (b *builder) kernel(u unit) ir.Kernel {
 	}
 	members := u.nodes
 	epilogue := func(m ir.NodeID) bool { // a reduction unit's members after its root
-		return u.kind == ir.KernelSum && !b.prologue[m] && !b.g.Nodes[m].Op.IsReduction()
+		return u.kind == ir.KernelReduce && !b.prologue[m] && !b.g.Nodes[m].Op.IsReduction()
 	}
-	if u.kind == ir.KernelSum {
+	if u.kind == ir.KernelReduce {
 		// The prologue, the reduction, then the epilogue (whose members may
 		// come earlier in node order: they do not depend on each other).
 		members = slices.Clone(u.nodes)
@@ -299,7 +299,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			}
 			vals[m] = emit(in)
 		}
-		if (u.kind != ir.KernelSum || epilogue(m)) && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
+		if (u.kind != ir.KernelReduce || epilogue(m)) && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
 			store(m, vals[m])
 		}
 	}

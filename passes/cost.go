@@ -71,7 +71,7 @@ func KernelFlops(k *ir.Kernel) int64 {
 	case ir.KernelMatmul:
 		mn := ir.SatMul(int64(k.M), int64(k.N))
 		return ir.SatAdd(ir.SatMul(ir.SatMul(2, mn), int64(k.K)), ir.SatMul(per(k.Body), mn))
-	case ir.KernelSum:
+	case ir.KernelReduce:
 		acc := k.AccIndex()
 		pro, epi := k.Body, []ir.Instr(nil)
 		if acc >= 0 {

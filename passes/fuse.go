@@ -206,7 +206,7 @@ func (f *fuser) summedUses(v ir.NodeID) bool {
 	for _, u := range f.users[v] {
 		n := &f.g.Nodes[u]
 		switch {
-		case n.Op.Info().Kernel == ir.KernelSum && !n.Op.IsElementwise() && !n.Op.IsView():
+		case n.Op.Info().Kernel == ir.KernelReduce && !n.Op.IsElementwise() && !n.Op.IsView():
 		case n.Op.IsElementwise() && n.Shape.Equal(f.g.Nodes[v].Shape) && f.onlySummed(u):
 		default:
 			return false
@@ -221,7 +221,7 @@ func (f *fuser) summedUses(v ir.NodeID) bool {
 // (whose values are per leaf, not per output).
 func (f *fuser) epilogue(v ir.NodeID, c int, chosen []int) bool {
 	gr := f.groups[c]
-	if gr.kind != ir.KernelSum || f.g.Nodes[v].Shape.Len() != f.g.Nodes[gr.root].Shape.Len() {
+	if gr.kind != ir.KernelReduce || f.g.Nodes[v].Shape.Len() != f.g.Nodes[gr.root].Shape.Len() {
 		return false
 	}
 	arg := f.groupOf[f.g.Nodes[gr.root].Args[0]]
@@ -232,7 +232,7 @@ func (f *fuser) epilogue(v ir.NodeID, c int, chosen []int) bool {
 // reduction group among chosen: it cannot join that reduction's epilogue.
 func (f *fuser) feedsReduction(c int, chosen []int) bool {
 	for _, s := range chosen {
-		if gr := f.groups[s]; gr.kind == ir.KernelSum && f.groupOf[f.g.Nodes[gr.root].Args[0]] == c {
+		if gr := f.groups[s]; gr.kind == ir.KernelReduce && f.groupOf[f.g.Nodes[gr.root].Args[0]] == c {
 			return true
 		}
 	}
@@ -247,7 +247,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 	matmuls := 0
 	for _, c := range cs {
 		ext.or(f.closure(f.groups[c].ext.clone()))
-		if k := f.groups[c].kind; accumulates(k) || k == ir.KernelSum {
+		if k := f.groups[c].kind; accumulates(k) || k == ir.KernelReduce {
 			matmuls++
 		}
 	}
@@ -263,7 +263,7 @@ func (f *fuser) mergeExt(v ir.NodeID, cs []int) (bitset, bool) {
 // dependency on dst.
 func (f *fuser) absorb(dst, src int) {
 	d, s := f.groups[dst], f.groups[src]
-	if accumulates(s.kind) || s.kind == ir.KernelSum && d.kind == ir.KernelElementwise {
+	if accumulates(s.kind) || s.kind == ir.KernelReduce && d.kind == ir.KernelElementwise {
 		d.kind, d.root = s.kind, s.root
 	}
 	for _, v := range s.nodes {
@@ -286,7 +286,7 @@ func (f *fuser) absorb(dst, src int) {
 // members do not: they never join with that group).
 func (f *fuser) fuseSumPrologues() {
 	for gi, sg := range f.groups {
-		if sg.dead || sg.kind != ir.KernelSum {
+		if sg.dead || sg.kind != ir.KernelReduce {
 			continue
 		}
 		arg := f.g.Nodes[sg.root].Args[0]

@@ -70,7 +70,7 @@ type rowser struct {
 // rowsOf returns the rows that kernel k reduces over, when it is a
 // reduction the rows rule accepts.
 func rowsOf(k *ir.Kernel) (ir.Reduction, bool) {
-	if k.Kind != ir.KernelSum && k.Kind != ir.KernelRows || k.Blocks > 1 {
+	if k.Kind != ir.KernelReduce && k.Kind != ir.KernelRows || k.Blocks > 1 {
 		return ir.Reduction{}, false
 	}
 	red := ir.ReductionOf(k.Shape, k.Keep)
@@ -315,7 +315,7 @@ func parts(k *ir.Kernel) []ir.Kernel {
 func rowsForm(k *ir.Kernel) ir.Kernel {
 	f := *k
 	f.Body, f.Stores = slices.Clone(k.Body), slices.Clone(k.Stores)
-	if k.Kind != ir.KernelSum {
+	if k.Kind != ir.KernelReduce {
 		return f
 	}
 	acc := k.AccIndex()

@@ -32,7 +32,7 @@ func TestRandomRows(t *testing.T) {
 				if len(p.Kernels) != 1 {
 					t.Fatalf("%d kernels, want 1 (reduces: %v):\n%s", len(p.Kernels), reduces, p)
 				}
-				if k := p.Kernels[0].Kind; reduces != (k == ir.KernelRows || k == ir.KernelSum) {
+				if k := p.Kernels[0].Kind; reduces != (k == ir.KernelRows || k == ir.KernelReduce) {
 					t.Errorf("a %v kernel, for a graph that reduces: %v:\n%s", k, reduces, p)
 				}
 				want := map[string][]float32{}

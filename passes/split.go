@@ -21,7 +21,7 @@ func split(st *State) error {
 	p := st.Program
 	var out []ir.Kernel
 	for _, k := range p.Kernels {
-		if k.Kind != ir.KernelSum || k.Blocks > 1 || k.Shape.Len()/k.Keep.Len() < SumSplitMin {
+		if k.Kind != ir.KernelReduce || k.Blocks > 1 || k.Shape.Len()/k.Keep.Len() < SumSplitMin {
 			out = append(out, k)
 			continue
 		}
@@ -41,7 +41,7 @@ func split(st *State) error {
 		partial := len(p.Buffers) - 1
 		fin := ir.Kernel{
 			Name:    k.Name + "_final",
-			Kind:    ir.KernelSum,
+			Kind:    ir.KernelReduce,
 			Nodes:   k.Nodes,
 			Inputs:  []ir.Operand{ir.PlainOperand(partial, shape)},
 			Outputs: []int{final},

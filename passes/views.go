@@ -154,7 +154,7 @@ func (s *sinker) fused(a ir.NodeID) bool {
 	}
 	m := s.nodes[a]
 	k := m.Op.Info().Kernel
-	v := !m.Op.IsElementwise() && !m.Op.IsView() && (k == ir.KernelSum || k == ir.KernelMatmul) ||
+	v := !m.Op.IsElementwise() && !m.Op.IsView() && (k == ir.KernelReduce || k == ir.KernelMatmul) ||
 		m.Op.IsElementwise() && s.epilogue(m)
 	if s.inEpilogue == nil {
 		s.inEpilogue = map[ir.NodeID]bool{}

@@ -166,7 +166,7 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 			u.Kernels = append(u.Kernels, desc)
 			continue
 		}
-		if k.Kind == ir.KernelSum {
+		if k.Kind == ir.KernelReduce {
 			fmt.Fprintf(&b, "static %s float %s_combine(float a, float b) {\n", combineInline(k.Reduce.Info().Combine), desc.Export)
 			b.WriteString(codegen.Indent(codegen.Combine(Lang, k.Reduce, "a", "b", "m"), 1))
 			b.WriteString("\treturn m;\n}\n\n")
@@ -248,7 +248,7 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		conv(b, k)
 	case ir.KernelPool:
 		pool(b, k)
-	case ir.KernelSum:
+	case ir.KernelReduce:
 		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:
 		life(b, k)

@@ -191,7 +191,7 @@ func TestRunSumBlocks(t *testing.T) {
 			p := &ir.Program{
 				Buffers: []ir.Buffer{{Len: tc.n, Shape: ir.Shape{tc.n}, Input: true, Data: data},
 					{Len: tc.blocks, Shape: ir.Shape{tc.blocks}}},
-				Kernels: []ir.Kernel{{Name: "s", Kind: ir.KernelSum, Reduce: ir.OpSum, Shape: ir.Shape{tc.n}, Blocks: tc.blocks,
+				Kernels: []ir.Kernel{{Name: "s", Kind: ir.KernelReduce, Reduce: ir.OpSum, Shape: ir.Shape{tc.n}, Blocks: tc.blocks,
 					Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{tc.n})}, Outputs: []int{1},
 					Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
 				Outputs: []ir.ProgramOutput{{Name: "blocks", Shape: ir.Shape{tc.blocks}, Buffer: 1}},

@@ -177,7 +177,7 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 		switch k.Kind {
 		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool:
 			pl.elementwise(ki, k)
-		case ir.KernelSum:
+		case ir.KernelReduce:
 			pl.sum(ki, k)
 		case ir.KernelLife:
 			pl.life(ki, k)

@@ -28,7 +28,7 @@ func LoopCost(k *ir.Kernel) int {
 		return (c.KH + 1) + c.KH*(c.KW+1)
 	case ir.KernelRows:
 		return rowsLoopCost(k)
-	case ir.KernelSum:
+	case ir.KernelReduce:
 		if columnar(k, ir.ReductionOf(k.Shape, k.Keep)) {
 			return columnsLoopCost(k)
 		}

@@ -215,7 +215,7 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		} else {
 			matmul(&b, k, &s, fast)
 		}
-	case ir.KernelSum:
+	case ir.KernelReduce:
 		sum(&b, k, &s)
 	case ir.KernelConv:
 		conv(&b, k, &s)

@@ -62,7 +62,7 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 			out[k] = info.F64(a[k], b)
 		}
 		return out
-	case info.Kernel == ir.KernelSum:
+	case info.Kernel == ir.KernelReduce:
 		return reduce(info.F64, arg(0), argShape(0), n.Shape)
 	}
 	switch n.Op {
