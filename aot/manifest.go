@@ -20,7 +20,7 @@ import (
 // that building twice gives the same bytes. It is manifest.json.
 type Manifest struct {
 	Graph       string           `json:"graph"`
-	GraphSHA256 string           `json:"graphSHA256"` // of graph.json, the graph's canonical encoding
+	GraphSHA256 string           `json:"graphSHA256"` // of the graph's canonical encoding (ir.Encode); no graph.json is written
 	Profile     passes.Profile   `json:"profile"`
 	Gpucc       string           `json:"gpucc"` // the gpucc version that built it
 	Targets     []string         `json:"targets"`

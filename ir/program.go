@@ -252,7 +252,7 @@ type Kernel struct {
 	M, K, N int     // matmul dimensions
 	Tile    Tile    // matmul tiling
 	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
-	Reduce  Op      // sum: the reduction, OpSum or OpMax
+	Reduce  Op      // KernelReduce: the reduction, a row with a Combine (OpSum, OpMax, ...)
 	Keep    Shape   // sum, rows: the kept shape ([] for one output)
 	// Attrs are, for a kernel whose root op has attributes (conv2d, say),
 	// that node's Attrs, in its row's layout (see ir.AttrSpec).
