@@ -343,10 +343,92 @@ func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
 // rows, MM_MC at a time, into strips of MM_R; a tile of MM_R rows × MM_W
 // columns keeps 2·MM_R vector accumulators in registers. With AVX2 the
 // vectors have 8 lanes and the tile 4 rows (8 ymm accumulators); otherwise
-// (SSE, wasm SIMD128) 4 lanes and 2 rows, since taller tiles spill under
-// wazero's register allocator. The panels live in the kernel's scratch
-// (MatmulScratch floats).
+// (SSE) 4 lanes and 2 rows. The panels live in the kernel's scratch
+// (MatmulScratch floats). wasm keeps the unpacked routine (2×8 tiles over
+// columns in panels of 64, b read in place: taller tiles spill under
+// wazero's register allocator): the packed one gave a wrong element under
+// wasm32 at 5×3×9 with an epilogue, not yet understood, and was no faster
+// under wazero.
 const matmulPrelude = `
+#ifdef __wasm__
+/* wasm: the unpacked 2x8 tiles (see matmulPrelude's doc). */
+typedef float f4 __attribute__((vector_size(16)));
+
+static inline f4 load4(const float *p) {
+	f4 v;
+	__builtin_memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline void store4(float *p, f4 v) { __builtin_memcpy(p, &v, sizeof v); }
+
+/* mm_tile computes rows i..i+R-1, columns j..j+4V-1 of c (R <= 4, V <= 2). */
+static inline __attribute__((always_inline)) void mm_tile(float *restrict c, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R, int V) {
+	f4 acc[4][2];
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < V; v++)
+			acc[r][v] = (f4){F(0u), F(0u), F(0u), F(0u)};
+	for (idx k = 0; k < K; k++) {
+		f4 bv[2];
+		for (int v = 0; v < V; v++)
+			bv[v] = load4(b + k * N + j + 4 * v);
+		for (int r = 0; r < R; r++) {
+			const float s = a[(i + r) * ar + k * ak];
+			const f4 av = {s, s, s, s};
+			for (int v = 0; v < V; v++) {
+				const f4 p = av * bv[v];
+				acc[r][v] = acc[r][v] + p;
+			}
+		}
+	}
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < V; v++)
+			store4(c + (i + r) * N + j + 4 * v, acc[r][v]);
+}
+
+/* mm_col computes rows i..i+R-1 of column j of c, one scalar accumulator each. */
+static inline __attribute__((always_inline)) void mm_col(float *restrict c, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R) {
+	float acc[4];
+	for (int r = 0; r < R; r++)
+		acc[r] = F(0u);
+	for (idx k = 0; k < K; k++) {
+		const float bk = b[k * N + j];
+		for (int r = 0; r < R; r++) {
+			const float p = a[(i + r) * ar + k * ak] * bk;
+			acc[r] = acc[r] + p;
+		}
+	}
+	for (int r = 0; r < R; r++)
+		c[(i + r) * N + j] = acc[r];
+}
+
+/* mm_rows computes rows i..i+R-1 of columns j0..j1-1 of c. */
+static inline __attribute__((always_inline)) void mm_rows(float *restrict c, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j0, idx j1, int R) {
+	idx j = j0;
+	for (; j + 8 <= j1; j += 8)
+		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 2);
+	for (; j + 4 <= j1; j += 4)
+		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 1);
+	for (; j < j1; j++)
+		mm_col(c, a, ar, ak, b, K, N, i, j, R);
+}
+
+static inline __attribute__((always_inline)) void mm(float *restrict c, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx M, idx K, idx N, float *restrict panel) {
+	(void)panel;
+	for (idx j0 = 0; j0 < N; j0 += 64) {
+		const idx j1 = j0 + 64 < N ? j0 + 64 : N;
+		idx i = 0;
+		for (; i + 2 <= M; i += 2)
+			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 2);
+		for (; i < M; i++)
+			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 1);
+	}
+}
+#else
 #ifdef __AVX2__
 typedef float fv __attribute__((vector_size(32)));
 #define MM_VL 8
@@ -446,6 +528,7 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 			break;
 	}
 }
+#endif
 `
 
 // MatmulScratch is the number of floats of scratch the packed matmul of

@@ -9,15 +9,17 @@ import (
 	"github.com/gpucc/gpucc/passes"
 )
 
-// TestMatmulShapes runs packed matmuls (codegen/c's mm: panels of b, strips
-// of a, blocks of k) on the native and wasm backends over odd, prime and
+// TestMatmulShapes runs matmuls (natively codegen/c's packed mm: panels of
+// b, strips of a, blocks of k; in wasm the unpacked tiles) on the native
+// and wasm backends over odd, prime and
 // power-of-two shapes: k across a block boundary (256) and below it, m
 // past a strip block (64) and not a multiple of the tile's rows, n not a
 // multiple of a panel's 8 or 16 columns; with a and b transposed, and with
-// an epilogue. Every output must have cpuref's bits.
+// an epilogue (5×3×9 with one caught the packed routine wrong under
+// wasm32). Every output must have cpuref's bits.
 func TestMatmulShapes(t *testing.T) {
 	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 31, 13}, {64, 64, 64}, {65, 257, 33}, {131, 300, 129},
-		{2, 1024, 17}, {257, 3, 520}, {16, 512, 16}}
+		{2, 1024, 17}, {257, 3, 520}, {16, 512, 16}, {5, 3, 9}, {4, 1, 8}, {8, 8, 65}}
 	for _, name := range []string{"native", "wasm"} {
 		t.Run(name, func(t *testing.T) {
 			dev := openBackend(t, name)
@@ -38,6 +40,8 @@ func TestMatmulShapes(t *testing.T) {
 				bd.Output("ab", a.MatMul(b))
 				bd.Output("atb", at.T().MatMul(b))
 				bd.Output("abt", a.MatMul(bt.T()))
+				bd.Output("abt-epilogue", a.MatMul(bt.T()).MulScalar(0.5))
+				bd.Output("atbt-sum", at.T().MatMul(bt.T()).SumAxes(false, 0, 1))
 				bd.Output("relu", a.MatMul(b).AddScalar(0.5).Relu())
 				limits := ir.Limits{MaxStorageBytes: 64 << 20, MaxOps: 1 << 40}
 				g, err := bd.Build(limits)
