@@ -19,16 +19,19 @@
 //     and MatMul onto matmul, Softmax, LogSoftmax, LayerNormalization and
 //     the reductions onto the composites), each written as the float32
 //     operations of ONNX's reference, in its order (ops.go);
-//   - GatherElements with constant indices and the losses
-//     (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, their labels
-//     constants) select from run-time tensors exactly: a 1/0 mask of
-//     equal(class, index) and a sum of mask(M, x), which passes the
-//     selected element's bits (losses.go); ArgMax and ArgMin likewise
-//     (argops.go), their indices exact float32 integers;
+//   - Gather, GatherElements, Slice, Split and Concat of run-time tensors
+//     (their indices constants) and the losses (NegativeLogLikelihoodLoss,
+//     SoftmaxCrossEntropyLoss, their labels constants) select exactly: a
+//     1/0 mask of equal(position, index) and a sum of mask(M, x), which
+//     passes the selected element's bits (losses.go). It costs the axis's
+//     length per output element and the mask must fit a tensor: a large
+//     embedding table is refused. Transpose is the permute view. ArgMax
+//     and ArgMin are reductions of positions (argops.go), their indices
+//     exact float32 integers;
 //   - an integer or bool graph output is returned as float32 values.
 //
 // What gpucc cannot run exactly (an op, attribute, element type, a
-// run-time gather, a batched matmul, …) is refused with ir.CodeUnsupported
+// batched matmul of two batches, …) is refused with ir.CodeUnsupported
 // and a message naming the op, the node and the opset; it is never
 // approximated. Supported lists the ops, and testdata/node_tests.txt what
 // the ONNX backend node tests give (TestNodeTests regenerates them with

@@ -14,16 +14,13 @@ import (
 // mask gives x or -0, and x + -0 is x bit for bit (NaN, ±0 and ±Inf
 // included), so the one selected element passes through the sum
 // unchanged. The work is C times the output's elements: fine for the
-// class counts of a loss, not meant for an embedding table.
+// class counts of a loss, a slice or a concatenation of a few pieces; the
+// mask must fit a tensor (Limits.MaxElements), so a large embedding
+// table is refused.
 
 // maxExactIndex bounds the indices and class counts compared as float32
 // values: every integer below 2^24 is a float32 exactly.
 const maxExactIndex = 1 << 24
-
-// maxGatherWork bounds a run-time gather's masked elements (the output's
-// elements times the axis's length): 2^26, a fraction of a second on any
-// backend. An embedding table of a large vocabulary is beyond it.
-const maxGatherWork = 1 << 26
 
 // gatherAlong returns x's elements along axis at the constant indices idx
 // (GatherElements: y has idx's shape, y[…, k, …] = x[…, idx[…, k, …], …]).
@@ -46,8 +43,8 @@ func (c *importer) gatherAlong(x ir.Tensor, axis int, idx []int64, shape []int) 
 	if n >= maxExactIndex {
 		return ir.Tensor{}, c.refuse("a gather along an axis of %d elements, over 2^24", n)
 	}
-	if work := int64(n) * int64(ir.Shape(shape).Len()); work > maxGatherWork {
-		return ir.Tensor{}, c.refuse("a gather of %d elements from an axis of %d at run time (%d masked elements, over gpucc's %d: it gathers from run-time tensors by masks, not yet by index)", ir.Shape(shape).Len(), n, work, maxGatherWork)
+	if work := int64(n) * int64(ir.Shape(shape).Len()); work > c.l.MaxElements {
+		return ir.Tensor{}, c.refuse("a gather of %d elements from an axis of %d at run time: its mask of %d elements is over the %d a tensor may hold (gpucc gathers from run-time tensors by masks, not yet by index)", ir.Shape(shape).Len(), n, work, c.l.MaxElements)
 	}
 	// [… K, 1, …] indices, [… 1, C, …] classes and data.
 	ishape := append(append(append(ir.Shape{}, shape[:axis+1]...), 1), shape[axis+1:]...)

@@ -64,6 +64,7 @@ func init() {
 		"Gather":          {attrs: []string{"axis"}, fn: gatherOp},
 		"Concat":          {since: 4, attrs: []string{"axis"}, fn: concatOp},
 		"Slice":           {attrs: []string{"starts", "ends", "axes"}, fn: sliceOp},
+		"Split":           {since: 2, attrs: []string{"axis", "split", "num_outputs"}, fn: splitOp},
 		"Dropout":         {attrs: []string{"ratio", "seed", "is_test"}, fn: dropoutOp},
 
 		"Add": {since: 7, fn: arith(ir.OpAdd, func(a, b int64) int64 { return a + b })},

@@ -128,6 +128,24 @@ func TestOpsExact(t *testing.T) {
 			[]msg{valueInfo("x", 2, 3), valueInfo("z", 2, 3)}, []msg{valueInfo("y", 2, 3)})),
 		x:    []float32{1, -1, 0, 1, 3, 0.5}, // q = [[+Inf, -Inf, NaN], [-Inf, 3, 0.5]]
 		want: map[string][]float32{"y": {pinf, negz, 1, ninf, 9, 4}},
+	}, {
+		// Run-time Slice, Concat and Split move bits: NaN, ±Inf and -0 too.
+		name: "Slice Concat Split",
+		model: model(13, graph(
+			[]msg{div,
+				node("Slice", "sl", []string{"q", "st", "en", "ax", "step"}, []string{"sl"}),
+				node("Concat", "cat", []string{"q", "q"}, []string{"cat"}, attrInt("axis", 0)),
+				node("Split", "sp", []string{"q", "split"}, []string{"s0", "s1"})},
+			[]msg{int64s("st", []int64{1}, 5), int64s("en", []int64{1}, 0), int64s("ax", []int64{1}, 0), int64s("step", []int64{1}, -2), int64s("split", []int64{2}, 2, 4)},
+			[]msg{valueInfo("x", 6), valueInfo("z", 6)},
+			[]msg{valueInfo("sl", 3), valueInfo("cat", 12), valueInfo("s0", 2), valueInfo("s1", 4)})),
+		x: []float32{1, -1, 0, 1, 0, negz}, // q = [+Inf, -Inf, NaN, -Inf, 0, -0]
+		want: map[string][]float32{
+			"sl":  {negz, ninf, ninf},
+			"cat": {pinf, ninf, nan, ninf, 0, negz, pinf, ninf, nan, ninf, 0, negz},
+			"s0":  {pinf, ninf},
+			"s1":  {nan, ninf, 0, negz},
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -109,7 +109,7 @@ func (c *importer) withShape(v *value, shape []int) ([]value, *ir.Error) {
 		if !ir.Shape(shape).Equal(t.Shape()) {
 			t = t.Reshape(shape)
 		}
-		return one(rtValue(t))
+		return one(value{rt: t, set: true, isBool: v.isBool, isInt: v.isInt})
 	}
 	r := *v.c
 	r.Name = ""
@@ -370,12 +370,12 @@ func transposeOp(c *importer) ([]value, *ir.Error) {
 		return c.withShape(v, out)
 	case len(moved) == 2:
 		t := reshape(v.rt, ir.Shape{s[moved[1]], s[moved[0]]}).T()
-		return c.withShape(&value{rt: t, set: true}, out)
+		return c.withShape(&value{rt: t, set: true, isBool: v.isBool, isInt: v.isInt}, out)
 	}
 	if len(s) > ir.MaxRank {
 		return nil, c.refuse("a transpose of rank %d, over %d", len(s), ir.MaxRank)
 	}
-	return one(rtValue(v.rt.Permute(perm...))) // a view of any rank
+	return one(value{rt: v.rt.Permute(perm...), set: true, isBool: v.isBool, isInt: v.isInt}) // a view of any rank
 }
 
 func inOrder(p []int) bool {
@@ -488,31 +488,22 @@ func gatherOp(c *importer) ([]value, *ir.Error) {
 		}
 	}
 	if v.set {
-		// From a run-time tensor: gatherAlong with the indices repeated
-		// over the other axes ([…, K, …], K the indices' count).
 		out := append(append(append([]int{}, vs[:axis]...), idx.Shape...), vs[axis+1:]...)
 		if len(out) > ir.MaxRank {
 			return nil, c.refuse("a gather of rank %d, over %d", len(out), ir.MaxRank)
 		}
-		k := len(idx.Int64)
-		gs := append(append(append([]int{}, vs[:axis]...), k), vs[axis+1:]...)
-		inner := ir.Shape(vs[axis+1:]).Len()
-		if gn := ir.Shape(gs).Len(); int64(gn)*int64(n) > maxGatherWork {
-			return nil, c.refuse("a gather of %d elements from an axis of %d at run time (over gpucc's %d masked elements: it gathers from run-time tensors by masks, not yet by index)", gn, n, maxGatherWork)
-		}
-		all := make([]int64, ir.Shape(gs).Len())
-		for i := range all {
-			j := idx.Int64[i/inner%k]
+		norm := make([]int64, len(idx.Int64))
+		for i, j := range idx.Int64 {
 			if j < 0 {
 				j += int64(n)
 			}
-			all[i] = j
+			norm[i] = j
 		}
-		y, err := c.gatherAlong(v.rt, axis, all, gs)
+		y, err := c.takeAlong(v.rt, axis, norm)
 		if err != nil {
 			return nil, err
 		}
-		return c.withShape(&value{rt: y, set: true}, out)
+		return c.withShape(&value{rt: y, set: true, isBool: v.isBool, isInt: v.isInt}, out)
 	}
 	t := v.c
 	out := append(append(append([]int{}, t.Shape[:axis]...), idx.Shape...), t.Shape[axis+1:]...)
@@ -551,7 +542,7 @@ func concatOp(c *importer) ([]value, *ir.Error) {
 			continue
 		}
 		if v.set {
-			return nil, c.refuse("a concatenation of run-time tensors; gpucc concatenates constants at import")
+			return c.concatRuntime()
 		}
 		ts = append(ts, v.c)
 	}
@@ -601,13 +592,29 @@ func concatOp(c *importer) ([]value, *ir.Error) {
 	return one(constValue(res))
 }
 
+// takeAlong returns x's elements along axis at the constant normalised
+// indices idx (-1: none, giving -0), the other axes whole: y has x's
+// shape with len(idx) along axis. It is gatherAlong with the indices
+// repeated over the other axes.
+func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir.Error) {
+	s := x.Shape()
+	k := len(idx)
+	if k == 0 {
+		return ir.Tensor{}, c.refuse("an empty result; gpucc's tensors are not empty")
+	}
+	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
+	inner := ir.Shape(s[axis+1:]).Len()
+	all := make([]int64, ir.Shape(gs).Len())
+	for i := range all {
+		all[i] = idx[i/inner%k]
+	}
+	return c.gatherAlong(x, axis, all, gs)
+}
+
 func sliceOp(c *importer) ([]value, *ir.Error) {
 	v := c.in(0)
-	if v.set {
-		return nil, c.refuse("a slice of a run-time tensor; gpucc slices constants at import")
-	}
-	t := v.c
-	r := len(t.Shape)
+	s0 := v.shape()
+	r := len(s0)
 	var starts, ends, axes, steps []int64
 	if c.opset < 10 {
 		starts, _ = c.attrInts("starts")
@@ -640,7 +647,7 @@ func sliceOp(c *importer) ([]value, *ir.Error) {
 	if len(ends) != len(starts) || len(axes) != len(starts) || steps != nil && len(steps) != len(starts) {
 		return nil, c.invalid("starts, ends, axes and steps have different lengths")
 	}
-	begin, step, out := make([]int, r), make([]int, r), append([]int{}, t.Shape...)
+	begin, step, out := make([]int, r), make([]int, r), append([]int{}, s0...)
 	for k := range step {
 		step[k] = 1
 	}
@@ -661,7 +668,7 @@ func sliceOp(c *importer) ([]value, *ir.Error) {
 		if st == 0 {
 			return nil, c.invalid("step 0")
 		}
-		d := int64(t.Shape[a])
+		d := int64(s0[a])
 		clamp := func(x int64, lo, hi int64) int64 {
 			if x < 0 {
 				x += d
@@ -682,6 +689,26 @@ func sliceOp(c *importer) ([]value, *ir.Error) {
 		}
 		begin[a], step[a], out[a] = int(b), int(st), int(n)
 	}
+	if v.set {
+		// A run-time tensor: takeAlong per sliced axis (the identity
+		// slice of an axis moves nothing).
+		y := v.rt
+		for a := range out {
+			if step[a] == 1 && begin[a] == 0 && out[a] == s0[a] {
+				continue
+			}
+			idx := make([]int64, out[a])
+			for j := range idx {
+				idx[j] = int64(begin[a] + j*step[a])
+			}
+			var err *ir.Error
+			if y, err = c.takeAlong(y, a, idx); err != nil {
+				return nil, err
+			}
+		}
+		return one(value{rt: y, set: true, isBool: v.isBool, isInt: v.isInt})
+	}
+	t := v.c
 	str := strides(t.Shape)
 	res, err := c.take(t, out, func(pos []int) int {
 		j := 0
@@ -710,4 +737,146 @@ func dropoutOp(c *importer) ([]value, *ir.Error) {
 		}
 	}
 	return one(*c.in(0))
+}
+
+// concatRuntime is Concat where an input is computed at run time: each
+// input is placed at its positions along the axis by takeAlong (-0
+// elsewhere) and the pieces are added, x + -0 being x bit for bit.
+func (c *importer) concatRuntime() ([]value, *ir.Error) {
+	var xs []ir.Tensor
+	for k := 0; k < c.nin(); k++ {
+		if c.in(k) == nil {
+			continue
+		}
+		x, err := c.rtIn(k)
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+	}
+	s0 := xs[0].Shape()
+	axis, err := c.axisOf(c.attrInt("axis", 0), len(s0))
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, x := range xs {
+		s := x.Shape()
+		if len(s) != len(s0) {
+			return nil, c.invalid("inputs of shapes %v and %v", s0, s)
+		}
+		for k := range s {
+			if k != axis && s[k] != s0[k] {
+				return nil, c.invalid("inputs of shapes %v and %v", s0, s)
+			}
+		}
+		total += s[axis]
+	}
+	var y ir.Tensor
+	off := 0
+	for i, x := range xs {
+		n := x.Shape()[axis]
+		idx := make([]int64, total)
+		for j := range idx {
+			idx[j] = -1
+			if j >= off && j < off+n {
+				idx[j] = int64(j - off)
+			}
+		}
+		off += n
+		p, err := c.takeAlong(x, axis, idx)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			y = p
+		} else {
+			y = y.Add(p)
+		}
+	}
+	return one(rtValue(y))
+}
+
+// splitOp is Split along an axis into the sizes of input 1 (opset 13),
+// the split attribute (before), or equal parts (num_outputs, or the
+// outputs' count): slices, folded on a constant, takeAlong at run time.
+func splitOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	s := v.shape()
+	if len(s) == 0 {
+		return nil, c.invalid("a split of a scalar")
+	}
+	axis, err := c.axisOf(c.attrInt("axis", 0), len(s))
+	if err != nil {
+		return nil, err
+	}
+	var sizes []int64
+	switch {
+	case c.opset >= 13 && c.in(1) != nil:
+		if sizes, err = c.ints(1, "split"); err != nil {
+			return nil, err
+		}
+	case c.opset < 13 && c.attr("split") != nil:
+		sizes, _ = c.attrInts("split")
+	default:
+		parts := int64(len(c.n.outputs))
+		if a := c.attr("num_outputs"); a != nil {
+			parts = a.i
+		}
+		if parts < 1 {
+			return nil, c.invalid("%d outputs", parts)
+		}
+		d := int64(s[axis])
+		each := (d + parts - 1) / parts
+		for left := d; left > 0; left -= each {
+			sizes = append(sizes, min(each, left))
+		}
+	}
+	sum := int64(0)
+	for _, n := range sizes {
+		if n < 0 {
+			return nil, c.invalid("split sizes %v", sizes)
+		}
+		sum += n
+	}
+	if sum != int64(s[axis]) {
+		return nil, c.invalid("split sizes %v do not add up to %d", sizes, s[axis])
+	}
+	var outs []value
+	off := 0
+	for _, n := range sizes {
+		if !v.set {
+			t := v.c
+			out := append([]int{}, t.Shape...)
+			out[axis] = int(n)
+			st := strides(t.Shape)
+			o := off
+			r, err := c.take(t, out, func(pos []int) int {
+				j := 0
+				for k, p := range pos {
+					if k == axis {
+						p += o
+					}
+					j += p * st[k]
+				}
+				return j
+			})
+			if err != nil {
+				return nil, err
+			}
+			outs = append(outs, constValue(r))
+		} else {
+			idx := make([]int64, n)
+			for j := range idx {
+				idx[j] = int64(off + j)
+			}
+			y, err := c.takeAlong(v.rt, axis, idx)
+			if err != nil {
+				return nil, err
+			}
+			outs = append(outs, value{rt: y, set: true, isBool: v.isBool, isInt: v.isInt})
+		}
+		off += int(n)
+	}
+	return outs, nil
 }
