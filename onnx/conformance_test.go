@@ -63,6 +63,7 @@ type nodeTest struct {
 	model   string
 	inputs  []*onnx.Tensor
 	outputs []*onnx.Tensor
+	unread  []string // the inputs ReadTensor refused, and why
 }
 
 func readNodeTest(t *testing.T, dir, name string) nodeTest {
@@ -80,8 +81,11 @@ func readNodeTest(t *testing.T, dir, name string) nodeTest {
 			}
 			tt, err := onnx.ReadTensor(f, ir.Limits{})
 			f.Close()
-			if err != nil {
-				tt = nil // a type gpucc does not read: the model is refused anyway
+			if err != nil { // a type gpucc does not read: the model is refused with why
+				if kind == "input" {
+					nt.unread = append(nt.unread, fmt.Sprintf("input %d: %v", j, err))
+				}
+				tt = nil
 			}
 			if kind == "input" {
 				nt.inputs = append(nt.inputs, tt)
@@ -99,7 +103,7 @@ func (nt nodeTest) load() (*ir.Graph, error) {
 	consts := map[string]*onnx.Tensor{}
 	for _, in := range nt.inputs {
 		if in == nil {
-			return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "an input of a type gpucc does not read")
+			return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "the test's %s", strings.Join(nt.unread, "; "))
 		}
 		if in.Type != onnx.Float32 {
 			consts[in.Name] = in
