@@ -58,8 +58,11 @@
 //     last reduced axis varies fastest), reduced by the tree above (padded
 //     with -0 to a power of two). Reducing every axis is therefore
 //     bit-identical to the whole sum, with or without keepdims.
-//   - max(x, axes): the same leaves and the same tree, combined by
-//     maximum (below) and padded with -Inf, for which maximum(v, -Inf) = v.
+//   - every other reduction (max(x, axes), …): the same leaves and the
+//     same tree, combined by its row's Combine and padded with its
+//     Identity (ir.OpInfo), so a new reduction row needs no rule here. For
+//     max: combined by maximum (below) and padded with -Inf, for which
+//     maximum(v, -Inf) = v.
 //     maximum is associative except for which NaN it returns (a's when
 //     both are), so the tree gives the leftmost NaN leaf when there is one;
 //     -0 < +0. It compares integer keys, so it never flushes.
