@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=c
 smi=$!
 
 log "exactness: the suite and the random graphs on webgpu (H200) against cpuref"
-timeout 200 .device/gpucc.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu' -test.v > "$OUT/exactness.txt" 2>&1
+timeout 200 .device/gpucc.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestAttentionFixture/webgpu' -test.short -test.v > "$OUT/exactness.txt" 2>&1
 log "exit $? ($(grep -c -- '--- PASS' "$OUT/exactness.txt") passed, $(grep -c -- '--- FAIL' "$OUT/exactness.txt") failed)"
 
 log "BenchmarkNN rows workloads at 8192x1024, fresh process"
@@ -51,6 +51,13 @@ log "exit $?"
 log "the MLP step's matmuls and column sums one at a time (which kernel costs what)"
 GPUCC_BENCH_MLP=4096,1024,1024,16 timeout 90 .device/bench.test -test.run '^$' \
   -test.bench 'MLPStepKernels' -test.benchtime 40x > "$OUT/bench_step_kernels.txt" 2>&1
+log "exit $?"
+
+log "the convolution workloads (issue 23) at batch 32, and cuDNN's beside them"
+GPUCC_BENCH_CONV=32 timeout 120 .device/bench.test -test.run '^$' \
+  -test.bench 'Conv' -test.benchtime 20x > "$OUT/bench_conv.txt" 2>&1
+log "exit $?"
+timeout 100 python3 bench/torch_conv.py 32 > "$OUT/torch_conv.json" 2>>"$OUT/final.log"
 log "exit $?"
 
 log "PyTorch peers at the same shapes"
