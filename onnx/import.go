@@ -484,6 +484,13 @@ func (c *importer) attrFloat(name string, def float32) float32 {
 	return def
 }
 
+func (c *importer) attrStr(name, def string) string {
+	if a := c.attr(name); a != nil {
+		return string(a.s)
+	}
+	return def
+}
+
 func (c *importer) attrInts(name string) ([]int64, bool) {
 	if a := c.attr(name); a != nil {
 		return a.ints, true

@@ -64,6 +64,10 @@ func init() {
 		"Gather":          {attrs: []string{"axis"}, fn: gatherOp},
 		"Concat":          {since: 4, attrs: []string{"axis"}, fn: concatOp},
 		"Slice":           {attrs: []string{"starts", "ends", "axes"}, fn: sliceOp},
+		"DepthToSpace":    {since: 11, attrs: []string{"blocksize", "mode"}, fn: depthToSpaceOp},
+		"SpaceToDepth":    {attrs: []string{"blocksize"}, fn: spaceToDepthOp},
+		"Compress":        {since: 9, attrs: []string{"axis"}, fn: compressOp},
+		"Tile":            {since: 6, fn: tileOp},
 		"Split":           {since: 2, attrs: []string{"axis", "split", "num_outputs"}, fn: splitOp},
 		"Dropout":         {attrs: []string{"ratio", "seed", "is_test"}, fn: dropoutOp},
 

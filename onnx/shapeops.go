@@ -880,3 +880,110 @@ func splitOp(c *importer) ([]value, *ir.Error) {
 	}
 	return outs, nil
 }
+
+// depthToSpaceOp and spaceToDepthOp are reshape, permute and reshape, as
+// the reference computes them: views, no arithmetic.
+func depthToSpaceOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	bs := int(c.attrInt("blocksize", 0))
+	if len(s) != 4 || bs < 1 || s[1]%(bs*bs) != 0 {
+		return nil, c.invalid("input of shape %v with blocksize %d", s, bs)
+	}
+	b, ch, h, w := s[0], s[1], s[2], s[3]
+	var y ir.Tensor
+	switch mode := c.attrStr("mode", "DCR"); mode {
+	case "DCR":
+		y = x.Reshape(ir.Shape{b, bs, bs, ch / (bs * bs), h, w}).Permute(0, 3, 4, 1, 5, 2)
+	case "CRD":
+		y = x.Reshape(ir.Shape{b, ch / (bs * bs), bs, bs, h, w}).Permute(0, 1, 4, 2, 5, 3)
+	default:
+		return nil, c.invalid("mode %q", mode)
+	}
+	return one(rtValue(y.Reshape(ir.Shape{b, ch / (bs * bs), h * bs, w * bs})))
+}
+
+func spaceToDepthOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	bs := int(c.attrInt("blocksize", 0))
+	if len(s) != 4 || bs < 1 || s[2]%bs != 0 || s[3]%bs != 0 {
+		return nil, c.invalid("input of shape %v with blocksize %d", s, bs)
+	}
+	b, ch, h, w := s[0], s[1], s[2], s[3]
+	y := x.Reshape(ir.Shape{b, ch, h / bs, bs, w / bs, bs}).Permute(0, 3, 5, 1, 2, 4)
+	return one(rtValue(y.Reshape(ir.Shape{b, ch * bs * bs, h / bs, w / bs})))
+}
+
+// compressOp is Compress with a constant condition: the positions along
+// the axis (of the flattened input without one) where it is true,
+// takeAlong's exact selection.
+func compressOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	cond, err := c.ints(1, "condition")
+	if err != nil {
+		return nil, err
+	}
+	axis := 0
+	if c.attr("axis") == nil {
+		x = reshape(x, ir.Shape{x.Shape().Len()})
+	} else if axis, err = c.axisOf(c.attrInt("axis", 0), len(x.Shape())); err != nil {
+		return nil, err
+	}
+	if len(cond) > x.Shape()[axis] {
+		return nil, c.invalid("a condition of %d for an axis of %d", len(cond), x.Shape()[axis])
+	}
+	var idx []int64
+	for j, b := range cond {
+		if b != 0 {
+			idx = append(idx, int64(j))
+		}
+	}
+	y, err := c.takeAlong(x, axis, idx)
+	if err != nil {
+		return nil, err
+	}
+	return one(rtValue(y))
+}
+
+// tileOp is Tile with constant repeats: along each repeated axis, the
+// positions j mod the axis's length (takeAlong).
+func tileOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	reps, err := c.ints(1, "repeats")
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	if len(reps) != len(s) {
+		return nil, c.invalid("%d repeats for rank %d", len(reps), len(s))
+	}
+	for a, r := range reps {
+		if r < 1 || r > c.l.MaxElements {
+			return nil, c.refuse("a repeat of %d", r)
+		}
+		if r == 1 {
+			continue
+		}
+		idx := make([]int64, int64(s[a])*r)
+		for j := range idx {
+			idx[j] = int64(j % s[a])
+		}
+		if x, err = c.takeAlong(x, a, idx); err != nil {
+			return nil, err
+		}
+	}
+	return one(rtValue(x))
+}
