@@ -278,8 +278,10 @@ func checkReference(t *testing.T, cpu *gpucc.Runtime, nt nodeTest, g *ir.Graph) 
 	}
 	worst := uint64(0)
 	for _, want := range nt.outputs {
-		exact := want != nil && isInt(want.Type) // no tolerance for integers
-		if exact {                               // gpucc returns a bool as 1 or 0, an integer as its float32 value
+		// gpucc returns a bool as 1 or 0 and an integer as its float32
+		// value; they must equal the reference, with no tolerance.
+		exact := want != nil && isInt(want.Type)
+		if exact {
 			f := &onnx.Tensor{Name: want.Name, Type: onnx.Float32, Shape: want.Shape}
 			for _, b := range want.Int64 {
 				f.Float32 = append(f.Float32, float32(b))
