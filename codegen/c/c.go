@@ -346,12 +346,19 @@ func elementwise(b *strings.Builder, k *ir.Kernel, acc string) {
 // (SSE) 4 lanes and 2 rows. The panels live in the kernel's scratch
 // (MatmulScratch floats). wasm keeps the unpacked routine (2×8 tiles over
 // columns in panels of 64, b read in place: taller tiles spill under
-// wazero's register allocator): the packed one gave a wrong element under
-// wasm32 at 5×3×9 with an epilogue, not yet understood, and was no faster
-// under wazero.
+// wazero's register allocator), because wazero v1.12.0's compiler on amd64
+// miscompiles the packed one: with the epilogue inlined after it, more
+// than 16 v128 values are live, and the lowering of v128.bitselect (the
+// vectorised relu's select) reloads its pand result from a spill slot
+// written before the pand, so the select returns its first operand
+// unmasked (5×3×9 relu: negative sums came back unrelued). The C is not
+// at fault: ASan and UBSan at -O0, -O1 and -O3 with SSE and AVX2 find
+// nothing, and the same .wasm is bit-exact under wazero's interpreter and
+// V8 at every -O level; Clang's -O0 to -O2 modules happen to dodge the
+// spill. The packed routine was no faster under wazero either.
 const matmulPrelude = `
 #ifdef __wasm__
-/* wasm: the unpacked 2x8 tiles (see matmulPrelude's doc). */
+/* wasm: the unpacked 2x8 tiles; wazero 1.12's amd64 compiler miscompiles the packed ones (see matmulPrelude's doc). */
 typedef float f4 __attribute__((vector_size(16)));
 
 static inline f4 load4(const float *p) {

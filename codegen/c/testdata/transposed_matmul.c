@@ -16,7 +16,7 @@ static inline float F(u32 b) {
 }
 
 #ifdef __wasm__
-/* wasm: the unpacked 2x8 tiles (see matmulPrelude's doc). */
+/* wasm: the unpacked 2x8 tiles; wazero 1.12's amd64 compiler miscompiles the packed ones (see matmulPrelude's doc). */
 typedef float f4 __attribute__((vector_size(16)));
 
 static inline f4 load4(const float *p) {
