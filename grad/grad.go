@@ -11,7 +11,9 @@
 //
 // # Rules
 //
-// Each op's rule is in its row of the op table (ir.OpInfo.Grad); an op
+// Each op's rule is in its row of the op table (ir.OpInfo.Grad), which
+// reads the node's attributes (ir.Diff.Attrs) and may add attributed
+// nodes (ir.Diff.ApplyAttrs: a permute, a convolution); an op
 // that has none says why (ir.OpInfo.NoGrad), and Step refuses a graph in
 // which such an op lies between a parameter and the loss. With g the
 // gradient flowing into a node (the upstream gradient):
@@ -48,9 +50,7 @@
 //	broadcast(b) to S  gb += reshape(sum(g) over the broadcast dimensions (keepdims),
 //	                   b's shape)
 //	reshape(a)         ga += reshape(g) to a's shape
-//	permute(a)         no gradient yet (the inverse permutation needs its
-//	                   attribute, which rules cannot pass yet): an error if
-//	                   it lies between a parameter and the loss
+//	permute(a, perm)   ga += permute(g, inverse of perm)
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss
 //	conv2d(x, w)       no gradient yet (its gradients are a transposed
@@ -153,6 +153,12 @@ type builder struct {
 // node appends op over args (shape is the target of broadcast, reshape and
 // full; nil otherwise) and returns its id.
 func (b *builder) node(op ir.Op, shape ir.Shape, scalar float32, args ...ir.NodeID) ir.NodeID {
+	return b.attrNode(op, nil, shape, scalar, args...)
+}
+
+// attrNode is node with the node's attributes (Node.Attrs' layout; nil
+// for an op without attributes).
+func (b *builder) attrNode(op ir.Op, attrs []int, shape ir.Shape, scalar float32, args ...ir.NodeID) ir.NodeID {
 	if b.err != nil {
 		return 0
 	}
@@ -162,14 +168,15 @@ func (b *builder) node(op ir.Op, shape ir.Shape, scalar float32, args ...ir.Node
 		shapes[k] = b.g.Nodes[a].Shape
 	}
 	if !op.Info().Shaped {
-		s, err := ir.InferShape(i, op, shapes, nil)
+		s, err := ir.InferShape(i, op, shapes, attrs)
 		if err != nil {
 			b.err = ir.Errorf(ir.CodeInternal, i, "", "grad: %v", err)
 			return 0
 		}
 		shape = s
 	}
-	b.g.Nodes = append(b.g.Nodes, ir.Node{Op: op, Args: args, Shape: append(ir.Shape{}, shape...), Scalar: scalar})
+	b.g.Nodes = append(b.g.Nodes, ir.Node{Op: op, Args: args, Shape: append(ir.Shape{}, shape...), Scalar: scalar,
+		Attrs: append([]int(nil), attrs...)})
 	return ir.NodeID(i)
 }
 
@@ -247,6 +254,7 @@ func (d *diff) Arg(k int) ir.Val {
 }
 
 func (d *diff) Out() ir.Val  { return ir.Val{ID: d.id} }
+func (d *diff) Attrs() []int { return d.n.Attrs }
 func (d *diff) Grad() ir.Val { return ir.Val{ID: d.g} }
 
 func (d *diff) Shape(v ir.Val) ir.Shape {
@@ -268,6 +276,14 @@ func (d *diff) Apply(op ir.Op, target ir.Shape, args ...ir.Val) ir.Val {
 		ids[k] = d.b.id(a)
 	}
 	return ir.Val{ID: d.b.node(op, target, scalar, ids...)}
+}
+
+func (d *diff) ApplyAttrs(op ir.Op, attrs []int, args ...ir.Val) ir.Val {
+	ids := make([]ir.NodeID, len(args))
+	for k, a := range args {
+		ids[k] = d.b.id(a)
+	}
+	return ir.Val{ID: d.b.attrNode(op, attrs, nil, 0, ids...)}
 }
 
 func (d *diff) Full(shape ir.Shape, v float32) ir.Val {

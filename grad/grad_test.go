@@ -113,6 +113,23 @@ out "loss" = %7
 out "x" = %15
 out "unused" = %1
 `},
+		{"permute", func(b *ir.Builder) {
+			x := b.Param("x", ir.Shape{1, 2, 3}, []float32{1, 2, 3, 4, 5, 6})
+			b.Output("loss", x.Permute(2, 0, 1).Exp().Sum())
+		}, `
+%0 = input "x" param (6 values) : [1,2,3]
+%1 = permute %0 perm=[2,0,1] : [3,1,2]
+%2 = exp %1 : [3,1,2]
+%3 = sum %2 : []
+%4 = full 1 : []
+%5 = broadcast %4 : [3,1,2]
+%6 = mul %5, %2 : [3,1,2]
+%7 = permute %6 perm=[1,2,0] : [1,2,3]
+%8 = mul_scalar %7, 0.5 : [1,2,3]
+%9 = sub %0, %8 : [1,2,3]
+out "loss" = %3
+out "x" = %9
+`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,6 +376,10 @@ func TestGradientsComposed(t *testing.T) {
 		{"max-axes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).MaxAxes(true, 0)) }},
 		{"sum-trailing-axis", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).SumAxes(true, 1)) }},
 		{"max-trailing-axis", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.Mul(q).MaxAxes(false, -1)) }},
+		{"permutes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			x := p.Reshape(ir.Shape{2, 3, 2}).Permute(2, 0, 1) // [2,2,3]
+			return weighted(b, x.Mul(q.Reshape(ir.Shape{2, 2, 3})).Permute(1, 2, 0).Exp())
+		}},
 		{"fan-out", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			h := p.Mul(q).Relu()
 			return weighted(b, h.Add(h.MulScalar(3)).Sub(p))

@@ -169,6 +169,11 @@ type Diff interface {
 	// Apply adds op over args; target is the shape of a Shaped op. A binary
 	// op whose second argument is a constant becomes its scalar form.
 	Apply(op Op, target Shape, args ...Val) Val
+	// Attrs is the node's attributes (Node.Attrs' layout, read with
+	// Op.Attr), and ApplyAttrs adds an attributed op (not Shaped) over
+	// args: the rules of conv2d, pooling and permute need both.
+	Attrs() []int
+	ApplyAttrs(op Op, attrs []int, args ...Val) Val
 	Full(shape Shape, v float32) Val
 }
 
@@ -284,7 +289,7 @@ func init() {
 		OpMaxPool2D: {Name: "maxpool2d", Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
 			Attrs: maxpool2dAttrs, NoGrad: "maxpool2d's gradient (the output gradient scattered to each window's maximum) is not a row yet"},
 		OpPermute: {Name: "permute", Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
-			NoGrad: "permute's gradient (the inverse permutation) needs attributes in grad's rules, which they do not carry yet"},
+			Grad: permuteGrad},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

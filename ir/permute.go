@@ -25,6 +25,19 @@ func permuteShape(node int, op Op, args []Shape, _ Shape, attrs []int) (Shape, *
 	return out, nil
 }
 
+// permuteGrad is permute's rule: the gradient permuted back by the
+// inverse permutation (axis perm[k] of the argument is axis k of the
+// output). It moves values only, so it changes no bit.
+func permuteGrad(d Diff, k int) (Val, bool) {
+	perm := OpPermute.Attr(d.Attrs(), "perm")
+	inv := make([]int, len(perm))
+	for k, p := range perm {
+		inv[p] = k
+	}
+	// perm's layout in Attrs: its count, then its values (AttrSpec).
+	return d.ApplyAttrs(OpPermute, append([]int{len(inv)}, inv...), d.Grad()), true
+}
+
 // Permute returns t with its axes in the order perm (numpy's transpose:
 // output axis k is t's axis perm[k]). It is a view: no data moves until a
 // kernel reads it.
