@@ -4,13 +4,17 @@
 // exposes one global:
 //
 //	gpucc.run(graph, {backend: "auto", allowSoftware: false}) → Promise
+//	gpucc.onnxSignature(model) → Promise
+//	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs}) → Promise
 //
 // graph is protocol v1 JSON (a string, or an object that is stringified).
 // The promise resolves to the object `gpucc run` prints (backend, adapter,
 // outputs, timings, fallbackAttempts) and rejects with {code, message},
-// code being one of ir's stable error codes. gpucc.backends lists the
-// backends built in. Opened backends are kept per option set, so repeated
-// runs (the Life demo) reuse one context and its compiled shaders.
+// code being one of ir's stable error codes. model is an .onnx file's
+// bytes (a Uint8Array or an ArrayBuffer), imported by the onnx package
+// here in the page (onnx.go). gpucc.backends lists the backends built in.
+// Opened backends are kept per option set, so repeated runs (the Life
+// demo) reuse one context and its compiled shaders.
 package main
 
 import (
@@ -29,6 +33,8 @@ import (
 func main() {
 	api := js.Global().Get("Object").New()
 	api.Set("run", js.FuncOf(run))
+	api.Set("onnxSignature", js.FuncOf(onnxSignature))
+	api.Set("runONNX", js.FuncOf(runONNX))
 	backends := []any{}
 	for _, b := range gpucc.Backends() {
 		backends = append(backends, b)
@@ -46,19 +52,34 @@ var (
 	runtimes = map[gpucc.Options]*gpucc.Runtime{}
 )
 
-// run is gpucc.run: it returns a Promise and does the work in a goroutine,
-// because backends await JS promises (WebGPU's mapAsync) and must not block
-// the event loop.
+// run is gpucc.run.
 func run(_ js.Value, args []js.Value) any {
 	graph, opts, err := parseArgs(args)
+	return promise(func() ([]byte, error) {
+		if err != nil {
+			return nil, err
+		}
+		return execute(graph, opts)
+	})
+}
+
+// promise returns a Promise of work's JSON, parsed, or of its error as
+// errorObject. work runs in a goroutine, because backends await JS
+// promises (WebGPU's mapAsync) and must not block the event loop; a panic
+// in it is an internal error, since it would end the wasm program, and
+// every later call with it.
+func promise(work func() ([]byte, error)) js.Value {
 	executor := js.FuncOf(func(_ js.Value, pr []js.Value) any {
 		resolve, reject := pr[0], pr[1]
 		go func() {
-			if err != nil {
-				reject.Invoke(errorObject(err))
-				return
-			}
-			out, err := execute(graph, opts)
+			out, err := func() (out []byte, err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = &gpucc.Error{Code: ir.CodeInternal, Err: fmt.Errorf("panic: %v", r)}
+					}
+				}()
+				return work()
+			}()
 			if err != nil {
 				reject.Invoke(errorObject(err))
 				return
@@ -95,24 +116,29 @@ func parseArgs(args []js.Value) (raw []byte, opts gpucc.Options, err error) {
 	default:
 		return nil, opts, ir.Errorf(ir.CodeInvalidGraph, -1, "", "graph must be a JSON string or object, got %s", g.Type())
 	}
-	opts.Backend = "auto"
-	if len(args) > 1 && args[1].Type() == js.TypeObject {
-		o := args[1]
+	if len(args) > 1 {
+		opts = parseOptions(args[1])
+	} else {
+		opts = parseOptions(js.Undefined())
+	}
+	return raw, opts, nil
+}
+
+// parseOptions reads {backend, allowSoftware} from o (any value: what is
+// not an object means the defaults).
+func parseOptions(o js.Value) gpucc.Options {
+	opts := gpucc.Options{Backend: "auto"}
+	if o.Type() == js.TypeObject {
 		if b := o.Get("backend"); b.Type() == js.TypeString && b.String() != "" {
 			opts.Backend = b.String()
 		}
 		opts.AllowSoftware = o.Get("allowSoftware").Truthy()
 	}
-	return raw, opts, nil
+	return opts
 }
 
 // execute decodes and runs one graph, returning the result as JSON.
-func execute(raw []byte, opts gpucc.Options) (out []byte, err error) {
-	defer func() { // a panic would end the wasm program, and every later run with it
-		if r := recover(); r != nil {
-			err = &gpucc.Error{Code: ir.CodeInternal, Backend: opts.Backend, Err: fmt.Errorf("panic: %v", r)}
-		}
-	}()
+func execute(raw []byte, opts gpucc.Options) ([]byte, error) {
 	g, err := ir.DecodeBytes(raw, opts.Limits)
 	if err != nil {
 		return nil, err

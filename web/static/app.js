@@ -51,6 +51,9 @@ function show(res) {
   $("ran").textContent = res.backend;
   $("adapter").textContent = res.adapter ? `${res.adapter.name}${res.adapter.software ? " (software)" : ""}` : "–";
   const t = res.timings, rows = [];
+  if (res.importMs !== undefined) { // an .onnx model's import, before the run's stages
+    rows.push(`<tr><td>import</td><td class="num">${res.importMs.toFixed(3)}</td></tr>`);
+  }
   for (const k of ["passesMs", "codegenMs", "compileMs", "uploadMs", "dispatchMs", "readbackMs", "totalMs"]) {
     rows.push(`<tr><td>${k.replace("Ms", "")}</td><td class="num">${(t[k] || 0).toFixed(3)}</td></tr>`);
   }

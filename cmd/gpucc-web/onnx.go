@@ -1,0 +1,204 @@
+//go:build js
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"syscall/js"
+	"time"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// onnxSignature is gpucc.onnxSignature(model): the model's inputs and
+// outputs as onnx.ReadSignature reads them ({inputs, outputs}, each port
+// {name, type, shape, dimParams}, a dynamic dimension -1), so that the
+// page can ask for the dynamic dimensions before it runs the model.
+func onnxSignature(_ js.Value, args []js.Value) any {
+	model, err := modelBytes(args)
+	return promise(func() ([]byte, error) {
+		if err != nil {
+			return nil, err
+		}
+		sig, err := onnx.ReadSignature(bytes.NewReader(model), ir.Limits{})
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(sig)
+	})
+}
+
+// onnxResult is gpucc.runONNX's answer: gpucc.run's, with the import's
+// time beside the run's stages (Timings.TotalMs does not include it).
+type onnxResult struct {
+	*gpucc.Result
+	ImportMs float64 `json:"importMs"`
+}
+
+// runONNX is gpucc.runONNX(model, options): it imports the model with the
+// onnx package (options.inputShapes binds dynamic dimensions by input
+// name, as gpucc's --input-shape does), binds options.inputs (a
+// Float32Array or an array of numbers per input name; an input not given
+// stays zero) and runs the graph on options.backend.
+func runONNX(_ js.Value, args []js.Value) any {
+	model, err := modelBytes(args)
+	var (
+		opts   gpucc.Options
+		shapes map[string][]int
+		inputs map[string][]float32
+	)
+	if err == nil {
+		var o js.Value
+		if len(args) > 1 {
+			o = args[1]
+		}
+		opts = parseOptions(o)
+		shapes, inputs, err = parseONNXOptions(o)
+	}
+	return promise(func() ([]byte, error) {
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		g, err := onnx.Load(bytes.NewReader(model), onnx.Options{Limits: opts.Limits, InputShapes: shapes})
+		if err != nil {
+			return nil, err
+		}
+		imported := time.Since(start)
+		for name, data := range inputs {
+			if g.Input(name) < 0 {
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "the model has no input named %s", ir.Quote(name))
+			}
+			if err := g.SetInput(name, data); err != nil {
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "%v", err)
+			}
+		}
+		rt, err := open(opts)
+		if err != nil {
+			return nil, err
+		}
+		res, err := rt.Run(context.Background(), g)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(onnxResult{Result: res, ImportMs: float64(imported.Microseconds()) / 1000})
+	})
+}
+
+// modelBytes copies args[0], a Uint8Array or an ArrayBuffer, into Go.
+func modelBytes(args []js.Value) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading the model's bytes: %v", r)
+		}
+	}()
+	if len(args) == 0 {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "an .onnx model's bytes are needed (a Uint8Array or an ArrayBuffer)")
+	}
+	v := args[0]
+	if v.InstanceOf(js.Global().Get("ArrayBuffer")) {
+		v = js.Global().Get("Uint8Array").New(v)
+	}
+	if !v.InstanceOf(js.Global().Get("Uint8Array")) {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the model must be a Uint8Array or an ArrayBuffer, got %s", v.Type())
+	}
+	if n := v.Get("length").Int(); int64(n) > limits.MaxGraphBytes {
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "", "the model is %d bytes, over the limit of %d", n, limits.MaxGraphBytes)
+	}
+	b = make([]byte, v.Get("length").Int())
+	js.CopyBytesToGo(b, v)
+	return b, nil
+}
+
+// parseONNXOptions reads options.inputShapes ({name: [d0, d1, …]}) and
+// options.inputs ({name: Float32Array or [numbers]}). A JS exception
+// while reading them is invalid_input, not the end of the program.
+func parseONNXOptions(o js.Value) (shapes map[string][]int, inputs map[string][]float32, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			shapes, inputs, err = nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "reading gpucc.runONNX's options: %v", r)
+		}
+	}()
+	if o.Type() != js.TypeObject {
+		return nil, nil, nil
+	}
+	keys := js.Global().Get("Object").Get("keys")
+	if s := o.Get("inputShapes"); s.Type() == js.TypeObject {
+		shapes = map[string][]int{}
+		names := keys.Invoke(s)
+		for i := range names.Length() {
+			name := names.Index(i).String()
+			dims := s.Get(name)
+			if dims.Type() != js.TypeObject || dims.Length() > ir.MaxRank {
+				return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputShapes", "the shape of %s must be an array of at most %d dimensions", ir.Quote(name), ir.MaxRank)
+			}
+			shape := make([]int, dims.Length())
+			for k := range shape {
+				d := dims.Index(k)
+				if d.Type() != js.TypeNumber || d.Float() != math.Trunc(d.Float()) || d.Float() < 1 || d.Float() > float64(limits.MaxElements) {
+					return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputShapes", "dimension %d of the shape of %s is %v, not a positive integer within the limits", k, ir.Quote(name), d)
+				}
+				shape[k] = d.Int()
+			}
+			shapes[name] = shape
+		}
+	}
+	if in := o.Get("inputs"); in.Type() == js.TypeObject {
+		inputs = map[string][]float32{}
+		names := keys.Invoke(in)
+		for i := range names.Length() {
+			name := names.Index(i).String()
+			data, err := float32s(in.Get(name), name)
+			if err != nil {
+				return nil, nil, err
+			}
+			inputs[name] = data
+		}
+	}
+	return shapes, inputs, nil
+}
+
+// float32s copies a Float32Array (by its bytes, so every bit pattern
+// survives) or an array of numbers into Go.
+func float32s(v js.Value, name string) ([]float32, error) {
+	maxN := limits.MaxElements
+	if v.InstanceOf(js.Global().Get("Float32Array")) {
+		n := v.Get("length").Int()
+		if int64(n) > maxN {
+			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
+		}
+		raw := make([]byte, 4*n)
+		js.CopyBytesToGo(raw, js.Global().Get("Uint8Array").New(v.Get("buffer"), v.Get("byteOffset"), 4*n))
+		out := make([]float32, n)
+		for k := range out {
+			out[k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*k:]))
+		}
+		return out, nil
+	}
+	if v.Type() != js.TypeObject || !js.Global().Get("Array").Call("isArray", v).Bool() {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "input %s must be a Float32Array or an array of numbers", ir.Quote(name))
+	}
+	n := v.Length()
+	if int64(n) > maxN {
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
+	}
+	out := make([]float32, n)
+	for k := range out {
+		x := v.Index(k)
+		if x.Type() != js.TypeNumber {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "input %s value %d is a %s, not a number", ir.Quote(name), k, x.Type())
+		}
+		out[k] = float32(x.Float())
+	}
+	return out, nil
+}
+
+// limits are the host limits the page runs under: the defaults, as
+// gpucc.run's (gpucc.Options.Limits is left zero).
+var limits = ir.Limits{}.WithDefaults()

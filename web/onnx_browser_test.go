@@ -1,0 +1,287 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// modelsDir holds the models exported from PyTorch (onnx/testdata/models,
+// its README says how), with their inputs and PyTorch's outputs.
+const modelsDir = "../onnx/testdata/models"
+
+// exportedModels are the models TestONNXPicker runs, each with the bound
+// onnx's TestExportedModels holds it to: the largest |y − y64| relative to
+// max(1, |y64|), y64 being PyTorch's float64 output.
+var exportedModels = []struct {
+	name  string
+	bound float64
+}{
+	{"mlp", 1e-6},
+	{"digits", 1e-6},
+}
+
+// browserBackends are the backends the page runs graphs on. The command
+// line's wasm backend is not among them: it compiles kernels with Clang,
+// which a page does not have; cpu (cpuref, compiled to wasm with the page)
+// stands in for it.
+var browserBackends = []string{"webgpu", "webgl2", "cpu"}
+
+// onnxDeadline bounds TestONNXPicker: two models on three backends, the
+// 256-wide MLP compiled by SwiftShader twice.
+const onnxDeadline = 6 * time.Minute
+
+// TestONNXPicker loads each exported model through the page's file picker
+// (the DOM's setFileInputFiles, as a visitor's choice), gives the fixture's
+// input through the input's own data picker, runs it on every browser
+// backend and checks the outputs: bit for bit cpuref's (EvalFlushed's
+// where a GPU may flush subnormals), within the model's bound of
+// PyTorch's float64 output and of its float32 one.
+func TestONNXPicker(t *testing.T) {
+	ctx := page(t, "?life=0", onnxDeadline)
+	for _, m := range exportedModels {
+		t.Run(m.name, func(t *testing.T) {
+			model, err := filepath.Abs(filepath.Join(modelsDir, m.name+".onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			input, _ := filepath.Abs(filepath.Join(modelsDir, m.name+".input.bin"))
+			raw, err := os.ReadFile(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := float32s(t, input)
+			g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.SetInput("x", x); err != nil {
+				t.Fatal(err)
+			}
+			want, flushed := cpuref.Eval(g)[g.Outputs[0].ID], cpuref.EvalFlushed(g)[g.Outputs[0].ID]
+			y64, y32 := float64s(t, filepath.Join(modelsDir, m.name+".output64.bin")), float32s(t, filepath.Join(modelsDir, m.name+".output32.bin"))
+
+			pickModel(t, ctx, model)
+			sig := evalJSON[onnx.Signature](t, ctx, `JSON.stringify(demo.onnx.signature)`)
+			shape := []int(g.Nodes[g.Input("x")].Shape)
+			wantSig := onnx.Signature{
+				Inputs:  []onnx.Port{{Name: "x", Type: "float32", Shape: shape, DimParams: make([]string, len(shape))}},
+				Outputs: []onnx.Port{{Name: "y", Type: "float32", Shape: []int(g.Nodes[g.Outputs[0].ID].Shape), DimParams: []string{"", ""}}},
+			}
+			if diff := cmp.Diff(wantSig, sig); diff != "" {
+				t.Fatalf("the page's signature of %s (-want +got):\n%s", m.name, diff)
+			}
+			if err := chromedp.Do(ctx, chromedp.SetUploadFiles("#onnxData-0", []string{input})); err != nil {
+				t.Fatal(err)
+			}
+			for _, backend := range browserBackends {
+				t.Run(backend, func(t *testing.T) {
+					r := runPicked(t, ctx, backend)
+					if r.Error != nil {
+						t.Fatalf("%s: %s", r.Error.Code, r.Error.Message)
+					}
+					if r.Backend != backend {
+						t.Fatalf("ran on %s, want %s", r.Backend, backend)
+					}
+					y := r.Outputs["y"]
+					if len(y.Bits) != len(want) || len(want) != len(y64) {
+						t.Fatalf("y has %d values, cpuref %d, PyTorch %d", len(y.Bits), len(want), len(y64))
+					}
+					worst, worst32, nflushed := 0.0, 0.0, 0
+					for i, b := range y.Bits {
+						if b != math.Float32bits(want[i]) {
+							if !flushes[backend] || b != math.Float32bits(flushed[i]) {
+								t.Fatalf("y[%d] = %v (%#08x), cpuref %v (%#08x)", i, math.Float32frombits(b), b, want[i], math.Float32bits(want[i]))
+							}
+							nflushed++
+						}
+						v, scale := float64(math.Float32frombits(b)), max(1, math.Abs(y64[i]))
+						worst, worst32 = max(worst, math.Abs(v-y64[i])/scale), max(worst32, math.Abs(v-float64(y32[i]))/scale)
+					}
+					if !(worst <= m.bound) || !(worst32 <= m.bound) {
+						t.Errorf("max |y − y64|/max(1, |y64|) = %.3g, |y − y32|/max(1, |y64|) = %.3g; bound %.3g", worst, worst32, m.bound)
+					}
+					var stages []string
+					for _, k := range []string{"uploadMs", "compileMs", "dispatchMs", "readbackMs"} {
+						v, ok := r.Timings[k].(float64)
+						if !ok {
+							t.Errorf("timings.%s = %v, want a number", k, r.Timings[k])
+						}
+						stages = append(stages, fmt.Sprintf("%s %.1f", strings.TrimSuffix(k, "Ms"), v))
+					}
+					t.Logf("%s on %s: cpuref's bits (%d flushed); max |y − y64|/max(1,|y64|) %.3g, against y32 %.3g (bound %.3g); import %.1f ms, %s ms",
+						m.name, backend, nflushed, worst, worst32, m.bound, r.ImportMs, strings.Join(stages, ", "))
+				})
+			}
+		})
+	}
+}
+
+// TestONNXPickerErrors: what the page refuses, and the stable code it
+// shows: a file that is not a model, data of the wrong size, a shape that
+// contradicts the model's.
+func TestONNXPickerErrors(t *testing.T) {
+	ctx := page(t, "?life=0", pageDeadline)
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.onnx")
+	if err := os.WriteFile(junk, []byte("\xff\xff\xff not a protobuf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.bin")
+	if err := os.WriteFile(short, make([]byte, 12), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digits, _ := filepath.Abs(filepath.Join(modelsDir, "digits.onnx"))
+
+	before := evalString(t, ctx, `String(demo.onnx.picked)`)
+	pick(t, ctx, "#onnxFile", junk)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.onnx.picked > `+before)); err != nil {
+		t.Fatal(err)
+	}
+	if code := evalString(t, ctx, `demo.onnx.error.code`); code != string(ir.CodeInvalidGraph) {
+		t.Errorf("a file that is not a model: code %q, want %s", code, ir.CodeInvalidGraph)
+	}
+	if s := evalString(t, ctx, `document.getElementById("onnxStatus").textContent`); !strings.HasPrefix(s, "error invalid_graph: ") {
+		t.Errorf("the page shows %q, want the error with its code", s)
+	}
+
+	pickModel(t, ctx, digits)
+	pick(t, ctx, "#onnxData-0", short)
+	if r := runPicked(t, ctx, "cpu"); r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) {
+		t.Errorf("12 bytes of data for [32,64]: %+v, want invalid_input", r.Error)
+	}
+	evalString(t, ctx, `(document.getElementById("onnxSource-0").value = "random", document.getElementById("onnxShape-0").value = "16,64")`)
+	if r := runPicked(t, ctx, "cpu"); r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) {
+		t.Errorf("shape 16,64 for the model's [32,64]: %+v, want invalid_input", r.Error)
+	}
+	evalString(t, ctx, `(document.getElementById("onnxShape-0").value = "32,64", "")`)
+	if r := runPicked(t, ctx, "cpu"); r.Error != nil {
+		t.Errorf("random data after the errors: %s: %s", r.Error.Code, r.Error.Message)
+	}
+
+	// The API's own refusals, which the page never provokes.
+	for _, tt := range []struct{ call, code string }{
+		{`gpucc.runONNX(42)`, "invalid_graph"},
+		{`gpucc.onnxSignature("a string")`, "invalid_graph"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputs: {x: "nope"}})`, "invalid_input"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputs: {x: [1, 2, 3]}})`, "invalid_input"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputs: {z: new Float32Array(2048)}})`, "invalid_input"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputShapes: {x: [32, 0]}})`, "invalid_input"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputShapes: {x: [32, 1.5]}})`, "invalid_input"},
+		{`gpucc.runONNX(demo.onnx.model, {backend: "wasm"})`, "backend_unavailable"},
+	} {
+		code, err := chromedp.Run(ctx, chromedp.Evaluate[string](tt.call+`.then(() => "resolved", e => e.code)`, chromedp.EvalAwaitPromise))
+		if err != nil || code != tt.code {
+			t.Errorf("%s = %q, %v; want a rejection with code %s", tt.call, code, err, tt.code)
+		}
+	}
+}
+
+// pick sets the file input sel to path, as a visitor's choice does.
+func pick(t *testing.T, ctx context.Context, sel, path string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(sel, []string{path})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pickModel picks the model at path and waits for its signature.
+func pickModel(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	before := evalString(t, ctx, `String(demo.onnx.picked)`)
+	pick(t, ctx, "#onnxFile", path)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.onnx.picked > `+before)); err != nil {
+		t.Fatal(err)
+	}
+	if e := evalString(t, ctx, `demo.onnx.error ? JSON.stringify(demo.onnx.error) : ""`); e != "" {
+		t.Fatalf("picking %s: %s", filepath.Base(path), e)
+	}
+}
+
+// onnxRunResult is result with the import's time.
+type onnxRunResult struct {
+	result
+	ImportMs float64 `json:"importMs"`
+}
+
+// runPicked chooses backend, presses the page's run button and returns
+// what the page shows: the result, its outputs as bits, or its error.
+func runPicked(t *testing.T, ctx context.Context, backend string) onnxRunResult {
+	t.Helper()
+	before := evalString(t, ctx, fmt.Sprintf(`(document.getElementById("backend").value = %q,
+		document.getElementById("allowSoftware").checked = true,
+		String(demo.onnx.done))`, backend))
+	evalString(t, ctx, `(document.getElementById("onnxRun").click(), "")`)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.onnx.done > `+before)); err != nil {
+		t.Fatal(err)
+	}
+	return evalJSON[onnxRunResult](t, ctx, `(() => {
+		const s = demo.onnx;
+		if (s.error) return JSON.stringify({error: s.error});
+		const r = structuredClone(s.result);
+		for (const o of Object.values(r.outputs)) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data).buffer)); delete o.data; }
+		return JSON.stringify(r);
+	})()`)
+}
+
+func evalString(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+func evalJSON[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	var v T
+	s := evalString(t, ctx, expr)
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return v
+}
+
+// float32s reads a file of raw little-endian float32.
+func float32s(t *testing.T, path string) []float32 {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil || len(raw)%4 != 0 {
+		t.Fatalf("%s: %d bytes, %v", path, len(raw), err)
+	}
+	out := make([]float32, len(raw)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out
+}
+
+// float64s reads a file of raw little-endian float64.
+func float64s(t *testing.T, path string) []float64 {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil || len(raw)%8 != 0 {
+		t.Fatalf("%s: %d bytes, %v", path, len(raw), err)
+	}
+	out := make([]float64, len(raw)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+	}
+	return out
+}
