@@ -18,6 +18,11 @@ type Executable struct {
 	plan    *Plan
 	exe     backend.Executable // nil once released; guarded by rt.mu
 	compile backend.Stats      // what Load did
+	// embedded holds, by plan buffer, the graph's embedded data on the
+	// device: uploaded by the first run that takes it, then bound by every
+	// later run that does not give the input (a model's weights are not
+	// sent again each call). Counted in rt.held; freed by Release.
+	embedded map[int]backend.Buffer
 }
 
 // Plan returns the sealed plan the executable runs.
@@ -47,6 +52,11 @@ func (e *Executable) releaseLocked() {
 		e.exe = nil
 		delete(e.rt.exes, e)
 	}
+	for i, buf := range e.embedded {
+		e.rt.held -= 4 * int64(e.plan.Program.Buffers[i].Len)
+		buf.Release()
+	}
+	e.embedded = nil
 }
 
 // RunOptions tune one run.
@@ -60,6 +70,10 @@ type RunOptions struct {
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
+// An input not given takes the graph's embedded data, which the first run
+// that needs it uploads and the executable keeps on the device, counted
+// against Options.MaxDeviceBytes, until Release: later runs do not send it
+// again.
 func (e *Executable) Run(ctx context.Context, in Inputs) (*Result, error) {
 	return e.RunWith(ctx, in, RunOptions{})
 }
@@ -72,7 +86,7 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	r, err := e.begin(in, opts)
+	r, err := e.begin(ctx, in, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +107,7 @@ type run struct {
 }
 
 // begin checks in and opts and makes the backend's call; rt.mu held.
-func (e *Executable) begin(in Inputs, opts RunOptions) (*run, error) {
+func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*run, error) {
 	rt := e.rt
 	if rt.dev == nil {
 		return nil, rt.errClosed()
@@ -103,7 +117,7 @@ func (e *Executable) begin(in Inputs, opts RunOptions) (*run, error) {
 	}
 	p := e.plan.Program
 	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
-	need, err := e.args(rt, in, call.Args)
+	need, err := e.args(ctx, rt, in, call)
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +211,8 @@ func (r *run) finish(ctx context.Context, start time.Time) (*Result, error) {
 
 // args fills the backend's Args from in, checking every value, and returns
 // the device bytes the run's host inputs need; rt.mu held.
-func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, error) {
-	p := e.plan.Program
+func (e *Executable) args(ctx context.Context, rt *Runtime, in Inputs, call *backend.Call) (int64, error) {
+	args := call.Args
 	for name := range in {
 		if _, ok := e.plan.Input(name); !ok {
 			return 0, ir.Errorf(ir.CodeInvalidInput, -1, name, "the graph has no input named %q (have %v)", name, e.inputNames())
@@ -213,12 +227,11 @@ func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, er
 				return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q is nil", pi.Name)
 			}
 			if pi.Buffer >= 0 {
-				data := p.Buffers[pi.Buffer].Data
-				if len(data) != p.Buffers[pi.Buffer].Len {
-					return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q is not given and the plan embeds no data for it", pi.Name)
+				buf, err := e.embeddedBuffer(ctx, pi, call.Stats)
+				if err != nil {
+					return 0, err
 				}
-				args[pi.Buffer].Host = data // validated when sealed
-				need += 4 * int64(len(data))
+				args[pi.Buffer].Buf = buf
 			}
 		case Tensor:
 			// A backend that checks values while it copies them spares
@@ -249,6 +262,42 @@ func (e *Executable) args(rt *Runtime, in Inputs, args []backend.Arg) (int64, er
 		}
 	}
 	return need, nil
+}
+
+// embeddedBuffer returns the device buffer holding input pi's embedded
+// data, uploading it on first use; rt.mu held.
+func (e *Executable) embeddedBuffer(ctx context.Context, pi PlanInput, st *backend.Stats) (backend.Buffer, error) {
+	if buf, ok := e.embedded[pi.Buffer]; ok {
+		return buf, nil
+	}
+	rt := e.rt
+	data := e.plan.Program.Buffers[pi.Buffer].Data
+	if len(data) != e.plan.Program.Buffers[pi.Buffer].Len {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q is not given and the plan embeds no data for it", pi.Name)
+	}
+	n := 4 * int64(len(data))
+	if err := rt.reserve(n); err != nil {
+		return nil, err
+	}
+	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	// The data was checked finite when the plan was sealed.
+	done := st.Start(backend.StageUpload)
+	_, err = guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) })
+	done()
+	st.UploadBytes += n
+	if err != nil {
+		buf.Release()
+		return nil, rt.wrap(err)
+	}
+	if e.embedded == nil {
+		e.embedded = map[int]backend.Buffer{}
+	}
+	e.embedded[pi.Buffer] = buf
+	rt.held += n
+	return buf, nil
 }
 
 // nonFinite names the input a backend found a non-finite value in.

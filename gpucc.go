@@ -85,7 +85,8 @@ type Options struct {
 	// pool).
 	PoolBytes int64
 	// MaxDeviceBytes caps the device memory held at once by live
-	// DeviceTensors and the buffers of the run in progress (0: no cap).
+	// DeviceTensors, the embedded data executables keep on the device, and
+	// the buffers of the run in progress (0: no cap).
 	MaxDeviceBytes int64
 	// Fast compiles matmuls in fast mode where the backend has one
 	// (webgpu on wgpu-native): the driver may contract each multiply-add
@@ -147,6 +148,7 @@ type Runtime struct {
 	tiles    passes.TileChooser // the device's tuned matmul tiles, or nil
 	attempts []Attempt
 	live     int64 // bytes held by live tensors; guarded by mu
+	held     int64 // bytes of executables' embedded data on the device (Executable.embedded); guarded by mu
 	tensors  map[*DeviceTensor]struct{}
 	exes     map[*Executable]struct{}
 	pending  map[*Pending]struct{} // launched and not yet waited for
@@ -247,8 +249,8 @@ func (rt *Runtime) errClosed() error {
 
 // reserve checks that n more device bytes fit under the cap; rt.mu held.
 func (rt *Runtime) reserve(n int64) error {
-	if c := rt.opts.MaxDeviceBytes; c > 0 && rt.live+n > c {
-		return ir.Errorf(ir.CodeLimitExceeded, -1, "", "%d device bytes are live and this needs %d more; the cap (MaxDeviceBytes) is %d", rt.live, n, c)
+	if c := rt.opts.MaxDeviceBytes; c > 0 && rt.live+rt.held+n > c {
+		return ir.Errorf(ir.CodeLimitExceeded, -1, "", "%d device bytes are live and this needs %d more; the cap (MaxDeviceBytes) is %d", rt.live+rt.held, n, c)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*P
 	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	r, err := e.begin(in, opts)
+	r, err := e.begin(ctx, in, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -375,3 +375,80 @@ func TestNonFiniteInput(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbeddedStaysResident: a graph's embedded data (an ONNX model's
+// weights) goes to the device at the first run that takes it and stays
+// there: later runs upload only what they are given, give the same bits,
+// and the bytes count against MaxDeviceBytes until Release.
+func TestEmbeddedStaysResident(t *testing.T) {
+	const n = 16
+	x := irtest.Values(1, n*n, 2)
+	w := irtest.Values(2, n*n, 0.5)
+	b := irtest.Values(3, n, 1)
+	want := reference(n, n, n, x, w, b)
+	weights := int64(4 * (n*n + n)) // w and b; x is given every run
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			ctx := context.Background()
+			rt := open(t, be)
+			exe, err := rt.Compile(ctx, layer(n, n, n, nil, w, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				res, err := exe.Run(ctx, gpucc.Inputs{"x": gpucc.Tensor{Shape: ir.Shape{n, n}, Data: x}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up := int64(4 * n * n)
+				if i == 0 {
+					up += weights
+				}
+				if res.Timings.UploadBytes != up {
+					t.Errorf("run %d uploaded %d bytes, want %d (x%s)", i, res.Timings.UploadBytes, up, map[bool]string{true: " and the weights", false: " only"}[i == 0])
+				}
+				for name, v := range want {
+					if !equalBits(res.Outputs[name].Data, v) {
+						t.Fatalf("run %d: %s differs from cpuref", i, name)
+					}
+				}
+			}
+			if n, bytes := rt.LiveTensors(); n != 0 || bytes != 0 {
+				t.Errorf("LiveTensors = %d, %d bytes: embedded data is not a tensor", n, bytes)
+			}
+		})
+	}
+}
+
+// TestEmbeddedCountsAgainstCap: an executable's embedded data on the
+// device counts against MaxDeviceBytes until the executable is released.
+func TestEmbeddedCountsAgainstCap(t *testing.T) {
+	const n, capBytes = 16, 64 << 10
+	w := irtest.Values(2, n*n, 0.5)
+	b := irtest.Values(3, n, 1)
+	weights := 4 * (n*n + n)
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			ctx := context.Background()
+			rt := open(t, be, func(o *gpucc.Options) { o.MaxDeviceBytes = capBytes })
+			exe, err := rt.Compile(ctx, layer(n, n, n, nil, w, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := exe.Run(ctx, gpucc.Inputs{"x": gpucc.Tensor{Shape: ir.Shape{n, n}, Data: irtest.Values(1, n*n, 2)}}); err != nil {
+				t.Fatal(err)
+			}
+			// Fits in the cap, but not beside the weights.
+			big := make([]float32, (capBytes-weights)/4+1)
+			if _, err := rt.Upload(ctx, ir.Shape{len(big)}, big); gpucc.CodeOf(err) != ir.CodeLimitExceeded {
+				t.Fatalf("upload of %d bytes beside %d bytes of weights under a %d-byte cap: %v, want %s", 4*len(big), weights, capBytes, err, ir.CodeLimitExceeded)
+			}
+			exe.Release()
+			tt, err := rt.Upload(ctx, ir.Shape{len(big)}, big)
+			if err != nil {
+				t.Fatalf("after Release: %v", err)
+			}
+			tt.Release()
+		})
+	}
+}
