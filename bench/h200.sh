@@ -8,13 +8,8 @@
 #
 #   bash bench/h200.sh
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh h200.log
 export GPUCC_CACHE_DIR=/tmp/gpucc-cache GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200.log"; }
 
 log "info"
 .device/gpucc info > "$OUT/info.json" 2>>"$OUT/h200.log"

@@ -13,13 +13,8 @@
 # same visit (relu(a*b+c), transfers) and /work/shared/device/README.md
 # (the MLP step, 1.23 ms eager).
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh h200_engine.log
 export GPUCC_CACHE_DIR=/tmp/gpucc-cache GPUCC_REQUIRE_WEBGPU=1 GPUCC_BENCH_BACKEND=webgpu
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200_engine.log"; }
 bench() { # name, timeout, env..., -- benchmark regexp, benchtime
 	local name=$1 t=$2; shift 2
 	log "$name"

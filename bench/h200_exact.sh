@@ -7,13 +7,8 @@
 #
 # then run (device tool, carry [".gl", ".device"]): bash bench/h200_exact.sh
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh exact.log
 export GPUCC_CACHE_DIR=/tmp/gpucc-cache-exact GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/exact.log"; }
 log "suite and random graphs, bit for bit against cpuref"
 timeout 150 .device/runtime.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu|TestRandomViewGraphs/webgpu|TestTrainFixture/webgpu' -test.v > "$OUT/suite.txt" 2>&1
 log "suite: $(grep -c -- '--- PASS' "$OUT/suite.txt") passed, $(grep -c -- '--- FAIL' "$OUT/suite.txt") failed"

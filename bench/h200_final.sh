@@ -18,13 +18,8 @@
 # MLP train step; (4) PyTorch eager and torch.compile at the same shapes,
 # with an nvidia-smi clock trace over the whole visit.
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh final.log
 export GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/final.log"; }
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 200 > "$OUT/clocks.csv" 2>/dev/null &
 smi=$!
 

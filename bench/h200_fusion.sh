@@ -17,15 +17,10 @@
 # scaled_dot_product_attention at the same shapes; with an nvidia-smi
 # clock trace over the whole visit.
 set -u
-OUT=${OUT:-/tmp/out}
+. bench/h200_env.sh fusion.log
 D=$(dirname "$0")
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 export GPUCC_REQUIRE_WEBGPU=1
 for b in bench gpucc; do gunzip -c "$D/$b.test.gz" > /tmp/$b.test && chmod +x /tmp/$b.test; done
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/fusion.log"; }
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 200 > "$OUT/clocks.csv" 2>/dev/null &
 smi=$!
 

@@ -18,13 +18,8 @@
 # BenchmarkReductions beside bench/torch_nn.py (PyTorch eager and
 # torch.compile) at the same shapes, in the same run.
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh h200_nn.log
 export GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200_nn.log"; }
 
 log "exactness: the suite and the random graphs on webgpu (H200) against cpuref"
 timeout 240 .device/gpucc.test -test.run 'TestSuite/webgpu|TestRandomGraphs/webgpu' -test.v \

@@ -16,13 +16,8 @@
 # C compiler, the accuracy table over every input on its 16 cores, checked
 # against the one cpuref's doc states (-check).
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh h200_ops.log
 export GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200_ops.log"; }
 
 log "info"
 .device/gpucc info > "$OUT/info.json" 2>>"$OUT/h200_ops.log"

@@ -17,13 +17,8 @@
 # process, then again after a large host run; (3) bench/torch_nn.py at the
 # same shapes.
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+. bench/h200_env.sh h200_rows.log
 export GPUCC_REQUIRE_WEBGPU=1
-S=$SECONDS
-log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/h200_rows.log"; }
 
 log "exactness: rows cases and composites on webgpu (H200) against cpuref"
 timeout 120 .device/gpucc.test -test.run 'TestSuite/webgpu/(rows|composite)/' -test.v > "$OUT/exactness.txt" 2>&1

@@ -2,8 +2,7 @@
 # One H200 visit: peers, data path, lone dispatch, matmul tuner (exact and fast).
 # Carry .gl and .device: .device/gpucc (go build ./cmd/gpucc), .device/gpu.test
 # (go test -c ./runtime/gpu), .device/torch_matmul.py (bench/torch_matmul.py).
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+. bench/h200_env.sh tune.log
 D=.device; chmod +x $D/gpucc $D/gpu.test
 S=1024,4096,4096x64x4096,64x4096x64,1x4096x4096,1023x1025x1027,4096x4096x1,256,2048,8192,1000
 date -u > $OUT/date.txt; nvidia-smi -L >> $OUT/date.txt 2>&1
