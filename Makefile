@@ -18,7 +18,7 @@ export GPUCC_REQUIRE_ONNX = 1
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
 GO ?= go
 
-.PHONY: demo test deps page build vet fuzz example release release-check
+.PHONY: demo test deps page build vet fuzz example release release-check peers-deps peers
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -83,3 +83,16 @@ test: deps vet page
 	$(GO) test -race -count=1 -run 'TestAPI' ./cmd/gpucc/
 	$(MAKE) example
 	$(MAKE) fuzz
+
+# peers-deps installs the peer runtimes of bench/peers (ONNX Runtime for
+# Node and Web, TF.js-wasm) from package-lock.json; ORT-node's CPU library
+# ships in its package, so its download of CUDA libraries is skipped.
+# peers runs the interleaved peer benchmarks (bench/peers/README.md).
+# make test needs neither: the tests that use them skip without them.
+peers-deps: deps
+	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
+	cd bench/peers && ONNXRUNTIME_NODE_INSTALL=skip npm ci
+
+peers: peers-deps
+	bench/peers/run.sh 3 15 > bench/peers/last.log
+	/usr/bin/python3 bench/peers/summarize.py bench/peers/last.log
