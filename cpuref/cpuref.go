@@ -37,6 +37,18 @@
 //     that position lies in the padding. Padding is zeros, as in ONNX: a
 //     padded tap adds round(+0·w), which is ±0 (changing nothing, since the
 //     accumulator is never -0) or NaN for an infinite or NaN weight.
+//   - conv_transpose2d(x, w): (ir.ConvTranspose2D: x [N,C,H,W], w
+//     [C,M/g,kH,kW], strides, pads, dilations, g groups, output_padding)
+//     out[n,m,oh,ow] is one accumulator that starts at +0 and, for c over
+//     the C/g input channels of m's group ascending, then kh = 0 … kH-1,
+//     then kw = 0 … kW-1 (kw fastest), adds p = round(x[n,c,ih,iw]·
+//     w[c, m mod (M/g), kh, kw]) with one rounding each, for each tap whose
+//     th = oh+pT-kh·dH and tw = ow+pL-kw·dW are ≥ 0 and multiples of sH and
+//     sW with ih = th/sH < H and iw = tw/sW < W. Other taps add nothing (ONNX
+//     scatters only x's elements, so an infinite weight that meets no
+//     element of x makes no NaN); an output that no tap reaches is +0.
+//     This is conv2d's input gradient with conv2d's weight in the same
+//     order, per input element, as conv2d visits (m, kh, kw).
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,
@@ -254,6 +266,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
 	case ir.OpConv2D:
 		return ar.conv2d(arg(0), arg(1), ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
+	case ir.OpConvTranspose2D:
+		return ar.convTranspose2d(arg(0), arg(1), ir.ConvTranspose2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2D:
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpLife: // its alive test is a comparison, which flushes too
@@ -529,6 +543,53 @@ func (ar arith) conv2d(x, w []float32, c ir.Conv2D, stop func() bool) []float32 
 									xv = xc[ih*c.W+iw]
 								}
 								acc = ar.add(acc, ar.mul(xv, wc[kh*c.KW+kw]))
+							}
+						}
+					}
+					out[at] = acc
+					at++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ConvTranspose2D returns conv_transpose2d of x and w (row-major,
+// geometry c) with the reference order (see the package doc).
+func ConvTranspose2D(x, w []float32, c ir.ConvTranspose2D) []float32 {
+	return exact.convTranspose2d(x, w, c, nil)
+}
+
+// convTranspose2d is ConvTranspose2D that checks stop (when not nil)
+// before each output row and returns early, the rest zero, once it
+// reports true.
+func (ar arith) convTranspose2d(x, w []float32, c ir.ConvTranspose2D, stop func() bool) []float32 {
+	out := make([]float32, c.N*c.M*c.OH*c.OW)
+	at := 0
+	for n := range c.N {
+		for m := range c.M {
+			c0, mm := m/c.MG*c.CG, m%c.MG // the group's first input channel; m within it
+			for oh := range c.OH {
+				if stop != nil && stop() {
+					return out
+				}
+				for ow := range c.OW {
+					var acc float32
+					for ci := range c.CG {
+						xc := x[(n*c.C+c0+ci)*c.H*c.W:]
+						wc := w[((c0+ci)*c.MG+mm)*c.KH*c.KW:]
+						for kh := range c.KH {
+							th := oh + c.PT - kh*c.DH
+							if th < 0 || th%c.SH != 0 || th/c.SH >= c.H {
+								continue
+							}
+							for kw := range c.KW {
+								tw := ow + c.PL - kw*c.DW
+								if tw < 0 || tw%c.SW != 0 || tw/c.SW >= c.W {
+									continue
+								}
+								acc = ar.add(acc, ar.mul(xc[th/c.SH*c.W+tw/c.SW], wc[kh*c.KW+kw]))
 							}
 						}
 					}

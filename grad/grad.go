@@ -58,6 +58,8 @@
 //	                   yet): an error if it lies between a parameter and the loss
 //	maxpool2d(x)       no gradient yet (g scattered to each window's maximum
 //	                   is not a row yet): an error as for conv2d
+//	conv_transpose2d(x, w) no gradient yet (conv2d of g, and of x with g,
+//	                   not rules yet): an error as for conv2d
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

@@ -57,6 +57,13 @@ const (
 	OpConv2D    // arg0 x [N,C,H,W] ⊛ arg1 w [M,C/group,kH,kW]: per output, the products over (c, kh, kw) ascending, zero-padded
 	OpMaxPool2D // the maximum of each window of arg0 [N,C,H,W] over its taps inside x, (kh, kw) ascending
 	OpPermute   // arg0's axes in the order of the attribute perm (numpy's transpose): a view
+	// conv_transpose2d (convops): arg0 x [N,C,H,W] and arg1 w [C,M/group,kH,kW] (ONNX ConvTranspose).
+	// Per output [n,m,oh,ow], one accumulator from +0 over (c of m's group, kh, kw) ascending, kw
+	// fastest, adding round(x[n,c,ih,iw]·w[c,m%(M/g),kh,kw]) for each tap where ih = (oh+pT-kh·dH)/sH
+	// and iw = (ow+pL-kw·dW)/sW are exact and inside x; other taps add nothing. conv2d's input
+	// gradient dX is conv_transpose2d(dY, W) with conv2d's own W [M,C/g,kH,kW] as the weight and
+	// its strides, pads, dilations and group, output_padding (H+pT+pB-(kH-1)·dH-1) mod sH (and W's).
+	OpConvTranspose2D
 	numOps
 )
 
@@ -290,6 +297,9 @@ func init() {
 			Attrs: maxpool2dAttrs, NoGrad: "maxpool2d's gradient (the output gradient scattered to each window's maximum) is not a row yet"},
 		OpPermute: {Name: "permute", Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
 			Grad: permuteGrad},
+		OpConvTranspose2D: {Name: "conv_transpose2d", Args: 2, Kernel: KernelConvTranspose, Shape: convTranspose2dShape,
+			Cost: convTranspose2dCost, Attrs: convTranspose2dAttrs,
+			NoGrad: "conv_transpose2d's gradients (a conv2d of the output gradient, and of x with it) are not rules yet"},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

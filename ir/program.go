@@ -116,10 +116,16 @@ const (
 	// [N,C,OH,OW], in cpuref's order (cpuref.MaxPool2D); then Body is an
 	// epilogue as for matmul, InstrAcc the accumulator.
 	KernelPool
+	// KernelConvTranspose: a 2-D transposed convolution
+	// (ir.ConvTranspose2D: Inputs[0] is x, Inputs[1] the weight, Attrs the
+	// conv_transpose2d node's) into an accumulator per element of Shape
+	// [N,M,OH,OW], in cpuref's order (cpuref.ConvTranspose2D); then Body is
+	// an epilogue as for matmul, InstrAcc the accumulator.
+	KernelConvTranspose
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -388,7 +394,7 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelPool {
+	if k.Kind > KernelConvTranspose {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
 	if k.Kind == KernelRows {
@@ -456,6 +462,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		}
 	case k.Kind == KernelPool:
 		if msg := validatePool(k); msg != "" {
+			return msg
+		}
+	case k.Kind == KernelConvTranspose:
+		if msg := validateConvTranspose(k); msg != "" {
 			return msg
 		}
 	case len(k.Attrs) > 0:
@@ -548,7 +558,7 @@ func ValidateProgram(p *Program) error {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool {
+				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelReduce && j != k.AccIndex() {

@@ -12,6 +12,7 @@ var convRules = map[string]rule{
 	"Conv":              {since: 1, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, fn: convOp},
 	"MaxPool":           {since: 1, attrs: []string{"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, fn: poolOp(true)},
 	"AveragePool":       {since: 1, attrs: []string{"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}, fn: poolOp(false)},
+	"ConvTranspose":     {since: 1, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}, fn: convTransposeOp},
 	"GlobalAveragePool": {since: 1, fn: globalPoolOp(func(x ir.Tensor, axes []int) ir.Tensor { return x.GlobalAvgPool() })},
 	"GlobalMaxPool":     {since: 1, fn: globalPoolOp(func(x ir.Tensor, axes []int) ir.Tensor { return x.MaxAxes(true, axes...) })},
 }
@@ -260,4 +261,125 @@ func b1(v bool) int {
 		return 1
 	}
 	return 0
+}
+
+// convTransposeOp imports ConvTranspose: conv_transpose2d of X and W (1-D
+// as height 1), plus the bias B [M] as an add of [M,1,1], which fuses
+// into its kernel. output_shape and auto_pad resolve to pads and
+// output_padding: total = s·(in-1) + output_padding + (k-1)·d + 1 - out,
+// split as ONNX 1.12's tests do (start total/2, truncated, and the rest
+// at the end; SAME_LOWER the other way round). A negative end pad (an
+// output_shape past the full output) becomes more output_padding; a
+// negative start pad, which would put rows before the first input's, is
+// refused.
+func convTransposeOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.rtIn(1)
+	if err != nil {
+		return nil, err
+	}
+	x, oneD, err := c.spatial(x)
+	if err != nil {
+		return nil, err
+	}
+	ws := w.Shape()
+	if len(ws) != len(x.Shape())-b1(oneD) {
+		return nil, c.invalid("W has shape %v for X of rank %d", ws, len(x.Shape())-b1(oneD))
+	}
+	if oneD {
+		w = w.Reshape(ir.Shape{ws[0], ws[1], 1, ws[2]})
+		ws = w.Shape()
+	}
+	d := 2 - b1(oneD)
+	if k, ok := c.attrInts("kernel_shape"); ok {
+		if len(k) != d || int(k[len(k)-1]) != ws[3] || d == 2 && int(k[0]) != ws[2] {
+			return nil, c.invalid("kernel_shape %v does not match W's shape %v", k, c.in(1).shape())
+		}
+	}
+	xs := x.Shape()
+	// strides and dilations as for Conv; pads and output_padding below.
+	win, err := c.resolve([]int{xs[2], xs[3]}, []int{ws[2], ws[3]}, d, true)
+	if err != nil {
+		return nil, err
+	}
+	outPad := []int{0, 0}
+	if v, ok := c.attrInts("output_padding"); ok {
+		if len(v) != d {
+			return nil, c.invalid("output_padding has %d values; the input has %d spatial dimensions", len(v), d)
+		}
+		for j, p := range v {
+			if p < 0 || p > 1<<20 {
+				return nil, c.invalid("output_padding %v: each must be 0 to 2^20", v)
+			}
+			outPad[j+2-d] = int(p)
+		}
+	}
+	mode := "NOTSET"
+	if a := c.attr("auto_pad"); a != nil && string(a.s) != "" {
+		mode = string(a.s)
+	}
+	var target []int // the spatial output shape, when output_shape or SAME_* sets it
+	if v, ok := c.attrInts("output_shape"); ok {
+		if len(v) == d+2 { // [N, M, …] written out
+			v = v[2:]
+		}
+		if len(v) != d {
+			return nil, c.invalid("output_shape %v: want %d spatial dimensions", v, d)
+		}
+		target = []int{1, 1}
+		for j, o := range v {
+			if o < 1 || o > ir.MaxAttrMagnitude {
+				return nil, c.invalid("output_shape %v is out of range", v)
+			}
+			target[j+2-d] = int(o)
+		}
+	} else if mode == "SAME_UPPER" || mode == "SAME_LOWER" {
+		target = []int{xs[2] * win.strides[0], xs[3] * win.strides[1]}
+	} else if mode == "VALID" {
+		win.pads = []int{0, 0, 0, 0}
+	} else if mode != "NOTSET" {
+		return nil, c.invalid("auto_pad %q is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", mode)
+	}
+	if target != nil {
+		for j := range 2 {
+			if j == 0 && oneD {
+				continue // the height of 1 that 1-D runs as
+			}
+			total := win.strides[j]*(xs[2+j]-1) + outPad[j] + (ws[2+j]-1)*win.dilations[j] + 1 - target[j]
+			lo := total / 2
+			if mode == "SAME_LOWER" {
+				lo = total - total/2
+			}
+			hi := total - lo
+			if lo < 0 {
+				return nil, c.refuse("output_shape %v is %d past the full output, which would need output before the first input row or column", target, -total)
+			}
+			if hi < 0 {
+				outPad[j] -= hi
+				hi = 0
+			}
+			win.pads[j], win.pads[j+2] = lo, hi
+		}
+	}
+	g := c.attrInt("group", 1)
+	if g < 1 || g > ir.MaxAttrMagnitude {
+		return nil, c.invalid("group %d is out of range", g)
+	}
+	y := x.ConvTranspose2D(w, map[string][]int{"strides": win.strides, "pads": win.pads, "dilations": win.dilations,
+		"group": {int(g)}, "output_padding": outPad})
+	if c.nin() > 2 {
+		bias, err := c.rtIn(2)
+		if err != nil {
+			return nil, err
+		}
+		m := ws[1] * int(g)
+		if bs := bias.Shape(); len(bs) != 1 || bs[0] != m {
+			return nil, c.invalid("B has shape %v; W and group give %d output channels", bs, m)
+		}
+		y = y.Add(bias.Reshape(ir.Shape{m, 1, 1}))
+	}
+	return c.unspatial(y, oneD)
 }

@@ -72,3 +72,63 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestConvTransposeImport: a ConvTranspose with a bias and output_shape
+// imports as one conv_transpose2d with the pads and output_padding the
+// shape implies (an end pad below zero is more output_padding) and the
+// bias added; an output_shape that needs output before the first input
+// row, a 3-D input and a bad auto_pad are refused by name.
+func TestConvTransposeImport(t *testing.T) {
+	x := valueInfo("x", 1, 2, 3, 3)
+	w := floats("w", []int64{2, 3, 3, 3}, make([]float32, 54)...)
+	b := floats("b", []int64{3}, 1, 2, 3)
+	ct := func(attrs ...msg) []byte {
+		return model(13, graph([]msg{node("ConvTranspose", "c", []string{"x", "w", "b"}, []string{"y"}, attrs...)},
+			[]msg{w, b}, []msg{x}, []msg{valueInfo("y")}))
+	}
+	for _, tt := range []struct {
+		name          string
+		attrs         []msg
+		pads, outPads []int
+		shape         ir.Shape
+	}{
+		// 3·2 + 3 = 9 full rows; 10 asked: total -1 → 0 at the start, 1 more output row.
+		{"output_shape past the full output", []msg{attrInts("strides", 3, 2), attrInts("output_shape", 10, 8)}, []int{0, 0, 0, 0}, []int{1, 1}, ir.Shape{1, 3, 10, 8}},
+		// 2·2 + 3 = 7 full; SAME_UPPER asks 6: total 1, at the end.
+		{"SAME_UPPER", []msg{attrStr("auto_pad", "SAME_UPPER"), attrInts("strides", 2, 2)}, []int{0, 0, 1, 1}, []int{0, 0}, ir.Shape{1, 3, 6, 6}},
+		{"SAME_LOWER", []msg{attrStr("auto_pad", "SAME_LOWER"), attrInts("strides", 2, 2)}, []int{1, 1, 0, 0}, []int{0, 0}, ir.Shape{1, 3, 6, 6}},
+		{"explicit", []msg{attrInts("pads", 1, 2, 0, 1), attrInts("output_padding", 1, 0), attrInts("strides", 2, 2)}, []int{1, 2, 0, 1}, []int{1, 0}, ir.Shape{1, 3, 7, 4}},
+	} {
+		g, err := onnx.Load(bytes.NewReader(ct(tt.attrs...)), onnx.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got *ir.Node
+		for i := range g.Nodes {
+			if g.Nodes[i].Op == ir.OpConvTranspose2D {
+				got = &g.Nodes[i]
+			}
+		}
+		if got == nil || !got.Shape.Equal(tt.shape) || !equalInts(ir.OpConvTranspose2D.Attr(got.Attrs, "pads"), tt.pads) ||
+			!equalInts(ir.OpConvTranspose2D.Attr(got.Attrs, "output_padding"), tt.outPads) {
+			t.Errorf("%s: imported graph:\n%s", tt.name, g)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		doc  []byte
+		code ir.Code
+	}{
+		{"output before the first row", ct(attrInts("output_shape", 8, 8)), ir.CodeUnsupported},
+		{"3-D", model(13, graph([]msg{node("ConvTranspose", "c", []string{"x", "w"}, []string{"y"})},
+			[]msg{floats("w", []int64{1, 1, 2, 2, 2}, make([]float32, 8)...)}, []msg{valueInfo("x", 1, 1, 3, 3, 3)}, []msg{valueInfo("y")})), ir.CodeUnsupported},
+		{"bad auto_pad", ct(attrStr("auto_pad", "SAME")), ir.CodeInvalidGraph},
+		{"kernel_shape not W's", ct(attrInts("kernel_shape", 2, 2)), ir.CodeInvalidGraph},
+		{"bias of the wrong length", model(13, graph([]msg{node("ConvTranspose", "c", []string{"x", "w", "b"}, []string{"y"})},
+			[]msg{w, floats("b", []int64{2}, 1, 2)}, []msg{x}, []msg{valueInfo("y")})), ir.CodeInvalidGraph},
+	} {
+		if _, err := onnx.Load(bytes.NewReader(tt.doc), onnx.Options{}); gpucc.CodeOf(err) != tt.code {
+			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
+		}
+	}
+}

@@ -490,5 +490,5 @@ func (f *fuser) errorf(format string, a ...any) error {
 // element of their Shape (InstrAcc) that an elementwise epilogue reads:
 // matmul, conv and pool.
 func accumulates(k ir.KernelKind) bool {
-	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool
+	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool || k == ir.KernelConvTranspose
 }

@@ -248,6 +248,8 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		conv(b, k)
 	case ir.KernelPool:
 		pool(b, k)
+	case ir.KernelConvTranspose:
+		convTranspose(b, k)
 	case ir.KernelReduce:
 		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:

@@ -24,7 +24,8 @@
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
 //   - matmul walks k from 0 upwards with one accumulator per element, and
-//     conv2d (c, kh, kw) ascending, x read as u_zero in the padding, and
+//     conv2d (c, kh, kw) ascending, x read as u_zero in the padding,
+//     conv_transpose2d (c, kh, kw) ascending over the taps that land on x,
 //     maxpool2d (kh, kw) ascending from -Inf over the taps inside x;
 //   - sum (and max, by maximum) pads each output's leaves with the
 //     identity (-0.0, -Inf) to a power of two P and reduces aligned blocks
@@ -175,7 +176,7 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
 		switch k.Kind {
-		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool:
+		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose:
 			pl.elementwise(ki, k)
 		case ir.KernelReduce:
 			pl.sum(ki, k)

@@ -31,6 +31,9 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		case ir.KernelPool:
 			b.WriteString(pool(k))
 			acc = "pool(" + indexVar + ")"
+		case ir.KernelConvTranspose:
+			b.WriteString(convTranspose(k))
+			acc = "conv_transpose(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))

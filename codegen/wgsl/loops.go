@@ -23,6 +23,8 @@ func LoopCost(k *ir.Kernel) int {
 		return MatmulLoopCost(k.K, k.Tile.BK)
 	case ir.KernelConv:
 		return convLoopCost(k)
+	case ir.KernelConvTranspose:
+		return convTransposeLoopCost(k)
 	case ir.KernelPool:
 		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
 		return (c.KH + 1) + c.KH*(c.KW+1)

@@ -221,6 +221,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		conv(&b, k, &s)
 	case ir.KernelPool:
 		pool(&b, k, &s)
+	case ir.KernelConvTranspose:
+		convTranspose(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
 	case ir.KernelRows:

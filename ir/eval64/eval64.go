@@ -100,6 +100,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		}
 	case ir.OpConv2D:
 		conv2d(out, arg(0), arg(1), ir.Conv2DOf(argShape(0), argShape(1), n.Attrs))
+	case ir.OpConvTranspose2D:
+		convTranspose2d(out, arg(0), arg(1), ir.ConvTranspose2DOf(argShape(0), argShape(1), n.Attrs))
 	case ir.OpMaxPool2D:
 		maxpool2d(out, arg(0), ir.Pool2DOf(argShape(0), n.Attrs))
 	case ir.OpPermute:
@@ -217,6 +219,39 @@ func conv2d(out, x, w []float64, c ir.Conv2D) {
 									xv = x[((n*c.C+c0+ci)*c.H+ih)*c.W+iw]
 								}
 								acc += xv * w[((m*c.CG+ci)*c.KH+kh)*c.KW+kw]
+							}
+						}
+					}
+					out[at] = acc
+					at++
+				}
+			}
+		}
+	}
+}
+
+// convTranspose2d writes the transposed convolution of x and w (geometry
+// c) into out: float64 products, summed in cpuref's order.
+func convTranspose2d(out, x, w []float64, c ir.ConvTranspose2D) {
+	at := 0
+	for n := range c.N {
+		for m := range c.M {
+			c0, mm := m/c.MG*c.CG, m%c.MG
+			for oh := range c.OH {
+				for ow := range c.OW {
+					var acc float64
+					for ci := range c.CG {
+						for kh := range c.KH {
+							th := oh + c.PT - kh*c.DH
+							if th < 0 || th%c.SH != 0 || th/c.SH >= c.H {
+								continue
+							}
+							for kw := range c.KW {
+								tw := ow + c.PL - kw*c.DW
+								if tw < 0 || tw%c.SW != 0 || tw/c.SW >= c.W {
+									continue
+								}
+								acc += x[((n*c.C+c0+ci)*c.H+th/c.SH)*c.W+tw/c.SW] * w[(((c0+ci)*c.MG+mm)*c.KH+kh)*c.KW+kw]
 							}
 						}
 					}
