@@ -1,7 +1,10 @@
 package gpucc_test
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/gpucc/gpucc"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -61,6 +64,82 @@ func TestPoolRandom(t *testing.T) {
 				g := c.Graph(uint64(2000 + seed))
 				t.Run(itoa(seed), func(t *testing.T) {
 					t.Logf("%+v", c)
+					checkRun(t, rt, g)
+				})
+			}
+		})
+	}
+}
+
+// convTileCases are convolutions large enough that the WGSL kernels cut
+// them into several tiles with partial ones at every edge: pixels, output
+// channels, k-tiles (K not a multiple of the k-step), and for the window
+// kernel rows and columns of the plane; with strides, dilations,
+// asymmetric padding, groups, a channel multiplier and a one-channel
+// input.
+var convTileCases = []irtest.ConvCase{
+	{Name: "3x3-pad1", N: 2, C: 20, H: 13, W: 13, M: 40, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}},
+	{Name: "strided-dilated", N: 1, C: 7, H: 23, W: 19, M: 24, KH: 3, KW: 5, Strides: []int{2, 1}, Dilations: []int{1, 2}, Pads: []int{2, 0, 1, 3}},
+	{Name: "groups", N: 2, C: 12, H: 11, W: 9, M: 18, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}, Group: 3},
+	{Name: "1x1", N: 3, C: 33, H: 7, W: 9, M: 70, KH: 1, KW: 1},
+	{Name: "kernel-as-input", N: 2, C: 5, H: 6, W: 7, M: 9, KH: 6, KW: 7},
+	{Name: "depthwise-wide", N: 2, C: 6, H: 40, W: 140, M: 6, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}, Group: 6},
+	{Name: "depthwise-strided", N: 1, C: 4, H: 37, W: 41, M: 8, KH: 5, KW: 3, Strides: []int{2, 3}, Dilations: []int{2, 1}, Pads: []int{3, 1, 2, 0}, Group: 4},
+	{Name: "one-channel", N: 2, C: 1, H: 30, W: 30, M: 10, KH: 5, KW: 5, Pads: []int{2, 2, 2, 2}},
+}
+
+// TestConvTiles: the tiled WGSL convolutions give cpuref's bits over
+// convTileCases, with the tiling pass's own tiles, with the window
+// kernel's under a 64-thread limit, and with GEMM tiles forced (for the
+// depthwise cases too) that cover each way a thread finds its pixels: one
+// column a thread (threads a multiple of BM), several (BM a multiple of
+// threads) and neither.
+func TestConvTiles(t *testing.T) {
+	forced := []ir.Tile{
+		{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 1}, // 256 threads, one column each
+		{BM: 16, BN: 64, TM: 1, TN: 8, BK: 32, Vector: 1}, // 128 threads over 16 columns, deep k
+		{BM: 128, BN: 8, TM: 8, TN: 4, BK: 8, Vector: 1},  // 32 threads over 128 columns
+		{BM: 40, BN: 12, TM: 4, TN: 4, BK: 8, Vector: 1},  // 30 threads over 40 columns
+		{BM: 8, BN: 8, TM: 1, TN: 1, BK: 8, Vector: 1},    // the fallback
+	}
+	type variant struct {
+		name string
+		opt  func(*gpucc.Options)
+		want func(c ir.Conv2D, got ir.Tile) bool // the kernel the variant means to run
+	}
+	variants := []variant{{"rule", func(*gpucc.Options) {}, nil},
+		{"64-threads", func(o *gpucc.Options) { o.Passes.MaxInvocations, o.Passes.MaxWorkgroupStorage = 64, 16384 },
+			func(c ir.Conv2D, got ir.Tile) bool { return got.BM/got.TM*got.BN <= 64 }}}
+	for _, tile := range forced {
+		variants = append(variants, variant{fmt.Sprintf("%dx%d-%dx%d-k%d", tile.BM, tile.BN, tile.TM, tile.TN, tile.BK),
+			func(o *gpucc.Options) { o.Passes.Tile = &tile },
+			func(_ ir.Conv2D, got ir.Tile) bool {
+				return got.BM == tile.BM && got.BN == tile.BN && got.TM == tile.TM && got.TN == tile.TN
+			}})
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			rt := open(t, "webgpu", v.opt)
+			var o gpucc.Options
+			v.opt(&o)
+			popts := o.Passes
+			popts.MaxInvocations, popts.MaxWorkgroupStorage = max(popts.MaxInvocations, 256), max(popts.MaxWorkgroupStorage, 16384)
+			if o.Passes.MaxInvocations > 0 {
+				popts.MaxInvocations = o.Passes.MaxInvocations
+			}
+			for i, c := range convTileCases {
+				g := c.Graph(uint64(3000 + i))
+				t.Run(c.Name, func(t *testing.T) {
+					p, _, err := passes.Compile(g, popts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					k := p.Kernels[0]
+					geo := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+					if v.want != nil && !v.want(geo, k.Tile) {
+						t.Fatalf("tile %+v is not the variant's", k.Tile)
+					}
+					t.Logf("tile %+v", k.Tile)
 					checkRun(t, rt, g)
 				})
 			}

@@ -237,7 +237,13 @@ type Instr struct {
 	Node    NodeID // graph node this value computes, or -1
 }
 
-// Tile holds matmul tiling parameters, chosen by the tiling pass.
+// Tile holds matmul and conv tiling parameters, chosen by the tiling
+// pass. A conv kernel's tile is either its implicit GEMM's (Conv2D.GEMM:
+// BM output pixels × BN output channels of a group per workgroup, TM×TN
+// per thread, BK taps per step, Vector 1), or, with BK = 0, its window
+// kernel's (depthwise, CG = 1: BM output rows × BN output columns of one
+// channel per workgroup, TM consecutive rows per thread, TN = 1, every
+// tap of the staged input window); the zero Tile is the GEMM's default.
 type Tile struct {
 	BM, BN int // output tile per workgroup (rows, cols)
 	TM, TN int // output tile per thread (register tile)
@@ -256,7 +262,7 @@ type Kernel struct {
 	Body    []Instr
 	Stores  []int32 // Body index whose value goes to Outputs[k]
 	M, K, N int     // matmul dimensions
-	Tile    Tile    // matmul tiling
+	Tile    Tile    // matmul or conv tiling
 	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
 	Reduce  Op      // KernelReduce: the reduction, a row with a Combine (OpSum, OpMax, ...)
 	Keep    Shape   // sum, rows: the kept shape ([] for one output)

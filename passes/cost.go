@@ -53,6 +53,9 @@ func ProgramCost(p *ir.Program) Cost {
 //   - sum: the prologue's operations for each leaf, one combine per leaf
 //     beyond the first of each output (or of each block, when split), and
 //     the epilogue's operations for each output;
+//   - conv: 2 for each product (ir.Conv2D.Taps per output), and the
+//     epilogue's operations for each output;
+//   - pool: one maximum for each tap per output, and the epilogue's;
 //   - life: the op table's cost of the step;
 //   - rows: the sum of its parts', which it runs with the row resident.
 func KernelFlops(k *ir.Kernel) int64 {
@@ -81,6 +84,14 @@ func KernelFlops(k *ir.Kernel) int64 {
 		n := ir.SatMul(per(pro), leaves)
 		n = ir.SatAdd(n, max(leaves-int64(k.ReduceOutputs()), 0))
 		return ir.SatAdd(n, ir.SatMul(per(epi), int64(k.Keep.Len())))
+	case ir.KernelConv:
+		out := int64(k.Shape.Len())
+		taps := int64(ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs).Taps())
+		return ir.SatAdd(ir.SatMul(ir.SatMul(2, out), taps), ir.SatMul(per(k.Body), out))
+	case ir.KernelPool:
+		out := int64(k.Shape.Len())
+		p := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
+		return ir.SatAdd(ir.SatMul(out, int64(p.KH*p.KW)), ir.SatMul(per(k.Body), out))
 	case ir.KernelLife:
 		return ir.OpLife.Info().Cost(nil, k.Shape)
 	case ir.KernelRows:

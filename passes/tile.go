@@ -48,6 +48,12 @@ const NarrowSide = 32
 func tile(st *State) error {
 	for i := range st.Program.Kernels {
 		k := &st.Program.Kernels[i]
+		if k.Kind == ir.KernelConv {
+			if err := convTile(k, st.Options); err != nil {
+				return err
+			}
+			continue
+		}
 		if k.Kind != ir.KernelMatmul {
 			continue
 		}

@@ -117,8 +117,9 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 		}
 		if k.Kind == ir.KernelConv {
 			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
-			fmt.Fprintf(&b, "  conv   %dx%d kernel, strides [%d,%d], pads [%d,%d,%d,%d], dilations [%d,%d], group %d: %d products per output, (c, kh, kw) ascending; direct, one output per thread (not tiled)\n",
+			fmt.Fprintf(&b, "  conv   %dx%d kernel, strides [%d,%d], pads [%d,%d,%d,%d], dilations [%d,%d], group %d: %d products per output, (c, kh, kw) ascending\n",
 				c.KH, c.KW, c.SH, c.SW, c.PT, c.PL, c.PB, c.PR, c.DH, c.DW, c.Group, c.Taps())
+			b.WriteString(explainConvTile(c, k.Tile))
 		}
 		fmt.Fprintf(&b, "  workgroup %v, dispatch %v, %d flops, %d bytes read, %d written\n", mk.Workgroup, mk.Dispatch, mk.Flops, mk.BytesRead, mk.BytesWrite)
 	}
@@ -142,4 +143,18 @@ func explainRows(k *ir.Kernel) string {
 	}
 	return fmt.Sprintf("  rows   %d of %d leaves, %d passes over each; webgl2 runs it unfused, as %d kernels (%s)\n",
 		red.Outputs, red.Leaves, k.Passes(), len(k.Parts), strings.Join(parts, ", "))
+}
+
+// explainConvTile says how a workgroup backend (WGSL) runs a conv kernel
+// with tile t (ir.Tile): an implicit GEMM or, for a depthwise
+// convolution, the window kernel. The other backends do not tile.
+func explainConvTile(c ir.Conv2D, t ir.Tile) string {
+	if t.Windowed() {
+		h, w := c.Window(t.BM, t.BN)
+		return fmt.Sprintf("  tile   window (WGSL): %dx%d outputs of one channel per workgroup, %dx1 per thread; the %dx%d input window staged in workgroup memory\n",
+			t.BM, t.BN, t.TM, h, w)
+	}
+	m, n, k := c.GEMM()
+	return fmt.Sprintf("  tile   implicit GEMM (WGSL), groups %d, each %d pixels x %d channels x %d taps: %dx%d per workgroup, %dx%d per thread, k-step %d; patches read from x in place (no im2col buffer)\n",
+		c.Group, m, n, k, t.BM, t.BN, t.TM, t.TN, t.BK)
 }

@@ -8,53 +8,6 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// conv emits a direct convolution, one thread per output element: its
-// accumulator starts at Params.zero and walks (c, kh, kw) ascending with
-// each product rounded on its own (times Params.one, so no driver
-// contracts it into the add) and x read as Params.zero in the padding:
-// cpuref.Conv2D's order, the K order an implicit GEMM over the weight's
-// [M, C/g·kH·kW] rows would keep. Then the epilogue, at the same element.
-// It is not yet tiled: each thread reads its taps from global memory.
-func conv(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
-	n := k.Shape.Len()
-	s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
-	s.Groups = codegen.Groups1D((n+ElementwiseThreads-1)/ElementwiseThreads, maxGroupsPerDim)
-	u := Lang.Uint
-	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"nn", "c0 + ci", "ph - " + u(c.PT), "pw - " + u(c.PL)})
-	wAt := codegen.Offset(Lang, k.Inputs[1], []string{"m", "ci", "kh", "kw"})
-	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", ElementwiseThreads)
-	b.WriteString("fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
-	fmt.Fprintf(b, "\tlet i = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
-	fmt.Fprintf(b, "\tif (i >= %s) { return; }\n", u(n))
-	fmt.Fprintf(b, "\tlet ow = i %% %s;\n\tlet oh = i / %s %% %s;\n\tlet m = i / %s %% %s;\n\tlet nn = i / %s;\n",
-		u(c.OW), u(c.OW), u(c.OH), u(c.OW*c.OH), u(c.M), u(c.OW*c.OH*c.M))
-	fmt.Fprintf(b, "\tlet c0 = m / %s * %s;\n", u(c.MG), u(c.CG))
-	b.WriteString("\tvar acc = params.zero;\n")
-	fmt.Fprintf(b, "\tfor (var ci = 0u; ci < %s; ci++) {\n", u(c.CG))
-	fmt.Fprintf(b, "\t\tfor (var kh = 0u; kh < %s; kh++) {\n", u(c.KH))
-	// ph, pw: the position in the padded input; in x when in [pT, pT + H).
-	fmt.Fprintf(b, "\t\t\tlet ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
-	fmt.Fprintf(b, "\t\t\tfor (var kw = 0u; kw < %s; kw++) {\n", u(c.KW))
-	fmt.Fprintf(b, "\t\t\t\tlet pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
-	b.WriteString("\t\t\t\tvar xv = params.zero;\n")
-	fmt.Fprintf(b, "\t\t\t\tif (ph >= %s && ph < %s && pw >= %s && pw < %s) { xv = in0[%s]; }\n",
-		u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W), xAt)
-	fmt.Fprintf(b, "\t\t\t\tlet p = %s;\n", Lang.Keep("xv * in1["+wAt+"]"))
-	b.WriteString("\t\t\t\tacc = acc + p;\n\t\t\t}\n\t\t}\n\t}\n")
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), 1))
-	b.WriteString(codegen.Indent(stores(k, "i"), 1))
-	b.WriteString("}\n")
-}
-
-// convLoopCost is the loop cost of a conv kernel (as LoopBudget counts
-// it): the c loop, a kh loop per c and a kw loop per (c, kh), each with
-// its exit test.
-func convLoopCost(k *ir.Kernel) int {
-	c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
-	return (c.CG + 1) + c.CG*(c.KH+1) + c.CG*c.KH*(c.KW+1)
-}
-
 // pool emits a max pooling, one thread per output element: its
 // accumulator starts at -Inf and takes maximum (the op table's) with each
 // tap inside x, (kh, kw) ascending: cpuref.MaxPool2D's order. Then the

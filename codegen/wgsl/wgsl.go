@@ -218,7 +218,7 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 	case ir.KernelReduce:
 		sum(&b, k, &s)
 	case ir.KernelConv:
-		conv(&b, k, &s)
+		conv(&b, k, &s, fast)
 	case ir.KernelPool:
 		pool(&b, k, &s)
 	case ir.KernelConvTranspose:

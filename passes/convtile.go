@@ -1,0 +1,96 @@
+package passes
+
+import "github.com/gpucc/gpucc/ir"
+
+// WindowTaps is the most taps (KH·KW) the window kernel of a depthwise
+// convolution unrolls; a larger kernel runs as an implicit GEMM.
+const WindowTaps = 64
+
+// convTile chooses a conv kernel's tile (see ir.Tile). A convolution
+// whose outputs each read one input channel (CG = 1: depthwise, and any
+// one-channel input) with at most WindowTaps taps, whose input window
+// fits the device's workgroup memory, gets the window kernel's tile
+// (windowTile). Any other runs as an implicit GEMM (ir.Conv2D.GEMM) tiled
+// by matmul's rules: choose over the product [M,K]×[K,N] it is (without
+// tuned tiles, which are measured for matmuls), fit and deepen, with
+// scalar loads (a patch's elements are not contiguous in x). Options.Tile
+// overrides the GEMM's rule, as it does a matmul's. Tiling never changes a
+// result: each output keeps one accumulator walking (c, kh, kw) in
+// ascending order.
+func convTile(k *ir.Kernel, o Options) error {
+	c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+	if o.Tile == nil {
+		if t, ok := windowTile(c, o); ok {
+			k.Tile = t
+			return nil
+		}
+	}
+	m, n, kk := c.GEMM()
+	q := &ir.Kernel{Kind: ir.KernelMatmul, M: m, N: n, K: kk,
+		Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{m, kk}), ir.PlainOperand(1, ir.Shape{kk, n})}}
+	o.TileFor = nil
+	t := choose(q, o)
+	t.Vector = 1
+	t, ok := deepen(fit(t, o), kk, o)
+	if !ok && o.MaxInvocations > 0 {
+		return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",
+			"conv2d with %d taps per output needs %d k-tiles of %d per workgroup, more than a WebGPU kernel may loop (%d)",
+			kk, ir.MatmulLoopCost(kk, t.BK), t.BK, ir.LoopBudget)
+	}
+	k.Tile = t
+	return nil
+}
+
+// windowTile is the window kernel's tile for convolution c, when it has
+// one: columns per workgroup the output's width split evenly into pieces
+// of at most 64, as many thread rows as make 256 threads (or the device's
+// limit), and TM rows per thread, the most (up to 8, and 96 products a
+// thread) whose row tiles cut the output's height with under 1/16 of it
+// idle, else the least idle, and no more thread rows than the rows of a
+// row tile need. The tile shrinks (rows per thread, thread
+// rows, columns) until its input window fits the workgroup memory; ok is
+// false when even one output's does not.
+func windowTile(c ir.Conv2D, o Options) (t ir.Tile, ok bool) {
+	taps := c.KH * c.KW
+	if c.CG != 1 || taps > WindowTaps {
+		return ir.Tile{}, false
+	}
+	threads := 256
+	if o.MaxInvocations > 0 {
+		threads = min(threads, o.MaxInvocations)
+	}
+	pieces := (c.OW + 63) / 64
+	tw := min((c.OW+pieces-1)/pieces, threads)
+	ty := max(1, min(threads/tw, c.OH))
+	most := min(8, max(1, 96/taps), (c.OH+ty-1)/ty)
+	tm, idle := 1, c.OH
+	for r := most; r >= 1; r-- {
+		rows := ty * r
+		span := (c.OH + rows - 1) / rows * rows
+		if w := span - c.OH; 16*w < span {
+			tm, idle = r, w
+			break
+		} else if w < idle {
+			tm, idle = r, w
+		}
+	}
+	tiles := (c.OH + ty*tm - 1) / (ty * tm)
+	ty = ((c.OH+tiles-1)/tiles + tm - 1) / tm // no thread row wholly past the output
+	fits := func(rows, cols int) bool {
+		h, w := c.Window(rows, cols)
+		return 4*h*w <= workgroupStorage(o)
+	}
+	for !fits(ty*tm, tw) {
+		switch {
+		case tm > 1:
+			tm--
+		case ty > 1:
+			ty /= 2
+		case tw > 1:
+			tw /= 2
+		default:
+			return ir.Tile{}, false
+		}
+	}
+	return ir.Tile{BM: ty * tm, BN: tw, TM: tm, TN: 1, BK: 0, Vector: 1}, true
+}

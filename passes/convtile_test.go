@@ -1,0 +1,71 @@
+package passes
+
+import (
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// TestConvTile checks the tiling pass's choice for conv kernels: matmul's
+// rule over the implicit GEMM's dimensions with scalar loads, the window
+// kernel for depthwise convolutions that fit, and the GEMM for those that
+// do not.
+func TestConvTile(t *testing.T) {
+	conv := func(x, w ir.Shape, a map[string][]int) *ir.Kernel {
+		attrs, err := ir.PackAttrs(ir.OpConv2D, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &ir.Kernel{Kind: ir.KernelConv, Nodes: []ir.NodeID{2}, Attrs: attrs,
+			Inputs: []ir.Operand{ir.PlainOperand(0, x), ir.PlainOperand(1, w)}}
+	}
+	pad1 := map[string][]int{"pads": {1, 1, 1, 1}}
+	webgpu := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}
+	forced := ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 4}
+	tests := []struct {
+		name string
+		k    *ir.Kernel
+		o    Options
+		want ir.Tile
+	}{
+		// 100352 pixels x 64 channels x 576 taps: matmul's rule gives 64x64.
+		{"resnet 3x3 64, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileMedium},
+		// 6272 x 64 makes 98 workgroups of 64x64, fewer than WaveGroups.
+		{"resnet 3x3 64, batch 2", conv(ir.Shape{2, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileSmall},
+		// 16384 x 256 x 1152, multiples of 4: the large tile, which with
+		// scalar loads and a k-step of 16 needs 16.5 KiB, so fit shrinks it.
+		{"large", conv(ir.Shape{16, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, TileMedium},
+		{"large, 32 KiB", conv(ir.Shape{16, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1),
+			Options{MaxInvocations: 256, MaxWorkgroupStorage: 32768}, ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 1}},
+		// 4096 x 256: 64 workgroups of the large tile, so the wide one.
+		{"wide", conv(ir.Shape{4, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 1}},
+		{"forced", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), Options{Tile: &forced, MaxInvocations: 256, MaxWorkgroupStorage: 16384},
+			ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1}},
+		// 56 rows in bands of 4 thread rows of 7; a 30x58 window.
+		{"depthwise 3x3 256", conv(ir.Shape{32, 256, 56, 56}, ir.Shape{256, 1, 3, 3}, map[string][]int{"pads": {1, 1, 1, 1}, "group": {256}}), webgpu,
+			ir.Tile{BM: 28, BN: 56, TM: 7, TN: 1, BK: 0, Vector: 1}},
+		// 150 columns in 3 of 50; 5 thread rows; 8 rows a thread would idle 30
+		// of 70 rows, 7 none.
+		{"depthwise wide", conv(ir.Shape{1, 6, 70, 150}, ir.Shape{6, 1, 3, 3}, map[string][]int{"pads": {1, 1, 1, 1}, "group": {6}}), webgpu,
+			ir.Tile{BM: 35, BN: 50, TM: 7, TN: 1, BK: 0, Vector: 1}},
+		{"depthwise, 64 threads", conv(ir.Shape{1, 6, 70, 150}, ir.Shape{6, 1, 3, 3}, map[string][]int{"group": {6}}),
+			Options{MaxInvocations: 64, MaxWorkgroupStorage: 16384}, ir.Tile{BM: 8, BN: 50, TM: 8, TN: 1, BK: 0, Vector: 1}},
+		// A one-channel input has CG = 1 too; 24 rows, 3 a thread, so 8
+		// thread rows of the 10 that 256 threads would make.
+		{"one channel", conv(ir.Shape{8, 1, 28, 28}, ir.Shape{16, 1, 5, 5}, nil), webgpu, ir.Tile{BM: 24, BN: 24, TM: 3, TN: 1, BK: 0, Vector: 1}},
+		// 81 taps are more than the window kernel unrolls.
+		{"depthwise 9x9", conv(ir.Shape{1, 8, 40, 40}, ir.Shape{8, 1, 9, 9}, map[string][]int{"group": {8}}), webgpu, TileSmall},
+		// One output's window is 801x801 floats.
+		{"depthwise dilated past the memory", conv(ir.Shape{1, 2, 900, 900}, ir.Shape{2, 1, 3, 3}, map[string][]int{"group": {2}, "dilations": {400, 400}}), webgpu, TileSmall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := convTile(tt.k, tt.o); err != nil {
+				t.Fatal(err)
+			}
+			if tt.k.Tile != tt.want {
+				t.Errorf("tile %+v, want %+v", tt.k.Tile, tt.want)
+			}
+		})
+	}
+}
