@@ -43,8 +43,8 @@ type ManifestKernel struct {
 	Flops      int64    `json:"flops"`
 	BytesRead  int64    `json:"bytesRead"`
 	BytesWrite int64    `json:"bytesWritten"`
-	Tile       *ir.Tile `json:"tile,omitempty"`
-	SHA256     string   `json:"sha256"` // of its WGSL
+	Tile       *ir.Tile `json:"tile,omitempty"` // a matmul or conv kernel's (ir.Tile)
+	SHA256     string   `json:"sha256"`         // of its WGSL
 }
 
 // ManifestBinding is one buffer binding of a kernel.
@@ -106,7 +106,7 @@ func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKerne
 	mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes,
 		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:]),
 		Flops: cost.Flops, BytesRead: cost.BytesRead, BytesWrite: cost.BytesWritten}
-	if k.Kind == ir.KernelMatmul {
+	if k.Kind == ir.KernelMatmul || k.Kind == ir.KernelConv {
 		mk.Tile = &k.Tile
 	}
 	for j, kind := range s.Bindings {
