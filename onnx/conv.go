@@ -124,7 +124,24 @@ func convOp(c *importer) ([]value, *ir.Error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.rtIn(1)
+	var fold batchNormFold
+	folded := false
+	if wv, bv := c.in(1), c.in(2); wv != nil && wv.c != nil && (c.nin() <= 2 || bv != nil && bv.c != nil) {
+		var bias *Tensor
+		if c.nin() > 2 {
+			bias = bv.c
+		}
+		var err *ir.Error
+		if fold, folded, err = c.foldBatchNorm(wv.c, bias); err != nil {
+			return nil, err
+		}
+	}
+	var w ir.Tensor
+	if folded {
+		w, err = c.runtime(&value{c: fold.w}, "the folded weight")
+	} else {
+		w, err = c.rtIn(1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +173,14 @@ func convOp(c *importer) ([]value, *ir.Error) {
 		return nil, c.invalid("group %d is out of range", g)
 	}
 	y := x.Conv2D(w, map[string][]int{"strides": win.strides, "pads": win.pads, "dilations": win.dilations, "group": {int(g)}})
-	if c.nin() > 2 {
+	if folded {
+		bias, err := c.runtime(&value{c: fold.b}, "the folded bias")
+		if err != nil {
+			return nil, err
+		}
+		c.folded[fold.node] = true
+		y = y.Add(bias.Reshape(ir.Shape{ws[0], 1, 1}))
+	} else if c.nin() > 2 {
 		bias, err := c.rtIn(2)
 		if err != nil {
 			return nil, err

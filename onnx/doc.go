@@ -28,7 +28,13 @@
 //     embedding table is refused. Transpose is the permute view. ArgMax
 //     and ArgMin are reductions of positions (argops.go), their indices
 //     exact float32 integers;
-//   - an integer or bool graph output is returned as float32 values.
+//   - an integer or bool graph output is returned as float32 values;
+//   - Conv, ConvTranspose and the poolings map onto conv2d,
+//     conv_transpose2d, maxpool2d and their composites (conv.go), and a
+//     BatchNormalization in inference mode after a Conv with constant
+//     parameters folds into the convolution's weight and bias (bnfold.go:
+//     the fold's arithmetic and its bound; Options.KeepBatchNorm keeps
+//     the composition).
 //
 // What gpucc cannot run exactly (an op, attribute, element type, a
 // batched matmul of two batches, …) is refused with ir.CodeUnsupported

@@ -31,6 +31,10 @@ type Options struct {
 	// which gpucc train updates and returns by the initializer's name.
 	// Without it initializers are embedded constants.
 	Params bool
+	// KeepBatchNorm imports a BatchNormalization after a Conv as its
+	// composition instead of folding it into the convolution's weight and
+	// bias (see bnfold.go; the bits differ within a stated bound).
+	KeepBatchNorm bool
 }
 
 // ir.CodeUnsupported marks a valid model that gpucc cannot run exactly.
@@ -99,6 +103,12 @@ type importer struct {
 	idx int
 	// failed is the ONNX node at which the builder first failed, or -1.
 	failed int
+	// graph is the graph being imported; keepBN is Options.KeepBatchNorm
+	// and folded the BatchNormalization nodes folded into their Conv
+	// (bnfold.go), by node index.
+	graph  *graphProto
+	keepBN bool
+	folded map[int]bool
 }
 
 func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
@@ -121,6 +131,7 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "model.training_info", "the model carries training information (TrainingInfoProto); gpucc imports inference graphs")
 	}
 	g := m.graph
+	c.graph, c.keepBN, c.folded = g, opts.KeepBatchNorm, map[int]bool{}
 	if g.sparse > 0 {
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "graph.sparse_initializer", "the graph has %d sparse initializers", g.sparse)
 	}
@@ -311,6 +322,10 @@ func (c *importer) inputShape(in valueInfo, given map[string][]int, field string
 // node imports one node: its rule computes its outputs from its inputs.
 func (c *importer) node(g *graphProto, i int) *ir.Error {
 	n := c.n
+	if c.folded[i] { // a BatchNormalization folded into the Conv before it
+		c.vals[n.outputs[0]] = c.vals[n.inputs[0]]
+		return nil
+	}
 	if n.domain != "" && n.domain != "ai.onnx" {
 		return c.refuse("the domain %s is not supported (gpucc imports the default ONNX domain)", ir.Quote(n.domain))
 	}
