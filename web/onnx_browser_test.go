@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
@@ -284,4 +286,76 @@ func float64s(t *testing.T, path string) []float64 {
 		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
 	}
 	return out
+}
+
+// dynamicModel is an ONNX model y = Relu(x) of x [N,3], N a dim_param,
+// written field by field with protowire against onnx.proto's numbers.
+func dynamicModel() []byte {
+	type msg = []byte
+	bytesField := func(m msg, num protowire.Number, v []byte) msg {
+		return protowire.AppendBytes(protowire.AppendTag(m, num, protowire.BytesType), v)
+	}
+	varint := func(m msg, num protowire.Number, v uint64) msg {
+		return protowire.AppendVarint(protowire.AppendTag(m, num, protowire.VarintType), v)
+	}
+	value := func(name string) msg {
+		shape := bytesField(nil, 1, bytesField(nil, 2, []byte("N")))
+		shape = bytesField(shape, 1, varint(nil, 1, 3))
+		tensor := bytesField(varint(nil, 1, 1), 2, shape) // float32, [N,3]
+		return bytesField(bytesField(nil, 1, []byte(name)), 2, bytesField(nil, 1, tensor))
+	}
+	node := bytesField(bytesField(nil, 1, []byte("x")), 2, []byte("y"))
+	node = bytesField(bytesField(node, 3, []byte("act")), 4, []byte("Relu"))
+	graph := bytesField(nil, 1, node)
+	graph = bytesField(graph, 2, []byte("dynamic"))
+	graph = bytesField(bytesField(graph, 11, value("x")), 12, value("y"))
+	return bytesField(bytesField(varint(nil, 1, 8), 8, varint(nil, 2, 13)), 7, graph)
+}
+
+// pageRandom is the page's random input (onnx.js's random): n values
+// uniform in [-1, 1) from xorshift32 seeded with seed.
+func pageRandom(n int, seed uint32) []float32 {
+	out := make([]float32, n)
+	x := seed*2654435761 + 1
+	for i := range out {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		out[i] = float32(float64(x>>8)/(1<<23) - 1)
+	}
+	return out
+}
+
+// TestONNXPickerDynamic: a model with a dynamic dimension shows it as
+// such, refuses to run until the visitor gives it, then runs at the
+// shape given on the page's random data, seeded as the page says.
+func TestONNXPickerDynamic(t *testing.T) {
+	ctx := page(t, "?life=0", pageDeadline)
+	path := filepath.Join(t.TempDir(), "dynamic.onnx")
+	if err := os.WriteFile(path, dynamicModel(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pickModel(t, ctx, path)
+	if got := evalString(t, ctx, `(() => { const e = document.getElementById("onnxShape-0"); return e.value + "|" + e.placeholder; })()`); got != "|N,3" {
+		t.Errorf("the shape field of x [N,3] holds value|placeholder %q, want %q", got, "|N,3")
+	}
+	if r := runPicked(t, ctx, "cpu"); r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) {
+		t.Errorf("no shape given: %+v, want invalid_input", r.Error)
+	}
+	evalString(t, ctx, `(document.getElementById("onnxShape-0").value = "5,3", "")`)
+	for _, backend := range browserBackends {
+		r := runPicked(t, ctx, backend)
+		if r.Error != nil {
+			t.Fatalf("%s: %s: %s", backend, r.Error.Code, r.Error.Message)
+		}
+		y := r.Outputs["y"]
+		if !slices.Equal(y.Shape, []int{5, 3}) {
+			t.Fatalf("%s: y has shape %v, want [5 3]", backend, y.Shape)
+		}
+		for i, x := range pageRandom(15, 1) {
+			if want := math.Float32bits(max(x, 0)); y.Bits[i] != want {
+				t.Errorf("%s: y[%d] = %#08x, want Relu(%v) = %#08x", backend, i, y.Bits[i], x, want)
+			}
+		}
+	}
 }
