@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -16,9 +17,29 @@ import (
 	"github.com/gpucc/gpucc/web/internal/digits"
 )
 
-// digitsModel is the canvas's classifier, as the page loads it (digits.js's
-// MODEL): input "x" of 64 pixels, output "probs".
-const digitsModel = "static/digits-mlp.json"
+// mlpModel is the classifier digitsgen trains.
+const mlpModel = "static/digits-mlp.json"
+
+// canvasModel is the classifier the canvas runs, as digits.js's MODEL
+// line names it (so that switching the page's model switches the tests):
+// the file under static/, its input of 64 pixels and its output of 10
+// probabilities.
+type canvasModel struct{ path, input, output string }
+
+var modelLine = regexp.MustCompile(`const MODEL = \{ url: "([^"]+)", input: "([^"]+)", output: "([^"]+)" \};`)
+
+func pageModel(t *testing.T) canvasModel {
+	t.Helper()
+	js, err := os.ReadFile("static/digits.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := modelLine.FindSubmatch(js)
+	if m == nil {
+		t.Fatalf("static/digits.js has no line %s", modelLine)
+	}
+	return canvasModel{path: "static/" + string(m[1]), input: string(m[2]), output: string(m[3])}
+}
 
 // fixturePath is the digits fixture the classifier was trained from.
 const fixturePath = "../testdata/fixtures/digits.json.gz"
@@ -43,9 +64,10 @@ func loadDigits(t *testing.T) (*digits.Data, *digits.Fixture) {
 }
 
 // classifier decodes the page's model.
-func classifier(t *testing.T) *ir.Graph {
+func classifier(t *testing.T) (*ir.Graph, canvasModel) {
 	t.Helper()
-	raw, err := os.ReadFile(digitsModel)
+	m := pageModel(t)
+	raw, err := os.ReadFile(m.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,33 +75,36 @@ func classifier(t *testing.T) *ir.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g
+	return g, m
 }
 
 // predict is the Go side's answer for 64 pixels: cpuref's probabilities
 // and, for a GPU that may flush subnormals, EvalFlushed's.
-func predict(t *testing.T, g *ir.Graph, pixels []float32) (probs, flushed []float32) {
+func predict(t *testing.T, g *ir.Graph, m canvasModel, pixels []float32) (probs, flushed []float32) {
 	t.Helper()
-	if err := g.SetInput("x", pixels); err != nil {
+	if err := g.SetInput(m.input, pixels); err != nil {
 		t.Fatal(err)
 	}
-	id := g.Outputs[slices.IndexFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "probs" })].ID
-	return cpuref.Eval(g)[id], cpuref.EvalFlushed(g)[id]
+	k := slices.IndexFunc(g.Outputs, func(o ir.Output) bool { return o.Name == m.output })
+	if k < 0 {
+		t.Fatalf("%s has no output %s", m.path, m.output)
+	}
+	return cpuref.Eval(g)[g.Outputs[k].ID], cpuref.EvalFlushed(g)[g.Outputs[k].ID]
 }
 
-// TestDigitsModel: the committed classifier has the page's contract (x
-// [1,64] in, probs [1,10] out) and classifies the held-out digits as well
-// as PyTorch's float64 run of the same schedule, within two digits (as
-// TestDigitsAccuracy holds gpucc's own training).
+// TestDigitsModel: the page's classifier has its contract (an input of
+// 64 pixels, an output of 10 probabilities) and classifies the held-out
+// digits as well as PyTorch's float64 run of the MLP's schedule, within
+// two digits (as TestDigitsAccuracy holds gpucc's own training).
 func TestDigitsModel(t *testing.T) {
 	d, fx := loadDigits(t)
-	g := classifier(t)
-	if id := g.Input("x"); id < 0 || !g.Nodes[id].Shape.Equal(ir.Shape{1, 64}) {
-		t.Fatalf("%s: no input x of shape [1,64]", digitsModel)
+	g, m := classifier(t)
+	if id := g.Input(m.input); id < 0 || g.Nodes[id].Shape.Len() != 64 {
+		t.Fatalf("%s: no input %s of 64 values", m.path, m.input)
 	}
 	correct := 0
 	for i := fx.Train; i < fx.Rows; i++ {
-		probs, _ := predict(t, g, d.Row(i))
+		probs, _ := predict(t, g, m, d.Row(i))
 		if len(probs) != 10 {
 			t.Fatalf("probs has %d values, want 10", len(probs))
 		}
@@ -88,7 +113,7 @@ func TestDigitsModel(t *testing.T) {
 		}
 	}
 	acc := digits.Accuracy{Correct: correct, Total: fx.Rows - fx.Train}
-	t.Logf("%s: held-out accuracy %v (PyTorch float64: %d)", digitsModel, acc, fx.TestCorrect)
+	t.Logf("%s: held-out accuracy %v (PyTorch float64's MLP: %d)", m.path, acc, fx.TestCorrect)
 	if correct < fx.TestCorrect-2 {
 		t.Errorf("held-out accuracy %v, PyTorch float64 %d of %d", acc, fx.TestCorrect, acc.Total)
 	}
@@ -106,12 +131,12 @@ func TestDigitsModelReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(digitsModel)
+	want, err := os.ReadFile(mlpModel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("retrained classifier (%d bytes, held-out accuracy %v) differs from %s (%d bytes): run `go run ./internal/digitsgen` in web/", len(got), acc, digitsModel, len(want))
+		t.Errorf("retrained classifier (%d bytes, held-out accuracy %v) differs from %s (%d bytes): run `go run ./internal/digitsgen` in web/", len(got), acc, mlpModel, len(want))
 	}
 }
 
@@ -134,7 +159,7 @@ const digitsDeadline = 6 * time.Minute
 // prediction their first largest.
 func TestDigitsCanvas(t *testing.T) {
 	d, fx := loadDigits(t)
-	g := classifier(t)
+	g, m := classifier(t)
 	var rows []int
 	for label := range 10 {
 		rows = append(rows, fx.Train+slices.Index(d.Labels[fx.Train:], label))
@@ -164,7 +189,7 @@ func TestDigitsCanvas(t *testing.T) {
 				if !slices.Equal(r.pixels, d.Row(i)) {
 					t.Fatalf("held-out row %d (a %d): the page's pixels\n%v\nwant\n%v", i, d.Labels[i], r.pixels, d.Row(i))
 				}
-				checkPrediction(t, g, r, backend, fmt.Sprintf("held-out row %d", i))
+				checkPrediction(t, g, m, r, backend, fmt.Sprintf("held-out row %d", i))
 				if r.prediction == d.Labels[i] {
 					right++
 				}
@@ -177,7 +202,7 @@ func TestDigitsCanvas(t *testing.T) {
 						t.Errorf("stroke %s: row %d of the pixels is empty; centring should fill the height:\n%v", s.name, row, r.pixels)
 					}
 				}
-				checkPrediction(t, g, r, backend, "stroke "+s.name)
+				checkPrediction(t, g, m, r, backend, "stroke "+s.name)
 				if r.prediction != s.digit {
 					t.Errorf("stroke %s classified as %d (p %.3f), want %d (p %.3f); its pixels:\n%v", s.name, r.prediction, r.probs[r.prediction], s.digit, r.probs[s.digit], r.pixels)
 				}
@@ -243,12 +268,12 @@ func awaitClassified(t *testing.T, ctx context.Context, before string) drawn {
 
 // checkPrediction compares the page's classification r with the Go side's
 // on the page's own pixels.
-func checkPrediction(t *testing.T, g *ir.Graph, r drawn, backend, what string) {
+func checkPrediction(t *testing.T, g *ir.Graph, m canvasModel, r drawn, backend, what string) {
 	t.Helper()
 	if r.backend != backend {
 		t.Fatalf("%s: ran on %s, want %s", what, r.backend, backend)
 	}
-	want, flushed := predict(t, g, r.pixels)
+	want, flushed := predict(t, g, m, r.pixels)
 	if len(r.bits) != len(want) {
 		t.Fatalf("%s: %d probabilities, want %d", what, len(r.bits), len(want))
 	}
