@@ -26,7 +26,9 @@
 //     order, p = round(A[i,k]·B[k,j]) and acc = round(acc + p). Each product
 //     and each partial sum rounds separately. A tiled kernel reproduces this
 //     exactly as long as every output keeps one accumulator that walks k in
-//     ascending order.
+//     ascending order. A batched matmul ([..., m,k] × [..., k,n], rank 2 to
+//     4) is this per matrix, its batch dimensions broadcast as broadcast's
+//     are: each batch's bits are the 2-D matmul's.
 //   - conv2d(x, w): (ir.Conv2D: x [N,C,H,W], w [M,C/g,kH,kW], strides,
 //     pads, dilations, g groups) out[n,m,oh,ow] is one accumulator that
 //     starts at +0 and, for c = 0 … C/g-1, then kh = 0 … kH-1, then
@@ -173,6 +175,7 @@ package cpuref
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -259,11 +262,9 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		}
 		return out
 	case ir.OpTranspose:
-		s := g.Nodes[n.Args[0]].Shape
-		return Transpose(arg(0), s[0], s[1])
+		return TransposeLast(arg(0), g.Nodes[n.Args[0]].Shape)
 	case ir.OpMatmul:
-		s := g.Nodes[n.Args[0]].Shape
-		return ar.matmul(arg(0), arg(1), s[0], s[1], n.Shape[1])
+		return ar.batchMatmul(arg(0), arg(1), g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, nil)
 	case ir.OpConv2D:
 		return ar.conv2d(arg(0), arg(1), ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpConvTranspose2D:
@@ -310,6 +311,18 @@ func Transpose(a []float32, rows, cols int) []float32 {
 	return out
 }
 
+// TransposeLast returns a, row-major of shape s (rank ≥ 2), with its last
+// two axes swapped: Transpose of each matrix of the batch.
+func TransposeLast(a []float32, s ir.Shape) []float32 {
+	r := len(s)
+	rows, cols := s[r-2], s[r-1]
+	out := make([]float32, 0, len(a))
+	for z := 0; z < len(a); z += rows * cols {
+		out = append(out, Transpose(a[z:z+rows*cols], rows, cols)...)
+	}
+	return out
+}
+
 // Broadcast returns x, of shape from, broadcast to shape to (numpy's
 // broadcast_to; see the package doc).
 func Broadcast(x []float32, from, to ir.Shape) []float32 {
@@ -332,6 +345,36 @@ func Broadcast(x []float32, from, to ir.Shape) []float32 {
 
 // Matmul returns a [m,k] × b [k,n] with the reference accumulation order.
 func Matmul(a, b []float32, m, k, n int) []float32 { return exact.matmul(a, b, m, k, n) }
+
+// BatchMatmul returns a [..., m,k] × b [..., k,n], row-major of shapes sa
+// and sb (rank 2 to 4; the batch dimensions, all but the last two,
+// broadcast by numpy's rule): each matrix of the result is Matmul's of
+// the two matrices it multiplies, bit for bit.
+func BatchMatmul(a, b []float32, sa, sb ir.Shape) []float32 {
+	return exact.batchMatmul(a, b, sa, sb, nil)
+}
+
+// batchMatmul is BatchMatmul, checking stop as matmulUntil does.
+func (ar arith) batchMatmul(a, b []float32, sa, sb ir.Shape, stop func() bool) []float32 {
+	ra, rb := len(sa), len(sb)
+	m, k, n := sa[ra-2], sa[ra-1], sb[rb-1]
+	batch, _ := ir.BroadcastShape(sa[:ra-2], sb[:rb-2])
+	if len(batch) == 0 {
+		return ar.matmulUntil(a, b, m, k, n, stop)
+	}
+	wa, wb := append(slices.Clone(batch), m, k), append(slices.Clone(batch), k, n)
+	if !sa.Equal(wa) {
+		a = Broadcast(a, sa, wa)
+	}
+	if !sb.Equal(wb) {
+		b = Broadcast(b, sb, wb)
+	}
+	out := make([]float32, 0, batch.Len()*m*n)
+	for z := range batch.Len() {
+		out = append(out, ar.matmulUntil(a[z*m*k:(z+1)*m*k], b[z*k*n:(z+1)*k*n], m, k, n, stop)...)
+	}
+	return out
+}
 
 func (ar arith) matmul(a, b []float32, m, k, n int) []float32 {
 	return ar.matmulUntil(a, b, m, k, n, nil)

@@ -163,7 +163,7 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 		case ir.KernelMatmul:
 			a := operandValues(k.Inputs[0], bufs)
 			b := operandValues(k.Inputs[1], bufs)
-			c = exact.matmulUntil(a, b, k.M, k.K, k.N, stop)
+			c = exact.batchMatmul(a, b, k.Inputs[0].Shape, k.Inputs[1].Shape, stop)
 		case ir.KernelConv:
 			x := operandValues(k.Inputs[0], bufs)
 			w := operandValues(k.Inputs[1], bufs)

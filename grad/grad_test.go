@@ -322,6 +322,14 @@ func TestGradientsComposed(t *testing.T) {
 		{"transposes", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.T().Mul(q.T())) }},
 		{"matmul", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, p.MatMul(q.T())) }},
 		{"matmul-transposed", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor { return weighted(b, q.T().MatMul(p)) }},
+		// Batched: b broadcast over a's batch (its gradient sums over it),
+		// and both operands batched, one through a batched transpose.
+		{"matmul-batched-broadcast", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.Reshape(ir.Shape{3, 4, 1}).MatMul(q.Reshape(ir.Shape{1, 1, 12})))
+		}},
+		{"matmul-batched-transposed", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
+			return weighted(b, p.Reshape(ir.Shape{2, 1, 3, 2}).T().MatMul(q.Reshape(ir.Shape{1, 2, 3, 2})))
+		}},
 		{"sum-squared", func(b *ir.Builder, p, q ir.Tensor) ir.Tensor {
 			s := p.Mul(q).Sum()
 			return s.Mul(s)

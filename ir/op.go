@@ -24,8 +24,8 @@ const (
 	OpMulScalar    // arg0 * Scalar
 	OpRelu         // arg0 > 0 ? arg0 : +0
 	OpPositive     // arg0 > 0 ? 1 : 0
-	OpTranspose    // 2-D transpose of arg0
-	OpMatmul       // arg0 [m,k] × arg1 [k,n], k ascending
+	OpTranspose    // arg0 with its last two axes swapped (a 2-D transpose per matrix of a batch)
+	OpMatmul       // arg0 [..., m,k] × arg1 [..., k,n], k ascending; rank 2-4, batch dimensions broadcast (numpy)
 	OpSum          // pairwise sum of arg0 over the axes where the target Shape is 1, or all of it when Shape is []
 	OpLife         // one toroidal Game of Life step of the 2-D grid arg0
 	OpBroadcast    // arg0 broadcast to Shape by numpy's rule (broadcast_to): dimensions of size 1 or missing stretch
@@ -220,13 +220,15 @@ func init() {
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpTranspose, nil, d.Grad()), true }},
 		OpMatmul: {Name: "matmul", Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
 			Cost: func(a []Shape, out Shape) int64 {
-				return SatMul(SatMul(2*int64(a[0][0]), int64(a[0][1])), int64(out[1]))
+				return SatMul(2*int64(out.Len()), int64(a[0][len(a[0])-1]))
 			},
+			// Per batch, dA = G·Bᵀ and dB = Aᵀ·G; an argument broadcast over
+			// batch dimensions gets the sum over them (sumTo).
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
-					return d.Apply(OpMatmul, nil, d.Grad(), d.Apply(OpTranspose, nil, d.Arg(1))), true
+					return sumTo(d, d.Apply(OpMatmul, nil, d.Grad(), d.Apply(OpTranspose, nil, d.Arg(1))), d.Shape(d.Arg(0))), true
 				}
-				return d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), true
+				return sumTo(d, d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), d.Shape(d.Arg(1))), true
 			}},
 		OpSum: {Name: "sum", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: add64,
@@ -383,8 +385,13 @@ func reshape(d Diff, v Val, s Shape) Val {
 // the argument, right-aligned, has size 1 or none): a keepdims sum (OpSum
 // to the result's shape with 1 there, the reference's pairwise tree per
 // output), then a reshape to the argument's shape.
-func broadcastGrad(d Diff, k int) (Val, bool) {
-	s, out := d.Shape(d.Arg(0)), d.Shape(d.Out())
+func broadcastGrad(d Diff, k int) (Val, bool) { return sumTo(d, d.Grad(), d.Shape(d.Arg(0))), true }
+
+// sumTo returns g, of a shape that s broadcasts to, summed back to s: a
+// keepdims sum over the dimensions where s, right-aligned, has size 1 or
+// none, then a reshape to s (g itself when its shape is s).
+func sumTo(d Diff, g Val, s Shape) Val {
+	out := d.Shape(g)
 	off := len(out) - len(s)
 	t := append(Shape{}, out...)
 	for i := range t {
@@ -392,11 +399,10 @@ func broadcastGrad(d Diff, k int) (Val, bool) {
 			t[i] = 1
 		}
 	}
-	g := d.Grad()
 	if !t.Equal(out) {
 		g = d.Apply(OpSum, t, g)
 	}
-	return reshape(d, g, s), true
+	return reshape(d, g, s)
 }
 
 // broadcastBack returns v, of a reduction's target shape, broadcast back
@@ -490,22 +496,38 @@ func elementwiseShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *
 	return args[0], nil
 }
 
+// transposeShape: the last two axes swapped, for rank 2 to 4 (the ranks a
+// batched matmul has).
 func transposeShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
-	if len(args[0]) != 2 {
-		return nil, Errorf(CodeInvalidGraph, node, "a", "transpose needs a 2-D tensor, got shape %v", args[0])
+	a := args[0]
+	if len(a) < 2 || len(a) > MaxMatmulRank {
+		return nil, Errorf(CodeInvalidGraph, node, "a", "transpose needs a tensor of rank 2 to %d, got shape %v", MaxMatmulRank, a)
 	}
-	return Shape{args[0][1], args[0][0]}, nil
+	r := len(a)
+	return append(a[:r-2:r-2], a[r-1], a[r-2]), nil
 }
 
+// MaxMatmulRank is the largest rank of a matmul's operands (and of a
+// transpose): two batch dimensions, [B,H,m,k] as attention has.
+const MaxMatmulRank = 4
+
+// matmulShape: [..., m,k] × [..., k,n] is [..., m,n], each operand of rank
+// 2 to MaxMatmulRank, the batch dimensions (all but the last two)
+// broadcast by numpy's rule, as numpy's matmul and ONNX MatMul do.
 func matmulShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {
 	a, b := args[0], args[1]
-	if len(a) != 2 || len(b) != 2 {
-		return nil, Errorf(CodeInvalidGraph, node, "a", "matmul needs 2-D tensors, got %v and %v", a, b)
+	if len(a) < 2 || len(b) < 2 || len(a) > MaxMatmulRank || len(b) > MaxMatmulRank {
+		return nil, Errorf(CodeInvalidGraph, node, "a", "matmul needs tensors of rank 2 to %d, got %v and %v", MaxMatmulRank, a, b)
 	}
-	if a[1] != b[0] {
+	ra, rb := len(a), len(b)
+	if a[ra-1] != b[rb-2] {
 		return nil, Errorf(CodeInvalidGraph, node, "b", "matmul inner dimensions differ: %v × %v", a, b)
 	}
-	return Shape{a[0], b[1]}, nil
+	batch, ok := BroadcastShape(a[:ra-2], b[:rb-2])
+	if !ok {
+		return nil, Errorf(CodeInvalidGraph, node, "b", "matmul batch dimensions of %v and %v do not broadcast", a, b)
+	}
+	return append(batch, a[ra-2], b[rb-1]), nil
 }
 
 func lifeShape(node int, op Op, args []Shape, _ Shape, _ []int) (Shape, *Error) {

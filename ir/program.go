@@ -79,8 +79,11 @@ const (
 	// Body[Stores[k]] to Outputs[k][i].
 	KernelElementwise KernelKind = iota
 	// KernelMatmul: C = Inputs[0] × Inputs[1] with the reference order
-	// ([M,K] × [K,N]); then Body is an epilogue evaluated per element of
-	// [M,N], where InstrAcc is C's element; stores as for elementwise.
+	// ([M,K] × [K,N]), once per matrix of a batch: Shape is [..., M,N]
+	// and the operands [..., M,K] and [..., K,N] with the same batch
+	// dimensions (a broadcast one has stride 0; see Operand.Matrix); then
+	// Body is an epilogue evaluated per element of Shape, where InstrAcc
+	// is C's element; stores as for elementwise.
 	KernelMatmul
 	// KernelReduce: a reduction (Reduce: any row with a Combine, such as
 	// sum or max; String calls the kind "sum"). Body is a prologue
@@ -174,6 +177,49 @@ func (op Operand) Plain() bool {
 // and is not also Plain (as it is when a dimension is 1).
 func (op Operand) Transposed() bool {
 	return len(op.Shape) == 2 && !op.Plain() && op.Strides[0] == 1 && op.Strides[1] == op.Shape[0]
+}
+
+// Inner returns the matrix part of a matmul operand (rank ≥ 2): its last
+// two dimensions.
+func (op Operand) Inner() Operand {
+	r := len(op.Shape)
+	return Operand{Buffer: op.Buffer, Shape: op.Shape[r-2:], Strides: op.Strides[r-2:]}
+}
+
+// Batch returns the batch part of a matmul operand (rank ≥ 2): the
+// dimensions before the last two, whose strides may be anything (0 for a
+// broadcast one). Its Index of batch number z is that matrix's first
+// element.
+func (op Operand) Batch() Operand {
+	r := len(op.Shape)
+	return Operand{Buffer: op.Buffer, Shape: op.Shape[:r-2], Strides: op.Strides[:r-2]}
+}
+
+// Matrix reports whether a matmul kernel can read op in place: its
+// matrix part (Inner) is plain or transposed, whatever its batch strides.
+func (op Operand) Matrix() bool {
+	if len(op.Shape) < 2 {
+		return false
+	}
+	in := op.Inner()
+	return in.Plain() || in.Transposed()
+}
+
+// MatrixTransposed reports whether a matmul operand's matrix part is
+// read transposed (see Transposed).
+func (op Operand) MatrixTransposed() bool { return len(op.Shape) >= 2 && op.Inner().Transposed() }
+
+// BroadcastTo returns op read as shape to, which op's shape broadcasts to
+// by numpy's rule: new leading dimensions and stretched ones get stride 0.
+func (op Operand) BroadcastTo(to Shape) Operand {
+	st := make([]int, len(to))
+	off := len(to) - len(op.Shape)
+	for d, n := range op.Shape {
+		if n == to[d+off] {
+			st[d+off] = op.Strides[d]
+		}
+	}
+	return Operand{Buffer: op.Buffer, Shape: to, Strides: st}
 }
 
 // Coalesced returns the operand that reads the same buffer elements in the
@@ -286,6 +332,10 @@ func (k *Kernel) AccIndex() int {
 	}
 	return -1
 }
+
+// Batch returns how many matrix products a matmul kernel computes: the
+// product of Shape's batch dimensions (1 for a 2-D matmul).
+func (k *Kernel) Batch() int { return Shape(k.Shape[:max(len(k.Shape)-2, 0)]).Len() }
 
 // ReduceOutputs returns how many values a reduction kernel writes: one per
 // element of Keep and block.
@@ -484,9 +534,14 @@ func validateKernelShape(p *Program, k *Kernel) string {
 	case KernelMatmul, KernelLife:
 		want := []Shape{k.Shape}
 		if k.Kind == KernelMatmul {
-			want = []Shape{{k.M, k.K}, {k.K, k.N}}
-			if !k.Shape.Equal(Shape{k.M, k.N}) {
-				return fmt.Sprintf("matmul shape %v is not [%d,%d]", k.Shape, k.M, k.N)
+			r := len(k.Shape)
+			if r < 2 || r > MaxMatmulRank {
+				return fmt.Sprintf("matmul shape %v is not of rank 2 to %d", k.Shape, MaxMatmulRank)
+			}
+			batch := k.Shape[:r-2]
+			want = []Shape{append(slices.Clone(batch), k.M, k.K), append(slices.Clone(batch), k.K, k.N)}
+			if !k.Shape.Equal(append(slices.Clone(batch), k.M, k.N)) {
+				return fmt.Sprintf("matmul shape %v is not [...,%d,%d]", k.Shape, k.M, k.N)
 			}
 		}
 		if len(k.Inputs) < len(want) {
@@ -494,7 +549,11 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		}
 		for j, w := range want {
 			in := k.Inputs[j]
-			if !in.Plain() && !in.Transposed() || !in.Shape.Equal(w) {
+			ok := in.Plain() || in.Transposed()
+			if k.Kind == KernelMatmul {
+				ok = in.Matrix()
+			}
+			if !ok || !in.Shape.Equal(w) {
 				return fmt.Sprintf("%s operand %d is %v (strides %v), want a plain or transposed %v", k.Kind, j, in.Shape, in.Strides, w)
 			}
 		}

@@ -37,7 +37,7 @@
 //     the composition).
 //
 // What gpucc cannot run exactly (an op, attribute, element type, a
-// batched matmul of two batches, …) is refused with ir.CodeUnsupported
+// matmul of rank over 4, …) is refused with ir.CodeUnsupported
 // and a message naming the op, the node and the opset; it is never
 // approximated. Supported lists the ops, and testdata/node_tests.txt what
 // the ONNX backend node tests give (TestNodeTests regenerates them with

@@ -397,6 +397,9 @@ func matmulOp(c *importer) ([]value, *ir.Error) {
 		}
 		return c.withShape(&value{rt: y, set: true}, out)
 	}
+	if !c.unitBatch(sa) || !c.unitBatch(sb) {
+		return c.batchedMatmul(a, b)
+	}
 	ma, err := c.matrix(a, true)
 	if err != nil {
 		return nil, err
@@ -423,6 +426,41 @@ func matmulOp(c *importer) ([]value, *ir.Error) {
 		out = append(out, sb[len(sb)-1])
 	}
 	return c.withShape(&value{rt: y, set: true}, out)
+}
+
+// batchedMatmul is MatMul where B has a batch (numpy's matmul): a 1-D
+// operand becomes a row (A) or a column (B), the batch dimensions
+// broadcast, and the result drops the dimension a 1-D operand lacks. The
+// table's matmul multiplies each matrix of the batch with the 2-D
+// matmul's order (ir.MaxMatmulRank dimensions at most).
+func (c *importer) batchedMatmul(a, b ir.Tensor) ([]value, *ir.Error) {
+	sa, sb := a.Shape(), b.Shape()
+	if len(sa) > ir.MaxMatmulRank || len(sb) > ir.MaxMatmulRank {
+		return nil, c.refuse("a batched matmul of shapes %v and %v; gpucc's matmul takes rank %d at most", sa, sb, ir.MaxMatmulRank)
+	}
+	ma, mb := a, b
+	if len(sa) == 1 {
+		ma = a.Reshape(ir.Shape{1, sa[0]})
+	}
+	if len(sb) == 1 {
+		mb = b.Reshape(ir.Shape{sb[0], 1})
+	}
+	ra, rb := ma.Shape(), mb.Shape()
+	if ra[len(ra)-1] != rb[len(rb)-2] {
+		return nil, c.invalid("inner dimensions differ: %v × %v", sa, sb)
+	}
+	batch, ok := ir.BroadcastShape(ra[:len(ra)-2], rb[:len(rb)-2])
+	if !ok {
+		return nil, c.invalid("batch dimensions of %v and %v do not broadcast", sa, sb)
+	}
+	out := append([]int{}, batch...)
+	if len(sa) > 1 {
+		out = append(out, sa[len(sa)-2])
+	}
+	if len(sb) > 1 {
+		out = append(out, sb[len(sb)-1])
+	}
+	return c.withShape(&value{rt: ma.MatMul(mb), set: true}, out)
 }
 
 // gemmOp is alpha·(A' × B') + beta·C, with A' and B' transposed when

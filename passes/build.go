@@ -91,9 +91,9 @@ func (b *builder) buffer(v ir.NodeID) int {
 // chain's inner node, or v itself when it is a full or those kernels
 // cannot read it in place (they index rows and columns themselves: a
 // broadcast, say).
-func (b *builder) operand(v ir.NodeID) ir.Operand {
+func (b *builder) operand(v ir.NodeID, kind ir.KernelKind) ir.Operand {
 	r := b.resolve(v)
-	if !b.inPlace(r, v) {
+	if !b.inPlace(r, v, kind) {
 		b.materialise(v)
 		return ir.PlainOperand(b.buffer(v), b.g.Nodes[v].Shape)
 	}
@@ -123,7 +123,7 @@ func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
 func (b *builder) readKey(m, v ir.NodeID) (key viewKey, ok bool) {
 	r := b.resolve(v)
 	if kind := b.g.Nodes[m].Op.Info().Kernel; accumulates(kind) || kind == ir.KernelLife {
-		if !b.inPlace(r, v) {
+		if !b.inPlace(r, v, kind) {
 			return view{base: v}.key(), true // materialised as v
 		}
 		return r.key(), true
@@ -268,26 +268,30 @@ func (b *builder) kernel(u unit) ir.Kernel {
 		}
 		switch n.Op {
 		case ir.OpMatmul:
-			a := b.g.Nodes[n.Args[0]].Shape
-			k.M, k.K, k.N = a[0], a[1], n.Shape[1]
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			a, r := b.g.Nodes[n.Args[0]].Shape, len(n.Shape)
+			k.M, k.K, k.N = n.Shape[r-2], a[len(a)-1], n.Shape[r-1]
+			// Both operands get the result's batch dimensions (stride 0
+			// where broadcast), so every target indexes them alike.
+			batch := n.Shape[:r-2]
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelMatmul).BroadcastTo(append(slices.Clone(batch), k.M, k.K)),
+				b.operand(n.Args[1], ir.KernelMatmul).BroadcastTo(append(slices.Clone(batch), k.K, k.N)))
 			k.Shape = n.Shape
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpConv2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConv), b.operand(n.Args[1], ir.KernelConv))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpConvTranspose2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConvTranspose), b.operand(n.Args[1], ir.KernelConvTranspose))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpMaxPool2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelPool))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
 			k.Shape = n.Shape
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]))
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelLife))
 			k.Outputs = append(k.Outputs, b.buffer(m))
 			continue
 		case ir.OpFull, ir.OpTranspose, ir.OpPermute, ir.OpBroadcast, ir.OpReshape: // materialising units

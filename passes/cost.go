@@ -72,7 +72,7 @@ func KernelFlops(k *ir.Kernel) int64 {
 	case ir.KernelElementwise:
 		return ir.SatMul(per(k.Body), int64(k.Shape.Len()))
 	case ir.KernelMatmul:
-		mn := ir.SatMul(int64(k.M), int64(k.N))
+		mn := ir.SatMul(ir.SatMul(int64(k.M), int64(k.N)), int64(k.Batch()))
 		return ir.SatAdd(ir.SatMul(ir.SatMul(2, mn), int64(k.K)), ir.SatMul(per(k.Body), mn))
 	case ir.KernelReduce:
 		acc := k.AccIndex()

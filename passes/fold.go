@@ -61,7 +61,8 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 	case ir.OpTranspose, ir.OpPermute, ir.OpBroadcast, ir.OpReshape:
 		return vals[0], true
 	case ir.OpMatmul:
-		k := g.Nodes[n.Args[0]].Shape[1]
+		a := g.Nodes[n.Args[0]].Shape
+		k := a[len(a)-1]
 		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0], true
 	case ir.OpConv2D:
 		c := ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs)

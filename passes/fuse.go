@@ -335,12 +335,18 @@ func (f *fuser) operand(r view, buffer int) ir.Operand {
 	return ir.Operand{Buffer: buffer, Shape: r.shape, Strides: r.strides}
 }
 
-// inPlace reports whether a matmul or life kernel can read node v through
-// r itself: r is no full and reads v's shape plainly or transposed (those
-// kernels index rows and columns themselves).
-func (f *fuser) inPlace(r view, v ir.NodeID) bool {
+// inPlace reports whether a matmul, conv, pool or life kernel (of kind)
+// can read node v through r itself: r is no full and reads v's shape
+// plainly or transposed (those kernels index rows and columns
+// themselves); a matmul reads each matrix of a batch so, whatever the
+// batch dimensions' strides (ir.Operand.Matrix).
+func (f *fuser) inPlace(r view, v ir.NodeID, kind ir.KernelKind) bool {
 	op := f.operand(r, 0)
-	return f.g.Nodes[r.base].Op != ir.OpFull && op.Shape.Equal(f.g.Nodes[v].Shape) && (op.Plain() || op.Transposed())
+	ok := op.Plain() || op.Transposed()
+	if kind == ir.KernelMatmul {
+		ok = op.Matrix()
+	}
+	return f.g.Nodes[r.base].Op != ir.OpFull && op.Shape.Equal(f.g.Nodes[v].Shape) && ok
 }
 
 // resolve follows view ops from v to the node holding the data and composes
@@ -376,8 +382,9 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 			base, shape, strides = arg, nodes[arg].Shape, ir.RowMajor(nodes[arg].Shape) // materialise the reshape
 		}
 		switch n.Op {
-		case ir.OpTranspose:
-			strides = []int{strides[1], strides[0]}
+		case ir.OpTranspose: // the last two axes swap
+			r := len(strides)
+			strides = append(strides[:r-2:r-2], strides[r-1], strides[r-2])
 		case ir.OpPermute:
 			strides = ir.PermuteStrides(strides, n.Op.Attr(n.Attrs, "perm"))
 		case ir.OpBroadcast:

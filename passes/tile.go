@@ -63,10 +63,19 @@ func tile(st *State) error {
 				"matmul with K=%d needs %d k-tiles of %d per workgroup, more than a WebGPU kernel may loop (%d)",
 				k.K, ir.MatmulLoopCost(k.K, t.BK), t.BK, ir.LoopBudget)
 		}
+		if b := k.Batch(); b > MaxBatchGroups && st.Options.MaxInvocations > 0 {
+			return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",
+				"matmul over a batch of %d matrices, more than a WebGPU dispatch has workgroups along z (%d)", b, MaxBatchGroups)
+		}
 		k.Tile = t
 	}
 	return nil
 }
+
+// MaxBatchGroups is the most matrices one batched matmul kernel
+// multiplies on a workgroup backend: one workgroup row along z each, and
+// WebGPU's maxComputeWorkgroupsPerDimension is 65535.
+const MaxBatchGroups = 65535
 
 // deepen doubles t's k-step until a matmul over K fits ir.LoopBudget
 // or the tile would outgrow the workgroup memory in o; ok is false when it
@@ -122,7 +131,7 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 
 // groups is how many workgroups tile t cuts k's output into.
 func groups(k *ir.Kernel, t ir.Tile) int {
-	return ((k.M + t.BM - 1) / t.BM) * ((k.N + t.BN - 1) / t.BN)
+	return ((k.M + t.BM - 1) / t.BM) * ((k.N + t.BN - 1) / t.BN) * k.Batch()
 }
 
 // narrow is the tile of a matmul whose output has a narrow side s (at most
@@ -168,8 +177,9 @@ func wellFormed(t ir.Tile) bool {
 // contiguous elements at a time along the direction its tile is loaded.
 func vec4Operands(k *ir.Kernel) bool {
 	a, b := k.Inputs[0], k.Inputs[1]
-	aOK := !a.Transposed() && k.K%4 == 0 || a.Transposed() && k.M%4 == 0
-	bOK := !b.Transposed() && k.N%4 == 0 || b.Transposed() && k.K%4 == 0
+	at, bt := a.MatrixTransposed(), b.MatrixTransposed()
+	aOK := !at && k.K%4 == 0 || at && k.M%4 == 0
+	bOK := !bt && k.N%4 == 0 || bt && k.K%4 == 0
 	return aOK && bOK
 }
 

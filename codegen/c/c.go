@@ -155,7 +155,7 @@ func (Target) Emit(p *ir.Program) (*Unit, error) {
 		if k.Kind == ir.KernelMatmul {
 			desc.Scratch = true
 			n := MatmulScratch(k.M, k.K, k.N)
-			if k.Inputs[1].Transposed() {
+			if k.Inputs[1].MatrixTransposed() {
 				n += k.K * k.N
 			}
 			u.Scratch = max(u.Scratch, n)
@@ -558,17 +558,29 @@ func MatmulScratch(m, k, n int) int {
 func matmul(b *strings.Builder, k *ir.Kernel) {
 	a, bb := k.Inputs[0], k.Inputs[1]
 	ar, ak := k.K, 1
-	if a.Transposed() {
+	if a.MatrixTransposed() {
 		ar, ak = 1, k.M
 	}
-	src, panel := "in1", "scratch"
-	if bb.Transposed() {
-		fmt.Fprintf(b, "\tfor (idx k = 0; k < %du; k++)\n", k.K)
-		fmt.Fprintf(b, "\t\tfor (idx j = 0; j < %du; j++)\n", k.N)
-		fmt.Fprintf(b, "\t\t\tscratch[k * %du + j] = in1[j * %du + k];\n", k.N, k.K)
+	// A batched matmul runs the same product per matrix z, at each
+	// operand's batch offset.
+	in0, in1, out0, tab := "in0", "in1", "out0", "\t"
+	if len(k.Shape) > 2 {
+		fmt.Fprintf(b, "\tfor (idx z = 0; z < %du; z++) {\n", k.Batch())
+		in0 = fmt.Sprintf("in0 + %s", codegen.Index(Lang, a.Batch(), "z"))
+		in1 = fmt.Sprintf("(in1 + %s)", codegen.Index(Lang, bb.Batch(), "z"))
+		out0, tab = fmt.Sprintf("out0 + z * %du", k.M*k.N), "\t\t"
+	}
+	src, panel := in1, "scratch"
+	if bb.MatrixTransposed() {
+		fmt.Fprintf(b, "%sfor (idx k = 0; k < %du; k++)\n", tab, k.K)
+		fmt.Fprintf(b, "%s\tfor (idx j = 0; j < %du; j++)\n", tab, k.N)
+		fmt.Fprintf(b, "%s\t\tscratch[k * %du + j] = %s[j * %du + k];\n", tab, k.N, in1, k.K)
 		src, panel = "scratch", fmt.Sprintf("scratch + %du", k.K*k.N)
 	}
-	fmt.Fprintf(b, "\tmm(out0, in0, %du, %du, %s, %du, %du, %du, %s);\n", ar, ak, src, k.M, k.K, k.N, panel)
+	fmt.Fprintf(b, "%smm(%s, %s, %du, %du, %s, %du, %du, %du, %s);\n", tab, out0, in0, ar, ak, src, k.M, k.K, k.N, panel)
+	if len(k.Shape) > 2 {
+		b.WriteString("\t}\n")
+	}
 	if len(k.Body) == 1 && len(k.Stores) == 1 && k.Stores[0] == 0 {
 		return // out0 already holds C
 	}

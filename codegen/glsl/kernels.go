@@ -47,15 +47,21 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 }
 
 // matmul renders the accumulator of output element i: k ascending from +0,
-// each product rounded on its own (Keep) before it is added.
+// each product rounded on its own (Keep) before it is added; in a batched
+// matmul, over the matrices of i's batch.
 func matmul(k *ir.Kernel) string {
 	u := Lang.Uint
 	var b strings.Builder
 	b.WriteString("float matmul(uint i) {\n")
 	fmt.Fprintf(&b, "\tuint r = i / %s;\n\tuint c = i %% %s;\n", u(k.N), u(k.N))
+	a, bb := "r * %s + k", "k * %s + c"
+	if len(k.Shape) > 2 { // a batch: the loads' logical index carries the matrix's (their strides map it)
+		fmt.Fprintf(&b, "\tuint z = i / %s;\n\tr = r %% %s;\n", u(k.M*k.N), u(k.M))
+		a, bb = fmt.Sprintf("z * %s + ", u(k.M*k.K))+a, fmt.Sprintf("z * %s + ", u(k.K*k.N))+bb
+	}
 	fmt.Fprintf(&b, "\tfloat acc = %s;\n", Lang.Float(0))
 	fmt.Fprintf(&b, "\tfor (uint k = 0u; k < %s; k++) {\n", u(k.K))
-	fmt.Fprintf(&b, "\t\tfloat p = %s;\n", Lang.Keep(fmt.Sprintf("load0(r * %s + k) * load1(k * %s + c)", u(k.K), u(k.N))))
+	fmt.Fprintf(&b, "\t\tfloat p = %s;\n", Lang.Keep(fmt.Sprintf("load0("+a+") * load1("+bb+")", u(k.K), u(k.N))))
 	b.WriteString("\t\tacc = acc + p;\n\t}\n\treturn acc;\n}\n")
 	return b.String()
 }

@@ -32,6 +32,20 @@ func product(p string, fast bool) string {
 	return Lang.Keep(p)
 }
 
+// batchOffsets declares, for a batched matmul (Shape of rank > 2: one
+// matrix per workgroup row along z), the first buffer element of this
+// workgroup's matrices of A, B and C, and returns the prefixes that add
+// them to an index ("" each for a 2-D matmul, whose source is unchanged).
+func batchOffsets(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) (pa, pb, pc string) {
+	if len(k.Shape) <= 2 {
+		return "", "", ""
+	}
+	s.Groups[2] = k.Batch()
+	fmt.Fprintf(b, "\tlet oa = %s;\n\tlet ob = %s;\n\tlet oc = wg.z * %du;\n",
+		codegen.Index(Lang, k.Inputs[0].Batch(), "wg.z"), codegen.Index(Lang, k.Inputs[1].Batch(), "wg.z"), k.M*k.N)
+	return "oa + ", "ob + ", "oc + "
+}
+
 // matmul emits a tiled kernel: each workgroup computes a BM×BN tile of C
 // with (BM/TM)×(BN/TN) threads, each owning a TM×TN register tile, staging
 // BK-deep slices of A and B through workgroup memory. Every accumulator
@@ -43,7 +57,8 @@ func product(p string, fast bool) string {
 // Only the loop over whole k-tiles is a loop; the staging, the k-steps of
 // a tile and the register tile are unrolled, and the last, partial tile
 // (K mod BK steps, known here) follows the loop, so that the kernel's loop
-// cost is MatmulLoopCost (see LoopBudget).
+// cost is MatmulLoopCost (see LoopBudget). A batched matmul runs the same
+// tiles over each matrix of the batch (batchOffsets).
 func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	t := k.Tile
 	tx, ty := t.BN/t.TN, t.BM/t.TM
@@ -51,18 +66,20 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	s.Workgroup = [3]int{tx, ty, 1}
 	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
 	a, bb := k.Inputs[0], k.Inputs[1]
+	var body strings.Builder // the function's statements before the k loop
+	oa, ob, oc := batchOffsets(&body, k, s)
 	// aIdx/bIdx: buffer index of logical A[r,c] / B[r,c].
 	aIdx := func(r, c string) string {
-		if a.Transposed() {
-			return fmt.Sprintf("(%s) * %du + (%s)", c, k.M, r)
+		if a.MatrixTransposed() {
+			return fmt.Sprintf("%s(%s) * %du + (%s)", oa, c, k.M, r)
 		}
-		return fmt.Sprintf("(%s) * %du + (%s)", r, k.K, c)
+		return fmt.Sprintf("%s(%s) * %du + (%s)", oa, r, k.K, c)
 	}
 	bIdx := func(r, c string) string {
-		if bb.Transposed() {
-			return fmt.Sprintf("(%s) * %du + (%s)", c, k.K, r)
+		if bb.MatrixTransposed() {
+			return fmt.Sprintf("%s(%s) * %du + (%s)", ob, c, k.K, r)
 		}
-		return fmt.Sprintf("(%s) * %du + (%s)", r, k.N, c)
+		return fmt.Sprintf("%s(%s) * %du + (%s)", ob, r, k.N, c)
 	}
 	fmt.Fprintf(b, "const M = %du;\nconst N = %du;\nconst K = %du;\n", k.M, k.N, k.K)
 	fmt.Fprintf(b, "const BM = %du;\nconst BN = %du;\nconst BK = %du;\n\n", t.BM, t.BN, t.BK)
@@ -72,7 +89,7 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	// along k for a plain A (a transposed B), whose rows in workgroup
 	// memory are then padded by one element so that those stores do not
 	// all fall in one bank.
-	aK, bK := !a.Transposed(), bb.Transposed()
+	aK, bK := !a.MatrixTransposed(), bb.MatrixTransposed()
 	pitch := func(span int, kFast bool) int {
 		if kFast {
 			return span + 1
@@ -85,6 +102,7 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet row0 = wg.y * BM;\n\tlet col0 = wg.x * BN;\n\tlet tid = lid.y * %du + lid.x;\n", tx)
+	b.WriteString(body.String())
 	// Accumulators start at the uniform zero: a driver that sees a literal
 	// +0 folds +0 + p to p, which is -0 where the reference has +0.
 	for m := 0; m < t.TM; m++ {
@@ -162,7 +180,7 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	for m := 0; m < t.TM; m++ {
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet row = row0 + lid.y + %du;\n\t\tlet col = col0 + lid.x + %du;\n", m*ty, n*tx)
-			b.WriteString("\t\tif (row < M && col < N) {\n\t\t\tlet i = row * N + col;\n")
+			fmt.Fprintf(b, "\t\tif (row < M && col < N) {\n\t\t\tlet i = %srow * N + col;\n", oc)
 			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), fmt.Sprintf("c%d_%d", m, n)), 3))
 			b.WriteString(codegen.Indent(stores(k, "i"), 3))
 			b.WriteString("\t\t}\n\t}\n")

@@ -28,6 +28,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet row0 = wg.y * %du;\n\tlet col0 = wg.x * %du;\n\tlet tid = lid.y * %du + lid.x;\n", t.BM, t.BN, tx)
+	oa, ob, oc := batchOffsets(b, k, s)
 	for r := 0; r < t.TM; r++ {
 		for c := 0; c < t.TN/4; c++ {
 			// The uniform zero, not a literal: see the package doc.
@@ -37,7 +38,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	// Software pipelining: the next tiles of A and B are fetched into
 	// registers while the current ones, already in workgroup memory, are
 	// multiplied, so global-memory latency hides behind arithmetic.
-	sa, sb := stagerA(a, t), stagerB(bb, t)
+	sa, sb := stagerA(a, t, oa), stagerB(bb, t, ob)
 	na, nb := (t.BK*t.BM/4+threads-1)/threads, (t.BK*t.BN/4+threads-1)/threads
 	for j := 0; j < na; j++ {
 		fmt.Fprintf(b, "\tvar pa%d = vec4<f32>(0.0);\n", j)
@@ -107,7 +108,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 		fmt.Fprintf(b, "\tlet r%d = row0 + lid.y * %du + %du;\n", r, t.TM, r)
 		for c := 0; c < t.TN; c++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet col = col0 + lid.x * %du + %du;\n", t.TN, c)
-			fmt.Fprintf(b, "\t\tif (r%d < M && col < N) {\n\t\t\tlet i = r%d * N + col;\n", r, r)
+			fmt.Fprintf(b, "\t\tif (r%d < M && col < N) {\n\t\t\tlet i = %sr%d * N + col;\n", r, oc, r)
 			acc := fmt.Sprintf("c%d_%d.%c", r, c/4, lanes[c%4])
 			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), acc), 3))
 			b.WriteString(codegen.Indent(stores(k, "i"), 3))
@@ -157,26 +158,27 @@ func (s stager) store(b *strings.Builder, reg, e string, total int) {
 	b.WriteString("\t\t\t}\n\t\t}\n")
 }
 
-// stagerA stages the BM×BK tile of A at (row0, kt0).
-func stagerA(a ir.Operand, t ir.Tile) stager {
-	if a.Transposed() { // buffer [K,M]: u = kk, v = row; four rows are contiguous
+// stagerA stages the BM×BK tile of A at (row0, kt0); off prefixes the
+// index with the batch's offset (see batchOffsets).
+func stagerA(a ir.Operand, t ir.Tile, off string) stager {
+	if a.MatrixTransposed() { // buffer [K,M]: u = kk, v = row; four rows are contiguous
 		return stager{in: "in0", span: t.BM / 4, direct: true, shared: "As",
-			guard: "row0 + v < M && kt0 + u < K", base: "(kt0 + u) * M + row0 + v"}
+			guard: "row0 + v < M && kt0 + u < K", base: off + "(kt0 + u) * M + row0 + v"}
 	}
 	// buffer [M,K]: u = row, v = kk; four k are contiguous, stored transposed
 	return stager{in: "in0", span: t.BK / 4, shared: "As",
-		guard: "row0 + u < M && kt0 + v < K", base: "(row0 + u) * K + kt0 + v",
+		guard: "row0 + u < M && kt0 + v < K", base: off + "(row0 + u) * K + kt0 + v",
 		dst: fmt.Sprintf("As[(v + Qu) * %du + u / 4u][u %% 4u]", t.BM/4)}
 }
 
-// stagerB stages the BK×BN tile of B at (kt0, col0).
-func stagerB(bb ir.Operand, t ir.Tile) stager {
-	if !bb.Transposed() { // buffer [K,N]: u = kk, v = col; four columns are contiguous
+// stagerB stages the BK×BN tile of B at (kt0, col0), off as stagerA's.
+func stagerB(bb ir.Operand, t ir.Tile, off string) stager {
+	if !bb.MatrixTransposed() { // buffer [K,N]: u = kk, v = col; four columns are contiguous
 		return stager{in: "in1", span: t.BN / 4, direct: true, shared: "Bs",
-			guard: "col0 + v < N && kt0 + u < K", base: "(kt0 + u) * N + col0 + v"}
+			guard: "col0 + v < N && kt0 + u < K", base: off + "(kt0 + u) * N + col0 + v"}
 	}
 	// buffer [N,K]: u = col, v = kk; four k are contiguous, stored transposed
 	return stager{in: "in1", span: t.BK / 4, shared: "Bs",
-		guard: "col0 + u < N && kt0 + v < K", base: "(col0 + u) * K + kt0 + v",
+		guard: "col0 + u < N && kt0 + v < K", base: off + "(col0 + u) * K + kt0 + v",
 		dst: fmt.Sprintf("Bs[(v + Qu) * %du + u / 4u][u %% 4u]", t.BN/4)}
 }

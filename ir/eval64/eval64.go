@@ -20,6 +20,7 @@ package eval64
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -78,24 +79,35 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		for k := range out {
 			out[k] = float64(n.Scalar)
 		}
-	case ir.OpTranspose:
+	case ir.OpTranspose: // the last two axes swapped, per matrix
 		s := argShape(0)
+		rows, cols := s[len(s)-2], s[len(s)-1]
 		a := arg(0)
-		for r := range s[0] {
-			for c := range s[1] {
-				out[c*s[0]+r] = a[r*s[1]+c]
+		for z := 0; z < len(a); z += rows * cols {
+			for r := range rows {
+				for c := range cols {
+					out[z+c*rows+r] = a[z+r*cols+c]
+				}
 			}
 		}
-	case ir.OpMatmul:
-		a, b := arg(0), arg(1)
-		m, kk, nn := argShape(0)[0], argShape(0)[1], n.Shape[1]
-		for r := range m {
-			for c := range nn {
-				var acc float64
-				for p := range kk {
-					acc += a[r*kk+p] * b[p*nn+c]
+	case ir.OpMatmul: // per matrix of the batch, its dimensions broadcast
+		sa, sb := argShape(0), argShape(1)
+		m, kk, nn := sa[len(sa)-2], sa[len(sa)-1], sb[len(sb)-1]
+		batch := n.Shape[:len(n.Shape)-2]
+		a := make([]float64, batch.Len()*m*kk)
+		broadcast(a, arg(0), sa, append(slices.Clone(batch), m, kk))
+		b := make([]float64, batch.Len()*kk*nn)
+		broadcast(b, arg(1), sb, append(slices.Clone(batch), kk, nn))
+		for z := range batch.Len() {
+			a, b, out := a[z*m*kk:], b[z*kk*nn:], out[z*m*nn:]
+			for r := range m {
+				for c := range nn {
+					var acc float64
+					for p := range kk {
+						acc += a[r*kk+p] * b[p*nn+c]
+					}
+					out[r*nn+c] = acc
 				}
-				out[r*nn+c] = acc
 			}
 		}
 	case ir.OpConv2D:

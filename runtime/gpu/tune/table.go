@@ -178,7 +178,7 @@ type chooser struct {
 }
 
 func (c chooser) TileFor(k *ir.Kernel) *ir.Tile {
-	if k.Inputs[0].Transposed() || k.Inputs[1].Transposed() {
+	if k.Inputs[0].MatrixTransposed() || k.Inputs[1].MatrixTransposed() {
 		return nil // tuned on plain operands only
 	}
 	e, ok := c.t.Entries[Key(c.info, c.fast, Class(Shape{k.M, k.K, k.N}))]
