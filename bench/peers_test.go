@@ -193,8 +193,9 @@ func loadPeerModel(name string) (*ir.Graph, error) {
 // workload and backend: "peer", the system, the workload, the best of
 // GPUCC_PEERS_RUNS (default 15) warm runs in ms, and the output's sum and
 // absolute sum (peerChecksum; of the loss before the first step, for a
-// step), tab
-// separated, the format of bench/peers/peers.mjs and numpy_peers.py.
+// step), tab separated, the format of bench/peers/peers.mjs and
+// numpy_peers.py; then gpucc's best kernel time (the backend's dispatch
+// clock), which the peers do not print.
 // GPUCC_PEERS_ONLY is a regexp on the workload names. A workload a backend
 // cannot compile or run prints a "skip" line with why. Skipped unless
 // GPUCC_PEERS is set: bench/peers/run.sh runs it interleaved with the
@@ -222,48 +223,52 @@ func TestPeers(t *testing.T) {
 			if !only.MatchString(w.name) {
 				continue
 			}
-			best, sum, asum, err := timePeer(ctx, rt, w, runs)
+			r, err := timePeer(ctx, rt, w, runs)
 			if err != nil {
 				fmt.Printf("skip\tgpucc-%s\t%s\t%v\n", be, w.name, oneLine(err))
 				continue
 			}
-			fmt.Printf("peer\tgpucc-%s\t%s\t%.4f\t%.9g\t%.9g\n", be, w.name, best, sum, asum)
+			fmt.Printf("peer\tgpucc-%s\t%s\t%.4f\t%.9g\t%.9g\t%.4f\n", be, w.name, r.best, r.sum, r.asum, r.kernels)
 		}
 		rt.Close()
 	}
 }
 
-// timePeer compiles w and returns its best time in ms over runs warm runs
-// after one, and its output's sum and absolute sum.
-func timePeer(ctx context.Context, rt *gpucc.Runtime, w peerWork, runs int) (best, sum, asum float64, err error) {
+// peerTime is a workload's best whole run and best kernel time (the
+// backend's dispatch clock) in ms, and its output's peerChecksum.
+type peerTime struct{ best, kernels, sum, asum float64 }
+
+// timePeer compiles w and times runs warm runs after one.
+func timePeer(ctx context.Context, rt *gpucc.Runtime, w peerWork, runs int) (peerTime, error) {
+	r := peerTime{best: math.Inf(1), kernels: math.Inf(1)}
 	g, err := w.graph()
 	if err != nil {
-		return 0, 0, 0, err
+		return r, err
 	}
-	best = math.Inf(1)
 	if w.step {
 		tr, err := rt.NewTrainer(ctx, g, "loss", 0.01)
 		if err != nil {
-			return 0, 0, 0, err
+			return r, err
 		}
 		defer tr.Close()
 		for i := range runs + 1 {
 			start := time.Now()
-			r, err := tr.Step(ctx, nil)
+			res, err := tr.Step(ctx, nil)
 			if err != nil {
-				return 0, 0, 0, err
+				return r, err
 			}
 			if i == 0 {
-				sum, asum = peerChecksum([]float32{r.Loss})
+				r.sum, r.asum = peerChecksum([]float32{res.Loss})
 				continue
 			}
-			best = min(best, float64(time.Since(start).Nanoseconds())/1e6)
+			r.best = min(r.best, float64(time.Since(start).Nanoseconds())/1e6)
+			r.kernels = min(r.kernels, res.Timings.DispatchMs)
 		}
-		return best, sum, asum, nil
+		return r, nil
 	}
 	exe, err := rt.Compile(ctx, g)
 	if err != nil {
-		return 0, 0, 0, err
+		return r, err
 	}
 	defer exe.Release()
 	in := gpucc.Inputs{}
@@ -280,15 +285,17 @@ func timePeer(ctx context.Context, rt *gpucc.Runtime, w peerWork, runs int) (bes
 	}
 	for i := range runs + 1 {
 		start := time.Now()
-		if _, err := exe.RunWith(ctx, in, gpucc.RunOptions{Into: into}); err != nil {
-			return 0, 0, 0, err
+		res, err := exe.RunWith(ctx, in, gpucc.RunOptions{Into: into})
+		if err != nil {
+			return r, err
 		}
 		if i > 0 {
-			best = min(best, float64(time.Since(start).Nanoseconds())/1e6)
+			r.best = min(r.best, float64(time.Since(start).Nanoseconds())/1e6)
+			r.kernels = min(r.kernels, res.Timings.DispatchMs)
 		}
 	}
-	sum, asum = peerChecksum(into["y"])
-	return best, sum, asum, nil
+	r.sum, r.asum = peerChecksum(into["y"])
+	return r, nil
 }
 
 // peerChecksum is an output's position-weighted sum Σ y[i]·h(i), with
@@ -338,11 +345,11 @@ func TestPeerHarness(t *testing.T) {
 		if !re.MatchString(w.name) {
 			continue
 		}
-		_, s, a, err := timePeer(context.Background(), rt, w, 0)
+		r, err := timePeer(context.Background(), rt, w, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", w.name, err)
 		}
-		want[w.name] = [2]float64{s, a}
+		want[w.name] = [2]float64{r.sum, r.asum}
 	}
 	for _, args := range [][]string{{"ort-node", "1", "0", only}, {"tfjs", "0", only}} {
 		cmd := exec.Command("node", append([]string{"peers.mjs"}, args...)...)

@@ -25,7 +25,7 @@ def main(argv):
         i = argv.index("--only")
         only = re.compile(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
-    best, sums, order, loads, skips, heads = {}, {}, [], [], {}, []
+    best, kern, sums, order, loads, skips, heads = {}, {}, {}, [], [], {}, []
     for path in argv:
         for line in open(path):
             line = line.rstrip("\n")
@@ -36,13 +36,15 @@ def main(argv):
             f = line.split("\t")
             if f[0] == "skip" and len(f) >= 4:
                 skips[(f[1], f[2])] = f[3]
-            if f[0] != "peer" or len(f) != 6 or not only.search(f[2]):
+            if f[0] != "peer" or len(f) < 6 or not only.search(f[2]):
                 continue
             system, work, ms, s, a = f[1], f[2], float(f[3]), float(f[4]), float(f[5])
             if work not in order:
                 order.append(work)
             key = (system, work)
             best[key] = min(best.get(key, float("inf")), ms)
+            if len(f) > 6:  # gpucc's kernel time
+                kern[key] = min(kern.get(key, float("inf")), float(f[6]))
             sums.setdefault(key, (s, a))
     systems = [s for s in ORDER if any(k[0] == s for k in best)]
     systems += sorted({k[0] for k in best} - set(systems))
@@ -63,7 +65,8 @@ def main(argv):
         print("Load average (1 min) at the start of each system's round: %.1f-%.1f (median %.1f), %d runs of a system."
               % (min(loads), max(loads), sorted(loads)[len(loads) // 2], len(loads)))
     print()
-    cols = systems + ["native ÷ fastest 1-thread native peer", "native ÷ fastest native peer", "wasm ÷ fastest wasm peer"]
+    kcols = [s for s in systems if any(k[0] == s for k in kern)]
+    cols = systems + ["%s kernels" % s for s in kcols] + ["native ÷ fastest 1-thread native peer", "native ÷ fastest native peer", "wasm ÷ fastest wasm peer"]
     print("| workload, float32, ms | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
 
@@ -77,6 +80,7 @@ def main(argv):
 
     for w in order:
         cells = ["%.3g" % best[(s, w)] if (s, w) in best else ("skip" if (s, w) in skips else "—") for s in systems]
+        cells += ["%.3g" % kern[(s, w)] if (s, w) in kern else "—" for s in kcols]
         cells += [ratio("gpucc-native", NATIVE_1T, w), ratio("gpucc-native", NATIVE_ALL, w), ratio("gpucc-wasm", WASM, w)]
         print("| %s | %s |" % (w, " | ".join(cells)))
     for (s, w), why in sorted(skips.items()):
