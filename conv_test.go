@@ -1,12 +1,16 @@
 package gpucc_test
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/gpucc/gpucc"
 
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/eval64"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
 )
@@ -143,6 +147,61 @@ func TestConvTiles(t *testing.T) {
 					checkRun(t, rt, g)
 				})
 			}
+		})
+	}
+}
+
+// TestConvFast: under Options.Fast the WGSL convolutions (the implicit
+// GEMM, the window kernel) say they are inexact, with
+// wgsl.FastErrorBound of their taps, and meet it against float64
+// (eval64): |y − Σ x·w| ≤ bound·Σ |x·w| at every output. It logs the
+// largest error seen, in units of 2⁻²⁴·Σ |x·w| (at most the taps).
+func TestConvFast(t *testing.T) {
+	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Fast = true })
+	for _, c := range []irtest.ConvCase{
+		{Name: "3x3", N: 2, C: 32, H: 20, W: 20, M: 48, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}},
+		{Name: "depthwise", N: 2, C: 16, H: 30, W: 30, M: 16, KH: 3, KW: 3, Pads: []int{1, 1, 1, 1}, Group: 16},
+	} {
+		t.Run(c.Name, func(t *testing.T) {
+			b := ir.NewBuilder()
+			g := max(c.Group, 1)
+			x := b.Input(ir.Shape{c.N, c.C, c.H, c.W}, irtest.Values(1, c.N*c.C*c.H*c.W, 2))
+			w := b.Input(ir.Shape{c.M, c.C / g, c.KH, c.KW}, irtest.Values(2, c.M*c.C/g*c.KH*c.KW, 1))
+			b.Output("y", x.Conv2D(w, c.Attrs()))
+			gr, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := rt.Run(context.Background(), gr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			taps := c.C / g * c.KH * c.KW
+			if res.Exact || res.ErrorBound != wgsl.FastErrorBound(taps) {
+				t.Fatalf("Exact %v, ErrorBound %v; want false, %v", res.Exact, res.ErrorBound, wgsl.FastErrorBound(taps))
+			}
+			y := res.Outputs["y"].Data
+			abs := func(v []float32) []float64 {
+				out := eval64.Widen(v)
+				for i := range out {
+					out[i] = math.Abs(out[i])
+				}
+				return out
+			}
+			id := gr.Outputs[0].ID
+			want := eval64.Eval(gr, nil)[id]
+			mag := eval64.Eval(gr, map[ir.NodeID][]float64{0: abs(gr.Nodes[0].Data), 1: abs(gr.Nodes[1].Data)})[id]
+			worst := 0.0
+			for i, v := range want {
+				d := math.Abs(float64(y[i]) - v)
+				if d > res.ErrorBound*mag[i] {
+					t.Fatalf("y[%d] = %v, float64 %v: off by more than %v·%v", i, y[i], v, res.ErrorBound, mag[i])
+				}
+				if mag[i] > 0 {
+					worst = max(worst, d/mag[i]/0x1p-24)
+				}
+			}
+			t.Logf("%s on %s: largest error %.3g·2⁻²⁴·Σ|x·w| (bound %d·2⁻²⁴)", c.Name, rt.Backend(), worst, taps)
 		})
 	}
 }

@@ -88,12 +88,12 @@ type Options struct {
 	// DeviceTensors, the embedded data executables keep on the device, and
 	// the buffers of the run in progress (0: no cap).
 	MaxDeviceBytes int64
-	// Fast compiles matmuls in fast mode where the backend has one
-	// (webgpu on wgpu-native): the driver may contract each multiply-add
-	// into an FMA, so results differ from cpuref's within a stated bound
-	// and carry Exact false and ErrorBound (wgsl.FastErrorBound). Other
-	// backends, and graphs without a matmul, compile exact kernels and
-	// report Exact true. Fast changes the generated code, so it applies
+	// Fast compiles matmuls and convolutions in fast mode where the
+	// backend has one (webgpu on wgpu-native): the driver may contract
+	// each multiply-add into an FMA, so results differ from cpuref's
+	// within a stated bound and carry Exact false and ErrorBound
+	// (wgsl.FastErrorBound). Other backends, and graphs with neither,
+	// compile exact kernels and report Exact true. Fast changes the generated code, so it applies
 	// when a graph is compiled (Compile, Load).
 	Fast bool
 }

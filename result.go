@@ -70,10 +70,11 @@ type Result struct {
 	Cache            map[string]bool          `json:"cache,omitempty"` // hit or miss per cache level
 	FallbackAttempts []Attempt                `json:"fallbackAttempts"`
 	// Exact says the outputs are cpuref's, bit for bit (up to the GPU's
-	// flushing of subnormals). It is false only for fast mode's matmuls
-	// (Options.Fast); ErrorBound then bounds each matmul output c:
-	// |c − Σ_k a·b| ≤ ErrorBound·Σ_k |a·b| over the float32 values it
-	// multiplied (K·2⁻²⁴ for the longest K, wgsl.FastErrorBound), which
+	// flushing of subnormals). It is false only for fast mode's matmuls and
+	// convolutions (Options.Fast); ErrorBound then bounds each matmul or
+	// convolution output c: |c − Σ_k a·b| ≤ ErrorBound·Σ_k |a·b| over the
+	// float32 values it multiplied (K·2⁻²⁴ for the longest K, K a
+	// convolution's taps per output, wgsl.FastErrorBound), which
 	// cpuref's own result also meets. Every other op is exact given its
 	// inputs, so an error can carry through later ops.
 	Exact      bool    `json:"exact"`
@@ -88,11 +89,14 @@ func exactness(e *Executable) (bool, float64) {
 	}
 	bound := 0.0
 	for _, k := range e.plan.Program.Kernels {
-		if k.Kind == ir.KernelMatmul {
+		switch k.Kind {
+		case ir.KernelMatmul:
 			bound = max(bound, wgsl.FastErrorBound(k.K))
+		case ir.KernelConv:
+			bound = max(bound, wgsl.FastErrorBound(ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs).Taps()))
 		}
 	}
-	return false, bound
+	return bound == 0, bound
 }
 
 // timings converts a backend's typed stats to Timings.

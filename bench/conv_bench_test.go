@@ -2,17 +2,23 @@ package bench
 
 // BenchmarkConv: issue 23's convolution workloads (a ResNet-style 3×3
 // convolution, 64→64 channels at 56×56, with its bias and relu fused; a
-// depthwise 3×3 over 256 channels at 56×56; a 3×3 stride-2 max pooling),
-// inputs resident, the output kept on the device: dispatch-ms is the
-// kernels. gflops counts 2 operations per product.
+// depthwise 3×3 over 256 channels at 56×56, bias and relu fused; a 3×3
+// stride-2 max pooling), inputs resident, the output kept on the device:
+// dispatch-ms is the kernels. gflops counts 2 operations per product. Each
+// convolution runs exact (the name as before) and in fast mode (".../fast",
+// gpucc.Options.Fast: contracted multiply-adds, where the backend has them).
 //
-//	GPUCC_BENCH_CONV  the batch (default 1; the issue's figures: 32)
+//	GPUCC_BENCH_CONV        the batch (default 1; the issue's figures: 32)
+//	GPUCC_BENCH_CONV_TILES  implicit-GEMM tiles to time the ResNet workload
+//	                        with besides the rule's, space-separated, each
+//	                        BMxBN/TMxTNkBK (passes.Options.Tile)
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -25,25 +31,48 @@ func BenchmarkConv(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("GPUCC_BENCH_CONV")); err == nil && v > 0 {
 		n = v
 	}
-	pad := map[string][]int{"pads": {1, 1, 1, 1}}
+	tiles, err := parseTiles(os.Getenv("GPUCC_BENCH_CONV_TILES"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pad := []int{1, 1, 1, 1}
 	type work struct {
 		name  string
 		c, m  int // input channels, output channels
 		group int
 		pool  bool
+		fast  bool
+		tile  *ir.Tile
 	}
-	for _, w := range []work{{"resnet3x3-64", 64, 64, 1, false}, {"depthwise3x3-256", 256, 256, 256, false}, {"maxpool3x3s2-64", 64, 64, 0, true}} {
-		b.Run(fmt.Sprintf("%s/n%d", w.name, n), func(b *testing.B) {
+	var works []work
+	for _, fast := range []bool{false, true} {
+		works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, nil}, work{"depthwise3x3-256", 256, 256, 256, false, fast, nil})
+	}
+	works = append(works, work{"maxpool3x3s2-64", 64, 64, 0, true, false, nil})
+	for _, t := range tiles {
+		for _, fast := range []bool{false, true} {
+			works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, &t})
+		}
+	}
+	for _, w := range works {
+		name := fmt.Sprintf("%s/n%d", w.name, n)
+		if w.tile != nil {
+			name += fmt.Sprintf("/tile=%dx%d-%dx%d-k%d", w.tile.BM, w.tile.BN, w.tile.TM, w.tile.TN, w.tile.BK)
+		}
+		if w.fast {
+			name += "/fast"
+		}
+		b.Run(name, func(b *testing.B) {
 			bld := ir.NewBuilder()
 			x := bld.NamedInput("x", ir.Shape{n, w.c, 56, 56}, make([]float32, n*w.c*56*56))
 			var y ir.Tensor
 			flops := 0.0
 			if w.pool {
-				y = x.MaxPool2D(map[string][]int{"kernel_shape": {3, 3}, "strides": {2, 2}, "pads": {1, 1, 1, 1}})
+				y = x.MaxPool2D(map[string][]int{"kernel_shape": {3, 3}, "strides": {2, 2}, "pads": pad})
 			} else {
 				wt := bld.NamedInput("w", ir.Shape{w.m, w.c / w.group, 3, 3}, make([]float32, w.m*w.c/w.group*9))
 				bias := bld.NamedInput("bias", ir.Shape{w.m, 1, 1}, make([]float32, w.m))
-				a := map[string][]int{"pads": pad["pads"], "group": {w.group}}
+				a := map[string][]int{"pads": pad, "group": {w.group}}
 				y = x.Conv2D(wt, a).Add(bias).Relu()
 				flops = 2 * float64(n*w.m*56*56) * float64(w.c/w.group*9)
 			}
@@ -53,10 +82,15 @@ func BenchmarkConv(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			rt := openEngine(b)
+			rt := openEngine(b, func(o *gpucc.Options) { o.Fast, o.Passes.Tile = w.fast, w.tile })
 			exe, err := rt.Compile(ctx, g)
 			if err != nil {
 				b.Fatal(err)
+			}
+			for _, k := range exe.Plan().Program.Kernels {
+				if k.Kind == ir.KernelConv {
+					b.Logf("%s: tile %+v", name, k.Tile)
+				}
 			}
 			in := gpucc.Inputs{}
 			for i, p := range g.Nodes {
@@ -77,4 +111,18 @@ func BenchmarkConv(b *testing.B) {
 			}
 		})
 	}
+}
+
+// parseTiles reads GPUCC_BENCH_CONV_TILES: space-separated tiles, each
+// BMxBN/TMxTNkBK.
+func parseTiles(s string) ([]ir.Tile, error) {
+	var out []ir.Tile
+	for _, f := range strings.Fields(s) {
+		t := ir.Tile{Vector: 1}
+		if _, err := fmt.Sscanf(f, "%dx%d/%dx%dk%d", &t.BM, &t.BN, &t.TM, &t.TN, &t.BK); err != nil {
+			return nil, fmt.Errorf("GPUCC_BENCH_CONV_TILES: %q is not BMxBN/TMxTNkBK: %v", f, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

@@ -30,10 +30,13 @@ func benchBackend() string {
 	return "webgpu"
 }
 
-func openEngine(b *testing.B) *gpucc.Runtime {
+func openEngine(b *testing.B, opts ...func(*gpucc.Options)) *gpucc.Runtime {
 	b.Helper()
-	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: benchBackend(), AllowSoftware: true, Limits: Limits(),
-		Upload: os.Getenv("GPUCC_UPLOAD")})
+	o := gpucc.Options{Backend: benchBackend(), AllowSoftware: true, Limits: Limits(), Upload: os.Getenv("GPUCC_UPLOAD")}
+	for _, f := range opts {
+		f(&o)
+	}
+	rt, err := gpucc.Open(context.Background(), o)
 	if err != nil {
 		b.Skipf("%s: %v", benchBackend(), err)
 	}

@@ -2,6 +2,16 @@ package passes
 
 import "github.com/gpucc/gpucc/ir"
 
+// TileConv is the implicit GEMM's tile for convolutions of at least 64
+// output channels a group that it cuts into WaveGroups workgroups or
+// more: 128 pixels × 64 channels, 8×8 a thread, 128 threads, k-step 8
+// (6.2 KiB). Matmul's rule gives the ResNet 3×3 64→64 convolution at
+// batch 32 its 64×64 tile of 4×4 a thread (TileMedium: 0.532 ms exact on
+// the H200); this ran it in 0.453 ms exact and 0.329 fast, the best of 9
+// tiles with 256×64 8×8 (0.441, 0.329) and 64×64 8×8 (0.447, 0.335),
+// which make 2× and ½× the workgroups (bench/h200/convk-2026-12-02/visit1/bench_conv.txt).
+var TileConv = ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1}
+
 // WindowTaps is the most taps (KH·KW) the window kernel of a depthwise
 // convolution unrolls; a larger kernel runs as an implicit GEMM.
 const WindowTaps = 64
@@ -10,11 +20,13 @@ const WindowTaps = 64
 // whose outputs each read one input channel (CG = 1: depthwise, and any
 // one-channel input) with at most WindowTaps taps, whose input window
 // fits the device's workgroup memory, gets the window kernel's tile
-// (windowTile). Any other runs as an implicit GEMM (ir.Conv2D.GEMM) tiled
-// by matmul's rules: choose over the product [M,K]×[K,N] it is (without
-// tuned tiles, which are measured for matmuls), fit and deepen, with
-// scalar loads (a patch's elements are not contiguous in x). Options.Tile
-// overrides the GEMM's rule, as it does a matmul's. Tiling never changes a
+// (windowTile). Any other runs as an implicit GEMM (ir.Conv2D.GEMM) of
+// [M,K]×[K,N] (M pixels, N channels of a group), tiled by matmul's rules
+// with scalar loads (a patch's elements are not contiguous in x): at
+// least 128 pixels and 64 channels that TileConv cuts into WaveGroups
+// workgroups take TileConv, any other matmul's choose (without tuned
+// tiles, which are measured for matmuls); then fit and deepen, as for a
+// matmul. Options.Tile overrides the GEMM's rule, as it does a matmul's. Tiling never changes a
 // result: each output keeps one accumulator walking (c, kh, kw) in
 // ascending order.
 func convTile(k *ir.Kernel, o Options) error {
@@ -30,6 +42,9 @@ func convTile(k *ir.Kernel, o Options) error {
 		Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{m, kk}), ir.PlainOperand(1, ir.Shape{kk, n})}}
 	o.TileFor = nil
 	t := choose(q, o)
+	if o.Tile == nil && m >= TileConv.BM && n >= TileConv.BN && groups(q, TileConv) >= WaveGroups {
+		t = TileConv
+	}
 	t.Vector = 1
 	t, ok := deepen(fit(t, o), kk, o)
 	if !ok && o.MaxInvocations > 0 {

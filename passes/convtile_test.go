@@ -28,17 +28,22 @@ func TestConvTile(t *testing.T) {
 		o    Options
 		want ir.Tile
 	}{
-		// 100352 pixels x 64 channels x 576 taps: matmul's rule gives 64x64.
-		{"resnet 3x3 64, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileMedium},
+		// 100352 pixels x 64 channels x 576 taps: 784 workgroups of TileConv.
+		{"resnet 3x3 64, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileConv},
+		// 12544 x 64: 98 of TileConv, 196 of matmul's 64x64.
+		{"resnet 3x3 64, batch 4", conv(ir.Shape{4, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileMedium},
+		// 32 channels: matmul's rule, a narrow tile.
+		{"3x3 32, batch 32", conv(ir.Shape{32, 32, 56, 56}, ir.Shape{32, 32, 3, 3}, pad1), webgpu, ir.Tile{BM: 8, BN: 32, TM: 1, TN: 1, BK: 16, Vector: 1}},
 		// 6272 x 64 makes 98 workgroups of 64x64, fewer than WaveGroups.
 		{"resnet 3x3 64, batch 2", conv(ir.Shape{2, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), webgpu, TileSmall},
-		// 16384 x 256 x 1152, multiples of 4: the large tile, which with
-		// scalar loads and a k-step of 16 needs 16.5 KiB, so fit shrinks it.
-		{"large", conv(ir.Shape{16, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, TileMedium},
-		{"large, 32 KiB", conv(ir.Shape{16, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1),
-			Options{MaxInvocations: 256, MaxWorkgroupStorage: 32768}, ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 1}},
-		// 4096 x 256: 64 workgroups of the large tile, so the wide one.
-		{"wide", conv(ir.Shape{4, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 1}},
+		// 16384 x 256: TileConv, whatever matmul's rule would say.
+		{"large", conv(ir.Shape{16, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, TileConv},
+		// 4096 x 256: 64 workgroups of the large tile, so the wide one,
+		// and 128 of TileConv.
+		{"wide", conv(ir.Shape{4, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, TileConv},
+		// 2048 x 256: 64 of TileConv; matmul's rule gives the wide tile,
+		// 8x8 a thread, which with scalar loads needs 6.1 KiB.
+		{"wide, 2048 pixels", conv(ir.Shape{2, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 1}},
 		{"forced", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), Options{Tile: &forced, MaxInvocations: 256, MaxWorkgroupStorage: 16384},
 			ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1}},
 		// 56 rows in bands of 4 thread rows of 7; a 30x58 window.

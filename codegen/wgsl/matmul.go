@@ -8,13 +8,15 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// Fast mode (Target.Fast) leaves matmul products contractable: a driver
-// may fuse each multiply-add into one FMA (the H200's does), which rounds
-// once where cpuref rounds twice. Its results are not cpuref's; callers
-// must report them as inexact, with a measured error bound (package tune
-// measures one against float64). Kernels other than matmul are unchanged.
+// Fast mode (Target.Fast) leaves matmul and conv products contractable: a
+// driver may fuse each multiply-add into one FMA (the H200's does), which
+// rounds once where cpuref rounds twice. Its results are not cpuref's;
+// callers must report them as inexact, with a measured error bound
+// (package tune measures one for matmuls against float64; the root
+// package's TestConvFast for convolutions). Other kernels are unchanged.
 
-// FastErrorBound is the error bound of a matmul over K steps, in either
+// FastErrorBound is the error bound of a matmul over K steps (or of a
+// convolution with K taps per output: the same dot product), in either
 // mode, relative to Σ_k |a·b|: each output c satisfies
 // |c − Σ_k a·b| ≤ K·2⁻²⁴·Σ_k |a·b|, the exact sum of the float32 operands'
 // products, whether each step rounds twice (exact mode) or once (a

@@ -57,7 +57,7 @@ type Stats struct {
 	// and the first touch of fresh memory.
 	FirstDispatch bool
 	// Fast says Compile generated fast kernels (Program.Fast): a matmul's
-	// products may have been contracted, so results are not cpuref's.
+	// or convolution's products may have been contracted, so results are not cpuref's.
 	Fast      bool
 	consulted [numCaches]bool
 	hit       [numCaches]bool

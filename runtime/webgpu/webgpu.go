@@ -14,8 +14,8 @@
 // Matmul tiles come from the tuned table (runtime/gpu/tune: the cache
 // directory's tune/matmul.json over the tables built in) for the adapter,
 // where it has an entry for the shape class; the tiling pass's rule
-// otherwise. With Program.Fast, matmul kernels are generated with
-// wgsl.Target{Fast: true}.
+// otherwise. With Program.Fast, matmul and conv kernels are generated
+// with wgsl.Target{Fast: true}.
 package webgpu
 
 import (
@@ -244,7 +244,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}
 	} else {
-		t := wgsl.Target{Fast: bp.Fast && hasMatmul(p)} // fast mode changes matmuls only
+		t := wgsl.Target{Fast: bp.Fast && contracts(p)} // fast mode changes matmuls and convs only
 		st.Fast = t.Fast
 		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), p, st, t.Emit, wgsl.Params)
 	}
@@ -281,8 +281,10 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	return e, nil
 }
 
-func hasMatmul(p *ir.Program) bool {
-	return slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Kind == ir.KernelMatmul })
+// contracts reports whether p has a kernel that fast mode changes: a
+// matmul or a convolution.
+func contracts(p *ir.Program) bool {
+	return slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Kind == ir.KernelMatmul || k.Kind == ir.KernelConv })
 }
 
 // executable is a compiled program: its pipelines and its parameter
