@@ -140,6 +140,10 @@
 
   async function classify() {
     if (!graph || state.busy) return;
+    if (!window.demo.ready) { // gpucc.wasm is still loading; the drawing stays
+      $("digitsStatus").textContent = "gpucc is still loading: press classify when it is ready";
+      return;
+    }
     state.busy = true;
     try {
       const p = pixels($("digitsNormalize").checked);
