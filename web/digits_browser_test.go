@@ -127,7 +127,7 @@ func TestDigitsModelReproducible(t *testing.T) {
 		t.Skip("trains the classifier: 300 full-batch steps on cpu")
 	}
 	loadDigits(t) // skips without the data
-	got, acc, err := digits.Train(context.Background(), fixturePath, digits.CSV())
+	got, acc, err := digits.Train(context.Background(), "mlp", fixturePath, digits.CSV())
 	if err != nil {
 		t.Fatal(err)
 	}

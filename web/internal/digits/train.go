@@ -16,11 +16,20 @@ func (a Accuracy) String() string {
 	return fmt.Sprintf("%d/%d = %.2f%%", a.Correct, a.Total, 100*float64(a.Correct)/float64(a.Total))
 }
 
-// Train trains the MLP as the fixture at fixturePath says, on the data
-// at csvPath, with gpucc's Trainer on the cpu backend, and returns the
-// page's classifier (Classifier(1, …)) encoded, and its accuracy on the
-// held-out rows.
-func Train(ctx context.Context, fixturePath, csvPath string) ([]byte, Accuracy, error) {
+// CNN's schedule: full-batch SGD at CNNRate for CNNSteps steps from
+// CNNInit(CNNSeed), on the fixture's training rows.
+const (
+	CNNRate  = 0.5
+	CNNSteps = 300
+	CNNSeed  = 20261202
+)
+
+// Train trains the classifier arch ("mlp": the fixture's MLP, from its
+// initial parameters, at its rate for its long run's steps; "cnn": the
+// CNN of CNNParams on CNN's schedule) on the data at csvPath with
+// gpucc's Trainer on the cpu backend, and returns the page's classifier
+// (n = 1) encoded, and its accuracy on the held-out rows.
+func Train(ctx context.Context, arch, fixturePath, csvPath string) ([]byte, Accuracy, error) {
 	fx, err := LoadFixture(fixturePath)
 	if err != nil {
 		return nil, Accuracy{}, err
@@ -32,7 +41,22 @@ func Train(ctx context.Context, fixturePath, csvPath string) ([]byte, Accuracy, 
 	if len(d.Labels) != fx.Rows {
 		return nil, Accuracy{}, fmt.Errorf("digits: %d rows, the fixture says %d", len(d.Labels), fx.Rows)
 	}
-	g, err := TrainGraph(d, 0, fx.Train, fx.Init, fx.Shapes)
+	var (
+		g        *ir.Graph
+		lr       = fx.LR
+		steps    = fx.Steps
+		classify func(n int, p map[string][]float32) (*ir.Graph, error)
+	)
+	switch arch {
+	case "mlp":
+		g, err = TrainGraph(d, 0, fx.Train, fx.Init, fx.Shapes)
+		classify = func(n int, p map[string][]float32) (*ir.Graph, error) { return Classifier(n, p, fx.Shapes) }
+	case "cnn":
+		g, err = CNNTrainGraph(d, 0, fx.Train, CNNInit(CNNSeed))
+		lr, steps, classify = CNNRate, CNNSteps, CNNClassifier
+	default:
+		return nil, Accuracy{}, fmt.Errorf("digits: no classifier %q (mlp, cnn)", arch)
+	}
 	if err != nil {
 		return nil, Accuracy{}, err
 	}
@@ -41,12 +65,12 @@ func Train(ctx context.Context, fixturePath, csvPath string) ([]byte, Accuracy, 
 		return nil, Accuracy{}, err
 	}
 	defer rt.Close()
-	tr, err := rt.NewTrainer(ctx, g, "loss", fx.LR)
+	tr, err := rt.NewTrainer(ctx, g, "loss", lr)
 	if err != nil {
 		return nil, Accuracy{}, err
 	}
 	defer tr.Close()
-	for range fx.Steps {
+	for range steps {
 		if _, err := tr.Step(ctx, nil); err != nil {
 			return nil, Accuracy{}, err
 		}
@@ -59,21 +83,22 @@ func Train(ctx context.Context, fixturePath, csvPath string) ([]byte, Accuracy, 
 	for name, p := range ps {
 		trained[name] = p.Data
 	}
-	acc, err := Evaluate(ctx, rt, d, fx.Train, trained, fx.Shapes)
+	acc, err := Evaluate(ctx, rt, d, fx.Train, trained, classify)
 	if err != nil {
 		return nil, Accuracy{}, err
 	}
-	c, err := Classifier(1, trained, fx.Shapes)
+	c, err := classify(1, trained)
 	if err != nil {
 		return nil, Accuracy{}, err
 	}
 	return ir.Encode(c), acc, nil
 }
 
-// Evaluate classifies rows [from, end) of d with the MLP of params on rt.
-func Evaluate(ctx context.Context, rt *gpucc.Runtime, d *Data, from int, params map[string][]float32, shapes map[string]ir.Shape) (Accuracy, error) {
+// Evaluate classifies rows [from, end) of d on rt with the classifier
+// classify builds from params.
+func Evaluate(ctx context.Context, rt *gpucc.Runtime, d *Data, from int, params map[string][]float32, classify func(n int, p map[string][]float32) (*ir.Graph, error)) (Accuracy, error) {
 	n := len(d.Labels) - from
-	c, err := Classifier(n, params, shapes)
+	c, err := classify(n, params)
 	if err != nil {
 		return Accuracy{}, err
 	}
