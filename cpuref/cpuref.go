@@ -58,6 +58,15 @@
 //     for each tap inside x; taps in the padding are skipped (ONNX pads
 //     with -Inf), and the shape rule keeps pads below the window, so every
 //     window holds a tap of x unless dilation steps over it.
+//   - maxpool2d_grad(x, g): (maxpool2d's geometry over x; g of its output's
+//     shape) each window selects one tap: walking its taps inside x as
+//     maxpool2d does, the first, and then each at which the accumulator's
+//     bits change — the first tap, (kh, kw) ascending, holding the bits of
+//     the window's maximum (ties to the earliest, +0 over -0, the first
+//     NaN; a window of -Inf its first tap; a window without taps in x
+//     none). dx[n,c,h,w] is one accumulator from +0 that, over the windows
+//     (oh, ow) ascending that select (h, w), adds g[n,c,oh,ow], rounding
+//     each add: maxpool2d's input gradient, PyTorch's routing of ties.
 //   - sum(x) of n elements: pad x with -0.0 to P, the smallest power of two
 //     ≥ n, then reduce the contiguous pairwise tree
 //     sum(x[lo:hi]) = sum(x[lo:mid]) + sum(x[mid:hi]), mid = (lo+hi)/2.
@@ -271,6 +280,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.convTranspose2d(arg(0), arg(1), ir.ConvTranspose2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2D:
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
+	case ir.OpMaxPool2DGrad:
+		return ar.maxpool2dGrad(arg(0), arg(1), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpLife: // its alive test is a comparison, which flushes too
 		return Life(ar.flushed(arg(0)), n.Shape[0], n.Shape[1])
 	case ir.OpPermute:

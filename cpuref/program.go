@@ -157,7 +157,7 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 	n := k.Shape.Len()
 	bd := newBody(k)
 	switch k.Kind {
-	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose:
+	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad:
 		var c []float32
 		switch k.Kind {
 		case ir.KernelMatmul:
@@ -174,6 +174,8 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 			c = exact.convTranspose2d(x, w, ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
 		case ir.KernelPool:
 			c = exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
+		case ir.KernelPoolGrad:
+			c = exact.maxpool2dGrad(operandValues(k.Inputs[0], bufs), operandValues(k.Inputs[1], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 		}
 		for lo := 0; lo < n; lo += chunk {
 			if halt() {

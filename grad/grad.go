@@ -53,13 +53,21 @@
 //	permute(a, perm)   ga += permute(g, inverse of perm)
 //	life(a)            not differentiable: an error if it lies between a
 //	                   parameter and the loss
-//	conv2d(x, w)       no gradient yet (its gradients are a transposed
-//	                   convolution and a convolution of x with g, not rows
-//	                   yet): an error if it lies between a parameter and the loss
-//	maxpool2d(x)       no gradient yet (g scattered to each window's maximum
-//	                   is not a row yet): an error as for conv2d
+//	conv2d(x, w)       gx += conv_transpose2d(g, w) with conv2d's strides, pads,
+//	                   dilations and group, output_padding the rows (columns)
+//	                   past the last window; gw += conv2d(x', g') of x and g
+//	                   with batch and channels swapped (permutes), strides and
+//	                   dilations swapped, bottom/right pads less those rows,
+//	                   then permuted back (ir/conv.go): each element one
+//	                   accumulator over (n, oh, ow) ascending
 //	conv_transpose2d(x, w) no gradient yet (conv2d of g, and of x with g,
 //	                   not rules yet): an error as for conv2d
+//	maxpool2d(x)       gx += maxpool2d_grad(x, g), the same attributes: each
+//	                   window's g goes to its selected tap, the first (kh, kw
+//	                   ascending) holding the window's maximum (PyTorch's
+//	                   routing of ties; +0 beats -0, the first NaN wins)
+//	maxpool2d_grad(x, g) not differentiated (second derivatives of pooling):
+//	                   an error if it lies between a parameter and the loss
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

@@ -85,3 +85,110 @@ func conv2dCost(a []Shape, out Shape) int64 {
 	}
 	return SatMul(SatMul(2, int64(out.Len())), int64(a[1][1])*int64(a[1][2])*int64(a[1][3]))
 }
+
+// conv2dGrad is conv2d's rule: argument 0 (x) gets conv2dInputGrad,
+// argument 1 (w) conv2dWeightGrad.
+func conv2dGrad(d Diff, k int) (Val, bool) {
+	x, w := d.Arg(0), d.Arg(1)
+	c := Conv2DOf(d.Shape(x), d.Shape(w), d.Attrs())
+	if k == 0 {
+		return conv2dInputGrad(d, c, w, d.Grad()), true
+	}
+	return conv2dWeightGrad(d, c, x, d.Grad()), true
+}
+
+// rest returns the rows (columns) of the padded input past the last
+// window's last tap: (H + pT + pB - (kH-1)·dH - 1) mod sH, which the
+// forward never reads.
+func (c Conv2D) rest() (rh, rw int) {
+	rh = c.H + c.PT + c.PB - (c.KH-1)*c.DH - 1 - (c.OH-1)*c.SH
+	rw = c.W + c.PL + c.PR - (c.KW-1)*c.DW - 1 - (c.OW-1)*c.SW
+	return rh, rw
+}
+
+// conv2dInputGrad is ∂loss/∂x of a conv2d node: the transposed
+// convolution of g with conv2d's own weight and attributes,
+//
+//	dx[n,c,h,w] = Σ over (m of c's group, kh, kw) of g[n,m,oh,ow] · w[m,c',kh,kw]
+//
+// for the taps where h = oh·sH - pT + kh·dH (and w likewise) — which is
+// conv_transpose2d (its row's comment), output_padding adding back the
+// rows past the last window so that dx has x's shape. Each element is one
+// accumulator from +0 over (m, kh, kw) ascending.
+func conv2dInputGrad(d Diff, c Conv2D, w, g Val) Val {
+	rh, rw := c.rest()
+	attrs, err := packAttrs(-1, OpConvTranspose2D, map[string][]int{"strides": {c.SH, c.SW}, "dilations": {c.DH, c.DW},
+		"pads": {c.PT, c.PL, c.PB, c.PR}, "group": {c.Group}, "output_padding": {rh, rw}})
+	if err != nil {
+		panic("ir: conv2d's input gradient attributes: " + err.Error()) // every name is conv_transpose2d's
+	}
+	return d.ApplyAttrs(OpConvTranspose2D, attrs, g, w)
+}
+
+// conv2dWeightGrad is ∂loss/∂w of a conv2d node (x [N,C,H,W], w
+// [M,C/G,KH,KW], G groups) with upstream gradient g [N,M,OH,OW]:
+//
+//	dw[m,c,kh,kw] = Σ over (n, oh, ow) of g[n,m,oh,ow] · x[n, (m/MG)·CG+c, oh·SH-PT+kh·DH, ow·SW-PL+kw·DW]
+//
+// which is itself a conv2d, with the batch as the reduced channels and the
+// roles of stride and dilation swapped:
+//
+//	x' = reshape(permute(reshape(x, [N,G,CG,H,W]), [2,1,0,3,4]), [CG, G·N, H, W])
+//	g' = reshape(permute(reshape(g, [N,G,MG,OH,OW]), [1,2,0,3,4]), [M, N, OH, OW])
+//	r  = conv2d(x', g', strides [DH,DW], dilations [SH,SW], pads [PT,PL,PB',PR'], group G)  [CG,M,KH',KW']
+//	dw = permute(r, [1,0,2,3])
+//
+// so each element is one accumulator from +0 over (n, oh, ow) ascending,
+// with cpuref's rounding (the products are x·g, as PyTorch's are). The
+// bottom and right pads shrink by the rows the forward's last window does
+// not reach (stride remainders), so that KH' = KH; where even no padding
+// leaves rows of x beyond the last window (KH' > KH), r is cut to its
+// first KH×KW taps by cropTaps. A group-1 conv skips the 5-D reshapes.
+func conv2dWeightGrad(d Diff, c Conv2D, x, g Val) Val {
+	if c.Group == 1 {
+		x = permute(d, x, 1, 0, 2, 3)
+		g = permute(d, g, 1, 0, 2, 3)
+	} else {
+		x = reshape(d, permute(d, reshape(d, x, Shape{c.N, c.Group, c.CG, c.H, c.W}), 2, 1, 0, 3, 4), Shape{c.CG, c.Group * c.N, c.H, c.W})
+		g = reshape(d, permute(d, reshape(d, g, Shape{c.N, c.Group, c.MG, c.OH, c.OW}), 1, 2, 0, 3, 4), Shape{c.M, c.N, c.OH, c.OW})
+	}
+	// The rows past the last window come off the bottom (right) pad.
+	rh, rw := c.rest()
+	pb, pr := max(c.PB-rh, 0), max(c.PR-rw, 0)
+	attrs, err := packAttrs(-1, OpConv2D, map[string][]int{"strides": {c.DH, c.DW}, "dilations": {c.SH, c.SW},
+		"pads": {c.PT, c.PL, pb, pr}, "group": {c.Group}})
+	if err != nil {
+		panic("ir: conv2d's weight gradient attributes: " + err.Error()) // all in range by the forward's
+	}
+	r := d.ApplyAttrs(OpConv2D, attrs, x, g)
+	if s := d.Shape(r); s[2] != c.KH || s[3] != c.KW {
+		r = cropTaps(d, r, c.KH, c.KW)
+	}
+	return permute(d, r, 1, 0, 2, 3)
+}
+
+// cropTaps returns the first kh×kw of the last two axes of v ([A,B,H',W'],
+// H' ≥ kh, W' ≥ kw) as a conv2d of v (as [A·B,1,H',W']) with the one-hot
+// kernel e [1,1,H'-kh+1,W'-kw+1] (1 at [0,0], +0 elsewhere), itself a
+// conv2d of a 1 padded with zeros. Each output is +0 + v·1 + v'·0 + …:
+// v exactly when v is finite and not -0 — which holds for v a conv2d's
+// output (an accumulator from +0 is never -0) that is finite (a step's
+// non-finite parameters are refused anyway).
+func cropTaps(d Diff, v Val, kh, kw int) Val {
+	s := d.Shape(v)
+	eh, ew := s[2]-kh+1, s[3]-kw+1
+	one := d.Full(Shape{1, 1, 1, 1}, 1)
+	pads, err := packAttrs(-1, OpConv2D, map[string][]int{"pads": {0, 0, eh - 1, ew - 1}})
+	if err != nil {
+		panic("ir: cropTaps: " + err.Error())
+	}
+	e := d.ApplyAttrs(OpConv2D, pads, one, one)
+	none, _ := packAttrs(-1, OpConv2D, nil)
+	out := d.ApplyAttrs(OpConv2D, none, reshape(d, v, Shape{s[0] * s[1], 1, s[2], s[3]}), e)
+	return reshape(d, out, Shape{s[0], s[1], kh, kw})
+}
+
+// permute returns v with its axes in the order perm (a permute node).
+func permute(d Diff, v Val, perm ...int) Val {
+	return d.ApplyAttrs(OpPermute, append([]int{len(perm)}, perm...), v)
+}

@@ -64,6 +64,10 @@ const (
 	// gradient dX is conv_transpose2d(dY, W) with conv2d's own W [M,C/g,kH,kW] as the weight and
 	// its strides, pads, dilations and group, output_padding (H+pT+pB-(kH-1)·dH-1) mod sH (and W's).
 	OpConvTranspose2D
+	// maxpool2d_grad (cgrad): arg0 x [N,C,H,W], arg1 g [N,C,OH,OW] (maxpool2d's output gradient),
+	// maxpool2d's attributes; per element of x, one accumulator from +0 over the windows that
+	// select it (poolgrad.go), (oh, ow) ascending, adding g there: maxpool2d's input gradient.
+	OpMaxPool2DGrad
 	numOps
 )
 
@@ -294,9 +298,12 @@ func init() {
 				return d.Apply(OpMask, nil, d.Arg(0), d.Grad()), true
 			}},
 		OpConv2D: {Name: "conv2d", Args: 2, Kernel: KernelConv, Shape: conv2dShape, Cost: conv2dCost, Attrs: conv2dAttrs,
-			NoGrad: "conv2d's gradients (a transposed convolution and a convolution of x with the output gradient) are not rows yet"},
+			Grad: conv2dGrad},
 		OpMaxPool2D: {Name: "maxpool2d", Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
-			Attrs: maxpool2dAttrs, NoGrad: "maxpool2d's gradient (the output gradient scattered to each window's maximum) is not a row yet"},
+			Attrs: maxpool2dAttrs, Grad: maxpoolGrad},
+		OpMaxPool2DGrad: {Name: "maxpool2d_grad", Args: 2, Kernel: KernelPoolGrad, Shape: maxpool2dGradShape, Cost: perElement,
+			CostAttrs: maxpool2dGradCost, Attrs: maxpool2dAttrs,
+			NoGrad: "maxpool2d_grad is a gradient; second derivatives of pooling are not rules"},
 		OpPermute: {Name: "permute", Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
 			Grad: permuteGrad},
 		OpConvTranspose2D: {Name: "conv_transpose2d", Args: 2, Kernel: KernelConvTranspose, Shape: convTranspose2dShape,

@@ -125,10 +125,16 @@ const (
 	// [N,M,OH,OW], in cpuref's order (cpuref.ConvTranspose2D); then Body is
 	// an epilogue as for matmul, InstrAcc the accumulator.
 	KernelConvTranspose
+	// KernelPoolGrad: maxpool2d's input gradient (ir.Pool2D of Inputs[0],
+	// x; Inputs[1] is the output gradient; Attrs the maxpool2d_grad
+	// node's) into an accumulator per element of Shape [N,C,H,W], in
+	// cpuref's order (cpuref.MaxPool2DGrad); then Body is an epilogue as
+	// for matmul, InstrAcc the accumulator.
+	KernelPoolGrad
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose", "pool_grad"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -450,7 +456,7 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelConvTranspose {
+	if k.Kind > KernelPoolGrad {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
 	if k.Kind == KernelRows {
@@ -522,6 +528,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		}
 	case k.Kind == KernelConvTranspose:
 		if msg := validateConvTranspose(k); msg != "" {
+			return msg
+		}
+	case k.Kind == KernelPoolGrad:
+		if msg := validatePoolGrad(k); msg != "" {
 			return msg
 		}
 	case len(k.Attrs) > 0:
@@ -623,7 +633,7 @@ func ValidateProgram(p *Program) error {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose {
+				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose && k.Kind != KernelPoolGrad {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelReduce && j != k.AccIndex() {

@@ -289,6 +289,10 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelPool))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
+		case ir.OpMaxPool2DGrad:
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
+			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
 			k.Shape = n.Shape
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelLife))

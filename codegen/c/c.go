@@ -250,6 +250,8 @@ func kernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		pool(b, k)
 	case ir.KernelConvTranspose:
 		convTranspose(b, k)
+	case ir.KernelPoolGrad:
+		poolGrad(b, k)
 	case ir.KernelReduce:
 		sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
 )
 
@@ -108,6 +109,24 @@ func TestGlslangValidator(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
 			_, pl := plan(t, f)
+			for _, ps := range pl.Passes {
+				check(t, "frag", name+"_"+ps.Name, ps.Source)
+			}
+		})
+	}
+	// The convolution and pooling suite, maxpool2d_grad among them (the
+	// goldens above predate it).
+	for _, c := range append(irtest.Convs(), irtest.Pools()...) {
+		name := strings.ReplaceAll(c.Name, "/", "_")
+		t.Run(name, func(t *testing.T) {
+			p, _, err := passes.Compile(c.Graph, passes.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := Target{}.Emit(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, ps := range pl.Passes {
 				check(t, "frag", name+"_"+ps.Name, ps.Source)
 			}

@@ -34,6 +34,9 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		case ir.KernelConvTranspose:
 			b.WriteString(convTranspose(k))
 			acc = "conv_transpose(" + indexVar + ")"
+		case ir.KernelPoolGrad:
+			b.WriteString(poolGrad(k))
+			acc = "pool_grad(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))

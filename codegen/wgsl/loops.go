@@ -28,6 +28,8 @@ func LoopCost(k *ir.Kernel) int {
 	case ir.KernelPool:
 		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
 		return (c.KH + 1) + c.KH*(c.KW+1)
+	case ir.KernelPoolGrad:
+		return poolGradLoopCost(k)
 	case ir.KernelRows:
 		return rowsLoopCost(k)
 	case ir.KernelReduce:

@@ -223,6 +223,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		pool(&b, k, &s)
 	case ir.KernelConvTranspose:
 		convTranspose(&b, k, &s)
+	case ir.KernelPoolGrad:
+		poolGrad(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
 	case ir.KernelRows:

@@ -116,6 +116,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		convTranspose2d(out, arg(0), arg(1), ir.ConvTranspose2DOf(argShape(0), argShape(1), n.Attrs))
 	case ir.OpMaxPool2D:
 		maxpool2d(out, arg(0), ir.Pool2DOf(argShape(0), n.Attrs))
+	case ir.OpMaxPool2DGrad:
+		maxpool2dGrad(out, arg(0), arg(1), ir.Pool2DOf(argShape(0), n.Attrs))
 	case ir.OpPermute:
 		a := arg(0)
 		for i, j := range ir.PermuteSources(argShape(0), n.Op.Attr(n.Attrs, "perm")) {
@@ -293,6 +295,38 @@ func maxpool2d(out, x []float64, c ir.Pool2D) {
 					}
 				}
 				out[at] = acc
+				at++
+			}
+		}
+	}
+}
+
+// maxpool2dGrad writes maxpool2d_grad of x and g into out: each window's
+// g added to its selected tap (the first with the window's maximum, as
+// cpuref selects), windows in order.
+func maxpool2dGrad(out, x, g []float64, c ir.Pool2D) {
+	clear(out)
+	at := 0
+	for nc := range c.N * c.C {
+		for oh := range c.OH {
+			for ow := range c.OW {
+				acc, sel := math.Inf(-1), -1
+				for kh := range c.KH {
+					ih := oh*c.SH - c.PT + kh*c.DH
+					for kw := range c.KW {
+						iw := ow*c.SW - c.PL + kw*c.DW
+						if ih >= 0 && ih < c.H && iw >= 0 && iw < c.W {
+							m := math.Max(acc, x[(nc*c.H+ih)*c.W+iw])
+							if sel < 0 || math.Float64bits(m) != math.Float64bits(acc) {
+								sel = (nc*c.H+ih)*c.W + iw
+							}
+							acc = m
+						}
+					}
+				}
+				if sel >= 0 {
+					out[sel] += g[at]
+				}
 				at++
 			}
 		}

@@ -171,20 +171,8 @@ func shapeName(s ir.Shape) string {
 // attributedCases gives the cases of ops with attributes whose shapes are
 // not among caseShapes (conv2d's are 4-D).
 var attributedCases = map[ir.Op]func() []OpCase{
-	ir.OpMaxPool2D: func() []OpCase {
-		var cs []OpCase
-		for _, c := range []PoolCase{
-			{N: 1, C: 2, H: 4, W: 4, KH: 2, KW: 2},
-			{N: 2, C: 1, H: 3, W: 5, KH: 3, KW: 2, Strides: []int{2, 1}, Pads: []int{1, 0, 1, 1}},
-		} {
-			attrs, err := ir.PackAttrs(ir.OpMaxPool2D, c.Attrs())
-			if err != nil {
-				panic("irtest: " + err.Error())
-			}
-			cs = append(cs, OpCase{Op: ir.OpMaxPool2D, Args: []ir.Shape{{c.N, c.C, c.H, c.W}}, Attrs: attrs})
-		}
-		return cs
-	},
+	ir.OpMaxPool2D:     func() []OpCase { return poolCases(ir.OpMaxPool2D) },
+	ir.OpMaxPool2DGrad: func() []OpCase { return poolCases(ir.OpMaxPool2DGrad) },
 	ir.OpPermute: func() []OpCase {
 		var cs []OpCase
 		for _, c := range []struct {
@@ -214,4 +202,31 @@ var attributedCases = map[ir.Op]func() []OpCase{
 		}
 		return cs
 	},
+}
+
+// poolCases are the cases of maxpool2d and of its gradient (x, and the
+// output gradient of maxpool2d's output shape): a plain and an
+// overlapping, padded, strided window.
+func poolCases(op ir.Op) []OpCase {
+	var cs []OpCase
+	for _, c := range []PoolCase{
+		{N: 1, C: 2, H: 4, W: 4, KH: 2, KW: 2},
+		{N: 2, C: 1, H: 3, W: 5, KH: 3, KW: 2, Strides: []int{2, 1}, Pads: []int{1, 0, 1, 1}},
+	} {
+		attrs, err := ir.PackAttrs(ir.OpMaxPool2D, c.Attrs())
+		if err != nil {
+			panic("irtest: " + err.Error())
+		}
+		x := ir.Shape{c.N, c.C, c.H, c.W}
+		args := []ir.Shape{x}
+		if op == ir.OpMaxPool2DGrad {
+			y, err := ir.InferShape(0, ir.OpMaxPool2D, args, attrs)
+			if err != nil {
+				panic("irtest: " + err.Error())
+			}
+			args = append(args, y)
+		}
+		cs = append(cs, OpCase{Op: op, Args: args, Attrs: attrs})
+	}
+	return cs
 }

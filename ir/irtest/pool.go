@@ -1,6 +1,8 @@
 package irtest
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gpucc/gpucc/ir"
@@ -65,8 +67,9 @@ func RandomPool(seed uint64) PoolCase {
 }
 
 // Graph returns the case's graph: x of Values, "max" (maxpool2d, with a
-// fused relu-and-scale epilogue as "max_relu") and, undilated, "avg"
-// (AvgPool2D, with the case's count_include_pad) and "global"
+// fused relu-and-scale epilogue as "max_relu"), "grad" (maxpool2d_grad of
+// x and an output gradient of Values, with an epilogue) and, undilated,
+// "avg" (AvgPool2D, with the case's count_include_pad) and "global"
 // (GlobalAvgPool).
 func (c PoolCase) Graph(seed uint64) *ir.Graph {
 	b := ir.NewBuilder()
@@ -74,6 +77,9 @@ func (c PoolCase) Graph(seed uint64) *ir.Graph {
 	m := x.MaxPool2D(c.Attrs())
 	b.Output("max", m)
 	b.Output("max_relu", m.AddScalar(-0.5).Relu().MulScalar(3))
+	if s := m.Shape(); s != nil {
+		b.Output("grad", x.MaxPool2DGrad(b.Input(s, Values(seed+7, s.Len(), 1)), c.Attrs()).MulScalar(0.5))
+	}
 	if c.Dilations == nil || c.Dilations[0] == 1 && c.Dilations[1] == 1 {
 		b.Output("avg", x.AvgPool2D([]int{c.KH, c.KW}, c.Strides, c.Pads, c.CountIncludePad))
 	}
@@ -92,5 +98,26 @@ func Pools() []Case {
 	x := b.Input(ir.Shape{1, 2, 4, 5}, Extremes(220, 40)).Broadcast(ir.Shape{3, 2, 4, 5})
 	b.Output("y", x.MaxPool2D(map[string][]int{"kernel_shape": {2, 3}, "pads": {1, 1, 0, 2}}))
 	cs = append(cs, Case{"pool/views-and-extremes", must(b)})
+	// The gradient's selection where it matters: ties (the first tap
+	// wins), -0 beside +0 (+0 wins), windows of the lowest float (the
+	// first tap, after padding that a window skips), an
+	// overlapping window (3×3, stride 1) so elements gather from several
+	// windows, and a transposed view of the gradient.
+	b = ir.NewBuilder()
+	nz := float32(negZero())
+	ninf := float32(-math.MaxFloat32)
+	tied := []float32{1, 1, 0, nz, 2, 2, 2, 1, nz, 0, 0, nz, ninf, ninf, 3, 3, 1, 2, 1, 2, nz, nz, 0.5, 0.5, ninf,
+		0, 0, 0, 0, 0, 1, nz, 1, nz, 2, 2}
+	xt := b.Input(ir.Shape{1, 1, 6, 6}, tied)
+	for _, a := range []map[string][]int{
+		{"kernel_shape": {2, 2}, "strides": {2, 2}},
+		{"kernel_shape": {3, 3}, "pads": {1, 1, 1, 1}},
+		{"kernel_shape": {2, 3}, "strides": {1, 2}, "dilations": {2, 1}, "pads": {0, 1, 1, 0}},
+	} {
+		s := xt.MaxPool2D(a).Shape()
+		g := b.Input(ir.Shape{s[3], s[2]}, Values(221, s.Len(), 1)).T().Reshape(s)
+		b.Output(fmt.Sprintf("grad_%dx%d_s%d", a["kernel_shape"][0], a["kernel_shape"][1], s[2]), xt.MaxPool2DGrad(g, a))
+	}
+	cs = append(cs, Case{"pool/grad-ties", must(b)})
 	return cs
 }

@@ -376,6 +376,25 @@ var attributed = map[ir.Op]func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) i
 			"strides": {1 + r.IntN(2), 1 + r.IntN(2)}})
 		return y, y.Shape() != nil
 	},
+	ir.OpMaxPool2DGrad: func(r *rand.Rand, x ir.Tensor, like func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
+		s := x.Shape()
+		switch {
+		case len(s) == 0:
+			x = x.Reshape(ir.Shape{1, 1, 1, 1})
+		case len(s) != 4:
+			x = x.Reshape(ir.Shape{1, 1, s.Len() / s[len(s)-1], s[len(s)-1]})
+		}
+		s = x.Shape()
+		kh, kw := 1+r.IntN(min(3, s[2])), 1+r.IntN(min(3, s[3]))
+		a := map[string][]int{"kernel_shape": {kh, kw}, "pads": {r.IntN(kh), r.IntN(kw), r.IntN(kh), r.IntN(kw)},
+			"strides": {1 + r.IntN(2), 1 + r.IntN(2)}}
+		y := x.MaxPool2D(a).Shape()
+		if y == nil {
+			return ir.Tensor{}, false
+		}
+		d := x.MaxPool2DGrad(like(y), a)
+		return d, d.Shape() != nil
+	},
 	ir.OpPermute: func(r *rand.Rand, x ir.Tensor, _ func(ir.Shape) ir.Tensor) (ir.Tensor, bool) {
 		if len(x.Shape()) == 0 {
 			return ir.Tensor{}, false
