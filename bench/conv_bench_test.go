@@ -12,6 +12,9 @@ package bench
 //	GPUCC_BENCH_CONV_TILES  implicit-GEMM tiles to time the ResNet workload
 //	                        with besides the rule's, space-separated, each
 //	                        BMxBN/TMxTNkBK (passes.Options.Tile)
+//	GPUCC_BENCH_CONV_STAGES set: also ResNet's later 3×3 stages, 128 channels
+//	                        at 28×28, 256 at 14×14, 512 at 7×7 (+ bias + relu;
+//	                        torch_conv.py times them with --stages)
 
 import (
 	"context"
@@ -43,15 +46,23 @@ func BenchmarkConv(b *testing.B) {
 		pool  bool
 		fast  bool
 		tile  *ir.Tile
+		hw    int // input height and width
 	}
 	var works []work
 	for _, fast := range []bool{false, true} {
-		works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, nil}, work{"depthwise3x3-256", 256, 256, 256, false, fast, nil})
+		works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, nil, 56}, work{"depthwise3x3-256", 256, 256, 256, false, fast, nil, 56})
 	}
-	works = append(works, work{"maxpool3x3s2-64", 64, 64, 0, true, false, nil})
+	works = append(works, work{"maxpool3x3s2-64", 64, 64, 0, true, false, nil, 56})
 	for _, t := range tiles {
 		for _, fast := range []bool{false, true} {
-			works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, &t})
+			works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, &t, 56})
+		}
+	}
+	if os.Getenv("GPUCC_BENCH_CONV_STAGES") != "" {
+		for _, st := range []struct{ c, hw int }{{128, 28}, {256, 14}, {512, 7}} {
+			for _, fast := range []bool{false, true} {
+				works = append(works, work{fmt.Sprintf("resnet3x3-%d-%d", st.c, st.hw), st.c, st.c, 1, false, fast, nil, st.hw})
+			}
 		}
 	}
 	for _, w := range works {
@@ -64,7 +75,7 @@ func BenchmarkConv(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			bld := ir.NewBuilder()
-			x := bld.NamedInput("x", ir.Shape{n, w.c, 56, 56}, make([]float32, n*w.c*56*56))
+			x := bld.NamedInput("x", ir.Shape{n, w.c, w.hw, w.hw}, make([]float32, n*w.c*w.hw*w.hw))
 			var y ir.Tensor
 			flops := 0.0
 			if w.pool {
@@ -74,7 +85,7 @@ func BenchmarkConv(b *testing.B) {
 				bias := bld.NamedInput("bias", ir.Shape{w.m, 1, 1}, make([]float32, w.m))
 				a := map[string][]int{"pads": pad, "group": {w.group}}
 				y = x.Conv2D(wt, a).Add(bias).Relu()
-				flops = 2 * float64(n*w.m*56*56) * float64(w.c/w.group*9)
+				flops = 2 * float64(n*w.m*w.hw*w.hw) * float64(w.c/w.group*9)
 			}
 			bld.Output("y", y)
 			g, err := bld.Build(Limits())

@@ -29,12 +29,12 @@ timeout 60 $D/gpucc.test -test.run 'TestConvRandom/webgpu|TestConvTiles|TestSuit
 log "exit $? ($(grep -c -- '--- PASS' "$OUT/conv_exact.txt") passed, $(grep -c -- '--- FAIL' "$OUT/conv_exact.txt") failed)"
 grep largest "$OUT/conv_exact.txt" | tee -a "$OUT/visit.log"
 log "BenchmarkConv batch 32 with a tile sweep"
-GPUCC_BENCH_CONV=32 GPUCC_BENCH_CONV_TILES="${TILES:-}" timeout ${BT:-100} $D/bench.test -test.run '^$' -test.bench 'Conv' -test.benchtime 20x -test.v > "$OUT/bench_conv.txt" 2>&1
+GPUCC_BENCH_CONV=32 GPUCC_BENCH_CONV_TILES="${TILES:-}" GPUCC_BENCH_CONV_STAGES="${STAGES:-}" timeout ${BT:-100} $D/bench.test -test.run '^$' -test.bench 'Conv' -test.benchtime 20x -test.v > "$OUT/bench_conv.txt" 2>&1
 log "exit $?"
 grep -E "^Benchmark" "$OUT/bench_conv.txt" | awk '{print $1, $3, $4, $5, $6}' | tee -a "$OUT/visit.log"
 if [ -n "${TORCH:-}" ]; then
   log "torch_conv.py 32"
-  timeout ${TT:-80} python3 bench/torch_conv.py 32 > "$OUT/torch_conv.json" 2>>"$OUT/visit.log"
+  timeout ${TT:-80} python3 bench/torch_conv.py 32 ${STAGES:+--stages} > "$OUT/torch_conv.json" 2>>"$OUT/visit.log"
   log "exit $?"; cat "$OUT/torch_conv.json" >> "$OUT/visit.log"
 fi
 kill $smi 2>/dev/null

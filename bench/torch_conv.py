@@ -1,10 +1,12 @@
 """PyTorch peers of BenchmarkConv (issue 23) on the GPU, in the same visit.
 
-usage: python3 bench/torch_conv.py [BATCH]
+usage: python3 bench/torch_conv.py [BATCH] [--stages]
 
 Prints one JSON object: per workload, cuDNN float32 (TF32 off) eager and
 torch.compile kernel time in ms (CUDA events, best of 100 synchronized
-calls after a warm-up), on random data.
+calls after a warm-up), on random data. With --stages also ResNet's later
+3x3 stages (BenchmarkConv's GPUCC_BENCH_CONV_STAGES): 128 channels at 28x28,
+256 at 14x14, 512 at 7x7, + bias + relu.
 """
 import json
 import sys
@@ -14,7 +16,9 @@ import torch.nn.functional as F
 
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+n = int(args[0]) if args else 32
+stages = "--stages" in sys.argv
 dev = "cuda"
 
 
@@ -51,4 +55,15 @@ with torch.no_grad():
             r["compile_error"] = str(e)[:200]
         out[name] = r
     out["resnet3x3-64"]["gflop"] = 2 * n * 64 * 56 * 56 * 64 * 9 / 1e9
+    for c, hw in ([(128, 28), (256, 14), (512, 7)] if stages else []):
+        xs = torch.randn(n, c, hw, hw, device=dev)
+        ws = torch.randn(c, c, 3, 3, device=dev)
+        bs = torch.randn(c, device=dev)
+        fs = lambda xs=xs, ws=ws, bs=bs: torch.relu(F.conv2d(xs, ws, bs, padding=1))
+        r = {"eager_ms": best(fs), "gflop": 2 * n * c * hw * hw * c * 9 / 1e9}
+        try:
+            r["compile_ms"] = best(torch.compile(fs))
+        except Exception as e:  # report, do not fail the visit
+            r["compile_error"] = str(e)[:200]
+        out["resnet3x3-%d-%d" % (c, hw)] = r
 print(json.dumps(out, indent=1))
