@@ -290,7 +290,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpMaxPool2DGrad:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0]), b.operand(n.Args[1]))
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelPoolGrad), b.operand(n.Args[1], ir.KernelPoolGrad))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
