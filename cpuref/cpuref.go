@@ -134,6 +134,13 @@
 //   - tanh(x): for |x| < 0.625 Cephes' tanhf polynomial x + x·s·P(s),
 //     s = x²; else ±(1 - div(2, exp(2|x|) + 1)), and ±1 from |x| ≥ 9.1.
 //     tanh(±0) = ±0, tanh(±Inf) = ±1.
+//   - erf(x): odd, from |x| (ir's erfBody): below 0.875, x + x·P(x²), P
+//     a degree-6 fit of erf(x)/x - 1; from 0.875 to 3.9192059 (0x407ad445,
+//     the least float whose erf rounds to 1), 1 - Q(|x| - c), Q a degree-9
+//     fit of erfc on [0.875, 1.75), [1.75, 2.5) and [2.5, 3.9192059)
+//     around c = 1.3125, 2.125, 3.25; ±1 from there and for ±Inf. Horner's rule, each
+//     step rounded; no division and no exp. erf(±0) = ±0, subnormals give
+//     x + x·0.12837917 (flushed GPUs: ±0), erf(NaN) = NaN.
 //   - sigmoid(x) = div(1, exp(neg(x)) + 1), the order of ONNX's reference:
 //     0 where e^-x overflows (x below about -88.7), 1 once e^-x + 1
 //     rounds to 1 (x above about 16.6).
@@ -152,8 +159,10 @@
 //     integer part odd; round(-0.5) = -0.
 //
 // Accuracy against float64: the largest error over every one of the 2^32
-// float32 inputs for the unary ops, and over 640 million random and hard
-// pairs for div. The table is bench/accuracy's output (-write, from its
+// float32 inputs for the unary ops (erf's row: over every 1021st, 4.2
+// million inputs, and cpuref's TestErf's dense windows around its region
+// edges and saturation point, until an exhaustive run), and over 640
+// million random and hard pairs for div. The table is bench/accuracy's output (-write, from its
 // exhaustive run on the H200 host's 16 cores, bench/RESULTS.md); the
 // benchmark tier's bench/h200_ops.sh reruns it with -check, which fails if
 // any input's error exceeds its row:
@@ -164,6 +173,7 @@
 //	exp    0.990 ULP
 //	log    0.829 ULP
 //	tanh   1.330 ULP
+//	erf    1.042 ULP
 //
 // div, maximum, minimum, neg, sqrt and rsqrt use no float add, sub or mul
 // (rsqrt's are integer too), so they never flush: a flushing GPU gives

@@ -41,9 +41,12 @@
 //	ceil(a)            no gradient
 //	round(a)           no gradient
 //	sigmoid(a)         ga += mul(g, mul(out, add_scalar(neg(out), 1)))
+//	erf(a)             ga += mul(g, mul_scalar(exp(neg(mul(a, a))), 2/√π))
 //	mask(c, b)         gb += mask(c, g); no gradient to c
 //	transpose(a)       ga += transpose(g)
-//	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g)
+//	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g), per
+//	                   matrix of a batch; an operand broadcast over batch dimensions gets the
+//	                   sum over them, as broadcast's rule
 //	sum(a, axes)       ga += broadcast(g) to a's shape
 //	max(a, axes)       ga += broadcast(div(g, ties)) · mask, mask = 1 where a equals the
 //	                   max, ties = sum(mask) per output: g shared among the tied maxima

@@ -68,6 +68,7 @@ const (
 	// maxpool2d's attributes; per element of x, one accumulator from +0 over the windows that
 	// select it (poolgrad.go), (oh, ow) ascending, adding g there: maxpool2d's input gradient.
 	OpMaxPool2DGrad
+	OpErf // the error function of arg0 (exact GELU's), by cpuref's polynomials
 	numOps
 )
 
@@ -309,6 +310,11 @@ func init() {
 		OpConvTranspose2D: {Name: "conv_transpose2d", Args: 2, Kernel: KernelConvTranspose, Shape: convTranspose2dShape,
 			Cost: convTranspose2dCost, Attrs: convTranspose2dAttrs,
 			NoGrad: "conv_transpose2d's gradients (a conv2d of the output gradient, and of x with it) are not rules yet"},
+		OpErf: {Name: "erf", Args: 1, Expr: erfX(Arg(0)), F64: unary64(math.Erf),
+			Grad: func(d Diff, k int) (Val, bool) { // g·2/√π·e^(-x²)
+				e := d.Apply(OpExp, nil, d.Apply(OpNeg, nil, d.Apply(OpMul, nil, d.Arg(0), d.Arg(0))))
+				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, e, C(2/math.SqrtPi))), true
+			}},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

@@ -228,6 +228,31 @@ func tanhBody(x *X) *X {
 	return If(c.nan, x, c.sign.Or(v.AsBits()).AsFloat())
 }
 
+// erfBody is erf x, odd, from |x|: below 0.875, x + x·P(x²) (erf(x)/x - 1
+// fitted as a polynomial in s = x², so that the rounding of P is scaled
+// by its size, at most 0.12, against the result's); from 0.875 to the
+// saturation point 1 - Q(|x| - c), Q a degree-9 fit of erfc on each of
+// [0.875, 1.75), [1.75, 2.5), [2.5, 3.9192059) around c = 1.3125, 2.125,
+// 3.25 (erfc is below 0.22 there, so its rounding is scaled down too); ±1 from
+// 3.9192059 (0x407ad445, the least float whose erf rounds to 1) on and
+// for ±Inf. Horner's rule with each step rounded; the fits are least
+// squares in float64 rounded to float32 coefficients.
+func erfBody(x *X) *X {
+	c := classify(x)
+	ax := c.abs.AsFloat()
+	s := ax.Mul(ax)
+	small := ax.Add(ax.Mul(poly(s, 8.776226e-05, -0.0008232923, 0.0052085086, -0.026862236, 0.11283744, -0.37612638, 0.12837917)))
+	tail := func(mid float32, q ...float32) *X { return F(1).Sub(poly(ax.Sub(F(mid)), q...)) }
+	t1 := tail(1.3125, -0.0011358858, 0.0048250635, -0.00095174205, -0.022245081, 0.038973957, 0.01962781, -0.16425866, 0.2644931, -0.20151852, 0.06343143)
+	t2 := tail(2.125, 0.00025558984, -0.0013414087, 0.0018737793, 0.0018165164, -0.012495743, 0.02636106, -0.033037398, 0.02622424, -0.01234082, 0.0026540293)
+	t3 := tail(3.25, -2.0943853e-05, 8.2563834e-05, -0.00017276678, 0.00026343457, -0.00031314217, 0.0002865561, -0.00019587156, 9.486641e-05, -2.9187418e-05, 4.3027494e-06)
+	v := If(c.abs.ULt(U(0x3f600000)), small, // |x| < 0.875
+		If(c.abs.ULt(U(0x3fe00000)), t1, // < 1.75
+			If(c.abs.ULt(U(0x40200000)), t2, // < 2.5
+				If(c.abs.ULt(U(0x407ad445)), t3, F(1))))) // < 3.9192059
+	return If(c.nan, x, c.sign.Or(v.AsBits()).AsFloat())
+}
+
 // negX is -x: the sign bit flipped (also of zeros and NaN).
 func negX(x *X) *X { return x.AsBits().Xor(U(signBit)).AsFloat() }
 
@@ -281,3 +306,9 @@ var tanhFn = &Func{Name: "tanh", Params: 1, Body: tanhBody(Arg(0))}
 
 // tanhX is a call of tanhFn.
 func tanhX(x *X) *X { return Call(tanhFn, x) }
+
+// erfFn is erfBody as a function: ops call it, and targets emit it once.
+var erfFn = &Func{Name: "erf", Params: 1, Body: erfBody(Arg(0))}
+
+// erfX is a call of erfFn.
+func erfX(x *X) *X { return Call(erfFn, x) }

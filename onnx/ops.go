@@ -96,6 +96,7 @@ func init() {
 		"Floor": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpFloor) })},
 		"Round": {since: 11, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpRound) })},
 		"Ceil":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCeil) })},
+		"Erf":   {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpErf) })},
 		// |x| = max(x, -x): exact, NaN for NaN.
 		"Abs": {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) }, func(x int64) int64 { return max(x, -x) })},
 		// 1/x, correctly rounded (numpy's reciprocal).

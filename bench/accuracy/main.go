@@ -1,5 +1,5 @@
 // Command accuracy measures the elementwise ops that gpucc defines by
-// float32 sequences (exp, log, tanh, sqrt, rsqrt, div) against their
+// float32 sequences (exp, log, tanh, sqrt, rsqrt, erf, div) against their
 // float64 meaning, the row's ir.OpInfo.F64 (the same definition the
 // gradient checks and package eval64 use): every float32 input for the
 // unary ops, dense samples and hard cases for div. It renders each op's
@@ -10,6 +10,7 @@
 //	go run ./bench/accuracy                  # every input: minutes per op
 //	go run ./bench/accuracy -stride 97       # a quick look
 //	go run ./bench/accuracy -check           # fail if cpuref's table understates an error
+//	go run ./bench/accuracy -ops erf -check  # only the ops listed (div included only if listed)
 //	go run ./bench/accuracy -write           # rewrite cpuref's table from this run (-stride 1 only)
 //
 // cpuref's package doc states each unary op's largest error; that table is
@@ -31,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +44,7 @@ import (
 )
 
 // unary are the one-operand ops measured over every float32 input.
-var unary = []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSqrt, ir.OpRsqrt}
+var unary = []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSqrt, ir.OpRsqrt, ir.OpErf}
 
 // body renders op applied to operands a (and b) as C statements ending in
 // the value v<n>, returning the definitions of the functions they call
@@ -166,7 +168,17 @@ func main() {
 	check := flag.Bool("check", false, "exit 1 if a measured error exceeds the one cpuref's doc states")
 	write := flag.Bool("write", false, "rewrite cpuref's accuracy table with this run's maxima (needs -stride 1)")
 	docPath := flag.String("doc", "cpuref/cpuref.go", "the file holding cpuref's accuracy table")
+	only := flag.String("ops", "", "comma-separated ops to measure (default: all; div is measured only when listed or by default)")
 	flag.Parse()
+	if *only != "" {
+		var keep []ir.Op
+		for _, op := range unary {
+			if slices.Contains(strings.Split(*only, ","), op.String()) {
+				keep = append(keep, op)
+			}
+		}
+		unary = keep
+	}
 	if *write && *stride != 1 {
 		log.Fatal("-write needs -stride 1: a sampled maximum is only a lower bound")
 	}
@@ -262,6 +274,14 @@ func main() {
 			g := cpuref.Unary(op, math.Float32frombits(b), 0)
 			fmt.Printf("  f(%x) = %x (%#08x)\n", math.Float32frombits(b), g, math.Float32bits(g))
 		}
+	}
+	if *only != "" && !slices.Contains(strings.Split(*only, ","), "div") {
+		if *check {
+			if err := table(*docPath, measured, 0, false); err != nil {
+				log.Fatal(err)
+			}
+		}
+		return
 	}
 	// div: the float64 quotient rounded to float32 is the correctly rounded
 	// one (double rounding is innocuous: 53 ≥ 2·24+2).

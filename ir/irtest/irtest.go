@@ -537,6 +537,8 @@ func Ops() []Case {
 		b.Output("floor", v.Apply(ir.OpFloor))
 		b.Output("ceil", v.Apply(ir.OpCeil))
 		b.Output("round", v.Apply(ir.OpRound))
+		b.Output("erf", v.Apply(ir.OpErf))
+		b.Output("erf-near-saturation", v.MinimumScalar(4).MaximumScalar(-4).Apply(ir.OpErf))
 		b.Output("round-halves", v.MinimumScalar(1e4).MaximumScalar(-1e4).Apply(ir.OpRound).MulScalar(0.5).Apply(ir.OpRound))
 		b.Output("floor-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpFloor))
 		b.Output("ceil-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpCeil))
