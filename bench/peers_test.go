@@ -196,7 +196,8 @@ func loadPeerModel(name string) (*ir.Graph, error) {
 // step), tab separated, the format of bench/peers/peers.mjs and
 // numpy_peers.py; then gpucc's best kernel time (the backend's dispatch
 // clock), which the peers do not print.
-// GPUCC_PEERS_ONLY is a regexp on the workload names. A workload a backend
+// GPUCC_PEERS_ONLY is a regexp on the workload names; GPUCC_PEERS_SUFFIX
+// is appended to the system's name (run.sh's "-1t" for GPUCC_THREADS=1). A workload a backend
 // cannot compile or run prints a "skip" line with why. Skipped unless
 // GPUCC_PEERS is set: bench/peers/run.sh runs it interleaved with the
 // peers.
@@ -223,12 +224,13 @@ func TestPeers(t *testing.T) {
 			if !only.MatchString(w.name) {
 				continue
 			}
+			system := "gpucc-" + be + os.Getenv("GPUCC_PEERS_SUFFIX")
 			r, err := timePeer(ctx, rt, w, runs)
 			if err != nil {
-				fmt.Printf("skip\tgpucc-%s\t%s\t%v\n", be, w.name, oneLine(err))
+				fmt.Printf("skip\t%s\t%s\t%v\n", system, w.name, oneLine(err))
 				continue
 			}
-			fmt.Printf("peer\tgpucc-%s\t%s\t%.4f\t%.9g\t%.9g\t%.4f\n", be, w.name, r.best, r.sum, r.asum, r.kernels)
+			fmt.Printf("peer\t%s\t%s\t%.4f\t%.9g\t%.9g\t%.4f\n", system, w.name, r.best, r.sum, r.asum, r.kernels)
 		}
 		rt.Close()
 	}

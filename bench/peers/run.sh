@@ -9,7 +9,8 @@
 #   bench/peers/run.sh [ROUNDS] [RUNS] [REGEXP]  > log; bench/peers/summarize.py log
 #
 # GPUCC_PEERS_BACKENDS (default native,wasm) are gpucc's backends, each a
-# system; GPUCC_PEERS_SYSTEMS (default all) narrows the peers, a regexp on
+# system; GPUCC_PEERS_THREADS=1,2 runs native once per thread count
+# (GPUCC_THREADS), as systems gpucc-native-1t and gpucc-native-2t; GPUCC_PEERS_SYSTEMS (default all) narrows the peers, a regexp on
 # their names (numpy-1t ort-node-1t ort-node-2t ort-web-1t tfjs-wasm-1t).
 # GPUCC_PEER_MODELS is a directory with more exported models (the
 # transformer). Needs node_modules here: make peers-deps.
@@ -30,7 +31,15 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 
 systems=()
 for be in $(echo "${GPUCC_PEERS_BACKENDS:-native,wasm}" | tr , ' '); do
-	systems+=("gpucc-$be|cd .. && GPUCC_PEERS=$be GPUCC_PEERS_RUNS=$runs GPUCC_PEERS_ONLY='$only' $bin -test.run '^TestPeers\$' -test.timeout 60m | grep -E '^(peer|skip)'")
+	gpucc="cd .. && GPUCC_PEERS=$be GPUCC_PEERS_RUNS=$runs GPUCC_PEERS_ONLY='$only' $bin -test.run '^TestPeers\$' -test.timeout 60m | grep -E '^(peer|skip)'"
+	if [ "$be" = native ] && [ -n "${GPUCC_PEERS_THREADS:-}" ]; then
+		# The native backend at each thread count (GPUCC_THREADS), a system each.
+		for n in $(echo "$GPUCC_PEERS_THREADS" | tr , ' '); do
+			systems+=("gpucc-native-${n}t|export GPUCC_THREADS=$n GPUCC_PEERS_SUFFIX=-${n}t; $gpucc")
+		done
+		continue
+	fi
+	systems+=("gpucc-$be|$gpucc")
 done
 systems+=(
 	"numpy-1t|OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 numpy_peers.py $runs '$only'"
