@@ -17,9 +17,6 @@ import (
 	"github.com/gpucc/gpucc/web/internal/digits"
 )
 
-// mlpModel is the classifier digitsgen trains.
-const mlpModel = "static/digits-mlp.json"
-
 // canvasModel is the classifier the canvas runs, as digits.js's MODEL
 // line names it (so that switching the page's model switches the tests):
 // the file under static/, its input of 64 pixels and its output of 10
@@ -119,24 +116,30 @@ func TestDigitsModel(t *testing.T) {
 	}
 }
 
-// TestDigitsModelReproducible retrains the classifier as digitsgen does
+// TestDigitsModelReproducible retrains each classifier as digitsgen does
 // and checks that it gives the committed file byte for byte: the model
 // the page runs is the one these sources train.
 func TestDigitsModelReproducible(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains the classifier: 300 full-batch steps on cpu")
+		t.Skip("trains the classifiers: 300 full-batch steps each on cpu")
 	}
 	loadDigits(t) // skips without the data
-	got, acc, err := digits.Train(context.Background(), "mlp", fixturePath, digits.CSV())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(mlpModel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("retrained classifier (%d bytes, held-out accuracy %v) differs from %s (%d bytes): run `go run ./internal/digitsgen` in web/", len(got), acc, mlpModel, len(want))
+	for _, arch := range []string{"mlp", "cnn"} {
+		t.Run(arch, func(t *testing.T) {
+			path := "static/digits-" + arch + ".json"
+			got, acc, err := digits.Train(context.Background(), arch, fixturePath, digits.CSV())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("retrained classifier (%d bytes, held-out accuracy %v) differs from %s (%d bytes): run `go run ./internal/digitsgen -model %s` in web/", len(got), acc, path, len(want), arch)
+			}
+			t.Logf("%s: held-out accuracy %v", path, acc)
+		})
 	}
 }
 

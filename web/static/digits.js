@@ -10,8 +10,9 @@
   // MODEL is the classifier: a protocol v1 graph whose input named
   // `input` takes the 64 pixels (row-major, 0..16; its shape may be [1,64]
   // or [1,1,8,8]) and whose output named `output` holds the 10 class
-  // probabilities. web/internal/digitsgen writes digits-mlp.json.
-  const MODEL = { url: "digits-mlp.json", input: "x", output: "probs" };
+  // probabilities. web/internal/digitsgen writes both: the CNN
+  // (-model cnn: digits-cnn.json) and the MLP (digits-mlp.json).
+  const MODEL = { url: "digits-cnn.json", input: "x", output: "probs" };
 
   const $ = (id) => document.getElementById(id);
   const state = { model: MODEL.url, pixels: null, probs: null, prediction: null, result: null, error: null, busy: false, done: 0 };
