@@ -9,7 +9,7 @@ package bench
 // gpucc.Options.Fast: contracted multiply-adds, where the backend has them).
 //
 //	GPUCC_BENCH_CONV        the batch (default 1; the figures: 32)
-//	GPUCC_BENCH_CONV_TILES  implicit-GEMM tiles to time the ResNet workload
+//	GPUCC_BENCH_CONV_TILES  implicit-GEMM tiles to time the ResNet workloads
 //	                        with besides the rule's, space-separated, each
 //	                        BMxBN/TMxTNkBK (passes.Options.Tile)
 //	GPUCC_BENCH_CONV_STAGES set: also ResNet's later 3×3 stages, 128 channels
@@ -53,15 +53,23 @@ func BenchmarkConv(b *testing.B) {
 		works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, nil, 56}, work{"depthwise3x3-256", 256, 256, 256, false, fast, nil, 56})
 	}
 	works = append(works, work{"maxpool3x3s2-64", 64, 64, 0, true, false, nil, 56})
-	for _, t := range tiles {
-		for _, fast := range []bool{false, true} {
-			works = append(works, work{"resnet3x3-64", 64, 64, 1, false, fast, &t, 56})
-		}
-	}
+	stages := []struct{ c, hw int }{{64, 56}}
 	if os.Getenv("GPUCC_BENCH_CONV_STAGES") != "" {
-		for _, st := range []struct{ c, hw int }{{128, 28}, {256, 14}, {512, 7}} {
+		stages = append(stages, struct{ c, hw int }{128, 28}, struct{ c, hw int }{256, 14}, struct{ c, hw int }{512, 7})
+		for _, st := range stages[1:] {
 			for _, fast := range []bool{false, true} {
 				works = append(works, work{fmt.Sprintf("resnet3x3-%d-%d", st.c, st.hw), st.c, st.c, 1, false, fast, nil, st.hw})
+			}
+		}
+	}
+	for _, st := range stages {
+		name := "resnet3x3-64"
+		if st.c != 64 {
+			name = fmt.Sprintf("resnet3x3-%d-%d", st.c, st.hw)
+		}
+		for _, t := range tiles {
+			for _, fast := range []bool{false, true} {
+				works = append(works, work{name, st.c, st.c, 1, false, fast, &t, st.hw})
 			}
 		}
 	}
