@@ -96,6 +96,10 @@ type Options struct {
 	// compile exact kernels and report Exact true. Fast changes the generated code, so it applies
 	// when a graph is compiled (Compile, Load).
 	Fast bool
+	// Threads bounds the threads the native backend runs one kernel on; the
+	// bits do not depend on it. 0 means $GPUCC_THREADS when set, else
+	// every core the process is given (runtime.GOMAXPROCS).
+	Threads int
 }
 
 // DefaultPoolBytes is the default bound of a backend's buffer pool.
@@ -165,7 +169,8 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		names = []string{opts.Backend}
 	}
 	bopts := backend.Options{AllowSoftware: opts.AllowSoftware, Cache: opts.Cache,
-		Upload: opts.Upload, UploadChunk: opts.UploadChunk, PoolBytes: opts.PoolBytes, Explicit: len(names) == 1}
+		Upload: opts.Upload, UploadChunk: opts.UploadChunk, PoolBytes: opts.PoolBytes, Explicit: len(names) == 1,
+		Threads: opts.Threads}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err

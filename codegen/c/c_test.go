@@ -97,8 +97,8 @@ func TestGolden(t *testing.T) {
 }
 
 // TestKernels checks the calling convention: one export per kernel, its
-// buffers inputs then outputs, scratch for the packed panels and, for a
-// transposed b, its row-major copy.
+// buffers inputs then outputs, scratch for the packed panels (a transposed
+// b is gathered into them: no copy), and its tiles: 16-row blocks.
 func TestKernels(t *testing.T) {
 	u := generate(t, goldens[4].build) // transposed matmul
 	if len(u.Kernels) != 1 {
@@ -108,8 +108,11 @@ func TestKernels(t *testing.T) {
 	if k.Export != "kernel0" || !k.Scratch || len(k.Buffers) != 3 {
 		t.Errorf("kernel = %+v, want kernel0 with 3 buffers and scratch", k)
 	}
-	if want := 4*5 + 5*16 + 3*5; u.Scratch != want { // b's copy, b's panel of 16 columns, a's strips
+	if want := 5*16 + 3*5; u.Scratch != want { // b's panel of 16 columns, a's strips
 		t.Errorf("scratch = %d floats, want %d", u.Scratch, want)
+	}
+	if k.Tiles != 1 || k.Work <= 0 {
+		t.Errorf("kernel0 has %d tiles and work %d; want 1 tile (3 rows) and some work", k.Tiles, k.Work)
 	}
 	if !strings.Contains(u.Source, "EXPORT void kernel0(") {
 		t.Errorf("source lacks the export:\n%s", u.Source)

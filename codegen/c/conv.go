@@ -8,56 +8,182 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// conv writes a direct convolution and its epilogue, output by output
-// (at, row-major over [N,M,OH,OW]). Each output
-// keeps one accumulator from +0 over (c, kh, kw) ascending, a rounded
-// product and a rounded add per tap, x read as +0 in the padding:
-// cpuref.Conv2D's order. Operands are read through their strides.
-func conv(b *strings.Builder, k *ir.Kernel) {
+// convPrelude holds the convolution's register tile (see conv). Natively
+// with AVX2 a tile is 4 output channels × 16 pixels of one output row in 8
+// ymm accumulators; otherwise (SSE, and wasm, which is built without
+// SIMD128 and runs the same C on scalars) 2 channels × 16 pixels in 4-lane
+// vectors.
+const convPrelude = `
+#if defined(__AVX2__) && !defined(__wasm__)
+typedef float cvec __attribute__((vector_size(32)));
+#define CV_VL 8
+#define CV_R 4
+#else
+typedef float cvec __attribute__((vector_size(16)));
+#define CV_VL 4
+#define CV_R 2
+#endif
+#define CV_NV (16 / CV_VL)
+
+/* cv_tile computes R output channels × 16 pixels into t[r*16 + q]: x is the window at the tile's first
+ * tap (row stride ww, channel stride cs, pixel stride sw), wp the R channels' weights, R per tap, taps
+ * (c, kh, kw) ascending. Each lane is one output: one accumulator from +0, a rounded product and a
+ * rounded add per tap. */
+static inline __attribute__((always_inline)) void cv_tile(float *restrict t, const float *restrict wp,
+	const float *restrict x, idx cg, idx kh, idx kw, idx dh, idx dw, idx sw, idx ww, idx cs, int R) {
+	cvec acc[CV_R][CV_NV];
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < CV_NV; v++)
+			for (int l = 0; l < CV_VL; l++)
+				acc[r][v][l] = F(0u);
+	for (idx c = 0; c < cg; c++)
+		for (idx i = 0; i < kh; i++)
+			for (idx j = 0; j < kw; j++) {
+				const float *restrict xp = x + c * cs + i * dh * ww + j * dw;
+				cvec xv[CV_NV];
+				for (int v = 0; v < CV_NV; v++) {
+					if (sw == 1) {
+						__builtin_memcpy(&xv[v], xp + v * CV_VL, sizeof xv[v]);
+					} else {
+						for (int l = 0; l < CV_VL; l++)
+							xv[v][l] = xp[(v * CV_VL + l) * sw];
+					}
+				}
+				for (int r = 0; r < R; r++) {
+					const float s = wp[r];
+					cvec wv;
+					for (int l = 0; l < CV_VL; l++)
+						wv[l] = s;
+					for (int v = 0; v < CV_NV; v++) {
+						const cvec p = xv[v] * wv;
+						acc[r][v] = acc[r][v] + p;
+					}
+				}
+				wp += R;
+			}
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < CV_NV; v++)
+			__builtin_memcpy(t + r * 16 + v * CV_VL, &acc[r][v], sizeof acc[r][v]);
+}
+`
+
+// convGeometry is how conv lays out one kernel's work: tiles of ohb output
+// rows of one image and group, a window of ww columns and rh rows per
+// input channel (the input those rows read, the padding as +0 and 16-pixel
+// tiles rounded up), and the scratch for the group's packed weights and
+// the window.
+type convGeometry struct {
+	c               ir.Conv2D
+	ohb, rb, ww, rh int
+}
+
+func convGeometryOf(k *ir.Kernel) convGeometry {
 	c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+	g := convGeometry{c: c}
+	owp := (c.OW + 15) / 16 * 16
+	g.ww = (owp-1)*c.SW + (c.KW-1)*c.DW + 1
+	g.ohb = min(c.OH, max(4, 16384/(c.CG*g.ww*c.SH)))
+	g.rb = (c.OH + g.ohb - 1) / g.ohb
+	g.rh = (g.ohb-1)*c.SH + (c.KH-1)*c.DH + 1
+	return g
+}
+
+// scratch is the floats one call of the kernel needs: the packed weights
+// of a group and the window.
+func (g convGeometry) scratch() int { return g.c.MG*g.c.Taps() + g.c.CG*g.rh*g.ww }
+
+// ConvScratch is the scratch of a convolution kernel (see conv).
+func ConvScratch(k *ir.Kernel) int { return convGeometryOf(k).scratch() }
+
+// conv writes a convolution and its epilogue as tiles of ohb output rows
+// of one image and one group: an implicit GEMM whose k is the taps
+// (c, kh, kw) ascending. Per tile it packs the rows of the group's input
+// channels that the tile reads into a window in scratch, with the padding
+// written as +0 (so every tap is a product, as cpuref's, and the inner
+// loop has no bounds), and, at a group's first tile, the group's weights
+// into strips of CV_R channels, tap by tap. Each register tile (cv_tile)
+// then keeps one accumulator per output from +0 over (c, kh, kw)
+// ascending, a rounded product and a rounded add per tap:
+// cpuref.Conv2D's order, so the bits are its bits. The epilogue runs per
+// output after its accumulator is final. Operands are read through their
+// strides.
+func conv(b *strings.Builder, k *ir.Kernel) int {
+	g := convGeometryOf(k)
+	c := g.c
 	u := Lang.Uint
-	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"n", "c0 + ci", "ih", "iw"})
+	taps := c.Taps()
+	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"n", "g * " + u(c.CG) + " + ci", "ih", "iw"})
 	wAt := codegen.Offset(Lang, k.Inputs[1], []string{"m", "ci", "kh", "kw"})
-	fmt.Fprintf(b, "\tidx at = 0;\n")
-	fmt.Fprintf(b, "\tfor (idx n = 0; n < %s; n++)\n", u(c.N))
-	fmt.Fprintf(b, "\tfor (idx m = 0; m < %s; m++) {\n", u(c.M))
-	fmt.Fprintf(b, "\t\tconst idx c0 = m / %s * %s;\n", u(c.MG), u(c.CG))
-	fmt.Fprintf(b, "\t\tfor (idx oh = 0; oh < %s; oh++)\n", u(c.OH))
-	fmt.Fprintf(b, "\t\tfor (idx ow = 0; ow < %s; ow++) {\n", u(c.OW))
-	fmt.Fprintf(b, "\t\t\tfloat acc = %s;\n", Lang.Float(0))
-	fmt.Fprintf(b, "\t\t\tfor (idx ci = 0; ci < %s; ci++)\n", u(c.CG))
-	fmt.Fprintf(b, "\t\t\tfor (idx kh = 0; kh < %s; kh++) {\n", u(c.KH))
-	// ih + pT and iw + pL, unsigned: in the input when in [pT, pT + H).
-	fmt.Fprintf(b, "\t\t\t\tconst idx ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
-	fmt.Fprintf(b, "\t\t\t\tconst idx ih = ph - %s;\n", u(c.PT))
-	fmt.Fprintf(b, "\t\t\t\tfor (idx kw = 0; kw < %s; kw++) {\n", u(c.KW))
-	fmt.Fprintf(b, "\t\t\t\t\tconst idx pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
-	fmt.Fprintf(b, "\t\t\t\t\tconst idx iw = pw - %s;\n", u(c.PL))
-	fmt.Fprintf(b, "\t\t\t\t\tconst float xv = ph >= %s && ph < %s && pw >= %s && pw < %s ? in0[%s] : %s;\n",
-		u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W), xAt, Lang.Float(0))
-	fmt.Fprintf(b, "\t\t\t\t\tconst float p = xv * in1[%s];\n", wAt)
-	b.WriteString("\t\t\t\t\tacc = acc + p;\n\t\t\t\t}\n\t\t\t}\n")
-	// The epilogue at once, per output: a separate vectorised pass over
-	// out0 (matmul's) met a wazero 1.12 compiler bug, which dropped a
-	// relu's select (f32x4.gt against zero, v128.bitselect) on amd64.
+	cs := g.rh * g.ww
+	fmt.Fprintf(b, "\tfloat *restrict wpk = scratch, *restrict win = scratch + %s;\n", u(c.MG*taps))
+	b.WriteString("\tfor (idx tl = t0; tl < t1; tl++) {\n")
+	fmt.Fprintf(b, "\t\tconst idx rb = tl %% %s, g = tl / %s %% %s, n = tl / %s;\n", u(g.rb), u(g.rb), u(c.Group), u(g.rb*c.Group))
+	fmt.Fprintf(b, "\t\tconst idx oh0 = rb * %s, oh1 = oh0 + %s < %s ? oh0 + %s : %s;\n", u(g.ohb), u(g.ohb), u(c.OH), u(g.ohb), u(c.OH))
+	// The group's weights, strip by strip: strip s of rs channels holds
+	// tap t's weights at s·CV_R·taps + t·rs + r.
+	b.WriteString("\t\tif (tl == t0 || rb == 0) {\n")
+	fmt.Fprintf(b, "\t\t\tfor (idx ml = 0; ml < %s; ml++) {\n", u(c.MG))
+	fmt.Fprintf(b, "\t\t\t\tconst idx m = g * %s + ml, s = ml / CV_R, r = ml %% CV_R;\n", u(c.MG))
+	fmt.Fprintf(b, "\t\t\t\tconst idx rs = (s + 1) * CV_R <= %s ? CV_R : %s %% CV_R;\n", u(c.MG), u(c.MG))
+	fmt.Fprintf(b, "\t\t\t\tfor (idx ci = 0; ci < %s; ci++)\n", u(c.CG))
+	fmt.Fprintf(b, "\t\t\t\tfor (idx kh = 0; kh < %s; kh++)\n", u(c.KH))
+	fmt.Fprintf(b, "\t\t\t\tfor (idx kw = 0; kw < %s; kw++)\n", u(c.KW))
+	fmt.Fprintf(b, "\t\t\t\t\twpk[s * CV_R * %s + ((ci * %s + kh) * %s + kw) * rs + r] = in1[%s];\n", u(taps), u(c.KH), u(c.KW), wAt)
+	b.WriteString("\t\t\t}\n\t\t}\n")
+	// The window: rows oh0·SH - PT … of the group's channels, columns -PL …
+	fmt.Fprintf(b, "\t\tconst idx rh = (oh1 - oh0 - 1) * %s + %s;\n", u(c.SH), u((c.KH-1)*c.DH+1))
+	fmt.Fprintf(b, "\t\tfor (idx ci = 0; ci < %s; ci++)\n", u(c.CG))
+	b.WriteString("\t\tfor (idx r = 0; r < rh; r++) {\n")
+	fmt.Fprintf(b, "\t\t\tfloat *restrict row = win + ci * %s + r * %s;\n", u(cs), u(g.ww))
+	fmt.Fprintf(b, "\t\t\tconst idx ph = oh0 * %s + r, ih = ph - %s;\n", u(c.SH), u(c.PT))
+	fmt.Fprintf(b, "\t\t\tif (ph < %s || ph >= %s) {\n", u(c.PT), u(c.PT+c.H))
+	fmt.Fprintf(b, "\t\t\t\tfor (idx q = 0; q < %s; q++)\n\t\t\t\t\trow[q] = %s;\n", u(g.ww), Lang.Float(0))
+	b.WriteString("\t\t\t\tcontinue;\n\t\t\t}\n")
+	lo, hi := min(c.PL, g.ww), min(c.PL+c.W, g.ww)
+	if lo > 0 {
+		fmt.Fprintf(b, "\t\t\tfor (idx q = 0; q < %s; q++)\n\t\t\t\trow[q] = %s;\n", u(lo), Lang.Float(0))
+	}
+	fmt.Fprintf(b, "\t\t\tfor (idx q = %s; q < %s; q++) {\n\t\t\t\tconst idx iw = q - %s;\n\t\t\t\trow[q] = in0[%s];\n\t\t\t}\n", u(lo), u(hi), u(c.PL), xAt)
+	if hi < g.ww {
+		fmt.Fprintf(b, "\t\t\tfor (idx q = %s; q < %s; q++)\n\t\t\t\trow[q] = %s;\n", u(hi), u(g.ww), Lang.Float(0))
+	}
+	b.WriteString("\t\t}\n")
 	load := func(j int) string {
 		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "at"))
 	}
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 3))
-	b.WriteString(codegen.Indent(stores(k, "at"), 3))
-	b.WriteString("\t\t\tat++;\n\t\t}\n\t}\n")
+	strips := func(first, count, rows string) {
+		fmt.Fprintf(b, "\t\tfor (idx s = %s; s < %s; s++)\n", first, count)
+		b.WriteString("\t\tfor (idx oh = oh0; oh < oh1; oh++)\n")
+		fmt.Fprintf(b, "\t\tfor (idx ow0 = 0; ow0 < %s; ow0 += 16) {\n", u(c.OW))
+		fmt.Fprintf(b, "\t\t\tfloat t[CV_R * 16];\n")
+		fmt.Fprintf(b, "\t\t\tcv_tile(t, wpk + s * CV_R * %s, win + (oh - oh0) * %s * %s + ow0 * %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n",
+			u(taps), u(c.SH), u(g.ww), u(c.SW), u(c.CG), u(c.KH), u(c.KW), u(c.DH), u(c.DW), u(c.SW), u(g.ww), u(cs), rows)
+		fmt.Fprintf(b, "\t\t\tfor (idx r = 0; r < %s; r++)\n", rows)
+		fmt.Fprintf(b, "\t\t\tfor (idx q = 0; q < 16 && ow0 + q < %s; q++) {\n", u(c.OW))
+		fmt.Fprintf(b, "\t\t\t\tconst idx at = ((n * %s + g * %s + s * CV_R + r) * %s + oh) * %s + ow0 + q;\n", u(c.M), u(c.MG), u(c.OH), u(c.OW))
+		b.WriteString("\t\t\t\tconst float acc = t[r * 16 + q];\n")
+		b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 4))
+		b.WriteString(codegen.Indent(stores(k, "at"), 4))
+		b.WriteString("\t\t\t}\n\t\t}\n")
+	}
+	strips("0", u(c.MG)+" / CV_R", "CV_R")
+	fmt.Fprintf(b, "\t\tif (%s %% CV_R != 0) {\n", u(c.MG))
+	strips(u(c.MG)+" / CV_R", u(c.MG)+" / CV_R + 1", u(c.MG)+" % CV_R")
+	b.WriteString("\t\t}\n\t}\n")
+	return c.N * c.Group * g.rb
 }
 
 // pool writes a max pooling and its epilogue, output by output: each
 // output's accumulator starts at -Inf and takes maximum (the op table's)
 // with each tap inside x, (kh, kw) ascending: cpuref.MaxPool2D's order.
-func pool(b *strings.Builder, k *ir.Kernel) {
+// Its tiles are the (n, channel) pairs.
+func pool(b *strings.Builder, k *ir.Kernel) int {
 	c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
 	u := Lang.Uint
 	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"n", "ch", "ph - " + u(c.PT), "pw - " + u(c.PL)})
-	b.WriteString("\tidx at = 0;\n")
-	fmt.Fprintf(b, "\tfor (idx n = 0; n < %s; n++)\n", u(c.N))
-	fmt.Fprintf(b, "\tfor (idx ch = 0; ch < %s; ch++)\n", u(c.C))
+	b.WriteString("\tfor (idx nc = t0; nc < t1; nc++) {\n")
+	fmt.Fprintf(b, "\tconst idx n = nc / %s, ch = nc %% %s;\n", u(c.C), u(c.C))
+	fmt.Fprintf(b, "\tidx at = nc * %s;\n", u(c.OH*c.OW))
 	fmt.Fprintf(b, "\tfor (idx oh = 0; oh < %s; oh++)\n", u(c.OH))
 	fmt.Fprintf(b, "\tfor (idx ow = 0; ow < %s; ow++) {\n", u(c.OW))
 	fmt.Fprintf(b, "\t\tfloat acc = %s;\n", Lang.Bits(0xff800000))
@@ -74,5 +200,6 @@ func pool(b *strings.Builder, k *ir.Kernel) {
 	}
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 2))
 	b.WriteString(codegen.Indent(stores(k, "at"), 2))
-	b.WriteString("\t\tat++;\n\t}\n")
+	b.WriteString("\t\tat++;\n\t}\n\t}\n")
+	return c.N * c.C
 }

@@ -27,7 +27,9 @@ const rowsPrelude = `
 // read, in arrays of P floats; each reduction is then the reference tree
 // over its array, combined level by level in place (the pairs at
 // distance 1, then 2, …: cpuref's contiguous pairwise tree).
-func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
+//
+// Its tiles are rows.
+func rowsKernel(b *strings.Builder, k *ir.Kernel, d *Kernel) {
 	pl := codegen.PlanRows(k)
 	combines := map[ir.Op]string{}
 	for _, in := range k.Body {
@@ -40,7 +42,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, in.Op.Info().Combine, "a", "b", "m"), 1))
 		b.WriteString("\treturn m;\n}\n\n")
 	}
-	fmt.Fprintf(b, "EXPORT void %s(%s) {\n", d.Export, params(k, false))
+	fmt.Fprintf(b, "static void %s_tiles(%s, idx t0, idx t1) {\n", d.Export, params(k, false))
 	n, p := pl.Red.Leaves, pl.P
 	for j := range k.Body {
 		if pl.Cached[j] {
@@ -70,7 +72,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		}
 		b.WriteString(codegen.Indent(lines, tabs))
 	}
-	fmt.Fprintf(b, "\tfor (idx o = 0; o < %du; o++) {\n", pl.Red.Outputs)
+	b.WriteString("\tfor (idx o = t0; o < t1; o++) {\n")
 	fmt.Fprintf(b, "\t\tconst idx base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
 	rowValues(0, 2)
 	for pass := 0; pass < pl.Passes; pass++ {
@@ -81,7 +83,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		b.WriteString("\t\t}\n")
 		for _, j := range pl.Accs[pass] {
 			if c := k.Body[j].Op.Info(); c.Combine.Info().Selects { // any order: see selectFold
-				selectFold(b, 2, fmt.Sprintf("a%d", j), n, combines[k.Body[j].Op], Lang.Bits(c.Identity), fmt.Sprintf("a%d[0] = s;", j))
+				selectFold(b, 2, fmt.Sprintf("a%d", j), n, combines[k.Body[j].Op], Lang.Bits(c.Identity), selectOrder[c.Combine], fmt.Sprintf("a%d[0] = s;", j))
 				continue
 			}
 			if n < p {
@@ -94,4 +96,6 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, d Kernel) {
 		rowValues(pass+1, 2)
 	}
 	b.WriteString("\t}\n}\n")
+	d.Tiles = pl.Red.Outputs
+	wrapper(b, k, d)
 }

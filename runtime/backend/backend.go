@@ -44,6 +44,10 @@ type Options struct {
 	// backend whose compiler is missing may then still open, to run plans
 	// that carry their kernels (wasm without Clang).
 	Explicit bool
+	// Threads bounds the threads a CPU backend runs one kernel on (0:
+	// GPUCC_THREADS, else every core the process is given; see
+	// native.Threads).
+	Threads int
 }
 
 // DefaultPoolBytes is the default bound of a backend's buffer pool.

@@ -16,7 +16,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -41,6 +43,7 @@ const maxIdleLibs = 64
 // every unit.
 const (
 	entry = "gpucc_run"
+	part  = "gpucc_part"
 	scan  = "gpucc_scan"
 )
 
@@ -50,13 +53,14 @@ type device struct {
 	cache   *cache.Cache       // the artifact cache (nil: none)
 	private *cbuild.PrivateDir // where libraries are copied to be loaded
 	libs    map[string]*library
+	threads int // the most threads one kernel runs on (Threads)
 }
 
-// library is one loaded shared object, its entry point and its scan.
+// library is one loaded shared object, its entry points and its scan.
 type library struct {
-	handle      uintptr
-	entry, scan uintptr
-	refs        int
+	handle            uintptr
+	entry, part, scan uintptr
+	refs              int
 }
 
 // probes remembers, per compiler, that it built a shared object: every
@@ -81,11 +85,38 @@ func open(opts backend.Options) (backend.Device, error) {
 		}
 		probes.Store(cc.Key(), true)
 	}
+	threads, err := Threads(opts.Threads)
+	if err != nil {
+		return nil, err
+	}
 	private, err := cbuild.NewPrivateDir()
 	if err != nil {
 		return nil, err
 	}
-	return &device{cc: cc, cache: opts.Cache, private: private, libs: map[string]*library{}}, nil
+	return &device{cc: cc, cache: opts.Cache, private: private, libs: map[string]*library{}, threads: threads}, nil
+}
+
+// Threads returns the number of threads the native backend runs a kernel
+// on, given backend.Options.Threads: n when n > 0; else GPUCC_THREADS
+// when it is set (a positive integer); else runtime.GOMAXPROCS(0), every
+// core the process is given (Go counts the CPU affinity mask and, on
+// Linux, the cgroup CPU limit). 1 runs every kernel on the calling
+// goroutine, in one call into C per run.
+func Threads(n int) (int, error) {
+	switch {
+	case n > 0:
+		return n, nil
+	case n < 0:
+		return 0, fmt.Errorf("threads %d: want 0 (every core) or a positive count", n)
+	}
+	if v := os.Getenv("GPUCC_THREADS"); v != "" {
+		t, err := strconv.Atoi(v)
+		if err != nil || t <= 0 {
+			return 0, fmt.Errorf("GPUCC_THREADS=%q: want a positive integer", v)
+		}
+		return t, nil
+	}
+	return goruntime.GOMAXPROCS(0), nil
 }
 
 func (d *device) Info() backend.Info {
@@ -132,7 +163,9 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	return &executable{d: d, p: bp.IR, lib: lib, scratch: unit.Scratch, own: make([][]float32, len(bp.IR.Buffers)+1)}, nil
+	e := &executable{d: d, p: bp.IR, lib: lib, scratch: unit.Scratch, own: make([][]float32, len(bp.IR.Buffers)+1)}
+	e.plan(unit.Kernels, d.threads)
+	return e, nil
 }
 
 // entrySource returns the C of the entry point: one call for the whole
@@ -158,6 +191,20 @@ func entrySource(u *c.Unit, nbuf int) string {
 		fmt.Fprintf(&s, "\t%s(%s);\n", k.Export, strings.Join(args, ", "))
 	}
 	s.WriteString("\tfpenv_restore(saved);\n}\n")
+	fmt.Fprintf(&s, "\n/* %s runs tiles [t0, t1) of kernel k with its own scratch (see codegen/c's Kernel.Tiles). */\n", part)
+	fmt.Fprintf(&s, "EXPORT void %s(float *const *b, float *scratch, idx k, idx t0, idx t1) {\n\tconst fpenv saved = fpenv_reference();\n\tswitch (k) {\n", part)
+	for n, k := range u.Kernels {
+		args := make([]string, 0, len(k.Buffers)+3)
+		for _, buf := range k.Buffers {
+			args = append(args, fmt.Sprintf("b[%d]", buf))
+		}
+		if k.Scratch {
+			args = append(args, "scratch")
+		}
+		args = append(args, "t0", "t1")
+		fmt.Fprintf(&s, "\tcase %d:\n\t\t%s_tiles(%s);\n\t\tbreak;\n", n, k.Export, strings.Join(args, ", "))
+	}
+	s.WriteString("\t}\n\t(void)scratch;\n\tfpenv_restore(saved);\n}\n")
 	s.WriteString(scanSource)
 	return s.String()
 }
@@ -264,7 +311,7 @@ func openLib(private *cbuild.PrivateDir, so []byte) (*library, error) {
 	for _, sym := range []struct {
 		name string
 		fn   *uintptr
-	}{{entry, &lib.entry}, {scan, &lib.scan}} {
+	}{{entry, &lib.entry}, {part, &lib.part}, {scan, &lib.scan}} {
 		if *sym.fn, err = purego.Dlsym(h, sym.name); err != nil {
 			purego.Dlclose(h)
 			return nil, fmt.Errorf("dlsym %s: %w", sym.name, err)
@@ -277,7 +324,11 @@ type executable struct {
 	d       *device
 	p       *ir.Program
 	lib     *library
-	scratch int
+	scratch int // floats of scratch per concurrent call
+	// parts is, per kernel, how many threads run it (1: the calling
+	// goroutine alone), tiles its tile count; nil when every kernel runs
+	// on one thread, in one call of the entry point.
+	parts, tiles []int
 	// own holds the executable's buffers (not inputs) and, last, the
 	// scratch, allocated at the first run that needs them; a kept output
 	// takes its buffer away.
@@ -325,7 +376,7 @@ func (e *executable) Run(ctx context.Context, cl *backend.Call) error {
 		if bufs[i] != nil {
 			continue
 		}
-		n := e.scratch
+		n := e.scratch * e.maxParts()
 		if i < len(e.p.Buffers) {
 			n = e.p.Buffers[i].Len
 		}
@@ -422,5 +473,9 @@ func (e *executable) dispatch(pin *goruntime.Pinner, bufs [][]float32, st *backe
 	}
 	pin.Pin(&ptrs[0])
 	defer st.Start(backend.StageDispatch)()
-	purego.SyscallN(e.lib.entry, uintptr(unsafe.Pointer(&ptrs[0])))
+	if e.parts == nil {
+		purego.SyscallN(e.lib.entry, uintptr(unsafe.Pointer(&ptrs[0])))
+		return
+	}
+	e.dispatchParts(ptrs, bufs[len(bufs)-1])
 }

@@ -16,8 +16,8 @@ static inline float F(u32 b) {
 }
 
 /* elementwise_0: elementwise [1000], nodes [3 4 5 6] */
-EXPORT void kernel0(const float *restrict in0, const float *restrict in1, const float *restrict in2, float *restrict out0) {
-	for (idx i = 0; i < 1000u; i++) {
+static void kernel0_tiles(const float *restrict in0, const float *restrict in1, const float *restrict in2, float *restrict out0, idx t0, idx t1) {
+	for (idx i = t0 * 4096u; i < (t1 * 4096u < 1000u ? t1 * 4096u : 1000u); i++) {
 		const float v0 = in0[i];
 		const float v1 = in1[i];
 		const float v2 = v0 * v1;
@@ -27,4 +27,8 @@ EXPORT void kernel0(const float *restrict in0, const float *restrict in1, const 
 		const float v6 = (v5 > F(0x00000000u) ? v5 : F(0x00000000u));
 		out0[i] = v6;
 	}
+}
+
+EXPORT void kernel0(const float *restrict in0, const float *restrict in1, const float *restrict in2, float *restrict out0) {
+	kernel0_tiles(in0, in1, in2, out0, 0, 1u);
 }

@@ -16,17 +16,21 @@ static inline float F(u32 b) {
 }
 
 /* elementwise_0: elementwise [5,7], nodes [1] */
-EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
-	for (idx i = 0; i < 35u; i++) {
+static void kernel0_tiles(const float *restrict in0, float *restrict out0, idx t0, idx t1) {
+	for (idx i = t0 * 4096u; i < (t1 * 4096u < 35u ? t1 * 4096u : 35u); i++) {
 		const float v0 = in0[i];
 		const float v1 = (v0 > F(0x00000000u) ? F(0x3f800000u) : F(0x00000000u));
 		out0[i] = v1;
 	}
 }
 
+EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
+	kernel0_tiles(in0, out0, 0, 1u);
+}
+
 /* life_1: life [5,7], nodes [2] */
-EXPORT void kernel1(const float *restrict in0, float *restrict out0) {
-	for (idx r = 0; r < 5u; r++) {
+static void kernel1_tiles(const float *restrict in0, float *restrict out0, idx t0, idx t1) {
+	for (idx r = t0; r < t1; r++) {
 		const idx ru = (r + 4u) % 5u, rd = (r + 1u) % 5u;
 		for (idx c = 0; c < 7u; c++) {
 			const idx cl = (c + 6u) % 7u, cr = (c + 1u) % 7u;
@@ -34,4 +38,8 @@ EXPORT void kernel1(const float *restrict in0, float *restrict out0) {
 			out0[r * 7u + c] = (live == 3 || (live == 2 && in0[r * 7u + c] > F(0x00000000u))) ? F(0x3f800000u) : F(0x00000000u);
 		}
 	}
+}
+
+EXPORT void kernel1(const float *restrict in0, float *restrict out0) {
+	kernel1_tiles(in0, out0, 0, 5u);
 }

@@ -21,17 +21,30 @@ static inline float kernel0_combine(float a, float b) {
 	return m;
 }
 
-EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
-	float t[256], part[64];
+static void kernel0_tiles(const float *restrict in0, float *restrict out0, idx t0, idx t1) {
+	(void)t0;
+	(void)t1;
+	float t[256], u[128], part[64];
 	idx top = 0;
 	for (idx blk = 0; blk < 4u; blk++) {
 		if (blk < 3u) {
-			for (idx l = 0; l < 256u; l++) {
-				const idx i = blk * 256u + l;
-				const float v0 = in0[i];
-				const float v1 = v0 * v0;
-				const float v2 = (v1 > F(0x00000000u) ? v1 : F(0x00000000u));
-				t[l] = v2;
+			for (idx l = 0; l < 128u; l++) {
+				float lv[2];
+				{
+					const idx i = blk * 256u + 2 * l + 0;
+					const float v0 = in0[i];
+					const float v1 = v0 * v0;
+					const float v2 = (v1 > F(0x00000000u) ? v1 : F(0x00000000u));
+					lv[0] = v2;
+				}
+				{
+					const idx i = blk * 256u + 2 * l + 1;
+					const float v0 = in0[i];
+					const float v1 = v0 * v0;
+					const float v2 = (v1 > F(0x00000000u) ? v1 : F(0x00000000u));
+					lv[1] = v2;
+				}
+				u[l] = kernel0_combine(lv[0], lv[1]);
 			}
 		}
 		if (blk == 3u) {
@@ -44,10 +57,23 @@ EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
 			}
 			for (idx l = 232u; l < 256u; l++)
 				t[l] = F(0x80000000u);
+			for (idx l = 0; l < 128u; l++)
+				u[l] = kernel0_combine(t[2 * l], t[2 * l + 1]);
 		}
-		for (idx w = 1; w < 256u; w *= 2)
-			for (idx l = 0; l < 256u; l += 2 * w)
-				t[l] = kernel0_combine(t[l], t[l + w]);
+		for (idx l = 0; l < 64u; l++)
+			t[l] = kernel0_combine(u[2 * l], u[2 * l + 1]);
+		for (idx l = 0; l < 32u; l++)
+			u[l] = kernel0_combine(t[2 * l], t[2 * l + 1]);
+		for (idx l = 0; l < 16u; l++)
+			t[l] = kernel0_combine(u[2 * l], u[2 * l + 1]);
+		for (idx l = 0; l < 8u; l++)
+			u[l] = kernel0_combine(t[2 * l], t[2 * l + 1]);
+		for (idx l = 0; l < 4u; l++)
+			t[l] = kernel0_combine(u[2 * l], u[2 * l + 1]);
+		for (idx l = 0; l < 2u; l++)
+			u[l] = kernel0_combine(t[2 * l], t[2 * l + 1]);
+		for (idx l = 0; l < 1u; l++)
+			t[l] = kernel0_combine(u[2 * l], u[2 * l + 1]);
 		float s = t[0];
 		for (idx c = blk; c & 1u; c >>= 1)
 			s = kernel0_combine(part[--top], s);
@@ -57,4 +83,8 @@ EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
 	for (idx d = top - 1; d > 0; d--)
 		s = kernel0_combine(part[d - 1], s);
 	out0[0] = s;
+}
+
+EXPORT void kernel0(const float *restrict in0, float *restrict out0) {
+	kernel0_tiles(in0, out0, 0, 1u);
 }

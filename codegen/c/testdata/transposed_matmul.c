@@ -27,17 +27,19 @@ static inline f4 load4(const float *p) {
 
 static inline void store4(float *p, f4 v) { __builtin_memcpy(p, &v, sizeof v); }
 
-/* mm_tile computes rows i..i+R-1, columns j..j+4V-1 of c (R <= 4, V <= 2). */
-static inline __attribute__((always_inline)) void mm_tile(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R, int V) {
+/* mm_tile computes rows i..i+R-1, columns j..j+4V-1 of c (R <= 4, V <= 2); b[k, j] is b[k*bk + j*bn]. */
+static inline __attribute__((always_inline)) void mm_tile(float *restrict c, idx ldc, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx bk, idx bn, idx K, idx i, idx j, int R, int V) {
 	f4 acc[4][2];
 	for (int r = 0; r < R; r++)
 		for (int v = 0; v < V; v++)
 			acc[r][v] = (f4){F(0u), F(0u), F(0u), F(0u)};
 	for (idx k = 0; k < K; k++) {
 		f4 bv[2];
-		for (int v = 0; v < V; v++)
-			bv[v] = load4(b + k * N + j + 4 * v);
+		for (int v = 0; v < V; v++) {
+			const float *restrict p = b + k * bk + (j + 4 * v) * bn;
+			bv[v] = bn == 1 ? load4(p) : (f4){p[0], p[bn], p[2 * bn], p[3 * bn]};
+		}
 		for (int r = 0; r < R; r++) {
 			const float s = a[(i + r) * ar + k * ak];
 			const f4 av = {s, s, s, s};
@@ -49,48 +51,49 @@ static inline __attribute__((always_inline)) void mm_tile(float *restrict c, con
 	}
 	for (int r = 0; r < R; r++)
 		for (int v = 0; v < V; v++)
-			store4(c + (i + r) * N + j + 4 * v, acc[r][v]);
+			store4(c + (i + r) * ldc + j + 4 * v, acc[r][v]);
 }
 
 /* mm_col computes rows i..i+R-1 of column j of c, one scalar accumulator each. */
-static inline __attribute__((always_inline)) void mm_col(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j, int R) {
+static inline __attribute__((always_inline)) void mm_col(float *restrict c, idx ldc, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx bk, idx bn, idx K, idx i, idx j, int R) {
 	float acc[4];
 	for (int r = 0; r < R; r++)
 		acc[r] = F(0u);
 	for (idx k = 0; k < K; k++) {
-		const float bk = b[k * N + j];
+		const float bkj = b[k * bk + j * bn];
 		for (int r = 0; r < R; r++) {
-			const float p = a[(i + r) * ar + k * ak] * bk;
+			const float p = a[(i + r) * ar + k * ak] * bkj;
 			acc[r] = acc[r] + p;
 		}
 	}
 	for (int r = 0; r < R; r++)
-		c[(i + r) * N + j] = acc[r];
+		c[(i + r) * ldc + j] = acc[r];
 }
 
 /* mm_rows computes rows i..i+R-1 of columns j0..j1-1 of c. */
-static inline __attribute__((always_inline)) void mm_rows(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx K, idx N, idx i, idx j0, idx j1, int R) {
+static inline __attribute__((always_inline)) void mm_rows(float *restrict c, idx ldc, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx bk, idx bn, idx K, idx i, idx j0, idx j1, int R) {
 	idx j = j0;
 	for (; j + 8 <= j1; j += 8)
-		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 2);
+		mm_tile(c, ldc, a, ar, ak, b, bk, bn, K, i, j, R, 2);
 	for (; j + 4 <= j1; j += 4)
-		mm_tile(c, a, ar, ak, b, K, N, i, j, R, 1);
+		mm_tile(c, ldc, a, ar, ak, b, bk, bn, K, i, j, R, 1);
 	for (; j < j1; j++)
-		mm_col(c, a, ar, ak, b, K, N, i, j, R);
+		mm_col(c, ldc, a, ar, ak, b, bk, bn, K, i, j, R);
 }
 
-static inline __attribute__((always_inline)) void mm(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx M, idx K, idx N, float *restrict panel) {
+/* mm computes c[M×N] (row stride ldc) = a × b, a[i,k] at a[i*ar + k*ak], b[k,j] at b[k*bk + j*bn]. */
+static inline __attribute__((always_inline)) void mm(float *restrict c, idx ldc, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx bk, idx bn, idx M, idx K, idx N, float *restrict panel) {
 	(void)panel;
 	for (idx j0 = 0; j0 < N; j0 += 64) {
 		const idx j1 = j0 + 64 < N ? j0 + 64 : N;
 		idx i = 0;
 		for (; i + 2 <= M; i += 2)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 2);
+			mm_rows(c, ldc, a, ar, ak, b, bk, bn, K, i, j0, j1, 2);
 		for (; i < M; i++)
-			mm_rows(c, a, ar, ak, b, K, N, i, j0, j1, 1);
+			mm_rows(c, ldc, a, ar, ak, b, bk, bn, K, i, j0, j1, 1);
 	}
 }
 #else
@@ -119,18 +122,18 @@ static inline void storev(float *p, fv v) { __builtin_memcpy(p, &v, sizeof v); }
 /* mm_tile: rows i..i+R-1 of the panel at column j (W columns, w of them real), k in [k0, k1);
  * a[r*ar + k*ak] is row i+r's element k. */
 static inline __attribute__((always_inline)) void mm_tile(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict panel, idx N, idx i, idx j, idx w, idx k0, idx k1, int R) {
+	idx ar, idx ak, const float *restrict panel, idx ldc, idx i, idx j, idx w, idx k0, idx k1, int R) {
 	fv acc[MM_R][2];
 	for (int r = 0; r < R; r++) {
 		if (k0 == 0) {
 			acc[r][0] = acc[r][1] = SPLAT(F(0u));
 		} else if (w == MM_W) {
-			acc[r][0] = loadv(c + (i + r) * N + j);
-			acc[r][1] = loadv(c + (i + r) * N + j + MM_VL);
+			acc[r][0] = loadv(c + (i + r) * ldc + j);
+			acc[r][1] = loadv(c + (i + r) * ldc + j + MM_VL);
 		} else {
 			float t[MM_W] = {0};
 			for (idx q = 0; q < w; q++)
-				t[q] = c[(i + r) * N + j + q];
+				t[q] = c[(i + r) * ldc + j + q];
 			acc[r][0] = loadv(t);
 			acc[r][1] = loadv(t + MM_VL);
 		}
@@ -147,22 +150,22 @@ static inline __attribute__((always_inline)) void mm_tile(float *restrict c, con
 	}
 	for (int r = 0; r < R; r++) {
 		if (w == MM_W) {
-			storev(c + (i + r) * N + j, acc[r][0]);
-			storev(c + (i + r) * N + j + MM_VL, acc[r][1]);
+			storev(c + (i + r) * ldc + j, acc[r][0]);
+			storev(c + (i + r) * ldc + j + MM_VL, acc[r][1]);
 		} else {
 			float t[MM_W];
 			storev(t, acc[r][0]);
 			storev(t + MM_VL, acc[r][1]);
 			for (idx q = 0; q < w; q++)
-				c[(i + r) * N + j + q] = t[q];
+				c[(i + r) * ldc + j + q] = t[q];
 		}
 	}
 }
 
-/* mm computes c[M×N] = a × b, a[i,k] at a[i*ar + k*ak], b row-major [K×N];
- * panel holds MM_KC × ceil(N/MM_W)·MM_W floats. */
-static inline __attribute__((always_inline)) void mm(float *restrict c, const float *restrict a,
-	idx ar, idx ak, const float *restrict b, idx M, idx K, idx N, float *restrict panel) {
+/* mm computes c[M×N] (row stride ldc) = a × b, a[i,k] at a[i*ar + k*ak], b[k,j] at b[k*bk + j*bn];
+ * panel holds MM_KC × ceil(N/MM_W)·MM_W + MM_MC × MM_KC floats. */
+static inline __attribute__((always_inline)) void mm(float *restrict c, idx ldc, const float *restrict a,
+	idx ar, idx ak, const float *restrict b, idx bk, idx bn, idx M, idx K, idx N, float *restrict panel) {
 	float *restrict apack = panel + (K < MM_KC ? K : MM_KC) * ((N + MM_W - 1) / MM_W) * MM_W;
 	const idx np = (N + MM_W - 1) / MM_W;
 	for (idx k0 = 0; k0 < K || k0 == 0; k0 += MM_KC) {
@@ -170,9 +173,15 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 		for (idx p = 0; p < np; p++) {
 			const idx j = p * MM_W, w = N - j < MM_W ? N - j : MM_W;
 			float *restrict dst = panel + p * kc * MM_W;
-			for (idx k = 0; k < kc; k++)
+			if (bn == 1) {
+				for (idx k = 0; k < kc; k++)
+					for (idx q = 0; q < MM_W; q++)
+						dst[k * MM_W + q] = q < w ? b[(k0 + k) * bk + j + q] : F(0u);
+			} else { /* a transposed b: walk each column's k contiguously */
 				for (idx q = 0; q < MM_W; q++)
-					dst[k * MM_W + q] = q < w ? b[(k0 + k) * N + j + q] : F(0u);
+					for (idx k = 0; k < kc; k++)
+						dst[k * MM_W + q] = q < w ? b[(k0 + k) * bk + (j + q) * bn] : F(0u);
+			}
 		}
 		for (idx i0 = 0; i0 < M; i0 += MM_MC) {
 			const idx i1 = M - i0 < MM_MC ? M : i0 + MM_MC, strips = (i1 - i0) / MM_R;
@@ -184,9 +193,9 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 				const idx j = p * MM_W, w = N - j < MM_W ? N - j : MM_W;
 				const float *restrict pp = panel + p * kc * MM_W - k0 * MM_W;
 				for (idx t = 0; t < strips; t++)
-					mm_tile(c, apack + t * kc * MM_R - k0 * MM_R, 1, MM_R, pp, N, i0 + t * MM_R, j, w, k0, k1, MM_R);
+					mm_tile(c, apack + t * kc * MM_R - k0 * MM_R, 1, MM_R, pp, ldc, i0 + t * MM_R, j, w, k0, k1, MM_R);
 				for (idx i = i0 + strips * MM_R; i < i1; i++)
-					mm_tile(c, a + i * ar, ar, ak, pp, N, i, j, w, k0, k1, 1);
+					mm_tile(c, a + i * ar, ar, ak, pp, ldc, i, j, w, k0, k1, 1);
 			}
 		}
 		if (K == 0)
@@ -196,9 +205,11 @@ static inline __attribute__((always_inline)) void mm(float *restrict c, const fl
 #endif
 
 /* matmul_0: matmul [3,4], nodes [4] */
+static void kernel0_tiles(const float *restrict in0, const float *restrict in1, float *restrict out0, float *restrict scratch, idx t0, idx t1) {
+	const idx r0 = t0 * 16u, r1 = t1 * 16u < 3u ? t1 * 16u : 3u;
+	mm(out0 + r0 * 4u, 4u, in0 + r0 * 1u, 1u, 3u, in1, 1u, 5u, r1 - r0, 5u, 4u, scratch);
+}
+
 EXPORT void kernel0(const float *restrict in0, const float *restrict in1, float *restrict out0, float *restrict scratch) {
-	for (idx k = 0; k < 5u; k++)
-		for (idx j = 0; j < 4u; j++)
-			scratch[k * 4u + j] = in1[j * 5u + k];
-	mm(out0, in0, 1u, 3u, scratch, 3u, 5u, 4u, scratch + 20u);
+	kernel0_tiles(in0, in1, out0, scratch, 0, 1u);
 }
