@@ -17,8 +17,8 @@ import (
 )
 
 // threadGraphs are graphs whose kernels split into tiles: matmuls (plain,
-// transposed, with an epilogue) over odd, prime and power-of-two shapes
-// around the 16-row tile, elementwise kernels across the 4096-element
+// transposed, with an epilogue, batched) over odd, prime and power-of-two
+// shapes around the 16-row tile, elementwise kernels across the 4096-element
 // chunk, rows kernels (softmax, layernorm), column, row and middle-axis
 // sums and maxima, convolutions and pooling (irtest's random cases) and
 // life.
@@ -42,6 +42,14 @@ func threadGraphs(t *testing.T) map[string]*ir.Graph {
 			b.Output("ab", a.MatMul(bb))
 			b.Output("atbt", at.T().MatMul(bt.T()))
 			b.Output("relu", a.MatMul(bt.T()).Add(bias).Relu())
+		})
+	}
+	for _, s := range [][2]ir.Shape{{{2, 3, 19, 7}, {2, 3, 7, 33}}, {{5, 37, 9}, {1, 9, 20}}, {{3, 16, 5}, {5, 17}}} {
+		as, bs := s[0], s[1]
+		gs[fmt.Sprintf("batched matmul %v x %v", as, bs)] = build(t, func(b *ir.Builder) {
+			x, y := b.Input(as, data(as.Len())), b.Input(bs, data(bs.Len()))
+			b.Output("xy", x.MatMul(y))
+			b.Output("relu", x.MatMul(y).AddScalar(0.25).Relu())
 		})
 	}
 	for _, n := range []int{1, 4095, 4096, 4097, 3 * 4096, 65537} {
