@@ -118,10 +118,13 @@ func TestDigitsModel(t *testing.T) {
 
 // TestDigitsModelReproducible retrains each classifier as digitsgen does
 // and checks that it gives the committed file byte for byte: the model
-// the page runs is the one these sources train.
+// the page runs is the one these sources train. It runs only with
+// GPUCC_RETRAIN set: on cpu the two take about 50 s and 200 s of CPU
+// (195 s and 504 s of wall time on this machine under load, 2026-12-02),
+// too long for every run of the suite.
 func TestDigitsModelReproducible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains the classifiers: 300 full-batch steps each on cpu")
+	if testing.Short() || os.Getenv("GPUCC_RETRAIN") == "" {
+		t.Skip("trains the classifiers (300 full-batch steps each on cpu); set GPUCC_RETRAIN=1 to run it")
 	}
 	loadDigits(t) // skips without the data
 	for _, arch := range []string{"mlp", "cnn"} {
