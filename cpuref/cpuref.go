@@ -51,6 +51,15 @@
 //     element of x makes no NaN); an output that no tap reaches is +0.
 //     This is conv2d's input gradient with conv2d's weight in the same
 //     order, per input element, as conv2d visits (m, kh, kw).
+//   - resize2d(x): (ir.Resize2D: x [N,C,H,W] to [N,C,OH,OW], per axis the
+//     taps I0, I1 and float32 weights W0, W1 of ir.ResizeTaps, computed
+//     from the attributes in float64) nearest is x[n,c,I0h[oh],I0w[ow]],
+//     unchanged (and so is an axis of one input element, linear or not);
+//     linear is, for j = 0, 1 and h_0 = I0h[oh], h_1 = I1h[oh],
+//     r_j = round(round(W0w[ow]·x[n,c,h_j,I0w[ow]]) + round(W1w[ow]·
+//     x[n,c,h_j,I1w[ow]])), then round(round(W0h[oh]·r_0) +
+//     round(W1h[oh]·r_1)): the columns first, as ONNX's reference
+//     interpolates the last axis innermost.
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,
@@ -288,6 +297,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.conv2d(arg(0), arg(1), ir.Conv2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpConvTranspose2D:
 		return ar.convTranspose2d(arg(0), arg(1), ir.ConvTranspose2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
+	case ir.OpResize2D:
+		return ar.resize2d(arg(0), ir.Resize2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2D:
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2DGrad:
@@ -660,6 +671,40 @@ func (ar arith) convTranspose2d(x, w []float32, c ir.ConvTranspose2D, stop func(
 					out[at] = acc
 					at++
 				}
+			}
+		}
+	}
+	return out
+}
+
+// Resize2D returns resize2d of x (row-major, geometry r) in the reference
+// order (see the package doc).
+func Resize2D(x []float32, r ir.Resize2D) []float32 { return exact.resize2d(x, r, nil) }
+
+// resize2d is Resize2D that checks stop (when not nil) before each output
+// row and returns early, the rest zero, once it reports true.
+func (ar arith) resize2d(x []float32, r ir.Resize2D, stop func() bool) []float32 {
+	out := make([]float32, r.N*r.C*r.OH*r.OW)
+	at := 0
+	for nc := range r.N * r.C {
+		xc := x[nc*r.H*r.W:]
+		for oh := range r.OH {
+			if stop != nil && stop() {
+				return out
+			}
+			for ow := range r.OW {
+				row := func(h int) float32 {
+					if !r.Cols.Linear() {
+						return xc[h*r.W+r.Cols.I0[ow]]
+					}
+					return ar.add(ar.mul(r.Cols.W0[ow], xc[h*r.W+r.Cols.I0[ow]]), ar.mul(r.Cols.W1[ow], xc[h*r.W+r.Cols.I1[ow]]))
+				}
+				if !r.Rows.Linear() {
+					out[at] = row(r.Rows.I0[oh])
+				} else {
+					out[at] = ar.add(ar.mul(r.Rows.W0[oh], row(r.Rows.I0[oh])), ar.mul(r.Rows.W1[oh], row(r.Rows.I1[oh])))
+				}
+				at++
 			}
 		}
 	}

@@ -157,7 +157,7 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 	n := k.Shape.Len()
 	bd := newBody(k)
 	switch k.Kind {
-	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad:
+	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad, ir.KernelResize:
 		var c []float32
 		switch k.Kind {
 		case ir.KernelMatmul:
@@ -172,6 +172,8 @@ func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 			x := operandValues(k.Inputs[0], bufs)
 			w := operandValues(k.Inputs[1], bufs)
 			c = exact.convTranspose2d(x, w, ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
+		case ir.KernelResize:
+			c = exact.resize2d(operandValues(k.Inputs[0], bufs), ir.Resize2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 		case ir.KernelPool:
 			c = exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 		case ir.KernelPoolGrad:

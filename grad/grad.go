@@ -71,6 +71,8 @@
 //	                   routing of ties; +0 beats -0, the first NaN wins)
 //	maxpool2d_grad(x, g) not differentiated (second derivatives of pooling):
 //	                   an error if it lies between a parameter and the loss
+//	resize2d(x)        no gradient yet (g scattered back through the taps
+//	                   is not a rule yet): an error as for conv2d
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

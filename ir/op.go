@@ -69,6 +69,12 @@ const (
 	// select it (poolgrad.go), (oh, ow) ascending, adding g there: maxpool2d's input gradient.
 	OpMaxPool2DGrad
 	OpErf // the error function of arg0 (exact GELU's), by cpuref's polynomials
+	// resize2d (convops): ONNX Resize over the last two axes of arg0 x [N,C,H,W], nearest or
+	// linear, to [N,C,OH,OW]. Per axis the taps and weights are ir.ResizeTaps' tables (computed in
+	// float64 from the attributes, the same on every backend); nearest copies x[n,c,I0h[oh],I0w[ow]];
+	// linear rounds r_j = W0w·x[h_j,I0w] + W1w·x[h_j,I1w] (each product, then the sum) for h_0 = I0h,
+	// h_1 = I1h, then W0h·r_0 + W1h·r_1 likewise.
+	OpResize2D
 	numOps
 )
 
@@ -315,6 +321,9 @@ func init() {
 				e := d.Apply(OpExp, nil, d.Apply(OpNeg, nil, d.Apply(OpMul, nil, d.Arg(0), d.Arg(0))))
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, e, C(2/math.SqrtPi))), true
 			}},
+		OpResize2D: {Name: "resize2d", Args: 1, Kernel: KernelResize, Shape: resize2dShape, Cost: perElement,
+			CostAttrs: resize2dCost, Attrs: resize2dAttrs,
+			NoGrad: "resize2d's gradient (the output gradient scattered back through the taps) is not a rule yet"},
 		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

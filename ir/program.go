@@ -131,10 +131,15 @@ const (
 	// cpuref's order (cpuref.MaxPool2DGrad); then Body is an epilogue as
 	// for matmul, InstrAcc the accumulator.
 	KernelPoolGrad
+	// KernelResize: a 2-D resize (ir.Resize2D: Inputs[0] is x, Attrs the
+	// resize2d node's) into an accumulator per element of Shape
+	// [N,C,OH,OW], in cpuref's order (cpuref.Resize2D); then Body is an
+	// epilogue as for matmul, InstrAcc the accumulator.
+	KernelResize
 )
 
 func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose", "pool_grad"}[k]
+	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose", "pool_grad", "resize"}[k]
 }
 
 // Operand is a buffer a kernel reads through a strided index map: the
@@ -456,7 +461,7 @@ func (in Instr) text() string {
 // and a split sum's blocks are a power of two that divides its padded
 // leaves.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelPoolGrad {
+	if k.Kind > KernelResize {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
 	if k.Kind == KernelRows {
@@ -532,6 +537,10 @@ func validateKernelShape(p *Program, k *Kernel) string {
 		}
 	case k.Kind == KernelPoolGrad:
 		if msg := validatePoolGrad(k); msg != "" {
+			return msg
+		}
+	case k.Kind == KernelResize:
+		if msg := validateResize(k); msg != "" {
 			return msg
 		}
 	case len(k.Attrs) > 0:
@@ -633,7 +642,7 @@ func ValidateProgram(p *Program) error {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose && k.Kind != KernelPoolGrad {
+				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose && k.Kind != KernelPoolGrad && k.Kind != KernelResize {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
 				}
 				if k.Kind == KernelReduce && j != k.AccIndex() {

@@ -285,8 +285,8 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConvTranspose), b.operand(n.Args[1], ir.KernelConvTranspose))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpMaxPool2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelPool))
+		case ir.OpMaxPool2D, ir.OpResize2D:
+			k.Inputs = append(k.Inputs, b.operand(n.Args[0], n.Op.Info().Kernel))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpMaxPool2DGrad:

@@ -74,6 +74,8 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 		return cpuref.Matmul(repeat(vals[0], k), repeat(vals[1], k), 1, k, 1)[0], true
 	case ir.OpConvTranspose2D:
 		return 0, false // outputs sum different counts of products
+	case ir.OpResize2D:
+		return 0, false // linear weights differ per output
 	case ir.OpMaxPool2D:
 		// Undilated, every window holds a tap of x (the pads are below
 		// the window), and the maximum of copies of v is v.

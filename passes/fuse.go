@@ -497,5 +497,5 @@ func (f *fuser) errorf(format string, a ...any) error {
 // element of their Shape (InstrAcc) that an elementwise epilogue reads:
 // matmul, conv, pool and pool_grad.
 func accumulates(k ir.KernelKind) bool {
-	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool || k == ir.KernelConvTranspose || k == ir.KernelPoolGrad
+	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool || k == ir.KernelConvTranspose || k == ir.KernelPoolGrad || k == ir.KernelResize
 }

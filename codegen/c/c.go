@@ -326,6 +326,11 @@ func kernel(b *strings.Builder, k *ir.Kernel, d *Kernel) {
 		b.WriteString("\t(void)t0;\n\t(void)t1;\n")
 		poolGrad(b, k)
 		d.Tiles = 1
+	case ir.KernelResize:
+		// Direct and not split: one tile.
+		b.WriteString("\t(void)t0;\n\t(void)t1;\n")
+		resize(b, k)
+		d.Tiles = 1
 	case ir.KernelReduce:
 		d.Tiles = sum(b, k, d.Export+"_combine")
 	case ir.KernelLife:

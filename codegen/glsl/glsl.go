@@ -176,7 +176,7 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
 		switch k.Kind {
-		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad:
+		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad, ir.KernelResize:
 			pl.elementwise(ki, k)
 		case ir.KernelReduce:
 			pl.sum(ki, k)

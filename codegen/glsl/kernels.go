@@ -37,6 +37,9 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		case ir.KernelPoolGrad:
 			b.WriteString(poolGrad(k))
 			acc = "pool_grad(" + indexVar + ")"
+		case ir.KernelResize:
+			b.WriteString(resize(k))
+			acc = "resize(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))

@@ -225,6 +225,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		convTranspose(&b, k, &s)
 	case ir.KernelPoolGrad:
 		poolGrad(&b, k, &s)
+	case ir.KernelResize:
+		resize(&b, k, &s)
 	case ir.KernelLife:
 		life(&b, k, &s)
 	case ir.KernelRows:

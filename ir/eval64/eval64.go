@@ -114,6 +114,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		conv2d(out, arg(0), arg(1), ir.Conv2DOf(argShape(0), argShape(1), n.Attrs))
 	case ir.OpConvTranspose2D:
 		convTranspose2d(out, arg(0), arg(1), ir.ConvTranspose2DOf(argShape(0), argShape(1), n.Attrs))
+	case ir.OpResize2D:
+		resize2d(out, arg(0), ir.Resize2DOf(argShape(0), n.Attrs))
 	case ir.OpMaxPool2D:
 		maxpool2d(out, arg(0), ir.Pool2DOf(argShape(0), n.Attrs))
 	case ir.OpMaxPool2DGrad:
@@ -272,6 +274,31 @@ func convTranspose2d(out, x, w []float64, c ir.ConvTranspose2D) {
 					out[at] = acc
 					at++
 				}
+			}
+		}
+	}
+}
+
+// resize2d writes the resize of x (geometry r) into out: the same taps
+// and float32 weights as cpuref, in float64.
+func resize2d(out, x []float64, r ir.Resize2D) {
+	at := 0
+	for nc := range r.N * r.C {
+		xc := x[nc*r.H*r.W:]
+		for oh := range r.OH {
+			for ow := range r.OW {
+				row := func(h int) float64 {
+					if !r.Cols.Linear() {
+						return xc[h*r.W+r.Cols.I0[ow]]
+					}
+					return float64(r.Cols.W0[ow])*xc[h*r.W+r.Cols.I0[ow]] + float64(r.Cols.W1[ow])*xc[h*r.W+r.Cols.I1[ow]]
+				}
+				if !r.Rows.Linear() {
+					out[at] = row(r.Rows.I0[oh])
+				} else {
+					out[at] = float64(r.Rows.W0[oh])*row(r.Rows.I0[oh]) + float64(r.Rows.W1[oh])*row(r.Rows.I1[oh])
+				}
+				at++
 			}
 		}
 	}
