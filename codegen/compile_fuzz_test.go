@@ -65,7 +65,8 @@ func FuzzCompile(f *testing.F) {
 	}
 	for seed := range 32 {
 		f.Add(ir.Encode(irtest.RandomViews(uint64(seed), 12)), uint8(seed), seed%2 == 0)
-		// every op of the table (irtest.TestRandomOpsCoversTheTable)
+	}
+	for seed := range 64 { // every op of the table (irtest.TestRandomOpsCoversTheTable)
 		f.Add(ir.Encode(irtest.RandomOps(uint64(seed), 12)), uint8(seed+1), seed%2 == 1)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, bindings uint8, gpu bool) {

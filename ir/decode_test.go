@@ -267,7 +267,7 @@ func FuzzDecode(f *testing.F) {
 	for _, c := range irtest.Suite()[:4] {
 		f.Add(ir.Encode(c.Graph))
 	}
-	for seed := range 32 { // every op of the table (irtest.TestRandomOpsCoversTheTable)
+	for seed := range 64 { // every op of the table (irtest.TestRandomOpsCoversTheTable)
 		f.Add(ir.Encode(irtest.RandomOps(uint64(seed), 12)))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
