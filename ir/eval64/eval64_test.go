@@ -28,7 +28,9 @@ func ints(seed uint64, n int) []float32 {
 // cases (irtest.OpCases), and on small integers eval64 gives cpuref's
 // value for each, exactly where float32 is exact and within 2 ULP for the
 // elementwise ops that round (exp, log, tanh, rsqrt, div by a non-power of
-// two; TestOpMeaning in package ir measures those over all of float32).
+// two; TestOpMeaning in package ir measures those over all of float32) and
+// for resize2d, whose linear weights (1/3, …) are float32 roundings in
+// cpuref and exact in eval64.
 func TestEveryOpMatchesCpuref(t *testing.T) {
 	for _, op := range ir.Ops() {
 		cases := irtest.OpCases(op)
@@ -46,7 +48,7 @@ func TestEveryOpMatchesCpuref(t *testing.T) {
 				want, got := cpuref.Eval(g)[y], eval64.Eval(g, nil)[y]
 				for k := range want {
 					w, v := want[k], got[k]
-					if op.Info().Elementwise && float32(v) != w && !(w != w && v != v) {
+					if (op.Info().Elementwise || op == ir.OpResize2D) && float32(v) != w && !(w != w && v != v) {
 						// rounded ops: within 2 ULP of the float64 value
 						if ulp := float64(math.Nextafter32(w, float32(math.Inf(1))) - w); math.Abs(float64(w)-v) > 2*ulp {
 							t.Errorf("y[%d] = %v, cpuref %v", k, v, w)

@@ -31,9 +31,12 @@ import (
 // before SIMD comes back: it builds fused kernels WITH simd128 and runs
 // each module under wazero's compiler and its interpreter (which lowers
 // nothing to machine code), requiring the same bits from both and
-// cpuref's. The cases known to hit the bug are listed in simdKnownBad and
-// asserted to fail: when a wazero upgrade fixes it, that assertion fails
-// and says so, and the list (then the -mno-simd128 flag) can go.
+// cpuref's. The cases known to hit the bug are listed in simdKnownBad:
+// there a difference is expected and logged. They no longer reproduce it
+// since the C tiles of 5ae9eac changed the packed routine's register
+// pressure, so the test cannot tell a fixed wazero from a lost repro: a
+// module kept from before (or a wazero release note) must decide when
+// SIMD128 comes back.
 
 // simdCFlags are cbuild.WasmCFlags with SIMD128 on (relaxed SIMD still
 // off: it allows fused multiply-adds), what the build used before d3a74ae.
@@ -158,8 +161,8 @@ func simdCases(t *testing.T, all bool) []simdCase {
 }
 
 // simdKnownBad are the cases on which wazero v1.12.0's amd64 compiler is
-// known to disagree with its interpreter (the bitselect miscompile). The
-// test requires each to fail while wazeroVersion is v1.12.0 on amd64.
+// known to disagree with its interpreter (the bitselect miscompile): a
+// difference there is logged, not an error.
 // Measured 2026-12-02 with GPUCC_SIMD_GATE=all (182 cases, all
 // vectorised): the packed routine at M = 5 (5×3×9, 5×4×9, 5×3×10) with
 // each of the four epilogues. Every other case passes: the whole op suite,
@@ -287,10 +290,11 @@ func TestSIMDCompilerMatchesInterpreter(t *testing.T) {
 			known := simdKnownBad[tcase.name] && goruntime.GOARCH == "amd64" && wazeroVersion == "v1.12.0"
 			switch {
 			case known && d == "":
-				t.Errorf("wazero %s's compiler now gives the interpreter's bits on %s, a case it miscompiled "+
-					"(v128.bitselect from a stale spill slot): the bug may be fixed; drop the case from simdKnownBad, "+
-					"and when every case passes, SIMD128 can come back (cbuild.WasmCFlags, cbuild's forbidden features)",
-					wazeroVersion, tcase.name)
+				// Not an error: the miscompile needs enough live vectors,
+				// and the packed routine's C changed with the kernel tiles
+				// of 5ae9eac, so a pass is not proof that wazero is fixed.
+				t.Logf("wazero %s's compiler gives the interpreter's bits on %s, a case it miscompiled before 5ae9eac "+
+					"(v128.bitselect from a stale spill slot)", wazeroVersion, tcase.name)
 			case known:
 				knownSeen++
 				t.Logf("known wazero %s miscompile, as expected: compiler vs interpreter %s", wazeroVersion, d)
