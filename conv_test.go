@@ -19,6 +19,16 @@ import (
 // the kernel, dilations, groups, depthwise) with their fused bias, relu
 // and residual epilogues give cpuref's bits on every backend.
 func TestConvRandom(t *testing.T) {
+	checkRandom(t, func(seed int) (any, *ir.Graph) {
+		c := irtest.RandomConv(uint64(seed))
+		return c, c.Graph(uint64(1000 + seed))
+	})
+}
+
+// checkRandom runs 40 random cases (8 with -short) on every backend
+// against cpuref: gen makes seed's case, returning what to log and its
+// graph.
+func checkRandom(t *testing.T, gen func(seed int) (any, *ir.Graph)) {
 	n := 40
 	if testing.Short() {
 		n = 8
@@ -27,8 +37,7 @@ func TestConvRandom(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			rt := open(t, backend)
 			for seed := range n {
-				c := irtest.RandomConv(uint64(seed))
-				g := c.Graph(uint64(1000 + seed))
+				c, g := gen(seed)
 				t.Run(itoa(seed), func(t *testing.T) {
 					t.Logf("%+v", c)
 					checkRun(t, rt, g)
@@ -38,17 +47,24 @@ func TestConvRandom(t *testing.T) {
 	}
 }
 
+// checkOneKernel: g compiles to one kernel of kind writing outputs
+// outputs (an op and its fused epilogue).
+func checkOneKernel(t *testing.T, name string, g *ir.Graph, kind ir.KernelKind, outputs int) {
+	t.Helper()
+	p, _, err := passes.Compile(g, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Kernels) != 1 || p.Kernels[0].Kind != kind || len(p.Kernels[0].Outputs) != outputs {
+		t.Errorf("%s: want one %v kernel writing %d outputs, got:\n%s", name, kind, outputs, p)
+	}
+}
+
 // TestConvEpilogueFuses: a convolution, its per-channel bias, relu and a
 // residual add are one kernel, as matmul's epilogues are.
 func TestConvEpilogueFuses(t *testing.T) {
 	for _, c := range irtest.ConvEdges() {
-		p, _, err := passes.Compile(c.Graph(1), passes.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Kernels) != 1 || p.Kernels[0].Kind != ir.KernelConv || len(p.Kernels[0].Outputs) != 3 {
-			t.Errorf("%s: want one conv kernel writing 3 outputs, got:\n%s", c.Name, p)
-		}
+		checkOneKernel(t, c.Name, c.Graph(1), ir.KernelConv, 3)
 	}
 }
 
