@@ -15,6 +15,7 @@ import (
 // release it with Close.
 type Device struct {
 	mu      sync.Mutex
+	life    sync.RWMutex // CompileAll holds it for reading, Close for writing
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter
 	dev     *wgpu.Device
@@ -151,6 +152,8 @@ func (d *Device) Info() AdapterInfo { return d.info }
 // created from it must not be used afterwards (Release on them is still
 // allowed). Close is idempotent.
 func (d *Device) Close() {
+	d.life.Lock()
+	defer d.life.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

@@ -195,25 +195,43 @@ func (d *device) buffer(b backend.Buffer, n int) (*buffer, error) {
 	return buf, nil
 }
 
-// pipeline returns the compiled pipeline of s, compiling it on a miss, and
-// takes a reference to it.
-func (d *device) pipeline(s codegen.Shader) (*pipeline, bool, error) {
-	key := sha256.Sum256([]byte(s.Entry + "\x00" + s.Source))
-	if p, ok := d.pipelines[key]; ok {
-		p.refs++
-		return p, true, nil
+// acquire returns the compiled pipeline of each shader, taking a
+// reference to each, and whether every one was cached. The shaders not
+// cached are compiled together (gpu.Device.CompileAll creates them
+// concurrently), each distinct source once.
+func (d *device) acquire(shaders []codegen.Shader) ([]*pipeline, bool, error) {
+	keys := make([][32]byte, len(shaders))
+	var miss []gpu.Shader
+	var missKeys [][32]byte
+	seen := map[[32]byte]bool{}
+	for i, s := range shaders {
+		keys[i] = sha256.Sum256([]byte(s.Entry + "\x00" + s.Source))
+		if _, ok := d.pipelines[keys[i]]; ok || seen[keys[i]] {
+			continue
+		}
+		seen[keys[i]] = true
+		kinds := make([]gpu.BindingKind, len(s.Bindings))
+		for j, k := range s.Bindings {
+			kinds[j] = gpu.BindingKind(k)
+		}
+		miss = append(miss, gpu.Shader{WGSL: s.Source, Entry: s.Entry, Bindings: kinds})
+		missKeys = append(missKeys, keys[i])
 	}
-	kinds := make([]gpu.BindingKind, len(s.Bindings))
-	for i, k := range s.Bindings {
-		kinds[i] = gpu.BindingKind(k)
+	if len(miss) > 0 {
+		gps, err := d.dev.CompileAll(miss)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, gp := range gps {
+			d.pipelines[missKeys[i]] = &pipeline{p: gp}
+		}
 	}
-	gp, err := d.dev.Compile(s.Source, s.Entry, kinds)
-	if err != nil {
-		return nil, false, fmt.Errorf("kernel %s: %w", s.Name, err)
+	ps := make([]*pipeline, len(shaders))
+	for i, k := range keys {
+		ps[i] = d.pipelines[k]
+		ps[i].refs++
 	}
-	p := &pipeline{p: gp, refs: 1}
-	d.pipelines[key] = p
-	return p, false, nil
+	return ps, len(miss) == 0, nil
 }
 
 // unref drops a reference to each of ps and releases idle pipelines past
@@ -254,20 +272,14 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	}
 	defer st.Start(backend.StageCompile)()
 	e := &executable{d: d, p: p, shaders: shaders}
-	allHit := true
-	for _, s := range shaders {
-		if err := ctx.Err(); err != nil {
-			e.Release()
-			return nil, err
-		}
-		pipe, hit, err := d.pipeline(s)
-		if err != nil {
-			e.Release()
-			return nil, fail(err)
-		}
-		e.pipes = append(e.pipes, pipe)
-		allHit = allHit && hit
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
+	pipes, allHit, err := d.acquire(shaders)
+	if err != nil {
+		return nil, fail(err)
+	}
+	e.pipes = pipes
 	st.Hit(backend.CachePipeline, allHit)
 	e.fresh = !allHit
 	for i, k := range p.Kernels {

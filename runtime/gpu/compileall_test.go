@@ -1,0 +1,95 @@
+//go:build !js
+
+package gpu
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// scaleWGSL returns a kernel named k<i> that writes a[j]*b[j] + i.
+func scaleWGSL(i int) string {
+	return strings.NewReplacer("fn main", fmt.Sprintf("fn k%d", i), "a[i] * b[i]", fmt.Sprintf("a[i] * b[i] + %d.0", i)).Replace(mulWGSL)
+}
+
+// TestCompileAll creates pipelines several at once and checks that each
+// runs its own source, and that a batch with one bad shader fails naming
+// that shader and leaves the device usable.
+func TestCompileAll(t *testing.T) {
+	d := openDevice(t)
+	defer func(w int) { compileWorkers = w }(compileWorkers)
+	compileWorkers = 4
+	kinds := []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform}
+	const shaders = 12
+	var batch []Shader
+	for i := range shaders {
+		batch = append(batch, Shader{WGSL: scaleWGSL(i), Entry: fmt.Sprintf("k%d", i), Bindings: kinds})
+	}
+	ps, err := d.CompileAll(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range ps {
+			p.Release()
+		}
+	}()
+	const n = 100
+	a, b := make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], b[i] = float32(i), 0.5
+	}
+	ba, bb, bo := mustBuffer(t, d, 4*n, "a"), mustBuffer(t, d, 4*n, "b"), mustBuffer(t, d, 4*n, "out")
+	defer ba.Release()
+	defer bb.Release()
+	defer bo.Release()
+	u, err := d.NewUniform(u32Uniform(n), "params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Release()
+	if err := d.Upload(ba, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Upload(bb, b); err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range ps {
+		if err := d.Run([]Dispatch{{Pipeline: p, Buffers: []*Buffer{ba, bb, bo, u}, Groups: [3]uint32{(n + 63) / 64, 1, 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		got, want := make([]float32, n), make([]float32, n)
+		for i := range want {
+			want[i] = a[i]*b[i] + float32(k)
+		}
+		if err := d.Read(bo, got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pipeline %d does not run its own shader (-want +got):\n%s", k, diff)
+		}
+	}
+
+	bad := append([]Shader(nil), batch[:8]...)
+	bad[5] = Shader{WGSL: strings.Replace(scaleWGSL(5), "a[i] * b[i]", "a[i] * nosuch", 1), Entry: "k5", Bindings: kinds}
+	if _, err := d.CompileAll(bad); err == nil || !strings.Contains(err.Error(), `"k5"`) {
+		t.Fatalf("a batch with a bad k5: error %v, want one naming k5", err)
+	}
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		t.Fatalf("the device after a failed batch: %v", err)
+	}
+	p.Release()
+}
+
+func TestCompileWorkersEnv(t *testing.T) {
+	for env, want := range map[string]int{"": runtime.GOMAXPROCS(0), "1": 1, "16": 16, "0": runtime.GOMAXPROCS(0), "-3": runtime.GOMAXPROCS(0), "x": runtime.GOMAXPROCS(0)} {
+		if got := workers(env); got != want {
+			t.Errorf("GPUCC_COMPILE_WORKERS=%q: %d workers, want %d", env, got, want)
+		}
+	}
+}
