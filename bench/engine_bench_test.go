@@ -3,7 +3,7 @@ package bench
 // Benchmarks of the executable API (issue 9): warm runs from host slices,
 // runs on resident tensors, transfers, and the MLP train step resident
 // against re-uploading its parameters. Sizes come from the environment,
-// small by default; bench/h200_engine.sh runs them at the issue's sizes:
+// small by default; `bench/device.sh engine` runs them at the issue's sizes:
 //
 //	GPUCC_BENCH_BACKEND  backend (default webgpu)
 //	GPUCC_BENCH_ELEMS    relu(a*b+c) elements (default 1M; H200: 67108864)

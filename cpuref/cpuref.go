@@ -173,7 +173,7 @@
 // edges and saturation point, until an exhaustive run), and over 640
 // million random and hard pairs for div. The table is bench/accuracy's output (-write, from its
 // exhaustive run on the H200 host's 16 cores, bench/RESULTS.md); the
-// benchmark tier's bench/h200_ops.sh reruns it with -check, which fails if
+// benchmark tier's `bench/device.sh ops` reruns it with -check, which fails if
 // any input's error exceeds its row:
 //
 //	div    correctly rounded, subnormal results included (no miss)

@@ -15,7 +15,7 @@
 //
 // cpuref's package doc states each unary op's largest error; that table is
 // this tool's output (-write, from an exhaustive run), and the benchmark
-// tier (bench/h200_ops.sh) reruns it with -check, which fails when a
+// tier (`bench/device.sh ops`) reruns it with -check, which fails when a
 // measured error exceeds the stated one. It is not part of the test suite;
 // bench/RESULTS.md records its output.
 package main

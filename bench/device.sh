@@ -1,0 +1,163 @@
+#!/bin/bash
+# The one driver of device visits (the H200 through the device tool).
+#
+# Here, from the repository root of the checkout the device tool sends (the session's own):
+#
+#   bash bench/device.sh build
+#
+# builds ./cmd/gpucc and the test binaries below into .device/ (xz-compressed: three of them pass the
+# tool's 64 MiB carry otherwise) and fetches the Vulkan/GL loader packages into .gl/ (both ignored by
+# git). Then run, with the device tool, carry [".gl", ".device"] and the command
+#
+#   bash bench/device.sh SUITE...
+#
+# Everything lands under $OUT (/tmp/out by hand) as visit.log and visit.tar.xz (one file per step and
+# the GPU clocks; the tool brings back at most 8 files, so the tarball is refreshed after each suite).
+# The GPU's clock drops to 345 MHz after ~3 s idle: every timing suite warms it first.
+# Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
+# here exists):
+#   exact    bit-exactness on webgpu against cpuref: suite, random graphs and rows, convs, pools,
+#            batched matmuls, the attention fixture, embedded weights, the ONNX exported models
+#   models   the exported ONNX models, weights resident, beside PyTorch eager and torch.compile
+#   compile  first compile of torchvision models (ResNet-18, MobileNet v2, EfficientNet-B0, a tiny
+#            ViT): pipelines one at a time against concurrently, and a second process with the
+#            NVIDIA driver's shader cache warm
+#   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
+#   rows     row ops at [8192,1024] in a fresh process and after other work, beside PyTorch
+#   attn     attention at seq 256 and 2048, beside PyTorch
+#   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch
+#   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
+#   tune     the matmul tuner over the issue's shapes, and transfers
+set -u
+cd "$(dirname "$0")/.."
+BIN=.device
+PKGS="gpucc:. bench:./bench onnx:./onnx gpu:./runtime/gpu"
+
+if [ "${1:-}" = build ]; then
+	set -e
+	for d in /.gl/ /.device/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >>.git/info/exclude; done
+	if [ ! -f .gl/.done ]; then
+		mkdir -p .gl /tmp/amd64/partial
+		o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+		apt-get $o update >/dev/null
+		(cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 2>/dev/null)
+		touch .gl/.done
+	fi
+	mkdir -p $BIN && rm -f $BIN/*.test $BIN/*.xz
+	go build -ldflags='-s -w' -o $BIN/gpucc ./cmd/gpucc
+	go build -o $BIN/accuracy ./bench/accuracy
+	for p in $PKGS; do go test -c -ldflags='-s -w' -o $BIN/${p%%:*}.test ${p#*:}; done
+	xz -T2 -f $BIN/*.test
+	ls -la $BIN
+	exit 0
+fi
+
+OUT=${OUT:-/tmp/out}
+R=$OUT
+OUT=/tmp/visit
+mkdir -p "$R" "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+export GPUCC_REQUIRE_WEBGPU=1
+for f in $BIN/*.test.xz; do [ -e "$f" ] && xz -d -k -f "$f"; done
+chmod +x $BIN/* 2>/dev/null
+S=$SECONDS
+log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/visit.log" "$R/visit.log"; }
+# tests FILE TIMEOUT BINARY PATTERN [args]: run a test binary from its package's folder, log the count.
+tests() {
+	local file=$1 t=$2 bin=$3 pat=$4 dir=.; shift 4
+	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; esac
+	(cd $dir && timeout "$t" "$OLDPWD/$BIN/$bin.test" -test.run "$pat" -test.v "$@") >>"$OUT/$file" 2>&1
+	log "$bin $pat: exit $? ($(grep -c -- '--- PASS' "$OUT/$file") passed, $(grep -c -- '--- FAIL' "$OUT/$file") failed in $file so far)"
+}
+# benches FILE TIMEOUT BINARY PATTERN BENCHTIME [env...]: run benchmarks from the package's folder.
+benches() {
+	local file=$1 t=$2 bin=$3 pat=$4 n=$5 dir=.; shift 5
+	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; esac
+	(cd $dir && env "$@" timeout "$t" "$OLDPWD/$BIN/$bin.test" -test.run '^$' -test.bench "$pat" -test.benchtime "$n") >>"$OUT/$file" 2>>"$OUT/visit.log"
+	log "$bin $pat: exit $?"
+}
+warm() { timeout 20 $BIN/bench.test -test.run '^$' -test.bench 'NN/softmax/' -test.benchtime 2000x >/dev/null 2>&1; }
+
+suite_exact() {
+	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestAttentionFixture/webgpu|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul|TestEmbedded[A-Za-z]*/webgpu' -test.short
+	tests onnx.txt 120 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport'
+	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'
+}
+suite_models() {
+	mkdir -p /tmp/models
+	timeout 150 python3 onnx/testdata/models/export.py /tmp/models >"$OUT/torch_models.txt" 2>&1
+	log "export.py: exit $?"
+	warm
+	benches bench_models.txt 90 bench 'ONNXModels' 400x GPUCC_BENCH_MODELS=/tmp/models
+}
+suite_compile() {
+	mkdir -p /tmp/vision
+	timeout 240 python3 bench/torch_vision.py /tmp/vision >"$OUT/torch_vision.txt" 2>&1
+	log "torch_vision.py: exit $?"
+	local lim='--max-ops 100000000000 --max-storage 4294967296 --max-elements 268435456 --max-nodes 100000 --max-kernel-ops 1000000'
+	for m in /tmp/vision/*.onnx; do
+		for run in "serial 1 0 off" "concurrent 0 0 off" "concurrent-nvcache-cold 0 1 /tmp/nv" "concurrent-nvcache-warm 0 1 /tmp/nv"; do
+			set -- $run
+			[ "$3" = 1 ] && [ "$1" = concurrent-nvcache-cold ] && rm -rf /tmp/nv
+			GPUCC_COMPILE_WORKERS=$2 __GL_SHADER_DISK_CACHE=$3 __GL_SHADER_DISK_CACHE_PATH=$4 \
+				timeout 120 $BIN/gpucc run --backend webgpu --cache-dir off $lim "$m" >/tmp/run.json 2>>"$OUT/visit.log"
+			local rc=$?
+			echo "{\"model\":\"$(basename "$m" .onnx)\",\"mode\":\"$1\",\"rc\":$rc,\"timings\":$(python3 -c 'import json,sys; d=json.load(open("/tmp/run.json")); print(json.dumps(d.get("timings", d.get("error"))))' 2>/dev/null || echo null)}" >>"$OUT/compile.jsonl"
+			log "$(basename "$m") $1: exit $rc $(tail -1 "$OUT/compile.jsonl" | grep -o '"compileMs":[0-9.]*')"
+		done
+	done
+}
+suite_conv() {
+	warm
+	benches bench_conv.txt 120 bench 'Conv' 20x GPUCC_BENCH_CONV=32 GPUCC_BENCH_CONV_TILES="${TILES:-}" GPUCC_BENCH_CONV_STAGES="${STAGES:-}"
+	timeout 100 python3 bench/torch_conv.py 32 ${STAGES:+--stages} >"$OUT/torch_conv.json" 2>>"$OUT/visit.log"
+	log "torch_conv.py: exit $?"
+}
+suite_rows() {
+	warm
+	benches bench_rows.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
+	log "torch_nn.py: exit $?"
+}
+suite_attn() {
+	warm
+	benches bench_attn.txt 60 bench 'NN/(attn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	benches bench_attn.txt 60 bench 'NN/attn/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
+	timeout 45 python3 bench/torch_attn.py 64 256 2048 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py: exit $?"
+}
+suite_engine() {
+	timeout 60 python3 bench/torch_bench.py >"$OUT/torch.json" 2>>"$OUT/visit.log"
+	warm
+	benches bench_engine.txt 90 bench 'ExecutableRun' 10x GPUCC_BENCH_ELEMS=67108864
+	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456
+	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
+	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
+}
+suite_ops() {
+	benches ops_vs_builtin.txt 120 bench 'OpsVsBuiltin' 20x
+	timeout 900 $BIN/accuracy -stride 1 -j 16 -check -doc cpuref/cpuref.go >"$OUT/accuracy.txt" 2>>"$OUT/visit.log"
+	log "accuracy: exit $?"
+}
+suite_tune() {
+	local s=1024,4096,4096x64x4096,64x4096x64,1x4096x4096,1023x1025x1027,4096x4096x1,256,2048,8192,1000
+	timeout 90 python3 bench/torch_matmul.py $s >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
+	timeout -s INT 360 $BIN/gpucc bench --tune --fast --tune-shapes $s --tune-budget 15s --tune-reps 5 --tune-table "$OUT/h200.json" >"$OUT/tune.json" 2>>"$OUT/visit.log"
+	log "tune: exit $?"
+}
+
+[ $# -gt 0 ] || { sed -n '2,30p' "$0"; exit 2; }
+date -u >"$OUT/date.txt"; nvidia-smi -L >>"$OUT/date.txt" 2>&1
+$BIN/gpucc info >"$OUT/info.json" 2>>"$OUT/visit.log"
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>/dev/null &
+smi=$!
+for s in "$@"; do
+	log "suite $s"
+	if declare -F "suite_$s" >/dev/null; then "suite_$s"; else log "no suite $s"; fi
+	tar -cJf "$R/visit.tar.xz" -C "$OUT" .
+done
+kill $smi 2>/dev/null
+log done
