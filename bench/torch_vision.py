@@ -19,7 +19,18 @@ for name, m in models.items():
     m.eval()
     x = torch.randn(1, 3, 224, 224)
     with torch.no_grad():
-        torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), opset_version=17, dynamo=False)
+        path = os.path.join(out, name + ".onnx")
+        for kw in [dict(dynamo=False), dict(dynamo=True)]:
+            try:
+                torch.onnx.export(m, (x,), path, input_names=["x"], output_names=["y"], opset_version=17, **kw)
+                import onnx
+                onnx.save(onnx.load(path), path, save_as_external_data=False)
+                if os.path.exists(path + ".data"):
+                    os.remove(path + ".data")
+                res.setdefault("export", {})[name] = str(kw)
+                break
+            except Exception as e:
+                res.setdefault("export_errors", {}).setdefault(name, []).append("%s: %s" % (kw, str(e)[:300]))
         if torch.cuda.is_available():
             mc, xc = m.cuda(), x.cuda()
             for _ in range(20):
