@@ -137,6 +137,12 @@ suite_engine() {
 	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456
 	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
+	benches bench_engine.txt 90 bench 'Upload|Readback' 5x GPUCC_BENCH_BYTES=268435456
+	# Where a resident run's time beyond its kernel goes: a CPU profile of 20000 small runs.
+	(cd bench && GPUCC_BENCH_ELEMS=1048576 timeout 60 ../$BIN/bench.test -test.run '^$' -test.bench 'ExecutableRun/resident' \
+		-test.benchtime 20000x -test.cpuprofile "$OUT/resident.prof") >>"$OUT/bench_engine.txt" 2>&1
+	log "resident profile: exit $?"
+	cp $BIN/bench.test "$OUT/" 2>/dev/null # pprof needs the binary
 }
 suite_ops() {
 	benches ops_vs_builtin.txt 120 bench 'OpsVsBuiltin' 20x
