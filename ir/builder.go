@@ -50,13 +50,21 @@ func (b *Builder) add(n Node) Tensor {
 	i := len(b.g.Nodes)
 	if n.Op.Info().Args > 0 {
 		args := make([]Shape, len(n.Args))
+		types := make([]DType, len(n.Args))
 		for k, a := range n.Args {
 			if a < 0 || int(a) >= i {
 				b.err = Errorf(CodeInvalidGraph, i, argField(k), "tensor from another builder or an earlier error")
 				return Tensor{b, -1}
 			}
 			args[k] = b.g.Nodes[a].Shape
+			types[k] = b.g.Nodes[a].DType
 		}
+		t, err := ResultDType(i, n.Op, types, n.DType)
+		if err != nil {
+			b.err = err
+			return Tensor{b, -1}
+		}
+		n.DType = t
 		if n.Op.Info().Shaped {
 			if err := CheckTarget(i, n.Op, args[0], n.Shape); err != nil {
 				b.err = err
@@ -93,6 +101,33 @@ func (b *Builder) Param(name string, shape Shape, data []float32) Tensor {
 // Full adds a tensor whose elements all equal v.
 func (b *Builder) Full(shape Shape, v float32) Tensor {
 	return b.add(Node{Op: OpFull, Shape: append(Shape{}, shape...), Scalar: v})
+}
+
+// TypedInput adds an input named name (none when "") of dtype t: data
+// holds a float dtype's values (already rounded to it), ints an integer or
+// bool dtype's; the other is nil. Neither is copied.
+func (b *Builder) TypedInput(name string, t DType, shape Shape, data []float32, ints []int64) Tensor {
+	return b.add(Node{Op: OpInput, DType: t, Shape: append(Shape{}, shape...), Data: data, Ints: ints, Name: name})
+}
+
+// FullOf adds a tensor of dtype t whose elements all equal v: a float
+// dtype's value in f (a value of t), an integer or bool dtype's in i.
+func (b *Builder) FullOf(t DType, shape Shape, f float32, i int64) Tensor {
+	n := Node{Op: OpFull, DType: t, Shape: append(Shape{}, shape...)}
+	if t.IsFloat() {
+		n.Scalar = f
+	} else {
+		n.Ints = []int64{i}
+	}
+	return b.add(n)
+}
+
+// DType returns t's dtype (F32 for the zero Tensor or after an error).
+func (t Tensor) DType() DType {
+	if t.b == nil || t.b.err != nil || t.id < 0 {
+		return F32
+	}
+	return t.b.g.Nodes[t.id].DType
 }
 
 // Output names t as a result.
@@ -133,7 +168,11 @@ func (t Tensor) unary(op Op, s float32) Tensor {
 	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, Scalar: s})
 }
 
-func (t Tensor) binary(op Op, u Tensor) Tensor {
+func (t Tensor) binary(op Op, u Tensor) Tensor { return t.binaryTo(op, u, F32) }
+
+// binaryTo is binary giving a node that says dtype dt (OutBool's choice,
+// OutNode's dtype; other rules ignore it).
+func (t Tensor) binaryTo(op Op, u Tensor, dt DType) Tensor {
 	if u.b != t.b {
 		b, field, other := t.b, "b", u
 		if b == nil {
@@ -164,7 +203,20 @@ func (t Tensor) binary(op Op, u Tensor) Tensor {
 			}
 		}
 	}
-	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}})
+	return t.b.add(Node{Op: op, Args: []NodeID{t.id, u.id}, DType: dt})
+}
+
+// ApplyTo is Apply for a node that says dtype dt: a comparison's Bool
+// over float32 operands (which give float32 1 or 0 by default, protocol
+// v1's comparisons), a cast's target.
+func (t Tensor) ApplyTo(dt DType, op Op, us ...Tensor) Tensor {
+	if len(us) == 1 {
+		return t.binaryTo(op, us[0], dt)
+	}
+	if t.b == nil {
+		return Tensor{}
+	}
+	return t.b.add(Node{Op: op, Args: []NodeID{t.id}, DType: dt})
 }
 
 // Add returns t + u. Binary ops broadcast both operands by numpy's rule:

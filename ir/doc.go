@@ -15,8 +15,15 @@
 //     count);
 //   - every dimension is at least 1, and no shape holds more than
 //     Limits.MaxElements elements (zero-sized tensors are refused);
+//   - every node's DType is the one its op's type rule (OpInfo.Types,
+//     ResultDType) gives over its arguments' dtypes: float32, the zero
+//     value, unless a node says otherwise, so graphs from before dtypes
+//     keep their meaning;
 //   - input data has exactly as many elements as its shape and every value
-//     (input data, full values, scalars) is a finite float32;
+//     (input data, full values, scalars) is a finite float32; a float16 or
+//     bfloat16 value is already rounded to its dtype, and an integer or
+//     bool dtype's values are in Node.Ints, each within its range (see
+//     DType);
 //   - only inputs carry Name and Param; input names are unique, no input
 //     is named DefaultInputName(i) for an unnamed input i, and every
 //     Param input is named;

@@ -60,10 +60,17 @@ func (s Shape) String() string {
 // Node is one operation. Which fields are meaningful depends on Op.
 type Node struct {
 	Op     Op
-	Args   []NodeID // tensor arguments, len == Op.Info().Args
-	Shape  Shape    // result shape
-	Scalar float32  // OpFull's value, or the scalar operand of Op*Scalar
-	Data   []float32
+	Args   []NodeID  // tensor arguments, len == Op.Info().Args
+	Shape  Shape     // result shape
+	Scalar float32   // OpFull's value, or the scalar operand of Op*Scalar
+	Data   []float32 // a float input's values (DType's values, float32-carried)
+	// DType is the node's result dtype: F32, the zero value, unless set.
+	// The op's type rule (OpInfo.Types) relates it to the arguments'.
+	DType DType
+	// Ints is, for a node of an integer dtype or Bool, an input's values
+	// (as Data is a float input's) or a full's one value (as Scalar is a
+	// float full's); each within DType's range. nil otherwise.
+	Ints []int64
 	// Attrs are the op's integer attributes, in the layout of its row's
 	// Attrs (see AttrSpec and PackAttrs); nil for an op that has none.
 	Attrs []int
@@ -296,7 +303,7 @@ func validate(g *Graph, l Limits, data bool) *Error {
 			}
 			names[n.Name] = true
 		}
-		storage = SatAdd(storage, SatMul(4, int64(n.Shape.Len())))
+		storage = SatAdd(storage, SatMul(int64(n.DType.Size()), int64(n.Shape.Len())))
 		if over(storage, l.MaxStorageBytes) {
 			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(storage), l.MaxStorageBytes)
 		}
@@ -374,20 +381,83 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 	if err := validateName(i, n); err != nil {
 		return err
 	}
+	if err := validateDType(g, i, n); err != nil {
+		return err
+	}
 	if (info.Scalar || n.Op == OpFull) && !isFinite32(n.Scalar) {
 		return Errorf(CodeInvalidGraph, i, "scalar", "value %v is not a finite float32", n.Scalar)
 	}
-	if n.Op == OpInput {
-		if len(n.Data) != n.Shape.Len() {
-			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, n.Shape.Len())
+	return validateValues(i, n, data)
+}
+
+// validateDType checks the node's dtype against its op's type rule.
+func validateDType(g *Graph, i int, n *Node) *Error {
+	var buf [3]DType
+	args := buf[:0]
+	for _, a := range n.Args {
+		args = append(args, g.Nodes[a].DType)
+	}
+	t, err := ResultDType(i, n.Op, args, n.DType)
+	if err != nil {
+		return err
+	}
+	if t != n.DType {
+		return Errorf(CodeInvalidGraph, i, "dtype", "%v over %v gives %v, node says %v", n.Op, args, t, n.DType)
+	}
+	return nil
+}
+
+// validateValues checks an input's data and a full's value against the
+// node's dtype: a float dtype's in Data (Scalar), each a finite value of
+// the dtype (F16 and BF16 already rounded); an integer or bool dtype's in
+// Ints, each within its range. Scanning input data is skipped when data is
+// false.
+func validateValues(i int, n *Node, data bool) *Error {
+	float := n.DType.IsFloat()
+	switch {
+	case n.Op != OpInput && n.Data != nil:
+		return Errorf(CodeInvalidGraph, i, "data", "only input nodes carry data")
+	case n.Op != OpInput && n.Op != OpFull && n.Ints != nil:
+		return Errorf(CodeInvalidGraph, i, "data", "only input and full nodes carry integer values")
+	case n.Op != OpInput && n.Op != OpFull:
+		return nil
+	case float && n.Ints != nil:
+		return Errorf(CodeInvalidGraph, i, "data", "a %v node carries float values, not integers", n.DType)
+	case !float && (n.Data != nil || n.Scalar != 0):
+		return Errorf(CodeInvalidGraph, i, "data", "a %v node carries integer values (Ints), not floats", n.DType)
+	}
+	want := n.Shape.Len()
+	if n.Op == OpFull {
+		if float {
+			if !n.DType.Holds(n.Scalar) {
+				return Errorf(CodeInvalidGraph, i, "scalar", "value %v is not a %v", n.Scalar, n.DType)
+			}
+			return nil
+		}
+		want = 1
+	}
+	if float {
+		if len(n.Data) != want {
+			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, want)
 		}
 		for k := 0; data && k < len(n.Data); k++ {
 			if !isFinite32(n.Data[k]) {
 				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
 			}
+			if n.DType != F32 && !n.DType.Holds(n.Data[k]) {
+				return Errorf(CodeInvalidGraph, i, "data", "value %d (%v) is not a %v", k, n.Data[k], n.DType)
+			}
 		}
-	} else if n.Data != nil {
-		return Errorf(CodeInvalidGraph, i, "data", "only input nodes carry data")
+		return nil
+	}
+	if len(n.Ints) != want {
+		return Errorf(CodeInvalidGraph, i, "data", "has %d values, %v of shape %v needs %d", len(n.Ints), n.Op, n.Shape, want)
+	}
+	lo, hi := n.DType.Range()
+	for k := 0; (data || n.Op == OpFull) && k < len(n.Ints); k++ {
+		if v := n.Ints[k]; v < lo || v > hi {
+			return Errorf(CodeInvalidGraph, i, "data", "value %d (%d) is outside %v's range [%d, %d]", k, v, n.DType, lo, hi)
+		}
 	}
 	return nil
 }
@@ -435,7 +505,8 @@ func validateOutputs(g *Graph, l Limits) *Error {
 		if o.ID < 0 || int(o.ID) >= len(g.Nodes) {
 			return Errorf(CodeInvalidGraph, -1, field+".id", "output %s refers to node %d, graph has %d nodes", Quote(o.Name), o.ID, len(g.Nodes))
 		}
-		bytes = SatAdd(bytes, SatMul(4, int64(g.Nodes[o.ID].Shape.Len())))
+		on := &g.Nodes[o.ID]
+		bytes = SatAdd(bytes, SatMul(int64(on.DType.Size()), int64(on.Shape.Len())))
 		if over(bytes, l.MaxOutputBytes) {
 			return Errorf(CodeLimitExceeded, -1, field+".id", "outputs reach %s bytes, over the limit of %d", total(bytes), l.MaxOutputBytes)
 		}

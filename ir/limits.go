@@ -10,7 +10,7 @@ import (
 type Limits struct {
 	MaxNodes        int   // nodes per graph
 	MaxElements     int64 // elements per tensor
-	MaxStorageBytes int64 // summed logical storage of all nodes, 4 bytes per element
+	MaxStorageBytes int64 // summed logical storage of all nodes, each element its dtype's Size (4 bytes for float32)
 	MaxOps          int64 // estimated operations (see EstimateOps)
 	// MaxKernelOps bounds the code of one kernel: the operations of one
 	// element of its body with every call inlined (see KernelOps), which
@@ -18,7 +18,7 @@ type Limits struct {
 	// that lavapipe had not compiled after ten minutes.
 	MaxKernelOps int64
 	MaxOutputs   int // named outputs
-	// MaxOutputBytes bounds the summed outputs, 4 bytes per element, each
+	// MaxOutputBytes bounds the summed outputs, each element its dtype's Size, each
 	// output counted (two outputs of one node count twice): what a host
 	// hands back. Zero means MaxStorageBytes.
 	MaxOutputBytes int64

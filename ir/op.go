@@ -160,6 +160,11 @@ type OpInfo struct {
 	// none, and grad refuses a graph that needs it. Leaves need neither.
 	Grad   GradRule
 	NoGrad string
+	// Types is the op's type rule: which dtypes its operands take and
+	// which it gives (see TypeRule). Validate checks every node against
+	// it; an op whose kernels compute float32 only says F32Only, and a
+	// backend refuses a dtype its kernels do not handle by name.
+	Types TypeRule
 }
 
 // GradRule returns the gradient that a node passes to its argument k, in
@@ -205,11 +210,11 @@ var opTable [numOps]OpInfo
 // variants are derived from it in init.
 func init() {
 	rows := map[Op]OpInfo{
-		OpInput: {Name: "input", Shaped: true, Shape: attribute, Cost: perElement},
-		OpFull:  {Name: "full", Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
-		OpAdd: {Name: "add", Args: 2, Commutative: true, ScalarForm: OpAddScalar,
+		OpInput: {Name: "input", Types: TypeRule{In: AnyDType, Out: OutNode}, Shaped: true, Shape: attribute, Cost: perElement},
+		OpFull:  {Name: "full", Types: TypeRule{In: AnyDType, Out: OutNode}, Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
+		OpAdd: {Name: "add", Types: TypeRule{In: Numeric}, Args: 2, Commutative: true, ScalarForm: OpAddScalar,
 			Expr: Arg(0).Add(Arg(1)), F64: add64, Grad: passGrad},
-		OpSub: {Name: "sub", Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
+		OpSub: {Name: "sub", Types: TypeRule{In: Numeric}, Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
 			F64: func(a, b float64) float64 { return a - b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -217,19 +222,19 @@ func init() {
 				}
 				return d.Apply(OpMul, nil, d.Grad(), C(-1)), true
 			}},
-		OpMul: {Name: "mul", Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
+		OpMul: {Name: "mul", Types: TypeRule{In: Numeric}, Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
 			F64:  func(a, b float64) float64 { return a * b },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Arg(1-k)), true }},
-		OpRelu: {Name: "relu", Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
+		OpRelu: {Name: "relu", Types: TypeRule{In: SignedNumeric}, Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
 			F64: func(a, _ float64) float64 { return if64(a > 0, a, 0) },
 			Grad: func(d Diff, k int) (Val, bool) {
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpPositive, nil, d.Arg(0))), true
 			}},
-		OpPositive: {Name: "positive", Args: 1, Expr: If(Arg(0).Gt(F(0)), F(1), F(0)),
+		OpPositive: {Name: "positive", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: If(Arg(0).Gt(F(0)), F(1), F(0)),
 			F64: func(a, _ float64) float64 { return if64(a > 0, 1, 0) }, Grad: ZeroGrad},
-		OpTranspose: {Name: "transpose", Args: 1, View: true, Shape: transposeShape, Cost: perElement,
+		OpTranspose: {Name: "transpose", Types: TypeRule{In: AnyDType}, Args: 1, View: true, Shape: transposeShape, Cost: perElement,
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpTranspose, nil, d.Grad()), true }},
-		OpMatmul: {Name: "matmul", Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
+		OpMatmul: {Name: "matmul", Types: TypeRule{In: F32Only}, Args: 2, Kernel: KernelMatmul, Shape: matmulShape,
 			Cost: func(a []Shape, out Shape) int64 {
 				return SatMul(2*int64(out.Len()), int64(a[0][len(a[0])-1]))
 			},
@@ -241,15 +246,15 @@ func init() {
 				}
 				return sumTo(d, d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), d.Shape(d.Arg(1))), true
 			}},
-		OpSum: {Name: "sum", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
+		OpSum: {Name: "sum", Types: TypeRule{In: Numeric}, Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: add64,
 			Grad: func(d Diff, k int) (Val, bool) { return broadcastBack(d, d.Grad(), d.Shape(d.Arg(0))), true }},
-		OpMax: {Name: "max_reduce", Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
+		OpMax: {Name: "max_reduce", Types: TypeRule{In: Numeric}, Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: math.Max, Grad: maxGrad},
-		OpLife: {Name: "life", Args: 1, Kernel: KernelLife, Shape: lifeShape,
+		OpLife: {Name: "life", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
-		OpDiv: {Name: "div", Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
+		OpDiv: {Name: "div", Types: TypeRule{In: Numeric}, Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
 			F64: func(a, b float64) float64 { return a / b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -257,26 +262,26 @@ func init() {
 				}
 				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
 			}},
-		OpMaximum: {Name: "maximum", Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
+		OpMaximum: {Name: "maximum", Types: TypeRule{In: Numeric}, Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
 			F64: math.Max, Grad: pickGrad(false)},
-		OpMinimum: {Name: "minimum", Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
+		OpMinimum: {Name: "minimum", Types: TypeRule{In: Numeric}, Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
 			F64: math.Min, Grad: pickGrad(true)},
-		OpNeg: {Name: "neg", Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
+		OpNeg: {Name: "neg", Types: TypeRule{In: SignedNumeric}, Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},
-		OpExp: {Name: "exp", Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
+		OpExp: {Name: "exp", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Out()), true }},
-		OpLog: {Name: "log", Args: 1, Expr: logX(Arg(0)), F64: unary64(math.Log),
+		OpLog: {Name: "log", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: logX(Arg(0)), F64: unary64(math.Log),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpDiv, nil, d.Grad(), d.Arg(0)), true }},
-		OpTanh: {Name: "tanh", Args: 1, Expr: tanhX(Arg(0)), F64: unary64(math.Tanh),
+		OpTanh: {Name: "tanh", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: tanhX(Arg(0)), F64: unary64(math.Tanh),
 			Grad: func(d Diff, k int) (Val, bool) { // g·(1 - tanh²)
 				sq := d.Apply(OpMul, nil, d.Out(), d.Out())
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, sq), C(1))), true
 			}},
-		OpSqrt: {Name: "sqrt", Args: 1, Expr: sqrtX(Arg(0)), F64: unary64(math.Sqrt),
+		OpSqrt: {Name: "sqrt", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: sqrtX(Arg(0)), F64: unary64(math.Sqrt),
 			Grad: func(d Diff, k int) (Val, bool) { // g·0.5/√a
 				return d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), C(0.5)), d.Out()), true
 			}},
-		OpRsqrt: {Name: "rsqrt", Args: 1, Expr: divX(F(1), sqrtX(Arg(0))),
+		OpRsqrt: {Name: "rsqrt", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: divX(F(1), sqrtX(Arg(0))),
 			F64: func(a, _ float64) float64 { return 1 / math.Sqrt(a) },
 			Grad: func(d Diff, k int) (Val, bool) { // g·(-0.5)·rsqrt(a)/a
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Apply(OpDiv, nil, d.Out(), d.Arg(0)), C(-0.5))), true
@@ -285,18 +290,18 @@ func init() {
 		// broadcasting add/sub/mul and by autodiff; on the wire they are
 		// gpucc extensions ("op":"broadcast"/"reshape" with "a" and
 		// "shape"), so Encode can write any IR graph and Decode reads it back.
-		OpSigmoid: {Name: "sigmoid", Args: 1, Expr: divX(F(1), expX(negX(Arg(0))).Add(F(1))),
+		OpSigmoid: {Name: "sigmoid", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: divX(F(1), expX(negX(Arg(0))).Add(F(1))),
 			F64: func(a, _ float64) float64 { return 1 / (math.Exp(-a) + 1) },
 			Grad: func(d Diff, k int) (Val, bool) { // g·y·(1 - y)
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Out(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, d.Out()), C(1)))), true
 			}},
-		OpGreater: {Name: "greater", Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
+		OpGreater: {Name: "greater", Types: TypeRule{In: Numeric, Out: OutBool}, Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a > b, 1, 0) }, Grad: ZeroGrad},
-		OpGreaterEqual: {Name: "greater_equal", Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
+		OpGreaterEqual: {Name: "greater_equal", Types: TypeRule{In: Numeric, Out: OutBool}, Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a >= b, 1, 0) }, Grad: ZeroGrad},
-		OpEqual: {Name: "equal", Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
+		OpEqual: {Name: "equal", Types: TypeRule{In: Numeric | SetOf(Bool), Out: OutBool}, Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a == b, 1, 0) }, Grad: ZeroGrad},
-		OpMask: {Name: "mask", Args: 2, Expr: If(Arg(0).Gt(F(0)), Arg(1), FBits(1<<31)),
+		OpMask: {Name: "mask", Types: TypeRule{In: F32Only}, Args: 2, Expr: If(Arg(0).Gt(F(0)), Arg(1), FBits(1<<31)),
 			F64: func(a, b float64) float64 { return if64(a > 0, b, math.Copysign(0, -1)) },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -304,32 +309,32 @@ func init() {
 				}
 				return d.Apply(OpMask, nil, d.Arg(0), d.Grad()), true
 			}},
-		OpConv2D: {Name: "conv2d", Args: 2, Kernel: KernelConv, Shape: conv2dShape, Cost: conv2dCost, Attrs: conv2dAttrs,
+		OpConv2D: {Name: "conv2d", Types: TypeRule{In: F32Only}, Args: 2, Kernel: KernelConv, Shape: conv2dShape, Cost: conv2dCost, Attrs: conv2dAttrs,
 			Grad: conv2dGrad},
-		OpMaxPool2D: {Name: "maxpool2d", Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
+		OpMaxPool2D: {Name: "maxpool2d", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelPool, Shape: maxpool2dShape, Cost: perElement, CostAttrs: maxpool2dCost,
 			Attrs: maxpool2dAttrs, Grad: maxpoolGrad},
-		OpMaxPool2DGrad: {Name: "maxpool2d_grad", Args: 2, Kernel: KernelPoolGrad, Shape: maxpool2dGradShape, Cost: perElement,
+		OpMaxPool2DGrad: {Name: "maxpool2d_grad", Types: TypeRule{In: F32Only}, Args: 2, Kernel: KernelPoolGrad, Shape: maxpool2dGradShape, Cost: perElement,
 			CostAttrs: maxpool2dGradCost, Attrs: maxpool2dAttrs,
 			NoGrad: "maxpool2d_grad is a gradient; second derivatives of pooling are not rules"},
-		OpPermute: {Name: "permute", Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
+		OpPermute: {Name: "permute", Types: TypeRule{In: AnyDType}, Args: 1, View: true, Shape: permuteShape, Cost: perElement, Attrs: permuteAttrs,
 			Grad: permuteGrad},
-		OpConvTranspose2D: {Name: "conv_transpose2d", Args: 2, Kernel: KernelConvTranspose, Shape: convTranspose2dShape,
+		OpConvTranspose2D: {Name: "conv_transpose2d", Types: TypeRule{In: F32Only}, Args: 2, Kernel: KernelConvTranspose, Shape: convTranspose2dShape,
 			Cost: convTranspose2dCost, Attrs: convTranspose2dAttrs,
 			NoGrad: "conv_transpose2d's gradients (a conv2d of the output gradient, and of x with it) are not rules yet"},
-		OpErf: {Name: "erf", Args: 1, Expr: erfX(Arg(0)), F64: unary64(math.Erf),
+		OpErf: {Name: "erf", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: erfX(Arg(0)), F64: unary64(math.Erf),
 			Grad: func(d Diff, k int) (Val, bool) { // g·2/√π·e^(-x²)
 				e := d.Apply(OpExp, nil, d.Apply(OpNeg, nil, d.Apply(OpMul, nil, d.Arg(0), d.Arg(0))))
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, e, C(2/math.SqrtPi))), true
 			}},
-		OpResize2D: {Name: "resize2d", Args: 1, Kernel: KernelResize, Shape: resize2dShape, Cost: perElement,
+		OpResize2D: {Name: "resize2d", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelResize, Shape: resize2dShape, Cost: perElement,
 			CostAttrs: resize2dCost, Attrs: resize2dAttrs,
 			NoGrad: "resize2d's gradient (the output gradient scattered back through the taps) is not a rule yet"},
-		OpFloor: {Name: "floor", Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
-		OpCeil:  {Name: "ceil", Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
-		OpRound: {Name: "round", Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},
-		OpBroadcast: {Name: "broadcast", Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
+		OpFloor: {Name: "floor", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
+		OpCeil:  {Name: "ceil", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
+		OpRound: {Name: "round", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},
+		OpBroadcast: {Name: "broadcast", Types: TypeRule{In: AnyDType}, Args: 1, View: true, Shaped: true, Shape: broadcastShape, Cost: perElement,
 			Grad: broadcastGrad},
-		OpReshape: {Name: "reshape", Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,
+		OpReshape: {Name: "reshape", Types: TypeRule{In: AnyDType}, Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,
 			Grad: func(d Diff, k int) (Val, bool) { return reshape(d, d.Grad(), d.Shape(d.Arg(0))), true }},
 	}
 	for op, r := range rows {
@@ -349,7 +354,9 @@ func init() {
 		if f := r.ScalarForm; f != 0 {
 			opTable[f] = OpInfo{Name: r.Name + "_scalar", Wire: r.Wire, Args: 1, Scalar: true,
 				Elementwise: true, ScalarOf: op, Shape: elementwiseShape, Cost: r.Cost, Expr: r.Expr, F64: r.F64,
-				Grad: r.Grad, NoGrad: r.NoGrad} // its Arg(1) is a constant: Apply picks scalar forms
+				Grad: r.Grad, NoGrad: r.NoGrad,
+				// Node.Scalar is a float32: a scalar form takes the float dtypes.
+				Types: TypeRule{In: r.Types.In & FloatTypes, Out: r.Types.Out}} // its Arg(1) is a constant: Apply picks scalar forms
 		}
 	}
 	opTable[OpInvalid] = OpInfo{Name: "invalid"}

@@ -52,6 +52,10 @@ type Buffer struct {
 	Node  NodeID
 	Input bool
 	Data  []float32 // when Input
+	// DType is the elements' dtype (F32, the zero value, unless set).
+	// Kernels compute float32 only so far: ValidateProgram refuses any
+	// other by name, so no backend narrows a value silently.
+	DType DType
 }
 
 // ProgramOutput is a named result: a buffer to read back, or, when the
@@ -292,6 +296,7 @@ type Instr struct {
 	Scalar  float32
 	Operand int
 	Node    NodeID // graph node this value computes, or -1
+	DType   DType  // the value's dtype (F32 unless set; see Buffer.DType)
 }
 
 // Tile holds matmul and conv tiling parameters, chosen by the tiling
@@ -602,6 +607,9 @@ func ValidateProgram(p *Program) error {
 		if b.Len != b.Shape.Len() {
 			return Errorf(CodeInternal, -1, "", "buf%d: length %d does not match shape %v", i, b.Len, b.Shape)
 		}
+		if b.DType != F32 {
+			return Errorf(CodeUnsupported, int(b.Node), "dtype", "buf%d holds %v: gpucc's kernels compute float32 only so far", i, b.DType)
+		}
 	}
 	inRange := func(b int) bool { return b >= 0 && b < len(p.Buffers) }
 	for _, k := range p.Kernels {
@@ -722,6 +730,9 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 	u(len(k.Body))
 	for _, in := range k.Body { // constants (Scalar) are left out on purpose
 		u(int(in.Kind), int(in.Op), int(in.Args[0]), int(in.Args[1]), in.Operand, int(in.Node))
+		if in.DType != F32 { // a negative mark: float32 kernels keep their keys
+			u(-1 - int(in.DType))
+		}
 	}
 	u(len(k.Stores))
 	for _, s := range k.Stores {

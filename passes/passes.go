@@ -194,6 +194,9 @@ func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 	if opts.MaxBindings < 3 {
 		return nil, nil, fmt.Errorf("passes: MaxBindings %d is below the minimum of 3", opts.MaxBindings)
 	}
+	if err := FloatOnly(g); err != nil {
+		return nil, nil, err
+	}
 	st := &State{Graph: g.Clone(), Options: opts}
 	st.Origin = make([]ir.NodeID, len(g.Nodes))
 	for i := range st.Origin {
@@ -273,4 +276,17 @@ func (st *State) dump() string {
 		return st.Program.String()
 	}
 	return st.Graph.String()
+}
+
+// FloatOnly refuses, by node and dtype, a graph that holds a value of a
+// dtype other than float32: the passes and every kernel compute float32
+// only so far, and a typed value must never be narrowed silently to one.
+// cpuref.EvalTyped computes such graphs.
+func FloatOnly(g *ir.Graph) error {
+	for i, n := range g.Nodes {
+		if n.DType != ir.F32 {
+			return ir.Errorf(ir.CodeUnsupported, i, "dtype", "%v node of dtype %v: gpucc's compiled kernels compute float32 only so far", n.Op, n.DType)
+		}
+	}
+	return nil
 }
