@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gpucc/gpucc/codegen/wgsl"
-	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
 )
 
@@ -89,11 +88,8 @@ func exactness(e *Executable) (bool, float64) {
 	}
 	bound := 0.0
 	for _, k := range e.plan.Program.Kernels {
-		switch k.Kind {
-		case ir.KernelMatmul:
-			bound = max(bound, wgsl.FastErrorBound(k.K))
-		case ir.KernelConv:
-			bound = max(bound, wgsl.FastErrorBound(ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs).Taps()))
+		if c := k.Kind.Info().Contracts; c != nil { // the products fast mode sums in any order
+			bound = max(bound, wgsl.FastErrorBound(c(&k)))
 		}
 	}
 	return bound == 0, bound

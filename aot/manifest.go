@@ -106,7 +106,7 @@ func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKerne
 	mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes,
 		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:]),
 		Flops: cost.Flops, BytesRead: cost.BytesRead, BytesWrite: cost.BytesWritten}
-	if k.Kind == ir.KernelMatmul || k.Kind == ir.KernelConv {
+	if k.Kind.Info().Tiled {
 		mk.Tile = &k.Tile
 	}
 	for j, kind := range s.Bindings {

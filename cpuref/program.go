@@ -2,6 +2,7 @@ package cpuref
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -151,80 +152,139 @@ func RunKernelContext(ctx context.Context, k *ir.Kernel, bufs [][]float32) error
 }
 
 // runKernel runs k, checking stop (when not nil) as RunKernelContext
-// describes and returning early once it reports true.
+// describes and returning early once it reports true, by its kind's row
+// of kernels.
 func runKernel(k *ir.Kernel, bufs [][]float32, stop func() bool) {
 	halt := func() bool { return stop != nil && stop() }
-	n := k.Shape.Len()
-	bd := newBody(k)
-	switch k.Kind {
-	case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad, ir.KernelResize:
+	row(k.Kind)(k, bufs, stop, halt)
+}
+
+// runner runs one kernel kind: stop as runKernel's, halt reporting
+// whether stop (if any) asks to return.
+type runner func(k *ir.Kernel, bufs [][]float32, stop func() bool, halt func() bool)
+
+// kernels is the reference's row of each kernel kind. A kind that
+// accumulates per element (ir.KernelInfo.Accumulates) is its accumulator
+// followed by the body (perElement).
+var kernels = [ir.NumKernelKinds]runner{
+	ir.KernelElementwise: perElement(nil),
+	ir.KernelMatmul: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		a := operandValues(k.Inputs[0], bufs)
+		b := operandValues(k.Inputs[1], bufs)
+		return exact.batchMatmul(a, b, k.Inputs[0].Shape, k.Inputs[1].Shape, stop)
+	}),
+	ir.KernelConv: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		x := operandValues(k.Inputs[0], bufs)
+		w := operandValues(k.Inputs[1], bufs)
+		return exact.conv2d(x, w, ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
+	}),
+	ir.KernelConvTranspose: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		x := operandValues(k.Inputs[0], bufs)
+		w := operandValues(k.Inputs[1], bufs)
+		return exact.convTranspose2d(x, w, ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
+	}),
+	ir.KernelResize: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		return exact.resize2d(operandValues(k.Inputs[0], bufs), ir.Resize2DOf(k.Inputs[0].Shape, k.Attrs), stop)
+	}),
+	ir.KernelPool: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		return exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
+	}),
+	ir.KernelPoolGrad: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		return exact.maxpool2dGrad(operandValues(k.Inputs[0], bufs), operandValues(k.Inputs[1], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
+	}),
+	ir.KernelReduce: runReduce,
+	ir.KernelRows: func(k *ir.Kernel, bufs [][]float32, _ func() bool, halt func() bool) {
+		runRows(k, bufs, halt)
+	},
+	ir.KernelLife: func(k *ir.Kernel, bufs [][]float32, _ func() bool, _ func() bool) {
+		in := operandValues(k.Inputs[0], bufs)
+		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))
+	},
+}
+
+func init() {
+	if err := checkKernels(&kernels); err != nil {
+		panic(err)
+	}
+}
+
+// checkKernels returns an error naming the first kernel kind that table
+// has no row for.
+func checkKernels(table *[ir.NumKernelKinds]runner) error {
+	for kind, r := range table {
+		if r == nil {
+			return fmt.Errorf("cpuref: BUG: kernel kind %v has no row in kernels", ir.KernelKind(kind))
+		}
+	}
+	return nil
+}
+
+// row returns kind's row of kernels.
+func row(kind ir.KernelKind) runner {
+	if !kind.Valid() || kernels[kind] == nil {
+		panic(fmt.Sprintf("cpuref: BUG: kernel kind %v has no row in kernels", kind))
+	}
+	return kernels[kind]
+}
+
+// perElement is the row of a kind that computes an accumulator per
+// element of Shape (acc; nil for none) and then evaluates the body per
+// element, chunk by chunk, storing its stored values.
+func perElement(acc func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32) runner {
+	return func(k *ir.Kernel, bufs [][]float32, stop func() bool, halt func() bool) {
+		n := k.Shape.Len()
+		bd := newBody(k)
 		var c []float32
-		switch k.Kind {
-		case ir.KernelMatmul:
-			a := operandValues(k.Inputs[0], bufs)
-			b := operandValues(k.Inputs[1], bufs)
-			c = exact.batchMatmul(a, b, k.Inputs[0].Shape, k.Inputs[1].Shape, stop)
-		case ir.KernelConv:
-			x := operandValues(k.Inputs[0], bufs)
-			w := operandValues(k.Inputs[1], bufs)
-			c = exact.conv2d(x, w, ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
-		case ir.KernelConvTranspose:
-			x := operandValues(k.Inputs[0], bufs)
-			w := operandValues(k.Inputs[1], bufs)
-			c = exact.convTranspose2d(x, w, ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs), stop)
-		case ir.KernelResize:
-			c = exact.resize2d(operandValues(k.Inputs[0], bufs), ir.Resize2DOf(k.Inputs[0].Shape, k.Attrs), stop)
-		case ir.KernelPool:
-			c = exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
-		case ir.KernelPoolGrad:
-			c = exact.maxpool2dGrad(operandValues(k.Inputs[0], bufs), operandValues(k.Inputs[1], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
+		if acc != nil {
+			c = acc(k, bufs, stop)
 		}
 		for lo := 0; lo < n; lo += chunk {
 			if halt() {
 				return
 			}
 			m := min(chunk, n-lo)
-			var acc []float32
+			var a []float32
 			if c != nil {
-				acc = c[lo : lo+m]
+				a = c[lo : lo+m]
 			}
-			bd.eval(bufs, lo, m, acc)
+			bd.eval(bufs, lo, m, a)
 			for s, v := range k.Stores {
 				copy(bufs[k.Outputs[s]][lo:lo+m], bd.vals[v][:m])
 			}
 		}
-	case ir.KernelReduce:
-		acc := k.AccIndex()
-		pro := acc
-		if acc < 0 {
-			pro = len(k.Body)
-		}
-		leaves := make([]float32, n)
-		for lo := 0; lo < n; lo += chunk {
-			if halt() {
-				return
-			}
-			m := min(chunk, n-lo)
-			bd.evalRange(bufs, lo, m, nil, 0, pro)
-			copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
-		}
-		red := exact.reduceUntil(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1), stop)
+	}
+}
+
+// runReduce runs a reduction kernel: the prologue at every leaf, the
+// reference tree of k.Reduce, then the epilogue (if any) per output.
+func runReduce(k *ir.Kernel, bufs [][]float32, stop func() bool, halt func() bool) {
+	n := k.Shape.Len()
+	bd := newBody(k)
+	acc := k.AccIndex()
+	pro := acc
+	if acc < 0 {
+		pro = len(k.Body)
+	}
+	leaves := make([]float32, n)
+	for lo := 0; lo < n; lo += chunk {
 		if halt() {
 			return
 		}
-		copy(bufs[k.Outputs[0]], red)
-		for lo := 0; acc >= 0 && lo < len(red); lo += chunk { // the epilogue, per output
-			m := min(chunk, len(red)-lo)
-			bd.evalRange(bufs, lo, m, red[lo:lo+m], acc, len(k.Body))
-			for s, v := range k.Stores[1:] {
-				copy(bufs[k.Outputs[s+1]][lo:lo+m], bd.vals[v][:m])
-			}
+		m := min(chunk, n-lo)
+		bd.evalRange(bufs, lo, m, nil, 0, pro)
+		copy(leaves[lo:lo+m], bd.vals[k.Stores[0]][:m])
+	}
+	red := exact.reduceUntil(k.Reduce, leaves, k.Shape, k.Keep, max(k.Blocks, 1), stop)
+	if halt() {
+		return
+	}
+	copy(bufs[k.Outputs[0]], red)
+	for lo := 0; acc >= 0 && lo < len(red); lo += chunk { // the epilogue, per output
+		m := min(chunk, len(red)-lo)
+		bd.evalRange(bufs, lo, m, red[lo:lo+m], acc, len(k.Body))
+		for s, v := range k.Stores[1:] {
+			copy(bufs[k.Outputs[s+1]][lo:lo+m], bd.vals[v][:m])
 		}
-	case ir.KernelRows:
-		runRows(k, bufs, halt)
-	case ir.KernelLife:
-		in := operandValues(k.Inputs[0], bufs)
-		copy(bufs[k.Outputs[0]], Life(in, k.Shape[0], k.Shape[1]))
 	}
 }
 

@@ -74,7 +74,8 @@ type ProgramOutput struct {
 // only sums.
 const KernelSum = KernelReduce
 
-// KernelKind says what loop a kernel runs.
+// KernelKind says what loop a kernel runs; its row of the kernel table
+// (Info, see KernelInfo) says what it needs and costs.
 type KernelKind uint8
 
 // The kernel kinds.
@@ -141,10 +142,6 @@ const (
 	// epilogue as for matmul, InstrAcc the accumulator.
 	KernelResize
 )
-
-func (k KernelKind) String() string {
-	return [...]string{"elementwise", "matmul", "sum", "life", "rows", "conv", "pool", "conv_transpose", "pool_grad", "resize"}[k]
-}
 
 // Operand is a buffer a kernel reads through a strided index map: the
 // element at multi-index idx of the logical Shape is buffer element
@@ -382,20 +379,16 @@ func (p *Program) String() string {
 	}
 	for _, k := range p.Kernels {
 		fmt.Fprintf(&b, "kernel %s %s %v nodes=%v", k.Name, k.Kind, k.Shape, k.Nodes)
-		if k.Kind == KernelMatmul {
-			fmt.Fprintf(&b, " mkn=%dx%dx%d tile=%s", k.M, k.K, k.N, tileText(k.Tile))
+		text := ""
+		if k.Kind.Valid() && k.Kind.Info().Text != nil {
+			text = k.Kind.Info().Text(&k)
 		}
-		if k.Kind == KernelReduce && (k.Reduce != OpSum || len(k.Keep) > 0) {
-			fmt.Fprintf(&b, " %s keep=%v", k.Reduce.Info().Wire, k.Keep)
-		}
+		b.WriteString(text)
 		if k.Blocks > 1 {
 			fmt.Fprintf(&b, " blocks=%d", k.Blocks)
 		}
 		if len(k.Attrs) > 0 {
 			fmt.Fprintf(&b, " attrs=%v", Shape(k.Attrs))
-		}
-		if k.Kind == KernelRows {
-			fmt.Fprintf(&b, " keep=%v passes=%d parts=%d", k.Keep, k.Passes(), len(k.Parts))
 		}
 		b.WriteString("\n")
 		for j, in := range k.Inputs {
@@ -458,140 +451,18 @@ func (in Instr) text() string {
 	return s
 }
 
-// validateKernelShape checks what each kernel kind needs of its operands,
-// returning "" or what is wrong: matmul and life read their operands as
-// plain or transposed matrices of the right shapes (never broadcast), life
-// has one 2-D input and one output, a sum one output of Blocks elements
-// (one for a whole sum) and every other kernel outputs of Shape's length,
-// and a split sum's blocks are a power of two that divides its padded
-// leaves.
+// validateKernelShape checks what kernel k's kind needs of it, by its
+// row of the kernel table (KernelInfo.Validate and DTypes), returning ""
+// or what is wrong.
 func validateKernelShape(p *Program, k *Kernel) string {
-	if k.Kind > KernelResize {
+	if !k.Kind.Valid() {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
-	if k.Kind == KernelRows {
-		return validateRows(p, k)
+	r := k.Kind.Info()
+	if msg := r.Validate(p, k); msg != "" {
+		return msg
 	}
-	if len(k.Parts) > 0 || len(k.Scratch) > 0 {
-		return "has parts, which only a rows kernel has"
-	}
-	want := k.Shape.Len()
-	if k.Kind == KernelReduce {
-		want = k.ReduceOutputs()
-		acc := k.AccIndex()
-		if len(k.Stores) != len(k.Outputs) {
-			return fmt.Sprintf("%d stores for %d outputs", len(k.Stores), len(k.Outputs))
-		}
-		if len(k.Outputs) == 0 || len(k.Outputs) > 1 && (acc < 0 || k.Blocks > 1) {
-			return fmt.Sprintf("sum has %d outputs; more than one needs an epilogue (an InstrAcc) and no blocks", len(k.Outputs))
-		}
-		for j, o := range k.Outputs[1:] {
-			if p.Buffers[o].Len != k.Keep.Len() {
-				return fmt.Sprintf("epilogue output buf%d has %d elements, want %d", o, p.Buffers[o].Len, k.Keep.Len())
-			}
-			if int(k.Stores[j+1]) < acc {
-				return fmt.Sprintf("epilogue output buf%d stores prologue value v%d", o, k.Stores[j+1])
-			}
-		}
-		if acc >= 0 && int(k.Stores[0]) >= acc {
-			return fmt.Sprintf("reduces v%d, which is not a prologue value", k.Stores[0])
-		}
-		for j, in := range k.Body {
-			n, space := k.Shape.Len(), "prologue"
-			if acc >= 0 && j > acc {
-				n, space = k.Keep.Len(), "epilogue"
-				for a := 0; in.Kind == InstrOp && a < in.Op.Info().Args; a++ {
-					if int(in.Args[a]) < acc {
-						return fmt.Sprintf("epilogue value v%d uses prologue value v%d", j, in.Args[a])
-					}
-				}
-			}
-			if in.Kind == InstrLoad && in.Operand >= 0 && in.Operand < len(k.Inputs) && k.Inputs[in.Operand].Shape.Len() != n {
-				return fmt.Sprintf("%s value v%d loads %v, want %d elements", space, j, k.Inputs[in.Operand].Shape, n)
-			}
-		}
-		if !k.Reduce.IsReduction() {
-			return fmt.Sprintf("reduces by %v, which is not a reduction", k.Reduce)
-		}
-		if _, err := reduceShape(-1, k.Reduce, []Shape{k.Shape}, k.Keep, nil); err != nil {
-			return fmt.Sprintf("keeps %v of %v: %s", k.Keep, k.Shape, err.Msg)
-		}
-	} else if k.Reduce != 0 || k.Keep != nil {
-		return "sets Reduce or Keep, which only a sum kernel has"
-	}
-	for j, o := range k.Outputs {
-		if j > 0 && k.Kind == KernelReduce {
-			break // epilogue outputs, checked above
-		}
-		if p.Buffers[o].Len != want {
-			return fmt.Sprintf("output buf%d has %d elements, want %d", o, p.Buffers[o].Len, want)
-		}
-	}
-	switch {
-	case k.Kind == KernelConv:
-		if msg := validateConv(k); msg != "" {
-			return msg
-		}
-	case k.Kind == KernelPool:
-		if msg := validatePool(k); msg != "" {
-			return msg
-		}
-	case k.Kind == KernelConvTranspose:
-		if msg := validateConvTranspose(k); msg != "" {
-			return msg
-		}
-	case k.Kind == KernelPoolGrad:
-		if msg := validatePoolGrad(k); msg != "" {
-			return msg
-		}
-	case k.Kind == KernelResize:
-		if msg := validateResize(k); msg != "" {
-			return msg
-		}
-	case len(k.Attrs) > 0:
-		return "has attributes, which only a conv or pool kernel has"
-	}
-	if k.Kind == KernelLife && (len(k.Inputs) != 1 || len(k.Outputs) != 1 || len(k.Shape) != 2 || len(k.Body) != 0) {
-		return "life needs one 2-D input, one output and no body"
-	}
-	switch k.Kind {
-	case KernelMatmul, KernelLife:
-		want := []Shape{k.Shape}
-		if k.Kind == KernelMatmul {
-			r := len(k.Shape)
-			if r < 2 || r > MaxMatmulRank {
-				return fmt.Sprintf("matmul shape %v is not of rank 2 to %d", k.Shape, MaxMatmulRank)
-			}
-			batch := k.Shape[:r-2]
-			want = []Shape{append(slices.Clone(batch), k.M, k.K), append(slices.Clone(batch), k.K, k.N)}
-			if !k.Shape.Equal(append(slices.Clone(batch), k.M, k.N)) {
-				return fmt.Sprintf("matmul shape %v is not [...,%d,%d]", k.Shape, k.M, k.N)
-			}
-		}
-		if len(k.Inputs) < len(want) {
-			return fmt.Sprintf("%s needs %d operands, has %d", k.Kind, len(want), len(k.Inputs))
-		}
-		for j, w := range want {
-			in := k.Inputs[j]
-			ok := in.Plain() || in.Transposed()
-			if k.Kind == KernelMatmul {
-				ok = in.Matrix()
-			}
-			if !ok || !in.Shape.Equal(w) {
-				return fmt.Sprintf("%s operand %d is %v (strides %v), want a plain or transposed %v", k.Kind, j, in.Shape, in.Strides, w)
-			}
-		}
-	}
-	if k.Blocks > 1 {
-		leaves := 1
-		for k.Kind == KernelReduce && leaves < k.Shape.Len()/k.Keep.Len() {
-			leaves *= 2
-		}
-		if k.Kind != KernelReduce || k.Blocks&(k.Blocks-1) != 0 || leaves%k.Blocks != 0 {
-			return fmt.Sprintf("splits into %d blocks, which is not a power of two dividing a sum's %d leaves and its output", k.Blocks, leaves)
-		}
-	}
-	return ""
+	return r.DTypes(p, k)
 }
 
 // ValidateProgram checks the Program invariants: buffers are in range,
@@ -637,24 +508,18 @@ func ValidateProgram(p *Program) error {
 		if err := validateKernelShape(p, &k); err != "" {
 			return bad("%s", err)
 		}
-		if k.Kind != KernelLife && len(k.Stores) != len(k.Outputs) {
-			return bad("%d stores for %d outputs", len(k.Stores), len(k.Outputs))
-		}
 		for j, in := range k.Body {
 			switch in.Kind {
 			case InstrLoad:
 				if in.Operand < 0 || in.Operand >= len(k.Inputs) {
 					return bad("v%d loads missing operand %d", j, in.Operand)
 				}
-				if s := k.Inputs[in.Operand].Shape; s.Len() != k.Shape.Len() && !(k.Kind == KernelReduce && j > k.AccIndex() && k.AccIndex() >= 0) && !(k.Kind == KernelRows && s.Len() == k.Keep.Len()) { // epilogue and row loads: see validateKernelShape
+				if s := k.Inputs[in.Operand].Shape; !loads(&k, j, s.Len()) {
 					return bad("v%d loads operand %d of shape %v in a kernel over %v", j, in.Operand, s, k.Shape)
 				}
 			case InstrAcc:
-				if k.Kind != KernelMatmul && k.Kind != KernelReduce && k.Kind != KernelRows && k.Kind != KernelConv && k.Kind != KernelPool && k.Kind != KernelConvTranspose && k.Kind != KernelPoolGrad && k.Kind != KernelResize {
+				if !k.Kind.Info().Acc {
 					return bad("v%d reads an accumulator outside a matmul or a reduction", j)
-				}
-				if k.Kind == KernelReduce && j != k.AccIndex() {
-					return bad("v%d: a reduction has one InstrAcc", j)
 				}
 			case InstrOp:
 				if !in.Op.IsElementwise() {

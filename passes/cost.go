@@ -58,48 +58,6 @@ func ProgramCost(p *ir.Program) Cost {
 //   - pool: one maximum for each tap per output, and the epilogue's;
 //   - life: the op table's cost of the step;
 //   - rows: the sum of its parts', which it runs with the row resident.
-func KernelFlops(k *ir.Kernel) int64 {
-	per := func(body []ir.Instr) int64 {
-		var n int64
-		for _, in := range body {
-			if in.Kind == ir.InstrOp {
-				n = ir.SatAdd(n, in.Op.Info().Cost(nil, ir.Shape{}))
-			}
-		}
-		return n
-	}
-	switch k.Kind {
-	case ir.KernelElementwise:
-		return ir.SatMul(per(k.Body), int64(k.Shape.Len()))
-	case ir.KernelMatmul:
-		mn := ir.SatMul(ir.SatMul(int64(k.M), int64(k.N)), int64(k.Batch()))
-		return ir.SatAdd(ir.SatMul(ir.SatMul(2, mn), int64(k.K)), ir.SatMul(per(k.Body), mn))
-	case ir.KernelReduce:
-		acc := k.AccIndex()
-		pro, epi := k.Body, []ir.Instr(nil)
-		if acc >= 0 {
-			pro, epi = k.Body[:acc], k.Body[acc:]
-		}
-		leaves := int64(k.Shape.Len())
-		n := ir.SatMul(per(pro), leaves)
-		n = ir.SatAdd(n, max(leaves-int64(k.ReduceOutputs()), 0))
-		return ir.SatAdd(n, ir.SatMul(per(epi), int64(k.Keep.Len())))
-	case ir.KernelConv:
-		out := int64(k.Shape.Len())
-		taps := int64(ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs).Taps())
-		return ir.SatAdd(ir.SatMul(ir.SatMul(2, out), taps), ir.SatMul(per(k.Body), out))
-	case ir.KernelPool:
-		out := int64(k.Shape.Len())
-		p := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
-		return ir.SatAdd(ir.SatMul(out, int64(p.KH*p.KW)), ir.SatMul(per(k.Body), out))
-	case ir.KernelLife:
-		return ir.OpLife.Info().Cost(nil, k.Shape)
-	case ir.KernelRows:
-		var n int64
-		for j := range k.Parts {
-			n = ir.SatAdd(n, KernelFlops(&k.Parts[j]))
-		}
-		return n
-	}
-	return 0
-}
+//
+// The count is the kind's row of the kernel table (ir.KernelInfo.Flops).
+func KernelFlops(k *ir.Kernel) int64 { return k.Kind.Info().Flops(k) }

@@ -494,8 +494,6 @@ func (f *fuser) errorf(format string, a ...any) error {
 }
 
 // accumulates reports whether kernels of kind k compute an accumulator per
-// element of their Shape (InstrAcc) that an elementwise epilogue reads:
-// matmul, conv, pool and pool_grad.
-func accumulates(k ir.KernelKind) bool {
-	return k == ir.KernelMatmul || k == ir.KernelConv || k == ir.KernelPool || k == ir.KernelConvTranspose || k == ir.KernelPoolGrad || k == ir.KernelResize
-}
+// element of their Shape (InstrAcc) that an elementwise epilogue reads
+// (the row's ir.KernelInfo.Accumulates: matmul, conv, pooling, ...).
+func accumulates(k ir.KernelKind) bool { return k.Info().Accumulates }

@@ -117,21 +117,3 @@ func matmul(b *strings.Builder, k *ir.Kernel) int {
 	}
 	return k.Batch() * rb
 }
-
-// work estimates the operations of kernel k over all its tiles.
-func work(k *ir.Kernel) int64 {
-	body := int64(len(k.Body) + 1)
-	switch k.Kind {
-	case ir.KernelMatmul:
-		return int64(k.Batch())*2*int64(k.M)*int64(k.K)*int64(k.N) + body*int64(k.Shape.Len())
-	case ir.KernelConv:
-		c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
-		return int64(c.N*c.M*c.OH*c.OW) * (2*int64(c.CG*c.KH*c.KW) + body)
-	case ir.KernelPool:
-		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
-		return int64(c.N*c.C*c.OH*c.OW) * (int64(c.KH*c.KW)*4 + body)
-	case ir.KernelLife:
-		return int64(k.Shape.Len()) * 20
-	}
-	return int64(k.Shape.Len()) * body
-}

@@ -175,14 +175,11 @@ func (Target) Emit(p *ir.Program) (*Plan, error) {
 	}
 	for ki := range p.Kernels {
 		k := &p.Kernels[ki]
-		switch k.Kind {
-		case ir.KernelElementwise, ir.KernelMatmul, ir.KernelConv, ir.KernelPool, ir.KernelConvTranspose, ir.KernelPoolGrad, ir.KernelResize:
-			pl.elementwise(ki, k)
-		case ir.KernelReduce:
-			pl.sum(ki, k)
-		case ir.KernelLife:
-			pl.life(ki, k)
+		w, err := writerOf(k.Kind)
+		if err != nil {
+			return nil, err
 		}
+		w.emit(pl, ki, k)
 	}
 	pl.schedule(p)
 	return pl, nil

@@ -8,9 +8,11 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// elementwise emits an elementwise, matmul or conv kernel: one pass per group of
-// up to MaxDrawBuffers outputs, each evaluating the whole body.
-func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
+// elementwise emits an elementwise kernel, or one that accumulates per
+// element (matmul, conv, ...: accFn renders the function accName that
+// returns element i's accumulator; see accumulating): one pass per group
+// of up to MaxDrawBuffers outputs, each evaluating the whole body.
+func (pl *Plan) elementwise(ki int, k *ir.Kernel, accFn func(*ir.Kernel) string, accName string) {
 	groups := (len(k.Outputs) + MaxDrawBuffers - 1) / MaxDrawBuffers
 	for g := 0; g < groups; g++ {
 		lo, hi := g*MaxDrawBuffers, min((g+1)*MaxDrawBuffers, len(k.Outputs))
@@ -21,25 +23,9 @@ func (pl *Plan) elementwise(ki int, k *ir.Kernel) {
 		b := header(name)
 		pl.declare(b, k, hi-lo)
 		acc := ""
-		switch k.Kind {
-		case ir.KernelMatmul:
-			b.WriteString(matmul(k))
-			acc = "matmul(" + indexVar + ")"
-		case ir.KernelConv:
-			b.WriteString(conv(k))
-			acc = "conv(" + indexVar + ")"
-		case ir.KernelPool:
-			b.WriteString(pool(k))
-			acc = "pool(" + indexVar + ")"
-		case ir.KernelConvTranspose:
-			b.WriteString(convTranspose(k))
-			acc = "conv_transpose(" + indexVar + ")"
-		case ir.KernelPoolGrad:
-			b.WriteString(poolGrad(k))
-			acc = "pool_grad(" + indexVar + ")"
-		case ir.KernelResize:
-			b.WriteString(resize(k))
-			acc = "resize(" + indexVar + ")"
+		if accFn != nil {
+			b.WriteString(accFn(k))
+			acc = accName + "(" + indexVar + ")"
 		}
 		b.WriteString("void main() {\n")
 		b.WriteString(fragIndex(pl.Textures[k.Outputs[lo]].Width))

@@ -15,41 +15,29 @@ const LoopBudget = ir.LoopBudget
 // LoopCost is the most loop iterations (as LoopBudget counts them) that one
 // invocation of kernel k's shader runs.
 func LoopCost(k *ir.Kernel) int {
-	switch k.Kind {
-	case ir.KernelMatmul:
-		if k.Tile.BK <= 0 {
-			return 0
-		}
-		return MatmulLoopCost(k.K, k.Tile.BK)
-	case ir.KernelConv:
-		return convLoopCost(k)
-	case ir.KernelConvTranspose:
-		return convTransposeLoopCost(k)
-	case ir.KernelPool:
-		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
-		return (c.KH + 1) + c.KH*(c.KW+1)
-	case ir.KernelPoolGrad:
-		return poolGradLoopCost(k)
-	case ir.KernelRows:
-		return rowsLoopCost(k)
-	case ir.KernelReduce:
-		if columnar(k, ir.ReductionOf(k.Shape, k.Keep)) {
-			return columnsLoopCost(k)
-		}
-		n := k.Shape.Len() / k.Keep.Len()
-		if perThread(k) {
-			// the leaf loop and the binary counter's inner loop (n-1
-			// trailing ones in all, plus an exit test per leaf).
-			return (n + 1) + (2*n - 1)
-		}
-		p, _ := codegen.SumBlock(n, SumThreads)
-		per := max(p/max(k.Blocks, 1)/SumThreads, 1)
-		// the leaf loop, the binary counter's inner loop over j's trailing
-		// ones (per-1 of them in all, plus an exit test per j), and the
-		// workgroup tree's loop of log2(SumThreads) steps.
-		return (per + 1) + (2*per - 1) + (codegen.Log2(SumThreads) + 1)
+	if f := writerOf(k.Kind).loops; f != nil {
+		return f(k)
 	}
 	return 0
+}
+
+// sumLoopCost is LoopCost of a reduction kernel.
+func sumLoopCost(k *ir.Kernel) int {
+	if columnar(k, ir.ReductionOf(k.Shape, k.Keep)) {
+		return columnsLoopCost(k)
+	}
+	n := k.Shape.Len() / k.Keep.Len()
+	if perThread(k) {
+		// the leaf loop and the binary counter's inner loop (n-1
+		// trailing ones in all, plus an exit test per leaf).
+		return (n + 1) + (2*n - 1)
+	}
+	p, _ := codegen.SumBlock(n, SumThreads)
+	per := max(p/max(k.Blocks, 1)/SumThreads, 1)
+	// the leaf loop, the binary counter's inner loop over j's trailing
+	// ones (per-1 of them in all, plus an exit test per j), and the
+	// workgroup tree's loop of log2(SumThreads) steps.
+	return (per + 1) + (2*per - 1) + (codegen.Log2(SumThreads) + 1)
 }
 
 // MatmulLoopCost is ir.MatmulLoopCost.

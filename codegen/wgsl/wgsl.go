@@ -206,32 +206,7 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 		lang = vecLang
 	}
 	b.WriteString(codegen.Indent(codegen.Funcs(lang, k), 0))
-	switch k.Kind {
-	case ir.KernelElementwise:
-		elementwise(&b, k, &s)
-	case ir.KernelMatmul:
-		if k.Tile.Vector == 4 {
-			matmulVec4(&b, k, &s, fast)
-		} else {
-			matmul(&b, k, &s, fast)
-		}
-	case ir.KernelReduce:
-		sum(&b, k, &s)
-	case ir.KernelConv:
-		conv(&b, k, &s, fast)
-	case ir.KernelPool:
-		pool(&b, k, &s)
-	case ir.KernelConvTranspose:
-		convTranspose(&b, k, &s)
-	case ir.KernelPoolGrad:
-		poolGrad(&b, k, &s)
-	case ir.KernelResize:
-		resize(&b, k, &s)
-	case ir.KernelLife:
-		life(&b, k, &s)
-	case ir.KernelRows:
-		rowsKernel(&b, k, &s)
-	}
+	writerOf(k.Kind).emit(&b, k, &s, fast)
 	s.Source = b.String()
 	return s
 }

@@ -293,10 +293,10 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	return e, nil
 }
 
-// contracts reports whether p has a kernel that fast mode changes: a
-// matmul or a convolution.
+// contracts reports whether p has a kernel that fast mode changes (its
+// kind's ir.KernelInfo.Contracts: a matmul or a convolution).
 func contracts(p *ir.Program) bool {
-	return slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Kind == ir.KernelMatmul || k.Kind == ir.KernelConv })
+	return slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Kind.Info().Contracts != nil })
 }
 
 // executable is a compiled program: its pipelines and its parameter

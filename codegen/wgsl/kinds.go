@@ -1,0 +1,78 @@
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// writer is a kernel kind's row in the WGSL target.
+type writer struct {
+	// emit writes the kernel's entry point (and what it calls) after the
+	// shared declarations, filling s's workgroup and dispatch; fast is
+	// Target.Fast.
+	emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool)
+	// loops returns the most loop iterations one invocation runs (see
+	// LoopCost); nil: none beyond unrolled ones.
+	loops func(k *ir.Kernel) int
+}
+
+// writers is the WGSL target's row of each kernel kind.
+var writers = [ir.NumKernelKinds]writer{
+	ir.KernelElementwise: {emit: plain(elementwise)},
+	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
+		if k.Tile.Vector == 4 {
+			matmulVec4(b, k, s, fast)
+		} else {
+			matmul(b, k, s, fast)
+		}
+	}, loops: func(k *ir.Kernel) int {
+		if k.Tile.BK <= 0 {
+			return 0
+		}
+		return MatmulLoopCost(k.K, k.Tile.BK)
+	}},
+	ir.KernelReduce: {emit: plain(sum), loops: sumLoopCost},
+	ir.KernelLife:   {emit: plain(life)},
+	ir.KernelRows:   {emit: plain(rowsKernel), loops: rowsLoopCost},
+	ir.KernelConv:   {emit: conv, loops: convLoopCost},
+	ir.KernelPool: {emit: plain(pool), loops: func(k *ir.Kernel) int {
+		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
+		return (c.KH + 1) + c.KH*(c.KW+1)
+	}},
+	ir.KernelConvTranspose: {emit: plain(convTranspose), loops: convTransposeLoopCost},
+	ir.KernelPoolGrad:      {emit: plain(poolGrad), loops: poolGradLoopCost},
+	ir.KernelResize:        {emit: plain(resize)},
+}
+
+func init() {
+	if err := checkWriters(&writers); err != nil {
+		panic(err)
+	}
+}
+
+// checkWriters returns an error naming the first kernel kind that table
+// has no row for.
+func checkWriters(table *[ir.NumKernelKinds]writer) error {
+	for kind, w := range table {
+		if w.emit == nil {
+			return fmt.Errorf("codegen/wgsl: BUG: kernel kind %v has no row in writers", ir.KernelKind(kind))
+		}
+	}
+	return nil
+}
+
+// writerOf returns kind's row of writers.
+func writerOf(kind ir.KernelKind) *writer {
+	if !kind.Valid() || writers[kind].emit == nil {
+		panic(fmt.Sprintf("codegen/wgsl: BUG: kernel kind %v has no row in writers", kind))
+	}
+	return &writers[kind]
+}
+
+// plain makes the emit of a kind whose writer has no fast variant.
+func plain(emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader)) func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
+	return func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, _ bool) { emit(b, k, s) }
+}

@@ -1,0 +1,7 @@
+package ir
+
+// Exported for ir_test.
+var (
+	CheckKernelTable = checkKernelTable
+	KernelTable      = &kernelTable
+)
