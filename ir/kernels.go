@@ -49,12 +49,12 @@ type KernelInfo struct {
 	// Text returns the kind's fields in the program's text form (after
 	// the shape and nodes), or "".
 	Text func(k *Kernel) string
-	// DTypes checks the dtypes of the values k reads and writes, returning
-	// "" or, by name, the one the kind cannot handle (the validator
-	// reports it). Every kind handles float32 only (f32Only) until values
-	// carry a dtype (issue 32: ir.Buffer.DType): a kind that gains another
-	// says so here, and one that has not refuses it by name, never
-	// narrowing silently.
+	// DTypes checks the dtypes of the values k reads, computes and writes
+	// (Buffer.DType, Instr.DType), returning "" or, by name, the one the
+	// kind cannot handle (the validator reports it). Every kind handles
+	// float32 only so far (f32Only): a kind that gains another dtype says
+	// so here, and one that has not refuses it by name, never narrowing
+	// silently.
 	DTypes func(p *Program, k *Kernel) string
 }
 
@@ -140,10 +140,27 @@ func (k KernelKind) String() string {
 	return kernelTable[k].Name
 }
 
-// f32Only is the DTypes check of a kind that handles float32 values only.
-// Every value is float32 until issue 32 gives buffers a dtype; then it
-// refuses a kernel reading or writing any other, by name.
-func f32Only(*Program, *Kernel) string { return "" }
+// f32Only is the DTypes check of a kind that handles float32 values only:
+// it refuses, by name, a kernel that reads or writes a buffer of another
+// dtype or whose body computes one.
+func f32Only(p *Program, k *Kernel) string {
+	for _, in := range k.Inputs {
+		if d := p.Buffers[in.Buffer].DType; d != F32 {
+			return fmt.Sprintf("a %s kernel computes float32 only, and reads buf%d of %v", k.Kind, in.Buffer, d)
+		}
+	}
+	for _, o := range k.Outputs {
+		if d := p.Buffers[o].DType; d != F32 {
+			return fmt.Sprintf("a %s kernel computes float32 only, and writes buf%d of %v", k.Kind, o, d)
+		}
+	}
+	for j, in := range k.Body {
+		if in.DType != F32 {
+			return fmt.Sprintf("a %s kernel computes float32 only, and v%d is %v", k.Kind, j, in.DType)
+		}
+	}
+	return ""
+}
 
 // noFlops is the Flops of a kind whose cost is not modelled.
 func noFlops(*Kernel) int64 { return 0 }

@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,5 +37,16 @@ func TestKernelTableComplete(t *testing.T) {
 	past := ir.KernelKind(ir.NumKernelKinds)
 	if past.Valid() || past.String() != fmt.Sprintf("kind(%d)", ir.NumKernelKinds) {
 		t.Errorf("kind %d past the table: Valid %v, String %q", past, past.Valid(), past.String())
+	}
+}
+
+// TestKernelDTypes: a float32-only kind refuses a body value of another
+// dtype by name (its row's DTypes), rather than computing it as float32.
+func TestKernelDTypes(t *testing.T) {
+	p := matmulProgram()
+	p.Kernels[0].Body[0].DType = ir.I32
+	err := ir.ValidateProgram(p)
+	if want := "a matmul kernel computes float32 only, and v0 is int32"; err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ir.CodeUnsupported) {
+		t.Errorf("got %v, want an error containing %q", err, want)
 	}
 }

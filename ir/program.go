@@ -452,17 +452,13 @@ func (in Instr) text() string {
 }
 
 // validateKernelShape checks what kernel k's kind needs of it, by its
-// row of the kernel table (KernelInfo.Validate and DTypes), returning ""
+// row of the kernel table (KernelInfo.Validate), returning ""
 // or what is wrong.
 func validateKernelShape(p *Program, k *Kernel) string {
 	if !k.Kind.Valid() {
 		return fmt.Sprintf("unknown kind %d", k.Kind)
 	}
-	r := k.Kind.Info()
-	if msg := r.Validate(p, k); msg != "" {
-		return msg
-	}
-	return r.DTypes(p, k)
+	return k.Kind.Info().Validate(p, k)
 }
 
 // ValidateProgram checks the Program invariants: buffers are in range,
@@ -507,6 +503,9 @@ func ValidateProgram(p *Program) error {
 		}
 		if err := validateKernelShape(p, &k); err != "" {
 			return bad("%s", err)
+		}
+		if msg := k.Kind.Info().DTypes(p, &k); msg != "" { // a dtype the kind cannot compute, by name
+			return Errorf(CodeUnsupported, -1, "dtype", "kernel %s: %s", k.Name, msg)
 		}
 		for j, in := range k.Body {
 			switch in.Kind {
