@@ -1,0 +1,172 @@
+// Package python_test runs the Python module's test suite (python/tests,
+// unittest, no other dependency) from go test, so that make test runs it:
+// it writes a corpus of gpucc's test graphs with cpuref's bits for
+// cpu-python to reproduce, builds the gpucc binary for the tests that
+// compare with gpucc run, train and serve, and runs python3 -m unittest.
+package python_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// corpusCase is one graph of the corpus and cpuref's bits of its outputs.
+type corpusCase struct {
+	Name   string              `json:"name"`
+	Graph  json.RawMessage     `json:"graph"`
+	Expect map[string][]uint32 `json:"expect"`
+}
+
+// corpus returns gpucc's shared test graphs (irtest's suites, 64 RandomOps
+// graphs covering the op table, and a sweep of every elementwise op over
+// hard and random float32 operands), each with cpuref.Eval's output bits.
+func corpus(t *testing.T, short bool) []corpusCase {
+	var cases []irtest.Case
+	for _, s := range [][]irtest.Case{irtest.Suite(), irtest.Views(), irtest.Reductions(), irtest.Ops(),
+		irtest.Composites(), irtest.Convs(), irtest.ConvTransposes(), irtest.Pools(), irtest.Resizes(), irtest.Rows()} {
+		for _, c := range s {
+			if len(c.Graph.Nodes) > 0 && totalElements(c.Graph) <= 200_000 {
+				cases = append(cases, c)
+			}
+		}
+	}
+	seeds := 64
+	if short {
+		seeds = 16
+	}
+	for s := range seeds {
+		cases = append(cases, irtest.Case{Name: fmt.Sprintf("RandomOps(%d)", s), Graph: irtest.RandomOps(uint64(s), 12)})
+		cases = append(cases, irtest.Case{Name: fmt.Sprintf("RandomViews(%d)", s), Graph: irtest.RandomViews(uint64(s), 12)})
+	}
+	n := 4096
+	if short {
+		n = 512
+	}
+	cases = append(cases, sweeps(n)...)
+	out := make([]corpusCase, 0, len(cases))
+	for _, c := range cases {
+		if err := ir.Validate(c.Graph, ir.Limits{}); err != nil {
+			continue // over the default limits: the host's business, not the reference's
+		}
+		vals := cpuref.Eval(c.Graph)
+		exp := map[string][]uint32{}
+		for _, o := range c.Graph.Outputs {
+			bits := make([]uint32, len(vals[o.ID]))
+			for i, v := range vals[o.ID] {
+				bits[i] = math.Float32bits(v)
+			}
+			exp[o.Name] = bits
+		}
+		out = append(out, corpusCase{Name: c.Name, Graph: ir.Encode(c.Graph), Expect: exp})
+	}
+	return out
+}
+
+func totalElements(g *ir.Graph) int {
+	n := 0
+	for _, nd := range g.Nodes {
+		n += nd.Shape.Len()
+	}
+	return n
+}
+
+// sweeps returns, for every elementwise op of the table (tensor forms), a
+// graph applying it to n operands (pairs for binary ops): the edges of
+// float32 (±0, subnormals, the largest, powers of two, the ops' region
+// boundaries) and random finite bits.
+func sweeps(n int) []irtest.Case {
+	hard := []uint32{0, 1 << 31, 1, 0x80000001, 0x007fffff, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000,
+		0x3f000000, 0xbf000000, 0x3fc00000, 0x40200000, 0x4b000000, 0x4affffff, 0x4b7fffff, 0x42b20000, 0x42b20001,
+		0xc2d00000, 0xc2d00001, 0x3f200000, 0x4111999a, 0x3f600000, 0x3fe00000, 0x407ad445, 0x3504f3, 0x3f3504f3,
+		0x42b17218, 0xc2aeac50, 0x3effffff, 0x3f000001, 0x4effffff}
+	r := rand.New(rand.NewPCG(37, 37))
+	operand := func(k int) float32 {
+		if k < len(hard) {
+			return math.Float32frombits(hard[k])
+		}
+		for {
+			b := r.Uint32()
+			if r.IntN(4) == 0 { // near 1 in magnitude, where most ops change region
+				b = b&0x80ffffff | uint32(118+r.IntN(20))<<23
+			}
+			if b&0x7f800000 != 0x7f800000 {
+				return math.Float32frombits(b)
+			}
+		}
+	}
+	var out []irtest.Case
+	for _, op := range ir.Ops() {
+		info := op.Info()
+		if !info.Elementwise || info.ScalarOf != 0 {
+			continue
+		}
+		a, c := make([]float32, n), make([]float32, n)
+		for k := range a {
+			a[k] = operand(k)
+			c[k] = operand((k*7 + 3) % n)
+		}
+		b := ir.NewBuilder()
+		x := b.NamedInput("a", ir.Shape{n}, a)
+		var y ir.Tensor
+		if info.Args == 2 {
+			y = x.Apply(op, b.NamedInput("b", ir.Shape{n}, c))
+		} else {
+			y = x.Apply(op)
+		}
+		b.Output("y", y)
+		g, err := b.Build(ir.Limits{})
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, irtest.Case{Name: "sweep " + info.Wire, Graph: g})
+	}
+	return out
+}
+
+// TestPython runs python/tests with the corpus and a gpucc binary.
+func TestPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("GPUCC_REQUIRE_PYTHON") != "" {
+			t.Fatal("python3 is not on PATH and GPUCC_REQUIRE_PYTHON is set")
+		}
+		t.Skip("python3 is not on PATH")
+	}
+	dir := t.TempDir()
+	raw, err := json.Marshal(corpus(t, testing.Short()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpusFile := filepath.Join(dir, "corpus.json")
+	if err := os.WriteFile(corpusFile, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gpucc")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gpucc/gpucc/cmd/gpucc").CombinedOutput(); err != nil {
+		t.Fatalf("go build gpucc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests")
+	cmd.Env = append(os.Environ(), "GPUCC_BIN="+bin, "GPUCC_CORPUS="+corpusFile, "GPUCC_CACHE_DIR=off",
+		"PYTHONDONTWRITEBYTECODE=1")
+	if testing.Short() {
+		cmd.Env = append(cmd.Env, "GPUCC_SHORT=1")
+	}
+	for _, k := range []string{"GPUCC_URL", "GPUCC_TOKEN", "GPUCC_BACKEND"} {
+		cmd.Env = append(cmd.Env, k+"=") // the suite chooses its transports itself
+	}
+	out, err := cmd.CombinedOutput()
+	t.Logf("python3 -m unittest:\n%s", out)
+	if err != nil {
+		t.Fatalf("the Python suite failed: %v", err)
+	}
+}
