@@ -75,16 +75,6 @@ func hardSwishOp(c *importer) ([]value, *ir.Error) {
 	})
 }
 
-// thresholdedReluOp is x where x > alpha (or x is NaN, as numpy's clip
-// keeps it), else 0.
-func thresholdedReluOp(c *importer) ([]value, *ir.Error) {
-	alpha := c.attrFloat("alpha", 1)
-	return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
-		keep := x.Apply(ir.OpGreater, b.Full(x.Shape(), alpha)).Maximum(isNaN(x))
-		return where(keep, x, b.Full(x.Shape(), 0))
-	})
-}
-
 // shrinkOp is x + bias where x < -lambd, x - bias where x > lambd, else 0
 // (0 for NaN, as the reference's where gives).
 func shrinkOp(c *importer) ([]value, *ir.Error) {

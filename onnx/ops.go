@@ -101,26 +101,13 @@ func init() {
 		"Abs": {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) }, func(x int64) int64 { return max(x, -x) })},
 		// 1/x, correctly rounded (numpy's reciprocal).
 		"Reciprocal": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return b.Full(x.Shape(), 1).Div(x) })},
-		// 1/(1 + e^-x), the reference's order.
-		"Sigmoid": {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
-			return b.Full(x.Shape(), 1).Div(x.Neg().Exp().AddScalar(1))
-		})},
-		// x/(1 + |x|).
-		"Softsign": {fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Div(x.Maximum(x.Neg()).AddScalar(1)) })},
-		// log(e^x + 1), the reference's form (it overflows where e^x does).
-		"Softplus": {fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Exp().AddScalar(1).Log() })},
-		// relu(x) + min(x, 0)·alpha.
-		"LeakyRelu": {since: 6, attrs: []string{"alpha"}, fn: func(c *importer) ([]value, *ir.Error) {
-			alpha := c.attrFloat("alpha", 0.01)
-			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu().Add(x.MinimumScalar(0).MulScalar(alpha)) })
-		}},
-		// relu(x) + (e^min(x,0) - 1)·alpha.
-		"Elu": {since: 6, attrs: []string{"alpha"}, fn: func(c *importer) ([]value, *ir.Error) {
-			alpha := c.attrFloat("alpha", 1)
-			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
-				return x.Relu().Add(x.MinimumScalar(0).Exp().SubScalar(1).MulScalar(alpha))
-			})
-		}},
+		// The activations (rnn.go's activationFns, shared with the
+		// recurrent layers).
+		"Sigmoid":   {since: 6, fn: activationOp("Sigmoid")},
+		"Softsign":  {fn: activationOp("Softsign")},
+		"Softplus":  {fn: activationOp("Softplus")},
+		"LeakyRelu": {since: 6, attrs: []string{"alpha"}, fn: activationOp("LeakyRelu")},
+		"Elu":       {since: 6, attrs: []string{"alpha"}, fn: activationOp("Elu")},
 		// relu(x)·gamma + (e^min(x,0)·alpha - alpha)·gamma.
 		"Selu": {since: 6, attrs: []string{"alpha", "gamma"}, fn: func(c *importer) ([]value, *ir.Error) {
 			alpha, gamma := c.attrFloat("alpha", 1.67326319217681884765625), c.attrFloat("gamma", 1.05070102214813232421875)
@@ -128,13 +115,7 @@ func init() {
 				return x.Relu().MulScalar(gamma).Add(x.MinimumScalar(0).Exp().MulScalar(alpha).SubScalar(alpha).MulScalar(gamma))
 			})
 		}},
-		// min(max(x·alpha + beta, 0), 1) (numpy's clip).
-		"HardSigmoid": {since: 6, attrs: []string{"alpha", "beta"}, fn: func(c *importer) ([]value, *ir.Error) {
-			alpha, beta := c.attrFloat("alpha", 0.2), c.attrFloat("beta", 0.5)
-			return c.unaryOp(func(b *ir.Builder, x ir.Tensor) ir.Tensor {
-				return x.MulScalar(alpha).AddScalar(beta).MaximumScalar(0).MinimumScalar(1)
-			})
-		}},
+		"HardSigmoid": {since: 6, attrs: []string{"alpha", "beta"}, fn: activationOp("HardSigmoid")},
 		// relu(x) + min(x, 0)·slope, slope broadcast.
 		"PRelu": {since: 7, fn: func(c *importer) ([]value, *ir.Error) {
 			x, err := c.rtIn(0)
@@ -152,7 +133,7 @@ func init() {
 		"IsInf":           {since: 10, attrs: []string{"detect_positive", "detect_negative"}, fn: isInfOp},
 		"Celu":            {since: 12, attrs: []string{"alpha"}, fn: celuOp},
 		"HardSwish":       {since: 14, fn: hardSwishOp},
-		"ThresholdedRelu": {since: 10, attrs: []string{"alpha"}, fn: thresholdedReluOp},
+		"ThresholdedRelu": {since: 10, attrs: []string{"alpha"}, fn: activationOp("ThresholdedRelu")},
 		"Shrink":          {since: 9, attrs: []string{"bias", "lambd"}, fn: shrinkOp},
 		"Trilu":           {since: 14, attrs: []string{"upper"}, fn: triluOp},
 		"Clip":            {since: 6, attrs: []string{"min", "max"}, fn: clipOp},
@@ -168,15 +149,15 @@ func init() {
 		"Softmax":    {attrs: []string{"axis"}, fn: softmaxOp(false)},
 		"LogSoftmax": {attrs: []string{"axis"}, fn: softmaxOp(true)},
 
-		"ReduceSum":       {attrs: []string{"axes", "keepdims", "noop_with_empty_axes"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...) })},
-		"ReduceMax":       {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.MaxAxes(k, ax...) })},
-		"ReduceMin":       {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Neg().MaxAxes(k, ax...).Neg() })},
-		"ReduceMean":      {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mean(k, ax...) })},
-		"ReduceSumSquare": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...) })},
-		"ReduceL1":        {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Maximum(x.Neg()).SumAxes(k, ax...) })},
-		"ReduceL2":        {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...).Sqrt() })},
-		"ReduceLogSum":    {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...).Log() })},
-		"ReduceLogSumExp": {attrs: []string{"axes", "keepdims"}, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
+		"ReduceSum":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...) })},
+		"ReduceMax":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.MaxAxes(k, ax...) })},
+		"ReduceMin":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Neg().MaxAxes(k, ax...).Neg() })},
+		"ReduceMean":      {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mean(k, ax...) })},
+		"ReduceSumSquare": {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...) })},
+		"ReduceL1":        {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Maximum(x.Neg()).SumAxes(k, ax...) })},
+		"ReduceL2":        {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...).Sqrt() })},
+		"ReduceLogSum":    {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...).Log() })},
+		"ReduceLogSumExp": {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
 
 		"GatherElements":            {since: 11, attrs: []string{"axis"}, fn: gatherElementsOp},
 		"ArgMax":                    {attrs: []string{"axis", "keepdims", "select_last_index"}, fn: argOp(true)},
@@ -197,4 +178,10 @@ func init() {
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}
 	maps.Copy(rules, convRules) // conv.go
+	maps.Copy(rules, rnnRules)  // rnn.go
 }
+
+// reduceAttrs are every reduction's attributes: noop_with_empty_axes
+// (opset 13 for ReduceSum, 18 for the others) is what every opset-18
+// PyTorch export writes, with its default 0.
+var reduceAttrs = []string{"axes", "keepdims", "noop_with_empty_axes"}
