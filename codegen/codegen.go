@@ -1,7 +1,9 @@
 // Package codegen holds what the C-like targets (WGSL, GLSL ES, C) share:
 // exact float literals, the rendering of a kernel body (one named value per
-// Instr), strided operand indexing (Offset, Index) and the exactness guard
-// on products.
+// Instr), strided operand indexing (Offset, Index), the exactness guard
+// on products, and the direct kernels (convolution, pooling and its
+// gradient, transposed convolution, resize), each written once as a
+// target-neutral loop nest (Nest, nests.go) that every target renders.
 // Each target package (codegen/wgsl, codegen/glsl, codegen/c) describes its
 // syntax in a Lang and keeps its real differences (buffers, threads,
 // reductions) to itself.
@@ -82,6 +84,29 @@ type Lang struct {
 	// with f.Params float parameters. A function without one is emitted
 	// from its expression.
 	Native map[string]string
+
+	// The rest renders nests (see Nest), as tables.
+
+	// Index names the index type of nest coordinates and loops; Types
+	// names the value types by DType (only the dtypes the target has).
+	Index string
+	Types []string
+	// Decl declares name = expr of the type named t, mutable or not.
+	Decl func(t, name, expr string, mutable bool) string
+	// For renders the head of a loop of name (of the index type t) over
+	// [0, n), with its opening brace.
+	For func(t, name, n string) string
+	// Opaque, when set, renders a float constant that no compiler may fold
+	// (a nest accumulator's start: a driver that sees a literal +0 folds
+	// +0 + p into p, which keeps a -0 the reference turns into +0); when
+	// nil, Bits does.
+	Opaque func(bits uint32) string
+	// Load, when set, renders the read of operand j (op) at the
+	// multi-index idx (l is the Lang itself); when nil, it is
+	// in<j>[Offset(op, idx)].
+	Load func(l Lang, j int, op ir.Operand, idx []string) string
+	// Table declares a constant table of u32 values named name.
+	Table func(name string, vals []uint32) string
 }
 
 // FuncName is the name that generated code gives function f.

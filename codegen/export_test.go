@@ -3,7 +3,7 @@ package codegen
 // Exported for codegen_test, which imports the targets' Langs (an
 // internal test cannot: they import codegen).
 var (
-	Expr       = expr
+	RenderX    = expr
 	CheckPrims = checkPrims
 	Prims      = &prims
 )

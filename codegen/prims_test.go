@@ -34,7 +34,7 @@ func TestPrimsComplete(t *testing.T) {
 			x.Fn = &ir.Func{Name: "f", Params: 2, Body: ir.Arg(0).Add(ir.Arg(1))}
 		}
 		for name, l := range langs {
-			lines := codegen.Expr(l, x, "out", []string{"opA", "opB", "opC"}, false, func(float32) string { return "k" })
+			lines := codegen.RenderX(l, x, "out", []string{"opA", "opB", "opC"}, false, func(float32) string { return "k" })
 			if len(lines) != 1 {
 				t.Errorf("%s: %v renders %d lines %q, want one", name, op, len(lines), lines)
 				continue

@@ -53,6 +53,11 @@ var Lang = codegen.Lang{
 		return "static inline float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
 	},
 	Native: native,
+	Index:  "idx",
+	Types:  []string{codegen.F32: "float"},
+	Decl:   cDecl,
+	For:    cFor,
+	Table:  cTable,
 }
 
 // native is C's table of primitives (codegen.Lang.Native): division and

@@ -172,34 +172,3 @@ func conv(b *strings.Builder, k *ir.Kernel) int {
 	b.WriteString("\t\t}\n\t}\n")
 	return c.N * c.Group * g.rb
 }
-
-// pool writes a max pooling and its epilogue, output by output: each
-// output's accumulator starts at -Inf and takes maximum (the op table's)
-// with each tap inside x, (kh, kw) ascending: cpuref.MaxPool2D's order.
-// Its tiles are the (n, channel) pairs.
-func pool(b *strings.Builder, k *ir.Kernel) int {
-	c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
-	u := Lang.Uint
-	xAt := codegen.Offset(Lang, k.Inputs[0], []string{"n", "ch", "ph - " + u(c.PT), "pw - " + u(c.PL)})
-	b.WriteString("\tfor (idx nc = t0; nc < t1; nc++) {\n")
-	fmt.Fprintf(b, "\tconst idx n = nc / %s, ch = nc %% %s;\n", u(c.C), u(c.C))
-	fmt.Fprintf(b, "\tidx at = nc * %s;\n", u(c.OH*c.OW))
-	fmt.Fprintf(b, "\tfor (idx oh = 0; oh < %s; oh++)\n", u(c.OH))
-	fmt.Fprintf(b, "\tfor (idx ow = 0; ow < %s; ow++) {\n", u(c.OW))
-	fmt.Fprintf(b, "\t\tfloat acc = %s;\n", Lang.Bits(0xff800000))
-	fmt.Fprintf(b, "\t\tfor (idx kh = 0; kh < %s; kh++) {\n", u(c.KH))
-	fmt.Fprintf(b, "\t\t\tconst idx ph = oh * %s + kh * %s;\n", u(c.SH), u(c.DH))
-	fmt.Fprintf(b, "\t\t\tfor (idx kw = 0; kw < %s; kw++) {\n", u(c.KW))
-	fmt.Fprintf(b, "\t\t\t\tconst idx pw = ow * %s + kw * %s;\n", u(c.SW), u(c.DW))
-	fmt.Fprintf(b, "\t\t\t\tif (ph >= %s && ph < %s && pw >= %s && pw < %s) {\n", u(c.PT), u(c.PT+c.H), u(c.PL), u(c.PL+c.W))
-	fmt.Fprintf(b, "\t\t\t\t\tconst float xv = in0[%s];\n", xAt)
-	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "acc", "xv", "mx"), 5))
-	b.WriteString("\t\t\t\t\tacc = mx;\n\t\t\t\t}\n\t\t\t}\n\t\t}\n")
-	load := func(j int) string {
-		return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "at"))
-	}
-	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 2))
-	b.WriteString(codegen.Indent(stores(k, "at"), 2))
-	b.WriteString("\t\tat++;\n\t}\n\t}\n")
-	return c.N * c.C
-}

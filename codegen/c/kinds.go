@@ -48,17 +48,14 @@ var writers = [ir.NumKernelKinds]writer{
 			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
 			return int64(c.N*c.M*c.OH*c.OW) * (2*int64(c.CG*c.KH*c.KW) + bodyWork(k))
 		}},
-	ir.KernelPool: {write: tiled(func(b *strings.Builder, k *ir.Kernel, _ *Kernel) int { return pool(b, k) }),
+	ir.KernelPool: {write: tiled(nested),
 		work: func(k *ir.Kernel) int64 {
 			c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
 			return int64(c.N*c.C*c.OH*c.OW) * (int64(c.KH*c.KW)*4 + bodyWork(k))
 		}},
-	// Direct and not split (convops' kernel): one tile.
-	ir.KernelConvTranspose: {write: tiled(oneTile(convTranspose))},
-	// Direct and not split (cgrad's kernel): one tile.
-	ir.KernelPoolGrad: {write: tiled(oneTile(poolGrad))},
-	// Direct and not split: one tile.
-	ir.KernelResize: {write: tiled(oneTile(resize))},
+	ir.KernelConvTranspose: {write: tiled(nested)},
+	ir.KernelPoolGrad:      {write: tiled(nested)},
+	ir.KernelResize:        {write: tiled(nested)},
 }
 
 func init() {
@@ -95,15 +92,6 @@ func tiled(tiles func(b *strings.Builder, k *ir.Kernel, d *Kernel) int) func(b *
 		d.Tiles = tiles(b, k, d)
 		b.WriteString("}\n")
 		wrapper(b, k, d)
-	}
-}
-
-// oneTile makes the tiles of a kernel written whole, as one tile.
-func oneTile(write func(b *strings.Builder, k *ir.Kernel)) func(b *strings.Builder, k *ir.Kernel, d *Kernel) int {
-	return func(b *strings.Builder, k *ir.Kernel, _ *Kernel) int {
-		b.WriteString("\t(void)t0;\n\t(void)t1;\n")
-		write(b, k)
-		return 1
 	}
 }
 

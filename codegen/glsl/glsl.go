@@ -128,6 +128,12 @@ var Lang = codegen.Lang{
 	Func: func(name string, ps []string) string {
 		return "float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
 	},
+	Index: "uint",
+	Types: []string{codegen.F32: "float"},
+	Decl:  glslDecl,
+	For:   glslFor,
+	Load:  glslLoad,
+	Table: glslTable,
 }
 
 var glslTypes = [...]string{ir.XFloat32: "float", ir.XUint32: "uint", ir.XBool: "bool"}

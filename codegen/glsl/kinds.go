@@ -23,11 +23,11 @@ var writers = [ir.NumKernelKinds]writer{
 	ir.KernelLife:        {emit: (*Plan).life},
 	ir.KernelRows: {unsupported: "a fragment pass writes one value per texel and cannot share a row between texels " +
 		"(Emit runs a rows kernel as the kernels it fuses, ir.Program.Unfused)"},
-	ir.KernelConv:          {emit: accumulating(conv, "conv")},
-	ir.KernelPool:          {emit: accumulating(pool, "pool")},
-	ir.KernelConvTranspose: {emit: accumulating(convTranspose, "conv_transpose")},
-	ir.KernelPoolGrad:      {emit: accumulating(poolGrad, "pool_grad")},
-	ir.KernelResize:        {emit: accumulating(resize, "resize")},
+	ir.KernelConv:          {emit: nested},
+	ir.KernelPool:          {emit: nested},
+	ir.KernelConvTranspose: {emit: nested},
+	ir.KernelPoolGrad:      {emit: nested},
+	ir.KernelResize:        {emit: nested},
 }
 
 func init() {

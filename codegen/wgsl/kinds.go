@@ -34,17 +34,14 @@ var writers = [ir.NumKernelKinds]writer{
 		}
 		return MatmulLoopCost(k.K, k.Tile.BK)
 	}},
-	ir.KernelReduce: {emit: plain(sum), loops: sumLoopCost},
-	ir.KernelLife:   {emit: plain(life)},
-	ir.KernelRows:   {emit: plain(rowsKernel), loops: rowsLoopCost},
-	ir.KernelConv:   {emit: conv, loops: convLoopCost},
-	ir.KernelPool: {emit: plain(pool), loops: func(k *ir.Kernel) int {
-		c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
-		return (c.KH + 1) + c.KH*(c.KW+1)
-	}},
-	ir.KernelConvTranspose: {emit: plain(convTranspose), loops: convTransposeLoopCost},
-	ir.KernelPoolGrad:      {emit: plain(poolGrad), loops: poolGradLoopCost},
-	ir.KernelResize:        {emit: plain(resize)},
+	ir.KernelReduce:        {emit: plain(sum), loops: sumLoopCost},
+	ir.KernelLife:          {emit: plain(life)},
+	ir.KernelRows:          {emit: plain(rowsKernel), loops: rowsLoopCost},
+	ir.KernelConv:          {emit: conv, loops: convLoopCost},
+	ir.KernelPool:          {emit: plain(nested), loops: nestLoops},
+	ir.KernelConvTranspose: {emit: plain(nested), loops: nestLoops},
+	ir.KernelPoolGrad:      {emit: plain(nested), loops: nestLoops},
+	ir.KernelResize:        {emit: plain(nested), loops: nestLoops},
 }
 
 func init() {

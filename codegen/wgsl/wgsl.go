@@ -62,6 +62,12 @@ var Lang = codegen.Lang{
 	Zero:      "params.zero",
 	One:       "params.one",
 	Func:      func(name string, ps []string) string { return wgslFunc(name, ps, "f32") },
+	Index:     "u32",
+	Types:     []string{codegen.F32: "f32"},
+	Decl:      wgslDecl,
+	For:       wgslFor,
+	Opaque:    wgslOpaque,
+	Table:     wgslTable,
 }
 
 // wgslFunc renders a function head over floats of type t.
