@@ -76,7 +76,7 @@ class Serve:
             self.port = free_port()
             self.url = "http://127.0.0.1:%d" % self.port
             self.p = subprocess.Popen([BIN, "serve", "--addr", "127.0.0.1:%d" % self.port, "--token", token],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.time() + 60
             while time.time() < deadline and self.p.poll() is None:
                 try:
