@@ -6,13 +6,15 @@
 //	gpucc.run(graph, {backend: "auto", allowSoftware: false}) → Promise
 //	gpucc.onnxSignature(model) → Promise
 //	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs}) → Promise
+//	gpucc.createPythonGPUAdapter(engine, {allowExecute, maxPending, backend, allowSoftware}) → adapter
 //
 // graph is protocol v1 JSON (a string, or an object that is stringified).
 // The promise resolves to the object `gpucc run` prints (backend, adapter,
 // outputs, timings, fallbackAttempts) and rejects with {code, message},
 // code being one of ir's stable error codes. model is an .onnx file's
 // bytes (a Uint8Array or an ArrayBuffer), imported by the onnx package
-// here in the page (onnx.go). gpucc.backends lists the backends built in.
+// here in the page (onnx.go). The adapter is the seed's host model for a
+// sandboxed guest engine (host.go). gpucc.backends lists the backends built in.
 // Opened backends are kept per option set, so repeated runs (the Life
 // demo) reuse one context and its compiled shaders.
 package main
@@ -35,6 +37,7 @@ func main() {
 	api.Set("run", js.FuncOf(run))
 	api.Set("onnxSignature", js.FuncOf(onnxSignature))
 	api.Set("runONNX", js.FuncOf(runONNX))
+	api.Set("createPythonGPUAdapter", js.FuncOf(createAdapter))
 	backends := []any{}
 	for _, b := range gpucc.Backends() {
 		backends = append(backends, b)
