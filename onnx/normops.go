@@ -185,7 +185,13 @@ func cumSumOp(c *importer) ([]value, *ir.Error) {
 	if err != nil {
 		return nil, err
 	}
-	empty, err := c.newConst(Float32, ts[:len(s)])
+	// One flag per position along the axis: [1, …, n, …, 1].
+	es := make([]int, len(s))
+	for k := range es {
+		es[k] = 1
+	}
+	es[a] = n
+	empty, err := c.newConst(Float32, es)
 	if err != nil {
 		return nil, err
 	}
