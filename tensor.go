@@ -26,6 +26,12 @@ type Inputs map[string]Value
 type Tensor struct {
 	Shape []int     `json:"shape"`
 	Data  []float32 `json:"data"`
+	// DType is the values' dtype: float32 (the zero value) unless set. A
+	// float dtype's values are in Data (float16 and bfloat16 as float32
+	// values already rounded to them), an integer or bool dtype's in Ints
+	// (bool 0 or 1).
+	DType ir.DType `json:"-"`
+	Ints  []int64  `json:"-"`
 }
 
 func (Tensor) value() {}
@@ -33,16 +39,41 @@ func (Tensor) value() {}
 // MarshalJSON writes t as {"shape":[…],"data":[…]}. A scalar's shape is
 // [] and a tensor without values has data [], never null: the encoding
 // result-v1.schema.json publishes, whether the slices are nil or empty.
+// A tensor of another dtype than float32 also says "dtype", and its data
+// are integers, or true and false for bool; a float32 tensor's JSON is
+// unchanged.
 func (t Tensor) MarshalJSON() ([]byte, error) {
-	type plain Tensor // without this method
-	p := plain(t)
-	if p.Shape == nil {
-		p.Shape = []int{}
+	shape := t.Shape
+	if shape == nil {
+		shape = []int{}
 	}
-	if p.Data == nil {
-		p.Data = []float32{}
+	var data any = t.Data
+	switch {
+	case t.DType == ir.Bool:
+		b := make([]bool, len(t.Ints))
+		for i, v := range t.Ints {
+			b[i] = v != 0
+		}
+		data = b
+	case !t.DType.IsFloat():
+		data = t.Ints
+		if t.Ints == nil {
+			data = []int64{}
+		}
+	case t.Data == nil:
+		data = []float32{}
 	}
-	return json.Marshal(p)
+	if t.DType == ir.F32 {
+		return json.Marshal(struct {
+			Shape []int `json:"shape"`
+			Data  any   `json:"data"`
+		}{shape, data})
+	}
+	return json.Marshal(struct {
+		Shape []int  `json:"shape"`
+		DType string `json:"dtype"`
+		Data  any    `json:"data"`
+	}{shape, t.DType.String(), data})
 }
 
 // NewTensor returns data in host memory, of the given shape, as an input

@@ -196,6 +196,53 @@
 // EvalFlushed's, element by element. The cpu, wasm and native backends keep
 // subnormals.
 //
+// # Dtypes
+//
+// A node's dtype (ir.DType; float32 unless it says otherwise) is checked
+// by its op's type rule (ir.OpInfo.Types). EvalTyped computes graphs of
+// every dtype; on float32 nodes over float32 operands it is Eval, bit for
+// bit. The rules, one per row:
+//
+//   - Narrow floats: float16 and bfloat16 values are stored narrow (as float32 values
+//     already rounded to the type). Each op computes in float32 exactly as
+//     above (its expression, its reduction tree) and rounds the result to
+//     the narrow type after every op (ir.DType.Round: ties to even, ±Inf
+//     beyond the largest finite value, subnormals kept, NaN kept), a
+//     reduction after each combination of its tree. For + − × ÷ √ this
+//     double rounding equals one correct rounding of the exact result:
+//     float32's 24 bits are at least 2p + 2 of float16's p = 11 and
+//     bfloat16's p = 8 (Figueroa 1995), and float32's exponent range covers
+//     every such result of float16 operands and is bfloat16's own.
+//     TestDoubleRoundingExact checks it against exact arithmetic: √ over
+//     every bit pattern of both types, the binary ops over 1.2 million
+//     pairs each.
+//   - Integers: add, sub, mul, neg and the reductions' adds wrap in two's
+//     complement (numpy's and ONNX's): each row's Int rule in int64, the
+//     result reduced to the dtype's width (ir.DType.Wrap). maximum,
+//     minimum, relu (of signed integers) and max compare values.
+//   - div(a, b), mod(a, b) of integers: div truncates toward zero
+//     (INT_MIN / -1 wraps to INT_MIN); mod takes the divisor's sign (ONNX's Mod with fmod 0, Python's
+//     %). A division or modulo by zero has no right answer: the run fails
+//     with ir.CodeIntegerFault, naming the node and the element, and
+//     returns no value.
+//   - greater, greater_equal, equal over any numeric dtype give bool (1 or
+//     0; over float32 operands a node may instead say float32, protocol
+//     v1's 1.0 or 0.0); over floats they compare as float32 does (false
+//     for NaN, -0 == +0).
+//   - and, or, xor, not: bool logic.
+//   - bit_and, bit_or, bit_xor, bit_not: two's complement bits of the
+//     integer dtype.
+//   - shift_left, shift_right: unsigned integers only (ONNX's BitShift);
+//     a count of the dtype's width or more gives 0.
+//   - where(c, a, b): a where the bool c is true, else b, any dtype,
+//     unchanged.
+//   - cast(x) to the node's dtype, as ONNX's Cast (ir.Convert): between
+//     floats, one rounding from the exact value; integer to float, one
+//     rounding from the exact integer (never through float32 first);
+//     float to integer, truncation toward zero, and NaN, ±Inf or a value
+//     outside the target's range fails the run with ir.CodeIntegerFault;
+//     integer to integer wraps; anything to bool is x != 0 (NaN is true).
+//
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
 // hide them again); an output that is not finite is an error, reported by
 // the runtime, never a value.
@@ -204,12 +251,14 @@ package cpuref
 import (
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/gpucc/gpucc/ir"
 )
 
-// Eval evaluates every node of a validated graph and returns the values,
-// indexed by node id.
+// Eval evaluates every node of a validated float32 graph and returns the
+// values, indexed by node id. A graph with another dtype or a typed row is
+// EvalTyped's: Eval panics on it rather than narrow a value.
 func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
 
 // EvalFlushed is Eval on a machine that flushes subnormals: every
@@ -250,6 +299,11 @@ func (ar arith) flushed(x []float32) []float32 {
 }
 
 func (ar arith) eval(g *ir.Graph) [][]float32 {
+	for i := range g.Nodes {
+		if n := &g.Nodes[i]; n.DType != ir.F32 || n.Op.Info().Typed {
+			panic("cpuref: Eval computes float32 graphs; node " + strconv.Itoa(i) + " (" + n.Op.String() + ", " + n.DType.String() + ") is EvalTyped's")
+		}
+	}
 	vals := make([][]float32, len(g.Nodes))
 	for i := range g.Nodes {
 		vals[i] = ar.node(g, i, vals)

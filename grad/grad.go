@@ -73,6 +73,14 @@
 //	                   an error if it lies between a parameter and the loss
 //	resize2d(x)        no gradient yet (g scattered back through the taps
 //	                   is not a rule yet): an error as for conv2d
+//	cast(a)            no gradient yet: an error as for conv2d
+//	where(c, a, b)     no gradient yet (mask is float32's rule)
+//	and, or            not differentiable: bool values (so xor, not)
+//	xor, not           as and
+//	bit_and, bit_or    not differentiable: integer values (so the rows below)
+//	bit_xor, bit_not   as bit_and
+//	shift_left, shift_right as bit_and
+//	mod(a, b)          as bit_and
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

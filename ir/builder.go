@@ -122,6 +122,13 @@ func (b *Builder) FullOf(t DType, shape Shape, f float32, i int64) Tensor {
 	return b.add(n)
 }
 
+// Where returns t (bool) ? x : y, element by element, of x's and y's
+// dtype; the three have one shape.
+func (t Tensor) Where(x, y Tensor) Tensor { return t.ApplyAttrs(OpWhere, nil, x, y) }
+
+// Cast returns t converted to dtype dt as ONNX's Cast (see ir.Convert).
+func (t Tensor) Cast(dt DType) Tensor { return t.ApplyTo(dt, OpCast) }
+
 // DType returns t's dtype (F32 for the zero Tensor or after an error).
 func (t Tensor) DType() DType {
 	if t.b == nil || t.b.err != nil || t.id < 0 {

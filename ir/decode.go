@@ -18,9 +18,12 @@ type wireNode struct {
 	Op     *string
 	Shape  []int
 	Data   []float32 // parsed while read, at most Limits.MaxElements values
-	Value  *float32
+	Ints   []int64   // an integer or bool dtype's data, parsed while read
+	Value  []byte    // the number (or boolean) as written: parsed once the dtype is known
+	DType  *DType
 	A      *int
 	B      *int
+	C      *int
 	Scalar *float32
 	Name   *string
 	Param  *bool
@@ -404,6 +407,22 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 		case "b":
 			n, e := r.integer(i, key)
 			w.B, err = &n, e
+		case "c":
+			n, e := r.integer(i, key)
+			w.C, err = &n, e
+		case "dtype":
+			s, e := r.str(i, key, 16)
+			if e != nil {
+				return e
+			}
+			t, ok := ParseDType(s)
+			if !ok {
+				return Errorf(CodeInvalidGraph, i, key, "unknown dtype %s; the dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool", Quote(s))
+			}
+			if t != F32 && (w.Data != nil || w.Value != nil) {
+				return Errorf(CodeInvalidGraph, i, key, "must come before data and value: a %v node's values are read as %v", t, t)
+			}
+			w.DType = &t
 		case "op":
 			s, e := r.str(i, key, 64) // longer than any op
 			w.Op, err = &s, e
@@ -414,15 +433,19 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 			b, e := r.boolean(i, key)
 			w.Param, err = &b, e
 		case "value":
-			v, e := r.float(i, key)
-			w.Value, err = &v, e
+			w.Value, err = r.scalarToken(i, key)
 		case "scalar":
 			v, e := r.float(i, key)
 			w.Scalar, err = &v, e
 		case "shape":
 			w.Shape, err = readShape(r, i)
 		case "data":
-			w.Data, err = readData(r, i, w.Shape, l)
+			switch t := w.dtype(); {
+			case !t.IsFloat():
+				w.Ints, err = readInts(r, i, t, w.Shape, l)
+			default:
+				w.Data, err = readData(r, i, t, w.Shape, l)
+			}
 		case "axes":
 			w.Axes, err = readAxes(r, i)
 		case "keepdims":
@@ -445,6 +468,92 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 		return err
 	})
 	return w, err
+}
+
+// dtype returns the node's dtype as read so far (float32 when absent).
+func (w *wireNode) dtype() DType {
+	if w.DType == nil {
+		return F32
+	}
+	return *w.DType
+}
+
+// scalarToken reads a number or a boolean and returns it as written (a
+// copy), to be parsed once the node's dtype is known.
+func (r reader) scalarToken(node int, field string) ([]byte, *Error) {
+	k := r.dec.PeekKind()
+	if k != '0' && k != 't' && k != 'f' {
+		return nil, r.wrongKind(node, field, k, '0')
+	}
+	v, err := r.dec.ReadValue()
+	if err != nil {
+		return nil, jsonError(err)
+	}
+	return append([]byte(nil), v...), nil
+}
+
+// parseScalar parses a value token as dtype t: a finite number rounded
+// once to a float dtype, an integer literal of an integer dtype, true or
+// false for bool, each within t's range.
+func parseScalar(node int, field string, t DType, raw []byte) (float32, int64, *Error) {
+	switch {
+	case t == Bool:
+		switch string(raw) {
+		case "true":
+			return 0, 1, nil
+		case "false":
+			return 0, 0, nil
+		}
+		return 0, 0, Errorf(CodeInvalidGraph, node, field, "a bool value is true or false, got %s", QuoteBytes(raw))
+	case !t.IsFloat():
+		v, err := strconv.ParseInt(string(raw), 10, 64)
+		if lo, hi := t.Range(); err != nil || v < lo || v > hi {
+			return 0, 0, Errorf(CodeInvalidGraph, node, field, "a %v value is an integer from %d to %d, got %s", t, lo, hi, QuoteBytes(raw))
+		}
+		return 0, v, nil
+	case raw[0] == 't' || raw[0] == 'f':
+		return 0, 0, Errorf(CodeInvalidGraph, node, field, "a %v value is a number, got %s", t, QuoteBytes(raw))
+	case t == F32:
+		f, err := parseNumber(node, field, raw)
+		return f, 0, err
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	v := RoundFloat64(t, f)
+	if err != nil || math.IsInf(float64(v), 0) {
+		return 0, 0, Errorf(CodeInvalidGraph, node, field, "%s is not a finite %v", QuoteBytes(raw), t)
+	}
+	return v, 0, nil
+}
+
+// readInts reads an integer or bool dtype's data: integer literals (bool:
+// true and false), at most as many as the node's shape (when it came
+// first) or the per-tensor element limit allows.
+func readInts(r reader, i int, t DType, shape Shape, l Limits) ([]int64, *Error) {
+	max := l.MaxElements
+	out := []int64{}
+	if shape != nil {
+		if n := shape.Elements(l.MaxElements); n >= 0 {
+			max = n
+			out = make([]int64, 0, n)
+		}
+	}
+	err := r.each(i, "data", func() *Error {
+		if int64(len(out)) == max {
+			return Errorf(CodeLimitExceeded, i, "data", "has more than %d values, the most its shape or the element limit allows", max)
+		}
+		raw, err := r.scalarToken(i, "data")
+		if err != nil {
+			return err
+		}
+		_, v, err := parseScalar(i, "data", t, raw)
+		if err != nil {
+			err.Msg = fmt.Sprintf("value %d: %s", len(out), err.Msg)
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
 }
 
 // readShape reads a shape of at most MaxRank dimensions.
@@ -482,7 +591,7 @@ func readAxes(r reader, i int) ([]int, *Error) {
 // against the shape. Without a shape to size it, values are gathered in
 // fixed chunks and copied once, so the peak is twice the data, never the
 // many times a growing slice would leave behind.
-func readData(r reader, i int, shape Shape, l Limits) ([]float32, *Error) {
+func readData(r reader, i int, t DType, shape Shape, l Limits) ([]float32, *Error) {
 	max, exact := l.MaxElements, false
 	if shape != nil {
 		if n := shape.Elements(l.MaxElements); n >= 0 {
@@ -503,7 +612,16 @@ func readData(r reader, i int, shape Shape, l Limits) ([]float32, *Error) {
 			}
 			return Errorf(CodeLimitExceeded, i, "data", "has more than %d values, the limit of elements per tensor", max)
 		}
-		v, err := r.float(i, "data")
+		var v float32
+		var err *Error
+		if t == F32 {
+			v, err = r.float(i, "data")
+		} else { // float16, bfloat16: one rounding from the decimal (RoundFloat64)
+			var raw []byte
+			if raw, err = r.number(i, "data"); err == nil {
+				v, _, err = parseScalar(i, "data", t, raw)
+			}
+		}
 		if err != nil {
 			err.Msg = fmt.Sprintf("value %d: %s", n, err.Msg)
 			return err
@@ -558,17 +676,18 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 	}
 	if d.squeeze != nil { // a reduction without keepdims: the keepdims form, then a reshape
 		d.g.Nodes = append(d.g.Nodes, n)
-		n = Node{Op: OpReshape, Args: []NodeID{NodeID(len(d.g.Nodes) - 1)}, Shape: d.squeeze}
-		if err := d.count(i, n.Shape); err != nil {
+		n = Node{Op: OpReshape, Args: []NodeID{NodeID(len(d.g.Nodes) - 1)}, Shape: d.squeeze, DType: n.DType}
+		if err := d.count(i, n.Shape, n.DType); err != nil {
 			return err
 		}
 	}
 	if isBinary(n.Op) {
 		for k, a := range n.Args { // numpy's broadcast of a and b, checked by nodeFromWire
 			if !d.g.Nodes[a].Shape.Equal(n.Shape) {
-				d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{a}, Shape: n.Shape})
+				dt := d.g.Nodes[a].DType
+				d.g.Nodes = append(d.g.Nodes, Node{Op: OpBroadcast, Args: []NodeID{a}, Shape: n.Shape, DType: dt})
 				n.Args[k] = NodeID(len(d.g.Nodes) - 1)
-				if err := d.count(i, n.Shape); err != nil {
+				if err := d.count(i, n.Shape, dt); err != nil {
 					return err
 				}
 			}
@@ -579,9 +698,10 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 	return nil
 }
 
-// count adds a node of shape s to the summed storage, against the limit.
-func (d *decoder) count(i int, s Shape) *Error {
-	d.storage = SatAdd(d.storage, SatMul(4, int64(s.Len())))
+// count adds a node of shape s and dtype t to the summed storage, against
+// the limit.
+func (d *decoder) count(i int, s Shape, t DType) *Error {
+	d.storage = SatAdd(d.storage, SatMul(int64(t.Size()), int64(s.Len())))
 	if over(d.storage, d.l.MaxStorageBytes) {
 		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(d.storage), d.l.MaxStorageBytes)
 	}
@@ -621,12 +741,12 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		return bad(field, "not allowed for op %s; only sum and max reduce over axes", *w.Op)
 	}
-	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args == 2,
+	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args >= 2, "c": info.Args == 3,
 		"shape": info.Shaped && !reduction, "data": op == OpInput,
 		"value": op == OpFull, "scalar": info.Scalar && op != OpFull}
-	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "shape": w.Shape != nil,
-		"data": w.Data != nil, "value": w.Value != nil, "scalar": w.Scalar != nil}
-	for _, f := range []string{"a", "b", "shape", "data", "value", "scalar"} {
+	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "c": w.C != nil, "shape": w.Shape != nil,
+		"data": w.Data != nil || w.Ints != nil, "value": w.Value != nil, "scalar": w.Scalar != nil}
+	for _, f := range []string{"a", "b", "c", "shape", "data", "value", "scalar"} {
 		if present[f] && !allowed[f] {
 			return bad(f, "not allowed for op %s", *w.Op)
 		}
@@ -680,12 +800,24 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		n.Param = *w.Param
 	}
-	for k, ref := range []*int{w.A, w.B}[:info.Args] {
+	for k, ref := range []*int{w.A, w.B, w.C}[:info.Args] {
 		if *ref < 0 || *ref >= i {
 			return bad(argField(k), "reference %d must point to an earlier node (0..%d)", *ref, i-1)
 		}
 		n.Args = append(n.Args, d.ids[*ref])
 	}
+	argTypes := make([]DType, len(n.Args))
+	for k, a := range n.Args {
+		argTypes[k] = g.Nodes[a].DType
+	}
+	dt, err := ResultDType(i, op, argTypes, w.dtype())
+	if err != nil {
+		return Node{}, err
+	}
+	if w.DType != nil && dt != *w.DType {
+		return bad("dtype", "%s over %v gives %v, the node says %v", *w.Op, argTypes, dt, *w.DType)
+	}
+	n.DType = dt
 	if reduction {
 		target, result, err := ReduceTarget(i, g.Nodes[n.Args[0]].Shape, w.Axes, w.Axes == nil, w.Keep != nil && *w.Keep)
 		if err != nil {
@@ -734,20 +866,27 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		n.Shape = s
 	}
-	if err := d.count(i, n.Shape); err != nil {
+	if err := d.count(i, n.Shape, n.DType); err != nil {
 		return Node{}, err
 	}
 	switch {
 	case w.Value != nil:
-		n.Scalar = *w.Value
+		f, v, err := parseScalar(i, "value", n.DType, w.Value)
+		if err != nil {
+			return Node{}, err
+		}
+		n.Scalar = f
+		if !n.DType.IsFloat() {
+			n.Ints = []int64{v}
+		}
 	case w.Scalar != nil:
 		n.Scalar = *w.Scalar
 	}
 	if op == OpInput {
-		if len(w.Data) != n.Shape.Len() {
-			return bad("data", "has %d values, shape needs %d", len(w.Data), n.Shape.Len())
+		if m := max(len(w.Data), len(w.Ints)); m != n.Shape.Len() {
+			return bad("data", "has %d values, shape needs %d", m, n.Shape.Len())
 		}
-		n.Data = w.Data
+		n.Data, n.Ints = w.Data, w.Ints
 	}
 	return n, nil
 }

@@ -58,7 +58,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"version 2", strings.Replace(graph(in3, out0), `"version":1`, `"version":2`, 1), ir.Limits{}, ir.CodeInvalidGraph, -1, "version"},
 		{"version as string", strings.Replace(graph(in3, out0), `"version":1`, `"version":"1"`, 1), ir.Limits{}, ir.CodeInvalidGraph, -1, "version"},
 		{"unknown top-level field", strings.Replace(graph(in3, out0), `"version":1`, `"version":1,"extra":true`, 1), ir.Limits{}, ir.CodeInvalidGraph, -1, ""},
-		{"unknown node field", graph(`{"id":0,"op":"input","shape":[3],"data":[1,2,3],"dtype":"f16"}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, ""},
+		{"unknown node field", graph(`{"id":0,"op":"input","shape":[3],"data":[1,2,3],"layout":"nchw"}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, ""},
 		{"no nodes", graph(``, out0), ir.Limits{}, ir.CodeInvalidGraph, -1, "outputs[0].id"},
 		{"no outputs", graph(in3, ``), ir.Limits{}, ir.CodeInvalidGraph, -1, "outputs"},
 		{"id out of order", graph(`{"id":1,"op":"input","shape":[3],"data":[1,2,3]}`, out0), ir.Limits{}, ir.CodeInvalidGraph, 0, "id"},
@@ -269,6 +269,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	for seed := range 64 { // every op of the table (irtest.TestRandomOpsCoversTheTable)
 		f.Add(ir.Encode(irtest.RandomOps(uint64(seed), 12)))
+	}
+	for _, c := range irtest.Typed() { // every dtype and typed row
+		f.Add(ir.Encode(c.Graph))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		g, err := ir.DecodeBytes(doc, ir.Limits{MaxGraphBytes: 1 << 16})

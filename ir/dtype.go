@@ -394,3 +394,88 @@ func ResultDType(node int, op Op, args []DType, want DType) (DType, *Error) {
 	}
 	return t, nil
 }
+
+// The integer meanings of the op table's rows (OpInfo.Int): exact in
+// int64 for every dtype's values, the caller wrapping the result to the
+// dtype (two's complement). Go's int64 arithmetic wraps too, and its
+// MinInt64 / -1 is MinInt64 (the wrapped quotient) and MinInt64 % -1 is 0.
+func intAdd(_ DType, a, b int64) (int64, bool)  { return a + b, true }
+func intSub(_ DType, a, b int64) (int64, bool)  { return a - b, true }
+func intMul(_ DType, a, b int64) (int64, bool)  { return a * b, true }
+func intNeg(_ DType, a, _ int64) (int64, bool)  { return -a, true }
+func intMax(_ DType, a, b int64) (int64, bool)  { return max(a, b), true }
+func intMin(_ DType, a, b int64) (int64, bool)  { return min(a, b), true }
+func intRelu(_ DType, a, _ int64) (int64, bool) { return max(a, 0), true }
+func intGt(_ DType, a, b int64) (int64, bool)   { return b2i(a > b), true }
+func intGe(_ DType, a, b int64) (int64, bool)   { return b2i(a >= b), true }
+func intEq(_ DType, a, b int64) (int64, bool)   { return b2i(a == b), true }
+func intAnd(_ DType, a, b int64) (int64, bool)  { return a & b, true }
+func intOr(_ DType, a, b int64) (int64, bool)   { return a | b, true }
+func intXor(_ DType, a, b int64) (int64, bool)  { return a ^ b, true }
+func intNot(_ DType, a, _ int64) (int64, bool)  { return a ^ 1, true }
+func intBitNot(_ DType, a, _ int64) (int64, bool) {
+	return ^a, true
+}
+
+// intDiv truncates toward zero, as ONNX's Div of integers (C's) does; a
+// division by zero has no answer.
+func intDiv(_ DType, a, b int64) (int64, bool) {
+	if b == 0 {
+		return 0, false
+	}
+	return a / b, true
+}
+
+// intMod is ONNX's Mod with fmod 0 (Python's %): the remainder takes the
+// divisor's sign; by zero it has no answer.
+func intMod(_ DType, a, b int64) (int64, bool) {
+	if b == 0 {
+		return 0, false
+	}
+	r := a % b
+	if r != 0 && (r < 0) != (b < 0) {
+		r += b
+	}
+	return r, true
+}
+
+// intShl and intShr shift an unsigned value (non-negative in int64); a
+// count of the dtype's width or more gives 0 (numpy's), where C and WGSL
+// leave it undefined or take it modulo the width.
+func intShl(t DType, a, b int64) (int64, bool) {
+	if b >= int64(t.Bits()) {
+		return 0, true
+	}
+	return a << uint(b), true
+}
+
+func intShr(t DType, a, b int64) (int64, bool) {
+	if b >= int64(t.Bits()) {
+		return 0, true
+	}
+	return a >> uint(b), true
+}
+
+func b2i(c bool) int64 {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+// RoundFloat64 returns x rounded once to float dtype t (ties to even): a
+// decimal read as float64 reaches float16 or bfloat16 without a second
+// rounding's error, by rounding to odd at float32 first (float32's 24 bits
+// are at least p+2 of either format's p, so the odd bit decides what a tie
+// would have).
+func RoundFloat64(t DType, x float64) float32 {
+	y := float32(x)
+	if t == F32 || float64(y) == x || math.IsInf(float64(y), 0) {
+		return t.Round(y)
+	}
+	b := math.Float32bits(y)
+	if math.Abs(float64(y)) > math.Abs(x) {
+		b-- // toward zero: the magnitude's bits are ordered
+	}
+	return t.Round(math.Float32frombits(b | 1))
+}

@@ -31,6 +31,9 @@ func Encode(g *Graph) []byte {
 		if n.Param {
 			b.WriteString(`,"param":true`)
 		}
+		if n.DType != F32 { // before data and value, which it types
+			b.WriteString(`,"dtype":"` + n.DType.String() + `"`)
+		}
 		if n.Op.Info().Combine != 0 {
 			writeAxes(&b, n.Shape)
 		} else if n.Op.Info().Shaped {
@@ -49,6 +52,18 @@ func Encode(g *Graph) []byte {
 		}
 		writeAttrs(&b, n.Op, n.Attrs)
 		switch {
+		case n.Op == OpFull && !n.DType.IsFloat():
+			b.WriteString(`,"value":`)
+			b.WriteString(formatInt(n.DType, n.Ints[0]))
+		case n.Op == OpInput && !n.DType.IsFloat():
+			b.WriteString(`,"data":[`)
+			for k, v := range n.Ints {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(formatInt(n.DType, v))
+			}
+			b.WriteByte(']')
 		case n.Op == OpFull:
 			b.WriteString(`,"value":`)
 			b.WriteString(FormatFloat(n.Scalar))
@@ -98,6 +113,15 @@ func writeAxes(b *bytes.Buffer, target Shape) {
 		}
 	}
 	b.WriteString(`],"keepdims":true`)
+}
+
+// formatInt formats an integer or bool dtype's value: an integer, or true
+// and false.
+func formatInt(t DType, v int64) string {
+	if t == Bool {
+		return strconv.FormatBool(v != 0)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // FormatFloat formats v as the shortest decimal that parses back to v as a

@@ -23,6 +23,7 @@ const (
 	CodeInvalidInput       Code = "invalid_input"       // a run's inputs do not match the graph (name, shape, non-finite data)
 	CodeInvalidTensor      Code = "invalid_tensor"      // a device tensor used after Release or Close, or on another runtime
 	CodeUnsupported        Code = "unsupported"         // a valid imported model (ONNX) uses an op, attribute or type gpucc cannot run exactly
+	CodeIntegerFault       Code = "integer_fault"       // a run has no right answer: an integer division or modulo by zero, a cast of NaN, ±Inf or an out-of-range float to an integer
 	// The server's codes (package server and gpucc serve's execute API).
 	CodeNotGranted Code = "not_granted" // the client was not granted execution
 	CodeBusy       Code = "busy"        // the client's cap on pending requests is reached; retry later
@@ -52,6 +53,7 @@ var (
 	ErrInvalidInput       error = CodeInvalidInput
 	ErrInvalidTensor      error = CodeInvalidTensor
 	ErrUnsupported        error = CodeUnsupported
+	ErrIntegerFault       error = CodeIntegerFault
 )
 
 // Error is a graph or runtime error with a stable Code and enough context to

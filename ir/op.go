@@ -75,6 +75,22 @@ const (
 	// linear rounds r_j = W0w·x[h_j,I0w] + W1w·x[h_j,I1w] (each product, then the sum) for h_0 = I0h,
 	// h_1 = I1h, then W0h·r_0 + W1h·r_1 likewise.
 	OpResize2D
+	// The typed ops (issue 32): they have no float32 kernel yet (Typed
+	// rows); cpuref.EvalTyped defines them, and the compiler refuses them
+	// by name. Integer ops wrap in two's complement (their Int rules).
+	OpCast       // arg0 converted to the node's DType as ONNX's Cast (ir.Convert); a float out of an integer's range fails the run
+	OpWhere      // arg0 (bool) ? arg1 : arg2, any dtype
+	OpAnd        // arg0 && arg1 (bool)
+	OpOr         // arg0 || arg1 (bool)
+	OpXor        // arg0 != arg1 (bool)
+	OpNot        // !arg0 (bool)
+	OpBitAnd     // arg0 & arg1 (integers)
+	OpBitOr      // arg0 | arg1 (integers)
+	OpBitXor     // arg0 ^ arg1 (integers)
+	OpBitNot     // ^arg0 (integers)
+	OpShiftLeft  // arg0 << arg1 (unsigned; a count of the width or more gives 0), ONNX BitShift LEFT
+	OpShiftRight // arg0 >> arg1 (unsigned; a count of the width or more gives 0), ONNX BitShift RIGHT
+	OpMod        // arg0 mod arg1 with the divisor's sign (integers; ONNX Mod, fmod 0); by zero fails the run
 	numOps
 )
 
@@ -165,6 +181,16 @@ type OpInfo struct {
 	// it; an op whose kernels compute float32 only says F32Only, and a
 	// backend refuses a dtype its kernels do not handle by name.
 	Types TypeRule
+	// Int is, for an elementwise op that takes integer or bool operands,
+	// its meaning on them: one output element from the operands' (b is 0
+	// for one operand), of dtype t (the operands'), in int64, which the
+	// caller wraps to the result's dtype (ir.DType.Wrap); false where the
+	// operation has no answer (a division by zero), which fails the run.
+	Int func(t DType, a, b int64) (int64, bool)
+	// Typed: the op has no float32 kernel yet (cast, where, the logical
+	// and bitwise ops): only cpuref.EvalTyped computes it, and compilers
+	// refuse it by name. It is elementwise, without an Expr.
+	Typed bool
 }
 
 // GradRule returns the gradient that a node passes to its argument k, in
@@ -212,9 +238,9 @@ func init() {
 	rows := map[Op]OpInfo{
 		OpInput: {Name: "input", Types: TypeRule{In: AnyDType, Out: OutNode}, Shaped: true, Shape: attribute, Cost: perElement},
 		OpFull:  {Name: "full", Types: TypeRule{In: AnyDType, Out: OutNode}, Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
-		OpAdd: {Name: "add", Types: TypeRule{In: Numeric}, Args: 2, Commutative: true, ScalarForm: OpAddScalar,
+		OpAdd: {Name: "add", Types: TypeRule{In: Numeric}, Int: intAdd, Args: 2, Commutative: true, ScalarForm: OpAddScalar,
 			Expr: Arg(0).Add(Arg(1)), F64: add64, Grad: passGrad},
-		OpSub: {Name: "sub", Types: TypeRule{In: Numeric}, Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
+		OpSub: {Name: "sub", Types: TypeRule{In: Numeric}, Int: intSub, Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
 			F64: func(a, b float64) float64 { return a - b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -222,10 +248,10 @@ func init() {
 				}
 				return d.Apply(OpMul, nil, d.Grad(), C(-1)), true
 			}},
-		OpMul: {Name: "mul", Types: TypeRule{In: Numeric}, Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
+		OpMul: {Name: "mul", Types: TypeRule{In: Numeric}, Int: intMul, Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
 			F64:  func(a, b float64) float64 { return a * b },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Arg(1-k)), true }},
-		OpRelu: {Name: "relu", Types: TypeRule{In: SignedNumeric}, Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
+		OpRelu: {Name: "relu", Types: TypeRule{In: SignedNumeric}, Int: intRelu, Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
 			F64: func(a, _ float64) float64 { return if64(a > 0, a, 0) },
 			Grad: func(d Diff, k int) (Val, bool) {
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpPositive, nil, d.Arg(0))), true
@@ -254,7 +280,7 @@ func init() {
 		OpLife: {Name: "life", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
-		OpDiv: {Name: "div", Types: TypeRule{In: Numeric}, Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
+		OpDiv: {Name: "div", Types: TypeRule{In: Numeric}, Int: intDiv, Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
 			F64: func(a, b float64) float64 { return a / b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -262,11 +288,11 @@ func init() {
 				}
 				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
 			}},
-		OpMaximum: {Name: "maximum", Types: TypeRule{In: Numeric}, Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
+		OpMaximum: {Name: "maximum", Types: TypeRule{In: Numeric}, Int: intMax, Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
 			F64: math.Max, Grad: pickGrad(false)},
-		OpMinimum: {Name: "minimum", Types: TypeRule{In: Numeric}, Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
+		OpMinimum: {Name: "minimum", Types: TypeRule{In: Numeric}, Int: intMin, Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
 			F64: math.Min, Grad: pickGrad(true)},
-		OpNeg: {Name: "neg", Types: TypeRule{In: SignedNumeric}, Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
+		OpNeg: {Name: "neg", Types: TypeRule{In: SignedNumeric}, Int: intNeg, Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},
 		OpExp: {Name: "exp", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Out()), true }},
@@ -295,11 +321,11 @@ func init() {
 			Grad: func(d Diff, k int) (Val, bool) { // g·y·(1 - y)
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Out(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, d.Out()), C(1)))), true
 			}},
-		OpGreater: {Name: "greater", Types: TypeRule{In: Numeric, Out: OutBool}, Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
+		OpGreater: {Name: "greater", Types: TypeRule{In: Numeric, Out: OutBool}, Int: intGt, Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a > b, 1, 0) }, Grad: ZeroGrad},
-		OpGreaterEqual: {Name: "greater_equal", Types: TypeRule{In: Numeric, Out: OutBool}, Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
+		OpGreaterEqual: {Name: "greater_equal", Types: TypeRule{In: Numeric, Out: OutBool}, Int: intGe, Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a >= b, 1, 0) }, Grad: ZeroGrad},
-		OpEqual: {Name: "equal", Types: TypeRule{In: Numeric | SetOf(Bool), Out: OutBool}, Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
+		OpEqual: {Name: "equal", Types: TypeRule{In: Numeric | SetOf(Bool), Out: OutBool}, Int: intEq, Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a == b, 1, 0) }, Grad: ZeroGrad},
 		OpMask: {Name: "mask", Types: TypeRule{In: F32Only}, Args: 2, Expr: If(Arg(0).Gt(F(0)), Arg(1), FBits(1<<31)),
 			F64: func(a, b float64) float64 { return if64(a > 0, b, math.Copysign(0, -1)) },
@@ -336,6 +362,21 @@ func init() {
 			Grad: broadcastGrad},
 		OpReshape: {Name: "reshape", Types: TypeRule{In: AnyDType}, Args: 1, View: true, Shaped: true, Shape: reshapeShape, Cost: perElement,
 			Grad: func(d Diff, k int) (Val, bool) { return reshape(d, d.Grad(), d.Shape(d.Arg(0))), true }},
+		OpCast: {Name: "cast", Args: 1, Types: TypeRule{In: AnyDType, Out: OutNode},
+			NoGrad: "cast has no gradient rule yet"},
+		OpWhere: {Name: "where", Args: 3, Types: TypeRule{In: AnyDType, Cond: true},
+			NoGrad: "where has no gradient rule yet (mask is float32's)"},
+		OpAnd:        {Name: "and", Args: 2, Commutative: true, Types: TypeRule{In: SetOf(Bool)}, Int: intAnd, NoGrad: "a logical op"},
+		OpOr:         {Name: "or", Args: 2, Commutative: true, Types: TypeRule{In: SetOf(Bool)}, Int: intOr, NoGrad: "a logical op"},
+		OpXor:        {Name: "xor", Args: 2, Commutative: true, Types: TypeRule{In: SetOf(Bool)}, Int: intXor, NoGrad: "a logical op"},
+		OpNot:        {Name: "not", Args: 1, Types: TypeRule{In: SetOf(Bool)}, Int: intNot, NoGrad: "a logical op"},
+		OpBitAnd:     {Name: "bit_and", Args: 2, Commutative: true, Types: TypeRule{In: IntTypes}, Int: intAnd, NoGrad: "an integer op"},
+		OpBitOr:      {Name: "bit_or", Args: 2, Commutative: true, Types: TypeRule{In: IntTypes}, Int: intOr, NoGrad: "an integer op"},
+		OpBitXor:     {Name: "bit_xor", Args: 2, Commutative: true, Types: TypeRule{In: IntTypes}, Int: intXor, NoGrad: "an integer op"},
+		OpBitNot:     {Name: "bit_not", Args: 1, Types: TypeRule{In: IntTypes}, Int: intBitNot, NoGrad: "an integer op"},
+		OpShiftLeft:  {Name: "shift_left", Args: 2, Types: TypeRule{In: Unsigned}, Int: intShl, NoGrad: "an integer op"},
+		OpShiftRight: {Name: "shift_right", Args: 2, Types: TypeRule{In: Unsigned}, Int: intShr, NoGrad: "an integer op"},
+		OpMod:        {Name: "mod", Args: 2, Types: TypeRule{In: IntTypes}, Int: intMod, NoGrad: "an integer op"},
 	}
 	for op, r := range rows {
 		if r.Wire == "" {
@@ -349,6 +390,9 @@ func init() {
 			if r.Cost == nil {
 				r.Cost = weighted(r.Expr)
 			}
+		}
+		if r.Shape == nil && r.Args > 0 && !r.Types.In.Has(F32) || op == OpCast || op == OpWhere {
+			r.Typed, r.Elementwise, r.Shape, r.Cost = true, true, elementwiseShape, perElement
 		}
 		opTable[op] = r
 		if f := r.ScalarForm; f != 0 {

@@ -22,7 +22,7 @@ import (
 // uses every op, so every backend's tests run it.
 func TestOpTableComplete(t *testing.T) {
 	used := map[ir.Op]bool{}
-	for _, c := range irtest.Suite() {
+	for _, c := range append(irtest.Suite(), irtest.Typed()...) {
 		for _, n := range c.Graph.Nodes {
 			used[n.Op] = true
 		}
@@ -41,6 +41,24 @@ func TestOpTableComplete(t *testing.T) {
 		wire, form, ok := ir.WireOp(r.Wire)
 		if !ok || wire != op && form != op {
 			t.Errorf("%v: wire name %q decodes to %v/%v", op, r.Wire, wire, form)
+		}
+		if r.Types.In == 0 {
+			t.Errorf("%v: no type rule (the dtypes it takes)", op)
+		}
+		if r.Typed { // no float32 kernel: cpuref.EvalTyped defines it
+			if !r.Elementwise || r.Expr != nil || r.F64 != nil || r.Grad != nil {
+				t.Errorf("%v: a typed row is elementwise without an expression, a float64 meaning or a gradient", op)
+			}
+			if r.Types.Out == ir.OutSame && !r.Types.Cond && r.Int == nil {
+				t.Errorf("%v: a typed row over integers without an integer rule", op)
+			}
+			if !used[op] {
+				t.Errorf("%v: no graph of irtest.Typed uses it", op)
+			}
+			continue
+		}
+		if r.Elementwise && r.Int == nil && r.Types.In&ir.IntTypes != 0 {
+			t.Errorf("%v: takes integers %v but has no integer rule", op, r.Types.In)
 		}
 		if reduction := r.Kernel == ir.KernelReduce; (r.Elementwise || reduction) != (r.F64 != nil) {
 			t.Errorf("%v: elementwise or a reduction = %v but has a float64 meaning = %v", op, r.Elementwise || reduction, r.F64 != nil)
@@ -182,6 +200,7 @@ func TestSchemaOpClasses(t *testing.T) {
 		"unary":                        wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 1 && !r.Shaped }),
 		"binary without a scalar form": wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 2 && r.ScalarForm == 0 }),
 		"views to a target shape":      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.View && r.Shaped }),
+		"ternary":                      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 3 }),
 	}
 	// Each attribute's rule refuses it on the ops that do not declare it.
 	// A required attribute (no default) has a rule that requires it.
@@ -288,7 +307,7 @@ func TestOpMeaning(t *testing.T) {
 	}
 	for _, op := range ir.Ops() {
 		r := op.Info()
-		if !r.Elementwise {
+		if !r.Elementwise || r.Typed {
 			continue
 		}
 		t.Run(op.String(), func(t *testing.T) {
@@ -360,7 +379,7 @@ func TestSchemaAttributes(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	nodeFields := []string{"id", "op", "a", "b", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
+	nodeFields := []string{"id", "op", "a", "b", "c", "dtype", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
 	for key := range doc.Defs.Node.Properties {
 		if !slices.Contains(nodeFields, key) && !slices.Contains(attrNames(), key) {
 			t.Errorf("schema property %q is neither a node field nor an attribute of the op table", key)

@@ -279,13 +279,17 @@ func (st *State) dump() string {
 }
 
 // FloatOnly refuses, by node and dtype, a graph that holds a value of a
-// dtype other than float32: the passes and every kernel compute float32
-// only so far, and a typed value must never be narrowed silently to one.
+// dtype other than float32, or a typed row (cast, where, the logical and
+// bitwise ops): the passes and every kernel compute float32 only so far,
+// and a typed value must never be narrowed silently to one.
 // cpuref.EvalTyped computes such graphs.
 func FloatOnly(g *ir.Graph) error {
 	for i, n := range g.Nodes {
 		if n.DType != ir.F32 {
 			return ir.Errorf(ir.CodeUnsupported, i, "dtype", "%v node of dtype %v: gpucc's compiled kernels compute float32 only so far", n.Op, n.DType)
+		}
+		if n.Op.Info().Typed {
+			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v: gpucc's compiled kernels do not compute it yet", n.Op)
 		}
 	}
 	return nil

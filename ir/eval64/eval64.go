@@ -28,10 +28,14 @@ import (
 // Eval evaluates every node of a validated graph in float64 and returns
 // the values, indexed by node id. inputs, when it holds a node's id, gives
 // that input node's values instead of its data (the same element count);
-// it may be nil.
+// it may be nil. The graph is float32's (a typed graph has no float64
+// meaning here: Eval panics on one).
 func Eval(g *ir.Graph, inputs map[ir.NodeID][]float64) [][]float64 {
 	vals := make([][]float64, len(g.Nodes))
 	for i := range g.Nodes {
+		if n := &g.Nodes[i]; n.DType != ir.F32 || n.Op.Info().Typed {
+			panic(fmt.Sprintf("eval64: node %d (%v) is %v: only float32 graphs have a float64 meaning", i, n.Op, n.DType))
+		}
 		vals[i] = node(g, i, vals, inputs)
 	}
 	return vals

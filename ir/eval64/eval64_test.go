@@ -34,7 +34,7 @@ func ints(seed uint64, n int) []float32 {
 func TestEveryOpMatchesCpuref(t *testing.T) {
 	for _, op := range ir.Ops() {
 		cases := irtest.OpCases(op)
-		if op.Info().Args > 0 && len(cases) == 0 {
+		if op.Info().Args > 0 && len(cases) == 0 && !op.Info().Typed { // typed rows: cpuref's typed tests
 			t.Errorf("%v: no case: its shape rule accepts none of irtest's candidate shapes", op)
 		}
 		for i, c := range cases {

@@ -39,6 +39,9 @@ const maxCases = 6
 func OpCases(op ir.Op) []OpCase {
 	info := op.Info()
 	var cs []OpCase
+	if info.Typed { // no float32 case: Typed() covers the typed rows
+		return nil
+	}
 	if gen, ok := attributedCases[op]; ok {
 		return gen()
 	}

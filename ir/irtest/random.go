@@ -180,7 +180,7 @@ func RandomOps(seed uint64, maxNodes int) *ir.Graph {
 	}
 	var deck []ir.Op
 	for _, op := range ir.Ops() {
-		if op.Info().Args > 0 {
+		if op.Info().Args > 0 && !op.Info().Typed { // float32 graphs: RandomTyped draws the typed rows
 			deck = append(deck, op)
 		}
 	}

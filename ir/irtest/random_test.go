@@ -1,8 +1,10 @@
 package irtest_test
 
 import (
+	"errors"
 	"testing"
 
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -33,7 +35,7 @@ func TestRandomOpsCoversTheTable(t *testing.T) {
 		}
 	}
 	for _, op := range ir.Ops() {
-		if count[op] == 0 {
+		if count[op] == 0 && !op.Info().Typed { // typed rows: TestRandomTypedCoversTheTable
 			t.Errorf("%v: in none of %d RandomOps graphs", op, corpusSeeds)
 		}
 	}
@@ -59,4 +61,36 @@ func TestRandomOpsValid(t *testing.T) {
 			t.Fatalf("seed %d: round trip changed the graph", seed)
 		}
 	}
+}
+
+// TestRandomTypedCoversTheTable: 64 RandomTyped graphs hold every dtype
+// and every op whose type rule takes more than float32, each a value of
+// the row's dtypes, and cpuref evaluates them or fails with integer_fault.
+func TestRandomTypedCoversTheTable(t *testing.T) {
+	ops, dts := map[ir.Op]int{}, map[ir.DType]int{}
+	faults := 0
+	for seed := range uint64(64) {
+		g := irtest.RandomTyped(seed, 24)
+		for _, n := range g.Nodes {
+			ops[n.Op]++
+			dts[n.DType]++
+		}
+		if _, err := cpuref.EvalTyped(g); err != nil {
+			if !errors.Is(err, ir.ErrIntegerFault) {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			faults++
+		}
+	}
+	for _, op := range ir.Ops() {
+		if op.Info().Types.In != ir.F32Only && op.Info().ScalarOf == 0 && ops[op] == 0 {
+			t.Errorf("%v: in none of 64 RandomTyped graphs", op)
+		}
+	}
+	for _, dt := range ir.DTypes() {
+		if dts[dt] == 0 {
+			t.Errorf("%v: in none of 64 RandomTyped graphs", dt)
+		}
+	}
+	t.Logf("%d of 64 graphs fail with integer_fault; dtypes %v", faults, dts)
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// typedGraph is protocol v1 with dtypes: int64 arithmetic that wraps, a
+// mod, a bool comparison over float32 and a float16 cast.
+const typedGraph = `{"version":1,"nodes":[
+ {"id":0,"op":"input","name":"ids","dtype":"int64","shape":[3],"data":[9223372036854775807,-7,7]},
+ {"id":1,"op":"full","dtype":"int64","shape":[3],"value":2},
+ {"id":2,"op":"add","a":0,"b":1},
+ {"id":3,"op":"mod","a":0,"b":1},
+ {"id":4,"op":"input","shape":[3],"data":[0.5,-1,1e-5]},
+ {"id":5,"op":"greater","a":4,"b":4,"dtype":"bool"},
+ {"id":6,"op":"cast","a":4,"dtype":"float16"},
+ {"id":7,"op":"relu","a":4}
+],"outputs":[{"name":"sum","id":2},{"name":"mod","id":3},{"name":"gt","id":5},{"name":"half","id":6},{"name":"relu","id":7}]}`
+
+// TestRunTyped: gpucc run on a typed graph, end to end on the cpu backend
+// (auto selects it): each output says its dtype and carries integers or
+// booleans, a float32 output's JSON is unchanged, the result satisfies the
+// published schema; a compiled backend refuses the graph by name
+// (unsupported), and a division by zero fails with integer_fault.
+func TestRunTyped(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	g := write("typed.json", typedGraph)
+	for _, backend := range []string{"auto", "cpu"} {
+		out, v, code := gpucc(t, "", "run", "--backend", backend, g)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", backend, code, out)
+		}
+		if errs := resultSchema(t, "#/$defs/run").Validate([]byte(out)); len(errs) > 0 {
+			t.Errorf("%s: %s\n%s", backend, strings.Join(errs, "; "), out)
+		}
+		if v["backend"] != "cpu" {
+			t.Errorf("%s: ran on %v, want cpu", backend, v["backend"])
+		}
+		for _, want := range []string{
+			`"sum":{"shape":[3],"dtype":"int64","data":[-9223372036854775807,-5,9]}`,
+			`"mod":{"shape":[3],"dtype":"int64","data":[1,1,1]}`,
+			`"gt":{"shape":[3],"dtype":"bool","data":[false,false,false]}`,
+			`"half":{"shape":[3],"dtype":"float16","data":[0.5,-1,0.00001001358]}`, // float32's shortest decimal of float16's 1e-5,
+			`"relu":{"shape":[3],"data":[0.5,0,0.00001]}`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %s in\n%s", backend, want, out)
+			}
+		}
+	}
+	for _, backend := range []string{"native", "wasm", "webgpu"} {
+		out, v, code := gpucc(t, "", "run", "--backend", backend, "--allow-software", g)
+		if c := errorCode(v); code == 0 || c != "unsupported" && c != "backend_unavailable" {
+			t.Errorf("%s: exit %d, code %q, want unsupported: %s", backend, code, c, out)
+		}
+	}
+	byZero := write("zero.json", `{"version":1,"nodes":[
+ {"id":0,"op":"input","dtype":"int32","shape":[2],"data":[1,2]},
+ {"id":1,"op":"input","dtype":"int32","shape":[2],"data":[1,0]},
+ {"id":2,"op":"div","a":0,"b":1}],"outputs":[{"name":"q","id":2}]}`)
+	out, v, code := gpucc(t, "", "run", byZero)
+	if code == 0 || errorCode(v) != "integer_fault" {
+		t.Errorf("int32 division by zero: exit %d: %s", code, out)
+	}
+	if errs := resultSchema(t, "#/$defs/failure").Validate([]byte(out)); len(errs) > 0 {
+		t.Errorf("failure: %s\n%s", strings.Join(errs, "; "), out)
+	}
+}
