@@ -16,7 +16,7 @@ export GPUCC_REQUIRE_CC = 1
 export GPUCC_REQUIRE_ONNX = 1
 export GPUCC_REQUIRE_PYTHON = 1
 
-PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
+PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx nodejs npm
 GO ?= go
 
 .PHONY: demo test deps page build vet fuzz example release release-check peers-deps peers

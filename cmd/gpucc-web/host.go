@@ -24,10 +24,10 @@ package main
 // from pump; a result later, when its graph has run.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"syscall/js"
 
@@ -172,26 +172,40 @@ func (a *adapter) parse(r js.Value) (req server.Request, err error) {
 	if k := r.Get("kind"); k.Type() != js.TypeString || k.String() != "gpu.execute" {
 		return req, ir.Errorf(ir.CodeNotGranted, -1, "kind", "host request kind %s is not one this host answers (gpu.execute)", ir.Quote(fmt.Sprint(k)))
 	}
-	p := r.Get("payload")
-	if p.Type() == js.TypeString {
-		p = js.Global().Get("JSON").Call("parse", p)
+	var payload struct {
+		Backend string          `json:"backend"`
+		Graph   json.RawMessage `json:"graph"`
 	}
-	if p.Type() != js.TypeObject {
+	p := r.Get("payload")
+	switch p.Type() {
+	case js.TypeString: // JSON text: the graph's bytes are kept as sent (-0 stays -0)
+		if err := json.Unmarshal([]byte(p.String()), &payload); err != nil {
+			return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "gpu.execute's payload is not {backend, graph}: %v", err)
+		}
+	case js.TypeObject: // a graph object goes through JSON.stringify, which writes -0 as 0
+		if b := p.Get("backend"); b.Type() == js.TypeString {
+			payload.Backend = b.String()
+		}
+		switch g := p.Get("graph"); g.Type() {
+		case js.TypeString:
+			payload.Graph, _ = json.Marshal(g.String())
+		case js.TypeObject:
+			payload.Graph = json.RawMessage(js.Global().Get("JSON").Call("stringify", g).String())
+		}
+	default:
 		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "gpu.execute's payload is {backend, graph}")
 	}
-	g := p.Get("graph")
-	var raw string
-	switch g.Type() {
-	case js.TypeString:
-		raw = g.String()
-	case js.TypeObject:
-		raw = js.Global().Get("JSON").Call("stringify", g).String()
-	default:
+	raw := []byte(payload.Graph)
+	var text string
+	if json.Unmarshal(raw, &text) == nil { // the graph as a JSON string
+		raw = []byte(text)
+	}
+	if len(raw) == 0 || string(raw) == "null" {
 		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "graph", "gpu.execute needs a graph")
 	}
 	backend := a.backend
-	if b := p.Get("backend"); b.Type() == js.TypeString && b.String() != "" && b.String() != "auto" {
-		backend = b.String()
+	if b := payload.Backend; b != "" && b != "auto" {
+		backend = b
 	}
-	return server.Request{Graph: strings.NewReader(raw), Backend: backend}, nil
+	return server.Request{Graph: bytes.NewReader(raw), Backend: backend}, nil
 }

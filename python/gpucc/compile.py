@@ -149,20 +149,26 @@ class Compiled:
         nodes, outputs, _, _ = self.record(args, kwargs)
         return ir.encode(*_grad.step(nodes, outputs, self.loss, self.lr))
 
-    def _run(self, args, kwargs):
+    def _make(self, args, kwargs, state):
+        """The document of one call (the forward pass, or a training step
+        from the parameters' current values); state keeps what post needs."""
         nodes, outputs, structure, params = self.record(args, kwargs)
         if self.training:
             nodes, outputs = _grad.step(nodes, outputs, self.loss, self.lr)
-        res = self.transport.execute(ir.encode(nodes, outputs))
-        got = res["outputs"]
+        state.update(outputs=outputs, structure=structure, params=params)
+        return ir.encode(nodes, outputs)
+
+    def _post(self, res, state):
+        """The value a call delivers; a training step writes its parameters."""
+        got, structure, params = res["outputs"], state["structure"], state["params"]
         if self.training:
             for p in params:
-                o = got[p.name]
-                p.data = list(o["data"])
+                p.data = list(got[p.name]["data"])
             if structure == "loss":
                 return got[self.loss]["data"][0]
+            names = {p.name for p in params}
             return {name: (got[name]["data"][0] if name == self.loss else Array(got[name]["data"], got[name]["shape"]))
-                    for name, _ in outputs if name not in {p.name for p in params}}
+                    for name, _ in state["outputs"] if name not in names}
         arrays = {name: Array(o["data"], o["shape"]) for name, o in got.items()}
         if structure == "one":
             return arrays["output"]
@@ -180,8 +186,9 @@ class Call:
     def submit(self, callback=None, on_error=None):
         """Runs the call and returns a Pending at once; callback gets the
         result later (on_error a GPUCCError)."""
-        c = self.compiled
-        return c.transport.enqueue(lambda: c._run(self.args, self.kwargs), callback, on_error)
+        c, state = self.compiled, {}
+        return c.transport.request(lambda: c._make(self.args, self.kwargs, state), lambda r: c._post(r, state),
+                                   callback, on_error)
 
     def result(self, timeout=None):
         return self.submit().result(timeout)

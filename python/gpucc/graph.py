@@ -164,11 +164,12 @@ class Graph:
         "outputs": {name: {"shape", "data"}}, "timings", ...}, as gpucc run
         prints it; on failure on_error(GPUCCError) (without one, the error
         is printed on stderr). Callbacks run in submission order."""
-        from .transport import Pending
         try:
             doc = self.program(**outputs)
-        except GPUCCError as e:
-            return Pending.failed(e, on_error)
+        except GPUCCError as e:  # delivered like any other failure, in order
+            def fail(err=e):
+                raise err
+            return self.transport.request(fail, lambda r: r, callback, on_error)
         return self.transport.submit(doc, callback, on_error)
 
     def run(self, timeout=None, **outputs):

@@ -56,12 +56,6 @@ class Pending:
         self.callback, self.on_error = callback, on_error
         self.value = self.error = None
 
-    @classmethod
-    def failed(cls, err, on_error):
-        p = cls(None, on_error)
-        _worker().put(p, lambda: (_ for _ in ()).throw(err))
-        return p
-
     def done(self):
         return self._event.is_set()
 
@@ -158,6 +152,12 @@ class Transport:
         _worker().put(p, fn)
         return p
 
+    def request(self, make, post, callback=None, on_error=None):
+        """A request whose document make() builds when its turn comes (after
+        every request submitted before it has been delivered) and whose
+        result post(result) turns into the value delivered."""
+        return self.enqueue(lambda: post(self.execute(make())), callback, on_error)
+
 
 class CPUTransport(Transport):
     """cpu-python: decode (gpucc's lowering and limits), evaluate, report."""
@@ -190,8 +190,10 @@ class Unavailable(Transport):
 def result_floats(value):
     """A result's output data as float32 values (parsed once from the text)."""
     for o in (value or {}).get("outputs", {}).values():
-        o["data"] = ir.F.Data(v.f32 if isinstance(v, ir._Num) else ir.F.parse(v.text) if isinstance(v, ir._Int) else float(v)
-                     for v in o.get("data", []))
+        if isinstance(o.get("data"), memoryview):  # a Float32Array from the browser host: exact already
+            o["data"] = o["data"].cast("B").cast("f").tolist()
+        o["data"] = ir.F.Data(v.f32 if isinstance(v, ir._Num) else ir.F.parse(v.text) if isinstance(v, ir._Int)
+                              else ir.F.f32(float(v)) for v in o.get("data", []))
     return value
 
 
@@ -241,7 +243,8 @@ class HostTransport(Transport):
     the host channel (js.gpuccHost.request), and the host answers later by
     calling __gpucc_deliver(id, reply) between calls into the guest."""
 
-    pending = {}
+    queue = []       # (transport, pending, make, post) not yet sent
+    current = None   # (request id, pending, post) with the host
     name = "host"
 
     @staticmethod
@@ -257,18 +260,10 @@ class HostTransport(Transport):
     def __init__(self, backend=None):
         self.backend = backend or "auto"
         import builtins
-        builtins.__gpucc_deliver = HostTransport.deliver
+        setattr(builtins, "__gpucc_deliver", HostTransport.deliver)  # the name the host calls (no mangling)
 
     def submit(self, doc, callback=None, on_error=None):
-        import js
-        p = Pending(callback, on_error)
-        try:
-            rid = int(js.gpuccHost.request("gpu.execute", json.dumps({"backend": self.backend, "graph": doc})))
-        except Exception as e:
-            p._deliver(error=GPUCCError("not_granted", "the host refused the request: %s" % e))
-            return p
-        HostTransport.pending[rid] = p
-        return p
+        return self.request(lambda: doc, lambda r: r, callback, on_error)
 
     def enqueue(self, fn, callback=None, on_error=None):
         p = Pending(callback, on_error)
@@ -278,15 +273,50 @@ class HostTransport(Transport):
             p._deliver(error=e)
         return p
 
+    def request(self, make, post, callback=None, on_error=None):
+        """Queues the request; one is with the host at a time, so a training
+        step is built from the parameters the step before it wrote."""
+        p = Pending(callback, on_error)
+        HostTransport.queue.append((self, p, make, post))
+        if HostTransport.current is None:
+            HostTransport._next()
+        return p
+
+    @staticmethod
+    def _next():
+        import js
+        while HostTransport.queue:
+            t, p, make, post = HostTransport.queue.pop(0)
+            try:
+                payload = json.dumps({"backend": t.backend, "graph": make()}, allow_nan=False)
+                rid = int(js.gpuccHost.request("gpu.execute", payload))
+            except GPUCCError as e:
+                p._deliver(error=e)
+                continue
+            except Exception as e:
+                p._deliver(error=GPUCCError("not_granted", "the host refused the request: %s" % e))
+                continue
+            HostTransport.current = (rid, p, post)
+            return
+        HostTransport.current = None
+
     def execute(self, doc):
         raise GPUCCError("unsupported", "a guest cannot wait for the host; use submit")
 
     @staticmethod
     def deliver(rid, reply):
-        p = HostTransport.pending.pop(int(rid), None)
-        if p is None:
-            return
+        """The host's answer to request rid: the envelope, as JSON text or as
+        the host's object (a JsProxy, converted here: -0 stays -0; each
+        number, the shortest decimal of a float32 parsed by JavaScript,
+        rounds back to that float32)."""
+        if hasattr(reply, "to_py"):
+            reply = reply.to_py()
+        cur = HostTransport.current
+        if cur is None or cur[0] != int(rid):
+            return  # not ours, or already answered
+        _, p, post = cur
         try:
-            p._deliver(value=unwrap(str(reply)))
+            p._deliver(value=post(unwrap(reply if isinstance(reply, dict) else str(reply))))
         except GPUCCError as e:
             p._deliver(error=e)
+        HostTransport._next()

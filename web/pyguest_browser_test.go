@@ -1,0 +1,217 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gpucc/gpucc/internal/chromium"
+)
+
+// pyodideDir is where npm ci installs Pyodide (web/pyodide's lock file).
+const pyodideDir = "pyodide/node_modules/pyodide"
+
+// ensurePyodide installs Pyodide from npm once (offline afterwards: the
+// guest loads it from this server, not from a CDN).
+func ensurePyodide(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(pyodideDir, "pyodide.asm.wasm")); err == nil {
+		return
+	}
+	fail := t.Skipf
+	if os.Getenv("GPUCC_REQUIRE_BROWSER") != "" {
+		fail = t.Fatalf
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		fail("npm is not on PATH: it installs Pyodide for the Python guest's tests")
+		return
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = "pyodide"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fail("npm ci in web/pyodide: %v\n%s", err, out)
+	}
+}
+
+// guestFiles lists the Python files the guest gets: the gpucc module and
+// the suite's random graph generator, as {path in the guest, url}.
+func guestFiles(t *testing.T) []map[string]string {
+	t.Helper()
+	var files []map[string]string
+	mods, err := filepath.Glob("../python/gpucc/*.py")
+	if err != nil || len(mods) == 0 {
+		t.Fatalf("no module files: %v", err)
+	}
+	for _, m := range mods {
+		files = append(files, map[string]string{"path": "/guest/gpucc/" + filepath.Base(m), "url": "/python/gpucc/" + filepath.Base(m)})
+	}
+	return append(files, map[string]string{"path": "/guest/randgraph.py", "url": "/python/tests/randgraph.py"})
+}
+
+// guestPage opens the page with Pyodide and the module served beside it.
+func guestPage(t *testing.T, deadline time.Duration) (run func(backend, code string, want int) []string) {
+	t.Helper()
+	ensurePyodide(t)
+	h, err := Handler(builtPage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/pyodide/", http.StripPrefix("/pyodide/", http.FileServer(http.Dir(pyodideDir))))
+	mux.Handle("/python/", http.StripPrefix("/python/", http.FileServer(http.Dir("../python"))))
+	mux.Handle("/", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ctx := chromium.Open(t, srv.URL+"/index.html?life=0", deadline)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
+		t.Fatal(err)
+	}
+	load := `new Promise((ok, bad) => { const s = document.createElement("script"); s.src = "pyguest.js";
+		s.onload = () => ok(true); s.onerror = () => bad(new Error("pyguest.js")); document.head.appendChild(s); })`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](load, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := json.Marshal(guestFiles(t))
+	// run starts a fresh guest on backend, runs code, waits until it has
+	// printed want lines (its callbacks run later) and returns them.
+	return func(backend, code string, want int) []string {
+		t.Helper()
+		c, _ := json.Marshal(code)
+		expr := `(async () => {
+			const g = createPythonGuest({pyodideURL: "/pyodide/", files: ` + string(files) + `, backend: "` + backend + `", allowSoftware: true});
+			try {
+				await g.ready;
+				await g.run(` + string(c) + `);
+				const deadline = Date.now() + 240000;
+				while (g.output.length < ` + itoa(want) + ` && Date.now() < deadline) await new Promise(r => setTimeout(r, 50));
+				return JSON.stringify(g.output);
+			} finally { g.dispose(); }
+		})()`
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		if err := json.Unmarshal([]byte(s), &lines); err != nil {
+			t.Fatalf("%v: %s", err, s)
+		}
+		return lines
+	}
+}
+
+// native runs code with python3 on cpu-python (the module's own
+// reference, which the Python suite holds to cpuref's bits) and returns
+// the lines it prints.
+func native(t *testing.T, code string) []string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH")
+	}
+	cmd := exec.Command(py, "-c", code+"\nimport gpucc; gpucc.wait_all()\n")
+	cmd.Env = append(os.Environ(), "PYTHONPATH=../python:../python/tests", "GPUCC_BACKEND=cpu-python", "GPUCC_URL=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	return strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+}
+
+const seedMain = `from gpucc import Graph
+
+def show(result):
+    print(result["backend"], result["outputs"]["values"]["data"])
+
+g = Graph()
+a = g.tensor([-2, 3, 4])
+b = g.tensor([10, 20, 30])
+g.submit(show, values=(a * b).relu())   # [0, 60, 120]
+`
+
+const randomSuite = `import json, randgraph
+from gpucc import f32
+
+def report(seed):
+    def ok(r):
+        print("R", json.dumps({"seed": seed, "out": {k: [o["shape"], ["%08x" % f32.bits(v) for v in o["data"]]] for k, o in sorted(r["outputs"].items())}}))
+    def err(e):
+        print("R", json.dumps({"seed": seed, "error": e.code}))
+    return ok, err
+
+for seed in range(N):
+    g, outs = randgraph.graph(seed, backend=None)
+    ok, err = report(seed)
+    g.submit(ok, on_error=err, **outs)
+`
+
+const mlpTraining = `import random
+import gpucc
+from gpucc import Parameter, f32
+
+r = random.Random(1)
+X = [[r.uniform(-1, 1) for _ in range(4)] for _ in range(8)]
+Y = [[r.uniform(-1, 1) for _ in range(2)] for _ in range(8)]
+params = [Parameter([[r.gauss(0, 0.5) for _ in range(16)] for _ in range(4)], name="w1"),
+          Parameter([0.0] * 16, name="b1"),
+          Parameter([[r.gauss(0, 0.3) for _ in range(2)] for _ in range(16)], name="w2"),
+          Parameter([0.0, 0.0], name="b2")]
+
+def loss_fn(x, y, w1, b1, w2, b2):
+    h = (x @ w1 + b1).relu()
+    d = h @ w2 + b2 - y
+    return (d * d).mean()
+
+train = gpucc.compile(loss_fn, training=True, lr=0.1)
+for step in range(5):   # submitted at once; each step is built from the parameters the one before wrote
+    train(X, Y, *params).submit(lambda loss, s=step: print("L", s, "%08x" % f32.bits(loss)),
+                                on_error=lambda e, s=step: print("L", s, e.code))
+`
+
+// TestPythonGuest runs the gpucc module in Pyodide in a Web Worker, whose
+// only channel is the host request, against the page's host
+// (gpucc.createPythonGPUAdapter): the seed's example as written (the
+// module's name aside) prints [0, 60, 120] on webgpu, webgl2 and cpu;
+// random graphs written in the guest give cpuref's bits (cpu-python's,
+// natively, which the Python suite holds to cpuref); and an MLP trained
+// by compile(step, training=True) for 5 steps gives the same losses bit
+// for bit on every browser backend.
+func TestPythonGuest(t *testing.T) {
+	run := guestPage(t, 12*time.Minute)
+	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
+		t.Run("seed/"+backend, func(t *testing.T) {
+			got := run(backend, seedMain, 1)
+			if want := []string{backend + " [0, 60, 120]"}; !slices.Equal(got, want) {
+				t.Errorf("printed %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("random", func(t *testing.T) {
+		n := "24"
+		code := strings.Replace(randomSuite, "range(N)", "range("+n+")", 1)
+		want := native(t, code)
+		got := run("cpu", code, len(want))
+		if !slices.Equal(got, want) {
+			t.Errorf("the guest on the page's cpu printed\n%s\ncpu-python printed\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+	want := native(t, mlpTraining)
+	if len(want) != 5 {
+		t.Fatalf("cpu-python printed %q", want)
+	}
+	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
+		t.Run("mlp/"+backend, func(t *testing.T) {
+			if got := run(backend, mlpTraining, 5); !slices.Equal(got, want) {
+				t.Errorf("losses %q, want cpu-python's %q", got, want)
+			}
+		})
+	}
+}
