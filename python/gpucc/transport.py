@@ -60,6 +60,10 @@ class Pending:
         return self._event.is_set()
 
     def wait(self, timeout=None):
+        w = _the_worker
+        if not self._event.is_set() and w is not None and threading.current_thread() is w.t:
+            raise RuntimeError("waiting for a result inside a gpucc callback would wait forever: "
+                               "callbacks run on the thread that delivers results; submit with a callback instead")
         if not self._event.wait(timeout):
             raise GPUCCError("timeout", "no result within %s s" % timeout)
         return self

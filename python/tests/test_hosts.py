@@ -72,6 +72,34 @@ class HostsTest(unittest.TestCase):
                         self.assertTrue(same(w, want), "seed %d: serve %s %r, gpucc run %r" % (seed, b, w, want))
         self.assertGreater(codes.get(None, 0), n // 2, "most random graphs must give values, not errors: %r" % codes)
 
+    def test_convolution_pooling_resize(self):
+        """The NCHW ops, written with the module, on cpu-python, gpucc run and serve."""
+        import random
+        r = random.Random(5)
+        g = Graph(backend="cpu-python")
+
+        def t(*s):
+            n = 1
+            for d in s:
+                n *= d
+            return g.tensor([r.uniform(-2, 2) for _ in range(n)], shape=s)
+        x = t(2, 4, 7, 6)
+        outs = {
+            "conv": x.conv2d(t(6, 2, 3, 2), strides=(2, 1), pads=(1, 0, 2, 1), dilations=(1, 2), group=2),
+            "convT": x.conv_transpose2d(t(4, 3, 3, 3), strides=(2, 3), pads=(1, 1, 0, 2), output_padding=(1, 2)),
+            "pool": x.maxpool2d((3, 2), strides=(2, 2), pads=(1, 0, 1, 1), dilations=(2, 1)),
+            "nearest": x.resize2d((9, 4), mode=0, coordinate_mode=4, nearest_mode=1),
+            "linear": x.resize2d((5, 11), mode=1, coordinate_mode=2),
+            "half": x.resize2d((14, 3), mode=1, coordinate_mode=3),
+        }
+        doc = g.program(**outs)
+        want = cli(doc)
+        self.assertIsNone(want[1])
+        self.assertTrue(same(outcome(lambda: g.transport.execute(doc)), want))
+        self.assertTrue(same(outcome(lambda: self.http("cpu").execute(doc)), want))
+        if "wasm" in self.backends:
+            self.assertTrue(same(outcome(lambda: self.http("wasm").execute(doc)), want))
+
     def test_seed_example_through_serve(self):
         for backend in ["cpu"] + [b for b in ("wasm",) if b in self.backends]:
             out = io.StringIO()
