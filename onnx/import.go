@@ -232,8 +232,13 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		if in.nonTensor != "" {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s is a %s; gpucc reads tensors", ir.Quote(in.name), in.nonTensor)
 		}
-		if dt := DataType(in.elemType); dt != Float32 {
-			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc computes in float32 (an integer or bool input can be fixed at import with Options.Constants)", ir.Quote(in.name), dt)
+		dt := DataType(in.elemType)
+		irt, ok := dt.irDType()
+		switch {
+		case dt == Float64:
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type float64; gpucc computes float32 and the narrow types and never narrows float64 silently (export the model in float32)", ir.Quote(in.name))
+		case !ok:
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool", ir.Quote(in.name), dt)
 		}
 		shape, err := c.inputShape(in, opts.InputShapes, field)
 		if err != nil {
@@ -243,13 +248,13 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		if n < 0 {
 			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
 		}
-		if c.storage = ir.SatAdd(c.storage, 4*n); c.storage > c.l.MaxStorageBytes {
+		if c.storage = ir.SatAdd(c.storage, ir.SatMul(int64(irt.Size()), n)); c.storage > c.l.MaxStorageBytes {
 			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
 		}
 		if len(in.name) > 256 {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input name %s is longer than gpucc's 256 bytes", ir.Quote(in.name))
 		}
-		c.vals[in.name] = &value{rt: c.b.NamedInput(in.name, shape, make([]float32, n)), set: true}
+		c.vals[in.name] = c.typedInput(in.name, irt, shape, n)
 	}
 	for name := range opts.InputShapes {
 		if !slices.ContainsFunc(g.inputs, func(v valueInfo) bool { return v.name == name }) {
@@ -546,6 +551,48 @@ func (c *importer) ints(k int, what string) ([]int64, *ir.Error) {
 	return t.Int64, nil
 }
 
+// typedInput is graph input name of dtype t: float32 as it always was; a
+// bool as its float32 1 and 0 (the importer's run-time bools, exact; the
+// input itself takes booleans); any other dtype keeps it, and only Cast
+// and the graph's outputs read it so far (rtIn refuses it by name).
+func (c *importer) typedInput(name string, t ir.DType, shape ir.Shape, n int64) *value {
+	if t == ir.F32 {
+		return &value{rt: c.b.NamedInput(name, shape, make([]float32, n)), set: true}
+	}
+	var x ir.Tensor
+	if t.IsFloat() {
+		x = c.b.TypedInput(name, t, shape, make([]float32, n), nil)
+	} else {
+		x = c.b.TypedInput(name, t, shape, nil, make([]int64, n))
+	}
+	if t == ir.Bool {
+		return &value{rt: x.Cast(ir.F32), set: true, isBool: true}
+	}
+	return &value{rt: x, set: true}
+}
+
+// castTyped is ONNX's Cast of a run-time value to a dtype gpucc has:
+// ir's cast (cpuref.EvalTyped's rules: a float out of an integer's range
+// fails the run), a bool target given as the importer's float32 1 and 0.
+// It handles a typed value (an integer or float16 input); a float32
+// value's casts are castOp's (a run-time float32 to an integer stays
+// refused there until ops consume typed values).
+func (c *importer) castTyped(v *value, to DataType) ([]value, bool, *ir.Error) {
+	from := v.rt.DType()
+	t, ok := to.irDType()
+	if !ok || from == ir.F32 || v.isBool || v.isInt {
+		return nil, false, nil
+	}
+	if t == ir.Bool {
+		vs, err := one(boolValue(v.rt.Cast(ir.Bool).Cast(ir.F32)))
+		return vs, true, err
+	}
+	if t == from {
+		return []value{*v}, true, nil
+	}
+	return []value{rtValue(v.rt.Cast(t))}, true, nil
+}
+
 // rtIn returns input k as a run-time float32 tensor.
 func (c *importer) rtIn(k int) (ir.Tensor, *ir.Error) {
 	v := c.in(k)
@@ -554,6 +601,9 @@ func (c *importer) rtIn(k int) (ir.Tensor, *ir.Error) {
 	}
 	if v.isInt {
 		return ir.Tensor{}, c.refuse("input %d is an integer computed at run time; gpucc computes on integers at import only", k)
+	}
+	if v.set && v.rt.DType() != ir.F32 {
+		return ir.Tensor{}, c.refuse("input %d is a run-time %v tensor; this op computes on float32 only in gpucc so far (Cast it first)", k, v.rt.DType())
 	}
 	return c.runtime(v, fmt.Sprintf("input %d", k))
 }

@@ -76,6 +76,9 @@ func castOp(c *importer) ([]value, *ir.Error) {
 	}
 	v := c.in(0)
 	if v.set {
+		if vs, ok, err := c.castTyped(v, to); ok || err != nil { // a typed value (import.go)
+			return vs, err
+		}
 		switch {
 		case to == Float32:
 			return one(rtValue(v.rt)) // a bool's 1 and 0 are its float32 values

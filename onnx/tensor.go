@@ -46,6 +46,13 @@ func (t DataType) String() string {
 	return "dtype(" + strconv.Itoa(int(t)) + ")"
 }
 
+// irDType returns the gpucc dtype of ONNX element type t, if it has one.
+func (t DataType) irDType() (ir.DType, bool) {
+	d, ok := map[DataType]ir.DType{Float32: ir.F32, Float16: ir.F16, 16: ir.BF16, Int32: ir.I32, Int64: ir.I64,
+		Uint8: ir.U8, Int8: ir.I8, Uint32: ir.U32, Bool: ir.Bool}[t]
+	return d, ok
+}
+
 // isInt reports whether t is an integer type or bool: held in Tensor.Int64.
 func (t DataType) isInt() bool {
 	switch t {

@@ -1,0 +1,102 @@
+package onnx_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+	_ "github.com/gpucc/gpucc/runtime/cpu"
+)
+
+// typedValueInfo is valueInfo of element type et (an ONNX DataType).
+func typedValueInfo(name string, et int64, dims ...int64) msg {
+	var shape msg
+	for _, d := range dims {
+		shape = shape.bytes(1, msg(nil).varint(1, d))
+	}
+	tt := msg(nil).varint(1, et).bytes(2, shape)
+	return msg(nil).str(1, name).bytes(2, msg(nil).bytes(1, tt))
+}
+
+// TestTypedInputs: graph inputs of int64, int32, uint8, int8, uint32,
+// float16 and bool import with their dtype (they were refused): an
+// integer's Cast runs as ONNX's, an integer output is returned as
+// integers, a bool input is the importer's float32 1 and 0; an op that
+// computes on float32 only refuses a run-time integer by name, and
+// float64 is refused by name.
+func TestTypedInputs(t *testing.T) {
+	load := func(t *testing.T, nodes []msg, ins, outs []msg) (*ir.Graph, error) {
+		t.Helper()
+		return onnx.Load(bytes.NewReader(model(13, graph(nodes, nil, ins, outs))), onnx.Options{})
+	}
+	// ids (int64) -> Cast to int32 (wraps) and Cast to float (rounds); the
+	// int64 input itself as an output.
+	g, err := load(t, []msg{
+		node("Cast", "c32", []string{"ids"}, []string{"i32"}, attrInt("to", int64(onnx.Int32))),
+		node("Cast", "cf", []string{"ids"}, []string{"f"}, attrInt("to", int64(onnx.Float32))),
+		node("Identity", "id", []string{"ids"}, []string{"same"}),
+	}, []msg{typedValueInfo("ids", int64(onnx.Int64), 3)},
+		[]msg{typedValueInfo("i32", int64(onnx.Int32), 3), valueInfo("f", 3), typedValueInfo("same", int64(onnx.Int64), 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := g.Input("ids")
+	if id < 0 || g.Nodes[id].DType != ir.I64 {
+		t.Fatalf("input ids: %v", g.Nodes[id])
+	}
+	g.Nodes[id].Ints = []int64{1<<32 + 5, -1, 1<<53 + 1}
+	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs["i32"]; o.DType != ir.I32 || !slices.Equal(o.Ints, []int64{5, -1, 1}) {
+		t.Errorf("Cast to int32: %v %v, want int32 [5 -1 1]", o.DType, o.Ints)
+	}
+	if o := res.Outputs["f"]; o.DType != ir.F32 || !slices.Equal(o.Data, []float32{1<<32 + 0, -1, 1 << 53}) {
+		t.Errorf("Cast to float: %v %v", o.DType, o.Data)
+	}
+	if o := res.Outputs["same"]; o.DType != ir.I64 || o.Ints[2] != 1<<53+1 {
+		t.Errorf("the int64 input as an output: %v %v, want its integers", o.DType, o.Ints)
+	}
+
+	// Every dtype gpucc has imports; float64 is refused by name.
+	for _, et := range []onnx.DataType{onnx.Int32, onnx.Uint8, onnx.Int8, onnx.Uint32, onnx.Float16, onnx.Bool} {
+		_, err := load(t, []msg{node("Identity", "id", []string{"x"}, []string{"y"})},
+			[]msg{typedValueInfo("x", int64(et), 2)}, []msg{typedValueInfo("y", int64(et), 2)})
+		if err != nil {
+			t.Errorf("%v input: %v", et, err)
+		}
+	}
+	_, err = load(t, []msg{node("Identity", "id", []string{"x"}, []string{"y"})},
+		[]msg{typedValueInfo("x", int64(onnx.Float64), 2)}, []msg{typedValueInfo("y", int64(onnx.Float64), 2)})
+	var e *ir.Error
+	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !bytes.Contains([]byte(e.Msg), []byte("float64")) {
+		t.Errorf("float64 input: %v, want unsupported naming float64", err)
+	}
+	// A float32-only op on a run-time int64 refuses by name.
+	_, err = load(t, []msg{node("Relu", "r", []string{"x"}, []string{"y"})},
+		[]msg{typedValueInfo("x", int64(onnx.Int64), 2)}, []msg{typedValueInfo("y", int64(onnx.Int64), 2)})
+	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !bytes.Contains([]byte(e.Msg), []byte("int64")) {
+		t.Errorf("Relu of a run-time int64: %v, want unsupported naming int64", err)
+	}
+	// A bool input is the importer's 1 and 0: Not of it runs.
+	g, err = load(t, []msg{node("Not", "n", []string{"m"}, []string{"y"})},
+		[]msg{typedValueInfo("m", int64(onnx.Bool), 3)}, []msg{typedValueInfo("y", int64(onnx.Bool), 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := g.Input("m")
+	g.Nodes[m].Ints = []int64{1, 0, 1}
+	res, err = gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs["y"]; !slices.Equal(o.Data, []float32{0, 1, 0}) {
+		t.Errorf("Not of a bool input: %v %v %v", o.DType, o.Data, o.Ints)
+	}
+}
