@@ -23,13 +23,22 @@ type Executable struct {
 	// later run that does not give the input (a model's weights are not
 	// sent again each call). Counted in rt.held; freed by Release.
 	embedded map[int]backend.Buffer
+	// typed is, for a typed graph on the cpu backend (Typed), the validated
+	// graph that each run evaluates with cpuref.EvalTyped; plan is nil.
+	typed *ir.Graph
 }
 
-// Plan returns the sealed plan the executable runs.
+// Plan returns the sealed plan the executable runs (nil for a typed
+// graph's, which the cpu backend evaluates without kernels).
 func (e *Executable) Plan() *Plan { return e.plan }
 
 // Kernels returns the number of kernels a run dispatches.
-func (e *Executable) Kernels() int { return len(e.plan.Program.Kernels) }
+func (e *Executable) Kernels() int {
+	if e.typed != nil {
+		return 0
+	}
+	return len(e.plan.Program.Kernels)
+}
 
 // CompileTimings returns what sealing and loading took (passes, codegen,
 // compile) and which caches hit.
@@ -86,6 +95,9 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	if e.typed != nil {
+		return e.runTyped(ctx, in, opts, start)
+	}
 	r, err := e.begin(ctx, in, opts)
 	if err != nil {
 		return nil, err
@@ -111,6 +123,9 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 	rt := e.rt
 	if rt.dev == nil {
 		return nil, rt.errClosed()
+	}
+	if e.typed != nil {
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith on the cpu backend")
 	}
 	if e.exe == nil {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")

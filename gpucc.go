@@ -49,10 +49,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/gpucc/gpucc/codegen/cache"
-	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -268,9 +266,6 @@ func (rt *Runtime) reserve(n int64) error {
 // cpuref.EvalTyped computes it; every other backend refuses it by name
 // (unsupported) until its kernels handle the dtype.
 func (rt *Runtime) Run(ctx context.Context, g *ir.Graph) (*Result, error) {
-	if Typed(g) && rt.info.Name == "cpu" {
-		return rt.runTyped(ctx, g)
-	}
 	exe, err := rt.Compile(ctx, g)
 	if err != nil {
 		return nil, err
@@ -305,44 +300,4 @@ func Run(ctx context.Context, g *ir.Graph, opts Options) (*Result, error) {
 	}
 	defer rt.Close()
 	return rt.Run(ctx, g)
-}
-
-// Typed reports whether g holds a value of a dtype other than float32 or
-// an op of a typed row (cast, where, the logical and bitwise ops): a graph
-// only the cpu backend runs so far.
-func Typed(g *ir.Graph) bool { return passes.FloatOnly(g) != nil }
-
-// runTyped runs a typed graph on the cpu backend: validated against the
-// Runtime's limits, then cpuref.EvalTyped, the reference, whose faults (a
-// division by zero, a cast with no answer) fail the run with
-// integer_fault. A float output holding ±Inf or NaN is non_finite_output,
-// as for float32 graphs.
-func (rt *Runtime) runTyped(ctx context.Context, g *ir.Graph) (*Result, error) {
-	start := time.Now()
-	if err := ir.Validate(g, rt.opts.Limits); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	vals, err := cpuref.EvalTyped(g)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Outputs: map[string]Tensor{},
-		FallbackAttempts: slices.Clone(rt.attempts), Exact: true}
-	if res.FallbackAttempts == nil {
-		res.FallbackAttempts = []Attempt{}
-	}
-	for _, o := range g.Outputs {
-		v := vals[o.ID]
-		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
-			return nil, err
-		}
-		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: slices.Clone(v.F), Ints: slices.Clone(v.I)}
-		res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
-	}
-	ms := float64(time.Since(start).Microseconds()) / 1000
-	res.Timings.DispatchMs, res.Timings.TotalMs, res.Timings.DispatchClock = ms, ms, "wall"
-	return res, nil
 }

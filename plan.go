@@ -128,6 +128,9 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 // it has them (the webgpu backend's table, for the adapter, the shape class
 // and the mode of Options.Fast).
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
+	if Typed(g) && rt.info.Name == "cpu" {
+		return rt.compileTyped(g)
+	}
 	popts := rt.opts.Passes
 	if popts.TileFor == nil {
 		popts.TileFor = rt.tiles

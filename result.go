@@ -118,6 +118,9 @@ func timings(st *backend.Stats) Timings {
 
 // addCompile adds what sealing and loading e took to t.
 func addCompile(t *Timings, e *Executable) {
+	if e.plan == nil { // a typed graph's: nothing compiled
+		return
+	}
 	t.PassesMs += e.plan.PassesMs
 	t.CodegenMs += ms(e.compile.Durations[backend.StageCodegen])
 	t.CompileMs += ms(e.compile.Durations[backend.StageCompile])
