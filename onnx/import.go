@@ -111,6 +111,11 @@ type importer struct {
 	folded map[int]bool
 }
 
+// MaxOpset is the newest default-domain opset Load reads (ONNX 1.20's).
+// A model that imports a later one is refused: its ops may mean what
+// gpucc's rules, written for opsets up to this one, do not.
+const MaxOpset = 25
+
 func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
@@ -126,6 +131,9 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.opset_import", "the model imports no opset")
 		}
 		c.opset = 1
+	}
+	if c.opset < 0 || c.opset > MaxOpset {
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, "model.opset_import", "opset %d of the default domain: gpucc reads opsets 1 to %d (ONNX 1.20's), as ONNX Runtime refuses one it does not know", c.opset, MaxOpset)
 	}
 	if m.training {
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "model.training_info", "the model carries training information (TrainingInfoProto); gpucc imports inference graphs")

@@ -606,8 +606,14 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 		return ir.Tensor{}, c.refuse("an empty result; gpucc's tensors are not empty")
 	}
 	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
+	// The index table is as large as the result: bounded before it is
+	// allocated (an Expand to [2^31-1, 2^31-1] then a Slice asked 34 GB).
+	total := ir.Shape(gs).Elements(c.l.MaxElements)
+	if total < 0 {
+		return ir.Tensor{}, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: a gather of shape %v from a tensor of shape %v exceeds the limit of %d elements per tensor", c.n.opType, ir.Quote(c.n.name), ir.Shape(gs), s, c.l.MaxElements)
+	}
 	inner := ir.Shape(s[axis+1:]).Len()
-	all := make([]int64, ir.Shape(gs).Len())
+	all := make([]int64, total)
 	for i := range all {
 		all[i] = idx[i/inner%k]
 	}
@@ -684,11 +690,17 @@ func sliceOp(c *importer) ([]value, *ir.Error) {
 		} else {
 			b, e = clamp(starts[k], -1, d-1), clamp(ends[k], -1, d-1)
 		}
+		// ceil(span/|step|) as (span-1)/|step| + 1: span is below d, so
+		// nothing overflows, not even a step of ±2^63.
 		n := int64(0)
 		if st > 0 && e > b {
-			n = (e - b + st - 1) / st
+			n = (e-b-1)/st + 1
 		} else if st < 0 && b > e {
-			n = (b - e - st - 1) / -st
+			if st == math.MinInt64 {
+				n = 1
+			} else {
+				n = (b-e-1)/-st + 1
+			}
 		}
 		begin[a], step[a], out[a] = int(b), int(st), int(n)
 	}
@@ -837,7 +849,7 @@ func splitOp(c *importer) ([]value, *ir.Error) {
 	}
 	sum := int64(0)
 	for _, n := range sizes {
-		if n < 0 {
+		if n < 0 || n > int64(s[axis]) { // each at most the axis, so the sum cannot wrap
 			return nil, c.invalid("split sizes %v", sizes)
 		}
 		sum += n
@@ -892,10 +904,11 @@ func depthToSpaceOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	s := x.Shape()
-	bs := int(c.attrInt("blocksize", 0))
-	if len(s) != 4 || bs < 1 || s[1]%(bs*bs) != 0 {
-		return nil, c.invalid("input of shape %v with blocksize %d", s, bs)
+	bs64 := c.attrInt("blocksize", 0)
+	if len(s) != 4 || bs64 < 1 || bs64 > int64(s[1]) || s[1]%int(bs64*bs64) != 0 { // bs ≤ C, so bs² cannot wrap
+		return nil, c.invalid("input of shape %v with blocksize %d", s, bs64)
 	}
+	bs := int(bs64)
 	b, ch, h, w := s[0], s[1], s[2], s[3]
 	var y ir.Tensor
 	switch mode := c.attrStr("mode", "DCR"); mode {
@@ -979,6 +992,9 @@ func tileOp(c *importer) ([]value, *ir.Error) {
 		}
 		if r == 1 {
 			continue
+		}
+		if r > c.l.MaxElements/int64(s[a]) { // checked before the index table is allocated
+			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "Tile node %s: %d repeats of an axis of %d exceed the limit of %d elements per tensor", ir.Quote(c.n.name), r, s[a], c.l.MaxElements)
 		}
 		idx := make([]int64, int64(s[a])*r)
 		for j := range idx {
