@@ -55,7 +55,7 @@ func checkOneKernel(t *testing.T, name string, g *ir.Graph, kind ir.KernelKind, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Kernels) != 1 || p.Kernels[0].Kind != kind || len(p.Kernels[0].Outputs) != outputs {
+	if len(p.Program().Kernels) != 1 || p.Program().Kernels[0].Kind != kind || len(p.Program().Kernels[0].Outputs) != outputs {
 		t.Errorf("%s: want one %v kernel writing %d outputs, got:\n%s", name, kind, outputs, p)
 	}
 }
@@ -154,7 +154,7 @@ func TestConvTiles(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					k := p.Kernels[0]
+					k := p.Program().Kernels[0]
 					geo := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
 					if v.want != nil && !v.want(geo, k.Tile) {
 						t.Fatalf("tile %+v is not the variant's", k.Tile)

@@ -286,8 +286,8 @@ func TestMatmulGuardCost(t *testing.T) {
 		}
 		defer bufs[i].Release()
 	}
-	dev.Upload(bufs[0], p.Buffers[p.Kernels[0].Inputs[0].Buffer].Data)
-	dev.Upload(bufs[1], p.Buffers[p.Kernels[0].Inputs[1].Buffer].Data)
+	dev.Upload(bufs[0], p.Program().Buffers[p.Program().Kernels[0].Inputs[0].Buffer].Data)
+	dev.Upload(bufs[1], p.Program().Buffers[p.Program().Kernels[0].Inputs[1].Buffer].Data)
 	u, err := dev.NewUniform(s.Params, "params")
 	if err != nil {
 		t.Fatal(err)

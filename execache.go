@@ -108,13 +108,9 @@ func (c *ExecutableCache) compile(ctx context.Context, g *ir.Graph) (*Executable
 	if err != nil {
 		return nil, err
 	}
-	prog := *plan.Program
-	prog.Buffers = slices.Clone(prog.Buffers)
-	for i := range prog.Buffers {
-		prog.Buffers[i].Data = nil
-	}
 	bare := *plan
-	bare.Program = &prog
+	bare.sealed = plan.sealed.WithoutData()
+	bare.Program = bare.sealed.Program()
 	return c.rt.Load(ctx, &bare)
 }
 

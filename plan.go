@@ -14,7 +14,9 @@ import (
 // Plan is a sealed program: a validated graph lowered by the passes for a
 // device Profile. It is what Seal returns and Runtime.Load compiles; `gpucc
 // run` and `gpucc build` both make theirs with Seal. A Plan is immutable
-// once made, and may be loaded on many Runtimes.
+// once made, and may be loaded on many Runtimes. A Plan that Seal made is
+// trusted: Load checks its program again only when it was not (a plan
+// decoded from bytes, say: see Load).
 type Plan struct {
 	// Program is the lowered program. Its input buffers carry the graph's
 	// embedded data, the default of each input a run does not give.
@@ -39,6 +41,31 @@ type Plan struct {
 	// kernels generated for another program never run over this one's
 	// buffers.
 	KernelsSHA256 string
+
+	// sealed is Program sealed, when the plan is Seal's, under limits:
+	// such a plan is trusted by a Runtime of the same limits, and Load
+	// checks only a plan that is not (one decoded from bytes, or built by
+	// hand).
+	sealed *ir.Sealed
+	limits ir.Limits
+}
+
+// Sealed returns the plan's program sealed: Seal's, when Seal made the
+// plan, else the program sealed now (ir.Seal validates it).
+func (p *Plan) Sealed() (*ir.Sealed, error) {
+	if p.sealed != nil && p.sealed.Program() == p.Program {
+		return p.sealed, nil
+	}
+	return ir.Seal(p.Program)
+}
+
+// trusted returns the sealed form of the plan's program when Seal made it
+// under limits (and Program is still the program it sealed), else nil.
+func (p *Plan) trusted(limits ir.Limits) *ir.Sealed {
+	if p.sealed != nil && p.sealed.Program() == p.Program && p.limits == limits {
+		return p.sealed
+	}
+	return nil
 }
 
 // PlanInput is one input of a sealed graph.
@@ -87,16 +114,17 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 		o.MaxInvocations, o.MaxWorkgroupStorage, o.SplitSums = popts.MaxInvocations, popts.MaxWorkgroupStorage, popts.SplitSums
 	}
 	o.NoFuse, o.Tile, o.TileFor, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.TileFor, popts.DumpAfter, popts.Dump
-	prog, timings, err := passes.Compile(g, o)
+	sp, timings, err := passes.Compile(g, o)
 	if err != nil {
 		return nil, err
 	}
+	prog := sp.Program()
 	if prof.MaxBindingSize > 0 && prof.MaxBufferSize > 0 {
 		if err := prof.Fits(prog); err != nil {
 			return nil, err
 		}
 	}
-	plan := &Plan{Program: prog, Profile: prof}
+	plan := &Plan{Program: prog, Profile: prof, sealed: sp, limits: limits}
 	for _, t := range timings {
 		plan.PassesMs += t.Millis
 	}
@@ -147,14 +175,17 @@ func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error
 // caches. It refuses a plan whose profile the device cannot meet, and,
 // with invalid_graph, one that does not hold together: inputs or outputs
 // that do not match the program's buffers, a shape or an offset past a
-// buffer, or kernels generated for another program (see BindKernels). With
+// buffer, or kernels generated for another program (see BindKernels). A
+// plan that Seal made is trusted and its program not checked again; any
+// other (one decoded from bytes) is checked in full. With
 // Options.Fast, a backend with a fast path generates fast matmuls (not
 // for kernels the plan carries, which run as they are).
 func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 	if plan == nil || plan.Program == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
 	}
-	if err := plan.check(rt.opts.Limits); err != nil {
+	sp, err := plan.check(rt.opts.Limits)
+	if err != nil {
 		return nil, err
 	}
 	rt.mu.Lock()
@@ -166,7 +197,7 @@ func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 		return nil, err
 	}
 	e := &Executable{rt: rt, plan: plan}
-	bp := &backend.Program{IR: plan.Program, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm, Fast: rt.opts.Fast}
+	bp := &backend.Program{IR: sp, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm, Fast: rt.opts.Fast}
 	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
 	if err != nil {
 		return nil, rt.wrap(err)

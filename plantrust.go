@@ -112,7 +112,20 @@ func b1(v bool) int {
 // plan.gob, its kernels and the digest together can as well write C that
 // does anything in-process, so the native backend trusts the author of
 // the plan's C as it trusts the author of the program that links it.
-func (p *Plan) check(limits ir.Limits) error {
+func (p *Plan) check(limits ir.Limits) (*ir.Sealed, error) {
+	sp := p.trusted(limits)
+	if sp == nil {
+		var err error
+		if sp, err = p.checkProgram(limits); err != nil {
+			return nil, err
+		}
+	}
+	return sp, p.checkKernels()
+}
+
+// checkProgram is check's part for a plan Seal did not make: the program,
+// its inputs and outputs, which it returns sealed.
+func (p *Plan) checkProgram(limits ir.Limits) (*ir.Sealed, error) {
 	bad := func(format string, a ...any) error {
 		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", format, a...)
 	}
@@ -132,76 +145,86 @@ func (p *Plan) check(limits ir.Limits) error {
 	prog := p.Program
 	for i, buf := range prog.Buffers {
 		if err := shapeOK("buf"+strconv.Itoa(i), buf.Shape); err != nil {
-			return err
+			return nil, err
 		}
 		if buf.Data != nil && (!buf.Input || len(buf.Data) != buf.Len) {
-			return bad("buf%d carries %d values for %d elements (input: %v)", i, len(buf.Data), buf.Len, buf.Input)
+			return nil, bad("buf%d carries %d values for %d elements (input: %v)", i, len(buf.Data), buf.Len, buf.Input)
 		}
 		if j := slices.IndexFunc(buf.Data, func(v float32) bool { return !finite32(v) }); j >= 0 {
-			return bad("buf%d value %d is %v; embedded data must be finite", i, j, buf.Data[j])
+			return nil, bad("buf%d value %d is %v; embedded data must be finite", i, j, buf.Data[j])
 		}
 	}
 	for _, k := range prog.Kernels {
 		if err := shapeOK("kernel "+k.Name, k.Shape); err != nil {
-			return err
+			return nil, err
 		}
 		if k.Keep != nil {
 			if err := shapeOK("kernel "+k.Name+" keep", k.Keep); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		for _, in := range k.Inputs {
 			if err := shapeOK("an operand of kernel "+k.Name, in.Shape); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	if err := ir.ValidateProgram(prog); err != nil {
-		return bad("the program: %v", err)
+	sp, err := ir.Seal(prog)
+	if err != nil {
+		return nil, bad("the program: %v", err)
 	}
 	names := map[string]bool{}
 	for i, o := range prog.Outputs {
 		if err := shapeOK("output "+ir.Quote(o.Name), o.Shape); err != nil {
-			return err
+			return nil, err
 		}
 		if o.Name == "" || names[o.Name] {
-			return bad("output %d has an empty or repeated name %q", i, o.Name)
+			return nil, bad("output %d has an empty or repeated name %q", i, o.Name)
 		}
 		names[o.Name] = true
 		if o.Buffer >= 0 && prog.Buffers[o.Buffer].Len != o.Shape.Len() {
-			return bad("output %q of shape %v reads buf%d of %d elements", o.Name, o.Shape, o.Buffer, prog.Buffers[o.Buffer].Len)
+			return nil, bad("output %q of shape %v reads buf%d of %d elements", o.Name, o.Shape, o.Buffer, prog.Buffers[o.Buffer].Len)
 		}
 		if o.Buffer < 0 && (o.Buffer != -1 || !finite32(o.Const)) {
-			return bad("output %q is constant %v in buf%d; want a finite constant and -1", o.Name, o.Const, o.Buffer)
+			return nil, bad("output %q is constant %v in buf%d; want a finite constant and -1", o.Name, o.Const, o.Buffer)
 		}
 	}
 	names = map[string]bool{}
 	held := make([]bool, len(prog.Buffers))
 	for i, in := range p.Inputs {
 		if err := shapeOK("input "+ir.Quote(in.Name), in.Shape); err != nil {
-			return err
+			return nil, err
 		}
 		if in.Name == "" || names[in.Name] {
-			return bad("input %d has an empty or repeated name %q", i, in.Name)
+			return nil, bad("input %d has an empty or repeated name %q", i, in.Name)
 		}
 		names[in.Name] = true
 		if in.Buffer == -1 {
 			continue
 		}
 		if in.Buffer < 0 || in.Buffer >= len(prog.Buffers) {
-			return bad("input %q names buf%d; the program has %d buffers", in.Name, in.Buffer, len(prog.Buffers))
+			return nil, bad("input %q names buf%d; the program has %d buffers", in.Name, in.Buffer, len(prog.Buffers))
 		}
 		buf := prog.Buffers[in.Buffer]
 		if !buf.Input || buf.Node != in.Node || !buf.Shape.Equal(in.Shape) || held[in.Buffer] {
-			return bad("input %q (node %d, shape %v) names buf%d, which holds node %d of shape %v (input: %v, named before: %v)",
+			return nil, bad("input %q (node %d, shape %v) names buf%d, which holds node %d of shape %v (input: %v, named before: %v)",
 				in.Name, in.Node, in.Shape, in.Buffer, buf.Node, buf.Shape, buf.Input, held[in.Buffer])
 		}
 		held[in.Buffer] = true
 	}
 	for i, buf := range prog.Buffers {
 		if buf.Input && !held[i] {
-			return bad("input buf%d (node %d) is no input's", i, buf.Node)
+			return nil, bad("input buf%d (node %d) is no input's", i, buf.Node)
 		}
+	}
+	return sp, nil
+}
+
+// checkKernels is check's part for the kernels a plan carries: that they
+// are the ones BindKernels recorded for its program.
+func (p *Plan) checkKernels() error {
+	bad := func(format string, a ...any) error {
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", format, a...)
 	}
 	if p.WGSL == nil && p.C == nil && p.Wasm == nil {
 		return nil
@@ -210,12 +233,12 @@ func (p *Plan) check(limits ir.Limits) error {
 		return bad("its kernels were not generated for its program (digest %.12s, recorded %.12s): they belong to another build", kernelsDigest(p), p.KernelsSHA256)
 	}
 	if p.C != nil {
-		if err := checkUnit(prog, p.C); err != nil {
+		if err := checkUnit(p.Program, p.C); err != nil {
 			return bad("%v", err)
 		}
 	}
-	if p.WGSL != nil && len(p.WGSL) != len(prog.Kernels) {
-		return bad("it carries %d WGSL shaders for %d kernels", len(p.WGSL), len(prog.Kernels))
+	if p.WGSL != nil && len(p.WGSL) != len(p.Program.Kernels) {
+		return bad("it carries %d WGSL shaders for %d kernels", len(p.WGSL), len(p.Program.Kernels))
 	}
 	return nil
 }

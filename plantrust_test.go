@@ -23,17 +23,27 @@ func aotPlan(t *testing.T, g *ir.Graph) *gpucc.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.WGSL, err = (wgsl.Target{}).Emit(p.Program); err != nil {
+	if p.WGSL, err = (wgsl.Target{}).Emit(sealed(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range p.WGSL {
 		p.WGSL[i].Params = nil
 	}
-	if p.C, err = (c.Target{}).Emit(p.Program); err != nil {
+	if p.C, err = (c.Target{}).Emit(sealed(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	p.BindKernels()
 	return p
+}
+
+// sealed returns p's program sealed.
+func sealed(t *testing.T, p *gpucc.Plan) *ir.Sealed {
+	t.Helper()
+	sp, err := p.Sealed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
 }
 
 // clonePlan deep-copies p through gob, as a generated package decodes its
@@ -140,7 +150,6 @@ func TestLoadRefusesInconsistentPlan(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					p := clonePlan(t, good)
 					tc.edit(p)
-					_ = ir.Seal(p.Program) // as the package does; a broken program stays unsealed
 					exe, err := rt.Load(ctx, p)
 					if err == nil {
 						_, err = exe.Run(ctx, nil)

@@ -248,9 +248,8 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 			jen.Err().Op("!=").Nil(),
 		).Block(jen.Return(jen.Nil(), jen.Qual(irPkg, "Errorf").Call(jen.Qual(irPkg, "CodeInvalidGraph"), jen.Lit(-1), jen.Lit(PlanFile),
 			jen.Lit(name+": decoding the plan: %v"), jen.Err()))),
-		jen.If(jen.Err().Op(":=").Qual(irPkg, "Seal").Call(jen.Id("plan").Dot("Program")), jen.Err().Op("!=").Nil()).Block(
-			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": the embedded plan: %w"), jen.Err())),
-		),
+		// No ir.Seal here: a plan decoded from bytes is not trusted, so
+		// gpucc.Runtime.Load checks it in full (and seals its program) once.
 	}
 	if slices.Contains(m.Targets, "wgsl") {
 		plan = append(plan, jen.For(jen.Id("i").Op(":=").Range().Id("plan").Dot("WGSL")).Block(

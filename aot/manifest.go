@@ -76,12 +76,16 @@ type ManifestFile struct {
 // newResult generates the WGSL of every kernel (the manifest describes
 // each kernel by it) and the manifest.
 func newResult(g *ir.Graph, plan *lib.Plan, graphName, version string) (*Result, error) {
-	p := plan.Program
+	sp, err := plan.Sealed()
+	if err != nil {
+		return nil, err
+	}
+	p := sp.Program()
 	sum := sha256.Sum256(ir.Encode(g))
 	b := &Result{Plan: plan, Manifest: &Manifest{
 		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: plan.Profile, Gpucc: version,
 		Targets: []string{}, Kernels: []ManifestKernel{}, Files: []ManifestFile{}}}
-	shaders, err := wgsl.Target{}.Emit(p)
+	shaders, err := wgsl.Target{}.Emit(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,10 @@ func bindingName(k codegen.BindingKind) string {
 // .glsl per WebGL2 pass, one kernels.c, and kernels.wasm built from it
 // (backend_unavailable when no Clang is found).
 func (b *Result) addTarget(target string) error {
-	program := b.Plan.Program
+	program, err := b.Plan.Sealed()
+	if err != nil {
+		return err
+	}
 	switch target {
 	case "wgsl":
 		for i, s := range b.shaders {

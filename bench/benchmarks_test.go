@@ -173,7 +173,7 @@ func BenchmarkTinyDispatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, s := &p.Kernels[0], shaders[0]
+	k, s := &p.Program().Kernels[0], shaders[0]
 	kinds := make([]gpu.BindingKind, len(s.Bindings))
 	for i, x := range s.Bindings {
 		kinds[i] = gpu.BindingKind(x)

@@ -50,7 +50,7 @@ func BenchmarkOpsVsBuiltin(b *testing.B) {
 			b.Fatal(err)
 		}
 		s := shaders[0]
-		ins := len(p.Kernels[0].Inputs)
+		ins := len(p.Program().Kernels[0].Inputs)
 		builtin := builtinShader(ins, o.builtin)
 		for _, v := range []struct{ name, src string }{{"gpucc", s.Source}, {"builtin", builtin}} {
 			b.Run(fmt.Sprintf("%s/%s", o.op, v.name), func(b *testing.B) {

@@ -20,22 +20,13 @@ import (
 
 // Target is a code generator: Emit turns a sealed Program (passes.Compile
 // returns one; ir.Seal makes one) into the code of one target. Emitters
-// trust the program's invariants (ir.ValidateProgram) and do not check
-// them again; Emit refuses a program that is not sealed.
+// trust the program's invariants (ir.ValidateProgram), which the type
+// proves, and do not check them again.
 type Target[Code any] interface {
 	// Name identifies the target and the generator settings that change
 	// its output; caches of generated code include it in their keys.
 	Name() string
-	Emit(p *ir.Program) (Code, error)
-}
-
-// Sealed returns the error of an emitter named target given p when p is
-// not sealed, else nil.
-func Sealed(target string, p *ir.Program) error {
-	if !p.Sealed() {
-		return fmt.Errorf("codegen/%s: the program is not sealed (use passes.Compile or ir.Seal)", target)
-	}
-	return nil
+	Emit(p *ir.Sealed) (Code, error)
 }
 
 // Lang is the syntax of one C-like target.

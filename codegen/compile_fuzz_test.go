@@ -32,7 +32,7 @@ func compile(t *testing.T, doc []byte, opts passes.Options) {
 		checkCode(t, "passes", err)
 		return
 	}
-	if err := ir.ValidateProgram(p); err != nil {
+	if err := ir.ValidateProgram(p.Program()); err != nil {
 		t.Fatalf("the pipeline made an invalid program: %v\n%s", err, g)
 	}
 	if _, err := (wgsl.Target{}).Emit(p); err != nil {

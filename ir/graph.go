@@ -267,6 +267,7 @@ func (g *Graph) SetInput(name string, data []float32) error {
 // Validate checks every invariant of the package doc against limits (zero
 // fields mean the defaults). It reports the first problem found.
 func Validate(g *Graph, limits Limits) error {
+	graphChecks.Add(1)
 	if err := validate(g, limits.withDefaults(), true); err != nil {
 		return err
 	}

@@ -11,9 +11,9 @@ import (
 // produce it (see package passes); codegen packages turn each Kernel into
 // source for one target. A Program is immutable once built.
 //
-// A Program is sealed once it has passed ValidateProgram (Seal does both;
-// passes.Compile returns sealed programs). Code generators accept only
-// sealed programs and trust their invariants without checking them again.
+// A Program that passed ValidateProgram is held as a Sealed (Seal does
+// both; passes.Compile returns one). Code generators and backends take
+// only a Sealed and trust its invariants without checking them again.
 //
 // Invariants:
 //   - Kernels are in execution order: a kernel reads only buffers that are
@@ -24,25 +24,7 @@ type Program struct {
 	Buffers []Buffer
 	Kernels []Kernel
 	Outputs []ProgramOutput
-	sealed  bool
 }
-
-// Seal validates p (ValidateProgram) and marks it sealed.
-func Seal(p *Program) error {
-	if err := ValidateProgram(p); err != nil {
-		return err
-	}
-	if p.hasRows() {
-		if err := ValidateProgram(p.Unfused()); err != nil {
-			return fmt.Errorf("the unfused program: %w", err)
-		}
-	}
-	p.sealed = true
-	return nil
-}
-
-// Sealed reports whether p passed Seal.
-func (p *Program) Sealed() bool { return p.sealed }
 
 // Buffer is one device tensor of Len float32 elements, holding the value of
 // graph node Node. Input buffers carry Data, uploaded before any kernel runs.
@@ -468,6 +450,11 @@ func validateKernelShape(p *Program, k *Kernel) string {
 // earlier values and existing operands. These are the facts code
 // generators rely on.
 func ValidateProgram(p *Program) error {
+	programChecks.Add(1)
+	return validateProgram(p)
+}
+
+func validateProgram(p *Program) error {
 	written := make([]bool, len(p.Buffers))
 	for i, b := range p.Buffers {
 		written[i] = b.Input

@@ -149,12 +149,12 @@ func (p *Program) hasRows() bool {
 // Unfused returns p with each rows kernel replaced by its parts and their
 // scratch buffers appended to the buffers (see KernelRows): the program a
 // target without rows kernels runs. It computes the same outputs, bit for
-// bit; it is sealed when p is.
+// bit (Sealed.Unfused is the sealed form).
 func (p *Program) Unfused() *Program {
 	if !p.hasRows() {
 		return p
 	}
-	q := &Program{Buffers: slices.Clone(p.Buffers), Outputs: p.Outputs, sealed: p.sealed}
+	q := &Program{Buffers: slices.Clone(p.Buffers), Outputs: p.Outputs}
 	for _, k := range p.Kernels {
 		if k.Kind != KernelRows {
 			q.Kernels = append(q.Kernels, k)

@@ -105,7 +105,7 @@ func TestBatchNormFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Kernels) != 1 || p.Kernels[0].Kind != ir.KernelConv {
+		if len(p.Program().Kernels) != 1 || p.Program().Kernels[0].Kind != ir.KernelConv {
 			t.Errorf("want one conv kernel with the folded bias fused, got:\n%s", p)
 		}
 		yf, yk := cpuref.Eval(folded)[folded.Outputs[0].ID], cpuref.Eval(kept)[kept.Outputs[0].ID]

@@ -54,8 +54,8 @@ func TestKernelCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []Cost
-			for i := range p.Kernels {
-				got = append(got, KernelCost(p, &p.Kernels[i]))
+			for i := range p.Program().Kernels {
+				got = append(got, KernelCost(p.Program(), &p.Program().Kernels[i]))
 			}
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("costs (-want +got):\n%s\n%s", diff, p)
@@ -64,7 +64,7 @@ func TestKernelCost(t *testing.T) {
 			for _, k := range c.want {
 				sum = sum.Add(k)
 			}
-			if total := ProgramCost(p); total != sum {
+			if total := ProgramCost(p.Program()); total != sum {
 				t.Errorf("ProgramCost %+v, kernels sum to %+v", total, sum)
 			}
 		})
@@ -87,10 +87,10 @@ func TestKernelCostRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Kernels) != 1 || p.Kernels[0].Kind != ir.KernelRows {
+	if len(p.Program().Kernels) != 1 || p.Program().Kernels[0].Kind != ir.KernelRows {
 		t.Fatalf("want one rows kernel:\n%s", p)
 	}
-	rows, unfused := KernelCost(p, &p.Kernels[0]), ProgramCost(p.Unfused())
+	rows, unfused := KernelCost(p.Program(), &p.Program().Kernels[0]), ProgramCost(p.Unfused().Program())
 	if rows.Flops != unfused.Flops || rows.Flops != (1200-4)+2*1200+(1200-4) {
 		t.Errorf("rows kernel %d flops, its parts %d; want both %d", rows.Flops, unfused.Flops, (1200-4)+2*1200+(1200-4))
 	}

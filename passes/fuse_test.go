@@ -34,10 +34,10 @@ func compile(t *testing.T, build func(b *ir.Builder), opts Options) *ir.Program 
 	for _, o := range g.Outputs {
 		want[o.Name] = vals[o.ID]
 	}
-	if diff := cmp.Diff(want, cpuref.RunProgram(p)); diff != "" {
+	if diff := cmp.Diff(want, cpuref.RunProgram(p.Program())); diff != "" {
 		t.Errorf("program differs from cpuref (-want +got):\n%s\n%s", diff, p)
 	}
-	return p
+	return p.Program()
 }
 
 func TestKernelCounts(t *testing.T) {
@@ -161,7 +161,7 @@ func TestTileFitsDeviceLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p
+		return p.Program()
 	}
 	tests := []struct {
 		name    string

@@ -185,9 +185,9 @@ type Timing struct {
 	NodesOut int     `json:"nodes"`
 }
 
-// Compile runs the pipeline over a validated graph and returns a sealed
+// Compile runs the pipeline over a validated graph and returns the sealed
 // Program (see ir.Seal), ready for any codegen.Target. g is not modified.
-func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
+func Compile(g *ir.Graph, opts Options) (*ir.Sealed, []Timing, error) {
 	if opts.MaxBindings <= 0 {
 		opts.MaxBindings = DefaultMaxBindings
 	}
@@ -224,13 +224,14 @@ func Compile(g *ir.Graph, opts Options) (*ir.Program, []Timing, error) {
 			io.WriteString(opts.Dump, st.dump())
 		}
 	}
-	if err := ir.Seal(st.Program); err != nil {
+	sp, err := ir.Seal(st.Program)
+	if err != nil {
 		return nil, timings, fmt.Errorf("passes: the program is invalid: %w", err)
 	}
 	if err := ir.CheckKernels(st.Program, opts.Limits); err != nil {
 		return nil, timings, err
 	}
-	return st.Program, timings, nil
+	return sp, timings, nil
 }
 
 // PassNames returns the names of Pipeline, in order.

@@ -128,7 +128,7 @@ func checkDifferential(t *testing.T, g *ir.Graph, opts Options) {
 		t.Fatalf("compile: %v\n%s", err, g)
 	}
 	vals := cpuref.Eval(g)
-	got := cpuref.RunProgram(p)
+	got := cpuref.RunProgram(p.Program())
 	for _, o := range g.Outputs {
 		w, gv := vals[o.ID], got[o.Name]
 		if len(w) != len(gv) {
@@ -190,7 +190,7 @@ func TestFoldKeepsOverflowingValue(t *testing.T) {
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
-			got := cpuref.RunProgram(p)
+			got := cpuref.RunProgram(p.Program())
 			want := map[string][]float32{"y": {1, 1}, "s": {1}, "d": {0, 0}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("outputs (-want +got):\n%s", diff)

@@ -29,10 +29,10 @@ func TestRandomRows(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(p.Kernels) != 1 {
-					t.Fatalf("%d kernels, want 1 (reduces: %v):\n%s", len(p.Kernels), reduces, p)
+				if len(p.Program().Kernels) != 1 {
+					t.Fatalf("%d kernels, want 1 (reduces: %v):\n%s", len(p.Program().Kernels), reduces, p)
 				}
-				if k := p.Kernels[0].Kind; reduces != (k == ir.KernelRows || k == ir.KernelReduce) {
+				if k := p.Program().Kernels[0].Kind; reduces != (k == ir.KernelRows || k == ir.KernelReduce) {
 					t.Errorf("a %v kernel, for a graph that reduces: %v:\n%s", k, reduces, p)
 				}
 				want := map[string][]float32{}
@@ -40,10 +40,10 @@ func TestRandomRows(t *testing.T) {
 				for _, o := range g.Outputs {
 					want[o.Name] = vals[o.ID]
 				}
-				if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p))); diff != "" {
+				if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p.Program()))); diff != "" {
 					t.Errorf("program differs from cpuref (-want +got):\n%s\n%s", diff, p)
 				}
-				checkUnfused(t, p)
+				checkUnfused(t, p.Program())
 			})
 		}
 	}

@@ -99,10 +99,10 @@ func TestRowsSuite(t *testing.T) {
 			for _, o := range c.Graph.Outputs {
 				want[o.Name] = vals[o.ID]
 			}
-			if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p))); diff != "" {
+			if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p.Program()))); diff != "" {
 				t.Errorf("program differs from cpuref.Eval (-want +got):\n%s\n%s", diff, p)
 			}
-			checkUnfused(t, p)
+			checkUnfused(t, p.Program())
 		})
 	}
 }
@@ -124,13 +124,13 @@ func TestRowsRandom(t *testing.T) {
 			for _, o := range g.Outputs {
 				want[o.Name] = vals[o.ID]
 			}
-			if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p))); diff != "" {
+			if diff := cmp.Diff(bitsOf(want), bitsOf(cpuref.RunProgram(p.Program()))); diff != "" {
 				t.Errorf("program differs from cpuref.Eval (-want +got):\n%s\n%s", diff, p)
 			}
-			checkUnfused(t, p)
+			checkUnfused(t, p.Program())
 			// The rule: one connected chain of row work over rows of 2..RowLeaves
 			// leaves with one output is one kernel.
-			if got := len(p.Kernels); got != 1 {
+			if got := len(p.Program().Kernels); got != 1 {
 				t.Errorf("%s: %d kernels, want 1:\n%s", chain, got, p)
 			}
 		})
@@ -245,13 +245,13 @@ func TestAttentionKernels(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, k := range p.Kernels {
+			for _, k := range p.Program().Kernels {
 				got = append(got, k.Kind.String())
 			}
 			if diff := cmp.Diff(tc.kinds, got); diff != "" {
 				t.Errorf("kernels (-want +got):\n%s\n%s", diff, p)
 			}
-			if s := p.Kernels[0].Body; len(s) < 2 || s[len(s)-1].Op != ir.OpMulScalar {
+			if s := p.Program().Kernels[0].Body; len(s) < 2 || s[len(s)-1].Op != ir.OpMulScalar {
 				t.Errorf("the scale is not the first matmul's epilogue:\n%s", p)
 			}
 		})

@@ -30,7 +30,7 @@ type slowDevice struct {
 }
 
 func (d slowDevice) Compile(ctx context.Context, p *backend.Program, st *backend.Stats) (backend.Executable, error) {
-	if p.IR.Buffers[0].Len == 7 {
+	if p.IR.Program().Buffers[0].Len == 7 {
 		<-d.release
 	}
 	return d.Device.Compile(ctx, p, st)

@@ -57,8 +57,8 @@ func TestMatmulShapes(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, want := run(t, dev, p), cpuref.RunProgram(p)
-					for _, o := range p.Outputs {
+					got, want := run(t, dev, p), cpuref.RunProgram(p.Program())
+					for _, o := range p.Program().Outputs {
 						for i, w := range want[o.Name] {
 							if gb, wb := math.Float32bits(got[o.Name][i]), math.Float32bits(w); gb != wb {
 								t.Errorf("%s %dx%dx%d profile %q: %s[%d] = %#08x, cpuref %#08x", name, m, k, n, prof, o.Name, i, gb, wb)
@@ -121,7 +121,7 @@ func TestMatmulEpilogues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, want := run(t, dev, p)[e.name], cpuref.RunProgram(p)[e.name]
+					got, want := run(t, dev, p)[e.name], cpuref.RunProgram(p.Program())[e.name]
 					for i, w := range want {
 						if gb, wb := math.Float32bits(got[i]), math.Float32bits(w); gb != wb {
 							t.Errorf("%s %dx%dx%d %s[%d] = %#08x, cpuref %#08x", name, m, k, n, e.name, i, gb, wb)

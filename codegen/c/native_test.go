@@ -105,18 +105,18 @@ func TestNative(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i, buf := range p.Buffers {
+				for i, buf := range p.Program().Buffers {
 					switch {
 					case !buf.Input:
 					case buf.Data[0] == 0:
-						p.Buffers[i].Data = a
+						p.Program().Buffers[i].Data = a
 					case buf.Data[0] == 1:
-						p.Buffers[i].Data = b
+						p.Program().Buffers[i].Data = b
 					}
 				}
 				got := run(t, dev, p)
-				want := cpuref.RunProgram(p)
-				for _, o := range p.Outputs {
+				want := cpuref.RunProgram(p.Program())
+				for _, o := range p.Program().Outputs {
 					bad := 0
 					for i, w := range want[o.Name] {
 						if gb, wb := math.Float32bits(got[o.Name][i]), math.Float32bits(w); gb != wb {
@@ -160,8 +160,9 @@ func openBackend(t *testing.T, name string) backend.Device {
 }
 
 // run runs p once on dev with its inputs' data and returns every output.
-func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
+func run(t *testing.T, dev backend.Device, sp *ir.Sealed) map[string][]float32 {
 	t.Helper()
+	p := sp.Program()
 	ctx := context.Background()
 	// These tests feed and expect ±Inf and NaN. A backend that checks host
 	// data for them (native) gets its inputs as device buffers and keeps
@@ -169,7 +170,7 @@ func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
 	// an output that is a constant, an input or another output's buffer is
 	// then taken from there rather than run.
 	info := dev.Info()
-	run := p
+	run := sp
 	if info.ChecksOutputs {
 		cp := *p
 		cp.Outputs = nil
@@ -180,10 +181,10 @@ func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
 				cp.Outputs = append(cp.Outputs, o)
 			}
 		}
-		if err := ir.Seal(&cp); err != nil {
+		var err error
+		if run, err = ir.Seal(&cp); err != nil {
 			t.Fatal(err)
 		}
-		run = &cp
 	}
 	st := &backend.Stats{}
 	exe, err := dev.Compile(ctx, &backend.Program{IR: run}, st)
@@ -191,8 +192,8 @@ func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
 		t.Fatal(err)
 	}
 	defer exe.Release()
-	call := &backend.Call{Args: make([]backend.Arg, len(run.Buffers)), Dests: make([]backend.Dest, len(run.Outputs)), Stats: st}
-	for i, b := range run.Buffers {
+	call := &backend.Call{Args: make([]backend.Arg, len(run.Program().Buffers)), Dests: make([]backend.Dest, len(run.Program().Outputs)), Stats: st}
+	for i, b := range run.Program().Buffers {
 		if !b.Input {
 			continue
 		}
@@ -209,7 +210,7 @@ func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
 		}
 	}
 	byBuffer := map[int][]float32{}
-	for i, o := range run.Outputs {
+	for i, o := range run.Program().Outputs {
 		call.Dests[i] = backend.Dest{Host: make([]float32, o.Shape.Len()), Keep: info.ChecksOutputs}
 		byBuffer[o.Buffer] = call.Dests[i].Host
 	}
@@ -217,7 +218,7 @@ func run(t *testing.T, dev backend.Device, p *ir.Program) map[string][]float32 {
 		t.Fatal(err)
 	}
 	out := map[string][]float32{}
-	for i, o := range run.Outputs {
+	for i, o := range run.Program().Outputs {
 		if call.Dests[i].Keep {
 			if err := dev.Read(ctx, call.Dests[i].Buf, byBuffer[o.Buffer]); err != nil {
 				t.Fatal(err)

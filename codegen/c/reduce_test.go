@@ -104,12 +104,12 @@ func TestReduceShapes(t *testing.T) {
 						t.Fatal(err)
 					}
 					for s, kind := range []string{"random", "nan", "zeros-inf", "ties"} {
-						for i := range p.Buffers {
-							if p.Buffers[i].Input {
-								p.Buffers[i].Data = reduceData(kind, shape.Len(), uint64(s))
+						for i := range p.Program().Buffers {
+							if p.Program().Buffers[i].Input {
+								p.Program().Buffers[i].Data = reduceData(kind, shape.Len(), uint64(s))
 							}
 						}
-						got, want := run(t, dev, p), cpuref.RunProgram(p)
+						got, want := run(t, dev, p), cpuref.RunProgram(p.Program())
 						for _, gr := range reduceGraphs {
 							for i, w := range want[gr.name] {
 								gv := got[gr.name][i]

@@ -39,9 +39,10 @@ func compiler(t *testing.T) string {
 // on stdout, as raw little-endian float32) and returns each program
 // output's values. Buffers a kernel writes start as NaN, so an element no
 // kernel writes shows instead of reading as a harmless zero.
-func runC(t *testing.T, p *ir.Program) map[string][]float32 {
+func runC(t *testing.T, sp *ir.Sealed) map[string][]float32 {
 	t.Helper()
-	u, err := Target{}.Emit(p)
+	u, err := Target{}.Emit(sp)
+	p := sp.Program()
 	if err != nil {
 		t.Fatalf("generate: %v\n%s", err, p)
 	}
@@ -112,9 +113,9 @@ func runC(t *testing.T, p *ir.Program) map[string][]float32 {
 
 // checkRun runs p as C and compares every output with cpuref.RunProgram,
 // bit for bit.
-func checkRun(t *testing.T, p *ir.Program) {
+func checkRun(t *testing.T, p *ir.Sealed) {
 	t.Helper()
-	want := cpuref.RunProgram(p)
+	want := cpuref.RunProgram(p.Program())
 	for name, got := range runC(t, p) {
 		for i, g := range got {
 			if w := want[name][i]; math.Float32bits(g) != math.Float32bits(w) {
@@ -126,7 +127,7 @@ func checkRun(t *testing.T, p *ir.Program) {
 }
 
 // compile lowers g with opts.
-func compile(t *testing.T, g *ir.Graph, opts passes.Options) *ir.Program {
+func compile(t *testing.T, g *ir.Graph, opts passes.Options) *ir.Sealed {
 	t.Helper()
 	p, _, err := passes.Compile(g, opts)
 	if err != nil {
@@ -144,7 +145,7 @@ func TestRunSuite(t *testing.T) {
 			t.Run(fmt.Sprintf("split=%v/%s", split, c.Name), func(t *testing.T) {
 				t.Parallel()
 				p := compile(t, c.Graph, passes.Options{SplitSums: split})
-				if split && !slices.ContainsFunc(p.Kernels, func(k ir.Kernel) bool { return k.Blocks > 1 }) {
+				if split && !slices.ContainsFunc(p.Program().Kernels, func(k ir.Kernel) bool { return k.Blocks > 1 }) {
 					t.Skip("no sum large enough to split: the same program as split=false")
 				}
 				checkRun(t, p)
@@ -171,7 +172,7 @@ func TestRunSplitSum(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := compile(t, g, passes.Options{SplitSums: true})
-			if p.Kernels[0].Blocks < 2 {
+			if p.Program().Kernels[0].Blocks < 2 {
 				t.Fatalf("the sum was not split:\n%s", p)
 			}
 			checkRun(t, p)
@@ -196,10 +197,11 @@ func TestRunSumBlocks(t *testing.T) {
 					Body: []ir.Instr{{Kind: ir.InstrLoad}}, Stores: []int32{0}}},
 				Outputs: []ir.ProgramOutput{{Name: "blocks", Shape: ir.Shape{tc.blocks}, Buffer: 1}},
 			}
-			if err := ir.Seal(p); err != nil {
+			sp, err := ir.Seal(p)
+			if err != nil {
 				t.Fatal(err)
 			}
-			checkRun(t, p)
+			checkRun(t, sp)
 		})
 	}
 }

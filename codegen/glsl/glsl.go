@@ -168,13 +168,10 @@ var _ codegen.Target[*Plan] = Target{}
 func (Target) Name() string { return "glsl" }
 
 // Emit lowers a sealed program to passes.
-func (Target) Emit(p *ir.Program) (*Plan, error) {
-	if err := codegen.Sealed("glsl", p); err != nil {
-		return nil, err
-	}
+func (Target) Emit(sp *ir.Sealed) (*Plan, error) {
 	// A fragment pass writes one value per texel and cannot share a row
 	// between texels: rows kernels run as the kernels they fused.
-	p = p.Unfused()
+	p := sp.Unfused().Program()
 	pl := &Plan{}
 	for i, b := range p.Buffers {
 		pl.Textures = append(pl.Textures, Layout(b.Len, i))

@@ -35,7 +35,7 @@ func plan(t *testing.T, path string) (*ir.Program, *Plan) {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return p, pl
+	return p.Program(), pl
 }
 
 // render is the golden text of a plan: its textures, then every pass with
@@ -167,7 +167,7 @@ func TestSumPasses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if split := len(p.Kernels) > 1 && p.Kernels[0].Blocks > 1; split != tt.split {
+			if split := len(p.Program().Kernels) > 1 && p.Program().Kernels[0].Blocks > 1; split != tt.split {
 				t.Fatalf("sum split = %v, want %v:\n%s", split, tt.split, p)
 			}
 			pl, err := Target{}.Emit(p)
@@ -211,7 +211,7 @@ func TestPeakTexels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := pl.PeakTexels(func(t int) bool { return t < len(p.Buffers) && p.Buffers[t].Input })
+			got := pl.PeakTexels(func(t int) bool { return t < len(p.Program().Buffers) && p.Program().Buffers[t].Input })
 			if got != tt.want {
 				t.Errorf("peak %d texels, want %d", got, tt.want)
 			}

@@ -33,7 +33,7 @@ func TestLoopBudget(t *testing.T) {
 		_, err = wgsl.Target{}.Emit(p)
 		var e *ir.Error
 		if c.ok && err != nil || !c.ok && (!errors.As(err, &e) || e.Code != ir.CodeLimitExceeded) {
-			t.Errorf("sum over %d: %v (loop cost %d)", c.n, err, wgsl.LoopCost(&p.Kernels[0]))
+			t.Errorf("sum over %d: %v (loop cost %d)", c.n, err, wgsl.LoopCost(&p.Program().Kernels[0]))
 		}
 	}
 	// Per output: rows of 2^23 leaves are over the budget unsplit and
@@ -57,7 +57,7 @@ func TestLoopBudget(t *testing.T) {
 		_, err = wgsl.Target{}.Emit(p)
 		var e *ir.Error
 		if c.ok && err != nil || !c.ok && (!errors.As(err, &e) || e.Code != ir.CodeLimitExceeded) {
-			t.Errorf("max over rows of %v (split %v): %v (loop cost %d)", c.shape, c.split, err, wgsl.LoopCost(&p.Kernels[0]))
+			t.Errorf("max over rows of %v (split %v): %v (loop cost %d)", c.shape, c.split, err, wgsl.LoopCost(&p.Program().Kernels[0]))
 		}
 	}
 	b := ir.NewBuilder()
@@ -70,8 +70,8 @@ func TestLoopBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Kernels[0].Tile.Vector != 4 {
-		t.Fatalf("tile %+v, want the vec4 kernel", p.Kernels[0].Tile)
+	if p.Program().Kernels[0].Tile.Vector != 4 {
+		t.Fatalf("tile %+v, want the vec4 kernel", p.Program().Kernels[0].Tile)
 	}
 	shaders, err := wgsl.Target{}.Emit(p)
 	if err != nil {

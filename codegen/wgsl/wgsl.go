@@ -167,10 +167,8 @@ func (t Target) Name() string {
 }
 
 // Emit returns the shaders of a sealed program, one per kernel.
-func (t Target) Emit(p *ir.Program) ([]codegen.Shader, error) {
-	if err := codegen.Sealed("wgsl", p); err != nil {
-		return nil, err
-	}
+func (t Target) Emit(sp *ir.Sealed) ([]codegen.Shader, error) {
+	p := sp.Program()
 	shaders := make([]codegen.Shader, len(p.Kernels))
 	for i := range p.Kernels {
 		if err := checkLoops(&p.Kernels[i]); err != nil {

@@ -105,12 +105,13 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("buf%d element %d is %v; inputs must be finite float32", e.Buffer, e.Index, e.Value)
 }
 
-// Program is a sealed program handed to Device.Compile: the lowered IR,
+// Program is a sealed program handed to Device.Compile: the lowered IR
+// (sealed: a backend trusts it without checking it again),
 // with kernels a backend may use instead of generating its own (each nil
 // when absent). Prebuilt code must come from the same IR (gpucc build
 // embeds it next to the plan).
 type Program struct {
-	IR   *ir.Program
+	IR   *ir.Sealed
 	WGSL []codegen.Shader // one per kernel, without Params
 	C    *c.Unit          // the C unit of codegen/c
 	Wasm []byte           // C compiled to a wasm module

@@ -37,10 +37,10 @@ func build() string {
 
 // ProgramKey is the cache key of target's code for p: the program's
 // structure without the values of constants and input data (ir.Program.Key,
-// derived next to the struct it encodes). Only a target whose code reads
+// derived next to the struct it encodes, computed once by ir.Seal). Only a target whose code reads
 // constants from a parameter block (WGSL, see codegen.Lang.Const) may use
 // it; C inlines them.
-func ProgramKey(target string, p *ir.Program) cache.Key {
+func ProgramKey(target string, p *ir.Sealed) cache.Key {
 	return cache.NewKey([]byte(codegenSchema), []byte(build()), []byte(target), p.Key())
 }
 
@@ -49,9 +49,10 @@ func ProgramKey(target string, p *ir.Program) cache.Key {
 // blocks hold the constants, which the key leaves out). It records
 // CacheCodegenMemory and, when c has a disk tier and memory missed,
 // CacheCodegenDisk in st.
-func Shaders(c *cache.Cache, target string, p *ir.Program, st *Stats,
-	gen func(*ir.Program) ([]codegen.Shader, error), params func(*ir.Kernel) []byte) ([]codegen.Shader, error) {
-	key := ProgramKey(target, p)
+func Shaders(c *cache.Cache, target string, sp *ir.Sealed, st *Stats,
+	gen func(*ir.Sealed) ([]codegen.Shader, error), params func(*ir.Kernel) []byte) ([]codegen.Shader, error) {
+	p := sp.Program()
+	key := ProgramKey(target, sp)
 	blob, src := c.Get(cache.WGSL, key)
 	st.Hit(CacheCodegenMemory, src == cache.Memory)
 	if src != cache.Memory && c.Dir() != "" {
@@ -72,7 +73,7 @@ func Shaders(c *cache.Cache, target string, p *ir.Program, st *Stats,
 			st.Hit(CacheCodegenDisk, false)
 		}
 	}
-	shaders, err := gen(p)
+	shaders, err := gen(sp)
 	if err != nil {
 		return nil, fmt.Errorf("codegen %s: %w", target, err)
 	}

@@ -37,16 +37,21 @@ func TestProgramKeyCoversBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	split := *p
-	split.Kernels = slices.Clone(p.Kernels)
-	split.Kernels[0].Blocks = 16
-	if ProgramKey("wgsl", p) == ProgramKey("wgsl", &split) {
+	q := *p.Program() // the sum cut into 16 blocks, each written to its own element
+	q.Kernels, q.Buffers = slices.Clone(q.Kernels), slices.Clone(q.Buffers)
+	q.Kernels[0].Blocks = 16
+	q.Buffers[q.Kernels[0].Outputs[0]].Len, q.Buffers[q.Kernels[0].Outputs[0]].Shape = 16, ir.Shape{16}
+	split, err := ir.Seal(&q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ProgramKey("wgsl", p) == ProgramKey("wgsl", split) {
 		t.Error("Blocks is not part of the key")
 	}
 }
 
 // compileChain lowers relu((x*y + k) * k) over n elements.
-func compileChain(t *testing.T, n int, k float32) *ir.Program {
+func compileChain(t *testing.T, n int, k float32) *ir.Sealed {
 	t.Helper()
 	b := ir.NewBuilder()
 	x := b.Input(ir.Shape{n}, irtest.Values(1, n, 3))

@@ -28,7 +28,7 @@ func (device) Info() backend.Info {
 func (device) Close() {}
 
 func (device) Compile(_ context.Context, p *backend.Program, _ *backend.Stats) (backend.Executable, error) {
-	return &executable{p: p.IR}, nil
+	return &executable{p: p.IR.Program()}, nil
 }
 
 type executable struct{ p *ir.Program }

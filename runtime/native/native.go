@@ -153,7 +153,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		stop()
 		return nil, fail(ir.CodeInternal, err)
 	}
-	source := unit.Source + entrySource(unit, len(bp.IR.Buffers))
+	source := unit.Source + entrySource(unit, len(bp.IR.Program().Buffers))
 	stop()
 	defer st.Start(backend.StageCompile)()
 	lib, err := d.library(ctx, source, st)
@@ -163,7 +163,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	e := &executable{d: d, p: bp.IR, lib: lib, scratch: unit.Scratch, own: make([][]float32, len(bp.IR.Buffers)+1)}
+	e := &executable{d: d, p: bp.IR.Program(), lib: lib, scratch: unit.Scratch, own: make([][]float32, len(bp.IR.Program().Buffers)+1)}
 	e.plan(unit.Kernels, d.threads)
 	return e, nil
 }

@@ -71,7 +71,7 @@ func TestWazeroVsNative(t *testing.T) {
 			row = append(row, fmt.Sprintf("%.3f", timeWasm(t, ctx, comp, p, unit, mod, runs)))
 		}
 		for _, flags := range [][]string{{"-fno-vectorize", "-fno-slp-vectorize"}, nil} {
-			row = append(row, fmt.Sprintf("%.3f", timeNative(t, tc, p, unit, flags, runs)))
+			row = append(row, fmt.Sprintf("%.3f", timeNative(t, tc, p.Program(), unit, flags, runs)))
 		}
 		fmt.Println(strings.Join(row, "\t"))
 	}
@@ -125,7 +125,7 @@ func ratioWorkloads(t *testing.T) []ratioWorkload {
 
 // timeWasm runs p's kernels in module wasm on d, every buffer filled with
 // ratioFill, and returns the best of runs in ms (kernel calls only).
-func timeWasm(t *testing.T, ctx context.Context, d *device, p *ir.Program, unit *c.Unit, wasm []byte, runs int) float64 {
+func timeWasm(t *testing.T, ctx context.Context, d *device, p *ir.Sealed, unit *c.Unit, wasm []byte, runs int) float64 {
 	t.Helper()
 	be, err := d.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: wasm}, nil)
 	if err != nil {
@@ -133,7 +133,7 @@ func timeWasm(t *testing.T, ctx context.Context, d *device, p *ir.Program, unit 
 	}
 	defer be.Release()
 	e := be.(*executable)
-	for i, buf := range p.Buffers {
+	for i, buf := range p.Program().Buffers {
 		if !e.mod.mem.Write(uint32(e.offs[i]), floatBytes(ratioFill(buf.Len))) {
 			t.Fatalf("buffer %d does not fit linear memory", i)
 		}

@@ -192,18 +192,18 @@ func wazeroDevice(compiler bool) *device {
 
 // runPrebuilt runs program p with module wasm on d and returns its
 // outputs by name.
-func runPrebuilt(ctx context.Context, d *device, p *ir.Program, unit *c.Unit, wasm []byte) (map[string][]float32, error) {
+func runPrebuilt(ctx context.Context, d *device, p *ir.Sealed, unit *c.Unit, wasm []byte) (map[string][]float32, error) {
 	exe, err := d.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: wasm}, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer exe.Release()
-	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
-	for i, b := range p.Buffers {
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Program().Buffers)), Dests: make([]backend.Dest, len(p.Program().Outputs)), Stats: &backend.Stats{}}
+	for i, b := range p.Program().Buffers {
 		call.Args[i].Host = b.Data
 	}
 	got := map[string][]float32{}
-	for i, o := range p.Outputs {
+	for i, o := range p.Program().Outputs {
 		got[o.Name] = make([]float32, o.Shape.Len())
 		call.Dests[i].Host = got[o.Name]
 	}
@@ -274,19 +274,19 @@ func TestSIMDCompilerMatchesInterpreter(t *testing.T) {
 			if usesSIMD(t, wasm) {
 				vectorised++
 			}
-			want := cpuref.RunProgram(p)
+			want := cpuref.RunProgram(p.Program())
 			gotI, err := runPrebuilt(ctx, interp, p, unit, wasm)
 			if err != nil {
 				t.Fatalf("interpreter: %v", err)
 			}
-			if d := firstDiff(p, gotI, want); d != "" {
+			if d := firstDiff(p.Program(), gotI, want); d != "" {
 				t.Fatalf("the interpreter differs from cpuref (a SIMD kernel that is wrong in the C, not in wazero): %s", d)
 			}
 			gotC, err := runPrebuilt(ctx, comp, p, unit, wasm)
 			if err != nil {
 				t.Fatalf("compiler: %v", err)
 			}
-			d := firstDiff(p, gotC, gotI)
+			d := firstDiff(p.Program(), gotC, gotI)
 			known := simdKnownBad[tcase.name] && goruntime.GOARCH == "amd64" && wazeroVersion == "v1.12.0"
 			switch {
 			case known && d == "":

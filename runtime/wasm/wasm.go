@@ -166,8 +166,8 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	e := &executable{d: d, p: bp.IR, mod: mod, unit: unit}
-	if e.offs, err = mod.layout(bp.IR, unit.Scratch); err != nil {
+	e := &executable{d: d, p: bp.IR.Program(), mod: mod, unit: unit}
+	if e.offs, err = mod.layout(bp.IR.Program(), unit.Scratch); err != nil {
 		e.Release()
 		return nil, fail(ir.CodeLimitExceeded, err)
 	}

@@ -110,12 +110,12 @@ func TestPrebuiltWithoutClang(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer exe.Release()
-	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
-	for i, b := range p.Buffers {
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Program().Buffers)), Dests: make([]backend.Dest, len(p.Program().Outputs)), Stats: &backend.Stats{}}
+	for i, b := range p.Program().Buffers {
 		call.Args[i].Host = b.Data
 	}
 	got := map[string][]float32{}
-	for i, o := range p.Outputs {
+	for i, o := range p.Program().Outputs {
 		got[o.Name] = make([]float32, o.Shape.Len())
 		call.Dests[i].Host = got[o.Name]
 	}

@@ -43,7 +43,7 @@ func TestTextureCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkTextures(p, pl, 8192)
+			err = checkTextures(p.Program(), pl, 8192)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -73,10 +73,10 @@ func TestWebGL2TextureSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkTextures(p, pl, 4096); err != nil {
+	if err := checkTextures(p.Program(), pl, 4096); err != nil {
 		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 4096: %v", err)
 	}
-	if err := checkTextures(p, pl, 2048); codeOf(err) != ir.CodeLimitExceeded {
+	if err := checkTextures(p.Program(), pl, 2048); codeOf(err) != ir.CodeLimitExceeded {
 		t.Errorf("3000 rows with MAX_TEXTURE_SIZE 2048: err = %v, want %s", err, ir.CodeLimitExceeded)
 	}
 }

@@ -107,11 +107,11 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	if err != nil {
 		return nil, fail(ir.CodeInternal, err)
 	}
-	if err := checkTextures(bp.IR, pl, d.maxSize); err != nil {
+	if err := checkTextures(bp.IR.Program(), pl, d.maxSize); err != nil {
 		return nil, err
 	}
 	defer st.Start(backend.StageCompile)()
-	e := &executable{d: d, p: bp.IR, pl: pl}
+	e := &executable{d: d, p: bp.IR.Program(), pl: pl}
 	hits := true
 	err = jsutil.CatchJS(func() error {
 		for _, ps := range pl.Passes {

@@ -245,7 +245,8 @@ func (d *device) unref(ps []*pipeline) {
 }
 
 func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
-	p := bp.IR
+	sp := bp.IR
+	p := sp.Program()
 	fail := func(err error) error {
 		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
 	}
@@ -264,7 +265,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	} else {
 		t := wgsl.Target{Fast: bp.Fast && contracts(p)} // fast mode changes matmuls and convs only
 		st.Fast = t.Fast
-		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), p, st, t.Emit, wgsl.Params)
+		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), sp, st, t.Emit, wgsl.Params)
 	}
 	stop()
 	if err != nil {

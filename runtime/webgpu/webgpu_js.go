@@ -259,7 +259,8 @@ func (d *device) pipeline(s codegen.Shader) (*pipeline, bool, error) {
 // pipelines and uploads the parameter blocks, which hold the program's
 // constants and never change.
 func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
-	p := bp.IR
+	sp := bp.IR
+	p := sp.Program()
 	stop := st.Start(backend.StageCodegen)
 	shaders := bp.WGSL
 	var err error
@@ -269,7 +270,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			shaders[i].Params = wgsl.Params(&p.Kernels[i])
 		}
 	} else {
-		shaders, err = backend.Shaders(d.opts.Cache, wgsl.Target{}.Name(), p, st, wgsl.Target{}.Emit, wgsl.Params)
+		shaders, err = backend.Shaders(d.opts.Cache, wgsl.Target{}.Name(), sp, st, wgsl.Target{}.Emit, wgsl.Params)
 	}
 	stop()
 	if err != nil {

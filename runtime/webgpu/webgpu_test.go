@@ -78,14 +78,14 @@ func TestCancelReturnsBuffers(t *testing.T) {
 	for k := range 20 {
 		ctx := &countdown{Context: context.Background()}
 		ctx.n.Store(int64(k))
-		call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
-		for i, b := range p.Buffers {
+		call := &backend.Call{Args: make([]backend.Arg, len(p.Program().Buffers)), Dests: make([]backend.Dest, len(p.Program().Outputs)), Stats: &backend.Stats{}}
+		for i, b := range p.Program().Buffers {
 			if b.Input {
 				call.Args[i].Host = b.Data
 			}
 		}
-		for i, o := range p.Outputs {
-			call.Dests[i].Keep = o.Buffer >= 0 && !p.Buffers[o.Buffer].Input
+		for i, o := range p.Program().Outputs {
+			call.Dests[i].Keep = o.Buffer >= 0 && !p.Program().Buffers[o.Buffer].Input
 			if !call.Dests[i].Keep {
 				call.Dests[i].Host = make([]float32, o.Shape.Len())
 			}
@@ -156,13 +156,13 @@ func TestLaunchBuffers(t *testing.T) {
 	defer exe.Release()
 	p := bp.IR
 	newCall := func() *backend.Call {
-		call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
-		for i, b := range p.Buffers {
+		call := &backend.Call{Args: make([]backend.Arg, len(p.Program().Buffers)), Dests: make([]backend.Dest, len(p.Program().Outputs)), Stats: &backend.Stats{}}
+		for i, b := range p.Program().Buffers {
 			if b.Input {
 				call.Args[i].Host = b.Data
 			}
 		}
-		for i, o := range p.Outputs {
+		for i, o := range p.Program().Outputs {
 			call.Dests[i].Keep = o.Name == "y"
 			if !call.Dests[i].Keep {
 				call.Dests[i].Host = make([]float32, o.Shape.Len())

@@ -38,13 +38,14 @@ type Prepared struct {
 }
 
 // Prepare generates, compiles and uploads p on dev. Release the result.
-func Prepare(dev *gpu.Device, p *ir.Program) (*Prepared, error) {
+func Prepare(dev *gpu.Device, p *ir.Sealed) (*Prepared, error) {
 	return PrepareFor(dev, p, wgsl.Target{})
 }
 
 // PrepareFor is Prepare with the generator target t (wgsl.Target{Fast: true}
 // for fast mode).
-func PrepareFor(dev *gpu.Device, p *ir.Program, t wgsl.Target) (*Prepared, error) {
+func PrepareFor(dev *gpu.Device, sp *ir.Sealed, t wgsl.Target) (*Prepared, error) {
+	p := sp.Program()
 	r := &Prepared{dev: dev, p: p}
 	ok := false
 	defer func() {
@@ -52,7 +53,7 @@ func PrepareFor(dev *gpu.Device, p *ir.Program, t wgsl.Target) (*Prepared, error
 			r.Release()
 		}
 	}()
-	shaders, err := t.Emit(p)
+	shaders, err := t.Emit(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func (r *Prepared) Release() {
 }
 
 // Exec runs p once on dev and returns its outputs.
-func Exec(dev *gpu.Device, p *ir.Program) (map[string][]float32, error) {
+func Exec(dev *gpu.Device, p *ir.Sealed) (map[string][]float32, error) {
 	r, err := Prepare(dev, p)
 	if err != nil {
 		return nil, err

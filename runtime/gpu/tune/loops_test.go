@@ -84,7 +84,7 @@ func TestMatmulLongK(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				kn := p.Kernels[0]
+				kn := p.Program().Kernels[0]
 				if c := wgsl.LoopCost(&kn); c > wgsl.LoopBudget {
 					t.Fatalf("tile %+v costs %d loop iterations, over %d", kn.Tile, c, wgsl.LoopBudget)
 				}
@@ -95,7 +95,7 @@ func TestMatmulLongK(t *testing.T) {
 				if ones && got["y"][0] != float32(k) {
 					t.Fatalf("all-ones sum over K=%d = %v", k, got["y"][0])
 				}
-				sameBits(t, p, got)
+				sameBits(t, p.Program(), got)
 			}
 		})
 	}
@@ -138,7 +138,7 @@ func TestDeepen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kn := p.Kernels[0]
+		kn := p.Program().Kernels[0]
 		if kn.Tile.BK != c.bk || wgsl.LoopCost(&kn) > wgsl.LoopBudget {
 			t.Errorf("K=%d: tile %+v (loop cost %d), want BK=%d", c.k, kn.Tile, wgsl.LoopCost(&kn), c.bk)
 		}

@@ -237,7 +237,7 @@ func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Ti
 		res.Err = err.Error()
 		return res, t
 	}
-	eff := p.Kernels[0].Tile
+	eff := p.Program().Kernels[0].Tile
 	res.Tile = eff
 	r, err := PrepareFor(dev, p, wgsl.Target{Fast: o.Fast})
 	if err != nil {
@@ -369,7 +369,7 @@ func (pr *problem) measureTile(dev *gpu.Device, t *ir.Tile, fast bool, reps int)
 		if err != nil {
 			return Result{}, err
 		}
-		tile = p.Kernels[0].Tile
+		tile = p.Program().Kernels[0].Tile
 	}
 	res, _ := pr.measure(dev, tile, Options{Fast: fast, Reps: reps})
 	return res, nil

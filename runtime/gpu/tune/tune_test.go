@@ -80,7 +80,7 @@ func TestTuneExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := p.Kernels[0].Tile, reps[0].Exact.Tile; got != want {
+	if got, want := p.Program().Kernels[0].Tile, reps[0].Exact.Tile; got != want {
 		t.Errorf("tiling pass chose %+v, the table holds %+v", got, want)
 	}
 }
