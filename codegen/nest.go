@@ -35,25 +35,14 @@ type Nest struct {
 	Body   []Stmt
 }
 
-// DType is the dtype that a nest's loads, stores and accumulator name. It
-// stands for ir.DType (issue 32's decision: a zero value of float32), which
-// it becomes once ir has one; until then only F32 exists, and a target
-// renders a type name only for the dtypes its Lang lists (Lang.Types),
-// refusing others by name.
-type DType uint8
+// DType is the dtype that a nest's loads, stores and accumulator name
+// (ir.DType). A target renders a type name only for the dtypes its Lang
+// lists (Lang.Types); the kinds written from nests compute float32 only
+// (ir.KernelInfo.DTypes refuses others by name before any target runs).
+type DType = ir.DType
 
-// The dtypes of nests.
-const (
-	F32 DType = iota
-	numDTypes
-)
-
-func (d DType) String() string {
-	if d == F32 {
-		return "float32"
-	}
-	return fmt.Sprintf("dtype(%d)", uint8(d))
-}
+// F32 is float32, the dtype of every nest so far.
+const F32 = ir.F32
 
 // Type is the type of a nest variable: the target's index type, or a value
 // of a DType.
@@ -98,6 +87,7 @@ const (
 	eFloat                // the float of the u32 bits args[0]
 	eBits                 // the u32 bits of the float args[0]
 	eProd                 // args[0] · args[1], rounded on its own (Lang.Keep)
+	eSelect               // args[1] where args[0] holds, else args[2] (Lang.Select)
 	eAdd                  // the binary operators, from here on (see binops)
 	eSub
 	eMul
@@ -160,6 +150,9 @@ func Bits(f Expr) Expr { return Expr{op: eBits, args: []Expr{f}} }
 
 // Prod is a·b rounded on its own: no compiler contracts it with an add.
 func Prod(a, b Expr) Expr { return Expr{op: eProd, args: []Expr{a, b}} }
+
+// Sel is t where cond holds, else f (of one type, index or value).
+func Sel(cond, t, f Expr) Expr { return Expr{op: eSelect, args: []Expr{cond, t, f}} }
 
 func (a Expr) bin(op exprOp, b Expr) Expr { return Expr{op: op, args: []Expr{a, b}} }
 
@@ -373,6 +366,8 @@ func (r nestRenderer) expr(e Expr) string {
 		return r.l.BitsFloat(r.expr(e.args[0]))
 	case eBits:
 		return r.l.FloatBits(r.expr(e.args[0]))
+	case eSelect:
+		return r.l.Select(r.expr(e.args[0]), r.expr(e.args[1]), r.expr(e.args[2]))
 	case eProd:
 		return r.l.Keep(r.operand(e.args[0], binops[eMul].prec, false, false) + " * " + r.operand(e.args[1], binops[eMul].prec, true, false))
 	}

@@ -53,12 +53,16 @@ var writers = [ir.NumKernelKinds]writer{
 			c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
 			return int64(c.N*c.C*c.OH*c.OW) * (int64(c.KH*c.KW)*4 + bodyWork(k))
 		}},
-	ir.KernelConvTranspose: {write: tiled(nested)},
-	ir.KernelPoolGrad:      {write: tiled(nested)},
-	ir.KernelResize:        {write: tiled(nested)},
 }
 
 func init() {
+	// A kind without a row of its own that has a nest (codegen.NestOf)
+	// is written from it: a new direct kind needs no row here.
+	for kind := range writers {
+		if writers[kind].write == nil && codegen.HasNest(ir.KernelKind(kind)) {
+			writers[kind] = writer{write: tiled(nested)}
+		}
+	}
 	if err := checkWriters(&writers); err != nil {
 		panic(err)
 	}

@@ -3,6 +3,7 @@ package glsl
 import (
 	"fmt"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -23,14 +24,16 @@ var writers = [ir.NumKernelKinds]writer{
 	ir.KernelLife:        {emit: (*Plan).life},
 	ir.KernelRows: {unsupported: "a fragment pass writes one value per texel and cannot share a row between texels " +
 		"(Emit runs a rows kernel as the kernels it fuses, ir.Program.Unfused)"},
-	ir.KernelConv:          {emit: nested},
-	ir.KernelPool:          {emit: nested},
-	ir.KernelConvTranspose: {emit: nested},
-	ir.KernelPoolGrad:      {emit: nested},
-	ir.KernelResize:        {emit: nested},
 }
 
 func init() {
+	// A kind without a row of its own that has a nest (codegen.NestOf)
+	// is written from it: a new direct kind needs no row here.
+	for kind := range writers {
+		if writers[kind].emit == nil && writers[kind].unsupported == "" && codegen.HasNest(ir.KernelKind(kind)) {
+			writers[kind] = writer{emit: nested}
+		}
+	}
 	if err := checkWriters(&writers); err != nil {
 		panic(err)
 	}

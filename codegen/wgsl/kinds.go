@@ -34,17 +34,20 @@ var writers = [ir.NumKernelKinds]writer{
 		}
 		return MatmulLoopCost(k.K, k.Tile.BK)
 	}},
-	ir.KernelReduce:        {emit: plain(sum), loops: sumLoopCost},
-	ir.KernelLife:          {emit: plain(life)},
-	ir.KernelRows:          {emit: plain(rowsKernel), loops: rowsLoopCost},
-	ir.KernelConv:          {emit: conv, loops: convLoopCost},
-	ir.KernelPool:          {emit: plain(nested), loops: nestLoops},
-	ir.KernelConvTranspose: {emit: plain(nested), loops: nestLoops},
-	ir.KernelPoolGrad:      {emit: plain(nested), loops: nestLoops},
-	ir.KernelResize:        {emit: plain(nested), loops: nestLoops},
+	ir.KernelReduce: {emit: plain(sum), loops: sumLoopCost},
+	ir.KernelLife:   {emit: plain(life)},
+	ir.KernelRows:   {emit: plain(rowsKernel), loops: rowsLoopCost},
+	ir.KernelConv:   {emit: conv, loops: convLoopCost},
 }
 
 func init() {
+	// A kind without a row of its own that has a nest (codegen.NestOf)
+	// is written from it: a new direct kind needs no row here.
+	for kind := range writers {
+		if writers[kind].emit == nil && codegen.HasNest(ir.KernelKind(kind)) {
+			writers[kind] = writer{emit: plain(nested), loops: nestLoops}
+		}
+	}
 	if err := checkWriters(&writers); err != nil {
 		panic(err)
 	}
