@@ -17,13 +17,14 @@ import (
 var nestKernel = &ir.Kernel{Shape: ir.Shape{2, 3}, Inputs: []ir.Operand{{Buffer: 0, Shape: ir.Shape{2, 3}, Strides: []int{1, 2}}}}
 
 // testNest has a loop with a guard that Skips, a guarded load, a product,
-// a fold and operators of every precedence.
+// a select, a fold and operators of every precedence.
 var testNest = &codegen.Nest{Name: "t", Dims: []string{"r", "c"}, Acc: "acc", DType: codegen.F32, Body: []codegen.Stmt{
 	codegen.Var(codegen.Val(codegen.F32), "acc", codegen.Opaque(0)),
 	codegen.For("k", 3,
 		codegen.Skip(codegen.V("k").Mod(codegen.N(2)).Ne(codegen.N(0)).Or(codegen.V("r").Lt(codegen.N(1)).And(codegen.V("c").Ge(codegen.N(2))))),
 		codegen.Let(codegen.Idx, "j", codegen.V("c").Sub(codegen.V("k").Sub(codegen.N(1)))),
 		codegen.Let(codegen.Val(codegen.F32), "p", codegen.Prod(codegen.Load(0, codegen.V("r"), codegen.V("j").Div(codegen.N(2))), codegen.Float(codegen.N(0x3f800000)))),
+		codegen.Let(codegen.Idx, "s", codegen.Sel(codegen.V("k").Lt(codegen.N(1)), codegen.N(0), codegen.V("k").Add(codegen.N(1)))),
 		codegen.If(codegen.Bits(codegen.V("p")).Ne(codegen.N(0)),
 			codegen.Fold("mx", ir.OpMax, "acc", "p"),
 			codegen.Set("acc", codegen.V("mx")))),
@@ -42,6 +43,7 @@ func TestNestRender(t *testing.T) {
 			"\tif (k % 2u != 0u || (r < 1u && c >= 2u)) { continue; }",
 			"\tconst idx j = c - (k - 1u);",
 			"\tconst float p = in0[r + (j / 2u) * 2u] * F(1065353216u);",
+			"\tconst idx s = (k < 1u ? 0u : k + 1u);",
 		},
 		"wgsl": {
 			"var acc: f32 = params.zero;",
@@ -49,6 +51,7 @@ func TestNestRender(t *testing.T) {
 			"\tif (k % 2u != 0u || (r < 1u && c >= 2u)) { continue; }",
 			"\tlet j: u32 = c - (k - 1u);",
 			"\tlet p: f32 = (in0[r + (j / 2u) * 2u] * bitcast<f32>(1065353216u)) * params.one;",
+			"\tlet s: u32 = select(k + 1u, 0u, k < 1u);",
 		},
 		"glsl": {
 			"float acc = u_zero;",
@@ -56,6 +59,7 @@ func TestNestRender(t *testing.T) {
 			"\tif (k % 2u != 0u || (r < 1u && c >= 2u)) { continue; }",
 			"\tuint j = c - (k - 1u);",
 			"\tfloat p = (load0(r * 3u + j / 2u) * uintBitsToFloat(1065353216u)) * u_one;",
+			"\tuint s = (k < 1u ? 0u : k + 1u);",
 		},
 	}
 	langs := map[string]codegen.Lang{"c": c.Lang, "glsl": glsl.Lang, "wgsl": wgsl.Lang}
@@ -103,7 +107,7 @@ func TestNestRefuses(t *testing.T) {
 // TestDirectKindsHaveNests: the direct kernel kinds are written from one
 // nest each, on every target.
 func TestDirectKindsHaveNests(t *testing.T) {
-	for _, kind := range []ir.KernelKind{ir.KernelConv, ir.KernelPool, ir.KernelPoolGrad, ir.KernelConvTranspose, ir.KernelResize} {
+	for _, kind := range []ir.KernelKind{ir.KernelConv, ir.KernelPool, ir.KernelPoolGrad, ir.KernelConvTranspose, ir.KernelResize, ir.KernelPad} {
 		if !codegen.HasNest(kind) {
 			t.Errorf("kind %v has no nest", kind)
 		}

@@ -17,6 +17,7 @@ var nests = [ir.NumKernelKinds]func(k *ir.Kernel) *Nest{
 	ir.KernelPoolGrad:      poolGradNest,
 	ir.KernelConvTranspose: convTransposeNest,
 	ir.KernelResize:        resizeNest,
+	ir.KernelPad:           padNest,
 }
 
 // NestOf returns the nest of kernel k. A kind without one is a bug of
@@ -210,4 +211,75 @@ func resizeVals(a ir.ResizeAxis) []uint32 {
 		vals = append(vals, math.Float32bits(w))
 	}
 	return vals
+}
+
+// padNest is a pad (cpuref.Pad): at output element a, along each axis d
+// the element of x it copies (ir.Pad.Src as index arithmetic on
+// constants, u the output index less the pad before the axis, taken
+// modulo the period by adding a multiple of it first: wrap n, reflect
+// 2(n-1)); in constant mode the constant where a[d] falls outside x on an
+// axis that has a pad.
+func padNest(k *ir.Kernel) *Nest {
+	p := ir.PadOf(k.Inputs[0].Shape, k.Attrs)
+	r := len(p.Out)
+	n := &Nest{Name: "pad", Dims: make([]string, r), Acc: "acc", DType: F32}
+	idx := make([]Expr, r)
+	var guard []Expr
+	for d := range r {
+		a, i := fmt.Sprintf("a%d", d), fmt.Sprintf("i%d", d)
+		n.Dims[d] = a
+		x, b := p.In[d], p.Begin[d]
+		o := V(a)
+		idx[d] = V(i)
+		var e Expr
+		switch p.Mode {
+		case ir.PadConstant:
+			if b > 0 {
+				guard = append(guard, o.Ge(N(b)))
+			}
+			if b+x < p.Out[d] {
+				guard = append(guard, o.Lt(N(b+x)))
+			}
+			idx[d] = o.Sub(N(b)) // read only inside the guard
+			continue
+		case ir.PadEdge: // clamp(a - b, 0, n-1), as u = max(a, b) - b
+			u := o
+			if b > 0 {
+				u = V(fmt.Sprintf("u%d", d))
+				n.Body = append(n.Body, Let(Idx, u.name, Sel(o.Lt(N(b)), N(b), o).Sub(N(b))))
+			}
+			e = Sel(u.Lt(N(x)), u, N(x-1))
+		case ir.PadWrap:
+			e = shifted(o, (x-b%x)%x).Mod(N(x))
+		case ir.PadReflect:
+			if x == 1 {
+				e = N(0)
+				break
+			}
+			per, u := 2*(x-1), fmt.Sprintf("u%d", d)
+			n.Body = append(n.Body, Let(Idx, u, shifted(o, (per-b%per)%per).Mod(N(per))))
+			e = Sel(V(u).Lt(N(x)), V(u), N(per).Sub(V(u)))
+		}
+		n.Body = append(n.Body, Let(Idx, i, e))
+	}
+	if len(guard) == 0 {
+		n.Body = append(n.Body, Let(Val(F32), "acc", Load(0, idx...)))
+		return n
+	}
+	cond := guard[0]
+	for _, g := range guard[1:] {
+		cond = cond.And(g)
+	}
+	n.Body = append(n.Body,
+		Var(Val(F32), "acc", Opaque(math.Float32bits(p.Value))),
+		If(cond, Set("acc", Load(0, idx...))))
+	return n
+}
+
+// shifted is o + c, or o for c = 0.
+func shifted(o Expr, c int) Expr {
+	if c == 0 {
+		return o
+	}
+	return o.Add(N(c))
 }

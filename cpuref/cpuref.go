@@ -60,6 +60,13 @@
 //     x[n,c,h_j,I1w[ow]])), then round(round(W0h[oh]·r_0) +
 //     round(W1h[oh]·r_1)): the columns first, as ONNX's reference
 //     interpolates the last axis innermost.
+//   - pad(x): (ir.Pad: x of rank 1 to 4, pads before and after each axis,
+//     a mode, the constant from value_bits) out[o] is x at, along each
+//     axis d, index i = o[d] - before[d] mapped into x by the mode:
+//     constant leaves i (an i outside x makes the element the constant),
+//     edge clamps it, wrap takes it modulo n, reflect takes j = i modulo
+//     2(n-1) and then 2(n-1) - j where j ≥ n (an axis of one element
+//     reads it). A copy: nothing is rounded.
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,
@@ -353,6 +360,8 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.convTranspose2d(arg(0), arg(1), ir.ConvTranspose2DOf(g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, n.Attrs), nil)
 	case ir.OpResize2D:
 		return ar.resize2d(arg(0), ir.Resize2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
+	case ir.OpPad:
+		return Pad(arg(0), ir.PadOf(g.Nodes[n.Args[0]].Shape, n.Attrs))
 	case ir.OpMaxPool2D:
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2DGrad:

@@ -186,6 +186,9 @@ var kernels = [ir.NumKernelKinds]runner{
 	ir.KernelResize: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
 		return exact.resize2d(operandValues(k.Inputs[0], bufs), ir.Resize2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 	}),
+	ir.KernelPad: perElement(func(k *ir.Kernel, bufs [][]float32, _ func() bool) []float32 {
+		return Pad(operandValues(k.Inputs[0], bufs), ir.PadOf(k.Inputs[0].Shape, k.Attrs))
+	}),
 	ir.KernelPool: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
 		return exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 	}),

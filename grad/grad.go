@@ -81,6 +81,8 @@
 //	bit_xor, bit_not   as bit_and
 //	shift_left, shift_right as bit_and
 //	mod(a, b)          as bit_and
+//	pad(x)             no gradient yet (g summed back onto the elements each
+//	                   border copies is not a rule yet): an error as for conv2d
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several

@@ -59,7 +59,7 @@ type KernelInfo struct {
 }
 
 // numKernelKinds is the number of kernel kinds: one past the last.
-const numKernelKinds = int(KernelResize) + 1
+const numKernelKinds = int(KernelPad) + 1
 
 // NumKernelKinds is the number of kernel kinds, the length of every
 // table indexed by KernelKind.
@@ -102,6 +102,7 @@ func init() {
 			Flops: noFlops, DTypes: f32Only},
 		KernelResize: {Name: "resize", Validate: window(validateResize), Acc: true, Accumulates: true,
 			Flops: noFlops, DTypes: f32Only},
+		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: noFlops, DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {
 		panic(err)

@@ -91,6 +91,10 @@ const (
 	OpShiftLeft  // arg0 << arg1 (unsigned; a count of the width or more gives 0), ONNX BitShift LEFT
 	OpShiftRight // arg0 >> arg1 (unsigned; a count of the width or more gives 0), ONNX BitShift RIGHT
 	OpMod        // arg0 mod arg1 with the divisor's sign (integers; ONNX Mod, fmod 0); by zero fails the run
+	// pad (ONNX Pad): arg0 x of rank 1-4 widened by the attribute pads (before each axis, then after
+	// each); each output element copies x at, per axis, ir.Pad.Src of its index: constant mode the
+	// value_bits constant outside x, reflect (numpy's, period 2(n-1)), edge (clamped) or wrap (period n).
+	OpPad
 	numOps
 )
 
@@ -355,6 +359,8 @@ func init() {
 		OpResize2D: {Name: "resize2d", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelResize, Shape: resize2dShape, Cost: perElement,
 			CostAttrs: resize2dCost, Attrs: resize2dAttrs,
 			NoGrad: "resize2d's gradient (the output gradient scattered back through the taps) is not a rule yet"},
+		OpPad: {Name: "pad", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelPad, Shape: padShape, Cost: perElement,
+			Attrs: padAttrs, NoGrad: "pad's gradient (the output gradient summed back onto the elements each border copies) is not a rule yet"},
 		OpFloor: {Name: "floor", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: floorX(Arg(0)), F64: unary64(math.Floor), Grad: ZeroGrad},
 		OpCeil:  {Name: "ceil", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: ceilX(Arg(0)), F64: unary64(math.Ceil), Grad: ZeroGrad},
 		OpRound: {Name: "round", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: roundX(Arg(0)), F64: unary64(math.RoundToEven), Grad: ZeroGrad},

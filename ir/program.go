@@ -123,6 +123,11 @@ const (
 	// [N,C,OH,OW], in cpuref's order (cpuref.Resize2D); then Body is an
 	// epilogue as for matmul, InstrAcc the accumulator.
 	KernelResize
+	// KernelPad: a pad (ir.Pad: Inputs[0] is x, Attrs the pad node's)
+	// copied into an accumulator per element of Shape (the output), one
+	// element of x or the constant; then Body is an epilogue as for
+	// matmul, InstrAcc the accumulator.
+	KernelPad
 )
 
 // Operand is a buffer a kernel reads through a strided index map: the

@@ -13,6 +13,7 @@ var convRules = map[string]rule{
 	"MaxPool":           {since: 1, attrs: []string{"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, fn: poolOp(true)},
 	"AveragePool":       {since: 1, attrs: []string{"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}, fn: poolOp(false)},
 	"ConvTranspose":     {since: 1, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}, fn: convTransposeOp},
+	"Pad":               {since: 1, attrs: []string{"mode", "paddings", "pads", "value"}, fn: padOp},
 	"Resize":            {since: 11, attrs: []string{"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode", "nearest_mode"}, fn: resizeOp},
 	"GlobalAveragePool": {since: 1, fn: globalPoolOp(func(x ir.Tensor, axes []int) ir.Tensor { return x.GlobalAvgPool() })},
 	"GlobalMaxPool":     {since: 1, fn: globalPoolOp(func(x ir.Tensor, axes []int) ir.Tensor { return x.MaxAxes(true, axes...) })},

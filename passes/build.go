@@ -285,7 +285,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConvTranspose), b.operand(n.Args[1], ir.KernelConvTranspose))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpMaxPool2D, ir.OpResize2D:
+		case ir.OpMaxPool2D, ir.OpResize2D, ir.OpPad:
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], n.Op.Info().Kernel))
 			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})

@@ -83,6 +83,12 @@ func foldValue(g *ir.Graph, n *ir.Node, vals []float32) (float32, bool) {
 			return 0, false
 		}
 		return vals[0], true
+	case ir.OpPad:
+		// Every element is a copy of the full's, or the constant.
+		if p := ir.PadOf(g.Nodes[n.Args[0]].Shape, n.Attrs); p.Mode == ir.PadConstant && math.Float32bits(p.Value) != math.Float32bits(vals[0]) {
+			return 0, false
+		}
+		return vals[0], true
 	case ir.OpMaxPool2DGrad:
 		return 0, false // elements are selected by different counts of windows
 	case ir.OpLife:

@@ -129,6 +129,15 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		for i, j := range ir.PermuteSources(argShape(0), n.Op.Attr(n.Attrs, "perm")) {
 			out[i] = a[j]
 		}
+	case ir.OpPad: // a copy, as cpuref's
+		a, p := arg(0), ir.PadOf(argShape(0), n.Attrs)
+		for i, j := range p.Sources() {
+			if j < 0 {
+				out[i] = float64(p.Value)
+			} else {
+				out[i] = a[j]
+			}
+		}
 	case ir.OpBroadcast:
 		broadcast(out, arg(0), argShape(0), n.Shape)
 	case ir.OpReshape:

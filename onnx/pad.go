@@ -1,0 +1,155 @@
+package onnx
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// padModes maps Pad's mode attribute onto pad's.
+var padModes = map[string]int{"constant": ir.PadConstant, "reflect": ir.PadReflect, "edge": ir.PadEdge, "wrap": ir.PadWrap}
+
+// padOp imports Pad: every mode (constant, reflect, edge, wrap), x of
+// rank 1 to 4, pads and the constant known at import (attributes before
+// opset 11, inputs from it on), axes (opset 18) naming the axes that pads
+// cover. A run-time x becomes a pad node; a constant x, of any type, is
+// padded at import (data movement: ir.Pad.Sources, the kernels' map).
+// Reflect and wrap borders wider than the axis repeat, as numpy's pad
+// (ONNX's reference) does. Refused by name: negative pads (a crop), and a
+// constant that is not one value of x's type (one finite float32 for a
+// run-time x).
+func padOp(c *importer) ([]value, *ir.Error) {
+	v := c.in(0)
+	folded := v.c != nil && !v.set // padded at import
+	s := v.shape()
+	r := len(s)
+	if r < 1 || r > ir.MaxPadRank {
+		return nil, c.refuse("input of rank %d (shape %v); gpucc pads ranks 1 to %d", r, s, ir.MaxPadRank)
+	}
+	modeName := c.attrStr("mode", "constant")
+	mode, ok := padModes[modeName]
+	if !ok {
+		return nil, c.invalid("mode %s is not one of ONNX's (constant, reflect, edge, wrap)", ir.Quote(modeName))
+	}
+	raw, cv, err := c.padInputs()
+	if err != nil {
+		return nil, err
+	}
+	axes := make([]int, r)
+	for d := range axes {
+		axes[d] = d
+	}
+	if c.opset >= 18 && c.in(3) != nil {
+		a, err := c.ints(3, "axes")
+		if err != nil {
+			return nil, err
+		}
+		axes = axes[:0]
+		for _, d := range a {
+			if d < int64(-r) || d >= int64(r) {
+				return nil, c.invalid("axis %d is outside a rank-%d input", d, r)
+			}
+			axes = append(axes, int((d+int64(r))%int64(r)))
+		}
+	}
+	if len(raw) != 2*len(axes) {
+		return nil, c.invalid("pads has %d values for %d axes; it needs 2 per axis", len(raw), len(axes))
+	}
+	pads := make([]int, 2*r)
+	seen := make([]bool, r)
+	for k, d := range axes {
+		if seen[d] {
+			return nil, c.invalid("axis %d is named twice in axes", d)
+		}
+		seen[d] = true
+		b, e := raw[k], raw[len(axes)+k]
+		if b < 0 || e < 0 {
+			return nil, c.refuse("pads %v: a negative pad crops, which gpucc's pad does not", raw)
+		}
+		if b > ir.MaxAttrMagnitude || e > ir.MaxAttrMagnitude {
+			return nil, c.refuse("pads %v: each must be at most %d", raw, ir.MaxAttrMagnitude)
+		}
+		pads[d], pads[r+d] = int(b), int(e)
+	}
+	if folded {
+		return c.padConst(v.c, pads, mode, cv)
+	}
+	value := float32(0)
+	if cv != nil {
+		if cv.Type != Float32 || cv.Len() != 1 {
+			return nil, c.refuse("constant_value of type %v and %d values; gpucc pads run-time float32 tensors with one float32", cv.Type, cv.Len())
+		}
+		value = cv.Float32[0]
+	}
+	if math.IsInf(float64(value), 0) || value != value {
+		return nil, c.refuse("constant_value %v; gpucc's graphs carry finite values only", value)
+	}
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	return one(rtValue(x.Pad(pads, mode, value)))
+}
+
+// padInputs returns Pad's pads and its constant (nil for the default
+// zero): attributes before opset 11 (pads, named paddings in opset 1, and
+// value), inputs from it on.
+func (c *importer) padInputs() ([]int64, *Tensor, *ir.Error) {
+	if c.opset < 11 {
+		raw, _ := c.attrInts("pads")
+		if c.opset < 2 {
+			raw, _ = c.attrInts("paddings")
+		}
+		cv := &Tensor{Type: Float32, Float32: []float32{c.attrFloat("value", 0)}}
+		return raw, cv, nil
+	}
+	raw, err := c.ints(1, "pads")
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.in(2) == nil {
+		return raw, nil, nil
+	}
+	cv, err := c.konst(2, "constant_value")
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, cv, nil
+}
+
+// padConst pads the constant t at import: each element is t's at
+// ir.Pad.Sources, or the constant cv (of t's type; nil for zero).
+func (c *importer) padConst(t *Tensor, pads []int, mode int, cv *Tensor) ([]value, *ir.Error) {
+	if t.Type != Float32 && t.Type != Float64 && !t.Type.isInt() {
+		return nil, c.refuse("a constant input of type %v", t.Type)
+	}
+	if cv != nil && (cv.Type != t.Type || cv.Len() != 1) {
+		return nil, c.invalid("constant_value of type %v and %d values for an input of type %v", cv.Type, cv.Len(), t.Type)
+	}
+	attrs, perr := ir.PackAttrs(ir.OpPad, ir.PadAttrs(pads, mode, 0))
+	if perr != nil {
+		return nil, c.invalid("%v", perr)
+	}
+	p := ir.PadOf(ir.Shape(t.Shape), attrs)
+	out, err := c.newConst(t.Type, p.Out)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range p.Sources() {
+		switch {
+		case t.Type == Float32 && j < 0 && cv != nil:
+			out.Float32[i] = cv.Float32[0]
+		case t.Type == Float32 && j >= 0:
+			out.Float32[i] = t.Float32[j]
+		case t.Type == Float64 && j < 0 && cv != nil:
+			out.Float64[i] = cv.Float64[0]
+		case t.Type == Float64 && j >= 0:
+			out.Float64[i] = t.Float64[j]
+		case j < 0 && cv != nil:
+			out.Int64[i] = cv.Int64[0]
+		case j >= 0:
+			out.Int64[i] = t.Int64[j]
+		}
+	}
+	return one(constValue(out))
+}
