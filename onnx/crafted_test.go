@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
 
@@ -64,5 +66,30 @@ func TestCrafted(t *testing.T) {
 				t.Errorf("Load took %v", d)
 			}
 		})
+	}
+}
+
+// TestImportLinear imports a 360 KB model of the shape that made the
+// import quadratic (issue 30, finding 6: 35 s): thousands of nodes each
+// with an output the rule does not give (Dropout's mask), whose readers
+// were searched for in every later node. It must take well under 1 s.
+func TestImportLinear(t *testing.T) {
+	var nodes []msg
+	const n = 10000
+	for i := range n {
+		nodes = append(nodes, node("Dropout", "", []string{fmt.Sprintf("x%d", i)}, []string{fmt.Sprintf("x%d", i+1), fmt.Sprintf("mask%d", i)}))
+	}
+	doc := model(13, graph(nodes, nil, []msg{valueInfo("x0", 4)}, []msg{valueInfo(fmt.Sprintf("x%d", n))}))
+	if len(doc) < 300<<10 {
+		t.Fatalf("the model is %d bytes, not the issue's 360 KB", len(doc))
+	}
+	start := time.Now()
+	if _, err := onnx.Load(bytes.NewReader(doc), onnx.Options{Limits: ir.Limits{MaxNodes: 2 * n}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a %d KB model of %d nodes imported in %v", len(doc)>>10, n, d)
+	} else {
+		t.Logf("a %d KB model of %d nodes imported in %v", len(doc)>>10, n, d)
 	}
 }
