@@ -1,0 +1,253 @@
+package c
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// The typed values in C (issue 32): cpuref's rules (its package doc,
+// "Dtypes") written once for C, int64 natively. Each dtype is stored at its
+// own width (StorageType); integer arithmetic is done in u64, where C's
+// conversions wrap as two's complement (no signed overflow, which C leaves
+// undefined); division and modulo guard zero (setting *fault, as the
+// reference fails the run) and MIN / -1; a shift of the width or more is
+// 0; float16 and bfloat16 are computed in float and rounded to the narrow
+// type after every op; casts follow ir.Convert. The kernel generator does
+// not emit typed kernels yet: a typed graph is compiled by no backend but
+// cpu so far (passes.FloatOnly). TestTypedRowsMatchCpuref compiles these
+// rows with the system compiler and compares every row and dtype with
+// cpuref.EvalTyped, faults included.
+
+// typedPrelude defines the C of the typed rows. It needs no header.
+const typedPrelude = `typedef unsigned char t_u8;
+typedef signed char t_i8;
+typedef unsigned short t_u16;
+typedef int t_i32;
+typedef unsigned int t_u32;
+typedef long long t_i64;
+typedef unsigned long long t_u64;
+typedef union { float f; t_u32 u; } t_fu;
+
+/* float16: bits from a float, rounded to nearest even (ir.F16Bits). */
+static t_u16 f16_bits(float v) {
+	t_fu x; x.f = v;
+	t_u32 b = x.u, sign = (b >> 16) & 0x8000u, man = b & 0x7fffffu;
+	int exp = (int)((b >> 23) & 0xffu), e = exp - 127 + 15;
+	if (exp == 0xff) return (t_u16)(man ? sign | 0x7e00u | (man >> 13) : sign | 0x7c00u);
+	if (e >= 31) return (t_u16)(sign | 0x7c00u);
+	if (e <= 0) {
+		if (e < -10) return (t_u16)sign;
+		t_u32 m = man | 0x800000u, shift = (t_u32)(14 - e);
+		t_u32 q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+		if (rem > half || (rem == half && (q & 1u))) q++;
+		return (t_u16)(sign | q);
+	}
+	t_u32 q = ((t_u32)e << 10) | (man >> 13), rem = man & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+	return (t_u16)(sign | q);
+}
+static float f16_float(t_u16 h) {
+	t_u32 sign = (t_u32)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+	t_fu x;
+	if (exp == 0x1f) { x.u = sign | 0x7f800000u | (man << 13); return x.f; }
+	if (exp == 0) { x.f = (float)man * 5.9604644775390625e-08f; x.u |= sign; return x.f; }
+	x.u = sign | ((exp + 112u) << 23) | (man << 13);
+	return x.f;
+}
+/* bfloat16: a float's top 16 bits, rounded to nearest even (ir.BF16Bits). */
+static t_u16 bf16_bits(float v) {
+	t_fu x; x.f = v;
+	t_u32 b = x.u;
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (t_u16)((b >> 16) | 0x40u);
+	b += 0x7fffu + ((b >> 16) & 1u);
+	return (t_u16)(b >> 16);
+}
+static float bf16_float(t_u16 h) { t_fu x; x.u = (t_u32)h << 16; return x.f; }
+
+/* An integer to a float of p significant bits, one rounding from the
+   exact value (ir.IntToFloat); the caller rounds the result to the narrow
+   type, which is exact or overflows. */
+static float int_float(t_i64 v, int p) {
+	int neg = v < 0;
+	t_u64 u = neg ? 0ull - (t_u64)v : (t_u64)v;
+	int n = 0;
+	for (t_u64 w = u; w; w >>= 1) n++;
+	if (n > p) {
+		int shift = n - p;
+		t_u64 q = u >> shift, rem = u & ((1ull << shift) - 1ull), half = 1ull << (shift - 1);
+		if (rem > half || (rem == half && (q & 1ull))) q++;
+		u = q << shift;
+	}
+	float f = (float)u; /* exact: at most p+1 <= 25 significant bits */
+	return neg ? -f : f;
+}
+/* A float to an integer, truncated toward zero, where gt < v < lt are the
+   values whose truncation is in the dtype's range; *fault for NaN, ±Inf
+   and a value outside (ir.FloatToInt). */
+static t_i64 float_int(float v, double gt, double lt, int *fault) {
+	double d = (double)v;
+	if (!(d > gt && d < lt)) { *fault = 1; return 0; }
+	return (t_i64)d; /* C truncates toward zero */
+}
+static t_i64 div_i64(t_i64 a, t_i64 b, int *fault) {
+	if (b == 0) { *fault = 1; return 0; }
+	if (b == -1) return (t_i64)(0ull - (t_u64)a); /* MIN / -1 wraps to MIN */
+	return a / b;
+}
+static t_i64 mod_i64(t_i64 a, t_i64 b, int *fault) {
+	if (b == 0) { *fault = 1; return 0; }
+	if (b == -1) return 0;
+	t_i64 r = a % b;
+	if (r != 0 && ((r < 0) != (b < 0))) r += b;
+	return r;
+}
+`
+
+// StorageType returns the C type that holds one element of t in memory:
+// float for float32, the 16 bits of float16 and bfloat16, the integer of
+// the dtype's width, a byte for bool.
+func StorageType(t ir.DType) string {
+	return [...]string{ir.F32: "float", ir.F16: "t_u16", ir.BF16: "t_u16", ir.I32: "t_i32", ir.I64: "t_i64",
+		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8"}[t]
+}
+
+// typedLoad returns the C of a stored element x of t as its computing
+// value: a float for the float dtypes, a t_i64 for the others.
+func typedLoad(t ir.DType, x string) string {
+	switch {
+	case t == ir.F16:
+		return "f16_float(" + x + ")"
+	case t == ir.BF16:
+		return "bf16_float(" + x + ")"
+	case t.IsFloat():
+		return x
+	}
+	return "(t_i64)(" + x + ")"
+}
+
+// typedStore returns the C of a computing value x (a float for the float
+// dtypes, an integer of t's range for the others) stored as t.
+func typedStore(t ir.DType, x string) string {
+	switch {
+	case t == ir.F16:
+		return "f16_bits(" + x + ")"
+	case t == ir.BF16:
+		return "bf16_bits(" + x + ")"
+	}
+	return "(" + StorageType(t) + ")(" + x + ")"
+}
+
+// intRows are the integer rows' C over computing values a and b (t_i64 of
+// dtype t's range): the result before it is wrapped to the node's dtype by
+// typedStore (wrap: the u64 arithmetic's low bits). fault is an int*.
+var intRows = map[ir.Op]func(t ir.DType, a, b string) string{
+	ir.OpAdd:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " + (t_u64)" + b + ")" },
+	ir.OpSub:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " - (t_u64)" + b + ")" },
+	ir.OpMul:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " * (t_u64)" + b + ")" },
+	ir.OpNeg:          func(_ ir.DType, a, _ string) string { return "(t_i64)(0ull - (t_u64)" + a + ")" },
+	ir.OpDiv:          func(_ ir.DType, a, b string) string { return "div_i64(" + a + ", " + b + ", fault)" },
+	ir.OpMod:          func(_ ir.DType, a, b string) string { return "mod_i64(" + a + ", " + b + ", fault)" },
+	ir.OpMaximum:      func(_ ir.DType, a, b string) string { return "(" + a + " > " + b + " ? " + a + " : " + b + ")" },
+	ir.OpMinimum:      func(_ ir.DType, a, b string) string { return "(" + a + " < " + b + " ? " + a + " : " + b + ")" },
+	ir.OpRelu:         func(_ ir.DType, a, _ string) string { return "(" + a + " > 0 ? " + a + " : 0)" },
+	ir.OpGreater:      func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " > " + b + ")" },
+	ir.OpGreaterEqual: func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " >= " + b + ")" },
+	ir.OpEqual:        func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " == " + b + ")" },
+	ir.OpAnd:          func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" },
+	ir.OpOr:           func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" },
+	ir.OpXor:          func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" },
+	ir.OpNot:          func(_ ir.DType, a, _ string) string { return "(" + a + " ^ 1)" },
+	ir.OpBitAnd:       func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" },
+	ir.OpBitOr:        func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" },
+	ir.OpBitXor:       func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" },
+	ir.OpBitNot:       func(_ ir.DType, a, _ string) string { return "(~" + a + ")" },
+	ir.OpShiftLeft: func(t ir.DType, a, b string) string {
+		return fmt.Sprintf("(%s >= %d ? 0 : (t_i64)((t_u64)%s << %s))", b, t.Bits(), a, b)
+	},
+	ir.OpShiftRight: func(t ir.DType, a, b string) string {
+		return fmt.Sprintf("(%s >= %d ? 0 : (t_i64)((t_u64)%s >> %s))", b, t.Bits(), a, b)
+	},
+}
+
+// The table is complete: every row with an integer rule has its C.
+func init() {
+	for _, op := range ir.Ops() {
+		if op.Info().Int != nil && intRows[op] == nil {
+			panic("codegen/c: the integer row " + op.String() + " has no C (typed.go's intRows)")
+		}
+	}
+}
+
+// typedCast returns the C of ONNX's Cast (ir.Convert) of computing value
+// x of dtype from to dtype to, as a computing value of to.
+func typedCast(from, to ir.DType, x string) string {
+	switch {
+	case to == ir.Bool:
+		return "(t_i64)(" + x + " != 0)"
+	case from.IsFloat() && to.IsFloat():
+		return x // the store rounds once to the narrow type
+	case to.IsFloat():
+		p := map[ir.DType]int{ir.F32: 24, ir.F16: 11, ir.BF16: 8}[to]
+		return fmt.Sprintf("int_float(%s, %d)", x, p)
+	case from.IsFloat():
+		lo, hi := to.Range()
+		gt := float64(lo) - 1 // exact below 2^53
+		if to == ir.I64 {
+			gt = math.Nextafter(-0x1p63, math.Inf(-1)) // every double above it truncates to -2^63 or more
+		}
+		return fmt.Sprintf("float_int(%s, %s, %s, fault)", x, strconv.FormatFloat(gt, 'e', -1, 64), strconv.FormatFloat(float64(hi)+1, 'e', -1, 64))
+	}
+	return x // the store wraps to the narrow integer
+}
+
+// TypedElementwise returns the C statement computing element i of a node
+// of op (an elementwise row, or cast) of dtype out from stored operands
+// a and b (arrays of their dtype in, b unused by a one-operand op), into
+// array y; s is a scalar form's float operand. A fault (an integer
+// division by zero, a cast with no answer) sets *fault. It is false for
+// an op and dtype the C rows do not hold (a float row's expression is the
+// kernel renderer's).
+func TypedElementwise(op ir.Op, in, out ir.DType, y, a, b string) (string, bool) {
+	la, lb := typedLoad(in, a+"[i]"), typedLoad(in, b+"[i]")
+	var v string
+	switch {
+	case op == ir.OpCast:
+		v = typedCast(in, out, la)
+	case op == ir.OpWhere:
+		return "", false
+	case !in.IsFloat():
+		row := intRows[op]
+		if row == nil {
+			return "", false
+		}
+		v = row(in, la, lb)
+	default:
+		f, ok := floatRows[op]
+		if !ok {
+			return "", false
+		}
+		v = f(la, lb)
+		if out == ir.Bool {
+			return y + "[i] = (t_u8)(" + v + ");", true
+		}
+	}
+	return y + "[i] = " + typedStore(out, v) + ";", true
+}
+
+// floatRows are the float rows over float32 computing values that C
+// computes exactly as cpuref does (IEEE add, sub, mul, div and the
+// comparisons, under -ffp-contract=off); the other float rows are the
+// kernel renderer's expressions.
+var floatRows = map[ir.Op]func(a, b string) string{
+	ir.OpAdd:          func(a, b string) string { return "(float)(" + a + " + " + b + ")" },
+	ir.OpSub:          func(a, b string) string { return "(float)(" + a + " - " + b + ")" },
+	ir.OpMul:          func(a, b string) string { return "(float)(" + a + " * " + b + ")" },
+	ir.OpDiv:          func(a, b string) string { return "(float)(" + a + " / " + b + ")" },
+	ir.OpNeg:          func(a, _ string) string { return "(-" + a + ")" },
+	ir.OpGreater:      func(a, b string) string { return "(" + a + " > " + b + ")" },
+	ir.OpGreaterEqual: func(a, b string) string { return "(" + a + " >= " + b + ")" },
+	ir.OpEqual:        func(a, b string) string { return "(" + a + " == " + b + ")" },
+}
