@@ -21,10 +21,11 @@ func (p *Plan) BindKernels() {
 }
 
 // kernelsDigest is the SHA-256 of the program's structure (Key), its
-// buffers, outputs and constants, and every field of every kernel the plan
-// carries but the WGSL Params (which the runtime computes from the
-// program). Each field is length-prefixed, so no two plans share an
-// encoding.
+// buffers (but their input data), outputs and constants, and every field
+// of every kernel the plan carries but the WGSL Params (which the runtime
+// computes from the program). Each field is length-prefixed, so no two
+// plans share an encoding. TestKernelsDigestCoversEveryField changes each
+// field by reflection: a new one must be added here.
 func kernelsDigest(p *Plan) string {
 	h := sha256.New()
 	var b []byte
@@ -36,15 +37,18 @@ func kernelsDigest(p *Plan) string {
 	str := func(s string) { u(len(s)); b = append(b, s...) }
 	shape := func(s ir.Shape) { u(len(s)); u(s...) }
 	flush := func() { h.Write(b); b = b[:0] }
-	str("gpucc plan kernels v1")
+	str("gpucc plan kernels v2")
 	prog := p.Program
 	key := prog.Key()
 	u(len(key))
 	b = append(b, key...)
+	buffer := func(buf ir.Buffer) { // all but Data: no kernel depends on input data
+		u(buf.Len, int(buf.Node), b1(buf.Input), int(buf.DType))
+		shape(buf.Shape)
+	}
 	u(len(prog.Buffers))
 	for _, buf := range prog.Buffers {
-		u(buf.Len, int(buf.Node), b1(buf.Input))
-		shape(buf.Shape)
+		buffer(buf)
 	}
 	u(len(prog.Outputs))
 	for _, o := range prog.Outputs {
@@ -52,10 +56,22 @@ func kernelsDigest(p *Plan) string {
 		u(o.Buffer, int(math.Float32bits(o.Const)))
 		shape(o.Shape)
 	}
-	for _, k := range prog.Kernels {
-		for _, in := range k.Body { // the constants Key leaves out
+	var kernel func(k *ir.Kernel) // what Key leaves out: constants, and scratch buffers' Input and DType
+	kernel = func(k *ir.Kernel) {
+		for _, in := range k.Body {
 			u(int(math.Float32bits(in.Scalar)))
 		}
+		u(len(k.Scratch))
+		for _, s := range k.Scratch {
+			buffer(s)
+		}
+		u(len(k.Parts))
+		for i := range k.Parts {
+			kernel(&k.Parts[i])
+		}
+	}
+	for i := range prog.Kernels {
+		kernel(&prog.Kernels[i])
 	}
 	flush()
 	u(b1(p.WGSL != nil), len(p.WGSL))
@@ -80,7 +96,8 @@ func kernelsDigest(p *Plan) string {
 			str(k.Name)
 			u(len(k.Buffers))
 			u(k.Buffers...)
-			u(b1(k.Scratch))
+			u(b1(k.Scratch), k.Tiles)
+			b = binary.AppendVarint(b, k.Work)
 		}
 	}
 	u(b1(p.Wasm != nil), len(p.Wasm))
