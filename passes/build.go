@@ -277,22 +277,6 @@ func (b *builder) kernel(u unit) ir.Kernel {
 				b.operand(n.Args[1], ir.KernelMatmul).BroadcastTo(append(slices.Clone(batch), k.K, k.N)))
 			k.Shape = n.Shape
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpConv2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConv), b.operand(n.Args[1], ir.KernelConv))
-			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
-			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpConvTranspose2D:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelConvTranspose), b.operand(n.Args[1], ir.KernelConvTranspose))
-			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
-			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpMaxPool2D, ir.OpResize2D, ir.OpPad:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0], n.Op.Info().Kernel))
-			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
-			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpMaxPool2DGrad:
-			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelPoolGrad), b.operand(n.Args[1], ir.KernelPoolGrad))
-			k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
-			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 		case ir.OpLife:
 			k.Shape = n.Shape
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelLife))
@@ -302,6 +286,17 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			k.Shape = n.Shape
 			vals[m] = value(m)
 		default:
+			if kind := n.Op.Info().Kernel; accumulates(kind) {
+				// conv2d, pooling, resize, pad, …: every argument an
+				// operand in place, the node's attributes, and the
+				// accumulator (ir.KernelInfo.Accumulates).
+				for _, a := range n.Args {
+					k.Inputs = append(k.Inputs, b.operand(a, kind))
+				}
+				k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
+				vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
+				break
+			}
 			if k.Shape == nil {
 				k.Shape = n.Shape
 			}
