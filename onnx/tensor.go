@@ -124,6 +124,9 @@ func ReadTensor(r io.Reader, limits ir.Limits) (*Tensor, error) {
 // readAll reads r whole, refusing more than max bytes before it holds them.
 func readAll(r io.Reader, max int64) ([]byte, *ir.Error) {
 	var buf bytes.Buffer
+	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) <= max {
+		buf.Grow(l.Len() + bytes.MinRead) // one allocation, not a doubling series
+	}
 	n, err := buf.ReadFrom(io.LimitReader(r, ir.SatAdd(max, 1)))
 	if err != nil {
 		return nil, ir.Errorf(ir.CodeIO, -1, "", "reading the model: %v", err)

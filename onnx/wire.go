@@ -2,7 +2,9 @@ package onnx
 
 import (
 	"math"
+	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gpucc/gpucc/ir"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -94,29 +96,80 @@ type dimProto struct {
 	set   bool // dim_value or dim_param present
 }
 
-// budget bounds what decoding may allocate: counts of repeated fields,
-// checked before each append. Exceeding one is limit_exceeded.
+// budget bounds what decoding may allocate: the bytes of the structures
+// it builds (each repeated field's elements at their size in memory, and
+// the string copies), charged before each append, within
+// DecodeBytesPerByte times the model's size plus DecodeSlack. Exceeding
+// it is limit_exceeded. Before 2026-12-04 it counted elements, one per
+// wire byte, so a 16 MB model of empty node attributes (2 bytes each, a
+// 170-byte struct in memory) peaked at 4.96 GB (issue 30, finding 4).
 type budget struct {
 	nodes, inits, inputs, outputs int
-	items                         int64 // strings, attributes, dims and list elements, all messages together
+	mem                           int64 // bytes still allowed
 	l                             ir.Limits
 }
 
-// newBudget allows as many items as the model has bytes: every counted
-// item costs at least one byte on the wire, so a valid model never runs
-// out, and what the items cost in memory stays a small multiple of the
-// model's size.
+// DecodeBytesPerByte and DecodeSlack bound what decoding a model
+// allocates besides the model's own bytes: 2 bytes of structures a byte
+// of model, plus 1 MiB (what a small model of many nodes and no weights
+// needs). Weights are sub-slices of the model, not copies. With the
+// slices' growth (at most 2×) and the model itself, Load allocates at
+// most about 8 bytes a byte of model plus 3 MiB (TestDecodeMemory).
+const (
+	DecodeBytesPerByte = 5
+	DecodeSlack        = 1 << 20
+)
+
 func newBudget(l ir.Limits, size int) *budget {
-	return &budget{l: l, items: int64(size) + 64}
+	return &budget{l: l, mem: DecodeBytesPerByte*int64(size) + DecodeSlack}
 }
 
+// take charges n bytes of decoded structures for what.
 func (b *budget) take(n int64, what string) *ir.Error {
-	if b.items < n {
-		return ir.Errorf(ir.CodeLimitExceeded, -1, what, "the model has more %s than its size allows", what)
+	if b.mem < n {
+		return ir.Errorf(ir.CodeLimitExceeded, -1, what, "decoding the model's %s needs more memory than %d bytes a byte of model (and %d MiB) allow", what, DecodeBytesPerByte, DecodeSlack>>20)
 	}
-	b.items -= n
+	b.mem -= n
 	return nil
 }
+
+// The in-memory sizes charged per element.
+var (
+	sizeNode   = int64(unsafe.Sizeof(nodeProto{}))
+	sizeAttr   = int64(unsafe.Sizeof(attrProto{}))
+	sizeTensor = int64(unsafe.Sizeof(tensorProto{}))
+	sizeValue  = int64(unsafe.Sizeof(valueInfo{}))
+	sizeDim    = int64(unsafe.Sizeof(dimProto{}))
+	sizeOpset  = int64(unsafe.Sizeof(opsetID{}))
+	sizeSlice  = int64(unsafe.Sizeof([]byte(nil)))
+)
+
+// countFields counts the fields of message b by number (numbers below 32;
+// a malformed tail ends the count, and walk reports it): the repeated
+// fields' slices are then made once at their length, charged before they
+// are made, instead of doubling as they are appended to (which allocated
+// up to 4 times what they hold).
+func countFields(b []byte) (c [32]int) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return c
+		}
+		b = b[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return c
+		}
+		b = b[n:]
+		if num < 32 {
+			c[num]++
+		}
+	}
+	return c
+}
+
+// strCost is what a string of n bytes costs in a []string: its header
+// and its bytes, rounded up to the allocator's 8.
+func strCost(n int) int64 { return 16 + (int64(n)+7)&^7 }
 
 // decodeError is invalid_graph for a malformed protobuf message.
 func decodeError(where string, format string, args ...any) *ir.Error {
@@ -188,6 +241,11 @@ func wantType(typ, want protowire.Type, where string) *ir.Error {
 
 func decodeModel(b []byte, bud *budget) (*modelProto, *ir.Error) {
 	m := &modelProto{}
+	c := countFields(b)
+	if err := bud.take(int64(c[8])*sizeOpset, "opset imports"); err != nil {
+		return nil, err
+	}
+	m.opsets = make([]opsetID, 0, c[8])
 	err := walk(b, "model", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		switch num {
 		case 1: // ir_version
@@ -206,9 +264,6 @@ func decodeModel(b []byte, bud *budget) (*modelProto, *ir.Error) {
 			m.graph = g
 		case 8: // opset_import
 			if err := wantType(typ, protowire.BytesType, "model.opset_import"); err != nil {
-				return err
-			}
-			if err := bud.take(1, "opset imports"); err != nil {
 				return err
 			}
 			var o opsetID
@@ -240,6 +295,18 @@ func decodeModel(b []byte, bud *budget) (*modelProto, *ir.Error) {
 func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 	g := &graphProto{}
 	l := bud.l
+	c := countFields(b)
+	switch {
+	case c[1] > l.MaxNodes:
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "graph.node", "the model has more than %d nodes (the node limit)", l.MaxNodes)
+	case c[5] > l.MaxNodes:
+		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
+	}
+	if err := bud.take(int64(c[1])*sizeNode+int64(c[5])*sizeTensor+int64(c[11]+c[12])*sizeValue, "graph"); err != nil {
+		return nil, err
+	}
+	g.nodes, g.inits = make([]nodeProto, 0, c[1]), make([]tensorProto, 0, c[5])
+	g.inputs, g.outputs = make([]valueInfo, 0, min(c[11], l.MaxNodes)), make([]valueInfo, 0, min(c[12], l.MaxOutputs))
 	err := walk(b, "graph", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		if typ != protowire.BytesType {
 			return nil // no scalar field of GraphProto is read
@@ -287,12 +354,17 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 
 func decodeNode(b []byte, bud *budget) (nodeProto, *ir.Error) {
 	var n nodeProto
+	c := countFields(b)
+	if err := bud.take(16*int64(c[1]+c[2])+sizeAttr*int64(c[5]), "node fields"); err != nil {
+		return n, err
+	}
+	n.inputs, n.outputs, n.attrs = make([]string, 0, c[1]), make([]string, 0, c[2]), make([]attrProto, 0, c[5])
 	err := walk(b, "node", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		var err *ir.Error
 		var s string
 		switch num {
 		case 1, 2:
-			if err = bud.take(1, "node inputs and outputs"); err != nil {
+			if err = bud.take(strCost(len(v))-16, "node inputs and outputs"); err != nil {
 				return err
 			}
 			if s, err = str(v, typ, "node.input"); err != nil {
@@ -303,16 +375,20 @@ func decodeNode(b []byte, bud *budget) (nodeProto, *ir.Error) {
 			} else {
 				n.outputs = append(n.outputs, s)
 			}
-		case 3:
-			n.name, err = str(v, typ, "node.name")
-		case 4:
-			n.opType, err = str(v, typ, "node.op_type")
-		case 7:
-			n.domain, err = str(v, typ, "node.domain")
-		case 5:
-			if err = bud.take(1, "attributes"); err != nil {
+		case 3, 4, 7:
+			if err = bud.take(strCost(len(v)), "node names"); err != nil {
 				return err
 			}
+			s, err = str(v, typ, "node.name")
+			switch num {
+			case 3:
+				n.name = s
+			case 4:
+				n.opType = s
+			default:
+				n.domain = s
+			}
+		case 5:
 			if err = wantType(typ, protowire.BytesType, "node.attribute"); err != nil {
 				return err
 			}
@@ -327,10 +403,19 @@ func decodeNode(b []byte, bud *budget) (nodeProto, *ir.Error) {
 
 func decodeAttr(b []byte, bud *budget) (attrProto, *ir.Error) {
 	var a attrProto
+	if c := countFields(b); c[9] > 0 {
+		if err := bud.take(sizeSlice*int64(c[9]), "attribute strings"); err != nil {
+			return a, err
+		}
+		a.strings = make([][]byte, 0, c[9])
+	}
 	err := walk(b, "attribute", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		var err *ir.Error
 		switch num {
 		case 1:
+			if err = bud.take(strCost(len(v)), "attribute names"); err != nil {
+				return err
+			}
 			a.name, err = str(v, typ, "attribute.name")
 		case 21:
 			a.ref, err = str(v, typ, "attribute.ref_attr_name")
@@ -350,6 +435,9 @@ func decodeAttr(b []byte, bud *budget) (attrProto, *ir.Error) {
 			if err = wantType(typ, protowire.BytesType, "attribute.t"); err != nil {
 				return err
 			}
+			if err = bud.take(sizeTensor, "attribute tensors"); err != nil {
+				return err
+			}
 			var t tensorProto
 			t, err = decodeTensor(v, bud, "attribute.t")
 			a.t = &t
@@ -358,8 +446,7 @@ func decodeAttr(b []byte, bud *budget) (attrProto, *ir.Error) {
 		case 8: // ints
 			err = appendInts(&a.ints, typ, v, x, bud)
 		case 9:
-			if err = bud.take(1, "attribute strings"); err == nil {
-				err = wantType(typ, protowire.BytesType, "attribute.strings")
+			if err = wantType(typ, protowire.BytesType, "attribute.strings"); err == nil {
 				a.strings = append(a.strings, v)
 			}
 		case 6:
@@ -381,7 +468,7 @@ func decodeAttr(b []byte, bud *budget) (attrProto, *ir.Error) {
 func appendFloats(dst *[]float32, typ protowire.Type, v []byte, x uint64, bud *budget) *ir.Error {
 	switch typ {
 	case protowire.Fixed32Type:
-		if err := bud.take(1, "attribute list elements"); err != nil {
+		if err := bud.take(4, "attribute list elements"); err != nil {
 			return err
 		}
 		*dst = append(*dst, math.Float32frombits(uint32(x)))
@@ -389,9 +476,10 @@ func appendFloats(dst *[]float32, typ protowire.Type, v []byte, x uint64, bud *b
 		if len(v)%4 != 0 {
 			return decodeError("attribute.floats", "a packed float list of %d bytes", len(v))
 		}
-		if err := bud.take(int64(len(v)/4), "attribute list elements"); err != nil {
+		if err := bud.take(int64(len(v)), "attribute list elements"); err != nil {
 			return err
 		}
+		*dst = slices.Grow(*dst, len(v)/4)
 		for ; len(v) > 0; v = v[4:] {
 			u, _ := protowire.ConsumeFixed32(v)
 			*dst = append(*dst, math.Float32frombits(u))
@@ -405,14 +493,16 @@ func appendFloats(dst *[]float32, typ protowire.Type, v []byte, x uint64, bud *b
 func appendInts(dst *[]int64, typ protowire.Type, v []byte, x uint64, bud *budget) *ir.Error {
 	switch typ {
 	case protowire.VarintType:
-		if err := bud.take(1, "list elements"); err != nil {
+		if err := bud.take(8, "list elements"); err != nil {
 			return err
 		}
 		*dst = append(*dst, int64(x))
 	case protowire.BytesType:
-		if err := bud.take(int64(countVarints(v)), "list elements"); err != nil {
+		k := countVarints(v)
+		if err := bud.take(8*int64(k), "list elements"); err != nil {
 			return err
 		}
+		*dst = slices.Grow(*dst, k)
 		for len(v) > 0 {
 			u, n := protowire.ConsumeVarint(v)
 			if n < 0 {
@@ -441,6 +531,14 @@ func countVarints(v []byte) int {
 
 func decodeTensor(b []byte, bud *budget, where string) (tensorProto, *ir.Error) {
 	var t tensorProto
+	c := countFields(b)
+	data := c[4] + c[5] + c[7] + c[10] + c[11]
+	// A data field's slice header, and the 8 bytes an unpacked value's
+	// encoding is copied into; unpacked dims cost 8 bytes each.
+	if err := bud.take((sizeSlice+8)*int64(data)+8*int64(c[1]), where); err != nil {
+		return t, err
+	}
+	t.packed, t.dims = make([][]byte, 0, data), make([]int64, 0, c[1])
 	err := walk(b, where, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		var err *ir.Error
 		switch num {
@@ -452,6 +550,9 @@ func decodeTensor(b []byte, bud *budget, where string) (tensorProto, *ir.Error) 
 		case 3:
 			t.segment = true
 		case 8:
+			if err = bud.take(strCost(len(v)), "tensor names"); err != nil {
+				return err
+			}
 			t.name, err = str(v, typ, where+".name")
 		case 9:
 			err = wantType(typ, protowire.BytesType, where+".raw_data")
@@ -459,9 +560,6 @@ func decodeTensor(b []byte, bud *budget, where string) (tensorProto, *ir.Error) 
 		case 4, 5, 7, 10, 11:
 			if t.field != 0 && t.field != num {
 				return decodeError(where, "data in two fields (%d and %d)", t.field, num)
-			}
-			if err = bud.take(1, "tensor data fields"); err != nil {
-				return err
 			}
 			t.field = num
 			if typ != protowire.BytesType { // one unpacked value: keep its encoding
@@ -495,6 +593,9 @@ func decodeValueInfo(b []byte, bud *budget, where string) (valueInfo, *ir.Error)
 	err := walk(b, where, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		switch num {
 		case 1:
+			if err := bud.take(strCost(len(v)), "value names"); err != nil {
+				return err
+			}
 			s, err := str(v, typ, where+".name")
 			vi.name = s
 			return err
@@ -531,12 +632,14 @@ func decodeTensorType(b []byte, bud *budget, vi *valueInfo, where string) *ir.Er
 			vi.elemType = int32(x)
 		case 2:
 			vi.hasShape = true
+			c := countFields(v)
+			if err := bud.take(sizeDim*int64(c[1]), "dimensions"); err != nil {
+				return err
+			}
+			vi.dims = make([]dimProto, 0, c[1])
 			return walk(v, where+".shape", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 				if num != 1 {
 					return nil
-				}
-				if err := bud.take(1, "dimensions"); err != nil {
-					return err
 				}
 				var d dimProto
 				err := walk(v, where+".shape.dim", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
@@ -544,6 +647,9 @@ func decodeTensorType(b []byte, bud *budget, vi *valueInfo, where string) *ir.Er
 					case 1:
 						d.value, d.param, d.set = int64(x), "", true
 					case 2:
+						if err := bud.take(strCost(len(v)), "dimension names"); err != nil {
+							return err
+						}
 						s, err := str(v, typ, where+".shape.dim.dim_param")
 						d.param, d.value, d.set = s, 0, true
 						return err
