@@ -345,35 +345,19 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 	if n.domain != "" && n.domain != "ai.onnx" {
 		return c.refuse("the domain %s is not supported (gpucc imports the default ONNX domain)", ir.Quote(n.domain))
 	}
-	rule, ok := rules[n.opType]
-	if !ok {
-		return c.refuse("the op is not supported")
-	}
-	for _, a := range n.attrs {
-		if a.ref != "" {
-			return c.refuse("attribute %s refers to a function attribute", ir.Quote(a.name))
-		}
-		if a.other != "" {
-			return c.refuse("attribute %s is a %s", ir.Quote(a.name), a.other)
-		}
-		if !slices.Contains(rule.attrs, a.name) {
-			return c.refuse("attribute %s is not supported", ir.Quote(a.name))
-		}
-	}
-	if c.opset < rule.since {
-		return c.refuse("gpucc supports this op from opset %d", rule.since)
-	}
 	for _, in := range n.inputs {
 		if _, ok := c.vals[in]; !ok && in != "" {
 			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: input %s is not defined before it (nodes must be in topological order)", n.opType, ir.Quote(n.name), ir.Quote(in))
 		}
 	}
-	if !rule.bare && c.in(0) == nil {
-		return c.invalid("input 0 is missing")
-	}
-	outs, err := rule.fn(c)
+	outs, typed, err := c.typedNode() // a run-time typed value: typed.go
 	if err != nil {
 		return err
+	}
+	if !typed {
+		if outs, err = c.byRule(); err != nil {
+			return err
+		}
 	}
 	if c.failed < 0 {
 		for _, o := range outs {
@@ -399,6 +383,34 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 		c.vals[name] = &v
 	}
 	return nil
+}
+
+// byRule imports the current node by its op's rule, after checking its
+// attributes and opset against the rule.
+func (c *importer) byRule() ([]value, *ir.Error) {
+	n := c.n
+	rule, ok := rules[n.opType]
+	if !ok {
+		return nil, c.refuse("the op is not supported")
+	}
+	for _, a := range n.attrs {
+		if a.ref != "" {
+			return nil, c.refuse("attribute %s refers to a function attribute", ir.Quote(a.name))
+		}
+		if a.other != "" {
+			return nil, c.refuse("attribute %s is a %s", ir.Quote(a.name), a.other)
+		}
+		if !slices.Contains(rule.attrs, a.name) {
+			return nil, c.refuse("attribute %s is not supported", ir.Quote(a.name))
+		}
+	}
+	if c.opset < rule.since {
+		return nil, c.refuse("gpucc supports this op from opset %d", rule.since)
+	}
+	if !rule.bare && c.in(0) == nil {
+		return nil, c.invalid("input 0 is missing")
+	}
+	return rule.fn(c)
 }
 
 // used reports whether name is read by a node after node i or is a graph

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -79,10 +80,10 @@ func TestTypedInputs(t *testing.T) {
 		t.Errorf("float64 input: %v, want unsupported naming float64", err)
 	}
 	// A float32-only op on a run-time int64 refuses by name.
-	_, err = load(t, []msg{node("Relu", "r", []string{"x"}, []string{"y"})},
+	_, err = load(t, []msg{node("Exp", "r", []string{"x"}, []string{"y"})},
 		[]msg{typedValueInfo("x", int64(onnx.Int64), 2)}, []msg{typedValueInfo("y", int64(onnx.Int64), 2)})
 	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !bytes.Contains([]byte(e.Msg), []byte("int64")) {
-		t.Errorf("Relu of a run-time int64: %v, want unsupported naming int64", err)
+		t.Errorf("Exp of a run-time int64: %v, want unsupported naming int64", err)
 	}
 	// A bool input is the importer's 1 and 0: Not of it runs.
 	g, err = load(t, []msg{node("Not", "n", []string{"m"}, []string{"y"})},
@@ -98,5 +99,61 @@ func TestTypedInputs(t *testing.T) {
 	}
 	if o := res.Outputs["y"]; !slices.Equal(o.Data, []float32{0, 1, 0}) {
 		t.Errorf("Not of a bool input: %v %v %v", o.DType, o.Data, o.Ints)
+	}
+}
+
+// TestTypedElementwise: ONNX's elementwise ops on run-time integers import
+// as ir's typed rows: int64 Add of a broadcast constant wraps, Less gives
+// the importer's bool, Where selects int64s by it, Mod takes the divisor's
+// sign, BitShift shifts uint8s; a division by zero fails the run.
+func TestTypedElementwise(t *testing.T) {
+	nodes := []msg{
+		node("Add", "add", []string{"x", "one"}, []string{"sum"}),
+		node("Less", "less", []string{"x", "y"}, []string{"lt"}),
+		node("Where", "where", []string{"lt", "x", "y"}, []string{"min"}),
+		node("Mod", "mod", []string{"x", "y"}, []string{"rem"}),
+		node("Div", "div", []string{"x", "y"}, []string{"q"}),
+	}
+	g0 := graph(nodes, []msg{int64s("one", []int64{1}, 1)},
+		[]msg{typedValueInfo("x", int64(onnx.Int64), 3), typedValueInfo("y", int64(onnx.Int64), 3)},
+		[]msg{typedValueInfo("sum", int64(onnx.Int64), 3), typedValueInfo("lt", int64(onnx.Bool), 3),
+			typedValueInfo("min", int64(onnx.Int64), 3), typedValueInfo("rem", int64(onnx.Int64), 3), typedValueInfo("q", int64(onnx.Int64), 3)})
+	g, err := onnx.Load(bytes.NewReader(model(13, g0)), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Nodes[g.Input("x")].Ints = []int64{math.MaxInt64, -7, 7}
+	g.Nodes[g.Input("y")].Ints = []int64{2, 2, -2}
+	res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int64{"sum": {math.MinInt64, -6, 8}, "min": {2, -7, -2}, "rem": {1, 1, -1}, "q": {math.MaxInt64 / 2, -3, -3}}
+	for name, w := range want {
+		if o := res.Outputs[name]; o.DType != ir.I64 || !slices.Equal(o.Ints, w) {
+			t.Errorf("%s = %v %v, want int64 %v", name, o.DType, o.Ints, w)
+		}
+	}
+	if o := res.Outputs["lt"]; !slices.Equal(o.Data, []float32{0, 1, 0}) {
+		t.Errorf("lt = %v, want the importer's bool [0 1 0]", o.Data)
+	}
+	g.Nodes[g.Input("y")].Ints = []int64{2, 0, 1}
+	if _, err := gpucc.Run(context.Background(), g, gpucc.Options{}); !errors.Is(err, ir.ErrIntegerFault) {
+		t.Errorf("a division by zero: %v, want integer_fault", err)
+	}
+
+	shift, err := onnx.Load(bytes.NewReader(model(13, graph([]msg{node("BitShift", "s", []string{"a", "b"}, []string{"c"}, attrStr("direction", "LEFT"))}, nil,
+		[]msg{typedValueInfo("a", int64(onnx.Uint8), 2), typedValueInfo("b", int64(onnx.Uint8), 2)}, []msg{typedValueInfo("c", int64(onnx.Uint8), 2)}))), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift.Nodes[shift.Input("a")].Ints = []int64{3, 255}
+	shift.Nodes[shift.Input("b")].Ints = []int64{6, 1}
+	res, err = gpucc.Run(context.Background(), shift, gpucc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs["c"]; o.DType != ir.U8 || !slices.Equal(o.Ints, []int64{192, 254}) {
+		t.Errorf("BitShift LEFT = %v %v, want uint8 [192 254]", o.DType, o.Ints)
 	}
 }

@@ -1,0 +1,153 @@
+package onnx
+
+import (
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// typedOps maps the ONNX ops that are one elementwise ir row to it, for
+// run-time typed values (an integer or float16 input and what is computed
+// from it): swap says the operands are reversed (Less is Greater of b, a).
+var typedOps = map[string]struct {
+	op    ir.Op
+	swap  bool
+	attrs []string
+}{
+	"Add": {op: ir.OpAdd}, "Sub": {op: ir.OpSub}, "Mul": {op: ir.OpMul}, "Div": {op: ir.OpDiv}, "Mod": {op: ir.OpMod, attrs: []string{"fmod"}},
+	"Max": {op: ir.OpMaximum}, "Min": {op: ir.OpMinimum}, "Neg": {op: ir.OpNeg}, "Relu": {op: ir.OpRelu},
+	"Equal": {op: ir.OpEqual}, "Greater": {op: ir.OpGreater}, "GreaterOrEqual": {op: ir.OpGreaterEqual},
+	"Less": {op: ir.OpGreater, swap: true}, "LessOrEqual": {op: ir.OpGreaterEqual, swap: true},
+	"And": {op: ir.OpAnd}, "Or": {op: ir.OpOr}, "Xor": {op: ir.OpXor}, "Not": {op: ir.OpNot},
+	"BitwiseAnd": {op: ir.OpBitAnd}, "BitwiseOr": {op: ir.OpBitOr}, "BitwiseXor": {op: ir.OpBitXor},
+	"BitwiseNot": {op: ir.OpBitNot}, "BitShift": {op: ir.OpShiftLeft, attrs: []string{"direction"}}, "Where": {op: ir.OpWhere},
+	"Identity": {},
+}
+
+// typedNode imports the current node when it reads a run-time typed value
+// and is one elementwise row (typedOps): its operands in one dtype (a
+// constant converted to it exactly, or refused), numpy's broadcast, ir's
+// type rule and cpuref's semantics for the dtype (integer arithmetic
+// wraps, a division by zero fails the run). A bool result is the
+// importer's float32 1 and 0. It is false for a node without typed
+// operands or of another op, which its own rule imports (Cast, Shape, …,
+// and rtIn refuses a typed value by name where an op needs float32).
+func (c *importer) typedNode() ([]value, bool, *ir.Error) {
+	n := c.n
+	typed := ir.F32
+	for k := range n.inputs {
+		if v := c.in(k); v != nil && v.set && v.rt.DType() != ir.F32 {
+			typed = v.rt.DType()
+			break
+		}
+	}
+	row, ok := typedOps[n.opType]
+	if typed == ir.F32 || !ok {
+		return nil, false, nil
+	}
+	for _, a := range n.attrs {
+		if a.ref != "" || a.other != "" || !slices.Contains(row.attrs, a.name) {
+			return nil, true, c.refuse("attribute %s of a run-time %v tensor's %s is not supported", ir.Quote(a.name), typed, n.opType)
+		}
+	}
+	if n.opType == "Identity" {
+		return []value{*c.in(0)}, true, nil
+	}
+	info := row.op.Info()
+	if len(n.inputs) != info.Args {
+		return nil, true, c.refuse("%d inputs of a run-time %v tensor; gpucc's %v takes %d", len(n.inputs), typed, row.op, info.Args)
+	}
+	if n.opType == "Mod" && c.attrInt("fmod", 0) != 0 {
+		return nil, true, c.refuse("Mod with fmod 1 of a run-time %v tensor (C's remainder) is not a row yet", typed)
+	}
+	if n.opType == "BitShift" {
+		switch c.attrStr("direction", "") {
+		case "RIGHT":
+			row.op = ir.OpShiftRight
+		case "LEFT":
+		default:
+			return nil, true, c.invalid("BitShift's direction is LEFT or RIGHT")
+		}
+	}
+	args := make([]ir.Tensor, len(n.inputs))
+	for k := range n.inputs {
+		want := typed
+		if info.Types.Cond && k == 0 || info.Types.In == ir.SetOf(ir.Bool) {
+			want = ir.Bool
+		}
+		t, err := c.typedOperand(k, want)
+		if err != nil {
+			return nil, true, err
+		}
+		args[k] = t
+	}
+	if row.swap {
+		args[0], args[1] = args[1], args[0]
+	}
+	var y ir.Tensor
+	switch len(args) {
+	case 1:
+		y = args[0].Apply(row.op)
+	case 2:
+		y = args[0].ApplyTo(ir.Bool, row.op, args[1])
+	default:
+		s, ok := ir.BroadcastShape(args[1].Shape(), args[2].Shape())
+		if s2, ok2 := ir.BroadcastShape(s, args[0].Shape()); ok && ok2 {
+			for k := range args {
+				if !args[k].Shape().Equal(s2) {
+					args[k] = args[k].Broadcast(s2)
+				}
+			}
+		}
+		y = args[0].Where(args[1], args[2])
+	}
+	if y.DType() == ir.Bool {
+		return []value{boolValue(y.Cast(ir.F32))}, true, nil
+	}
+	return []value{rtValue(y)}, true, nil
+}
+
+// typedOperand returns input k as a run-time tensor of dtype t: a typed
+// value of t as it is, a run-time bool (the importer's 1 and 0) as bool, a
+// constant converted exactly (an integer constant of t's range, a float
+// constant of t's values), else refused by name.
+func (c *importer) typedOperand(k int, t ir.DType) (ir.Tensor, *ir.Error) {
+	v := c.in(k)
+	if v == nil {
+		return ir.Tensor{}, c.invalid("input %d is missing", k)
+	}
+	switch {
+	case v.set && v.rt.DType() == t:
+		return v.rt, nil
+	case v.set && v.isBool && t == ir.Bool:
+		return v.rt.Cast(ir.Bool), nil
+	case v.set:
+		return ir.Tensor{}, c.refuse("input %d is a run-time %v tensor where %v is needed (Cast it first)", k, v.rt.DType(), t)
+	}
+	ct := v.c
+	if len(ct.Shape) > ir.MaxRank || ct.Len() == 0 {
+		return ir.Tensor{}, c.refuse("input %d, a constant of shape %v", k, ct.Shape)
+	}
+	s := ir.Shape(slices.Clone(ct.Shape))
+	if t.IsFloat() {
+		if ct.Type != Float32 {
+			return ir.Tensor{}, c.refuse("input %d, a %v constant, where %v is needed", k, ct.Type, t)
+		}
+		for _, x := range ct.Float32 {
+			if !t.Holds(x) || x != x || x-x != 0 {
+				return ir.Tensor{}, c.refuse("input %d holds %v, not a finite %v", k, x, t)
+			}
+		}
+		return c.b.TypedInput("", t, s, ct.Float32, nil), nil
+	}
+	if !ct.Type.isInt() {
+		return ir.Tensor{}, c.refuse("input %d, a %v constant, where %v is needed", k, ct.Type, t)
+	}
+	lo, hi := t.Range()
+	for _, x := range ct.Int64 {
+		if x < lo || x > hi {
+			return ir.Tensor{}, c.refuse("input %d holds %d, outside %v's range", k, x, t)
+		}
+	}
+	return c.b.TypedInput("", t, s, nil, ct.Int64), nil
+}
