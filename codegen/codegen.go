@@ -178,9 +178,19 @@ func Define(l Lang, fs []*ir.Func, slot int) []string {
 // value of each InstrConst, then for each op instruction its scalar
 // operand (a scalar form's) and the constants its expression computes with
 // (see arithConsts); then those of each function the body calls, in
-// FuncsOf's order. A target without Lang.Native entries for them uses every
-// slot.
+// FuncsOf's order; then, for a kernel written from a nest, the nest's
+// Params. A target without Lang.Native entries for them uses every slot.
 func Constants(k *ir.Kernel) []float32 {
+	out := bodyConstants(k)
+	if HasNest(k.Kind) {
+		out = append(out, NestOf(k).Params...)
+	}
+	return out
+}
+
+// bodyConstants is Constants without a nest's Params: the slots before
+// them.
+func bodyConstants(k *ir.Kernel) []float32 {
 	var out []float32
 	for _, in := range k.Body {
 		if in.Kind == ir.InstrConst || in.Kind == ir.InstrOp && in.Op.Info().Scalar {

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -32,6 +33,12 @@ type Nest struct {
 	// Tables are constant u32 tables that Body indexes (resize's taps):
 	// each target declares them once per kernel (Lang.Table).
 	Tables []Table
+	// Params are float constants that come from the kernel's attributes
+	// (pad's constant), read with Param: a target with Lang.Const passes
+	// them in its constant slots after the body's (see Constants), so
+	// that kernels differing only in them share their source; others
+	// write them as Lang.Opaque.
+	Params []float32
 	Body   []Stmt
 }
 
@@ -87,6 +94,7 @@ const (
 	eFloat                // the float of the u32 bits args[0]
 	eBits                 // the u32 bits of the float args[0]
 	eProd                 // args[0] · args[1], rounded on its own (Lang.Keep)
+	eParam                // the nest's Params[n]
 	eSelect               // args[1] where args[0] holds, else args[2] (Lang.Select)
 	eAdd                  // the binary operators, from here on (see binops)
 	eSub
@@ -141,6 +149,9 @@ func At(table string, i Expr) Expr { return Expr{op: eTable, name: table, args: 
 // Opaque is the float of IEEE bits b, written so that no compiler folds
 // it (an accumulator's start: see Lang.Opaque).
 func Opaque(b uint32) Expr { return Expr{op: eOpaque, bits: b} }
+
+// Param is the nest's float constant Params[i].
+func Param(i int) Expr { return Expr{op: eParam, n: i} }
 
 // Float is the float whose IEEE bits are the u32 u.
 func Float(u Expr) Expr { return Expr{op: eFloat, args: []Expr{u}} }
@@ -227,7 +238,10 @@ func Fold(name string, op ir.Op, a, b string) Stmt {
 // coordinates and tables are the target's to declare: see Coords and
 // Lang.Table).
 func (n *Nest) Render(l Lang, k *ir.Kernel) []string {
-	r := nestRenderer{l: l, k: k}
+	r := nestRenderer{l: l, k: k, n: n}
+	if l.Const != nil {
+		r.base = len(bodyConstants(k))
+	}
 	return r.stmts(n.Body, 0)
 }
 
@@ -292,8 +306,10 @@ func (l Lang) TypeName(t Type) string {
 }
 
 type nestRenderer struct {
-	l Lang
-	k *ir.Kernel
+	l    Lang
+	k    *ir.Kernel
+	n    *Nest
+	base int // the constant slot of Params[0]
 }
 
 func (r nestRenderer) stmts(ss []Stmt, depth int) []string {
@@ -342,6 +358,11 @@ func (r nestRenderer) expr(e Expr) string {
 		return r.l.Uint(e.n)
 	case eName:
 		return e.name
+	case eParam:
+		if r.l.Const != nil {
+			return r.l.Const(r.base + e.n)
+		}
+		return r.expr(Opaque(math.Float32bits(r.n.Params[e.n])))
 	case eOpaque:
 		if r.l.Opaque != nil {
 			return r.l.Opaque(e.bits)

@@ -266,12 +266,13 @@ func padNest(k *ir.Kernel) *Nest {
 		n.Body = append(n.Body, Let(Val(F32), "acc", Load(0, idx...)))
 		return n
 	}
+	n.Params = []float32{p.Value}
 	cond := guard[0]
 	for _, g := range guard[1:] {
 		cond = cond.And(g)
 	}
 	n.Body = append(n.Body,
-		Var(Val(F32), "acc", Opaque(math.Float32bits(p.Value))),
+		Var(Val(F32), "acc", Param(0)),
 		If(cond, Set("acc", Load(0, idx...))))
 	return n
 }

@@ -2,6 +2,7 @@ package wgsl_test
 
 import (
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,23 @@ func TestConstantsAreNotInTheSource(t *testing.T) {
 	}
 	if string(p1) == string(p2) {
 		t.Error("params do not carry the constants")
+	}
+	// A nest's constants (pad's, an attribute) travel there too.
+	pad := func(c float32) (string, []byte) {
+		b := ir.NewBuilder()
+		x := b.Input(ir.Shape{2, 3}, []float32{1, 2, 3, 4, 5, 6})
+		b.Output("y", x.Pad([]int{1, 0, 0, 2}, ir.PadConstant, c).MulScalar(3))
+		g, _ := b.Build(ir.Limits{})
+		p, _, _ := passes.Compile(g, passes.Options{})
+		s, _ := wgsl.Target{}.Emit(p)
+		return s[0].Source, s[0].Params
+	}
+	s1, p1 = pad(0.5)
+	s2, p2 = pad(float32(math.Copysign(0, -1)))
+	if s1 != s2 {
+		t.Errorf("a pad's source depends on its constant:\n%s\n%s", s1, s2)
+	}
+	if string(p1) == string(p2) {
+		t.Error("params do not carry the pad's constant")
 	}
 }
