@@ -1,12 +1,14 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -42,52 +44,20 @@ func ensurePyodide(t *testing.T) {
 	}
 }
 
-// guestFiles lists the Python files the guest gets: the gpucc module and
-// the suite's random graph generator, as {path in the guest, url}.
-func guestFiles(t *testing.T) []map[string]string {
-	t.Helper()
-	var files []map[string]string
-	mods, err := filepath.Glob("../python/gpucc/*.py")
-	if err != nil || len(mods) == 0 {
-		t.Fatalf("no module files: %v", err)
-	}
-	for _, m := range mods {
-		files = append(files, map[string]string{"path": "/guest/gpucc/" + filepath.Base(m), "url": "/python/gpucc/" + filepath.Base(m)})
-	}
-	return append(files, map[string]string{"path": "/guest/randgraph.py", "url": "/python/tests/randgraph.py"})
-}
-
-// guestPage opens the page with Pyodide and the module served beside it.
+// guestPage opens the page as gpucc serve --pyodide serves it, with the
+// suite's random graph generator beside the module.
 func guestPage(t *testing.T, deadline time.Duration) (run func(backend, code string, want int) []string) {
 	t.Helper()
-	ensurePyodide(t)
-	h, err := Handler(builtPage(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/pyodide/", http.StripPrefix("/pyodide/", http.FileServer(http.Dir(pyodideDir))))
-	mux.Handle("/python/", http.StripPrefix("/python/", http.FileServer(http.Dir("../python"))))
-	mux.Handle("/", h)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	ctx := chromium.Open(t, srv.URL+"/index.html?life=0", deadline)
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
-		t.Fatal(err)
-	}
-	load := `new Promise((ok, bad) => { const s = document.createElement("script"); s.src = "pyguest.js";
-		s.onload = () => ok(true); s.onerror = () => bad(new Error("pyguest.js")); document.head.appendChild(s); })`
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](load, chromedp.EvalAwaitPromise)); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := json.Marshal(guestFiles(t))
+	ctx := pythonPage(t, deadline)
 	// run starts a fresh guest on backend, runs code, waits until it has
 	// printed want lines (its callbacks run later) and returns them.
 	return func(backend, code string, want int) []string {
 		t.Helper()
 		c, _ := json.Marshal(code)
 		expr := `(async () => {
-			const g = createPythonGuest({pyodideURL: "/pyodide/", files: ` + string(files) + `, backend: "` + backend + `", allowSoftware: true});
+			const files = (await (await fetch("python/files.json")).json()).map(p => ({path: "/guest/" + p, url: "python/" + p}));
+			files.push({path: "/guest/randgraph.py", url: "python-tests/randgraph.py"});
+			const g = createPythonGuest({pyodideURL: "/pyodide/", files, backend: "` + backend + `", allowSoftware: true});
 			try {
 				await g.ready;
 				await g.run(` + string(c) + `);
@@ -96,16 +66,42 @@ func guestPage(t *testing.T, deadline time.Duration) (run func(backend, code str
 				return JSON.stringify(g.output);
 			} finally { g.dispose(); }
 		})()`
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		if err := json.Unmarshal([]byte(s), &lines); err != nil {
-			t.Fatalf("%v: %s", err, s)
-		}
-		return lines
+		return evalLines(t, ctx, expr)
 	}
+}
+
+func evalLines(t *testing.T, ctx context.Context, expr string) []string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if err := json.Unmarshal([]byte(s), &lines); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return lines
+}
+
+// pythonPage opens the page served with Pyodide (WithPyodide, as gpucc
+// serve --pyodide does) and waits for gpucc.wasm and the Python card.
+func pythonPage(t *testing.T, deadline time.Duration) context.Context {
+	t.Helper()
+	ensurePyodide(t)
+	h, err := Handler(builtPage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/python-tests/", http.StripPrefix("/python-tests/", http.FileServer(http.Dir("../python/tests"))))
+	mux.Handle("/", WithPyodide(h, pyodideDir))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ctx := chromium.Open(t, srv.URL+"/index.html?life=0", deadline)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error) && window.pythonDemo && window.pythonDemo.ready`)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
 }
 
 // native runs code with python3 on cpu-python (the module's own
@@ -211,6 +207,48 @@ func TestPythonGuest(t *testing.T) {
 		t.Run("mlp/"+backend, func(t *testing.T) {
 			if got := run(backend, mlpTraining, 5); !slices.Equal(got, want) {
 				t.Errorf("losses %q, want cpu-python's %q", got, want)
+			}
+		})
+	}
+}
+
+// TestPythonCard: the page's Python card (python.js) runs its three
+// examples in a Worker guest on each browser backend: the seed's prints
+// [0, 60, 120], Life the same grid as cpu-python, and the MLP the same
+// losses, each with the backend that ran it.
+func TestPythonCard(t *testing.T) {
+	ctx := pythonPage(t, 12*time.Minute)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("allowSoftware").checked = true`)); err != nil {
+		t.Fatal(err) // SwiftShader is this machine's only GPU
+	}
+	card := func(example, backend string, want int) []string {
+		return evalLines(t, ctx, `pythonDemo.run("`+example+`", "`+backend+`", `+itoa(want)+`).then(l => JSON.stringify(l))`)
+	}
+	src := func(example string) string {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { document.getElementById("pyExample").value = "`+example+`";
+			document.getElementById("pyExample").onchange(); return document.getElementById("pyCode").value; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	life, mlp := native(t, src("life")), native(t, src("mlp"))
+	step := regexp.MustCompile(`^step \d+ loss \S+ on (\S+) in`)
+	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
+		t.Run(backend, func(t *testing.T) {
+			if got := card("seed", backend, 1); !slices.Equal(got, []string{backend + " [0, 60, 120]"}) {
+				t.Errorf("seed: %q", got)
+			}
+			got := card("life", backend, len(life))
+			if len(got) != len(life) || strings.Replace(got[0], backend, "cpu-python", 1) != life[0] || !slices.Equal(got[2:], life[2:]) {
+				t.Errorf("life printed\n%s\ncpu-python\n%s", strings.Join(got, "\n"), strings.Join(life, "\n"))
+			}
+			got = card("mlp", backend, 5)
+			for i := range mlp {
+				m := step.FindStringSubmatch(got[min(i, len(got)-1)])
+				if len(got) != 5 || m == nil || m[1] != backend || got[i][:strings.Index(got[i], " on ")] != mlp[i][:strings.Index(mlp[i], " on ")] {
+					t.Fatalf("mlp printed\n%s\ncpu-python\n%s", strings.Join(got, "\n"), strings.Join(mlp, "\n"))
+				}
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -30,6 +31,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpucc/gpucc/python"
 )
 
 //go:embed static
@@ -82,36 +85,26 @@ type asset struct {
 // Service Unavailable with NotBuilt instead.
 func Handler(assets fs.FS) (http.Handler, error) {
 	files := map[string]*asset{}
-	err := fs.WalkDir(assets, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(assets, name)
-		if err != nil {
-			return err
-		}
-		a := &asset{name: name}
-		if strings.HasSuffix(name, ".gz") {
-			a.name, a.gz = strings.TrimSuffix(name, ".gz"), b
-		} else if a.gz, err = compress(b); err != nil {
-			return err
-		}
-		sum := sha256.Sum256(a.gz)
-		a.etag = hex.EncodeToString(sum[:12])
-		gz := a.gz
-		a.plain = sync.OnceValues(func() ([]byte, error) {
-			zr, err := gzip.NewReader(bytes.NewReader(gz))
-			if err != nil {
-				return nil, err
-			}
-			return io.ReadAll(zr)
-		})
-		files["/"+a.name] = a
-		return nil
-	})
-	if err != nil {
+	if err := addFiles(files, assets, ""); err != nil {
 		return nil, fmt.Errorf("web: reading the page: %w", err)
 	}
+	// The Python guest's module, for the page's Python card (python.js).
+	if err := addFiles(files, python.Module(), "python/"); err != nil {
+		return nil, fmt.Errorf("web: the Python module: %w", err)
+	}
+	var module []string // python/files.json: the module's paths, for the guest to fetch
+	for p := range files {
+		if strings.HasPrefix(p, "/python/") {
+			module = append(module, strings.TrimPrefix(p, "/python/"))
+		}
+	}
+	slices.Sort(module)
+	list, _ := json.Marshal(module)
+	a, err := newAsset("python/files.json", list)
+	if err != nil {
+		return nil, err
+	}
+	files["/python/files.json"] = a
 	built := Built(assets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -150,6 +143,63 @@ func Handler(assets fs.FS) (http.Handler, error) {
 		h.Set("ETag", etag)
 		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
 	}), nil
+}
+
+// addFiles adds every file of fsys to files under "/"+prefix+its name:
+// gzip-encoded (a NAME.gz is NAME, compressed already), with its ETag.
+func addFiles(files map[string]*asset, fsys fs.FS, prefix string) error {
+	return fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		a, err := newAsset(name, b)
+		if err != nil {
+			return err
+		}
+		files["/"+prefix+a.name] = a
+		return nil
+	})
+}
+
+// newAsset is file name, of contents b (gzip-compressed already when name
+// ends in .gz).
+func newAsset(name string, b []byte) (*asset, error) {
+	a := &asset{name: name}
+	var err error
+	if strings.HasSuffix(name, ".gz") {
+		a.name, a.gz = strings.TrimSuffix(name, ".gz"), b
+	} else if a.gz, err = compress(b); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(a.gz)
+	a.etag = hex.EncodeToString(sum[:12])
+	gz := a.gz
+	a.plain = sync.OnceValues(func() ([]byte, error) {
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(zr)
+	})
+	return a, nil
+}
+
+// WithPyodide serves dir (an npm install of pyodide: pyodide.js,
+// pyodide.asm.wasm, python_stdlib.zip, …) under /pyodide/ beside page, for
+// the page's Python guest; dir "" serves nothing there (the page then
+// hides its Python card).
+func WithPyodide(page http.Handler, dir string) http.Handler {
+	if dir == "" {
+		return page
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/pyodide/", http.StripPrefix("/pyodide/", http.FileServer(http.Dir(dir))))
+	mux.Handle("/", page)
+	return mux
 }
 
 // acceptsGzip reports whether r's Accept-Encoding allows gzip.

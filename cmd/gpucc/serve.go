@@ -65,6 +65,7 @@ streamed) share --max-memory. --max-output-bytes defaults to 4 MiB here.
 func serveCmd(args []string) int {
 	fs := newFlags("serve", "serve [--addr HOST:PORT]")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (port 0: any free port)")
+	pyodide := fs.String("pyodide", "", "serve this directory (an npm install of pyodide) under /pyodide/, for the page's Python guest")
 	apiConf := apiFlags(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
@@ -86,6 +87,7 @@ func serveCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	page = web.WithPyodide(page, *pyodide)
 	if !web.Built(web.Assets()) {
 		fmt.Fprint(os.Stderr, web.NotBuilt) // the API still answers; the page's paths say the same
 	}

@@ -92,6 +92,7 @@ class Compiled:
         self.fn, self.training, self.lr, self.loss = fn, training, lr, loss
         self.options = options
         self.transport = Graph(**options).transport
+        self.last_result = None
 
     def __call__(self, *args, **kwargs):
         return Call(self, args, kwargs)
@@ -160,6 +161,7 @@ class Compiled:
 
     def _post(self, res, state):
         """The value a call delivers; a training step writes its parameters."""
+        self.last_result = res  # backend, timings, … of the latest call
         got, structure, params = res["outputs"], state["structure"], state["params"]
         if self.training:
             for p in params:

@@ -25,4 +25,7 @@ class GPUCCError(Exception):
     @classmethod
     def from_dict(cls, d):
         d = d or {}
-        return cls(d.get("code", "internal"), d.get("message", ""), d.get("node"), d.get("field"))
+        code, msg = d.get("code", "internal"), d.get("message", "")
+        if msg.startswith(code + ": "):  # gpucc's messages begin with their code
+            msg = msg[len(code) + 2:]
+        return cls(code, msg, d.get("node"), d.get("field"))
