@@ -275,17 +275,12 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		cmd.Release()
 		return 0, false, nil
 	}
+	if err := d.submit(op, enc); err != nil {
+		return 0, false, err
+	}
 	if !timed {
-		return 0, false, d.submit(op, enc)
+		return 0, false, nil
 	}
-	// One wait, not two: the timestamps' map completes when the whole
-	// submission has, so mapRead's polling is the wait for the run.
-	cmd, err := enc.Finish(nil)
-	if err != nil {
-		return 0, false, errorf(op, "%w", err)
-	}
-	d.queue.Submit(cmd)
-	cmd.Release()
 	var t0, t1 uint64
 	if err := d.mapRead(op, d.tsRead, 16, func(m []byte) {
 		t0 = binary.LittleEndian.Uint64(m[0:])
