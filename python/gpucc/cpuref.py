@@ -82,6 +82,8 @@ def _node(nodes, n, vals):
         return maxpool2d_grad(a, vals[n.args[1]], pool2d_geometry(arg, n.attrs))
     if op == "resize2d":
         return resize2d(a, arg, n.attrs)
+    if op == "pad":
+        return pad(a, arg, n.shape, n.attrs)
     raise GPUCCError("internal", "cpu-python: unknown op %s" % op)
 
 
@@ -354,3 +356,42 @@ def resize2d(x, s, a):
                 else:
                     out.append(_add(_mul(rows.w0[oh], row(rows.i0[oh], ow)), _mul(rows.w1[oh], row(rows.i1[oh], ow))))
     return out
+
+
+def _pad_src(n, begin, mode, o):
+    """ir.Pad.Src: the index of x along an axis of n elements that output
+    index o copies, or -1 for the constant."""
+    i = o - begin
+    if mode == 0:
+        return i if 0 <= i < n else -1
+    if mode == 2:
+        return min(max(i, 0), n - 1)
+    if mode == 3:
+        return ((i % n) + n) % n
+    if n == 1:
+        return 0
+    per = 2 * (n - 1)
+    j = ((i % per) + per) % per
+    return per - j if j >= n else j
+
+
+def pad(x, s, out, a):
+    """numpy's pad (constant, reflect, edge, wrap): a copy, every value one
+    of x's or the constant, unchanged."""
+    pads, mode, vb = a["pads"], a["mode"][0], a["value_bits"]
+    value = F.from_bits(vb[0] << 16 | vb[1])
+    r = len(out)
+    src = [[_pad_src(s[d], pads[d], mode, o) for o in range(out[d])] for d in range(r)]
+    stride = row_major(s)
+    res = []
+    for i in range(size(out)):
+        off, rem = 0, i
+        for d in range(r - 1, -1, -1):
+            j = src[d][rem % out[d]]
+            rem //= out[d]
+            if j < 0:
+                off = -1
+                break
+            off += j * stride[d]
+        res.append(value if off < 0 else x[off])
+    return res

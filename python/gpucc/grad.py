@@ -29,7 +29,8 @@ class _C:
 _NO_GRAD = {"life": "life is not differentiable",
             "maxpool2d_grad": "maxpool2d_grad is a gradient; second derivatives of pooling are not rules",
             "conv_transpose2d": "conv_transpose2d's gradients (a conv2d of the output gradient, and of x with it) are not rules yet",
-            "resize2d": "resize2d's gradient (the output gradient scattered back through the taps) is not a rule yet"}
+            "resize2d": "resize2d's gradient (the output gradient scattered back through the taps) is not a rule yet",
+            "pad": "pad's gradient (the output gradient summed back onto the elements each border copies) is not a rule yet"}
 _ZERO = {"positive", "greater", "greater_equal", "equal", "floor", "ceil", "round"}
 
 

@@ -428,6 +428,13 @@ class Tensor:
         return self.graph._apply("maxpool2d", [self], attrs={
             "kernel_shape": list(kernel_shape), "strides": list(strides), "pads": list(pads), "dilations": list(dilations)})
 
+    def pad(self, pads, mode=0, value=0.0):
+        """numpy's pad: pads [before each axis..., after each axis...], mode
+        0 constant (value), 1 reflect, 2 edge, 3 wrap; rank 1 to 4."""
+        b = F.bits(_as_f32(value, "value"))
+        return self.graph._apply("pad", [self], attrs={"pads": list(pads), "mode": [mode],
+                                                       "value_bits": [b >> 16, b & 0xFFFF]})
+
     def resize2d(self, sizes, mode=0, coordinate_mode=0, nearest_mode=0, scale_bits=(0, 0)):
         return self.graph._apply("resize2d", [self], attrs={
             "sizes": list(sizes), "mode": [mode], "coordinate_mode": [coordinate_mode],

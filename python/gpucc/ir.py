@@ -44,6 +44,7 @@ ATTRS = {
     "maxpool2d": _POOL,
     "maxpool2d_grad": _POOL,
     "permute": [("perm", 0, None)],
+    "pad": [("pads", 0, None), ("mode", 1, [0]), ("value_bits", 2, [0, 0])],
     "resize2d": [("sizes", 2, None), ("mode", 1, [0]), ("coordinate_mode", 1, [0]),
                  ("nearest_mode", 1, [0]), ("scale_bits", 2, [0, 0])],
 }
@@ -52,7 +53,7 @@ _ATTR_NAMES = {name for specs in ATTRS.values() for name, _, _ in specs}
 # Ops by number of tensor arguments.
 _ARGS = {"input": 0, "full": 0, "transpose": 1, "matmul": 2, "sum": 1, "max": 1, "life": 1,
          "broadcast": 1, "reshape": 1, "permute": 1, "conv2d": 2, "conv_transpose2d": 2,
-         "maxpool2d": 1, "maxpool2d_grad": 2, "resize2d": 1}
+         "maxpool2d": 1, "maxpool2d_grad": 2, "resize2d": 1, "pad": 1}
 for _op in ELEMENTWISE_BINARY:
     _ARGS[_op] = 2
 for _op in ELEMENTWISE_UNARY:
@@ -283,6 +284,19 @@ def infer_shape(node, op, args, attrs):
         if args[1] != out:
             raise bad(node, "b", "maxpool2d_grad of x %s needs the gradient of maxpool2d's output %s, got %s" % (list(x), list(out), list(args[1])))
         return x
+    if op == "pad":
+        x, pads = args[0], attrs["pads"]
+        if len(x) < 1 or len(x) > 4:
+            raise bad(node, "a", "pad takes x of rank 1 to 4, got %s" % list(x))
+        if len(pads) != 2 * len(x):
+            raise bad(node, "pads", "pad of x %s needs %d pads (before each axis, then after each), got %s" % (list(x), 2 * len(x), pads))
+        if any(v < 0 for v in pads):
+            raise bad(node, "pads", "pad's pads must be ≥ 0 (a crop is not a pad), got %s" % pads)
+        if not 0 <= attrs["mode"][0] <= 3:
+            raise bad(node, "mode", "pad mode must be 0 (constant), 1 (reflect), 2 (edge) or 3 (wrap)")
+        if any(h < 0 or h > 0xFFFF for h in attrs["value_bits"]):
+            raise bad(node, "value_bits", "pad value_bits must be two 16-bit halves")
+        return tuple(d + pads[k] + pads[len(x) + k] for k, d in enumerate(x))
     if op == "resize2d":
         x = args[0]
         if len(x) != 4:
