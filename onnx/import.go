@@ -101,8 +101,11 @@ type importer struct {
 	// The node being imported, for errors.
 	n   *nodeProto
 	idx int
-	// failed is the ONNX node at which the builder first failed, or -1.
-	failed int
+	// failed is the ONNX node at which the builder first failed, or -1;
+	// failedOn is the dtype of a run-time typed input it had (float32 if
+	// none): an op handler that met a dtype it cannot take.
+	failed   int
+	failedOn ir.DType
 	// graph is the graph being imported; keepBN is Options.KeepBatchNorm
 	// and folded the BatchNormalization nodes folded into their Conv
 	// (bnfold.go), by node index.
@@ -184,7 +187,11 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		var ie *ir.Error
 		if c.failed >= 0 && errors.As(err, &ie) {
 			n := &g.nodes[c.failed]
-			return nil, ir.Errorf(ie.Code, -1, fmt.Sprintf("graph.node[%d]", c.failed), "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, ie.Msg)
+			code, msg := ie.Code, ie.Msg
+			if c.failedOn != ir.F32 && code == ir.CodeInvalidGraph { // a valid model whose op gpucc computes on float32 only
+				code, msg = ir.CodeUnsupported, fmt.Sprintf("a run-time %v input: gpucc imports this op for float32 only so far (%s)", c.failedOn, msg)
+			}
+			return nil, ir.Errorf(code, -1, fmt.Sprintf("graph.node[%d]", c.failed), "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, msg)
 		}
 		if errors.As(err, &ie) {
 			return nil, ie
@@ -350,6 +357,7 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: input %s is not defined before it (nodes must be in topological order)", n.opType, ir.Quote(n.name), ir.Quote(in))
 		}
 	}
+	on := c.typedIn()                 // before the rule: after a builder error every tensor reads as float32
 	outs, typed, err := c.typedNode() // a run-time typed value: typed.go
 	if err != nil {
 		return err
@@ -362,7 +370,7 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 	if c.failed < 0 {
 		for _, o := range outs {
 			if o.set && o.rt.ID() < 0 {
-				c.failed = i
+				c.failed, c.failedOn = i, on
 			}
 		}
 	}

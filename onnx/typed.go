@@ -34,13 +34,7 @@ var typedOps = map[string]struct {
 // and rtIn refuses a typed value by name where an op needs float32).
 func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 	n := c.n
-	typed := ir.F32
-	for k := range n.inputs {
-		if v := c.in(k); v != nil && v.set && v.rt.DType() != ir.F32 {
-			typed = v.rt.DType()
-			break
-		}
-	}
+	typed := c.typedIn()
 	row, ok := typedOps[n.opType]
 	if typed == ir.F32 || !ok {
 		return nil, false, nil
@@ -105,6 +99,17 @@ func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 		return []value{boolValue(y.Cast(ir.F32))}, true, nil
 	}
 	return []value{rtValue(y)}, true, nil
+}
+
+// typedIn returns the dtype of the current node's first run-time typed
+// input, or float32 when it has none.
+func (c *importer) typedIn() ir.DType {
+	for k := range c.n.inputs {
+		if v := c.in(k); v != nil && v.set && v.rt.DType() != ir.F32 {
+			return v.rt.DType()
+		}
+	}
+	return ir.F32
 }
 
 // typedOperand returns input k as a run-time tensor of dtype t: a typed

@@ -39,6 +39,9 @@ func TestNodeTestsTypedInputs(t *testing.T) {
 			passed++
 		case strings.HasPrefix(why, "refused"):
 			refused++
+			if os.Getenv("GPUCC_TYPED_NODE_TESTS") == "v" {
+				t.Logf("%s: %s", nt.name, why)
+			}
 		default:
 			failed++
 			t.Logf("%s: %s", nt.name, why)
@@ -65,6 +68,9 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 	defer f.Close()
 	g, err := onnx.Load(f, onnx.Options{Constants: consts})
 	if err != nil {
+		if c := gpucc.CodeOf(err); c != ir.CodeUnsupported && c != ir.CodeLimitExceeded {
+			t.Errorf("%s: a valid model refused with %s, not unsupported: %v", nt.name, c, err)
+		}
 		return false, "refused: " + err.Error()
 	}
 	for _, in := range nt.inputs {

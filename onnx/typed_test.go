@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -155,5 +156,17 @@ func TestTypedElementwise(t *testing.T) {
 	}
 	if o := res.Outputs["c"]; o.DType != ir.U8 || !slices.Equal(o.Ints, []int64{192, 254}) {
 		t.Errorf("BitShift LEFT = %v %v, want uint8 [192 254]", o.DType, o.Ints)
+	}
+}
+
+// TestTypedOpRefusedByName: an op whose handler computes on float32 only
+// (Trilu, by mask) refuses a run-time int64 with unsupported naming the
+// dtype, not the builder's invalid_graph.
+func TestTypedOpRefusedByName(t *testing.T) {
+	_, err := onnx.Load(bytes.NewReader(model(14, graph([]msg{node("Trilu", "t", []string{"x"}, []string{"y"})}, nil,
+		[]msg{typedValueInfo("x", int64(onnx.Int64), 3, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 3, 3)}))), onnx.Options{})
+	var e *ir.Error
+	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !strings.Contains(e.Msg, "int64") {
+		t.Errorf("Trilu of a run-time int64: %v, want unsupported naming int64", err)
 	}
 }
