@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -91,5 +92,20 @@ func TestImportLinear(t *testing.T) {
 		t.Errorf("a %d KB model of %d nodes imported in %v", len(doc)>>10, n, d)
 	} else {
 		t.Logf("a %d KB model of %d nodes imported in %v", len(doc)>>10, n, d)
+	}
+}
+
+// TestLoadContext: an import stops with the timeout code once its
+// context is done (serve imports under the request's deadline and stops
+// when the client goes away).
+func TestLoadContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := onnx.LoadContext(ctx, bytes.NewReader(mlpModel()), onnx.Options{InputShapes: map[string][]int{"x": {2, 3}}})
+	if gpucc.CodeOf(err) != ir.CodeTimeout {
+		t.Errorf("LoadContext with a cancelled context: %v, want timeout", err)
+	}
+	if _, err := onnx.LoadContext(context.Background(), bytes.NewReader(mlpModel()), onnx.Options{InputShapes: map[string][]int{"x": {2, 3}}}); err != nil {
+		t.Errorf("LoadContext: %v", err)
 	}
 }

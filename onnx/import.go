@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,13 @@ type Options struct {
 // ir.CodeLimitExceeded. Nothing is approximated: each op maps onto table
 // ops and composites whose float32 operations its doc (ops.go) states.
 func Load(r io.Reader, opts Options) (*ir.Graph, error) {
+	return LoadContext(context.Background(), r, opts)
+}
+
+// LoadContext is Load that stops when ctx is done, between the model's
+// nodes and initializers, with the timeout code: a server imports under
+// the request's deadline and stops when its client goes away.
+func LoadContext(ctx context.Context, r io.Reader, opts Options) (*ir.Graph, error) {
 	l := opts.Limits.WithDefaults()
 	raw, err := readAll(r, l.MaxGraphBytes)
 	if err != nil {
@@ -68,7 +76,7 @@ func Load(r io.Reader, opts Options) (*ir.Graph, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	g, ierr := importModel(m, opts, l)
+	g, ierr := importModel(ctx, m, opts, l)
 	if ierr != nil {
 		return nil, ierr
 	}
@@ -117,12 +125,20 @@ type importer struct {
 	lastRead map[string]int
 }
 
+// stopped is the timeout error once ctx is done.
+func stopped(ctx context.Context) *ir.Error {
+	if err := ctx.Err(); err != nil {
+		return ir.Errorf(ir.CodeTimeout, -1, "", "the import stopped: %v", err)
+	}
+	return nil
+}
+
 // MaxOpset is the newest default-domain opset Load reads (ONNX 1.20's).
 // A model that imports a later one is refused: its ops may mean what
 // gpucc's rules, written for opsets up to this one, do not.
 const MaxOpset = 25
 
-func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
+func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
@@ -150,6 +166,9 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "graph.sparse_initializer", "the graph has %d sparse initializers", g.sparse)
 	}
 	for k := range g.inits {
+		if err := stopped(ctx); err != nil {
+			return nil, err
+		}
 		t, err := convertTensor(&g.inits[k], l, &c.storage, fmt.Sprintf("graph.initializer[%d]", k))
 		if err != nil {
 			return nil, err
@@ -168,6 +187,9 @@ func importModel(m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error
 		return nil, err
 	}
 	for i := range g.nodes {
+		if err := stopped(ctx); err != nil {
+			return nil, err
+		}
 		c.n, c.idx = &g.nodes[i], i
 		if err := c.node(g, i); err != nil {
 			return nil, err

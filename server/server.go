@@ -77,8 +77,13 @@ const DefaultPoolBytes = 64 << 20
 
 // Request is one execution request.
 type Request struct {
-	Graph   io.Reader // a protocol v1 document, read once by the server
-	Backend string    // "auto" (or ""), or a backend name
+	Graph io.Reader // a protocol v1 document, read once by the server
+	// Import, when Graph is nil, makes the graph once the request is
+	// admitted: in its pending slot, under its timeout, with its context
+	// (an ONNX import can take seconds; a client that goes away stops
+	// it). The graph is validated against the host's limits again.
+	Import  func(ctx context.Context) (*ir.Graph, error)
+	Backend string // "auto" (or ""), or a backend name
 }
 
 // Reply is the seed's envelope: OK with the result a `gpucc run` prints,
@@ -275,9 +280,15 @@ func (c *Client) Submit(ctx context.Context, req Request, deliver func(Reply)) e
 	if t := c.h.policy.Timeout; t > 0 {
 		ctx, cancel = context.WithTimeout(ctx, t)
 	}
-	g, err := c.h.decode(ctx, req)
-	if err == nil {
-		err = c.admit()
+	var g *ir.Graph
+	var err error
+	if req.Graph == nil && req.Import != nil {
+		g, err = c.imported(ctx, req)
+	} else {
+		g, err = c.h.decode(ctx, req)
+		if err == nil {
+			err = c.admit()
+		}
 	}
 	if err != nil {
 		cancel()
@@ -309,6 +320,29 @@ func (c *Client) Submit(ctx context.Context, req Request, deliver func(Reply)) e
 		}
 	}()
 	return nil
+}
+
+// imported admits req, then makes its graph with req.Import inside the
+// pending slot; on error the slot is given back.
+func (c *Client) imported(ctx context.Context, req Request) (*ir.Graph, error) {
+	if b := req.backend(); !c.h.allows(b) {
+		return nil, hostError(ir.CodeBackendUnavailable, "backend %s is not offered by this host (offered: %v)", ir.Quote(b), c.h.offered())
+	}
+	if err := c.admit(); err != nil {
+		return nil, err
+	}
+	g, err := req.Import(ctx)
+	if err == nil {
+		err = ir.Validate(g, c.h.policy.Limits)
+	}
+	if err != nil {
+		c.finish()
+		if ctx.Err() != nil {
+			return nil, timeoutError(ctx)
+		}
+		return nil, err
+	}
+	return g, nil
 }
 
 func (c *Client) isDisposed() bool {

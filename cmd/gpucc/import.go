@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -110,20 +109,6 @@ func (inputShapeFlag) Set(s string) error {
 func inputShapeFlags(fs *flag.FlagSet) {
 	inputShapes = map[string][]int{} // one command per process, but tests run many
 	fs.Var(inputShapeFlag{}, "input-shape", "for an .onnx model: the shape of input NAME, as NAME=D0,D1,… (repeatable; binds dynamic dimensions)")
-}
-
-// onnxBody returns the graph of an execute request: the body itself, or,
-// for Content-Type application/onnx, the model imported (within limits)
-// and encoded as protocol v1.
-func onnxBody(contentType string, body io.Reader, limits ir.Limits) (io.Reader, error) {
-	if mt, _, _ := strings.Cut(contentType, ";"); strings.TrimSpace(mt) != "application/onnx" {
-		return body, nil
-	}
-	g, err := onnx.Load(body, onnx.Options{Limits: limits})
-	if err != nil {
-		return nil, err
-	}
-	return bytes.NewReader(ir.Encode(g)), nil
 }
 
 // isONNX reports whether path names an ONNX model (by its extension).

@@ -27,6 +27,7 @@ import (
 
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
 	"github.com/gpucc/gpucc/server"
 )
 
@@ -317,12 +318,24 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, status, err)
 		return
 	}
-	graph, err := onnxBody(r.Header.Get("Content-Type"), bytes.NewReader(body), a.limits) // import.go
-	if err != nil {
-		a.fail(w, httpStatus(lib.CodeOf(err)), err)
-		return
+	req := server.Request{Graph: bytes.NewReader(body), Backend: q}
+	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(mt) == "application/onnx" {
+		// A model is imported inside admission (the pending cap, the
+		// timeout, the client's going away), and what its decoding may
+		// allocate is charged first (onnx.DecodeBytesPerByte, and the
+		// graph it makes).
+		n := (onnx.DecodeBytesPerByte + 1) * int64(len(body))
+		if !a.memory.take(n) {
+			w.Header().Set("Retry-After", "1")
+			a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for imports (--max-memory) is in use; retry later"))
+			return
+		}
+		held += n
+		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) {
+			return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits})
+		}
 	}
-	reply := a.client.Execute(ctx, server.Request{Graph: graph, Backend: q})
+	reply := a.client.Execute(ctx, req)
 	a.memory.give(held) // the body is decoded and run: let it go
 	held, body = 0, nil
 	if !reply.OK {
