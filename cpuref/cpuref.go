@@ -243,6 +243,10 @@
 //     a count of the dtype's width or more gives 0.
 //   - where(c, a, b): a where the bool c is true, else b, any dtype,
 //     unchanged.
+//   - gather(x, i) along axis (ONNX's Gather): x's elements at the int32
+//     or int64 indices i of that axis, unchanged; a negative index counts
+//     from the end, and one outside [-d, d) fails the run with
+//     ir.CodeInvalidInput naming it (never a read out of bounds).
 //   - cast(x) to the node's dtype, as ONNX's Cast (ir.Convert): between
 //     floats, one rounding from the exact value; integer to float, one
 //     rounding from the exact integer (never through float32 first);

@@ -93,6 +93,8 @@ func typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) (Value, err
 		return typedReduce(n.Op, arg(0), g.Nodes[n.Args[0]].Shape, n.Shape), nil
 	case n.Op == ir.OpCast:
 		return typedCast(i, arg(0), n.DType)
+	case n.Op == ir.OpGather:
+		return typedGather(i, g, n, arg(0), arg(1))
 	case n.Op == ir.OpWhere:
 		c, a, b := arg(0), arg(1), arg(2)
 		if out.DType.IsFloat() {
@@ -165,6 +167,32 @@ func typedInt(i int, n *ir.Node, arg func(int) Value) (Value, error) {
 			return Value{}, ir.Errorf(ir.CodeIntegerFault, i, "", "%v of %v: element %d divides %d by zero", n.Op, t, k, a[k])
 		}
 		out.I[k] = n.DType.Wrap(v)
+	}
+	return out, nil
+}
+
+// typedGather is ONNX's Gather: each index wrapped once if negative, and
+// one outside [-d, d) fails the run with invalid_input naming it.
+func typedGather(i int, g *ir.Graph, n *ir.Node, data, idx Value) (Value, error) {
+	ds := g.Nodes[n.Args[0]].Shape
+	ax := ir.GatherAxis(n.Attrs, len(ds))
+	d := int64(ds[ax])
+	wrapped := make([]int64, len(idx.I))
+	for k, v := range idx.I {
+		if v < -d || v >= d {
+			return Value{}, ir.Errorf(ir.CodeInvalidInput, i, "b", "gather: index %d (element %d) is outside [%d, %d) of axis %d", v, k, -d, d, ax)
+		}
+		if v < 0 {
+			v += d
+		}
+		wrapped[k] = v
+	}
+	src := ir.GatherSources(ds, n.Shape, ax, wrapped)
+	out := Value{DType: n.DType}
+	if data.DType.IsFloat() {
+		out.F = gather(data.F, src)
+	} else {
+		out.I = gather(data.I, src)
 	}
 	return out, nil
 }

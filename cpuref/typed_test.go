@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -515,4 +517,51 @@ func evalNarrow(t *testing.T, dt ir.DType, op ir.Op, a, b []float32) []float32 {
 		t.Fatal(err)
 	}
 	return vals[g.Outputs[0].ID].F
+}
+
+// TestGather: ONNX's Gather at run time: rows and columns of any dtype at
+// int32 and int64 indices, negative ones from the end, a scalar index
+// dropping the axis; an index outside [-d, d) fails the run with
+// invalid_input naming it, reading nothing out of bounds.
+func TestGather(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.I64, ir.Shape{3, 2}, nil, []int64{10, 11, 20, 21, math.MaxInt64, math.MinInt64})
+	h := b.TypedInput("h", ir.F16, ir.Shape{2, 3}, []float32{1, 2, 3, 0.5, 0.25, float32(math.Copysign(0, -1))}, nil)
+	rows := b.TypedInput("rows", ir.I64, ir.Shape{2, 2}, nil, []int64{2, -3, -1, 1})
+	col := b.TypedInput("col", ir.I32, ir.Shape{}, nil, []int64{-1})
+	b.Output("rows", x.Gather(rows, 0))
+	b.Output("col", h.Gather(col, 1))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := cpuref.EvalTyped(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := vals[g.Outputs[0].ID]
+	if want := []int64{math.MaxInt64, math.MinInt64, 10, 11, math.MaxInt64, math.MinInt64, 20, 21}; !g.Nodes[g.Outputs[0].ID].Shape.Equal(ir.Shape{2, 2, 2}) || !slices.Equal(r.I, want) {
+		t.Errorf("rows = %v %v, want [2 2 2] %v", g.Nodes[g.Outputs[0].ID].Shape, r.I, want)
+	}
+	c := vals[g.Outputs[1].ID]
+	if !g.Nodes[g.Outputs[1].ID].Shape.Equal(ir.Shape{2}) || c.DType != ir.F16 || c.F[0] != 3 || math.Float32bits(c.F[1]) != 1<<31 {
+		t.Errorf("col = %v %v %v, want float16 [3 -0]", g.Nodes[g.Outputs[1].ID].Shape, c.DType, c.F)
+	}
+	for _, bad := range []int64{3, -4, math.MaxInt64, math.MinInt64} {
+		g.Nodes[g.Input("rows")].Ints = []int64{0, bad, 1, 2}
+		var e *ir.Error
+		if _, err := cpuref.EvalTyped(g); !errors.As(err, &e) || e.Code != ir.CodeInvalidInput || !strings.Contains(e.Msg, "index") {
+			t.Errorf("index %d of 3 rows: %v, want invalid_input naming the index", bad, err)
+		}
+	}
+	// float32 data gathers too (the graph is typed by its indices).
+	b = ir.NewBuilder()
+	f := b.Input(ir.Shape{4}, []float32{1, 2, 3, 4})
+	b.Output("y", f.Gather(b.TypedInput("i", ir.I32, ir.Shape{3}, nil, []int64{3, 3, -4}), 0))
+	if g, err = b.Build(ir.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if vals, err = cpuref.EvalTyped(g); err != nil || !slices.Equal(vals[g.Outputs[0].ID].F, []float32{4, 4, 1}) {
+		t.Errorf("float32 gather: %v %v", vals, err)
+	}
 }

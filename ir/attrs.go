@@ -34,7 +34,7 @@ var attrNames = map[string]bool{}
 
 // nodeFields are the wire keys of a node that are not attributes: no
 // attribute may be named so.
-var nodeFields = []string{"id", "op", "a", "b", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
+var nodeFields = []string{"id", "op", "a", "b", "c", "dtype", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
 
 // checkAttrSpecs panics on a row whose attributes are malformed: an
 // empty, repeated or reserved name, a negative length, a default of the

@@ -126,6 +126,13 @@ func (b *Builder) FullOf(t DType, shape Shape, f float32, i int64) Tensor {
 // dtype; the three have one shape.
 func (t Tensor) Where(x, y Tensor) Tensor { return t.ApplyAttrs(OpWhere, nil, x, y) }
 
+// Gather returns t's elements along axis (negative: from the end) at the
+// int32 or int64 indices idx (ONNX's Gather): t's shape with that axis
+// replaced by idx's.
+func (t Tensor) Gather(idx Tensor, axis int) Tensor {
+	return t.ApplyAttrs(OpGather, []int{axis}, idx)
+}
+
 // Cast returns t converted to dtype dt as ONNX's Cast (see ir.Convert).
 func (t Tensor) Cast(dt DType) Tensor { return t.ApplyTo(dt, OpCast) }
 

@@ -332,6 +332,9 @@ type TypeRule struct {
 	// Cond: the first operand is Bool and the others share one dtype of
 	// In (where).
 	Cond bool
+	// Index: the last operand is int32 or int64 indices, whatever the
+	// others' dtype (gather).
+	Index bool
 	// Out says which dtype the node gives.
 	Out OutRule
 }
@@ -375,7 +378,14 @@ func ResultDType(node int, op Op, args []DType, want DType) (DType, *Error) {
 		first = 1
 	}
 	t := args[first]
-	for k := first; k < len(args); k++ {
+	last := len(args)
+	if r.Index {
+		last--
+		if a := args[last]; a != I32 && a != I64 {
+			return 0, Errorf(CodeInvalidGraph, node, argField(last), "%v's indices must be int32 or int64, got %v", op, a)
+		}
+	}
+	for k := first; k < last; k++ {
 		if !r.In.Has(args[k]) {
 			return 0, Errorf(CodeInvalidGraph, node, argField(k), "%v takes dtypes %v, got %v (cast it first)", op, r.In, args[k])
 		}

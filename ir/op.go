@@ -95,6 +95,10 @@ const (
 	// each); each output element copies x at, per axis, ir.Pad.Src of its index: constant mode the
 	// value_bits constant outside x, reflect (numpy's, period 2(n-1)), edge (clamped) or wrap (period n).
 	OpPad
+	// gather (ONNX Gather): arg0 data of any dtype, arg1 int32 or int64 indices into its axis
+	// attribute's dimension, a negative one counting from the end; an index outside fails the
+	// run with invalid_input. The result is data's shape with that axis replaced by the indices'.
+	OpGather
 	numOps
 )
 
@@ -383,6 +387,8 @@ func init() {
 		OpShiftLeft:  {Name: "shift_left", Args: 2, Types: TypeRule{In: Unsigned}, Int: intShl, NoGrad: "an integer op"},
 		OpShiftRight: {Name: "shift_right", Args: 2, Types: TypeRule{In: Unsigned}, Int: intShr, NoGrad: "an integer op"},
 		OpMod:        {Name: "mod", Args: 2, Types: TypeRule{In: IntTypes}, Int: intMod, NoGrad: "an integer op"},
+		OpGather: {Name: "gather", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherShape, Cost: perElement,
+			Attrs: gatherAttrs, Typed: true, NoGrad: "gather's gradient (a scatter-add) is not a rule yet"},
 	}
 	for op, r := range rows {
 		if r.Wire == "" {

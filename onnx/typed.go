@@ -35,6 +35,10 @@ var typedOps = map[string]struct {
 func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 	n := c.n
 	typed := c.typedIn()
+	if typed != ir.F32 && n.opType == "Gather" {
+		vs, err := c.typedGather()
+		return vs, true, err
+	}
 	row, ok := typedOps[n.opType]
 	if typed == ir.F32 || !ok {
 		return nil, false, nil
@@ -99,6 +103,64 @@ func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 		return []value{boolValue(y.Cast(ir.F32))}, true, nil
 	}
 	return []value{rtValue(y)}, true, nil
+}
+
+// typedGather imports Gather with run-time data or indices of a typed
+// dtype: ir's gather (an index outside its axis fails the run with
+// invalid_input). Data of float32 or a constant is embedded as it is;
+// constant indices become int64.
+func (c *importer) typedGather() ([]value, *ir.Error) {
+	for _, a := range c.n.attrs {
+		if a.name != "axis" || a.ref != "" || a.other != "" {
+			return nil, c.refuse("attribute %s of Gather is not supported", ir.Quote(a.name))
+		}
+	}
+	if len(c.n.inputs) != 2 {
+		return nil, c.invalid("Gather takes 2 inputs, has %d", len(c.n.inputs))
+	}
+	dv := c.in(0)
+	var data ir.Tensor
+	switch {
+	case dv == nil:
+		return nil, c.invalid("input 0 is missing")
+	case dv.isBool || dv.isInt:
+		return nil, c.refuse("Gather of a run-time bool or index tensor (the importer's float32 1/0) is not a typed row yet")
+	case dv.set:
+		data = dv.rt
+	case dv.c.Type == Float32:
+		t, err := c.runtime(dv, "input 0")
+		if err != nil {
+			return nil, err
+		}
+		data = t
+	default:
+		t, err := c.typedOperand(0, ir.I64)
+		if err != nil {
+			return nil, err
+		}
+		data = t
+	}
+	iv := c.in(1)
+	var idx ir.Tensor
+	switch {
+	case iv == nil:
+		return nil, c.invalid("input 1 is missing")
+	case iv.set && (iv.rt.DType() == ir.I64 || iv.rt.DType() == ir.I32):
+		idx = iv.rt
+	case iv.set:
+		return nil, c.refuse("Gather's indices are a run-time %v tensor, not int32 or int64", iv.rt.DType())
+	default:
+		t, err := c.typedOperand(1, ir.I64)
+		if err != nil {
+			return nil, err
+		}
+		idx = t
+	}
+	axis := int(c.attrInt("axis", 0))
+	if r := len(data.Shape()); axis < -r || axis >= r {
+		return nil, c.invalid("axis %d is outside a tensor of rank %d", axis, r)
+	}
+	return []value{rtValue(data.Gather(idx, axis))}, nil
 }
 
 // typedIn returns the dtype of the current node's first run-time typed

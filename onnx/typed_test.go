@@ -170,3 +170,28 @@ func TestTypedOpRefusedByName(t *testing.T) {
 		t.Errorf("Trilu of a run-time int64: %v, want unsupported naming int64", err)
 	}
 }
+
+// TestTypedGather: Gather with run-time int64 indices (an embedding
+// lookup) imports as ir's gather: the rows of a float32 initializer table
+// at the given ids, a negative id from the end; an id outside the table
+// fails the run with invalid_input.
+func TestTypedGather(t *testing.T) {
+	table := floats("table", []int64{3, 2}, 1, 2, 3, 4, 5, 6)
+	g, err := onnx.Load(bytes.NewReader(model(13, graph([]msg{node("Gather", "g", []string{"table", "ids"}, []string{"y"})}, []msg{table},
+		[]msg{typedValueInfo("ids", int64(onnx.Int64), 2, 2)}, []msg{valueInfo("y", 2, 2, 2)}))), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Nodes[g.Input("ids")].Ints = []int64{2, 0, -1, 1}
+	res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs["y"]; !slices.Equal(o.Data, []float32{5, 6, 1, 2, 5, 6, 3, 4}) || !slices.Equal(o.Shape, []int{2, 2, 2}) {
+		t.Errorf("y = %v %v", o.Shape, o.Data)
+	}
+	g.Nodes[g.Input("ids")].Ints = []int64{2, 0, 3, 1}
+	if _, err := gpucc.Run(context.Background(), g, gpucc.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("id 3 of 3 rows: %v, want invalid_input", err)
+	}
+}

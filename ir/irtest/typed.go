@@ -141,6 +141,10 @@ func Typed() []Case {
 			b.Output("broadcast", x.Reshape(ir.Shape{3, 1, 7}).Broadcast(ir.Shape{3, 2, 7}))
 			c := TypedInput(b, ir.Bool, s, uint64(t)*10+3)
 			b.Output("where", c.Where(x, y))
+			rows := b.TypedInput("", ir.I64, ir.Shape{4}, nil, []int64{2, -1, 0, -3})
+			cols := b.TypedInput("", ir.I32, ir.Shape{2, 2}, nil, []int64{6, -7, 0, 3})
+			b.Output("gather-rows", x.Gather(rows, 0))
+			b.Output("gather-cols", x.Gather(cols, -1))
 		})
 		add("typed/"+t.String()+"/cast", func(b *ir.Builder) {
 			x, _ := operands(b)
@@ -222,7 +226,7 @@ func RandomTyped(seed uint64, maxNodes int) *ir.Graph {
 	var deck []ir.Op
 	for _, op := range ir.Ops() {
 		info := op.Info()
-		if info.Args > 0 && info.ScalarOf == 0 && (info.Elementwise || info.View || op.IsReduction()) && info.Types.In != ir.F32Only {
+		if info.Args > 0 && info.ScalarOf == 0 && (info.Elementwise || info.View || op.IsReduction() || info.Types.Index) && info.Types.In != ir.F32Only {
 			deck = append(deck, op)
 		}
 	}
@@ -251,6 +255,16 @@ func RandomTyped(seed uint64, maxNodes int) *ir.Graph {
 		s := x.Shape()
 		var y ir.Tensor
 		switch {
+		case info.Types.Index:
+			if len(x.Shape()) == 0 {
+				continue
+			}
+			d := x.Shape()[0]
+			idx := make([]int64, 1+r.IntN(4))
+			for k := range idx {
+				idx[k] = int64(r.IntN(2*d) - d) // inside [-d, d)
+			}
+			y = x.ApplyAttrs(op, []int{0}, b.TypedInput("", ir.I64, ir.Shape{len(idx)}, nil, idx))
 		case op == ir.OpCast:
 			to := dtypes[r.IntN(len(dtypes))]
 			if t.IsFloat() && to.IsInt() && r.IntN(8) > 0 {
