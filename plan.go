@@ -1,11 +1,13 @@
 package gpucc
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"fmt"
+	"maps"
+	"slices"
 
-	"github.com/gpucc/gpucc/codegen"
-	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -29,15 +31,14 @@ type Plan struct {
 	Profile Profile
 	// PassesMs is how long the passes took.
 	PassesMs float64
-	// WGSL, C and Wasm are kernels generated ahead of time from Program
-	// (gpucc build embeds them), each nil when absent: a backend uses them
-	// instead of generating its own. WGSL shaders carry no Params.
-	WGSL []codegen.Shader
-	C    *c.Unit
-	Wasm []byte
-	// KernelsSHA256 ties WGSL, C and Wasm to Program: the digest
-	// BindKernels records of the program and every kernel. Load refuses a
-	// plan carrying kernels under another digest (invalid_graph), so that
+	// Prebuilt holds, by backend name, the artifacts each backend's
+	// Exporter made of Program ahead of time (gpucc build embeds them): a
+	// backend given its own generates nothing. They are opaque here; only
+	// the backend that made one reads it (backend.Program.Prebuilt).
+	Prebuilt map[string][]byte
+	// KernelsSHA256 ties Prebuilt to Program: the digest BindKernels
+	// records of the program and every artifact. Load refuses a plan
+	// carrying artifacts under another digest (invalid_graph), so that
 	// kernels generated for another program never run over this one's
 	// buffers.
 	KernelsSHA256 string
@@ -197,7 +198,7 @@ func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
 		return nil, err
 	}
 	e := &Executable{rt: rt, plan: plan}
-	bp := &backend.Program{IR: sp, WGSL: plan.WGSL, C: plan.C, Wasm: plan.Wasm, Fast: rt.opts.Fast}
+	bp := &backend.Program{IR: sp, Prebuilt: plan.Prebuilt[rt.info.Name], Fast: rt.opts.Fast}
 	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
 	if err != nil {
 		return nil, rt.wrap(err)
@@ -227,4 +228,52 @@ func (rt *Runtime) wrap(err error) error {
 		return &Error{Code: ir.CodeExecutionFailed, Backend: rt.info.Name, Err: err}
 	}
 	return err
+}
+
+// prebuiltEntry is one backend's artifact in EncodePlan's encoding.
+type prebuiltEntry struct {
+	Backend string
+	Data    []byte
+}
+
+// EncodePlan gob-encodes p: the plan, then its prebuilt artifacts in
+// backend order, so that the same plan always gives the same bytes (gob
+// writes a map in no fixed order). DecodePlan reads it back.
+func EncodePlan(p *Plan) ([]byte, error) {
+	q := *p
+	q.Prebuilt, q.sealed = nil, nil
+	var entries []prebuiltEntry
+	for _, name := range slices.Sorted(maps.Keys(p.Prebuilt)) {
+		entries = append(entries, prebuiltEntry{name, p.Prebuilt[name]})
+	}
+	var buf bytes.Buffer
+	enc := gob.NewEncoder(&buf)
+	if err := enc.Encode(&q); err != nil {
+		return nil, ir.Errorf(ir.CodeInternal, -1, "", "encoding the plan: %v", err)
+	}
+	if err := enc.Encode(entries); err != nil {
+		return nil, ir.Errorf(ir.CodeInternal, -1, "", "encoding the plan: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodePlan reads a plan EncodePlan wrote (invalid_graph when it cannot).
+// Such a plan is not trusted: Load checks it in full.
+func DecodePlan(b []byte) (*Plan, error) {
+	dec := gob.NewDecoder(bytes.NewReader(b))
+	var p Plan
+	var entries []prebuiltEntry
+	if err := dec.Decode(&p); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "decoding the plan: %v", err)
+	}
+	if err := dec.Decode(&entries); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "decoding the plan's artifacts: %v", err)
+	}
+	for _, e := range entries {
+		if p.Prebuilt == nil {
+			p.Prebuilt = map[string][]byte{}
+		}
+		p.Prebuilt[e.Backend] = e.Data
+	}
+	return &p, nil
 }

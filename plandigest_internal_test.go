@@ -3,11 +3,10 @@ package gpucc
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gpucc/gpucc/codegen"
-	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -30,11 +29,7 @@ func digestSample() *Plan {
 			Kernels: []ir.Kernel{k},
 			Outputs: []ir.ProgramOutput{{Name: "y", Shape: ir.Shape{2}, Buffer: 0, Const: 1}},
 		},
-		WGSL: []codegen.Shader{{Name: "k", Source: "s", Entry: "main", Bindings: []codegen.BindingKind{1},
-			Workgroup: [3]int{1, 2, 3}, Groups: [3]int{4, 5, 6}, Params: []byte{1}}},
-		C: &c.Unit{Source: "s", Scratch: 1, Kernels: []c.Kernel{{Export: "kernel0", Name: "k", Buffers: []int{1},
-			Scratch: true, Tiles: 2, Work: 3}}},
-		Wasm: []byte{1},
+		Prebuilt: map[string][]byte{"native": {1, 2}, "webgpu": {3}},
 	}
 }
 
@@ -42,11 +37,11 @@ func digestSample() *Plan {
 // program and kernels, found by reflection so that a new field cannot be
 // forgotten, and checks that the digest BindKernels records changes:
 // kernels generated for one program must not pass for another. Left out
-// on purpose: input data (no kernel depends on it), a shader's Params
-// (the runtime computes them from the program), and what Load checks
-// against the program itself (Inputs, Profile).
+// on purpose: input data (no kernel depends on it) and what Load checks
+// against the program itself (Inputs, Profile). The artifacts are opaque
+// bytes by backend: each byte, each name and their number count.
 func TestKernelsDigestCoversEveryField(t *testing.T) {
-	skipped := map[string]bool{".WGSL[0].Params": true, ".Inputs": true, ".Profile": true, ".PassesMs": true,
+	skipped := map[string]bool{".Inputs": true, ".Profile": true, ".PassesMs": true,
 		".KernelsSHA256": true, ".sealed": true, ".limits": true}
 	skipPath := func(path string) bool {
 		for p := path; p != ""; p = p[:max(strings.LastIndexAny(p, ".[("), 0)] {
@@ -71,6 +66,22 @@ func TestKernelsDigestCoversEveryField(t *testing.T) {
 			return
 		}
 		switch v.Kind() {
+		case reflect.Map:
+			check(path+"(len)", at, func(m reflect.Value) { m.SetMapIndex(reflect.ValueOf("x"), reflect.ValueOf([]byte{})) })
+			for _, key := range v.MapKeys() {
+				check(path+"["+key.String()+"](name)", at, func(m reflect.Value) {
+					val := m.MapIndex(key)
+					m.SetMapIndex(key, reflect.Value{})
+					m.SetMapIndex(reflect.ValueOf(key.String()+"x"), val)
+				})
+				for j := range v.MapIndex(key).Len() {
+					check(fmt.Sprintf("%s[%s][%d]", path, key, j), at, func(m reflect.Value) {
+						b := slices.Clone(m.MapIndex(key).Bytes())
+						b[j]++
+						m.SetMapIndex(key, reflect.ValueOf(b))
+					})
+				}
+			}
 		case reflect.Pointer:
 			walk(v.Elem(), path, func(p *Plan) reflect.Value { return at(p).Elem() })
 		case reflect.Struct:

@@ -4,16 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 
-	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // BindKernels records in KernelsSHA256 the digest that ties the plan's
-// kernels (WGSL, C and Wasm) to its Program. Call it after setting them
+// prebuilt artifacts to its Program. Call it after setting them
 // (gpucc build does, before it writes plan.gob); Load refuses a plan that
 // carries kernels under another digest.
 func (p *Plan) BindKernels() {
@@ -22,8 +23,7 @@ func (p *Plan) BindKernels() {
 
 // kernelsDigest is the SHA-256 of the program's structure (Key), its
 // buffers (but their input data), outputs and constants, and every field
-// of every kernel the plan carries but the WGSL Params (which the runtime
-// computes from the program). Each field is length-prefixed, so no two
+// artifact the plan carries, as opaque bytes by backend name. Each field is length-prefixed, so no two
 // plans share an encoding. TestKernelsDigestCoversEveryField changes each
 // field by reflection: a new one must be added here.
 func kernelsDigest(p *Plan) string {
@@ -74,35 +74,15 @@ func kernelsDigest(p *Plan) string {
 		kernel(&prog.Kernels[i])
 	}
 	flush()
-	u(b1(p.WGSL != nil), len(p.WGSL))
-	for _, s := range p.WGSL {
-		str(s.Name)
-		str(s.Source)
-		str(s.Entry)
-		u(len(s.Bindings))
-		for _, k := range s.Bindings {
-			u(int(k))
-		}
-		u(s.Workgroup[:]...)
-		u(s.Groups[:]...)
+	names := slices.Sorted(maps.Keys(p.Prebuilt)) // opaque bytes, by backend
+	u(len(names))
+	for _, name := range names {
+		str(name)
+		u(len(p.Prebuilt[name]))
 		flush()
+		h.Write(p.Prebuilt[name])
 	}
-	u(b1(p.C != nil))
-	if p.C != nil {
-		str(p.C.Source)
-		u(p.C.Scratch, len(p.C.Kernels))
-		for _, k := range p.C.Kernels {
-			str(k.Export)
-			str(k.Name)
-			u(len(k.Buffers))
-			u(k.Buffers...)
-			u(b1(k.Scratch), k.Tiles)
-			b = binary.AppendVarint(b, k.Work)
-		}
-	}
-	u(b1(p.Wasm != nil), len(p.Wasm))
 	flush()
-	h.Write(p.Wasm)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -119,9 +99,10 @@ func b1(v bool) int {
 // (ir.ValidateProgram: every operand's reach inside its buffer), it checks
 // every shape against limits, that Inputs name each input buffer once with
 // its node and shape, that each output's shape fits its buffer, that
-// embedded data is the buffer's length and finite, and that the kernels it
-// carries are the ones BindKernels recorded for this program (and, for C,
-// pass the program's own buffers). A plan that fails is invalid_graph (a
+// embedded data is the buffer's length and finite, and that the artifacts
+// it carries are the ones BindKernels recorded for this program (each
+// backend checks that its own fits the program's buffers when it decodes
+// it). A plan that fails is invalid_graph (a
 // tensor past limits, limit_exceeded), never a panic or a read out of
 // bounds later.
 //
@@ -137,7 +118,7 @@ func (p *Plan) check(limits ir.Limits) (*ir.Sealed, error) {
 			return nil, err
 		}
 	}
-	return sp, p.checkKernels()
+	return sp, p.checkKernels(sp)
 }
 
 // checkProgram is check's part for a plan Seal did not make: the program,
@@ -237,44 +218,24 @@ func (p *Plan) checkProgram(limits ir.Limits) (*ir.Sealed, error) {
 	return sp, nil
 }
 
-// checkKernels is check's part for the kernels a plan carries: that they
-// are the ones BindKernels recorded for its program.
-func (p *Plan) checkKernels() error {
+// checkKernels is check's part for the artifacts a plan carries: that
+// they are the ones BindKernels recorded for its program, and that each
+// fits it (its backend's Exporter.Check).
+func (p *Plan) checkKernels(sp *ir.Sealed) error {
 	bad := func(format string, a ...any) error {
 		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", format, a...)
 	}
-	if p.WGSL == nil && p.C == nil && p.Wasm == nil {
+	if len(p.Prebuilt) == 0 {
 		return nil
 	}
 	if p.KernelsSHA256 != kernelsDigest(p) {
 		return bad("its kernels were not generated for its program (digest %.12s, recorded %.12s): they belong to another build", kernelsDigest(p), p.KernelsSHA256)
 	}
-	if p.C != nil {
-		if err := checkUnit(p.Program, p.C); err != nil {
-			return bad("%v", err)
-		}
-	}
-	if p.WGSL != nil && len(p.WGSL) != len(p.Program.Kernels) {
-		return bad("it carries %d WGSL shaders for %d kernels", len(p.WGSL), len(p.Program.Kernels))
-	}
-	return nil
-}
-
-// checkUnit checks that a C unit calls each kernel of prog with the
-// buffers the kernel reads and writes: the native backend passes raw
-// pointers, so a unit of another program would run past them.
-func checkUnit(prog *ir.Program, u *c.Unit) error {
-	if len(u.Kernels) != len(prog.Kernels) || u.Scratch < 0 {
-		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "the C unit has %d kernels (scratch %d) for %d", len(u.Kernels), u.Scratch, len(prog.Kernels))
-	}
-	for i, k := range prog.Kernels {
-		var want []int
-		for _, in := range k.Inputs {
-			want = append(want, in.Buffer)
-		}
-		want = append(want, k.Outputs...)
-		if !slices.Equal(u.Kernels[i].Buffers, want) {
-			return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "C kernel %d passes buffers %v, kernel %s takes %v", i, u.Kernels[i].Buffers, k.Name, want)
+	for _, name := range slices.Sorted(maps.Keys(p.Prebuilt)) {
+		if e, ok := backend.ExporterOf(name); ok { // an artifact of a backend not linked in runs nowhere here
+			if err := e.Check(sp, p.Prebuilt[name]); err != nil {
+				return bad("the %s artifact: %v", name, err)
+			}
 		}
 	}
 	return nil

@@ -1,36 +1,36 @@
 package gpucc_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"math"
 	"testing"
 
 	"github.com/gpucc/gpucc"
-	"github.com/gpucc/gpucc/codegen/c"
-	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
-// aotPlan seals g and carries its WGSL and C, bound as gpucc build binds
-// them.
+// aotPlan seals g and carries its webgpu and native artifacts (WGSL and
+// C), made by their exporters and bound as gpucc build binds them.
 func aotPlan(t *testing.T, g *ir.Graph) *gpucc.Plan {
 	t.Helper()
 	p, err := gpucc.Seal(g, ir.Limits{}, passes.WebGPUDefault, passes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.WGSL, err = (wgsl.Target{}).Emit(sealed(t, p)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range p.WGSL {
-		p.WGSL[i].Params = nil
-	}
-	if p.C, err = (c.Target{}).Emit(sealed(t, p)); err != nil {
-		t.Fatal(err)
+	p.Prebuilt = map[string][]byte{}
+	for _, name := range []string{"webgpu", "native"} {
+		e, ok := backend.ExporterOf(name)
+		if !ok {
+			t.Fatalf("no %s exporter", name)
+		}
+		ex, err := e.Export(context.Background(), sealed(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Prebuilt[name] = ex.Prebuilt
 	}
 	p.BindKernels()
 	return p
@@ -46,19 +46,19 @@ func sealed(t *testing.T, p *gpucc.Plan) *ir.Sealed {
 	return sp
 }
 
-// clonePlan deep-copies p through gob, as a generated package decodes its
-// plan.gob.
+// clonePlan deep-copies p through its encoding, as a generated package
+// decodes its plan.gob.
 func clonePlan(t *testing.T, p *gpucc.Plan) *gpucc.Plan {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(p); err != nil {
+	b, err := gpucc.EncodePlan(p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var q gpucc.Plan
-	if err := gob.NewDecoder(&buf).Decode(&q); err != nil {
+	q, err := gpucc.DecodePlan(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &q
+	return q
 }
 
 // TestLoadRefusesInconsistentPlan edits a plan the way an edited
@@ -113,12 +113,20 @@ func TestLoadRefusesInconsistentPlan(t *testing.T) {
 			k := &p.Program.Kernels[len(p.Program.Kernels)-1]
 			k.Inputs[0].Strides[0] *= 64
 		}, ir.CodeInvalidGraph},
-		{"another build's C", func(p *gpucc.Plan) { p.C = other.C }, ir.CodeInvalidGraph},
-		{"another structure's C, digest recomputed", func(p *gpucc.Plan) { p.C = unlike.C; p.BindKernels() }, ir.CodeInvalidGraph},
-		{"another build's WGSL", func(p *gpucc.Plan) { p.WGSL = other.WGSL }, ir.CodeInvalidGraph},
-		{"an edited shader", func(p *gpucc.Plan) { p.WGSL[0].Source += "\n" }, ir.CodeInvalidGraph},
-		{"a shader's dispatch widened", func(p *gpucc.Plan) { p.WGSL[0].Groups[0]++ }, ir.CodeInvalidGraph},
-		{"another build's wasm", func(p *gpucc.Plan) { p.Wasm = []byte("\x00asm\x01\x00\x00\x00") }, ir.CodeInvalidGraph},
+		{"another build's C", func(p *gpucc.Plan) { p.Prebuilt["native"] = other.Prebuilt["native"] }, ir.CodeInvalidGraph},
+		{"another structure's C, digest recomputed", func(p *gpucc.Plan) {
+			p.Prebuilt["native"] = unlike.Prebuilt["native"]
+			p.BindKernels()
+		}, ir.CodeInvalidGraph},
+		{"another structure's WGSL, digest recomputed", func(p *gpucc.Plan) {
+			p.Prebuilt["webgpu"] = unlike.Prebuilt["webgpu"]
+			p.BindKernels()
+		}, ir.CodeInvalidGraph},
+		{"another build's WGSL", func(p *gpucc.Plan) { p.Prebuilt["webgpu"] = other.Prebuilt["webgpu"] }, ir.CodeInvalidGraph},
+		{"an edited shader", func(p *gpucc.Plan) { p.Prebuilt["webgpu"] = append(p.Prebuilt["webgpu"], '\n') }, ir.CodeInvalidGraph},
+		{"a shader's byte changed", func(p *gpucc.Plan) { p.Prebuilt["webgpu"][len(p.Prebuilt["webgpu"])/2]++ }, ir.CodeInvalidGraph},
+		{"an undecodable artifact, digest recomputed", func(p *gpucc.Plan) { p.Prebuilt["native"] = []byte("{"); p.BindKernels() }, ir.CodeInvalidGraph},
+		{"another build's wasm", func(p *gpucc.Plan) { p.Prebuilt["wasm"] = []byte("\x00asm\x01\x00\x00\x00") }, ir.CodeInvalidGraph},
 		{"a constant changed", func(p *gpucc.Plan) {
 			for i := range p.Program.Kernels {
 				for j := range p.Program.Kernels[i].Body {

@@ -29,9 +29,10 @@ import (
 	"strings"
 
 	lib "github.com/gpucc/gpucc"
-	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
+	_ "github.com/gpucc/gpucc/runtime/all" // every backend's Exporter, which makes the targets' files
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // Targets are the kernel targets a build can write, in the order it writes
@@ -45,7 +46,7 @@ var Targets = []string{"wgsl", "glsl", "c", "wasm"}
 // files.
 const (
 	ManifestName = "manifest.json"
-	PlanFile     = "plan.gob" // the sealed plan, gob-encoded without its kernels' source
+	PlanFile     = "plan.gob" // the sealed plan with its backends' artifacts (gpucc.EncodePlan)
 	KernelDir    = "kernels/"
 	CFile        = KernelDir + "kernels.c"
 	WasmFile     = KernelDir + "kernels.wasm"
@@ -123,7 +124,7 @@ type Result struct {
 	// Skipped are the targets left out, each with why.
 	Skipped []string
 
-	shaders []codegen.Shader // WGSL of each kernel, which the manifest describes kernels by
+	exports map[string]*backend.Export // by target, each made once
 }
 
 // File is one file of a build: its path relative to the build directory,

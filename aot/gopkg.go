@@ -2,7 +2,6 @@ package aot
 
 import (
 	"bytes"
-	"encoding/gob"
 	"fmt"
 	"go/token"
 	"maps"
@@ -58,26 +57,13 @@ func (b *Result) addPackage(name string, limits ir.Limits) error {
 	return nil
 }
 
-// encodePlan gob-encodes p without the sources of its kernels and its wasm
-// module. Gob writes the same bytes for the same plan.
+// encodePlan encodes p as the package embeds it (gpucc.EncodePlan, its
+// artifacts with it), without its timing, so that two builds give the
+// same bytes.
 func encodePlan(p *lib.Plan) ([]byte, error) {
 	q := *p
 	q.PassesMs = 0 // a timing: it would make two builds differ
-	q.WGSL = slices.Clone(p.WGSL)
-	for i := range q.WGSL {
-		q.WGSL[i].Source = ""
-	}
-	if p.C != nil {
-		u := *p.C
-		u.Source = ""
-		q.C = &u
-	}
-	q.Wasm = nil
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&q); err != nil {
-		return nil, ir.Errorf(ir.CodeInternal, -1, "", "encoding the plan: %v", err)
-	}
-	return buf.Bytes(), nil
+	return lib.EncodePlan(&q)
 }
 
 // packageFields returns the struct fields for the plan's inputs (in node
@@ -239,41 +225,31 @@ backends its program imports (github.com/gpucc/gpucc/runtime/all: every one).`,
 		jen.Return(jen.Op("&").Id("Executable").Values(jen.Dict{jen.Id("exe"): jen.Id("exe")}), jen.Nil()),
 	)
 
+	var kernels []jen.Code // the kernel files, checked though the plan carries its artifacts
+	for _, n := range names {
+		if n != PlanFile {
+			kernels = append(kernels, jen.Lit(n))
+		}
+	}
 	plan := []jen.Code{
 		jen.List(jen.Id("doc"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(PlanFile)),
 		errRet(jen.Nil()),
-		jen.Var().Id("plan").Qual(gpuccPkg, "Plan"),
-		jen.If(
-			jen.Err().Op(":=").Qual("encoding/gob", "NewDecoder").Call(jen.Qual("bytes", "NewReader").Call(jen.Id("doc"))).Dot("Decode").Call(jen.Op("&").Id("plan")),
-			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(jen.Nil(), jen.Qual(irPkg, "Errorf").Call(jen.Qual(irPkg, "CodeInvalidGraph"), jen.Lit(-1), jen.Lit(PlanFile),
-			jen.Lit(name+": decoding the plan: %v"), jen.Err()))),
 		// No ir.Seal here: a plan decoded from bytes is not trusted, so
 		// gpucc.Runtime.Load checks it in full (and seals its program) once.
+		jen.List(jen.Id("plan"), jen.Err()).Op(":=").Qual(gpuccPkg, "DecodePlan").Call(jen.Id("doc")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": %w"), jen.Err())),
+		),
 	}
-	if slices.Contains(m.Targets, "wgsl") {
-		plan = append(plan, jen.For(jen.Id("i").Op(":=").Range().Id("plan").Dot("WGSL")).Block(
-			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(KernelDir).Op("+").Id("plan").Dot("WGSL").Index(jen.Id("i")).Dot("Name").Op("+").Lit(".wgsl")),
-			errRet(jen.Nil()),
-			jen.Id("plan").Dot("WGSL").Index(jen.Id("i")).Dot("Source").Op("=").String().Call(jen.Id("src")),
+	if len(kernels) > 0 {
+		plan = append(plan, jen.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Index().String().Values(kernels...)).Block(
+			jen.If(jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("file").Call(jen.Id("name")), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Nil(), jen.Err())),
 		))
 	}
-	if slices.Contains(m.Targets, "c") {
-		plan = append(plan,
-			jen.List(jen.Id("src"), jen.Err()).Op(":=").Id("file").Call(jen.Lit(CFile)),
-			errRet(jen.Nil()),
-			jen.Id("plan").Dot("C").Dot("Source").Op("=").String().Call(jen.Id("src")),
-		)
-	}
-	if slices.Contains(m.Targets, "wasm") {
-		plan = append(plan,
-			jen.If(jen.List(jen.Id("plan").Dot("Wasm"), jen.Err()).Op("=").Id("file").Call(jen.Lit(WasmFile)), jen.Err().Op("!=").Nil()).Block(
-				jen.Return(jen.Nil(), jen.Err())),
-		)
-	}
-	plan = append(plan, jen.Return(jen.Op("&").Id("plan"), jen.Nil()))
-	f.Comment("Plan returns the embedded plan with its kernels, each file checked")
-	f.Comment("against its hash; gpucc.Runtime.Load compiles it.")
+	plan = append(plan, jen.Return(jen.Id("plan"), jen.Nil()))
+	f.Comment("Plan returns the embedded plan with its kernels' artifacts, each embedded")
+	f.Comment("file checked against its hash; gpucc.Runtime.Load compiles it.")
 	f.Func().Id("Plan").Params().Params(jen.Op("*").Qual(gpuccPkg, "Plan"), jen.Error()).Block(plan...)
 
 	f.Comment("file returns the embedded file name, refusing one whose SHA-256 is not")

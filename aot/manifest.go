@@ -6,13 +6,9 @@ import (
 	"encoding/hex"
 
 	lib "github.com/gpucc/gpucc"
-	"github.com/gpucc/gpucc/codegen"
-	"github.com/gpucc/gpucc/codegen/c"
-	"github.com/gpucc/gpucc/codegen/glsl"
-	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
-	"github.com/gpucc/gpucc/runtime/wasm"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // Manifest describes a build: where the graph came from, what it was
@@ -73,25 +69,53 @@ type ManifestFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// newResult generates the WGSL of every kernel (the manifest describes
-// each kernel by it) and the manifest.
-func newResult(g *ir.Graph, plan *lib.Plan, graphName, version string) (*Result, error) {
-	sp, err := plan.Sealed()
+// backendOf names the backend whose Exporter makes each target's files
+// and artifact.
+var backendOf = map[string]string{"wgsl": "webgpu", "glsl": "webgl2", "c": "native", "wasm": "wasm"}
+
+// export returns what target's backend exports of the plan's program,
+// once per build.
+func (b *Result) export(target string) (*backend.Export, error) {
+	if ex, ok := b.exports[target]; ok {
+		return ex, nil
+	}
+	name := backendOf[target]
+	e, ok := backend.ExporterOf(name)
+	if !ok {
+		return nil, ir.Errorf(ir.CodeUsage, -1, "targets", "no target %q", target)
+	}
+	sp, err := b.Plan.Sealed()
 	if err != nil {
 		return nil, err
 	}
-	p := sp.Program()
+	ex, err := e.Export(context.Background(), sp)
+	if err != nil {
+		if lib.CodeOf(err) == ir.CodeInternal {
+			return nil, ir.Errorf(ir.CodeInternal, -1, "", "exporting %s for %s: %v", target, name, err)
+		}
+		return nil, err
+	}
+	if b.exports == nil {
+		b.exports = map[string]*backend.Export{}
+	}
+	b.exports[target] = ex
+	return ex, nil
+}
+
+// newResult describes every kernel as the webgpu backend dispatches it
+// (its exporter's WGSL) in the manifest.
+func newResult(g *ir.Graph, plan *lib.Plan, graphName, version string) (*Result, error) {
+	p := plan.Program
 	sum := sha256.Sum256(ir.Encode(g))
 	b := &Result{Plan: plan, Manifest: &Manifest{
 		Graph: graphName, GraphSHA256: hex.EncodeToString(sum[:]), Profile: plan.Profile, Gpucc: version,
 		Targets: []string{}, Kernels: []ManifestKernel{}, Files: []ManifestFile{}}}
-	shaders, err := wgsl.Target{}.Emit(sp)
+	ex, err := b.export("wgsl")
 	if err != nil {
 		return nil, err
 	}
-	b.shaders = shaders
-	for i, s := range shaders {
-		b.Manifest.Kernels = append(b.Manifest.Kernels, describeKernel(p, &p.Kernels[i], s))
+	for i, kd := range ex.Kernels {
+		b.Manifest.Kernels = append(b.Manifest.Kernels, describeKernel(p, &p.Kernels[i], kd))
 	}
 	for _, o := range p.Outputs {
 		mo := ManifestOutput{Name: o.Name, Shape: append([]int{}, o.Shape...), Buffer: o.Buffer}
@@ -104,17 +128,17 @@ func newResult(g *ir.Graph, plan *lib.Plan, graphName, version string) (*Result,
 	return b, nil
 }
 
-func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKernel {
-	sum := sha256.Sum256([]byte(s.Source))
+func describeKernel(p *ir.Program, k *ir.Kernel, kd backend.KernelDesc) ManifestKernel {
+	sum := sha256.Sum256(kd.Source)
 	cost := passes.KernelCost(p, k)
 	mk := ManifestKernel{Name: k.Name, Kind: k.Kind.String(), Nodes: k.Nodes,
-		Workgroup: s.Workgroup, Dispatch: s.Groups, SHA256: hex.EncodeToString(sum[:]),
+		Workgroup: kd.Workgroup, Dispatch: kd.Dispatch, SHA256: hex.EncodeToString(sum[:]),
 		Flops: cost.Flops, BytesRead: cost.BytesRead, BytesWrite: cost.BytesWritten}
 	if k.Kind.Info().Tiled {
 		mk.Tile = &k.Tile
 	}
-	for j, kind := range s.Bindings {
-		b := ManifestBinding{Binding: j, Kind: bindingName(kind), Node: -1}
+	for j, kind := range kd.Bindings {
+		b := ManifestBinding{Binding: j, Kind: kind, Node: -1}
 		switch {
 		case j < len(k.Inputs):
 			in := k.Inputs[j]
@@ -131,57 +155,32 @@ func describeKernel(p *ir.Program, k *ir.Kernel, s codegen.Shader) ManifestKerne
 	return mk
 }
 
-func bindingName(k codegen.BindingKind) string {
-	return [...]string{"read-only-storage", "storage", "uniform"}[k]
-}
-
-// addTarget generates the kernels of one target: a .wgsl per kernel, a
-// .glsl per WebGL2 pass, one kernels.c, and kernels.wasm built from it
-// (backend_unavailable when no Clang is found).
+// addTarget adds one target's files, as its backend's exporter makes them
+// (a .wgsl per kernel, a .glsl per WebGL2 pass, kernels.c, kernels.wasm,
+// the last backend_unavailable when no Clang is found), under KernelDir,
+// and its backend's artifact to the plan.
 func (b *Result) addTarget(target string) error {
-	program, err := b.Plan.Sealed()
+	if _, ok := backendOf[target]; !ok {
+		return ir.Errorf(ir.CodeUsage, -1, "targets", "no target %q", target)
+	}
+	ex, err := b.export(target)
 	if err != nil {
 		return err
 	}
-	switch target {
-	case "wgsl":
-		for i, s := range b.shaders {
-			b.Manifest.Kernels[i].File = wgslFile(s)
-			b.add(wgslFile(s), target, []byte(s.Source))
-			s.Params = nil // the runtime computes them from the program
-			b.Plan.WGSL = append(b.Plan.WGSL, s)
+	for _, f := range ex.Files {
+		b.add(KernelDir+f.Name, target, f.Data)
+	}
+	if target == "wgsl" {
+		for i, kd := range ex.Kernels {
+			b.Manifest.Kernels[i].File = KernelDir + kd.File
 		}
-	case "glsl":
-		pl, err := glsl.Target{}.Emit(program)
-		if err != nil {
-			return ir.Errorf(ir.CodeInternal, -1, "", "generating GLSL: %v", err)
+	}
+	if ex.Prebuilt != nil {
+		if b.Plan.Prebuilt == nil {
+			b.Plan.Prebuilt = map[string][]byte{}
 		}
-		for _, ps := range pl.Passes {
-			b.add(KernelDir+ps.Name+".glsl", target, []byte(ps.Source))
-		}
-	case "c", "wasm":
-		u, err := c.Target{}.Emit(program)
-		if err != nil {
-			return ir.Errorf(ir.CodeInternal, -1, "", "generating C: %v", err)
-		}
-		if target == "c" {
-			b.add(CFile, target, []byte(u.Source))
-			b.Plan.C = u
-			break
-		}
-		// wasm comes after c (normalTargets adds c): the plan has the unit.
-		mod, err := wasm.BuildModule(context.Background(), u.Source)
-		if err != nil {
-			return &lib.Error{Code: ir.CodeBackendUnavailable, Backend: "wasm", Err: err}
-		}
-		b.add(WasmFile, target, mod)
-		b.Plan.Wasm = mod
-	default:
-		return ir.Errorf(ir.CodeUsage, -1, "targets", "no target %q", target)
+		b.Plan.Prebuilt[backendOf[target]] = ex.Prebuilt
 	}
 	b.Manifest.Targets = append(b.Manifest.Targets, target)
 	return nil
 }
-
-// wgslFile is the file of one WGSL kernel.
-func wgslFile(s codegen.Shader) string { return KernelDir + s.Name + ".wgsl" }

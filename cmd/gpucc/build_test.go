@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/aot"
 	"github.com/gpucc/gpucc/passes"
 )
@@ -368,21 +369,33 @@ func TestBuildPackage(t *testing.T) {
 	}
 	// Kernels replaced with the manifest edited to match pass the hash
 	// check; Load must refuse them as another program's, where native once
-	// ran them over this plan's buffers and read out of bounds. (The root
-	// package's TestLoadRefusesInconsistentPlan edits the plan itself.)
+	// ran them over this plan's buffers and read out of bounds. The kernels
+	// that run are the plan's artifacts (Plan.Prebuilt, in plan.gob): this
+	// plan with the other build's. (The root package's
+	// TestLoadRefusesInconsistentPlan edits the plan itself.)
 	t.Run("another package's kernels", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "other")
 		if out, v, code := gpucc(t, "", "build", example("mlp.json"), "-o", other, "--package", "other"); code != 0 {
 			t.Fatalf("exit %d: %s %v", code, out, v)
 		}
-		files := map[string][]byte{}
-		for _, name := range []string{aot.CFile, aot.WasmFile} {
-			b, err := os.ReadFile(filepath.Join(other, name))
+		decode := func(path string) *lib.Plan {
+			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			files[name] = b
+			p, err := lib.DecodePlan(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
 		}
+		plan := decode(filepath.Join(app, "mlp", aot.PlanFile))
+		plan.Prebuilt = decode(filepath.Join(other, aot.PlanFile)).Prebuilt
+		mixed, err := lib.EncodePlan(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{aot.PlanFile: mixed}
 		defer tamper(t, filepath.Join(app, "mlp"), files)() // the next subtest builds again
 		goCmd("build", "-o", "app", ".")
 		for _, backend := range []string{"cpu", "native"} {

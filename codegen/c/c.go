@@ -27,6 +27,7 @@ package c
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -956,4 +957,24 @@ func life(b *strings.Builder, k *ir.Kernel) int {
 	fmt.Fprintf(b, "\t\t\tout0[r * %du + c] = (live == 3 || (live == 2 && %s > %s)) ? %s : %s;\n", w, at("r", "c"), zero, one, zero)
 	b.WriteString("\t\t}\n\t}\n")
 	return h
+}
+
+// Check refuses (invalid_graph) a unit that does not call each kernel of p
+// with the buffers the kernel reads and writes: a backend passes raw
+// pointers, so a unit of another program would run past them.
+func (u *Unit) Check(p *ir.Program) error {
+	if len(u.Kernels) != len(p.Kernels) || u.Scratch < 0 {
+		return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "the C unit has %d kernels (scratch %d) for %d", len(u.Kernels), u.Scratch, len(p.Kernels))
+	}
+	for i, k := range p.Kernels {
+		var want []int
+		for _, in := range k.Inputs {
+			want = append(want, in.Buffer)
+		}
+		want = append(want, k.Outputs...)
+		if !slices.Equal(u.Kernels[i].Buffers, want) {
+			return ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "C kernel %d passes buffers %v, kernel %s takes %v", i, u.Kernels[i].Buffers, k.Name, want)
+		}
+	}
+	return nil
 }

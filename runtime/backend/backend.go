@@ -21,8 +21,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gpucc/gpucc/codegen"
-	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
@@ -106,15 +104,16 @@ func (e *NonFiniteError) Error() string {
 }
 
 // Program is a sealed program handed to Device.Compile: the lowered IR
-// (sealed: a backend trusts it without checking it again),
-// with kernels a backend may use instead of generating its own (each nil
-// when absent). Prebuilt code must come from the same IR (gpucc build
-// embeds it next to the plan).
+// (sealed: a backend trusts it without checking it again), with this
+// backend's prebuilt artifact when the plan carries one.
 type Program struct {
-	IR   *ir.Sealed
-	WGSL []codegen.Shader // one per kernel, without Params
-	C    *c.Unit          // the C unit of codegen/c
-	Wasm []byte           // C compiled to a wasm module
+	IR *ir.Sealed
+	// Prebuilt is what this backend's Exporter made of IR ahead of time
+	// (gpucc build embeds it in the plan, by backend name), or nil: the
+	// backend then generates its own. It is opaque above the backend,
+	// which decodes it and refuses, with invalid_graph, one that does not
+	// fit IR (the plan's digest ties it to IR, but not to its format).
+	Prebuilt []byte
 	// Fast allows fast kernels (gpucc.Options.Fast): a backend with a fast
 	// path may let the driver contract a matmul's multiply-add, and then
 	// sets Stats.Fast. Others compile exact kernels.
@@ -216,10 +215,74 @@ type Tuner interface {
 // Factory opens a Device, or says why it cannot run here.
 type Factory func(opts Options) (Device, error)
 
+// Exporter makes a backend's artifacts for a sealed program ahead of time,
+// with no device: what `gpucc build` embeds in a plan (Export.Prebuilt,
+// handed back to the backend as Program.Prebuilt) and writes beside it.
+// A backend registers one beside its Factory (RegisterExporter), from a
+// file that builds wherever the generator does (no cgo, no browser), so
+// that packages above the backends never know what a shader, a C unit or
+// a module is.
+type Exporter interface {
+	Export(ctx context.Context, p *ir.Sealed) (*Export, error)
+	// Check refuses (invalid_graph) an artifact that does not decode or
+	// does not fit p: the runtime asks it of every artifact a plan from
+	// bytes carries, so that one made for another program is refused at
+	// Load on any backend, as the backend that reads it refuses it.
+	Check(p *ir.Sealed, prebuilt []byte) error
+}
+
+// Export is what an Exporter made of a program.
+type Export struct {
+	// Prebuilt is the backend's artifact, opaque above it; nil when the
+	// backend takes none (it then generates its code when it compiles).
+	Prebuilt []byte
+	// Files are readable sources for the build's output directory, by
+	// name relative to it, in order.
+	Files []File
+	// Kernels, when the backend can say, describe how it dispatches each
+	// kernel of the program, in program order (the manifest shows them).
+	Kernels []KernelDesc
+}
+
+// File is one file of an Export.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// KernelDesc is how a backend dispatches one kernel.
+type KernelDesc struct {
+	File      string   // its source among Export.Files
+	Source    []byte   // its source (the manifest records its SHA-256)
+	Workgroup [3]int   // threads per workgroup
+	Dispatch  [3]int   // workgroups
+	Bindings  []string // each binding's kind: "read-only-storage", "storage" or "uniform"
+}
+
 var (
 	registryMu sync.Mutex
 	registry   = map[string]Factory{}
+	exporters  = map[string]Exporter{}
 )
+
+// RegisterExporter makes name's Exporter available. Backends call it from
+// init, beside Register.
+func RegisterExporter(name string, e Exporter) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := exporters[name]; dup {
+		panic("backend: exporter " + name + " registered twice")
+	}
+	exporters[name] = e
+}
+
+// ExporterOf returns the Exporter registered under name.
+func ExporterOf(name string) (Exporter, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	e, ok := exporters[name]
+	return e, ok
+}
 
 // Register makes a backend available under name. Backends call it from init.
 func Register(name string, f Factory) {

@@ -144,12 +144,14 @@ func fail(code ir.Code, err error) error {
 // and obtains the library (memory cache, disk cache or the compiler).
 func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
 	stop := st.Start(backend.StageCodegen)
-	unit := bp.C
+	var unit *c.Unit
 	var err error
-	if unit == nil {
-		unit, err = c.Target{}.Emit(bp.IR)
-	}
-	if err != nil {
+	if bp.Prebuilt != nil {
+		if unit, err = prebuiltUnit(bp.Prebuilt, bp.IR.Program()); err != nil {
+			stop()
+			return nil, err
+		}
+	} else if unit, err = (c.Target{}).Emit(bp.IR); err != nil {
 		stop()
 		return nil, fail(ir.CodeInternal, err)
 	}

@@ -127,7 +127,7 @@ func ratioWorkloads(t *testing.T) []ratioWorkload {
 // ratioFill, and returns the best of runs in ms (kernel calls only).
 func timeWasm(t *testing.T, ctx context.Context, d *device, p *ir.Sealed, unit *c.Unit, wasm []byte, runs int) float64 {
 	t.Helper()
-	be, err := d.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: wasm}, nil)
+	be, err := d.Compile(ctx, &backend.Program{IR: p, Prebuilt: Artifact(unit, wasm)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func wazeroDevice(compiler bool) *device {
 // runPrebuilt runs program p with module wasm on d and returns its
 // outputs by name.
 func runPrebuilt(ctx context.Context, d *device, p *ir.Sealed, unit *c.Unit, wasm []byte) (map[string][]float32, error) {
-	exe, err := d.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: wasm}, nil)
+	exe, err := d.Compile(ctx, &backend.Program{IR: p, Prebuilt: Artifact(unit, wasm)}, nil)
 	if err != nil {
 		return nil, err
 	}

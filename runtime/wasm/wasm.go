@@ -146,22 +146,28 @@ func fail(code ir.Code, err error) error {
 // buffers out in its memory.
 func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.Stats) (backend.Executable, error) {
 	stop := st.Start(backend.StageCodegen)
-	unit := bp.C
+	var unit *c.Unit
+	var wasm []byte
 	var err error
-	if unit == nil {
-		unit, err = c.Target{}.Emit(bp.IR)
-	}
-	stop()
-	if err != nil {
+	if bp.Prebuilt != nil {
+		a, err := prebuilt(bp.Prebuilt, bp.IR.Program())
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		unit, wasm = a.Unit, a.Module
+	} else if unit, err = (c.Target{}).Emit(bp.IR); err != nil {
+		stop()
 		return nil, fail(ir.CodeInternal, err)
 	}
+	stop()
 	defer st.Start(backend.StageCompile)()
-	mod, err := d.module(ctx, unit.Source, bp.Wasm, st)
+	mod, err := d.module(ctx, unit.Source, wasm, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if d.tc == nil && bp.Wasm == nil {
+		if d.tc == nil && wasm == nil {
 			return nil, fail(ir.CodeBackendUnavailable, err)
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)

@@ -105,7 +105,7 @@ func TestPrebuiltWithoutClang(t *testing.T) {
 	if _, err := dev.Compile(ctx, &backend.Program{IR: p}, nil); err == nil || !strings.Contains(err.Error(), "backend_unavailable") {
 		t.Errorf("a plan without a module: %v, want backend_unavailable", err)
 	}
-	exe, err := dev.Compile(ctx, &backend.Program{IR: p, C: unit, Wasm: mod}, nil)
+	exe, err := dev.Compile(ctx, &backend.Program{IR: p, Prebuilt: Artifact(unit, mod)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-//go:build !js
+//go:build cgo && !js
 
 // Package webgpu is the webgpu backend on wgpu-native (package
 // runtime/gpu): WGSL kernels, device buffers that stay on the GPU between
@@ -251,16 +251,12 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
 	}
 	stop := st.Start(backend.StageCodegen)
-	shaders := bp.WGSL
+	var shaders []codegen.Shader
 	var err error
-	if shaders != nil {
-		if len(shaders) != len(p.Kernels) {
+	if bp.Prebuilt != nil {
+		if shaders, err = prebuiltShaders(bp.Prebuilt, p); err != nil {
 			stop()
-			return nil, fail(fmt.Errorf("plan carries %d WGSL shaders for %d kernels", len(shaders), len(p.Kernels)))
-		}
-		shaders = slices.Clone(shaders) // the plan is shared: never write into it
-		for i := range shaders {
-			shaders[i].Params = wgsl.Params(&p.Kernels[i])
+			return nil, err
 		}
 	} else {
 		t := wgsl.Target{Fast: bp.Fast && contracts(p)} // fast mode changes matmuls and convs only

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"syscall/js"
 	"unsafe"
@@ -262,12 +261,12 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	sp := bp.IR
 	p := sp.Program()
 	stop := st.Start(backend.StageCodegen)
-	shaders := bp.WGSL
+	var shaders []codegen.Shader
 	var err error
-	if shaders != nil {
-		shaders = slices.Clone(shaders) // the plan is shared: never write into it
-		for i := range shaders {
-			shaders[i].Params = wgsl.Params(&p.Kernels[i])
+	if bp.Prebuilt != nil {
+		if shaders, err = prebuiltShaders(bp.Prebuilt, p); err != nil {
+			stop()
+			return nil, err
 		}
 	} else {
 		shaders, err = backend.Shaders(d.opts.Cache, wgsl.Target{}.Name(), sp, st, wgsl.Target{}.Emit, wgsl.Params)

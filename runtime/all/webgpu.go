@@ -1,5 +1,0 @@
-//go:build cgo && !js
-
-package all
-
-import _ "github.com/gpucc/gpucc/runtime/webgpu" // wgpu-native needs cgo
