@@ -371,7 +371,7 @@ def validate(nodes, outputs, limits=None):
             raise bad(i, "shape", "summed storage reaches %d bytes, over the limit of %d" % (storage, lim["max_storage_bytes"]), "limit_exceeded")
         ops += estimate_ops(nodes, n)
         if ops > lim["max_ops"]:
-            raise bad(i, "", "estimated operations reach %d, over the limit of %d" % (ops, lim["max_ops"]), "limit_exceeded")
+            raise bad(i, "op", "estimated operations reach %d, over the limit of %d" % (ops, lim["max_ops"]), "limit_exceeded")
 
 
 # ---- the wire: protocol v1 JSON ----
