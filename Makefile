@@ -25,7 +25,7 @@ deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+		.ci/apt-install $$missing; \
 	fi
 
 # page: the demo page's wasm and wasm_exec.js, built from the sources into
@@ -92,7 +92,7 @@ test: deps vet page
 # peers runs the interleaved peer benchmarks (bench/peers/README.md).
 # make test needs neither: the tests that use them skip without them.
 peers-deps: deps
-	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
+	@command -v npm >/dev/null || .ci/apt-install nodejs npm
 	cd bench/peers && ONNXRUNTIME_NODE_INSTALL=skip npm ci
 
 peers: peers-deps
