@@ -29,6 +29,11 @@
 //     and ArgMin are reductions of positions (argops.go), their indices
 //     exact float32 integers;
 //   - an integer or bool graph output is returned as float32 values;
+//   - If (control.go) with a condition known at import imports the chosen
+//     branch inline; on a run-time condition both branches run and each
+//     output is selected with where, bit for bit, when the branches'
+//     outputs agree in shape and dtype (else refused by name). Branches
+//     nest up to MaxGraphDepth deep; their names stay in their scope;
 //   - Conv, ConvTranspose and the poolings map onto conv2d,
 //     conv_transpose2d, maxpool2d and their composites (conv.go), and a
 //     BatchNormalization in inference mode after a Conv with constant

@@ -106,14 +106,19 @@ type importer struct {
 	opset   int64
 	vals    map[string]*value
 	storage int64 // constants' bytes, 4 per element
-	// The node being imported, for errors.
-	n   *nodeProto
-	idx int
-	// failed is the ONNX node at which the builder first failed, or -1;
+	// The node being imported, for errors, and the field of its graph
+	// ("graph." for the main graph, a branch's path inside it).
+	n     *nodeProto
+	idx   int
+	scope string
+	// failed is the ONNX node at which the builder first failed, or -1
+	// (failedNode and failedField name it, in whichever graph it is);
 	// failedOn is the dtype of a run-time typed input it had (float32 if
 	// none): an op handler that met a dtype it cannot take.
-	failed   int
-	failedOn ir.DType
+	failed      int
+	failedNode  *nodeProto
+	failedField string
+	failedOn    ir.DType
 	// graph is the graph being imported; keepBN is Options.KeepBatchNorm
 	// and folded the BatchNormalization nodes folded into their Conv
 	// (bnfold.go), by node index.
@@ -142,7 +147,7 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
-	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1}
+	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph."}
 	for _, o := range m.opsets {
 		if o.domain == "" || o.domain == "ai.onnx" {
 			c.opset = o.version
@@ -208,12 +213,12 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 	if err != nil {
 		var ie *ir.Error
 		if c.failed >= 0 && errors.As(err, &ie) {
-			n := &g.nodes[c.failed]
+			n := c.failedNode
 			code, msg := ie.Code, ie.Msg
 			if c.failedOn != ir.F32 && code == ir.CodeInvalidGraph { // a valid model whose op gpucc computes on float32 only
 				code, msg = ir.CodeUnsupported, fmt.Sprintf("a run-time %v input: gpucc imports this op for float32 only so far (%s)", c.failedOn, msg)
 			}
-			return nil, ir.Errorf(code, -1, fmt.Sprintf("graph.node[%d]", c.failed), "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, msg)
+			return nil, ir.Errorf(code, -1, c.failedField, "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, msg)
 		}
 		if errors.As(err, &ie) {
 			return nil, ie
@@ -392,9 +397,12 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 	if c.failed < 0 {
 		for _, o := range outs {
 			if o.set && o.rt.ID() < 0 {
-				c.failed, c.failedOn = i, on
+				c.failed, c.failedOn, c.failedNode, c.failedField = i, on, n, c.field()
 			}
 		}
+	}
+	if c.failed >= 0 {
+		return nil // the builder failed (here or in a branch): Build reports it
 	}
 	for k, name := range n.outputs {
 		if name == "" {
@@ -430,6 +438,9 @@ func (c *importer) byRule() ([]value, *ir.Error) {
 		if a.other != "" {
 			return nil, c.refuse("attribute %s is a %s", ir.Quote(a.name), a.other)
 		}
+		if a.g != nil && !rule.graphs {
+			return nil, c.refuse("attribute %s is a graph", ir.Quote(a.name))
+		}
 		if !slices.Contains(rule.attrs, a.name) {
 			return nil, c.refuse("attribute %s is not supported", ir.Quote(a.name))
 		}
@@ -450,10 +461,8 @@ func (c *importer) byRule() ([]value, *ir.Error) {
 func (c *importer) used(g *graphProto, i int, name string) bool {
 	if c.lastRead == nil {
 		c.lastRead = map[string]int{}
-		for j, n := range g.nodes {
-			for _, in := range n.inputs {
-				c.lastRead[in] = j
-			}
+		for j := range g.nodes {
+			reads(&g.nodes[j], func(in string) { c.lastRead[in] = j })
 		}
 		for _, o := range g.outputs {
 			c.lastRead[o.name] = len(g.nodes)
@@ -510,7 +519,7 @@ func intOutput(t *Tensor, field, name string) (*Tensor, *ir.Error) {
 }
 
 // field names the current node for errors.
-func (c *importer) field() string { return fmt.Sprintf("graph.node[%d]", c.idx) }
+func (c *importer) field() string { return fmt.Sprintf("%snode[%d]", c.scope, c.idx) }
 
 // refuse is the unsupported error for the current node: the op, the
 // node's name and the opset, then why.

@@ -17,6 +17,9 @@ type rule struct {
 	// bare: the op takes no inputs (Constant). Every other rule may read
 	// input 0 without a check: node refuses a node that lacks it.
 	bare bool
+	// graphs: the rule reads graph attributes (If's branches); any other
+	// rule refuses one.
+	graphs bool
 }
 
 // rules is the ONNX op table. Each run-time op is written as the float32
@@ -86,6 +89,7 @@ func init() {
 		"Or":             {since: 7, fn: logic(func(x []bool) bool { return x[0] || x[1] }, func(x []ir.Tensor) ir.Tensor { return x[0].Maximum(x[1]) })},
 		"Xor":            {since: 7, fn: logic(func(x []bool) bool { return x[0] != x[1] }, func(x []ir.Tensor) ir.Tensor { return not(x[0].Apply(ir.OpEqual, x[1])) })},
 		"Where":          {since: 9, fn: whereOp},
+		"If":             {attrs: []string{"then_branch", "else_branch"}, graphs: true, fn: ifOp},
 
 		"Neg":   {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() }, func(x int64) int64 { return -x })},
 		"Relu":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},

@@ -61,7 +61,8 @@ type attrProto struct {
 	floats  []float32
 	ints    []int64
 	strings [][]byte
-	other   string // a kind the importer cannot use ("graph", "tensors", …), if present
+	g       *graphProto // a graph attribute (If's branches)
+	other   string      // a kind the importer cannot use ("tensors", "graphs", …), if present
 }
 
 // tensorProto is a TensorProto. Data fields are held as the bytes they
@@ -104,9 +105,10 @@ type dimProto struct {
 // wire byte, so a 16 MB model of empty node attributes (2 bytes each, a
 // 170-byte struct in memory) peaked at 4.96 GB (issue 30, finding 4).
 type budget struct {
-	nodes, inits, inputs, outputs int
-	mem                           int64 // bytes still allowed
-	l                             ir.Limits
+	nodes, inits int   // counted over the model and its subgraphs
+	depth        int   // the subgraphs being decoded, nested
+	mem          int64 // bytes still allowed
+	l            ir.Limits
 }
 
 // DecodeBytesPerByte and DecodeSlack bound what decoding a model
@@ -119,6 +121,12 @@ const (
 	DecodeBytesPerByte = 5
 	DecodeSlack        = 1 << 20
 )
+
+// MaxGraphDepth bounds how deeply graph attributes (If's branches) nest:
+// a fixed bound, so that decoding recurses a bounded number of times.
+// Their nodes, initializers and structures count against the model's
+// limits and budget as the main graph's do.
+const MaxGraphDepth = 16
 
 func newBudget(l ir.Limits, size int) *budget {
 	return &budget{l: l, mem: DecodeBytesPerByte*int64(size) + DecodeSlack}
@@ -142,6 +150,7 @@ var (
 	sizeDim    = int64(unsafe.Sizeof(dimProto{}))
 	sizeOpset  = int64(unsafe.Sizeof(opsetID{}))
 	sizeSlice  = int64(unsafe.Sizeof([]byte(nil)))
+	sizeGraph  = int64(unsafe.Sizeof(graphProto{}))
 )
 
 // countFields counts the fields of message b by number (numbers below 32;
@@ -307,6 +316,7 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 	}
 	g.nodes, g.inits = make([]nodeProto, 0, c[1]), make([]tensorProto, 0, c[5])
 	g.inputs, g.outputs = make([]valueInfo, 0, min(c[11], l.MaxNodes)), make([]valueInfo, 0, min(c[12], l.MaxOutputs))
+	var inputs, outputs int
 	err := walk(b, "graph", func(num protowire.Number, typ protowire.Type, v []byte, x uint64) *ir.Error {
 		if typ != protowire.BytesType {
 			return nil // no scalar field of GraphProto is read
@@ -332,9 +342,9 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 		case 15:
 			g.sparse++
 		case 11, 12: // input, output
-			field, count, max := "graph.input", &bud.inputs, l.MaxNodes
+			field, count, max := "graph.input", &inputs, l.MaxNodes
 			if num == 12 {
-				field, count, max = "graph.output", &bud.outputs, l.MaxOutputs
+				field, count, max = "graph.output", &outputs, l.MaxOutputs
 			}
 			if *count++; *count > max {
 				return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the model has more than %d %ss (the limit)", max, field[6:])
@@ -450,7 +460,18 @@ func decodeAttr(b []byte, bud *budget) (attrProto, *ir.Error) {
 				a.strings = append(a.strings, v)
 			}
 		case 6:
-			a.other = "graph"
+			if err = wantType(typ, protowire.BytesType, "attribute.g"); err != nil {
+				return err
+			}
+			if bud.depth >= MaxGraphDepth {
+				return ir.Errorf(ir.CodeLimitExceeded, -1, "attribute.g", "graph attributes nest more than %d deep (a fixed bound)", MaxGraphDepth)
+			}
+			if err = bud.take(sizeGraph, "graph attributes"); err != nil {
+				return err
+			}
+			bud.depth++
+			a.g, err = decodeGraph(v, bud)
+			bud.depth--
 		case 10:
 			a.other = "tensors"
 		case 11:
