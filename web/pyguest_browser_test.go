@@ -46,21 +46,38 @@ func ensurePyodide(t *testing.T) {
 
 // guestPage opens the page as gpucc serve --pyodide serves it, with the
 // suite's random graph generator beside the module.
-func guestPage(t *testing.T, deadline time.Duration) (run func(backend, code string, want int) []string) {
+func guestPage(t *testing.T, deadline time.Duration) (run func(backend, code string, want int) []string, ctx context.Context) {
 	t.Helper()
-	ctx := pythonPage(t, deadline)
+	ctx = pythonPage(t, deadline)
 	// run starts a fresh guest on backend, runs code, waits until it has
 	// printed want lines (its callbacks run later) and returns them.
 	return func(backend, code string, want int) []string {
 		t.Helper()
+		return guestRun(t, ctx, `{backend: "`+backend+`", allowSoftware: true}`, code, want, false)
+	}, ctx
+}
+
+// guestRun starts a guest with the options (a JS object literal), runs
+// code and returns what it printed once it has printed want lines; with
+// dispose, it disposes the guest as soon as the code has run (its
+// requests still pending) and returns what it printed in the next 3 s.
+func guestRun(t *testing.T, ctx context.Context, options, code string, want int, dispose bool) []string {
+	t.Helper()
+	{
 		c, _ := json.Marshal(code)
 		expr := `(async () => {
 			const files = (await (await fetch("python/files.json")).json()).map(p => ({path: "/guest/" + p, url: "python/" + p}));
 			files.push({path: "/guest/randgraph.py", url: "python-tests/randgraph.py"});
-			const g = createPythonGuest({pyodideURL: "/pyodide/", files, backend: "` + backend + `", allowSoftware: true});
+			const g = createPythonGuest(Object.assign({pyodideURL: "/pyodide/", files}, ` + options + `));
 			try {
 				await g.ready;
 				await g.run(` + string(c) + `);
+				if (` + boolJS(dispose) + `) {
+					const pending = g.adapter.pending();
+					g.dispose();
+					await new Promise(r => setTimeout(r, 3000));
+					return JSON.stringify(["pending " + pending].concat(g.output));
+				}
 				const deadline = Date.now() + 240000;
 				while (g.output.length < ` + itoa(want) + ` && Date.now() < deadline) await new Promise(r => setTimeout(r, 50));
 				return JSON.stringify(g.output);
@@ -179,9 +196,12 @@ for step in range(5):   # submitted at once; each step is built from the paramet
 // random graphs written in the guest give cpuref's bits (cpu-python's,
 // natively, which the Python suite holds to cpuref); and an MLP trained
 // by compile(step, training=True) for 5 steps gives the same losses bit
-// for bit on every browser backend.
+// for bit on every browser backend. Through the guest, too, a host that
+// has not granted it refuses with not_granted, an over-limit graph with
+// limit_exceeded, and a guest disposed while its request is pending is
+// delivered nothing.
 func TestPythonGuest(t *testing.T) {
-	run := guestPage(t, 12*time.Minute)
+	run, ctx := guestPage(t, 12*time.Minute)
 	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
 		t.Run("seed/"+backend, func(t *testing.T) {
 			got := run(backend, seedMain, 1)
@@ -197,6 +217,28 @@ func TestPythonGuest(t *testing.T) {
 		got := run("cpu", code, len(want))
 		if !slices.Equal(got, want) {
 			t.Errorf("the guest on the page's cpu printed\n%s\ncpu-python printed\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+	t.Run("refusals", func(t *testing.T) {
+		report := "from gpucc import Graph\ng = Graph()\n"
+		// no grant: the engine's requests are refused, and on_error says so
+		got := guestRun(t, ctx, `{backend: "cpu", allowExecute: false}`,
+			report+`g.submit(print, on_error=lambda e: print(e.code), y=g.tensor([1.0]).relu())`, 1, false)
+		if !slices.Equal(got, []string{"not_granted"}) {
+			t.Errorf("no grant: %q", got)
+		}
+		// over the host's limits: refused before anything is allocated
+		got = guestRun(t, ctx, `{backend: "cpu"}`,
+			report+`g.submit(print, on_error=lambda e: print(e.code, e.field), y=g.full((1025, 1024), 1.0))`, 1, false)
+		if !slices.Equal(got, []string{"limit_exceeded shape"}) {
+			t.Errorf("over the limits: %q", got)
+		}
+		// disposed while its request is pending (webgpu awaits the device):
+		// the guest is delivered nothing
+		got = guestRun(t, ctx, `{backend: "webgpu", allowSoftware: true}`,
+			report+`g.submit(lambda r: print("delivered"), on_error=lambda e: print(e.code), y=g.tensor([1.0]).relu())`, 0, true)
+		if !slices.Equal(got, []string{"pending 1"}) {
+			t.Errorf("disposed: %q, want the request pending and nothing printed", got)
 		}
 	})
 	want := native(t, mlpTraining)
