@@ -20,8 +20,9 @@ The graph keeps the model's input and output names; initializers become
 embedded data and shape computations fold. A dynamic dimension is bound
 with --input-shape NAME=D0,D1,… (repeatable). An op gpucc cannot run is
 refused with code "unsupported", naming the op, the node and the opset.
-Prints one JSON object: graph (the file written), nodes, inputs (name and
-shape of each) and outputs (their names). run, build and train read
+Prints one JSON object: graph (the file written), nodes, inputs (name,
+shape and, when not float32, dtype of each) and outputs (their names). A
+typed input (int64 ids, say) keeps its dtype; such a graph runs on cpu. run, build and train read
 .onnx files directly, with the same --input-shape; serve's /v1/execute
 imports a body of Content-Type application/onnx (static shapes).`
 }
@@ -37,6 +38,7 @@ type importResult struct {
 type importInput struct {
 	Name  string `json:"name"`
 	Shape []int  `json:"shape"`
+	DType string `json:"dtype,omitempty"` // absent for float32
 }
 
 func importCmd(args []string) int {
@@ -65,7 +67,11 @@ func importCmd(args []string) int {
 	res := importResult{Graph: *out, Nodes: len(g.Nodes), Inputs: []importInput{}}
 	for _, n := range g.Nodes {
 		if n.Op == ir.OpInput && n.Name != "" {
-			res.Inputs = append(res.Inputs, importInput{Name: n.Name, Shape: append([]int{}, n.Shape...)})
+			in := importInput{Name: n.Name, Shape: append([]int{}, n.Shape...)}
+			if n.DType != ir.F32 {
+				in.DType = n.DType.String()
+			}
+			res.Inputs = append(res.Inputs, in)
 		}
 	}
 	for _, o := range g.Outputs {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // typedGraph is protocol v1 with dtypes: int64 arithmetic that wraps, a
@@ -74,5 +76,51 @@ func TestRunTyped(t *testing.T) {
 	}
 	if errs := resultSchema(t, "#/$defs/failure").Validate([]byte(out)); len(errs) > 0 {
 		t.Errorf("failure: %s\n%s", strings.Join(errs, "; "), out)
+	}
+}
+
+// int64Model returns an ONNX model y = Identity(ids) with ids an int64
+// input of shape [3], written with protowire (onnx.proto's field numbers).
+func int64Model() []byte {
+	msg := func(fields ...func([]byte) []byte) []byte {
+		var b []byte
+		for _, f := range fields {
+			b = f(b)
+		}
+		return b
+	}
+	bytesF := func(n protowire.Number, v []byte) func([]byte) []byte {
+		return func(b []byte) []byte { return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), v) }
+	}
+	varint := func(n protowire.Number, v uint64) func([]byte) []byte {
+		return func(b []byte) []byte {
+			return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), v)
+		}
+	}
+	info := func(name string) []byte {
+		dim := msg(varint(1, 3))
+		tensor := msg(varint(1, 7), bytesF(2, msg(bytesF(1, dim))))
+		return msg(bytesF(1, []byte(name)), bytesF(2, msg(bytesF(1, tensor))))
+	}
+	node := msg(bytesF(1, []byte("ids")), bytesF(2, []byte("y")), bytesF(4, []byte("Identity")))
+	graph := msg(bytesF(1, node), bytesF(2, []byte("g")), bytesF(11, info("ids")), bytesF(12, info("y")))
+	return msg(varint(1, 7), bytesF(7, graph), bytesF(8, msg(varint(2, 13))))
+}
+
+// TestImportTyped: gpucc import keeps an int64 input's dtype and says it;
+// gpucc run of the model returns the int64 output as integers, on cpu.
+func TestImportTyped(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "ids.onnx")
+	if err := os.WriteFile(model, int64Model(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := gpucc(t, "", "import", model, "-o", filepath.Join(dir, "ids.json"))
+	if code != 0 || !strings.Contains(out, `"inputs":[{"name":"ids","shape":[3],"dtype":"int64"}]`) {
+		t.Fatalf("import: exit %d: %s", code, out)
+	}
+	out, v, code := gpucc(t, "", "run", model)
+	if code != 0 || v["backend"] != "cpu" || !strings.Contains(out, `"y":{"shape":[3],"dtype":"int64","data":[0,0,0]}`) {
+		t.Errorf("run: exit %d: %s", code, out)
 	}
 }
