@@ -83,18 +83,14 @@ func (c *importer) batchNormOf(w, b *Tensor) (batchNormFold, bool) {
 	if slices.ContainsFunc(g.outputs, func(v valueInfo) bool { return v.name == out }) {
 		return batchNormFold{}, false
 	}
-	bn, uses := -1, 0
-	for j := c.idx + 1; j < len(g.nodes); j++ {
-		for _, in := range g.nodes[j].inputs {
-			if in == out {
-				uses++
-				bn = j
-			}
-		}
-	}
-	if uses != 1 {
+	// Every reader of out follows the Conv: one before it would have
+	// failed its import (out undefined there), so all of out's readers
+	// are its later ones.
+	r := c.readers(g)[out]
+	if r.n != 1 || r.last <= c.idx {
 		return batchNormFold{}, false
 	}
+	bn := r.last
 	n := &g.nodes[bn]
 	if n.opType != "BatchNormalization" || n.outputs == nil || n.outputs[0] == "" || n.domain != "" && n.domain != "ai.onnx" || n.inputs[0] != out || len(n.inputs) != 5 || c.opset < rules["BatchNormalization"].since {
 		return batchNormFold{}, false

@@ -157,7 +157,7 @@ func (c *importer) branch(g *graphProto, attr string, want int) ([]value, *ir.Er
 		for _, name := range defined {
 			delete(c.vals, name)
 		}
-		c.n, c.idx, c.scope, c.graph, c.folded, c.lastRead = saved.n, saved.idx, saved.scope, saved.graph, saved.folded, saved.lastRead
+		c.n, c.idx, c.scope, c.graph, c.folded, c.readIndex = saved.n, saved.idx, saved.scope, saved.graph, saved.folded, saved.readIndex
 	}()
 	for k := range g.inits {
 		field := fmt.Sprintf("%sinitializer[%d]", scope, k)
@@ -174,7 +174,7 @@ func (c *importer) branch(g *graphProto, attr string, want int) ([]value, *ir.Er
 		c.vals[t.Name] = &value{c: t}
 		defined = append(defined, t.Name)
 	}
-	c.scope, c.graph, c.folded, c.lastRead = scope, g, map[int]bool{}, nil
+	c.scope, c.graph, c.folded, c.readIndex = scope, g, map[int]bool{}, nil
 	for i := range g.nodes {
 		c.n, c.idx = &g.nodes[i], i
 		var fresh []string // the node's outputs not defined before it

@@ -109,3 +109,33 @@ func TestLoadContext(t *testing.T) {
 		t.Errorf("LoadContext: %v", err)
 	}
 }
+
+// TestBatchNormScanLinear imports K Convs with constant weights, each a
+// candidate for the BatchNormalization fold, before a node that reads x
+// M times: the fold looked for its Conv's readers in every later node,
+// K×M string comparisons (a 3 MB model of 500 Convs and a node of a
+// million inputs: 1.6 s here). The readers are indexed once; it must
+// take well under 1 s.
+func TestBatchNormScanLinear(t *testing.T) {
+	const k, m = 500, 1 << 20
+	var nodes []msg
+	for i := range k {
+		nodes = append(nodes, node("Conv", "", []string{"x0000000", "w"}, []string{fmt.Sprintf("c%07d", i)}))
+	}
+	many := make([]string, m)
+	for i := range many {
+		many[i] = "x0000000" // as long as the Convs' outputs, so each comparison reads them
+	}
+	nodes = append(nodes, node("Nope", "", many, []string{"y"}))
+	doc := model(13, graph(nodes, []msg{floats("w", []int64{1, 1, 1, 1}, 2)}, []msg{valueInfo("x0000000", 1, 1, 2, 2)}, []msg{valueInfo("y", 1, 1, 2, 2)}))
+	start := time.Now()
+	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
+	if gpucc.CodeOf(err) != ir.CodeUnsupported {
+		t.Fatalf("Load: %v, want unsupported (the op Nope)", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
+	} else {
+		t.Logf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
+	}
+}

@@ -125,9 +125,10 @@ type importer struct {
 	graph  *graphProto
 	keepBN bool
 	folded map[int]bool
-	// lastRead is, per value name, the last node that reads it
-	// (len(nodes) for a graph output); built by used on first need.
-	lastRead map[string]int
+	// readIndex is, per value name, how many times nodes read it and the
+	// last node that does (len(nodes) for a graph output); built by
+	// readers on first need.
+	readIndex map[string]readCount
 }
 
 // stopped is the timeout error once ctx is done.
@@ -454,22 +455,36 @@ func (c *importer) byRule() ([]value, *ir.Error) {
 	return rule.fn(c)
 }
 
-// used reports whether name is read by a node after node i or is a graph
-// output. The first call indexes the graph's readers once: a scan of the
-// later nodes per question made a 360 KB model of unused extra outputs
-// import in 35 s (issue 30, finding 6).
-func (c *importer) used(g *graphProto, i int, name string) bool {
-	if c.lastRead == nil {
-		c.lastRead = map[string]int{}
+// readCount counts a value's readers: n reads by nodes (reads: their
+// inputs and their subgraphs'), the last in node last.
+type readCount struct{ n, last int }
+
+// readers indexes the graph's readers once (used and the
+// BatchNormalization fold ask it): a scan of the later nodes per question
+// made a 360 KB model of unused extra outputs import in 35 s (issue 30,
+// finding 6), and 500 Convs before a node of a million inputs 3.8 s.
+func (c *importer) readers(g *graphProto) map[string]readCount {
+	if c.readIndex == nil {
+		c.readIndex = map[string]readCount{}
 		for j := range g.nodes {
-			reads(&g.nodes[j], func(in string) { c.lastRead[in] = j })
+			reads(&g.nodes[j], func(in string) {
+				r := c.readIndex[in]
+				c.readIndex[in] = readCount{r.n + 1, j}
+			})
 		}
 		for _, o := range g.outputs {
-			c.lastRead[o.name] = len(g.nodes)
+			r := c.readIndex[o.name]
+			c.readIndex[o.name] = readCount{r.n, len(g.nodes)}
 		}
 	}
-	last, ok := c.lastRead[name]
-	return ok && last > i
+	return c.readIndex
+}
+
+// used reports whether name is read by a node after node i or is a graph
+// output.
+func (c *importer) used(g *graphProto, i int, name string) bool {
+	r, ok := c.readers(g)[name]
+	return ok && r.last > i
 }
 
 // outputs names the graph's outputs. Each must be a float32 value (a
