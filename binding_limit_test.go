@@ -48,7 +48,7 @@ func TestBindingLimit(t *testing.T) {
 	for i := range a {
 		a[i], b[i] = float32(i%13)-6, float32(i%7)*0.5
 	}
-	res, err := exe.Run(ctx, gpucc.Inputs{"a": gpucc.Host(ir.Shape{n}, a), "b": gpucc.Host(ir.Shape{n}, b)})
+	res, err := exe.Run(ctx, gpucc.Inputs{"a": gpucc.NewTensor(ir.Shape{n}, a), "b": gpucc.NewTensor(ir.Shape{n}, b)})
 	if err != nil {
 		t.Fatal(err)
 	}

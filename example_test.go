@@ -39,9 +39,9 @@ func Example() {
 	}
 	for _, scale := range []float32{1, 2} {
 		res, err := exe.Run(ctx, gpucc.Inputs{
-			"a": gpucc.Host(ir.Shape{3}, []float32{-2, 3, 4}),
-			"b": gpucc.Host(ir.Shape{3}, []float32{scale, scale, scale}),
-			"c": gpucc.Host(ir.Shape{3}, []float32{1, 1, 1}),
+			"a": gpucc.NewTensor(ir.Shape{3}, []float32{-2, 3, 4}),
+			"b": gpucc.NewTensor(ir.Shape{3}, []float32{scale, scale, scale}),
+			"c": gpucc.NewTensor(ir.Shape{3}, []float32{1, 1, 1}),
 		})
 		if err != nil {
 			panic(err)
@@ -71,7 +71,7 @@ func ExampleRunOptions_keep() {
 		panic(err)
 	}
 	defer w.Release()
-	one := gpucc.Host(ir.Shape{2}, []float32{1, 1})
+	one := gpucc.NewTensor(ir.Shape{2}, []float32{1, 1})
 	res, err := exe.RunWith(ctx, gpucc.Inputs{"a": w, "b": one, "c": one}, gpucc.RunOptions{Keep: []string{"y"}})
 	if err != nil {
 		panic(err)

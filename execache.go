@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -47,6 +48,7 @@ func NewExecutableCache(rt *Runtime, n int) *ExecutableCache {
 // StructureKey identifies what a compiled executable depends on: g's
 // canonical encoding with the input data left out.
 func StructureKey(g *ir.Graph) [sha256.Size]byte {
+	structureKeys.Add(1)
 	c := g.Clone()
 	for i := range c.Nodes {
 		c.Nodes[i].Data = nil
@@ -54,12 +56,35 @@ func StructureKey(g *ir.Graph) [sha256.Size]byte {
 	return sha256.Sum256(ir.Encode(c))
 }
 
-// Contains reports whether an executable of g's structure is cached.
-func (c *ExecutableCache) Contains(g *ir.Graph) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries[StructureKey(g)] != nil
+// structureKeys counts StructureKey's calls: it clones and encodes the
+// whole graph, so a request computes it once (CacheRequest).
+var structureKeys atomic.Int64
+
+// CacheRequest is one graph's way through an ExecutableCache, with its
+// structure key computed once: Cached, Prepare and Run of one request do
+// not hash the graph again, as the cache's own methods of the same names
+// each do.
+type CacheRequest struct {
+	c   *ExecutableCache
+	g   *ir.Graph
+	key [sha256.Size]byte
 }
+
+// Request returns g's request, computing its StructureKey.
+func (c *ExecutableCache) Request(g *ir.Graph) CacheRequest {
+	return CacheRequest{c: c, g: g, key: StructureKey(g)}
+}
+
+// Cached reports whether an executable of the request's structure is
+// cached (Contains).
+func (r CacheRequest) Cached() bool {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	return r.c.entries[r.key] != nil
+}
+
+// Contains reports whether an executable of g's structure is cached.
+func (c *ExecutableCache) Contains(g *ir.Graph) bool { return c.Request(g).Cached() }
 
 // Len returns the number of executables cached.
 func (c *ExecutableCache) Len() int {
@@ -71,7 +96,12 @@ func (c *ExecutableCache) Len() int {
 // Prepare compiles g's structure into the cache unless it is there. The
 // compile runs with c unlocked, so Contains and Len answer meanwhile.
 func (c *ExecutableCache) Prepare(ctx context.Context, g *ir.Graph) error {
-	key := StructureKey(g)
+	return c.Request(g).Prepare(ctx)
+}
+
+// Prepare is ExecutableCache.Prepare of the request's graph.
+func (r CacheRequest) Prepare(ctx context.Context) error {
+	c, g, key := r.c, r.g, r.key
 	c.mu.Lock()
 	_, ok := c.entries[key]
 	c.mu.Unlock()
@@ -119,16 +149,21 @@ func (c *ExecutableCache) compile(ctx context.Context, g *ir.Graph) (*Executable
 // The run that follows a compile reports the compile's timings and caches
 // too, as Runtime.Run does.
 func (c *ExecutableCache) Run(ctx context.Context, g *ir.Graph) (*Result, error) {
-	if err := c.Prepare(ctx, g); err != nil {
+	return c.Request(g).Run(ctx)
+}
+
+// Run is ExecutableCache.Run of the request's graph.
+func (r CacheRequest) Run(ctx context.Context) (*Result, error) {
+	c, g, key := r.c, r.g, r.key
+	if err := r.Prepare(ctx); err != nil {
 		return nil, err
 	}
-	key := StructureKey(g)
 	c.mu.Lock()
 	defer c.mu.Unlock() // an eviction must not release the executable mid-run
 	e := c.entries[key]
 	if e == nil { // evicted between Prepare and here: compile again, under the lock
 		c.mu.Unlock()
-		err := c.Prepare(ctx, g)
+		err := r.Prepare(ctx)
 		c.mu.Lock()
 		if e = c.entries[key]; err != nil || e == nil {
 			if err == nil {
@@ -148,16 +183,7 @@ func (c *ExecutableCache) Run(ctx context.Context, g *ir.Graph) (*Result, error)
 	}
 	if !e.ran {
 		e.ran = true
-		t, caches := e.exe.CompileTimings()
-		res.Timings.Add(t)
-		for k, v := range caches {
-			if res.Cache == nil {
-				res.Cache = map[string]bool{}
-			}
-			if _, ok := res.Cache[k]; !ok {
-				res.Cache[k] = v
-			}
-		}
+		res.mergeCompile(e.exe)
 	}
 	return res, nil
 }

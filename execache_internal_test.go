@@ -92,3 +92,47 @@ func TestSealNamesByWireID(t *testing.T) {
 		t.Errorf("input names (-want +got):\n%s", diff)
 	}
 }
+
+// TestStructureKeyOncePerRequest: a run through the cache hashes its
+// graph's structure once, whether it compiles or finds the executable,
+// and so does a request that asks Cached, Prepare and Run (a server's).
+func TestStructureKeyOncePerRequest(t *testing.T) {
+	ctx := context.Background()
+	rt, err := Open(ctx, Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	c := NewExecutableCache(rt, 2)
+	defer c.Close()
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{4}, []float32{1, 2, 3, 4})
+	bl.Output("y", x.Add(x))
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(what string, f func() error) {
+		t.Helper()
+		before := structureKeys.Load()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if n := structureKeys.Load() - before; n != 1 {
+			t.Errorf("%s computed the structure key %d times, want once", what, n)
+		}
+	}
+	keys("a run that compiles", func() error { _, err := c.Run(ctx, g); return err })
+	keys("a run of a cached structure", func() error { _, err := c.Run(ctx, g); return err })
+	keys("a request", func() error {
+		req := c.Request(g)
+		if !req.Cached() {
+			t.Error("the request's structure is not cached")
+		}
+		if err := req.Prepare(ctx); err != nil {
+			return err
+		}
+		_, err := req.Run(ctx)
+		return err
+	})
+}

@@ -52,7 +52,7 @@ func newLaunchChain(t *testing.T, rt *gpucc.Runtime, steps int) *launchChain {
 // launch queues every step, each on the last one's kept y.
 func (c *launchChain) launch(t *testing.T) {
 	t.Helper()
-	cur := gpucc.Value(gpucc.Host(ir.Shape{c.n, c.n}, c.xs[0]))
+	cur := gpucc.Value(gpucc.NewTensor(ir.Shape{c.n, c.n}, c.xs[0]))
 	for step := range c.xs {
 		into := make([]float32, 1)
 		p, err := c.exe.Launch(context.Background(), gpucc.Inputs{"x": cur, "w": c.wt, "b": c.bt},

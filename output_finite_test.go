@@ -44,7 +44,7 @@ func TestNonFiniteOutputs(t *testing.T) {
 					data[c.at+1] = c.v // a later one is not reported
 				}
 				want := fmt.Sprintf("element %d is NaN", c.at)
-				in := gpucc.Inputs{"x": gpucc.Host(ir.Shape{n}, data)}
+				in := gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{n}, data)}
 				_, err := exe.Run(ctx, in)
 				if gpucc.CodeOf(err) != ir.CodeNonFiniteOutput || !strings.Contains(err.Error(), want) {
 					t.Errorf("run, at %d: %v, want %s with %q", c.at, err, ir.CodeNonFiniteOutput, want)

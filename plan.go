@@ -2,15 +2,12 @@ package gpucc
 
 import (
 	"bytes"
-	"context"
 	"encoding/gob"
-	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
-	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // Plan is a sealed program: a validated graph lowered by the passes for a
@@ -149,85 +146,6 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 		plan.Inputs = append(plan.Inputs, in)
 	}
 	return plan, nil
-}
-
-// Compile seals g for this Runtime's device (Seal with the Runtime's
-// limits, passes options and Profile) and loads the plan. Unless the
-// passes options name a tile, matmuls take the device's tuned tiles where
-// it has them (the webgpu backend's table, for the adapter, the shape class
-// and the mode of Options.Fast).
-func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
-	if Typed(g) && rt.info.Name == "cpu" {
-		return rt.compileTyped(g)
-	}
-	popts := rt.opts.Passes
-	if popts.TileFor == nil {
-		popts.TileFor = rt.tiles
-	}
-	plan, err := Seal(g, rt.opts.Limits, rt.info.Profile, popts)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Load(ctx, plan)
-}
-
-// Load compiles a sealed plan on this Runtime's device: code generation
-// (skipped for the kernels the plan carries) and compilation, through the
-// caches. It refuses a plan whose profile the device cannot meet, and,
-// with invalid_graph, one that does not hold together: inputs or outputs
-// that do not match the program's buffers, a shape or an offset past a
-// buffer, or kernels generated for another program (see BindKernels). A
-// plan that Seal made is trusted and its program not checked again; any
-// other (one decoded from bytes) is checked in full. With
-// Options.Fast, a backend with a fast path generates fast matmuls (not
-// for kernels the plan carries, which run as they are).
-func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
-	if plan == nil || plan.Program == nil {
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
-	}
-	sp, err := plan.check(rt.opts.Limits)
-	if err != nil {
-		return nil, err
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.dev == nil {
-		return nil, rt.errClosed()
-	}
-	if err := plan.Profile.Check(rt.info.Profile); err != nil {
-		return nil, err
-	}
-	e := &Executable{rt: rt, plan: plan}
-	bp := &backend.Program{IR: sp, Prebuilt: plan.Prebuilt[rt.info.Name], Fast: rt.opts.Fast}
-	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
-	if err != nil {
-		return nil, rt.wrap(err)
-	}
-	e.exe = exe
-	rt.exes[e] = struct{}{}
-	return e, nil
-}
-
-// guard calls f, turning a panic inside a backend into an error.
-func guard[T any](name string, f func() (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &Error{Code: ir.CodeExecutionFailed, Backend: name, Err: fmt.Errorf("backend panicked: %v", r)}
-		}
-	}()
-	return f()
-}
-
-// wrap gives a backend error without a code execution_failed, naming the
-// backend; a context's error is kept as it is.
-func (rt *Runtime) wrap(err error) error {
-	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
-		return err
-	}
-	if CodeOf(err) == ir.CodeInternal {
-		return &Error{Code: ir.CodeExecutionFailed, Backend: rt.info.Name, Err: err}
-	}
-	return err
 }
 
 // prebuiltEntry is one backend's artifact in EncodePlan's encoding.

@@ -67,7 +67,7 @@ func TestResidentChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cur := gpucc.Value(gpucc.Host(ir.Shape{n, n}, x))
+			cur := gpucc.Value(gpucc.NewTensor(ir.Shape{n, n}, x))
 			curData := x
 			into := make([]float32, 1)
 			for step := range 3 {
@@ -192,10 +192,10 @@ func TestMisuse(t *testing.T) {
 		{"run on released", second(exe.Run(ctx, gpucc.Inputs{"x": released})), ir.CodeInvalidTensor},
 		{"run on foreign", second(exe.Run(ctx, gpucc.Inputs{"x": foreign})), ir.CodeInvalidTensor},
 		{"nil tensor", second(exe.Run(ctx, gpucc.Inputs{"x": nilTensor})), ir.CodeInvalidTensor},
-		{"unknown input", second(exe.Run(ctx, gpucc.Inputs{"nope": gpucc.Host(ir.Shape{1}, []float32{1})})), ir.CodeInvalidInput},
-		{"wrong shape", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{4}, make([]float32, 4))})), ir.CodeInvalidInput},
-		{"short data", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{2, 2}, make([]float32, 3))})), ir.CodeInvalidInput},
-		{"non-finite", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{2, 2}, []float32{0, inf, 0, 0})})), ir.CodeInvalidInput},
+		{"unknown input", second(exe.Run(ctx, gpucc.Inputs{"nope": gpucc.NewTensor(ir.Shape{1}, []float32{1})})), ir.CodeInvalidInput},
+		{"wrong shape", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{4}, make([]float32, 4))})), ir.CodeInvalidInput},
+		{"short data", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{2, 2}, make([]float32, 3))})), ir.CodeInvalidInput},
+		{"non-finite", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{2, 2}, []float32{0, inf, 0, 0})})), ir.CodeInvalidInput},
 		{"keep unknown", second(exe.RunWith(ctx, nil, gpucc.RunOptions{Keep: []string{"nope"}})), ir.CodeInvalidInput},
 		{"into wrong length", second(exe.RunWith(ctx, nil, gpucc.RunOptions{Into: map[string][]float32{"y": make([]float32, 3)}})), ir.CodeInvalidInput},
 		{"upload over cap", second(rt.Upload(ctx, ir.Shape{512}, make([]float32, 512))), ir.CodeLimitExceeded},
@@ -261,7 +261,7 @@ func TestCancelLeaksNothing(t *testing.T) {
 			for k := range 40 {
 				ctx := &countdown{Context: context.Background()}
 				ctx.n.Store(int64(k))
-				res, err := exe.RunWith(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{8, 8}, irtest.Values(uint64(k), 64, 1))},
+				res, err := exe.RunWith(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{8, 8}, irtest.Values(uint64(k), 64, 1))},
 					gpucc.RunOptions{Keep: []string{"y"}})
 				if err != nil {
 					if err != context.Canceled {
@@ -363,7 +363,7 @@ func TestNonFiniteInput(t *testing.T) {
 			for _, bad := range []float32{float32(math.Inf(-1)), float32(math.NaN())} {
 				x := irtest.Values(5, n, 1)
 				x[n-3] = bad
-				_, err := exe.RunWith(ctx, gpucc.Inputs{"x": gpucc.Host(ir.Shape{n / 8, 8}, x)}, gpucc.RunOptions{Keep: []string{"y"}})
+				_, err := exe.RunWith(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{n / 8, 8}, x)}, gpucc.RunOptions{Keep: []string{"y"}})
 				var ie *ir.Error
 				if !errors.As(err, &ie) || ie.Code != ir.CodeInvalidInput || ie.Field != "x" {
 					t.Errorf("input x with %v: %v, want invalid_input on field x", bad, err)

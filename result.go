@@ -116,6 +116,23 @@ func timings(st *backend.Stats) Timings {
 	return t
 }
 
+// mergeCompile merges what sealing and loading e took into res, the
+// result of e's first run (Runtime.Run, ExecutableCache.Run): the
+// compile's timings added to the run's, and each cache the run did not
+// report itself.
+func (res *Result) mergeCompile(e *Executable) {
+	t, caches := e.CompileTimings()
+	res.Timings.Add(t)
+	for k, v := range caches {
+		if res.Cache == nil {
+			res.Cache = map[string]bool{}
+		}
+		if _, ok := res.Cache[k]; !ok {
+			res.Cache[k] = v
+		}
+	}
+}
+
 // addCompile adds what sealing and loading e took to t.
 func addCompile(t *Timings, e *Executable) {
 	if e.plan == nil { // a typed graph's: nothing compiled

@@ -83,12 +83,6 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 // invalid_input.
 func NewTensor(shape ir.Shape, data []float32) Tensor { return Tensor{Shape: shape, Data: data} }
 
-// Host is NewTensor.
-//
-// Deprecated: use NewTensor; "host" names host memory, and package host
-// was the request server's old name.
-func Host(shape ir.Shape, data []float32) Tensor { return NewTensor(shape, data) }
-
 // DeviceTensor is a tensor in a Runtime's device memory (host or wasm
 // memory on the cpu, wasm and native backends). Runtime.Upload and
 // RunOptions.Keep make them; Release frees one. A DeviceTensor is used

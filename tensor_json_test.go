@@ -20,8 +20,8 @@ func TestTensorJSON(t *testing.T) {
 		{"scalar, nil shape", gpucc.Tensor{Data: []float32{2.5}}, `{"shape":[],"data":[2.5]}`},
 		{"scalar, empty shape", gpucc.Tensor{Shape: []int{}, Data: []float32{-1}}, `{"shape":[],"data":[-1]}`},
 		{"zero value", gpucc.Tensor{}, `{"shape":[],"data":[]}`},
-		{"vector", gpucc.Host(ir.Shape{2}, []float32{1, 2}), `{"shape":[2],"data":[1,2]}`},
-		{"matrix", gpucc.Host(ir.Shape{1, 2}, []float32{0, 3}), `{"shape":[1,2],"data":[0,3]}`},
+		{"vector", gpucc.NewTensor(ir.Shape{2}, []float32{1, 2}), `{"shape":[2],"data":[1,2]}`},
+		{"matrix", gpucc.NewTensor(ir.Shape{1, 2}, []float32{0, 3}), `{"shape":[1,2],"data":[0,3]}`},
 	} {
 		b, err := json.Marshal(c.in)
 		if err != nil {

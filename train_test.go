@@ -151,7 +151,7 @@ func trainerNewBatches(t *testing.T, g *ir.Graph, lr float32) {
 			for step := range 4 {
 				x := irtest.Values(uint64(100+step), xs.Len(), 1)
 				target := irtest.Values(uint64(200+step), ts.Len(), 1)
-				r, err := tr.Step(ctx, gpucc.Inputs{"x": gpucc.Host(xs, x), "target": gpucc.Host(ts, target)})
+				r, err := tr.Step(ctx, gpucc.Inputs{"x": gpucc.NewTensor(xs, x), "target": gpucc.NewTensor(ts, target)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -223,7 +223,7 @@ func TestTrainRefuses(t *testing.T) {
 	}
 	defer tr.Close()
 	w1 := g.Nodes[g.Input("w1")]
-	if _, err := tr.Step(ctx, gpucc.Inputs{"w1": gpucc.Host(w1.Shape, w1.Data)}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+	if _, err := tr.Step(ctx, gpucc.Inputs{"w1": gpucc.NewTensor(w1.Shape, w1.Data)}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("a parameter as batch data: %v, want %s", err, ir.CodeInvalidInput)
 	}
 }

@@ -70,7 +70,7 @@ func BenchmarkExecutableRun(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := gpucc.Inputs{"input0": gpucc.Host(shape, a), "input1": gpucc.Host(shape, x), "input2": gpucc.Host(shape, c)}
+		in := gpucc.Inputs{"input0": gpucc.NewTensor(shape, a), "input1": gpucc.NewTensor(shape, x), "input2": gpucc.NewTensor(shape, c)}
 		into := gpucc.RunOptions{Into: map[string][]float32{"out": make([]float32, n)}}
 		if _, err := exe.RunWith(ctx, in, into); err != nil { // first use of pipelines and buffers
 			b.Fatal(err)

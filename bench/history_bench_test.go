@@ -106,8 +106,8 @@ func BenchmarkHistory(b *testing.B) {
 		b.Fatal(err)
 	}
 	shape := ir.Shape{n}
-	host := gpucc.Inputs{"input0": gpucc.Host(shape, irtest.Values(1, n, 3)),
-		"input1": gpucc.Host(shape, irtest.Values(2, n, 3)), "input2": gpucc.Host(shape, irtest.Values(3, n, 3))}
+	host := gpucc.Inputs{"input0": gpucc.NewTensor(shape, irtest.Values(1, n, 3)),
+		"input1": gpucc.NewTensor(shape, irtest.Values(2, n, 3)), "input2": gpucc.NewTensor(shape, irtest.Values(3, n, 3))}
 	into := gpucc.RunOptions{Into: map[string][]float32{"out": make([]float32, n)}}
 	keep := gpucc.RunOptions{Keep: []string{"y"}}
 

@@ -50,12 +50,6 @@ type ProgramOutput struct {
 	Const  float32
 }
 
-// KernelSum is KernelReduce's old name.
-//
-// Deprecated: use KernelReduce; the kind reduces by any Combine, not
-// only sums.
-const KernelSum = KernelReduce
-
 // KernelKind says what loop a kernel runs; its row of the kernel table
 // (Info, see KernelInfo) says what it needs and costs.
 type KernelKind uint8

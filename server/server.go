@@ -598,21 +598,22 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 	if err := r.ready(ctx, s); err != nil {
 		return nil, err
 	}
-	if !s.exes.Contains(g) {
-		if err := r.compile(ctx, s, g); err != nil {
+	req := s.exes.Request(g) // the graph's structure key, once per request
+	if !req.Cached() {
+		if err := r.compile(ctx, s, req); err != nil {
 			return nil, err
 		}
 	}
-	return s.exes.Run(ctx, g)
+	return req.Run(ctx)
 }
 
 // compile compiles g into s's cache, beside the request: when ctx ends
 // first, s's Runtime is set aside for the compile to finish on, then
 // closed; turn held.
-func (r *runtimes) compile(ctx context.Context, s *backendSlot, g *ir.Graph) error {
+func (r *runtimes) compile(ctx context.Context, s *backendSlot, req gpucc.CacheRequest) error {
 	rt, exes := s.rt, s.exes
 	done := make(chan error, 1)
-	go func() { done <- exes.Prepare(ctx, g) }()
+	go func() { done <- req.Prepare(ctx) }()
 	select {
 	case err := <-done:
 		return err
