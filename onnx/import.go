@@ -36,6 +36,18 @@ type Options struct {
 	// composition instead of folding it into the convolution's weight and
 	// bias (see bnfold.go; the bits differ within a stated bound).
 	KeepBatchNorm bool
+	// ShapeHint says, in an error about an input whose shape the model
+	// leaves dynamic, how the caller binds it (the CLI: "--input-shape
+	// x=D0,D1,…"); nil says onnx.Options.InputShapes.
+	ShapeHint func(input string) string
+}
+
+// shapeHint is how the caller binds input's shape, for an error message.
+func (o Options) shapeHint(input string) string {
+	if o.ShapeHint != nil {
+		return o.ShapeHint(input)
+	}
+	return fmt.Sprintf("onnx.Options.InputShapes[%q]", input)
 }
 
 // ir.CodeUnsupported marks a valid model that gpucc cannot run exactly.
@@ -286,7 +298,7 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		case !ok:
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool", ir.Quote(in.name), dt)
 		}
-		shape, err := c.inputShape(in, opts.InputShapes, field)
+		shape, err := c.inputShape(in, opts, field)
 		if err != nil {
 			return err
 		}
@@ -330,10 +342,10 @@ func staticDims(dims []dimProto) []int {
 
 // inputShape is in's shape: the model's dimensions, each dynamic one bound
 // by the caller's shape, which must agree with the static ones.
-func (c *importer) inputShape(in valueInfo, given map[string][]int, field string) (ir.Shape, *ir.Error) {
-	want, ok := given[in.name]
+func (c *importer) inputShape(in valueInfo, opts Options, field string) (ir.Shape, *ir.Error) {
+	want, ok := opts.InputShapes[in.name]
 	if !in.hasShape && !ok {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has no shape in the model; give one (--input-shape %s=D0,D1,…)", ir.Quote(in.name), in.name)
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has no shape in the model; give one (%s)", ir.Quote(in.name), opts.shapeHint(in.name))
 	}
 	if ok && in.hasShape && len(want) != len(in.dims) {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has rank %d in the model, the given shape %v has rank %d", ir.Quote(in.name), len(in.dims), want, len(want))
@@ -359,7 +371,7 @@ func (c *importer) inputShape(in valueInfo, given map[string][]int, field string
 	for k, d := range in.dims {
 		switch {
 		case !d.set || d.param != "":
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "dimension %d of input %s is dynamic (%s); bind it with a shape (--input-shape %s=D0,D1,…)", k, ir.Quote(in.name), ir.Quote(d.param), in.name)
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "dimension %d of input %s is dynamic (%s); bind it with a shape (%s)", k, ir.Quote(in.name), ir.Quote(d.param), opts.shapeHint(in.name))
 		case d.value < 1:
 			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has dimension %d of %d; gpucc's tensors are not empty", ir.Quote(in.name), k, d.value)
 		case d.value > c.l.MaxElements:

@@ -126,5 +126,10 @@ var onnxParams bool
 
 // loadONNX imports the ONNX model read from r.
 func loadONNX(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
-	return onnx.Load(r, onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams})
+	return onnx.Load(r, onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams, ShapeHint: cliShapeHint})
+}
+
+// cliShapeHint is how a gpucc command binds an ONNX input's shape.
+func cliShapeHint(input string) string {
+	return "--input-shape " + input + "=D0,D1,…"
 }

@@ -36,11 +36,12 @@ Routes (every answer is {"ok":true,"value":...} or
   GET  /healthz               {"ok":true}, with no token
   GET  anything else          the demo page
 
-Status codes: 200 ok; 400 invalid_graph or usage; 401 not_granted (token
+Status codes: 200 ok; 400 invalid_graph, invalid_input (an ONNX input of
+dynamic shape) or usage; 401 not_granted (token
 missing or wrong); 403 not_granted (a foreign Origin, or with no token a Host
 other than localhost, loopback or the listen address); 404 and 405 usage;
 408 timeout (the body came too slowly); 413 limit_exceeded; 415 usage (a
-Content-Type other than the two); 422 non_finite_output; 429 busy
+Content-Type other than the two); 422 non_finite_output, unsupported or integer_fault; 429 busy
 (--max-pending or --max-memory reached; Retry-After: 1); 500
 execution_failed or internal; 503 backend_unavailable or disposed; 504
 timeout.

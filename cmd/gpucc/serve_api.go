@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,30 +229,37 @@ func (a *api) allow(w http.ResponseWriter, r *http.Request, methods ...string) b
 	return false
 }
 
-// sameOrigin refuses (403) what another web page may send: a request
-// with an Origin other than this server's own, and, when no token is
-// required, one whose Host is not localhost, a loopback address or the
-// listen address (a DNS-rebinding page names its own host). With a token,
-// the token is what authenticates, whatever the Host.
+// sameOrigin refuses (403) what another web page may send. When no token
+// is required, a request whose Host is not localhost, a loopback address or
+// the listen address (a DNS-rebinding page names its own host); with a
+// token, the token is what authenticates, whatever the Host. An Origin is
+// held to the same rule, never a stricter one: it is accepted when it is
+// the Host itself or when its host would pass as a Host (so a page on
+// http://localhost:8080 may call 127.0.0.1:8080).
 func (a *api) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			!strings.EqualFold(u.Host, r.Host) && !a.hostAllowed(u.Hostname()) {
 			a.fail(w, http.StatusForbidden, ir.Errorf(ir.CodeNotGranted, -1, "Origin", "requests from another origin (%s) are refused", ir.Quote(o)))
 			return false
 		}
 	}
-	if a.token == "" {
-		h := r.Host
-		if name, _, err := net.SplitHostPort(h); err == nil {
-			h = name
-		}
-		if !isLoopback(h) && (a.listen == "" || !strings.EqualFold(strings.Trim(h, "[]"), strings.Trim(a.listen, "[]"))) {
-			a.fail(w, http.StatusForbidden, ir.Errorf(ir.CodeNotGranted, -1, "Host", "Host %s is not this server's (localhost, a loopback address or %s)", ir.Quote(r.Host), ir.Quote(a.listen)))
-			return false
-		}
+	h := r.Host
+	if name, _, err := net.SplitHostPort(h); err == nil {
+		h = name
+	}
+	if !a.hostAllowed(h) {
+		a.fail(w, http.StatusForbidden, ir.Errorf(ir.CodeNotGranted, -1, "Host", "Host %s is not this server's (localhost, a loopback address or %s)", ir.Quote(r.Host), ir.Quote(a.listen)))
+		return false
 	}
 	return true
+}
+
+// hostAllowed is the Host rule on a host name without its port: any with a
+// token; without one, localhost, a loopback address or the listen address.
+func (a *api) hostAllowed(h string) bool {
+	return a.token != "" || isLoopback(h) || a.listen != "" && strings.EqualFold(strings.Trim(h, "[]"), strings.Trim(a.listen, "[]"))
 }
 
 // jsonBody refuses (415) a body that is not declared application/json (a
@@ -272,8 +280,9 @@ func (a *api) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if a.token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if ok && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1 {
+	// The scheme is case-insensitive (RFC 7235 2.1): bearer, BEARER.
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1 {
 		return true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="gpucc"`)
@@ -332,7 +341,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		}
 		held += n
 		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) {
-			return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits})
+			return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint})
 		}
 	}
 	reply := a.client.Execute(ctx, req)
@@ -440,7 +449,7 @@ func parseQuery(raw string) (backend string, err error) {
 
 // info answers the backends, adapters and limits.
 func (a *api) info(w http.ResponseWriter) {
-	v := map[string]any{"backends": a.server.Offered(), "chain": lib.Chain, "limits": a.limits,
+	v := map[string]any{"backends": a.server.Offered(), "chain": lib.Chain, "limits": camelKeys(a.limits),
 		"maxPending": a.server.Policy().MaxPending}
 	list, err := a.adapters()
 	if err != nil {
@@ -448,6 +457,19 @@ func (a *api) info(w http.ResponseWriter) {
 	}
 	v["adapters"] = list
 	writeReply(w, http.StatusOK, map[string]any{"ok": true, "value": v})
+}
+
+// camelKeys is a struct's exported fields under camelCase keys (MaxNodes
+// as maxNodes), the JSON's spelling, whatever fields ir.Limits grows.
+func camelKeys(v any) map[string]any {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	m := map[string]any{}
+	for i := range rv.NumField() {
+		if f := rv.Type().Field(i); f.IsExported() {
+			m[strings.ToLower(f.Name[:1])+f.Name[1:]] = rv.Field(i).Interface()
+		}
+	}
+	return m
 }
 
 // fail answers err with status; writeReply closes the connection, so
@@ -459,7 +481,7 @@ func (a *api) fail(w http.ResponseWriter, status int, err error) {
 // httpStatus maps a stable code to its HTTP status.
 func httpStatus(c ir.Code) int {
 	switch c {
-	case ir.CodeInvalidGraph, ir.CodeUsage:
+	case ir.CodeInvalidGraph, ir.CodeInvalidInput, ir.CodeUsage:
 		return http.StatusBadRequest
 	case ir.CodeLimitExceeded:
 		return http.StatusRequestEntityTooLarge
@@ -469,12 +491,18 @@ func httpStatus(c ir.Code) int {
 		return http.StatusTooManyRequests
 	case ir.CodeDisposed, ir.CodeBackendUnavailable:
 		return http.StatusServiceUnavailable
-	case ir.CodeNonFiniteOutput, ir.CodeUnsupported:
+	case ir.CodeNonFiniteOutput, ir.CodeUnsupported, ir.CodeIntegerFault:
 		return http.StatusUnprocessableEntity
 	case ir.CodeTimeout:
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
+}
+
+// serveShapeHint says, for an ONNX body whose input has a dynamic shape,
+// what the client can do: /v1/execute binds no dimension.
+func serveShapeHint(input string) string {
+	return "/v1/execute runs models whose input shapes are static: export the model with " + ir.Quote(input) + "'s shape fixed, or import it with gpucc import --input-shape and post the graph"
 }
 
 // writeReply writes v, an envelope, as the JSON answer; an error answer

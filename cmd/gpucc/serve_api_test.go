@@ -11,6 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,8 +148,15 @@ func TestAPIExecute(t *testing.T) {
 	}
 	_, e, _ = do(t, a, "GET", "/v1/info", "")
 	limits, _ := e.Value["limits"].(map[string]any)
-	if limits["MaxNodes"] != float64(512) || limits["MaxGraphBytes"] != float64(256<<20) {
+	// camelCase keys, as every key of the API's JSON (issue 36: they were
+	// ir.Limits' Go field names).
+	if limits["maxNodes"] != float64(512) || limits["maxGraphBytes"] != float64(256<<20) || len(limits) < 9 {
 		t.Errorf("info limits %v", limits)
+	}
+	for k := range limits {
+		if k[0] < 'a' || k[0] > 'z' {
+			t.Errorf("info limit key %q is not camelCase", k)
+		}
 	}
 }
 
@@ -188,7 +198,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestAPIToken(t *testing.T) {
 	t.Setenv(TokenEnv, "s3cret")
 	a := testAPI(t, nil)
-	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Basic s3cret", "bearer s3cret"} {
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Basic s3cret", "bearer  s3cret", "Bearers3cret"} {
 		body := &countingReader{r: strings.NewReader(seedGraph)}
 		r := httptest.NewRequest("POST", "/v1/execute?backend=cpu", body)
 		if auth != "" {
@@ -203,8 +213,11 @@ func TestAPIToken(t *testing.T) {
 	if status, _, _ := do(t, a, "GET", "/v1/info", ""); status != 401 {
 		t.Errorf("info without a token: %d", status)
 	}
-	if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph, "Authorization", "Bearer s3cret"); status != 200 || !e.OK {
-		t.Errorf("with the token: %d %+v", status, e.Error)
+	// The scheme is case-insensitive (RFC 7235 2.1).
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret"} {
+		if status, e, _ := do(t, a, "POST", "/v1/execute?backend=cpu", seedGraph, "Authorization", auth); status != 200 || !e.OK {
+			t.Errorf("Authorization %q: %d %+v", auth, status, e.Error)
+		}
 	}
 	if status, _, _ := do(t, a, "GET", "/healthz", ""); status != 200 {
 		t.Errorf("healthz: %d", status)
@@ -388,6 +401,11 @@ func TestAPIRefusesOtherOrigins(t *testing.T) {
 		{"same origin", "127.0.0.1:8080", "http://127.0.0.1:8080", "application/json; charset=utf-8", 200, ""},
 		{"loopback v6", "[::1]:8080", "", "application/json", 200, ""},
 		{"foreign origin", "localhost:8080", "http://evil.example", "application/json", 403, "Origin"},
+		// The Origin is held to the Host's rule, no stricter (issue 36).
+		{"loopback origin", "localhost:8080", "http://127.0.0.1:8080", "application/json", 200, ""},
+		{"loopback v6 origin", "localhost:8080", "http://[::1]:9000", "application/json", 200, ""},
+		{"origin of no host", "localhost:8080", "file://", "application/json", 403, "Origin"},
+		{"null origin", "localhost:8080", "null", "application/json", 403, "Origin"},
 		{"rebinding", "evil.example", "http://evil.example", "application/json", 403, "Host"},
 		{"rebinding without origin", "evil.example:8080", "", "application/json", 403, "Host"},
 		{"text/plain", "localhost:8080", "", "text/plain", 415, "Content-Type"},
@@ -428,6 +446,17 @@ func TestAPIRefusesOtherOrigins(t *testing.T) {
 	b.ServeHTTP(w, r)
 	if w.Code != 200 {
 		t.Errorf("with the token from another Host: %d %s", w.Code, w.Body)
+	}
+	// ... and whatever the Origin: a page elsewhere cannot send the
+	// Authorization header without a CORS preflight, which serve refuses.
+	r = localRequest("POST", "/v1/execute?backend=cpu", strings.NewReader(seedGraph))
+	r.Host = "gpu.example:8080"
+	r.Header.Set("Authorization", "Bearer tok")
+	r.Header.Set("Origin", "http://gpu.example")
+	w = httptest.NewRecorder()
+	b.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Errorf("with the token from another Origin: %d %s", w.Code, w.Body)
 	}
 }
 
@@ -574,5 +603,54 @@ func TestAPIMemoryBudget(t *testing.T) {
 	}
 	if a.memory.left != 2<<20 {
 		t.Errorf("%d bytes of budget left of %d", a.memory.left, 2<<20)
+	}
+}
+
+// TestAPIStatusTable: every code the execute API can answer is in the
+// README's status table, on a row of the status it answers with (issue 36:
+// unsupported answered 422 and the table did not list it; invalid_input
+// answered 500).
+func TestAPIStatusTable(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[ir.Code][]int{} // the statuses each code's rows give
+	row := regexp.MustCompile("(?m)^\\| ([0-9, ]+) \\| ([^|]*) \\|")
+	for _, m := range row.FindAllStringSubmatch(string(raw), -1) {
+		for _, c := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(m[2], -1) {
+			for _, s := range strings.Split(m[1], ",") {
+				n, _ := strconv.Atoi(strings.TrimSpace(s))
+				rows[ir.Code(c[1])] = append(rows[ir.Code(c[1])], n)
+			}
+		}
+	}
+	doc, err := os.ReadFile("../../docs/schema/result-v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs struct {
+			Code struct {
+				Enum []ir.Code `json:"enum"`
+			} `json:"code"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(doc, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range schema.Defs.Code.Enum {
+		switch c {
+		case ir.CodeIO, ir.CodeInvalidTensor: // no file, no device tensor in a request
+			continue
+		}
+		if !slices.Contains(rows[c], httpStatus(c)) {
+			t.Errorf("code %s answers %d; the README's status table gives it %v", c, httpStatus(c), rows[c])
+		}
+	}
+	for _, c := range []ir.Code{ir.CodeInvalidInput, ir.CodeUnsupported, ir.CodeIntegerFault} {
+		if s := httpStatus(c); s < 400 || s >= 500 {
+			t.Errorf("%s, the client's input, answers %d, not a 4xx", c, s)
+		}
 	}
 }
