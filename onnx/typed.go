@@ -35,8 +35,8 @@ var typedOps = map[string]struct {
 func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 	n := c.n
 	typed := c.typedIn()
-	if typed != ir.F32 && n.opType == "Gather" {
-		vs, err := c.typedGather()
+	if special, ok := typedSpecial[n.opType]; ok && typed != ir.F32 {
+		vs, err := special(c, typed)
 		return vs, true, err
 	}
 	row, ok := typedOps[n.opType]
@@ -103,6 +103,78 @@ func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 		return []value{boolValue(y.Cast(ir.F32))}, true, nil
 	}
 	return []value{rtValue(y)}, true, nil
+}
+
+// typedSpecial are the ONNX ops on run-time typed values that are more
+// than one elementwise row.
+var typedSpecial = map[string]func(c *importer, t ir.DType) ([]value, *ir.Error){
+	"Gather": func(c *importer, _ ir.DType) ([]value, *ir.Error) { return c.typedGather() },
+	"Clip":   (*importer).typedClip,
+	"Trilu":  (*importer).typedTrilu,
+}
+
+// typedClip is Clip of a run-time typed x: maximum with min, then minimum
+// with max (numpy's clip; min above max gives max), each bound optional.
+func (c *importer) typedClip(t ir.DType) ([]value, *ir.Error) {
+	if len(c.n.attrs) > 0 {
+		return nil, c.refuse("Clip's attributes (opset 6's min and max) on a run-time %v tensor", t)
+	}
+	x, err := c.typedOperand(0, t)
+	if err != nil {
+		return nil, err
+	}
+	for k, op := range []ir.Op{ir.OpMaximum, ir.OpMinimum} {
+		if k+1 >= len(c.n.inputs) || c.n.inputs[k+1] == "" {
+			continue
+		}
+		b, err := c.typedOperand(k+1, t)
+		if err != nil {
+			return nil, err
+		}
+		x = x.Apply(op, b)
+	}
+	return []value{rtValue(x)}, nil
+}
+
+// typedTrilu is Trilu of a run-time typed x [..., N, M]: where(keep, x, 0)
+// with keep the bool constant of the triangle (upper: j - i ≥ k; lower:
+// j - i ≤ k), k an optional constant.
+func (c *importer) typedTrilu(t ir.DType) ([]value, *ir.Error) {
+	for _, a := range c.n.attrs {
+		if a.name != "upper" || a.ref != "" || a.other != "" {
+			return nil, c.refuse("attribute %s of Trilu is not supported", ir.Quote(a.name))
+		}
+	}
+	x, err := c.typedOperand(0, t)
+	if err != nil {
+		return nil, err
+	}
+	k := int64(0)
+	if len(c.n.inputs) > 1 && c.n.inputs[1] != "" {
+		ks, err := c.ints(1, "k")
+		if err != nil {
+			return nil, err
+		}
+		if len(ks) != 1 {
+			return nil, c.invalid("k holds %d values, not one", len(ks))
+		}
+		k = ks[0]
+	}
+	s := x.Shape()
+	if len(s) < 2 {
+		return nil, c.invalid("Trilu needs rank 2 or more, got %v", s)
+	}
+	upper := c.attrInt("upper", 1) != 0
+	n, m := s[len(s)-2], s[len(s)-1]
+	keep := make([]int64, s.Len())
+	for e := range keep {
+		i, j := int64(e/m%n), int64(e%m)
+		if upper && j-i >= k || !upper && j-i <= k {
+			keep[e] = 1
+		}
+	}
+	mask := c.b.TypedInput("", ir.Bool, s, nil, keep)
+	return []value{rtValue(mask.Where(x, c.b.FullOf(t, s, 0, 0)))}, nil
 }
 
 // typedGather imports Gather with run-time data or indices of a typed

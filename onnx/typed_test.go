@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -159,39 +161,54 @@ func TestTypedElementwise(t *testing.T) {
 	}
 }
 
-// TestTypedOpRefusedByName: an op whose handler computes on float32 only
-// (Trilu, by mask) refuses a run-time int64 with unsupported naming the
-// dtype, not the builder's invalid_graph.
+// TestTypedOpRefusedByName: an op that computes on float32 only refuses a
+// run-time int64 with unsupported naming the dtype.
 func TestTypedOpRefusedByName(t *testing.T) {
-	_, err := onnx.Load(bytes.NewReader(model(14, graph([]msg{node("Trilu", "t", []string{"x"}, []string{"y"})}, nil,
-		[]msg{typedValueInfo("x", int64(onnx.Int64), 3, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 3, 3)}))), onnx.Options{})
-	var e *ir.Error
-	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !strings.Contains(e.Msg, "int64") {
-		t.Errorf("Trilu of a run-time int64: %v, want unsupported naming int64", err)
+	for _, op := range []string{"Abs", "Softmax", "ReduceSum", "CumSum"} {
+		_, err := onnx.Load(bytes.NewReader(model(14, graph([]msg{node(op, "t", []string{"x"}, []string{"y"})}, nil,
+			[]msg{typedValueInfo("x", int64(onnx.Int64), 3, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 3, 3)}))), onnx.Options{})
+		var e *ir.Error
+		if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !strings.Contains(e.Msg, "int64") {
+			t.Errorf("%s of a run-time int64: %v, want unsupported naming int64", op, err)
+		}
 	}
 }
 
-// TestTypedGather: Gather with run-time int64 indices (an embedding
-// lookup) imports as ir's gather: the rows of a float32 initializer table
-// at the given ids, a negative id from the end; an id outside the table
-// fails the run with invalid_input.
-func TestTypedGather(t *testing.T) {
-	table := floats("table", []int64{3, 2}, 1, 2, 3, 4, 5, 6)
-	g, err := onnx.Load(bytes.NewReader(model(13, graph([]msg{node("Gather", "g", []string{"table", "ids"}, []string{"y"})}, []msg{table},
-		[]msg{typedValueInfo("ids", int64(onnx.Int64), 2, 2)}, []msg{valueInfo("y", 2, 2, 2)}))), onnx.Options{})
+// TestTypedClipTrilu: Clip of run-time int8 between constant bounds, and
+// Trilu (upper, k = 1) of run-time int64, as ONNX's reference gives them.
+func TestTypedClipTrilu(t *testing.T) {
+	int8s := func(name string, vs ...int64) msg {
+		var packed []byte
+		for _, v := range vs {
+			packed = protowire.AppendVarint(packed, uint64(v))
+		}
+		return msg(nil).varint(2, int64(onnx.Int8)).str(8, name).bytes(5, packed) // int32_data
+	}
+	g, err := onnx.Load(bytes.NewReader(model(13, graph([]msg{node("Clip", "c", []string{"x", "lo", "hi"}, []string{"y"})},
+		[]msg{int8s("lo", -5), int8s("hi", 100)},
+		[]msg{typedValueInfo("x", int64(onnx.Int8), 4)}, []msg{typedValueInfo("y", int64(onnx.Int8), 4)}))), onnx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Nodes[g.Input("ids")].Ints = []int64{2, 0, -1, 1}
+	g.Nodes[g.Input("x")].Ints = []int64{-128, -5, 7, 127}
 	res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := res.Outputs["y"]; !slices.Equal(o.Data, []float32{5, 6, 1, 2, 5, 6, 3, 4}) || !slices.Equal(o.Shape, []int{2, 2, 2}) {
-		t.Errorf("y = %v %v", o.Shape, o.Data)
+	if o := res.Outputs["y"]; o.DType != ir.I8 || !slices.Equal(o.Ints, []int64{-5, -5, 7, 100}) {
+		t.Errorf("Clip = %v %v, want int8 [-5 -5 7 100]", o.DType, o.Ints)
 	}
-	g.Nodes[g.Input("ids")].Ints = []int64{2, 0, 3, 1}
-	if _, err := gpucc.Run(context.Background(), g, gpucc.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
-		t.Errorf("id 3 of 3 rows: %v, want invalid_input", err)
+	g, err = onnx.Load(bytes.NewReader(model(14, graph([]msg{node("Trilu", "t", []string{"x", "k"}, []string{"y"})},
+		[]msg{int64s("k", nil, 1)},
+		[]msg{typedValueInfo("x", int64(onnx.Int64), 2, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 2, 3)}))), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Nodes[g.Input("x")].Ints = []int64{1, 2, 3, 4, 5, 6}
+	if res, err = gpucc.Run(context.Background(), g, gpucc.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs["y"]; !slices.Equal(o.Ints, []int64{0, 2, 3, 0, 0, 6}) {
+		t.Errorf("Trilu(upper, k=1) = %v, want [0 2 3 0 0 6]", o.Ints)
 	}
 }
