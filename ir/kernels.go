@@ -58,12 +58,9 @@ type KernelInfo struct {
 	DTypes func(p *Program, k *Kernel) string
 }
 
-// numKernelKinds is the number of kernel kinds: one past the last.
-const numKernelKinds = int(KernelPad) + 1
-
 // NumKernelKinds is the number of kernel kinds, the length of every
 // table indexed by KernelKind.
-const NumKernelKinds = numKernelKinds
+const NumKernelKinds = int(numKernelKinds)
 
 // kernelTable holds each kind's row. A row must set Name, Validate, Flops
 // and DTypes; checkKernelTable refuses a table that misses one. It is
@@ -121,7 +118,7 @@ func checkKernelTable(t *[numKernelKinds]KernelInfo) error {
 }
 
 // Valid reports whether k is a kind of the table.
-func (k KernelKind) Valid() bool { return int(k) < numKernelKinds }
+func (k KernelKind) Valid() bool { return k < numKernelKinds }
 
 // Info returns kind k's row of the kernel table. It panics on a kind
 // outside the table: a validated Program has none.

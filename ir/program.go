@@ -122,6 +122,11 @@ const (
 	// element of x or the constant; then Body is an epilogue as for
 	// matmul, InstrAcc the accumulator.
 	KernelPad
+
+	// numKernelKinds is no kind: one past the last, the length of every
+	// table indexed by kind. A new kind goes above it, so no bound is kept
+	// by hand.
+	numKernelKinds
 )
 
 // Operand is a buffer a kernel reads through a strided index map: the
