@@ -3,6 +3,7 @@ package onnx_test
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -182,15 +183,34 @@ func TestLoadRefuses(t *testing.T) {
 	}
 }
 
-// FuzzLoad checks that Load never panics, and that what it accepts is a
-// valid graph and what it refuses carries a stable code.
+// FuzzLoad checks that Load never panics, that what it accepts is a
+// valid graph and what it refuses carries a stable code, and that it
+// allocates within fuzzAlloc. Its input is a model's bytes (grammar
+// false: mutated protobuf) or a program of fuzzgrammar_test.go's op
+// grammar (grammar true), which writes a structurally valid model of real
+// ops, attributes and constants. Findings are kept under
+// testdata/fuzz/FuzzLoad and run by go test.
 func FuzzLoad(f *testing.F) {
-	f.Add(mlpModel())
-	f.Add(shapeModel())
-	f.Add(model(13, graph([]msg{node("LayerNormalization", "ln", []string{"x", "s"}, []string{"y"}, attrFloat("epsilon", 1e-5))}, []msg{floats("s", []int64{3}, 1, 2, 3)}, []msg{valueInfo("x", 2, 3)}, []msg{valueInfo("y", 2, 3)})))
-	f.Fuzz(func(t *testing.T, raw []byte) {
+	f.Add(false, mlpModel())
+	f.Add(false, shapeModel())
+	f.Add(false, model(13, graph([]msg{node("LayerNormalization", "ln", []string{"x", "s"}, []string{"y"}, attrFloat("epsilon", 1e-5))}, []msg{floats("s", []int64{3}, 1, 2, 3)}, []msg{valueInfo("x", 2, 3)}, []msg{valueInfo("y", 2, 3)})))
+	for op := range fuzzOps {
+		f.Add(true, []byte{2, 1, 3, 0, byte(op), 1, 2, 3, 0, 1})
+		f.Add(true, []byte{3, 3, 1, 2, 3, 4, 4, byte(op), 3, 240, 1, 2, byte(op), 0, 1, 2, 3, 4, 5})
+	}
+	f.Fuzz(func(t *testing.T, grammar bool, data []byte) {
+		doc := data
+		if grammar {
+			doc = fuzzModel(data)
+		}
 		lim := ir.Limits{MaxNodes: 64, MaxElements: 1 << 12, MaxStorageBytes: 1 << 16}
-		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Limits: lim, InputShapes: nil})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g, err := onnx.Load(bytes.NewReader(doc), onnx.Options{Limits: lim, InputShapes: nil})
+		runtime.ReadMemStats(&after)
+		if d := after.TotalAlloc - before.TotalAlloc; d > fuzzAlloc+8*uint64(len(doc)) {
+			t.Errorf("Load of %d bytes allocated %d MiB (%v)", len(doc), d>>20, err)
+		}
 		if err != nil {
 			var ie *ir.Error
 			if !errors.As(err, &ie) || ie.Code == ir.CodeInternal {
@@ -203,3 +223,7 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// fuzzAlloc bounds what FuzzLoad's Load may allocate beyond 8 bytes a
+// byte of model: its limits allow 64 KiB of constants and 64 nodes.
+const fuzzAlloc = 16 << 20
