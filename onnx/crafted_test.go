@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -137,5 +138,28 @@ func TestBatchNormScanLinear(t *testing.T) {
 		t.Errorf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
 	} else {
 		t.Logf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
+	}
+}
+
+// TestLayerNormOverflow pins what the package doc states: ONNX's
+// LayerNormalization, written as its reference is, gives zeros on a row
+// whose variance overflows (as ONNX Runtime does), and finite values
+// elsewhere.
+func TestLayerNormOverflow(t *testing.T) {
+	doc := model(17, graph([]msg{node("LayerNormalization", "ln", []string{"x", "s"}, []string{"y"}, attrFloat("epsilon", 1e-5))},
+		[]msg{floats("s", []int64{2}, 1, 1)}, []msg{valueInfo("x", 2, 2)}, []msg{valueInfo("y", 2, 2)}))
+	g, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetInput("x", []float32{3e19, -3e19, 1, 3}); err != nil {
+		t.Fatal(err)
+	}
+	got := outputs(g)["y"]
+	for i, want := range []float32{0, 0, -1, 1} {
+		v := math.Float32frombits(got[i])
+		if math.Abs(float64(v-want)) > 1e-4 {
+			t.Errorf("y[%d] = %v, want %v (the overflowing row gives zeros)", i, v, want)
+		}
 	}
 }

@@ -7,7 +7,25 @@
 // initializers by MaxNodes, every tensor by MaxElements and all tensors
 // together by MaxStorageBytes, each checked before anything of that size
 // is allocated; a model over them is refused with limit_exceeded.
-// External data files are refused: gpucc reads the one file.
+// External data files are refused: gpucc reads the one file. What
+// decoding allocates besides the model's own bytes is charged before it
+// is allocated, at most DecodeBytesPerByte bytes a byte of model plus
+// DecodeSlack (a budget of structure sizes; weights stay sub-slices of
+// the model), and the import is linear in the model (TestDecodeMemory,
+// TestImportLinear). Every shape and size the importer computes (Expand,
+// Tile, Range, ConstantOfShape, Slice, Split, DepthToSpace, Reshape, the
+// gathers' index tables, folding) is checked arithmetic bounded by the
+// limits before anything of that size exists: a shape huge only in an
+// intermediate (an Expand to [2^31-1, 2^31-1] that a Slice would cut) is
+// refused with limit_exceeded, not computed lazily (testdata/crafted).
+// Opsets past MaxOpset are refused. LoadContext stops with the timeout
+// code when its context is done.
+//
+// LayerNormalization is computed as ONNX's reference writes it, so a row
+// whose squared deviations overflow float32 (|x - mean| past about
+// 1.8e19) has an infinite variance and outputs zeros there, as ONNX
+// Runtime gives; ir.Tensor.LayerNorm, the Go composite, scales first and
+// does not overflow.
 //
 // gpucc computes in float32 and its shapes are static. So, at import:
 //   - every integer and bool value (shapes, indices, masks) is a constant,
