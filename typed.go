@@ -15,7 +15,7 @@ import (
 // an op of a typed row (cast, where, the logical and bitwise ops): a graph
 // only the cpu backend runs so far. Every other backend refuses it by name
 // (unsupported) until its kernels handle the dtype.
-func Typed(g *ir.Graph) bool { return passes.FloatOnly(g) != nil }
+func Typed(g *ir.Graph) bool { return g != nil && passes.FloatOnly(g) != nil }
 
 // compileTyped is Compile of a typed graph on the cpu backend: the graph,
 // validated against the Runtime's limits, is what each run evaluates with
