@@ -137,6 +137,12 @@ func TestIfConstant(t *testing.T) {
 		if !sameBits(y, want) || countOp(g, ir.OpMask) != 0 {
 			t.Errorf("Options.Constants %v: y = %v, want %v:\n%s", cond, y, want, g)
 		}
+		// A constant outside its type's range is refused (a bool of 2 is
+		// no condition ONNX can give).
+		bad := onnx.Options{Constants: map[string]*onnx.Tensor{"c": {Type: onnx.Bool, Shape: []int{}, Int64: []int64{2}}}}
+		if _, err := onnx.Load(bytes.NewReader(m), bad); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+			t.Errorf("a bool constant of 2: %v, want invalid_input", err)
+		}
 	}
 }
 

@@ -272,6 +272,11 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 			if t == nil || len(t.Shape) > ir.MaxRank || t.count() != t.Len() {
 				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s is malformed", ir.Quote(in.name))
 			}
+			if err := t.checkRange(func(f string, args ...any) *ir.Error {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s: %s", ir.Quote(in.name), fmt.Sprintf(f, args...))
+			}); err != nil {
+				return err
+			}
 			if dt := DataType(in.elemType); in.hasType && in.nonTensor == "" && !dt.isInt() && dt != Float32 && dt != Float64 {
 				return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v", ir.Quote(in.name), dt)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -18,12 +19,14 @@ func init() {
 Reads MODEL.onnx and writes it as a protocol v1 graph to -o (GRAPH.json).
 The graph keeps the model's input and output names; initializers become
 embedded data and shape computations fold. A dynamic dimension is bound
-with --input-shape NAME=D0,D1,… (repeatable). An op gpucc cannot run is
+with --input-shape NAME=D0,D1,… (repeatable); an input is fixed at import
+with --const NAME=V0,V1,… or --const NAME=FILE.npy (repeatable), and what
+is computed from it folds (a sample rate, an If's condition). An op gpucc cannot run is
 refused with code "unsupported", naming the op, the node and the opset.
 Prints one JSON object: graph (the file written), nodes, inputs (name,
 shape and, when not float32, dtype of each) and outputs (their names). A
 typed input (int64 ids, say) keeps its dtype; such a graph runs on cpu. run, build and train read
-.onnx files directly, with the same --input-shape; serve's /v1/execute
+.onnx files directly, with the same --input-shape and --const; serve's /v1/execute
 imports a body of Content-Type application/onnx (static shapes).`
 }
 
@@ -115,6 +118,7 @@ func (inputShapeFlag) Set(s string) error {
 func inputShapeFlags(fs *flag.FlagSet) {
 	inputShapes = map[string][]int{} // one command per process, but tests run many
 	fs.Var(inputShapeFlag{}, "input-shape", "for an .onnx model: the shape of input NAME, as NAME=D0,D1,… (repeatable; binds dynamic dimensions)")
+	constFlags(fs)
 }
 
 // isONNX reports whether path names an ONNX model (by its extension).
@@ -124,9 +128,21 @@ func isONNX(path string) bool { return strings.HasSuffix(strings.ToLower(path), 
 // parameters (gpucc train sets it); other commands embed them.
 var onnxParams bool
 
-// loadONNX imports the ONNX model read from r.
+// loadONNX imports the ONNX model read from r, its inputs fixed by
+// --const folded (consts.go).
 func loadONNX(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
-	return onnx.Load(r, onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams, ShapeHint: cliShapeHint})
+	opts := onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams, ShapeHint: cliShapeHint}
+	if len(constSpecs) > 0 {
+		raw, err := readModel(r, limits)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Constants, err = onnxConstants(raw, limits); err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(raw)
+	}
+	return onnx.Load(r, opts)
 }
 
 // cliShapeHint is how a gpucc command binds an ONNX input's shape.

@@ -1,0 +1,136 @@
+package npy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// save writes what numpy.save writes (format 1.0): the magic, the header
+// dict padded with spaces to a multiple of 64 bytes and ended by a
+// newline, then the data.
+func save(descr string, shape []int, fortran bool, data []byte) []byte {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+	}
+	s := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		s += ","
+	}
+	f := "False"
+	if fortran {
+		f = "True"
+	}
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }", descr, f, s)
+	for (10+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	out := []byte("\x93NUMPY\x01\x00")
+	out = binary.LittleEndian.AppendUint16(out, uint16(len(h)))
+	return append(append(out, h...), data...)
+}
+
+func le32(vs ...uint32) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+func le64(vs ...uint64) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// TestRead: each dtype numpy writes for these arrays reads back to its
+// values and shape, a scalar of shape ().
+func TestRead(t *testing.T) {
+	neg := int64(-3) // variables: Go refuses a negative constant as uint
+	cases := []struct {
+		file []byte
+		want Array
+	}{
+		{save("<f4", []int{3}, false, le32(math.Float32bits(1.5), math.Float32bits(-2), 0x80000000)),
+			Array{DType: "float32", Shape: []int{3}, Float32: []float32{1.5, -2, float32(math.Copysign(0, -1))}}},
+		{save("<i8", nil, false, le64(16000)), Array{DType: "int64", Shape: []int{}, Int64: []int64{16000}}},
+		{save("<i8", []int{1, 2}, false, le64(uint64(neg), 1<<40)), Array{DType: "int64", Shape: []int{1, 2}, Int64: []int64{-3, 1 << 40}}},
+		{save("<i4", []int{2}, false, le32(uint32(int32(neg)-4), 9)), Array{DType: "int32", Shape: []int{2}, Int64: []int64{-7, 9}}},
+		{save("|b1", []int{1, 2}, false, []byte{1, 0}), Array{DType: "bool", Shape: []int{1, 2}, Int64: []int64{1, 0}}},
+		{save("<f8", []int{1}, false, le64(math.Float64bits(0.1))), Array{DType: "float64", Shape: []int{1}, Float64: []float64{0.1}}},
+		{save("<f4", []int{2, 0}, false, nil), Array{DType: "float32", Shape: []int{2, 0}, Float32: []float32{}}},
+	}
+	for _, c := range cases {
+		a, err := Read(bytes.NewReader(c.file), 1<<20)
+		if err != nil {
+			t.Errorf("%s %v: %v", c.want.DType, c.want.Shape, err)
+			continue
+		}
+		if a.DType != c.want.DType || !slices.Equal(a.Shape, c.want.Shape) || !slices.Equal(a.Int64, c.want.Int64) ||
+			!slices.EqualFunc(a.Float32, c.want.Float32, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) ||
+			!slices.Equal(a.Float64, c.want.Float64) {
+			t.Errorf("read %+v, want %+v", *a, c.want)
+		}
+	}
+}
+
+// TestReadRefuses: what gpucc does not read is an error naming it.
+func TestReadRefuses(t *testing.T) {
+	good := save("<f4", []int{2}, false, le32(1, 2))
+	cases := []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"empty", nil, "magic"},
+		{"not npy", []byte("PK\x03\x04 a zip file"), "not a .npy"},
+		{"big-endian", save(">f4", []int{2}, false, le32(1, 2)), `dtype ">f4"`},
+		{"object", save("|O", []int{2}, false, nil), `dtype "|O"`},
+		{"float16", save("<f2", []int{2}, false, []byte{0, 0, 0, 0}), `dtype "<f2"`},
+		{"fortran", save("<f4", []int{2}, true, le32(1, 2)), "Fortran"},
+		{"truncated", good[:len(good)-1], "unexpected EOF"},
+		{"trailing", append(slices.Clone(good), 0), "bytes after"},
+		{"bool 2", save("|b1", []int{1}, false, []byte{2}), "bool value 2"},
+		{"too large", save("<f4", []int{1 << 11, 1 << 10}, false, nil), "more than 1048576 elements"},
+		{"overflow", save("<f4", []int{1 << 40, 1 << 40}, false, nil), "more than"},
+		{"negative", []byte(strings.Replace(string(save("<f4", []int{2}, false, le32(1, 2))), "(2,)", "(-2)", 1)), "not a count"},
+		{"version 9", append([]byte("\x93NUMPY\x09\x00"), good[8:]...), "version 9"},
+	}
+	for _, c := range cases {
+		_, err := Read(bytes.NewReader(c.file), 1<<20)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// FuzzRead: any bytes give an array or an error, never a panic, and never
+// more elements than the bound or values that disagree with the shape.
+func FuzzRead(f *testing.F) {
+	f.Add(save("<f4", []int{3}, false, le32(1, 2, 3)))
+	f.Add(save("<i8", nil, false, le64(16000)))
+	f.Add(save("|b1", []int{2, 1}, false, []byte{1, 0}))
+	f.Add([]byte("\x93NUMPY\x02\x00\x10\x00\x00\x00{'descr': '<i4'}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Read(bytes.NewReader(b), 4096)
+		if err != nil {
+			return
+		}
+		n := 1
+		for _, d := range a.Shape {
+			n *= d
+		}
+		if n > 4096 || len(a.Float32)+len(a.Float64)+len(a.Int64) != n {
+			t.Fatalf("%d values for shape %v", len(a.Float32)+len(a.Float64)+len(a.Int64), a.Shape)
+		}
+	})
+}
