@@ -276,8 +276,12 @@ func typedReduce(op ir.Op, a Value, arg, keep ir.Shape) Value {
 	return out
 }
 
-// viewSources returns, for a view node (transpose, permute, broadcast,
-// reshape), the element of its argument each output element is.
+// ViewSources returns, for a view node n of g (transpose, permute,
+// broadcast, reshape), the element of its argument each output element is:
+// the reference's index map, which a target may embed as a table.
+func ViewSources(g *ir.Graph, n *ir.Node) []int { return viewSources(g, n) }
+
+// viewSources is ViewSources.
 func viewSources(g *ir.Graph, n *ir.Node) []int {
 	from := g.Nodes[n.Args[0]].Shape
 	switch n.Op {

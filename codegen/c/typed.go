@@ -92,6 +92,25 @@ static t_i64 float_int(float v, double gt, double lt, int *fault) {
 	if (!(d > gt && d < lt)) { *fault = 1; return 0; }
 	return (t_i64)d; /* C truncates toward zero */
 }
+/* The reference's maximum: the first NaN, else the larger by the order
+   of the bits (-0 < +0). */
+static float fmax_ref(float a, float b) {
+	if (a != a) return a;
+	if (b != b) return b;
+	t_fu x, y; x.f = a; y.f = b;
+	t_u32 ka = (x.u & 0x80000000u) ? ~x.u : x.u | 0x80000000u;
+	t_u32 kb = (y.u & 0x80000000u) ? ~y.u : y.u | 0x80000000u;
+	return ka >= kb ? a : b;
+}
+/* The reference's minimum: the first NaN, else the smaller (-0 < +0). */
+static float fmin_ref(float a, float b) {
+	if (a != a) return a;
+	if (b != b) return b;
+	t_fu x, y; x.f = a; y.f = b;
+	t_u32 ka = (x.u & 0x80000000u) ? ~x.u : x.u | 0x80000000u;
+	t_u32 kb = (y.u & 0x80000000u) ? ~y.u : y.u | 0x80000000u;
+	return ka <= kb ? a : b;
+}
 static t_i64 div_i64(t_i64 a, t_i64 b, int *fault) {
 	if (b == 0) { *fault = 1; return 0; }
 	if (b == -1) return (t_i64)(0ull - (t_u64)a); /* MIN / -1 wraps to MIN */
@@ -250,4 +269,9 @@ var floatRows = map[ir.Op]func(a, b string) string{
 	ir.OpGreater:      func(a, b string) string { return "(" + a + " > " + b + ")" },
 	ir.OpGreaterEqual: func(a, b string) string { return "(" + a + " >= " + b + ")" },
 	ir.OpEqual:        func(a, b string) string { return "(" + a + " == " + b + ")" },
+	ir.OpMaximum:      func(a, b string) string { return "fmax_ref(" + a + ", " + b + ")" },
+	ir.OpMinimum:      func(a, b string) string { return "fmin_ref(" + a + ", " + b + ")" },
+	ir.OpRelu:         func(a, _ string) string { return "(" + a + " > 0 ? " + a + " : 0.0f)" },
+	ir.OpPositive:     func(a, _ string) string { return "(" + a + " > 0 ? 1.0f : 0.0f)" },
+	ir.OpSqrt:         func(a, _ string) string { return "__builtin_sqrtf(" + a + ")" },
 }
