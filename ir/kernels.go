@@ -90,16 +90,13 @@ func init() {
 			Contracts: func(k *Kernel) int { return Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs).Taps() },
 			Flops:     convFlops, DTypes: f32Only},
 		KernelPool: {Name: "pool", Validate: window(validatePool), Acc: true, Accumulates: true, Flops: poolFlops, DTypes: f32Only},
-		// The three below count no flops (their cost is not modelled yet:
-		// KernelFlops gave 0 for them before the table, and the manifest's
-		// goldens hold it).
 		KernelConvTranspose: {Name: "conv_transpose", Validate: window(validateConvTranspose), Acc: true, Accumulates: true,
-			Flops: noFlops, DTypes: f32Only},
+			Flops: opFlops(OpConvTranspose2D), DTypes: f32Only},
 		KernelPoolGrad: {Name: "pool_grad", Validate: window(validatePoolGrad), Acc: true, Accumulates: true,
-			Flops: noFlops, DTypes: f32Only},
+			Flops: opFlops(OpMaxPool2DGrad), DTypes: f32Only},
 		KernelResize: {Name: "resize", Validate: window(validateResize), Acc: true, Accumulates: true,
-			Flops: noFlops, DTypes: f32Only},
-		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: noFlops, DTypes: f32Only},
+			Flops: opFlops(OpResize2D), DTypes: f32Only},
+		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: opFlops(OpPad), DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {
 		panic(err)
@@ -160,8 +157,24 @@ func f32Only(p *Program, k *Kernel) string {
 	return ""
 }
 
-// noFlops is the Flops of a kind whose cost is not modelled.
-func noFlops(*Kernel) int64 { return 0 }
+// opFlops is the Flops of a kind whose kernel computes one node of op
+// into its accumulator (its first operands the node's arguments, Shape
+// its result, Attrs its attributes): the op table's cost of that node
+// (CostAttrs, else Cost), and the epilogue's operations per output.
+func opFlops(op Op) func(k *Kernel) int64 {
+	return func(k *Kernel) int64 {
+		info := op.Info()
+		args := make([]Shape, min(info.Args, len(k.Inputs)))
+		for j := range args {
+			args[j] = k.Inputs[j].Shape
+		}
+		n := info.Cost(args, k.Shape)
+		if info.CostAttrs != nil {
+			n = info.CostAttrs(args, k.Shape, k.Attrs)
+		}
+		return SatAdd(n, SatMul(BodyFlops(k.Body), int64(k.Shape.Len())))
+	}
+}
 
 // checkPlain checks what a kernel of a kind other than rows must not
 // have: parts or scratch buffers, a reduction or kept shape, blocks, and

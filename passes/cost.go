@@ -56,6 +56,8 @@ func ProgramCost(p *ir.Program) Cost {
 //   - conv: 2 for each product (ir.Conv2D.Taps per output), and the
 //     epilogue's operations for each output;
 //   - pool: one maximum for each tap per output, and the epilogue's;
+//   - conv_transpose, pool_grad, resize and pad: the op table's cost of
+//     the node they compute, and the epilogue's operations per output;
 //   - life: the op table's cost of the step;
 //   - rows: the sum of its parts', which it runs with the row resident.
 //

@@ -37,6 +37,21 @@ func TestKernelCost(t *testing.T) {
 			{Flops: 1<<20 - 256, BytesRead: 4 << 20, BytesWritten: 4 * 256},
 			{Flops: 255, BytesRead: 4 * 256, BytesWritten: 4},
 		}},
+		// The kinds that compute one node each cost what the op table says
+		// of it (a conv_transpose's 2 per product, a pool_grad's (kh·kw)²
+		// per element of x, a nearest resize's and a pad's 1 per output).
+		{"conv_transpose2d of [1,2,3,3] by [2,1,2,2]", func(b *ir.Builder) ir.Tensor {
+			return in(b, ir.Shape{1, 2, 3, 3}).ConvTranspose2D(in(b, ir.Shape{2, 1, 2, 2}), nil)
+		}, Options{}, []Cost{{Flops: 2 * 16 * 2 * 2 * 2, BytesRead: 72 + 32, BytesWritten: 64}}},
+		{"maxpool2d_grad of [1,1,4,4], 2x2 windows", func(b *ir.Builder) ir.Tensor {
+			return in(b, ir.Shape{1, 1, 4, 4}).MaxPool2DGrad(in(b, ir.Shape{1, 1, 2, 2}), map[string][]int{"kernel_shape": {2, 2}, "strides": {2, 2}})
+		}, Options{}, []Cost{{Flops: 16 * 4 * 4, BytesRead: 64 + 16, BytesWritten: 64}}},
+		{"resize2d of [1,1,2,2] to 4x4, nearest", func(b *ir.Builder) ir.Tensor {
+			return in(b, ir.Shape{1, 1, 2, 2}).Resize2D(map[string][]int{"sizes": {4, 4}})
+		}, Options{}, []Cost{{Flops: 16, BytesRead: 16, BytesWritten: 64}}},
+		{"pad of [2,3] by one each side", func(b *ir.Builder) ir.Tensor {
+			return in(b, ir.Shape{2, 3}).Pad([]int{1, 1, 1, 1}, ir.PadConstant, 0)
+		}, Options{}, []Cost{{Flops: 20, BytesRead: 24, BytesWritten: 80}}},
 		{"life", func(b *ir.Builder) ir.Tensor {
 			return in(b, ir.Shape{8, 8}).Life()
 		}, Options{}, []Cost{{Flops: 9 * 64, BytesRead: 256, BytesWritten: 256}}},
