@@ -16,13 +16,19 @@ export GPUCC_REQUIRE_CC = 1
 export GPUCC_REQUIRE_ONNX = 1
 export GPUCC_REQUIRE_PYTHON = 1
 
-PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx nodejs npm
+PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
 GO ?= go
 
 .PHONY: demo test deps page build vet fuzz example release release-check peers-deps peers
 
+# Node.js and npm (the Pyodide guest's package) are asked for by command,
+# not by Debian package: a machine whose Node.js comes from elsewhere
+# (NodeSource's nodejs carries its own npm, which Debian's npm conflicts
+# with) already has both.
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		.ci/apt-install $$missing; \
