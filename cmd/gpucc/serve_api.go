@@ -99,6 +99,9 @@ type api struct {
 	// enumeration creates a wgpu instance.
 	adapters func() (any, error)
 	active   atomic.Int64 // execute requests being handled
+	// importONNX makes the graph of an application/onnx body, inside the
+	// request's admission (ctx is the request's); tests replace it.
+	importONNX func(ctx context.Context, body []byte) (*ir.Graph, error)
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -122,8 +125,12 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	if memory <= 0 {
 		memory = 1 << 30
 	}
-	return &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
-		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}, nil
+	a := &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
+		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}
+	a.importONNX = func(ctx context.Context, body []byte) (*ir.Graph, error) {
+		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint})
+	}
+	return a, nil
 }
 
 // isLoopback reports whether host (a name or an address, without port)
@@ -340,9 +347,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		held += n
-		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) {
-			return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint})
-		}
+		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body) }
 	}
 	reply := a.client.Execute(ctx, req)
 	a.memory.give(held) // the body is decoded and run: let it go
