@@ -60,6 +60,9 @@ type hostOutcome struct {
 	Got              map[string][]hostReply `json:"got"`
 }
 
+// trainGraph is a one-parameter least-squares problem, its loss named loss.
+const trainGraph = `{"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2],"name":"w","param":true},{"id":1,"op":"input","shape":[2],"data":[3,5]},{"id":2,"op":"sub","a":0,"b":1},{"id":3,"op":"mul","a":2,"b":2},{"id":4,"op":"sum","a":3}],"outputs":[{"name":"loss","id":4}]}`
+
 const seedGraph = `{"version":1,"nodes":[{"id":0,"op":"input","shape":[3],"data":[-2,3,4]},{"id":1,"op":"input","shape":[3],"data":[10,20,30]},{"id":2,"op":"mul","a":0,"b":1},{"id":3,"op":"relu","a":2}],"outputs":[{"name":"values","id":3}]}`
 
 // TestHostAdapter: the page's host model (gpucc.createPythonGPUAdapter)
@@ -124,6 +127,9 @@ func TestHostAdapter(t *testing.T) {
 		code(t, out, "1", "not_granted")
 		out = hostRun(t, granted, []map[string]any{{"id": 2, "kind": "fs.read", "payload": "{}"}}, 5000, false)
 		code(t, out, "2", "not_granted")
+		step := map[string]any{"id": 3, "kind": "gpu.step", "payload": `{"session":0,"graph":` + trainGraph + `,"lr":0.1}`}
+		out = hostRun(t, map[string]any{"allowExecute": false}, []map[string]any{step}, 5000, false)
+		code(t, out, "3", "not_granted")
 	})
 	t.Run("over the cap", func(t *testing.T) {
 		// webgpu's runs await the device, so the first two are still
@@ -152,6 +158,21 @@ func TestHostAdapter(t *testing.T) {
 		}
 		code(t, out, "1", "limit_exceeded")
 		code(t, out, "2", "invalid_graph")
+		out = hostRun(t, granted, []map[string]any{
+			{"id": 3, "kind": "gpu.step", "payload": `{"session":0,"lr":0.1,"graph":` + big + `}`},
+			{"id": 4, "kind": "gpu.step", "payload": `{"session":7,"params":true}`},
+		}, 5000, false)
+		code(t, out, "3", "limit_exceeded")
+		code(t, out, "4", "invalid_input")
+	})
+	t.Run("training step", func(t *testing.T) {
+		// a session's first step uploads the parameters; the second names
+		// the session and uploads nothing
+		out := hostRun(t, granted, []map[string]any{{"id": 1, "kind": "gpu.step",
+			"payload": `{"backend":"cpu","session":0,"graph":` + trainGraph + `,"lr":0.5,"params":true}`}}, 30000, false)
+		if rs := out.Got["1"]; len(rs) != 1 || !rs[0].OK {
+			t.Fatalf("first step: %+v", rs)
+		}
 	})
 	t.Run("disposed while pending", func(t *testing.T) {
 		// a cpu run may finish inside pump, but its reply waits for the

@@ -241,6 +241,17 @@ func TestPythonGuest(t *testing.T) {
 			t.Errorf("disposed: %q, want the request pending and nothing printed", got)
 		}
 	})
+	t.Run("resident", func(t *testing.T) {
+		// gpu.step keeps the parameters on the device: after the first step
+		// (the graph, the parameters and the batch uploaded) a step on the
+		// same batch uploads nothing, and the parameters still come back.
+		code := strings.Replace(mlpTraining, `lambda loss, s=step: print("L", s, "%08x" % f32.bits(loss))`,
+			`lambda loss, s=step: print("U", s, train.last_result["timings"]["uploadBytes"], len(params[0].data))`, 1)
+		got := run("webgpu", code, 5)
+		if len(got) != 5 || got[0] == "U 0 0 64" || !slices.Equal(got[1:], []string{"U 1 0 64", "U 2 0 64", "U 3 0 64", "U 4 0 64"}) {
+			t.Errorf("uploads per step %q, want the first step's only", got)
+		}
+	})
 	want := native(t, mlpTraining)
 	if len(want) != 5 {
 		t.Fatalf("cpu-python printed %q", want)

@@ -77,13 +77,19 @@ func createAdapter(_ js.Value, args []js.Value) (out any) {
 	if allow {
 		srv.Grant(id)
 	}
-	a := &adapter{engine: engine, client: srv.Client(id), backend: opts.Backend}
+	maxPending := policy.MaxPending
+	if maxPending == 0 {
+		maxPending = server.DefaultMaxPending
+	}
+	a := &adapter{engine: engine, client: srv.Client(id), backend: opts.Backend, allow: allow, maxPending: maxPending,
+		allowSoftware: opts.AllowSoftware}
 	obj := js.Global().Get("Object").New()
 	obj.Set("pump", js.FuncOf(func(js.Value, []js.Value) any { return a.pump() }))
 	obj.Set("pending", js.FuncOf(func(js.Value, []js.Value) any { return a.client.Pending() }))
 	obj.Set("dispose", js.FuncOf(func(js.Value, []js.Value) any {
 		a.gone.Store(true) // replies already on their way are dropped too
 		a.client.Dispose()
+		go a.closeSessions()               // after a step in flight, which holds its session
 		go srv.Close(context.Background()) // its runtimes; nothing is delivered any more
 		return nil
 	}))
@@ -92,10 +98,14 @@ func createAdapter(_ js.Value, args []js.Value) (out any) {
 }
 
 type adapter struct {
-	engine  js.Value
-	client  *server.Client
-	backend string
-	gone    atomic.Bool // disposed
+	engine        js.Value
+	client        *server.Client
+	backend       string
+	allow         bool // granted execution
+	maxPending    int
+	allowSoftware bool
+	gone          atomic.Bool // disposed
+	train         sessions    // gpu.step's trainers (hoststep.go)
 }
 
 // pump answers every request the engine has queued and returns how many
@@ -112,19 +122,31 @@ func (a *adapter) pump() int {
 // request admits one request or answers its refusal at once.
 func (a *adapter) request(r js.Value) {
 	id := r.Get("id")
-	deliver := func(rep server.Reply) {
-		raw, err := json.Marshal(rep)
-		if err != nil {
-			raw, _ = json.Marshal(server.Failed(ir.Errorf(ir.CodeInternal, -1, "", "encoding the reply: %v", err)))
-		}
+	send := func(raw []byte) {
 		a.later(func() {
 			defer func() { recover() }() // the guest's failure to take a reply is its own
 			a.engine.Call("pythonCall", deliverName, []any{id, js.Global().Get("JSON").Call("parse", string(raw))})
 		})
 	}
-	req, err := a.parse(r)
-	if err == nil {
-		err = a.client.Submit(context.Background(), req, deliver)
+	deliver := func(rep server.Reply) {
+		raw, err := json.Marshal(rep)
+		if err != nil {
+			raw, _ = json.Marshal(server.Failed(ir.Errorf(ir.CodeInternal, -1, "", "encoding the reply: %v", err)))
+		}
+		send(raw)
+	}
+	var err error
+	if k := r.Get("kind"); k.Type() == js.TypeString && k.String() == "gpu.step" {
+		p := r.Get("payload")
+		if p.Type() != js.TypeString {
+			p = js.Global().Get("JSON").Call("stringify", p)
+		}
+		err = a.step(p.String(), a.allowSoftware, send)
+	} else {
+		var req server.Request
+		if req, err = a.parse(r); err == nil {
+			err = a.client.Submit(context.Background(), req, deliver)
+		}
 	}
 	if err != nil {
 		if !a.disposed(err) {

@@ -20,8 +20,13 @@ a dict with "loss"); each call runs one step of gpucc's SGD (grad.py: the
 backward pass and p - lr·grad as ordinary graph nodes, gpucc's grad.Step),
 delivers the loss as a float and writes each Parameter's new value. Steps
 run in order: a call's graph is built when it runs, from the parameters
-the steps before it wrote. Parameters travel with every step (gpucc
-serve's API holds no state between requests).
+the steps before it wrote. Through gpucc serve the parameters travel with
+every step (its API holds no state between requests). On the browser host
+they stay resident: the first call opens a session (gpu.step, with the
+forward graph), later calls send only the batch inputs that changed and
+read the parameters back; a call whose graph's structure or parameters
+differ from the session's opens a new one. There a step delivers its loss
+only (the graph's other outputs are not read back).
 """
 
 import numbers
@@ -93,6 +98,7 @@ class Compiled:
         self.options = options
         self.transport = Graph(**options).transport
         self.last_result = None
+        self._session = None  # the browser host's training session: (id, structure, parameters sent)
 
     def __call__(self, *args, **kwargs):
         return Call(self, args, kwargs)
@@ -179,6 +185,42 @@ class Compiled:
         return tuple(arrays["output%d" % k] for k in range(structure))
 
 
+    # ---- training with the parameters resident, on the browser host ----
+    def _make_step(self, args, kwargs, state):
+        """gpu.step's payload: the forward graph once (a new session), then
+        only the batch inputs that changed; the parameters stay with the host."""
+        nodes, outputs, structure, params = self.record(args, kwargs)
+        doc = ir.encode(nodes, outputs)
+        shape_only = [{k: v for k, v in n.items() if k != "data"} for n in doc["nodes"]]
+        batch = {"input%d" % i: {"shape": list(n.shape), "data": n.data}
+                 for i, n in enumerate(nodes) if n.op == "input" and not n.param and n.name is None}
+        snapshot = {p.name: list(p.data) for p in params}
+        state.update(outputs=outputs, structure=structure, params=params)
+        s = self._session
+        if s is None or s["structure"] != shape_only or s["params"] != snapshot:
+            state["new"] = dict(structure=shape_only, batch=batch)
+            return {"backend": self.transport.backend, "session": 0, "graph": doc, "loss": self.loss,
+                    "lr": self.lr, "params": True}
+        changed = {k: v for k, v in batch.items() if s["batch"].get(k) != v}
+        state["batch"] = batch
+        return {"backend": self.transport.backend, "session": s["id"], "inputs": changed, "params": True}
+
+    def _post_step(self, value, state):
+        self.last_result = value
+        if "new" in state:
+            self._session = dict(id=value["session"], **state["new"])
+        else:
+            self._session["batch"] = state["batch"]
+        for p in state["params"]:
+            p.data = list(value["params"][p.name]["data"])
+        self._session["params"] = {p.name: list(p.data) for p in state["params"]}
+        loss = value["loss"]
+        loss = loss.cast("B").cast("f").tolist()[0] if isinstance(loss, memoryview) else ir.F.f32(float(loss))
+        if state["structure"] == "loss":
+            return loss
+        return {self.loss: loss}
+
+
 class Call:
     """A recorded call, pending until submitted."""
 
@@ -189,6 +231,9 @@ class Call:
         """Runs the call and returns a Pending at once; callback gets the
         result later (on_error a GPUCCError)."""
         c, state = self.compiled, {}
+        if c.training and getattr(c.transport, "name", "") == "host":
+            return c.transport.request(lambda: c._make_step(self.args, self.kwargs, state),
+                                       lambda v: c._post_step(v, state), callback, on_error, kind="gpu.step")
         return c.transport.request(lambda: c._make(self.args, self.kwargs, state), lambda r: c._post(r, state),
                                    callback, on_error)
 

@@ -193,7 +193,8 @@ class Unavailable(Transport):
 
 def result_floats(value):
     """A result's output data as float32 values (parsed once from the text)."""
-    for o in (value or {}).get("outputs", {}).values():
+    value = value or {}
+    for o in list(value.get("outputs", {}).values()) + list(value.get("params", {}).values()):
         if isinstance(o.get("data"), memoryview):  # a Float32Array from the browser host: exact already
             o["data"] = o["data"].cast("B").cast("f").tolist()
         o["data"] = ir.F.Data(v.f32 if isinstance(v, ir._Num) else ir.F.parse(v.text) if isinstance(v, ir._Int)
@@ -277,11 +278,12 @@ class HostTransport(Transport):
             p._deliver(error=e)
         return p
 
-    def request(self, make, post, callback=None, on_error=None):
+    def request(self, make, post, callback=None, on_error=None, kind="gpu.execute"):
         """Queues the request; one is with the host at a time, so a training
-        step is built from the parameters the step before it wrote."""
+        step is built from the parameters the step before it wrote. For
+        gpu.execute make() gives the graph; for gpu.step, the payload."""
         p = Pending(callback, on_error)
-        HostTransport.queue.append((self, p, make, post))
+        HostTransport.queue.append((self, p, make, post, kind))
         if HostTransport.current is None:
             HostTransport._next()
         return p
@@ -290,10 +292,13 @@ class HostTransport(Transport):
     def _next():
         import js
         while HostTransport.queue:
-            t, p, make, post = HostTransport.queue.pop(0)
+            t, p, make, post, kind = HostTransport.queue.pop(0)
             try:
-                payload = json.dumps({"backend": t.backend, "graph": make()}, allow_nan=False)
-                rid = int(js.gpuccHost.request("gpu.execute", payload))
+                body = make()
+                if kind == "gpu.execute":
+                    body = {"backend": t.backend, "graph": body}
+                payload = json.dumps(body, allow_nan=False)
+                rid = int(js.gpuccHost.request(kind, payload))
             except GPUCCError as e:
                 p._deliver(error=e)
                 continue
@@ -320,7 +325,8 @@ class HostTransport(Transport):
             return  # not ours, or already answered
         _, p, post = cur
         try:
-            p._deliver(value=post(unwrap(reply if isinstance(reply, dict) else str(reply))))
+            env = reply if isinstance(reply, dict) else str(reply)
+            p._deliver(value=post(unwrap(env)))
         except GPUCCError as e:
             p._deliver(error=e)
         HostTransport._next()

@@ -49,8 +49,11 @@ self.onmessage = async (e) => {
       // Float32Arrays: exact float32 bits, -0 included (Pyodide turns an
       // integral number, -0 too, into a Python int).
       for (const a of m.args) {
-        const outs = a && a.value && a.value.outputs;
-        if (outs) for (const o of Object.values(outs)) o.data = new Float32Array(o.data);
+        for (const key of ["outputs", "params"]) { // gpu.execute's outputs, gpu.step's parameters
+          const outs = a && a.value && a.value[key];
+          if (outs) for (const o of Object.values(outs)) o.data = new Float32Array(o.data);
+        }
+        if (a && a.value && typeof a.value.loss === "number") a.value.loss = new Float32Array([a.value.loss]);
       }
       fn(...m.args);
     }
