@@ -131,7 +131,8 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
 	p := e.plan.Program
-	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{},
+		NonFinite: rt.opts.Limits.NonFinite}
 	need, err := e.args(ctx, rt, in, call)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,14 @@ func (r *run) finish(ctx context.Context, start time.Time) (*Result, error) {
 		return nil, err
 	}
 	for i, o := range p.Outputs {
-		if o.Buffer < 0 || r.call.Dests[i].Keep || rt.info.ChecksOutputs {
+		if o.Buffer < 0 || r.call.Dests[i].Keep {
+			continue
+		}
+		if r.call.NonFinite {
+			canonicalNaN(r.call.Dests[i].Host)
+			continue
+		}
+		if rt.info.ChecksOutputs {
 			continue
 		}
 		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), r.call.Dests[i].Host); err != nil {
@@ -252,7 +260,7 @@ func (e *Executable) args(ctx context.Context, rt *Runtime, in Inputs, call *bac
 			// A backend that checks values while it copies them spares
 			// the data a second pass.
 			check := checkHost
-			if rt.info.ChecksHost {
+			if rt.info.ChecksHost || rt.opts.Limits.NonFinite {
 				check = checkShape
 			}
 			if err := check(pi.Name, pi.Shape, v.Shape, v.Data); err != nil {

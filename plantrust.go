@@ -99,7 +99,8 @@ func b1(v bool) int {
 // (ir.ValidateProgram: every operand's reach inside its buffer), it checks
 // every shape against limits, that Inputs name each input buffer once with
 // its node and shape, that each output's shape fits its buffer, that
-// embedded data is the buffer's length and finite, and that the artifacts
+// embedded data is the buffer's length and finite (unless limits allow
+// NonFinite), and that the artifacts
 // it carries are the ones BindKernels recorded for this program (each
 // backend checks that its own fits the program's buffers when it decodes
 // it). A plan that fails is invalid_graph (a
@@ -148,7 +149,7 @@ func (p *Plan) checkProgram(limits ir.Limits) (*ir.Sealed, error) {
 		if buf.Data != nil && (!buf.Input || len(buf.Data) != buf.Len) {
 			return nil, bad("buf%d carries %d values for %d elements (input: %v)", i, len(buf.Data), buf.Len, buf.Input)
 		}
-		if j := slices.IndexFunc(buf.Data, func(v float32) bool { return !finite32(v) }); j >= 0 {
+		if j := slices.IndexFunc(buf.Data, func(v float32) bool { return !finite32(v) }); j >= 0 && !limits.NonFinite {
 			return nil, bad("buf%d value %d is %v; embedded data must be finite", i, j, buf.Data[j])
 		}
 	}

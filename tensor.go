@@ -63,6 +63,9 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 	case t.Data == nil:
 		data = []float32{}
 	}
+	if t.DType.IsFloat() && firstNonFinite(t.Data) >= 0 {
+		data = jsonFloats(t.Data)
+	}
 	if t.DType == ir.F32 {
 		return json.Marshal(struct {
 			Shape []int `json:"shape"`
@@ -74,6 +77,36 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 		DType string `json:"dtype"`
 		Data  any    `json:"data"`
 	}{shape, t.DType.String(), data})
+}
+
+// jsonFloats is data for MarshalJSON when it holds ±Inf or NaN, which
+// JSON cannot spell: they are written as the strings "Infinity",
+// "-Infinity" and "NaN" (protobuf's JSON mapping), and only a host that
+// allows non-finite values (ir.Limits.NonFinite) returns them.
+type jsonFloats []float32
+
+func (d jsonFloats) MarshalJSON() ([]byte, error) {
+	b := []byte{'['}
+	for k, v := range d {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case v != v:
+			b = append(b, `"NaN"`...)
+		case math.IsInf(float64(v), 1):
+			b = append(b, `"Infinity"`...)
+		case math.IsInf(float64(v), -1):
+			b = append(b, `"-Infinity"`...)
+		default:
+			e, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, e...)
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // NewTensor returns data in host memory, of the given shape, as an input
@@ -102,13 +135,18 @@ func (t *DeviceTensor) Shape() ir.Shape { return slices.Clone(t.shape) }
 func (t *DeviceTensor) Bytes() int64 { return 4 * int64(t.shape.Len()) }
 
 // Upload copies host data into a new DeviceTensor. The data must be
-// finite float32 values of the shape's length, and every dimension at
+// float32 values of the shape's length, finite unless the runtime's
+// Limits.NonFinite allows ±Inf and NaN, and every dimension at
 // least 1, as in a graph: no input can take a tensor of shape [0].
 func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (*DeviceTensor, error) {
 	if shape.Elements(math.MaxInt32) < 0 {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "shape", "upload: shape %v: every dimension must be at least 1, and the tensor at most 2^31-1 elements", shape)
 	}
-	if err := checkHost("upload", shape, shape, data); err != nil {
+	check := checkHost
+	if rt.opts.Limits.NonFinite {
+		check = checkShape
+	}
+	if err := check("upload", shape, shape, data); err != nil {
 		return nil, err
 	}
 	rt.mu.Lock()
@@ -162,7 +200,9 @@ func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
 
 // Read copies the tensor to the host, into out when it has the tensor's
 // length (nil: a new slice), and returns the values. Reading checks that
-// every value is finite (non_finite_output otherwise).
+// every value is finite (non_finite_output otherwise), unless the
+// runtime's Limits.NonFinite allows ±Inf and NaN: then every NaN is read
+// as the quiet NaN 0x7fc00000.
 func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, error) {
 	if t == nil {
 		return nil, ir.Errorf(ir.CodeInvalidTensor, -1, "", "read: nil device tensor")
@@ -179,6 +219,13 @@ func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, erro
 	}
 	if len(out) != n {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "read: tensor of shape %v into a slice of %d values", t.shape, len(out))
+	}
+	if rt.opts.Limits.NonFinite {
+		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+			return nil, rt.wrap(err)
+		}
+		canonicalNaN(out)
+		return out, nil
 	}
 	if cr, ok := rt.dev.(backend.CheckedReader); ok { // the check rides on the copy out of staging
 		k, err := guard(rt.info.Name, func() (int, error) { return cr.ReadChecked(ctx, t.buf, out) })
@@ -301,6 +348,23 @@ func firstNonFinite(data []float32) int {
 		}
 	}
 	return -1
+}
+
+// QuietNaN is the bits of the NaN every output NaN is returned as when
+// ir.Limits.NonFinite allows non-finite outputs: IEEE 754 leaves a NaN's
+// sign and payload to the hardware (x86 makes ∞−∞ 0xffc00000, GPUs
+// 0x7fc00000), so the host makes them one, and every backend returns
+// cpuref's bits.
+const QuietNaN = 0x7fc00000
+
+// canonicalNaN makes every NaN in data the quiet NaN QuietNaN.
+func canonicalNaN(data []float32) {
+	q := math.Float32frombits(QuietNaN)
+	for k, v := range data {
+		if v != v {
+			data[k] = q
+		}
+	}
 }
 
 func scanNonFinite(data []float32) int {

@@ -20,7 +20,9 @@
 //     value, unless a node says otherwise, so graphs from before dtypes
 //     keep their meaning;
 //   - input data has exactly as many elements as its shape and every value
-//     (input data, full values, scalars) is a finite float32; a float16 or
+//     (input data, full values, scalars) is a finite float32, unless the
+//     caller's Limits.NonFinite allows ±Inf and NaN (host policy: the
+//     seed's finite rule is the default, for guest graphs); a float16 or
 //     bfloat16 value is already rounded to its dtype, and an integer or
 //     bool dtype's values are in Node.Ints, each within its range (see
 //     DType);

@@ -247,6 +247,12 @@ func (g *Graph) Input(name string) NodeID {
 // SetInput gives the input named name new data, of the same length, every
 // value a finite float32. The slice is kept, not copied.
 func (g *Graph) SetInput(name string, data []float32) error {
+	return g.SetInputWith(name, data, Limits{})
+}
+
+// SetInputWith is SetInput under limits' finiteness policy: with
+// Limits.NonFinite the data may hold ±Inf and NaN.
+func (g *Graph) SetInputWith(name string, data []float32, limits Limits) error {
 	id := g.Input(name)
 	if id < 0 {
 		return Errorf(CodeInvalidGraph, -1, "inputs", "no input is named %s", Quote(name))
@@ -256,7 +262,7 @@ func (g *Graph) SetInput(name string, data []float32) error {
 		return Errorf(CodeInvalidGraph, int(id), "data", "input %s needs %d values (shape %v), got %d", Quote(name), len(n.Data), n.Shape, len(data))
 	}
 	for k, v := range data {
-		if !isFinite32(v) {
+		if !limits.NonFinite && !isFinite32(v) {
 			return Errorf(CodeInvalidGraph, int(id), "data", "input %s value %d is not a finite float32", Quote(name), k)
 		}
 	}
@@ -274,8 +280,9 @@ func Validate(g *Graph, limits Limits) error {
 	return nil
 }
 
-// ValidateStructure is Validate without the scan of input data for
-// non-finite values: passes call it between rewrites, which never touch
+// ValidateStructure is Validate without the finiteness checks of input
+// data, full values and scalars (the host's policy, Limits.NonFinite):
+// passes call it between rewrites, which never touch
 // input data, so a large graph is not rescanned after every pass.
 func ValidateStructure(g *Graph, limits Limits) error {
 	if err := validate(g, limits.withDefaults(), false); err != nil {
@@ -385,10 +392,10 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 	if err := validateDType(g, i, n); err != nil {
 		return err
 	}
-	if (info.Scalar || n.Op == OpFull) && !isFinite32(n.Scalar) {
+	if (info.Scalar || n.Op == OpFull) && data && !l.NonFinite && !isFinite32(n.Scalar) {
 		return Errorf(CodeInvalidGraph, i, "scalar", "value %v is not a finite float32", n.Scalar)
 	}
-	return validateValues(i, n, data)
+	return validateValues(i, n, l, data)
 }
 
 // validateDType checks the node's dtype against its op's type rule.
@@ -410,10 +417,10 @@ func validateDType(g *Graph, i int, n *Node) *Error {
 
 // validateValues checks an input's data and a full's value against the
 // node's dtype: a float dtype's in Data (Scalar), each a finite value of
-// the dtype (F16 and BF16 already rounded); an integer or bool dtype's in
+// the dtype (F16 and BF16 already rounded; finite unless l.NonFinite); an integer or bool dtype's in
 // Ints, each within its range. Scanning input data is skipped when data is
 // false.
-func validateValues(i int, n *Node, data bool) *Error {
+func validateValues(i int, n *Node, l Limits, data bool) *Error {
 	float := n.DType.IsFloat()
 	switch {
 	case n.Op != OpInput && n.Data != nil:
@@ -442,7 +449,7 @@ func validateValues(i int, n *Node, data bool) *Error {
 			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, want)
 		}
 		for k := 0; data && k < len(n.Data); k++ {
-			if !isFinite32(n.Data[k]) {
+			if !l.NonFinite && !isFinite32(n.Data[k]) {
 				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
 			}
 			if n.DType != F32 && !n.DType.Holds(n.Data[k]) {

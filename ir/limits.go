@@ -30,6 +30,15 @@ type Limits struct {
 	// MaxAttrValues bounds the integer attribute values of one node (see
 	// AttrSpec): Decode stops reading a list at it, before allocating more.
 	MaxAttrValues int
+	// NonFinite allows ±Inf and NaN in input data, full values, scalars
+	// and outputs, with cpuref's IEEE semantics (a softmax's -Inf entries
+	// give exact zeros; a NaN output is returned, as the quiet NaN
+	// 0x7fc00000). It is host policy, not an IR invariant: false, the
+	// zero value, is the seed's rule for guest graphs (protocol v1 JSON,
+	// serve): every value in and out is a finite float32, and a non-finite
+	// output fails the run with non_finite_output. ONNX models, whose
+	// masks hold -Inf, are imported and run with it set.
+	NonFinite bool
 }
 
 // GraphBytesPerStorageByte scales the default MaxGraphBytes with

@@ -248,8 +248,8 @@ func (c *importer) param(t *Tensor, field string) *ir.Error {
 		return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s cannot be a parameter (a name over 256 bytes or a rank over %d)", ir.Quote(t.Name), ir.MaxRank)
 	}
 	for _, x := range t.Float32 {
-		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
-			return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s holds %v; gpucc's parameters are finite", ir.Quote(t.Name), x)
+		if !c.l.NonFinite && (math.IsInf(float64(x), 0) || math.IsNaN(float64(x))) {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s holds %v; the host allows finite values only (ir.Limits.NonFinite)", ir.Quote(t.Name), x)
 		}
 	}
 	c.vals[t.Name] = &value{rt: c.b.Param(t.Name, append(ir.Shape{}, t.Shape...), t.Float32), set: true}
@@ -732,8 +732,8 @@ func (c *importer) runtime(v *value, what string) (ir.Tensor, *ir.Error) {
 		return ir.Tensor{}, c.unsupported("%s is empty (shape %v); gpucc's tensors are not", what, t.Shape)
 	}
 	for _, x := range t.Float32 {
-		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
-			return ir.Tensor{}, c.unsupported("%s holds %v; gpucc's graphs carry finite values only", what, x)
+		if !c.l.NonFinite && (math.IsInf(float64(x), 0) || math.IsNaN(float64(x))) {
+			return ir.Tensor{}, c.unsupported("%s holds %v; the host allows finite values only (ir.Limits.NonFinite; protocol v1 JSON cannot spell it)", what, x)
 		}
 	}
 	if len(t.Shape) > ir.MaxRank {

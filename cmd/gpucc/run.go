@@ -57,6 +57,9 @@ func runCmd(args []string) int {
 	if fs.NArg() != 1 {
 		return usageError("run: want exactly one GRAPH.json argument, got %d", fs.NArg())
 	}
+	if isONNX(fs.Arg(0)) {
+		limits.NonFinite = true // a model's masks hold -Inf; its outputs are IEEE values
+	}
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
 		return fail(err)

@@ -149,6 +149,10 @@ type Call struct {
 	Args  []Arg  // by program buffer; zero for buffers that are not inputs
 	Dests []Dest // by program output; zero for constant outputs (Buffer < 0)
 	Stats *Stats // never nil
+	// NonFinite says the host allows ±Inf and NaN (ir.Limits.NonFinite):
+	// a backend that ChecksHost or ChecksOutputs skips those checks, and
+	// the runtime makes every NaN output the quiet NaN 0x7fc00000.
+	NonFinite bool
 }
 
 // Executable is a compiled program.

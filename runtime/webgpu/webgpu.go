@@ -361,7 +361,12 @@ func (e *executable) setup(ctx context.Context, call *backend.Call) (bufs, held 
 		bufs[i] = buf
 		if pb.Input {
 			host := call.Args[i].Host
-			k, err := d.dev.UploadChecked(buf, host) // the finiteness check rides on the copy to staging
+			k, err := -1, error(nil)
+			if call.NonFinite {
+				err = d.dev.Upload(buf, host)
+			} else {
+				k, err = d.dev.UploadChecked(buf, host) // the finiteness check rides on the copy to staging
+			}
 			if err != nil {
 				return nil, held, false, e.fail(ctx, err)
 			}
@@ -421,7 +426,12 @@ func (e *executable) readHost(ctx context.Context, call *backend.Call, bufs []*g
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		k, err := e.d.dev.ReadChecked(bufs[o.Buffer], dst.Host) // the finiteness check rides on the copy out of staging
+		k, err := -1, error(nil)
+		if call.NonFinite {
+			err = e.d.dev.Read(bufs[o.Buffer], dst.Host)
+		} else {
+			k, err = e.d.dev.ReadChecked(bufs[o.Buffer], dst.Host) // the finiteness check rides on the copy out of staging
+		}
 		if err != nil {
 			return e.fail(ctx, err)
 		}
