@@ -57,7 +57,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		if !ok {
 			return nil, ir.Errorf(ir.CodeUnsupported, id, name, "input %s: a typed graph takes host tensors (NewTensor) so far", ir.Quote(name))
 		}
-		if err := setTypedInput(&g.Nodes[id], name, t); err != nil {
+		if err := setTypedInput(&g.Nodes[id], name, t, rt.opts.Limits.NonFinite); err != nil {
 			return nil, err
 		}
 	}
@@ -75,10 +75,13 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	}
 	for _, o := range g.Outputs {
 		v := vals[o.ID]
-		if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
+		data := slices.Clone(v.F)
+		if rt.opts.Limits.NonFinite {
+			canonicalNaN(data)
+		} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
 			return nil, err
 		}
-		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: slices.Clone(v.F), Ints: slices.Clone(v.I)}
+		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: data, Ints: slices.Clone(v.I)}
 		res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
@@ -98,8 +101,9 @@ func inputNamed(g *ir.Graph, name string) int {
 }
 
 // setTypedInput checks t against input node n (shape, dtype, values) and
-// gives n its values.
-func setTypedInput(n *ir.Node, name string, t Tensor) error {
+// gives n its values; float values may be ±Inf or NaN only when nonFinite
+// (ir.Limits.NonFinite).
+func setTypedInput(n *ir.Node, name string, t Tensor, nonFinite bool) error {
 	bad := func(format string, a ...any) error {
 		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s: "+format, append([]any{ir.Quote(name)}, a...)...)
 	}
@@ -114,7 +118,7 @@ func setTypedInput(n *ir.Node, name string, t Tensor) error {
 			return bad("%d values, shape %v needs %d", len(t.Data), n.Shape, n.Shape.Len())
 		}
 		for k, v := range t.Data {
-			if firstNonFinite([]float32{v}) == 0 || !t.DType.Holds(v) {
+			if !nonFinite && firstNonFinite([]float32{v}) == 0 || !t.DType.Holds(v) {
 				return bad("value %d (%v) is not a finite %v", k, v, t.DType)
 			}
 		}
