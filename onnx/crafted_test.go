@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -161,5 +163,45 @@ func TestLayerNormOverflow(t *testing.T) {
 		if math.Abs(float64(v-want)) > 1e-4 {
 			t.Errorf("y[%d] = %v, want %v (the overflowing row gives zeros)", i, v, want)
 		}
+	}
+}
+
+// TestCraftedAnswers checks the answers of the crafted models that
+// import (expect.json's "ok"), beside their codes: each output's bits on
+// cpuref, for the graph inputs zero-filled (Load's default).
+func TestCraftedAnswers(t *testing.T) {
+	want := map[string]map[string][]float32{
+		// ORT's answer, which gpucc's zeros were (issue 30 finding 1).
+		"cumsum_exclusive_axis0.onnx": {"y": {0, 0, 0, 1, 2, 3, 5, 7, 9}},
+		// Exact counts: float64 gave 1 for 0 to 2^53+1 by 2^53.
+		"range_count_exact.onnx": {"n": {2}},
+		"range_wrap.onnx":        {"n": {4}},
+		// One element: a step of 2^63-7 from 0 in [0, 10).
+		"slice_step.onnx": {"y": {0}},
+		// Ones, [2, 3, 4] sliced to [2, 2, 4] and [2, 3, 2].
+		"expand_rank3_slice_rt.onnx": {"y": slices.Repeat([]float32{0}, 16)},
+		"expand_rank3_slice.onnx":    {"y": slices.Repeat([]float32{1}, 12)},
+	}
+	for name, outs := range want {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("testdata/crafted", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			g, err := onnx.Load(f, onnx.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := map[string][]uint32{}
+			for o, vs := range outs {
+				for _, v := range vs {
+					w[o] = append(w[o], math.Float32bits(v))
+				}
+			}
+			if diff := cmp.Diff(w, outputs(g)); diff != "" {
+				t.Errorf("bits (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -12,12 +12,15 @@
 // is allocated, at most DecodeBytesPerByte bytes a byte of model plus
 // DecodeSlack (a budget of structure sizes; weights stay sub-slices of
 // the model), and the import is linear in the model (TestDecodeMemory,
-// TestImportLinear). Every shape and size the importer computes (Expand,
-// Tile, Range, ConstantOfShape, Slice, Split, DepthToSpace, Reshape, the
-// gathers' index tables, folding) is checked arithmetic bounded by the
-// limits before anything of that size exists: a shape huge only in an
-// intermediate (an Expand to [2^31-1, 2^31-1] that a Slice would cut) is
-// refused with limit_exceeded, not computed lazily (testdata/crafted).
+// TestImportLinear). Every shape and size the importer computes from the
+// model's numbers (Expand, Tile, Range, ConstantOfShape, Slice, Split,
+// DepthToSpace, Reshape, Concat, the gathers' index tables, folding) is
+// checked arithmetic (dims.go: dimProduct and dimSum, which never wrap)
+// bounded by the limits before anything of that size exists, and after
+// every node each value holds at most MaxElements elements, no dimension
+// over it: a shape huge only in an intermediate (an Expand to [2^31-1,
+// 2^31-1] that a Slice would cut) is refused with limit_exceeded at the
+// node that makes it, not computed lazily (testdata/crafted).
 // Opsets past MaxOpset are refused. LoadContext stops with the timeout
 // code when its context is done.
 //

@@ -422,6 +422,18 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 	if c.failed >= 0 {
 		return nil // the builder failed (here or in a branch): Build reports it
 	}
+	for k := range outs {
+		// What the rules rely on for their inputs (dims.go): a value huge
+		// only in an intermediate (an Expand to [2^31-1, 2^31-1] that a
+		// Slice would make small) is refused here, before the next node
+		// sizes anything by it.
+		if !outs[k].set && outs[k].c == nil {
+			continue // an optional output the rule does not give
+		}
+		if _, err := c.elements(fmt.Sprintf("output %d", k), outs[k].shape()); err != nil {
+			return err
+		}
+	}
 	for k, name := range n.outputs {
 		if name == "" {
 			continue
@@ -761,20 +773,14 @@ func (c *importer) unsupported(format string, args ...any) *ir.Error {
 // newConst returns a constant of type dt and shape, counted against the
 // limits before its data is allocated.
 func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
-	n := int64(1)
-	for _, d := range shape {
-		if d < 0 {
-			return nil, c.invalid("a negative dimension %d", d)
-		}
-		if int64(d) > c.l.MaxElements || (d > 0 && n > c.l.MaxElements/int64(d)) {
-			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: a constant of shape %v exceeds the limit of %d elements per tensor", c.n.opType, ir.Quote(c.n.name), shape, c.l.MaxElements)
-		}
-		n *= int64(d)
+	n, err := c.elements("a constant", shape)
+	if err != nil {
+		return nil, err
 	}
 	if len(shape) > ir.MaxRank {
 		return nil, c.refuse("a constant of rank %d, over the maximum rank %d", len(shape), ir.MaxRank)
 	}
-	if c.storage = ir.SatAdd(c.storage, 4*n); c.storage > c.l.MaxStorageBytes {
+	if c.storage = ir.SatAdd(c.storage, 4*int64(n)); c.storage > c.l.MaxStorageBytes {
 		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: the constants reach %d bytes, over the storage limit of %d", c.n.opType, ir.Quote(c.n.name), c.storage, c.l.MaxStorageBytes)
 	}
 	t := &Tensor{Type: dt, Shape: append([]int{}, shape...)}

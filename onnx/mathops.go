@@ -597,7 +597,10 @@ func reduceOp(f func(x ir.Tensor, keep bool, axes []int) ir.Tensor) func(c *impo
 //
 // which is the LayerNorm composite's sequence (rsqrt is 1/√, correctly
 // rounded √ then division). Mean and InvStdDev are outputs 1 and 2, of
-// the input's shape with 1 from axis on.
+// the input's shape with 1 from axis on. Like the reference and ONNX
+// Runtime, a row whose d·d overflows has InvStdDev 0 and Y = d·0 = 0
+// (TestLayerNormOverflow); the composite's scaling (ir's LayerNorm) is
+// not the ONNX op's arithmetic, so it is not used here.
 func layerNormOp(c *importer) ([]value, *ir.Error) {
 	x, err := c.rtIn(0)
 	if err != nil {

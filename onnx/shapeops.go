@@ -1,7 +1,9 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -138,7 +140,6 @@ func reshapeOp(c *importer) ([]value, *ir.Error) {
 	allowZero := c.attrInt("allowzero", 0) != 0
 	out := make([]int, len(want))
 	infer := -1
-	n := 1
 	for k, d := range want {
 		switch {
 		case d == -1 && infer < 0:
@@ -154,12 +155,19 @@ func reshapeOp(c *importer) ([]value, *ir.Error) {
 		default:
 			out[k] = int(d)
 		}
-		n *= out[k]
 	}
-	total := 1
-	for _, d := range in {
-		total *= d
+	known := slices.Clone(out)
+	if infer >= 0 {
+		known[infer] = 1
 	}
+	// The input's count is within the limits; a product over 2^63-1
+	// differs from it (it once wrapped to match).
+	n64, ok := dimProduct(math.MaxInt64, known...)
+	total := ir.Shape(in).Len()
+	if !ok {
+		return nil, c.invalid("reshape of %v (%d elements) to %v: more elements than 2^63-1", in, total, want)
+	}
+	n := int(n64)
 	if infer >= 0 {
 		if n == 0 || total%n != 0 {
 			return nil, c.invalid("cannot infer dimension %d of %v for %d elements", infer, want, total)
@@ -290,14 +298,17 @@ func expandOp(c *importer) ([]value, *ir.Error) {
 	}
 	ws := make([]int, len(want))
 	for k, d := range want {
-		if d < 0 || d > math.MaxInt32 {
+		if d < 0 {
 			return nil, c.invalid("shape %v has dimension %d", want, d)
 		}
-		ws[k] = int(d)
+		ws[k] = int(min(d, c.l.MaxElements+1)) // over the limit either way, refused below
 	}
 	out, ok := broadcastConst(v.shape(), ws)
 	if !ok {
 		return nil, c.invalid("shape %v does not broadcast with %v", v.shape(), want)
+	}
+	if _, err := c.elements("the expanded tensor", out); err != nil {
+		return nil, err
 	}
 	return c.broadcastTo(v, out)
 }
@@ -412,10 +423,10 @@ func constantOfShapeOp(c *importer) ([]value, *ir.Error) {
 	}
 	shape := make([]int, len(want))
 	for k, d := range want {
-		if d < 0 || d > math.MaxInt32 {
+		if d < 0 {
 			return nil, c.invalid("shape %v has dimension %d", want, d)
 		}
-		shape[k] = int(d)
+		shape[k] = int(min(d, c.l.MaxElements+1)) // over the limit either way: newConst refuses it
 	}
 	r, err := c.newConst(dt, shape)
 	if err != nil {
@@ -450,12 +461,22 @@ func rangeOp(c *importer) ([]value, *ir.Error) {
 	if delta == 0 {
 		return nil, c.invalid("delta is 0")
 	}
-	n := int64(0)
-	if d := float64(limit) - float64(start); d/float64(delta) > 0 {
-		n = int64(math.Ceil(d / float64(delta)))
+	// ceil((limit - start)/delta) in unsigned 64-bit arithmetic, exact
+	// where float64 is not (0 to 2^53+1 by 2^53 is 2 elements, not 1) and
+	// where limit - start overflows an int64: each span is below 2^64.
+	var span, step uint64
+	switch {
+	case delta > 0 && limit > start:
+		span, step = uint64(limit)-uint64(start), uint64(delta)
+	case delta < 0 && start > limit:
+		span, step = uint64(start)-uint64(limit), -uint64(delta)
 	}
-	if n > c.l.MaxElements {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "Range node %s: %d elements exceed the limit of %d", ir.Quote(c.n.name), n, c.l.MaxElements)
+	n := uint64(0)
+	if span > 0 {
+		n = (span-1)/step + 1
+	}
+	if n > uint64(c.l.MaxElements) {
+		return nil, c.overLimit("%d elements exceed the limit of %d", n, c.l.MaxElements)
 	}
 	r, err := c.newConst(dt, []int{int(n)})
 	if err != nil {
@@ -558,8 +579,8 @@ func concatOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	out := append([]int{}, ts[0].Shape...)
-	out[axis] = 0
-	for _, t := range ts {
+	along := make([]int, len(ts))
+	for i, t := range ts {
 		if len(t.Shape) != r || t.Type != ts[0].Type {
 			return nil, c.invalid("inputs of shapes or types %v %v and %v %v", ts[0].Type, ts[0].Shape, t.Type, t.Shape)
 		}
@@ -568,8 +589,13 @@ func concatOp(c *importer) ([]value, *ir.Error) {
 				return nil, c.invalid("inputs of shapes %v and %v", ts[0].Shape, t.Shape)
 			}
 		}
-		out[axis] += t.Shape[axis]
+		along[i] = t.Shape[axis]
 	}
+	sum, ok := dimSum(c.l.MaxElements, along...)
+	if !ok {
+		return nil, c.overLimit("%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(ts), axis, c.l.MaxElements)
+	}
+	out[axis] = int(sum)
 	res, err := c.newConst(ts[0].Type, out)
 	if err != nil {
 		return nil, err
@@ -608,9 +634,9 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
 	// The index table is as large as the result: bounded before it is
 	// allocated (an Expand to [2^31-1, 2^31-1] then a Slice asked 34 GB).
-	total := ir.Shape(gs).Elements(c.l.MaxElements)
-	if total < 0 {
-		return ir.Tensor{}, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: a gather of shape %v from a tensor of shape %v exceeds the limit of %d elements per tensor", c.n.opType, ir.Quote(c.n.name), ir.Shape(gs), s, c.l.MaxElements)
+	total, err := c.elements(fmt.Sprintf("a gather from a tensor of shape %v", s), gs)
+	if err != nil {
+		return ir.Tensor{}, err
 	}
 	inner := ir.Shape(s[axis+1:]).Len()
 	all := make([]int64, total)
@@ -774,8 +800,8 @@ func (c *importer) concatRuntime() ([]value, *ir.Error) {
 	if err != nil {
 		return nil, err
 	}
-	total := 0
-	for _, x := range xs {
+	along := make([]int, len(xs))
+	for i, x := range xs {
 		s := x.Shape()
 		if len(s) != len(s0) {
 			return nil, c.invalid("inputs of shapes %v and %v", s0, s)
@@ -785,8 +811,18 @@ func (c *importer) concatRuntime() ([]value, *ir.Error) {
 				return nil, c.invalid("inputs of shapes %v and %v", s0, s)
 			}
 		}
-		total += s[axis]
+		along[i] = s[axis]
 	}
+	// The index tables are as long as the result's axis: bounded before
+	// any is made (2,048 inputs of one [2^20] tensor asked 16 GB each).
+	total64, ok := dimSum(c.l.MaxElements, along...)
+	if !ok {
+		return nil, c.overLimit("%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(xs), axis, c.l.MaxElements)
+	}
+	if _, err := c.elements("the concatenation", append(append(append([]int{}, s0[:axis]...), int(total64)), s0[axis+1:]...)); err != nil {
+		return nil, err
+	}
+	total := int(total64)
 	var y ir.Tensor
 	off := 0
 	for i, x := range xs {
@@ -842,19 +878,19 @@ func splitOp(c *importer) ([]value, *ir.Error) {
 			return nil, c.invalid("%d outputs", parts)
 		}
 		d := int64(s[axis])
-		each := (d + parts - 1) / parts
+		if parts > max(d, 1) {
+			return nil, c.invalid("%d outputs of an axis of %d", parts, d)
+		}
+		each := int64(0) // ceil(d/parts), written so that it cannot overflow
+		if d > 0 {
+			each = (d-1)/parts + 1
+		}
 		for left := d; left > 0; left -= each {
 			sizes = append(sizes, min(each, left))
 		}
 	}
-	sum := int64(0)
-	for _, n := range sizes {
-		if n < 0 || n > int64(s[axis]) { // each at most the axis, so the sum cannot wrap
-			return nil, c.invalid("split sizes %v", sizes)
-		}
-		sum += n
-	}
-	if sum != int64(s[axis]) {
+	sum, ok := dimSum(int64(s[axis]), sizes...)
+	if !ok || sum != int64(s[axis]) {
 		return nil, c.invalid("split sizes %v do not add up to %d", sizes, s[axis])
 	}
 	var outs []value
@@ -905,8 +941,11 @@ func depthToSpaceOp(c *importer) ([]value, *ir.Error) {
 	}
 	s := x.Shape()
 	bs64 := c.attrInt("blocksize", 0)
-	if len(s) != 4 || bs64 < 1 || bs64 > int64(s[1]) || s[1]%int(bs64*bs64) != 0 { // bs ≤ C, so bs² cannot wrap
+	if len(s) != 4 || bs64 < 1 {
 		return nil, c.invalid("input of shape %v with blocksize %d", s, bs64)
+	}
+	if bb, ok := dimProduct(int64(s[1]), bs64, bs64); !ok || s[1]%int(bb) != 0 {
+		return nil, c.invalid("input of shape %v with blocksize %d: blocksize² does not divide the channels", s, bs64)
 	}
 	bs := int(bs64)
 	b, ch, h, w := s[0], s[1], s[2], s[3]
@@ -928,10 +967,11 @@ func spaceToDepthOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	s := x.Shape()
-	bs := int(c.attrInt("blocksize", 0))
-	if len(s) != 4 || bs < 1 || s[2]%bs != 0 || s[3]%bs != 0 {
-		return nil, c.invalid("input of shape %v with blocksize %d", s, bs)
+	bs64 := c.attrInt("blocksize", 0)
+	if len(s) != 4 || bs64 < 1 || bs64 > int64(min(s[2], s[3])) || s[2]%int(bs64) != 0 || s[3]%int(bs64) != 0 {
+		return nil, c.invalid("input of shape %v with blocksize %d", s, bs64)
 	}
+	bs := int(bs64) // at most H and W, so C·bs² is at most the input's count
 	b, ch, h, w := s[0], s[1], s[2], s[3]
 	y := x.Reshape(ir.Shape{b, ch, h / bs, bs, w / bs, bs}).Permute(0, 3, 5, 1, 2, 4)
 	return one(rtValue(y.Reshape(ir.Shape{b, ch * bs * bs, h / bs, w / bs})))
@@ -986,17 +1026,27 @@ func tileOp(c *importer) ([]value, *ir.Error) {
 	if len(reps) != len(s) {
 		return nil, c.invalid("%d repeats for rank %d", len(reps), len(s))
 	}
+	// The result's shape, checked before any index table is made (a
+	// [1024] by 2^20 asked 8 GB): each step's is at most the result's.
+	out := make([]int, len(s))
 	for a, r := range reps {
-		if r < 1 || r > c.l.MaxElements {
-			return nil, c.refuse("a repeat of %d", r)
+		if r < 1 {
+			return nil, c.refuse("a repeat of %d (an empty result; gpucc's tensors are not empty)", r)
 		}
+		n, ok := dimProduct(c.l.MaxElements, int64(s[a]), r)
+		if !ok {
+			return nil, c.overLimit("%d repeats of an axis of %d exceed the limit of %d elements per tensor", r, s[a], c.l.MaxElements)
+		}
+		out[a] = int(n)
+	}
+	if _, err := c.elements("the tiled tensor", out); err != nil {
+		return nil, err
+	}
+	for a, r := range reps {
 		if r == 1 {
 			continue
 		}
-		if r > c.l.MaxElements/int64(s[a]) { // checked before the index table is allocated
-			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "Tile node %s: %d repeats of an axis of %d exceed the limit of %d elements per tensor", ir.Quote(c.n.name), r, s[a], c.l.MaxElements)
-		}
-		idx := make([]int64, int64(s[a])*r)
+		idx := make([]int64, out[a])
 		for j := range idx {
 			idx[j] = int64(j % s[a])
 		}

@@ -43,16 +43,38 @@ save("tile_huge", [h.make_node("Tile", ["x", "r"], ["y"])],
      [i64("r", [2**20])], [f32("x", [1024])], [f32("y", None)], "limit_exceeded")
 # Tile with repeats whose product wraps.
 save("tile_wrap", [h.make_node("Tile", ["x", "r"], ["y"])],
-     [i64("r", [2**32, 2**32])], [f32("x", [1, 1])], [f32("y", None)], "unsupported")
+     [i64("r", [2**32, 2**32])], [f32("x", [1, 1])], [f32("y", None)], "limit_exceeded")
 # ConstantOfShape and Range of huge sizes, and a Reshape whose product wraps.
 save("constant_of_shape_huge", [h.make_node("ConstantOfShape", ["sh"], ["y"])],
-     [i64("sh", [2**31, 2**31, 4])], [], [f32("y", None)], "invalid_graph")
+     [i64("sh", [2**31, 2**31, 4])], [], [f32("y", None)], "limit_exceeded")
 save("constant_of_shape_big", [h.make_node("ConstantOfShape", ["sh"], ["y"])],
      [i64("sh", [2**20, 2**20])], [], [f32("y", None)], "limit_exceeded")
 save("range_huge", [h.make_node("Range", ["a", "b", "d"], ["y"])],
      [h.make_tensor("a", T.INT64, [], [0]), h.make_tensor("b", T.INT64, [], [2**62]), h.make_tensor("d", T.INT64, [], [1])], [], [h.make_tensor_value_info("y", T.INT64, None)], "limit_exceeded")
 save("reshape_wrap", [h.make_node("Reshape", ["x", "sh"], ["y"])],
      [i64("sh", [2**32, 2**32, 1])], [f32("x", [1])], [f32("y", None)], "invalid_graph")
+# Concat of one [2^20] input 2,048 times: each run-time input's index table (the
+# result's axis, 2^31) was made before any limit was checked.
+save("concat_many", [h.make_node("Concat", ["x"] * 2048, ["y"], axis=0)],
+     [], [f32("x", [2**20])], [f32("y", None)], "limit_exceeded")
+# Split into num_outputs = 2^63-1 parts: ceil(d/parts) as (d+parts-1)/parts wrapped
+# to -1, and the loop of sizes never ended (memory grew until killed).
+save("split_num_outputs_wrap", [h.make_node("Split", ["x"], ["a", "b"], axis=0, num_outputs=2**63 - 1)],
+     [], [f32("x", [2])], [f32("a", None), f32("b", None)], "invalid_graph", opset=18)
+# Range's count in float64: 0 to 2^53+1 by 2^53 is 2 elements; float64 made it 1.
+# Its Shape is the output (TestCraftedAnswers checks [2]).
+save("range_count_exact", [h.make_node("Range", ["a", "b", "d"], ["r"]), h.make_node("Shape", ["r"], ["n"])],
+     [h.make_tensor("a", T.INT64, [], [0]), h.make_tensor("b", T.INT64, [], [2**53 + 1]), h.make_tensor("d", T.INT64, [], [2**53])],
+     [], [h.make_tensor_value_info("n", T.INT64, None)], "ok")
+# Range over the whole int64 line, where limit - start overflows: 4 elements.
+save("range_wrap", [h.make_node("Range", ["a", "b", "d"], ["r"]), h.make_node("Shape", ["r"], ["n"])],
+     [h.make_tensor("a", T.INT64, [], [-2**63]), h.make_tensor("b", T.INT64, [], [2**63 - 1]), h.make_tensor("d", T.INT64, [], [2**62])],
+     [], [h.make_tensor_value_info("n", T.INT64, None)], "ok")
+# The wrong answer: an exclusive CumSum along axis 0 of [[1,2,3],[4,5,6],[7,8,9]]
+# gave zeros (ORT: [0,0,0,1,2,3,5,7,9]; TestCraftedAnswers checks the bits).
+save("cumsum_exclusive_axis0", [h.make_node("CumSum", ["x", "ax"], ["y"], exclusive=1)],
+     [h.make_tensor("x", T.FLOAT, [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]), h.make_tensor("ax", T.INT64, [], [0])],
+     [], [f32("y", None)], "ok")
 # Opsets past any ONNX release.
 save("opset_1000", [h.make_node("Relu", ["x"], ["y"])], [], [f32("x", [2])], [f32("y", None)], "unsupported", opset=1000)
 save("opset_2_40", [h.make_node("Relu", ["x"], ["y"])], [], [f32("x", [2])], [f32("y", None)], "unsupported", opset=2**40)
