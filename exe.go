@@ -74,7 +74,8 @@ type RunOptions struct {
 	// DeviceTensors (which the caller releases) instead of Result.Outputs.
 	Keep []string
 	// Into gives, by output name, the host slice to read an output into
-	// (of the output's length); other outputs get new slices.
+	// (of the output's length); other outputs get new slices. An output
+	// named in both Keep and Into is an error (invalid_input).
 	Into map[string][]float32
 }
 
@@ -361,6 +362,9 @@ func (e *Executable) dests(opts RunOptions, dests []backend.Dest, res *Result) (
 	for name, s := range opts.Into {
 		if !slices.ContainsFunc(p.Outputs, func(o ir.ProgramOutput) bool { return o.Name == name && o.Shape.Len() == len(s) }) {
 			return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, "into", "Into[%q] is not an output of %d values", name, len(s))
+		}
+		if keep[name] {
+			return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, "into", "output %q is both kept on the device (Keep) and read into a host slice (Into); name it in one", name)
 		}
 	}
 	for _, b := range p.Buffers {

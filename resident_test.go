@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,6 +199,7 @@ func TestMisuse(t *testing.T) {
 		{"non-finite", second(exe.Run(ctx, gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{2, 2}, []float32{0, inf, 0, 0})})), ir.CodeInvalidInput},
 		{"keep unknown", second(exe.RunWith(ctx, nil, gpucc.RunOptions{Keep: []string{"nope"}})), ir.CodeInvalidInput},
 		{"into wrong length", second(exe.RunWith(ctx, nil, gpucc.RunOptions{Into: map[string][]float32{"y": make([]float32, 3)}})), ir.CodeInvalidInput},
+		{"keep and into one output", second(exe.RunWith(ctx, nil, gpucc.RunOptions{Keep: []string{"y"}, Into: map[string][]float32{"y": make([]float32, 4)}})), ir.CodeInvalidInput},
 		{"upload over cap", second(rt.Upload(ctx, ir.Shape{512}, make([]float32, 512))), ir.CodeLimitExceeded},
 		{"compile nil", second(rt.Compile(ctx, nil)), ir.CodeInvalidGraph},
 		{"run nil graph", second(rt.Run(ctx, nil)), ir.CodeInvalidGraph},
@@ -207,6 +209,10 @@ func TestMisuse(t *testing.T) {
 		if got := gpucc.CodeOf(c.err); got != c.want {
 			t.Errorf("%s: %v (code %s), want %s", c.name, c.err, got, c.want)
 		}
+	}
+	// A backend not linked in: the error says how a program links them.
+	if _, err := gpucc.Open(ctx, gpucc.Options{Backend: "nope"}); gpucc.CodeOf(err) != ir.CodeBackendUnavailable || !strings.Contains(err.Error(), "github.com/gpucc/gpucc/runtime/all") {
+		t.Errorf("open an unlinked backend: %v, want backend_unavailable naming runtime/all", err)
 	}
 	// The cap counts a run's buffers too: a run that does not fit is
 	// refused before it allocates.

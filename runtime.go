@@ -105,7 +105,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		var dev backend.Device
 		f, ok := backend.Lookup(name)
-		err := fmt.Errorf("backend %q is not built into this binary (have %v)", name, Backends())
+		err := fmt.Errorf("backend %q is not built into this binary (have %v; a program links the backends in with import _ \"github.com/gpucc/gpucc/runtime/all\")", name, Backends())
 		if ok {
 			dev, err = open(f, bopts)
 		}

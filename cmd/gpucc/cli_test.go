@@ -16,7 +16,7 @@ import (
 // TestHelp: help is asked for, so it goes to stdout and exits 0; every
 // command's help says what it prints and what its exit codes mean.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "-h"}, {"help", "--help"}} {
 		out, stderr, code := gpuccStderr(t, "", args...)
 		if code != 0 || !strings.Contains(out, "usage: gpucc COMMAND") || !strings.Contains(out, "exit status") {
 			t.Errorf("gpucc %v: exit %d, stdout %q, stderr %q", args, code, out, stderr)

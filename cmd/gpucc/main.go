@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/gpucc/gpucc/internal/rundir"
 )
 
 func init() {
@@ -30,7 +32,7 @@ func init() {
 }
 
 func main() {
-	ensureRuntimeDir()
+	rundir.Ensure()
 	os.Exit(mainArgs(os.Args[1:]))
 }
 
@@ -60,7 +62,7 @@ func helpCmd(args []string) int {
 		usage(os.Stdout)
 		return exitOK
 	case 1:
-		if args[0] == "help" {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 			usage(os.Stdout)
 			return exitOK
 		}

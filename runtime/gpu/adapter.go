@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/gpucc/gpucc/internal/rundir"
 )
 
 // AdapterInfo describes a WebGPU adapter (a physical device as seen through
@@ -195,6 +197,7 @@ func logLevel() wgpu.LogLevel {
 // newInstance creates a wgpu instance, turning the binding's panic on
 // failure into an error.
 func newInstance() (inst *wgpu.Instance, err error) {
+	rundir.Ensure() // Mesa's Vulkan drivers print five lines without one
 	wgpu.SetLogLevel(logLevel())
 	defer func() {
 		if r := recover(); r != nil {

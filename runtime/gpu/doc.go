@@ -41,7 +41,8 @@
 // wgpu's own log lines ("[wgpu] [Warn] ...") are off unless Verbose is set
 // (GPUCC_VERBOSE=1): its errors are also returned, so the lines are
 // redundant. Mesa's "XDG_RUNTIME_DIR is invalid" lines come from the
-// driver, not wgpu; set XDG_RUNTIME_DIR to silence them.
+// driver, not wgpu: a new instance first gives the process an
+// XDG_RUNTIME_DIR of its own when it has none (internal/rundir).
 //
 // All methods of a Device are safe for concurrent use; calls are serialised
 // by a per-device mutex.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package rundir
 
 import (
 	"errors"
@@ -11,14 +11,15 @@ import (
 	"syscall"
 )
 
-// ensureRuntimeDir gives Mesa's Vulkan drivers (lavapipe, under webgpu) an
+// Ensure gives Mesa's Vulkan drivers (lavapipe, under webgpu) an
 // XDG_RUNTIME_DIR when the environment has none: without one, every webgpu
 // start printed five "error: XDG_RUNTIME_DIR is invalid or not set in the
-// environment." lines on stderr. The directory is the user's own, as the
+// environment." lines on stderr, from the CLI and from any Go program
+// that opens webgpu (runtime/gpu calls it before creating an instance). The directory is the user's own, as the
 // XDG spec asks (mode 0700, owned by the user, not a link), under the
 // system temp dir; a variable already set is left alone, and when no such
 // directory can be had nothing is set.
-func ensureRuntimeDir() {
+func Ensure() {
 	if os.Getenv("XDG_RUNTIME_DIR") != "" {
 		return
 	}
