@@ -255,8 +255,11 @@
 //     integer to integer wraps; anything to bool is x != 0 (NaN is true).
 //
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
-// hide them again); an output that is not finite is an error, reported by
-// the runtime, never a value.
+// hide them again). Whether inputs, constants and outputs may be is host
+// policy (ir.Limits.NonFinite): by default an output that is not finite is
+// an error, reported by the runtime, never a value; with it, it is the
+// value, every NaN returned as the quiet NaN 0x7fc00000 (a NaN's sign and
+// payload are the hardware's, so they are not part of the answer).
 package cpuref
 
 import (

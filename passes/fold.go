@@ -13,8 +13,9 @@ import (
 // rule computes that one value with cpuref's own functions, so folding is
 // bit-identical to evaluating at run time.
 //
-// A full holds a finite float32 (an IR invariant), so a value that
-// overflows to ±Inf or becomes NaN is not folded: its node stays and
+// A value that overflows to ±Inf or becomes NaN is not folded (a full
+// may hold one only where the host allows non-finite values,
+// ir.Limits.NonFinite, which the passes do not know): its node stays and
 // computes the same value at run time, where later ops (positive, relu)
 // may hide it again and an output that keeps it is reported non-finite.
 func fold(st *State) error {
