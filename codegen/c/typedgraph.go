@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 )
@@ -21,27 +22,50 @@ const (
 // caller fills the inputs'), with cpuref's bits (the typed rows of
 // typed.go; views, gathers and reductions by the reference's index maps,
 // a float reduction by its pairwise tree rounded to the dtype after each
-// combination). A fault sets *fault (FaultInteger, FaultIndex) and
-// returns. An op the C rows do not hold yet (a float16 exp, say) is
-// refused with unsupported, naming the node. It is the typed path's
-// reference in C, not yet a fused kernel: no backend runs it so far.
+// combination; a float row without a C row of its own, such as exp, by its
+// reference expression as every kernel renders it, then rounded to the
+// dtype). A fault sets *fault (FaultInteger, FaultIndex) and returns. An
+// op it does not hold is refused with unsupported, naming the node. It is
+// the typed path in C, node by node, not yet fused kernels: no backend
+// runs it so far.
 func EmitTypedGraph(g *ir.Graph, name string) (string, error) {
 	var b strings.Builder
+	var defs []string
 	fmt.Fprintf(&b, "void %s(void **b, int *fault) {\n", name)
 	for i := range g.Nodes {
-		if err := emitTypedNode(&b, g, i); err != nil {
+		if err := emitTypedNode(&b, &defs, g, i); err != nil {
 			return "", err
 		}
 	}
 	b.WriteString("}\n")
-	return b.String(), nil
+	return strings.Join(defs, "\n") + "\n" + b.String(), nil
 }
 
 // TypedPrelude is the C the units of EmitTypedGraph need, once per
-// translation unit.
-func TypedPrelude() string { return typedPrelude }
+// translation unit: the C unit's own prelude (F, u32) and the typed rows.
+func TypedPrelude() string { return prelude + typedPrelude }
 
-func emitTypedNode(b *strings.Builder, g *ir.Graph, i int) error {
+// exprNode returns, for a float elementwise row that is not a C row of its
+// own (exp, log, tanh, erf, …), the statements computing element i by the
+// op's reference expression (codegen's rendering, the one every kernel
+// uses) over loads la and lb, ending in the value named "v2", and the
+// definitions of the functions it calls, each guarded so that a unit
+// holds it once.
+func exprNode(op ir.Op, la, lb string) (body []string, defs []string) {
+	k := &ir.Kernel{Kind: ir.KernelElementwise, Body: []ir.Instr{
+		{Kind: ir.InstrLoad, Operand: 0, Node: -1}, {Kind: ir.InstrLoad, Operand: 1, Node: -1},
+		{Kind: ir.InstrOp, Op: op, Args: [2]int32{0, 1}, Node: -1}}, Stores: []int32{2}}
+	body = codegen.Body(Lang, k, func(operand int) string { return []string{la, lb}[operand] }, "")
+	for _, f := range codegen.FuncsOf(k) {
+		guard := "GPUCC_" + codegen.FuncName(f)
+		defs = append(defs, "#ifndef "+guard, "#define "+guard)
+		defs = append(defs, codegen.Define(Lang, []*ir.Func{f}, 0)...)
+		defs = append(defs, "#endif")
+	}
+	return body, defs
+}
+
+func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error {
 	n := &g.Nodes[i]
 	ptr := func(id int) string {
 		return fmt.Sprintf("((%s *)b[%d])", StorageType(g.Nodes[id].DType), id)
@@ -91,6 +115,16 @@ func emitTypedNode(b *strings.Builder, g *ir.Graph, i int) error {
 			bArg = arg(1)
 		}
 		stmt, ok := TypedElementwise(n.Op, in, n.DType, y, arg(0), bArg)
+		if !ok && in.IsFloat() && info.Expr != nil && n.Op != ir.OpWhere {
+			body, fdefs := exprNode(n.Op, typedLoad(in, arg(0)+"[i]"), typedLoad(in, bArg+"[i]"))
+			*defs = append(*defs, fdefs...)
+			store := typedStore(n.DType, "v2")
+			if n.DType == ir.Bool {
+				store = "(t_u8)(v2 != 0)"
+			}
+			loop(strings.Join(body, " ") + " " + y + "[i] = " + store + ";")
+			return nil
+		}
 		if !ok {
 			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed rows do not hold it yet", n.Op, in)
 		}
