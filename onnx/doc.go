@@ -11,11 +11,15 @@
 // decoding allocates besides the model's own bytes is charged before it
 // is allocated, at most DecodeBytesPerByte bytes a byte of model plus
 // DecodeSlack (a budget of structure sizes; weights stay sub-slices of
-// the model), and the import is linear in the model (TestDecodeMemory,
-// TestImportLinear). Every shape and size the importer computes from the
-// model's numbers (Expand, Tile, Range, ConstantOfShape, Slice, Split,
-// DepthToSpace, Reshape, Concat, the gathers' index tables, folding) is
-// checked arithmetic (dims.go: dimProduct and dimSum, which never wrap)
+// the model), so Load allocates at most DecodeBytesPerByte+1 (6) bytes a
+// byte of model plus about 3 MiB, within 8× for every repeated field
+// (gpucc serve charges that to --max-memory before it imports a body);
+// and the import is linear in the model (TestDecodeMemory,
+// TestDecodeMemoryFile, TestImportLinear, TestBatchNormScanLinear).
+// Every shape and size the importer computes from the model's numbers
+// (Expand, Tile, Range, ConstantOfShape, Slice, Split, DepthToSpace,
+// Reshape, Concat, the gathers' index tables, folding) is checked
+// arithmetic (dims.go: dimProduct and dimSum, which never wrap)
 // bounded by the limits before anything of that size exists, and after
 // every node each value holds at most MaxElements elements, no dimension
 // over it: a shape huge only in an intermediate (an Expand to [2^31-1,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"io/fs"
 	"math"
 	"strconv"
 
@@ -124,8 +125,20 @@ func ReadTensor(r io.Reader, limits ir.Limits) (*Tensor, error) {
 // readAll reads r whole, refusing more than max bytes before it holds them.
 func readAll(r io.Reader, max int64) ([]byte, *ir.Error) {
 	var buf bytes.Buffer
-	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) <= max {
-		buf.Grow(l.Len() + bytes.MinRead) // one allocation, not a doubling series
+	// One allocation of the size the reader says, not a doubling series
+	// (which allocates up to 3× the model): a bytes.Reader's Len, a
+	// file's size.
+	size := int64(-1)
+	switch f := r.(type) {
+	case interface{ Len() int }:
+		size = int64(f.Len())
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if size >= 0 && size <= max {
+		buf.Grow(int(size) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r, ir.SatAdd(max, 1)))
 	if err != nil {
