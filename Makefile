@@ -1,6 +1,8 @@
 # gpucc's two entry points, both runnable on a fresh Debian machine as root:
 #   make demo   installs what is missing, builds gpucc, runs the examples
 #   make test   installs what is missing, checks formatting and vet, runs every test
+#               (the short tier: the random cross-backend matrices with fewer seeds)
+#   make test-all  the same with every seed (nightly)
 # Everything real: WebGPU runs on Mesa's lavapipe, wasm kernels on Clang + wazero,
 # browser tests in Debian's Chromium.
 
@@ -19,7 +21,7 @@ export GPUCC_REQUIRE_PYTHON = 1
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
 GO ?= go
 
-.PHONY: demo test deps page build vet fuzz example release release-check peers-deps peers
+.PHONY: demo test test-all deps page build vet fuzz example release release-check peers-deps peers
 
 # Node.js and npm (the Pyodide guest's package) are asked for by command,
 # not by Debian package: a machine whose Node.js comes from elsewhere
@@ -84,13 +86,23 @@ example:
 	cd examples/aot && $(GO) generate && $(GO) vet ./... && $(GO) test -count=1 ./... && \
 	for b in cpu webgpu wasm; do $(GO) run . -backend $$b || exit 1; done
 
+# TESTFLAGS: make test's tier. -short runs every test, backend, op and case,
+# with fewer seeds in the random cross-backend matrices (random graphs,
+# convolutions, pools, pads, resizes; the Python corpus's random graphs) and
+# smaller sizes where a size is repeated; no test skips under -short
+# (TestShortTierSkipsNothing). make test-all runs every seed.
+TESTFLAGS ?= -short
+
 test: deps vet page
-	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -race -count=1 ./server/
-	$(GO) test -race -count=1 -run 'TestConcurrentRuns|TestCancelLeaksNothing|TestMisuse|TestResidentChain' .
-	$(GO) test -race -count=1 -run 'TestAPI' ./cmd/gpucc/
+	$(GO) test $(TESTFLAGS) -count=1 -timeout 40m ./...
+	$(GO) test $(TESTFLAGS) -race -count=1 ./server/
+	$(GO) test $(TESTFLAGS) -race -count=1 -run 'TestConcurrentRuns|TestCancelLeaksNothing|TestMisuse|TestResidentChain' .
+	$(GO) test $(TESTFLAGS) -race -count=1 -run 'TestAPI' ./cmd/gpucc/
 	$(MAKE) example
 	$(MAKE) fuzz
+
+test-all:
+	$(MAKE) test TESTFLAGS=
 
 # peers-deps installs the peer runtimes of bench/peers (ONNX Runtime for
 # Node and Web, TF.js-wasm) from package-lock.json; ORT-node's CPU library

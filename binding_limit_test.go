@@ -36,9 +36,6 @@ func TestBindingLimit(t *testing.T) {
 	if _, err := rt.Compile(ctx, relu(n+1)); gpucc.CodeOf(err) != ir.CodeLimitExceeded {
 		t.Errorf("%d elements, one past the binding limit: %v, want %s", n+1, err, ir.CodeLimitExceeded)
 	}
-	if testing.Short() {
-		t.Skip("the run at the limit takes seconds on lavapipe")
-	}
 	exe, err := rt.Compile(ctx, relu(n))
 	if err != nil {
 		t.Fatal(err)

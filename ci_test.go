@@ -1,6 +1,10 @@
 package gpucc_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,4 +68,68 @@ esac
 	if string(got) != want {
 		t.Errorf("apt-get calls:\n%s\nwant (update retried while its lock is held, install waiting for dpkg's):\n%s", got, want)
 	}
+}
+
+// TestShortTierSkipsNothing: make test runs go test -short, the tier for
+// every change, in which the random cross-backend matrices run fewer seeds;
+// make test-all runs every seed. So that the short tier loses no coverage
+// (every backend, op and case still runs), no test skips itself under
+// -short: an `if` on testing.Short() may shrink a count, never call Skip.
+func TestShortTierSkipsNothing(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ifs, ok := n.(*ast.IfStmt)
+			if !ok || !mentionsShort(ifs.Cond) {
+				return true
+			}
+			ast.Inspect(ifs.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Skip") {
+					t.Errorf("%s: a test skips under -short, so make test would not run it; shrink its repetitions instead", fset.Position(sel.Pos()))
+				}
+				return true
+			})
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^TESTFLAGS \?= -short$`).Match(mk) || !regexp.MustCompile(`(?m)^test-all:`).Match(mk) {
+		t.Error("the Makefile has no short tier (TESTFLAGS ?= -short) or no test-all target")
+	}
+}
+
+// mentionsShort reports whether expr calls testing.Short().
+func mentionsShort(expr ast.Expr) bool {
+	found := false
+	ast.Inspect(expr, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Short" {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "testing" {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }

@@ -136,9 +136,6 @@ func TestDigitsCNNTrain(t *testing.T) {
 // and classifies the 360 held-out digits: 335/360 = 93.06% (measured
 // 2026-12-02; the digits MLP gets 329). The test asks at least 90%.
 func TestDigitsCNNAccuracy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("300 training steps")
-	}
 	fx := loadDigitsFixture(t)
 	d := loadDigits(t, fx.Data.Sha256)
 	n := fx.Data.Train

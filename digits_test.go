@@ -232,9 +232,6 @@ func TestDigitsTrain(t *testing.T) {
 // fixtureBound of its float32 run, and the test accuracy is PyTorch's
 // within two examples.
 func TestDigitsAccuracy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("300 training steps")
-	}
 	fx := loadDigitsFixture(t)
 	d := loadDigits(t, fx.Data.Sha256)
 	shapes := digitsShapes(fx)

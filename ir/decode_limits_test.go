@@ -217,9 +217,6 @@ func allocated(f func()) uint64 {
 // bytes per byte of document plus 1 MiB, whatever the document (issue 11,
 // item 3: the old decoder took 140 bytes per byte of a flood of {}).
 func TestDecodeMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds documents of tens of MB")
-	}
 	var chain, wide, late, dims, nest, outs bytes.Buffer
 	chain.WriteString(`{"version":1,"nodes":[{"id":0,"op":"input","shape":[1048576],"data":[`)
 	for k := range 1 << 20 {

@@ -123,7 +123,7 @@ func TestDigitsModel(t *testing.T) {
 // (195 s and 504 s of wall time on this machine under load, 2026-12-02),
 // too long for every run of the suite.
 func TestDigitsModelReproducible(t *testing.T) {
-	if testing.Short() || os.Getenv("GPUCC_RETRAIN") == "" {
+	if os.Getenv("GPUCC_RETRAIN") == "" {
 		t.Skip("trains the classifiers (300 full-batch steps each on cpu); set GPUCC_RETRAIN=1 to run it")
 	}
 	loadDigits(t) // skips without the data

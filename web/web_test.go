@@ -68,9 +68,6 @@ func TestMain(m *testing.M) {
 // builtPage returns the page built from the current sources.
 func builtPage(t *testing.T) fs.FS {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the page's wasm")
-	}
 	dir, err := built()
 	if err != nil {
 		t.Fatal(err)
