@@ -137,7 +137,7 @@ func (p *Plan) checkProgram(limits ir.Limits) (*ir.Sealed, error) {
 			return bad("%s has shape %v: a dimension is not positive or the size overflows", what, s)
 		}
 		if n := s.Elements(maxElems); n < 0 {
-			return ir.Errorf(ir.CodeLimitExceeded, -1, "plan", "%s has shape %v, past this runtime's %d elements per tensor", what, s, maxElems)
+			return ir.LimitErrorf("MaxElements", -1, "plan", "%s has shape %v, past this runtime's %d elements per tensor", what, s, maxElems)
 		}
 		return nil
 	}

@@ -183,7 +183,7 @@ func (rt *Runtime) errClosed() error {
 // reserve checks that n more device bytes fit under the cap; rt.mu held.
 func (rt *Runtime) reserve(n int64) error {
 	if c := rt.opts.MaxDeviceBytes; c > 0 && rt.live+rt.held+n > c {
-		return ir.Errorf(ir.CodeLimitExceeded, -1, "", "%d device bytes are live and this needs %d more; the cap (MaxDeviceBytes) is %d", rt.live+rt.held, n, c)
+		return ir.Errorf(ir.CodeLimitExceeded, -1, "", "%d device bytes are live and this needs %d more; the cap is %d (raise Options.MaxDeviceBytes)", rt.live+rt.held, n, c)
 	}
 	return nil
 }

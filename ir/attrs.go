@@ -125,7 +125,7 @@ func checkAttrs(node int, op Op, attrs []int, l Limits) *Error {
 		return nil
 	}
 	if len(attrs) > l.MaxAttrValues {
-		return Errorf(CodeLimitExceeded, node, "attrs", "%d attribute values exceed the limit of %d per node", len(attrs), l.MaxAttrValues)
+		return LimitErrorf("MaxAttrValues", node, "attrs", "%d attribute values exceed the limit of %d per node", len(attrs), l.MaxAttrValues)
 	}
 	at := 0
 	for _, s := range specs {
@@ -203,7 +203,7 @@ func readAttr(r reader, i int, key string, max int) (wireAttr, *Error) {
 	var vals []int
 	err := r.each(i, key, func() *Error {
 		if len(vals) == max {
-			return Errorf(CodeLimitExceeded, i, key, "more than %d values exceed the limit of %d attribute values per node", max, max)
+			return LimitErrorf("MaxAttrValues", i, key, "more than %d values exceed the limit of %d attribute values per node", max, max)
 		}
 		n, err := r.integer(i, key)
 		vals = append(vals, n)

@@ -82,7 +82,7 @@ func Decode(r io.Reader, limits Limits) (*Graph, error) {
 	cr := &cappedReader{r: r, left: SatAdd(l.MaxGraphBytes, 1)}
 	g, err := decodeGraph(jsontext.NewDecoder(cr), l)
 	if cr.left <= 0 { // read past the limit: report that, not where the JSON broke
-		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
+		return nil, LimitErrorf("MaxGraphBytes", -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
 	}
 	if cr.err != nil { // the reader failed (a directory, a device), not the document
 		return nil, Errorf(CodeIO, -1, "", "reading graph: %v", cr.err)
@@ -99,7 +99,7 @@ func Decode(r io.Reader, limits Limits) (*Graph, error) {
 // DecodeBytes is Decode on an in-memory document.
 func DecodeBytes(raw []byte, limits Limits) (*Graph, error) {
 	if l := limits.withDefaults(); int64(len(raw)) > l.MaxGraphBytes {
-		return nil, Errorf(CodeLimitExceeded, -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
+		return nil, LimitErrorf("MaxGraphBytes", -1, "", "graph JSON exceeds the limit of %d bytes", l.MaxGraphBytes)
 	}
 	return Decode(bytes.NewReader(raw), limits)
 }
@@ -318,7 +318,7 @@ func decodeGraph(dec *jsontext.Decoder, l Limits) (*Graph, *Error) {
 			return r.each(-1, "nodes", func() *Error {
 				i := len(d.ids)
 				if i == l.MaxNodes {
-					return Errorf(CodeLimitExceeded, -1, "nodes", "more than %d nodes exceed the limit of %d", l.MaxNodes, l.MaxNodes)
+					return LimitErrorf("MaxNodes", -1, "nodes", "more than %d nodes exceed the limit of %d", l.MaxNodes, l.MaxNodes)
 				}
 				w, err := readNode(r, i, l)
 				if err != nil {
@@ -330,7 +330,7 @@ func decodeGraph(dec *jsontext.Decoder, l Limits) (*Graph, *Error) {
 			return r.each(-1, "outputs", func() *Error {
 				k := len(outs)
 				if k == l.MaxOutputs {
-					return Errorf(CodeLimitExceeded, -1, "outputs", "more than %d outputs exceed the limit of %d", l.MaxOutputs, l.MaxOutputs)
+					return LimitErrorf("MaxOutputs", -1, "outputs", "more than %d outputs exceed the limit of %d", l.MaxOutputs, l.MaxOutputs)
 				}
 				o, err := readOutput(r, k)
 				outs = append(outs, o)
@@ -539,7 +539,7 @@ func readInts(r reader, i int, t DType, shape Shape, l Limits) ([]int64, *Error)
 	}
 	err := r.each(i, "data", func() *Error {
 		if int64(len(out)) == max {
-			return Errorf(CodeLimitExceeded, i, "data", "has more than %d values, the most its shape or the element limit allows", max)
+			return LimitErrorf("MaxElements", i, "data", "has more than %d values, the most its shape or the element limit allows", max)
 		}
 		raw, err := r.scalarToken(i, "data")
 		if err != nil {
@@ -610,7 +610,7 @@ func readData(r reader, i int, t DType, shape Shape, l Limits) ([]float32, *Erro
 			if exact {
 				return Errorf(CodeInvalidGraph, i, "data", "has more than the %d values its shape needs", max)
 			}
-			return Errorf(CodeLimitExceeded, i, "data", "has more than %d values, the limit of elements per tensor", max)
+			return LimitErrorf("MaxElements", i, "data", "has more than %d values, the limit of elements per tensor", max)
 		}
 		var v float32
 		var err *Error
@@ -703,7 +703,7 @@ func (d *decoder) node(i int, w *wireNode) *Error {
 func (d *decoder) count(i int, s Shape, t DType) *Error {
 	d.storage = SatAdd(d.storage, SatMul(int64(t.Size()), int64(s.Len())))
 	if over(d.storage, d.l.MaxStorageBytes) {
-		return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(d.storage), d.l.MaxStorageBytes)
+		return LimitErrorf("MaxStorageBytes", i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(d.storage), d.l.MaxStorageBytes)
 	}
 	return nil
 }
@@ -837,7 +837,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			}
 		}
 		if Shape(w.Shape).Elements(l.MaxElements) < 0 {
-			return Node{}, Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", Shape(w.Shape), l.MaxElements)
+			return Node{}, LimitErrorf("MaxElements", i, "shape", "shape %v exceeds the limit of %d elements per tensor", Shape(w.Shape), l.MaxElements)
 		}
 		n.Shape = append(Shape{}, w.Shape...)
 		if info.Args > 0 {
@@ -862,7 +862,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 			return Node{}, err
 		}
 		if s.Elements(l.MaxElements) < 0 {
-			return Node{}, Errorf(CodeLimitExceeded, i, "shape", "result shape %v exceeds the limit of %d elements per tensor", s, l.MaxElements)
+			return Node{}, LimitErrorf("MaxElements", i, "shape", "result shape %v exceeds the limit of %d elements per tensor", s, l.MaxElements)
 		}
 		n.Shape = s
 	}

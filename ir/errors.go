@@ -63,6 +63,9 @@ type Error struct {
 	Node  int    // offending node id, or -1
 	Field string // offending field ("shape", "b", "outputs[2].name"), if any
 	Msg   string
+	// Limit is the Limits field a limit_exceeded error hit ("MaxNodes"),
+	// set by LimitErrorf; Error then says how to raise it.
+	Limit string
 }
 
 // Errorf returns an *Error for node (or -1) and field (or ""). A message
@@ -127,6 +130,10 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "field %s: ", e.Field)
 	}
 	b.WriteString(e.Msg)
+	if e.Limit != "" {
+		b.WriteString("; ")
+		b.WriteString(raiseHint(e.Limit))
+	}
 	return b.String()
 }
 

@@ -296,7 +296,7 @@ func validate(g *Graph, l Limits, data bool) *Error {
 		return Errorf(CodeInvalidGraph, -1, "nodes", "graph has no nodes")
 	}
 	if len(g.Nodes) > l.MaxNodes {
-		return Errorf(CodeLimitExceeded, -1, "nodes", "%d nodes exceed the limit of %d", len(g.Nodes), l.MaxNodes)
+		return LimitErrorf("MaxNodes", -1, "nodes", "%d nodes exceed the limit of %d", len(g.Nodes), l.MaxNodes)
 	}
 	var storage, ops int64
 	names := map[string]bool{}
@@ -313,11 +313,11 @@ func validate(g *Graph, l Limits, data bool) *Error {
 		}
 		storage = SatAdd(storage, SatMul(int64(n.DType.Size()), int64(n.Shape.Len())))
 		if over(storage, l.MaxStorageBytes) {
-			return Errorf(CodeLimitExceeded, i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(storage), l.MaxStorageBytes)
+			return LimitErrorf("MaxStorageBytes", i, "shape", "summed storage reaches %s bytes, over the limit of %d", total(storage), l.MaxStorageBytes)
 		}
 		ops = SatAdd(ops, EstimateOps(g, n))
 		if over(ops, l.MaxOps) {
-			return Errorf(CodeLimitExceeded, i, "op", "estimated operations reach %s, over the limit of %d", total(ops), l.MaxOps)
+			return LimitErrorf("MaxOps", i, "op", "estimated operations reach %s, over the limit of %d", total(ops), l.MaxOps)
 		}
 	}
 	if err := validateDefaultNames(g, names); err != nil {
@@ -367,7 +367,7 @@ func validateNode(g *Graph, i int, n *Node, l Limits, data bool) *Error {
 		}
 	}
 	if n.Shape.Elements(l.MaxElements) < 0 {
-		return Errorf(CodeLimitExceeded, i, "shape", "shape %v exceeds the limit of %d elements per tensor", n.Shape, l.MaxElements)
+		return LimitErrorf("MaxElements", i, "shape", "shape %v exceeds the limit of %d elements per tensor", n.Shape, l.MaxElements)
 	}
 	if err := checkAttrs(i, n.Op, n.Attrs, l); err != nil {
 		return err
@@ -497,7 +497,7 @@ func validateOutputs(g *Graph, l Limits) *Error {
 		return Errorf(CodeInvalidGraph, -1, "outputs", "graph has no outputs")
 	}
 	if len(g.Outputs) > l.MaxOutputs {
-		return Errorf(CodeLimitExceeded, -1, "outputs", "%d outputs exceed the limit of %d", len(g.Outputs), l.MaxOutputs)
+		return LimitErrorf("MaxOutputs", -1, "outputs", "%d outputs exceed the limit of %d", len(g.Outputs), l.MaxOutputs)
 	}
 	seen := make(map[string]bool, len(g.Outputs))
 	var bytes int64
@@ -516,7 +516,7 @@ func validateOutputs(g *Graph, l Limits) *Error {
 		on := &g.Nodes[o.ID]
 		bytes = SatAdd(bytes, SatMul(int64(on.DType.Size()), int64(on.Shape.Len())))
 		if over(bytes, l.MaxOutputBytes) {
-			return Errorf(CodeLimitExceeded, -1, field+".id", "outputs reach %s bytes, over the limit of %d", total(bytes), l.MaxOutputBytes)
+			return LimitErrorf("MaxOutputBytes", -1, field+".id", "outputs reach %s bytes, over the limit of %d", total(bytes), l.MaxOutputBytes)
 		}
 	}
 	return nil

@@ -166,7 +166,7 @@ func CheckKernels(p *Program, l Limits) error {
 			if len(k.Nodes) > 0 {
 				node = int(k.Nodes[len(k.Nodes)-1])
 			}
-			return Errorf(CodeLimitExceeded, node, "op", "kernel %s has %s operations of code per element, over the limit of %d (split the chain, or raise the limit)",
+			return LimitErrorf("MaxKernelOps", node, "op", "kernel %s has %s operations of code per element, over the limit of %d (or split the chain)",
 				k.Name, total(ops), l.MaxKernelOps)
 		}
 	}

@@ -63,12 +63,13 @@ func (c *importer) elements(what string, shape []int) (int, *ir.Error) {
 	}
 	n, ok := dimProduct(c.l.MaxElements, shape...)
 	if !ok {
-		return 0, c.overLimit("%s of shape %v exceeds the limit of %d elements per tensor", what, shape, c.l.MaxElements)
+		return 0, c.overLimit("MaxElements", "%s of shape %v exceeds the limit of %d elements per tensor", what, shape, c.l.MaxElements)
 	}
 	return int(n), nil
 }
 
-// overLimit is the limit_exceeded error for the current node.
-func (c *importer) overLimit(format string, args ...any) *ir.Error {
-	return ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: %s", c.n.opType, ir.Quote(c.n.name), fmt.Sprintf(format, args...))
+// overLimit is the limit_exceeded error of the Limits field limit for
+// the current node.
+func (c *importer) overLimit(limit, format string, args ...any) *ir.Error {
+	return ir.LimitErrorf(limit, -1, c.field(), "%s node %s: %s", c.n.opType, ir.Quote(c.n.name), fmt.Sprintf(format, args...))
 }

@@ -287,7 +287,7 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 				return ir.Errorf(ir.CodeInvalidInput, -1, field, "input %s has shape %v in the model; the constant given has shape %v", ir.Quote(in.name), staticDims(in.dims), t.Shape)
 			}
 			if c.storage = ir.SatAdd(c.storage, ir.SatMul(4, int64(t.Len()))); c.storage > c.l.MaxStorageBytes {
-				return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the constants reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
+				return ir.LimitErrorf("MaxStorageBytes", -1, field, "the constants reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
 			}
 			c.vals[in.name] = &value{c: t}
 			continue
@@ -309,10 +309,10 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		}
 		n := shape.Elements(c.l.MaxElements)
 		if n < 0 {
-			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
+			return ir.LimitErrorf("MaxElements", -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
 		}
 		if c.storage = ir.SatAdd(c.storage, ir.SatMul(int64(irt.Size()), n)); c.storage > c.l.MaxStorageBytes {
-			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
+			return ir.LimitErrorf("MaxStorageBytes", -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
 		}
 		if len(in.name) > 256 {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input name %s is longer than gpucc's 256 bytes", ir.Quote(in.name))
@@ -380,7 +380,7 @@ func (c *importer) inputShape(in valueInfo, opts Options, field string) (ir.Shap
 		case d.value < 1:
 			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has dimension %d of %d; gpucc's tensors are not empty", ir.Quote(in.name), k, d.value)
 		case d.value > c.l.MaxElements:
-			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, field, "input %s has dimension %d of %d, over the limit of %d elements", ir.Quote(in.name), k, d.value, c.l.MaxElements)
+			return nil, ir.LimitErrorf("MaxElements", -1, field, "input %s has dimension %d of %d, over the limit of %d elements", ir.Quote(in.name), k, d.value, c.l.MaxElements)
 		}
 		s[k] = int(d.value)
 	}
@@ -781,7 +781,7 @@ func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
 		return nil, c.refuse("a constant of rank %d, over the maximum rank %d", len(shape), ir.MaxRank)
 	}
 	if c.storage = ir.SatAdd(c.storage, 4*int64(n)); c.storage > c.l.MaxStorageBytes {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, c.field(), "%s node %s: the constants reach %d bytes, over the storage limit of %d", c.n.opType, ir.Quote(c.n.name), c.storage, c.l.MaxStorageBytes)
+		return nil, ir.LimitErrorf("MaxStorageBytes", -1, c.field(), "%s node %s: the constants reach %d bytes, over the storage limit of %d", c.n.opType, ir.Quote(c.n.name), c.storage, c.l.MaxStorageBytes)
 	}
 	t := &Tensor{Type: dt, Shape: append([]int{}, shape...)}
 	switch {

@@ -476,7 +476,7 @@ func rangeOp(c *importer) ([]value, *ir.Error) {
 		n = (span-1)/step + 1
 	}
 	if n > uint64(c.l.MaxElements) {
-		return nil, c.overLimit("%d elements exceed the limit of %d", n, c.l.MaxElements)
+		return nil, c.overLimit("MaxElements", "%d elements exceed the limit of %d", n, c.l.MaxElements)
 	}
 	r, err := c.newConst(dt, []int{int(n)})
 	if err != nil {
@@ -593,7 +593,7 @@ func concatOp(c *importer) ([]value, *ir.Error) {
 	}
 	sum, ok := dimSum(c.l.MaxElements, along...)
 	if !ok {
-		return nil, c.overLimit("%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(ts), axis, c.l.MaxElements)
+		return nil, c.overLimit("MaxElements", "%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(ts), axis, c.l.MaxElements)
 	}
 	out[axis] = int(sum)
 	res, err := c.newConst(ts[0].Type, out)
@@ -817,7 +817,7 @@ func (c *importer) concatRuntime() ([]value, *ir.Error) {
 	// any is made (2,048 inputs of one [2^20] tensor asked 16 GB each).
 	total64, ok := dimSum(c.l.MaxElements, along...)
 	if !ok {
-		return nil, c.overLimit("%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(xs), axis, c.l.MaxElements)
+		return nil, c.overLimit("MaxElements", "%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(xs), axis, c.l.MaxElements)
 	}
 	if _, err := c.elements("the concatenation", append(append(append([]int{}, s0[:axis]...), int(total64)), s0[axis+1:]...)); err != nil {
 		return nil, err
@@ -1035,7 +1035,7 @@ func tileOp(c *importer) ([]value, *ir.Error) {
 		}
 		n, ok := dimProduct(c.l.MaxElements, int64(s[a]), r)
 		if !ok {
-			return nil, c.overLimit("%d repeats of an axis of %d exceed the limit of %d elements per tensor", r, s[a], c.l.MaxElements)
+			return nil, c.overLimit("MaxElements", "%d repeats of an axis of %d exceed the limit of %d elements per tensor", r, s[a], c.l.MaxElements)
 		}
 		out[a] = int(n)
 	}

@@ -145,7 +145,7 @@ func readAll(r io.Reader, max int64) ([]byte, *ir.Error) {
 		return nil, ir.Errorf(ir.CodeIO, -1, "", "reading the model: %v", err)
 	}
 	if n > max {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "", "the model exceeds the limit of %d bytes", max)
+		return nil, ir.LimitErrorf("MaxGraphBytes", -1, "", "the model exceeds the limit of %d bytes", max)
 	}
 	return buf.Bytes(), nil
 }
@@ -176,13 +176,13 @@ func convertTensor(tp *tensorProto, l ir.Limits, storage *int64, where string) (
 			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, where, "tensor %s has dimension %d of %d", ir.Quote(name), k, d)
 		}
 		if d > l.MaxElements || (d > 0 && n > l.MaxElements/d) {
-			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, where, "tensor %s of dimensions %v exceeds the limit of %d elements per tensor", ir.Quote(name), tp.dims, l.MaxElements)
+			return nil, ir.LimitErrorf("MaxElements", -1, where, "tensor %s of dimensions %v exceeds the limit of %d elements per tensor", ir.Quote(name), tp.dims, l.MaxElements)
 		}
 		n *= d
 		shape[k] = int(d)
 	}
 	if *storage = ir.SatAdd(*storage, ir.SatMul(4, n)); *storage > l.MaxStorageBytes {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, where, "the model's tensors reach %d bytes at tensor %s, over the storage limit of %d", *storage, ir.Quote(name), l.MaxStorageBytes)
+		return nil, ir.LimitErrorf("MaxStorageBytes", -1, where, "the model's tensors reach %d bytes at tensor %s, over the storage limit of %d", *storage, ir.Quote(name), l.MaxStorageBytes)
 	}
 	t := &Tensor{Name: name, Type: dt, Shape: shape}
 	if err := t.fill(tp, int(n), where); err != nil {

@@ -137,7 +137,7 @@ func newBudget(l ir.Limits, size int) *budget {
 // take charges n bytes of decoded structures for what.
 func (b *budget) take(n int64, what string) *ir.Error {
 	if b.mem < n {
-		return ir.Errorf(ir.CodeLimitExceeded, -1, what, "decoding the model's %s needs more memory than %d bytes a byte of model (and %d MiB) allow", what, DecodeBytesPerByte, DecodeSlack>>20)
+		return ir.Errorf(ir.CodeLimitExceeded, -1, what, "decoding the model's %s needs more memory than %d bytes a byte of model (and %d MiB) allow (a fixed bound of the decoder: the model is malformed or hostile)", what, DecodeBytesPerByte, DecodeSlack>>20)
 	}
 	b.mem -= n
 	return nil
@@ -309,9 +309,9 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 	c := countFields(b)
 	switch {
 	case c[1] > l.MaxNodes:
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "graph.node", "the model has more than %d nodes (the node limit)", l.MaxNodes)
+		return nil, ir.LimitErrorf("MaxNodes", -1, "graph.node", "the model has more than %d nodes (the node limit)", l.MaxNodes)
 	case c[5] > l.MaxNodes:
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
+		return nil, ir.LimitErrorf("MaxNodes", -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
 	}
 	if err := bud.take(int64(c[1])*sizeNode+int64(c[5])*sizeTensor+int64(c[11]+c[12])*sizeValue, "graph"); err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 		switch num {
 		case 1: // node
 			if bud.nodes++; bud.nodes > l.MaxNodes {
-				return ir.Errorf(ir.CodeLimitExceeded, -1, "graph.node", "the model has more than %d nodes (the node limit)", l.MaxNodes)
+				return ir.LimitErrorf("MaxNodes", -1, "graph.node", "the model has more than %d nodes (the node limit)", l.MaxNodes)
 			}
 			var n nodeProto
 			n, err = decodeNode(v, bud)
@@ -336,7 +336,7 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 			g.name, err = str(v, typ, "graph.name")
 		case 5: // initializer
 			if bud.inits++; bud.inits > l.MaxNodes {
-				return ir.Errorf(ir.CodeLimitExceeded, -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
+				return ir.LimitErrorf("MaxNodes", -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
 			}
 			var t tensorProto
 			t, err = decodeTensor(v, bud, "graph.initializer")
@@ -344,12 +344,12 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 		case 15:
 			g.sparse++
 		case 11, 12: // input, output
-			field, count, max := "graph.input", &inputs, l.MaxNodes
+			field, count, max, limit := "graph.input", &inputs, l.MaxNodes, "MaxNodes"
 			if num == 12 {
-				field, count, max = "graph.output", &outputs, l.MaxOutputs
+				field, count, max, limit = "graph.output", &outputs, l.MaxOutputs, "MaxOutputs"
 			}
 			if *count++; *count > max {
-				return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the model has more than %d %ss (the limit)", max, field[6:])
+				return ir.LimitErrorf(limit, -1, field, "the model has more than %d %ss (the limit)", max, field[6:])
 			}
 			var vi valueInfo
 			vi, err = decodeValueInfo(v, bud, field)

@@ -109,7 +109,7 @@ func modelBytes(args []js.Value) (b []byte, err error) {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the model must be a Uint8Array or an ArrayBuffer, got %s", v.Type())
 	}
 	if n := v.Get("length").Int(); int64(n) > limits.MaxGraphBytes {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "", "the model is %d bytes, over the limit of %d", n, limits.MaxGraphBytes)
+		return nil, ir.LimitErrorf("MaxGraphBytes", -1, "", "the model is %d bytes, over the limit of %d", n, limits.MaxGraphBytes)
 	}
 	b = make([]byte, v.Get("length").Int())
 	js.CopyBytesToGo(b, v)
@@ -171,7 +171,7 @@ func float32s(v js.Value, name string) ([]float32, error) {
 	if v.InstanceOf(js.Global().Get("Float32Array")) {
 		n := v.Get("length").Int()
 		if int64(n) > maxN {
-			return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
+			return nil, ir.LimitErrorf("MaxElements", -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
 		}
 		raw := make([]byte, 4*n)
 		js.CopyBytesToGo(raw, js.Global().Get("Uint8Array").New(v.Get("buffer"), v.Get("byteOffset"), 4*n))
@@ -186,7 +186,7 @@ func float32s(v js.Value, name string) ([]float32, error) {
 	}
 	n := v.Length()
 	if int64(n) > maxN {
-		return nil, ir.Errorf(ir.CodeLimitExceeded, -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
+		return nil, ir.LimitErrorf("MaxElements", -1, "inputs", "input %s has %d values, over the limit of %d", ir.Quote(name), n, maxN)
 	}
 	out := make([]float32, n)
 	for k := range out {

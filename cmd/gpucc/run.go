@@ -16,18 +16,22 @@ func init() {
 	commands["run"] = command{summary: "compile and run a graph, print the result as JSON", run: runCmd}
 }
 
-// limitFlags registers the host-policy limit flags on fs.
+// limitFlags registers the host-policy limit flags on fs, one for each
+// row of ir.LimitFlags (the table a limit_exceeded error names its flag
+// from), each defaulting to ir.DefaultLimits' value.
 func limitFlags(fs *flag.FlagSet) *ir.Limits {
 	d := ir.DefaultLimits()
 	l := &ir.Limits{}
-	atLeast(fs, &l.MaxNodes, "max-nodes", d.MaxNodes, 1, "host limit: nodes per graph")
-	atLeast(fs, &l.MaxElements, "max-elements", d.MaxElements, 1, "host limit: elements per tensor")
-	atLeast(fs, &l.MaxStorageBytes, "max-storage", d.MaxStorageBytes, 1, "host limit: summed storage in bytes")
-	atLeast(fs, &l.MaxOps, "max-ops", d.MaxOps, 1, "host limit: estimated operations")
-	atLeast(fs, &l.MaxOutputs, "max-outputs", d.MaxOutputs, 1, "host limit: outputs")
-	atLeast(fs, &l.MaxKernelOps, "max-kernel-ops", d.MaxKernelOps, 1, "host limit: operations of code per kernel, calls inlined")
-	atLeast(fs, &l.MaxOutputBytes, "max-output-bytes", 0, 0, "host limit: summed output bytes, 4 per element (0: the storage limit)")
-	atLeast(fs, &l.MaxGraphBytes, "max-graph-bytes", 0, 0, "host limit: bytes of graph JSON (0: 8 × the storage limit)")
+	for _, r := range ir.LimitFlags {
+		switch p := r.Of(l).(type) {
+		case *int:
+			atLeast(fs, p, r.Flag, *r.Of(&d).(*int), int(r.Min), r.Usage)
+		case *int64:
+			atLeast(fs, p, r.Flag, *r.Of(&d).(*int64), r.Min, r.Usage)
+		default:
+			panic("gpucc: limit " + r.Field + " is neither int nor int64")
+		}
+	}
 	return l
 }
 

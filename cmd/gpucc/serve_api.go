@@ -316,7 +316,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > a.limits.MaxGraphBytes {
-		a.fail(w, http.StatusRequestEntityTooLarge, ir.Errorf(ir.CodeLimitExceeded, -1, "", "graph JSON of %d bytes exceeds the limit of %d bytes", r.ContentLength, a.limits.MaxGraphBytes))
+		a.fail(w, http.StatusRequestEntityTooLarge, ir.LimitErrorf("MaxGraphBytes", -1, "", "graph JSON of %d bytes exceeds the limit of %d bytes", r.ContentLength, a.limits.MaxGraphBytes))
 		return
 	}
 	rc := http.NewResponseController(w)
