@@ -86,7 +86,7 @@ func (c *importer) batchNormOf(w, b *Tensor) (batchNormFold, bool) {
 	// Every reader of out follows the Conv: one before it would have
 	// failed its import (out undefined there), so all of out's readers
 	// are its later ones.
-	r := c.readers(g)[out]
+	r := c.readers(g).of(out)
 	if r.n != 1 || r.last <= c.idx {
 		return batchNormFold{}, false
 	}

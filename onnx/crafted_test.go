@@ -205,3 +205,30 @@ func TestCraftedAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestReadIndexMemory: the index of the graph's readers (which answers
+// used and the BatchNormalization fold) costs 16 bytes a read, within the
+// decoder's bound: a Dropout whose mask asks it, before a node of a
+// million distinct input names (an 8 MB model), allocated 201 MB (24×)
+// with a map of the names.
+func TestReadIndexMemory(t *testing.T) {
+	many := make([]string, 1<<20)
+	for i := range many {
+		many[i] = fmt.Sprint(i)
+	}
+	nodes := []msg{node("Dropout", "", []string{"x"}, []string{"y", "mask"}), node("Nope", "", many, []string{"z"})}
+	doc := model(13, graph(nodes, nil, []msg{valueInfo("x", 4)}, []msg{valueInfo("y", 4)}))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{Limits: ir.Limits{MaxGraphBytes: 64 << 20}})
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes: %d allocated (%.2f×): %v", len(doc), alloc, float64(alloc)/float64(len(doc)), err)
+	if gpucc.CodeOf(err) != ir.CodeInvalidGraph {
+		t.Errorf("Load: %v, want invalid_graph (node 1's inputs are not defined)", err)
+	}
+	if alloc > (onnx.DecodeBytesPerByte+1)*uint64(len(doc))+3<<20 {
+		t.Errorf("%d bytes of model allocated %d (%.1f×), over %d× and 3 MiB", len(doc), alloc, float64(alloc)/float64(len(doc)), onnx.DecodeBytesPerByte+1)
+	}
+}

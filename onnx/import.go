@@ -137,10 +137,9 @@ type importer struct {
 	graph  *graphProto
 	keepBN bool
 	folded map[int]bool
-	// readIndex is, per value name, how many times nodes read it and the
-	// last node that does (len(nodes) for a graph output); built by
+	// readIndex counts each value's readers (readers.go); built by
 	// readers on first need.
-	readIndex map[string]readCount
+	readIndex *readIndex
 }
 
 // stopped is the timeout error once ctx is done.
@@ -484,27 +483,10 @@ func (c *importer) byRule() ([]value, *ir.Error) {
 	return rule.fn(c)
 }
 
-// readCount counts a value's readers: n reads by nodes (reads: their
-// inputs and their subgraphs'), the last in node last.
-type readCount struct{ n, last int }
-
-// readers indexes the graph's readers once (used and the
-// BatchNormalization fold ask it): a scan of the later nodes per question
-// made a 360 KB model of unused extra outputs import in 35 s (issue 30,
-// finding 6), and 500 Convs before a node of a million inputs 3.8 s.
-func (c *importer) readers(g *graphProto) map[string]readCount {
+// readers is the graph's read index, built once on first need.
+func (c *importer) readers(g *graphProto) *readIndex {
 	if c.readIndex == nil {
-		c.readIndex = map[string]readCount{}
-		for j := range g.nodes {
-			reads(&g.nodes[j], func(in string) {
-				r := c.readIndex[in]
-				c.readIndex[in] = readCount{r.n + 1, j}
-			})
-		}
-		for _, o := range g.outputs {
-			r := c.readIndex[o.name]
-			c.readIndex[o.name] = readCount{r.n, len(g.nodes)}
-		}
+		c.readIndex = newReadIndex(g)
 	}
 	return c.readIndex
 }
@@ -512,8 +494,7 @@ func (c *importer) readers(g *graphProto) map[string]readCount {
 // used reports whether name is read by a node after node i or is a graph
 // output.
 func (c *importer) used(g *graphProto, i int, name string) bool {
-	r, ok := c.readers(g)[name]
-	return ok && r.last > i
+	return c.readers(g).of(name).last > i
 }
 
 // outputs names the graph's outputs. Each must be a float32 value (a

@@ -313,7 +313,7 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 	case c[5] > l.MaxNodes:
 		return nil, ir.LimitErrorf("MaxNodes", -1, "graph.initializer", "the model has more than %d initializers (the node limit)", l.MaxNodes)
 	}
-	if err := bud.take(int64(c[1])*sizeNode+int64(c[5])*sizeTensor+int64(c[11]+c[12])*sizeValue, "graph"); err != nil {
+	if err := bud.take(int64(c[1])*sizeNode+int64(c[5])*sizeTensor+int64(c[11]+c[12])*sizeValue+int64(c[12])*sizeRead, "graph"); err != nil {
 		return nil, err
 	}
 	g.nodes, g.inits = make([]nodeProto, 0, c[1]), make([]tensorProto, 0, c[5])
@@ -367,7 +367,8 @@ func decodeGraph(b []byte, bud *budget) (*graphProto, *ir.Error) {
 func decodeNode(b []byte, bud *budget) (nodeProto, *ir.Error) {
 	var n nodeProto
 	c := countFields(b)
-	if err := bud.take(16*int64(c[1]+c[2])+sizeAttr*int64(c[5]), "node fields"); err != nil {
+	// Each input is charged its entry in the import's read index too.
+	if err := bud.take(16*int64(c[1]+c[2])+sizeRead*int64(c[1])+sizeAttr*int64(c[5]), "node fields"); err != nil {
 		return n, err
 	}
 	n.inputs, n.outputs, n.attrs = make([]string, 0, c[1]), make([]string, 0, c[2]), make([]attrProto, 0, c[5])
