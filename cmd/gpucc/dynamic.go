@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	lib "github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/npy"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// runInputs is run's repeatable --input NAME=FILE.npy: run-time data for
+// an .onnx model's input NAME, whose shape binds the model's dynamic
+// dimensions (no --input-shape needed).
+var runInputs = map[string]string{}
+
+type runInputFlag struct{}
+
+func (runInputFlag) String() string { return "" }
+
+func (runInputFlag) Set(s string) error {
+	name, file, ok := strings.Cut(s, "=")
+	if !ok || name == "" || !strings.HasSuffix(strings.ToLower(file), ".npy") {
+		return fmt.Errorf("want NAME=FILE.npy, got %q", s)
+	}
+	if _, dup := runInputs[name]; dup {
+		return fmt.Errorf("input %q given twice", name)
+	}
+	runInputs[name] = file
+	return nil
+}
+
+func runInputFlags(fs *flag.FlagSet) {
+	runInputs = map[string]string{}
+	fs.Var(runInputFlag{}, "input", "for an .onnx model: run-time data of input NAME, as NAME=FILE.npy (float32, C order; repeatable); its shape binds the model's dynamic dimensions")
+}
+
+// runDynamic runs the .onnx model at path on the data of --input: the
+// model is parsed once, kept with its symbolic dimensions, and specialized
+// to the data's shapes (gpucc.Dynamic). With explain it prints the shape
+// policy and what this run compiled instead of the result.
+func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(ir.Errorf(ir.CodeIO, -1, "", "%v", err))
+	}
+	raw, err := readModel(f, limits)
+	f.Close()
+	if err != nil {
+		return fail(err)
+	}
+	oopts := onnx.Options{Limits: limits}
+	if oopts.Constants, err = onnxConstants(raw, limits); err != nil {
+		return fail(err)
+	}
+	m, err := onnx.Parse(bytes.NewReader(raw), oopts)
+	if err != nil {
+		return fail(err)
+	}
+	in := lib.Inputs{}
+	var shapes []string
+	for name, file := range runInputs {
+		a, err := readNpy(file, limits)
+		if err != nil {
+			return fail(err)
+		}
+		if a.DType != "float32" {
+			return fail(ir.Errorf(ir.CodeUnsupported, -1, "input", "--input %s=%s holds %s; run-time data from .npy is float32 so far", name, file, a.DType))
+		}
+		if want, ok := inputShapes[name]; ok && !slices.Equal(want, a.Shape) {
+			return usageError("run: --input-shape %s=%v, but %s has shape %v", name, want, file, a.Shape)
+		}
+		in[name] = lib.NewTensor(a.Shape, a.Float32)
+		shapes = append(shapes, fmt.Sprintf("%s=%v", name, a.Shape))
+	}
+	slices.Sort(shapes)
+	rt, err := lib.Open(context.Background(), opts)
+	if err != nil {
+		return fail(err)
+	}
+	defer rt.Close()
+	d := rt.NewDynamic(m, lib.DynamicOptions{})
+	defer d.Release()
+	res, err := d.Run(context.Background(), in)
+	if err != nil {
+		return fail(err)
+	}
+	if explain {
+		st := d.Stats()
+		fmt.Printf("model: %v\nshapes: %s\nthis run: %s: %d compiled, %d served from the cache, %d evicted\n",
+			m, d.Policy(), strings.Join(shapes, " "), st.Compiles, st.Hits, st.Evictions)
+		return exitOK
+	}
+	writeJSON(res)
+	return exitOK
+}
+
+func readNpy(file string, limits ir.Limits) (*npy.Array, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, ir.Errorf(ir.CodeIO, -1, "input", "%v", err)
+	}
+	defer f.Close()
+	a, err := npy.Read(f, int64(limits.WithDefaults().MaxElements))
+	if err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "input", "%s: %v", file, err)
+	}
+	return a, nil
+}
