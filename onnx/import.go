@@ -160,9 +160,13 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
 	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph."}
-	for _, o := range m.opsets {
+	seen := false
+	for k, o := range m.opsets {
 		if o.domain == "" || o.domain == "ai.onnx" {
-			c.opset = o.version
+			if seen { // which would the ops mean? (the first was read before, the last now)
+				return nil, ir.Errorf(ir.CodeInvalidGraph, -1, fmt.Sprintf("model.opset_import[%d]", k), "the default domain is imported twice (opsets %d and %d)", c.opset, o.version)
+			}
+			c.opset, seen = o.version, true
 		}
 	}
 	if c.opset == 0 {

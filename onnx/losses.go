@@ -43,8 +43,8 @@ func (c *importer) gatherAlong(x ir.Tensor, axis int, idx []int64, shape []int) 
 	if n >= maxExactIndex {
 		return ir.Tensor{}, c.refuse("a gather along an axis of %d elements, over 2^24", n)
 	}
-	if work := int64(n) * int64(ir.Shape(shape).Len()); work > c.l.MaxElements {
-		return ir.Tensor{}, c.refuse("a gather of %d elements from an axis of %d at run time: its mask of %d elements is over the %d a tensor may hold (gpucc gathers from run-time tensors by masks, not yet by index)", ir.Shape(shape).Len(), n, work, c.l.MaxElements)
+	if _, ok := dimProduct(c.l.MaxElements, append([]int{n}, shape...)...); !ok {
+		return ir.Tensor{}, c.refuse("a gather of shape %v from an axis of %d at run time: its mask of shape %v times %d is over the %d elements a tensor may hold (gpucc gathers from run-time tensors by masks, not yet by index)", shape, n, shape, n, c.l.MaxElements)
 	}
 	// [… K, 1, …] indices, [… 1, C, …] classes and data.
 	ishape := append(append(append(ir.Shape{}, shape[:axis+1]...), 1), shape[axis+1:]...)

@@ -78,4 +78,10 @@ save("cumsum_exclusive_axis0", [h.make_node("CumSum", ["x", "ax"], ["y"], exclus
 # Opsets past any ONNX release.
 save("opset_1000", [h.make_node("Relu", ["x"], ["y"])], [], [f32("x", [2])], [f32("y", None)], "unsupported", opset=1000)
 save("opset_2_40", [h.make_node("Relu", ["x"], ["y"])], [], [f32("x", [2])], [f32("y", None)], "unsupported", opset=2**40)
+# The default domain imported twice, opset 1000 and 13: the last one was read.
+g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "opset_twice", [f32("x", [2])], [f32("y", None)])
+m = h.make_model(g, opset_imports=[h.make_operatorsetid("", 1000), h.make_operatorsetid("", 13)], producer_name="")
+m.ir_version = 8
+onnx.save(m, "opset_twice.onnx")
+want["opset_twice.onnx"] = "invalid_graph"
 json.dump(want, open("expect.json", "w"), indent=1, sort_keys=True)
