@@ -184,8 +184,9 @@ func TestLoadRefuses(t *testing.T) {
 }
 
 // FuzzLoad checks that Load never panics, that what it accepts is a
-// valid graph and what it refuses carries a stable code, and that it
-// allocates within fuzzAlloc. Its input is a model's bytes (grammar
+// valid graph (which cpuref.EvalTyped runs, or refuses with a code) and
+// what it refuses carries a stable code, and that it allocates within
+// fuzzAlloc. Its input is a model's bytes (grammar
 // false: mutated protobuf) or a program of fuzzgrammar_test.go's op
 // grammar (grammar true), which writes a structurally valid model of real
 // ops, attributes and constants. Findings are kept under
@@ -220,6 +221,14 @@ func FuzzLoad(f *testing.F) {
 		}
 		if err := ir.Validate(g, lim); err != nil {
 			t.Fatalf("Load accepted a graph that does not validate: %v", err)
+		}
+		// The reference runs what Load accepts, or fails with a code (an
+		// integer division by zero, say), never panics.
+		if _, err := cpuref.EvalTyped(g); err != nil {
+			var ie *ir.Error
+			if !errors.As(err, &ie) || ie.Code == ir.CodeInternal {
+				t.Fatalf("cpuref.EvalTyped of an imported graph: %v", err)
+			}
 		}
 	})
 }
