@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	lib "github.com/gpucc/gpucc"
-	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -26,8 +25,8 @@ func (runInputFlag) String() string { return "" }
 
 func (runInputFlag) Set(s string) error {
 	name, file, ok := strings.Cut(s, "=")
-	if !ok || name == "" || !strings.HasSuffix(strings.ToLower(file), ".npy") {
-		return fmt.Errorf("want NAME=FILE.npy, got %q", s)
+	if !ok || name == "" || file == "" {
+		return fmt.Errorf("want NAME=FILE.npy or NAME=[…], got %q", s)
 	}
 	if _, dup := runInputs[name]; dup {
 		return fmt.Errorf("input %q given twice", name)
@@ -38,14 +37,14 @@ func (runInputFlag) Set(s string) error {
 
 func runInputFlags(fs *flag.FlagSet) {
 	runInputs = map[string]string{}
-	fs.Var(runInputFlag{}, "input", "for an .onnx model: run-time data of input NAME, as NAME=FILE.npy (float32, C order; repeatable); its shape binds the model's dynamic dimensions")
+	fs.Var(runInputFlag{}, "input", "run-time data of input NAME (the model's or graph's own name), as NAME=FILE.npy (numpy.save's format, C order) or NAME=JSON (a nested array, inline or a .json file) (repeatable); for an .onnx model its shape binds the dynamic dimensions")
 }
 
 // runDynamic runs the .onnx model at path on the data of --input: the
 // model is parsed once, kept with its symbolic dimensions, and specialized
 // to the data's shapes (gpucc.Dynamic). With explain it prints the shape
 // policy and what this run compiled instead of the result.
-func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool) int {
+func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, outDir string) int {
 	f, err := os.Open(path)
 	if err != nil {
 		return fail(ir.Errorf(ir.CodeIO, -1, "", "%v", err))
@@ -66,7 +65,7 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool) i
 	in := lib.Inputs{}
 	var shapes []string
 	for name, file := range runInputs {
-		a, err := readNpy(file, limits)
+		a, err := readInput(file, ir.F32, limits.WithDefaults().MaxElements, "input "+name)
 		if err != nil {
 			return fail(err)
 		}
@@ -97,19 +96,11 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool) i
 			m, d.Policy(), strings.Join(shapes, " "), st.Compiles, st.Hits, st.Evictions)
 		return exitOK
 	}
+	if outDir != "" {
+		if err := writeOutputs(outDir, res); err != nil {
+			return fail(err)
+		}
+	}
 	writeJSON(res)
 	return exitOK
-}
-
-func readNpy(file string, limits ir.Limits) (*npy.Array, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, ir.Errorf(ir.CodeIO, -1, "input", "%v", err)
-	}
-	defer f.Close()
-	a, err := npy.Read(f, int64(limits.WithDefaults().MaxElements))
-	if err != nil {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "input", "%s: %v", file, err)
-	}
-	return a, nil
 }

@@ -52,9 +52,10 @@ func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (lib.Opti
 }
 
 func runCmd(args []string) int {
-	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] [--fast] [--input NAME=FILE.npy …] [--explain] GRAPH.json|MODEL.onnx")
+	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] [--fast] [--input NAME=FILE.npy …] [--output-dir DIR] [--explain] GRAPH.json|MODEL.onnx")
 	limits, options := runtimeFlags(fs)
 	runInputFlags(fs)
+	outDir := fs.String("output-dir", "", "also write each output as DIR/NAME.npy")
 	explain := fs.Bool("explain", false, "for an .onnx model run on --input data: print its dynamic dimensions, the shape cache's policy and what the run compiled, instead of the result")
 	fast := fs.Bool("fast", false, "fast mode: webgpu may contract a matmul's multiply-add (FMA); the result then says \"exact\": false and gives \"errorBound\". Other backends run exact and say \"exact\": true")
 	if err := parseInterspersed(fs, args); err != nil {
@@ -66,19 +67,22 @@ func runCmd(args []string) int {
 	if isONNX(fs.Arg(0)) {
 		limits.NonFinite = true // a model's masks hold -Inf; its outputs are IEEE values
 	}
-	if len(runInputs) > 0 || *explain {
+	if len(runInputs) > 0 && isONNX(fs.Arg(0)) || *explain {
 		if !isONNX(fs.Arg(0)) {
-			return usageError("run: --input and --explain take an .onnx model so far")
+			return usageError("run: --explain takes an .onnx model so far")
 		}
 		opts, err := options()
 		if err != nil {
 			return fail(err)
 		}
 		opts.Fast = *fast
-		return runDynamic(fs.Arg(0), *limits, opts, *explain)
+		return runDynamic(fs.Arg(0), *limits, opts, *explain, *outDir)
 	}
 	g, err := readGraph(fs.Arg(0), *limits)
 	if err != nil {
+		return fail(err)
+	}
+	if err := bindInputs(g, limits.WithDefaults().MaxElements); err != nil {
 		return fail(err)
 	}
 	opts, err := options()
@@ -89,6 +93,11 @@ func runCmd(args []string) int {
 	res, err := lib.Run(context.Background(), g, opts)
 	if err != nil {
 		return fail(err)
+	}
+	if *outDir != "" {
+		if err := writeOutputs(*outDir, res); err != nil {
+			return fail(err)
+		}
 	}
 	writeJSON(res)
 	return 0

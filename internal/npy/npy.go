@@ -1,7 +1,8 @@
-// Package npy reads numpy's .npy files (format versions 1, 2 and 3) of
-// little-endian float32, float64, int32, int64 and bool arrays in C order:
-// what `numpy.save` writes for the values a user fixes at import
-// (gpucc --const NAME=file.npy). Anything else (big-endian data, Fortran
+// Package npy reads and writes numpy's .npy files (format versions 1, 2
+// and 3) of little-endian float32, float64, int32, int64 and bool arrays in
+// C order: what `numpy.save` writes for the values a user fixes at import
+// (gpucc --const NAME=file.npy) or gives a run (gpucc run --input
+// NAME=file.npy), and what gpucc run --output-dir writes. Anything else (big-endian data, Fortran
 // order, object or structured dtypes, a truncated file, trailing bytes) is
 // an error that says what was found; nothing is guessed.
 package npy

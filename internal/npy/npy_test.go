@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -132,5 +136,126 @@ func FuzzRead(f *testing.F) {
 		if n > 4096 || len(a.Float32)+len(a.Float64)+len(a.Int64) != n {
 			t.Fatalf("%d values for shape %v", len(a.Float32)+len(a.Float64)+len(a.Int64), a.Shape)
 		}
+		// What reads writes back, and reads again to the same bits.
+		var buf bytes.Buffer
+		if err := Write(&buf, a); err != nil {
+			t.Fatalf("Write of a read array: %v", err)
+		}
+		b2, err := Read(bytes.NewReader(buf.Bytes()), 4096)
+		if err != nil {
+			t.Fatalf("Read of Write's file: %v", err)
+		}
+		if !sameBits(a, b2) {
+			t.Fatalf("round trip: %+v, then %+v", a, b2)
+		}
 	})
+}
+
+// sameBits reports whether a and b have one dtype, shape and values, bit
+// for bit (NaN payloads and -0 included).
+func sameBits(a, b *Array) bool {
+	if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) || !slices.Equal(a.Int64, b.Int64) ||
+		len(a.Float32) != len(b.Float32) || len(a.Float64) != len(b.Float64) {
+		return false
+	}
+	for i := range a.Float32 {
+		if math.Float32bits(a.Float32[i]) != math.Float32bits(b.Float32[i]) {
+			return false
+		}
+	}
+	for i := range a.Float64 {
+		if math.Float64bits(a.Float64[i]) != math.Float64bits(b.Float64[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWrite: Write gives numpy.save's bytes for each dtype and rank
+// (format 1.0, the header padded to 64 bytes), and refuses values its
+// dtype cannot hold or a count that is not the shape's.
+func TestWrite(t *testing.T) {
+	nan := math.Float32frombits(0x7fc00001)
+	cases := []struct {
+		a    *Array
+		want []byte
+	}{
+		{&Array{DType: "float32", Shape: []int{2, 2}, Float32: []float32{1, float32(math.Copysign(0, -1)), nan, 3.5}}, save("<f4", []int{2, 2}, false, le32(0x3f800000, 0x80000000, 0x7fc00001, 0x40600000))},
+		{&Array{DType: "float32", Shape: []int{}, Float32: []float32{2}}, save("<f4", nil, false, le32(0x40000000))},
+		{&Array{DType: "float64", Shape: []int{1}, Float64: []float64{1}}, save("<f8", []int{1}, false, le64(0x3ff0000000000000))},
+		{&Array{DType: "int32", Shape: []int{2}, Int64: []int64{-1, 7}}, save("<i4", []int{2}, false, le32(0xffffffff, 7))},
+		{&Array{DType: "int64", Shape: []int{1, 1, 1}, Int64: []int64{16000}}, save("<i8", []int{1, 1, 1}, false, le64(16000))},
+		{&Array{DType: "bool", Shape: []int{3}, Int64: []int64{1, 0, 1}}, save("|b1", []int{3}, false, []byte{1, 0, 1})},
+	}
+	for _, c := range cases {
+		var buf bytes.Buffer
+		if err := Write(&buf, c.a); err != nil {
+			t.Errorf("%s %v: %v", c.a.DType, c.a.Shape, err)
+			continue
+		}
+		if !bytes.Equal(buf.Bytes(), c.want) {
+			t.Errorf("%s %v:\n%q\nwant\n%q", c.a.DType, c.a.Shape, buf.Bytes(), c.want)
+		}
+		back, err := Read(&buf, 1<<20)
+		if err != nil || !sameBits(back, c.a) {
+			t.Errorf("%s %v read back: %+v, %v", c.a.DType, c.a.Shape, back, err)
+		}
+	}
+	for _, a := range []*Array{
+		{DType: "float16", Shape: []int{1}, Float32: []float32{1}},
+		{DType: "float32", Shape: []int{3}, Float32: []float32{1, 2}},
+		{DType: "int32", Shape: []int{1}, Int64: []int64{1 << 31}},
+		{DType: "bool", Shape: []int{1}, Int64: []int64{2}},
+		{DType: "float32", Shape: []int{-1}},
+	} {
+		if err := Write(io.Discard, a); err == nil {
+			t.Errorf("Write(%+v) = nil, want an error", a)
+		}
+	}
+}
+
+// TestNumpyAgrees: numpy.load reads what Write writes, and Read what
+// numpy.save writes, with the same bits (skipped without python3-numpy).
+func TestNumpyAgrees(t *testing.T) {
+	py := ""
+	for _, c := range []string{"/usr/bin/python3", "python3"} { // Debian's python3-numpy first
+		if p, err := exec.LookPath(c); err == nil && exec.Command(p, "-c", "import numpy").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with numpy")
+	}
+	dir := t.TempDir()
+	ours := filepath.Join(dir, "ours.npy")
+	var buf bytes.Buffer
+	if err := Write(&buf, &Array{DType: "float32", Shape: []int{2, 3}, Float32: []float32{1, -2, 0.5, 3e38, float32(math.Copysign(0, -1)), 1e-45}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ours, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(dir, "theirs.npy")
+	script := `import numpy as np, sys
+a = np.load(sys.argv[1])
+assert a.dtype == np.float32 and a.shape == (2, 3), (a.dtype, a.shape)
+assert a.tobytes() == np.array([1, -2, 0.5, 3e38, -0.0, 1e-45], np.float32).reshape(2, 3).tobytes()
+np.save(sys.argv[2], np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
+`
+	if out, err := exec.Command(py, "-c", script, ours, theirs).CombinedOutput(); err != nil {
+		t.Fatalf("numpy on Write's file: %v\n%s", err, out)
+	}
+	f, err := os.Open(theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := Read(f, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.DType != "float32" || !slices.Equal(a.Shape, []int{3, 4}) || a.Float32[5] != float32(5)/7 {
+		t.Errorf("numpy.save's file read as %+v", a)
+	}
 }

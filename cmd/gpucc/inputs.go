@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	lib "github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/npy"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// bindInputs gives each --input's values to the graph's input of that name
+// (an ONNX model's inputs keep the model's names), checked against its
+// shape and dtype, in place of the values the graph embeds.
+func bindInputs(g *ir.Graph, maxElements int64) error {
+	for _, name := range slices.Sorted(maps.Keys(runInputs)) {
+		p := struct{ name, value string }{name, runInputs[name]}
+		field := "input " + p.name
+		id := slices.IndexFunc(g.Nodes, func(n ir.Node) bool { return n.Op == ir.OpInput && n.Name == p.name })
+		if id < 0 {
+			var names []string
+			for _, n := range g.Nodes {
+				if n.Op == ir.OpInput && n.Name != "" && !n.Param {
+					names = append(names, n.Name)
+				}
+			}
+			return ir.Errorf(ir.CodeInvalidInput, -1, field, "the graph has no input %s (its named inputs: %s)", ir.Quote(p.name), strings.Join(names, ", "))
+		}
+		n := &g.Nodes[id]
+		a, err := readInput(p.value, n.DType, maxElements, field)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(a.Shape, []int(n.Shape)) {
+			return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s has shape %v; %s gives %v", ir.Quote(p.name), n.Shape, p.value, a.Shape)
+		}
+		switch {
+		case n.DType.IsFloat() && a.DType == "float32":
+			n.Data = a.Float32
+		case n.DType == ir.I32 && a.DType == "int32", n.DType == ir.I64 && a.DType == "int64", n.DType == ir.Bool && a.DType == "bool":
+			n.Ints = a.Int64
+		default:
+			return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s holds %s (gpucc never converts an input's dtype)", ir.Quote(p.name), n.DType, p.value, a.DType)
+		}
+	}
+	return nil
+}
+
+// readInput reads one --input value: a .npy file, or a JSON array (inline
+// or a .json file), whose numbers take the input's dtype.
+func readInput(value string, dt ir.DType, maxElements int64, field string) (*npy.Array, error) {
+	if strings.HasSuffix(strings.ToLower(value), ".npy") {
+		f, err := os.Open(value)
+		if err != nil {
+			return nil, ir.Errorf(ir.CodeIO, -1, field, "%v", err)
+		}
+		defer f.Close()
+		a, err := npy.Read(f, maxElements)
+		if err != nil {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s: %v", value, err)
+		}
+		return a, nil
+	}
+	raw := []byte(value)
+	if strings.HasSuffix(strings.ToLower(value), ".json") {
+		b, err := os.ReadFile(value)
+		if err != nil {
+			return nil, ir.Errorf(ir.CodeIO, -1, field, "%v", err)
+		}
+		raw = b
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s is neither a .npy file nor a JSON array: %v", ir.Quote(value), err)
+	}
+	a := &npy.Array{DType: "float32", Shape: []int{}}
+	if !dt.IsFloat() {
+		a.DType = dt.String()
+	}
+	for x := v; ; {
+		l, ok := x.([]any)
+		if !ok {
+			break
+		}
+		a.Shape = append(a.Shape, len(l))
+		if len(l) == 0 {
+			break
+		}
+		x = l[0]
+	}
+	var walk func(x any, depth int) error
+	walk = func(x any, depth int) error {
+		if depth < len(a.Shape) {
+			l, ok := x.([]any)
+			if !ok || len(l) != a.Shape[depth] {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the JSON array is not rectangular (shape %v)", a.Shape)
+			}
+			for _, e := range l {
+				if err := walk(e, depth+1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		f, ok := x.(float64)
+		if !ok {
+			return ir.Errorf(ir.CodeInvalidInput, -1, field, "the JSON array holds %v, not a number", x)
+		}
+		if int64(len(a.Float32)+len(a.Int64)) >= maxElements {
+			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the JSON array has more than %d elements", maxElements)
+		}
+		if dt.IsFloat() {
+			a.Float32 = append(a.Float32, float32(f))
+		} else {
+			if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "%v is not an integer of %v", f, dt)
+			}
+			a.Int64 = append(a.Int64, int64(f))
+		}
+		return nil
+	}
+	if err := walk(v, 0); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// writeOutputs writes each output of res as DIR/NAME.npy (float32, or the
+// output's integer or bool dtype).
+func writeOutputs(dir string, res *lib.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ir.Errorf(ir.CodeIO, -1, "output-dir", "%v", err)
+	}
+	for name, t := range res.Outputs {
+		if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+			return ir.Errorf(ir.CodeUsage, -1, "output-dir", "output %s cannot name a file", ir.Quote(name))
+		}
+		a := &npy.Array{DType: "float32", Shape: t.Shape, Float32: t.Data}
+		if !t.DType.IsFloat() {
+			a = &npy.Array{DType: t.DType.String(), Shape: t.Shape, Int64: t.Ints}
+		} else if t.DType != ir.F32 {
+			a.DType = "float32" // float16 and bfloat16 values are float32-carried: exact in float32
+		}
+		f, err := os.Create(filepath.Join(dir, name+".npy"))
+		if err != nil {
+			return ir.Errorf(ir.CodeIO, -1, "output-dir", "%v", err)
+		}
+		err = npy.Write(f, a)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return ir.Errorf(ir.CodeIO, -1, "output-dir", "%s.npy: %v", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/internal/npy"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// TestRunInputs: gpucc run MODEL.onnx --input x=FILE.npy runs the model
+// on those values (not on zeros) under the model's own input name, gives
+// the same bits from a JSON array, matches cpuref on the same values, and
+// --output-dir writes each output as NAME.npy with the printed bits; a
+// wrong name, shape, dtype or a truncated file is invalid_input (issue 36).
+func TestRunInputs(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("testdata", "mlp2.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	x := []float32{1, -2, 0.5, 4, 5.25, -6}
+	write := func(name string, a *npy.Array) string {
+		var buf bytes.Buffer
+		if err := npy.Write(&buf, a); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	xnpy := write("x.npy", &npy.Array{DType: "float32", Shape: []int{2, 3}, Float32: x})
+
+	// The reference: the model imported, its input given x, in cpuref.
+	raw, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := slices.IndexFunc(g.Nodes, func(n ir.Node) bool { return n.Op == ir.OpInput && n.Name == "x" })
+	g.Nodes[in].Data = x
+	out := slices.IndexFunc(g.Outputs, func(o ir.Output) bool { return o.Name == "probs" })
+	want := cpuref.Eval(g)[g.Outputs[out].ID]
+
+	probs := func(args ...string) []float32 {
+		t.Helper()
+		stdout, v, code := gpucc(t, "", append([]string{"run", "--backend", "cpu"}, args...)...)
+		if code != 0 {
+			t.Fatalf("gpucc run %v: exit %d: %s", args, code, stdout)
+		}
+		var res struct {
+			Outputs map[string]struct{ Data []float32 }
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v: %s", err, v)
+		}
+		return res.Outputs["probs"].Data
+	}
+	outDir := filepath.Join(dir, "out")
+	fromNpy := probs("--input", "x="+xnpy, "--output-dir", outDir, model)
+	fromJSON := probs("--input", "x=[[1,-2,0.5],[4,5.25,-6]]", model)
+	zeros := probs(model)
+	bits := func(v []float32) []uint32 {
+		b := make([]uint32, len(v))
+		for i, f := range v {
+			b[i] = math.Float32bits(f)
+		}
+		return b
+	}
+	if !slices.Equal(bits(fromNpy), bits(want)) || !slices.Equal(bits(fromJSON), bits(want)) {
+		t.Errorf("probs from x.npy %v, from JSON %v; cpuref on x: %v", fromNpy, fromJSON, want)
+	}
+	if slices.Equal(bits(zeros), bits(want)) {
+		t.Errorf("the run on zeros gave x's answer %v: the input was not bound", zeros)
+	}
+	f, err := os.Open(filepath.Join(outDir, "probs.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := npy.Read(f, 1<<20)
+	if err != nil || a.DType != "float32" || !slices.Equal(a.Shape, []int{2, 2}) || !slices.Equal(bits(a.Float32), bits(want)) {
+		t.Errorf("--output-dir's probs.npy: %+v, %v; want %v", a, err, want)
+	}
+
+	good, _ := os.ReadFile(xnpy)
+	truncated := filepath.Join(dir, "short.npy")
+	os.WriteFile(truncated, good[:len(good)-3], 0o644)
+	fortran := filepath.Join(dir, "fortran.npy")
+	os.WriteFile(fortran, bytes.Replace(good, []byte("'fortran_order': False"), []byte("'fortran_order': True "), 1), 0o644)
+	for _, c := range []struct {
+		name, arg, code, says string
+	}{
+		{"unknown name", "input1=" + xnpy, "invalid_input", "input1"},
+		{"wrong shape", "x=" + write("x3.npy", &npy.Array{DType: "float32", Shape: []int{3, 2}, Float32: x}), "invalid_input", "shape"},
+		{"wrong dtype", "x=" + write("xi.npy", &npy.Array{DType: "int32", Shape: []int{2, 3}, Int64: make([]int64, 6)}), "unsupported", "int32"},
+		{"truncated", "x=" + truncated, "invalid_input", "unexpected EOF"},
+		{"fortran order", "x=" + fortran, "invalid_input", "Fortran"},
+		{"ragged JSON", "x=[[1,2,3],[4,5]]", "invalid_input", "rectangular"},
+		{"missing file", "x=" + filepath.Join(dir, "none.npy"), "io", "none.npy"},
+	} {
+		stdout, v, code := gpucc(t, "", "run", "--backend", "cpu", "--input", c.arg, model)
+		if code != 1 || errorCode(v) != c.code || !strings.Contains(stdout, c.says) {
+			t.Errorf("%s: exit %d, %s; want code %s saying %q", c.name, code, stdout, c.code, c.says)
+		}
+	}
+}
