@@ -45,3 +45,27 @@ func TestLimitFlagsCoverLimits(t *testing.T) {
 		t.Errorf("a graph of 2 nodes under MaxNodes 1: %v", derr)
 	}
 }
+
+// TestFit: the sized limits are FitHeadroom times what the graph needs,
+// within the caps, never below the limits given, and only for the fields
+// asked.
+func TestFit(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.Input(ir.Shape{1000, 1000}, make([]float32, 1000*1000))
+	b.Output("y", x.Relu())
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := ir.Need(g)
+	if need.MaxNodes != 2 || need.MaxElements != 1e6 || need.MaxStorageBytes != 8e6 || need.MaxOutputs != 1 || need.MaxOutputBytes != 4e6 {
+		t.Errorf("Need: %+v", need)
+	}
+	l := ir.Limits{MaxNodes: 512, MaxElements: 1 << 20, MaxStorageBytes: 1 << 20, MaxOps: 10}
+	caps := ir.Limits{MaxNodes: 1 << 20, MaxElements: 1 << 30, MaxStorageBytes: 12e6, MaxOps: 1 << 40}
+	got := ir.Fit(g, l, caps, map[string]bool{"MaxNodes": true, "MaxElements": true, "MaxStorageBytes": true})
+	want := ir.Limits{MaxNodes: 512, MaxElements: 2e6, MaxStorageBytes: 12e6, MaxOps: 10}
+	if got != want {
+		t.Errorf("Fit = %+v, want %+v", got, want)
+	}
+}

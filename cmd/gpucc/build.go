@@ -54,6 +54,7 @@ func buildCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	o.Limits = *limits // an .onnx model's, sized to it
 	b, err := aot.Build(g, o)
 	if err != nil {
 		return fail(err)

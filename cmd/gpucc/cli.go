@@ -279,7 +279,7 @@ func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 		defer f.Close()
 		r = f
 		if isONNX(path) {
-			return loadONNX(r, limits)
+			return loadSized(r, limits) // modellimits.go
 		}
 	}
 	return ir.Decode(r, limits)

@@ -32,6 +32,7 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 			panic("gpucc: limit " + r.Field + " is neither int nor int64")
 		}
 	}
+	cliLimits, cliFlags = l, fs // an .onnx model sizes the ones not set (modellimits.go)
 	return l
 }
 
