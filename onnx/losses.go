@@ -1,6 +1,9 @@
 package onnx
 
 import (
+	"math"
+	"strconv"
+
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -44,7 +47,11 @@ func (c *importer) gatherAlong(x ir.Tensor, axis int, idx []int64, shape []int) 
 		return ir.Tensor{}, c.refuse("a gather along an axis of %d elements, over 2^24", n)
 	}
 	if _, ok := dimProduct(c.l.MaxElements, append([]int{n}, shape...)...); !ok {
-		return ir.Tensor{}, c.refuse("a gather of shape %v from an axis of %d at run time: its mask of shape %v times %d is over the %d elements a tensor may hold (gpucc gathers from run-time tensors by masks, not yet by index)", shape, n, shape, n, c.l.MaxElements)
+		work := "more than 2^63-1"
+		if w, ok := dimProduct(math.MaxInt64, append([]int{n}, shape...)...); ok {
+			work = strconv.FormatInt(w, 10)
+		}
+		return ir.Tensor{}, c.refuse("a gather of shape %v from an axis of %d at run time: its mask of %s elements is over the %d a tensor may hold (gpucc gathers from run-time tensors by masks, not yet by index)", shape, n, work, c.l.MaxElements)
 	}
 	// [… K, 1, …] indices, [… 1, C, …] classes and data.
 	ishape := append(append(append(ir.Shape{}, shape[:axis+1]...), 1), shape[axis+1:]...)
