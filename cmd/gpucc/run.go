@@ -32,6 +32,7 @@ func limitFlags(fs *flag.FlagSet) *ir.Limits {
 			panic("gpucc: limit " + r.Field + " is neither int nor int64")
 		}
 	}
+	fs.BoolVar(&l.NonFinite, "non-finite", false, "host policy: allow ±Inf and NaN in inputs, constants and outputs, with IEEE semantics (NaN outputs as the quiet NaN; JSON writes \"Infinity\", \"-Infinity\", \"NaN\"); the default is the seed's finite rule. run sets it for .onnx models")
 	cliLimits, cliFlags = l, fs // an .onnx model sizes the ones not set (modellimits.go)
 	return l
 }

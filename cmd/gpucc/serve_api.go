@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -572,7 +573,16 @@ func writeResult(w http.ResponseWriter, res *lib.Result) error {
 			if j > 0 {
 				bw.WriteByte(',')
 			}
-			num = strconv.AppendFloat(num[:0], float64(v), 'g', -1, 32)
+			switch {
+			case v != v: // only under the host's --non-finite policy
+				num = append(num[:0], `"NaN"`...)
+			case math.IsInf(float64(v), 1):
+				num = append(num[:0], `"Infinity"`...)
+			case math.IsInf(float64(v), -1):
+				num = append(num[:0], `"-Infinity"`...)
+			default:
+				num = strconv.AppendFloat(num[:0], float64(v), 'g', -1, 32)
+			}
 			if _, err := bw.Write(num); err != nil {
 				return err
 			}
