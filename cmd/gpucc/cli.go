@@ -4,6 +4,7 @@ package main
 // error printer and the exit codes.
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -281,8 +282,21 @@ func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 		if isONNX(path) {
 			return loadSized(r, limits) // modellimits.go
 		}
+		return ir.Decode(r, limits)
 	}
-	return ir.Decode(r, limits)
+	// Stdin has no name to go by: a graph document starts with '{' (after
+	// spaces or a byte-order mark), an ONNX ModelProto with a protobuf
+	// field tag (0x08, ir_version, as every exporter writes it first),
+	// which no JSON document starts with.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(1); err == nil {
+		switch b[0] {
+		case '{', ' ', '\t', '\r', '\n', 0xef: // 0xef: a UTF-8 byte-order mark
+		default:
+			return loadSized(br, limits)
+		}
+	}
+	return ir.Decode(br, limits)
 }
 
 // verboseFlag registers --verbose, which lets the webgpu backend print

@@ -135,3 +135,37 @@ func TestTrainONNX(t *testing.T) {
 		t.Errorf("losses (-want +got):\n%s\nparams: %v", diff, params)
 	}
 }
+
+// TestImportStdin: a model piped in is read as ONNX, a graph as JSON
+// (stdin has no file name to go by: gpucc sniffs the first byte), by
+// import and by run, with the same graph as from the file (issue 36: a
+// model piped to gpucc import - failed as malformed JSON).
+func TestImportStdin(t *testing.T) {
+	model, err := os.ReadFile(filepath.Join("testdata", "mlp2.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := filepath.Abs(filepath.Join("testdata", "mlp2.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, _, code := gpucc(t, "", "import", p, "-o", "-")
+	if code != 0 {
+		t.Fatalf("import the file: exit %d: %s", code, fromFile)
+	}
+	fromStdin, _, code := gpucc(t, string(model), "import", "-", "-o", "-")
+	if code != 0 || fromStdin != fromFile {
+		t.Errorf("import - < mlp2.onnx: exit %d, %.200s; the file gives %.200s", code, fromStdin, fromFile)
+	}
+	out, _, code := gpucc(t, string(model), "run", "--backend", "cpu", "-")
+	if code != 0 || !strings.Contains(out, `"probs"`) {
+		t.Errorf("run - < mlp2.onnx: exit %d: %s", code, out)
+	}
+	out, _, code = gpucc(t, " \n"+fromFile, "run", "--backend", "cpu", "-")
+	if code != 0 || !strings.Contains(out, `"probs"`) {
+		t.Errorf("run - < the imported graph: exit %d: %s", code, out)
+	}
+	if _, v, code := gpucc(t, "\x08\x07garbage", "import", "-", "-o", "-"); code != 1 || errorCode(v) != "invalid_graph" {
+		t.Errorf("import - < a broken model: exit %d, %v; want invalid_graph", code, v)
+	}
+}
