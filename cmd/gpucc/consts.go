@@ -50,7 +50,13 @@ func constFlags(fs *flag.FlagSet) {
 // declared static shape (a list) or the .npy file's shape (which Load
 // checks against the model's).
 func onnxConstants(raw []byte, limits ir.Limits) (map[string]*onnx.Tensor, error) {
-	if len(constSpecs) == 0 {
+	return constantsFor(raw, limits, constSpecs, true)
+}
+
+// constantsFor is onnxConstants of specs (NAME to VALUE); files says
+// whether a VALUE may name a .npy file (serve's query may not).
+func constantsFor(raw []byte, limits ir.Limits, specs map[string]string, files bool) (map[string]*onnx.Tensor, error) {
+	if len(specs) == 0 {
 		return nil, nil
 	}
 	sig, err := onnx.ReadSignature(bytes.NewReader(raw), limits)
@@ -59,7 +65,7 @@ func onnxConstants(raw []byte, limits ir.Limits) (map[string]*onnx.Tensor, error
 	}
 	l := limits.WithDefaults()
 	out := map[string]*onnx.Tensor{}
-	for name, spec := range constSpecs {
+	for name, spec := range specs {
 		field := "const " + name
 		k := slices.IndexFunc(sig.Inputs, func(p onnx.Port) bool { return p.Name == name })
 		if k < 0 {
@@ -71,6 +77,9 @@ func onnxConstants(raw []byte, limits ir.Limits) (map[string]*onnx.Tensor, error
 			return nil, ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %s; --const fixes float32, float64, integer and bool inputs", ir.Quote(name), ir.Quote(p.Type))
 		}
 		var t *onnx.Tensor
+		if !files && strings.HasSuffix(strings.ToLower(spec), ".npy") {
+			return nil, ir.Errorf(ir.CodeUsage, -1, field, "a .npy file (%s) is read by the command line only; give the values", ir.Quote(spec))
+		}
 		if strings.HasSuffix(strings.ToLower(spec), ".npy") {
 			t, err = npyConstant(spec, dt, l.MaxElements, field)
 		} else {

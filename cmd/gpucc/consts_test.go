@@ -143,3 +143,32 @@ func TestConst(t *testing.T) {
 		}
 	}
 }
+
+// TestServeConst: /v1/execute's const=NAME=V0,… fixes an ONNX body's
+// input at import, as --const does; a .npy name, a JSON body and a
+// malformed const are usage errors.
+func TestServeConst(t *testing.T) {
+	a := testAPI(t, nil)
+	model := string(srModel())
+	for _, tt := range []struct {
+		query string
+		want  float64
+	}{{"?const=sr%3D16000", 1}, {"?const=sr%3D8000&backend=cpu", -1}} {
+		status, e, _ := do(t, a, "POST", "/v1/execute"+tt.query, model, "Content-Type", "application/onnx")
+		y, _ := e.Value["outputs"].(map[string]any)["y"].(map[string]any)
+		if status != 200 || fmt.Sprint(y["data"]) != fmt.Sprint([]float64{tt.want, tt.want, tt.want}) {
+			t.Errorf("%s: %d %+v", tt.query, status, e)
+		}
+	}
+	for _, tt := range []struct{ query, body, ctype, code string }{
+		{"?const=sr%3Dsr.npy", model, "application/onnx", "usage"},
+		{"?const=sr", model, "application/onnx", "usage"},
+		{"?const=sr%3D1&const=sr%3D2", model, "application/onnx", "usage"},
+		{"?const=rate%3D1", model, "application/onnx", "invalid_input"},
+		{"?const=x%3D1", seedGraph, "application/json", "usage"},
+	} {
+		if status, e, _ := do(t, a, "POST", "/v1/execute"+tt.query, tt.body, "Content-Type", tt.ctype); e.code() != tt.code || status != 400 {
+			t.Errorf("%s (%s): %d %s %+v, want 400 %s", tt.query, tt.ctype, status, e.code(), e.Error, tt.code)
+		}
+	}
+}

@@ -31,7 +31,9 @@ Routes (every answer is {"ok":true,"value":...} or
                               (Content-Type: application/json) or an ONNX
                               model (application/onnx), on B: auto (the
                               default) or a backend of /v1/info; the value
-                              is what 'gpucc run' prints
+                              is what 'gpucc run' prints. const=NAME=V0,…
+                              (repeatable) fixes a model's input at
+                              import, as gpucc run --const does
   GET  /v1/info               backends, chain, adapters, limits, maxPending
   GET  /healthz               {"ok":true}, with no token
   GET  anything else          the demo page

@@ -102,7 +102,7 @@ type api struct {
 	active   atomic.Int64 // execute requests being handled
 	// importONNX makes the graph of an application/onnx body, inside the
 	// request's admission (ctx is the request's); tests replace it.
-	importONNX func(ctx context.Context, body []byte) (*ir.Graph, error)
+	importONNX func(ctx context.Context, body []byte, consts map[string]string) (*ir.Graph, error)
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -128,8 +128,12 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	}
 	a := &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
 		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}
-	a.importONNX = func(ctx context.Context, body []byte) (*ir.Graph, error) {
-		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint})
+	a.importONNX = func(ctx context.Context, body []byte, consts map[string]string) (*ir.Graph, error) {
+		c, err := constantsFor(body, a.limits, consts, false)
+		if err != nil {
+			return nil, err
+		}
+		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c})
 	}
 	return a, nil
 }
@@ -311,7 +315,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(a.timeout)
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	q, err := parseQuery(r.URL.RawQuery)
+	q, consts, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		a.fail(w, http.StatusBadRequest, err)
 		return
@@ -348,7 +352,10 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		held += n
-		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body) }
+		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body, consts) }
+	} else if len(consts) > 0 {
+		a.fail(w, http.StatusBadRequest, ir.Errorf(ir.CodeUsage, -1, "const", "const fixes an input of an ONNX model (Content-Type: application/onnx); a graph's inputs are its data"))
+		return
 	}
 	reply := a.client.Execute(ctx, req)
 	a.memory.give(held) // the body is decoded and run: let it go
@@ -432,25 +439,41 @@ func (b *budget) give(n int64) {
 	b.mu.Unlock()
 }
 
-// parseQuery reads /v1/execute's options: backend, and nothing else.
-func parseQuery(raw string) (backend string, err error) {
+// parseQuery reads /v1/execute's options: backend, and const (repeatable:
+// NAME=V0,V1,…, an ONNX body's input fixed at import, as gpucc run's
+// --const), and nothing else.
+func parseQuery(raw string) (backend string, consts map[string]string, err error) {
 	q, perr := url.ParseQuery(raw)
 	if perr != nil {
-		return "", ir.Errorf(ir.CodeUsage, -1, "", "malformed query: %s", ir.Quote(perr.Error()))
+		return "", nil, ir.Errorf(ir.CodeUsage, -1, "", "malformed query: %s", ir.Quote(perr.Error()))
 	}
 	for k, v := range q {
-		if k != "backend" {
-			return "", ir.Errorf(ir.CodeUsage, -1, "", "unknown query parameter %s; /v1/execute takes backend", ir.Quote(k))
+		switch k {
+		case "backend":
+			if len(v) != 1 {
+				return "", nil, ir.Errorf(ir.CodeUsage, -1, "backend", "backend given %d times", len(v))
+			}
+			backend = v[0]
+		case "const":
+			consts = map[string]string{}
+			for _, c := range v {
+				name, val, ok := strings.Cut(c, "=")
+				if !ok || name == "" || val == "" {
+					return "", nil, ir.Errorf(ir.CodeUsage, -1, "const", "want const=NAME=V0,V1,…, got %s", ir.Quote(c))
+				}
+				if _, dup := consts[name]; dup {
+					return "", nil, ir.Errorf(ir.CodeUsage, -1, "const", "input %s given twice", ir.Quote(name))
+				}
+				consts[name] = val
+			}
+		default:
+			return "", nil, ir.Errorf(ir.CodeUsage, -1, "", "unknown query parameter %s; /v1/execute takes backend and const", ir.Quote(k))
 		}
-		if len(v) != 1 {
-			return "", ir.Errorf(ir.CodeUsage, -1, "backend", "backend given %d times", len(v))
-		}
-		backend = v[0]
 	}
 	if backend == "" {
 		backend = "auto"
 	}
-	return backend, nil
+	return backend, consts, nil
 }
 
 // info answers the backends, adapters and limits.
