@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,5 +142,42 @@ func TestReadmeLayout(t *testing.T) {
 		if top != "." && top != "internal" && !deprecated[top] && !words[top] {
 			t.Errorf("the README's layout picture does not show %s", top)
 		}
+	}
+}
+
+// TestReadmeFigures: the figures the README quotes about the build are
+// the build's (issue 36: they had drifted): a training step of the
+// fixture is the kernel count train --explain prints, and the page's
+// compressed wasm is within 10% of the size the README gives.
+func TestReadmeFigures(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	m := regexp.MustCompile(`A step is (\d+) kernels`).FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal(`the README no longer says "A step is N kernels"`)
+	}
+	fixture, err := filepath.Abs("../../testdata/fixtures/mlp_train_public.graph.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := gpuccStderr(t, "", "train", "--explain", "--lr", "0.1", fixture)
+	if code != 0 || !strings.Contains(out, "kernels: "+m[1]+",") {
+		k := regexp.MustCompile(`kernels: \d+`).FindString(out)
+		t.Errorf("the README says a step is %s kernels; train --explain says %q (exit %d)", m[1], k, code)
+	}
+	m = regexp.MustCompile(`carry that ([0-9.]+) MB file`).FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal(`the README no longer gives the page's size ("that N MB file")`)
+	}
+	st, err := os.Stat("../../web/static/gpucc.wasm.gz") // TestMain generated it
+	if err != nil {
+		t.Fatal(err)
+	}
+	said, _ := strconv.ParseFloat(m[1], 64)
+	if got := float64(st.Size()) / 1e6; math.Abs(got-said) > 0.1*said {
+		t.Errorf("the README says the page's wasm is %s MB; it is %.2f MB", m[1], got)
 	}
 }
