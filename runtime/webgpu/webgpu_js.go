@@ -31,6 +31,7 @@ func init() { backend.Register("webgpu", open) }
 type device struct {
 	dev       wgpu.Device
 	jsDev     js.Value
+	jsQueue   js.Value // jsDev.queue, for write
 	queue     *wgpu.Queue
 	info      backend.Info
 	opts      backend.Options
@@ -83,7 +84,7 @@ func open(opts backend.Options) (backend.Device, error) {
 		MaxWorkgroupSize:    [3]int{lim("maxComputeWorkgroupSizeX"), lim("maxComputeWorkgroupSizeY"), lim("maxComputeWorkgroupSizeZ")},
 		MaxWorkgroupStorage: lim("maxComputeWorkgroupStorageSize"), MaxWorkgroupsPerDimension: lim("maxComputeWorkgroupsPerDimension"),
 		MaxBindingSize: int64(l.Get("maxStorageBufferBindingSize").Float()), MaxBufferSize: int64(l.Get("maxBufferSize").Float())}
-	return &device{dev: d, jsDev: dev, queue: d.GetQueue(), opts: opts, pipelines: map[[32]byte]*pipeline{},
+	return &device{dev: d, jsDev: dev, jsQueue: dev.Get("queue"), queue: d.GetQueue(), opts: opts, pipelines: map[[32]byte]*pipeline{},
 		info: backend.Info{Name: "webgpu", Adapter: a, Profile: prof}}, nil
 }
 
@@ -140,9 +141,27 @@ func (d *device) scoped(what string, f func() error) error {
 func (d *device) newBuffer(size int, usage wgpu.BufferUsage, data []byte) (*wgpu.Buffer, error) {
 	buf, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Size: uint64(max(size, 4)), Usage: usage | wgpu.BufferUsageCopyDst})
 	if err == nil && data != nil {
-		err = d.queue.WriteBuffer(buf, 0, data)
+		err = d.write(buf, data)
 	}
 	return buf, err
+}
+
+// write copies data to the start of buf through a Uint8Array the browser
+// owns. wgpu's Queue.WriteBuffer hands writeBuffer a view of the wasm
+// memory, which the Go runtime's next memory growth detaches: a growth
+// while the call's arguments are converted left a view of length 0, and
+// Chromium refused the write ("Number of bytes to write is too large";
+// TestPythonCard, 1 of 5 training steps on a loaded machine).
+func (d *device) write(buf *wgpu.Buffer, data []byte) error {
+	arr := js.Global().Get("Uint8Array").New(len(data))
+	js.CopyBytesToJS(arr, data)
+	// *wgpu.Buffer is, on js, a struct of one js.Value (webgpu v0.23.0,
+	// the only version this module builds with).
+	jsBuf := *(*js.Value)(unsafe.Pointer(buf))
+	return jsutil.CatchJS(func() error {
+		d.jsQueue.Call("writeBuffer", jsBuf, 0, arr)
+		return nil
+	})
 }
 
 const storage = wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc
@@ -174,7 +193,7 @@ func (d *device) Upload(ctx context.Context, b backend.Buffer, data []float32) e
 	if err != nil {
 		return err
 	}
-	return d.queue.WriteBuffer(buf.buf, 0, f32Bytes(data))
+	return d.write(buf.buf, f32Bytes(data))
 }
 
 func (d *device) Read(ctx context.Context, b backend.Buffer, out []float32) error {
