@@ -42,11 +42,11 @@ func ifOp(c *importer) ([]value, *ir.Error) {
 	}
 	a, err := c.branch(thenA.g, "then_branch", len(c.n.outputs))
 	if err != nil || c.failed >= 0 {
-		return a, err
+		return a, c.bothBranches(err, "then_branch")
 	}
 	b, err := c.branch(elseA.g, "else_branch", len(c.n.outputs))
 	if err != nil || c.failed >= 0 {
-		return b, err
+		return b, c.bothBranches(err, "else_branch")
 	}
 	cond := cv.rt
 	if len(cond.Shape()) > 0 {
@@ -59,6 +59,18 @@ func ifOp(c *importer) ([]value, *ir.Error) {
 		}
 	}
 	return outs, nil
+}
+
+// bothBranches is the error of a branch imported for a run-time
+// condition: one that is invalid at these shapes (the branch a model
+// takes only for another input, as Silero VAD's 8 kHz branch for a
+// 512-sample frame) makes the If unsupported, naming the way out, since
+// the model itself may be valid.
+func (c *importer) bothBranches(err *ir.Error, attr string) *ir.Error {
+	if err == nil || err.Code != ir.CodeInvalidGraph {
+		return err
+	}
+	return ir.Errorf(ir.CodeUnsupported, -1, err.Field, "If node %s (opset %d): its condition is computed at run time, so both branches are imported, and %s cannot be at these shapes (%s); fix the condition's inputs at import (Options.Constants, gpucc --const)", ir.Quote(c.n.name), c.opset, attr, err.Msg)
 }
 
 // selectOutput is output k of an If on the run-time condition cond (a

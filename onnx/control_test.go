@@ -238,8 +238,15 @@ func TestIfScopes(t *testing.T) {
 		node("Neg", "n", []string{"x"}, []string{"t"}),
 		ifNode("if", "c", []string{"y"}, thenSquare, elseNeg),
 	}, nil, ins, []msg{valueInfo("y", 4)}))
-	if _, err := onnx.Load(bytes.NewReader(shadow), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidGraph || !strings.Contains(err.Error(), "graph.node[1].then_branch.node[0]") {
+	// With the condition fixed the branch's error is the model's
+	// (invalid_graph); under a run-time condition it reads as unsupported,
+	// as a branch invalid only at these shapes does (TestIfRefused).
+	cTrue := onnx.Options{Constants: map[string]*onnx.Tensor{"c": {Type: onnx.Bool, Shape: []int{}, Int64: []int64{1}}}}
+	if _, err := onnx.Load(bytes.NewReader(shadow), cTrue); gpucc.CodeOf(err) != ir.CodeInvalidGraph || !strings.Contains(err.Error(), "graph.node[1].then_branch.node[0]") {
 		t.Errorf("a branch redefining an outer name: %v, want invalid_graph at graph.node[1].then_branch.node[0]", err)
+	}
+	if _, err := onnx.Load(bytes.NewReader(shadow), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "defined twice") {
+		t.Errorf("the same under a run-time condition: %v, want unsupported saying why", err)
 	}
 }
 
@@ -264,6 +271,18 @@ func TestIfRefused(t *testing.T) {
 	m = model(13, graph([]msg{ifNode("sel", "c", []string{"y"}, thenSquare, acos)}, nil, ins, []msg{valueInfo("y", 4)}))
 	if _, err := onnx.Load(bytes.NewReader(m), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "graph.node[0].else_branch.node[0]: Acos") {
 		t.Errorf("Acos in a branch: %v, want unsupported at its path", err)
+	}
+	// A branch invalid at these shapes (one a model takes only for other
+	// inputs) makes a run-time If unsupported, naming --const; a constant
+	// condition that skips it imports.
+	badReshape := branch([]msg{node("Reshape", "r", []string{"x", "five"}, []string{"t"})}, []msg{int64s("five", []int64{1}, 5)}, "t")
+	m = model(13, graph([]msg{ifNode("sel", "c", []string{"y"}, thenSquare, badReshape)}, nil, ins, []msg{valueInfo("y", 4)}))
+	if _, err := onnx.Load(bytes.NewReader(m), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "gpucc --const") {
+		t.Errorf("a run-time If over an invalid branch: %v, want unsupported naming --const", err)
+	}
+	cTrue := map[string]*onnx.Tensor{"c": {Type: onnx.Bool, Shape: []int{}, Int64: []int64{1}}}
+	if _, err := onnx.Load(bytes.NewReader(m), onnx.Options{Constants: cTrue}); err != nil {
+		t.Errorf("the same If with its condition fixed: %v", err)
 	}
 	nest := func(depth int) []byte {
 		b := thenSquare
