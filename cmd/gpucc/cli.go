@@ -284,17 +284,12 @@ func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 		}
 		return ir.Decode(r, limits)
 	}
-	// Stdin has no name to go by: a graph document starts with '{' (after
-	// spaces or a byte-order mark), an ONNX ModelProto with a protobuf
-	// field tag (0x08, ir_version, as every exporter writes it first),
-	// which no JSON document starts with.
+	// Stdin has no name to go by: an ONNX ModelProto starts with the tag of
+	// its field 1, ir_version (0x08), which every exporter writes first and
+	// no JSON document starts with; anything else is read as a graph.
 	br := bufio.NewReader(r)
-	if b, err := br.Peek(1); err == nil {
-		switch b[0] {
-		case '{', ' ', '\t', '\r', '\n', 0xef: // 0xef: a UTF-8 byte-order mark
-		default:
-			return loadSized(br, limits)
-		}
+	if b, err := br.Peek(1); err == nil && b[0] == 0x08 {
+		return loadSized(br, limits)
 	}
 	return ir.Decode(br, limits)
 }

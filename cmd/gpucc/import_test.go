@@ -137,7 +137,8 @@ func TestTrainONNX(t *testing.T) {
 }
 
 // TestImportStdin: a model piped in is read as ONNX, a graph as JSON
-// (stdin has no file name to go by: gpucc sniffs the first byte), by
+// (stdin has no file name to go by: a first byte 0x08, ONNX's ir_version
+// tag, is a model), by
 // import and by run, with the same graph as from the file (issue 36: a
 // model piped to gpucc import - failed as malformed JSON).
 func TestImportStdin(t *testing.T) {
