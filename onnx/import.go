@@ -131,6 +131,9 @@ type importer struct {
 	failedNode  *nodeProto
 	failedField string
 	failedOn    ir.DType
+	// named are the input names given so far (graph inputs, parameters,
+	// weights), so that no two inputs share one.
+	named map[string]bool
 	// graph is the graph being imported; keepBN is Options.KeepBatchNorm
 	// and folded the BatchNormalization nodes folded into their Conv
 	// (bnfold.go), by node index.
@@ -159,7 +162,7 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
-	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph."}
+	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph.", named: map[string]bool{}}
 	seen := false
 	for k, o := range m.opsets {
 		if o.domain == "" || o.domain == "ai.onnx" {
@@ -255,6 +258,7 @@ func (c *importer) param(t *Tensor, field string) *ir.Error {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "initializer %s holds %v; the host allows finite values only (ir.Limits.NonFinite)", ir.Quote(t.Name), x)
 		}
 	}
+	c.named[t.Name] = true
 	c.vals[t.Name] = &value{rt: c.b.Param(t.Name, append(ir.Shape{}, t.Shape...), t.Float32), set: true}
 	return nil
 }
@@ -657,6 +661,7 @@ func (c *importer) ints(k int, what string) ([]int64, *ir.Error) {
 // and the graph's outputs read it so far (rtIn refuses it by name).
 func (c *importer) typedInput(name string, t ir.DType, shape ir.Shape, n int64) *value {
 	if t == ir.F32 {
+		c.named[name] = true
 		return &value{rt: c.b.NamedInput(name, shape, make([]float32, n)), set: true}
 	}
 	var x ir.Tensor
@@ -738,9 +743,16 @@ func (c *importer) runtime(v *value, what string) (ir.Tensor, *ir.Error) {
 	}
 	s := ir.Shape(append([]int{}, t.Shape...))
 	uniform := !slices.ContainsFunc(t.Float32, func(x float32) bool { return math.Float32bits(x) != math.Float32bits(t.Float32[0]) })
-	if uniform {
+	switch name := v.c.Name; {
+	case uniform:
 		v.rt = c.b.Full(s, t.Float32[0])
-	} else {
+	case name != "" && len(name) <= 256 && !c.named[name]:
+		// A weight keeps its ONNX name (l1.weight, not input1): a run
+		// may bind it by that name, and a generated package's field is
+		// named after it.
+		c.named[name] = true
+		v.rt = c.b.NamedInput(name, s, t.Float32)
+	default:
 		v.rt = c.b.Input(s, t.Float32)
 	}
 	v.set = true

@@ -30,7 +30,11 @@ func TestImport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import: exit %d: %v", code, v)
 	}
-	want := map[string]any{"graph": out, "nodes": v["nodes"], "inputs": []any{map[string]any{"name": "x", "shape": []any{2.0, 3.0}}}, "outputs": []any{"probs"}}
+	// The weights keep their ONNX names (issue 36: W1 was input1), as
+	// named inputs holding their values, which a run may also bind.
+	in := func(name string, shape ...any) any { return map[string]any{"name": name, "shape": shape} }
+	want := map[string]any{"graph": out, "nodes": v["nodes"], "inputs": []any{in("x", 2.0, 3.0),
+		in("W1", 3.0, 4.0), in("b1", 4.0), in("W2", 4.0, 2.0), in("b2", 2.0)}, "outputs": []any{"probs"}}
 	if diff := cmp.Diff(want, v); diff != "" {
 		t.Errorf("import result (-want +got):\n%s", diff)
 	}
