@@ -583,8 +583,20 @@ func writeResult(w http.ResponseWriter, res *lib.Result) error {
 		}
 		key, _ := json.Marshal(name)
 		bw.Write(key)
-		bw.WriteString(`:{"shape":[`)
 		t := res.Outputs[name]
+		if t.DType != ir.F32 {
+			// A typed output (integers, bools, narrow floats) in the
+			// library's encoding, its dtype said: the stream below writes
+			// float32 Data only, and wrote an integer output's data as [].
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			bw.WriteByte(':')
+			bw.Write(b)
+			continue
+		}
+		bw.WriteString(`:{"shape":[`)
 		for d, n := range t.Shape {
 			if d > 0 {
 				bw.WriteByte(',')
