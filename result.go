@@ -33,6 +33,10 @@ type Timings struct {
 	ReadbackMs      float64 `json:"readbackMs"`
 	ReadbackBytes   int64   `json:"readbackBytes"`
 	TotalMs         float64 `json:"totalMs"`
+	// StartupMs is opening the backend (a device, a compiler probe), when
+	// the run opened it: gpucc.Run and gpucc run do, and count it in
+	// TotalMs; a Runtime's own runs do not.
+	StartupMs float64 `json:"startupMs,omitempty"`
 }
 
 // Add adds o's stages to t: every duration, TotalMs included, and every
@@ -55,6 +59,7 @@ func (t *Timings) Add(o Timings) {
 	t.ReadbackMs += o.ReadbackMs
 	t.ReadbackBytes += o.ReadbackBytes
 	t.TotalMs += o.TotalMs
+	t.StartupMs += o.StartupMs
 }
 
 // Result is what one run returns; the CLI prints it as JSON.

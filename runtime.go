@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/ir"
@@ -214,12 +215,19 @@ func Run(ctx context.Context, g *ir.Graph, opts Options) (*Result, error) {
 	if (opts.Backend == "" || opts.Backend == "auto") && Typed(g) {
 		opts.Backend = "cpu"
 	}
+	start := time.Now()
 	rt, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close()
-	return rt.Run(ctx, g)
+	startup := ms(time.Since(start))
+	res, err := rt.Run(ctx, g)
+	if res != nil {
+		res.Timings.StartupMs = startup
+		res.Timings.TotalMs += startup
+	}
+	return res, err
 }
 
 // Compile seals g for this Runtime's device (Seal with the Runtime's
