@@ -28,30 +28,11 @@ type Model struct {
 // Specialize gives every shape).
 func Parse(r io.Reader, opts Options) (*Model, error) {
 	l := opts.Limits.WithDefaults()
-	raw, err := readAll(r, l.MaxGraphBytes)
+	m, err := readModel(r, l)
 	if err != nil {
 		return nil, err
 	}
-	m, perr := decodeModel(raw, newBudget(l, len(raw)))
-	if perr != nil {
-		return nil, perr
-	}
-	if m.graph == nil {
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
-	}
-	inits := map[string]bool{}
-	for k := range m.graph.inits {
-		inits[m.graph.inits[k].name] = true
-	}
-	sig := &Signature{Inputs: []Port{}, Outputs: []Port{}}
-	for _, v := range m.graph.inputs {
-		if !inits[v.name] && opts.Constants[v.name] == nil {
-			sig.Inputs = append(sig.Inputs, port(v))
-		}
-	}
-	for _, v := range m.graph.outputs {
-		sig.Outputs = append(sig.Outputs, port(v))
-	}
+	sig := signatureOf(m, opts.Constants)
 	opts.InputShapes = nil
 	return &Model{m: m, opts: opts, l: l, sig: sig}, nil
 }

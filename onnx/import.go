@@ -79,14 +79,9 @@ func Load(r io.Reader, opts Options) (*ir.Graph, error) {
 // the request's deadline and stops when its client goes away.
 func LoadContext(ctx context.Context, r io.Reader, opts Options) (*ir.Graph, error) {
 	l := opts.Limits.WithDefaults()
-	raw, err := readAll(r, l.MaxGraphBytes)
+	m, err := readModel(r, l)
 	if err != nil {
 		return nil, err
-	}
-	bud := newBudget(l, len(raw))
-	m, perr := decodeModel(raw, bud)
-	if perr != nil {
-		return nil, perr
 	}
 	g, ierr := importModel(ctx, m, opts, l)
 	if ierr != nil {

@@ -35,7 +35,16 @@ type Port struct {
 // malformed model is ir.CodeInvalidGraph and one over the limits
 // ir.CodeLimitExceeded, as for Load; the ops are not looked at.
 func ReadSignature(r io.Reader, l ir.Limits) (*Signature, error) {
-	l = l.WithDefaults()
+	m, err := readModel(r, l.WithDefaults())
+	if err != nil {
+		return nil, err
+	}
+	return signatureOf(m, nil), nil
+}
+
+// readModel reads and decodes a model within l (with its defaults), as
+// Load, Parse and ReadSignature do, refusing one without a graph.
+func readModel(r io.Reader, l ir.Limits) (*modelProto, error) {
 	raw, err := readAll(r, l.MaxGraphBytes)
 	if err != nil {
 		return nil, err
@@ -47,20 +56,27 @@ func ReadSignature(r io.Reader, l ir.Limits) (*Signature, error) {
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
+	return m, nil
+}
+
+// signatureOf lists m's run-time inputs (not its initializers, which IR
+// versions below 4 list as inputs too, nor those fixed in constants) and
+// its outputs.
+func signatureOf(m *modelProto, constants map[string]*Tensor) *Signature {
 	inits := map[string]bool{}
 	for k := range m.graph.inits {
 		inits[m.graph.inits[k].name] = true
 	}
 	s := &Signature{Inputs: []Port{}, Outputs: []Port{}}
 	for _, v := range m.graph.inputs {
-		if !inits[v.name] { // IR version < 4 lists initializers as inputs too
+		if !inits[v.name] && constants[v.name] == nil {
 			s.Inputs = append(s.Inputs, port(v))
 		}
 	}
 	for _, v := range m.graph.outputs {
 		s.Outputs = append(s.Outputs, port(v))
 	}
-	return s, nil
+	return s
 }
 
 func port(v valueInfo) Port {
