@@ -228,7 +228,9 @@ func TestCraftedServe(t *testing.T) {
 	}
 }
 
-// startServeCmd is startServe that also returns the process.
+// startServeCmd runs `gpucc serve` on a free loopback port with args and
+// returns the process and its URL; the process is killed when the test
+// ends.
 func startServeCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--cache-dir", "off"}, args...)...)

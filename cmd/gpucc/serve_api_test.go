@@ -519,26 +519,8 @@ func TestAPIStreamedReply(t *testing.T) {
 // returns its URL; the process is killed when the test ends.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--cache-dir", "off"}, args...)...)
-	cmd.Dir = workDir
-	cmd.Env = env()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if _, u, ok := strings.Cut(lines.Text(), "serving the demo on "); ok {
-			go io.Copy(io.Discard, stderr)
-			return strings.TrimSuffix(u, "/")
-		}
-	}
-	t.Fatalf("serve never said where it listens: %v", lines.Err())
-	return ""
+	_, url := startServeCmd(t, args...)
+	return url
 }
 
 // TestServeREADME runs the curl examples of the README's serve section
