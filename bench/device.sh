@@ -5,8 +5,8 @@
 #
 #   bash bench/device.sh build
 #
-# builds ./cmd/gpucc and the test binaries below into .device/ (xz-compressed: three of them pass the
-# tool's 64 MiB carry otherwise) and fetches the Vulkan/GL loader packages into .gl/ (both ignored by
+# builds ./cmd/gpucc and the test binaries below into .device/ (xz-compressed: with the tracked tree
+# they pass the tool's 64 MiB carry otherwise) and fetches the Vulkan/GL loader packages into .gl/ (both ignored by
 # git). Then run, with the device tool, carry [".gl", ".device"] and the command
 #
 #   bash bench/device.sh SUITE...
@@ -45,11 +45,11 @@ if [ "${1:-}" = build ]; then
 		(cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 2>/dev/null)
 		touch .gl/.done
 	fi
-	mkdir -p $BIN && rm -f $BIN/*.test $BIN/*.xz
+	mkdir -p $BIN && rm -f $BIN/*.test $BIN/*.xz $BIN/gpucc $BIN/accuracy
 	go build -ldflags='-s -w' -o $BIN/gpucc ./cmd/gpucc
 	go build -o $BIN/accuracy ./bench/accuracy
 	for p in $PKGS; do go test -c -ldflags='-s -w' -o $BIN/${p%%:*}.test ${p#*:}; done
-	xz -T2 -f $BIN/*.test
+	xz -T2 -f $BIN/*.test $BIN/gpucc $BIN/accuracy
 	ls -la $BIN
 	exit 0
 fi
@@ -62,7 +62,7 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
 export GPUCC_REQUIRE_WEBGPU=1
-for f in $BIN/*.test.xz; do [ -e "$f" ] && xz -d -k -f "$f"; done
+for f in $BIN/*.xz; do [ -e "$f" ] && xz -d -k -f "$f"; done
 chmod +x $BIN/* 2>/dev/null
 S=$SECONDS
 log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/visit.log" "$R/visit.log"; }
