@@ -9,8 +9,10 @@
 // artifact cache (generated code, wasm modules, shared objects) is a new,
 // memory-only one, so nothing comes from disk (a new process on a new
 // machine); "warm" is a later run of the same
-// graph on the same Runtime (every cache hit). Warm figures are the median
-// of a few runs.
+// graph on the same Runtime (every cache hit). Warm figures are the run of
+// median total among at least Config.WarmRuns runs, more while the case's
+// share of Config.WarmBudget lasts, with their least and greatest totals
+// (Spread); a comparison whose spreads overlap concludes nothing.
 package bench
 
 import (
@@ -43,8 +45,12 @@ type Config struct {
 	// MaxCaseMs skips the larger sizes of a workload on a backend once one
 	// of its runs took longer than this (0: 10 s; quick: 3 s).
 	MaxCaseMs float64
-	WarmRuns  int       // warm runs per case, median reported (0: 3; quick: 2)
-	Progress  io.Writer // progress bar, or nil
+	// WarmRuns is the least number of warm runs per case (0: 5); runs go
+	// on while WarmBudget lasts (0: 1 s; quick: 250 ms), at most
+	// MaxWarmRuns, and stop after a run longer than MaxCaseMs.
+	WarmRuns   int
+	WarmBudget time.Duration
+	Progress   io.Writer // progress bar, or nil
 	// Workloads replaces the suite (nil: Workloads()).
 	Workloads []Workload
 	// Upload and UploadChunk pass through to gpucc.Options.
@@ -112,15 +118,19 @@ func (s Stage) MarshalJSON() ([]byte, error) {
 
 // Case is one workload at one size on one backend.
 type Case struct {
-	Workload string  `json:"workload"`
-	Unit     string  `json:"unit"`
-	Size     int     `json:"size"`
-	Backend  string  `json:"backend"`
-	Kernels  int     `json:"kernels"`
-	Cold     Stage   `json:"cold"`
-	Warm     Stage   `json:"warm"`
-	Error    string  `json:"error,omitempty"`
-	Flops    float64 `json:"flops,omitempty"` // matmul: 2n³
+	Workload string `json:"workload"`
+	Unit     string `json:"unit"`
+	Size     int    `json:"size"`
+	Backend  string `json:"backend"`
+	Kernels  int    `json:"kernels"`
+	Cold     Stage  `json:"cold"`
+	Warm     Stage  `json:"warm"` // the run of median total
+	// ColdSpread and WarmSpread are the totals' least, median and greatest
+	// over the runs (the built-in bench's cold is one run).
+	ColdSpread Spread  `json:"coldSpread"`
+	WarmSpread Spread  `json:"warmSpread"`
+	Error      string  `json:"error,omitempty"`
+	Flops      float64 `json:"flops,omitempty"` // matmul: 2n³
 }
 
 // Report is what Run produces and Write saves.
@@ -152,9 +162,12 @@ func (cfg Config) withDefaults() Config {
 		cfg.Workloads = Workloads()
 	}
 	if cfg.WarmRuns <= 0 {
-		cfg.WarmRuns = 3
+		cfg.WarmRuns = 5
+	}
+	if cfg.WarmBudget <= 0 {
+		cfg.WarmBudget = time.Second
 		if cfg.Quick {
-			cfg.WarmRuns = 2
+			cfg.WarmBudget = 250 * time.Millisecond
 		}
 	}
 	if cfg.MaxCaseMs <= 0 {
@@ -290,19 +303,89 @@ func measure(cfg Config, backend string, g *ir.Graph) (Case, *gpucc.Adapter, err
 		}
 		c.Cold.Cache[k] = v
 	}
-	var warm []Stage
-	for range cfg.WarmRuns {
-		res, err := exe.Run(ctx, nil)
+	warm, err := WarmRuns(ctx, exe, nil, cfg.WarmRuns, cfg.WarmBudget, cfg.MaxCaseMs)
+	if err != nil {
+		return c, adapter, err
+	}
+	c.Warm, c.WarmSpread = median(warm), SpreadOf(warm)
+	c.ColdSpread = SpreadOf([]Stage{c.Cold})
+	return c, adapter, nil
+}
+
+// MaxWarmRuns bounds the warm runs of one case.
+const MaxWarmRuns = 1000
+
+// WarmRuns runs exe with in at least least times, then on until budget is
+// spent or MaxWarmRuns ran, stopping early after a run longer than
+// maxRunMs (a case too slow for more than one), and returns each run's
+// stages.
+func WarmRuns(ctx context.Context, exe *gpucc.Executable, in gpucc.Inputs, least int, budget time.Duration, maxRunMs float64) ([]Stage, error) {
+	var runs []Stage
+	start := time.Now()
+	for len(runs) < MaxWarmRuns && (len(runs) < least || time.Since(start) < budget) {
+		res, err := exe.Run(ctx, in)
 		if err != nil {
-			return c, adapter, err
+			return nil, err
 		}
-		warm = append(warm, Stage{res.Timings, res.Cache})
-		if res.Timings.TotalMs > cfg.MaxCaseMs {
+		runs = append(runs, Stage{res.Timings, res.Cache})
+		if maxRunMs > 0 && res.Timings.TotalMs > maxRunMs {
 			break
 		}
 	}
-	c.Warm = median(warm)
-	return c, adapter, nil
+	return runs, nil
+}
+
+// Spread is how a case's run totals spread: the number of runs and the
+// least, median and greatest total in ms.
+type Spread struct {
+	Runs     int     `json:"runs"`
+	MinMs    float64 `json:"minMs"`
+	MedianMs float64 `json:"medianMs"`
+	MaxMs    float64 `json:"maxMs"`
+}
+
+// SpreadOf is the spread of runs' totals (the median of an even count is
+// the mean of the middle two, as median's).
+func SpreadOf(runs []Stage) Spread {
+	if len(runs) == 0 {
+		return Spread{}
+	}
+	t := make([]float64, len(runs))
+	for i, r := range runs {
+		t[i] = r.TotalMs
+	}
+	slices.Sort(t)
+	return Spread{Runs: len(t), MinMs: t[0], MedianMs: median(runs).TotalMs, MaxMs: t[len(t)-1]}
+}
+
+// pointSpread is the spread of a case that recorded only its median (a
+// report written before spreads, a test's case): one point.
+func pointSpread(s Spread, total float64) Spread {
+	if s.Runs > 0 {
+		return s
+	}
+	return Spread{Runs: 1, MinMs: total, MedianMs: total, MaxMs: total}
+}
+
+// Order compares two spreads: -1 when a is faster (its greatest total
+// under b's least), 1 when b is, and 0 when they overlap, where the runs
+// do not say which is faster.
+func Order(a, b Spread) int {
+	switch {
+	case a.MaxMs < b.MinMs:
+		return -1
+	case b.MaxMs < a.MinMs:
+		return 1
+	}
+	return 0
+}
+
+// String writes s as "median ms (min–max, N runs)".
+func (s Spread) String() string {
+	if s.Runs <= 1 {
+		return fmt.Sprintf("%s ms (1 run)", f3(s.MedianMs))
+	}
+	return fmt.Sprintf("%s ms (%s–%s, %d runs)", f3(s.MedianMs), f3(s.MinMs), f3(s.MaxMs), s.Runs)
 }
 
 // median returns the run of median total time; for an even count, the
@@ -326,7 +409,10 @@ func median(runs []Stage) Stage {
 
 // Crossover is, for one workload, the smallest measured size from which on
 // webgpu's warm end-to-end time beats the best CPU backend's (the fastest
-// of cpu, wasm and native at that size) at every larger measured size.
+// of cpu, wasm and native at that size, by median) at every larger
+// measured size. Beating means every warm run of webgpu was faster than
+// every warm run of that backend: where the spreads overlap, neither is
+// faster.
 type Crossover struct {
 	Workload string `json:"workload"`
 	Unit     string `json:"unit"`
@@ -341,8 +427,8 @@ var cpuBackends = []string{"cpu", "wasm", "native"}
 // present, for every workload measured on webgpu and on a CPU backend.
 func Crossovers(cases []Case) []Crossover {
 	type point struct {
-		gpu, cpu float64 // warm total ms; cpu is the best CPU backend's
-		best     string  // that backend
+		gpu, cpu Spread // warm totals; cpu is the best CPU backend's
+		best     string // that backend
 	}
 	by := map[string]map[int]*point{}
 	units := map[string]string{}
@@ -361,18 +447,19 @@ func Crossovers(cases []Case) []Crossover {
 			p = &point{}
 			by[c.Workload][c.Size] = p
 		}
+		sp := pointSpread(c.WarmSpread, c.Warm.TotalMs)
 		switch {
 		case c.Backend == "webgpu":
-			p.gpu = c.Warm.TotalMs
-		case p.cpu == 0 || c.Warm.TotalMs < p.cpu:
-			p.cpu, p.best = c.Warm.TotalMs, c.Backend
+			p.gpu = sp
+		case p.cpu.Runs == 0 || sp.MedianMs < p.cpu.MedianMs:
+			p.cpu, p.best = sp, c.Backend
 		}
 	}
 	var out []Crossover
 	for _, w := range order {
 		var sizes []int
 		for s, p := range by[w] {
-			if p.gpu > 0 && p.cpu > 0 {
+			if p.gpu.Runs > 0 && p.cpu.Runs > 0 {
 				sizes = append(sizes, s)
 			}
 		}
@@ -382,33 +469,40 @@ func Crossovers(cases []Case) []Crossover {
 		slices.Sort(sizes)
 		x := Crossover{Workload: w, Unit: units[w]}
 		for i := len(sizes) - 1; i >= 0; i-- {
-			if p := by[w][sizes[i]]; p.gpu >= p.cpu {
+			if p := by[w][sizes[i]]; Order(p.gpu, p.cpu) >= 0 {
 				break
 			}
 			x.Size = sizes[i]
 		}
 		last := sizes[len(sizes)-1]
+		at := func(s int) string { p := by[w][s]; return versus(p.gpu, p.cpu, p.best) }
 		switch {
+		case x.Size == 0 && Order(by[w][last].gpu, by[w][last].cpu) == 0:
+			x.Note = fmt.Sprintf("webgpu is not faster than the CPU up to %s=%d, the largest size measured on both (there %s)", x.Unit, last, at(last))
 		case x.Size == 0:
-			x.Note = fmt.Sprintf("the CPU is faster up to %s=%d, the largest size measured on both (there %s)", x.Unit, last, versus(by[w][last].gpu, by[w][last].cpu, by[w][last].best))
+			x.Note = fmt.Sprintf("the CPU is faster up to %s=%d, the largest size measured on both (there %s)", x.Unit, last, at(last))
 		case x.Size == sizes[0]:
-			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend at every size measured, from %s=%d (there %s)", x.Unit, x.Size, versus(by[w][x.Size].gpu, by[w][x.Size].cpu, by[w][x.Size].best))
+			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend at every size measured, from %s=%d (there %s)", x.Unit, x.Size, at(x.Size))
 		default:
 			i := slices.Index(sizes, x.Size) - 1
-			before := by[w][sizes[i]]
-			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend from %s=%d on; at %s=%d %s", x.Unit, x.Size, x.Unit, sizes[i], versus(before.gpu, before.cpu, before.best))
+			x.Note = fmt.Sprintf("webgpu is faster than the best CPU backend from %s=%d on; at %s=%d %s", x.Unit, x.Size, x.Unit, sizes[i], at(sizes[i]))
 		}
 		out = append(out, x)
 	}
 	return out
 }
 
-// versus says how webgpu's time compares with the best CPU backend's.
-func versus(gpu, cpu float64, best string) string {
-	if gpu < cpu {
-		return fmt.Sprintf("webgpu %s ms, %s %s ms", f3(gpu), best, f3(cpu))
+// versus says how webgpu's warm runs compare with the best CPU backend's:
+// which is faster and by how much, or that the spreads overlap.
+func versus(gpu, cpu Spread, best string) string {
+	g, c := "webgpu "+gpu.String(), best+" "+cpu.String()
+	switch Order(gpu, cpu) {
+	case -1:
+		return fmt.Sprintf("%s, %s: webgpu is %.1f× faster", g, c, cpu.MedianMs/gpu.MedianMs)
+	case 1:
+		return fmt.Sprintf("%s, %s: %s is %.1f× faster", c, g, best, gpu.MedianMs/cpu.MedianMs)
 	}
-	return fmt.Sprintf("%s %s ms, webgpu %s ms: %s is %.1f× faster", best, f3(cpu), f3(gpu), best, gpu/cpu)
+	return fmt.Sprintf("%s, %s: no difference (the spreads overlap)", c, g)
 }
 
 // progress draws a one-line bar; with a nil writer it does nothing.

@@ -53,6 +53,12 @@ func TestTinyBench(t *testing.T) {
 		if c.Warm.TotalMs <= 0 || c.Cold.TotalMs <= 0 || c.Warm.DispatchClock == "" {
 			t.Errorf("%s %d %s: unmeasured: %+v", c.Workload, c.Size, c.Backend, c)
 		}
+		if w := c.WarmSpread; w.Runs < 5 || !(w.MinMs <= w.MedianMs && w.MedianMs <= w.MaxMs) || w.MedianMs != c.Warm.TotalMs {
+			t.Errorf("%s %d %s: warm spread %+v: want at least 5 runs, min ≤ median ≤ max, the median the warm run's total %v", c.Workload, c.Size, c.Backend, w, c.Warm.TotalMs)
+		}
+		if c.ColdSpread.Runs != 1 || c.ColdSpread.MedianMs != c.Cold.TotalMs {
+			t.Errorf("%s %d %s: cold spread %+v, want the one cold run", c.Workload, c.Size, c.Backend, c.ColdSpread)
+		}
 		// A warm run is a run of the compiled executable: it compiles
 		// nothing and takes every buffer from the pool.
 		_, compiled := c.Warm.Cache["pipeline"]
@@ -69,8 +75,8 @@ func TestTinyBench(t *testing.T) {
 		t.Errorf("results.json does not round-trip: %v", err)
 	}
 	for file, want := range map[string][]string{
-		"results.md":  {"| workload |", "relu(a*b+c)", "## Crossover"},
-		"report.html": {"<svg", "<rect", "<path", "Crossover"},
+		"results.md":  {"| workload |", "relu(a*b+c)", "## Crossover", "| runs | min | median | max |"},
+		"report.html": {"<svg", "<rect", "<path", "Crossover", "<th>min</th><th>median</th><th>max</th>"},
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
@@ -108,6 +114,53 @@ func TestCrossovers(t *testing.T) {
 }
 
 func (s Stage) with(total float64) Stage { s.TotalMs = total; return s }
+
+// TestCrossoverSpreads: webgpu is faster only where every one of its warm
+// runs beat every run of the best CPU backend; where the spreads overlap
+// the note says "no difference" and there is no crossover, however the
+// medians fall (--quick's "webgpu is faster" from noise, issue 36).
+func TestCrossoverSpreads(t *testing.T) {
+	mk := func(be string, size int, lo, med, hi float64) Case {
+		return Case{Workload: "w", Unit: "n", Backend: be, Size: size, Warm: Stage{}.with(med),
+			WarmSpread: Spread{Runs: 5, MinMs: lo, MedianMs: med, MaxMs: hi}}
+	}
+	tests := []struct {
+		name  string
+		cases []Case
+		size  int
+		note  string
+	}{
+		{"overlap, webgpu's median lower", []Case{mk("cpu", 10, 1.0, 1.3, 2.0), mk("webgpu", 10, 0.9, 1.1, 1.4)}, 0,
+			"cpu 1.300 ms (1.000–2.000, 5 runs), webgpu 1.100 ms (0.900–1.400, 5 runs): no difference (the spreads overlap)"},
+		{"overlap, the CPU's median lower", []Case{mk("native", 10, 1.0, 1.1, 2.0), mk("webgpu", 10, 1.5, 1.6, 1.7)}, 0, "no difference"},
+		{"apart", []Case{mk("cpu", 10, 2.1, 2.2, 3.0), mk("webgpu", 10, 0.9, 1.1, 2.0)}, 10, "webgpu is 2.0× faster"},
+		{"apart, then overlapping at the largest", []Case{mk("cpu", 10, 2.1, 2.2, 3.0), mk("webgpu", 10, 0.9, 1.1, 2.0),
+			mk("cpu", 20, 2.1, 2.2, 3.0), mk("webgpu", 20, 0.9, 1.1, 2.1)}, 0, "webgpu is not faster than the CPU up to n=20"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := Crossovers(tt.cases)
+			if len(x) != 1 || x[0].Size != tt.size || !strings.Contains(x[0].Note, tt.note) {
+				t.Errorf("crossovers = %+v, want size %d and a note with %q", x, tt.size, tt.note)
+			}
+			if tt.size == 0 && strings.Contains(x[0].Note, "webgpu is") && !strings.Contains(x[0].Note, "not faster") {
+				t.Errorf("note concludes from overlapping spreads: %s", x[0].Note)
+			}
+		})
+	}
+}
+
+// TestSpreadOf: the least, median (of an even count the mean of the
+// middle two) and greatest total.
+func TestSpreadOf(t *testing.T) {
+	runs := []Stage{Stage{}.with(4), Stage{}.with(1), Stage{}.with(9), Stage{}.with(2)}
+	if got, want := SpreadOf(runs), (Spread{Runs: 4, MinMs: 1, MedianMs: 3, MaxMs: 9}); got != want {
+		t.Errorf("SpreadOf = %+v, want %+v", got, want)
+	}
+	if got := SpreadOf(nil); got != (Spread{}) {
+		t.Errorf("SpreadOf(nil) = %+v", got)
+	}
+}
 
 // tooManyNodes is a graph over Limits().MaxNodes: every run of it fails.
 func tooManyNodes(int) *ir.Graph {

@@ -115,22 +115,20 @@ func (r *Report) Markdown() string {
 		a := r.Adapters[be]
 		fmt.Fprintf(&b, "- %s: %s %s (software=%v)\n", be, a.Name, a.Driver, a.Software)
 	}
-	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the median of the warm runs; cold is a fresh runtime with a new, empty, memory-only cache. \"passes+codegen\" is the IR passes plus code generation.\n\n")
-	b.WriteString("| workload | size | backend | run | passes+codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | cache hits |\n")
-	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
+	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the run of median total among the warm runs; cold is a fresh runtime with a new, empty, memory-only cache. \"passes+codegen\" is the IR passes plus code generation. min, median and max are the totals over the runs; where two backends' spreads overlap, neither is called faster.\n\n")
+	b.WriteString("| workload | size | backend | run | passes+codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | runs | min | median | max | cache hits |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, c := range r.Cases {
 		if c.Error != "" {
-			fmt.Fprintf(&b, "| %s | %d | %s | error | %s |||||||||||\n", cell(c.Workload), c.Size, cell(c.Backend), cell(c.Error))
+			fmt.Fprintf(&b, "| %s | %d | %s | error | %s |||||||||||||||\n", cell(c.Workload), c.Size, cell(c.Backend), cell(c.Error))
 			continue
 		}
-		for _, run := range []struct {
-			name string
-			s    Stage
-		}{{"cold", c.Cold}, {"warm", c.Warm}} {
-			s := run.s
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		for _, run := range c.runs() {
+			s, sp := run.s, run.spread
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n",
 				cell(c.Workload), c.Size, cell(c.Backend), run.name, f3(s.PassesMs+s.CodegenMs), f3(s.CompileMs), f3(s.UploadMs), gbps(s.UploadBytes, s.UploadMs),
-				f3(s.FirstDispatchMs), f3(s.DispatchMs), s.DispatchClock, f3(s.ReadbackMs), gbps(s.ReadbackBytes, s.ReadbackMs), f3(s.TotalMs), hits(s.Cache))
+				f3(s.FirstDispatchMs), f3(s.DispatchMs), s.DispatchClock, f3(s.ReadbackMs), gbps(s.ReadbackBytes, s.ReadbackMs), f3(s.TotalMs),
+				sp.Runs, f3(sp.MinMs), f3(sp.MedianMs), f3(sp.MaxMs), hits(s.Cache))
 		}
 	}
 	b.WriteString("\n## Crossover (warm end to end, webgpu vs the best CPU backend: cpu, wasm or native)\n\n")
@@ -150,6 +148,19 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// caseRun is one of a case's two stages with its spread.
+type caseRun struct {
+	name   string
+	s      Stage
+	spread Spread
+}
+
+// runs returns c's cold and warm stages with their spreads (a case
+// without a recorded spread has its median as its one point).
+func (c Case) runs() []caseRun {
+	return []caseRun{{"cold", c.Cold, pointSpread(c.ColdSpread, c.Cold.TotalMs)}, {"warm", c.Warm, pointSpread(c.WarmSpread, c.Warm.TotalMs)}}
 }
 
 // adapterOrder lists the backends of r.Adapters sorted, so that a report
@@ -228,17 +239,15 @@ svg text{font:11px system-ui,sans-serif}
 // cacheTable lists, per case and run, the total and which caches hit.
 func (r *Report) cacheTable(w string) string {
 	var b strings.Builder
-	b.WriteString("<table><tr><th>case</th><th>run</th><th>total ms</th><th>cache hits</th></tr>")
+	b.WriteString("<table><tr><th>case</th><th>run</th><th>total ms</th><th>runs</th><th>min</th><th>median</th><th>max</th><th>cache hits</th></tr>")
 	for _, c := range r.Cases {
 		if c.Workload != w || c.Error != "" {
 			continue
 		}
-		for _, run := range []struct {
-			name string
-			s    Stage
-		}{{"cold", c.Cold}, {"warm", c.Warm}} {
-			fmt.Fprintf(&b, "<tr><td>%s=%d %s</td><td>%s</td><td>%s</td><td>%s</td></tr>", html.EscapeString(c.Unit), c.Size,
-				html.EscapeString(c.Backend), run.name, f3(run.s.TotalMs), html.EscapeString(hits(run.s.Cache)))
+		for _, run := range c.runs() {
+			sp := run.spread
+			fmt.Fprintf(&b, "<tr><td>%s=%d %s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", html.EscapeString(c.Unit), c.Size,
+				html.EscapeString(c.Backend), run.name, f3(run.s.TotalMs), sp.Runs, f3(sp.MinMs), f3(sp.MedianMs), f3(sp.MaxMs), html.EscapeString(hits(run.s.Cache)))
 		}
 	}
 	b.WriteString("</table>")
@@ -293,7 +302,7 @@ func (r *Report) stackedBars(w string) string {
 // lineChart plots end-to-end time against size on log axes: one line per
 // backend and run (warm solid, cold dashed), and the crossover.
 func (r *Report) lineChart(w string) string {
-	type pt struct{ x, y float64 }
+	type pt struct{ x, y, lo, hi float64 } // lo and hi: the runs' least and greatest total
 	series := map[string][]pt{}
 	var names []string
 	unit := ""
@@ -303,19 +312,18 @@ func (r *Report) lineChart(w string) string {
 			continue
 		}
 		unit = c.Unit
-		for _, run := range []struct {
-			name string
-			ms   float64
-		}{{c.Backend + " warm", c.Warm.TotalMs}, {c.Backend + " cold", c.Cold.TotalMs}} {
-			if run.ms <= 0 {
+		for _, run := range c.runs() {
+			name, sp := c.Backend+" "+run.name, run.spread
+			if run.s.TotalMs <= 0 || sp.MinMs <= 0 {
 				continue
 			}
-			if !slices.Contains(names, run.name) {
-				names = append(names, run.name)
+			if !slices.Contains(names, name) {
+				names = append(names, name)
 			}
-			x, y := math.Log10(float64(c.Size)), math.Log10(run.ms)
-			series[run.name] = append(series[run.name], pt{x, y})
-			xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, y), max(ymax, y)
+			x, y := math.Log10(float64(c.Size)), math.Log10(run.s.TotalMs)
+			lo, hi := math.Log10(sp.MinMs), math.Log10(sp.MaxMs)
+			series[name] = append(series[name], pt{x, y, lo, hi})
+			xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, lo), max(ymax, hi)
 		}
 	}
 	if len(names) == 0 {
@@ -366,6 +374,9 @@ func (r *Report) lineChart(w string) string {
 		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"%s><title>%s</title></path>`, d.String(), color, dash, html.EscapeString(n))
 		for _, p := range pts {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, px(p.x), py(p.y), color)
+			if p.hi > p.lo {
+				fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f" stroke="%s"><title>%s min–max</title></path>`, px(p.x), py(p.lo), py(p.hi), color, html.EscapeString(n))
+			}
 		}
 		fmt.Fprintf(&b, `<path d="M%d %d h18" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`, W-R+8, T+10+16*i, color, dash, W-R+30, T+14+16*i, html.EscapeString(n))
 	}

@@ -63,10 +63,10 @@ func TestCrossoversBestCPU(t *testing.T) {
 	}{
 		{"native beats webgpu everywhere", []Case{
 			mk("cpu", 64, 50), mk("native", 64, 0.5), mk("webgpu", 64, 7),
-			mk("cpu", 128, 400), mk("native", 128, 3), mk("webgpu", 128, 8)}, 0, "native 3.000 ms, webgpu 8.000 ms: native is 2.7× faster"},
+			mk("cpu", 128, 400), mk("native", 128, 3), mk("webgpu", 128, 8)}, 0, "native 3.000 ms (1 run), webgpu 8.000 ms (1 run): native is 2.7× faster"},
 		{"webgpu wins from 128, against wasm", []Case{
 			mk("cpu", 64, 50), mk("wasm", 64, 2), mk("webgpu", 64, 7),
-			mk("cpu", 128, 400), mk("wasm", 128, 16), mk("webgpu", 128, 8)}, 128, "at n=64 wasm 2.000 ms"},
+			mk("cpu", 128, 400), mk("wasm", 128, 16), mk("webgpu", 128, 8)}, 128, "at n=64 wasm 2.000 ms (1 run)"},
 		{"cpuref alone", []Case{mk("cpu", 64, 50), mk("webgpu", 64, 7)}, 64, "cpu 50.0 ms"},
 	}
 	for _, tt := range tests {
