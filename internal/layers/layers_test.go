@@ -52,7 +52,7 @@ func list(t *testing.T) map[string]pkg {
 
 // testHelpers are packages that exist for tests; no other package may
 // depend on them.
-var testHelpers = []string{"ir/irtest", "internal/gpucctest", "internal/chromium", "internal/jsonschema"}
+var testHelpers = []string{"ir/irtest", "internal/gpucctest", "internal/chromium", "internal/jsonschema", "internal/testmodels"}
 
 // core are the compiler's packages: they know graphs, programs and kernel
 // source, never a device, so none may depend on a runtime.
