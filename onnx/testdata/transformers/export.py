@@ -2,14 +2,15 @@
 # (bench/device.sh's `transformers` suite runs it; nothing here needs a GPU):
 #
 #   gpt2     Hugging Face GPT2LMHeadModel built from a config (2 blocks, d 64, 4 heads, vocab 256,
-#            eager attention, random weights, no download): input_ids int64 [1, seq] -> logits
+#            eager attention, random weights, no download): input_ids and attention_mask (all ones)
+#            int64 [1, seq] -> logits
 #   bert     Hugging Face BertModel from a config (2 layers, d 64, 4 heads, vocab 256): input_ids and
 #            attention_mask int64 [1, seq] -> last_hidden_state
 #   decoder  a hand-written GPT-style decoder (2 blocks) whose causal mask is masked_fill(-inf)
 #
 # Each is exported once with a dynamic sequence length (opset 17, the TorchScript exporter, then
 # dynamo if that fails). For every sequence length in LENGTHS it writes NAME.SEQ.ids.npy (and
-# NAME.SEQ.mask.npy for bert: the last quarter padded), NAME.SEQ.ref.npy (PyTorch in float64, stored
+# NAME.SEQ.mask.npy for gpt2, all ones, and bert, the last quarter padded), NAME.SEQ.ref.npy (PyTorch in float64, stored
 # as float32: a 1e-5 relative comparison loses nothing to that rounding), and, where onnxruntime
 # is installed, NAME.SEQ.ort.npy (ONNX Runtime's float32 outputs). info.json says the versions, the
 # export used and the ops.
@@ -84,17 +85,21 @@ class Wrap(nn.Module):  # plain tensors in and out, whatever the model returns
     def __init__(s, m, key):
         super().__init__(); s.m, s.key = m, key
 
-    def forward(s, *a):
-        r = s.m(*a) if s.key is None else s.m(*a, return_dict=True)[s.key]
-        return r
+    def forward(s, input_ids, attention_mask=None):
+        if s.key is None:
+            return s.m(input_ids)
+        return s.m(input_ids, attention_mask=attention_mask, return_dict=True)[s.key]
 
 
 def inputs(name, seq, rng):
     ids = rng.integers(0, VOCAB, size=(1, seq), dtype=np.int64)
-    if name != "bert":
+    if name == "decoder":
         return [("input_ids", ids)]
+    # GPT-2 gets an all-ones mask: without one, transformers 5 looks for packed sequences in the
+    # positions (aten::diff, which the TorchScript exporter refuses).
     mask = np.ones((1, seq), dtype=np.int64)
-    mask[:, seq - seq // 4:] = 0
+    if name == "bert":
+        mask[:, seq - seq // 4:] = 0
     return [("input_ids", ids), ("attention_mask", mask)]
 
 
@@ -129,7 +134,7 @@ for name in ["decoder", "gpt2", "bert"]:
             m = hf(name)
             key, out_name = ("logits", "logits") if name == "gpt2" else ("last_hidden_state", "last_hidden_state")
         m.eval()
-        w = Wrap(m, key)
+        w = Wrap(m, key).eval()
         rng = np.random.default_rng(7)
         feeds = {seq: inputs(name, seq, rng) for seq in LENGTHS}
         with torch.no_grad():
