@@ -632,6 +632,9 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 		return ir.Tensor{}, c.refuse("an empty result; gpucc's tensors are not empty")
 	}
 	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
+	if y, ok := padAlong(x, axis, idx); ok {
+		return y, nil
+	}
 	// The index table is as large as the result: bounded before it is
 	// allocated (an Expand to [2^31-1, 2^31-1] then a Slice asked 34 GB).
 	total, err := c.elements(fmt.Sprintf("a gather from a tensor of shape %v", s), gs)
@@ -644,6 +647,36 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 		all[i] = idx[i/inner%k]
 	}
 	return c.gatherAlong(x, axis, all, gs)
+}
+
+// padAlong is takeAlong as a pad, when it is one: idx is -1s, then every
+// index of x's axis in order, then -1s, and x's rank is pad's. The pad's
+// constant is -0, the mask's (OpMask) value where no index matches, so the
+// bits are the mask's; a pad copies each element once where the mask sums
+// over the axis for each (Concat's pieces took 144 of the PP-OCRv4
+// detector's 201 ms at 320², 87 of the recognizer's 111 ms).
+func padAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
+	s := x.Shape()
+	if len(s) < 1 || len(s) > ir.MaxPadRank {
+		return ir.Tensor{}, false
+	}
+	before := 0
+	for before < len(idx) && idx[before] < 0 {
+		before++
+	}
+	for j := range s[axis] {
+		if before+j >= len(idx) || idx[before+j] != int64(j) {
+			return ir.Tensor{}, false
+		}
+	}
+	for _, v := range idx[before+s[axis]:] {
+		if v >= 0 {
+			return ir.Tensor{}, false
+		}
+	}
+	pads := make([]int, 2*len(s))
+	pads[axis], pads[len(s)+axis] = before, len(idx)-before-s[axis]
+	return x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1))), true
 }
 
 func sliceOp(c *importer) ([]value, *ir.Error) {
