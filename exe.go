@@ -23,9 +23,12 @@ type Executable struct {
 	// later run that does not give the input (a model's weights are not
 	// sent again each call). Counted in rt.held; freed by Release.
 	embedded map[int]backend.Buffer
-	// typed is, for a typed graph on the cpu backend (Typed), the validated
-	// graph that each run evaluates with cpuref.EvalTyped; plan is nil.
-	typed *ir.Graph
+	// typed is, for a typed graph (Typed), the validated graph that each
+	// run evaluates: with cpuref.EvalTyped on the cpu backend, with
+	// typedExe, what the backend's CompileTyped made of it, elsewhere
+	// (compileTyped); plan is nil.
+	typed    *ir.Graph
+	typedExe backend.TypedExecutable
 }
 
 // Plan returns the sealed plan the executable runs (nil for a typed
@@ -56,6 +59,11 @@ func (e *Executable) Release() {
 }
 
 func (e *Executable) releaseLocked() {
+	if e.typedExe != nil {
+		e.typedExe.Release()
+		e.typedExe = nil
+		delete(e.rt.exes, e)
+	}
 	if e.exe != nil {
 		e.exe.Release()
 		e.exe = nil
@@ -126,7 +134,7 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 		return nil, rt.errClosed()
 	}
 	if e.typed != nil {
-		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith on the cpu backend")
+		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith")
 	}
 	if e.exe == nil {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")

@@ -191,9 +191,10 @@ func (rt *Runtime) reserve(n int64) error {
 
 // Run is the one-shot form: compile g, run it once with its embedded data,
 // release the executable. A typed graph (a value of a dtype other than
-// float32, or a typed op: Typed) runs on the cpu backend only, as
-// cpuref.EvalTyped computes it; every other backend refuses it by name
-// (unsupported) until its kernels handle the dtype.
+// float32, or a typed op: Typed) runs on the cpu backend, as
+// cpuref.EvalTyped computes it, and on a backend with typed code
+// (backend.TypedDevice: native, wasm) with its bits; every other backend
+// refuses it by name (unsupported) until its kernels handle the dtype.
 func (rt *Runtime) Run(ctx context.Context, g *ir.Graph) (*Result, error) {
 	exe, err := rt.Compile(ctx, g)
 	if err != nil {
@@ -236,8 +237,8 @@ func Run(ctx context.Context, g *ir.Graph, opts Options) (*Result, error) {
 // it has them (the webgpu backend's table, for the adapter, the shape class
 // and the mode of Options.Fast).
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
-	if Typed(g) && rt.info.Name == "cpu" {
-		return rt.compileTyped(g)
+	if Typed(g) && rt.typedRunner() {
+		return rt.compileTyped(ctx, g)
 	}
 	popts := rt.opts.Passes
 	if popts.TileFor == nil {

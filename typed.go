@@ -2,6 +2,7 @@ package gpucc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,18 +10,34 @@ import (
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // Typed reports whether g holds a value of a dtype other than float32 or
 // an op of a typed row (cast, where, the logical and bitwise ops): a graph
-// only the cpu backend runs so far. Every other backend refuses it by name
-// (unsupported) until its kernels handle the dtype.
+// that the cpu backend runs with the reference and a backend that
+// implements backend.TypedDevice (native, wasm) with its typed code.
+// Every other backend refuses it by name (unsupported) until its kernels
+// handle the dtype.
 func Typed(g *ir.Graph) bool { return g != nil && passes.FloatOnly(g) != nil }
 
-// compileTyped is Compile of a typed graph on the cpu backend: the graph,
-// validated against the Runtime's limits, is what each run evaluates with
-// cpuref.EvalTyped, the reference; no kernels are made.
-func (rt *Runtime) compileTyped(g *ir.Graph) (*Executable, error) {
+// typedRunner reports whether this Runtime's backend runs typed graphs:
+// cpu by the reference, or a backend.TypedDevice.
+func (rt *Runtime) typedRunner() bool {
+	if rt.info.Name == "cpu" {
+		return true
+	}
+	_, ok := rt.dev.(backend.TypedDevice)
+	return ok
+}
+
+// compileTyped is Compile of a typed graph on a backend that runs them
+// (typedRunner): the graph, validated against the Runtime's limits, is
+// what each run evaluates, with cpuref.EvalTyped on the cpu backend (no
+// kernels), with the executable that the backend's CompileTyped made of
+// it elsewhere (an op its code does not hold is unsupported, naming the
+// node).
+func (rt *Runtime) compileTyped(ctx context.Context, g *ir.Graph) (*Executable, error) {
 	if err := ir.Validate(g, rt.opts.Limits); err != nil {
 		return nil, err
 	}
@@ -29,7 +46,20 @@ func (rt *Runtime) compileTyped(g *ir.Graph) (*Executable, error) {
 	if rt.dev == nil {
 		return nil, rt.errClosed()
 	}
-	return &Executable{rt: rt, typed: g.Clone()}, nil
+	e := &Executable{rt: rt, typed: g.Clone()}
+	td, ok := rt.dev.(backend.TypedDevice)
+	if rt.info.Name == "cpu" || !ok {
+		return e, nil
+	}
+	exe, err := guard(rt.info.Name, func() (backend.TypedExecutable, error) {
+		return td.CompileTyped(ctx, &backend.TypedProgram{Graph: e.typed}, &e.compile)
+	})
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	e.typedExe = exe
+	rt.exes[e] = struct{}{}
+	return e, nil
 }
 
 // runTyped is one run of a typed executable; rt.mu held. Each input given
@@ -43,6 +73,9 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	rt := e.rt
 	if rt.dev == nil {
 		return nil, rt.errClosed()
+	}
+	if e.typedExe == nil && rt.info.Name != "cpu" {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
 	if len(opts.Keep) > 0 || len(opts.Into) > 0 {
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "a typed graph's run returns host outputs only (no Keep, no Into) so far")
@@ -64,7 +97,14 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	vals, err := cpuref.EvalTyped(g)
+	var vals []cpuref.Value
+	var err error
+	var st backend.Stats
+	if e.typedExe != nil {
+		vals, err = e.runTypedOn(ctx, g, &st)
+	} else {
+		vals, err = cpuref.EvalTyped(g)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +122,64 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 			return nil, err
 		}
 		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: data, Ints: slices.Clone(v.I)}
-		res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
+		if e.typedExe == nil {
+			res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
+		}
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
 	res.Timings.DispatchMs, res.Timings.TotalMs, res.Timings.DispatchClock = ms, ms, "wall"
+	if e.typedExe != nil { // the backend's stages, as a float32 run reports them
+		res.Timings = timings(&st)
+		res.Timings.TotalMs = ms
+		res.Cache = st.Caches()
+	}
 	return res, nil
+}
+
+// runTypedOn runs g (the executable's graph with this run's inputs) on the
+// backend's typed executable: each input node's value goes at its dtype's
+// width (backend.TypedBytes), each output comes back the same way. A fault
+// (a run with no right answer) is answered with the reference's own error
+// for the run, found by evaluating it (cpuref.EvalTyped), so that it
+// names the op, the element and the value as the cpu backend does; if the
+// reference computes the run, the backend is wrong, which is internal.
+func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, st *backend.Stats) ([]cpuref.Value, error) {
+	rt := e.rt
+	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Stats: st}
+	for i, n := range g.Nodes {
+		if n.Op == ir.OpInput {
+			call.Inputs[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
+		}
+	}
+	_, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.typedExe.RunTyped(ctx, call) })
+	var fault *backend.TypedFault
+	if errors.As(err, &fault) {
+		_, ref := cpuref.EvalTyped(g)
+		var re *ir.Error
+		if errors.As(ref, &re) && re.Code == fault.Code && re.Node == fault.Node {
+			return nil, ref
+		}
+		return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name,
+			Err: fmt.Errorf("the typed run faulted (%v) where the reference gives %v", fault, ref)}
+	}
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	if len(call.Outputs) != len(g.Outputs) {
+		return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name, Err: fmt.Errorf("the typed run returned %d outputs of %d", len(call.Outputs), len(g.Outputs))}
+	}
+	vals := make([]cpuref.Value, len(g.Nodes))
+	for k, o := range g.Outputs {
+		n := g.Nodes[o.ID]
+		if len(call.Outputs[k]) != n.Shape.Len()*n.DType.Size() {
+			return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name,
+				Err: fmt.Errorf("output %q: the typed run returned %d bytes, %v %v has %d", o.Name, len(call.Outputs[k]), n.DType, n.Shape, n.Shape.Len()*n.DType.Size())}
+		}
+		v := cpuref.Value{DType: n.DType}
+		v.F, v.I = backend.TypedValues(n.DType, call.Outputs[k])
+		vals[o.ID] = v
+	}
+	return vals, nil
 }
 
 // inputNamed returns the input node that runs name: by its Name, or, for

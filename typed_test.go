@@ -5,19 +5,29 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
 	_ "github.com/gpucc/gpucc/runtime/all"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
 // TestTypedExecutable: a typed graph compiles on the cpu backend and runs
 // many times with typed host inputs (int64 ids, a float16 tensor), each
 // run cpuref.EvalTyped's bits; inputs of the wrong dtype, shape or range
-// are invalid_input; a division by zero is integer_fault; the compiled
-// backends refuse the graph by name.
+// are invalid_input; a division by zero is integer_fault. The same runs
+// give the same bits on the backends with typed code (native, wasm).
 func TestTypedExecutable(t *testing.T) {
+	for _, name := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(name, func(t *testing.T) { typedExecutable(t, open(t, name)) })
+	}
+}
+
+func typedExecutable(t *testing.T, rt *gpucc.Runtime) {
 	ctx := context.Background()
 	b := ir.NewBuilder()
 	ids := b.TypedInput("ids", ir.I64, ir.Shape{3}, nil, []int64{0, 0, 0})
@@ -29,11 +39,6 @@ func TestTypedExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := gpucc.Open(ctx, gpucc.Options{Backend: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	exe, err := rt.Compile(ctx, g)
 	if err != nil {
 		t.Fatal(err)
@@ -88,14 +93,99 @@ func TestTypedExecutable(t *testing.T) {
 	if !errors.Is(err, ir.ErrIntegerFault) {
 		t.Errorf("a division by zero: %v, want integer_fault", err)
 	}
-	for _, name := range []string{"native", "wasm"} {
-		other, err := gpucc.Open(ctx, gpucc.Options{Backend: name})
-		if err != nil {
-			continue // not built or not here
+}
+
+// typedBackends are the backends besides cpu that run typed graphs
+// (backend.TypedDevice).
+var typedBackends = []string{"native", "wasm"}
+
+// untyped is the cpu device under another name and without typed code:
+// a backend that is no backend.TypedDevice.
+type untyped struct{ backend.Device }
+
+func (d untyped) Info() backend.Info {
+	i := d.Device.Info()
+	i.Name = "untyped"
+	return i
+}
+
+func init() {
+	cpu, _ := backend.Lookup("cpu")
+	backend.Register("untyped", func(o backend.Options) (backend.Device, error) {
+		d, err := cpu(o)
+		return untyped{d}, err
+	})
+}
+
+// TestTypedRefused: a backend without typed code refuses a typed graph by
+// name (unsupported), at Compile.
+func TestTypedRefused(t *testing.T) {
+	rt := open(t, "untyped")
+	g := irtest.TypedLimits()[0].Graph
+	if _, err := rt.Compile(context.Background(), g); gpucc.CodeOf(err) != ir.CodeUnsupported {
+		t.Errorf("compiling a typed graph: %v, want unsupported", err)
+	}
+}
+
+// TestTypedBackends: typed graphs give cpu's bits on every backend with
+// typed code (typedBackends), and fail where cpu fails, with its code and
+// message: the graphs at the limits (irtest.TypedLimits: wrap-around at
+// ±2^31 and ±2^63, MIN / -1, float16 and bfloat16 subnormals, -0, casts
+// at the range's edges, negative gather indices), the runs with no answer
+// (irtest.TypedFaults: division by zero, casts out of range, gather
+// indices outside the axis), every op of every dtype (irtest.Typed),
+// random graphs over every dtype (irtest.RandomTyped, faults included),
+// and ±Inf and NaN outputs (irtest.TypedNonFinite), each under both
+// policies (non_finite_output, or ±Inf and NaN returned).
+func TestTypedBackends(t *testing.T) {
+	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
+	n := 64
+	if testing.Short() {
+		n = 24
+	}
+	for seed := range n {
+		cases = append(cases, irtest.Case{Name: "random/" + itoa(seed), Graph: irtest.RandomTyped(uint64(seed), 24)})
+	}
+	nonFinite := func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} }
+	cpu, cpuNF := open(t, "cpu"), open(t, "cpu", nonFinite)
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) {
+			rt, rtNF := open(t, name), open(t, name, nonFinite)
+			for _, c := range append(cases, irtest.TypedNonFinite()...) {
+				t.Run(c.Name, func(t *testing.T) {
+					sameTyped(t, cpu, rt, c.Graph)
+					sameTyped(t, cpuNF, rtNF, c.Graph)
+				})
+			}
+		})
+	}
+}
+
+// sameTyped runs g on ref and rt and checks that they agree: the same
+// error (code and message), or the same outputs, dtype, shape and bits.
+func sameTyped(t *testing.T, ref, rt *gpucc.Runtime, g *ir.Graph) {
+	t.Helper()
+	ctx := context.Background()
+	want, werr := ref.Run(ctx, g)
+	got, gerr := rt.Run(ctx, g)
+	if werr != nil || gerr != nil {
+		if werr == nil || gerr == nil || gpucc.CodeOf(werr) != gpucc.CodeOf(gerr) ||
+			strings.ReplaceAll(gerr.Error(), rt.Backend()+":", "cpu:") != werr.Error() {
+			t.Fatalf("%s: %v\ncpu: %v", rt.Backend(), gerr, werr)
 		}
-		if _, err := other.Compile(ctx, g); gpucc.CodeOf(err) != ir.CodeUnsupported {
-			t.Errorf("%s: compiling a typed graph: %v, want unsupported", name, err)
+		return
+	}
+	for name, w := range want.Outputs {
+		o, ok := got.Outputs[name]
+		switch {
+		case !ok:
+			t.Errorf("output %s missing", name)
+		case o.DType != w.DType || !slices.Equal(o.Shape, w.Shape):
+			t.Errorf("output %s: %v %v, cpu %v %v", name, o.DType, o.Shape, w.DType, w.Shape)
+		case !slices.Equal(o.Ints, w.Ints):
+			t.Errorf("output %s: %v, cpu %v", name, o.Ints, w.Ints)
+		case !slices.Equal(gpucctest.BitsOf(o.Data), gpucctest.BitsOf(w.Data)):
+			t.Errorf("output %s: %v, cpu %v", name, o.Data, w.Data)
 		}
-		other.Close()
 	}
 }

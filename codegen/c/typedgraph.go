@@ -16,18 +16,32 @@ const (
 	FaultIndex   = 2 // a gather index outside its axis (ir.CodeInvalidInput)
 )
 
+// FaultCode returns the error code of fault flag f (FaultInteger,
+// FaultIndex); false for any other value.
+func FaultCode(f int32) (ir.Code, bool) {
+	switch f {
+	case FaultInteger:
+		return ir.CodeIntegerFault, true
+	case FaultIndex:
+		return ir.CodeInvalidInput, true
+	}
+	return "", false
+}
+
 // EmitTypedGraph returns C computing every node of the validated typed
 // graph g, node by node, each into its own buffer at its dtype's width:
-// "void gpucc_typed(void **b, int *fault)", b[i] node i's storage (the
-// caller fills the inputs'), with cpuref's bits (the typed rows of
+// "void name(void **b, int *fault)", b[i] node i's storage (the caller
+// fills the inputs'), fault two ints the caller zeroes, with cpuref's bits (the typed rows of
 // typed.go; views, gathers and reductions by the reference's index maps,
 // a float reduction by its pairwise tree rounded to the dtype after each
 // combination; a float row without a C row of its own, such as exp, by its
 // reference expression as every kernel renders it, then rounded to the
-// dtype). A fault sets *fault (FaultInteger, FaultIndex) and returns. An
-// op it does not hold is refused with unsupported, naming the node. It is
-// the typed path in C, node by node, not yet fused kernels: no backend
-// runs it so far.
+// dtype). A fault sets fault[0] (FaultInteger, FaultIndex) and fault[1]
+// the faulting node, and returns: the first node that faults, in graph
+// order, as the reference stops at it. An op it does not hold is refused
+// with unsupported, naming the node. It is the typed path in C, node by
+// node, not yet fused kernels: the native and wasm backends run it
+// (their TypedDevice).
 func EmitTypedGraph(g *ir.Graph, name string) (string, error) {
 	var b strings.Builder
 	var defs []string
@@ -104,7 +118,7 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		}
 		d, q := ds[ax], g.Nodes[n.Args[1]].Shape.Len()
 		fmt.Fprintf(b, "\tfor (t_i64 o = 0, i = 0; o < %d; o++) for (t_i64 j = 0; j < %d; j++) {\n", outer, q)
-		fmt.Fprintf(b, "\t\tt_i64 v = (t_i64)%s[j];\n\t\tif (v < -%d || v >= %d) { *fault = %d; return; }\n\t\tif (v < 0) v += %d;\n", arg(1), d, d, FaultIndex, d)
+		fmt.Fprintf(b, "\t\tt_i64 v = (t_i64)%s[j];\n\t\tif (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; }\n\t\tif (v < 0) v += %d;\n", arg(1), d, d, FaultIndex, i, d)
 		fmt.Fprintf(b, "\t\tfor (t_i64 k = 0; k < %d; k++, i++) %s[i] = %s[(o * %d + v) * %d + k];\n\t}\n", inner, y, arg(0), d, inner)
 	case n.Op.IsReduction():
 		return emitTypedReduce(b, g, i)
@@ -128,7 +142,7 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		if !ok {
 			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed rows do not hold it yet", n.Op, in)
 		}
-		loop(stmt + fmt.Sprintf(" if (*fault) return;"))
+		loop(stmt + fmt.Sprintf(" if (*fault) { fault[1] = %d; return; }", i))
 	default:
 		return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed path does not hold it yet", n.Op, n.DType)
 	}

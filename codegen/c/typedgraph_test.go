@@ -51,7 +51,7 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 		}
 		runs = append(runs, run{seed, g})
 		src.WriteString(unit)
-		fmt.Fprintf(&main, "\t{\n\t\tvoid *b[%d]; int fault = 0;\n", len(g.Nodes))
+		fmt.Fprintf(&main, "\t{\n\t\tvoid *b[%d]; int fault[2] = {0, 0};\n", len(g.Nodes))
 		for i, n := range g.Nodes {
 			fmt.Fprintf(&main, "\t\tb[%d] = calloc(%d, 8);\n", i, n.Shape.Len()+1)
 			if n.Op != ir.OpInput {
@@ -68,7 +68,7 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 			}
 			fmt.Fprintf(&main, "\t\t{ static const %s in[%d] = {%s}; memcpy(b[%d], in, sizeof in); }\n", st, len(lits), strings.Join(lits, ", "), i)
 		}
-		fmt.Fprintf(&main, "\t\t%s(b, &fault);\n\t\tprintf(\"graph %d %%d\\n\", fault);\n\t\tif (!fault) {\n", fn, seed)
+		fmt.Fprintf(&main, "\t\t%s(b, fault);\n\t\tprintf(\"graph %d %%d %%d\\n\", fault[0], fault[1]);\n\t\tif (!fault[0]) {\n", fn, seed)
 		for _, o := range g.Outputs {
 			n := g.Nodes[o.ID]
 			elem := fmt.Sprintf("((%s *)b[%d])[k]", StorageType(n.DType), o.ID)
@@ -110,8 +110,8 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 	}
 	faults := 0
 	for _, r := range runs {
-		var fault int
-		fmt.Sscanf(next(), "graph %d %d", new(int), &fault)
+		var fault, node int
+		fmt.Sscanf(next(), "graph %d %d %d", new(int), &fault, &node)
 		vals, err := cpuref.EvalTyped(r.g)
 		want := 0
 		switch {
@@ -125,6 +125,9 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 		if fault != want {
 			t.Errorf("seed %d: C fault %d, cpuref %v", r.seed, fault, err)
 			break // the output stream no longer lines up
+		}
+		if e, ok := err.(*ir.Error); ok && fault != 0 && node != e.Node {
+			t.Errorf("seed %d: C faults at node %d, cpuref at %d (%v)", r.seed, node, e.Node, err)
 		}
 		if fault != 0 {
 			faults++

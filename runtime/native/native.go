@@ -60,6 +60,7 @@ type device struct {
 type library struct {
 	handle            uintptr
 	entry, part, scan uintptr
+	typed             uintptr // a typed unit's entry (typedEntry); the others are then 0
 	refs              int
 }
 
@@ -158,7 +159,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	source := unit.Source + entrySource(unit, len(bp.IR.Program().Buffers))
 	stop()
 	defer st.Start(backend.StageCompile)()
-	lib, err := d.library(ctx, source, st)
+	lib, err := d.library(ctx, source, false, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -264,10 +265,11 @@ static inline void fpenv_restore(fpenv saved) { __asm__ volatile("msr fpcr, %0" 
 #endif
 `
 
-// library returns the loaded library of source, taking a reference. It
-// records CacheLibraryMemory (this device's libraries, or the artifact
-// cache's memory) and CacheLibraryDisk.
-func (d *device) library(ctx context.Context, source string, st *backend.Stats) (*library, error) {
+// library returns the loaded library of source, taking a reference: a
+// program's unit (entrySource's symbols) or, when typed, a typed graph's
+// (typedEntry's). It records CacheLibraryMemory (this device's libraries,
+// or the artifact cache's memory) and CacheLibraryDisk.
+func (d *device) library(ctx context.Context, source string, typed bool, st *backend.Stats) (*library, error) {
 	key := d.cc.ObjectKey(source)
 	if lib, ok := d.libs[key.String()]; ok {
 		st.Hit(backend.CacheLibraryMemory, true)
@@ -278,7 +280,7 @@ func (d *device) library(ctx context.Context, source string, st *backend.Stats) 
 	var lib *library
 	src, err := cbuild.Load(d.cache, cache.SharedObject, key,
 		func() ([]byte, error) { return d.cc.Shared(ctx, source) },
-		func(so []byte) (err error) { lib, err = openLib(d.private, so); return err })
+		func(so []byte) (err error) { lib, err = openLib(d.private, so, typed); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -298,8 +300,8 @@ func (d *device) unref(lib *library) {
 
 // openLib loads the shared object so, from a copy of its bytes in private
 // (never a file in the cache directory, see cbuild.PrivateDir), and finds
-// its entry point.
-func openLib(private *cbuild.PrivateDir, so []byte) (*library, error) {
+// its entry points (typedEntry's alone when typed).
+func openLib(private *cbuild.PrivateDir, so []byte, typed bool) (*library, error) {
 	path, release, err := private.File(so)
 	if err != nil {
 		return nil, err
@@ -310,10 +312,15 @@ func openLib(private *cbuild.PrivateDir, so []byte) (*library, error) {
 		return nil, fmt.Errorf("dlopen: %w", err)
 	}
 	lib := &library{handle: h}
-	for _, sym := range []struct {
+	type symbol struct {
 		name string
 		fn   *uintptr
-	}{{entry, &lib.entry}, {part, &lib.part}, {scan, &lib.scan}} {
+	}
+	syms := []symbol{{entry, &lib.entry}, {part, &lib.part}, {scan, &lib.scan}}
+	if typed {
+		syms = []symbol{{typedEntry, &lib.typed}}
+	}
+	for _, sym := range syms {
 		if *sym.fn, err = purego.Dlsym(h, sym.name); err != nil {
 			purego.Dlclose(h)
 			return nil, fmt.Errorf("dlsym %s: %w", sym.name, err)
