@@ -65,17 +65,31 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 	in := lib.Inputs{}
 	var shapes []string
 	for name, file := range runInputs {
-		a, err := readInput(file, ir.F32, limits.WithDefaults().MaxElements, "input "+name)
+		dt := ir.F32
+		for _, p := range m.Signature().Inputs {
+			if p.Name == name {
+				if d, ok := ir.ParseDType(p.Type); ok {
+					dt = d
+				}
+			}
+		}
+		a, err := readInput(file, dt, limits.WithDefaults().MaxElements, "input "+name)
 		if err != nil {
 			return fail(err)
-		}
-		if a.DType != "float32" {
-			return fail(ir.Errorf(ir.CodeUnsupported, -1, "input", "--input %s=%s holds %s; run-time data from .npy is float32 so far", name, file, a.DType))
 		}
 		if want, ok := inputShapes[name]; ok && !slices.Equal(want, a.Shape) {
 			return usageError("run: --input-shape %s=%v, but %s has shape %v", name, want, file, a.Shape)
 		}
-		in[name] = lib.NewTensor(a.Shape, a.Float32)
+		t := lib.Tensor{Shape: a.Shape, DType: dt}
+		switch {
+		case dt.IsFloat() && a.DType == "float32":
+			t.Data = a.Float32
+		case !dt.IsFloat() && a.DType == dt.String():
+			t.Ints = a.Int64
+		default:
+			return fail(ir.Errorf(ir.CodeInvalidInput, -1, "input "+name, "input %s is %v; %s holds %s (gpucc never converts an input's dtype)", ir.Quote(name), dt, file, a.DType))
+		}
+		in[name] = t
 		shapes = append(shapes, fmt.Sprintf("%s=%v", name, a.Shape))
 	}
 	slices.Sort(shapes)
