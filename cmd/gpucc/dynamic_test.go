@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/internal/npy"
 )
 
 // npyFloats writes a float32 .npy file of the given shape (numpy.save's
@@ -68,4 +69,55 @@ func TestRunDynamicInput(t *testing.T) {
 	if e, _ := v["error"].(map[string]any); code == 0 || !strings.Contains(fmt.Sprint(e["message"]), "seq") {
 		t.Errorf("no data, no shape: exit %d, %v; want an error naming seq", code, v)
 	}
+}
+
+// TestRunTypedInput: gpucc run takes a text model's int64 token ids and
+// attention mask from .npy files at the model's own dtype (the BERT
+// fixture of onnx/testdata/transformers, exported by PyTorch), and gives
+// PyTorch's float64 answer within 1e-5 of the output's largest magnitude.
+// A float32 file for an int64 input is refused by name.
+func TestRunTypedInput(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "onnx", "testdata", "transformers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	f := func(s string) string { return filepath.Join(dir, s) }
+	_, v, code := gpucc(t, "", "run", "--backend", "cpu", "--input", "input_ids="+f("bert.7.ids.npy"),
+		"--input", "attention_mask="+f("bert.7.mask.npy"), "--output-dir", out, f("bert.onnx"))
+	if code != 0 {
+		t.Fatalf("exit %d: %v", code, v)
+	}
+	y, ref := readNpy(t, filepath.Join(out, "last_hidden_state.npy")), readNpy(t, f("bert.7.ref.npy"))
+	if diff := cmp.Diff(ref.Shape, y.Shape); diff != "" || len(y.Float32) != len(ref.Float32) {
+		t.Fatalf("shape (-ref +got):\n%s", diff)
+	}
+	var worst, scale float64
+	for i, r := range ref.Float32 {
+		worst = max(worst, math.Abs(float64(y.Float32[i])-float64(r)))
+		scale = max(scale, math.Abs(float64(r)))
+	}
+	if worst > 1e-5*scale {
+		t.Errorf("max |gpucc - PyTorch float64| = %.3g, over 1e-5 × %.3g", worst, scale)
+	}
+	x := npyFloats(t, filepath.Join(out, "ids.npy"), []int{1, 7}, make([]float32, 7))
+	_, v, code = gpucc(t, "", "run", "--backend", "cpu", "--input", "input_ids="+x,
+		"--input", "attention_mask="+f("bert.7.mask.npy"), f("bert.onnx"))
+	if e, _ := v["error"].(map[string]any); code == 0 || e["code"] != "invalid_input" || !strings.Contains(fmt.Sprint(e["message"]), "int64") {
+		t.Errorf("float32 ids: exit %d, %v; want invalid_input naming int64", code, v)
+	}
+}
+
+func readNpy(t *testing.T, path string) *npy.Array {
+	t.Helper()
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, err := npy.Read(r, 1<<24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
