@@ -247,6 +247,9 @@
 //     or int64 indices i of that axis, unchanged; a negative index counts
 //     from the end, and one outside [-d, d) fails the run with
 //     ir.CodeInvalidInput naming it (never a read out of bounds).
+//   - gather_elements(x, i) along axis (ONNX's GatherElements): i's
+//     shape; each element is x's at its own position with the axis
+//     coordinate its index, wrapped and checked as gather's.
 //   - cast(x) to the node's dtype, as ONNX's Cast (ir.Convert): between
 //     floats, one rounding from the exact value; integer to float, one
 //     rounding from the exact integer (never through float32 first);

@@ -95,6 +95,8 @@ func typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) (Value, err
 		return typedCast(i, arg(0), n.DType)
 	case n.Op == ir.OpGather:
 		return typedGather(i, g, n, arg(0), arg(1))
+	case n.Op == ir.OpGatherElements:
+		return typedGatherElements(i, g, n, arg(0), arg(1))
 	case n.Op == ir.OpWhere:
 		c, a, b := arg(0), arg(1), arg(2)
 		if out.DType.IsFloat() {
@@ -176,25 +178,54 @@ func typedInt(i int, n *ir.Node, arg func(int) Value) (Value, error) {
 func typedGather(i int, g *ir.Graph, n *ir.Node, data, idx Value) (Value, error) {
 	ds := g.Nodes[n.Args[0]].Shape
 	ax := ir.GatherAxis(n.Attrs, len(ds))
-	d := int64(ds[ax])
-	wrapped := make([]int64, len(idx.I))
-	for k, v := range idx.I {
+	wrapped, err := wrapIndices(i, n.Op, idx.I, ds[ax], ax)
+	if err != nil {
+		return Value{}, err
+	}
+	return take(n.DType, data, ir.GatherSources(ds, n.Shape, ax, wrapped)), nil
+}
+
+// typedGatherElements is ONNX's GatherElements: each output element is the
+// data element at its own position with the axis coordinate its index
+// (wrapped once if negative; one outside [-d, d) fails the run).
+func typedGatherElements(i int, g *ir.Graph, n *ir.Node, data, idx Value) (Value, error) {
+	ds := g.Nodes[n.Args[0]].Shape
+	ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
+	wrapped, err := wrapIndices(i, n.Op, idx.I, ds[ax], ax)
+	if err != nil {
+		return Value{}, err
+	}
+	return take(n.DType, data, ir.AlongAxisSources(ds, n.Shape, ax, wrapped)), nil
+}
+
+// wrapIndices returns the indices into an axis of d elements with each
+// negative one counted from the end, or invalid_input naming the first one
+// outside [-d, d) (its value and element): an indexed row never reads or
+// writes out of bounds.
+func wrapIndices(i int, op ir.Op, idx []int64, n, ax int) ([]int64, error) {
+	d := int64(n)
+	wrapped := make([]int64, len(idx))
+	for k, v := range idx {
 		if v < -d || v >= d {
-			return Value{}, ir.Errorf(ir.CodeInvalidInput, i, "b", "gather: index %d (element %d) is outside [%d, %d) of axis %d", v, k, -d, d, ax)
+			return nil, ir.Errorf(ir.CodeInvalidInput, i, "b", "%v: index %d (element %d) is outside [%d, %d) of axis %d", op, v, k, -d, d, ax)
 		}
 		if v < 0 {
 			v += d
 		}
 		wrapped[k] = v
 	}
-	src := ir.GatherSources(ds, n.Shape, ax, wrapped)
-	out := Value{DType: n.DType}
-	if data.DType.IsFloat() {
-		out.F = gather(data.F, src)
+	return wrapped, nil
+}
+
+// take returns a Value of dtype t whose element k is a's element src[k].
+func take(t ir.DType, a Value, src []int) Value {
+	out := Value{DType: t}
+	if a.DType.IsFloat() {
+		out.F = gather(a.F, src)
 	} else {
-		out.I = gather(data.I, src)
+		out.I = gather(a.I, src)
 	}
-	return out, nil
+	return out
 }
 
 // typedCast is ONNX's Cast of every element (ir.Convert).

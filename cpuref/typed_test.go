@@ -2,6 +2,7 @@ package cpuref_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -563,5 +564,49 @@ func TestGather(t *testing.T) {
 	}
 	if vals, err = cpuref.EvalTyped(g); err != nil || !slices.Equal(vals[g.Outputs[0].ID].F, []float32{4, 4, 1}) {
 		t.Errorf("float32 gather: %v %v", vals, err)
+	}
+}
+
+// TestGatherElements: ONNX's GatherElements at run time: each element of
+// int64 data at its own position with the axis coordinate its index,
+// indices smaller than the data in the other dimensions, negative ones
+// from the end, the extremes unchanged; an index outside [-d, d) fails the
+// run with invalid_input naming it and its element.
+func TestGatherElements(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.I64, ir.Shape{3, 2}, nil, []int64{10, 11, 20, 21, math.MaxInt64, math.MinInt64})
+	rows := b.TypedInput("rows", ir.I64, ir.Shape{2, 2}, nil, []int64{2, -3, -1, 1})
+	cols := b.TypedInput("cols", ir.I32, ir.Shape{3, 1}, nil, []int64{1, -2, -1})
+	b.Output("rows", x.GatherElements(rows, 0))
+	b.Output("cols", x.GatherElements(cols, -1))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := cpuref.EvalTyped(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range [][]int64{{math.MaxInt64, 11, math.MaxInt64, 21}, {11, 20, math.MinInt64}} {
+		if got := vals[g.Outputs[k].ID].I; !slices.Equal(got, want) {
+			t.Errorf("%s = %v, want %v", g.Outputs[k].Name, got, want)
+		}
+	}
+	for _, bad := range []int64{3, -4, math.MaxInt64, math.MinInt64} {
+		g.Nodes[g.Input("rows")].Ints = []int64{0, 1, bad, 2}
+		var e *ir.Error
+		if _, err := cpuref.EvalTyped(g); !errors.As(err, &e) || e.Code != ir.CodeInvalidInput || !strings.Contains(e.Msg, fmt.Sprintf("index %d (element 2)", bad)) {
+			t.Errorf("index %d of 3 rows: %v, want invalid_input naming the index and its element", bad, err)
+		}
+	}
+	b = ir.NewBuilder()
+	f := b.TypedInput("f", ir.F32, ir.Shape{2, 2}, []float32{1, float32(math.Copysign(0, -1)), float32(math.NaN()), 4}, nil)
+	b.Output("y", f.GatherElements(b.TypedInput("i", ir.I64, ir.Shape{2, 2}, nil, []int64{1, 1, 0, 1}), 1))
+	if g, err = b.Build(ir.Limits{NonFinite: true}); err != nil {
+		t.Fatal(err)
+	}
+	vals, err = cpuref.EvalTyped(g)
+	if y := vals[g.Outputs[0].ID].F; err != nil || math.Float32bits(y[0]) != 1<<31 || y[2] == y[2] || y[3] != 4 {
+		t.Errorf("float32 gather_elements: %v %v, want [-0 -0 NaN 4]", y, err)
 	}
 }

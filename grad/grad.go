@@ -82,6 +82,7 @@
 //	shift_left, shift_right as bit_and
 //	mod(a, b)          as bit_and
 //	gather(x, i)       no gradient yet (a scatter-add of g): an error as for conv2d
+//	gather_elements(x, i) as gather
 //	pad(x)             no gradient yet (g summed back onto the elements each
 //	                   border copies is not a rule yet): an error as for conv2d
 //	input, full        leaves

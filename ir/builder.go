@@ -133,6 +133,12 @@ func (t Tensor) Gather(idx Tensor, axis int) Tensor {
 	return t.ApplyAttrs(OpGather, []int{axis}, idx)
 }
 
+// GatherElements returns t's elements along axis at the int32 or int64
+// indices idx of t's rank (ONNX's GatherElements): idx's shape.
+func (t Tensor) GatherElements(idx Tensor, axis int) Tensor {
+	return t.ApplyAttrs(OpGatherElements, []int{axis}, idx)
+}
+
 // Cast returns t converted to dtype dt as ONNX's Cast (see ir.Convert).
 func (t Tensor) Cast(dt DType) Tensor { return t.ApplyTo(dt, OpCast) }
 

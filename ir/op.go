@@ -99,6 +99,11 @@ const (
 	// attribute's dimension, a negative one counting from the end; an index outside fails the
 	// run with invalid_input. The result is data's shape with that axis replaced by the indices'.
 	OpGather
+	// gather_elements (ONNX GatherElements): arg0 data of any dtype, arg1 int32 or int64 indices
+	// of data's rank (each other dimension at most data's) along its axis attribute; the result
+	// has the indices' shape and y[p] = data[p with p[axis] = arg1[p]], a negative index counting
+	// from the end, one outside [-d, d) failing the run with invalid_input.
+	OpGatherElements
 	numOps
 )
 
@@ -389,6 +394,8 @@ func init() {
 		OpMod:        {Name: "mod", Args: 2, Types: TypeRule{In: IntTypes}, Int: intMod, NoGrad: "an integer op"},
 		OpGather: {Name: "gather", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherShape, Cost: perElement,
 			Attrs: gatherAttrs, Typed: true, NoGrad: "gather's gradient (a scatter-add) is not a rule yet"},
+		OpGatherElements: {Name: "gather_elements", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherElementsShape,
+			Cost: perElement, Attrs: axisAttrs, Typed: true, NoGrad: "gather_elements' gradient (a scatter-add) is not a rule yet"},
 	}
 	for op, r := range rows {
 		if r.Wire == "" {

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -91,6 +92,9 @@ func (c *importer) gatherAlong(x ir.Tensor, axis int, idx []int64, shape []int) 
 // constant, gatherAlong on a run-time tensor.
 func gatherElementsOp(c *importer) ([]value, *ir.Error) {
 	v := c.in(0)
+	if iv := c.in(1); iv != nil && iv.set || v.set && v.rt.DType() != ir.F32 {
+		return c.gatherElementsRT()
+	}
 	idx, err := c.konst(1, "indices")
 	if err != nil {
 		return nil, err
@@ -153,6 +157,29 @@ func gatherElementsOp(c *importer) ([]value, *ir.Error) {
 	return one(rtValue(y))
 }
 
+// gatherElementsRT is GatherElements of run-time indices (or of run-time
+// typed data): ir's gather_elements, whose index outside its axis fails
+// the run with invalid_input.
+func (c *importer) gatherElementsRT() ([]value, *ir.Error) {
+	data, err := c.indexedData(0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := c.indices(1)
+	if err != nil {
+		return nil, err
+	}
+	s := data.Shape()
+	if len(s) == 0 || len(idx.Shape()) != len(s) {
+		return nil, c.invalid("indices of shape %v for data of shape %v", idx.Shape(), s)
+	}
+	axis, err := c.axisOf(c.attrInt("axis", 0), len(s))
+	if err != nil {
+		return nil, err
+	}
+	return one(rtValue(data.GatherElements(idx, axis)))
+}
+
 // labels returns the loss's constant class labels (input 1, of shape
 // [N, d1, …] for scores of shape [N, C, d1, …]) with each one equal to
 // ignore_index as -1, and how many are not ignored.
@@ -203,6 +230,9 @@ func (c *importer) labels(scores []int) ([]int64, []int, int, *ir.Error) {
 // the reference's +0 by a where (mask(v, y) + mask(1-v, 0)).
 func (c *importer) nllLoss(x ir.Tensor) (ir.Tensor, *ir.Error) {
 	s := x.Shape()
+	if v := c.in(1); v != nil && v.set {
+		return c.nllLossRT(x)
+	}
 	t, tshape, valid, err := c.labels(s)
 	if err != nil {
 		return ir.Tensor{}, err
@@ -309,4 +339,115 @@ func sceLossOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	return []value{rtValue(l), rtValue(lp)}, nil
+}
+
+// nllLossRT is nllLoss of run-time labels t (int32 or int64, [N, d1, …]):
+// the same formulas with the gathers ir's (gather_elements of x along the
+// class axis, gather of the weights), each ignored label (t equal to
+// ignore_index) gathering class 0 and then replaced by +0 (a where), and
+// the mean's count of labels kept computed at run time (exact: a sum of
+// ones below 2^24). A label outside [0, C) that is not ignored fails the
+// run with invalid_input naming its element (as the folded labels are
+// refused at import: ONNX's labels are in [0, C)).
+func (c *importer) nllLossRT(x ir.Tensor) (ir.Tensor, *ir.Error) {
+	s := x.Shape()
+	t, err := c.indices(1)
+	if err != nil {
+		return ir.Tensor{}, err
+	}
+	if len(s) < 2 {
+		return ir.Tensor{}, c.invalid("scores of shape %v; a loss needs [N, C, …]", s)
+	}
+	tshape := append(ir.Shape{s[0]}, s[2:]...)
+	if !t.Shape().Equal(tshape) {
+		return ir.Tensor{}, c.invalid("target of shape %v for scores of shape %v (want %v)", t.Shape(), s, tshape)
+	}
+	red := c.attrStr("reduction", "mean")
+	if red != "mean" && red != "sum" && red != "none" {
+		return ir.Tensor{}, c.invalid("reduction %q", red)
+	}
+	ignored := c.attr("ignore_index") != nil
+	var keep ir.Tensor
+	zero := c.b.FullOf(ir.F32, tshape, 0, 0)
+	where := func(y ir.Tensor) ir.Tensor {
+		if !ignored {
+			return y
+		}
+		return keep.Where(y, zero)
+	}
+	if ignored {
+		ii := c.attrInt("ignore_index", 0)
+		if lo, hi := t.DType().Range(); ii < lo || ii > hi {
+			return ir.Tensor{}, c.refuse("ignore_index %d is outside the %v labels' range", ii, t.DType())
+		}
+		keep = t.ApplyTo(ir.Bool, ir.OpEqual, c.b.FullOf(t.DType(), tshape, 0, ii)).Apply(ir.OpNot)
+		t = keep.Where(t, c.b.FullOf(t.DType(), tshape, 0, 0))
+	}
+	// ONNX's labels are in [0, C): a negative one that is not ignored
+	// becomes C, which the gathers refuse (invalid_input, naming its
+	// element) instead of counting it from the end.
+	tz := c.b.FullOf(t.DType(), tshape, 0, 0)
+	t = tz.ApplyTo(ir.Bool, ir.OpGreater, t).Where(c.b.FullOf(t.DType(), tshape, 0, int64(s[1])), t)
+	ishape := append(ir.Shape{s[0], 1}, s[2:]...)
+	l := where(reshape(x.GatherElements(reshape(t, ishape), 1), tshape).Neg())
+	var w ir.Tensor
+	weighted := c.in(2) != nil
+	if weighted {
+		wt, err := c.rtIn(2)
+		if err != nil {
+			return ir.Tensor{}, err
+		}
+		if !wt.Shape().Equal(ir.Shape{s[1]}) {
+			return ir.Tensor{}, c.invalid("weight of shape %v for %d classes", wt.Shape(), s[1])
+		}
+		w = where(wt.Gather(t, 0))
+		l = w.Mul(l)
+	}
+	switch {
+	case red == "none":
+		return l, nil
+	case red == "sum":
+		return l.Sum(), nil
+	case weighted:
+		return l.Sum().Div(w.Sum()), nil
+	case ignored:
+		return l.Sum().Div(keep.Cast(ir.F32).Sum()), nil
+	}
+	return l.Sum().DivScalar(float32(tshape.Len())), nil
+}
+
+// indexedData returns input k, the data of an indexed op, as a run-time
+// tensor of its own dtype: a typed value as it is, a float32 one or a
+// float32 constant embedded, an integer constant as int64.
+func (c *importer) indexedData(k int) (ir.Tensor, *ir.Error) {
+	v := c.in(k)
+	switch {
+	case v == nil:
+		return ir.Tensor{}, c.invalid("input %d is missing", k)
+	case v.isBool:
+		t, err := c.typedOperand(k, ir.Bool)
+		return t, err
+	case v.isInt:
+		return ir.Tensor{}, c.refuse("input %d is an index tensor computed at run time as float32 (the importer's ArgMax); gpucc indexes it as a typed tensor only", k)
+	case v.set:
+		return v.rt, nil
+	case v.c.Type == Float32:
+		return c.runtime(v, fmt.Sprintf("input %d", k))
+	}
+	return c.typedOperand(k, ir.I64)
+}
+
+// indices returns input k, an indexed op's indices, as a run-time int32 or
+// int64 tensor (a constant as int64).
+func (c *importer) indices(k int) (ir.Tensor, *ir.Error) {
+	v := c.in(k)
+	switch {
+	case v == nil:
+		return ir.Tensor{}, c.invalid("input %d (indices) is missing", k)
+	case v.set && (v.rt.DType() == ir.I64 || v.rt.DType() == ir.I32):
+		return v.rt, nil
+	case v.set:
+		return ir.Tensor{}, c.refuse("input %d (indices) is a run-time %v tensor, not int32 or int64", k, v.rt.DType())
+	}
+	return c.typedOperand(k, ir.I64)
 }

@@ -190,43 +190,13 @@ func (c *importer) typedGather() ([]value, *ir.Error) {
 	if len(c.n.inputs) != 2 {
 		return nil, c.invalid("Gather takes 2 inputs, has %d", len(c.n.inputs))
 	}
-	dv := c.in(0)
-	var data ir.Tensor
-	switch {
-	case dv == nil:
-		return nil, c.invalid("input 0 is missing")
-	case dv.isBool || dv.isInt:
-		return nil, c.refuse("Gather of a run-time bool or index tensor (the importer's float32 1/0) is not a typed row yet")
-	case dv.set:
-		data = dv.rt
-	case dv.c.Type == Float32:
-		t, err := c.runtime(dv, "input 0")
-		if err != nil {
-			return nil, err
-		}
-		data = t
-	default:
-		t, err := c.typedOperand(0, ir.I64)
-		if err != nil {
-			return nil, err
-		}
-		data = t
+	data, err := c.indexedData(0)
+	if err != nil {
+		return nil, err
 	}
-	iv := c.in(1)
-	var idx ir.Tensor
-	switch {
-	case iv == nil:
-		return nil, c.invalid("input 1 is missing")
-	case iv.set && (iv.rt.DType() == ir.I64 || iv.rt.DType() == ir.I32):
-		idx = iv.rt
-	case iv.set:
-		return nil, c.refuse("Gather's indices are a run-time %v tensor, not int32 or int64", iv.rt.DType())
-	default:
-		t, err := c.typedOperand(1, ir.I64)
-		if err != nil {
-			return nil, err
-		}
-		idx = t
+	idx, err := c.indices(1)
+	if err != nil {
+		return nil, err
 	}
 	axis := int(c.attrInt("axis", 0))
 	if r := len(data.Shape()); axis < -r || axis >= r {

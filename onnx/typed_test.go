@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -210,5 +211,116 @@ func TestTypedClipTrilu(t *testing.T) {
 	}
 	if o := res.Outputs["y"]; !slices.Equal(o.Ints, []int64{0, 2, 3, 0, 0, 6}) {
 		t.Errorf("Trilu(upper, k=1) = %v, want [0 2 3 0 0 6]", o.Ints)
+	}
+}
+
+// TestLossRuntimeTarget: NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss with run-time int64 labels (gather_elements and
+// gather, not labels folded at import) give the bits of the same model
+// with the labels given as constants, for every reduction, with and
+// without weights and ignore_index (1, a class, so some labels are
+// ignored); a label outside [0, C) fails the run with invalid_input naming
+// its element.
+func TestLossRuntimeTarget(t *testing.T) {
+	x := []float32{-1.5, 0.25, 2, -0.125, 3, 1e-3, -7, 0.5, 0, 1, -2, 4.5, 6, -3, 0.75, 2.5, -0.5, 1.25}
+	labels := []int64{2, 0, 1, 1, 2, 1}
+	for _, op := range []string{"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"} {
+		for _, red := range []string{"none", "sum", "mean"} {
+			for _, weighted := range []bool{false, true} {
+				for _, ii := range []int64{-100, 1} {
+					name := fmt.Sprintf("%s/%s/weights=%v/ignore_index=%d", op, red, weighted, ii)
+					ins := []string{"x", "t"}
+					var inits []msg
+					if weighted {
+						ins = append(ins, "w")
+						inits = append(inits, floats("w", []int64{3}, 0.5, 2, 0.25))
+					}
+					outs := []msg{valueInfo("y")}
+					if red == "none" {
+						outs = []msg{valueInfo("y", 2, 3)}
+					}
+					raw := model(13, graph([]msg{node(op, "l", ins, []string{"y"}, attrStr("reduction", red), attrInt("ignore_index", ii))}, inits,
+						[]msg{valueInfo("x", 2, 3, 3), typedValueInfo("t", int64(onnx.Int64), 2, 3)}, outs))
+					run := func(g *ir.Graph) (*gpucc.Result, error) {
+						g.Nodes[g.Input("x")].Data = x
+						if id := g.Input("t"); id >= 0 {
+							g.Nodes[id].Ints = labels
+						}
+						return gpucc.Run(context.Background(), g, gpucc.Options{})
+					}
+					rt, err := onnx.Load(bytes.NewReader(raw), onnx.Options{})
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					folded, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Constants: map[string]*onnx.Tensor{
+						"t": {Name: "t", Type: onnx.Int64, Shape: []int{2, 3}, Int64: labels}}})
+					if err != nil {
+						t.Fatalf("%s folded: %v", name, err)
+					}
+					got, err := run(rt)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					want, err := run(folded)
+					if err != nil {
+						t.Fatalf("%s folded: %v", name, err)
+					}
+					g, w := got.Outputs["y"].Data, want.Outputs["y"].Data
+					if len(g) != len(w) || slices.ContainsFunc(g, func(v float32) bool { return v != v }) {
+						t.Fatalf("%s: %v, want %v", name, g, w)
+					}
+					for k := range w {
+						if math.Float32bits(g[k]) != math.Float32bits(w[k]) {
+							t.Errorf("%s: y[%d] = %v, want %v (the labels folded)", name, k, g[k], w[k])
+						}
+					}
+					for _, bad := range []int64{3, -1, math.MinInt64} {
+						rt.Nodes[rt.Input("t")].Ints = []int64{0, 1, 2, bad, 0, 1}
+						if _, err := gpucc.Run(context.Background(), rt, gpucc.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidInput || !strings.Contains(err.Error(), "element 3") {
+							t.Errorf("%s: label %d of 3 classes: %v, want invalid_input naming its element", name, bad, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGatherElementsRuntime: GatherElements with run-time int64 indices
+// imports as ir's gather_elements, giving the bits of the folded indices'
+// mask-and-sum; an index outside the axis fails the run with invalid_input.
+func TestGatherElementsRuntime(t *testing.T) {
+	idx := []int64{1, -3, 2, 0, -1, 1}
+	raw := model(13, graph([]msg{node("GatherElements", "g", []string{"x", "i"}, []string{"y"}, attrInt("axis", 1))}, nil,
+		[]msg{valueInfo("x", 2, 3), typedValueInfo("i", int64(onnx.Int64), 2, 3)}, []msg{valueInfo("y", 2, 3)}))
+	negZero := float32(math.Copysign(0, -1))
+	x := []float32{negZero, 1.5, -2, 3e38, 1e-45, 7}
+	var outs [2][]float32
+	for k, consts := range []map[string]*onnx.Tensor{nil, {"i": {Name: "i", Type: onnx.Int64, Shape: []int{2, 3}, Int64: idx}}} {
+		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Constants: consts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Nodes[g.Input("x")].Data = x
+		if id := g.Input("i"); id >= 0 {
+			g.Nodes[id].Ints = idx
+		}
+		res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[k] = res.Outputs["y"].Data
+		if k == 0 {
+			g.Nodes[g.Input("i")].Ints = []int64{0, 0, 0, 0, 3, 0}
+			if _, err := gpucc.Run(context.Background(), g, gpucc.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+				t.Errorf("index 3 of 3: %v, want invalid_input", err)
+			}
+		}
+	}
+	want := []float32{1.5, negZero, -2, 3e38, 7, 1e-45}
+	for k := range want {
+		if math.Float32bits(outs[0][k]) != math.Float32bits(want[k]) || math.Float32bits(outs[1][k]) != math.Float32bits(want[k]) {
+			t.Errorf("y[%d] = %v (run time), %v (folded), want %v", k, outs[0][k], outs[1][k], want[k])
+		}
 	}
 }

@@ -120,6 +120,13 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		fmt.Fprintf(b, "\tfor (t_i64 o = 0, i = 0; o < %d; o++) for (t_i64 j = 0; j < %d; j++) {\n", outer, q)
 		fmt.Fprintf(b, "\t\tt_i64 v = (t_i64)%s[j];\n\t\tif (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; }\n\t\tif (v < 0) v += %d;\n", arg(1), d, d, FaultIndex, i, d)
 		fmt.Fprintf(b, "\t\tfor (t_i64 k = 0; k < %d; k++, i++) %s[i] = %s[(o * %d + v) * %d + k];\n\t}\n", inner, y, arg(0), d, inner)
+	case n.Op == ir.OpGatherElements: // each element at its own position but the axis coordinate: a base table plus v·stride
+		ds := g.Nodes[n.Args[0]].Shape
+		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
+		stride := ds[ax+1:].Len()
+		emitTable(b, i, ir.AlongAxisSources(ds, n.Shape, ax, make([]int64, m)))
+		fmt.Fprintf(b, "	for (t_i64 i = 0; i < %d; i++) {\n\t\tt_i64 v = (t_i64)%s[i];\n\t\tif (v < -%d || v >= %d) { *fault = %d; return; }\n\t\tif (v < 0) v += %d;\n", m, arg(1), ds[ax], ds[ax], FaultIndex, ds[ax])
+		fmt.Fprintf(b, "\t\t%s[i] = %s[src%d[i] + v * %d];\n\t}\n", y, arg(0), i, stride)
 	case n.Op.IsReduction():
 		return emitTypedReduce(b, g, i)
 	case info.Elementwise && info.ScalarOf == 0 && len(n.Args) <= 2:

@@ -145,6 +145,8 @@ func Typed() []Case {
 			cols := b.TypedInput("", ir.I32, ir.Shape{2, 2}, nil, []int64{6, -7, 0, 3})
 			b.Output("gather-rows", x.Gather(rows, 0))
 			b.Output("gather-cols", x.Gather(cols, -1))
+			along := b.TypedInput("", ir.I64, ir.Shape{2, 3}, nil, []int64{0, -1, 6, -7, 3, 2})
+			b.Output("gather-elements", x.GatherElements(along, 1))
 		})
 		add("typed/"+t.String()+"/cast", func(b *ir.Builder) {
 			x, _ := operands(b)
@@ -255,6 +257,16 @@ func RandomTyped(seed uint64, maxNodes int) *ir.Graph {
 		s := x.Shape()
 		var y ir.Tensor
 		switch {
+		case op == ir.OpGatherElements:
+			if len(s) == 0 {
+				continue
+			}
+			idx := make([]int64, s.Len()) // x's shape, along the last axis
+			d := s[len(s)-1]
+			for k := range idx {
+				idx[k] = int64(r.IntN(2*d) - d)
+			}
+			y = x.GatherElements(b.TypedInput("", ir.I64, s, nil, idx), -1)
 		case info.Types.Index:
 			if len(x.Shape()) == 0 {
 				continue
