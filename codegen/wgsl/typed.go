@@ -358,15 +358,21 @@ func shiftRow(f string) intRow {
 // intRows are the integer rows in WGSL; init checks that every row with
 // an integer rule (ir.OpInfo.Int) has one.
 var intRows = map[ir.Op]intRow{
-	ir.OpAdd:          call("t_add"),
-	ir.OpSub:          call("t_sub"),
-	ir.OpMul:          call("t_mul"),
-	ir.OpNeg:          {expr: func(_ ir.DType, a, _ string) string { return "t_neg(" + a + ")" }},
-	ir.OpDiv:          {guard: true, expr: call("t_div").expr},
-	ir.OpMod:          {guard: true, expr: call("t_mod").expr},
-	ir.OpMaximum:      {expr: func(_ ir.DType, a, b string) string { return "select(" + b + ", " + a + ", t_lt(" + b + ", " + a + "))" }},
-	ir.OpMinimum:      {expr: func(_ ir.DType, a, b string) string { return "select(" + b + ", " + a + ", t_lt(" + a + ", " + b + "))" }},
-	ir.OpRelu:         {expr: func(_ ir.DType, a, _ string) string { return "select(vec2<u32>(0u, 0u), " + a + ", t_lt(vec2<u32>(0u, 0u), " + a + "))" }},
+	ir.OpAdd: call("t_add"),
+	ir.OpSub: call("t_sub"),
+	ir.OpMul: call("t_mul"),
+	ir.OpNeg: {expr: func(_ ir.DType, a, _ string) string { return "t_neg(" + a + ")" }},
+	ir.OpDiv: {guard: true, expr: call("t_div").expr},
+	ir.OpMod: {guard: true, expr: call("t_mod").expr},
+	ir.OpMaximum: {expr: func(_ ir.DType, a, b string) string {
+		return "select(" + b + ", " + a + ", t_lt(" + b + ", " + a + "))"
+	}},
+	ir.OpMinimum: {expr: func(_ ir.DType, a, b string) string {
+		return "select(" + b + ", " + a + ", t_lt(" + a + ", " + b + "))"
+	}},
+	ir.OpRelu: {expr: func(_ ir.DType, a, _ string) string {
+		return "select(vec2<u32>(0u, 0u), " + a + ", t_lt(vec2<u32>(0u, 0u), " + a + "))"
+	}},
 	ir.OpGreater:      {expr: func(_ ir.DType, a, b string) string { return boolOf("t_lt(" + b + ", " + a + ")") }},
 	ir.OpGreaterEqual: {expr: func(_ ir.DType, a, b string) string { return boolOf("!t_lt(" + a + ", " + b + ")") }},
 	ir.OpEqual:        {expr: func(_ ir.DType, a, b string) string { return boolOf("all(" + a + " == " + b + ")") }},
