@@ -155,7 +155,7 @@ func addCompile(t *Timings, e *Executable) {
 func (t Timings) MarshalJSON() ([]byte, error) {
 	type plain Timings // without this method
 	p := plain(t)
-	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs} {
+	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs, &p.StartupMs} {
 		*f = math.Round(*f*1e3) / 1e3
 	}
 	return json.Marshal(p)

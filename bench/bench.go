@@ -127,10 +127,13 @@ type Case struct {
 	Warm     Stage  `json:"warm"` // the run of median total
 	// ColdSpread and WarmSpread are the totals' least, median and greatest
 	// over the runs (the built-in bench's cold is one run).
-	ColdSpread Spread  `json:"coldSpread"`
-	WarmSpread Spread  `json:"warmSpread"`
-	Error      string  `json:"error,omitempty"`
-	Flops      float64 `json:"flops,omitempty"` // matmul: 2n³
+	ColdSpread Spread `json:"coldSpread"`
+	WarmSpread Spread `json:"warmSpread"`
+	// ProcessSpread is, for `gpucc bench GRAPH`, the wall time of the
+	// fresh processes that made the cold runs, exec to exit.
+	ProcessSpread *Spread `json:"processSpread,omitempty"`
+	Error         string  `json:"error,omitempty"`
+	Flops         float64 `json:"flops,omitempty"` // matmul: 2n³
 }
 
 // Report is what Run produces and Write saves.
@@ -144,6 +147,10 @@ type Report struct {
 	Crossovers []Crossover               `json:"crossovers"`
 	Torch      *Torch                    `json:"torch,omitempty"`
 	WallS      float64                   `json:"wallSeconds"`
+	// Graph is the user's graph or model that `gpucc bench GRAPH` timed
+	// (one case per backend), with its Verdicts; empty for the suite.
+	Graph    string    `json:"graph,omitempty"`
+	Verdicts []Verdict `json:"verdicts,omitempty"`
 }
 
 // Limits are the host limits for bench graphs: 64M-element tensors and
@@ -344,6 +351,17 @@ type Spread struct {
 	MaxMs    float64 `json:"maxMs"`
 }
 
+// MarshalJSON writes s with its times rounded to the microsecond, as
+// gpucc.Timings writes a run's.
+func (s Spread) MarshalJSON() ([]byte, error) {
+	type plain Spread // without this method
+	p := plain(s)
+	for _, f := range []*float64{&p.MinMs, &p.MedianMs, &p.MaxMs} {
+		*f = math.Round(*f*1e3) / 1e3
+	}
+	return json.Marshal(p)
+}
+
 // SpreadOf is the spread of runs' totals (the median of an even count is
 // the mean of the middle two, as median's).
 func SpreadOf(runs []Stage) Spread {
@@ -387,6 +405,9 @@ func (s Spread) String() string {
 	}
 	return fmt.Sprintf("%s ms (%s–%s, %d runs)", f3(s.MedianMs), f3(s.MinMs), f3(s.MaxMs), s.Runs)
 }
+
+// Median is median, for a caller that times runs itself.
+func Median(runs []Stage) Stage { return median(runs) }
 
 // median returns the run of median total time; for an even count, the
 // mean of the two middle runs (every timing averaged, so that the stages

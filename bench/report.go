@@ -115,7 +115,14 @@ func (r *Report) Markdown() string {
 		a := r.Adapters[be]
 		fmt.Fprintf(&b, "- %s: %s %s (software=%v)\n", be, a.Name, a.Driver, a.Software)
 	}
-	b.WriteString("\nTimes in ms. Upload/readback in GB/s. Warm is the run of median total among the warm runs; cold is a fresh runtime with a new, empty, memory-only cache. \"passes+codegen\" is the IR passes plus code generation. min, median and max are the totals over the runs; where two backends' spreads overlap, neither is called faster.\n\n")
+	if r.Graph != "" {
+		b.WriteString("\n" + r.userMarkdown())
+	}
+	cold := "cold is a fresh runtime with a new, empty, memory-only cache"
+	if r.Graph != "" {
+		cold = "cold is the cold run of median total, in its fresh process"
+	}
+	fmt.Fprintf(&b, "\nTimes in ms. Upload/readback in GB/s. Warm is the run of median total among the warm runs; %s. \"passes+codegen\" is the IR passes plus code generation. min, median and max are the totals over the runs; where two backends' spreads overlap, neither is called faster.\n\n", cold)
 	b.WriteString("| workload | size | backend | run | passes+codegen | compile | upload | GB/s | first dispatch | dispatch | clock | readback | GB/s | total | runs | min | median | max | cache hits |\n")
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, c := range r.Cases {
@@ -131,7 +138,9 @@ func (r *Report) Markdown() string {
 				sp.Runs, f3(sp.MinMs), f3(sp.MedianMs), f3(sp.MaxMs), hits(s.Cache))
 		}
 	}
-	b.WriteString("\n## Crossover (warm end to end, webgpu vs the best CPU backend: cpu, wasm or native)\n\n")
+	if r.Graph == "" { // the user's graph has its verdicts instead
+		b.WriteString("\n## Crossover (warm end to end, webgpu vs the best CPU backend: cpu, wasm or native)\n\n")
+	}
 	for _, x := range r.Crossovers {
 		fmt.Fprintf(&b, "- %s: %s\n", x.Workload, x.Note)
 	}
@@ -196,7 +205,14 @@ svg text{font:11px system-ui,sans-serif}
 		a := r.Adapters[be]
 		fmt.Fprintf(&b, "<li>%s: %s %s (software=%v)</li>", html.EscapeString(be), html.EscapeString(a.Name), html.EscapeString(a.Driver), a.Software)
 	}
-	b.WriteString("</ul><h2>Crossover (webgpu vs the best CPU backend: cpu, wasm or native)</h2><ul>")
+	b.WriteString("</ul>")
+	if r.Graph != "" {
+		b.WriteString(r.userHTML())
+	}
+	if r.Graph == "" {
+		b.WriteString("<h2>Crossover (webgpu vs the best CPU backend: cpu, wasm or native)</h2>")
+	}
+	b.WriteString("<ul>")
 	for _, x := range r.Crossovers {
 		fmt.Fprintf(&b, "<li><b>%s</b>: %s</li>", html.EscapeString(x.Workload), html.EscapeString(x.Note))
 	}
@@ -326,8 +342,8 @@ func (r *Report) lineChart(w string) string {
 			xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, lo), max(ymax, hi)
 		}
 	}
-	if len(names) == 0 {
-		return ""
+	if len(names) == 0 || xmax-xmin < 1e-9 && r.Graph != "" {
+		return "" // the user's graph has one size: the bars and tables say it all
 	}
 	// The axes end at the data; a single value gets half a decade each side.
 	if xmax-xmin < 1e-9 {

@@ -5,10 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/bench"
 	"github.com/gpucc/gpucc/ir"
 )
@@ -20,7 +18,7 @@ func init() {
 // benchCmd runs bench.Run, writes the report into -o and prints a summary:
 // where it went, the crossovers and the ratios against PyTorch.
 func benchCmd(args []string) int {
-	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json] | bench --tune [--fast] [--tune-shapes LIST]")
+	fs := newFlags("bench", "bench [--quick] [-o DIR] [--backends LIST] [--compare torch.json] | bench [--backends LIST] [--input NAME=FILE.npy …] [--const NAME=V …] [-o DIR] GRAPH.json|MODEL.onnx | bench --tune [--fast] [--tune-shapes LIST]")
 	quick := fs.Bool("quick", false, "small sizes only (under a minute on a CPU)")
 	out := fs.String("o", "bench-out", "directory for results.json, results.md and report.html")
 	backends := fs.String("backends", "", "comma-separated backends (default: every one built in)")
@@ -34,14 +32,34 @@ func benchCmd(args []string) int {
 	chunk := fs.Uint64("upload-chunk", 0, "webgpu upload chunk in bytes (0: default)")
 	verboseFlag(fs)
 	tf := tuneFlags(fs)
+	limits := limitFlags(fs)
+	inputShapeFlags(fs)
+	runInputFlags(fs)
+	coldRuns := 3
+	atLeast(fs, &coldRuns, "cold-runs", 3, 1, "GRAPH: cold runs per backend, each in a fresh process")
+	warmRuns := 5
+	atLeast(fs, &warmRuns, "warm-runs", 5, 1, "GRAPH: the least number of warm runs per backend")
+	warmBudget := 2 * time.Second
+	atLeast(fs, &warmBudget, "warm-budget", 2*time.Second, 0, "GRAPH: warm runs go on for this long per backend, at most 1000")
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
 	if tf.tune {
 		return tuneCmd(tf, *allowSW)
 	}
+	if fs.NArg() == 1 {
+		if *quick || *compare != "" || budget != 0 || maxCase != 0 {
+			return usageError("bench: --quick, --compare, --budget and --max-case-ms are the suite's; GRAPH is timed with --cold-runs, --warm-runs and --warm-budget")
+		}
+		bes, err := benchBackends(*backends)
+		if err != nil {
+			return fail(err)
+		}
+		return benchGraph(graphBench{path: fs.Arg(0), args: args, backends: bes, limits: limits, allowSW: *allowSW,
+			coldRuns: coldRuns, warmRuns: warmRuns, warmBudget: warmBudget, out: *out})
+	}
 	if fs.NArg() != 0 {
-		return usageError("bench: unexpected arguments %v", fs.Args())
+		return usageError("bench: want at most one GRAPH.json|MODEL.onnx argument, got %v", fs.Args())
 	}
 	if !slices.Contains([]string{"", "writebuffer", "staging"}, *upload) { // gpu.ParseUploadPath's names
 		return usageError("bench: --upload %q: want writebuffer or staging", *upload)
@@ -49,14 +67,11 @@ func benchCmd(args []string) int {
 	cfg := bench.Config{Quick: *quick, AllowSoftware: *allowSW, Budget: budget, MaxCaseMs: maxCase,
 		Upload: *upload, UploadChunk: *chunk}
 	if *backends != "" {
-		for _, be := range strings.Split(*backends, ",") {
-			be = strings.TrimSpace(be)
-			if !slices.Contains(lib.Backends(), be) {
-				// The code run gives an unknown --backend.
-				return fail(ir.Errorf(ir.CodeBackendUnavailable, -1, "backends", "bench: backend %q is not built into this binary (have %s)", be, strings.Join(lib.Backends(), ", ")))
-			}
-			cfg.Backends = append(cfg.Backends, be)
+		bes, err := benchBackends(*backends)
+		if err != nil {
+			return fail(err)
 		}
+		cfg.Backends = bes
 	}
 	if bench.IsTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr

@@ -29,7 +29,17 @@ kernel's flops and bytes, and their totals.`,
 Runs the benchmark suite on every backend built in (or --backends) and
 writes results.json, results.md and report.html into -o. Prints one JSON
 summary: dir, cases, skipped, crossovers and, with --compare, the ratios
-against PyTorch.`,
+against PyTorch.
+
+With GRAPH.json or MODEL.onnx, times that graph instead (--input, --const
+and --input-shape as run takes them): --cold-runs runs per backend, each in
+a fresh process of gpucc (start-up, compile with an empty cache, first
+run), and warm runs on resident inputs for --warm-budget (at least
+--warm-runs). Every figure is a median with its min and max; where two
+spreads overlap no backend is called faster. Writes the same report and
+prints one JSON summary: dir, graph, cases, verdicts (the dominant stage,
+and the runs after which a backend has paid its start back against cpu),
+notes (the verdicts in words), failed and wallSeconds.`,
 	"info": `
 Prints one JSON object: backends (built into this binary), chain (the order
 auto tries them in) and adapters (the GPU adapters wgpu sees, with their
