@@ -133,12 +133,14 @@ func TestTypedRefused(t *testing.T) {
 // ±2^31 and ±2^63, MIN / -1, float16 and bfloat16 subnormals, -0, casts
 // at the range's edges, negative gather indices), the runs with no answer
 // (irtest.TypedFaults: division by zero, casts out of range, gather
-// indices outside the axis), every op of every dtype (irtest.Typed),
+// indices outside the axis), every op of every dtype (irtest.Typed), the
+// scalar forms on the float dtypes (irtest.TypedScalarForms),
 // random graphs over every dtype (irtest.RandomTyped, faults included),
 // and ±Inf and NaN outputs (irtest.TypedNonFinite), each under both
 // policies (non_finite_output, or ±Inf and NaN returned).
 func TestTypedBackends(t *testing.T) {
 	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
+	cases = append(cases, irtest.TypedScalarForms()...)
 	n := 64
 	if testing.Short() {
 		n = 24

@@ -94,6 +94,9 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 	if err := ir.Validate(g, ir.Limits{}); err != nil {
 		return false, "refused: " + err.Error()
 	}
+	if typedGraphSeen != nil { // TestNodeTestsTypedBackends runs it elsewhere too
+		typedGraphSeen(g)
+	}
 	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
 	if err != nil {
 		if c := gpucc.CodeOf(err); c == ir.CodeUnsupported || c == ir.CodeLimitExceeded {

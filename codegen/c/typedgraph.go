@@ -60,15 +60,15 @@ func EmitTypedGraph(g *ir.Graph, name string) (string, error) {
 func TypedPrelude() string { return prelude + typedPrelude }
 
 // exprNode returns, for a float elementwise row that is not a C row of its
-// own (exp, log, tanh, erf, …), the statements computing element i by the
-// op's reference expression (codegen's rendering, the one every kernel
-// uses) over loads la and lb, ending in the value named "v2", and the
-// definitions of the functions it calls, each guarded so that a unit
-// holds it once.
-func exprNode(op ir.Op, la, lb string) (body []string, defs []string) {
+// own (exp, log, tanh, erf, a scalar form, …), the statements computing
+// element i by the op's reference expression (codegen's rendering, the one
+// every kernel uses) over loads la and lb and a scalar form's scalar s,
+// ending in the value named "v2", and the definitions of the functions it
+// calls, each guarded so that a unit holds it once.
+func exprNode(op ir.Op, s float32, la, lb string) (body []string, defs []string) {
 	k := &ir.Kernel{Kind: ir.KernelElementwise, Body: []ir.Instr{
 		{Kind: ir.InstrLoad, Operand: 0, Node: -1}, {Kind: ir.InstrLoad, Operand: 1, Node: -1},
-		{Kind: ir.InstrOp, Op: op, Args: [2]int32{0, 1}, Node: -1}}, Stores: []int32{2}}
+		{Kind: ir.InstrOp, Op: op, Args: [2]int32{0, 1}, Scalar: s, Node: -1}}, Stores: []int32{2}}
 	body = codegen.Body(Lang, k, func(operand int) string { return []string{la, lb}[operand] }, "")
 	for _, f := range codegen.FuncsOf(k) {
 		guard := "GPUCC_" + codegen.FuncName(f)
@@ -129,15 +129,18 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		fmt.Fprintf(b, "\t\t%s[i] = %s[src%d[i] + v * %d];\n\t}\n", y, arg(0), i, stride)
 	case n.Op.IsReduction():
 		return emitTypedReduce(b, g, i)
-	case info.Elementwise && info.ScalarOf == 0 && len(n.Args) <= 2:
+	case info.Elementwise && len(n.Args) <= 2:
 		in := g.Nodes[n.Args[0]].DType
 		bArg := arg(0)
 		if len(n.Args) == 2 {
 			bArg = arg(1)
 		}
-		stmt, ok := TypedElementwise(n.Op, in, n.DType, y, arg(0), bArg)
+		stmt, ok := "", false
+		if info.ScalarOf == 0 { // a scalar form is its expression with the scalar in place
+			stmt, ok = TypedElementwise(n.Op, in, n.DType, y, arg(0), bArg)
+		}
 		if !ok && in.IsFloat() && info.Expr != nil && n.Op != ir.OpWhere {
-			body, fdefs := exprNode(n.Op, typedLoad(in, arg(0)+"[i]"), typedLoad(in, bArg+"[i]"))
+			body, fdefs := exprNode(n.Op, n.Scalar, typedLoad(in, arg(0)+"[i]"), typedLoad(in, bArg+"[i]"))
 			*defs = append(*defs, fdefs...)
 			store := typedStore(n.DType, "v2")
 			if n.DType == ir.Bool {

@@ -199,3 +199,27 @@ func itoa64u(u uint64) string {
 	}
 	return itoa64u(u/10) + string(rune('0'+u%10))
 }
+
+// TypedScalarForms returns, per float dtype and scalar form of the table
+// that takes it (add_scalar, …), a graph applying it to the dtype's
+// extremes with scalars 3, -0.5, -0 and the dtype's least subnormal:
+// ONNX's importer makes them of a constant operand. Outputs may be ±Inf
+// or NaN.
+func TypedScalarForms() []Case {
+	var cs []Case
+	for _, t := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+		tiny := map[ir.DType]float32{ir.F32: 0x1p-149, ir.F16: 0x1p-24, ir.BF16: ir.BF16Float(1)}[t]
+		for _, op := range ir.Ops() {
+			if op.Info().ScalarOf == 0 || !op.Info().Types.In.Has(t) {
+				continue
+			}
+			b := ir.NewBuilder()
+			x := TypedInput(b, t, ir.Shape{16}, uint64(t)+500)
+			for k, s := range []float32{3, -0.5, float32(math.Copysign(0, -1)), tiny} {
+				b.Output(itoa(k), x.ApplyScalar(op, s))
+			}
+			cs = append(cs, Case{"scalar-forms/" + t.String() + "/" + op.String(), must(b)})
+		}
+	}
+	return cs
+}

@@ -29,6 +29,14 @@ func TestTypedLimits(t *testing.T) {
 			t.Errorf("%s: a non-finite output is %v", c.Name, nonFinite)
 		}
 	}
+	if len(TypedScalarForms()) < 3 {
+		t.Errorf("%d scalar-form graphs", len(TypedScalarForms()))
+	}
+	for _, c := range TypedScalarForms() {
+		if _, err := cpuref.EvalTyped(c.Graph); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
 	for _, c := range TypedFaults() {
 		_, err := cpuref.EvalTyped(c.Graph)
 		want := ir.ErrIntegerFault
