@@ -48,6 +48,12 @@ var writers = [ir.NumKernelKinds]writer{
 			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
 			return int64(c.N*c.M*c.OH*c.OW) * (2*int64(c.CG*c.KH*c.KW) + bodyWork(k))
 		}},
+	ir.KernelConvTranspose: {write: tiled(func(b *strings.Builder, k *ir.Kernel, _ *Kernel) int { return convTranspose(b, k) }),
+		prelude: convTransposePrelude, scratch: convTransposeScratch,
+		work: func(k *ir.Kernel) int64 {
+			c := ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
+			return int64(c.N*c.C*c.H*c.W)*int64(c.MG*c.KH*c.KW)*2 + int64(c.N*c.M*c.OH*c.OW)*bodyWork(k)
+		}},
 	ir.KernelPool: {write: tiled(nested),
 		work: func(k *ir.Kernel) int64 {
 			c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
