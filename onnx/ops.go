@@ -90,6 +90,8 @@ func init() {
 		"Xor":            {since: 7, fn: logic(func(x []bool) bool { return x[0] != x[1] }, func(x []ir.Tensor) ir.Tensor { return not(x[0].Apply(ir.OpEqual, x[1])) })},
 		"Where":          {since: 9, fn: whereOp},
 		"If":             {attrs: []string{"then_branch", "else_branch"}, graphs: true, fn: ifOp},
+		"Loop":           {bare: true, attrs: []string{"body"}, graphs: true, fn: loopOp},
+		"Scan":           {bare: true, attrs: []string{"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"}, graphs: true, fn: scanOp},
 
 		"Neg":   {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Neg() }, func(x int64) int64 { return -x })},
 		"Relu":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Relu() })},
