@@ -97,7 +97,7 @@ func typedExecutable(t *testing.T, rt *gpucc.Runtime) {
 
 // typedBackends are the backends besides cpu that run typed graphs
 // (backend.TypedDevice).
-var typedBackends = []string{"native", "wasm"}
+var typedBackends = []string{"native", "wasm", "webgpu"}
 
 // untyped is the cpu device under another name and without typed code:
 // a backend that is no backend.TypedDevice.

@@ -493,6 +493,19 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
 			fmt.Sprintf("let jj = select(v.x, v.x + %du, t_isneg(v));", d),
 			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(o * %du + jj) * %du + k", d, inner))))
+	case n.Op == ir.OpGatherElements: // its own position in data but along the axis: a base plus the index's row
+		ds := g.Nodes[n.Args[0]].Shape
+		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
+		st := ir.RowMajor(ds)
+		step := st[ax]
+		st[ax] = 0
+		base := codegen.Index(Lang, ir.Operand{Shape: n.Shape, Strides: st}, "e")
+		d := ds[ax]
+		body = append(body,
+			"let v = "+ld(1, "e")+";",
+			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
+			fmt.Sprintf("let jj = select(v.x, v.x + %du, t_isneg(v));", d),
+			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("%s + jj * %du", base, step))))
 	case n.Op.IsReduction():
 		lines, err := typedReduce(g, i)
 		if err != nil {

@@ -3,137 +3,198 @@
 package webgpu
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/wgsl"
-	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
-// typedProgram is a typed graph compiled for a device, node by node: one
-// WGSL kernel (wgsl.TypedNode) per node that is not an input, each
-// writing its node's own storage at its dtype's width, and the fault
-// words the kernels set.
-type typedProgram struct {
-	g      *ir.Graph
-	mode   wgsl.FaultMode
-	pipes  []*gpu.Pipeline // by node; nil for an input
-	params []*gpu.Buffer
-	groups [][3]uint32
+var _ backend.TypedDevice = (*device)(nil)
+
+// CompileTyped generates one WGSL kernel per node of the typed graph that
+// is not an input (codegen/wgsl's TypedNode: each node into its own
+// storage at its dtype's width, a fault word per node) and obtains their
+// pipelines through the device's pipeline cache, as Compile does. An op
+// or dtype the WGSL typed path does not hold is unsupported, naming the
+// node, before anything is compiled.
+func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *backend.Stats) (backend.TypedExecutable, error) {
+	return d.compileTyped(ctx, p.Graph, wgsl.FaultPerNode, st)
 }
 
-// compileTyped generates and compiles the kernels of the validated typed
-// graph g: an op or dtype the WGSL typed path does not hold is refused
-// with unsupported, naming the node, before anything is compiled.
-func compileTyped(dev *gpu.Device, g *ir.Graph, mode wgsl.FaultMode) (*typedProgram, error) {
-	p := &typedProgram{g: g, mode: mode, pipes: make([]*gpu.Pipeline, len(g.Nodes)),
+func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultMode, st *backend.Stats) (*typedExecutable, error) {
+	stop := st.Start(backend.StageCodegen)
+	e := &typedExecutable{d: d, g: g, mode: mode, byNode: make([]*gpu.Pipeline, len(g.Nodes)),
 		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][3]uint32, len(g.Nodes))}
-	var shaders []gpu.Shader
+	var shaders []codegen.Shader
 	var ids []int
-	var params [][]byte
 	for i, n := range g.Nodes {
 		if n.Op == ir.OpInput {
 			continue
 		}
 		s, err := wgsl.TypedNode(g, i, mode)
 		if err != nil {
+			stop()
 			return nil, err
 		}
-		kinds := make([]gpu.BindingKind, len(s.Bindings))
-		for j, k := range s.Bindings {
-			kinds[j] = map[codegen.BindingKind]gpu.BindingKind{codegen.ReadOnly: gpu.ReadOnlyStorage,
-				codegen.ReadWrite: gpu.Storage, codegen.Uniform: gpu.Uniform}[k]
-		}
-		shaders = append(shaders, gpu.Shader{WGSL: s.Source, Entry: s.Entry, Bindings: kinds})
+		shaders = append(shaders, s)
 		ids = append(ids, i)
-		params = append(params, s.Params)
-		p.groups[i] = [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
+		e.groups[i] = [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
 	}
-	pipes, err := dev.CompileAll(shaders)
-	if err != nil {
+	stop()
+	defer st.Start(backend.StageCompile)()
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fail := func(err error) error {
+		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+	}
+	pipes, allHit, err := d.acquire(shaders)
+	if err != nil {
+		return nil, fail(err)
+	}
+	e.pipes = pipes
+	st.Hit(backend.CachePipeline, allHit)
 	for k, i := range ids {
-		p.pipes[i] = pipes[k]
-		if p.params[i], err = dev.NewUniform(params[k], fmt.Sprintf("typed node %d params", i)); err != nil {
-			p.release()
-			return nil, err
+		e.byNode[i] = pipes[k].p
+		if e.params[i], err = d.dev.NewUniform(shaders[k].Params, fmt.Sprintf("typed node %d params", i)); err != nil {
+			e.Release()
+			return nil, fail(err)
 		}
 	}
-	return p, nil
+	return e, nil
 }
 
-// release releases the program's pipelines and parameter blocks.
-func (p *typedProgram) release() {
-	for i := range p.pipes {
-		if p.pipes[i] != nil {
-			p.pipes[i].Release()
-			p.pipes[i] = nil
-		}
-		if p.params[i] != nil {
-			p.params[i].Release()
-			p.params[i] = nil
+// typedExecutable is a typed graph compiled for the device: a pipeline
+// and a parameter block per node that is not an input, and, from the first
+// run on, each node's storage and the fault words.
+type typedExecutable struct {
+	d      *device
+	g      *ir.Graph
+	mode   wgsl.FaultMode
+	pipes  []*pipeline     // the references acquire took
+	byNode []*gpu.Pipeline // by node; nil for an input
+	params []*gpu.Buffer
+	groups [][3]uint32
+	bufs   []*gpu.Buffer // by node, from the first run
+	fault  *gpu.Buffer
+	nf     int // fault words
+}
+
+func (e *typedExecutable) Release() {
+	if e.pipes != nil {
+		e.d.unref(e.pipes)
+		e.pipes = nil
+	}
+	for i := range e.params {
+		if e.params[i] != nil {
+			e.params[i].Release()
+			e.params[i] = nil
 		}
 	}
+	for i, b := range e.bufs {
+		if b != nil {
+			e.d.pool.put(b)
+			e.bufs[i] = nil
+		}
+	}
+	if e.fault != nil {
+		e.d.pool.put(e.fault)
+		e.fault = nil
+	}
+	e.byNode = nil
 }
 
-// typedRun is what one run gives: the values of the nodes asked for, and
-// the fault words (one per node, or per element of the node for
-// wgsl.FaultPerElement).
-type typedRun struct {
-	vals   map[int]cpuref.Value
-	faults []uint32
+// RunTyped uploads the inputs, runs every node's kernel in graph order in
+// one submission, reads the fault words and, when no node faulted, the
+// outputs.
+func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) error {
+	faults, err := e.dispatch(ctx, cl.Inputs, cl.Stats)
+	if err != nil {
+		return err
+	}
+	if err := typedFault(faults); err != nil {
+		return err
+	}
+	defer cl.Stats.Start(backend.StageReadback)()
+	cl.Outputs = make([][]byte, len(e.g.Outputs))
+	for k, o := range e.g.Outputs {
+		if cl.Outputs[k], err = e.read(int(o.ID)); err != nil {
+			return err
+		}
+		cl.Stats.ReadbackBytes += int64(len(cl.Outputs[k]))
+	}
+	return nil
 }
 
-// run uploads the inputs' values (the graph's own, or in's by node id),
-// runs every kernel in node order in one submission and reads back the
-// fault words and the nodes of read.
-func (p *typedProgram) run(dev *gpu.Device, in map[int]cpuref.Value, read []int) (*typedRun, error) {
-	g := p.g
-	bufs := make([]*gpu.Buffer, len(g.Nodes))
-	defer func() {
-		for _, b := range bufs {
-			if b != nil {
-				b.Release()
+// dispatch uploads inputs (by node, TypedBytes' layout), runs the kernels
+// and returns the fault words: one per node, or, for wgsl.FaultPerElement,
+// one per element of the largest node.
+func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *backend.Stats) ([]uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if e.byNode == nil {
+		return nil, &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: fmt.Errorf("the typed executable was released")}
+	}
+	fail := func(err error) error {
+		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+	}
+	g := e.g
+	stop := st.Start(backend.StageUpload)
+	if e.bufs == nil {
+		e.nf = len(g.Nodes)
+		if e.mode == wgsl.FaultPerElement {
+			for _, n := range g.Nodes {
+				e.nf = max(e.nf, n.Shape.Len())
 			}
 		}
-	}()
-	nf := len(g.Nodes)
-	if p.mode == wgsl.FaultPerElement {
-		nf = 1
-		for _, n := range g.Nodes {
-			nf = max(nf, n.Shape.Len())
+		e.bufs = make([]*gpu.Buffer, len(g.Nodes))
+		var err error
+		if e.fault, _, err = e.d.pool.get(uint64(4*e.nf), "typed faults"); err != nil {
+			stop()
+			return nil, fail(err)
 		}
+		for i, n := range g.Nodes {
+			if e.bufs[i], _, err = e.d.pool.get(uint64(4*wgsl.TypedWords(n.DType, n.Shape.Len())), fmt.Sprintf("typed node %d", i)); err != nil {
+				stop()
+				return nil, fail(err)
+			}
+		}
+		st.FirstDispatch = true
 	}
-	fault, err := dev.NewBuffer(uint64(4*nf), "typed faults")
-	if err != nil {
-		return nil, err
-	}
-	defer fault.Release()
-	if err := dev.UploadBytes(fault, make([]byte, 4*nf)); err != nil {
-		return nil, err
+	if err := e.d.dev.UploadBytes(e.fault, make([]byte, 4*e.nf)); err != nil {
+		stop()
+		return nil, fail(err)
 	}
 	for i, n := range g.Nodes {
-		if bufs[i], err = dev.NewBuffer(uint64(4*wgsl.TypedWords(n.DType, n.Shape.Len())), fmt.Sprintf("typed node %d", i)); err != nil {
-			return nil, err
-		}
 		if n.Op != ir.OpInput {
 			continue
 		}
-		v, ok := in[i]
-		if !ok {
-			v = cpuref.Value{DType: n.DType, F: n.Data, I: n.Ints}
+		size := n.Shape.Len() * n.DType.Size()
+		if i >= len(inputs) || len(inputs[i]) != size {
+			stop()
+			return nil, fail(fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(inputs[i]), n.DType, n.Shape, size))
 		}
-		if err := dev.UploadBytes(bufs[i], wgsl.PackTyped(v)); err != nil {
-			return nil, err
+		words := make([]byte, 4*wgsl.TypedWords(n.DType, n.Shape.Len())) // padded to whole words
+		copy(words, inputs[i])
+		if err := e.d.dev.UploadBytes(e.bufs[i], words); err != nil {
+			stop()
+			return nil, fail(err)
 		}
+		st.UploadBytes += int64(size)
+	}
+	stop()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	var ds []gpu.Dispatch
 	for i, n := range g.Nodes {
-		if p.pipes[i] == nil {
+		if e.byNode[i] == nil {
 			continue
 		}
 		var bs []*gpu.Buffer
@@ -141,47 +202,53 @@ func (p *typedProgram) run(dev *gpu.Device, in map[int]cpuref.Value, read []int)
 		for _, a := range n.Args { // distinct operands, in order of first use (wgsl.TypedNode's bindings)
 			if !seen[a] {
 				seen[a] = true
-				bs = append(bs, bufs[a])
+				bs = append(bs, e.bufs[a])
 			}
 		}
-		bs = append(bs, bufs[i], fault, p.params[i])
-		ds = append(ds, gpu.Dispatch{Pipeline: p.pipes[i], Buffers: bs, Groups: p.groups[i]})
+		bs = append(bs, e.bufs[i], e.fault, e.params[i])
+		ds = append(ds, gpu.Dispatch{Pipeline: e.byNode[i], Buffers: bs, Groups: e.groups[i]})
 	}
-	if err := dev.Run(ds); err != nil {
-		return nil, err
+	stop = st.Start(backend.StageDispatch)
+	err := e.d.dev.Run(ds)
+	stop()
+	if err != nil {
+		return nil, fail(err)
 	}
-	r := &typedRun{vals: map[int]cpuref.Value{}, faults: make([]uint32, nf)}
-	raw := make([]byte, 4*nf)
-	if err := dev.ReadBytes(fault, raw); err != nil {
-		return nil, err
+	raw := make([]byte, 4*e.nf)
+	if err := e.d.dev.ReadBytes(e.fault, raw); err != nil {
+		return nil, fail(err)
 	}
-	for k := range r.faults {
-		r.faults[k] = binary.LittleEndian.Uint32(raw[4*k:])
+	faults := make([]uint32, e.nf)
+	for k := range faults {
+		faults[k] = binary.LittleEndian.Uint32(raw[4*k:])
 	}
-	for _, i := range read {
-		n := g.Nodes[i]
-		raw := make([]byte, bufs[i].Size())
-		if err := dev.ReadBytes(bufs[i], raw); err != nil {
-			return nil, err
-		}
-		r.vals[i] = wgsl.UnpackTyped(n.DType, n.Shape.Len(), raw)
-	}
-	return r, nil
+	return faults, nil
 }
 
-// typedFault returns the error of a run whose fault words are faults
-// (wgsl.FaultPerNode): the first node in order that faulted, as cpuref
-// fails at it, or nil.
-func typedFault(g *ir.Graph, faults []uint32) error {
+// read returns node i's value in TypedBytes' layout (its storage less the
+// padding of its last word).
+func (e *typedExecutable) read(i int) ([]byte, error) {
+	n := e.g.Nodes[i]
+	raw := make([]byte, 4*wgsl.TypedWords(n.DType, n.Shape.Len()))
+	if err := e.d.dev.ReadBytes(e.bufs[i], raw); err != nil {
+		return nil, &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
+	}
+	return raw[:n.Shape.Len()*n.DType.Size()], nil
+}
+
+// typedFault returns the *backend.TypedFault of fault words one per node
+// (wgsl.FaultPerNode): the first node in graph order that faulted, as
+// the reference stops at it, or nil.
+func typedFault(faults []uint32) error {
 	for i, f := range faults {
 		switch f {
 		case 0:
-			continue
+		case wgsl.FaultInteger:
+			return &backend.TypedFault{Code: ir.CodeIntegerFault, Node: i}
 		case wgsl.FaultIndex:
-			return ir.Errorf(ir.CodeInvalidInput, i, "b", "%v: an index is outside its axis (webgpu)", g.Nodes[i].Op)
+			return &backend.TypedFault{Code: ir.CodeInvalidInput, Node: i}
 		default:
-			return ir.Errorf(ir.CodeIntegerFault, i, "", "%v of %v: an element has no right answer (an integer division by zero, or a cast of NaN, ±Inf or a value outside %v's range) (webgpu)",
-				g.Nodes[i].Op, g.Nodes[g.Nodes[i].Args[0]].DType, g.Nodes[i].DType)
+			return &backend.Error{Code: ir.CodeInternal, Backend: "webgpu", Err: fmt.Errorf("a typed kernel set fault %d at node %d", f, i)}
 		}
 	}
 	return nil

@@ -3,38 +3,34 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"sync"
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
-	"github.com/gpucc/gpucc/runtime/gpu"
+	"github.com/gpucc/gpucc/runtime/backend"
 )
 
-var (
-	gpuOnce sync.Once
-	gpuDev  *gpu.Device
-	gpuErr  error
-)
-
-// openGPU opens (once per test binary) a gpu.Device, a software one
-// allowed, for the typed kernels' tests.
-func openGPU(t *testing.T) *gpu.Device {
-	t.Helper()
-	gpuOnce.Do(func() { gpuDev, gpuErr = gpu.Open(gpu.Options{AllowSoftware: true}) })
-	if gpuErr != nil {
-		if os.Getenv("GPUCC_REQUIRE_WEBGPU") != "" {
-			t.Fatal(gpuErr)
+// typedInputs returns g's input nodes' own values, TypedBytes' layout.
+func typedInputs(g *ir.Graph) [][]byte {
+	in := make([][]byte, len(g.Nodes))
+	for i, n := range g.Nodes {
+		if n.Op == ir.OpInput {
+			in[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
 		}
-		t.Skip(gpuErr)
 	}
-	return gpuDev
+	return in
+}
+
+// value decodes node bytes of dtype t.
+func value(t ir.DType, b []byte) cpuref.Value {
+	f, i := backend.TypedValues(t, b)
+	return cpuref.Value{DType: t, F: f, I: i}
 }
 
 // rowCase is one typed row over one dtype: op over operands a (and b, and
@@ -213,30 +209,31 @@ func (c rowCase) reference(t *testing.T) (cpuref.Value, []bool) {
 // bfloat16 rounding (subnormals, overflow, NaN, -0), integer to float in
 // one rounding, float to integer at and past the limits.
 func TestTypedRowsMatchCpuref(t *testing.T) {
-	dev := openGPU(t)
+	d := openDevice(t)
+	ctx := context.Background()
 	cs := rowCases(t)
 	checked, faults := 0, 0
 	for _, c := range cs {
 		g := c.graph(t, 0, c.a.Len())
 		y := len(g.Nodes) - 1
-		p, err := compileTyped(dev, g, wgsl.FaultPerElement)
+		e, err := d.compileTyped(ctx, g, wgsl.FaultPerElement, &backend.Stats{})
 		if err != nil {
-			if codeOf(err) == ir.CodeUnsupported {
-				t.Logf("%v of %v: %v", c.op, c.in, err)
-				continue
-			}
 			t.Fatalf("%v of %v -> %v: %v", c.op, c.in, c.out, err)
 		}
-		r, err := p.run(dev, nil, []int{y})
-		p.release()
+		words, err := e.dispatch(ctx, typedInputs(g), &backend.Stats{})
+		if err != nil {
+			t.Fatalf("%v of %v -> %v: %v", c.op, c.in, c.out, err)
+		}
+		raw, err := e.read(y)
+		e.Release()
 		if err != nil {
 			t.Fatalf("%v of %v -> %v: %v", c.op, c.in, c.out, err)
 		}
 		want, wfault := c.reference(t)
-		got := r.vals[y]
+		got := value(c.out, raw)
 		bad := 0
 		for k := range wfault {
-			fault := r.faults[k] != 0
+			fault := words[k] != 0
 			if fault != wfault[k] || !fault && !sameElement(got, want, k) {
 				if bad++; bad <= 4 {
 					t.Errorf("%v %v -> %v, element %d (a %s, b %s): webgpu gives %s (fault %v), cpuref %s (fault %v)",
@@ -284,27 +281,25 @@ func codeOf(err error) ir.Code {
 	return ""
 }
 
-// runTypedGraph runs g node by node through WebGPU and returns its
-// outputs' values by node id, or the run's error (typedFault's).
-func runTypedGraph(t *testing.T, dev *gpu.Device, g *ir.Graph) (map[int]cpuref.Value, error) {
+// runTypedGraph runs g through the backend's typed path (CompileTyped,
+// RunTyped) and returns its outputs' values by node id, or the error.
+func runTypedGraph(t *testing.T, d *device, g *ir.Graph) (map[int]cpuref.Value, error) {
 	t.Helper()
-	p, err := compileTyped(dev, g, wgsl.FaultPerNode)
+	ctx := context.Background()
+	e, err := d.CompileTyped(ctx, &backend.TypedProgram{Graph: g}, &backend.Stats{})
 	if err != nil {
 		return nil, err
 	}
-	defer p.release()
-	var read []int
-	for _, o := range g.Outputs {
-		read = append(read, int(o.ID))
-	}
-	r, err := p.run(dev, nil, read)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := typedFault(g, r.faults); err != nil {
+	defer e.Release()
+	cl := &backend.TypedCall{Inputs: typedInputs(g), Stats: &backend.Stats{}}
+	if err := e.RunTyped(ctx, cl); err != nil {
 		return nil, err
 	}
-	return r.vals, nil
+	vals := map[int]cpuref.Value{}
+	for k, o := range g.Outputs {
+		vals[int(o.ID)] = value(g.Nodes[o.ID].DType, cl.Outputs[k])
+	}
+	return vals, nil
 }
 
 // faultedGraphs counts the graphs checkTypedGraph saw fail on cpuref.
@@ -313,16 +308,17 @@ var faultedGraphs int
 // checkTypedGraph compares g's run on WebGPU with cpuref.EvalTyped: every
 // output's bits, or the same error code at the same node. It reports
 // whether WGSL held the graph (else it was refused with unsupported).
-func checkTypedGraph(t *testing.T, dev *gpu.Device, name string, g *ir.Graph) bool {
+func checkTypedGraph(t *testing.T, d *device, name string, g *ir.Graph) bool {
 	t.Helper()
 	want, werr := cpuref.EvalTyped(g)
-	got, err := runTypedGraph(t, dev, g)
+	got, err := runTypedGraph(t, d, g)
 	if codeOf(err) == ir.CodeUnsupported {
 		return false
 	}
 	if werr != nil || err != nil {
 		faultedGraphs++
-		var we, ge *ir.Error
+		var we *ir.Error
+		var ge *backend.TypedFault
 		if !errors.As(werr, &we) || !errors.As(err, &ge) || we.Code != ge.Code || we.Node != ge.Node {
 			t.Errorf("%s: webgpu fails with %v, cpuref with %v", name, err, werr)
 		}
@@ -340,13 +336,13 @@ func checkTypedGraph(t *testing.T, dev *gpu.Device, name string, g *ir.Graph) bo
 	return true
 }
 
-// TestTypedGraphsMatchCpuref: irtest's typed suites (every op over every
-// dtype, with views, reductions, gathers, where and casts; and the runs
-// with no answer) and random typed graphs run node by node through
+// TestTypedGraphsMatchCpuref: irtest's typed suites (the limits, the runs
+// with no answer, non-finite values, every op over every dtype with views,
+// reductions, gathers, where and casts) and random typed graphs run node by node through
 // WebGPU give cpuref's bits on every output, or fail at the same node with
 // the same code.
 func TestTypedGraphsMatchCpuref(t *testing.T) {
-	dev := openGPU(t)
+	d := openDevice(t)
 	ran, refused := 0, 0
 	count := func(ok bool) {
 		if ok {
@@ -355,15 +351,16 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 			refused++
 		}
 	}
-	for _, c := range irtest.Typed() {
-		count(checkTypedGraph(t, dev, c.Name, c.Graph))
+	cases := append(append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.TypedNonFinite()...), irtest.Typed()...)
+	for _, c := range cases {
+		count(checkTypedGraph(t, d, c.Name, c.Graph))
 	}
 	seeds := 190
 	if testing.Short() {
 		seeds = 60
 	}
 	for seed := range seeds {
-		count(checkTypedGraph(t, dev, fmt.Sprintf("random seed %d", seed), irtest.RandomTyped(uint64(seed), 12)))
+		count(checkTypedGraph(t, d, fmt.Sprintf("random seed %d", seed), irtest.RandomTyped(uint64(seed), 12)))
 	}
 	t.Logf("%d graphs ran (%d of them fail on cpuref, and alike on webgpu), %d refused (unsupported)", ran, faultedGraphs, refused)
 	if refused > 0 {
