@@ -218,7 +218,8 @@ func resizeVals(a ir.ResizeAxis) []uint32 {
 // constants, u the output index less the pad before the axis, taken
 // modulo the period by adding a multiple of it first: wrap n, reflect
 // 2(n-1)); in constant mode the constant where a[d] falls outside x on an
-// axis that has a pad.
+// axis that has a pad. A negative pad (a crop) shifts the index the other
+// way.
 func padNest(k *ir.Kernel) *Nest {
 	p := ir.PadOf(k.Inputs[0].Shape, k.Attrs)
 	r := len(p.Out)
@@ -240,10 +241,10 @@ func padNest(k *ir.Kernel) *Nest {
 			if b+x < p.Out[d] {
 				guard = append(guard, o.Lt(N(b+x)))
 			}
-			idx[d] = o.Sub(N(b)) // read only inside the guard
+			idx[d] = shifted(o, -b) // read only inside the guard
 			continue
 		case ir.PadEdge: // clamp(a - b, 0, n-1), as u = max(a, b) - b
-			u := o
+			u := shifted(o, -min(b, 0)) // a crop: a - b ≥ 0
 			if b > 0 {
 				u = V(fmt.Sprintf("u%d", d))
 				n.Body = append(n.Body, Let(Idx, u.name, Sel(o.Lt(N(b)), N(b), o).Sub(N(b))))
@@ -277,10 +278,14 @@ func padNest(k *ir.Kernel) *Nest {
 	return n
 }
 
-// shifted is o + c, or o for c = 0.
+// shifted is o + c, or o for c = 0; o - |c| for c < 0 (inside the guard
+// that keeps it ≥ 0: index arithmetic is unsigned on some targets).
 func shifted(o Expr, c int) Expr {
-	if c == 0 {
+	switch {
+	case c == 0:
 		return o
+	case c < 0:
+		return o.Sub(N(-c))
 	}
 	return o.Add(N(c))
 }

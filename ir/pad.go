@@ -17,8 +17,9 @@ const (
 const MaxPadRank = 4
 
 // padAttrs are pad's attributes: pads, the count of elements added before
-// each axis and then after each axis (ONNX's order: 2·rank values, each
-// ≥ 0), the mode, and the constant of mode PadConstant as the bits of a
+// each axis and then after each axis (ONNX's order: 2·rank values; a
+// negative one removes that many elements instead, a crop, as ONNX's Pad
+// does, leaving at least one along each axis), the mode, and the constant of mode PadConstant as the bits of a
 // float32 in two 16-bit halves, high first (any float32, -0 and NaN
 // included: one attribute value holds at most 2^31-1).
 var padAttrs = []AttrSpec{
@@ -107,7 +108,8 @@ func (p Pad) Sources() []int {
 }
 
 // padShape is pad's shape rule: x of rank 1 to MaxPadRank, 2·rank pads
-// each ≥ 0, a mode of the four; the result is x widened by the pads.
+// (a negative one crops) leaving each axis at least one element, a mode
+// of the four; the result is x widened (or cropped) by the pads.
 func padShape(node int, op Op, args []Shape, _ Shape, attrs []int) (Shape, *Error) {
 	x := args[0]
 	bad := func(field, format string, a ...any) (Shape, *Error) {
@@ -120,9 +122,9 @@ func padShape(node int, op Op, args []Shape, _ Shape, attrs []int) (Shape, *Erro
 	if len(pads) != 2*len(x) {
 		return bad("pads", "pad of x %v needs %d pads (before each axis, then after each), got %v", x, 2*len(x), pads)
 	}
-	for _, v := range pads {
-		if v < 0 {
-			return bad("pads", "pad's pads must be ≥ 0 (a crop is not a pad), got %v", pads)
+	for d, n := range x {
+		if b, e := pads[d], pads[len(x)+d]; -b >= n || -e >= n || n+b+e < 1 {
+			return bad("pads", "pads %v crop axis %d of x %v to nothing (or past its other end)", pads, d, x)
 		}
 	}
 	if m := op.Attr(attrs, "mode")[0]; m < PadConstant || m > PadWrap {

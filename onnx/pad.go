@@ -15,9 +15,9 @@ var padModes = map[string]int{"constant": ir.PadConstant, "reflect": ir.PadRefle
 // cover. A run-time x becomes a pad node; a constant x, of any type, is
 // padded at import (data movement: ir.Pad.Sources, the kernels' map).
 // Reflect and wrap borders wider than the axis repeat, as numpy's pad
-// (ONNX's reference) does. Refused by name: negative pads (a crop), and a
-// constant that is not one value of x's type (one finite float32 for a
-// run-time x).
+// (ONNX's reference) does. A negative pad crops, as ONNX says. Refused by
+// name: a crop to nothing, and a constant that is not one value of x's
+// type (one finite float32 for a run-time x).
 func padOp(c *importer) ([]value, *ir.Error) {
 	v := c.in(0)
 	folded := v.c != nil && !v.set // padded at import
@@ -63,11 +63,11 @@ func padOp(c *importer) ([]value, *ir.Error) {
 		}
 		seen[d] = true
 		b, e := raw[k], raw[len(axes)+k]
-		if b < 0 || e < 0 {
-			return nil, c.refuse("pads %v: a negative pad crops, which gpucc's pad does not", raw)
+		if max(b, -b, e, -e) > ir.MaxAttrMagnitude {
+			return nil, c.refuse("pads %v: each must be at most %d in magnitude", raw, ir.MaxAttrMagnitude)
 		}
-		if b > ir.MaxAttrMagnitude || e > ir.MaxAttrMagnitude {
-			return nil, c.refuse("pads %v: each must be at most %d", raw, ir.MaxAttrMagnitude)
+		if -b >= int64(s[d]) || -e >= int64(s[d]) || int64(s[d])+b+e < 1 {
+			return nil, c.refuse("pads %v crop axis %d of %v to nothing; gpucc's tensors are not empty", raw, d, s)
 		}
 		pads[d], pads[r+d] = int(b), int(e)
 	}

@@ -641,6 +641,9 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	if err != nil {
 		return ir.Tensor{}, err
 	}
+	if y, ok := cropOrPad(x, axis, idx); ok {
+		return y, nil
+	}
 	inner := ir.Shape(s[axis+1:]).Len()
 	all := make([]int64, total)
 	for i := range all {
@@ -676,6 +679,44 @@ func padAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
 	}
 	pads := make([]int, 2*len(s))
 	pads[axis], pads[len(s)+axis] = before, len(idx)-before-s[axis]
+	return x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1))), true
+}
+
+// cropOrPad returns takeAlong's result as one pad node, a copy, where the
+// indices are a run of consecutive elements of x, with -1 (giving -0)
+// only before a run that starts at x's first element and after one that
+// ends at its last: a Slice or Split of step 1 is a crop (negative pads),
+// a piece of a Concat a pad with -0, so that adding the pieces gives the
+// concatenation bit for bit (v + -0 = v for every v). It is false for
+// other indices, a rank pad does not take, or a dtype other than float32.
+func cropOrPad(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
+	s := x.Shape()
+	if len(s) > ir.MaxPadRank || x.DType() != ir.F32 {
+		return ir.Tensor{}, false
+	}
+	lead := 0
+	for lead < len(idx) && idx[lead] < 0 {
+		lead++
+	}
+	k := 0
+	for lead+k < len(idx) && idx[lead+k] >= 0 && idx[lead+k] == idx[lead]+int64(k) {
+		k++
+	}
+	trail := len(idx) - lead - k
+	for _, j := range idx[lead+k:] {
+		if j >= 0 {
+			return ir.Tensor{}, false
+		}
+	}
+	if k == 0 {
+		return ir.Tensor{}, false
+	}
+	first, n := int(idx[lead]), s[axis]
+	if (lead > 0 && first > 0) || (trail > 0 && first+k < n) {
+		return ir.Tensor{}, false
+	}
+	pads := make([]int, 2*len(s))
+	pads[axis], pads[len(s)+axis] = lead-first, trail-(n-first-k)
 	return x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1))), true
 }
 
