@@ -49,7 +49,9 @@ func PadOf(x Shape, attrs []int) Pad {
 }
 
 // Src returns the element of x along axis d that output index o reads,
-// or -1 (the constant, mode PadConstant only). Reflect and wrap repeat
+// or -1 (the constant, mode PadConstant only). A crop shifts the index
+// into x; the other modes' borders mirror, clamp or wrap about x's own
+// ends, not the cropped ones. Reflect and wrap repeat
 // with periods 2(n-1) and n, as numpy's pad does for borders wider than
 // x; an axis of one element reads it everywhere.
 func (p Pad) Src(d, o int) int {

@@ -24,6 +24,11 @@ func TestPadSources(t *testing.T) {
 		{"wrap wide", 4, 9, 10, ir.PadWrap, []int{3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1}},
 		{"edge", 2, 2, 3, ir.PadEdge, []int{0, 0, 0, 1, 1, 1, 1}},
 		{"constant", 2, 1, 2, ir.PadConstant, []int{-1, 0, 1, -1, -1}},
+		{"crop", 6, -2, -1, ir.PadConstant, []int{2, 3, 4}},
+		{"crop then pad", 4, -3, 2, ir.PadConstant, []int{3, -1, -1}},
+		{"crop edge", 4, -1, 2, ir.PadEdge, []int{1, 2, 3, 3, 3}},
+		{"crop wrap", 3, -1, 3, ir.PadWrap, []int{1, 2, 0, 1, 2}},
+		{"crop reflect", 4, -2, 3, ir.PadReflect, []int{2, 3, 2, 1, 0}},
 	} {
 		attrs, err := ir.PackAttrs(ir.OpPad, ir.PadAttrs([]int{tt.before, tt.after}, tt.mode, 0))
 		if err != nil {

@@ -16,7 +16,7 @@ var padModes = map[string]int{"constant": ir.PadConstant, "reflect": ir.PadRefle
 // padded at import (data movement: ir.Pad.Sources, the kernels' map).
 // Reflect and wrap borders wider than the axis repeat, as numpy's pad
 // (ONNX's reference) does. A negative pad crops, as ONNX says. Refused by
-// name: a crop to nothing, and a constant that is not one value of x's
+// name: a crop in a mode other than constant, a crop to nothing, and a constant that is not one value of x's
 // type (one finite float32 for a run-time x).
 func padOp(c *importer) ([]value, *ir.Error) {
 	v := c.in(0)
@@ -65,6 +65,9 @@ func padOp(c *importer) ([]value, *ir.Error) {
 		b, e := raw[k], raw[len(axes)+k]
 		if max(b, -b, e, -e) > ir.MaxAttrMagnitude {
 			return nil, c.refuse("pads %v: each must be at most %d in magnitude", raw, ir.MaxAttrMagnitude)
+		}
+		if (b < 0 || e < 0) && mode != ir.PadConstant {
+			return nil, c.refuse("pads %v: a crop in mode %s (whether the border mirrors x before or after the crop is not settled between ONNX's reference and runtimes); gpucc crops in mode constant", raw, modeName)
 		}
 		if -b >= int64(s[d]) || -e >= int64(s[d]) || int64(s[d])+b+e < 1 {
 			return nil, c.refuse("pads %v crop axis %d of %v to nothing; gpucc's tensors are not empty", raw, d, s)

@@ -71,12 +71,26 @@ func TestPadImport(t *testing.T) {
 	if diff := cmp.Diff(map[string][]uint32{"y": want}, outputs(g)); diff != "" {
 		t.Errorf("constant int64 x (-want +got):\n%s", diff)
 	}
+	// A negative pad crops (mode constant): 10 20 30 cropped by one before, padded by two after.
+	g, err = onnx.Load(bytes.NewReader(model(13, graph([]msg{node("Pad", "p", []string{"k", "pads"}, []string{"y"})},
+		[]msg{int64s("k", []int64{3}, 10, 20, 30), pads(-1, 2)}, nil, []msg{valueInfo("y")}))), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = nil
+	for _, v := range []float32{20, 30, 0, 0} {
+		want = append(want, math.Float32bits(v))
+	}
+	if diff := cmp.Diff(map[string][]uint32{"y": want}, outputs(g)); diff != "" {
+		t.Errorf("a crop (-want +got):\n%s", diff)
+	}
 	for _, tt := range []struct {
 		name string
 		doc  []byte
 		code ir.Code
 	}{
-		{"crop", pad(13, []string{"x", "pads"}, []msg{pads(0, -1, 0, 0)}), ir.CodeUnsupported},
+		{"crop reflect", pad(13, []string{"x", "pads"}, []msg{pads(0, -1, 0, 1)}, attrStr("mode", "reflect")), ir.CodeUnsupported},
+		{"crop to nothing", pad(13, []string{"x", "pads"}, []msg{pads(0, -2, 0, -2)}), ir.CodeUnsupported},
 		{"unknown mode", pad(13, []string{"x", "pads"}, []msg{pads(0, 1, 0, 0)}, attrStr("mode", "mirror")), ir.CodeInvalidGraph},
 		{"pads of another rank", pad(13, []string{"x", "pads"}, []msg{pads(1, 1)}), ir.CodeInvalidGraph},
 		{"run-time constant", model(13, graph([]msg{node("Pad", "p", []string{"x", "pads", "v"}, []string{"y"})},

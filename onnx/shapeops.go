@@ -632,7 +632,7 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 		return ir.Tensor{}, c.refuse("an empty result; gpucc's tensors are not empty")
 	}
 	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
-	if y, ok := padAlong(x, axis, idx); ok {
+	if y, ok := cropOrPad(x, axis, idx); ok {
 		return y, nil
 	}
 	// The index table is as large as the result: bounded before it is
@@ -640,9 +640,6 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	total, err := c.elements(fmt.Sprintf("a gather from a tensor of shape %v", s), gs)
 	if err != nil {
 		return ir.Tensor{}, err
-	}
-	if y, ok := cropOrPad(x, axis, idx); ok {
-		return y, nil
 	}
 	inner := ir.Shape(s[axis+1:]).Len()
 	all := make([]int64, total)
@@ -652,43 +649,18 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	return c.gatherAlong(x, axis, all, gs)
 }
 
-// padAlong is takeAlong as a pad, when it is one: idx is -1s, then every
-// index of x's axis in order, then -1s, and x's rank is pad's. The pad's
-// constant is -0, the mask's (OpMask) value where no index matches, so the
-// bits are the mask's; a pad copies each element once where the mask sums
-// over the axis for each (Concat's pieces took 144 of the PP-OCRv4
-// detector's 201 ms at 320², 87 of the recognizer's 111 ms).
-func padAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
-	s := x.Shape()
-	if len(s) < 1 || len(s) > ir.MaxPadRank {
-		return ir.Tensor{}, false
-	}
-	before := 0
-	for before < len(idx) && idx[before] < 0 {
-		before++
-	}
-	for j := range s[axis] {
-		if before+j >= len(idx) || idx[before+j] != int64(j) {
-			return ir.Tensor{}, false
-		}
-	}
-	for _, v := range idx[before+s[axis]:] {
-		if v >= 0 {
-			return ir.Tensor{}, false
-		}
-	}
-	pads := make([]int, 2*len(s))
-	pads[axis], pads[len(s)+axis] = before, len(idx)-before-s[axis]
-	return x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1))), true
-}
-
 // cropOrPad returns takeAlong's result as one pad node, a copy, where the
 // indices are a run of consecutive elements of x, with -1 (giving -0)
 // only before a run that starts at x's first element and after one that
 // ends at its last: a Slice or Split of step 1 is a crop (negative pads),
 // a piece of a Concat a pad with -0, so that adding the pieces gives the
-// concatenation bit for bit (v + -0 = v for every v). It is false for
-// other indices, a rank pad does not take, or a dtype other than float32.
+// concatenation bit for bit (v + -0 = v for every v: the masked sum's
+// bits). A pad copies each element once where the mask sums over the axis
+// for each (Concat's pieces took 144 of the PP-OCRv4 detector's 201 ms at
+// 320², 87 of the recognizer's 111 ms; a Split of GPT-2's fused QKV at
+// sequence 512 needed a 6.3M-element mask and was refused). It is false
+// for other indices, a rank pad does not take, or a dtype other than
+// float32.
 func cropOrPad(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
 	s := x.Shape()
 	if len(s) > ir.MaxPadRank || x.DType() != ir.F32 {

@@ -30,11 +30,18 @@ func PadEdges() []PadCase {
 		{Name: "wrap-2d", Shape: ir.Shape{2, 3}, Pads: []int{3, 4, 5, 1}, Mode: ir.PadWrap},
 		{Name: "wrap-1d", Shape: ir.Shape{5}, Pads: []int{2, 12}, Mode: ir.PadWrap},
 		{Name: "none", Shape: ir.Shape{2, 2, 3}, Pads: []int{0, 0, 0, 0, 0, 0}, Mode: ir.PadConstant, Value: 7},
+		// Negative pads crop (a Slice or Split of step 1), alone or beside a border.
+		{Name: "crop-2d", Shape: ir.Shape{4, 6}, Pads: []int{-1, 2, 0, -3}, Mode: ir.PadConstant, Value: 2},
+		{Name: "crop-4d", Shape: ir.Shape{1, 2, 7, 5}, Pads: []int{0, -1, -3, -2, 0, 0, -3, 0}, Mode: ir.PadConstant, Value: float32(negZero())},
+		{Name: "crop-edge", Shape: ir.Shape{5, 3}, Pads: []int{-2, 1, 1, -1}, Mode: ir.PadEdge},
+		{Name: "crop-reflect", Shape: ir.Shape{6}, Pads: []int{-2, 7}, Mode: ir.PadReflect},
+		{Name: "crop-wrap", Shape: ir.Shape{2, 6}, Pads: []int{0, 3, 0, -4}, Mode: ir.PadWrap},
 	}
 }
 
 // RandomPad returns a random pad of rank 1 to 4 and at most a few
-// thousand outputs, borders up to twice x's length.
+// thousand outputs, borders up to twice x's length, a third of the axes
+// cropped instead.
 func RandomPad(seed uint64) PadCase {
 	r := rand.New(rand.NewPCG(seed, 41))
 	rank := 1 + r.IntN(ir.MaxPadRank)
@@ -42,6 +49,11 @@ func RandomPad(seed uint64) PadCase {
 	for d := range rank {
 		c.Shape[d] = 1 + r.IntN(5)
 		c.Pads[d], c.Pads[rank+d] = r.IntN(2*c.Shape[d]+1), r.IntN(2*c.Shape[d]+1)
+		if n := c.Shape[d]; n > 1 && r.IntN(3) == 0 { // a crop of 1 to n-1 elements, split between the ends
+			cut := 1 + r.IntN(n-1)
+			b := r.IntN(cut + 1)
+			c.Pads[d], c.Pads[rank+d] = -b, b-cut
+		}
 	}
 	return c
 }
