@@ -2,10 +2,13 @@ package gpucc_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
 )
 
 // attentionGraph is the fixture's attention block: softmax(q·kᵀ·scale, 1)·v,
@@ -67,4 +70,94 @@ func abs64(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// attentionCases are AttentionEdges, each also with -Inf masks (built
+// under the non-finite policy) where it masks anything.
+func attentionCases() []irtest.AttentionCase {
+	var cs []irtest.AttentionCase
+	for _, c := range irtest.AttentionEdges() {
+		cs = append(cs, c)
+		if c.Mask == irtest.MaskPadding || c.Mask == irtest.MaskDense || c.Mask == irtest.MaskRowOff {
+			c.Name += "-inf"
+			c.NonFinite = true
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// TestAttentionFuses: attention and its elementwise epilogue are one
+// kernel, its q, k and v read in place through a head split's reshape and
+// permute, its mask broadcast by strides.
+func TestAttentionFuses(t *testing.T) {
+	for _, c := range attentionCases() {
+		checkOneKernel(t, c.Name, c.Graph(1), ir.KernelAttention, 2)
+	}
+}
+
+// TestAttentionEdges: every edge of irtest.AttentionEdges (a single key,
+// odd sequences, head dims 64 and 128, causal, padding and dense masks, a
+// fully masked row, extremes, heads through a view), with finite and -Inf
+// masks, gives cpuref's bits on every backend; a fully masked row under
+// -Inf is NaN there, as softmax of a row of -Inf is.
+func TestAttentionEdges(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			fin := open(t, be)
+			inf := open(t, be, func(o *gpucc.Options) { o.Limits.NonFinite = true })
+			for k, c := range attentionCases() {
+				g := c.Graph(uint64(700 + k))
+				t.Run(c.Name, func(t *testing.T) {
+					if !c.NonFinite {
+						checkRun(t, fin, g)
+						return
+					}
+					checkNonFinite(t, inf, g)
+				})
+			}
+		})
+	}
+}
+
+// TestAttentionRowOffIsNaN: a query row whose every key is masked with
+// -Inf gives NaN in cpuref (then every backend, by TestAttentionEdges),
+// and the other rows stay finite.
+func TestAttentionRowOffIsNaN(t *testing.T) {
+	c := irtest.AttentionCase{Name: "row-off", S: 4, T: 5, D: 4, E: 4, Scale: 0.5, Mask: irtest.MaskRowOff, NonFinite: true}
+	g := c.Graph(1)
+	y := cpuref.Eval(g)[g.Outputs[0].ID]
+	for i, v := range y {
+		if nan := v != v; nan != (i < c.E) {
+			t.Errorf("y[%d] = %v: want NaN exactly in row 0", i, v)
+		}
+	}
+}
+
+// checkNonFinite runs g (built under the non-finite policy) on rt and
+// compares with cpuref bit for bit, NaNs as the runtime's quiet NaN and,
+// on webgpu, a flushed subnormal as cpuref.EvalFlushed's.
+func checkNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
+	t.Helper()
+	want, _ := expect(g)
+	canonical(want)
+	res, err := rt.Run(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := map[string][]float32{}
+	for _, o := range g.Outputs {
+		flushed[o.Name] = cpuref.EvalFlushed(g)[o.ID]
+	}
+	canonical(flushed)
+	for name, w := range want {
+		got := res.Outputs[name].Data
+		for i := range w {
+			b := math.Float32bits(got[i])
+			if b != math.Float32bits(w[i]) && (rt.Backend() != "webgpu" || b != math.Float32bits(flushed[name][i])) {
+				t.Errorf("%s[%d] = %v (%#x), cpuref %v (%#x)", name, i, got[i], b, w[i], math.Float32bits(w[i]))
+				break
+			}
+		}
+	}
 }

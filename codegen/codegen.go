@@ -103,22 +103,29 @@ type Lang struct {
 // FuncName is the name that generated code gives function f.
 func FuncName(f *ir.Func) string { return "prim_" + f.Name }
 
-// FuncsOf returns the functions that the bodies of ks call, directly or
-// through other functions, each once, every function after the ones it
+// FuncsOf returns the functions that the bodies of ks and their nests'
+// Apply statements call, directly or through other functions, each once, every function after the ones it
 // calls.
 func FuncsOf(ks ...*ir.Kernel) []*ir.Func {
 	var out []*ir.Func
 	seen := map[*ir.Func]bool{}
+	add := func(op ir.Op) {
+		for _, f := range op.Info().Expr.Funcs() {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
 	for _, k := range ks {
 		for _, in := range k.Body {
-			if in.Kind != ir.InstrOp {
-				continue
+			if in.Kind == ir.InstrOp {
+				add(in.Op)
 			}
-			for _, f := range in.Op.Info().Expr.Funcs() {
-				if !seen[f] {
-					seen[f] = true
-					out = append(out, f)
-				}
+		}
+		if HasNest(k.Kind) { // a nest's Apply statements call them too
+			for _, op := range NestOf(k).Ops() {
+				add(op)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -188,8 +189,9 @@ type Stmt struct {
 	x    Expr
 	n    int // sFor: the trip count
 	body []Stmt
-	op   ir.Op // sCombine
+	op   ir.Op // sCombine, sApply
 	a, b string
+	args []string // sApply
 }
 
 type stmtKind uint8
@@ -203,6 +205,7 @@ const (
 	sSkip                    // if x: the enclosing loop's next iteration
 	sStop                    // if x: leave the enclosing loop
 	sCombine                 // name = the combining op of reduction op (a, b)
+	sApply                   // name = elementwise op (args)
 )
 
 // Let declares the immutable name = x of type t.
@@ -232,6 +235,31 @@ func Stop(cond Expr) Stmt { return Stmt{kind: sStop, x: cond} }
 // maximum for max) applied to the values a and b.
 func Fold(name string, op ir.Op, a, b string) Stmt {
 	return Stmt{kind: sCombine, name: name, op: op, a: a, b: b}
+}
+
+// Apply declares name as elementwise op (the op table's expression: exp,
+// div, …) applied to the values args. The expression's own float
+// constants would need slots that the nest does not give them: an op
+// with one is a bug and panics when rendered; exp and div are calls of
+// functions (see codegen.FuncsOf), whose constants are theirs.
+func Apply(name string, op ir.Op, args ...string) Stmt {
+	return Stmt{kind: sApply, name: name, op: op, args: args}
+}
+
+// Ops returns the ops that the nest's Apply statements use, each once.
+func (n *Nest) Ops() []ir.Op {
+	var out []ir.Op
+	var walk func(ss []Stmt)
+	walk = func(ss []Stmt) {
+		for _, s := range ss {
+			if s.kind == sApply && !slices.Contains(out, s.op) {
+				out = append(out, s.op)
+			}
+			walk(s.body)
+		}
+	}
+	walk(n.Body)
+	return out
 }
 
 // Render returns the nest's body in l for kernel k, as lines (the
@@ -339,6 +367,11 @@ func (r nestRenderer) stmts(ss []Stmt, depth int) []string {
 			lines = append(lines, "if ("+r.expr(s.x)+") { "+word+"; }")
 		case sCombine:
 			lines = append(lines, Combine(r.l, s.op, s.a, s.b, s.name)...)
+		case sApply:
+			args := append(slices.Clone(s.args), "", "")
+			lines = append(lines, expr(r.l, s.op.Info().Expr, s.name, args, false, func(float32) string {
+				panic("codegen: BUG: a nest applies " + s.op.String() + ", whose expression has a float constant")
+			})...)
 		}
 	}
 	return lines

@@ -18,6 +18,7 @@ var nests = [ir.NumKernelKinds]func(k *ir.Kernel) *Nest{
 	ir.KernelConvTranspose: convTransposeNest,
 	ir.KernelResize:        resizeNest,
 	ir.KernelPad:           padNest,
+	ir.KernelAttention:     attentionNest,
 }
 
 // NestOf returns the nest of kernel k. A kind without one is a bug of

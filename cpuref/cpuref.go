@@ -67,6 +67,15 @@
 //     edge clamps it, wrap takes it modulo n, reflect takes j = i modulo
 //     2(n-1) and then 2(n-1) - j where j ≥ n (an axis of one element
 //     reads it). A copy: nothing is rounded.
+//   - attention(q, k, v, mask): (ir.Attention: q [...,S,D], k [...,T,D],
+//     v [...,T,E], mask broadcast to [...,S,T], scale, causal) per batch
+//     index and query row i, a_j is matmul's accumulator of q[i,:]·k[j,:];
+//     t_j = round(round(a_j·scale) + mask[i,j]), or -Inf for j > i when
+//     causal; m = maximum of the t_j; then from l = +0 and o_e = +0, for j
+//     ascending, p = exp(round(t_j − m)), l = round(l + p) and o_e =
+//     round(o_e + round(p·v[j,e])); out[i,e] = div(o_e, l). Every key is
+//     visited, masked or not; a fully masked row is NaN. ir/attention.go
+//     says why this order and not the unfused softmax's.
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,
@@ -372,6 +381,13 @@ func (ar arith) node(g *ir.Graph, i int, vals [][]float32) []float32 {
 		return ar.resize2d(arg(0), ir.Resize2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpPad:
 		return Pad(arg(0), ir.PadOf(g.Nodes[n.Args[0]].Shape, n.Attrs))
+	case ir.OpAttention:
+		shapes := make([]ir.Shape, 4)
+		for j, a := range n.Args {
+			shapes[j] = g.Nodes[a].Shape
+		}
+		at := ir.AttentionOf(shapes, n.Attrs)
+		return ar.attention(arg(0), arg(1), arg(2), Broadcast(arg(3), shapes[3], at.Scores()), at, nil)
 	case ir.OpMaxPool2D:
 		return ar.maxpool2d(arg(0), ir.Pool2DOf(g.Nodes[n.Args[0]].Shape, n.Attrs), nil)
 	case ir.OpMaxPool2DGrad:

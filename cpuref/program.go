@@ -189,6 +189,14 @@ var kernels = [ir.NumKernelKinds]runner{
 	ir.KernelPad: perElement(func(k *ir.Kernel, bufs [][]float32, _ func() bool) []float32 {
 		return Pad(operandValues(k.Inputs[0], bufs), ir.PadOf(k.Inputs[0].Shape, k.Attrs))
 	}),
+	ir.KernelAttention: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		in := func(j int) []float32 { return operandValues(k.Inputs[j], bufs) }
+		var mask []float32
+		if k.Masked() {
+			mask = in(3)
+		}
+		return exact.attention(in(0), in(1), in(2), mask, ir.AttentionKernel(k), stop)
+	}),
 	ir.KernelPool: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
 		return exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)
 	}),

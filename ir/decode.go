@@ -24,6 +24,7 @@ type wireNode struct {
 	A      *int
 	B      *int
 	C      *int
+	D      *int
 	Scalar *float32
 	Name   *string
 	Param  *bool
@@ -410,6 +411,9 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 		case "c":
 			n, e := r.integer(i, key)
 			w.C, err = &n, e
+		case "d":
+			n, e := r.integer(i, key)
+			w.D, err = &n, e
 		case "dtype":
 			s, e := r.str(i, key, 16)
 			if e != nil {
@@ -741,12 +745,12 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		return bad(field, "not allowed for op %s; only sum and max reduce over axes", *w.Op)
 	}
-	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args >= 2, "c": info.Args == 3,
+	allowed := map[string]bool{"a": info.Args >= 1, "b": info.Args >= 2, "c": info.Args >= 3, "d": info.Args == 4,
 		"shape": info.Shaped && !reduction, "data": op == OpInput,
 		"value": op == OpFull, "scalar": info.Scalar && op != OpFull}
-	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "c": w.C != nil, "shape": w.Shape != nil,
+	present := map[string]bool{"a": w.A != nil, "b": w.B != nil, "c": w.C != nil, "d": w.D != nil, "shape": w.Shape != nil,
 		"data": w.Data != nil || w.Ints != nil, "value": w.Value != nil, "scalar": w.Scalar != nil}
-	for _, f := range []string{"a", "b", "c", "shape", "data", "value", "scalar"} {
+	for _, f := range []string{"a", "b", "c", "d", "shape", "data", "value", "scalar"} {
 		if present[f] && !allowed[f] {
 			return bad(f, "not allowed for op %s", *w.Op)
 		}
@@ -800,7 +804,7 @@ func (d *decoder) nodeFromWire(i int, w *wireNode) (Node, *Error) {
 		}
 		n.Param = *w.Param
 	}
-	for k, ref := range []*int{w.A, w.B, w.C}[:info.Args] {
+	for k, ref := range []*int{w.A, w.B, w.C, w.D}[:info.Args] {
 		if *ref < 0 || *ref >= i {
 			return bad(argField(k), "reference %d must point to an earlier node (0..%d)", *ref, i-1)
 		}

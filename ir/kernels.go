@@ -35,6 +35,10 @@ type KernelInfo struct {
 	// evaluated per element of Shape, reads as InstrAcc. The fusion pass
 	// ends a group at one and cpuref runs it as an accumulator and a body.
 	Accumulates bool
+	// Strided: the kind reads every operand through its strides, whatever
+	// they are (its nest indexes each axis), so a view of any kind (a head
+	// split's reshape and permute) feeds it in place.
+	Strided bool
 	// Tiled: the tiling pass chooses the kernel's Tile, which the
 	// manifest and `gpucc build --explain` show.
 	Tiled bool
@@ -97,6 +101,8 @@ func init() {
 		KernelResize: {Name: "resize", Validate: window(validateResize), Acc: true, Accumulates: true,
 			Flops: opFlops(OpResize2D), DTypes: f32Only},
 		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: opFlops(OpPad), DTypes: f32Only},
+		KernelAttention: {Name: "attention", Validate: window(validateAttention), Acc: true, Accumulates: true, Strided: true,
+			Flops: opFlops(OpAttention), DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {
 		panic(err)

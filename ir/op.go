@@ -104,6 +104,11 @@ const (
 	// has the indices' shape and y[p] = data[p with p[axis] = arg1[p]], a negative index counting
 	// from the end, one outside [-d, d) failing the run with invalid_input.
 	OpGatherElements
+	// attention (ir/attention.go): arg0 q [...,S,D], arg1 k [...,T,D], arg2 v [...,T,E], arg3 a mask
+	// broadcasting to [...,S,T]; softmax(q·kᵀ·scale + mask)·v per query row in attention's own
+	// order: the row's maximum of the scores first, then exp(t−m) summed and accumulated with v in
+	// ascending key order, each output divided once; causal masks key j > query i.
+	OpAttention
 	numOps
 )
 
@@ -396,6 +401,8 @@ func init() {
 			Attrs: gatherAttrs, Typed: true, NoGrad: "gather's gradient (a scatter-add) is not a rule yet"},
 		OpGatherElements: {Name: "gather_elements", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherElementsShape,
 			Cost: perElement, Attrs: axisAttrs, Typed: true, NoGrad: "gather_elements' gradient (a scatter-add) is not a rule yet"},
+		OpAttention: {Name: "attention", Types: TypeRule{In: F32Only}, Args: 4, Kernel: KernelAttention, Shape: attentionShape,
+			Cost: attentionCost, Attrs: attentionAttrs, NoGrad: "attention's gradient is not a rule yet"},
 	}
 	for op, r := range rows {
 		if r.Wire == "" {

@@ -201,6 +201,7 @@ func TestSchemaOpClasses(t *testing.T) {
 		"binary without a scalar form": wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 2 && r.ScalarForm == 0 }),
 		"views to a target shape":      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.View && r.Shaped }),
 		"ternary":                      wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 3 }),
+		"quaternary":                   wires(func(_ ir.Op, r ir.OpInfo) bool { return r.Args == 4 }),
 	}
 	// Each attribute's rule refuses it on the ops that do not declare it.
 	// A required attribute (no default) has a rule that requires it.
@@ -379,7 +380,7 @@ func TestSchemaAttributes(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	nodeFields := []string{"id", "op", "a", "b", "c", "dtype", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
+	nodeFields := []string{"id", "op", "a", "b", "c", "d", "dtype", "shape", "data", "value", "scalar", "name", "param", "axes", "keepdims"}
 	for key := range doc.Defs.Node.Properties {
 		if !slices.Contains(nodeFields, key) && !slices.Contains(attrNames(), key) {
 			t.Errorf("schema property %q is neither a node field nor an attribute of the op table", key)

@@ -122,6 +122,12 @@ const (
 	// element of x or the constant; then Body is an epilogue as for
 	// matmul, InstrAcc the accumulator.
 	KernelPad
+	// KernelAttention: attention (ir.Attention: Inputs[0..3] are q, k, v
+	// and the mask read as the scores' shape, Attrs the attention node's)
+	// into an accumulator per element of Shape [...,S,E], in cpuref's
+	// order (cpuref.Attention); then Body is an epilogue as for matmul,
+	// InstrAcc the accumulator.
+	KernelAttention
 
 	// numKernelKinds is no kind: one past the last, the length of every
 	// table indexed by kind. A new kind goes above it, so no bound is kept

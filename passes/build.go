@@ -290,10 +290,17 @@ func (b *builder) kernel(u unit) ir.Kernel {
 				// conv2d, pooling, resize, pad, …: every argument an
 				// operand in place, the node's attributes, and the
 				// accumulator (ir.KernelInfo.Accumulates).
-				for _, a := range n.Args {
+				args := n.Args
+				if n.Op == ir.OpAttention && b.negZero(args[3]) { // no mask: t + -0 is t
+					args = args[:3]
+				}
+				for _, a := range args {
 					k.Inputs = append(k.Inputs, b.operand(a, kind))
 				}
 				k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
+				if len(k.Inputs) == 4 && n.Op == ir.OpAttention { // the mask read as the scores
+					k.Inputs[3] = k.Inputs[3].BroadcastTo(ir.AttentionOf(b.argShapes(n), n.Attrs).Scores())
+				}
 				vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
 				break
 			}
@@ -366,4 +373,19 @@ func b1(v bool) int {
 		return 1
 	}
 	return 0
+}
+
+// argShapes returns the shapes of node n's arguments.
+func (b *builder) argShapes(n *ir.Node) []ir.Shape {
+	s := make([]ir.Shape, len(n.Args))
+	for j, a := range n.Args {
+		s[j] = b.g.Nodes[a].Shape
+	}
+	return s
+}
+
+// negZero reports whether node v is a full of -0 (through views).
+func (b *builder) negZero(v ir.NodeID) bool {
+	n := &b.g.Nodes[b.resolve(v).base]
+	return n.Op == ir.OpFull && math.Float32bits(n.Scalar) == 0x80000000
 }

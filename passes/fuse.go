@@ -338,11 +338,11 @@ func (f *fuser) operand(r view, buffer int) ir.Operand {
 // inPlace reports whether a matmul, conv, pool or life kernel (of kind)
 // can read node v through r itself: r is no full and reads v's shape
 // plainly or transposed (those kernels index rows and columns
-// themselves); a matmul reads each matrix of a batch so, whatever the
+// themselves), or through any strides for a Strided kind; a matmul reads each matrix of a batch so, whatever the
 // batch dimensions' strides (ir.Operand.Matrix).
 func (f *fuser) inPlace(r view, v ir.NodeID, kind ir.KernelKind) bool {
 	op := f.operand(r, 0)
-	ok := op.Plain() || op.Transposed()
+	ok := op.Plain() || op.Transposed() || kind.Info().Strided
 	if kind == ir.KernelMatmul {
 		ok = op.Matrix()
 	}

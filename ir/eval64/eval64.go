@@ -129,6 +129,8 @@ func node(g *ir.Graph, i int, vals [][]float64, inputs map[ir.NodeID][]float64) 
 		for i, j := range ir.PermuteSources(argShape(0), n.Op.Attr(n.Attrs, "perm")) {
 			out[i] = a[j]
 		}
+	case ir.OpAttention: // softmax(q·kᵀ·scale + mask)·v, exactly in float64
+		attention(out, arg(0), arg(1), arg(2), arg(3), ir.AttentionOf([]ir.Shape{argShape(0), argShape(1), argShape(2), argShape(3)}, n.Attrs))
 	case ir.OpPad: // a copy, as cpuref's
 		a, p := arg(0), ir.PadOf(argShape(0), n.Attrs)
 		for i, j := range p.Sources() {
@@ -368,6 +370,44 @@ func maxpool2dGrad(out, x, g []float64, c ir.Pool2D) {
 					out[sel] += g[at]
 				}
 				at++
+			}
+		}
+	}
+}
+
+// attention is OpAttention's float64 meaning: per query row, the scores
+// q·kᵀ·scale + mask (-Inf past the diagonal when causal), their softmax
+// (exp(t − max) over its sum; NaN for a row of -Inf), times v.
+func attention(out, q, k, v, mask []float64, a ir.Attention) {
+	S, T, D, E := a.S, a.T, a.D, a.E
+	m := make([]float64, a.Batch.Len()*S*T)
+	broadcast(m, mask, a.MaskShape, a.Scores())
+	t := make([]float64, T)
+	for z := range a.Batch.Len() {
+		for i := range S {
+			mx := math.Inf(-1)
+			for j := range T {
+				var acc float64
+				for d := range D {
+					acc += q[(z*S+i)*D+d] * k[(z*T+j)*D+d]
+				}
+				t[j] = acc*float64(a.Scale) + m[(z*S+i)*T+j]
+				if a.Causal && j > i {
+					t[j] = math.Inf(-1)
+				}
+				mx = max(mx, t[j])
+			}
+			var l float64
+			for j := range T {
+				t[j] = math.Exp(t[j] - mx)
+				l += t[j]
+			}
+			for e := range E {
+				var o float64
+				for j := range T {
+					o += t[j] * v[(z*T+j)*E+e]
+				}
+				out[(z*S+i)*E+e] = o / l
 			}
 		}
 	}

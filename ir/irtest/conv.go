@@ -115,7 +115,7 @@ func Convs() []Case {
 	we := b.Input(ir.Shape{3, 1, 2, 2}, []float32{1e-40, -1e-40, 0, float32(negZero()), 1, -1, 0.5, 3, 1e-38, -2, 0.25, 4})
 	b.Output("y", xe.Conv2D(we, map[string][]int{"group": {3}, "pads": {1, 1, 1, 1}}))
 	cs = append(cs, Case{"conv/extremes", must(b)})
-	return append(append(append(cs, ConvTransposes()...), Resizes()...), Pads()...)
+	return append(append(append(append(cs, ConvTransposes()...), Resizes()...), Pads()...), Attentions()...)
 }
 
 func negZero() float64 { return math.Copysign(0, -1) }

@@ -127,7 +127,7 @@ func (c OpCase) Graph(args ...[]float32) *ir.Graph {
 	ids := make([]ir.NodeID, len(c.Args))
 	for k, s := range c.Args {
 		ids[k] = ir.NodeID(len(g.Nodes))
-		g.Nodes = append(g.Nodes, ir.Node{Op: ir.OpInput, Shape: s, Data: args[k], Name: "ab"[k : k+1], Param: true})
+		g.Nodes = append(g.Nodes, ir.Node{Op: ir.OpInput, Shape: s, Data: args[k], Name: "abcd"[k : k+1], Param: true})
 	}
 	shape := c.Target
 	if !c.Op.Info().Shaped {

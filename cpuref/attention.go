@@ -1,0 +1,75 @@
+package cpuref
+
+import (
+	"math"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// Attention returns attention of q [...,S,D], k [...,T,D], v [...,T,E]
+// and mask (row-major, already of the scores' shape [...,S,T]; nil for
+// none, which is a mask of -0) in its
+// reference order (see ir/attention.go and the package doc): per query
+// row the scores' maximum, then exp(t − m) summed and accumulated with v
+// in ascending key order, each output divided once.
+func Attention(q, k, v, mask []float32, a ir.Attention) []float32 {
+	return exact.attention(q, k, v, mask, a, nil)
+}
+
+// attention is Attention, checking stop (when not nil) before each query
+// row and returning early, the rest zero, once it reports true.
+func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() bool) []float32 {
+	S, T, D, E := a.S, a.T, a.D, a.E
+	out := make([]float32, a.Batch.Len()*S*E)
+	sub, exp, div, mx := compile(ir.OpSub.Info().Expr), compile(ir.OpExp.Info().Expr), compile(ir.OpDiv.Info().Expr), compile(ir.OpMax.Info().Combine.Info().Expr)
+	scratch := make([]uint32, max(len(sub), len(exp), len(div), len(mx))*chunk)
+	t, u, p := make([]float32, T), make([]float32, T), make([]float32, T)
+	ms, o, ls := make([]float32, T), make([]float32, E), make([]float32, E)
+	negInf := float32(math.Inf(-1))
+	for z := range a.Batch.Len() {
+		qz, kz, vz := q[z*S*D:(z+1)*S*D], k[z*T*D:(z+1)*T*D], v[z*T*E:(z+1)*T*E]
+		for i := range S {
+			if stop != nil && stop() {
+				return out
+			}
+			row := z*S + i
+			for j := range T {
+				var acc float32
+				for d := range D {
+					acc = ar.add(acc, ar.mul(qz[i*D+d], kz[j*D+d]))
+				}
+				t[j] = ar.mul(acc, a.Scale)
+				if mask != nil { // none: + -0, which changes no t
+					t[j] = ar.add(t[j], mask[row*T+j])
+				}
+				if a.Causal && j > i {
+					t[j] = negInf
+				}
+			}
+			// m by maximum from -Inf, left to right (any grouping gives
+			// these bits: maximum selects).
+			m := []float32{negInf}
+			for j := range T {
+				mx.runSlice(m, m, t[j:j+1], 0, ar, scratch)
+			}
+			for j := range ms {
+				ms[j] = m[0]
+			}
+			sub.runSlice(u, t, ms, 0, ar, scratch)
+			exp.runSlice(p, u, nil, 0, ar, scratch)
+			var l float32
+			clear(o)
+			for j := range T {
+				l = ar.add(l, p[j])
+				for e := range E {
+					o[e] = ar.add(o[e], ar.mul(p[j], vz[j*E+e]))
+				}
+			}
+			for e := range ls {
+				ls[e] = l
+			}
+			div.runSlice(out[row*E:(row+1)*E], o, ls, 0, ar, scratch)
+		}
+	}
+	return out
+}
