@@ -17,7 +17,7 @@ import (
 var typedGraphSeen func(g *ir.Graph)
 
 // typedNodeBackends are the backends besides cpu that run typed graphs.
-var typedNodeBackends = []string{"native", "wasm"}
+var typedNodeBackends = []string{"native", "wasm", "webgpu"}
 
 // TestNodeTestsTypedBackends runs every node test that passes
 // TestNodeTestsTypedInputs on cpu and whose graph is typed (gpucc.Typed)
@@ -37,7 +37,7 @@ func TestNodeTestsTypedBackends(t *testing.T) {
 	ctx := context.Background()
 	rts := map[string]*gpucc.Runtime{}
 	for _, name := range append([]string{"cpu"}, typedNodeBackends...) {
-		rt, err := gpucc.Open(ctx, gpucc.Options{Backend: name})
+		rt, err := gpucc.Open(ctx, gpucc.Options{Backend: name, AllowSoftware: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
