@@ -16,7 +16,7 @@
 # The GPU's clock drops to 345 MHz after ~3 s idle: every timing suite warms it first.
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
-#   exact    bit-exactness on webgpu against cpuref: suite, random graphs and rows, convs, pools,
+#   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
 #            batched matmuls, the attention fixture, embedded weights, the ONNX exported models
 #   models   the exported ONNX models, weights resident, beside PyTorch eager and torch.compile
 #   compile  first compile of torchvision models (ResNet-18, MobileNet v2, EfficientNet-B0, a tiny
@@ -83,7 +83,7 @@ benches() {
 warm() { timeout 20 $BIN/bench.test -test.run '^$' -test.bench 'NN/softmax/' -test.benchtime 2000x >/dev/null 2>&1; }
 
 suite_exact() {
-	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestAttentionFixture/webgpu|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu' -test.short
+	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestAttentionFixture/webgpu|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu' -test.short
 	# The device machine has no clang: the onnx tests' wasm subtests fail there ("clang not found").
 	tests onnx.txt 120 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport'
 	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'

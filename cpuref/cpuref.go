@@ -131,18 +131,24 @@
 // from compilers that reassociate (see codegen.Lang.Const).
 //
 //   - div(a, b): IEEE division, correctly rounded (ties to even) for every
-//     input, subnormal operands and results included: long division of the
-//     24-bit significands in u32 steps (26 quotient bits and a sticky bit
-//     from the remainder), one rounding into the normal or subnormal
-//     range, ±Inf on overflow. NaN if either is NaN, for 0/0 and for
-//     ±Inf/±Inf; x/±0 and ±Inf/x are ±Inf and 0/x and x/±Inf ±0, the sign
-//     the xor of the operands' signs.
+//     input, subnormal operands and results included, ±Inf on overflow.
+//     The significands A, B in [1, 2) are taken apart by u32 steps; a
+//     reciprocal estimate (Newton's iteration) and one correction give a
+//     faithful quotient q, whose exact remainder A - q·B (Dekker's
+//     product, error-free without fused multiply-adds) decides the
+//     correct rounding; a subnormal result rounds that once more onto its
+//     grid, a tie settled by the remainder's sign (ir/xmath.go's divBody
+//     has the proof). NaN if either is NaN, for 0/0 and for ±Inf/±Inf;
+//     x/±0 and ±Inf/x are ±Inf and 0/x and x/±Inf ±0, the sign the xor of
+//     the operands' signs.
 //   - maximum(a, b), minimum(a, b): the larger (smaller) operand by an
 //     integer comparison of order keys, -0 < +0; NaN if either is NaN (a's
 //     if both are).
 //   - neg(x): x with its sign bit flipped (neg(+0) = -0).
-//   - sqrt(x): correctly rounded, by the digit-by-digit integer square
-//     root of the significand (26 bits and a sticky bit). sqrt(±0) = ±0,
+//   - sqrt(x): correctly rounded: a reciprocal square-root estimate
+//     (Newton's iteration) and one correction give a faithful root q of
+//     the significand M in [1, 4), and M - q² by Dekker's product decides
+//     the rounding exactly (ir/xmath.go's sqrtBody). sqrt(±0) = ±0,
 //     sqrt(+Inf) = +Inf, NaN for x < 0.
 //   - rsqrt(x) = div(1, sqrt(x)): two correct roundings. rsqrt(±0) = ±Inf,
 //     rsqrt(+Inf) = +0, NaN for x < 0.
@@ -200,9 +206,15 @@
 //	tanh   1.330 ULP
 //	erf    1.042 ULP
 //
-// div, maximum, minimum, neg, sqrt and rsqrt use no float add, sub or mul
-// (rsqrt's are integer too), so they never flush: a flushing GPU gives
-// Eval's value for them. exp, log and tanh flush like any arithmetic.
+// maximum, minimum and neg use no float add, sub or mul, and div, sqrt
+// and rsqrt use them only on normal values (significands, their
+// products' error terms, and the like; operands and results are taken
+// apart and put together by u32 steps), so they never flush: a flushing
+// GPU gives Eval's value for them. exp, log and tanh flush like any
+// arithmetic. The definitions of div and sqrt are the same bits as the
+// integer long division and digit-by-digit root they replaced in
+// December 2026 (ir's xmath_test.go: every float32 input for the unary
+// ops that use them, millions of pairs for div).
 //
 // GPU backends may depart from Eval in exactly one way, which WGSL and GLSL
 // ES permit: flushing subnormal operands and results of arithmetic to zero,

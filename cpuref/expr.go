@@ -17,6 +17,13 @@ func EvalX(x *ir.X, a, b float32, flush bool) float32 {
 	return compile(x).run(a, b, arith{flush: flush})
 }
 
+// EvalXSlice sets out[k] to EvalX(x, a[k], b[k], flush) for every k (b
+// nil: 0 for every second operand), evaluating a chunk of elements per
+// expression step: the bulk form for tests that sweep many inputs.
+func EvalXSlice(x *ir.X, out, a, b []float32, flush bool) {
+	compile(x).runSlice(out, a, b, 0, arith{flush: flush}, nil)
+}
+
 // step is one expression node over registers (the node's index in
 // evaluation order); values are kept as their 32 bits.
 type step struct {

@@ -61,80 +61,173 @@ func unpack(c fclass) (m, e *X) {
 	return m, If(sub, U(65), ef.UAdd(U(64))).USub(s)
 }
 
-// roundPack returns the float sign·q·2^(be-127-25) rounded to nearest,
-// ties to even: q has its leading bit at bit 25 (26 bits), sticky says
-// whether bits below q are lost, and beOff is be+512. It rounds once,
-// also into the subnormal range, and overflows to ±Inf.
-func roundPack(sign, beOff, q, sticky *X) *X {
-	normal := uge(beOff, U(513))
-	sh := umin(U(513).USub(beOff), U(26))
-	drop := If(normal, U(2), U(2).UAdd(sh)) // bits of q below the result
-	keep := q.Shr(drop)
-	lost := q.And(U(1).Shl(drop).USub(U(1)))
-	half := U(1).Shl(drop.USub(U(1)))
-	tie := lost.UEq(half)
-	up := bor(half.ULt(lost), band(tie, bor(sticky, keep.And(U(1)).UEq(U(1)))))
-	exp := If(normal, shl(beOff.USub(U(513)), 23), U(0))
-	bits := exp.UAdd(keep).UAdd(b2u(up))
-	over := uge(beOff, U(512+255))
-	return sign.Or(If(over, U(expInf), bits)).AsFloat()
+// Division and square root below are float32 arithmetic on significands
+// in [1, 2) (or [1, 4)), where no value is subnormal, so a GPU that flushes
+// subnormals computes them alike: a reciprocal (square-root) estimate by
+// Newton's iteration, one correction to a faithful candidate, then the
+// exact remainder by Dekker's product (error-free without a fused
+// multiply-add: the targets' renderers keep every product's own rounding,
+// see codegen.Lang.Keep) decides the correctly rounded result. Integer steps
+// only take floats apart and put them together. xmath_test.go proves them
+// equal, bit for bit, to the long division and digit-by-digit root they
+// replaced.
+
+// sigExp returns, for a finite non-zero float, its significand as a
+// float in [1, 2) and its biased exponent plus 64 (a subnormal's is below
+// 1: its fraction becomes a normal float, frac·2^-23 = x·2^126, exactly),
+// so that |x| = s·2^(e-64-127). Zeros, infinities and NaN give garbage.
+func sigExp(c fclass) (s, e *X) {
+	sub := shr(c.abs, 23).UEq(U(0))
+	t := c.bits.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat().Sub(F(1))
+	w := If(sub, t.AsBits(), c.abs)
+	s = w.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
+	return s, shr(w, 23).UAdd(U(64)).USub(If(sub, U(126), U(0)))
 }
 
-// divBody is a / b, correctly rounded: long division of the significands.
+// split is Veltkamp's: x = hi + lo exactly, hi with the upper 12 bits of
+// x's significand and lo with at most 12 (the sign included), so that the
+// product of two halves is exact. x must be far from overflow.
+func split(x *X) (hi, lo *X) {
+	c := x.Mul(F(4097))
+	hi = c.Sub(c.Sub(x))
+	return hi, x.Sub(hi)
+}
+
+// twoProd is Dekker's product: p = x·y rounded and e with p + e = x·y
+// exactly, from the splits of x and y (no underflow).
+func twoProd(x, xh, xl, y, yh, yl *X) (p, e *X) {
+	p = x.Mul(y)
+	e = xh.Mul(yh).Sub(p).Add(xh.Mul(yl)).Add(xl.Mul(yh)).Add(xl.Mul(yl))
+	return p, e
+}
+
+// divBody is a / b, correctly rounded (ties to even, subnormal results
+// included). For significands A, B in [1, 2) and k = ea - eb, a/b =
+// Q·2^k with Q = A/B in (½, 2):
+//
+//  1. y ≈ 1/B: 24/17 - 8/17·B (relative error ≤ 1/17), then two Newton
+//     steps y += y·(1 - B·y): error ≤ 1.3e-5.
+//  2. q0 = A·y; hq, its upper 12 bits, is within 2^-11.8 of Q. The
+//     remainder A - hq·B is A - hq·hB (exact, 12×12 bits, Sterbenz) minus
+//     hq·lB (exact), one rounding; q1 = hq + rem·y is within ½ ulp +
+//     2^-28 of Q, so faithful: Q lies between q1's neighbours.
+//  3. r = A - q1·B is then a float (|r| < ulp(q1)·B, a multiple of
+//     ulp(q1)·2^-23), and (A - p) - e with Dekker's p + e = q1·B gives it
+//     exactly (A - p by Sterbenz). Q is above q1's upper midpoint iff
+//     2r > ulp·B, below the lower one iff -2r > ulp'·B (ulp' = ulp/2 when
+//     q1 is a power of two): exact comparisons. Q is never a midpoint (a
+//     25-bit odd significand times B has more than 24 bits), so c24, the
+//     chosen one of q1 - ulp', q1, q1 + ulp, is Q correctly rounded to 24
+//     bits, and the side of Q from c24 is known.
+//  4. A normal result is c24 with k added to its exponent (±Inf past the
+//     largest). A subnormal one rounds Q to the grid U = 2^(-149-k):
+//     (c24 + 2^23·U) - 2^23·U rounds c24 there, ties to even. No
+//     midpoint of that grid lies strictly between Q and c24 (each is a
+//     point of c24's 24-bit grid), so this is Q's rounding unless c24 is a
+//     midpoint itself and Q is not, where Q's side picks the neighbour.
+//     The result's bits are the integer v/U, read from v/U + 2^23.
 func divBody(a, b *X) *X {
 	ca, cb := classify(a), classify(b)
 	sign := ca.sign.Xor(cb.sign)
-	ma, ea := unpack(ca)
-	mb, eb := unpack(cb)
-	lt := ma.ULt(mb)
-	r := If(lt, shl(ma, 1), ma) // r/mb in [1, 2)
-	q := U(0)
-	for i := 0; i < 26; i++ {
-		ge := uge(r, mb)
-		q = shl(q, 1).Or(b2u(ge))
-		r = shl(If(ge, r.USub(mb), r), 1)
+	A, ea := sigExp(ca)
+	B, eb := sigExp(cb)
+	y := F(24.0 / 17).Sub(F(8.0 / 17).Mul(B))
+	for i := 0; i < 2; i++ {
+		y = y.Add(y.Mul(F(1).Sub(B.Mul(y))))
 	}
-	beOff := ea.UAdd(U(512 + 127)).USub(eb).USub(b2u(lt))
-	v := roundPack(sign, beOff, q, bnot(r.UEq(U(0))))
+	hB, lB := split(B)
+	hq, _ := split(A.Mul(y))
+	rem := A.Sub(hq.Mul(hB)).Sub(hq.Mul(lB))
+	q1 := hq.Add(rem.Mul(y))
+	h1, l1 := split(q1)
+	p, e := twoProd(q1, h1, l1, B, hB, lB)
+	r := A.Sub(p).Sub(e)
+	// ulp above q1 (in [½, 2]) and below it
+	qb := q1.AsBits()
+	expo := qb.And(U(expInf))
+	ulp := expo.USub(U(23 << 23)).AsFloat()
+	ulpDown := If(qb.And(U(0x7fffff)).UEq(U(0)), expo.USub(U(24<<23)), expo.USub(U(23<<23))).AsFloat()
+	r2 := r.Add(r)
+	up := r2.Gt(ulp.Mul(B))
+	down := ulpDown.Mul(negX(B)).Gt(r2)
+	c24 := If(up, q1.Add(ulp), If(down, q1.Sub(ulpDown), q1))
+	side := If(up, F(-1), If(down, F(1), If(r.Gt(F(0)), F(1), If(F(0).Gt(r), F(-1), F(0))))) // sign of Q - c24
+	// k+512 and the result's biased exponent + 512
+	kOff := ea.UAdd(U(512)).USub(eb)
+	cb24 := c24.AsBits()
+	x := shr(cb24, 23).UAdd(kOff)
+	// the subnormal grid: k clamped to -152 (8·2^-152 = 2^-149: every Q rounds to 0 from there)
+	kc := If(kOff.ULt(U(512-152)), U(512-152), kOff)
+	big := shl(U(513).USub(kc), 23).AsFloat() // 2^23·U
+	halfBits := shl(U(489).USub(kc), 23)      // U/2
+	inv := shl(kc.USub(U(236)), 23).AsFloat() // 1/U
+	v := c24.Add(big).Sub(big)
+	tie := c24.Sub(v).AsBits().And(U(absMask)).UEq(halfBits)
+	fixed := If(side.Eq(F(0)), v, c24.Add(side.Mul(halfBits.AsFloat())))
+	v = If(tie, fixed, v)
+	subBits := v.Mul(inv).Add(F(1 << 23)).AsBits().USub(U(0x4b000000))
+	normBits := cb24.UAdd(shl(kOff.USub(U(512)), 23))
+	bits := If(uge(x, U(512+255)), U(expInf), If(x.ULt(U(513)), subBits, normBits))
+	res := sign.Or(bits).AsFloat()
 	nan := bor(bor(ca.nan, cb.nan), bor(band(ca.inf, cb.inf), band(ca.zero, cb.zero)))
 	inf := bor(ca.inf, cb.zero)
 	zero := bor(ca.zero, cb.inf)
-	v = If(zero, sign.AsFloat(), v)
-	v = If(inf, sign.Or(U(expInf)).AsFloat(), v)
-	return If(nan, FBits(qNaN), v)
+	res = If(zero, sign.AsFloat(), res)
+	res = If(inf, sign.Or(U(expInf)).AsFloat(), res)
+	return If(nan, FBits(qNaN), res)
 }
 
-// sqrtBody is √x, correctly rounded: the digit-by-digit integer square root.
+// sqrtBody is √x, correctly rounded. x = M·2^(2h) with M in [1, 4):
+//
+//  1. y ≈ 1/√M: 0x5f3759df minus half M's bits (error ≤ 3.5%), then two
+//     Newton steps y·(1.5 - ½M·y²): error ≤ 4.8e-6.
+//  2. q0 = M·y; r0 = M - q0² from Dekker's square (one rounding);
+//     q1 = q0 + r0·y/2 is within ½ ulp + 2^-33 of √M, so faithful, and
+//     clamped to [1, 2 - 2^-23], which keeps it faithful (√M < 2 - 2^-24).
+//  3. With q1² = p + e (Dekker), d = M - p is exact and a multiple of
+//     u = 2^-23, |e| ≤ u, and T = u·q1 lies in [u, 2u). √M is above q1's
+//     upper midpoint iff M - q1² - T > u²/4; both sides are multiples of
+//     u² but for u²/4, so iff d - T > e; d - T is exact where it can
+//     matter (d in [0, 3u]) and beyond the bounds of e elsewhere, so the
+//     rounded comparison is exact. Likewise √M is below the lower
+//     midpoint iff d + T ≤ e. √M is never a midpoint.
+//  4. The result is the chosen candidate with h added to its exponent:
+//     never subnormal, never overflowing.
 func sqrtBody(x *X) *X {
 	c := classify(x)
-	m, e := unpack(c)
-	// e-64 is the biased exponent; the true exponent e-191 must be even.
-	odd := e.And(U(1)).UEq(U(0))
-	m = If(odd, shl(m, 1), m)
-	// q = ⌊√(m·2^27)⌋: 26 bits. The radicand's pairs of bits, from the
-	// top: m's 25 bits sit at bits 27..51, then zeros.
-	r, q := U(0), U(0)
-	for i := 0; i < 26; i++ {
-		var pair *X
-		switch {
-		case 23-2*i >= 0:
-			pair = m.Shr(U(uint32(23 - 2*i))).And(U(3))
-		case i == 12:
-			pair = shl(m.And(U(1)), 1)
-		default:
-			pair = U(0)
-		}
-		r = shl(r, 2).Or(pair)
-		t := shl(q, 2).Or(U(1))
-		ge := uge(r, t)
-		r = If(ge, r.USub(t), r)
-		q = shl(q, 1).Or(b2u(ge))
+	s, e := sigExp(c)
+	odd := e.And(U(1)).UEq(U(0)) // e-191, the true exponent, is odd
+	M := If(odd, s.Add(s), s)
+	y := U(0x5f3759df).USub(shr(M.AsBits(), 1)).AsFloat()
+	halfM := M.Mul(F(0.5))
+	for i := 0; i < 2; i++ {
+		y = y.Mul(F(1.5).Sub(halfM.Mul(y.Mul(y))))
 	}
-	w := e.UAdd(U(512 - 191)).USub(b2u(odd)) // 2·(true exponent / 2) + 512
-	v := roundPack(U(0), shr(w, 1).UAdd(U(383)), q, bnot(r.UEq(U(0))))
+	q0 := M.Mul(y)
+	p0, e0 := square(q0)
+	q1 := q0.Add(M.Sub(p0).Sub(e0).Mul(y.Mul(F(0.5))))
+	q1 = If(q1.Gt(F(2-0x1p-23)), F(2-0x1p-23), q1)
+	q1 = If(F(1).Gt(q1), F(1), q1)
+	p, err := square(q1)
+	d := M.Sub(p)
+	t := q1.Mul(F(0x1p-23))
+	up := d.Sub(t).Gt(err)
+	down := err.Ge(d.Add(t))
+	v := If(up, q1.Add(F(0x1p-23)), If(down, q1.Sub(F(0x1p-23)), q1))
+	half := shr(e.UAdd(U(1)), 1).USub(U(96)) // ⌊(e-191)/2⌋
+	res := v.AsBits().UAdd(shl(half, 23)).AsFloat()
 	special := bor(bor(c.nan, c.zero), bor(c.inf, bnot(c.sign.UEq(U(0)))))
 	neg := band(bnot(c.sign.UEq(U(0))), bnot(bor(c.zero, c.nan)))
-	return If(special, If(neg, FBits(qNaN), x), v)
+	return If(special, If(neg, FBits(qNaN), x), res)
+}
+
+// square is Dekker's x·x = p + e exactly (x far from overflow and
+// underflow).
+func square(x *X) (p, e *X) {
+	h, l := split(x)
+	p = x.Mul(x)
+	e = h.Mul(h).Sub(p).Add(h.Add(h).Mul(l)).Add(l.Mul(l))
+	return p, e
 }
 
 // exp2k returns 2^k for k+256 = kOff in [106, 384] as (a, b) with a·b =
