@@ -73,3 +73,62 @@ func TestConcatRuntimeIsPads(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceRuntimeIsBlocks: a run-time Slice or Split of a contiguous run
+// [a, a+m) of an axis of n takes blocks of d = gcd(a, m, n) elements, so
+// each output's masked sum has n/d terms, not n (Silero VAD's halves of
+// 258 channels: 2 terms, not 258), with the elements' bits: NaN, ±Inf, ±0.
+func TestSliceRuntimeIsBlocks(t *testing.T) {
+	negz := float32(math.Copysign(0, -1))
+	m := model(13, graph(
+		[]msg{node("Div", "q", []string{"x", "z"}, []string{"q"}),
+			node("Split", "sp", []string{"q", "split"}, []string{"s0", "s1"}, attrInt("axis", 1)),
+			node("Slice", "sl", []string{"q", "st", "en", "ax"}, []string{"sl"})},
+		[]msg{int64s("split", []int64{2}, 6, 6), int64s("st", []int64{1}, 4), int64s("en", []int64{1}, 8), int64s("ax", []int64{1}, 1)},
+		[]msg{valueInfo("x", 2, 12), valueInfo("z", 2, 12)},
+		[]msg{valueInfo("s0", 2, 6), valueInfo("s1", 2, 6), valueInfo("sl", 2, 4)}))
+	g, err := onnx.Load(bytes.NewReader(m), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range g.Nodes {
+		if n.Op == ir.OpSum {
+			if in := g.Nodes[n.Args[0]].Shape.Len(); in > 3*n.Shape.Len() {
+				t.Errorf("node %d sums %d terms per output: %v to %v", i, in/n.Shape.Len(), g.Nodes[n.Args[0]].Shape, n.Shape)
+			}
+		}
+	}
+	x := make([]float32, 24)
+	z := make([]float32, 24)
+	for i := range x {
+		x[i], z[i] = float32(i%5)-2, 1
+	}
+	z[1], z[6], z[9], z[13], z[20] = 0, 0, negz, 0, negz // ±Inf, NaN (0/0), -0
+	x[6], x[9] = 0, 0
+	if err := g.SetInput("x", x); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetInput("z", z); err != nil {
+		t.Fatal(err)
+	}
+	q := make([]uint32, 24)
+	for i := range q {
+		q[i] = math.Float32bits(x[i] / z[i])
+	}
+	want := map[string][]uint32{}
+	for r := range 2 {
+		want["s0"] = append(want["s0"], q[r*12:r*12+6]...)
+		want["s1"] = append(want["s1"], q[r*12+6:r*12+12]...)
+		want["sl"] = append(want["sl"], q[r*12+4:r*12+8]...)
+	}
+	got := outputs(g)
+	for name, w := range want {
+		for i := range w {
+			if got[name][i] != w[i] && !(isNaN32(got[name][i]) && isNaN32(w[i])) { // the division's NaN is cpuref's
+				t.Errorf("%s[%d] = %#08x, want %#08x", name, i, got[name][i], w[i])
+			}
+		}
+	}
+}
+
+func isNaN32(b uint32) bool { return b&0x7f800000 == 0x7f800000 && b&0x7fffff != 0 }

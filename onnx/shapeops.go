@@ -635,6 +635,9 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	if y, ok := cropOrPad(x, axis, idx); ok {
 		return y, nil
 	}
+	if y, ok, err := c.blockAlong(x, axis, idx); ok || err != nil {
+		return y, err
+	}
 	// The index table is as large as the result: bounded before it is
 	// allocated (an Expand to [2^31-1, 2^31-1] then a Slice asked 34 GB).
 	total, err := c.elements(fmt.Sprintf("a gather from a tensor of shape %v", s), gs)
@@ -690,6 +693,48 @@ func cropOrPad(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool) {
 	pads := make([]int, 2*len(s))
 	pads[axis], pads[len(s)+axis] = lead-first, trail-(n-first-k)
 	return x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1))), true
+}
+
+// blockAlong is takeAlong of a contiguous run [a, a+m) of x's axis of n
+// elements, when d = gcd(a, m, n) > 1, as a take of blocks: the axis is
+// viewed as [n/d, d], the run is the blocks [a/d, (a+m)/d), and the
+// masked sum over the axis costs n/d per output instead of n (Silero
+// VAD's split of its STFT's 258 channels into halves summed 258 masked
+// terms per element: 0.52 of its 0.69 ms of kernels on native). Each
+// output is the same one element of x with -0s, as before.
+func (c *importer) blockAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bool, *ir.Error) {
+	s := x.Shape()
+	n, m := s[axis], len(idx)
+	if idx[0] < 0 || len(s)+2 > ir.MaxRank {
+		return ir.Tensor{}, false, nil
+	}
+	a := int(idx[0])
+	for j, v := range idx {
+		if v != int64(a+j) {
+			return ir.Tensor{}, false, nil
+		}
+	}
+	d := gcd(gcd(a, m), n)
+	if d <= 1 {
+		return ir.Tensor{}, false, nil
+	}
+	split := append(append(append(ir.Shape{}, s[:axis]...), n/d, d), s[axis+1:]...)
+	blocks := make([]int64, m/d)
+	for j := range blocks {
+		blocks[j] = int64(a/d + j)
+	}
+	y, err := c.takeAlong(reshape(x, split), axis, blocks)
+	if err != nil {
+		return ir.Tensor{}, false, err
+	}
+	return reshape(y, append(append(append(ir.Shape{}, s[:axis]...), m), s[axis+1:]...)), true, nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func sliceOp(c *importer) ([]value, *ir.Error) {
