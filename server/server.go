@@ -598,6 +598,18 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 	if err := r.ready(ctx, s); err != nil {
 		return nil, err
 	}
+	if gpucc.Typed(g) {
+		// A typed graph (an ONNX model's int64 ids, say) has no plan for
+		// the structure cache to hold: the backend compiles it for this
+		// request (cpu: validation only; native and wasm: through their
+		// artifact cache) or refuses it by name.
+		exe, err := s.rt.Compile(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		defer exe.Release()
+		return exe.Run(ctx, nil)
+	}
 	req := s.exes.Request(g) // the graph's structure key, once per request
 	if !req.Cached() {
 		if err := r.compile(ctx, s, req); err != nil {

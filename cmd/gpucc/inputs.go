@@ -19,34 +19,98 @@ import (
 // shape and dtype, in place of the values the graph embeds.
 func bindInputs(g *ir.Graph, maxElements int64) error {
 	for _, name := range slices.Sorted(maps.Keys(runInputs)) {
-		p := struct{ name, value string }{name, runInputs[name]}
-		field := "input " + p.name
-		id := slices.IndexFunc(g.Nodes, func(n ir.Node) bool { return n.Op == ir.OpInput && n.Name == p.name })
-		if id < 0 {
-			var names []string
-			for _, n := range g.Nodes {
-				if n.Op == ir.OpInput && n.Name != "" && !n.Param {
-					names = append(names, n.Name)
-				}
-			}
-			return ir.Errorf(ir.CodeInvalidInput, -1, field, "the graph has no input %s (its named inputs: %s)", ir.Quote(p.name), strings.Join(names, ", "))
+		value := runInputs[name]
+		field := "input " + name
+		if inputNode(g, name) < 0 {
+			return noInput(g, name, field)
 		}
-		n := &g.Nodes[id]
-		a, err := readInput(p.value, n.DType, maxElements, field)
+		a, err := readInput(value, g.Nodes[inputNode(g, name)].DType, maxElements, field)
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(a.Shape, []int(n.Shape)) {
-			return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s has shape %v; %s gives %v", ir.Quote(p.name), n.Shape, p.value, a.Shape)
+		v, err := npyValue(a, value, field)
+		if err != nil {
+			return err
 		}
-		switch {
-		case n.DType.IsFloat() && a.DType == "float32":
-			n.Data = a.Float32
-		case n.DType == ir.I32 && a.DType == "int32", n.DType == ir.I64 && a.DType == "int64", n.DType == ir.Bool && a.DType == "bool":
-			n.Ints = a.Int64
-		default:
-			return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s holds %s (gpucc never converts an input's dtype)", ir.Quote(p.name), n.DType, p.value, a.DType)
+		if err := bindValue(g, name, v, value, field); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// inputValue is one input's run-time data in the IR's carriers: a float
+// dtype's values in data, an integer or bool dtype's in ints.
+type inputValue struct {
+	dtype ir.DType
+	shape []int
+	data  []float32
+	ints  []int64
+}
+
+// npyValue is a's values as an inputValue: float32, int32, int64 and bool
+// keep their dtype; float64 is refused by name (gpucc never converts an
+// input's dtype).
+func npyValue(a *npy.Array, from, field string) (*inputValue, error) {
+	switch a.DType {
+	case "float32":
+		return &inputValue{dtype: ir.F32, shape: a.Shape, data: a.Float32}, nil
+	}
+	if dt, ok := ir.ParseDType(a.DType); ok && !dt.IsFloat() { // a .npy's int32, int64, bool; a JSON array's any integer dtype
+		return &inputValue{dtype: dt, shape: a.Shape, ints: a.Int64}, nil
+	}
+	return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s holds %s; gpucc takes float32, int32, int64 and bool data and never converts a dtype", from, a.DType)
+}
+
+// inputNode is the index of g's input named name, or -1.
+func inputNode(g *ir.Graph, name string) int {
+	return slices.IndexFunc(g.Nodes, func(n ir.Node) bool { return n.Op == ir.OpInput && n.Name == name })
+}
+
+// noInput is the error for data given to an input g does not have.
+func noInput(g *ir.Graph, name, field string) error {
+	var names []string
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpInput && n.Name != "" && !n.Param {
+			names = append(names, n.Name)
+		}
+	}
+	return ir.Errorf(ir.CodeInvalidInput, -1, field, "the graph has no input %s (its named inputs: %s)", ir.Quote(name), strings.Join(names, ", "))
+}
+
+// bindValue gives v to g's input name in place of its embedded values,
+// checked against the input's shape and dtype: the dtypes must be the
+// same, except that float32 data may feed a float16 or bfloat16 input
+// whose every value it holds exactly (never rounded on the way in).
+func bindValue(g *ir.Graph, name string, v *inputValue, from, field string) error {
+	id := inputNode(g, name)
+	if id < 0 {
+		return noInput(g, name, field)
+	}
+	n := &g.Nodes[id]
+	if !slices.Equal(v.shape, []int(n.Shape)) {
+		return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s has shape %v; %s gives %v", ir.Quote(name), n.Shape, from, v.shape)
+	}
+	switch {
+	case v.dtype == n.DType && n.DType.IsFloat():
+		n.Data = v.data
+	case v.dtype == n.DType:
+		lo, hi := n.DType.Range()
+		for k, x := range v.ints {
+			if x < lo || x > hi {
+				return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s's value %d at element %d is out of its range [%d, %d]", ir.Quote(name), n.DType, from, x, k, lo, hi)
+			}
+		}
+		n.Ints = v.ints
+	case v.dtype == ir.F32 && n.DType.IsFloat():
+		for k, f := range v.data {
+			if !n.DType.Holds(f) {
+				return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s's value %v at element %d is not one (gpucc never rounds an input)", ir.Quote(name), n.DType, from, f, k)
+			}
+		}
+		n.Data = v.data
+	default:
+		return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s holds %v (gpucc never converts an input's dtype)", ir.Quote(name), n.DType, from, v.dtype)
 	}
 	return nil
 }

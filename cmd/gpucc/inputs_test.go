@@ -106,7 +106,7 @@ func TestRunInputs(t *testing.T) {
 	}{
 		{"unknown name", "input1=" + xnpy, "invalid_input", "input1"},
 		{"wrong shape", "x=" + write("x3.npy", &npy.Array{DType: "float32", Shape: []int{3, 2}, Float32: x}), "invalid_input", "shape"},
-		{"wrong dtype", "x=" + write("xi.npy", &npy.Array{DType: "int32", Shape: []int{2, 3}, Int64: make([]int64, 6)}), "unsupported", "int32"},
+		{"wrong dtype", "x=" + write("xi.npy", &npy.Array{DType: "int32", Shape: []int{2, 3}, Int64: make([]int64, 6)}), "invalid_input", "int32"},
 		{"truncated", "x=" + truncated, "invalid_input", "unexpected EOF"},
 		{"fortran order", "x=" + fortran, "invalid_input", "Fortran"},
 		{"ragged JSON", "x=[[1,2,3],[4,5]]", "invalid_input", "rectangular"},

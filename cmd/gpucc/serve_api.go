@@ -102,7 +102,9 @@ type api struct {
 	active   atomic.Int64 // execute requests being handled
 	// importONNX makes the graph of an application/onnx body, inside the
 	// request's admission (ctx is the request's); tests replace it.
-	importONNX func(ctx context.Context, body []byte, consts map[string]string) (*ir.Graph, error)
+	// shapes, when given, binds inputs' dynamic dimensions (the multipart
+	// form's data).
+	importONNX func(ctx context.Context, body []byte, consts map[string]string, shapes map[string][]int) (*ir.Graph, error)
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -128,12 +130,12 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	}
 	a := &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
 		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}
-	a.importONNX = func(ctx context.Context, body []byte, consts map[string]string) (*ir.Graph, error) {
+	a.importONNX = func(ctx context.Context, body []byte, consts map[string]string, shapes map[string][]int) (*ir.Graph, error) {
 		c, err := constantsFor(body, a.limits, consts, false)
 		if err != nil {
 			return nil, err
 		}
-		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c})
+		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c, InputShapes: shapes})
 	}
 	return a, nil
 }
@@ -275,12 +277,14 @@ func (a *api) hostAllowed(h string) bool {
 }
 
 // jsonBody refuses (415) a body that is not declared application/json (a
-// graph) or application/onnx (a model): a web page's form or text/plain
-// post, which needs no CORS preflight.
+// graph), application/onnx (a model) or multipart/form-data (a model and
+// its inputs): a text/plain or urlencoded post. A web page's form can
+// post multipart/form-data without a CORS preflight, but every browser
+// sends an Origin with a POST, which sameOrigin has checked first.
 func (a *api) jsonBody(w http.ResponseWriter, r *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (mt != "application/json" && mt != "application/onnx") {
-		a.fail(w, http.StatusUnsupportedMediaType, ir.Errorf(ir.CodeUsage, -1, "Content-Type", "Content-Type %s; /v1/execute takes application/json or application/onnx", ir.Quote(r.Header.Get("Content-Type"))))
+	if err != nil || (mt != "application/json" && mt != "application/onnx" && mt != "multipart/form-data") {
+		a.fail(w, http.StatusUnsupportedMediaType, ir.Errorf(ir.CodeUsage, -1, "Content-Type", "Content-Type %s; /v1/execute takes application/json, application/onnx or multipart/form-data (a model and its inputs)", ir.Quote(r.Header.Get("Content-Type"))))
 		return false
 	}
 	return true
@@ -340,11 +344,13 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := server.Request{Graph: bytes.NewReader(body), Backend: q}
-	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(mt) == "application/onnx" {
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/onnx" || mt == "multipart/form-data" {
 		// A model is imported inside admission (the pending cap, the
 		// timeout, the client's going away), and what its decoding may
 		// allocate is charged first (onnx.DecodeBytesPerByte, and the
-		// graph it makes).
+		// graph it makes); a form's parts and the input values they
+		// decode to (at most 5 bytes a byte) fit in the same charge.
 		n := (onnx.DecodeBytesPerByte + 1) * int64(len(body))
 		if !a.memory.take(n) {
 			w.Header().Set("Retry-After", "1")
@@ -352,9 +358,17 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		held += n
-		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body, consts) }
+		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body, consts, nil) }
+		if mt == "multipart/form-data" {
+			form, err := parseModelForm(body, params["boundary"], a.limits.WithDefaults().MaxElements, a.limits.NonFinite)
+			if err != nil {
+				a.fail(w, httpStatus(codeOf(err)), err)
+				return
+			}
+			req.Import = func(ctx context.Context) (*ir.Graph, error) { return a.importForm(ctx, form, consts) }
+		}
 	} else if len(consts) > 0 {
-		a.fail(w, http.StatusBadRequest, ir.Errorf(ir.CodeUsage, -1, "const", "const fixes an input of an ONNX model (Content-Type: application/onnx); a graph's inputs are its data"))
+		a.fail(w, http.StatusBadRequest, ir.Errorf(ir.CodeUsage, -1, "const", "const fixes an input of an ONNX model (Content-Type: application/onnx or multipart/form-data); a graph's inputs are its data"))
 		return
 	}
 	reply := a.client.Execute(ctx, req)
@@ -382,6 +396,21 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	if err := writeResult(w, reply.Value); err != nil {
 		fmt.Fprintf(os.Stderr, "gpucc: writing an answer: %v\n", err)
 	}
+}
+
+// importForm imports a multipart form's model at its inputs' shapes and
+// gives each input its data, checked against the input's shape and dtype.
+func (a *api) importForm(ctx context.Context, f *modelForm, consts map[string]string) (*ir.Graph, error) {
+	g, err := a.importONNX(ctx, f.model, consts, f.shapes())
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.inputs)) {
+		if err := bindValue(g, name, f.inputs[name], f.from[name], "input "+name); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // readBody reads r's body whole, at most MaxGraphBytes+1 bytes (so Decode
@@ -531,7 +560,7 @@ func httpStatus(c ir.Code) int {
 // serveShapeHint says, for an ONNX body whose input has a dynamic shape,
 // what the client can do: /v1/execute binds no dimension.
 func serveShapeHint(input string) string {
-	return "/v1/execute runs models whose input shapes are static: export the model with " + ir.Quote(input) + "'s shape fixed, or import it with gpucc import --input-shape and post the graph"
+	return "/v1/execute binds a dynamic dimension from the input's data only, else runs models whose input shapes are static: post the model as multipart/form-data with " + ir.Quote(input) + "'s data (its shape binds the dimension), export the model with its shape fixed, or import it with gpucc import --input-shape and post the graph"
 }
 
 // writeReply writes v, an envelope, as the JSON answer; an error answer

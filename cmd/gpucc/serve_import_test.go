@@ -32,7 +32,7 @@ func newSlowImport(a *api) *slowImport {
 		defer a.memory.mu.Unlock()
 		return a.memory.left
 	}}
-	a.importONNX = func(ctx context.Context, body []byte, _ map[string]string) (*ir.Graph, error) {
+	a.importONNX = func(ctx context.Context, body []byte, _ map[string]string, _ map[string][]int) (*ir.Graph, error) {
 		s.calls.Add(1)
 		s.started <- s.left()
 		for ctx.Err() == nil {
