@@ -37,7 +37,10 @@ func (e *Executable) Plan() *Plan { return e.plan }
 
 // Kernels returns the number of kernels a run dispatches.
 func (e *Executable) Kernels() int {
-	if e.typed != nil {
+	switch {
+	case e.typedExe != nil: // the backend's typed code: one function
+		return 1
+	case e.typed != nil: // the reference's evaluation on cpu
 		return 0
 	}
 	return len(e.plan.Program.Kernels)

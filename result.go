@@ -140,13 +140,14 @@ func (res *Result) mergeCompile(e *Executable) {
 
 // addCompile adds what sealing and loading e took to t.
 func addCompile(t *Timings, e *Executable) {
-	if e.plan == nil { // a typed graph's: nothing compiled
-		return
+	passes := 0.0
+	if e.plan != nil { // a typed graph has none: it is not sealed
+		passes = e.plan.PassesMs
 	}
-	t.PassesMs += e.plan.PassesMs
+	t.PassesMs += passes
 	t.CodegenMs += ms(e.compile.Durations[backend.StageCodegen])
 	t.CompileMs += ms(e.compile.Durations[backend.StageCompile])
-	t.TotalMs += e.plan.PassesMs + ms(e.compile.Durations[backend.StageCodegen]+e.compile.Durations[backend.StageCompile])
+	t.TotalMs += passes + ms(e.compile.Durations[backend.StageCodegen]+e.compile.Durations[backend.StageCompile])
 }
 
 // MarshalJSON writes t with every time rounded to the microsecond (three

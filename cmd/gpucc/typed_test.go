@@ -72,6 +72,12 @@ func TestRunTyped(t *testing.T) {
 	if code == 0 || errorCode(v) != "integer_fault" {
 		t.Errorf("int32 division by zero: exit %d: %s", code, out)
 	}
+	for _, backend := range []string{"native", "wasm"} { // the same code and message
+		o, w, c := gpucc(t, "", "run", "--backend", backend, byZero)
+		if errorCode(w) != "backend_unavailable" && (c == 0 || strings.ReplaceAll(o, backend, "cpu") != out) {
+			t.Errorf("%s: int32 division by zero: exit %d: %s\ncpu: %s", backend, c, o, out)
+		}
+	}
 	if errs := resultSchema(t, "#/$defs/failure").Validate([]byte(out)); len(errs) > 0 {
 		t.Errorf("failure: %s\n%s", strings.Join(errs, "; "), out)
 	}
