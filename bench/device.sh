@@ -24,7 +24,8 @@
 #            NVIDIA driver's shader cache warm
 #   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
 #   rows     row ops at [8192,1024] in a fresh process and after other work, beside PyTorch
-#   attn     attention at seq 256 and 2048, beside PyTorch
+#   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), beside PyTorch
+#            eager and scaled_dot_product_attention
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the shapes, and transfers
@@ -127,8 +128,8 @@ suite_rows() {
 }
 suite_attn() {
 	warm
-	benches bench_attn.txt 60 bench 'NN/(attn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
-	benches bench_attn.txt 60 bench 'NN/attn/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
+	benches bench_attn.txt 60 bench 'NN/(attn|fusedattn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	benches bench_attn.txt 90 bench 'NN/(attn|fusedattn)/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
 	timeout 45 python3 bench/torch_attn.py 64 256 2048 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"
 }

@@ -10,6 +10,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -62,6 +63,11 @@ func nnGraphs(r, c, s, d int) []struct {
 			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
 			q, k, v := in("q"), in("k"), in("v")
 			return out(b, q.MatMul(k.T()).MulScalar(1/float32(sqrtInt(d))).Softmax(1).MatMul(v))
+		})},
+		{"fusedattn", mk(func(b *ir.Builder) ir.Tensor { // attn as one attention kernel (issue 33 item 4)
+			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
+			q, k, v := in("q"), in("k"), in("v")
+			return out(b, q.Attention(k, v, b.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 1/float32(sqrtInt(d)), false))
 		})},
 		{"attention", mk(func(b *ir.Builder) ir.Tensor {
 			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
