@@ -48,6 +48,23 @@ func (m *Model) Signature() *Signature { return m.sig }
 // specialization means what the model means. The graph is Load's at
 // those shapes, bit for bit.
 func (m *Model) Specialize(ctx context.Context, shapes map[string][]int) (*ir.Graph, error) {
+	g, err := m.specialize(ctx, shapes, m.opts.Constants)
+	if err != nil {
+		return nil, err.err
+	}
+	return g, nil
+}
+
+// specializeError is a failed specialization and, when it failed for one,
+// the run-time input whose values decide a shape (importer.wants).
+type specializeError struct {
+	err   error
+	wants string
+}
+
+// specialize is Specialize with consts as the model's constants.
+func (m *Model) specialize(ctx context.Context, shapes map[string][]int, consts map[string]*Tensor) (*ir.Graph, *specializeError) {
+	fail := func(err error) (*ir.Graph, *specializeError) { return nil, &specializeError{err: err} }
 	bound := map[string]int{}
 	for _, in := range m.sig.Inputs {
 		s, ok := shapes[in.Name]
@@ -55,7 +72,7 @@ func (m *Model) Specialize(ctx context.Context, shapes map[string][]int) (*ir.Gr
 			continue
 		}
 		if len(s) != len(in.Shape) {
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, in.Name, "input %s has rank %d in the model; given shape %v", ir.Quote(in.Name), len(in.Shape), s)
+			return fail(ir.Errorf(ir.CodeInvalidInput, -1, in.Name, "input %s has rank %d in the model; given shape %v", ir.Quote(in.Name), len(in.Shape), s))
 		}
 		for k, d := range s {
 			p := in.DimParams[k]
@@ -63,21 +80,22 @@ func (m *Model) Specialize(ctx context.Context, shapes map[string][]int) (*ir.Gr
 				continue // a static dimension, checked by the import; an unnamed dynamic one binds alone
 			}
 			if b, ok := bound[p]; ok && b != d {
-				return nil, ir.Errorf(ir.CodeInvalidInput, -1, in.Name, "dimension %s is %d in input %s and %d before", ir.Quote(p), d, ir.Quote(in.Name), b)
+				return fail(ir.Errorf(ir.CodeInvalidInput, -1, in.Name, "dimension %s is %d in input %s and %d before", ir.Quote(p), d, ir.Quote(in.Name), b))
 			}
 			bound[p] = d
 		}
 	}
 	opts := m.opts
 	opts.InputShapes = maps.Clone(shapes)
+	opts.Constants = consts
 	for name := range opts.InputShapes {
 		if !slices.ContainsFunc(m.sig.Inputs, func(p Port) bool { return p.Name == name }) {
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "input_shapes", "the model has no run-time input named %s", ir.Quote(name))
+			return fail(ir.Errorf(ir.CodeInvalidInput, -1, "input_shapes", "the model has no run-time input named %s", ir.Quote(name)))
 		}
 	}
-	g, err := importModel(ctx, m.m, opts, m.l)
+	g, wants, err := importWants(ctx, m.m, opts, m.l)
 	if err != nil {
-		return nil, err
+		return nil, &specializeError{err: err, wants: wants}
 	}
 	return g, nil
 }
@@ -103,4 +121,52 @@ func (m *Model) String() string {
 		}
 	}
 	return fmt.Sprintf("onnx model, dynamic dimensions %v", dims)
+}
+
+// SpecializeValues is Specialize for a caller that holds the run's data:
+// values gives each run-time input's tensor (its shape binds the input as
+// shapes would). The graph inputs whose values decide a shape (Reshape's
+// shape, Slice's starts, Range's limit, an axes or pads input, …: a graph
+// has static shapes) are read from values and fixed as constants, as a
+// dynamic dimension is bound by the data; every other input stays a
+// run-time input, its values not read. An empty input holds no values
+// and is fixed too (gpucc's run-time tensors are not empty). It returns
+// the graph and the names of the inputs fixed, whose data the caller does
+// not bind again (and whose values key a cache of specializations, as
+// shapes do).
+func (m *Model) SpecializeValues(ctx context.Context, values map[string]*Tensor) (*ir.Graph, []string, error) {
+	shapes := map[string][]int{}
+	consts := maps.Clone(m.opts.Constants)
+	if consts == nil {
+		consts = map[string]*Tensor{}
+	}
+	var fixed []string
+	for _, in := range m.sig.Inputs {
+		t := values[in.Name]
+		switch {
+		case t == nil:
+		case t.Len() == 0:
+			consts[in.Name] = t
+			fixed = append(fixed, in.Name)
+		default:
+			shapes[in.Name] = slices.Clone(t.Shape)
+		}
+	}
+	for name := range values {
+		if !slices.ContainsFunc(m.sig.Inputs, func(p Port) bool { return p.Name == name }) {
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "the model has no run-time input named %s", ir.Quote(name))
+		}
+	}
+	for {
+		g, err := m.specialize(ctx, shapes, consts)
+		if err == nil {
+			return g, fixed, nil
+		}
+		if err.wants == "" || values[err.wants] == nil || consts[err.wants] != nil {
+			return nil, nil, err.err
+		}
+		consts[err.wants] = values[err.wants]
+		delete(shapes, err.wants)
+		fixed = append(fixed, err.wants)
+	}
 }

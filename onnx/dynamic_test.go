@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -100,4 +102,51 @@ func irtestValues(seed uint64, n int) []float32 {
 		out[i] = float32(int64(s>>40)%2001-1000) / 1000
 	}
 	return out
+}
+
+// TestSpecializeValues: a graph input whose values decide a shape
+// (Reshape's shape, directly or through a Cast) is read when the model is
+// specialized to its data and fixed as a constant; the data input stays a
+// run-time input. Specialize alone refuses it by name, saying how to give
+// it, and a value that only enters arithmetic is never read.
+func TestSpecializeValues(t *testing.T) {
+	raw := model(13, graph([]msg{
+		node("Cast", "c", []string{"s32"}, []string{"s64"}, attrInt("to", int64(onnx.Int64))),
+		node("Reshape", "r", []string{"x", "s64"}, []string{"y"}),
+	}, nil, []msg{valueInfo("x", 2, 3), typedValueInfo("s32", int64(onnx.Int32), 2)}, []msg{valueInfo("y", 3, 2)}))
+	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Specialize(context.Background(), nil); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), `graph input "s32"`) || !strings.Contains(err.Error(), "SpecializeValues") {
+		t.Errorf("Specialize without the shape's values: %v, want unsupported naming s32 and SpecializeValues", err)
+	}
+	x := &onnx.Tensor{Name: "x", Type: onnx.Float32, Shape: []int{2, 3}, Float32: []float32{1, 2, 3, 4, 5, 6}}
+	s := &onnx.Tensor{Name: "s32", Type: onnx.Int32, Shape: []int{2}, Int64: []int64{3, -1}}
+	g, fixed, err := m.SpecializeValues(context.Background(), map[string]*onnx.Tensor{"x": x, "s32": s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fixed, []string{"s32"}) || g.Input("s32") >= 0 || g.Input("x") < 0 {
+		t.Fatalf("fixed %v, inputs s32 %d x %d: want s32 fixed and x a run-time input", fixed, g.Input("s32"), g.Input("x"))
+	}
+	if s := g.Nodes[g.Outputs[0].ID].Shape; !s.Equal(ir.Shape{3, 2}) {
+		t.Errorf("y has shape %v, want [3 2]", s)
+	}
+	if _, _, err := m.SpecializeValues(context.Background(), map[string]*onnx.Tensor{"x": x}); gpucc.CodeOf(err) != ir.CodeUnsupported {
+		t.Errorf("without s32's data: %v, want unsupported", err)
+	}
+	if _, _, err := m.SpecializeValues(context.Background(), map[string]*onnx.Tensor{"x": x, "s32": s, "z": s}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("an input the model lacks: %v, want invalid_input", err)
+	}
+	// An Add's operand is arithmetic: its values are never read.
+	raw = model(13, graph([]msg{node("Add", "a", []string{"i", "j"}, []string{"y"})}, nil,
+		[]msg{typedValueInfo("i", int64(onnx.Int64), 2), typedValueInfo("j", int64(onnx.Int64), 2)}, []msg{typedValueInfo("y", int64(onnx.Int64), 2)}))
+	if m, err = onnx.Parse(bytes.NewReader(raw), onnx.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	i := &onnx.Tensor{Name: "i", Type: onnx.Int64, Shape: []int{2}, Int64: []int64{1, 2}}
+	if _, fixed, err := m.SpecializeValues(context.Background(), map[string]*onnx.Tensor{"i": i, "j": i}); err != nil || len(fixed) != 0 {
+		t.Errorf("Add: fixed %v, %v; want nothing fixed", fixed, err)
+	}
 }

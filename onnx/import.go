@@ -105,6 +105,10 @@ type value struct {
 	// or a Cast to float32 reads one; an op that computes on integers
 	// refuses it (rtIn).
 	isInt bool
+	// from are the run-time graph inputs a run-time value is computed
+	// from: those Model.SpecializeValues fixes when an op needs the value
+	// at import to decide a shape (shapeDeciding).
+	from []string
 }
 
 type importer struct {
@@ -138,6 +142,10 @@ type importer struct {
 	// readIndex counts each value's readers (readers.go); built by
 	// readers on first need.
 	readIndex *readIndex
+	// wants is the first run-time graph input whose values an op needed
+	// at import (shapeDeciding), which Model.SpecializeValues gives as a
+	// constant.
+	wants string
 }
 
 // stopped is the timeout error once ctx is done.
@@ -154,10 +162,24 @@ func stopped(ctx context.Context) *ir.Error {
 const MaxOpset = 25
 
 func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (*ir.Graph, *ir.Error) {
+	g, _, err := importWants(ctx, m, opts, l)
+	return g, err
+}
+
+// importWants is importModel that also returns, when the import fails for
+// it, the graph input whose values decide a shape (importer.wants).
+func importWants(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (*ir.Graph, string, *ir.Error) {
+	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph.", named: map[string]bool{}}
+	g, err := c.importGraph(ctx, m, opts)
+	return g, c.wants, err
+}
+
+// importGraph imports m's graph into c.
+func (c *importer) importGraph(ctx context.Context, m *modelProto, opts Options) (*ir.Graph, *ir.Error) {
 	if m.graph == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
-	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph.", named: map[string]bool{}}
+	l := c.l
 	seen := false
 	for k, o := range m.opsets {
 		if o.domain == "" || o.domain == "ai.onnx" {
@@ -320,6 +342,7 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input name %s is longer than gpucc's 256 bytes", ir.Quote(in.name))
 		}
 		c.vals[in.name] = c.typedInput(in.name, irt, shape, n)
+		c.vals[in.name].from = []string{in.name}
 	}
 	for name := range opts.InputShapes {
 		if !slices.ContainsFunc(g.inputs, func(v valueInfo) bool { return v.name == name }) {
@@ -450,6 +473,9 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: output %s is defined twice", n.opType, ir.Quote(n.name), ir.Quote(name))
 		}
 		v := outs[k]
+		if v.set && v.from == nil {
+			v.from = c.lineage()
+		}
 		c.vals[name] = &v
 	}
 	return nil
@@ -633,9 +659,26 @@ func (c *importer) konst(k int, what string) (*Tensor, *ir.Error) {
 		return nil, c.invalid("input %d (%s) is missing", k, what)
 	}
 	if v.c == nil {
+		if len(v.from) > 0 && shapeDeciding[what] {
+			if c.wants == "" {
+				c.wants = v.from[0]
+			}
+			return nil, c.refuse("input %d (%s) is computed from the graph input %s, whose values then decide a shape: gpucc reads them when it specializes the model to its data (onnx.Model.SpecializeValues; gpucc run --input %s=FILE)", k, what, ir.Quote(v.from[0]), v.from[0])
+		}
 		return nil, c.refuse("input %d (%s) is computed at run time; gpucc needs it known at import", k, what)
 	}
 	return v.c, nil
+}
+
+// shapeDeciding are the constant inputs (by konst's what) whose values
+// decide a shape, an axis or a layout, not a value: a graph input there is
+// read when the model is specialized to its data, as a dynamic dimension
+// is (Model.SpecializeValues). A value that only enters arithmetic (a
+// label, an index, a pad's constant) is never one.
+var shapeDeciding = map[string]bool{
+	"shape": true, "axes": true, "axis": true, "starts": true, "ends": true, "steps": true,
+	"split": true, "repeats": true, "pads": true, "depth": true, "scales": true, "sizes": true,
+	"start": true, "limit": true, "delta": true, "condition": true, "K": true,
 }
 
 // ints returns the constant integer input k as int64 values.
@@ -790,3 +833,19 @@ func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
 func rtValue(t ir.Tensor) value        { return value{rt: t, set: true} }
 func constValue(t *Tensor) value       { return value{c: t} }
 func one(v value) ([]value, *ir.Error) { return []value{v}, nil }
+
+// lineage is the union of the current node's inputs' run-time graph
+// inputs (value.from), in order of first appearance.
+func (c *importer) lineage() []string {
+	var from []string
+	for k := range c.n.inputs {
+		if v := c.in(k); v != nil {
+			for _, name := range v.from {
+				if !slices.Contains(from, name) {
+					from = append(from, name)
+				}
+			}
+		}
+	}
+	return from
+}

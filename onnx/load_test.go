@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,16 +65,38 @@ func TestLoadMLP(t *testing.T) {
 	}
 }
 
-// outputs evaluates g with cpuref: each output's name and bits.
+// outputs evaluates g with cpuref: each output's name and bits (an
+// integer or bool output's values as float32's, exact below 2^24).
 func outputs(g *ir.Graph) map[string][]uint32 {
-	vals := cpuref.Eval(g)
 	out := map[string][]uint32{}
+	if !typedGraph(g) {
+		vals := cpuref.Eval(g)
+		for _, o := range g.Outputs {
+			for _, v := range vals[o.ID] {
+				out[o.Name] = append(out[o.Name], mathBits(v))
+			}
+		}
+		return out
+	}
+	vals, err := cpuref.EvalTyped(g)
+	if err != nil {
+		panic(err)
+	}
 	for _, o := range g.Outputs {
-		for _, v := range vals[o.ID] {
-			out[o.Name] = append(out[o.Name], mathBits(v))
+		v := vals[o.ID]
+		for _, x := range v.F {
+			out[o.Name] = append(out[o.Name], mathBits(x))
+		}
+		for _, x := range v.I {
+			out[o.Name] = append(out[o.Name], mathBits(float32(x)))
 		}
 	}
 	return out
+}
+
+// typedGraph reports whether a node of g has a dtype other than float32.
+func typedGraph(g *ir.Graph) bool {
+	return slices.ContainsFunc(g.Nodes, func(n ir.Node) bool { return n.DType != ir.F32 })
 }
 
 // TestLoadParams: with Params, the float32 initializers are the graph's

@@ -73,10 +73,23 @@ func shapeOp(c *importer) ([]value, *ir.Error) {
 
 func castOp(c *importer) ([]value, *ir.Error) {
 	to := DataType(c.attrInt("to", 0))
+	v := c.in(0)
+	if t, ok := to.irDType(); ok && t.IsFloat() && t != ir.F32 && (v.set || v.c.Type == Float32) {
+		// float16 and bfloat16 are run-time dtypes: a float32 constant
+		// is embedded and cast like a run-time value.
+		if !v.set {
+			if _, err := c.runtime(v, "input 0"); err != nil {
+				return nil, err
+			}
+		}
+		if vs, ok, err := c.castTyped(v, to); ok || err != nil {
+			return vs, err
+		}
+		return one(rtValue(v.rt.Cast(t)))
+	}
 	if !to.isInt() && to != Float32 && to != Float64 {
 		return nil, c.refuse("a cast to %v", to)
 	}
-	v := c.in(0)
 	if v.set {
 		if vs, ok, err := c.castTyped(v, to); ok || err != nil { // a typed value (import.go)
 			return vs, err
@@ -88,6 +101,9 @@ func castOp(c *importer) ([]value, *ir.Error) {
 			return one(*v)
 		case to == Bool: // x != 0: true for NaN
 			return one(boolValue(not(v.rt.Apply(ir.OpEqual, c.b.Full(v.rt.Shape(), 0)))))
+		}
+		if t, ok := to.irDType(); ok { // float32 (a bool's 1 and 0, an index's exact integer) to an integer
+			return one(rtValue(v.rt.Cast(t)))
 		}
 		return nil, c.refuse("a cast of a run-time float32 tensor to %v", to)
 	}
@@ -454,8 +470,11 @@ func rangeOp(c *importer) ([]value, *ir.Error) {
 	if ts[1].Type != dt || ts[2].Type != dt {
 		return nil, c.invalid("start, limit and delta have types %v, %v and %v", dt, ts[1].Type, ts[2].Type)
 	}
+	if dt == Float32 {
+		return c.floatRange(ts[0].Float32[0], ts[1].Float32[0], ts[2].Float32[0])
+	}
 	if !dt.isInt() || dt == Bool {
-		return nil, c.refuse("a range of %v (gpucc folds integer ranges)", dt)
+		return nil, c.refuse("a range of %v (gpucc folds integer and float32 ranges)", dt)
 	}
 	start, limit, delta := ts[0].Int64[0], ts[1].Int64[0], ts[2].Int64[0]
 	if delta == 0 {
@@ -1146,4 +1165,26 @@ func tileOp(c *importer) ([]value, *ir.Error) {
 		}
 	}
 	return one(rtValue(x))
+}
+
+// floatRange folds a float32 Range as numpy's arange (ONNX's reference):
+// max(ceil((limit - start)/delta), 0) elements, computed in float64 from
+// the float32 operands, element i the float64 start + i·delta rounded
+// once to float32.
+func (c *importer) floatRange(start, limit, delta float32) ([]value, *ir.Error) {
+	if delta == 0 || delta != delta || start != start || limit != limit {
+		return nil, c.invalid("a range from %v to %v by %v", start, limit, delta)
+	}
+	n := math.Ceil((float64(limit) - float64(start)) / float64(delta))
+	if n != n || n > float64(c.l.MaxElements) {
+		return nil, c.overLimit("MaxElements", "a range from %v to %v by %v has more than the %d elements a tensor may hold", start, limit, delta, c.l.MaxElements)
+	}
+	r, err := c.newConst(Float32, []int{int(max(n, 0))})
+	if err != nil {
+		return nil, err
+	}
+	for i := range r.Float32 {
+		r.Float32[i] = float32(float64(start) + float64(i)*float64(delta))
+	}
+	return one(constValue(r))
 }

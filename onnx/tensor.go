@@ -32,6 +32,9 @@ const (
 	Float64 DataType = 11
 	Uint32  DataType = 12
 	Uint64  DataType = 13
+	// BFloat16 is bfloat16: a test's data and a graph input only, as
+	// Float16 (ReadTensor).
+	BFloat16 DataType = 16
 )
 
 var typeNames = map[DataType]string{
@@ -115,11 +118,33 @@ func ReadTensor(r io.Reader, limits ir.Limits) (*Tensor, error) {
 		return nil, perr
 	}
 	var storage int64
+	dt := DataType(tp.dataType)
+	narrow := dt == Float16 || dt == BFloat16
+	if narrow { // float16 and bfloat16 data: their bits as uint16, then their values
+		tp.dataType = int32(Uint16)
+	}
 	t, perr := convertTensor(&tp, l, &storage, "tensor")
 	if perr != nil {
 		return nil, perr
 	}
+	if narrow {
+		t.narrow(dt)
+	}
 	return t, nil
+}
+
+// narrow makes t, read as uint16 bits, the float16 or bfloat16 tensor
+// they encode (dt): its values in Float32, each exactly the narrow value.
+func (t *Tensor) narrow(dt DataType) {
+	decode := ir.F16Float
+	if dt == BFloat16 {
+		decode = ir.BF16Float
+	}
+	t.Type, t.Float32 = dt, make([]float32, len(t.Int64))
+	for i, b := range t.Int64 {
+		t.Float32[i] = decode(uint16(b))
+	}
+	t.Int64 = nil
 }
 
 // readAll reads r whole, refusing more than max bytes before it holds them.

@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -34,6 +35,9 @@ func TestNodeTestsTypedInputs(t *testing.T) {
 	for _, e := range entries {
 		nt := readNodeTest(t, dir, e.Name())
 		ok, why := runTyped(t, nt)
+		if r, known := referenceDiffers[nt.name]; known && !ok && strings.HasPrefix(why, "output") {
+			ok, why = false, "refused: "+r
+		}
 		switch {
 		case ok:
 			passed++
@@ -50,31 +54,53 @@ func TestNodeTestsTypedInputs(t *testing.T) {
 	t.Logf("node tests with typed run-time inputs on cpu: %d of %d pass, %d refused, %d give another answer", passed, len(entries), refused, failed)
 }
 
-// runTyped imports and runs one node test with its inputs at run time.
+// referenceDiffers are the tests whose reference gpucc does not follow,
+// and why.
+var referenceDiffers = map[string]string{
+	"test_cast_FLOAT_to_BFLOAT16": "onnx 1.12's reference truncates float32 to bfloat16; gpucc rounds to nearest even, as Cast's spec and onnx's later references (1.13 on) do",
+}
+
+// onnxDTypes are the ONNX element types a graph input of gpucc's dtypes
+// takes.
+var onnxDTypes = map[onnx.DataType]ir.DType{onnx.Float32: ir.F32, onnx.Float16: ir.F16, onnx.BFloat16: ir.BF16,
+	onnx.Int32: ir.I32, onnx.Int64: ir.I64, onnx.Uint8: ir.U8, onnx.Int8: ir.I8, onnx.Uint32: ir.U32, onnx.Bool: ir.Bool}
+
+// runTyped imports and runs one node test with its inputs at run time:
+// the model parsed and specialized to its data (Model.SpecializeValues),
+// which reads only the inputs whose values decide a shape.
 func runTyped(t *testing.T, nt nodeTest) (bool, string) {
-	consts := map[string]*onnx.Tensor{}
+	values := map[string]*onnx.Tensor{}
 	for _, in := range nt.inputs {
 		if in == nil {
 			return false, "refused: an input gpucc cannot read"
 		}
-		if in.Name == "scales" && strings.HasPrefix(nt.name, "test_resize_") {
-			consts[in.Name] = in
-		}
+		values[in.Name] = in
 	}
 	f, err := os.Open(nt.model)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g, err := onnx.Load(f, onnx.Options{Constants: consts})
+	m, err := onnx.Parse(f, onnx.Options{})
+	var g *ir.Graph
+	var fixed []string
+	if err == nil {
+		g, fixed, err = m.SpecializeValues(context.Background(), values)
+	}
 	if err != nil {
-		if c := gpucc.CodeOf(err); c != ir.CodeUnsupported && c != ir.CodeLimitExceeded {
+		if c := gpucc.CodeOf(err); c == ir.CodeInvalidInput {
+			return false, "refused: the test's data does not fit its model: " + err.Error()
+		} else if c != ir.CodeUnsupported && c != ir.CodeLimitExceeded {
 			t.Errorf("%s: a valid model refused with %s, not unsupported: %v", nt.name, c, err)
 		}
 		return false, "refused: " + err.Error()
 	}
+	consts := map[string]bool{}
+	for _, name := range fixed {
+		consts[name] = true
+	}
 	for _, in := range nt.inputs {
-		if consts[in.Name] != nil {
+		if consts[in.Name] {
 			continue
 		}
 		id := g.Input(in.Name)
@@ -83,21 +109,24 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 		}
 		n := &g.Nodes[id]
 		switch {
-		case n.DType.IsFloat() && in.Type == onnx.Float32:
+		case onnxDTypes[in.Type] != n.DType || !slices.Equal(in.Shape, []int(n.Shape)):
+			return false, fmt.Sprintf("refused: the test's data does not fit its model: input %s of %v %v, the graph's %v %v", in.Name, in.Type, in.Shape, n.DType, n.Shape)
+		case n.DType.IsFloat():
 			n.Data = in.Float32
-		case !n.DType.IsFloat() && len(in.Int64) == n.Shape.Len():
-			n.Ints = in.Int64
 		default:
-			return false, "refused: input " + in.Name + " of " + in.Type.String()
+			n.Ints = in.Int64
 		}
 	}
-	if err := ir.Validate(g, ir.Limits{}); err != nil {
+	// A model's run takes IEEE values, as gpucc run does for an .onnx
+	// model (its masks hold -Inf; IsNaN's tests hold NaN).
+	lim := ir.Limits{NonFinite: true}
+	if err := ir.Validate(g, lim); err != nil {
 		return false, "refused: " + err.Error()
 	}
 	if typedGraphSeen != nil { // TestNodeTestsTypedBackends runs it elsewhere too
 		typedGraphSeen(g)
 	}
-	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
+	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu", Limits: lim})
 	if err != nil {
 		if c := gpucc.CodeOf(err); c == ir.CodeUnsupported || c == ir.CodeLimitExceeded {
 			return false, "refused: " + err.Error()
@@ -132,7 +161,7 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 			if !o.DType.IsFloat() && slices.Equal(o.Ints, want.Int64) {
 				continue
 			}
-		case want.Type == onnx.Float32:
+		case want.Type == onnx.Float32 || want.Type == onnx.Float16 || want.Type == onnx.BFloat16:
 			for _, v := range want.Float32 {
 				w = append(w, float64(v))
 			}
