@@ -597,33 +597,42 @@ func (c *importer) concatConst(ts []*Tensor, axis int) (*Tensor, *ir.Error) {
 }
 
 // concatTensors is xs (equal but along axis) concatenated along axis at
-// run time: each padded to the result's shape with -0 along axis and the
-// padded tensors added, so that each element is its input's bits (-0 + x
-// is x for every x, -0 and NaN included) and nothing but the pads and
-// the sums is made.
+// run time: each input placed at its positions by takeAlong (a pad of -0,
+// cropOrPad) and the pieces added, so that each element is its input's
+// bits (-0 + x is x for every x, -0 and NaN included). A run-time Concat
+// and a Loop's or Scan's stacked outputs are this.
 func (c *importer) concatTensors(xs []ir.Tensor, axis int) (ir.Tensor, *ir.Error) {
 	s0 := xs[0].Shape()
 	along := make([]int, len(xs))
 	for i, x := range xs {
 		along[i] = x.Shape()[axis]
 	}
-	total, ok := dimSum(c.l.MaxElements, along...)
+	// The index tables are as long as the result's axis: bounded before
+	// any is made (2,048 inputs of one [2^20] tensor asked 16 GB each).
+	total64, ok := dimSum(c.l.MaxElements, along...)
 	if !ok {
 		return ir.Tensor{}, c.overLimit("MaxElements", "%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(xs), axis, c.l.MaxElements)
 	}
-	if _, err := c.elements("the concatenation", append(append(append([]int{}, s0[:axis]...), int(total)), s0[axis+1:]...)); err != nil {
+	if _, err := c.elements("the concatenation", append(append(append([]int{}, s0[:axis]...), int(total64)), s0[axis+1:]...)); err != nil {
 		return ir.Tensor{}, err
 	}
-	if len(xs) == 1 {
-		return xs[0], nil
-	}
+	total := int(total64)
 	var y ir.Tensor
 	off := 0
 	for i, x := range xs {
-		pads := make([]int, 2*len(s0))
-		pads[axis], pads[len(s0)+axis] = off, int(total)-off-along[i]
-		off += along[i]
-		p := x.Pad(pads, ir.PadConstant, float32(math.Copysign(0, -1)))
+		n := along[i]
+		idx := make([]int64, total)
+		for j := range idx {
+			idx[j] = -1
+			if j >= off && j < off+n {
+				idx[j] = int64(j - off)
+			}
+		}
+		off += n
+		p, err := c.takeAlong(x, axis, idx)
+		if err != nil {
+			return ir.Tensor{}, err
+		}
 		if i == 0 {
 			y = p
 		} else {

@@ -890,9 +890,8 @@ func dropoutOp(c *importer) ([]value, *ir.Error) {
 	return one(*c.in(0))
 }
 
-// concatRuntime is Concat where an input is computed at run time: each
-// input is placed at its positions along the axis by takeAlong (-0
-// elsewhere) and the pieces are added, x + -0 being x bit for bit.
+// concatRuntime is Concat where an input is computed at run time:
+// concatTensors (control.go) of its inputs.
 func (c *importer) concatRuntime() ([]value, *ir.Error) {
 	var xs []ir.Tensor
 	for k := 0; k < c.nin(); k++ {
@@ -910,8 +909,7 @@ func (c *importer) concatRuntime() ([]value, *ir.Error) {
 	if err != nil {
 		return nil, err
 	}
-	along := make([]int, len(xs))
-	for i, x := range xs {
+	for _, x := range xs {
 		s := x.Shape()
 		if len(s) != len(s0) {
 			return nil, c.invalid("inputs of shapes %v and %v", s0, s)
@@ -921,39 +919,10 @@ func (c *importer) concatRuntime() ([]value, *ir.Error) {
 				return nil, c.invalid("inputs of shapes %v and %v", s0, s)
 			}
 		}
-		along[i] = s[axis]
 	}
-	// The index tables are as long as the result's axis: bounded before
-	// any is made (2,048 inputs of one [2^20] tensor asked 16 GB each).
-	total64, ok := dimSum(c.l.MaxElements, along...)
-	if !ok {
-		return nil, c.overLimit("MaxElements", "%d inputs whose axis %d adds up to more than the limit of %d elements per tensor", len(xs), axis, c.l.MaxElements)
-	}
-	if _, err := c.elements("the concatenation", append(append(append([]int{}, s0[:axis]...), int(total64)), s0[axis+1:]...)); err != nil {
+	y, err := c.concatTensors(xs, axis)
+	if err != nil {
 		return nil, err
-	}
-	total := int(total64)
-	var y ir.Tensor
-	off := 0
-	for i, x := range xs {
-		n := x.Shape()[axis]
-		idx := make([]int64, total)
-		for j := range idx {
-			idx[j] = -1
-			if j >= off && j < off+n {
-				idx[j] = int64(j - off)
-			}
-		}
-		off += n
-		p, err := c.takeAlong(x, axis, idx)
-		if err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			y = p
-		} else {
-			y = y.Add(p)
-		}
 	}
 	return one(rtValue(y))
 }
