@@ -62,8 +62,9 @@ var realCases = []realCase{
 	{name: "ppocr_v2_cls_48x192", model: "ppocr_v2_cls", shapes: map[string][]int{"x": {1, 3, 48, 192}}},
 	{name: "ppocr_v4_rec_48x160", model: "ppocr_v4_rec", shapes: map[string][]int{"x": {1, 3, 48, 160}}},
 	{name: "ppocr_v4_det_160", model: "ppocr_v4_det", shapes: map[string][]int{"x": {1, 3, 160, 160}}},
-	{name: "ppocr_v4_rec_48x320", model: "ppocr_v4_rec", shapes: map[string][]int{"x": {1, 3, 48, 320}}, long: true},
-	{name: "ppocr_v4_det_320", model: "ppocr_v4_det", shapes: map[string][]int{"x": {1, 3, 320, 320}}, long: true},
+	// Issue 34's sizes: a 640×640 page, a 640-pixel line.
+	{name: "ppocr_v4_rec_48x640", model: "ppocr_v4_rec", shapes: map[string][]int{"x": {1, 3, 48, 640}}, long: true},
+	{name: "ppocr_v4_det_640", model: "ppocr_v4_det", shapes: map[string][]int{"x": {1, 3, 640, 640}}, long: true},
 }
 
 // realLimits admit the OCR models at these sizes (the CLI sizes them to
