@@ -367,3 +367,42 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 		t.Errorf("%d graphs refused", refused)
 	}
 }
+
+// TestTypedFloatIslands: the float32 stretches of a typed graph (a
+// matmul, a softmax-like chain, a reduction, a view of an input, a
+// constant the passes fold) run as compiled float32 programs between the
+// typed kernels, reading their operands from typed nodes (a gather, a
+// cast) and read by typed nodes in turn (a cast to int32, a gather),
+// with cpuref's bits.
+func TestTypedFloatIslands(t *testing.T) {
+	d := openDevice(t)
+	b := ir.NewBuilder()
+	ids := b.TypedInput("ids", ir.I64, ir.Shape{5}, nil, []int64{3, -1, 0, 7, -10})
+	table := b.TypedInput("table", ir.F32, ir.Shape{10, 8}, irtest.FloatExtremes(ir.F32, 1, 80), nil)
+	w := b.TypedInput("w", ir.F32, ir.Shape{8, 6}, irtest.FloatExtremes(ir.F32, 2, 48), nil)
+	emb := table.Gather(ids, 0) // typed
+	h := emb.MatMul(w).Add(b.Full(ir.Shape{5, 6}, 0.5)).Relu()
+	e := h.Sub(h.ApplyShaped(ir.OpMax, ir.Shape{5, 1}).Broadcast(ir.Shape{5, 6})).Exp()
+	s := e.ApplyShaped(ir.OpSum, ir.Shape{5, 1})
+	b.Output("soft", e.Div(s.Broadcast(ir.Shape{5, 6})))
+	b.Output("q", h.Mul(b.Full(ir.Shape{5, 6}, 3)).Cast(ir.I32))                // island -> typed
+	b.Output("back", h.Gather(b.TypedInput("", ir.I32, ir.Shape{2}, nil, []int64{4, -5}), 0)) // island -> gather
+	f := ids.Cast(ir.F32).Reshape(ir.Shape{5, 1})                              // typed -> island
+	b.Output("mix", f.MatMul(b.Full(ir.Shape{1, 4}, 2)).Add(f.Broadcast(ir.Shape{5, 4})))
+	b.Output("view", w.T())                          // an island whose output is a view of an input
+	b.Output("const", b.Full(ir.Shape{3}, 2).Exp()) // folded to a constant
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	islands := 0
+	for i := range g.Nodes {
+		if floatNode(g, i) {
+			islands++
+		}
+	}
+	if !checkTypedGraph(t, d, "islands", g) {
+		t.Fatal("refused")
+	}
+	t.Logf("%d nodes, %d of them float32 in islands", len(g.Nodes), islands)
+}
