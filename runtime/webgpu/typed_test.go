@@ -385,11 +385,11 @@ func TestTypedFloatIslands(t *testing.T) {
 	e := h.Sub(h.ApplyShaped(ir.OpMax, ir.Shape{5, 1}).Broadcast(ir.Shape{5, 6})).Exp()
 	s := e.ApplyShaped(ir.OpSum, ir.Shape{5, 1})
 	b.Output("soft", e.Div(s.Broadcast(ir.Shape{5, 6})))
-	b.Output("q", h.Mul(b.Full(ir.Shape{5, 6}, 3)).Cast(ir.I32))                // island -> typed
+	b.Output("q", h.Mul(b.Full(ir.Shape{5, 6}, 3)).Cast(ir.I32))                              // island -> typed
 	b.Output("back", h.Gather(b.TypedInput("", ir.I32, ir.Shape{2}, nil, []int64{4, -5}), 0)) // island -> gather
-	f := ids.Cast(ir.F32).Reshape(ir.Shape{5, 1})                              // typed -> island
+	f := ids.Cast(ir.F32).Reshape(ir.Shape{5, 1})                                             // typed -> island
 	b.Output("mix", f.MatMul(b.Full(ir.Shape{1, 4}, 2)).Add(f.Broadcast(ir.Shape{5, 4})))
-	b.Output("view", w.T())                          // an island whose output is a view of an input
+	b.Output("view", w.T())                         // an island whose output is a view of an input
 	b.Output("const", b.Full(ir.Shape{3}, 2).Exp()) // folded to a constant
 	g, err := b.Build(ir.Limits{})
 	if err != nil {
