@@ -38,6 +38,9 @@ var writers = [ir.NumKernelKinds]writer{
 	ir.KernelLife:   {emit: plain(life)},
 	ir.KernelRows:   {emit: plain(rowsKernel), loops: rowsLoopCost},
 	ir.KernelConv:   {emit: conv, loops: convLoopCost},
+	// attention shares each query row's scores among its outputs' threads
+	// (the nest recomputes them per output)
+	ir.KernelAttention: {emit: plain(attention), loops: attentionLoops},
 }
 
 func init() {
