@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -80,6 +81,7 @@ func loadBenchGraph(path string, limits *ir.Limits) (*ir.Graph, error) {
 // child processes of this binary and warm runs here, then writes the
 // report and prints its summary.
 func benchGraph(gb graphBench) int {
+	progress = os.Stderr // bench always says how it goes (its cold children through its stderr)
 	if be := os.Getenv(coldChildEnv); be != "" {
 		return coldChild(gb, be)
 	}
@@ -168,8 +170,11 @@ func measureGraph(gb graphBench, g *ir.Graph, c *bench.Case) (*lib.Adapter, erro
 		return adapter, err
 	}
 	defer rt.Close()
-	exe, err := rt.Compile(ctx, g)
-	if err != nil {
+	var exe *lib.Executable
+	if err := step(fmt.Sprintf("compiling %s for %s", c.Workload, c.Backend), func() error {
+		exe, err = rt.Compile(ctx, g)
+		return err
+	}); err != nil {
 		return adapter, err
 	}
 	defer exe.Release()
@@ -196,7 +201,7 @@ func runColdChild(gb graphBench, be string) (*coldResult, float64, error) {
 	cmd := exec.Command(self, append([]string{"bench"}, gb.args...)...)
 	cmd.Env = append(os.Environ(), coldChildEnv+"="+be)
 	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&errOut, os.Stderr) // the child's progress lines pass through
 	start := time.Now()
 	runErr := cmd.Run()
 	wall := float64(time.Since(start).Nanoseconds()) / 1e6
@@ -223,7 +228,7 @@ func coldChild(gb graphBench, be string) int {
 	}
 	imported := time.Since(start)
 	mem, _ := cache.Open(cache.Options{})
-	res, err := lib.Run(context.Background(), g, lib.Options{Backend: be, AllowSoftware: gb.allowSW, Limits: *gb.limits, Cache: mem})
+	res, err := runOnce(context.Background(), g, lib.Options{Backend: be, AllowSoftware: gb.allowSW, Limits: *gb.limits, Cache: mem}, filepath.Base(gb.path))
 	if err != nil {
 		return fail(err)
 	}

@@ -296,16 +296,19 @@ func readGraph(path string, limits ir.Limits) (*ir.Graph, error) {
 
 // verboseFlag registers --verbose, which lets the webgpu backend print
 // wgpu's own log lines on stderr (the GPUCC_VERBOSE environment variable
-// does the same).
+// does the same) and turns on the progress lines of long compiles.
 func verboseFlag(fs *flag.FlagSet) {
-	fs.BoolFunc("verbose", "print wgpu's log messages on stderr (also: GPUCC_VERBOSE=1)", func(s string) error {
+	progress = nil
+	fs.BoolFunc("verbose", "print wgpu's log messages on stderr (also: GPUCC_VERBOSE=1), and a progress line for a compile past a second ($GPUCC_PROGRESS_AFTER)", func(s string) error {
 		on, err := strconv.ParseBool(s)
 		if err != nil {
 			return err
 		}
 		if on {
+			progress = os.Stderr
 			return os.Setenv("GPUCC_VERBOSE", "1")
 		}
+		progress = nil
 		return os.Unsetenv("GPUCC_VERBOSE")
 	})
 }

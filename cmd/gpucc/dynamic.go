@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -100,8 +101,11 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 	defer rt.Close()
 	d := rt.NewDynamic(m, lib.DynamicOptions{})
 	defer d.Release()
-	res, err := d.Run(context.Background(), in)
-	if err != nil {
+	var res *lib.Result
+	if err := step(fmt.Sprintf("importing %s at %s and compiling it for %s", filepath.Base(path), strings.Join(shapes, " "), rt.Backend()), func() error {
+		res, err = d.Run(context.Background(), in)
+		return err
+	}); err != nil {
 		return fail(err)
 	}
 	if explain {

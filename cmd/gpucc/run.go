@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 
 	lib "github.com/gpucc/gpucc"
@@ -80,7 +81,11 @@ func runCmd(args []string) int {
 		opts.Fast = *fast
 		return runDynamic(fs.Arg(0), *limits, opts, *explain, *outDir)
 	}
-	g, err := readGraph(fs.Arg(0), *limits)
+	var g *ir.Graph
+	err := step("reading "+filepath.Base(fs.Arg(0)), func() (err error) { // an .onnx import of a large model takes seconds
+		g, err = readGraph(fs.Arg(0), *limits)
+		return err
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -92,7 +97,7 @@ func runCmd(args []string) int {
 		return fail(err)
 	}
 	opts.Fast = *fast
-	res, err := lib.Run(context.Background(), g, opts)
+	res, err := runOnce(context.Background(), g, opts, filepath.Base(fs.Arg(0)))
 	if err != nil {
 		return fail(err)
 	}
