@@ -3,10 +3,10 @@ package c
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
-	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -101,9 +101,10 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 			v = fmt.Sprintf("%dLL", n.Ints[0])
 		}
 		loop(y + "[i] = " + typedStore(n.DType, v) + ";")
+	case n.Op == ir.OpReshape: // the same elements in the same order
+		loop(fmt.Sprintf("%s[i] = %s[i];", y, arg(0)))
 	case info.View:
-		emitTable(b, i, cpuref.ViewSources(g, n))
-		loop(fmt.Sprintf("%s[i] = %s[src%d[i]];", y, arg(0), i))
+		strided(b, n.Shape, viewStrides(g, n), fmt.Sprintf("%s[i] = %s[s];", y, arg(0)))
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
 	case n.Op == ir.OpGather:
@@ -120,13 +121,15 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		fmt.Fprintf(b, "\tfor (t_i64 o = 0, i = 0; o < %d; o++) for (t_i64 j = 0; j < %d; j++) {\n", outer, q)
 		fmt.Fprintf(b, "\t\tt_i64 v = (t_i64)%s[j];\n\t\tif (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; }\n\t\tif (v < 0) v += %d;\n", arg(1), d, d, FaultIndex, i, d)
 		fmt.Fprintf(b, "\t\tfor (t_i64 k = 0; k < %d; k++, i++) %s[i] = %s[(o * %d + v) * %d + k];\n\t}\n", inner, y, arg(0), d, inner)
-	case n.Op == ir.OpGatherElements: // each element at its own position but the axis coordinate: a base table plus v·stride
+	case n.Op == ir.OpGatherElements: // each element at its own position but the axis coordinate, then v·stride
 		ds := g.Nodes[n.Args[0]].Shape
 		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
-		stride := ds[ax+1:].Len()
-		emitTable(b, i, ir.AlongAxisSources(ds, n.Shape, ax, make([]int64, m)))
-		fmt.Fprintf(b, "	for (t_i64 i = 0; i < %d; i++) {\n\t\tt_i64 v = (t_i64)%s[i];\n\t\tif (v < -%d || v >= %d) { *fault = %d; return; }\n\t\tif (v < 0) v += %d;\n", m, arg(1), ds[ax], ds[ax], FaultIndex, ds[ax])
-		fmt.Fprintf(b, "\t\t%s[i] = %s[src%d[i] + v * %d];\n\t}\n", y, arg(0), i, stride)
+		st := rowMajor(ds)
+		d := ds[ax]
+		strides := slices.Clone(st)
+		strides[ax] = 0
+		strided(b, n.Shape, strides, fmt.Sprintf("t_i64 v = (t_i64)%s[i]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d; %s[i] = %s[s + v * %d];",
+			arg(1), d, d, FaultIndex, i, d, y, arg(0), st[ax]))
 	case n.Op.IsReduction():
 		return emitTypedReduce(b, g, i)
 	case info.Elementwise && len(n.Args) <= 2:
@@ -159,47 +162,115 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 	return nil
 }
 
-// emitTable writes src as the static table src<i>.
-func emitTable(b *strings.Builder, i int, src []int) { emitTableNamed(b, fmt.Sprintf("src%d", i), src) }
-
-// emitTableNamed writes src as the static table name.
-func emitTableNamed(b *strings.Builder, name string, src []int) {
-	parts := make([]string, len(src))
-	for k, v := range src {
-		parts[k] = fmt.Sprint(v)
+// rowMajor returns the strides of a row-major tensor of shape s.
+func rowMajor(s ir.Shape) []int {
+	st := make([]int, len(s))
+	k := 1
+	for d := len(s) - 1; d >= 0; d-- {
+		st[d], k = k, k*s[d]
 	}
-	fmt.Fprintf(b, "\tstatic const t_i64 %s[%d] = {%s};\n", name, len(src), strings.Join(parts, ","))
+	return st
+}
+
+// viewStrides returns, per dimension of view n's shape, the stride of its
+// operand's elements along it (0 where a broadcast repeats them): element
+// c of n is the operand's Σ c[d]·strides[d], cpuref.ViewSources' map.
+func viewStrides(g *ir.Graph, n *ir.Node) []int {
+	from := g.Nodes[n.Args[0]].Shape
+	st := rowMajor(from)
+	out := make([]int, len(n.Shape))
+	switch n.Op {
+	case ir.OpTranspose: // the last two axes swapped
+		copy(out, st)
+		r := len(out)
+		out[r-2], out[r-1] = st[r-1], st[r-2]
+	case ir.OpPermute: // output axis d is the operand's perm[d]
+		for d, p := range n.Op.Attr(n.Attrs, "perm") {
+			out[d] = st[p]
+		}
+	case ir.OpBroadcast: // right-aligned; a dimension of 1 repeats
+		off := len(n.Shape) - len(from)
+		for d := off; d < len(n.Shape); d++ {
+			if from[d-off] == n.Shape[d] {
+				out[d] = st[d-off]
+			}
+		}
+	default:
+		panic("codegen/c: viewStrides of " + n.Op.String() + ", a view without its strides")
+	}
+	return out
+}
+
+// strided writes body once per element of shape, in row-major order, with
+// i the element's index and s Σ c[d]·strides[d] over its coordinates c:
+// nested loops, one per dimension of more than one element, so that a
+// view or an indexed row costs no table of the tensor's size in the unit.
+func strided(b *strings.Builder, shape ir.Shape, strides []int, body string) {
+	b.WriteString("\t{\n\t\tt_i64 i = 0;\n")
+	var terms []string
+	depth := 0
+	for d, n := range shape {
+		if n == 1 {
+			continue
+		}
+		fmt.Fprintf(b, "\t\t%sfor (t_i64 c%d = 0; c%d < %d; c%d++)\n", strings.Repeat("\t", depth), d, d, n, d)
+		if strides[d] != 0 {
+			terms = append(terms, fmt.Sprintf("c%d * %d", d, strides[d]))
+		}
+		depth++
+	}
+	if len(terms) == 0 {
+		terms = []string{"0"}
+	}
+	fmt.Fprintf(b, "\t\t%s{ t_i64 s = %s; %s i++; }\n\t}\n", strings.Repeat("\t", depth), strings.Join(terms, " + "), body)
+}
+
+// offsetExpr returns the C of ir.Offset(dims, v): v's digits in the mixed
+// radix of the dims' sizes, each times its stride.
+func offsetExpr(dims []ir.Dim, v string) string {
+	if len(dims) == 0 {
+		return "0"
+	}
+	var terms []string
+	radix := 1
+	for d := len(dims) - 1; d >= 0; d-- {
+		digit := v
+		if radix > 1 {
+			digit = fmt.Sprintf("(%s / %d)", v, radix)
+		}
+		if d > 0 {
+			digit = fmt.Sprintf("%s %% %d", digit, dims[d].Size)
+		}
+		terms = append(terms, fmt.Sprintf("(%s) * %d", digit, dims[d].Stride))
+		radix *= dims[d].Size
+	}
+	return strings.Join(terms, " + ")
 }
 
 // emitTypedReduce writes a reduction: integers combine their leaves in
 // order by the row's Combine (wrapping add, max: any order is the tree's
 // value); floats by the reference's contiguous pairwise tree over the
 // leaves padded with the Identity to a power of two, each combination
-// rounded to the dtype.
+// rounded to the dtype. The tree is walked as a binary counter (leaf r
+// combined with the pending subtrees its carries close), which makes the
+// same combinations in the same order while holding one partial result
+// per level: no array of the leaves, which a large reduction would
+// overflow the stack with (wasm's is 64 KiB).
 func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 	n := &g.Nodes[i]
 	a := g.Nodes[n.Args[0]]
 	red := ir.ReductionOf(a.Shape, n.Shape)
-	var bases, leaves []int
-	for o := range red.Outputs {
-		bases = append(bases, ir.Offset(red.Kept, o))
-	}
-	for r := range red.Leaves {
-		leaves = append(leaves, ir.Offset(red.Reduced, r))
-	}
-	fmt.Fprintf(b, "\t{\n")
-	emitTable(b, i, bases)
-	emitTableNamed(b, fmt.Sprintf("src_%d", i+1), leaves)
 	x := fmt.Sprintf("((%s *)b[%d])", StorageType(a.DType), n.Args[0])
 	y := fmt.Sprintf("((%s *)b[%d])", StorageType(n.DType), i)
 	comb := n.Op.Info().Combine
-	lt := fmt.Sprintf("src_%d", i+1)
+	leaf := func(r string) string { return typedLoad(a.DType, x+"[base + "+offsetExpr(red.Reduced, r)+"]") }
+	fmt.Fprintf(b, "\tfor (t_i64 o = 0; o < %d; o++) {\n\t\tconst t_i64 base = %s;\n", red.Outputs, offsetExpr(red.Kept, "o"))
 	if !a.DType.IsFloat() {
 		row := intRows[comb]
-		fmt.Fprintf(b, "\t\tfor (t_i64 o = 0; o < %d; o++) {\n\t\t\tt_i64 acc = %s;\n", red.Outputs, typedLoad(a.DType, x+"[src"+fmt.Sprint(i)+"[o]]"))
-		fmt.Fprintf(b, "\t\t\tfor (t_i64 r = 1; r < %d; r++) { t_i64 v = %s; acc = (t_i64)%s; }\n", red.Leaves,
-			typedLoad(a.DType, x+"[src"+fmt.Sprint(i)+"[o] + "+lt+"[r]]"), typedStore(a.DType, row(a.DType, "acc", "v")))
-		fmt.Fprintf(b, "\t\t\t%s[o] = %s;\n\t\t}\n\t}\n", y, typedStore(n.DType, "acc"))
+		fmt.Fprintf(b, "\t\tt_i64 acc = %s;\n", leaf("0"))
+		fmt.Fprintf(b, "\t\tfor (t_i64 r = 1; r < %d; r++) { t_i64 v = %s; acc = (t_i64)%s; }\n", red.Leaves,
+			leaf("r"), typedStore(a.DType, row(a.DType, "acc", "v")))
+		fmt.Fprintf(b, "\t\t%s[o] = %s;\n\t}\n", y, typedStore(n.DType, "acc"))
 		return nil
 	}
 	f, ok := floatRows[comb]
@@ -209,19 +280,22 @@ func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 	if comb == ir.OpMaximum { // the reference's maximum: NaN wins (a's first), -0 < +0
 		f = func(p, q string) string { return "fmax_ref(" + p + ", " + q + ")" }
 	}
-	p := 1
+	p, levels := 1, 1
 	for p < red.Leaves {
-		p *= 2
+		p, levels = p*2, levels+1
 	}
-	fmt.Fprintf(b, "\t\tfloat t[%d];\n\t\tfor (t_i64 o = 0; o < %d; o++) {\n", p, red.Outputs)
-	fmt.Fprintf(b, "\t\t\tfor (t_i64 r = 0; r < %d; r++) t[r] = r < %d ? %s : F(0x%08xu);\n", p, red.Leaves,
-		typedLoad(a.DType, x+"[src"+fmt.Sprint(i)+"[o] + "+lt+"[r < "+fmt.Sprint(red.Leaves)+" ? r : 0]]"), n.Op.Info().Identity)
-	round := map[ir.DType]string{ir.F32: "", ir.F16: "f16_float(f16_bits", ir.BF16: "bf16_float(bf16_bits"}[a.DType]
-	closing := ""
-	if round != "" {
-		closing = ")"
+	round := func(v string) string {
+		switch a.DType {
+		case ir.F16:
+			return "f16_float(f16_bits(" + v + "))"
+		case ir.BF16:
+			return "bf16_float(bf16_bits(" + v + "))"
+		}
+		return v
 	}
-	fmt.Fprintf(b, "\t\t\tfor (t_i64 w = %d; w >= 1; w /= 2) for (t_i64 k = 0; k < w; k++) t[k] = %s(%s)%s;\n", p/2, round, f("t[2*k]", "t[2*k+1]"), closing)
-	fmt.Fprintf(b, "\t\t\t%s[o] = %s;\n\t\t}\n\t}\n", y, typedStore(n.DType, "t[0]"))
+	fmt.Fprintf(b, "\t\tfloat st[%d];\n\t\tfor (t_i64 r = 0; r < %d; r++) {\n", levels, p)
+	fmt.Fprintf(b, "\t\t\tfloat v = r < %d ? %s : F(0x%08xu);\n", red.Leaves, leaf("r"), n.Op.Info().Identity)
+	fmt.Fprintf(b, "\t\t\tint l = 0;\n\t\t\tfor (t_i64 k = r; k & 1; k >>= 1, l++) v = %s;\n\t\t\tst[l] = v;\n\t\t}\n", round(f("st[l]", "v")))
+	fmt.Fprintf(b, "\t\t%s[o] = %s;\n\t}\n", y, typedStore(n.DType, fmt.Sprintf("st[%d]", levels-1)))
 	return nil
 }

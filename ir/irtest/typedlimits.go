@@ -181,6 +181,12 @@ func TypedFaults() []Case {
 			i := b.TypedInput("i", ir.I64, ir.Shape{3}, nil, []int64{0, idx, 1})
 			b.Output("y", x.Gather(i, 0))
 		})
+		add("gather-elements-index-"+itoa64(idx), func(b *ir.Builder) {
+			x := b.TypedInput("x", ir.I8, ir.Shape{2, 3}, nil, []int64{1, 2, 3, 4, 5, 6})
+			i := b.TypedInput("i", ir.I32, ir.Shape{2, 2}, nil, []int64{0, -3, 2, max(min(idx, math.MaxInt32), math.MinInt32)})
+			b.Output("ok", x.Add(x))
+			b.Output("y", x.GatherElements(i, 1))
+		})
 	}
 	return cs
 }
