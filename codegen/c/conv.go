@@ -8,24 +8,49 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// convPrelude holds the convolution's register tile (see conv). Natively
-// with AVX2 a tile is 4 output channels × 16 pixels of one output row in 8
-// ymm accumulators; otherwise (SSE, and wasm, which is built without
-// SIMD128 and runs the same C on scalars) 2 channels × 16 pixels in 4-lane
-// vectors.
+// convPrelude holds the convolution's register tile (see conv): CV_R
+// output channels × CV_W pixels of one output row. Natively with AVX2 4
+// channels × 16 pixels in 8 ymm accumulators; with SSE 2 × 16 in 4-lane
+// vectors. wasm gets tiles that fit the 16 XMM registers wazero allocates:
+// with SIMD128 4 channels × 8 pixels (8 v128 accumulators), without it
+// (its vectors become scalars) 2 × 4, 8 scalar accumulators; the 2 × 16
+// tile it had, 32 scalars, spilled on every product (a 1×1 conv of 480
+// channels on 6×80 took 571 ms under wazero, 3.2 natively).
 const convPrelude = `
 #if defined(__AVX2__) && !defined(__wasm__)
 typedef float cvec __attribute__((vector_size(32)));
 #define CV_VL 8
 #define CV_R 4
+#define CV_W 16
+#elif defined(__wasm__) && defined(__wasm_simd128__)
+typedef float cvec __attribute__((vector_size(16)));
+#define CV_VL 4
+#define CV_R 4
+#define CV_W 8
+#elif defined(__wasm__)
+typedef float cvec __attribute__((vector_size(16)));
+#define CV_VL 4
+#define CV_R 2
+#define CV_W 4
 #else
 typedef float cvec __attribute__((vector_size(16)));
 #define CV_VL 4
 #define CV_R 2
+#define CV_W 16
 #endif
-#define CV_NV (16 / CV_VL)
+#define CV_NV (CV_W / CV_VL)
+/* CV_SPLAT and CV_GATHER build a vector element by element with constant indices: a loop storing
+ * lanes by a variable index goes through the stack when the vectors are scalars (wasm without
+ * SIMD128), three memory operations per lane in the innermost loop. */
+#if CV_VL == 8
+#define CV_SPLAT(s) ((cvec){(s), (s), (s), (s), (s), (s), (s), (s)})
+#define CV_GATHER(p, st) ((cvec){(p)[0], (p)[(st)], (p)[2 * (st)], (p)[3 * (st)], (p)[4 * (st)], (p)[5 * (st)], (p)[6 * (st)], (p)[7 * (st)]})
+#else
+#define CV_SPLAT(s) ((cvec){(s), (s), (s), (s)})
+#define CV_GATHER(p, st) ((cvec){(p)[0], (p)[(st)], (p)[2 * (st)], (p)[3 * (st)]})
+#endif
 
-/* cv_tile computes R output channels × 16 pixels into t[r*16 + q]: x is the window at the tile's first
+/* cv_tile computes R output channels × CV_W pixels into t[r*CV_W + q]: x is the window at the tile's first
  * tap (row stride ww, channel stride cs, pixel stride sw), wp the R channels' weights, R per tap, taps
  * (c, kh, kw) ascending. Each lane is one output: one accumulator from +0, a rounded product and a
  * rounded add per tap. */
@@ -34,26 +59,20 @@ static inline __attribute__((always_inline)) void cv_tile(float *restrict t, con
 	cvec acc[CV_R][CV_NV];
 	for (int r = 0; r < R; r++)
 		for (int v = 0; v < CV_NV; v++)
-			for (int l = 0; l < CV_VL; l++)
-				acc[r][v][l] = F(0u);
+			acc[r][v] = CV_SPLAT(F(0u));
 	for (idx c = 0; c < cg; c++)
 		for (idx i = 0; i < kh; i++)
 			for (idx j = 0; j < kw; j++) {
 				const float *restrict xp = x + c * cs + i * dh * ww + j * dw;
 				cvec xv[CV_NV];
 				for (int v = 0; v < CV_NV; v++) {
-					if (sw == 1) {
+					if (sw == 1)
 						__builtin_memcpy(&xv[v], xp + v * CV_VL, sizeof xv[v]);
-					} else {
-						for (int l = 0; l < CV_VL; l++)
-							xv[v][l] = xp[(v * CV_VL + l) * sw];
-					}
+					else
+						xv[v] = CV_GATHER(xp + v * CV_VL * sw, sw);
 				}
 				for (int r = 0; r < R; r++) {
-					const float s = wp[r];
-					cvec wv;
-					for (int l = 0; l < CV_VL; l++)
-						wv[l] = s;
+					const cvec wv = CV_SPLAT(wp[r]);
 					for (int v = 0; v < CV_NV; v++) {
 						const cvec p = xv[v] * wv;
 						acc[r][v] = acc[r][v] + p;
@@ -63,7 +82,7 @@ static inline __attribute__((always_inline)) void cv_tile(float *restrict t, con
 			}
 	for (int r = 0; r < R; r++)
 		for (int v = 0; v < CV_NV; v++)
-			__builtin_memcpy(t + r * 16 + v * CV_VL, &acc[r][v], sizeof acc[r][v]);
+			__builtin_memcpy(t + r * CV_W + v * CV_VL, &acc[r][v], sizeof acc[r][v]);
 }
 `
 
@@ -154,14 +173,14 @@ func conv(b *strings.Builder, k *ir.Kernel) int {
 	strips := func(first, count, rows string) {
 		fmt.Fprintf(b, "\t\tfor (idx s = %s; s < %s; s++)\n", first, count)
 		b.WriteString("\t\tfor (idx oh = oh0; oh < oh1; oh++)\n")
-		fmt.Fprintf(b, "\t\tfor (idx ow0 = 0; ow0 < %s; ow0 += 16) {\n", u(c.OW))
-		fmt.Fprintf(b, "\t\t\tfloat t[CV_R * 16];\n")
+		fmt.Fprintf(b, "\t\tfor (idx ow0 = 0; ow0 < %s; ow0 += CV_W) {\n", u(c.OW))
+		fmt.Fprintf(b, "\t\t\tfloat t[CV_R * CV_W];\n")
 		fmt.Fprintf(b, "\t\t\tcv_tile(t, wpk + s * CV_R * %s, win + (oh - oh0) * %s * %s + ow0 * %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n",
 			u(taps), u(c.SH), u(g.ww), u(c.SW), u(c.CG), u(c.KH), u(c.KW), u(c.DH), u(c.DW), u(c.SW), u(g.ww), u(cs), rows)
 		fmt.Fprintf(b, "\t\t\tfor (idx r = 0; r < %s; r++)\n", rows)
-		fmt.Fprintf(b, "\t\t\tfor (idx q = 0; q < 16 && ow0 + q < %s; q++) {\n", u(c.OW))
+		fmt.Fprintf(b, "\t\t\tfor (idx q = 0; q < CV_W && ow0 + q < %s; q++) {\n", u(c.OW))
 		fmt.Fprintf(b, "\t\t\t\tconst idx at = ((n * %s + g * %s + s * CV_R + r) * %s + oh) * %s + ow0 + q;\n", u(c.M), u(c.MG), u(c.OH), u(c.OW))
-		b.WriteString("\t\t\t\tconst float acc = t[r * 16 + q];\n")
+		b.WriteString("\t\t\t\tconst float acc = t[r * CV_W + q];\n")
 		b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 4))
 		b.WriteString(codegen.Indent(stores(k, "at"), 4))
 		b.WriteString("\t\t\t}\n\t\t}\n")

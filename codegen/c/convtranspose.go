@@ -23,7 +23,27 @@ typedef float cvec __attribute__((vector_size(16)));
 #define CV_VL 4
 #endif
 #endif
+#ifndef CV_SPLAT
+/* CV_SPLAT and CV_GATHER build a vector element by element with constant indices: a loop storing
+ * lanes by a variable index goes through the stack when the vectors are scalars (wasm without
+ * SIMD128), three memory operations per lane in the innermost loop. */
+#if CV_VL == 8
+#define CV_SPLAT(s) ((cvec){(s), (s), (s), (s), (s), (s), (s), (s)})
+#define CV_GATHER(p, st) ((cvec){(p)[0], (p)[(st)], (p)[2 * (st)], (p)[3 * (st)], (p)[4 * (st)], (p)[5 * (st)], (p)[6 * (st)], (p)[7 * (st)]})
+#else
+#define CV_SPLAT(s) ((cvec){(s), (s), (s), (s)})
+#define CV_GATHER(p, st) ((cvec){(p)[0], (p)[(st)], (p)[2 * (st)], (p)[3 * (st)]})
+#endif
+#endif
+/* CT_ACC accumulator vectors, strips of CT_R channels: 8 natively and with SIMD128; 2 (8 scalars)
+ * in wasm without it, whose vectors become scalars that must fit wazero's 16 registers. */
+#if defined(__wasm__) && !defined(__wasm_simd128__)
+#define CT_ACC 2
+#define CT_R 2
+#else
 #define CT_ACC 8
+#define CT_R 4
+#endif
 
 /* ct_tile computes R output channels × NV·CV_VL adjacent columns of one residue class into
  * t[r*ld + q]. x points at the group's first channel at the lanes' first column for an input
@@ -36,24 +56,20 @@ static inline __attribute__((always_inline)) void ct_tile(float *restrict t, con
 	int ntap, idx xsw, int R, int NV, int ld) {
 	cvec acc[CT_ACC];
 	for (int a = 0; a < R * NV; a++)
-		for (int l = 0; l < CV_VL; l++)
-			acc[a][l] = F(0u);
+		acc[a] = CV_SPLAT(F(0u));
 	for (idx c = 0; c < cg; c++)
 		for (int j = 0; j < ntap; j++) {
 			const float *restrict xp = x + c * xsc + xo[j];
 			const float *restrict w = wp + c * wsc + wo[j];
 			cvec wv[CT_ACC];
 			for (int r = 0; r < R; r++)
-				for (int l = 0; l < CV_VL; l++)
-					wv[r][l] = w[r];
+				wv[r] = CV_SPLAT(w[r]);
 			for (int v = 0; v < NV; v++) {
 				cvec xv;
-				if (xsw == 1) {
+				if (xsw == 1)
 					__builtin_memcpy(&xv, xp + v * CV_VL, sizeof xv);
-				} else {
-					for (int l = 0; l < CV_VL; l++)
-						xv[l] = xp[(v * CV_VL + l) * xsw];
-				}
+				else
+					xv = CV_GATHER(xp + v * CV_VL * xsw, xsw);
 				for (int r = 0; r < R; r++) {
 					const cvec p = xv * wv[r];
 					acc[r * NV + v] = acc[r * NV + v] + p;
@@ -197,13 +213,14 @@ func convTranspose(b *strings.Builder, k *ir.Kernel) int {
 		b.WriteString(codegen.Indent(stores(k, "at"), 6))
 		b.WriteString("\t\t\t\t\t}\n\t\t\t\t\tq0 += cnt;\n\t\t\t\t}\n\t\t\t}\n")
 	}
-	// Strips of R channels: 4 while 4 remain (or all of a group of fewer),
-	// then the rest.
-	r := min(4, c.MG)
-	strip("0", u(r), u(c.MG/r*r), u(r))
-	if c.MG%r != 0 {
-		strip(u(c.MG/r*r), u(c.MG%r), u(c.MG), u(c.MG%r))
-	}
+	// Strips of RS = CT_R channels (or all of a group of fewer), then the
+	// rest.
+	mg := u(c.MG)
+	fmt.Fprintf(b, "\t\t\tenum { RS = CT_R < %s ? CT_R : %s };\n", mg, mg)
+	strip("0", "RS", mg+" / RS * RS", "RS")
+	fmt.Fprintf(b, "\t\t\tif (%s %% RS != 0) {\n", mg)
+	strip(mg+" / RS * RS", mg+" % RS", mg, "("+mg+" % RS ? "+mg+" % RS : 1)")
+	b.WriteString("\t\t\t}\n")
 	b.WriteString("\t\t}\n\t}\n")
 	return c.N * c.Group * c.OH
 }
