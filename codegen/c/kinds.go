@@ -54,6 +54,7 @@ var writers = [ir.NumKernelKinds]writer{
 			c := ir.ConvTranspose2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
 			return int64(c.N*c.C*c.H*c.W)*int64(c.MG*c.KH*c.KW)*2 + int64(c.N*c.M*c.OH*c.OW)*bodyWork(k)
 		}},
+	ir.KernelAttention: {write: tiled(attention), prelude: attentionPrelude, work: attentionWork},
 	ir.KernelPool: {write: tiled(nested),
 		work: func(k *ir.Kernel) int64 {
 			c := ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs)
