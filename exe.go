@@ -29,15 +29,29 @@ type Executable struct {
 	// (compileTyped); plan is nil.
 	typed    *ir.Graph
 	typedExe backend.TypedExecutable
+	// split is, for a typed graph on a backend other than cpu, its
+	// segments (split.go); plan, exe and typed are nil.
+	split *split
+	// segment marks one segment of a split graph: its inputs and outputs
+	// are the graph's intermediates, which the host's finiteness policy
+	// does not check (the split graph checks its own edges).
+	segment bool
 }
 
 // Plan returns the sealed plan the executable runs (nil for a typed
-// graph's, which the cpu backend evaluates without kernels).
+// graph's: the cpu backend evaluates it without kernels, others run it
+// as segments or with their typed code).
 func (e *Executable) Plan() *Plan { return e.plan }
 
 // Kernels returns the number of kernels a run dispatches.
 func (e *Executable) Kernels() int {
 	switch {
+	case e.split != nil:
+		n := 0
+		for _, x := range e.split.segs {
+			n += x.Kernels()
+		}
+		return n
 	case e.typedExe != nil: // the backend's typed code: one function
 		return 1
 	case e.typed != nil: // the reference's evaluation on cpu
@@ -62,6 +76,9 @@ func (e *Executable) Release() {
 }
 
 func (e *Executable) releaseLocked() {
+	if e.split != nil {
+		e.releaseSplitLocked()
+	}
 	if e.typedExe != nil {
 		e.typedExe.Release()
 		e.typedExe = nil
@@ -103,6 +120,9 @@ func (e *Executable) Run(ctx context.Context, in Inputs) (*Result, error) {
 // checked (shape, finite values) and copied to the device; each
 // DeviceTensor input is used where it is. Every kernel runs once.
 func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
+	if e.split != nil { // each segment's run locks
+		return e.runSplit(ctx, in, opts)
+	}
 	start := time.Now()
 	rt := e.rt
 	rt.mu.Lock()
@@ -136,7 +156,7 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 	if rt.dev == nil {
 		return nil, rt.errClosed()
 	}
-	if e.typed != nil {
+	if e.typed != nil || e.split != nil {
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith")
 	}
 	if e.exe == nil {
@@ -144,7 +164,7 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 	}
 	p := e.plan.Program
 	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{},
-		NonFinite: rt.opts.Limits.NonFinite}
+		NonFinite: rt.opts.Limits.NonFinite || e.segment}
 	need, err := e.args(ctx, rt, in, call)
 	if err != nil {
 		return nil, err
@@ -272,7 +292,7 @@ func (e *Executable) args(ctx context.Context, rt *Runtime, in Inputs, call *bac
 			// A backend that checks values while it copies them spares
 			// the data a second pass.
 			check := checkHost
-			if rt.info.ChecksHost || rt.opts.Limits.NonFinite {
+			if rt.info.ChecksHost || rt.opts.Limits.NonFinite || e.segment {
 				check = checkShape
 			}
 			if err := check(pi.Name, pi.Shape, v.Shape, v.Data); err != nil {

@@ -140,6 +140,12 @@ func (res *Result) mergeCompile(e *Executable) {
 
 // addCompile adds what sealing and loading e took to t.
 func addCompile(t *Timings, e *Executable) {
+	if e.split != nil {
+		for _, x := range e.split.segs {
+			addCompile(t, x)
+		}
+		return
+	}
 	passes := 0.0
 	if e.plan != nil { // a typed graph has none: it is not sealed
 		passes = e.plan.PassesMs

@@ -238,7 +238,10 @@ func Run(ctx context.Context, g *ir.Graph, opts Options) (*Result, error) {
 // and the mode of Options.Fast).
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
 	if Typed(g) && rt.typedRunner() {
-		return rt.compileTyped(ctx, g)
+		if rt.info.Name == "cpu" {
+			return rt.compileTyped(ctx, g)
+		}
+		return rt.compileSplit(ctx, g)
 	}
 	popts := rt.opts.Passes
 	if popts.TileFor == nil {

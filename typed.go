@@ -38,7 +38,13 @@ func (rt *Runtime) typedRunner() bool {
 // it elsewhere (an op its code does not hold is unsupported, naming the
 // node).
 func (rt *Runtime) compileTyped(ctx context.Context, g *ir.Graph) (*Executable, error) {
-	if err := ir.Validate(g, rt.opts.Limits); err != nil {
+	return rt.compileTypedWith(ctx, g, rt.opts.Limits)
+}
+
+// compileTypedWith is compileTyped validating g against limits (a split
+// graph's segment's: segmentLimits).
+func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.Limits) (*Executable, error) {
+	if err := ir.Validate(g, limits); err != nil {
 		return nil, err
 	}
 	rt.mu.Lock()
@@ -90,7 +96,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		if !ok {
 			return nil, ir.Errorf(ir.CodeUnsupported, id, name, "input %s: a typed graph takes host tensors (NewTensor) so far", ir.Quote(name))
 		}
-		if err := setTypedInput(&g.Nodes[id], name, t, rt.opts.Limits.NonFinite); err != nil {
+		if err := setTypedInput(&g.Nodes[id], name, t, rt.opts.Limits.NonFinite || e.segment); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +122,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	for _, o := range g.Outputs {
 		v := vals[o.ID]
 		data := slices.Clone(v.F)
-		if rt.opts.Limits.NonFinite {
+		if rt.opts.Limits.NonFinite || e.segment {
 			canonicalNaN(data)
 		} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
 			return nil, err
