@@ -29,6 +29,8 @@
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the issue's shapes, and transfers
+#   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
+#            beside PyTorch's embedding
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
 set -u
@@ -158,12 +160,18 @@ suite_tune() {
 	timeout -s INT 360 $BIN/gpucc bench --tune --fast --tune-shapes $s --tune-budget 15s --tune-reps 5 --tune-table "$OUT/h200.json" >"$OUT/tune.json" 2>>"$OUT/visit.log"
 	log "tune: exit $?"
 }
+suite_gather() {
+	warm
+	benches bench_gather.txt 120 bench 'EmbeddingGather' 50x GPUCC_BENCH_BACKENDS=webgpu
+	timeout 60 python3 bench/torch_gather.py 50257 768 4096 >"$OUT/torch_gather.json" 2>>"$OUT/visit.log"
+	log "torch_gather.py: exit $?"
+}
 suite_transformers() {
 	timeout 240 python3 onnx/testdata/transformers/export.py "$OUT/transformers" >"$OUT/transformers.txt" 2>&1
 	log "transformers export.py: exit $? ($(ls "$OUT/transformers" 2>/dev/null | wc -l) files)"
 }
 
-[ $# -gt 0 ] || { sed -n '2,32p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,34p' "$0"; exit 2; }
 date -u >"$OUT/date.txt"; nvidia-smi -L >>"$OUT/date.txt" 2>&1
 $BIN/gpucc info >"$OUT/info.json" 2>>"$OUT/visit.log"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>/dev/null &
