@@ -238,7 +238,7 @@ func Run(ctx context.Context, g *ir.Graph, opts Options) (*Result, error) {
 // and the mode of Options.Fast).
 func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error) {
 	if Typed(g) && rt.typedRunner() {
-		if rt.info.Name == "cpu" {
+		if rt.info.Name == "cpu" || rt.info.TypedIslands {
 			return rt.compileTyped(ctx, g)
 		}
 		return rt.compileSplit(ctx, g)

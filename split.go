@@ -13,7 +13,9 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// A typed graph on a backend other than cpu runs as segments (issue 32):
+// A typed graph on native or wasm runs as segments (issue 32; a device
+// whose typed code runs float32 islands itself, backend.Info.TypedIslands
+// as webgpu's does, on the device, gets the whole graph):
 // the float32 work (matmuls, row ops, convolutions) through the compiler,
 // fused and tiled as any float32 graph, and the typed work (token ids,
 // gathers, casts, masks) through the backend's typed code

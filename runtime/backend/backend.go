@@ -77,6 +77,12 @@ type Info struct {
 	// failing with a *NonFiniteOutputError; the runtime then does not
 	// scan them itself.
 	ChecksOutputs bool
+	// TypedIslands says that the device's typed code (TypedDevice) runs a
+	// typed graph's float32 stretches as compiled float32 programs itself,
+	// on the device: the runtime then gives it the whole graph instead of
+	// cutting it into float and typed segments with host tensors between
+	// them (gpucc's split.go).
+	TypedIslands bool
 }
 
 // NonFiniteOutputError is a host output holding ±Inf or NaN, found by a
