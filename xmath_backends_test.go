@@ -11,8 +11,8 @@ import (
 	"github.com/gpucc/gpucc/ir/irtest"
 )
 
-// TestXMathPairs: division (and the unary ops built on it and on square
-// root: sqrt, rsqrt, sigmoid, tanh) over irtest.DivPairs, about 340,000
+// TestXMathPairs: division and the unary ops that ir/xmath.go defines by
+// float steps (sqrt, rsqrt, exp, log, sigmoid, tanh) over irtest.DivPairs, about 340,000
 // random, near-midpoint, subnormal, exponent-sweep and edge pairs, give
 // cpuref's bits on every backend: webgpu runs ir's float definitions
 // (lavapipe here; on the H200 through `bench/device.sh exact`), native and
@@ -30,6 +30,8 @@ func TestXMathPairs(t *testing.T) {
 		b.Output("rsqrt", x.Rsqrt())
 		b.Output("sigmoid", x.Apply(ir.OpSigmoid))
 		b.Output("tanh", x.Tanh())
+		b.Output("exp", x.Exp())
+		b.Output("log", x.Log())
 		g, err := b.Build(lim)
 		if err != nil {
 			t.Fatal(err)

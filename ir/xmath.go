@@ -72,17 +72,24 @@ func unpack(c fclass) (m, e *X) {
 // equal, bit for bit, to the long division and digit-by-digit root they
 // replaced.
 
-// sigExp returns, for a finite non-zero float, its significand as a
-// float in [1, 2) and its biased exponent plus 64 (a subnormal's is below
-// 1: its fraction becomes a normal float, frac·2^-23 = x·2^126, exactly),
-// so that |x| = s·2^(e-64-127). Zeros, infinities and NaN give garbage.
-func sigExp(c fclass) (s, e *X) {
-	sub := shr(c.abs, 23).UEq(U(0))
-	t := c.bits.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat().Sub(F(1))
-	w := If(sub, t.AsBits(), c.abs)
+// sigExp returns, for a finite non-zero float with magnitude bits abs,
+// its significand as a float in [1, 2) and its biased exponent as a u32
+// (a subnormal's is 0 or below, wrapped: its fraction becomes a normal
+// float, frac·2^-23 = x·2^126, exactly), so that |x| = s·2^(e-127).
+// Zeros, infinities and NaN give garbage.
+func sigExp(abs *X) (s, e *X) {
+	sub := abs.ULt(U(0x800000))
+	t := abs.Or(U(0x3f800000)).AsFloat().Sub(F(1))
+	w := If(sub, t.AsBits(), abs)
 	s = w.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
-	return s, shr(w, 23).UAdd(U(64)).USub(If(sub, U(126), U(0)))
+	return s, shr(w, 23).USub(If(sub, U(126), U(0)))
 }
+
+// opaque is the constant v as a bitcast, which renderers treat as a value,
+// not a literal: a subtrahend they keep (codegen.Lang.Keep), so that no
+// compiler folds (x + c) - c into x where a target has no constant slots
+// to hide c in (GLSL).
+func opaque(v float32) *X { return U(math.Float32bits(v)).AsFloat() }
 
 // split is Veltkamp's: x = hi + lo exactly, hi with the upper 12 bits of
 // x's significand and lo with at most 12 (the sign included), so that the
@@ -114,23 +121,26 @@ func twoProd(x, xh, xl, y, yh, yl *X) (p, e *X) {
 //  3. r = A - q1·B is then a float (|r| < ulp(q1)·B, a multiple of
 //     ulp(q1)·2^-23), and (A - p) - e with Dekker's p + e = q1·B gives it
 //     exactly (A - p by Sterbenz). Q is above q1's upper midpoint iff
-//     2r > ulp·B, below the lower one iff -2r > ulp'·B (ulp' = ulp/2 when
-//     q1 is a power of two): exact comparisons. Q is never a midpoint (a
-//     25-bit odd significand times B has more than 24 bits), so c24, the
-//     chosen one of q1 - ulp', q1, q1 + ulp, is Q correctly rounded to 24
-//     bits, and the side of Q from c24 is known.
+//     2r > ulp·B, below the lower one iff 2r + ulp'·B < 0 (ulp' = ulp/2
+//     when q1 is a power of two; a rounded sum keeps its exact value's
+//     sign). Q is never a midpoint (a 25-bit odd significand times B has
+//     more than 24 bits), so c24, the chosen one of q1 - ulp', q1,
+//     q1 + ulp, is Q correctly rounded to 24 bits, and the side of Q from
+//     c24 is known.
 //  4. A normal result is c24 with k added to its exponent (±Inf past the
-//     largest). A subnormal one rounds Q to the grid U = 2^(-149-k):
-//     (c24 + 2^23·U) - 2^23·U rounds c24 there, ties to even. No
-//     midpoint of that grid lies strictly between Q and c24 (each is a
-//     point of c24's 24-bit grid), so this is Q's rounding unless c24 is a
-//     midpoint itself and Q is not, where Q's side picks the neighbour.
-//     The result's bits are the integer v/U, read from v/U + 2^23.
+//     largest). A subnormal one is the integer n = Q·2^(149+k) rounded:
+//     z = c24·2^(149+k) (exact, normal) rounded by (z + 2^23) whose bits
+//     less 0x4b000000 are n. No half-integer lies strictly between
+//     Q·2^(149+k) and z (each is a point of c24's 24-bit grid scaled), so
+//     this is Q's rounding unless z is a half-integer itself and Q is not
+//     c24: then z moves half a unit toward Q before rounding.
+//  5. Zeros, infinities and NaN operands select their IEEE results.
 func divBody(a, b *X) *X {
-	ca, cb := classify(a), classify(b)
-	sign := ca.sign.Xor(cb.sign)
-	A, ea := sigExp(ca)
-	B, eb := sigExp(cb)
+	ab, bb := a.AsBits(), b.AsBits()
+	aAbs, bAbs := ab.And(U(absMask)), bb.And(U(absMask))
+	sign := ab.Xor(bb).And(U(signBit))
+	A, ea := sigExp(aAbs)
+	B, eb := sigExp(bAbs)
 	y := F(24.0 / 17).Sub(F(8.0 / 17).Mul(B))
 	for i := 0; i < 2; i++ {
 		y = y.Add(y.Mul(F(1).Sub(B.Mul(y))))
@@ -142,39 +152,37 @@ func divBody(a, b *X) *X {
 	h1, l1 := split(q1)
 	p, e := twoProd(q1, h1, l1, B, hB, lB)
 	r := A.Sub(p).Sub(e)
-	// ulp above q1 (in [½, 2]) and below it
+	// the spacing of floats above q1 (in [½, 2]) and below it
 	qb := q1.AsBits()
-	expo := qb.And(U(expInf))
-	ulp := expo.USub(U(23 << 23)).AsFloat()
-	ulpDown := If(qb.And(U(0x7fffff)).UEq(U(0)), expo.USub(U(24<<23)), expo.USub(U(23<<23))).AsFloat()
+	ulp := qb.And(U(expInf)).USub(U(23 << 23)).AsFloat()
+	ulpDown := qb.USub(U(1)).And(U(expInf)).USub(U(23 << 23)).AsFloat()
 	r2 := r.Add(r)
 	up := r2.Gt(ulp.Mul(B))
-	down := ulpDown.Mul(negX(B)).Gt(r2)
+	down := F(0).Gt(r2.Add(ulpDown.Mul(B)))
 	c24 := If(up, q1.Add(ulp), If(down, q1.Sub(ulpDown), q1))
-	side := If(up, F(-1), If(down, F(1), If(r.Gt(F(0)), F(1), If(F(0).Gt(r), F(-1), F(0))))) // sign of Q - c24
-	// k+512 and the result's biased exponent + 512
-	kOff := ea.UAdd(U(512)).USub(eb)
+	// half a unit toward Q from c24: the sign of Q - c24
+	toward := If(up, F(-0.5), If(down, F(0.5), If(r.Gt(F(0)), F(0.5), If(F(0).Gt(r), F(-0.5), F(0)))))
+	kOff := ea.UAdd(U(512)).USub(eb) // k + 512
 	cb24 := c24.AsBits()
-	x := shr(cb24, 23).UAdd(kOff)
-	// the subnormal grid: k clamped to -152 (8·2^-152 = 2^-149: every Q rounds to 0 from there)
+	x := shr(cb24, 23).UAdd(kOff) // the result's biased exponent + 512
+	// a subnormal result: k clamped to -152 (every Q rounds to 0 from there)
 	kc := If(kOff.ULt(U(512-152)), U(512-152), kOff)
-	big := shl(U(513).USub(kc), 23).AsFloat() // 2^23·U
-	halfBits := shl(U(489).USub(kc), 23)      // U/2
-	inv := shl(kc.USub(U(236)), 23).AsFloat() // 1/U
-	v := c24.Add(big).Sub(big)
-	tie := c24.Sub(v).AsBits().And(U(absMask)).UEq(halfBits)
-	fixed := If(side.Eq(F(0)), v, c24.Add(side.Mul(halfBits.AsFloat())))
-	v = If(tie, fixed, v)
-	subBits := v.Mul(inv).Add(F(1 << 23)).AsBits().USub(U(0x4b000000))
+	z := c24.Mul(shl(kc.USub(U(236)), 23).AsFloat()) // c24·2^(149+k), in [2^-4, 2^23]
+	t := z.Add(F(1 << 23)).Sub(opaque(1 << 23)).Sub(z)
+	z = If(F(0.5).Eq(t.AsBits().And(U(absMask)).AsFloat()), z.Add(toward), z)
+	subBits := z.Add(F(1 << 23)).AsBits().USub(U(0x4b000000))
 	normBits := cb24.UAdd(shl(kOff.USub(U(512)), 23))
-	bits := If(uge(x, U(512+255)), U(expInf), If(x.ULt(U(513)), subBits, normBits))
-	res := sign.Or(bits).AsFloat()
-	nan := bor(bor(ca.nan, cb.nan), bor(band(ca.inf, cb.inf), band(ca.zero, cb.zero)))
-	inf := bor(ca.inf, cb.zero)
-	zero := bor(ca.zero, cb.inf)
-	res = If(zero, sign.AsFloat(), res)
-	res = If(inf, sign.Or(U(expInf)).AsFloat(), res)
-	return If(nan, FBits(qNaN), res)
+	res := If(U(766).ULt(x), U(expInf), If(x.ULt(U(513)), subBits, normBits)).Or(sign).AsFloat()
+	// zeros, infinities and NaN: each select overrides the ones before
+	aZero, bZero := aAbs.UEq(U(0)), bAbs.UEq(U(0))
+	aBig, bBig := U(0x7f7fffff).ULt(aAbs), U(0x7f7fffff).ULt(bAbs) // ±Inf or NaN
+	zero, inf, nan := sign.AsFloat(), sign.Or(U(expInf)).AsFloat(), FBits(qNaN)
+	res = If(aZero, zero, res)
+	res = If(bBig, zero, res)
+	res = If(bZero, If(aZero, nan, inf), res)
+	res = If(aBig, If(bBig, nan, inf), res)
+	res = If(U(expInf).ULt(aAbs), nan, res)
+	return If(U(expInf).ULt(bAbs), nan, res)
 }
 
 // sqrtBody is √x, correctly rounded. x = M·2^(2h) with M in [1, 4):
@@ -183,7 +191,7 @@ func divBody(a, b *X) *X {
 //     Newton steps y·(1.5 - ½M·y²): error ≤ 4.8e-6.
 //  2. q0 = M·y; r0 = M - q0² from Dekker's square (one rounding);
 //     q1 = q0 + r0·y/2 is within ½ ulp + 2^-33 of √M, so faithful, and
-//     clamped to [1, 2 - 2^-23], which keeps it faithful (√M < 2 - 2^-24).
+//     in [1, 2 - 2^-23] (√M < 2 - 2^-24: RN keeps it there).
 //  3. With q1² = p + e (Dekker), d = M - p is exact and a multiple of
 //     u = 2^-23, |e| ≤ u, and T = u·q1 lies in [u, 2u). √M is above q1's
 //     upper midpoint iff M - q1² - T > u²/4; both sides are multiples of
@@ -194,10 +202,9 @@ func divBody(a, b *X) *X {
 //  4. The result is the chosen candidate with h added to its exponent:
 //     never subnormal, never overflowing.
 func sqrtBody(x *X) *X {
-	c := classify(x)
-	s, e := sigExp(c)
-	odd := e.And(U(1)).UEq(U(0)) // e-191, the true exponent, is odd
-	M := If(odd, s.Add(s), s)
+	xb := x.AsBits()
+	s, e := sigExp(xb.And(U(absMask)))
+	M := If(e.And(U(1)).UEq(U(0)), s.Add(s), s) // e-127, the true exponent, is odd: M in [2, 4)
 	y := U(0x5f3759df).USub(shr(M.AsBits(), 1)).AsFloat()
 	halfM := M.Mul(F(0.5))
 	for i := 0; i < 2; i++ {
@@ -206,19 +213,16 @@ func sqrtBody(x *X) *X {
 	q0 := M.Mul(y)
 	p0, e0 := square(q0)
 	q1 := q0.Add(M.Sub(p0).Sub(e0).Mul(y.Mul(F(0.5))))
-	q1 = If(q1.Gt(F(2-0x1p-23)), F(2-0x1p-23), q1)
-	q1 = If(F(1).Gt(q1), F(1), q1)
 	p, err := square(q1)
 	d := M.Sub(p)
 	t := q1.Mul(F(0x1p-23))
 	up := d.Sub(t).Gt(err)
 	down := err.Ge(d.Add(t))
 	v := If(up, q1.Add(F(0x1p-23)), If(down, q1.Sub(F(0x1p-23)), q1))
-	half := shr(e.UAdd(U(1)), 1).USub(U(96)) // ⌊(e-191)/2⌋
+	half := shr(e.UAdd(U(65)), 1).USub(U(96)) // ⌊(e-127)/2⌋ (e+65 > 0)
 	res := v.AsBits().UAdd(shl(half, 23)).AsFloat()
-	special := bor(bor(c.nan, c.zero), bor(c.inf, bnot(c.sign.UEq(U(0)))))
-	neg := band(bnot(c.sign.UEq(U(0))), bnot(bor(c.zero, c.nan)))
-	return If(special, If(neg, FBits(qNaN), x), res)
+	res = If(U(0x7f7ffffe).ULt(xb.USub(U(1))), x, res)                     // ±0, +Inf, NaN (and every negative, for now)
+	return If(xb.USub(U(0x80000001)).ULt(U(0x7f800000)), FBits(qNaN), res) // x < 0: from -min subnormal to -Inf
 }
 
 // square is Dekker's x·x = p + e exactly (x far from overflow and
@@ -262,36 +266,44 @@ func poly(x *X, c ...float32) *X {
 }
 
 // expBody is eˣ: x = k·ln2 + r, |r| ≤ ln2/2 (Cody and Waite), eʳ by Cephes'
-// expf polynomial, then 2^k in two exact factors.
+// expf polynomial, then 2^k in two exact factors. k = round(x·log2 e),
+// halves away from zero: |x·log2 e| + 2^23 rounds it to nearest even (its
+// bits less 0x4b000000 are the integer), and a fraction of exactly ½ adds
+// one. x > 89 gives +Inf, x < -104 +0, NaN x.
 func expBody(x *X) *X {
-	c := classify(x)
-	pos := c.sign.UEq(U(0))
-	over := band(pos, U(0x42b20000).ULt(c.abs))        // x > 89
-	under := band(bnot(pos), U(0x42d00000).ULt(c.abs)) // x < -104
-	out := bor(bor(over, under), c.nan)
-	xc := If(out, F(0), x)
-	kOff := roundInt(xc.Mul(F(math.Log2E)))
+	xb := x.AsBits()
+	over := xb.USub(U(0x42b20001)).ULt(U(0x7f800000 - 0x42b20000)) // 89 < x ≤ +Inf
+	under := U(0xc2d00000).ULt(xb)                                 // x < -104 (and -NaN)
+	xc := If(over, F(0), If(under, F(0), x))
+	y := xc.Mul(F(math.Log2E))
+	yb := y.AsBits()
+	ay := yb.And(U(absMask)).AsFloat()
+	s := ay.Add(F(1 << 23))
+	tie := ay.Sub(s.Sub(opaque(1 << 23))).Eq(F(0.5))
+	m := s.AsBits().USub(U(0x4b000000)).UAdd(If(tie, U(1), U(0)))  // |k|
+	kOff := If(U(absMask).ULt(yb), U(256).USub(m), U(256).UAdd(m)) // k + 256
 	k := kFloat(kOff)
 	r := xc.Sub(k.Mul(F(0.693359375))).Sub(k.Mul(F(-2.12194440e-4)))
 	z := r.Mul(r)
 	p := poly(r, 1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
-	y := p.Mul(z).Add(r).Add(F(1))
 	a, b := exp2k(kOff)
-	v := y.Mul(a).Mul(b)
+	v := p.Mul(z).Add(r).Add(F(1)).Mul(a).Mul(b)
 	v = If(over, FBits(expInf), v)
 	v = If(under, F(0), v)
-	return If(c.nan, x, v)
+	return If(U(expInf).ULt(xb.And(U(absMask))), x, v)
 }
 
 // logBody is ln x: x = m·2^k with m in [√½, √2), ln m by Cephes' logf
-// polynomial in f = m-1, k·ln2 added in two parts.
+// polynomial in f = m-1, k·ln2 added in two parts. log(±0) = -Inf,
+// log(+Inf) = +Inf, NaN for x < 0, log(NaN) = x.
 func logBody(x *X) *X {
-	c := classify(x)
-	m, e := unpack(c)
-	frac := m.And(U(0x7fffff))
+	xb := x.AsBits()
+	abs := xb.And(U(absMask))
+	s, e := sigExp(abs)
+	frac := s.AsBits().And(U(0x7fffff))
 	big := U(0x3504f3).ULt(frac) // m > √2
 	mf := If(big, U(0x3f000000), U(0x3f800000)).Or(frac).AsFloat()
-	k := kFloat(e.UAdd(U(256 - 191)).UAdd(b2u(big)))
+	k := kFloat(e.UAdd(If(big, U(130), U(129)))) // k + 256
 	f := mf.Sub(F(1))
 	z := f.Mul(f)
 	p := poly(f, 7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -300,10 +312,9 @@ func logBody(x *X) *X {
 	y = y.Add(k.Mul(F(-2.12194440e-4)))
 	y = y.Add(z.Mul(F(-0.5)))
 	v := f.Add(y).Add(k.Mul(F(0.693359375)))
-	neg := band(bnot(c.sign.UEq(U(0))), bnot(c.zero))
-	v = If(c.zero, FBits(signBit|expInf), v)
-	v = If(c.inf, x, v)
-	return If(bor(c.nan, neg), If(c.nan, x, FBits(qNaN)), v)
+	v = If(U(0x7f7fffff).ULt(xb), x, v)                               // +Inf, NaN (and every negative, for now)
+	v = If(xb.USub(U(0x80000001)).ULt(U(0x7f800000)), FBits(qNaN), v) // x < 0: from -min subnormal to -Inf
+	return If(abs.UEq(U(0)), FBits(signBit|expInf), v)
 }
 
 // tanhBody is tanh x: Cephes' tanhf polynomial below 0.625, else

@@ -1,6 +1,8 @@
 package ir
 
-// The integer definitions of division and square root that xmath.go's
+import "math"
+
+// The integer definitions of division, square root, exp and log that xmath.go's
 // float ones replaced, kept as the oracle xmath_test.go compares them
 // with: they define the bits, and the new ones must give the same for
 // every input.
@@ -81,10 +83,59 @@ func oldSqrtBody(x *X) *X {
 	return If(special, If(neg, FBits(qNaN), x), v)
 }
 
+// oldExpBody is eˣ: x = k·ln2 + r, |r| ≤ ln2/2 (Cody and Waite), eʳ by Cephes'
+// expf polynomial, then 2^k in two exact factors.
+func oldExpBody(x *X) *X {
+	c := classify(x)
+	pos := c.sign.UEq(U(0))
+	over := band(pos, U(0x42b20000).ULt(c.abs))        // x > 89
+	under := band(bnot(pos), U(0x42d00000).ULt(c.abs)) // x < -104
+	out := bor(bor(over, under), c.nan)
+	xc := If(out, F(0), x)
+	kOff := roundInt(xc.Mul(F(math.Log2E)))
+	k := kFloat(kOff)
+	r := xc.Sub(k.Mul(F(0.693359375))).Sub(k.Mul(F(-2.12194440e-4)))
+	z := r.Mul(r)
+	p := poly(r, 1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
+	y := p.Mul(z).Add(r).Add(F(1))
+	a, b := exp2k(kOff)
+	v := y.Mul(a).Mul(b)
+	v = If(over, FBits(expInf), v)
+	v = If(under, F(0), v)
+	return If(c.nan, x, v)
+}
+
+// oldLogBody is ln x: x = m·2^k with m in [√½, √2), ln m by Cephes' logf
+// polynomial in f = m-1, k·ln2 added in two parts.
+func oldLogBody(x *X) *X {
+	c := classify(x)
+	m, e := unpack(c)
+	frac := m.And(U(0x7fffff))
+	big := U(0x3504f3).ULt(frac) // m > √2
+	mf := If(big, U(0x3f000000), U(0x3f800000)).Or(frac).AsFloat()
+	k := kFloat(e.UAdd(U(256 - 191)).UAdd(b2u(big)))
+	f := mf.Sub(F(1))
+	z := f.Mul(f)
+	p := poly(f, 7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+		-1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+	y := p.Mul(f).Mul(z)
+	y = y.Add(k.Mul(F(-2.12194440e-4)))
+	y = y.Add(z.Mul(F(-0.5)))
+	v := f.Add(y).Add(k.Mul(F(0.693359375)))
+	neg := band(bnot(c.sign.UEq(U(0))), bnot(c.zero))
+	v = If(c.zero, FBits(signBit|expInf), v)
+	v = If(c.inf, x, v)
+	return If(bor(c.nan, neg), If(c.nan, x, FBits(qNaN)), v)
+}
+
 // The oracle as functions, for ir_test.
 var (
 	OldDiv  = &Func{Name: "old_div", Params: 2, Body: oldDivBody(Arg(0), Arg(1))}
 	OldSqrt = &Func{Name: "old_sqrt", Params: 1, Body: oldSqrtBody(Arg(0))}
+	OldExp  = &Func{Name: "old_exp", Params: 1, Body: oldExpBody(Arg(0))}
+	OldLog  = &Func{Name: "old_log", Params: 1, Body: oldLogBody(Arg(0))}
+	NewExp  = expFn
+	NewLog  = logFn
 	NewDiv  = divFn
 	NewSqrt = sqrtFn
 )

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,13 +32,14 @@ import (
 // GPUCC_XMATH_ALL=1 makes the unary sweeps exhaustive (all 2^32 inputs,
 // in Go and in C, on every core: minutes on 16 cores) and div's pairs 2^30
 // in C; by default, in both tiers, they take every 65521st input (and
-// every 4093rd in C) and 2^22 pairs, with the edges.
+// every 4093rd in C) and 2^22 pairs, with the edges. GPUCC_XMATH_OPS=exp,log
+// limits TestXMathUnaryC to the ops listed.
 
 // exhaustive reports whether GPUCC_XMATH_ALL asks for every input.
 func exhaustive() bool { return os.Getenv("GPUCC_XMATH_ALL") != "" }
 
 // replaced maps each function the float definitions replaced to its oracle.
-var replaced = map[*ir.Func]*ir.Func{ir.NewDiv: ir.OldDiv, ir.NewSqrt: ir.OldSqrt}
+var replaced = map[*ir.Func]*ir.Func{ir.NewDiv: ir.OldDiv, ir.NewSqrt: ir.OldSqrt, ir.NewExp: ir.OldExp, ir.NewLog: ir.OldLog}
 
 // oracle returns x with every call of a replaced function calling its
 // oracle instead, and whether there was one.
@@ -90,6 +92,24 @@ func oracleOps() (unary, binary []ir.Op, old map[ir.Op]*ir.X) {
 	return unary, binary, old
 }
 
+// halfwayExp returns the floats x whose x·log2 e rounds to a half-integer
+// from -150.5 to 150.5, where exp's k rounds away from zero: a sparse
+// sweep would miss them. Each is one of the 33 floats around (k + ½)/log2 e.
+func halfwayExp() []float32 {
+	var out []float32
+	for k := -151; k <= 150; k++ {
+		t := float32(k) + 0.5
+		x := float32(float64(t) / math.Log2E)
+		for d := -16; d <= 16; d++ {
+			v := math.Float32frombits(uint32(int32(math.Float32bits(x)) + int32(d)))
+			if v*float32(math.Log2E) == t {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 // same reports whether got is want's bits.
 func same(got, want float32) bool { return math.Float32bits(got) == math.Float32bits(want) }
 
@@ -140,6 +160,7 @@ func TestXMathUnaryOracle(t *testing.T) {
 					}
 					if w == 0 {
 						xs = append(xs, irtest.Edges()...)
+						xs = append(xs, halfwayExp()...)
 					}
 					for b := uint64(w) * stride; b < 1<<32; b += stride * uint64(workers) {
 						xs = append(xs, math.Float32frombits(uint32(b)))
@@ -236,7 +257,7 @@ static void differ(const char *op, u32 a, u32 b, float got, float want) {
 // buildC compiles src with the system C compiler (GPUCC_CC, else cc) as
 // the native backend does (no contraction), or skips where there is none
 // and GPUCC_REQUIRE_NATIVE is unset.
-func buildC(t *testing.T, src string) string {
+func buildC(t testing.TB, src string) string {
 	t.Helper()
 	cc := os.Getenv("GPUCC_CC")
 	if cc == "" {
@@ -253,7 +274,7 @@ func buildC(t *testing.T, src string) string {
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(cc, "-O2", "-ffp-contract=off", "-fno-fast-math", "-o", bin, file).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cc, "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-o", bin, file).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	return bin
@@ -287,6 +308,9 @@ func runShards(t *testing.T, bin string, args ...string) {
 // root aside), every 4093rd input (every input with GPUCC_XMATH_ALL).
 func TestXMathUnaryC(t *testing.T) {
 	unary, _, old := oracleOps()
+	if only := os.Getenv("GPUCC_XMATH_OPS"); only != "" {
+		unary = slices.DeleteFunc(unary, func(op ir.Op) bool { return !slices.Contains(strings.Split(only, ","), op.String()) })
+	}
 	var calls strings.Builder
 	for _, op := range unary {
 		fmt.Fprintf(&calls, "\t\t{ float n = prim_op_new_%[1]s(x, 0), o = prim_op_old_%[1]s(x, 0); if (B(n) != B(o)) differ(%[1]q, B(x), 0, n, o); }\n", op.String())
@@ -354,4 +378,65 @@ int main(int argc, char **argv) {
 		samples = "1073741824"
 	}
 	runShards(t, buildC(t, src), samples)
+}
+
+// BenchmarkXMathC times, in the C the wasm and native generators emit, each
+// op that calls a replaced function in its new form, its oracle's and, for
+// div and sqrt, the C compiler's IEEE instruction (what native and wasm
+// run): CPU ns per element over 4096 random operands, one process per
+// sub-benchmark, all built in one unit, so the ratios are side by side:
+//
+//	go test -run '^$' -bench XMathC -benchtime 2000x ./ir/
+func BenchmarkXMathC(b *testing.B) {
+	unary, binary, old := oracleOps()
+	ops := append(binary, unary...)
+	var cases strings.Builder
+	for _, op := range ops {
+		for _, v := range []string{"new", "old"} {
+			fmt.Fprintf(&cases, "\tif (!strcmp(argv[1], \"%[1]s/%[2]s\")) for (long r = 0; r < reps; r++) for (int i = 0; i < N; i++) out[i] = prim_op_%[2]s_%[1]s(a[i], b[i]);\n", op, v)
+		}
+	}
+	src := cSource(ops, old) + `
+#include <string.h>
+#include <time.h>
+#define N 4096
+static float a[N], b[N], out[N];
+int main(int argc, char **argv) {
+	long reps = atol(argv[2]);
+	u32 s = 2463534242u;
+	for (int i = 0; i < N; i++) {
+		s ^= s << 13; s ^= s >> 17; s ^= s << 5; a[i] = F(0x3f800000u | (s & 0x7fffff)) * F(0x41000000u) - F(0x40800000u);
+		s ^= s << 13; s ^= s >> 17; s ^= s << 5; b[i] = F(0x3f800000u | (s & 0x7fffff));
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+` + cases.String() + `	if (!strcmp(argv[1], "div/ieee")) for (long r = 0; r < reps; r++) for (int i = 0; i < N; i++) out[i] = a[i] / b[i];
+	if (!strcmp(argv[1], "sqrt/ieee")) for (long r = 0; r < reps; r++) for (int i = 0; i < N; i++) out[i] = __builtin_sqrtf(b[i]);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	float sum = 0;
+	for (int i = 0; i < N; i++) sum += out[i];
+	printf("%.4f %g\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / ((double)reps * N), sum);
+	return 0;
+}
+`
+	bin := buildC(b, src)
+	names := []string{"div/ieee", "sqrt/ieee"}
+	for _, op := range ops {
+		names = append(names, op.String()+"/new", op.String()+"/old")
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			out, err := exec.Command(bin, name, strconv.Itoa(b.N)).Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ns, err := strconv.ParseFloat(strings.Fields(string(out))[0], 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(ns, "ns/elem")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
