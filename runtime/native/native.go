@@ -81,7 +81,14 @@ func open(opts backend.Options) (backend.Device, error) {
 		return nil, err
 	}
 	if _, ok := probes.Load(cc.Key()); !ok {
-		if _, err := cc.Shared(context.Background(), probeSource); err != nil {
+		// The probe's object goes through the artifact cache like any
+		// kernel's: a process finding it on disk (the same compiler,
+		// version and flags built it before) skips the compile, which was
+		// most of every start-up (issue 36: 0.3-0.7 s a process here);
+		// a memory-only cache (bench's cold runs) builds it each time.
+		if _, err := cbuild.Load(opts.Cache, cache.SharedObject, cc.ObjectKey(probeSource),
+			func() ([]byte, error) { return cc.Shared(context.Background(), probeSource) },
+			func([]byte) error { return nil }); err != nil {
 			return nil, fmt.Errorf("compiler %s cannot build a shared object: %w", cc.CC, err)
 		}
 		probes.Store(cc.Key(), true)
