@@ -30,35 +30,22 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultMode, st *backend.Stats) (*typedExecutable, error) {
 	stop := st.Start(backend.StageCodegen)
 	e := &typedExecutable{d: d, g: g, mode: mode, byNode: make([]*gpu.Pipeline, len(g.Nodes)),
-		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][3]uint32, len(g.Nodes)), island: make([]bool, len(g.Nodes))}
+		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][3]uint32, len(g.Nodes))}
+	plan := planTyped(g, mode == wgsl.FaultPerNode)
+	e.steps, e.island = plan.steps, plan.island
 	var shaders []codegen.Shader
 	var ids []int
-	var islands [][]int
-	for i, n := range g.Nodes {
-		if n.Op == ir.OpInput {
-			continue
-		}
-		if mode == wgsl.FaultPerNode && floatNode(g, i) { // a run of float32 nodes: one island
-			if len(e.steps) == 0 || e.steps[len(e.steps)-1].island < 0 {
-				e.steps = append(e.steps, typedStep{island: len(islands)})
-				islands = append(islands, nil)
+	for _, step := range plan.steps {
+		for _, i := range step.nodes {
+			s, err := wgsl.TypedNode(g, i, mode)
+			if err != nil {
+				stop()
+				return nil, err
 			}
-			islands[len(islands)-1] = append(islands[len(islands)-1], i)
-			e.island[i] = true
-			continue
+			shaders = append(shaders, s)
+			ids = append(ids, i)
+			e.groups[i] = [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
 		}
-		s, err := wgsl.TypedNode(g, i, mode)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		shaders = append(shaders, s)
-		ids = append(ids, i)
-		e.groups[i] = [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
-		if len(e.steps) == 0 || e.steps[len(e.steps)-1].island >= 0 {
-			e.steps = append(e.steps, typedStep{island: -1})
-		}
-		e.steps[len(e.steps)-1].nodes = append(e.steps[len(e.steps)-1].nodes, i)
 	}
 	stop()
 	defer st.Start(backend.StageCompile)()
@@ -81,106 +68,26 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 			return nil, fail(err)
 		}
 	}
-	for _, nodes := range islands {
-		isl, err := d.compileIsland(ctx, g, nodes, st)
-		if err != nil {
-			e.Release()
-			return nil, err
+	for _, ig := range plan.islands {
+		var isl *floatIsland
+		if ig.g != nil {
+			var err error
+			if isl, err = d.compileIsland(ctx, ig, st); err != nil {
+				e.Release()
+				return nil, err
+			}
 		}
 		e.islands = append(e.islands, isl)
 	}
 	return e, nil
 }
 
-// floatNode reports whether node i of g is float32 over float32 operands
-// with a float32 kernel (cpuref computes it by Eval's rule): the compiled
-// float32 path runs it, fused with its neighbours, in an island.
-func floatNode(g *ir.Graph, i int) bool {
-	n := &g.Nodes[i]
-	if n.DType != ir.F32 || n.Op.Info().Typed || n.Op == ir.OpInput {
-		return false
-	}
-	for _, a := range n.Args {
-		if g.Nodes[a].DType != ir.F32 {
-			return false
-		}
-	}
-	return true
-}
-
-// typedStep is a stretch of a typed run: typed nodes' kernels dispatched
-// together (island < 0), or float32 island number island.
-type typedStep struct {
-	nodes  []int
-	island int
-}
-
-// floatIsland is a run of float32 nodes of a typed graph compiled as a
-// float32 program of its own (passes.Compile, the WGSL kernels every
-// float32 graph gets), reading the nodes before it as its inputs.
-type floatIsland struct {
-	exe    backend.Executable
-	prog   *ir.Program
-	inputs []int // by program buffer: the graph node an input buffer holds, else -1
-	outs   []int // by program output: the graph node it is
-}
-
-// islandLimits bound an island's program: the whole graph was validated
-// under the Runtime's limits already.
-var islandLimits = ir.Limits{MaxNodes: 1 << 30, MaxElements: 1 << 40, MaxStorageBytes: 1 << 50, MaxOps: 1 << 60,
-	MaxKernelOps: 1 << 40, MaxOutputs: 1 << 30, MaxAttrValues: 1 << 30, NonFinite: true}
-
-// compileIsland compiles the float32 nodes of g as one program: their
-// operands from outside become its inputs, and each node that a later
-// node or a graph output reads becomes its output; nil when none is read.
-func (d *device) compileIsland(ctx context.Context, g *ir.Graph, nodes []int, st *backend.Stats) (*floatIsland, error) {
-	in := map[int]bool{}
-	for _, i := range nodes {
-		in[i] = true
-	}
-	used := map[int]bool{}
-	for j, n := range g.Nodes {
-		for _, a := range n.Args {
-			if !in[j] {
-				used[int(a)] = true
-			}
-		}
-	}
-	for _, o := range g.Outputs {
-		used[int(o.ID)] = true
-	}
-	ig := &ir.Graph{}
-	at := map[int]ir.NodeID{}  // graph node -> island node
-	ext := map[ir.NodeID]int{} // island input node -> the graph node it holds
-	for _, i := range nodes {
-		n := g.Nodes[i]
-		args := make([]ir.NodeID, len(n.Args))
-		for k, a := range n.Args {
-			if _, ok := at[int(a)]; !ok {
-				an := g.Nodes[a]
-				at[int(a)] = ir.NodeID(len(ig.Nodes))
-				ig.Nodes = append(ig.Nodes, ir.Node{Op: ir.OpInput, Shape: an.Shape, Data: make([]float32, an.Shape.Len()), Name: fmt.Sprintf("x%d", a)})
-				ext[at[int(a)]] = int(a)
-			}
-			args[k] = at[int(a)]
-		}
-		n.Args = args
-		at[i] = ir.NodeID(len(ig.Nodes))
-		ig.Nodes = append(ig.Nodes, n)
-	}
-	var outs []int
-	for _, i := range nodes {
-		if used[i] {
-			ig.Outputs = append(ig.Outputs, ir.Output{Name: fmt.Sprintf("y%d", i), ID: at[i]})
-			outs = append(outs, i)
-		}
-	}
-	if len(outs) == 0 { // nothing reads it
-		return nil, nil
-	}
+// compileIsland compiles island graph ig (islandGraph) with the device's
+// profile as a float32 program and maps its buffers to the graph's nodes.
+func (d *device) compileIsland(ctx context.Context, ig islandGraph, st *backend.Stats) (*floatIsland, error) {
 	o := d.info.Profile.Options(islandLimits)
 	o.TileFor = d.TileFor(false)
-	sp, _, err := passes.Compile(ig, o)
+	sp, _, err := passes.Compile(ig.g, o)
 	if err != nil {
 		return nil, err
 	}
@@ -189,20 +96,7 @@ func (d *device) compileIsland(ctx context.Context, g *ir.Graph, nodes []int, st
 		return nil, err
 	}
 	isl := &floatIsland{exe: exe, prog: sp.Program()}
-	isl.inputs = make([]int, len(isl.prog.Buffers))
-	for b, pb := range isl.prog.Buffers {
-		isl.inputs[b] = -1
-		if pb.Input {
-			isl.inputs[b] = ext[pb.Node]
-		}
-	}
-	byName := map[string]int{}
-	for k, i := range outs {
-		byName[ig.Outputs[k].Name] = i
-	}
-	for _, po := range isl.prog.Outputs {
-		isl.outs = append(isl.outs, byName[po.Name])
-	}
+	isl.inputs, isl.outs = ig.mapping(isl.prog)
 	return isl, nil
 }
 
@@ -465,22 +359,4 @@ func (e *typedExecutable) read(i int) ([]byte, error) {
 		return nil, &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
 	}
 	return raw[:n.Shape.Len()*n.DType.Size()], nil
-}
-
-// typedFault returns the *backend.TypedFault of fault words one per node
-// (wgsl.FaultPerNode): the first node in graph order that faulted, as
-// the reference stops at it, or nil.
-func typedFault(faults []uint32) error {
-	for i, f := range faults {
-		switch f {
-		case 0:
-		case wgsl.FaultInteger:
-			return &backend.TypedFault{Code: ir.CodeIntegerFault, Node: i}
-		case wgsl.FaultIndex:
-			return &backend.TypedFault{Code: ir.CodeInvalidInput, Node: i}
-		default:
-			return &backend.Error{Code: ir.CodeInternal, Backend: "webgpu", Err: fmt.Errorf("a typed kernel set fault %d at node %d", f, i)}
-		}
-	}
-	return nil
 }

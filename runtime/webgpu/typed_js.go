@@ -1,0 +1,305 @@
+//go:build js
+
+package webgpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/internal/jsutil"
+)
+
+var _ backend.TypedDevice = (*device)(nil)
+
+// CompileTyped is the native device's (typed.go) on the page's WebGPU: one
+// WGSL kernel per typed node (codegen/wgsl's TypedNode), float32 islands
+// compiled as float32 programs (typedplan.go).
+func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *backend.Stats) (backend.TypedExecutable, error) {
+	g := p.Graph
+	stop := st.Start(backend.StageCodegen)
+	plan := planTyped(g, true)
+	e := &typedExecutable{d: d, g: g, plan: plan, shaders: make([]codegen.Shader, len(g.Nodes)),
+		pipes: make([]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes))}
+	for _, step := range plan.steps {
+		for _, i := range step.nodes {
+			s, err := wgsl.TypedNode(g, i, wgsl.FaultPerNode)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			e.shaders[i] = s
+		}
+	}
+	stop()
+	defer st.Start(backend.StageCompile)()
+	allHit := true
+	for i, s := range e.shaders {
+		if s.Source == "" {
+			continue
+		}
+		pipe, hit, err := d.pipeline(s)
+		if err != nil {
+			e.Release()
+			return nil, fail(err)
+		}
+		e.pipes[i], allHit = pipe, allHit && hit
+		if e.params[i], err = d.newBuffer(len(s.Params), wgpu.BufferUsageUniform, s.Params); err != nil {
+			e.Release()
+			return nil, fail(err)
+		}
+	}
+	st.Hit(backend.CachePipeline, allHit)
+	for _, ig := range plan.islands {
+		var isl *floatIsland
+		if ig.g != nil {
+			sp, _, err := passes.Compile(ig.g, d.info.Profile.Options(islandLimits))
+			if err != nil {
+				e.Release()
+				return nil, err
+			}
+			exe, err := d.Compile(ctx, &backend.Program{IR: sp}, st)
+			if err != nil {
+				e.Release()
+				return nil, err
+			}
+			isl = &floatIsland{exe: exe, prog: sp.Program()}
+			isl.inputs, isl.outs = ig.mapping(isl.prog)
+		}
+		e.islands = append(e.islands, isl)
+	}
+	return e, nil
+}
+
+type typedExecutable struct {
+	d       *device
+	g       *ir.Graph
+	plan    typedPlan
+	shaders []codegen.Shader // by node; empty for inputs and island nodes
+	pipes   []*pipeline
+	params  []*wgpu.Buffer
+	islands []*floatIsland
+}
+
+func (e *typedExecutable) Release() {
+	for i, b := range e.params {
+		if b != nil {
+			b.Destroy()
+			e.params[i] = nil
+		}
+	}
+	for _, isl := range e.islands {
+		if isl != nil {
+			isl.exe.Release()
+		}
+	}
+	e.islands = nil
+}
+
+// RunTyped uploads the inputs into new storage buffers (each node's at its
+// dtype's width, in whole words), runs the steps in order, reads the fault
+// words (one per node) and, when no node faulted, the outputs; the run's
+// buffers are destroyed afterwards.
+func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) error {
+	d, g, st := e.d, e.g, cl.Stats
+	bufs := make([]*wgpu.Buffer, len(g.Nodes))
+	var own []*wgpu.Buffer
+	defer func() {
+		for _, b := range own {
+			b.Destroy()
+		}
+	}()
+	var fault error
+	err := d.scoped("typed run", func() error {
+		stop := st.Start(backend.StageUpload)
+		faults, err := d.newBuffer(4*len(g.Nodes), storage, make([]byte, 4*len(g.Nodes)))
+		if err != nil {
+			stop()
+			return err
+		}
+		own = append(own, faults)
+		for i, n := range g.Nodes {
+			if e.plan.island[i] {
+				continue
+			}
+			var data []byte
+			if n.Op == ir.OpInput {
+				size := n.Shape.Len() * n.DType.Size()
+				if i >= len(cl.Inputs) || len(cl.Inputs[i]) != size {
+					stop()
+					return fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(cl.Inputs[i]), n.DType, n.Shape, size)
+				}
+				data = make([]byte, 4*wgsl.TypedWords(n.DType, n.Shape.Len()))
+				copy(data, cl.Inputs[i])
+				st.UploadBytes += int64(size)
+			}
+			if bufs[i], err = d.newBuffer(4*wgsl.TypedWords(n.DType, n.Shape.Len()), storage, data); err != nil {
+				stop()
+				return err
+			}
+			own = append(own, bufs[i])
+		}
+		stop()
+		st.FirstDispatch = true
+		for _, step := range e.plan.steps {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if step.island >= 0 {
+				if isl := e.islands[step.island]; isl != nil {
+					if err := e.runIsland(ctx, isl, bufs, &own, st); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := e.dispatch(step.nodes, bufs, faults, st); err != nil {
+				return err
+			}
+		}
+		words, err := d.readWords(faults, len(g.Nodes))
+		if err != nil {
+			return err
+		}
+		if fault = typedFault(words); fault != nil {
+			return nil
+		}
+		defer st.Start(backend.StageReadback)()
+		cl.Outputs = make([][]byte, len(g.Outputs))
+		for k, o := range g.Outputs {
+			n := g.Nodes[o.ID]
+			w, err := d.readWords(bufs[o.ID], wgsl.TypedWords(n.DType, n.Shape.Len()))
+			if err != nil {
+				return err
+			}
+			b := make([]byte, 4*len(w))
+			for j, x := range w {
+				binary.LittleEndian.PutUint32(b[4*j:], x)
+			}
+			cl.Outputs[k] = b[:n.Shape.Len()*n.DType.Size()]
+			st.ReadbackBytes += int64(len(cl.Outputs[k]))
+		}
+		return nil
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fail(err)
+	}
+	return fault
+}
+
+// dispatch records the kernels of nodes into one compute pass and waits
+// for it.
+func (e *typedExecutable) dispatch(nodes []int, bufs []*wgpu.Buffer, faults *wgpu.Buffer, st *backend.Stats) error {
+	d, g := e.d, e.g
+	defer st.Start(backend.StageDispatch)()
+	enc, err := d.dev.CreateCommandEncoder(&wgpu.CommandEncoderDescriptor{})
+	if err != nil {
+		return err
+	}
+	pass := enc.BeginComputePass(&wgpu.ComputePassDescriptor{})
+	for _, i := range nodes {
+		var entries []wgpu.BindGroupEntry
+		bind := func(buf *wgpu.Buffer, size int) {
+			entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(len(entries)), Buffer: buf, Size: uint64(size)})
+		}
+		seen := map[ir.NodeID]bool{}
+		for _, a := range g.Nodes[i].Args { // distinct operands, in order of first use (wgsl.TypedNode's bindings)
+			if !seen[a] {
+				seen[a] = true
+				bind(bufs[a], 4*wgsl.TypedWords(g.Nodes[a].DType, g.Nodes[a].Shape.Len()))
+			}
+		}
+		bind(bufs[i], 4*wgsl.TypedWords(g.Nodes[i].DType, g.Nodes[i].Shape.Len()))
+		bind(faults, 4*len(g.Nodes))
+		bind(e.params[i], len(e.shaders[i].Params))
+		bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: e.pipes[i].layout, Entries: entries})
+		if err != nil {
+			return err
+		}
+		gr := e.shaders[i].Groups
+		pass.SetPipeline(e.pipes[i].pipe)
+		pass.SetBindGroup(0, bg, nil)
+		pass.DispatchWorkgroups(uint32(gr[0]), uint32(gr[1]), uint32(gr[2]))
+	}
+	pass.End()
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	d.queue.Submit(cmd)
+	_, err = jsutil.Await(d.jsDev.Get("queue").Call("onSubmittedWorkDone"))
+	return err
+}
+
+// runIsland runs a float32 island on the nodes' buffers, its outputs kept
+// as the nodes' buffers for the rest of the run (added to own).
+func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, bufs []*wgpu.Buffer, own *[]*wgpu.Buffer, st *backend.Stats) error {
+	p := isl.prog
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: st, NonFinite: true}
+	for b, i := range isl.inputs {
+		if i >= 0 {
+			call.Args[b].Buf = &buffer{buf: bufs[i], n: p.Buffers[b].Len}
+		}
+	}
+	kept := map[int]int{} // program buffer -> the output that keeps it
+	for k, o := range p.Outputs {
+		if _, ok := kept[o.Buffer]; o.Buffer >= 0 && !p.Buffers[o.Buffer].Input && !ok {
+			call.Dests[k].Keep = true
+			kept[o.Buffer] = k
+		}
+	}
+	if err := isl.exe.Run(ctx, call); err != nil {
+		return err
+	}
+	for k, o := range p.Outputs {
+		i := isl.outs[k]
+		switch {
+		case call.Dests[k].Keep:
+			bufs[i] = call.Dests[k].Buf.(*buffer).buf
+			*own = append(*own, bufs[i])
+		case o.Buffer < 0: // folded: the constant over the shape
+			data := make([]float32, max(o.Shape.Len(), 1))
+			for j := range data {
+				data[j] = o.Const
+			}
+			buf, err := e.d.newBuffer(4*len(data), storage, f32Bytes(data))
+			if err != nil {
+				return err
+			}
+			bufs[i] = buf
+			*own = append(*own, buf)
+		case p.Buffers[o.Buffer].Input: // the node is an input's value, unchanged
+			bufs[i] = bufs[isl.inputs[o.Buffer]]
+		}
+	}
+	for k, o := range p.Outputs { // another output's buffer, now that it is set
+		if o.Buffer >= 0 && !p.Buffers[o.Buffer].Input && !call.Dests[k].Keep {
+			bufs[isl.outs[k]] = bufs[isl.outs[kept[o.Buffer]]]
+		}
+	}
+	return nil
+}
+
+// readWords reads the first n u32 words of buf.
+func (d *device) readWords(buf *wgpu.Buffer, n int) ([]uint32, error) {
+	f := make([]float32, n)
+	if err := d.read(buf, f); err != nil {
+		return nil, err
+	}
+	w := make([]uint32, n)
+	for k, v := range f {
+		w[k] = math.Float32bits(v) // a copy of the bytes: read moves no value through float arithmetic
+	}
+	return w, nil
+}

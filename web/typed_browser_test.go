@@ -1,0 +1,198 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// typedResult is gpucc.run's answer to a typed graph: each output's dtype
+// and values as JSON numbers (booleans for bool), or the error.
+type typedResult struct {
+	Backend string `json:"backend"`
+	Outputs map[string]struct {
+		DType string            `json:"dtype"`
+		Data  []json.RawMessage `json:"data"`
+		Bits  []uint32          `json:"bits"` // a float dtype's, for Data`
+	} `json:"outputs"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// splitInt64 returns g with each int64 output also given as its two
+// int32 words (lo: the output cast to int32, which wraps; hi: (x - lo) /
+// 2^32): JavaScript's numbers hold integers up to 2^53 only, so the words
+// are what the page can return exactly.
+func splitInt64(g *ir.Graph) *ir.Graph {
+	g = g.Clone()
+	for _, o := range g.Outputs {
+		if len(g.Outputs) > 14 { // within the page's 16 outputs
+			break
+		}
+		n := g.Nodes[o.ID]
+		if n.DType != ir.I64 {
+			continue
+		}
+		add := func(node ir.Node) ir.NodeID {
+			g.Nodes = append(g.Nodes, node)
+			return ir.NodeID(len(g.Nodes) - 1)
+		}
+		lo := add(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{o.ID}, Shape: n.Shape, DType: ir.I32})
+		lo64 := add(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{lo}, Shape: n.Shape, DType: ir.I64})
+		diff := add(ir.Node{Op: ir.OpSub, Args: []ir.NodeID{o.ID, lo64}, Shape: n.Shape, DType: ir.I64})
+		word := add(ir.Node{Op: ir.OpFull, Shape: n.Shape, DType: ir.I64, Ints: []int64{1 << 32}})
+		hi := add(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{add(ir.Node{Op: ir.OpDiv, Args: []ir.NodeID{diff, word}, Shape: n.Shape, DType: ir.I64})}, Shape: n.Shape, DType: ir.I32})
+		g.Outputs = append(g.Outputs, ir.Output{Name: o.Name + ".lo", ID: lo}, ir.Output{Name: o.Name + ".hi", ID: hi})
+	}
+	return g
+}
+
+// typedBits renders element k of v as the page's JSON has it: a float's
+// float32 bits, an integer within ±2^53 (an int64 beyond is "big", read
+// from its words instead), a bool as 0 or 1.
+func typedBits(v cpuref.Value, k int) string {
+	switch {
+	case v.DType.IsFloat():
+		return fmt.Sprint(math.Float32bits(v.F[k]))
+	case v.DType == ir.I64 && (v.I[k] > 1<<53 || v.I[k] < -(1<<53)):
+		return "big"
+	}
+	return fmt.Sprint(v.I[k])
+}
+
+// pageBits is typedBits of one JSON value of the page's output of dtype t.
+func pageBits(t ir.DType, raw json.RawMessage) string {
+	switch {
+	case t == ir.Bool:
+		if string(raw) == "true" {
+			return "1"
+		}
+		return "0"
+	case t.IsFloat():
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return "bad " + string(raw)
+		}
+		return fmt.Sprint(math.Float32bits(float32(f)))
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "bad " + string(raw)
+	}
+	if f > 1<<53 || f < -(1<<53) {
+		return "big"
+	}
+	return fmt.Sprint(int64(f))
+}
+
+// flushedTo reports whether got is want, a float32 subnormal, flushed to
+// the zero of its sign: WGSL lets a device flush subnormals, and Chromium
+// on SwiftShader does (see flushes); float16 values are never float32
+// subnormals, bfloat16 and float32 ones can be.
+func flushedTo(got uint32, want float32) bool {
+	b := math.Float32bits(want)
+	return b&0x7f800000 == 0 && b&0x7fffff != 0 && got == b&0x80000000
+}
+
+// TestTypedOnPage runs typed graphs through gpucc.run in the page on its
+// WebGPU (typed WGSL kernels and float32 islands, as natively) and checks
+// them against cpuref.EvalTyped: each output's dtype and values (an int64
+// through its two int32 words, which a page's number holds exactly), or
+// the same error code: irtest's limits (wrap-around at ±2^31 and ±2^63,
+// MIN / -1, float16 and bfloat16 edges), its runs with no answer, every
+// op over every dtype, and random typed graphs.
+func TestTypedOnPage(t *testing.T) {
+	start := time.Now()
+	ctx := page(t, "?life=0", 2*pageDeadline)
+	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
+	for seed := range 8 {
+		cases = append(cases, irtest.Case{Name: fmt.Sprintf("random/%d", seed), Graph: irtest.RandomTyped(uint64(seed), 12)})
+	}
+	ran, faults, flushed := 0, 0, 0
+	for _, c := range cases {
+		g := splitInt64(c.Graph)
+		opts, _ := json.Marshal(map[string]any{"backend": "webgpu", "allowSoftware": true})
+		// A float output's values become their float32 bits in the page:
+		// JSON.stringify writes -0 as 0.
+		expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
+			for (const o of Object.values(r.outputs)) {
+				if (!o.dtype || o.dtype.includes("float")) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data.map(Number)).buffer)); o.data = o.bits.map(() => 0); }
+			}
+			return JSON.stringify(r);
+		}, e => JSON.stringify({error: e}))`, jsString(ir.Encode(g)), opts)
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r typedResult
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			t.Fatalf("%s: %v: %s", c.Name, err, s)
+		}
+		want, werr := cpuref.EvalTyped(g)
+		var code ir.Code
+		if e, ok := werr.(*ir.Error); ok {
+			code = e.Code
+		}
+		if werr == nil && !finiteOutputs(g, want) { // the page's host allows finite outputs only
+			code = ir.CodeNonFiniteOutput
+		}
+		if code != "" || r.Error != nil {
+			if r.Error == nil || string(code) != r.Error.Code {
+				t.Errorf("%s: page %+v, cpuref %v", c.Name, r.Error, werr)
+			}
+			faults++
+			continue
+		}
+		if r.Backend != "webgpu" {
+			t.Fatalf("%s: ran on %q, want webgpu", c.Name, r.Backend)
+		}
+		ran++
+		for _, o := range g.Outputs {
+			w := want[o.ID]
+			got, ok := r.Outputs[o.Name]
+			if !ok || len(got.Data) != w.Len() {
+				t.Errorf("%s: output %s: %d values, cpuref %d", c.Name, o.Name, len(got.Data), w.Len())
+				continue
+			}
+			for k := range got.Data {
+				gb := pageBits(w.DType, got.Data[k])
+				if w.DType.IsFloat() {
+					gb = fmt.Sprint(got.Bits[k])
+				}
+				if w.DType.IsFloat() && flushedTo(got.Bits[k], w.F[k]) {
+					flushed++
+					continue
+				}
+				if wb := typedBits(w, k); gb != wb {
+					t.Errorf("%s: output %s (%v) element %d: page %s (%s), cpuref %s", c.Name, o.Name, w.DType, k, gb, got.Data[k], wb)
+					break
+				}
+			}
+		}
+	}
+	t.Logf("%d typed graphs gave cpuref's values on the page's WebGPU (%d float32 subnormal values flushed to ±0), %d failed as cpuref does (%.0f s)",
+		ran, flushed, faults, time.Since(start).Seconds())
+}
+
+// finiteOutputs reports whether every float output of g in vals is
+// finite.
+func finiteOutputs(g *ir.Graph, vals []cpuref.Value) bool {
+	for _, o := range g.Outputs {
+		for _, v := range vals[o.ID].F {
+			if math.IsInf(float64(v), 0) || v != v {
+				return false
+			}
+		}
+	}
+	return true
+}
