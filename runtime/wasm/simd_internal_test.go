@@ -34,9 +34,11 @@ import (
 // cpuref's. The cases known to hit the bug are listed in simdKnownBad:
 // there a difference is expected and logged. They no longer reproduce it
 // since the C tiles of 5ae9eac changed the packed routine's register
-// pressure, so the test cannot tell a fixed wazero from a lost repro: a
-// module kept from before (or a wazero release note) must decide when
-// SIMD128 comes back.
+// pressure, so this test cannot tell a fixed wazero from a lost repro:
+// TestWazeroSIMDRepro keeps the C from before as a file and decides. It
+// also found that the bug is not bitselect's: with every bitselect
+// rewritten as and/andnot/or the module is still wrong (v1.12.0 is
+// wazero's latest release on 2026-12-04).
 
 // simdCFlags are cbuild.WasmCFlags with SIMD128 on (relaxed SIMD still
 // off: it allows fused multiply-adds), what the build used before d3a74ae.
