@@ -2,8 +2,11 @@ package aot_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"go/format"
+	"go/token"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,3 +77,30 @@ func TestExportedName(t *testing.T) {
 		}
 	}
 }
+
+// TestGoNames: names that map to one Go identifier each get a distinct,
+// stable one (the identifier, _, the name's SHA-256 prefix), the same
+// whatever the other names and their order; the others keep theirs.
+func TestGoNames(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"x", "w1", "hidden_1"}, []string{"X", "W1", "Hidden1"}},
+		{[]string{"l1.weight", "l1_weight", "x"}, []string{"L1Weight_3c64", "L1Weight_a0ba", "X"}},
+		{[]string{"x", "l1_weight", "l1.weight"}, []string{"X", "L1Weight_a0ba", "L1Weight_3c64"}},
+		{[]string{"l1_weight", "l1.weight", "l1-weight", "L1Weight3c64"}, []string{"L1Weight_a0ba", "L1Weight_3c64", "L1Weight_" + sha4("l1-weight"), "L1Weight3c64"}},
+		{[]string{"_", "-"}, []string{"X_" + sha4("_"), "X_" + sha4("-")}},
+	} {
+		got := aot.GoNames(tt.in)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("GoNames(%q) (-want +got):\n%s", tt.in, diff)
+		}
+		seen := map[string]bool{}
+		for _, id := range got {
+			if seen[id] || !token.IsExported(id) || !token.IsIdentifier(id) {
+				t.Errorf("GoNames(%q) = %q: %q is repeated or not an exported identifier", tt.in, got, id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+func sha4(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:2]) }

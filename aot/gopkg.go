@@ -2,10 +2,13 @@ package aot
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"go/token"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -68,32 +71,67 @@ func encodePlan(p *lib.Plan) ([]byte, error) {
 
 // packageFields returns the struct fields for the plan's inputs (in node
 // order; an unnamed input has the plan's generated name) and its outputs
-// (in output order).
+// (in output order), named by goNames.
 func packageFields(p *lib.Plan) (ins, outs []field, err error) {
-	seen := map[string]string{}
-	claim := func(kind, name string) (string, error) {
-		id := exportedName(name)
-		if prev, ok := seen[kind+id]; ok {
-			return "", ir.Errorf(ir.CodeInvalidGraph, -1, "name", "%ss %q and %q would both be the Go field %s; rename one", kind, prev, name, id)
-		}
-		seen[kind+id] = name
-		return id, nil
-	}
+	var inNames, outNames []string
 	for _, in := range p.Inputs {
-		id, err := claim("input", in.Name)
-		if err != nil {
-			return nil, nil, err
-		}
-		ins = append(ins, field{goName: id, name: in.Name, shape: in.Shape, param: in.Param})
+		inNames = append(inNames, in.Name)
 	}
 	for _, o := range p.Program.Outputs {
-		id, err := claim("output", o.Name)
-		if err != nil {
-			return nil, nil, err
-		}
-		outs = append(outs, field{goName: id, name: o.Name, shape: o.Shape})
+		outNames = append(outNames, o.Name)
+	}
+	inIDs, outIDs := goNames(inNames), goNames(outNames)
+	for i, in := range p.Inputs {
+		ins = append(ins, field{goName: inIDs[i], name: in.Name, shape: in.Shape, param: in.Param})
+	}
+	for i, o := range p.Program.Outputs {
+		outs = append(outs, field{goName: outIDs[i], name: o.Name, shape: o.Shape})
 	}
 	return ins, outs, nil
+}
+
+// goNames gives each of names (distinct graph names of one struct's
+// fields) a distinct exported Go identifier: its exportedName where no
+// other name has the same, else that followed by _ and the first hex
+// digits of the name's SHA-256 (4, more where two would still agree), so
+// that ONNX's "l1.weight" and "l1_weight" become L1Weight_3c64 and
+// L1Weight_a0ba whatever else the model holds, build after build. The
+// suffixed names cannot clash with an unsuffixed one, which never holds
+// an underscore.
+func goNames(names []string) []string {
+	base := make([]string, len(names))
+	count := map[string]int{}
+	for i, n := range names {
+		base[i] = exportedName(n)
+		count[base[i]]++
+	}
+	out := make([]string, len(names))
+	used := map[string]bool{}
+	for i := range names {
+		if count[base[i]] == 1 {
+			out[i] = base[i]
+			used[out[i]] = true
+		}
+	}
+	for i, n := range names {
+		if count[base[i]] == 1 {
+			continue
+		}
+		sum := sha256.Sum256([]byte(n))
+		h := hex.EncodeToString(sum[:])
+		for k := 4; ; k++ {
+			id := base[i] + "_" + h[:min(k, len(h))]
+			if k > len(h) { // the same name twice: never in a plan
+				id += "_" + strconv.Itoa(i)
+			}
+			if !used[id] {
+				out[i] = id
+				used[id] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // exportedName turns a graph name into an exported Go identifier: letters
