@@ -36,6 +36,11 @@ type Options struct {
 	// composition instead of folding it into the convolution's weight and
 	// bias (see bnfold.go; the bits differ within a stated bound).
 	KeepBatchNorm bool
+	// KeepAttention imports softmax(q·kᵀ·s + mask)·v as the nodes the
+	// model writes instead of one attention node (ir.FuseAttention: its
+	// own order, whose bits differ within a few units in the last place,
+	// and one kernel whose scores never reach memory).
+	KeepAttention bool
 	// ShapeHint says, in an error about an input whose shape the model
 	// leaves dynamic, how the caller binds it (the CLI: "--input-shape
 	// x=D0,D1,…"); nil says onnx.Options.InputShapes.
@@ -260,6 +265,9 @@ func (c *importer) importGraph(ctx context.Context, m *modelProto, opts Options)
 			return nil, ie
 		}
 		return nil, ir.Errorf(ir.CodeInternal, -1, "", "%v", err)
+	}
+	if !opts.KeepAttention {
+		graph, _ = ir.FuseAttention(graph)
 	}
 	return graph, nil
 }

@@ -1,0 +1,241 @@
+package ir
+
+import (
+	"math"
+	"slices"
+)
+
+// FuseAttention returns g with each softmax(scores)·v over the last axis
+// written as one attention node, and how many it wrote: the pattern that
+// PyTorch's exporter and Hugging Face models give, after import:
+//
+//	scores = matmul(q, kᵀ) [· s | / 2^n] [+ mask]
+//	y      = matmul(softmax(scores, -1), v)
+//
+// where softmax is Tensor.Softmax's composition (max_reduce, sub, exp,
+// sum, div), kᵀ a transpose or permute of k swapping its last two axes
+// (or any [...,D,T] tensor, which a permute view then turns back), s a
+// scalar (mul_scalar, or a mul by a full), a division only by a power of
+// two (its quotient is then the product by the reciprocal, bit for bit),
+// and the mask any tensor added to the scores, read through its
+// broadcast. q, k and v need one batch shape.
+//
+// The result is attention's order, not the composition's: within a few
+// units in the last place of it (the exps summed in key order, one
+// division per output), not its bits (see ir/attention.go). The nodes of
+// the softmax stay, for any other reader; the compiler drops them where
+// none is left. A graph without the pattern is returned as it is.
+func FuseAttention(g *Graph) (*Graph, int) {
+	users := make([]int, len(g.Nodes))
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			users[a]++
+		}
+	}
+	for _, o := range g.Outputs {
+		users[o.ID]++
+	}
+	plans := map[NodeID]attentionPlan{}
+	for i := range g.Nodes {
+		if p, ok := matchAttention(g, users, NodeID(i)); ok {
+			plans[NodeID(i)] = p
+		}
+	}
+	if len(plans) == 0 {
+		return g, 0
+	}
+	out := &Graph{Nodes: make([]Node, 0, len(g.Nodes)+2*len(plans))}
+	at := make([]NodeID, len(g.Nodes))
+	emit := func(n Node) NodeID {
+		out.Nodes = append(out.Nodes, n)
+		return NodeID(len(out.Nodes) - 1)
+	}
+	for i, n := range g.Nodes {
+		n.Args = slices.Clone(n.Args)
+		for j, a := range n.Args {
+			n.Args[j] = at[a]
+		}
+		p, ok := plans[NodeID(i)]
+		if !ok {
+			at[i] = emit(n)
+			continue
+		}
+		k := at[p.k]
+		if p.transpose { // kᵀ is no view of k: read it back through one
+			s := g.Nodes[p.k].Shape
+			r := len(s)
+			perm := make([]int, r)
+			for d := range perm {
+				perm[d] = d
+			}
+			perm[r-2], perm[r-1] = r-1, r-2
+			ts := slices.Clone(s)
+			ts[r-2], ts[r-1] = s[r-1], s[r-2]
+			attrs, _ := PackAttrs(OpPermute, map[string][]int{"perm": perm})
+			k = emit(Node{Op: OpPermute, Args: []NodeID{k}, Shape: ts, Attrs: attrs})
+		}
+		mask := NodeID(-1)
+		if p.mask >= 0 {
+			mask = at[p.mask]
+		} else {
+			mask = emit(Node{Op: OpFull, Shape: Shape{}, Scalar: float32(math.Copysign(0, -1))})
+		}
+		attrs, _ := PackAttrs(OpAttention, AttentionAttrs(p.scale, false))
+		at[i] = emit(Node{Op: OpAttention, Args: []NodeID{at[p.q], k, at[p.v], mask}, Shape: slices.Clone(n.Shape), Attrs: attrs})
+	}
+	for _, o := range g.Outputs {
+		o.ID = at[o.ID]
+		out.Outputs = append(out.Outputs, o)
+	}
+	return out, len(plans)
+}
+
+// attentionPlan is what matchAttention found: the attention node's
+// arguments (k the [...,T,D] keys, or with transpose their [...,D,T]
+// transpose), its mask (-1: none) and scale.
+type attentionPlan struct {
+	q, k, v, mask NodeID
+	transpose     bool
+	scale         float32
+}
+
+// matchAttention reports whether node i is matmul(softmax(scores), v) as
+// FuseAttention describes, and its plan.
+func matchAttention(g *Graph, users []int, i NodeID) (attentionPlan, bool) {
+	nodes := g.Nodes
+	n := &nodes[i]
+	if n.Op != OpMatmul || n.DType != F32 {
+		return attentionPlan{}, false
+	}
+	pid, v := n.Args[0], n.Args[1]
+	ps, vs := nodes[pid].Shape, nodes[v].Shape
+	r := len(ps)
+	if r < 2 || r > MaxAttentionRank || len(vs) != r || !ps[:r-2].Equal(vs[:r-2]) || ps[r-1] < 2 || users[pid] != 1 {
+		return attentionPlan{}, false
+	}
+	is := func(id NodeID, op Op) *Node {
+		if nodes[id].Op != op {
+			return nil
+		}
+		return &nodes[id]
+	}
+	// row is whether id reduces x's last axis only, keeping it.
+	row := func(id NodeID, op Op, x NodeID) bool {
+		m := is(id, op)
+		want := append(slices.Clone(ps[:r-1]), 1)
+		return m != nil && m.Args[0] == x && m.Shape.Equal(want)
+	}
+	// under is the node that a broadcast (if any) of id reads.
+	under := func(id NodeID) NodeID {
+		if nodes[id].Op == OpBroadcast {
+			return nodes[id].Args[0]
+		}
+		return id
+	}
+	div := is(pid, OpDiv)
+	if div == nil {
+		return attentionPlan{}, false
+	}
+	e := div.Args[0]
+	ex := is(e, OpExp)
+	if ex == nil || !row(under(div.Args[1]), OpSum, e) {
+		return attentionPlan{}, false
+	}
+	sub := is(ex.Args[0], OpSub)
+	if sub == nil {
+		return attentionPlan{}, false
+	}
+	x := sub.Args[0]
+	if !row(under(sub.Args[1]), OpMax, x) || !nodes[x].Shape.Equal(ps) {
+		return attentionPlan{}, false
+	}
+	p := attentionPlan{mask: -1, v: v}
+	y := x
+	if a := is(x, OpAdd); a != nil {
+		for side := range 2 {
+			if z, s, ok := scaled(nodes, a.Args[side]); ok && nodes[z].Op == OpMatmul {
+				y, p.mask, p.scale = a.Args[side], under(a.Args[1-side]), s
+				break
+			}
+		}
+		if p.mask < 0 {
+			return attentionPlan{}, false
+		}
+	}
+	z, s, ok := scaled(nodes, y)
+	if !ok {
+		return attentionPlan{}, false
+	}
+	p.scale = s
+	mm := is(z, OpMatmul)
+	if mm == nil || !nodes[z].Shape.Equal(ps) {
+		return attentionPlan{}, false
+	}
+	p.q = mm.Args[0]
+	qs, kts := nodes[p.q].Shape, nodes[mm.Args[1]].Shape
+	if len(qs) != r || len(kts) != r || !qs[:r-2].Equal(ps[:r-2]) || !kts[:r-2].Equal(ps[:r-2]) {
+		return attentionPlan{}, false
+	}
+	p.k, p.transpose = mm.Args[1], true
+	if kt := &nodes[mm.Args[1]]; kt.Op == OpTranspose || kt.Op == OpPermute && swapsLast(OpPermute.Attr(kt.Attrs, "perm")) {
+		p.k, p.transpose = kt.Args[0], false
+	}
+	return p, true
+}
+
+// scaled returns the node that y scales and the scale: y itself by 1, a
+// mul_scalar's, a mul by a full (through a broadcast), or a division by a
+// power of two as the product by its reciprocal.
+func scaled(nodes []Node, y NodeID) (NodeID, float32, bool) {
+	n := &nodes[y]
+	full := func(id NodeID) (float32, bool) {
+		for nodes[id].Op == OpBroadcast || nodes[id].Op == OpReshape {
+			id = nodes[id].Args[0]
+		}
+		return nodes[id].Scalar, nodes[id].Op == OpFull
+	}
+	recip := func(c float32) (float32, bool) {
+		m, _ := math.Frexp(float64(c))
+		r := 1 / c
+		return r, (m == 0.5 || m == -0.5) && !math.IsInf(float64(r), 0) && r != 0 && 1/r == c
+	}
+	switch n.Op {
+	case OpMulScalar:
+		return n.Args[0], n.Scalar, true
+	case OpDivScalar:
+		r, ok := recip(n.Scalar)
+		return n.Args[0], r, ok
+	case OpMul:
+		for side := range 2 {
+			if c, ok := full(n.Args[side]); ok {
+				return n.Args[1-side], c, true
+			}
+		}
+	case OpDiv:
+		if c, ok := full(n.Args[1]); ok {
+			r, ok := recip(c)
+			return n.Args[0], r, ok
+		}
+	case OpMatmul:
+		return y, 1, true
+	}
+	return 0, 0, false
+}
+
+// swapsLast reports whether perm swaps the last two axes and keeps the
+// others.
+func swapsLast(perm []int) bool {
+	r := len(perm)
+	for d, p := range perm {
+		want := d
+		if d == r-2 {
+			want = r - 1
+		} else if d == r-1 {
+			want = r - 2
+		}
+		if p != want {
+			return false
+		}
+	}
+	return r >= 2
+}

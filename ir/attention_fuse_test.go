@@ -1,0 +1,120 @@
+package ir_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// TestFuseAttention: the patterns exporters write become one attention
+// node whose value is cpuref's attention of the same q, k, v, mask and
+// scale, bit for bit, and within four times matmul's error bound of the
+// unfused graph's; patterns that differ are left alone.
+func TestFuseAttention(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	type parts struct{ q, k, v, kt, mask ir.Tensor }
+	in := func(b *ir.Builder, seed uint64, s ir.Shape) ir.Tensor {
+		return b.Input(s, irtest.Values(seed, s.Len(), 2))
+	}
+	// mk returns q [2,5,8], k [2,7,8], v [2,7,4], kᵀ as a permute of k,
+	// and a [7] mask.
+	mk := func(b *ir.Builder) parts {
+		p := parts{q: in(b, 1, ir.Shape{2, 5, 8}), k: in(b, 2, ir.Shape{2, 7, 8}), v: in(b, 3, ir.Shape{2, 7, 4}), mask: in(b, 4, ir.Shape{7})}
+		p.kt = p.k.Permute(0, 2, 1)
+		return p
+	}
+	cases := []struct {
+		name  string
+		fused int
+		graph func(b *ir.Builder, p parts) ir.Tensor
+		// want is the attention it must equal (nil: fused must be 0)
+		want func(b *ir.Builder, p parts) ir.Tensor
+	}{
+		{"scale-mask", 1,
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.MatMul(p.kt).MulScalar(0.3).Add(p.mask).Softmax(2).MatMul(p.v)
+			},
+			func(b *ir.Builder, p parts) ir.Tensor { return p.q.Attention(p.k, p.v, p.mask, 0.3, false) }},
+		{"mask-first", 1,
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.mask.Broadcast(ir.Shape{2, 5, 7}).Add(p.q.MatMul(p.kt).MulScalar(0.3)).Softmax(-1).MatMul(p.v)
+			},
+			func(b *ir.Builder, p parts) ir.Tensor { return p.q.Attention(p.k, p.v, p.mask, 0.3, false) }},
+		{"div-by-8", 1,
+			func(b *ir.Builder, p parts) ir.Tensor { return p.q.MatMul(p.kt).DivScalar(8).Softmax(2).MatMul(p.v) },
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.Attention(p.k, p.v, b.Full(ir.Shape{}, negZero), 0.125, false)
+			}},
+		{"mul-by-full", 1,
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.MatMul(p.kt).Mul(b.Full(ir.Shape{}, 0.7)).Add(p.mask).Softmax(2).MatMul(p.v)
+			},
+			func(b *ir.Builder, p parts) ir.Tensor { return p.q.Attention(p.k, p.v, p.mask, 0.7, false) }},
+		{"prescaled-no-mask", 1, // SDPA's export: q and k scaled before the product
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.MulScalar(0.5).MatMul(p.kt.MulScalar(0.5)).Softmax(2).MatMul(p.v)
+			},
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.MulScalar(0.5).Attention(p.kt.MulScalar(0.5).Permute(0, 2, 1), p.v, b.Full(ir.Shape{}, negZero), 1, false)
+			}},
+		{"keys-given-transposed", 1,
+			func(b *ir.Builder, p parts) ir.Tensor {
+				kt := in(b, 5, ir.Shape{2, 8, 7})
+				return p.q.MatMul(kt).MulScalar(0.3).Softmax(2).MatMul(p.v)
+			},
+			func(b *ir.Builder, p parts) ir.Tensor {
+				return p.q.Attention(in(b, 5, ir.Shape{2, 8, 7}).Permute(0, 2, 1), p.v, b.Full(ir.Shape{}, negZero), 0.3, false)
+			}},
+		{"div-by-3", 0, func(b *ir.Builder, p parts) ir.Tensor { return p.q.MatMul(p.kt).DivScalar(3).Softmax(2).MatMul(p.v) }, nil},
+		{"softmax-over-queries", 0, func(b *ir.Builder, p parts) ir.Tensor {
+			return p.q.MatMul(p.kt).MulScalar(0.3).Softmax(1).MatMul(p.v)
+		}, nil},
+		{"probabilities-read-twice", 0, func(b *ir.Builder, p parts) ir.Tensor {
+			s := p.q.MatMul(p.kt).MulScalar(0.3).Softmax(2)
+			b.Output("p", s)
+			return s.MatMul(p.v)
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := ir.NewBuilder()
+			b.Output("y", c.graph(b, mk(b)))
+			g, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, n := ir.FuseAttention(g)
+			if n != c.fused {
+				t.Fatalf("fused %d, want %d:\n%s", n, c.fused, f)
+			}
+			if n == 0 {
+				if f != g {
+					t.Error("a graph without the pattern was rewritten")
+				}
+				return
+			}
+			if err := ir.Validate(f, ir.Limits{}); err != nil {
+				t.Fatalf("fused graph: %v\n%s", err, f)
+			}
+			wb := ir.NewBuilder()
+			wb.Output("y", c.want(wb, mk(wb)))
+			w, err := wb.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want, unfused := cpuref.Eval(f)[f.Outputs[0].ID], cpuref.Eval(w)[w.Outputs[0].ID], cpuref.Eval(g)[g.Outputs[0].ID]
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("y[%d] = %v, attention's %v", i, got[i], want[i])
+				}
+				// matmul's bound over T = 7 keys of |p·v| ≤ |v| ≤ 2, four times
+				if d := math.Abs(float64(got[i] - unfused[i])); d > 4*7*0x1p-24*2 {
+					t.Errorf("y[%d] = %v, the unfused graph's %v: %.3g apart", i, got[i], unfused[i], d)
+				}
+			}
+		})
+	}
+}
