@@ -70,8 +70,10 @@ type Lang struct {
 	Func func(name string, params []string) string
 	// Native holds, by ir.Func name, the definitions this target gives a
 	// function instead of its expression: an instruction of the target's
-	// own that computes the same bits for every input (C's IEEE division
-	// and square root, say). Each is a complete definition of FuncName(f)
+	// own that computes the same bits for every input its callers use
+	// (C's IEEE division and square root, say; ir's div_normal is only
+	// called where its operands are positive normals). Each is a complete
+	// definition of FuncName(f)
 	// with f.Params float parameters. A function without one is emitted
 	// from its expression.
 	Native map[string]string

@@ -108,6 +108,47 @@ func twoProd(x, xh, xl, y, yh, yl *X) (p, e *X) {
 	return p, e
 }
 
+// quotient24 returns Q = A/B for A, B in [1, 2) correctly rounded to 24
+// bits (c24, in [½, 2]; steps 1-3 of divBody) and half a unit toward Q
+// from c24 (±½, or 0 where Q = c24).
+func quotient24(A, B *X) (c24, toward *X) {
+	y := F(24.0 / 17).Sub(F(8.0 / 17).Mul(B))
+	for i := 0; i < 2; i++ {
+		y = y.Add(y.Mul(F(1).Sub(B.Mul(y))))
+	}
+	hB, lB := split(B)
+	hq, _ := split(A.Mul(y))
+	rem := A.Sub(hq.Mul(hB)).Sub(hq.Mul(lB))
+	q1 := hq.Add(rem.Mul(y))
+	h1, l1 := split(q1)
+	p, e := twoProd(q1, h1, l1, B, hB, lB)
+	r := A.Sub(p).Sub(e)
+	// the spacing of floats above q1 (in [½, 2]) and below it
+	qb := q1.AsBits()
+	ulp := qb.And(U(expInf)).USub(U(23 << 23)).AsFloat()
+	ulpDown := qb.USub(U(1)).And(U(expInf)).USub(U(23 << 23)).AsFloat()
+	r2 := r.Add(r)
+	up := r2.Gt(ulp.Mul(B))
+	down := F(0).Gt(r2.Add(ulpDown.Mul(B)))
+	c24 = If(up, q1.Add(ulp), If(down, q1.Sub(ulpDown), q1))
+	// half a unit toward Q from c24: the sign of Q - c24
+	toward = If(up, F(-0.5), If(down, F(0.5), If(r.Gt(F(0)), F(0.5), If(F(0).Gt(r), F(-0.5), F(0)))))
+	return c24, toward
+}
+
+// divNormalBody is a / b for positive normal a and b whose quotient is
+// normal: divBody without its signs, subnormals, overflow and special
+// operands, the same bits there. tanh's only division is one (2 over
+// e^2|x| + 1 with |x| in [0.625, 9.1), in [2.5e-8, 0.45]); on other
+// operands it gives garbage, which tanh's selects drop.
+func divNormalBody(a, b *X) *X {
+	ab, bb := a.AsBits(), b.AsBits()
+	A := ab.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
+	B := bb.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
+	c24, _ := quotient24(A, B)
+	return c24.AsBits().UAdd(shl(shr(ab, 23).USub(shr(bb, 23)), 23)).AsFloat()
+}
+
 // divBody is a / b, correctly rounded (ties to even, subnormal results
 // included). For significands A, B in [1, 2) and k = ea - eb, a/b =
 // Q·2^k with Q = A/B in (½, 2):
@@ -141,27 +182,7 @@ func divBody(a, b *X) *X {
 	sign := ab.Xor(bb).And(U(signBit))
 	A, ea := sigExp(aAbs)
 	B, eb := sigExp(bAbs)
-	y := F(24.0 / 17).Sub(F(8.0 / 17).Mul(B))
-	for i := 0; i < 2; i++ {
-		y = y.Add(y.Mul(F(1).Sub(B.Mul(y))))
-	}
-	hB, lB := split(B)
-	hq, _ := split(A.Mul(y))
-	rem := A.Sub(hq.Mul(hB)).Sub(hq.Mul(lB))
-	q1 := hq.Add(rem.Mul(y))
-	h1, l1 := split(q1)
-	p, e := twoProd(q1, h1, l1, B, hB, lB)
-	r := A.Sub(p).Sub(e)
-	// the spacing of floats above q1 (in [½, 2]) and below it
-	qb := q1.AsBits()
-	ulp := qb.And(U(expInf)).USub(U(23 << 23)).AsFloat()
-	ulpDown := qb.USub(U(1)).And(U(expInf)).USub(U(23 << 23)).AsFloat()
-	r2 := r.Add(r)
-	up := r2.Gt(ulp.Mul(B))
-	down := F(0).Gt(r2.Add(ulpDown.Mul(B)))
-	c24 := If(up, q1.Add(ulp), If(down, q1.Sub(ulpDown), q1))
-	// half a unit toward Q from c24: the sign of Q - c24
-	toward := If(up, F(-0.5), If(down, F(0.5), If(r.Gt(F(0)), F(0.5), If(F(0).Gt(r), F(-0.5), F(0)))))
+	c24, toward := quotient24(A, B)
 	kOff := ea.UAdd(U(512)).USub(eb) // k + 512
 	cb24 := c24.AsBits()
 	x := shr(cb24, 23).UAdd(kOff) // the result's biased exponent + 512
@@ -318,7 +339,8 @@ func logBody(x *X) *X {
 }
 
 // tanhBody is tanh x: Cephes' tanhf polynomial below 0.625, else
-// 1 - 2/(e^{2|x|}+1) with expX and divX; ±1 from 9.1 on.
+// 1 - 2/(e^{2|x|}+1) with expX and divNormalFn (divX's bits there); ±1
+// from 9.1 on.
 func tanhBody(x *X) *X {
 	c := classify(x)
 	ax := c.abs.AsFloat() // tanh is odd: the magnitude from |x|, then x's sign
@@ -326,7 +348,7 @@ func tanhBody(x *X) *X {
 	small := poly(s, -5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1).
 		Mul(s).Mul(ax).Add(ax)
 	e := expX(ax.Mul(F(2)))
-	large := F(1).Sub(divX(F(2), e.Add(F(1))))
+	large := F(1).Sub(Call(divNormalFn, F(2), e.Add(F(1))))
 	v := If(c.abs.ULt(U(0x3f200000)), small, // |x| < 0.625
 		If(c.abs.ULt(U(0x4111999a)), large, F(1))) // |x| < 9.1
 	return If(c.nan, x, c.sign.Or(v.AsBits()).AsFloat())
@@ -386,6 +408,9 @@ var divFn = &Func{Name: "div", Params: 2, Body: divBody(Arg(0), Arg(1))}
 
 // divX is a call of divFn.
 func divX(a, b *X) *X { return Call(divFn, a, b) }
+
+// divNormalFn is divNormalBody as a function, tanh's division.
+var divNormalFn = &Func{Name: "div_normal", Params: 2, Body: divNormalBody(Arg(0), Arg(1))}
 
 // sqrtFn is sqrtBody as a function: ops call it, and targets emit it once.
 var sqrtFn = &Func{Name: "sqrt", Params: 1, Body: sqrtBody(Arg(0))}

@@ -137,5 +137,6 @@ var (
 	NewExp  = expFn
 	NewLog  = logFn
 	NewDiv  = divFn
+	NewDivN = divNormalFn
 	NewSqrt = sqrtFn
 )

@@ -39,7 +39,7 @@ import (
 func exhaustive() bool { return os.Getenv("GPUCC_XMATH_ALL") != "" }
 
 // replaced maps each function the float definitions replaced to its oracle.
-var replaced = map[*ir.Func]*ir.Func{ir.NewDiv: ir.OldDiv, ir.NewSqrt: ir.OldSqrt, ir.NewExp: ir.OldExp, ir.NewLog: ir.OldLog}
+var replaced = map[*ir.Func]*ir.Func{ir.NewDiv: ir.OldDiv, ir.NewDivN: ir.OldDiv, ir.NewSqrt: ir.OldSqrt, ir.NewExp: ir.OldExp, ir.NewLog: ir.OldLog}
 
 // oracle returns x with every call of a replaced function calling its
 // oracle instead, and whether there was one.

@@ -78,6 +78,12 @@ var native = map[string]string{
 	const float q = p0 / p1;
 	return q == q ? q : F(0x7fc00000u);
 }`,
+	// div_normal is ir's division for positive normal operands with a
+	// normal quotient (tanh's); there the instruction is exact and no NaN
+	// arises, and on other operands its caller drops the value.
+	"div_normal": `static inline float prim_div_normal(float p0, float p1) {
+	return p0 / p1;
+}`,
 	"sqrt": `static inline float prim_sqrt(float p0) {
 	if (p0 != p0) {
 		return p0;
