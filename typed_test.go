@@ -134,13 +134,15 @@ func TestTypedRefused(t *testing.T) {
 // at the range's edges, negative gather indices), the runs with no answer
 // (irtest.TypedFaults: division by zero, casts out of range, gather
 // indices outside the axis), every op of every dtype (irtest.Typed), the
-// scalar forms on the float dtypes (irtest.TypedScalarForms),
+// scalar forms on the float dtypes (irtest.TypedScalarForms), graphs
+// whose float32 matmuls, convolutions and pools run as float32 segments
+// between typed ones (irtest.TypedMixed),
 // random graphs over every dtype (irtest.RandomTyped, faults included),
 // and ±Inf and NaN outputs (irtest.TypedNonFinite), each under both
 // policies (non_finite_output, or ±Inf and NaN returned).
 func TestTypedBackends(t *testing.T) {
 	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
-	cases = append(cases, irtest.TypedScalarForms()...)
+	cases = append(append(cases, irtest.TypedScalarForms()...), irtest.TypedMixed()...)
 	n := 64
 	if testing.Short() {
 		n = 24

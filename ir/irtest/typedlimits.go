@@ -229,3 +229,65 @@ func TypedScalarForms() []Case {
 	}
 	return cs
 }
+
+// TypedMixed returns typed graphs that hold float32 rows only the float32
+// kernels compute (matmul, conv2d, maxpool2d): a backend's typed code runs
+// them in stages, values crossing at their dtype's width. An embedding
+// lookup by int64 ids feeding a matmul, bias and relu, then float16 and
+// bool; a uint8 image cast to float32 through conv2d and maxpool2d and
+// back to uint8; kinds alternating five times; and runs with no answer
+// after a float32 stage (a cast of a matmul's result out of int8's range;
+// in graph order a fault before another that a typed stage run earlier
+// meets first).
+func TypedMixed() []Case {
+	var cs []Case
+	add := func(name string, build func(b *ir.Builder)) {
+		b := ir.NewBuilder()
+		build(b)
+		cs = append(cs, Case{"mixed/" + name, must(b)})
+	}
+	add("embedding-matmul", func(b *ir.Builder) {
+		table := b.TypedInput("table", ir.F32, ir.Shape{10, 4}, Values(1, 40, 2), nil)
+		ids := b.TypedInput("ids", ir.I64, ir.Shape{6}, nil, []int64{3, -1, 0, 9, -10, 3})
+		w := b.TypedInput("w", ir.F32, ir.Shape{4, 3}, Values(2, 12, 1), nil)
+		bias := b.TypedInput("bias", ir.F32, ir.Shape{3}, Values(3, 3, 1), nil)
+		h := table.Gather(ids, 0).MatMul(w).Add(bias).Relu()
+		b.Output("h", h)
+		b.Output("half", h.Cast(ir.F16))
+		b.Output("pos", h.ApplyTo(ir.Bool, ir.OpGreater, b.FullOf(ir.F32, ir.Shape{6, 3}, 0.25, 0)))
+		b.Output("sum", h.Cast(ir.BF16).Apply(ir.OpSum))
+	})
+	add("uint8-conv", func(b *ir.Builder) {
+		img := b.TypedInput("img", ir.U8, ir.Shape{1, 1, 6, 6}, nil, IntExtremes(ir.U8, 5, 36))
+		w := b.TypedInput("w", ir.F32, ir.Shape{2, 1, 3, 3}, Values(4, 18, 1), nil)
+		y := img.Cast(ir.F32).MulScalar(1.0/255).Conv2D(w, map[string][]int{"pads": {1, 1, 1, 1}})
+		y = y.Relu().MaxPool2D(map[string][]int{"kernel_shape": {2, 2}, "strides": {2, 2}})
+		b.Output("y", y)
+		b.Output("u8", y.MulScalar(64).Minimum(b.FullOf(ir.F32, ir.Shape{1, 2, 3, 3}, 255, 0)).Cast(ir.U8))
+	})
+	add("alternating", func(b *ir.Builder) {
+		x := b.TypedInput("x", ir.F32, ir.Shape{3, 3}, Values(5, 9, 4), nil)
+		m := b.TypedInput("m", ir.I32, ir.Shape{3, 3}, nil, IntExtremes(ir.I32, 6, 9))
+		y := x.MatMul(x)                                     // float
+		k := y.Cast(ir.I32).Add(m)                           // typed: wraps
+		z := k.Cast(ir.F32).MulScalar(0x1p-30).MatMul(x).T() // float
+		w := z.Cast(ir.F16).Neg().Cast(ir.F32).MatMul(x)     // typed, then float
+		b.Output("k", k)
+		b.Output("z", z)
+		b.Output("w", w.Cast(ir.I64))
+	})
+	add("fault-after-matmul", func(b *ir.Builder) {
+		x := b.TypedInput("x", ir.F32, ir.Shape{2, 2}, []float32{10, 2, 3, 4}, nil)
+		b.Output("y", x.MatMul(x).Cast(ir.I8))              // 106 fits, 112 fits, 46... 10·10+2·3 = 106; 3·2+4·4 = 22; 10·2+2·4 = 28; 3·10+4·3 = 42
+		b.Output("z", x.MatMul(x).MulScalar(2).Cast(ir.I8)) // 212: outside int8
+	})
+	add("fault-order", func(b *ir.Builder) {
+		x := b.TypedInput("x", ir.F32, ir.Shape{2, 2}, []float32{10, 2, 3, 4}, nil)
+		big := x.MatMul(x).MulScalar(2).Cast(ir.I8) // a later stage, an earlier node: the reference's fault
+		n := b.TypedInput("n", ir.I32, ir.Shape{2}, nil, []int64{1, 2})
+		d := b.TypedInput("d", ir.I32, ir.Shape{2}, nil, []int64{1, 0})
+		b.Output("big", big)
+		b.Output("q", n.Div(d)) // the first stage's fault
+	})
+	return cs
+}

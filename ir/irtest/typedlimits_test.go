@@ -3,6 +3,7 @@ package irtest
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -34,6 +35,12 @@ func TestTypedLimits(t *testing.T) {
 	}
 	for _, c := range TypedScalarForms() {
 		if _, err := cpuref.EvalTyped(c.Graph); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	for _, c := range TypedMixed() {
+		_, err := cpuref.EvalTyped(c.Graph)
+		if fault := strings.HasPrefix(c.Name, "mixed/fault"); fault != (err != nil) {
 			t.Errorf("%s: %v", c.Name, err)
 		}
 	}
