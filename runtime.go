@@ -193,7 +193,7 @@ func (rt *Runtime) reserve(n int64) error {
 // release the executable. A typed graph (a value of a dtype other than
 // float32, or a typed op: Typed) runs on the cpu backend, as
 // cpuref.EvalTyped computes it, and on a backend with typed code
-// (backend.TypedDevice: native, wasm, webgpu) with its bits; every other backend
+// (backend.TypedDevice: native, wasm, webgpu, webgl2) with its bits; every other backend
 // refuses it by name (unsupported) until its kernels handle the dtype.
 func (rt *Runtime) Run(ctx context.Context, g *ir.Graph) (*Result, error) {
 	exe, err := rt.Compile(ctx, g)

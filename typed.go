@@ -16,7 +16,7 @@ import (
 // Typed reports whether g holds a value of a dtype other than float32 or
 // an op of a typed row (cast, where, the logical and bitwise ops): a graph
 // that the cpu backend runs with the reference and a backend that
-// implements backend.TypedDevice (native, wasm, webgpu) with its typed code.
+// implements backend.TypedDevice (native, wasm, webgpu, webgl2) with its typed code.
 // Every other backend refuses it by name (unsupported) until its kernels
 // handle the dtype.
 func Typed(g *ir.Graph) bool { return g != nil && passes.FloatOnly(g) != nil }

@@ -105,13 +105,20 @@ func flushedTo(got uint32, want float32) bool {
 }
 
 // TestTypedOnPage runs typed graphs through gpucc.run in the page on its
-// WebGPU (typed WGSL kernels and float32 islands, as natively) and checks
+// WebGPU (typed WGSL kernels and float32 islands, as natively) and its
+// WebGL2 (typed GLSL passes, node by node) and checks
 // them against cpuref.EvalTyped: each output's dtype and values (an int64
 // through its two int32 words, which a page's number holds exactly), or
 // the same error code: irtest's limits (wrap-around at ±2^31 and ±2^63,
 // MIN / -1, float16 and bfloat16 edges), its runs with no answer, every
 // op over every dtype, and random typed graphs.
 func TestTypedOnPage(t *testing.T) {
+	for _, backend := range []string{"webgpu", "webgl2"} {
+		t.Run(backend, func(t *testing.T) { typedOnPage(t, backend) })
+	}
+}
+
+func typedOnPage(t *testing.T, backend string) {
 	start := time.Now()
 	ctx := page(t, "?life=0", 2*pageDeadline)
 	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
@@ -121,7 +128,7 @@ func TestTypedOnPage(t *testing.T) {
 	ran, faults, flushed := 0, 0, 0
 	for _, c := range cases {
 		g := splitInt64(c.Graph)
-		opts, _ := json.Marshal(map[string]any{"backend": "webgpu", "allowSoftware": true})
+		opts, _ := json.Marshal(map[string]any{"backend": backend, "allowSoftware": true})
 		// A float output's values become their float32 bits in the page:
 		// JSON.stringify writes -0 as 0.
 		expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
@@ -153,8 +160,8 @@ func TestTypedOnPage(t *testing.T) {
 			faults++
 			continue
 		}
-		if r.Backend != "webgpu" {
-			t.Fatalf("%s: ran on %q, want webgpu", c.Name, r.Backend)
+		if r.Backend != backend {
+			t.Fatalf("%s: ran on %q, want %s", c.Name, r.Backend, backend)
 		}
 		ran++
 		for _, o := range g.Outputs {
@@ -180,8 +187,8 @@ func TestTypedOnPage(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d typed graphs gave cpuref's values on the page's WebGPU (%d float32 subnormal values flushed to ±0), %d failed as cpuref does (%.0f s)",
-		ran, flushed, faults, time.Since(start).Seconds())
+	t.Logf("%s: %d typed graphs gave cpuref's values in the page (%d float32 subnormal values flushed to ±0), %d failed as cpuref does (%.0f s)",
+		backend, ran, flushed, faults, time.Since(start).Seconds())
 }
 
 // finiteOutputs reports whether every float output of g in vals is
