@@ -38,6 +38,8 @@ type realCase struct {
 	// long cases run only without -short (a larger size of a model that
 	// -short runs smaller).
 	long bool
+	// stream, for ORT, runs the model frame by frame (ort.mjs).
+	stream map[string]any
 }
 
 var realCases = []realCase{
@@ -363,7 +365,11 @@ func runORT(t *testing.T, modules string, c realCase, inputs []realInput) map[st
 		}
 		ins = append(ins, in{x.name, x.dtype, x.shape, file})
 	}
-	manifest, _ := json.Marshal([]any{map[string]any{"case": c.name, "model": testmodels.Path(t, c.model), "inputs": ins, "outdir": dir}})
+	entry := map[string]any{"case": c.name, "model": testmodels.Path(t, c.model), "inputs": ins, "outdir": dir}
+	if c.stream != nil {
+		entry["stream"] = c.stream
+	}
+	manifest, _ := json.Marshal([]any{entry})
 	mpath := filepath.Join(dir, "manifest.json")
 	if err := os.WriteFile(mpath, manifest, 0o644); err != nil {
 		t.Fatal(err)
@@ -395,4 +401,116 @@ func runORT(t *testing.T, modules string, c realCase, inputs []realInput) map[st
 		res[o.Name] = realOutput{o.Shape, v}
 	}
 	return res
+}
+
+// TestRealVADStream runs Silero VAD v5 as an application streams it: 12
+// frames of 512 samples of a synthetic utterance (silence, a voiced
+// vowel of harmonics of 140 Hz, noise), its state kept on the device
+// between calls (RunOptions.Keep; the kept tensor is the next call's
+// state input, so only the frame is uploaded after the first call). Every
+// backend gives cpu's bits for each frame's probability and the last
+// state, and they are within 1e-4 of ONNX Runtime for Node running the
+// same frames with its own state fed back.
+func TestRealVADStream(t *testing.T) {
+	const frames, frame = 12, 512
+	c := realCase{name: "silero_vad_v5_stream", model: "silero_vad_v5", shapes: map[string][]int{"input": {1, frame}, "state": {2, 1, 128}}, sr: 16000}
+	g, _ := loadReal(t, c)
+	audio := make([]float32, frames*frame)
+	r := rand.New(rand.NewPCG(34, 16000))
+	for i := range audio {
+		s := float64(i) / 16000
+		v := 0.003 * (r.Float64()*2 - 1) // background noise
+		if f := i / frame; f >= 3 && f < 9 {
+			for h := 1; h <= 12; h++ { // a vowel: harmonics of 140 Hz, formants near 700 and 1200 Hz
+				a := math.Exp(-math.Pow(float64(h*140-700)/300, 2)) + 0.6*math.Exp(-math.Pow(float64(h*140-1200)/300, 2))
+				v += 0.2 * a * math.Sin(2*math.Pi*float64(h)*140*s)
+			}
+		}
+		audio[i] = float32(v)
+	}
+	state0 := make([]float32, 2*128)
+	ctx := context.Background()
+	var cpuProbs, cpuState []float32
+	for _, b := range gpucctest.Backends {
+		rt := gpucctest.Open(t, b, func(o *gpucc.Options) { o.Limits = realLimits })
+		exe, err := rt.Compile(ctx, g)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		var state gpucc.Value = gpucc.NewTensor(ir.Shape{2, 1, 128}, state0)
+		var probs []float32
+		for f := range frames {
+			res, err := exe.RunWith(ctx, gpucc.Inputs{"input": gpucc.NewTensor(ir.Shape{1, frame}, audio[f*frame:(f+1)*frame]), "state": state},
+				gpucc.RunOptions{Keep: []string{"stateN"}})
+			if err != nil {
+				t.Fatalf("%s frame %d: %v", b, f, err)
+			}
+			if want := int64(4 * frame); f > 0 && res.Timings.UploadBytes != want {
+				t.Errorf("%s frame %d: uploaded %d bytes, want the frame's %d (the state stays on the device)", b, f, res.Timings.UploadBytes, want)
+			}
+			probs = append(probs, res.Outputs["output"].Data...)
+			if d, ok := state.(*gpucc.DeviceTensor); ok {
+				if err := d.Release(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			state = res.Kept["stateN"]
+		}
+		last, err := state.(*gpucc.DeviceTensor).Read(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := state.(*gpucc.DeviceTensor).Release(); err != nil {
+			t.Fatal(err)
+		}
+		exe.Release()
+		if cpuProbs == nil {
+			cpuProbs, cpuState = probs, last
+			t.Logf("probabilities per frame: %v", probs)
+			continue
+		}
+		if i := firstBitDiff(cpuProbs, probs); i >= 0 {
+			t.Errorf("%s: frame %d's probability %v, cpu's %v", b, i, probs[min(i, len(probs)-1)], cpuProbs[i])
+		}
+		if i := firstBitDiff(cpuState, last); i >= 0 {
+			t.Errorf("%s: the last state differs from cpu's at [%d]", b, i)
+		}
+	}
+	got := map[string][]float32{"output": cpuProbs, "stateN": cpuState}
+	var rec realRecorded
+	recPath := filepath.Join("testdata", "realmodels", "ort.json")
+	readJSON(t, recPath, &rec)
+	if dir := ortNodeModules(); dir != "" {
+		c.stream = map[string]any{"input": "input", "state": "state", "stateOut": "stateN", "output": "output", "frames": frames}
+		live := runORT(t, dir, c, []realInput{
+			{name: "input", dtype: "float32", shape: []int{frames, frame}, f32: audio},
+			{name: "state", dtype: "float32", shape: []int{2, 1, 128}, f32: state0},
+			{name: "sr", dtype: "int64", shape: []int{}, i64: []int64{16000}},
+		})
+		want := map[string][]float32{}
+		for n, o := range live {
+			want[n] = o.data
+		}
+		t.Logf("max |y − ORT|/max(1, |ORT|) = %.3g over every value (ORT-node live); ORT's probabilities %v", compareORT(t, "ORT", got, want, nil), want["output"])
+		if *update {
+			rec.Cases[c.name] = sampleOutputs(live)
+			b, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(recPath, append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	want, ok := rec.Cases[c.name]
+	if !ok {
+		t.Fatalf("no recorded ORT outputs for %s in %s", c.name, recPath)
+	}
+	sampled := map[string][]float32{}
+	for n, s := range want {
+		sampled[n] = s.Values
+	}
+	t.Logf("max |y − ORT|/max(1, |ORT|) = %.3g over the recorded values", compareORT(t, "recorded ORT", got, sampled, nil))
 }
