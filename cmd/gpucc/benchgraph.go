@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -49,34 +48,6 @@ type coldResult struct {
 	Error    map[string]any `json:"error"`
 }
 
-// loadBenchGraph reads the graph or model at path with each --input bound
-// by name: an .onnx model is imported at the inputs' shapes (their data
-// gives them, as --input-shape would), so a dynamic dimension takes the
-// data's size.
-func loadBenchGraph(path string, limits *ir.Limits) (*ir.Graph, error) {
-	if isONNX(path) {
-		limits.NonFinite = true // as run: a model's masks hold -Inf
-		for _, name := range slices.Sorted(maps.Keys(runInputs)) {
-			if _, given := inputShapes[name]; given {
-				continue
-			}
-			a, err := readInput(runInputs[name], ir.F32, limits.WithDefaults().MaxElements, "input "+name)
-			if err != nil {
-				return nil, err
-			}
-			inputShapes[name] = a.Shape
-		}
-	}
-	g, err := readGraph(path, *limits)
-	if err != nil {
-		return nil, err
-	}
-	if err := bindInputs(g, limits.WithDefaults().MaxElements); err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
 // benchGraph times the user's graph: on each backend, cold runs in fresh
 // child processes of this binary and warm runs here, then writes the
 // report and prints its summary.
@@ -88,7 +59,7 @@ func benchGraph(gb graphBench) int {
 	start := time.Now()
 	// Read the graph once here, so that a bad graph or input fails before
 	// any child starts, with the child's own error.
-	g, err := loadBenchGraph(gb.path, gb.limits)
+	g, err := loadWithInputs(gb.path, gb.limits)
 	if err != nil {
 		return fail(err)
 	}
@@ -222,7 +193,7 @@ func runColdChild(gb graphBench, be string) (*coldResult, float64, error) {
 // cache, run it once; it prints a coldResult.
 func coldChild(gb graphBench, be string) int {
 	start := time.Now()
-	g, err := loadBenchGraph(gb.path, gb.limits)
+	g, err := loadWithInputs(gb.path, gb.limits)
 	if err != nil {
 		return fail(err)
 	}

@@ -168,7 +168,8 @@ func TestBenchModel(t *testing.T) {
 		code string
 	}{
 		{"unknown input", []string{"--input", "input1=" + x, model}, "invalid_input"},
-		{"wrong shape", []string{"--input", "x=[[1,2],[3,4],[5,6]]", "--input-shape", "x=2,3", model}, "invalid_input"},
+		{"wrong shape", []string{"--input", "x=[[1,2],[3,4],[5,6]]", model}, "invalid_input"},
+		{"shape against --input-shape", []string{"--input", "x=[[1,2],[3,4],[5,6]]", "--input-shape", "x=2,3", model}, "usage"},
 		{"suite flag", []string{"--quick", model}, "usage"},
 		{"two graphs", []string{model, model}, "usage"},
 	} {

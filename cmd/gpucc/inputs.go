@@ -39,6 +39,34 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 	return nil
 }
 
+// loadWithInputs reads the graph or model at path with each --input bound
+// by name: an .onnx model is imported at the inputs' shapes (their data
+// gives them, as --input-shape would), so a dynamic dimension takes the
+// data's size; a shape --input-shape also gives must be the data's.
+func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
+	if isONNX(path) {
+		limits.NonFinite = true // as run: a model's masks hold -Inf
+		for _, name := range slices.Sorted(maps.Keys(runInputs)) {
+			a, err := readInput(runInputs[name], ir.F32, limits.WithDefaults().MaxElements, "input "+name)
+			if err != nil {
+				return nil, err
+			}
+			if given, ok := inputShapes[name]; ok && !slices.Equal(given, a.Shape) {
+				return nil, ir.Errorf(ir.CodeUsage, -1, "input-shape", "--input-shape %s=%v, but %s has shape %v", name, given, runInputs[name], a.Shape)
+			}
+			inputShapes[name] = a.Shape
+		}
+	}
+	g, err := readGraph(path, *limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := bindInputs(g, limits.WithDefaults().MaxElements); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
 // inputValue is one input's run-time data in the IR's carriers: a float
 // dtype's values in data, an integer or bool dtype's in ints.
 type inputValue struct {

@@ -118,3 +118,42 @@ func TestRunInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInputTimings: gpucc run MODEL.onnx --input counts the start-up
+// and the compile (passes, codegen, the backend's compile) in its
+// timings, as a run without --input does: it ran through a
+// gpucc.Dynamic, whose result held the run's stages alone, so its
+// totalMs left out the compile.
+func TestRunInputTimings(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("testdata", "mlp2.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := gpucc(t, "", "run", "--backend", "cpu", "--input", "x=[[1,-2,0.5],[4,5.25,-6]]", model)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var res struct {
+		Timings struct {
+			StartupMs                                                        *float64
+			PassesMs, CodegenMs, CompileMs, UploadMs, DispatchMs, ReadbackMs float64
+			TotalMs                                                          float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	r := res.Timings
+	if r.StartupMs == nil {
+		r.StartupMs = new(float64)
+		t.Errorf("the timings lack startupMs: %s", out)
+	}
+	tm := map[string]float64{"startupMs": *r.StartupMs, "passesMs": r.PassesMs, "codegenMs": r.CodegenMs, "compileMs": r.CompileMs,
+		"uploadMs": r.UploadMs, "dispatchMs": r.DispatchMs, "readbackMs": r.ReadbackMs, "totalMs": r.TotalMs}
+	if tm["passesMs"] <= 0 {
+		t.Errorf("timings %v lack the passes", tm)
+	}
+	if parts := tm["startupMs"] + tm["passesMs"] + tm["codegenMs"] + tm["compileMs"] + tm["uploadMs"] + tm["dispatchMs"] + tm["readbackMs"]; tm["totalMs"] < parts-0.01 {
+		t.Errorf("totalMs %v is less than its stages' sum %v: %v", tm["totalMs"], parts, tm)
+	}
+}

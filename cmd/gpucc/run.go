@@ -70,7 +70,7 @@ func runCmd(args []string) int {
 	if isONNX(fs.Arg(0)) {
 		limits.NonFinite = true // a model's masks hold -Inf; its outputs are IEEE values
 	}
-	if len(runInputs) > 0 && isONNX(fs.Arg(0)) || *explain {
+	if *explain {
 		if !isONNX(fs.Arg(0)) {
 			return usageError("run: --explain takes an .onnx model so far")
 		}
@@ -83,13 +83,14 @@ func runCmd(args []string) int {
 	}
 	var g *ir.Graph
 	err := step("reading "+filepath.Base(fs.Arg(0)), func() (err error) { // an .onnx import of a large model takes seconds
-		g, err = readGraph(fs.Arg(0), *limits)
+		// An .onnx model is imported at its --input data's shapes (they
+		// bind its dynamic dimensions), and every run binds the data:
+		// one compile, counted in the timings with the start-up (a
+		// gpucc.Dynamic's run, which run took before, counted neither).
+		g, err = loadWithInputs(fs.Arg(0), limits)
 		return err
 	})
 	if err != nil {
-		return fail(err)
-	}
-	if err := bindInputs(g, limits.WithDefaults().MaxElements); err != nil {
 		return fail(err)
 	}
 	opts, err := options()
