@@ -2,6 +2,7 @@ package gpucc_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -159,5 +160,42 @@ func checkNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 				break
 			}
 		}
+	}
+}
+
+// TestAttentionLengths: sequences 64 and 512 at head dims 64 and 128,
+// causal and padding-masked with -Inf, give cpuref's bits on every
+// backend: the WGSL row's key tiles, partial last tiles and workgroups of
+// 16 (8) query rows, the C row's blocks of 8 keys. Without -short, causal
+// sequences of 2048 and 4096 at d 64 too, on native and webgpu (cpuref
+// takes minutes over 4096).
+func TestAttentionLengths(t *testing.T) {
+	type sized struct {
+		irtest.AttentionCase
+		long bool
+	}
+	var cases []sized
+	for _, s := range []int{64, 512} {
+		cases = append(cases,
+			sized{irtest.AttentionCase{Name: fmt.Sprintf("seq%d-d64-causal", s), H: 1, S: s, T: s, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, false},
+			sized{irtest.AttentionCase{Name: fmt.Sprintf("seq%d-d128-padding", s), B: 2, S: s, T: s, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, false})
+	}
+	if !testing.Short() {
+		for _, s := range []int{2048, 4096} {
+			cases = append(cases, sized{irtest.AttentionCase{Name: fmt.Sprintf("seq%d-d64-causal", s), S: s, T: s, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, true})
+		}
+	}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			rt := open(t, be, func(o *gpucc.Options) {
+				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
+			})
+			for k, c := range cases {
+				if c.long && be != "native" && be != "webgpu" {
+					continue
+				}
+				t.Run(c.Name, func(t *testing.T) { checkNonFinite(t, rt, c.Graph(uint64(900+k))) })
+			}
+		})
 	}
 }

@@ -64,9 +64,11 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 		return b.Input(s, vals(k, s.Len()))
 	}
 	q, k, v := in(1, c.S, c.D), in(2, c.T, c.D), in(3, c.T, c.E)
-	off, lim := float32(-3e38), ir.Limits{}
+	// Limits wide enough for sequences of 4096 (the defaults' 10^8
+	// operations stop at a few hundred).
+	off, lim := float32(-3e38), ir.Limits{MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
 	if c.NonFinite {
-		off, lim = float32(math.Inf(-1)), ir.Limits{NonFinite: true}
+		off, lim.NonFinite = float32(math.Inf(-1)), true
 	}
 	var mask ir.Tensor
 	switch c.Mask {
