@@ -2,9 +2,11 @@ package wasm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"sort"
 	"strconv"
@@ -25,7 +27,9 @@ import (
 // model, kernel by kernel, under wazero's compiler: the module the
 // backend builds (scalar) beside the same C with SIMD128, each kernel's
 // best of GPUCC_PROFILE_RUNS calls (default 5). The model and its shapes
-// are bench's TestKernelProfile's variables:
+// are bench's TestKernelProfile's variables; with GPUCC_V8_DIR it also
+// writes both modules, their memory and their calls for
+// bench/wasm_v8.mjs, which times them in Node's V8:
 //
 //	GPUCC_PROFILE_MODEL=/tmp/det.onnx GPUCC_PROFILE_SHAPES='x=1,3,320,320' \
 //	  go test -count=1 -run TestWasmKernelProfile ./runtime/wasm/
@@ -110,6 +114,9 @@ func TestWasmKernelProfile(t *testing.T) {
 				t.Fatalf("buffer %d does not fit linear memory", i)
 			}
 		}
+		if dir := os.Getenv("GPUCC_V8_DIR"); dir != "" {
+			exportV8(t, dir, []string{"scalar", "simd128"}[m], mod, unit, e)
+		}
 		times[m] = make([]float64, len(e.calls))
 		for k, cl := range e.calls {
 			best := math.Inf(1)
@@ -139,6 +146,35 @@ func TestWasmKernelProfile(t *testing.T) {
 		}
 		kk := &p.Program().Kernels[k]
 		fmt.Printf("  %9.3f %9.3f ms  %3d %-14v %v\n", times[0][k], times[1][k], k, kk.Kind, kk.Shape)
+	}
+}
+
+// exportV8 writes, for bench/wasm_v8.mjs, the module (NAME.wasm), its
+// linear memory holding the inputs (NAME.mem) and the kernel calls in
+// order, each an export and its pointer arguments (NAME.json), so that
+// V8 runs the very calls wazero runs.
+func exportV8(t *testing.T, dir, name string, mod []byte, unit *c.Unit, e *executable) {
+	t.Helper()
+	img, ok := e.mod.mem.Read(0, e.mod.mem.Size())
+	if !ok {
+		t.Fatal("cannot read linear memory")
+	}
+	type callJSON struct {
+		Export string   `json:"export"`
+		Args   []uint64 `json:"args"`
+	}
+	var calls []callJSON
+	for k, cl := range e.calls {
+		calls = append(calls, callJSON{unit.Kernels[k].Export, cl.args})
+	}
+	js, err := json.Marshal(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ext, b := range map[string][]byte{".wasm": mod, ".mem": img, ".json": js} {
+		if err := os.WriteFile(filepath.Join(dir, name+ext), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
