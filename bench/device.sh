@@ -23,7 +23,8 @@
 #            ViT): pipelines one at a time against concurrently, and a second process with the
 #            NVIDIA driver's shader cache warm
 #   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
-#   rows     row ops at [8192,1024] in a fresh process and after other work, beside PyTorch
+#   rows     row ops and exp, tanh, sigmoid, GELU at [8192,1024] in a fresh process and after other
+#            work, beside PyTorch
 #   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), beside PyTorch
 #            eager and scaled_dot_product_attention
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch
@@ -123,7 +124,7 @@ suite_conv() {
 }
 suite_rows() {
 	warm
-	benches bench_rows.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
 	log "torch_nn.py: exit $?"

@@ -59,6 +59,16 @@ func nnGraphs(r, c, s, d int) []struct {
 		{"softmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Softmax(1)) })},
 		{"logsoftmax", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LogSoftmax(1)) })},
 		{"layernorm", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).LayerNorm(1, 1e-5)) })},
+		// the exact elementwise primitives (issue 35 item 1): exp, tanh,
+		// sigmoid and GELU's tanh form 0.5·x·(1 + tanh(0.7978846·(x + 0.044715·x³)))
+		{"exp", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Exp()) })},
+		{"tanh", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Tanh()) })},
+		{"sigmoid", mk(func(b *ir.Builder) ir.Tensor { return out(b, x(b).Apply(ir.OpSigmoid)) })},
+		{"gelu", mk(func(b *ir.Builder) ir.Tensor {
+			v := x(b)
+			inner := v.Add(v.Mul(v).Mul(v).MulScalar(0.044715)).MulScalar(0.7978846)
+			return out(b, v.MulScalar(0.5).Mul(inner.Tanh().AddScalar(1)))
+		})},
 		{"attn", mk(func(b *ir.Builder) ir.Tensor { // issue 21's softmax(Q·Kᵀ·s)·V, no layernorm
 			in := func(name string) ir.Tensor { return b.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
 			q, k, v := in("q"), in("k"), in("v")

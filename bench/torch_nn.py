@@ -10,6 +10,7 @@ float32 with TF32 off. The shapes are those of bench/nn_bench_test.go (Benchmark
   logsoftmax log_softmax over axis 1 of [R, C]
   layernorm (x - mean) * rsqrt(var + 1e-5) over axis 1 of [R, C], no affine
   attention softmax(Q K^T / sqrt(d)) V then layernorm, [S, d]
+  exp, tanh, sigmoid, gelu (tanh form) elementwise over [R, C]
 
 Usage: python3 bench/torch_nn.py R C S D
 """
@@ -57,6 +58,10 @@ work = {
     'logsoftmax': (lambda x: torch.log_softmax(x, dim=1), (x,)),
     'layernorm': (layernorm, (x,)),
     'attention': (attention, (q, k, v)),
+    'exp': (torch.exp, (x,)),
+    'tanh': (torch.tanh, (x,)),
+    'sigmoid': (torch.sigmoid, (x,)),
+    'gelu': (lambda x: torch.nn.functional.gelu(x, approximate='tanh'), (x,)),
 }
 res = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__,
        'shape': [R, C], 'attention': [S, D], 'bytes': 4 * R * C}
