@@ -29,6 +29,11 @@ type Executable struct {
 	// (compileTyped); plan is nil.
 	typed    *ir.Graph
 	typedExe backend.TypedExecutable
+	// typedIn holds, by node, the bytes of each input a run did not give
+	// (its embedded data), encoded once; typedSame says the backend's
+	// previous run got those very bytes for it (TypedCall.Same).
+	typedIn   map[int][]byte
+	typedSame map[int]bool
 	// split is, for a typed graph on a backend other than cpu, its
 	// segments (split.go); plan, exe and typed are nil.
 	split *split

@@ -87,6 +87,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "a typed graph's run returns host outputs only (no Keep, no Into) so far")
 	}
 	g := &ir.Graph{Nodes: slices.Clone(e.typed.Nodes), Outputs: e.typed.Outputs}
+	given := map[int]bool{}
 	for name, v := range in {
 		id := inputNamed(g, name)
 		if id < 0 {
@@ -99,6 +100,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		if err := setTypedInput(&g.Nodes[id], name, t, rt.opts.Limits.NonFinite || e.segment); err != nil {
 			return nil, err
 		}
+		given[id] = true
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -107,7 +109,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	var err error
 	var st backend.Stats
 	if e.typedExe != nil {
-		vals, err = e.runTypedOn(ctx, g, &st)
+		vals, err = e.runTypedOn(ctx, g, given, &st)
 	} else {
 		vals, err = cpuref.EvalTyped(g)
 	}
@@ -142,23 +144,42 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	return res, nil
 }
 
-// runTypedOn runs g (the executable's graph with this run's inputs) on the
-// backend's typed executable: each input node's value goes at its dtype's
-// width (backend.TypedBytes), each output comes back the same way. A fault
+// runTypedOn runs g (the executable's graph with this run's inputs, given
+// by node those the run gave) on the backend's typed executable: each
+// input node's value goes at its dtype's width (backend.TypedBytes), each
+// output comes back the same way. An input the run does not give (the
+// graph's embedded data: a model's weights) is encoded once and kept, and
+// the backend told when it is the same as its previous run's
+// (TypedCall.Same), so that it need not copy it again. A fault
 // (a run with no right answer) is answered with the reference's own error
 // for the run, found by evaluating it (cpuref.EvalTyped), so that it
 // names the op, the element and the value as the cpu backend does; if the
 // reference computes the run, the backend is wrong, which is internal.
-func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, st *backend.Stats) ([]cpuref.Value, error) {
+func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, st *backend.Stats) ([]cpuref.Value, error) {
 	rt := e.rt
-	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Stats: st}
+	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Same: make([]bool, len(g.Nodes)), Stats: st}
+	if e.typedIn == nil {
+		e.typedIn, e.typedSame = map[int][]byte{}, map[int]bool{}
+	}
 	for i, n := range g.Nodes {
-		if n.Op == ir.OpInput {
+		switch {
+		case n.Op != ir.OpInput:
+		case given[i]:
 			call.Inputs[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
+			e.typedSame[i] = false
+		default:
+			if e.typedIn[i] == nil {
+				e.typedIn[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
+			}
+			call.Inputs[i], call.Same[i] = e.typedIn[i], e.typedSame[i]
+			e.typedSame[i] = true
 		}
 	}
 	_, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.typedExe.RunTyped(ctx, call) })
 	var fault *backend.TypedFault
+	if err != nil && !errors.As(err, &fault) { // the storage may hold part of this run's inputs
+		clear(e.typedSame)
+	}
 	if errors.As(err, &fault) {
 		_, ref := cpuref.EvalTyped(g)
 		var re *ir.Error

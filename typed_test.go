@@ -222,3 +222,81 @@ func TestTypedLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedWeightsStay: an input a run does not give (the graph's
+// embedded data, a model's weights) is copied to the backend once: later
+// runs upload only the inputs they give (Timings.UploadBytes), and still
+// give cpu's bits when the same input is given in between, and when
+// another executable of the same graph with other weights (the same code:
+// wasm shares one module's memory between them) runs in between.
+func TestTypedWeightsStay(t *testing.T) {
+	ctx := context.Background()
+	graph := func(scale float32) *ir.Graph {
+		b := ir.NewBuilder()
+		tab := make([]float32, 64*8)
+		for i := range tab {
+			tab[i] = float32(i) * scale
+		}
+		table := b.TypedInput("table", ir.F32, ir.Shape{64, 8}, tab, nil)
+		ids := b.TypedInput("ids", ir.I64, ir.Shape{3}, nil, []int64{0, 0, 0})
+		b.Output("e", table.Gather(ids, 0))
+		g, err := b.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	ga, gb := graph(1), graph(-0.5)
+	ids := gpucc.Inputs{"ids": gpucc.Tensor{Shape: []int{3}, DType: ir.I64, Ints: []int64{5, -1, 63}}}
+	other := make([]float32, 64*8)
+	withTable := gpucc.Inputs{"ids": ids["ids"], "table": gpucc.NewTensor(ir.Shape{64, 8}, other)}
+	cpu := open(t, "cpu")
+	want := func(g *ir.Graph, in gpucc.Inputs) []float32 {
+		exe, err := cpu.Compile(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer exe.Release()
+		r, err := exe.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Outputs["e"].Data
+	}
+	wa, wb, wt := want(ga, ids), want(gb, ids), want(ga, withTable)
+	for _, name := range []string{"native", "wasm"} {
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, name)
+			a, err := rt.Compile(ctx, ga)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Release()
+			b, err := rt.Compile(ctx, gb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Release()
+			for k, step := range []struct {
+				exe    *gpucc.Executable
+				in     gpucc.Inputs
+				want   []float32
+				upload int64 // bytes, -1: any
+			}{
+				{a, ids, wa, -1}, {a, ids, wa, 24}, {b, ids, wb, -1}, {a, ids, wa, -1}, {a, ids, wa, 24},
+				{a, withTable, wt, 24 + 64*8*4}, {a, ids, wa, -1}, {a, ids, wa, 24},
+			} {
+				r, err := step.exe.Run(ctx, step.in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := r.Outputs["e"].Data; !slices.Equal(gpucctest.BitsOf(got), gpucctest.BitsOf(step.want)) {
+					t.Errorf("step %d: %v, cpu %v", k, got, step.want)
+				}
+				if step.upload >= 0 && r.Timings.UploadBytes != step.upload {
+					t.Errorf("step %d: uploaded %d bytes, want %d", k, r.Timings.UploadBytes, step.upload)
+				}
+			}
+		})
+	}
+}

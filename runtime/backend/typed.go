@@ -73,6 +73,13 @@ type TypedCall struct {
 	// Inputs holds, by graph node, each input node's value (TypedBytes:
 	// Len·Size bytes of its dtype); nil for every other node.
 	Inputs [][]byte
+	// Same, when not nil, says by graph node that Inputs[i] holds the
+	// bytes this executable's previous RunTyped got for node i (an input
+	// the run does not give: the graph's embedded data, a model's
+	// weights). A backend whose storage for node i still holds them (no
+	// other executable wrote it since) may skip copying them again; any
+	// other must copy. A hint only: the bytes are always there.
+	Same []bool
 	// Outputs is filled by RunTyped: by graph output (Graph.Outputs), the
 	// output node's value, Len·Size bytes of its dtype. The runtime gives
 	// a nil slice; the backend allocates it.

@@ -53,7 +53,7 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	return &typedExecutable{d: d, g: p.Graph, lib: lib, own: make([][]uint64, len(p.Graph.Nodes))}, nil
+	return &typedExecutable{d: d, g: p.Graph, lib: lib, own: make([][]uint64, len(p.Graph.Nodes)), held: make([]bool, len(p.Graph.Nodes))}, nil
 }
 
 type typedExecutable struct {
@@ -64,6 +64,9 @@ type typedExecutable struct {
 	// word more than it needs so that an empty tensor has an address too;
 	// allocated by the first run, reused by the next ones.
 	own [][]uint64
+	// held says, by node, that own holds the input bytes of the last run
+	// (TypedCall.Same lets a run skip copying them again).
+	held []bool
 }
 
 func (e *typedExecutable) Release() {
@@ -90,14 +93,15 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 			e.own[i] = make([]uint64, size/8+1)
 			st.FirstDispatch = true
 		}
-		if n.Op != ir.OpInput {
-			continue
+		if n.Op != ir.OpInput || cl.Same != nil && cl.Same[i] && e.held[i] {
+			continue // storage of the executable's own: it still holds the bytes
 		}
 		if len(cl.Inputs[i]) != size {
 			stop()
 			return fail(ir.CodeExecutionFailed, fmt.Errorf("node %d: input holds %d bytes, %v %v needs %d", i, len(cl.Inputs[i]), n.DType, n.Shape, size))
 		}
 		copy(words(e.own[i]), cl.Inputs[i])
+		e.held[i] = true
 		st.UploadBytes += int64(size)
 	}
 	stop()

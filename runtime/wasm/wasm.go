@@ -63,6 +63,9 @@ type module struct {
 	mem      api.Memory
 	base     uint64 // first byte after the module's stack and data
 	refs     int
+	// typedRunner is the typed executable whose run last wrote the
+	// module's memory (executables of one typed source share it).
+	typedRunner *typedExecutable
 }
 
 // close releases the instance and its compiled code: closing an instance
