@@ -290,8 +290,10 @@ def infer_shape(node, op, args, attrs):
             raise bad(node, "a", "pad takes x of rank 1 to 4, got %s" % list(x))
         if len(pads) != 2 * len(x):
             raise bad(node, "pads", "pad of x %s needs %d pads (before each axis, then after each), got %s" % (list(x), 2 * len(x), pads))
-        if any(v < 0 for v in pads):
-            raise bad(node, "pads", "pad's pads must be ≥ 0 (a crop is not a pad), got %s" % pads)
+        for k, n in enumerate(x):  # a negative pad crops, leaving at least one element
+            b, e = pads[k], pads[len(x) + k]
+            if -b >= n or -e >= n or n + b + e < 1:
+                raise bad(node, "pads", "pads %s crop axis %d of x %s to nothing (or past its other end)" % (pads, k, list(x)))
         if not 0 <= attrs["mode"][0] <= 3:
             raise bad(node, "mode", "pad mode must be 0 (constant), 1 (reflect), 2 (edge) or 3 (wrap)")
         if any(h < 0 or h > 0xFFFF for h in attrs["value_bits"]):
