@@ -32,6 +32,8 @@
 #   tune     the matmul tuner over the issue's shapes, and transfers
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
+#   typed    typed graphs on webgpu against cpu's bits (int64 as two words, float16/bfloat16 by their bits,
+#            faults; irtest's typed suites and random graphs) and the transformer fixtures at run-time ids
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
 set -u
@@ -167,12 +169,16 @@ suite_gather() {
 	timeout 60 python3 bench/torch_gather.py 50257 768 4096 >"$OUT/torch_gather.json" 2>>"$OUT/visit.log"
 	log "torch_gather.py: exit $?"
 }
+suite_typed() {
+	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestTypedExecutable/webgpu' -test.short
+	tests typed_onnx.txt 120 onnx 'TestTransformersOnWebGPU'
+}
 suite_transformers() {
 	timeout 240 python3 onnx/testdata/transformers/export.py "$OUT/transformers" >"$OUT/transformers.txt" 2>&1
 	log "transformers export.py: exit $? ($(ls "$OUT/transformers" 2>/dev/null | wc -l) files)"
 }
 
-[ $# -gt 0 ] || { sed -n '2,34p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,37p' "$0"; exit 2; }
 date -u >"$OUT/date.txt"; nvidia-smi -L >>"$OUT/date.txt" 2>&1
 $BIN/gpucc info >"$OUT/info.json" 2>>"$OUT/visit.log"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>/dev/null &

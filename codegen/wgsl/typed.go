@@ -485,13 +485,15 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 			inner *= d
 		}
 		d, q := ds[ax], g.Nodes[n.Args[1]].Shape.Len()
+		if m == q*inner { // one outer block (axis 0, an embedding lookup): no division for it
+			body = append(body, "let o = 0u;", fmt.Sprintf("let j = e / %du;", inner))
+		} else {
+			body = append(body, fmt.Sprintf("let o = e / %du;", q*inner), fmt.Sprintf("let j = (e / %du) %% %du;", inner, q))
+		}
 		body = append(body,
-			fmt.Sprintf("let o = e / %du;", q*inner),
-			fmt.Sprintf("let j = (e / %du) %% %du;", inner, q),
 			fmt.Sprintf("let k = e %% %du;", inner),
 			"let v = "+ld(1, "j")+";",
-			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
-			fmt.Sprintf("let jj = select(v.x, v.x + %du, t_isneg(v));", d),
+			indexCheck(d, n.DType),
 			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(o * %du + jj) * %du + k", d, inner))))
 	case n.Op == ir.OpGatherElements: // its own position in data but along the axis: a base plus the index's row
 		ds := g.Nodes[n.Args[0]].Shape
@@ -503,8 +505,7 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 		d := ds[ax]
 		body = append(body,
 			"let v = "+ld(1, "e")+";",
-			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
-			fmt.Sprintf("let jj = select(v.x, v.x + %du, t_isneg(v));", d),
+			indexCheck(d, n.DType),
 			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("%s + jj * %du", base, step))))
 	case n.Op.IsReduction():
 		lines, err := typedReduce(g, i)
@@ -559,6 +560,15 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 		return codegen.Shader{}, unsupported()
 	}
 	return typedShader(g, i, args, body, mini, mode), nil
+}
+
+// indexCheck renders the check of index v (int64 words) into an axis of
+// d < 2^31 elements, ONNX's [-d, d), a fault and t's zero outside it, and
+// jj, the index wrapped into [0, d): v's high word is 0 (v in [0, d)) or
+// all ones (v in [-d, 0), its low word at least 2^32 - d).
+func indexCheck(d int, t ir.DType) string {
+	return fmt.Sprintf("if (!((v.y == 0u && v.x < %du) || (v.y == 0xffffffffu && v.x >= %du))) { t_fault(e, %du); return %s; }\n"+
+		"let jj = select(v.x + %du, v.x, v.y == 0u);", d, uint32(-int64(d)), FaultIndex, zeroOf(t), d)
 }
 
 // viewOperand returns the operand that reads view node n's argument as

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/wgsl"
@@ -254,14 +255,20 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *bac
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The dispatch stage on the GPU's clock: the typed kernels' and the
+	// islands' (each island's Run sets st.GPUDispatch to its own).
+	var gpuTotal time.Duration
+	timedAll := len(e.steps) > 0
 	for _, step := range e.steps {
 		if step.island >= 0 {
 			if e.islands[step.island] == nil {
 				continue
 			}
+			st.GPUDispatch, st.GPUTimed = 0, false
 			if err := e.runIsland(ctx, e.islands[step.island], st); err != nil {
 				return nil, err
 			}
+			gpuTotal, timedAll = gpuTotal+st.GPUDispatch, timedAll && st.GPUTimed
 			continue
 		}
 		var ds []gpu.Dispatch
@@ -278,12 +285,14 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *bac
 			ds = append(ds, gpu.Dispatch{Pipeline: e.byNode[i], Buffers: bs, Groups: e.groups[i]})
 		}
 		stop = st.Start(backend.StageDispatch)
-		err := e.d.dev.Run(ds)
+		ns, timed, err := e.d.dev.RunTimed(ds)
 		stop()
 		if err != nil {
 			return nil, fail(err)
 		}
+		gpuTotal, timedAll = gpuTotal+gpuDuration(ns), timedAll && timed
 	}
+	st.GPUDispatch, st.GPUTimed = gpuTotal, timedAll
 	raw := make([]byte, 4*e.nf)
 	if err := e.d.dev.ReadBytes(e.fault, raw); err != nil {
 		return nil, fail(err)
