@@ -284,6 +284,10 @@ func (t Tensor) SumAxes(keepdims bool, axes ...int) Tensor { return t.reduce(OpS
 // maximum: -0 < +0, NaN if any element is.
 func (t Tensor) MaxAxes(keepdims bool, axes ...int) Tensor { return t.reduce(OpMax, keepdims, axes) }
 
+// ProdAxes returns the product of t over axes (as SumAxes), by mul in the
+// same pairwise tree.
+func (t Tensor) ProdAxes(keepdims bool, axes ...int) Tensor { return t.reduce(OpProd, keepdims, axes) }
+
 func (t Tensor) reduce(op Op, keepdims bool, axes []int) Tensor {
 	if t.b == nil || t.b.err != nil {
 		return Tensor{t.b, -1}

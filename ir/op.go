@@ -109,6 +109,9 @@ const (
 	// order: the row's maximum of the scores first, then exp(t−m) summed and accumulated with v in
 	// ascending key order, each output divided once; causal masks key j > query i.
 	OpAttention
+	// prod (ONNX ReduceProd): the product of arg0 over the axes where the target Shape is 1 (all
+	// of it when []), by mul in the reductions' pairwise tree (padding leaves 1).
+	OpProd
 	numOps
 )
 
@@ -295,6 +298,9 @@ func init() {
 			Grad: func(d Diff, k int) (Val, bool) { return broadcastBack(d, d.Grad(), d.Shape(d.Arg(0))), true }},
 		OpMax: {Name: "max_reduce", Types: TypeRule{In: Numeric}, Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: math.Max, Grad: maxGrad},
+		OpProd: {Name: "prod", Types: TypeRule{In: Numeric}, Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMul, Identity: 0x3f800000,
+			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: func(a, b float64) float64 { return a * b },
+			NoGrad: "prod's gradient (the product of the other leaves) is not a rule yet"},
 		OpLife: {Name: "life", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},

@@ -130,13 +130,17 @@ func (m *Model) String() string {
 // has static shapes) are read from values and fixed as constants, as a
 // dynamic dimension is bound by the data; every other input stays a
 // run-time input, its values not read. An empty input holds no values
-// and is fixed too (gpucc's run-time tensors are not empty). It returns
+// and is fixed too (gpucc's run-time tensors are not empty). Integer and
+// bool outputs keep the model's dtype (Options.TypedOutputs). It returns
 // the graph and the names of the inputs fixed, whose data the caller does
 // not bind again (and whose values key a cache of specializations, as
 // shapes do).
 func (m *Model) SpecializeValues(ctx context.Context, values map[string]*Tensor) (*ir.Graph, []string, error) {
 	shapes := map[string][]int{}
 	consts := maps.Clone(m.opts.Constants)
+	typed := *m
+	typed.opts.TypedOutputs = true
+	m = &typed
 	if consts == nil {
 		consts = map[string]*Tensor{}
 	}

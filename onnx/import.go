@@ -41,6 +41,12 @@ type Options struct {
 	// own order, whose bits differ within a few units in the last place,
 	// and one kernel whose scores never reach memory).
 	KeepAttention bool
+	// TypedOutputs returns each integer or bool graph output in the
+	// model's own dtype (int64 indices, bool masks), as ONNX says, where
+	// Load returns them as float32 values by default (1 and 0; integers
+	// exactly up to 2^24). Model.SpecializeValues and gpucc run on a
+	// model's data set it.
+	TypedOutputs bool
 	// ShapeHint says, in an error about an input whose shape the model
 	// leaves dynamic, how the caller binds it (the CLI: "--input-shape
 	// x=D0,D1,…"); nil says onnx.Options.InputShapes.
@@ -147,6 +153,8 @@ type importer struct {
 	// readIndex counts each value's readers (readers.go); built by
 	// readers on first need.
 	readIndex *readIndex
+	// typedOutputs is Options.TypedOutputs.
+	typedOutputs bool
 	// wants is the first run-time graph input whose values an op needed
 	// at import (shapeDeciding), which Model.SpecializeValues gives as a
 	// constant.
@@ -185,6 +193,7 @@ func (c *importer) importGraph(ctx context.Context, m *modelProto, opts Options)
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "model.graph", "the model has no graph")
 	}
 	l := c.l
+	c.typedOutputs = opts.TypedOutputs
 	seen := false
 	for k, o := range m.opsets {
 		if o.domain == "" || o.domain == "ai.onnx" {
@@ -549,6 +558,13 @@ func (c *importer) outputs(g *graphProto) *ir.Error {
 		if len(o.name) > 256 || o.name == "" {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "output name %s is not 1 to 256 bytes long", ir.Quote(o.name))
 		}
+		if t, ok, err := c.typedOutput(v, DataType(o.elemType), field); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			c.b.Output(o.name, t)
+			continue
+		}
 		if !v.set && v.c.Type.isInt() && v.c.Type != Bool {
 			f, err := intOutput(v.c, field, o.name)
 			if err != nil {
@@ -564,6 +580,28 @@ func (c *importer) outputs(g *graphProto) *ir.Error {
 		c.b.Output(o.name, t)
 	}
 	return nil
+}
+
+// typedOutput returns, under Options.TypedOutputs, a graph output that is
+// an integer or a bool in the model's own dtype dt: a run-time bool or
+// index the importer carries as float32 (1 and 0, exact integers) cast to
+// it, an integer or bool constant embedded in it. It is false for any
+// other output, which runtime gives as before.
+func (c *importer) typedOutput(v *value, dt DataType, field string) (ir.Tensor, bool, *ir.Error) {
+	t, ok := dt.irDType()
+	if !c.typedOutputs || !ok || t.IsFloat() {
+		return ir.Tensor{}, false, nil
+	}
+	switch {
+	case v.set && (v.isBool || v.isInt):
+		return v.rt.Cast(t), true, nil
+	case !v.set && v.c.Type == dt:
+		if v.c.Len() == 0 || len(v.c.Shape) > ir.MaxRank {
+			return ir.Tensor{}, false, ir.Errorf(ir.CodeUnsupported, -1, field, "an output of shape %v; gpucc's tensors are not empty", v.c.Shape)
+		}
+		return c.b.TypedInput("", t, slices.Clone(v.c.Shape), nil, v.c.Int64), true, nil
+	}
+	return ir.Tensor{}, false, nil
 }
 
 // intOutput returns the integer constant t, a graph output, as float32:

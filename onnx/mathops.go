@@ -550,9 +550,17 @@ func softmaxOp(log bool) func(c *importer) ([]value, *ir.Error) {
 // reduceOp is a reduction over the axes (an attribute, or ReduceSum's
 // input from opset 13), keepdims by default. No axes means every axis,
 // or none with noop_with_empty_axes.
+// typedReduce are the reductions that are one row (sum, max, prod) and so
+// take a run-time typed value of any numeric dtype; the others compose
+// float32 ops (ReduceMin's negations would wrap an integer's minimum).
+var typedReduce = map[string]bool{"ReduceSum": true, "ReduceMax": true, "ReduceProd": true}
+
 func reduceOp(f func(x ir.Tensor, keep bool, axes []int) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
 		x, err := c.rtIn(0)
+		if v := c.in(0); v != nil && v.set && v.rt.DType() != ir.F32 && typedReduce[c.n.opType] {
+			x, err = v.rt, nil // a typed value: the row's Combine at its dtype (integers wrap)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -357,6 +357,8 @@ func eyeLikeOp(c *importer) ([]value, *ir.Error) {
 	dt := Float32
 	if !v.set {
 		dt = v.c.Type
+	} else if t := v.rt.DType(); t != ir.F32 && !t.IsFloat() && !v.isBool {
+		dt = DataTypeOf(t) // a run-time integer's own type
 	}
 	if a := c.attr("dtype"); a != nil {
 		dt = DataType(a.i)

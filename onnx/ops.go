@@ -157,6 +157,7 @@ func init() {
 
 		"ReduceSum":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.SumAxes(k, ax...) })},
 		"ReduceMax":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.MaxAxes(k, ax...) })},
+		"ReduceProd":      {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.ProdAxes(k, ax...) })},
 		"ReduceMin":       {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Neg().MaxAxes(k, ax...).Neg() })},
 		"ReduceMean":      {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mean(k, ax...) })},
 		"ReduceSumSquare": {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Mul(x).SumAxes(k, ax...) })},

@@ -57,6 +57,16 @@ func (t DataType) irDType() (ir.DType, bool) {
 	return d, ok
 }
 
+// DataTypeOf returns the ONNX element type of gpucc's dtype dt.
+func DataTypeOf(dt ir.DType) DataType {
+	for t := range typeNames {
+		if d, ok := t.irDType(); ok && d == dt {
+			return t
+		}
+	}
+	return 0
+}
+
 // isInt reports whether t is an integer type or bool: held in Tensor.Int64.
 func (t DataType) isInt() bool {
 	switch t {

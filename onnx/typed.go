@@ -136,29 +136,19 @@ func (c *importer) typedClip(t ir.DType) ([]value, *ir.Error) {
 	return []value{rtValue(x)}, nil
 }
 
-// typedTrilu is Trilu of a run-time typed x [..., N, M]: where(keep, x, 0)
-// with keep the bool constant of the triangle (upper: j - i ≥ k; lower:
-// j - i ≤ k), k an optional constant.
-func (c *importer) typedTrilu(t ir.DType) ([]value, *ir.Error) {
+// typedTrilu is Trilu where x or k is a run-time typed value: where(keep,
+// x, 0) in x's own dtype, keep the triangle (upper: j - i ≥ k; lower:
+// j - i ≤ k) over the last two axes: a bool constant for a constant k,
+// else the comparison of the constant j - i (int64) with the run-time k.
+func (c *importer) typedTrilu(ir.DType) ([]value, *ir.Error) {
 	for _, a := range c.n.attrs {
 		if a.name != "upper" || a.ref != "" || a.other != "" {
 			return nil, c.refuse("attribute %s of Trilu is not supported", ir.Quote(a.name))
 		}
 	}
-	x, err := c.typedOperand(0, t)
+	x, err := c.indexedData(0)
 	if err != nil {
 		return nil, err
-	}
-	k := int64(0)
-	if len(c.n.inputs) > 1 && c.n.inputs[1] != "" {
-		ks, err := c.ints(1, "k")
-		if err != nil {
-			return nil, err
-		}
-		if len(ks) != 1 {
-			return nil, c.invalid("k holds %d values, not one", len(ks))
-		}
-		k = ks[0]
 	}
 	s := x.Shape()
 	if len(s) < 2 {
@@ -166,15 +156,51 @@ func (c *importer) typedTrilu(t ir.DType) ([]value, *ir.Error) {
 	}
 	upper := c.attrInt("upper", 1) != 0
 	n, m := s[len(s)-2], s[len(s)-1]
-	keep := make([]int64, s.Len())
-	for e := range keep {
-		i, j := int64(e/m%n), int64(e%m)
-		if upper && j-i >= k || !upper && j-i <= k {
-			keep[e] = 1
+	tri := ir.Shape{n, m}
+	var keep ir.Tensor
+	if kv := c.in(1); kv != nil && kv.set {
+		k, err := c.indices(1) // an int64 (or int32) scalar
+		if err != nil {
+			return nil, err
 		}
+		if k.Shape().Len() != 1 {
+			return nil, c.invalid("k has shape %v, not one element", k.Shape())
+		}
+		d := make([]int64, n*m)
+		for e := range d {
+			d[e] = int64(e%m - e/m)
+		}
+		diag := c.b.TypedInput("", k.DType(), tri, nil, d)
+		kb := k.Reshape(ir.Shape{}).Broadcast(tri)
+		if upper {
+			keep = diag.ApplyTo(ir.Bool, ir.OpGreaterEqual, kb)
+		} else {
+			keep = kb.ApplyTo(ir.Bool, ir.OpGreaterEqual, diag)
+		}
+	} else {
+		k := int64(0)
+		if kv != nil {
+			ks, err := c.ints(1, "k")
+			if err != nil {
+				return nil, err
+			}
+			if len(ks) != 1 {
+				return nil, c.invalid("k holds %d values, not one", len(ks))
+			}
+			k = ks[0]
+		}
+		bits := make([]int64, n*m)
+		for e := range bits {
+			if j := int64(e%m - e/m); upper && j >= k || !upper && j <= k {
+				bits[e] = 1
+			}
+		}
+		keep = c.b.TypedInput("", ir.Bool, tri, nil, bits)
 	}
-	mask := c.b.TypedInput("", ir.Bool, s, nil, keep)
-	return []value{rtValue(mask.Where(x, c.b.FullOf(t, s, 0, 0)))}, nil
+	if !tri.Equal(s) {
+		keep = keep.Broadcast(s)
+	}
+	return []value{rtValue(keep.Where(x, c.b.FullOf(x.DType(), s, 0, 0)))}, nil
 }
 
 // typedGather imports Gather with run-time data or indices of a typed

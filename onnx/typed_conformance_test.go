@@ -154,6 +154,8 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 		var w []float64
 		exact := isInt(want.Type)
 		switch {
+		case exact && o.DType != onnxDTypes[want.Type]:
+			return false, fmt.Sprintf("output %s is %v, the reference's %v", want.Name, o.DType, want.Type)
 		case exact:
 			for _, v := range want.Int64 {
 				w = append(w, float64(v))

@@ -165,7 +165,7 @@ func TestTypedElementwise(t *testing.T) {
 // TestTypedOpRefusedByName: an op that computes on float32 only refuses a
 // run-time int64 with unsupported naming the dtype.
 func TestTypedOpRefusedByName(t *testing.T) {
-	for _, op := range []string{"Abs", "Softmax", "ReduceSum", "CumSum"} {
+	for _, op := range []string{"Abs", "Softmax", "ReduceMin", "CumSum"} {
 		_, err := onnx.Load(bytes.NewReader(model(14, graph([]msg{node(op, "t", []string{"x"}, []string{"y"})}, nil,
 			[]msg{typedValueInfo("x", int64(onnx.Int64), 3, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 3, 3)}))), onnx.Options{})
 		var e *ir.Error
@@ -321,6 +321,69 @@ func TestGatherElementsRuntime(t *testing.T) {
 	for k := range want {
 		if math.Float32bits(outs[0][k]) != math.Float32bits(want[k]) || math.Float32bits(outs[1][k]) != math.Float32bits(want[k]) {
 			t.Errorf("y[%d] = %v (run time), %v (folded), want %v", k, outs[0][k], outs[1][k], want[k])
+		}
+	}
+}
+
+// TestTriluRuntimeK: Trilu with k a run-time int64 gives the bits of the
+// same model with k folded, upper and lower, for k inside, at and past
+// the matrix's diagonals, on float32 data with -0 and NaN.
+func TestTriluRuntimeK(t *testing.T) {
+	x := []float32{1, float32(math.Copysign(0, -1)), 3, float32(math.NaN()), 5, 6, -7, 8, 9, 10, 11, 12}
+	for _, upper := range []int64{0, 1} {
+		raw := model(14, graph([]msg{node("Trilu", "t", []string{"x", "k"}, []string{"y"}, attrInt("upper", upper))}, nil,
+			[]msg{valueInfo("x", 3, 4), typedValueInfo("k", int64(onnx.Int64))}, []msg{valueInfo("y", 3, 4)}))
+		for _, k := range []int64{-5, -3, -1, 0, 1, 3, 4, math.MaxInt64} {
+			var outs [2][]float32
+			for j, consts := range []map[string]*onnx.Tensor{nil, {"k": {Name: "k", Type: onnx.Int64, Shape: []int{}, Int64: []int64{k}}}} {
+				g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Constants: consts, Limits: ir.Limits{NonFinite: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.Nodes[g.Input("x")].Data = x
+				if id := g.Input("k"); id >= 0 {
+					g.Nodes[id].Ints = []int64{k}
+				}
+				res, err := gpucc.Run(context.Background(), g, gpucc.Options{Limits: ir.Limits{NonFinite: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[j] = res.Outputs["y"].Data
+			}
+			for e := range x {
+				if math.Float32bits(outs[0][e]) != math.Float32bits(outs[1][e]) {
+					t.Errorf("upper %d, k %d: y[%d] = %v at run time, %v folded", upper, k, e, outs[0][e], outs[1][e])
+				}
+			}
+		}
+	}
+}
+
+// TestTypedReduce: ReduceSum, ReduceMax and ReduceProd of a run-time
+// int64 reduce at int64 (sum and prod wrap in two's complement, max is
+// exact at the extremes), the output int64 under TypedOutputs.
+func TestTypedReduce(t *testing.T) {
+	x := []int64{math.MaxInt64, 1, -3, math.MinInt64, 2, 5}
+	maxI, three := int64(math.MaxInt64), int64(-3)
+	want := map[string][]int64{
+		"ReduceSum":  {maxI + 1 + three, math.MinInt64 + 7}, // the first wraps: MinInt64 - 2
+		"ReduceMax":  {math.MaxInt64, 5},
+		"ReduceProd": {maxI * three, 0}, // wraps: 2^63 + 3
+	}
+	for op, w := range want {
+		raw := model(18, graph([]msg{node(op, "r", []string{"x", "axes"}, []string{"y"}, attrInt("keepdims", 0))}, []msg{int64s("axes", []int64{1}, 1)},
+			[]msg{typedValueInfo("x", int64(onnx.Int64), 2, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 2)}))
+		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{TypedOutputs: true})
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		g.Nodes[g.Input("x")].Ints = x
+		res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if o := res.Outputs["y"]; o.DType != ir.I64 || !slices.Equal(o.Ints, w) {
+			t.Errorf("%s = %v %v, want int64 %v", op, o.DType, o.Ints, w)
 		}
 	}
 }

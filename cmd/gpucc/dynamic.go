@@ -68,10 +68,12 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 	for name, file := range runInputs {
 		dt := ir.F32
 		for _, p := range m.Signature().Inputs {
-			if p.Name == name {
-				if d, ok := ir.ParseDType(p.Type); ok {
-					dt = d
+			if p.Name == name && p.Type != "" {
+				d, ok := ir.ParseDType(p.Type)
+				if !ok {
+					return fail(ir.Errorf(ir.CodeUnsupported, -1, "input "+name, "input %s has element type %s; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool, and it never narrows float64 silently", ir.Quote(name), p.Type))
 				}
+				dt = d
 			}
 		}
 		a, err := readInput(file, dt, limits.WithDefaults().MaxElements, "input "+name)
@@ -83,7 +85,7 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 		}
 		t := lib.Tensor{Shape: a.Shape, DType: dt}
 		switch {
-		case dt.IsFloat() && a.DType == "float32":
+		case dt.IsFloat() && (a.DType == "float32" || a.DType == dt.String()):
 			t.Data = a.Float32
 		case !dt.IsFloat() && a.DType == dt.String():
 			t.Ints = a.Int64
@@ -94,12 +96,28 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 		shapes = append(shapes, fmt.Sprintf("%s=%v", name, a.Shape))
 	}
 	slices.Sort(shapes)
+	// The inputs whose values decide a shape (Reshape's shape, Slice's
+	// starts, …) are read now, as the data's shapes bind the dynamic
+	// dimensions: the model is specialized to them and they are not
+	// inputs of the graph that runs.
+	values := map[string]*onnx.Tensor{}
+	for name, v := range in {
+		t := v.(lib.Tensor)
+		values[name] = &onnx.Tensor{Name: name, Type: onnx.DataTypeOf(t.DType), Shape: t.Shape, Float32: t.Data, Int64: t.Ints}
+	}
+	g, fixed, err := m.SpecializeValues(context.Background(), values)
+	if err != nil {
+		return fail(err)
+	}
+	for _, name := range fixed {
+		delete(in, name)
+	}
 	rt, err := lib.Open(context.Background(), opts)
 	if err != nil {
 		return fail(err)
 	}
 	defer rt.Close()
-	d := rt.NewDynamic(m, lib.DynamicOptions{})
+	d := rt.NewDynamic(specialized{g}, lib.DynamicOptions{})
 	defer d.Release()
 	var res *lib.Result
 	if err := step(fmt.Sprintf("importing %s at %s and compiling it for %s", filepath.Base(path), strings.Join(shapes, " "), rt.Backend()), func() error {
@@ -121,4 +139,12 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 	}
 	writeJSON(res)
 	return exitOK
+}
+
+// specialized is a Specializer of the one graph a run was specialized to
+// (onnx.Model.SpecializeValues).
+type specialized struct{ g *ir.Graph }
+
+func (s specialized) Specialize(context.Context, map[string][]int) (*ir.Graph, error) {
+	return s.g.Clone(), nil
 }

@@ -1,5 +1,6 @@
 // Package npy reads and writes numpy's .npy files (format versions 1, 2
-// and 3) of little-endian float32, float64, int32, int64 and bool arrays in
+// and 3) of little-endian float32, float64, float16, int32, int64, uint8,
+// int8, uint32 and bool arrays in
 // C order: what `numpy.save` writes for the values a user fixes at import
 // (gpucc --const NAME=file.npy) or gives a run (gpucc run --input
 // NAME=file.npy), and what gpucc run --output-dir writes. Anything else (big-endian data, Fortran
@@ -16,12 +17,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpucc/gpucc/ir"
 )
 
 // Array is one decoded array: its dtype as numpy names it ("float32",
-// "float64", "int32", "int64", "bool"), its shape, and its values in C
-// order: floats in Float32 or Float64, integers and bools (0 or 1) in
-// Int64.
+// "float64", "float16", "int32", "int64", "uint8", "int8", "uint32",
+// "bool"), its shape, and its values in C order: floats in Float32 (a
+// float16's exactly) or Float64, integers and bools (0 or 1) in Int64.
 type Array struct {
 	DType   string
 	Shape   []int
@@ -37,6 +40,8 @@ var dtypes = map[string]struct {
 }{
 	"<f4": {"float32", 4}, "<f8": {"float64", 8}, "<i4": {"int32", 4}, "<i8": {"int64", 8},
 	"|b1": {"bool", 1}, "<b1": {"bool", 1},
+	"|u1": {"uint8", 1}, "<u1": {"uint8", 1}, "|i1": {"int8", 1}, "<i1": {"int8", 1}, "<u4": {"uint32", 4},
+	"<f2": {"float16", 2},
 }
 
 var (
@@ -110,10 +115,30 @@ func Read(r io.Reader, maxElements int64) (*Array, error) {
 		for i := range a.Float64 {
 			a.Float64[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
 		}
+	case "float16": // its values in Float32, each exactly the half's
+		a.Float32 = make([]float32, n)
+		for i := range a.Float32 {
+			a.Float32[i] = ir.F16Float(binary.LittleEndian.Uint16(data[2*i:]))
+		}
 	case "int32":
 		a.Int64 = make([]int64, n)
 		for i := range a.Int64 {
 			a.Int64[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
+		}
+	case "uint32":
+		a.Int64 = make([]int64, n)
+		for i := range a.Int64 {
+			a.Int64[i] = int64(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	case "uint8":
+		a.Int64 = make([]int64, n)
+		for i, b := range data {
+			a.Int64[i] = int64(b)
+		}
+	case "int8":
+		a.Int64 = make([]int64, n)
+		for i, b := range data {
+			a.Int64[i] = int64(int8(b))
 		}
 	case "int64":
 		a.Int64 = make([]int64, n)
@@ -144,7 +169,7 @@ func parseHeader(h string, maxElements int64) (*Array, int, error) {
 	}
 	dt, ok := dtypes[m[1]]
 	if !ok {
-		return nil, 0, fmt.Errorf("npy: dtype %q; gpucc reads little-endian float32, float64, int32, int64 and bool (<f4, <f8, <i4, <i8, |b1)", m[1])
+		return nil, 0, fmt.Errorf("npy: dtype %q; gpucc reads little-endian float32, float64, float16, int32, int64, uint8, int8, uint32 and bool (<f4, <f8, <f2, <i4, <i8, |u1, |i1, <u4, |b1)", m[1])
 	}
 	f := fortranRE.FindStringSubmatch(h)
 	if f == nil {

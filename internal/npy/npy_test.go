@@ -99,7 +99,7 @@ func TestReadRefuses(t *testing.T) {
 		{"not npy", []byte("PK\x03\x04 a zip file"), "not a .npy"},
 		{"big-endian", save(">f4", []int{2}, false, le32(1, 2)), `dtype ">f4"`},
 		{"object", save("|O", []int{2}, false, nil), `dtype "|O"`},
-		{"float16", save("<f2", []int{2}, false, []byte{0, 0, 0, 0}), `dtype "<f2"`},
+		{"complex64", save("<c8", []int{1}, false, make([]byte, 8)), `dtype "<c8"`},
 		{"fortran", save("<f4", []int{2}, true, le32(1, 2)), "Fortran"},
 		{"truncated", good[:len(good)-1], "unexpected EOF"},
 		{"trailing", append(slices.Clone(good), 0), "bytes after"},
@@ -202,7 +202,11 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	for _, a := range []*Array{
-		{DType: "float16", Shape: []int{1}, Float32: []float32{1}},
+		{DType: "complex64", Shape: []int{1}, Float32: []float32{1}},
+		{DType: "float16", Shape: []int{1}, Float32: []float32{0.1}},
+		{DType: "uint8", Shape: []int{1}, Int64: []int64{256}},
+		{DType: "int8", Shape: []int{1}, Int64: []int64{-129}},
+		{DType: "uint32", Shape: []int{1}, Int64: []int64{-1}},
 		{DType: "float32", Shape: []int{3}, Float32: []float32{1, 2}},
 		{DType: "int32", Shape: []int{1}, Int64: []int64{1 << 31}},
 		{DType: "bool", Shape: []int{1}, Int64: []int64{2}},
@@ -257,5 +261,28 @@ np.save(sys.argv[2], np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
 	}
 	if a.DType != "float32" || !slices.Equal(a.Shape, []int{3, 4}) || a.Float32[5] != float32(5)/7 {
 		t.Errorf("numpy.save's file read as %+v", a)
+	}
+}
+
+// TestNarrowDTypes: float16, uint8, int8 and uint32 arrays (the node
+// tests' and the models' other dtypes) round-trip through Write and Read
+// at their limits, each value its own bits: a float16's ±0, subnormal,
+// largest finite value, ±Inf and NaN.
+func TestNarrowDTypes(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, a := range []*Array{
+		{DType: "float16", Shape: []int{8}, Float32: []float32{0, float32(math.Copysign(0, -1)), 5.960464477539063e-08, 65504, -65504, inf, -inf, float32(math.NaN())}},
+		{DType: "uint8", Shape: []int{2, 2}, Int64: []int64{0, 1, 254, 255}},
+		{DType: "int8", Shape: []int{3}, Int64: []int64{-128, 0, 127}},
+		{DType: "uint32", Shape: []int{2}, Int64: []int64{0, math.MaxUint32}},
+	} {
+		var buf bytes.Buffer
+		if err := Write(&buf, a); err != nil {
+			t.Fatalf("%s: %v", a.DType, err)
+		}
+		back, err := Read(&buf, 1<<20)
+		if err != nil || !sameBits(back, a) {
+			t.Errorf("%s read back: %+v, %v", a.DType, back, err)
+		}
 	}
 }

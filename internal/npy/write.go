@@ -7,10 +7,17 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gpucc/gpucc/ir"
 )
 
 // descrs is each dtype's descr as Write spells it (numpy.save's own).
-var descrs = map[string]string{"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1"}
+var descrs = map[string]string{"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1",
+	"float16": "<f2", "uint8": "|u1", "int8": "|i1", "uint32": "<u4"}
+
+// intRanges are the integer dtypes' ranges that Write checks.
+var intRanges = map[string][2]int64{"int32": {math.MinInt32, math.MaxInt32}, "bool": {0, 1},
+	"uint8": {0, math.MaxUint8}, "int8": {math.MinInt8, math.MaxInt8}, "uint32": {0, math.MaxUint32}}
 
 // Write encodes a as one .npy file of format version 1.0 (2.0 when the
 // header needs more than 65535 bytes), little-endian and in C order, as
@@ -21,7 +28,7 @@ var descrs = map[string]string{"float32": "<f4", "float64": "<f8", "int32": "<i4
 func Write(w io.Writer, a *Array) error {
 	descr, ok := descrs[a.DType]
 	if !ok {
-		return fmt.Errorf("npy: dtype %q; gpucc writes float32, float64, int32, int64 and bool", a.DType)
+		return fmt.Errorf("npy: dtype %q; gpucc writes float32, float64, float16, int32, int64, uint8, int8, uint32 and bool", a.DType)
 	}
 	n := 1
 	for _, d := range a.Shape {
@@ -32,7 +39,7 @@ func Write(w io.Writer, a *Array) error {
 	}
 	var have int
 	switch a.DType {
-	case "float32":
+	case "float32", "float16":
 		have = len(a.Float32)
 	case "float64":
 		have = len(a.Float64)
@@ -75,23 +82,28 @@ func Write(w io.Writer, a *Array) error {
 		for _, v := range a.Float64 {
 			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
 		}
-	case "int32":
-		for i, v := range a.Int64 {
-			if v < math.MinInt32 || v > math.MaxInt32 {
-				return fmt.Errorf("npy: int32 value %d at element %d is out of range", v, i)
+	case "float16":
+		for i, v := range a.Float32 {
+			if ir.F16Round(v) != v && v == v {
+				return fmt.Errorf("npy: float16 value %v at element %d is not a float16", v, i)
 			}
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(int32(v)))
+			buf = binary.LittleEndian.AppendUint16(buf, ir.F16Bits(v))
 		}
 	case "int64":
 		for _, v := range a.Int64 {
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
 		}
-	case "bool":
+	default: // int32, uint32 (4 bytes), bool, uint8, int8 (1 byte), checked against their ranges
+		r := intRanges[a.DType]
 		for i, v := range a.Int64 {
-			if v != 0 && v != 1 {
-				return fmt.Errorf("npy: bool value %d at element %d (0 or 1)", v, i)
+			if v < r[0] || v > r[1] {
+				return fmt.Errorf("npy: %s value %d at element %d is out of range", a.DType, v, i)
 			}
-			buf = append(buf, byte(v))
+			if a.DType == "int32" || a.DType == "uint32" {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+			} else {
+				buf = append(buf, byte(v))
+			}
 		}
 	}
 	_, err := w.Write(buf)
