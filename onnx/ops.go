@@ -184,8 +184,9 @@ func init() {
 
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}
-	maps.Copy(rules, convRules) // conv.go
-	maps.Copy(rules, rnnRules)  // rnn.go
+	maps.Copy(rules, convRules)        // conv.go
+	maps.Copy(rules, rnnRules)         // rnn.go
+	rules["Attention"] = attentionRule // attention.go
 }
 
 // reduceAttrs are every reduction's attributes: noop_with_empty_axes
