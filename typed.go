@@ -121,15 +121,20 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	if res.FallbackAttempts == nil {
 		res.FallbackAttempts = []Attempt{}
 	}
+	seen := map[ir.NodeID]bool{}
 	for _, o := range g.Outputs {
 		v := vals[o.ID]
-		data := slices.Clone(v.F)
+		if e.typedExe == nil || seen[o.ID] { // the reference's values may be the graph's; one node's outputs are two tensors
+			v.F, v.I = slices.Clone(v.F), slices.Clone(v.I)
+		}
+		seen[o.ID] = true
+		data := v.F
 		if rt.opts.Limits.NonFinite || e.segment {
 			canonicalNaN(data)
 		} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
 			return nil, err
 		}
-		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: data, Ints: slices.Clone(v.I)}
+		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: data, Ints: v.I}
 		if e.typedExe == nil {
 			res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
 		}

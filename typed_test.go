@@ -300,3 +300,35 @@ func TestTypedWeightsStay(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedOutputsOwned: each output of a typed run is the caller's own
+// slice, on every backend that runs typed graphs: two outputs of one node
+// share no memory, and no output is the graph's input data.
+func TestTypedOutputsOwned(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.F16, ir.Shape{3}, []float32{1, 2, 3}, nil)
+	i := b.TypedInput("i", ir.I32, ir.Shape{2}, nil, []int64{4, 5})
+	y := x.Add(x)
+	b.Output("a", y)
+	b.Output("b", y)
+	b.Output("x", x)
+	b.Output("i", i)
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(name, func(t *testing.T) {
+			res, err := open(t, name).Run(context.Background(), g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Outputs["a"].Data[0] = 99
+			res.Outputs["x"].Data[0] = 99
+			res.Outputs["i"].Ints[0] = 99
+			if res.Outputs["b"].Data[0] != 2 || g.Nodes[x.ID()].Data[0] != 1 || g.Nodes[i.ID()].Ints[0] != 4 {
+				t.Errorf("outputs share memory: b %v, x's data %v, i's %v", res.Outputs["b"].Data, g.Nodes[x.ID()].Data, g.Nodes[i.ID()].Ints)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -115,6 +116,10 @@ func TypedBytes(t ir.DType, f []float32, i []int64) []byte {
 		n = len(f)
 	}
 	b := make([]byte, n*t.Size())
+	if t == ir.F32 && littleEndian && n > 0 { // the bytes as they are
+		copy(b, unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*n))
+		return b
+	}
 	for k := range n {
 		switch t {
 		case ir.F32:
@@ -140,6 +145,10 @@ func TypedValues(t ir.DType, b []byte) (f []float32, i []int64) {
 	} else {
 		i = make([]int64, n)
 	}
+	if t == ir.F32 && littleEndian && n > 0 { // the bytes as they are
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*n), b)
+		return f, nil
+	}
 	for k := range n {
 		switch t {
 		case ir.F32:
@@ -154,6 +163,10 @@ func TypedValues(t ir.DType, b []byte) (f []float32, i []int64) {
 	}
 	return f, i
 }
+
+// littleEndian says the host stores a float32 as TypedBytes does, so that
+// float32 values convert by a copy of their bytes.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
 // putInt writes v's low size bytes, little-endian.
 func putInt(b []byte, size int, v int64) {
