@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -20,8 +22,10 @@ import (
 // on the cpu backend (the one that computes typed graphs so far). It
 // counts the tests whose outputs match the reference (integers and bools
 // exactly, floats within the tolerance) and logs the count; it fails only
-// on a graph that imports but then errs with a code other than
-// unsupported or integer_fault. Set GPUCC_TYPED_NODE_TESTS to run it.
+// on a wrong answer or a graph that imports but then errs with a code
+// other than unsupported or integer_fault, and when the list of results
+// and refusals (testdata/node_tests_runtime.txt, -update rewrites it)
+// changes. Set GPUCC_TYPED_NODE_TESTS to run it.
 func TestNodeTestsTypedInputs(t *testing.T) {
 	if os.Getenv("GPUCC_TYPED_NODE_TESTS") == "" {
 		t.Skip("set GPUCC_TYPED_NODE_TESTS to measure the node tests with typed run-time inputs")
@@ -32,6 +36,7 @@ func TestNodeTestsTypedInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	passed, refused, failed := 0, 0, 0
+	var lines []string
 	for _, e := range entries {
 		nt := readNodeTest(t, dir, e.Name())
 		ok, why := runTyped(t, nt)
@@ -41,17 +46,36 @@ func TestNodeTestsTypedInputs(t *testing.T) {
 		switch {
 		case ok:
 			passed++
+			lines = append(lines, "pass "+nt.name)
 		case strings.HasPrefix(why, "refused"):
 			refused++
+			lines = append(lines, "refused "+nt.name+": "+strings.ReplaceAll(strings.TrimPrefix(why, "refused: "), "\n", " "))
 			if os.Getenv("GPUCC_TYPED_NODE_TESTS") == "v" {
 				t.Logf("%s: %s", nt.name, why)
 			}
 		default:
 			failed++
-			t.Logf("%s: %s", nt.name, why)
+			t.Errorf("%s: %s", nt.name, why)
 		}
 	}
-	t.Logf("node tests with typed run-time inputs on cpu: %d of %d pass, %d refused, %d give another answer", passed, len(entries), refused, failed)
+	summary := fmt.Sprintf("node tests with typed run-time inputs on cpu: %d of %d pass, %d refused, %d give another answer", passed, len(entries), refused, failed)
+	t.Log(summary)
+	slices.Sort(lines)
+	got := "# " + summary + " (TestNodeTestsTypedInputs: every input given at run time in its own dtype, as gpucc run --input does; only the inputs that decide a shape are read at specialization, onnx.Model.SpecializeValues; tolerance as node_tests.txt's)\n" + strings.Join(lines, "\n") + "\n"
+	golden := "testdata/node_tests_runtime.txt"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(got, "\n")); diff != "" {
+		t.Errorf("node test results changed (-want +got; -update rewrites %s):\n%s", golden, diff)
+	}
 }
 
 // referenceDiffers are the tests whose reference gpucc does not follow,
