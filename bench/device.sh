@@ -93,6 +93,7 @@ suite_exact() {
 	# The device machine has no clang: the onnx tests' wasm subtests fail there ("clang not found").
 	tests onnx.txt 120 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport'
 	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'
+	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestSplitIntermediates/webgpu|TestTransformerFixtures/(cpu|webgpu)|TestAttention[A-Za-z]*/webgpu'
 }
 suite_models() {
 	mkdir -p /tmp/models
