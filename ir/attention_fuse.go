@@ -12,6 +12,12 @@ import (
 //	scores = matmul(q, kᵀ) [· s | / 2^n] [+ mask]
 //	y      = matmul(softmax(scores, -1), v)
 //
+// or, for a causal decoder's masked_fill(mask, -Inf) (ONNX's Where(mask,
+// -Inf, scores), which the importer writes as mask(c, -Inf) + mask(1-c,
+// scores)), scores = where(c, -Inf, q·kᵀ·s) with c a constant of the
+// importer's (an unnamed input) that is nonzero exactly past the
+// diagonal: the causal attention, bit for bit the same scores;
+//
 // where softmax is Tensor.Softmax's composition (max_reduce, sub, exp,
 // sum, div), kᵀ a transpose or permute of k swapping its last two axes
 // (or any [...,D,T] tensor, which a permute view then turns back), s a
@@ -80,7 +86,7 @@ func FuseAttention(g *Graph) (*Graph, int) {
 		} else {
 			mask = emit(Node{Op: OpFull, Shape: Shape{}, Scalar: float32(math.Copysign(0, -1))})
 		}
-		attrs, _ := PackAttrs(OpAttention, AttentionAttrs(p.scale, false))
+		attrs, _ := PackAttrs(OpAttention, AttentionAttrs(p.scale, p.causal))
 		at[i] = emit(Node{Op: OpAttention, Args: []NodeID{at[p.q], k, at[p.v], mask}, Shape: slices.Clone(n.Shape), Attrs: attrs})
 	}
 	for _, o := range g.Outputs {
@@ -96,6 +102,7 @@ func FuseAttention(g *Graph) (*Graph, int) {
 type attentionPlan struct {
 	q, k, v, mask NodeID
 	transpose     bool
+	causal        bool
 	scale         float32
 }
 
@@ -151,7 +158,9 @@ func matchAttention(g *Graph, users []int, i NodeID) (attentionPlan, bool) {
 	}
 	p := attentionPlan{mask: -1, v: v}
 	y := x
-	if a := is(x, OpAdd); a != nil {
+	if w, ok := causalWhere(nodes, x, ps); ok {
+		y, p.causal = w, true
+	} else if a := is(x, OpAdd); a != nil {
 		for side := range 2 {
 			if z, s, ok := scaled(nodes, a.Args[side]); ok && nodes[z].Op == OpMatmul {
 				y, p.mask, p.scale = a.Args[side], under(a.Args[1-side]), s
@@ -238,4 +247,65 @@ func swapsLast(perm []int) bool {
 		}
 	}
 	return r >= 2
+}
+
+// causalWhere reports whether x, of the scores' shape s, is
+// where(c, -Inf, y) as the importer writes it, mask(c, -Inf) +
+// mask(1 - c, y) (either order, each through a broadcast), with c an
+// unnamed constant input whose element [i, j] (of its last two axes,
+// which are s's) is > 0 exactly where j > i; and returns y. Such scores
+// are y where j ≤ i (-0 + y is y) and -Inf past the diagonal: the causal
+// attention's.
+func causalWhere(nodes []Node, x NodeID, s Shape) (NodeID, bool) {
+	under := func(id NodeID) NodeID {
+		for nodes[id].Op == OpBroadcast || nodes[id].Op == OpReshape {
+			id = nodes[id].Args[0]
+		}
+		return id
+	}
+	a := &nodes[x]
+	if a.Op != OpAdd {
+		return 0, false
+	}
+	for side := range 2 {
+		m1, m2 := &nodes[under(a.Args[side])], &nodes[under(a.Args[1-side])]
+		if m1.Op != OpMask || m2.Op != OpMask {
+			continue
+		}
+		inf := &nodes[under(m1.Args[1])]
+		if inf.Op != OpFull || !math.IsInf(float64(inf.Scalar), -1) {
+			continue
+		}
+		c := under(m1.Args[0])
+		one := &nodes[under(m2.Args[0])]
+		if one.Op != OpAddScalar || one.Scalar != 1 || nodes[one.Args[0]].Op != OpNeg || under(nodes[one.Args[0]].Args[0]) != c {
+			continue
+		}
+		if !causalConstant(&nodes[c], s) {
+			continue
+		}
+		return m2.Args[1], true
+	}
+	return 0, false
+}
+
+// causalConstant reports whether n is an unnamed constant input of [S,T]
+// elements (its last two axes s's) that is > 0 exactly where j > i.
+func causalConstant(n *Node, s Shape) bool {
+	r, cs := len(s), n.Shape
+	if n.Op != OpInput || n.Name != "" || n.Param || n.DType != F32 || len(n.Data) == 0 || len(cs) < 2 {
+		return false
+	}
+	S, T := s[r-2], s[r-1]
+	if cs[len(cs)-2] != S || cs[len(cs)-1] != T || cs.Len() != S*T {
+		return false
+	}
+	for i := range S {
+		for j := range T {
+			if (n.Data[i*T+j] > 0) != (j > i) {
+				return false
+			}
+		}
+	}
+	return true
 }

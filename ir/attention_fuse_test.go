@@ -118,3 +118,58 @@ func TestFuseAttention(t *testing.T) {
 		})
 	}
 }
+
+// TestFuseCausalWhere: masked_fill(mask, -Inf) as the ONNX importer
+// writes Where (mask(c, -Inf) + mask(1-c, scores)) over a constant c that
+// is 1 exactly past the diagonal becomes causal attention, bit for bit the
+// explicit one; a constant one element off is left alone.
+func TestFuseCausalWhere(t *testing.T) {
+	const s = 6
+	causal := make([]float32, s*s)
+	for i := range s {
+		for j := range s {
+			if j > i {
+				causal[i*s+j] = 1
+			}
+		}
+	}
+	off := append([]float32(nil), causal...)
+	off[s] = 1 // row 1 masks key 0 too
+	for _, c := range []struct {
+		name string
+		mask []float32
+		want int
+	}{{"causal", causal, 1}, {"one-off", off, 0}} {
+		b := ir.NewBuilder()
+		q, k, v := b.Input(ir.Shape{2, s, 4}, irtest.Values(1, 2*s*4, 2)), b.Input(ir.Shape{2, s, 4}, irtest.Values(2, 2*s*4, 2)), b.Input(ir.Shape{2, s, 3}, irtest.Values(3, 2*s*3, 2))
+		m := b.Input(ir.Shape{s, s}, c.mask)
+		scores := q.MatMul(k.Permute(0, 2, 1)).DivScalar(2)
+		inf := m.Apply(ir.OpMask, b.Full(ir.Shape{}, float32(math.Inf(-1))).Broadcast(ir.Shape{s, s}))
+		where := inf.Broadcast(ir.Shape{2, s, s}).Add(m.Neg().AddScalar(1).Broadcast(ir.Shape{2, s, s}).Apply(ir.OpMask, scores))
+		b.Output("y", where.Softmax(2).MatMul(v))
+		g, err := b.Build(ir.Limits{NonFinite: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, n := ir.FuseAttention(g)
+		if n != c.want {
+			t.Fatalf("%s: fused %d, want %d", c.name, n, c.want)
+		}
+		if n == 0 {
+			continue
+		}
+		wb := ir.NewBuilder()
+		wq, wk, wv := wb.Input(ir.Shape{2, s, 4}, irtest.Values(1, 2*s*4, 2)), wb.Input(ir.Shape{2, s, 4}, irtest.Values(2, 2*s*4, 2)), wb.Input(ir.Shape{2, s, 3}, irtest.Values(3, 2*s*3, 2))
+		wb.Output("y", wq.Attention(wk, wv, wb.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 0.5, true))
+		w, err := wb.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := cpuref.Eval(f)[f.Outputs[0].ID], cpuref.Eval(w)[w.Outputs[0].ID]
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: y[%d] = %v, causal attention's %v", c.name, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package onnx_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/eval64"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -19,15 +21,16 @@ import (
 // TestImportFusesAttention: the PyTorch-exported BERT and GPT-2 fixtures
 // (testdata/transformers, 2 layers each) import with each layer's
 // softmax(q·kᵀ·s + mask)·v as one attention node (ir.FuseAttention), and
-// with none under Options.KeepAttention; the causal decoder, whose mask is
-// a Where, keeps its nodes. The values are checked against PyTorch by
+// with none under Options.KeepAttention, and so does the causal decoder,
+// whose masked_fill(-Inf) is a Where over a constant causal mask (see
+// TestCausalDecoderFused for its values). The values are checked against PyTorch by
 // cmd/gpucc's TestRunTypedInput (BERT within 1e-5) and across backends by
 // TestTransformersOnWebGPU.
 func TestImportFusesAttention(t *testing.T) {
 	for _, c := range []struct {
 		model string
 		want  int
-	}{{"bert", 2}, {"gpt2", 2}, {"decoder", 0}} {
+	}{{"bert", 2}, {"gpt2", 2}, {"decoder", 2}} {
 		for _, keep := range []bool{false, true} {
 			f, err := os.Open(filepath.Join("testdata", "transformers", c.model+".onnx"))
 			if err != nil {
@@ -150,5 +153,59 @@ func TestAttentionOp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCausalDecoderFused: the causal decoder fixture (2 layers, its
+// masked_fill(-Inf) imported as causal attention) gives PyTorch float64's
+// output within 1e-5 of its largest magnitude at sequences 1, 7 and 64,
+// fused and unfused alike.
+func TestCausalDecoderFused(t *testing.T) {
+	dir := filepath.Join("testdata", "transformers")
+	read := func(name string) *npy.Array {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		a, err := npy.Read(f, 1<<24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for _, seq := range []int{1, 7, 64} {
+		ids, ref := read(fmt.Sprintf("decoder.%d.ids.npy", seq)), read(fmt.Sprintf("decoder.%d.ref.npy", seq))
+		for _, keep := range []bool{false, true} {
+			f, err := os.Open(filepath.Join(dir, "decoder.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := onnx.Load(f, onnx.Options{KeepAttention: keep, InputShapes: map[string][]int{"input_ids": {1, seq}}, Limits: ir.Limits{NonFinite: true}})
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Nodes[g.Input("input_ids")].Ints = ids.Int64
+			vals, err := cpuref.EvalTyped(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := vals[g.Outputs[0].ID].F
+			want := ref.Float64
+			if want == nil {
+				for _, v := range ref.Float32 {
+					want = append(want, float64(v))
+				}
+			}
+			var worst, scale float64
+			for i, r := range want {
+				worst, scale = max(worst, math.Abs(float64(y[i])-r)), max(scale, math.Abs(r))
+			}
+			if worst > 1e-5*scale {
+				t.Errorf("seq %d, KeepAttention %v: max |gpucc − PyTorch float64| = %.3g, over 1e-5 × %.3g", seq, keep, worst, scale)
+			}
+			t.Logf("seq %d, KeepAttention %v: max |gpucc − PyTorch float64| = %.3g of %.3g", seq, keep, worst, scale)
+		}
 	}
 }
