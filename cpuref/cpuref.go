@@ -152,14 +152,16 @@
 //     sqrt(+Inf) = +Inf, NaN for x < 0.
 //   - rsqrt(x) = div(1, sqrt(x)): two correct roundings. rsqrt(±0) = ±Inf,
 //     rsqrt(+Inf) = +0, NaN for x < 0.
-//   - exp(x): k = round(x·log2 e) by integer steps, r = (x - k·c1) - k·c2
+//   - exp(x): k = round(x·log2 e), halves away from zero (|x·log2 e| +
+//     2^23 rounds it, and an exact half adds one; C takes it by u32 steps
+//     on the bits, ir.ExpIntegerK: the same k), r = (x - k·c1) - k·c2
 //     with c1 = 0.693359375 (exact products), e^r by Cephes' expf
 //     polynomial ((P(r)·r² + r) + 1, Horner's rule), times 2^k as two
 //     exact powers of two, so only the last product rounds into the
 //     subnormal range or overflows. x > 89 gives +Inf, x < -104 gives +0,
 //     exp(NaN) = NaN.
-//   - log(x): x = m·2^k with m in [√½, √2) (subnormals normalised by
-//     integer shifts), f = m - 1 (exact), ln(1+f) by Cephes' logf
+//   - log(x): x = m·2^k with m in [√½, √2) (a subnormal's fraction
+//     normalised as a float, exactly), f = m - 1 (exact), ln(1+f) by Cephes' logf
 //     polynomial, k·ln 2 added in two parts. log(±0) = -Inf, log(+Inf) =
 //     +Inf, NaN for x < 0.
 //   - tanh(x): for |x| < 0.625 Cephes' tanhf polynomial x + x·s·P(s),

@@ -290,19 +290,23 @@ func poly(x *X, c ...float32) *X {
 // expf polynomial, then 2^k in two exact factors. k = round(x·log2 e),
 // halves away from zero: |x·log2 e| + 2^23 rounds it to nearest even (its
 // bits less 0x4b000000 are the integer), and a fraction of exactly ½ adds
-// one. x > 89 gives +Inf, x < -104 +0, NaN x.
-func expBody(x *X) *X {
+// one (integerK: by u32 steps on y's bits instead, roundInt, the same k).
+// x > 89 gives +Inf, x < -104 +0, NaN x.
+func expBody(x *X, integerK bool) *X {
 	xb := x.AsBits()
 	over := xb.USub(U(0x42b20001)).ULt(U(0x7f800000 - 0x42b20000)) // 89 < x ≤ +Inf
 	under := U(0xc2d00000).ULt(xb)                                 // x < -104 (and -NaN)
 	xc := If(over, F(0), If(under, F(0), x))
 	y := xc.Mul(F(math.Log2E))
-	yb := y.AsBits()
-	ay := yb.And(U(absMask)).AsFloat()
-	s := ay.Add(F(1 << 23))
-	tie := ay.Sub(s.Sub(opaque(1 << 23))).Eq(F(0.5))
-	m := s.AsBits().USub(U(0x4b000000)).UAdd(If(tie, U(1), U(0)))  // |k|
-	kOff := If(U(absMask).ULt(yb), U(256).USub(m), U(256).UAdd(m)) // k + 256
+	kOff := roundInt(y) // k + 256
+	if !integerK {
+		yb := y.AsBits()
+		ay := yb.And(U(absMask)).AsFloat()
+		s := ay.Add(F(1 << 23))
+		tie := ay.Sub(s.Sub(opaque(1 << 23))).Eq(F(0.5))
+		m := s.AsBits().USub(U(0x4b000000)).UAdd(If(tie, U(1), U(0))) // |k|
+		kOff = If(U(absMask).ULt(yb), U(256).USub(m), U(256).UAdd(m))
+	}
 	k := kFloat(kOff)
 	r := xc.Sub(k.Mul(F(0.693359375))).Sub(k.Mul(F(-2.12194440e-4)))
 	z := r.Mul(r)
@@ -419,7 +423,13 @@ var sqrtFn = &Func{Name: "sqrt", Params: 1, Body: sqrtBody(Arg(0))}
 func sqrtX(x *X) *X { return Call(sqrtFn, x) }
 
 // expFn is expBody as a function: ops call it, and targets emit it once.
-var expFn = &Func{Name: "exp", Params: 1, Body: expBody(Arg(0))}
+var expFn = &Func{Name: "exp", Params: 1, Body: expBody(Arg(0), false)}
+
+// ExpIntegerK is exp with k rounded by u32 steps on y's bits (roundInt)
+// instead of float ones: the same bits as the table's exp for every input
+// (xmath_test.go), for targets where a chain of float adds costs more than
+// the integer steps (a CPU's latency): C gives it as exp's Lang.Native.
+var ExpIntegerK = &Func{Name: "exp", Params: 1, Body: expBody(Arg(0), true)}
 
 // expX is a call of expFn.
 func expX(x *X) *X { return Call(expFn, x) }

@@ -440,3 +440,41 @@ int main(int argc, char **argv) {
 		})
 	}
 }
+
+// TestXMathExpIntegerK: ir.ExpIntegerK, which C runs as exp, gives the
+// table's exp's bits on the sweep's inputs in cpuref, flushed or not, and
+// in C on every 4093rd float32 (every one with GPUCC_XMATH_ALL).
+func TestXMathExpIntegerK(t *testing.T) {
+	nx, ix := ir.OpExp.Info().Expr, ir.Call(ir.ExpIntegerK, ir.Arg(0))
+	var xs []float32
+	for b := uint64(0); b < 1<<32; b += 65521 {
+		xs = append(xs, math.Float32frombits(uint32(b)))
+	}
+	xs = append(append(xs, irtest.Edges()...), halfwayExp()...)
+	n, o := make([]float32, len(xs)), make([]float32, len(xs))
+	for _, flush := range []bool{false, true} {
+		cpuref.EvalXSlice(nx, n, xs, nil, flush)
+		cpuref.EvalXSlice(ix, o, xs, nil, flush)
+		for i := range xs {
+			if !same(n[i], o[i]) {
+				t.Fatalf("exp(%#08x) flush=%v: %#08x, integer k %#08x", math.Float32bits(xs[i]), flush, math.Float32bits(n[i]), math.Float32bits(o[i]))
+			}
+		}
+	}
+	fs := []*ir.Func{{Name: "float_k", Params: 1, Body: ir.OpExp.Info().Expr}, {Name: "integer_k", Params: 1, Body: ir.ExpIntegerK.Body}}
+	src := cPrelude + strings.Join(codegen.Define(cLang(), append(fs[0].Body.Funcs(), fs...), 0), "\n") + `
+int main(int argc, char **argv) {
+	uint64_t stride = atoll(argv[1]), shard = atoll(argv[2]), shards = atoll(argv[3]);
+	for (uint64_t i = shard * stride; i < 0x100000000ull; i += stride * shards) {
+		float x = F((u32)i), n = prim_float_k(x), o = prim_integer_k(x);
+		if (B(n) != B(o)) differ("exp", B(x), 0, n, o);
+	}
+	return bad != 0;
+}
+`
+	stride := "4093"
+	if exhaustive() {
+		stride = "1"
+	}
+	runShards(t, buildC(t, src), stride)
+}
