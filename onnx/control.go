@@ -326,6 +326,9 @@ func loopOp(c *importer) ([]value, *ir.Error) {
 		if i >= bound {
 			return nil, c.overLimit("MaxNodes", "its condition is still true after %d iterations of a body of %d nodes, which unroll to the limit of %d nodes", i, len(g.nodes), c.l.MaxNodes)
 		}
+		if err := c.chargeUnroll(len(g.nodes)); err != nil {
+			return nil, err
+		}
 		bind := append([]value{
 			constValue(&Tensor{Type: Int64, Shape: []int{}, Int64: []int64{i}}),
 			constValue(&Tensor{Type: Bool, Shape: []int{}, Int64: []int64{1}}),
@@ -424,6 +427,9 @@ func scanOp(c *importer) ([]value, *ir.Error) {
 	}
 	scans := make([][]value, nScan)
 	for t := 0; t < trip; t++ {
+		if err := c.chargeUnroll(len(g.nodes)); err != nil {
+			return nil, err
+		}
 		bind := append([]value{}, states...)
 		for j, v := range ins {
 			at := t
@@ -489,6 +495,18 @@ func (c *importer) scanAttr(name string, n int) ([]int64, *ir.Error) {
 // within Limits.MaxNodes (each iteration counted as one node at least).
 func (c *importer) unrollBound(n int) int64 {
 	return int64(c.l.MaxNodes) / int64(max(n, 1))
+}
+
+// chargeUnroll counts one more iteration of a body of n nodes (one at
+// least) against Limits.MaxNodes, over every loop of the model: a loop
+// nested in a loop multiplies, and a body that folds away entirely still
+// costs its import, so each loop's own bound is not enough.
+func (c *importer) chargeUnroll(n int) *ir.Error {
+	c.unrolled = ir.SatAdd(c.unrolled, int64(max(n, 1)))
+	if c.unrolled > int64(c.l.MaxNodes) {
+		return c.overLimit("MaxNodes", "the loops unrolled so far import %d body nodes, over the limit of %d nodes", c.unrolled, c.l.MaxNodes)
+	}
+	return nil
 }
 
 // sliceAt is v's slice at index i along axis, the axis removed.

@@ -144,6 +144,10 @@ type importer struct {
 	// named are the input names given so far (graph inputs, parameters,
 	// weights), so that no two inputs share one.
 	named map[string]bool
+	// unrolled counts the body nodes that Loop and Scan have imported
+	// by unrolling, nested loops included, against Limits.MaxNodes
+	// (control.go).
+	unrolled int64
 	// graph is the graph being imported; keepBN is Options.KeepBatchNorm
 	// and folded the BatchNormalization nodes folded into their Conv
 	// (bnfold.go), by node index.

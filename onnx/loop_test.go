@@ -236,3 +236,39 @@ g.main(sys.argv[1])`
 		}
 	}
 }
+
+// TestLoopNestedBound: the unrolling bound holds over every loop of the
+// model, not each loop alone: a Loop of 100 iterations whose body is a
+// Loop of 100 iterations of 2 nodes passes each loop's own bound under
+// 512 nodes (100 ≤ 512/2) but would import 20,200 body nodes, so it is
+// limit_exceeded naming MaxNodes; at 25 × 5 iterations (300 body nodes)
+// it imports, and y is x.
+func TestLoopNestedBound(t *testing.T) {
+	nested := func(outer, inner int64) []byte {
+		innerBody := graph([]msg{
+			node("Identity", "z", []string{"z_in"}, []string{"z_out"}),
+			node("Identity", "c", []string{"c2_in"}, []string{"c2_out"}),
+		}, nil, []msg{typedValueInfo("j", int64(onnx.Int64)), typedValueInfo("c2_in", int64(onnx.Bool)), valueInfo("z_in", 2)},
+			[]msg{typedValueInfo("c2_out", int64(onnx.Bool)), valueInfo("z_out", 2)})
+		outerBody := graph([]msg{
+			node("Loop", "inner", []string{"M2", "", "y_in"}, []string{"y_out"}, attrGraph("body", innerBody)),
+			node("Identity", "c", []string{"c_in"}, []string{"c_out"}),
+		}, []msg{int64s("M2", nil, inner)}, []msg{typedValueInfo("i", int64(onnx.Int64)), typedValueInfo("c_in", int64(onnx.Bool)), valueInfo("y_in", 2)},
+			[]msg{typedValueInfo("c_out", int64(onnx.Bool)), valueInfo("y_out", 2)})
+		return model(13, graph([]msg{node("Loop", "outer", []string{"M", "", "x"}, []string{"y"}, attrGraph("body", outerBody))},
+			[]msg{int64s("M", nil, outer)}, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
+	}
+	l := onnx.Options{Limits: ir.Limits{MaxNodes: 512}}
+	_, err := onnx.Load(bytes.NewReader(nested(100, 100)), l)
+	if gpucc.CodeOf(err) != ir.CodeLimitExceeded || !strings.Contains(err.Error(), "loops unrolled so far") || !strings.Contains(err.Error(), "--max-nodes") {
+		t.Fatalf("100 × 100 iterations under 512 nodes: %v", err)
+	}
+	g, err := onnx.Load(bytes.NewReader(nested(25, 5)), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetInput("x", loopX); err != nil {
+		t.Fatal(err)
+	}
+	runEverywhere(t, g, map[string][]float32{"y": loopX})
+}
