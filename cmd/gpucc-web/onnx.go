@@ -8,10 +8,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"slices"
 	"syscall/js"
 	"time"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -52,6 +54,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 		opts   gpucc.Options
 		shapes map[string][]int
 		inputs map[string][]float32
+		npys   map[string][]byte
 	)
 	if err == nil {
 		var o js.Value
@@ -60,9 +63,15 @@ func runONNX(_ js.Value, args []js.Value) any {
 		}
 		opts = parseOptions(o)
 		shapes, inputs, err = parseONNXOptions(o)
+		if err == nil {
+			npys, err = npyFiles(o)
+		}
 	}
 	return promise(func() ([]byte, error) {
 		if err != nil {
+			return nil, err
+		}
+		if shapes, inputs, err = bindNpy(npys, shapes, inputs); err != nil {
 			return nil, err
 		}
 		start := time.Now()
@@ -202,3 +211,70 @@ func float32s(v js.Value, name string) ([]float32, error) {
 // limits are the host limits the page runs under: the defaults, as
 // gpucc.run's (gpucc.Options.Limits is left zero).
 var limits = ir.Limits{}.WithDefaults()
+
+// npyFiles reads options.npy: {name: Uint8Array or ArrayBuffer}, the
+// bytes of a .npy file per input.
+func npyFiles(o js.Value) (files map[string][]byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			files, err = nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "reading gpucc.runONNX's options.npy: %v", r)
+		}
+	}()
+	if o.Type() != js.TypeObject {
+		return nil, nil
+	}
+	in := o.Get("npy")
+	if in.Type() != js.TypeObject {
+		return nil, nil
+	}
+	files = map[string][]byte{}
+	names := js.Global().Get("Object").Get("keys").Invoke(in)
+	for i := range names.Length() {
+		name := names.Index(i).String()
+		v := in.Get(name)
+		if v.InstanceOf(js.Global().Get("ArrayBuffer")) {
+			v = js.Global().Get("Uint8Array").New(v)
+		}
+		if !v.InstanceOf(js.Global().Get("Uint8Array")) {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "options.npy.%s must be a .npy file's bytes (a Uint8Array or an ArrayBuffer)", name)
+		}
+		if n := int64(v.Get("length").Int()); n > 128+4*limits.MaxElements+(64<<10) {
+			return nil, ir.LimitErrorf("MaxElements", -1, "npy", "input %s: a .npy file of %d bytes holds more than %d values", ir.Quote(name), n, limits.MaxElements)
+		}
+		b := make([]byte, v.Get("length").Int())
+		js.CopyBytesToGo(b, v)
+		files[name] = b
+	}
+	return files, nil
+}
+
+// bindNpy reads each .npy file of npys (internal/npy, the reader of the
+// command line and the server: a truncated, Fortran-order or pickled file
+// is invalid_input) into inputs, its shape into shapes (a shape also
+// given must be the file's). The page runs float32 data: another dtype is
+// refused by name, never converted.
+func bindNpy(npys map[string][]byte, shapes map[string][]int, inputs map[string][]float32) (map[string][]int, map[string][]float32, error) {
+	for name, b := range npys {
+		a, err := npy.Read(bytes.NewReader(b), limits.MaxElements)
+		if err != nil {
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "input %s: %v", ir.Quote(name), err)
+		}
+		if a.DType != "float32" {
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "input %s: the .npy file holds %s; the page runs float32 data (gpucc never converts a dtype)", ir.Quote(name), a.DType)
+		}
+		if given, ok := shapes[name]; ok && !slices.Equal(given, a.Shape) {
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "input %s: the shape to run is %v, the .npy file's %v", ir.Quote(name), given, a.Shape)
+		}
+		if _, ok := inputs[name]; ok {
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "input %s is given twice (inputs and npy)", ir.Quote(name))
+		}
+		if shapes == nil {
+			shapes = map[string][]int{}
+		}
+		if inputs == nil {
+			inputs = map[string][]float32{}
+		}
+		shapes[name], inputs[name] = a.Shape, a.Float32
+	}
+	return shapes, inputs, nil
+}

@@ -122,12 +122,20 @@
     $("onnxResult").textContent = "";
     status("running…");
     try {
-      const inputShapes = {}, inputs = {};
+      const inputShapes = {}, inputs = {}, npy = {};
       for (const [i, p] of state.signature.inputs.entries()) {
+        const f = $(`onnxSource-${i}`).value === "file" ? $(`onnxData-${i}`).files[0] : null;
+        if (f && f.name.toLowerCase().endsWith(".npy")) {
+          // numpy.save's file: gpucc reads it (shape and dtype checked), and
+          // its shape binds the dynamic dimensions; a shape given must agree.
+          npy[p.name] = new Uint8Array(await f.arrayBuffer());
+          if ($(`onnxShape-${i}`).value.trim() !== "") inputShapes[p.name] = shapeOf(p, i);
+          continue;
+        }
         inputShapes[p.name] = shapeOf(p, i);
         inputs[p.name] = await dataOf(p, i, inputShapes[p.name]);
       }
-      const res = await gpucc.runONNX(state.model, { ...options(), inputShapes, inputs });
+      const res = await gpucc.runONNX(state.model, { ...options(), inputShapes, inputs, npy });
       state.result = res;
       show(res);
       $("onnxResult").textContent = summary(res);
