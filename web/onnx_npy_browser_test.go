@@ -72,7 +72,9 @@ func TestONNXPickerNpy(t *testing.T) {
 
 	for _, c := range []struct{ name, file, shape string }{
 		{"Fortran order", save("f.npy", &npy.Array{DType: "float32", Shape: []int{32, 64}, Float32: x},
-			func(b []byte) []byte { return bytes.Replace(b, []byte("'fortran_order': False"), []byte("'fortran_order': True "), 1) }), ""},
+			func(b []byte) []byte {
+				return bytes.Replace(b, []byte("'fortran_order': False"), []byte("'fortran_order': True "), 1)
+			}), ""},
 		{"truncated", save("t.npy", &npy.Array{DType: "float32", Shape: []int{32, 64}, Float32: x}, func(b []byte) []byte { return b[:len(b)-5] }), ""},
 		{"int64", save("i.npy", &npy.Array{DType: "int64", Shape: []int{32, 64}, Int64: make([]int64, 32*64)}, nil), ""},
 		{"shape against the file's", xnpy, "16,128"},
