@@ -7,27 +7,31 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"syscall/js"
 
 	"github.com/gpucc/gpucc/codegen/glsl"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/internal/jsutil"
+	"github.com/gpucc/gpucc/runtime/internal/typedplan"
 )
 
 var _ backend.TypedDevice = (*device)(nil)
 
-// CompileTyped makes one pass per node of the typed graph that is not an
-// input (codegen/glsl's TypedNode: the node's words into an R32UI
-// texture, its fault codes into a second one) and links their programs
-// through the device's cache. An op the GLSL typed path does not hold (a
-// matmul, say: it has no float32 islands) is unsupported, naming the node.
+// CompileTyped makes one pass per typed node of the typed graph
+// (codegen/glsl's TypedNode: the node's words into an R32UI texture, its
+// fault codes into a second one) and links their programs through the
+// device's cache; its float32 stretches (runtime/internal/typedplan's
+// islands) are compiled as float32 plans. An op the GLSL typed path does
+// not hold is unsupported, naming the node.
 func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *backend.Stats) (backend.TypedExecutable, error) {
 	g := p.Graph
 	stop := st.Start(backend.StageCodegen)
-	e := &typedExecutable{d: d, g: g, passes: make([]glsl.TypedPass, len(g.Nodes)), progs: make([]js.Value, len(g.Nodes))}
+	e := &typedExecutable{d: d, g: g, plan: typedplan.New(g, true), passes: make([]glsl.TypedPass, len(g.Nodes)), progs: make([]js.Value, len(g.Nodes))}
 	for i, n := range g.Nodes {
-		if n.Op == ir.OpInput {
+		if n.Op == ir.OpInput || e.plan.Island[i] {
 			continue
 		}
 		ps, err := glsl.TypedNode(g, i)
@@ -62,14 +66,42 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
 	st.Hit(backend.CacheShader, hits)
+	for _, ig := range e.plan.Islands {
+		var isl *island
+		if ig.Graph != nil {
+			sp, _, err := passes.Compile(ig.Graph, d.info.Profile.Options(typedplan.Limits))
+			if err != nil {
+				return nil, err
+			}
+			exe, err := d.Compile(ctx, &backend.Program{IR: sp}, st)
+			if err != nil {
+				return nil, err
+			}
+			isl = &island{exe: exe, prog: sp.Program()}
+			isl.inputs, isl.outs = ig.Mapping(isl.prog)
+		}
+		e.islands = append(e.islands, isl)
+	}
 	return e, nil
 }
 
 type typedExecutable struct {
-	d      *device
-	g      *ir.Graph
-	passes []glsl.TypedPass // by node; empty for inputs
-	progs  []js.Value
+	d       *device
+	g       *ir.Graph
+	plan    typedplan.Plan
+	passes  []glsl.TypedPass // by node; empty for inputs and island nodes
+	progs   []js.Value
+	islands []*island
+}
+
+// island is a float32 island of the typed graph (typedplan) compiled as a
+// float32 plan of passes; it reads its inputs from the nodes' textures
+// through host memory, as every webgl2 run takes its inputs.
+type island struct {
+	exe    backend.Executable
+	prog   *ir.Program
+	inputs []int // by program buffer: the graph node an input holds, else -1
+	outs   []int // by program output: the graph node it is
 }
 
 func (e *typedExecutable) Release() {}
@@ -166,32 +198,22 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		fbTarget := gl.Get("FRAMEBUFFER")
 		gl.Call("bindFramebuffer", fbTarget, fb)
 		faults := make([]js.Value, len(g.Nodes))
-		for i, n := range g.Nodes {
-			if n.Op == ir.OpInput {
+		for _, step := range e.plan.Steps {
+			if step.Island >= 0 {
+				if isl := e.islands[step.Island]; isl != nil {
+					gl.Call("drawBuffers", []any{gl.Get("COLOR_ATTACHMENT0")})
+					if err := e.runIsland(ctx, isl, node, layout, texture, read, st); err != nil {
+						stop()
+						return err
+					}
+					gl.Call("bindFramebuffer", fbTarget, fb)
+				}
 				continue
 			}
-			ps := e.passes[i]
-			node[i] = texture(layout[i], nil)
-			faults[i] = texture(layout[i], nil)
-			c0 := gl.Get("COLOR_ATTACHMENT0").Int()
-			gl.Call("framebufferTexture2D", fbTarget, c0, gl.Get("TEXTURE_2D"), node[i], 0)
-			gl.Call("framebufferTexture2D", fbTarget, c0+1, gl.Get("TEXTURE_2D"), faults[i], 0)
-			gl.Call("drawBuffers", []any{c0, c0 + 1})
-			if s := gl.Call("checkFramebufferStatus", fbTarget).Int(); s != gl.Get("FRAMEBUFFER_COMPLETE").Int() {
+			if err := e.draw(step.Nodes, node, faults, layout, texture); err != nil {
 				stop()
-				return fmt.Errorf("node %d: framebuffer incomplete (status 0x%x)", i, s)
+				return err
 			}
-			prog := e.progs[i]
-			gl.Call("useProgram", prog)
-			gl.Call("uniform1f", gl.Call("getUniformLocation", prog, glsl.UniformOne), 1.0)
-			gl.Call("uniform1f", gl.Call("getUniformLocation", prog, glsl.UniformZero), 0.0)
-			for k, a := range ps.Args {
-				gl.Call("activeTexture", gl.Get("TEXTURE0").Int()+k)
-				gl.Call("bindTexture", gl.Get("TEXTURE_2D"), node[a])
-				gl.Call("uniform1i", gl.Call("getUniformLocation", prog, fmt.Sprintf("%s%d", glsl.SamplerPrefix, k)), k)
-			}
-			gl.Call("viewport", 0, 0, ps.Texture.Width, ps.Texture.Height)
-			gl.Call("drawArrays", gl.Get("TRIANGLES"), 0, 3)
 		}
 		gl.Call("drawBuffers", []any{gl.Get("COLOR_ATTACHMENT0")})
 		stop()
@@ -241,4 +263,78 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		return fail(ir.CodeExecutionFailed, err)
 	}
 	return fault
+}
+
+// draw draws the passes of nodes into new word and fault textures.
+func (e *typedExecutable) draw(nodes []int, node, faults []js.Value, layout []glsl.Texture, texture func(glsl.Texture, []byte) js.Value) error {
+	gl := e.d.gl
+	fbTarget := gl.Get("FRAMEBUFFER")
+	for _, i := range nodes {
+		ps := e.passes[i]
+		node[i] = texture(layout[i], nil)
+		faults[i] = texture(layout[i], nil)
+		c0 := gl.Get("COLOR_ATTACHMENT0").Int()
+		gl.Call("framebufferTexture2D", fbTarget, c0, gl.Get("TEXTURE_2D"), node[i], 0)
+		gl.Call("framebufferTexture2D", fbTarget, c0+1, gl.Get("TEXTURE_2D"), faults[i], 0)
+		gl.Call("drawBuffers", []any{c0, c0 + 1})
+		if s := gl.Call("checkFramebufferStatus", fbTarget).Int(); s != gl.Get("FRAMEBUFFER_COMPLETE").Int() {
+			return fmt.Errorf("node %d: framebuffer incomplete (status 0x%x)", i, s)
+		}
+		prog := e.progs[i]
+		gl.Call("useProgram", prog)
+		gl.Call("uniform1f", gl.Call("getUniformLocation", prog, glsl.UniformOne), 1.0)
+		gl.Call("uniform1f", gl.Call("getUniformLocation", prog, glsl.UniformZero), 0.0)
+		for k, a := range ps.Args {
+			gl.Call("activeTexture", gl.Get("TEXTURE0").Int()+k)
+			gl.Call("bindTexture", gl.Get("TEXTURE_2D"), node[a])
+			gl.Call("uniform1i", gl.Call("getUniformLocation", prog, fmt.Sprintf("%s%d", glsl.SamplerPrefix, k)), k)
+		}
+		gl.Call("viewport", 0, 0, ps.Texture.Width, ps.Texture.Height)
+		gl.Call("drawArrays", gl.Get("TRIANGLES"), 0, 3)
+	}
+	return nil
+}
+
+// runIsland runs a float32 island: its inputs read from the nodes' word
+// textures (float32 bits) into host memory, its outputs written back as
+// the nodes' word textures.
+func (e *typedExecutable) runIsland(ctx context.Context, isl *island, node []js.Value, layout []glsl.Texture,
+	texture func(glsl.Texture, []byte) js.Value, read func(js.Value, glsl.Texture, int) []uint32, st *backend.Stats) error {
+	p := isl.prog
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: st, NonFinite: true}
+	for b, i := range isl.inputs {
+		if i < 0 {
+			continue
+		}
+		w := read(node[i], layout[i], p.Buffers[b].Len)
+		f := make([]float32, len(w))
+		for k, x := range w {
+			f[k] = math.Float32frombits(x)
+		}
+		call.Args[b].Host = f
+	}
+	for k, o := range p.Outputs {
+		if o.Buffer >= 0 {
+			call.Dests[k].Host = make([]float32, p.Buffers[o.Buffer].Len)
+		}
+	}
+	if err := isl.exe.Run(ctx, call); err != nil {
+		return err
+	}
+	for k, o := range p.Outputs {
+		vals := call.Dests[k].Host
+		if o.Buffer < 0 { // folded: the constant over the shape
+			vals = make([]float32, o.Shape.Len())
+			for j := range vals {
+				vals[j] = o.Const
+			}
+		}
+		b := make([]byte, 4*len(vals))
+		for j, v := range vals {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(v))
+		}
+		i := isl.outs[k]
+		node[i] = texture(layout[i], b)
+	}
+	return nil
 }

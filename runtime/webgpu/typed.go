@@ -33,11 +33,11 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	e := &typedExecutable{d: d, g: g, mode: mode, byNode: make([]*gpu.Pipeline, len(g.Nodes)),
 		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][3]uint32, len(g.Nodes))}
 	plan := planTyped(g, mode == wgsl.FaultPerNode)
-	e.steps, e.island = plan.steps, plan.island
+	e.steps, e.island = plan.Steps, plan.Island
 	var shaders []codegen.Shader
 	var ids []int
-	for _, step := range plan.steps {
-		for _, i := range step.nodes {
+	for _, step := range plan.Steps {
+		for _, i := range step.Nodes {
 			s, err := wgsl.TypedNode(g, i, mode)
 			if err != nil {
 				stop()
@@ -69,9 +69,9 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 			return nil, fail(err)
 		}
 	}
-	for _, ig := range plan.islands {
+	for _, ig := range plan.Islands {
 		var isl *floatIsland
-		if ig.g != nil {
+		if ig.Graph != nil {
 			var err error
 			if isl, err = d.compileIsland(ctx, ig, st); err != nil {
 				e.Release()
@@ -88,7 +88,7 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 func (d *device) compileIsland(ctx context.Context, ig islandGraph, st *backend.Stats) (*floatIsland, error) {
 	o := d.info.Profile.Options(islandLimits)
 	o.TileFor = d.TileFor(false)
-	sp, _, err := passes.Compile(ig.g, o)
+	sp, _, err := passes.Compile(ig.Graph, o)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (d *device) compileIsland(ctx context.Context, ig islandGraph, st *backend.
 		return nil, err
 	}
 	isl := &floatIsland{exe: exe, prog: sp.Program()}
-	isl.inputs, isl.outs = ig.mapping(isl.prog)
+	isl.inputs, isl.outs = ig.Mapping(isl.prog)
 	return isl, nil
 }
 
@@ -260,19 +260,19 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *bac
 	var gpuTotal time.Duration
 	timedAll := len(e.steps) > 0
 	for _, step := range e.steps {
-		if step.island >= 0 {
-			if e.islands[step.island] == nil {
+		if step.Island >= 0 {
+			if e.islands[step.Island] == nil {
 				continue
 			}
 			st.GPUDispatch, st.GPUTimed = 0, false
-			if err := e.runIsland(ctx, e.islands[step.island], st); err != nil {
+			if err := e.runIsland(ctx, e.islands[step.Island], st); err != nil {
 				return nil, err
 			}
 			gpuTotal, timedAll = gpuTotal+st.GPUDispatch, timedAll && st.GPUTimed
 			continue
 		}
 		var ds []gpu.Dispatch
-		for _, i := range step.nodes {
+		for _, i := range step.Nodes {
 			var bs []*gpu.Buffer
 			seen := map[ir.NodeID]bool{}
 			for _, a := range g.Nodes[i].Args { // distinct operands, in order of first use (wgsl.TypedNode's bindings)

@@ -29,8 +29,8 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 	plan := planTyped(g, true)
 	e := &typedExecutable{d: d, g: g, plan: plan, shaders: make([]codegen.Shader, len(g.Nodes)),
 		pipes: make([]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes))}
-	for _, step := range plan.steps {
-		for _, i := range step.nodes {
+	for _, step := range plan.Steps {
+		for _, i := range step.Nodes {
 			s, err := wgsl.TypedNode(g, i, wgsl.FaultPerNode)
 			if err != nil {
 				stop()
@@ -58,10 +58,10 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		}
 	}
 	st.Hit(backend.CachePipeline, allHit)
-	for _, ig := range plan.islands {
+	for _, ig := range plan.Islands {
 		var isl *floatIsland
-		if ig.g != nil {
-			sp, _, err := passes.Compile(ig.g, d.info.Profile.Options(islandLimits))
+		if ig.Graph != nil {
+			sp, _, err := passes.Compile(ig.Graph, d.info.Profile.Options(islandLimits))
 			if err != nil {
 				e.Release()
 				return nil, err
@@ -72,7 +72,7 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 				return nil, err
 			}
 			isl = &floatIsland{exe: exe, prog: sp.Program()}
-			isl.inputs, isl.outs = ig.mapping(isl.prog)
+			isl.inputs, isl.outs = ig.Mapping(isl.prog)
 		}
 		e.islands = append(e.islands, isl)
 	}
@@ -127,7 +127,7 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		}
 		own = append(own, faults)
 		for i, n := range g.Nodes {
-			if e.plan.island[i] {
+			if e.plan.Island[i] {
 				continue
 			}
 			var data []byte
@@ -149,19 +149,19 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		}
 		stop()
 		st.FirstDispatch = true
-		for _, step := range e.plan.steps {
+		for _, step := range e.plan.Steps {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if step.island >= 0 {
-				if isl := e.islands[step.island]; isl != nil {
+			if step.Island >= 0 {
+				if isl := e.islands[step.Island]; isl != nil {
 					if err := e.runIsland(ctx, isl, bufs, &own, st); err != nil {
 						return err
 					}
 				}
 				continue
 			}
-			if err := e.dispatch(step.nodes, bufs, faults, st); err != nil {
+			if err := e.dispatch(step.Nodes, bufs, faults, st); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/internal/typedplan"
 )
 
 // typedInputs returns g's input nodes' own values, TypedBytes' layout.
@@ -397,7 +398,7 @@ func TestTypedFloatIslands(t *testing.T) {
 	}
 	islands := 0
 	for i := range g.Nodes {
-		if floatNode(g, i) {
+		if typedplan.FloatNode(g, i) {
 			islands++
 		}
 	}
