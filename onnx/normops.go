@@ -306,6 +306,30 @@ func oneHotOp(c *importer) ([]value, *ir.Error) {
 		if m, err = c.runtime(&value{c: mc}, "the one-hot mask"); err != nil {
 			return nil, err
 		}
+	} else if t := vi.rt.DType(); t != ir.F32 && !t.IsFloat() && t != ir.Bool {
+		// Run-time integer indices: compared at int64 (a widening cast),
+		// equal(position, index) or equal(position, index + depth), which
+		// no index outside [-depth, depth) meets (index + depth wraps to a
+		// negative value for the largest ones).
+		x := vi.rt
+		if t != ir.I64 {
+			x = x.Cast(ir.I64)
+		}
+		ps := make(ir.Shape, len(out))
+		for k := range ps {
+			ps[k] = 1
+		}
+		ps[axis] = int(d)
+		iota := make([]int64, d)
+		for i := range iota {
+			iota[i] = int64(i)
+		}
+		shape := ir.Shape(out)
+		p := c.b.TypedInput("", ir.I64, ps, nil, iota).Broadcast(shape)
+		xi := reshape(x, append(append(append(ir.Shape{}, is[:axis]...), 1), is[axis:]...)).Broadcast(shape)
+		hitAt := p.ApplyTo(ir.Bool, ir.OpEqual, xi)
+		wrapped := p.ApplyTo(ir.Bool, ir.OpEqual, xi.Apply(ir.OpAdd, c.b.FullOf(ir.I64, shape, 0, d)))
+		m = hitAt.Apply(ir.OpOr, wrapped).Cast(ir.F32)
 	} else {
 		x, err := c.rtIn(0)
 		if err != nil {
@@ -329,6 +353,12 @@ func oneHotOp(c *importer) ([]value, *ir.Error) {
 		}
 		xi := reshape(x, append(append(append(ir.Shape{}, is[:axis]...), 1), is[axis:]...))
 		m = p.Apply(ir.OpEqual, xi).Add(p.Apply(ir.OpEqual, xi.AddScalar(float32(d))))
+	}
+	if vv.set && vv.rt.DType() != ir.F32 { // typed values: selected by a where at their dtype
+		at := func(k int64) ir.Tensor {
+			return vv.rt.Gather(c.b.TypedInput("", ir.I64, ir.Shape{}, nil, []int64{k}), 0).Broadcast(ir.Shape(out))
+		}
+		return one(rtValue(m.Cast(ir.Bool).Where(at(1), at(0))))
 	}
 	v, err := c.rtIn(2)
 	if err != nil {

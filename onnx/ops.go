@@ -56,6 +56,7 @@ func init() {
 			return one(constValue(t))
 		}},
 		"Cast":            {attrs: []string{"to", "saturate"}, fn: castOp},
+		"CastLike":        {since: 15, attrs: []string{"saturate"}, fn: castLikeOp},
 		"Reshape":         {since: 5, attrs: []string{"allowzero"}, fn: reshapeOp},
 		"Flatten":         {attrs: []string{"axis"}, fn: flattenOp},
 		"Squeeze":         {attrs: []string{"axes"}, fn: squeezeOp},

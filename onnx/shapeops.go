@@ -71,8 +71,27 @@ func shapeOp(c *importer) ([]value, *ir.Error) {
 	return one(constValue(t))
 }
 
-func castOp(c *importer) ([]value, *ir.Error) {
-	to := DataType(c.attrInt("to", 0))
+func castOp(c *importer) ([]value, *ir.Error) { return c.castTo(DataType(c.attrInt("to", 0))) }
+
+// castLikeOp is CastLike: Cast to the element type of input 1 (a run-time
+// value's dtype, the importer's float32 1/0 a bool's).
+func castLikeOp(c *importer) ([]value, *ir.Error) {
+	like := c.in(1)
+	switch {
+	case like == nil:
+		return nil, c.invalid("input 1 (target_type) is missing")
+	case like.set && like.isBool:
+		return c.castTo(Bool)
+	case like.set && like.isInt:
+		return nil, c.refuse("input 1 is an index computed at run time as float32, whose ONNX type the importer does not keep")
+	case like.set:
+		return c.castTo(DataTypeOf(like.rt.DType()))
+	}
+	return c.castTo(like.c.Type)
+}
+
+// castTo is Cast of input 0 to the element type to.
+func (c *importer) castTo(to DataType) ([]value, *ir.Error) {
 	v := c.in(0)
 	if t, ok := to.irDType(); ok && t.IsFloat() && t != ir.F32 && (v.set || v.c.Type == Float32) {
 		// float16 and bfloat16 are run-time dtypes: a float32 constant

@@ -96,7 +96,7 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 	values := map[string]*onnx.Tensor{}
 	for _, in := range nt.inputs {
 		if in == nil {
-			return false, "refused: an input gpucc cannot read"
+			return false, "refused: the test's " + strings.Join(nt.unread, "; ")
 		}
 		values[in.Name] = in
 	}
@@ -159,7 +159,7 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 	}
 	for _, want := range nt.outputs {
 		if want == nil {
-			return false, "refused: an output gpucc cannot read"
+			return false, "refused: the test's reference output is of a type gpucc does not read (a string, float64 or 16-bit integer)"
 		}
 		o, ok := res.Outputs[want.Name]
 		if !ok {

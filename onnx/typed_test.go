@@ -387,3 +387,34 @@ func TestTypedReduce(t *testing.T) {
 		}
 	}
 }
+
+// TestOneHotRuntimeIndices: OneHot of run-time int64 indices (a negative
+// one from the end, ones past either end matching nothing, the extremes)
+// gives the bits of the same model with the indices folded.
+func TestOneHotRuntimeIndices(t *testing.T) {
+	idx := []int64{0, 3, -1, -4, 4, -5, math.MaxInt64, math.MinInt64}
+	raw := model(11, graph([]msg{node("OneHot", "o", []string{"i", "depth", "values"}, []string{"y"}, attrInt("axis", 0))},
+		[]msg{int64s("depth", []int64{1}, 4), floats("values", []int64{2}, -0.5, 3)},
+		[]msg{typedValueInfo("i", int64(onnx.Int64), 8)}, []msg{valueInfo("y", 4, 8)}))
+	var outs [2][]float32
+	for k, consts := range []map[string]*onnx.Tensor{nil, {"i": {Name: "i", Type: onnx.Int64, Shape: []int{8}, Int64: idx}}} {
+		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Constants: consts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := g.Input("i"); id >= 0 {
+			g.Nodes[id].Ints = idx
+		}
+		res, err := gpucc.Run(context.Background(), g, gpucc.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[k] = res.Outputs["y"].Data
+	}
+	if !slices.Equal(outs[0], outs[1]) || len(outs[0]) != 32 {
+		t.Errorf("run-time indices: %v, folded: %v", outs[0], outs[1])
+	}
+	if outs[0][0] != 3 || outs[0][8+4] != -0.5 || outs[0][3*8+2] != 3 || outs[0][0*8+3] != 3 {
+		t.Errorf("y = %v: want index 0 at [0,0], -4 (= 0) at [0,3], -1 (= 3) at [3,2], 4 nowhere", outs[0])
+	}
+}
