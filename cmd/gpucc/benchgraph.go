@@ -183,6 +183,7 @@ func runColdChild(gb graphBench, be string) (*coldResult, float64, error) {
 	if cr.Error != nil {
 		code, _ := cr.Error["code"].(string)
 		msg, _ := cr.Error["message"].(string)
+		msg = strings.TrimPrefix(msg, code+": ") // the message as printed starts with its code, which Errorf adds again
 		return nil, 0, ir.Errorf(ir.Code(code), -1, "", "%s", msg)
 	}
 	return &cr, wall, nil

@@ -162,6 +162,13 @@ func TestBenchModel(t *testing.T) {
 			t.Errorf("%s: no comparison with cpu: %+v", vd.Backend, vd)
 		}
 	}
+	// A backend that cannot start in the cold child fails the bench with
+	// the child's error, its code said once.
+	if _, v, code := gpucc(t, "", "bench", "--backends", "webgpu", "--cold-runs", "1", "-o", filepath.Join(t.TempDir(), "o"), model); code != 0 {
+		if msg := fmtAny(v); errorCode(v) != "backend_unavailable" || strings.Contains(msg, "backend_unavailable: backend_unavailable") {
+			t.Errorf("webgpu without --allow-software: %s", msg)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		args []string
