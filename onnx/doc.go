@@ -59,6 +59,12 @@
 //     output is selected with where, bit for bit, when the branches'
 //     outputs agree in shape and dtype (else refused by name). Branches
 //     nest up to MaxGraphDepth deep; their names stay in their scope;
+//   - Loop and Scan (control.go) with a trip count known at import (Loop's
+//     M and condition constant or folding; Scan's axis length) unroll:
+//     the body imported once per iteration, scan outputs stacked. All
+//     loops of a model together unroll at most Limits.MaxNodes body nodes
+//     (each body counted one at least), else limit_exceeded; a run-time
+//     trip count or condition is refused by name (no device loop);
 //   - Conv, ConvTranspose and the poolings map onto conv2d,
 //     conv_transpose2d, maxpool2d and their composites (conv.go), and a
 //     BatchNormalization in inference mode after a Conv with constant
