@@ -2,7 +2,6 @@ package wgsl
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -105,7 +104,7 @@ func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			t += fmt.Sprintf(" + in3[%s]", off(3, "min(qi, "+fmt.Sprint(S-1)+"u)", "kt + lane"))
 		}
 		if a.Causal {
-			t = Lang.Select("qi < kt + lane", Lang.Bits(math.Float32bits(float32(math.Inf(-1)))), t)
+			t = Lang.Select("qi < kt + lane", Lang.Opaque(0xff800000), t) // opaque: Tint refuses a constant -Inf
 		}
 		fmt.Fprintf(b, "\t\t\tlet ts = %s;\n", t)
 	}
