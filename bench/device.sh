@@ -36,6 +36,8 @@
 #            faults; irtest's typed suites and random graphs) and the transformer fixtures at run-time ids
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
+#   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
+#            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
 cd "$(dirname "$0")/.."
 BIN=.device
@@ -174,12 +176,21 @@ suite_typed() {
 	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestTypedExecutable/webgpu' -test.short
 	tests typed_onnx.txt 120 onnx 'TestTransformersOnWebGPU'
 }
+suite_userbench() {
+	warm
+	local m
+	for m in mlp digits transformer; do
+		timeout 300 $BIN/gpucc bench --backends cpu,native,webgpu --cold-runs 3 --warm-budget 3s --max-ops 200000000 \
+			-o "$OUT/userbench/$m" onnx/testdata/models/$m.onnx >"$OUT/userbench_$m.json" 2>>"$OUT/visit.log"
+		log "gpucc bench $m.onnx: exit $?"
+	done
+}
 suite_transformers() {
 	timeout 240 python3 onnx/testdata/transformers/export.py "$OUT/transformers" >"$OUT/transformers.txt" 2>&1
 	log "transformers export.py: exit $? ($(ls "$OUT/transformers" 2>/dev/null | wc -l) files)"
 }
 
-[ $# -gt 0 ] || { sed -n '2,37p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,40p' "$0"; exit 2; }
 date -u >"$OUT/date.txt"; nvidia-smi -L >>"$OUT/date.txt" 2>&1
 $BIN/gpucc info >"$OUT/info.json" 2>>"$OUT/visit.log"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>/dev/null &
