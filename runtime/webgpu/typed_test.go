@@ -356,7 +356,7 @@ func TestTypedGraphsMatchCpuref(t *testing.T) {
 	for _, c := range cases {
 		count(checkTypedGraph(t, d, c.Name, c.Graph))
 	}
-	seeds := 190
+	seeds := 200
 	if testing.Short() {
 		seeds = 60
 	}
