@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -142,8 +143,31 @@ func loadONNX(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
 		}
 		r = bytes.NewReader(raw)
 	}
+	if len(runValues) > 0 && len(runValues) == len(inputShapes) {
+		// gpucc run's data: the inputs whose values decide a shape are
+		// read at specialization (fixed, no longer inputs of the graph),
+		// the others bound at run time; integer and bool outputs keep
+		// the model's dtype.
+		opts.InputShapes = nil
+		m, err := onnx.Parse(r, opts)
+		if err != nil {
+			return nil, err
+		}
+		g, fixed, err := m.SpecializeValues(context.Background(), runValues)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range fixed {
+			delete(runInputs, name)
+		}
+		return g, nil
+	}
 	return onnx.Load(r, opts)
 }
+
+// runValues are gpucc run's --input data of an .onnx model, by input
+// name (loadWithInputs), for onnx.Model.SpecializeValues.
+var runValues = map[string]*onnx.Tensor{}
 
 // cliShapeHint is how a gpucc command binds an ONNX input's shape.
 func cliShapeHint(input string) string {

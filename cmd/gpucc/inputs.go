@@ -12,6 +12,7 @@ import (
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
 )
 
 // bindInputs gives each --input's values to the graph's input of that name
@@ -44,6 +45,7 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 // gives them, as --input-shape would), so a dynamic dimension takes the
 // data's size; a shape --input-shape also gives must be the data's.
 func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
+	runValues = map[string]*onnx.Tensor{}
 	if isONNX(path) {
 		limits.NonFinite = true // as run: a model's masks hold -Inf
 		for _, name := range slices.Sorted(maps.Keys(runInputs)) {
@@ -55,6 +57,11 @@ func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 				return nil, ir.Errorf(ir.CodeUsage, -1, "input-shape", "--input-shape %s=%v, but %s has shape %v", name, given, runInputs[name], a.Shape)
 			}
 			inputShapes[name] = a.Shape
+			t := &onnx.Tensor{Name: name, Shape: a.Shape, Float32: a.Float32, Float64: a.Float64, Int64: a.Int64, Type: onnx.Float64}
+			if dt, ok := ir.ParseDType(a.DType); ok {
+				t.Type = onnx.DataTypeOf(dt)
+			}
+			runValues[name] = t
 		}
 	}
 	g, err := readGraph(path, *limits)
@@ -81,8 +88,9 @@ type inputValue struct {
 // input's dtype).
 func npyValue(a *npy.Array, from, field string) (*inputValue, error) {
 	switch a.DType {
-	case "float32":
-		return &inputValue{dtype: ir.F32, shape: a.Shape, data: a.Float32}, nil
+	case "float32", "float16": // a float16 .npy's values, each exactly a float16
+		dt, _ := ir.ParseDType(a.DType)
+		return &inputValue{dtype: dt, shape: a.Shape, data: a.Float32}, nil
 	}
 	if dt, ok := ir.ParseDType(a.DType); ok && !dt.IsFloat() { // a .npy's int32, int64, bool; a JSON array's any integer dtype
 		return &inputValue{dtype: dt, shape: a.Shape, ints: a.Int64}, nil
