@@ -199,8 +199,8 @@ func sameTyped(t *testing.T, ref, rt *gpucc.Runtime, g *ir.Graph) {
 // pairwise tree of a whole tensor, which overflowed wasm's 64 KiB stack
 // as an array), row sums, a transpose and a broadcast of an int64 tensor
 // of 2^17 elements (4 MB of C as index tables, 1.7 KB as loops). webgpu
-// is not in it yet: its sum of the float16 extremes gives 0 where cpu's is
-// NaN (2026-12-04).
+// gave 0 for the float16 sum where cpu's is NaN (2026-12-04): it refuses a
+// typed reduction over more than wgsl.MaxTypedLeaves leaves by name.
 func TestTypedLarge(t *testing.T) {
 	b := ir.NewBuilder()
 	const rows, cols = 256, 512
@@ -221,6 +221,23 @@ func TestTypedLarge(t *testing.T) {
 			sameTyped(t, cpu, open(t, name, func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} }), g)
 		})
 	}
+	// webgpu refuses the 2^17-leaf sum by name (wgsl.MaxTypedLeaves) instead
+	// of the 0 it gave for NaN, and gives cpu's bits at the bound.
+	t.Run("webgpu", func(t *testing.T) {
+		nf := func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} }
+		rt := open(t, "webgpu", nf)
+		if _, err := rt.Run(context.Background(), g); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "leaves") {
+			t.Errorf("a sum of %d float16 leaves: %v, want unsupported naming the leaves", rows*cols, err)
+		}
+		b := ir.NewBuilder()
+		h := irtest.TypedInput(b, ir.F16, ir.Shape{64, 128}, 7)
+		b.Output("sum", h.ApplyShaped(ir.OpSum, ir.Shape{}))
+		small, err := b.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTyped(t, cpu, rt, small)
+	})
 }
 
 // TestTypedWeightsStay: an input a run does not give (the graph's

@@ -598,6 +598,13 @@ func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
 // a float dtype's by the reference's contiguous pairwise tree (a binary
 // counter over a stack of complete subtrees, then the subtrees left from
 // the smallest up, as rows does), each combination rounded to the dtype.
+// MaxTypedLeaves bounds the leaves of one output of a typed reduction
+// kernel: one invocation's loop over them. 8192 gives cpuref's bits on
+// lavapipe; 2^17 float16 leaves gave 0 where cpuref gives NaN (2026-12-04,
+// not understood yet), so larger ones are refused by name rather than
+// risked.
+const MaxTypedLeaves = 8192
+
 func typedReduce(g *ir.Graph, i int) ([]string, error) {
 	n := &g.Nodes[i]
 	a := g.Nodes[n.Args[0]]
@@ -606,6 +613,9 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 	comb := n.Op.Info().Combine
 	if red.Leaves == 0 {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over no leaves: the WGSL typed path does not hold it yet", n.Op, a.DType)
+	}
+	if red.Leaves > MaxTypedLeaves {
+		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: the WGSL typed path reduces at most %d per output so far (a float16 sum of 2^17 leaves gave 0 for NaN on lavapipe)", n.Op, a.DType, red.Leaves, MaxTypedLeaves)
 	}
 	if !a.DType.IsFloat() {
 		row := intRows[comb]
