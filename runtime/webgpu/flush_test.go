@@ -28,7 +28,10 @@ func TestTypedFlushRisk(t *testing.T) {
 	}
 	want := map[string]bool{"f": true, "h": true}
 	for _, o := range g.Outputs {
-		if err := typedFlushRisk(g, int(o.ID)); (err != nil) != want[o.Name] {
+		if err := typedFlushRisk(g, int(o.ID), true); err != nil {
+			t.Errorf("%s on a software adapter: %v", o.Name, err)
+		}
+		if err := typedFlushRisk(g, int(o.ID), false); (err != nil) != want[o.Name] {
 			t.Errorf("%s: %v, want refused %v", o.Name, err, want[o.Name])
 		}
 	}

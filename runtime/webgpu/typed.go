@@ -38,7 +38,7 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	var ids []int
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			if err := d.flushRisk(g, i); err != nil {
+			if err := typedFlushRisk(g, i, d.info.Adapter.Software); err != nil {
 				stop()
 				return nil, err
 			}

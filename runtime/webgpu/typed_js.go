@@ -31,7 +31,7 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		pipes: make([]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes))}
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			if err := d.flushRisk(g, i); err != nil {
+			if err := typedFlushRisk(g, i, d.info.Adapter.Software); err != nil {
 				stop()
 				return nil, err
 			}

@@ -49,7 +49,7 @@ func typedFault(faults []uint32) error {
 	return nil
 }
 
-// flushRisk refuses node i's typed kernel where its float32 or bfloat16
+// typedFlushRisk refuses node i's typed kernel where its float32 or bfloat16
 // arithmetic may meet a driver that flushes subnormals: on the H200
 // (NVIDIA's Vulkan driver, 2026-12-04) the typed kernels' float32 and
 // bfloat16 rows (mul, add, erf, relu, compare, the scalar forms) gave ±0
@@ -58,14 +58,10 @@ func typedFault(faults []uint32) error {
 // such a node is refused by name on a hardware adapter rather than risked
 // (float16 is computed by bits and from float32 values that are never
 // subnormal; float32 work in islands is the float compiler's, exact there).
-func (d *device) flushRisk(g *ir.Graph, i int) error {
-	if d.info.Adapter.Software {
+func typedFlushRisk(g *ir.Graph, i int, software bool) error {
+	if software {
 		return nil
 	}
-	return typedFlushRisk(g, i)
-}
-
-func typedFlushRisk(g *ir.Graph, i int) error {
 	n := g.Nodes[i]
 	info := n.Op.Info()
 	if !info.Elementwise || info.Expr == nil || len(n.Args) == 0 || n.Op == ir.OpCast {
