@@ -136,8 +136,11 @@ func not(c ir.Tensor) ir.Tensor { return c.Neg().AddScalar(1) }
 
 // logic folds Not, And, Or and Xor of bool constants; at run time, on 1
 // and 0: not is 1 - a, and a·b, or max(a, b), xor 1 - (a == b).
-func logic(p func(x []bool) bool, rt func(x []ir.Tensor) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
+func logic(n int, p func(x []bool) bool, rt func(x []ir.Tensor) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
+		if c.nin() != n { // p and rt read x[0] … x[n-1]
+			return nil, c.invalid("%d inputs; it takes %d", c.nin(), n)
+		}
 		var ts []*Tensor
 		var runtime bool
 		for k := 0; k < c.nin(); k++ {
