@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -80,11 +81,19 @@ func float32Op(op ir.Op) bool {
 	return t.In.Has(ir.F32) && !t.Cond && op != ir.OpCast
 }
 
+// notInGuest are the float32 ops of the table that the Python guest
+// (python/gpucc: cpu-python, the module's encoder) does not hold yet: the
+// corpus leaves their graphs out, and TestPythonRefusesMissingOps checks
+// that cpu-python refuses them by name instead of computing anything.
+// Each is a port of its cpuref row (attention: issue 33, 71bbe89; prod:
+// 825a0f3) still to do.
+var notInGuest = map[ir.Op]bool{ir.OpAttention: true, ir.OpProd: true}
+
 // float32Graph reports whether every node of g is float32 and of a
-// float32 op.
+// float32 op that the guest holds.
 func float32Graph(g *ir.Graph) bool {
 	for _, n := range g.Nodes {
-		if n.DType != ir.F32 || !float32Op(n.Op) {
+		if n.DType != ir.F32 || !float32Op(n.Op) || notInGuest[n.Op] {
 			return false
 		}
 	}
@@ -187,5 +196,47 @@ func TestPython(t *testing.T) {
 	t.Logf("python3 -m unittest:\n%s", out)
 	if err != nil {
 		t.Fatalf("the Python suite failed: %v", err)
+	}
+}
+
+// TestPythonRefusesMissingOps: a graph using an op the guest does not hold
+// yet (notInGuest) is refused by cpu-python's decoder with invalid_graph
+// naming the op (or attention's third operand field), not computed.
+func TestPythonRefusesMissingOps(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("GPUCC_REQUIRE_PYTHON") != "" {
+			t.Fatal("python3 is not on PATH and GPUCC_REQUIRE_PYTHON is set")
+		}
+		t.Skip("python3 is not on PATH")
+	}
+	found := map[ir.Op]*ir.Graph{}
+	for _, c := range append(append(irtest.Suite(), irtest.Reductions()...), irtest.Rows()...) {
+		for _, n := range c.Graph.Nodes {
+			if notInGuest[n.Op] && found[n.Op] == nil && ir.Validate(c.Graph, ir.Limits{}) == nil {
+				found[n.Op] = c.Graph
+			}
+		}
+	}
+	for op := range notInGuest {
+		g := found[op]
+		if g == nil {
+			t.Errorf("no irtest graph uses %v", op)
+			continue
+		}
+		f := filepath.Join(t.TempDir(), "g.json")
+		if err := os.WriteFile(f, ir.Encode(g), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script := "import json, sys\nsys.path.insert(0, '.')\nfrom gpucc import ir\ntry:\n    ir.decode(json.load(open(sys.argv[1])))\n    print('decoded')\nexcept Exception as e:\n    print(e)\n"
+		out, err := exec.Command(py, "-c", script, f).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: python3: %v\n%s", op, err, out)
+		}
+		// attention's mask is a fourth operand, field "d" after "c": the
+		// decoder stops at the first field it does not know.
+		if got := string(out); !strings.Contains(got, "invalid_graph") || !strings.Contains(got, op.String()) && !strings.Contains(got, "unknown field") {
+			t.Errorf("%v: cpu-python says %q, want invalid_graph naming %v or its field", op, strings.TrimSpace(got), op)
+		}
 	}
 }
