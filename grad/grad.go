@@ -86,6 +86,8 @@
 //	pad(x)             no gradient yet (g summed back onto the elements each
 //	                   border copies is not a rule yet): an error as for conv2d
 //	attention          no gradient yet: an error as for conv2d
+//	prod(a, axes)      no gradient yet (the product of the other leaves): an
+//	                   error as for conv2d
 //	input, full        leaves
 //
 // The loss's own gradient is full([], 1). When a node feeds several
