@@ -243,11 +243,19 @@ func (rt *Runtime) Compile(ctx context.Context, g *ir.Graph) (*Executable, error
 		}
 		return rt.compileSplit(ctx, g)
 	}
+	return rt.compileFloat(ctx, g, rt.opts.Limits)
+}
+
+// compileFloat seals float32 graph g under limits with the Runtime's
+// profile and passes options (the device's tuned tiles unless the options
+// name one) and loads the plan: Compile's path, and a split graph's float
+// segments' (segmentLimits).
+func (rt *Runtime) compileFloat(ctx context.Context, g *ir.Graph, limits ir.Limits) (*Executable, error) {
 	popts := rt.opts.Passes
 	if popts.TileFor == nil {
 		popts.TileFor = rt.tiles
 	}
-	plan, err := Seal(g, rt.opts.Limits, rt.info.Profile, popts)
+	plan, err := Seal(g, limits, rt.info.Profile, popts)
 	if err != nil {
 		return nil, err
 	}

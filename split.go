@@ -351,14 +351,7 @@ func (rt *Runtime) compileSplit(ctx context.Context, g *ir.Graph) (*Executable, 
 		if Typed(sg) {
 			x, err = rt.compileTypedWith(ctx, sg, limits)
 		} else {
-			popts := rt.opts.Passes
-			if popts.TileFor == nil {
-				popts.TileFor = rt.tiles
-			}
-			var plan *Plan
-			if plan, err = Seal(sg, limits, rt.info.Profile, popts); err == nil {
-				x, err = rt.Load(ctx, plan)
-			}
+			x, err = rt.compileFloat(ctx, sg, limits)
 		}
 		if err != nil {
 			for _, y := range sp.segs {
