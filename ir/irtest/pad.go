@@ -84,6 +84,7 @@ func Pads() []Case {
 	xe := b.Input(ir.Shape{2, 3, 4}, Extremes(541, 24))
 	b.Output("edge", xe.Pad([]int{1, 1, 1, 1, 1, 1}, ir.PadEdge, 0))
 	b.Output("wrap", xe.Pad([]int{0, 2, 1, 0, 3, 2}, ir.PadWrap, 0))
+	b.Output("crop", xe.Pad([]int{-1, 0, 1, 0, -2, -1}, ir.PadConstant, float32(negZero())))
 	cs = append(cs, Case{"pad/extremes", must(b)})
 	return cs
 }
