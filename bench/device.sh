@@ -188,6 +188,8 @@ suite_userbench() {
 suite_transformers() {
 	timeout 240 python3 onnx/testdata/transformers/export.py "$OUT/transformers" >"$OUT/transformers.txt" 2>&1
 	log "transformers export.py: exit $? ($(ls "$OUT/transformers" 2>/dev/null | wc -l) files)"
+	timeout 240 python3 onnx/testdata/transformers/export_kv.py "$OUT/transformers" >"$OUT/transformers_kv.txt" 2>&1
+	log "transformers export_kv.py: exit $?"
 }
 
 [ $# -gt 0 ] || { sed -n '2,40p' "$0"; exit 2; }
