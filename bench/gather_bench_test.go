@@ -6,8 +6,9 @@ package bench
 // one kernel reads and writes them), so one device visit sets the ratio
 // the issue asks for (the gather within 2× the copy) and torch_gather.py
 // times PyTorch's embedding and copy on the same GPU. dispatch-ms is the
-// run's dispatch stage (GPU timestamps where the backend has them); the
-// typed path sends the table with each run, which upload-ms shows.
+// run's dispatch stage (GPU timestamps where the backend has them);
+// upload-ms is the table's first upload spread over the runs (every
+// backend keeps a typed graph's weights after its first run) and the ids.
 //
 //	GPUCC_BENCH_GATHER    V,D,N (default 50257,768,4096)
 //	GPUCC_BENCH_BACKENDS  (default webgpu,native)

@@ -117,8 +117,12 @@ type typedExecutable struct {
 	params []*gpu.Buffer
 	groups [][3]uint32
 	bufs   []*gpu.Buffer // by node, from the first run (a float island's nodes: during a run)
-	fault  *gpu.Buffer
-	nf     int // fault words
+	// held says, by input node, that bufs[i] holds the bytes the last
+	// run uploaded for it: a run whose TypedCall.Same says they are the
+	// same (a model's weights) binds them without sending them again.
+	held  []bool
+	fault *gpu.Buffer
+	nf    int // fault words
 	// steps are the run in order: typed kernels and float32 islands
 	// (island[i]: node i is computed by one).
 	steps   []typedStep
@@ -177,7 +181,7 @@ func (e *typedExecutable) endRun() {
 // outputs.
 func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) error {
 	defer e.endRun()
-	faults, err := e.dispatch(ctx, cl.Inputs, cl.Stats)
+	faults, err := e.dispatch(ctx, cl.Inputs, cl.Same, cl.Stats)
 	if err != nil {
 		return err
 	}
@@ -195,10 +199,14 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 	return nil
 }
 
-// dispatch uploads inputs (by node, TypedBytes' layout), runs the kernels
-// and returns the fault words: one per node, or, for wgsl.FaultPerElement,
-// one per element of the largest node.
-func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *backend.Stats) ([]uint32, error) {
+// dispatch uploads inputs (by node, TypedBytes' layout), except those that
+// same says are the previous run's (backend.TypedCall.Same) and that the
+// node's storage still holds, runs the kernels and returns the fault
+// words: one per node, or, for wgsl.FaultPerElement, one per element of
+// the largest node. The executable's storage is its own, written only
+// by its uploads (no kernel writes an input node's), so what an upload
+// put there stays until Release.
+func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, same []bool, st *backend.Stats) ([]uint32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -218,6 +226,7 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *bac
 			}
 		}
 		e.bufs = make([]*gpu.Buffer, len(g.Nodes))
+		e.held = make([]bool, len(g.Nodes))
 		var err error
 		if e.fault, _, err = e.d.pool.get(uint64(4*e.nf), "typed faults"); err != nil {
 			stop()
@@ -247,12 +256,17 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, st *bac
 			stop()
 			return nil, fail(fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(inputs[i]), n.DType, n.Shape, size))
 		}
+		if e.held[i] && i < len(same) && same[i] { // the previous run's bytes, still in the node's storage
+			continue
+		}
+		e.held[i] = false
 		words := make([]byte, 4*wgsl.TypedWords(n.DType, n.Shape.Len())) // padded to whole words
 		copy(words, inputs[i])
 		if err := e.d.dev.UploadBytes(e.bufs[i], words); err != nil {
 			stop()
 			return nil, fail(err)
 		}
+		e.held[i] = true
 		st.UploadBytes += int64(size)
 	}
 	stop()
