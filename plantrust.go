@@ -184,8 +184,8 @@ func (p *Plan) checkProgram(limits ir.Limits) (*ir.Sealed, error) {
 		if o.Buffer >= 0 && prog.Buffers[o.Buffer].Len != o.Shape.Len() {
 			return nil, bad("output %q of shape %v reads buf%d of %d elements", o.Name, o.Shape, o.Buffer, prog.Buffers[o.Buffer].Len)
 		}
-		if o.Buffer < 0 && (o.Buffer != -1 || !finite32(o.Const)) {
-			return nil, bad("output %q is constant %v in buf%d; want a finite constant and -1", o.Name, o.Const, o.Buffer)
+		if o.Buffer < 0 && (o.Buffer != -1 || !finite32(o.Const) && !limits.NonFinite) {
+			return nil, bad("output %q is constant %v in buf%d; want -1 and a finite constant (unless limits allow NonFinite)", o.Name, o.Const, o.Buffer)
 		}
 	}
 	names = map[string]bool{}

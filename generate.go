@@ -1,0 +1,455 @@
+package gpucc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// Greedy decoding with a key/value cache (issue 33). A Decoder runs an
+// ONNX model of one decoding step, exported against a static cache, once
+// per token, and feeds each step's cache to the next.
+//
+// The step model's convention (Hugging Face optimum's names, with a static
+// cache of a fixed number of rows):
+//
+//   - input_ids: int64, one element (shape [1, 1]): the token of this step;
+//   - position: int64, one element (shape [1]): its position, which is the
+//     cache row the step writes (0 for the first token);
+//   - past_key_values.N.key and past_key_values.N.value for N = 0, 1, …:
+//     float32 [batch, heads, max_len, head_dim], the cache before the step;
+//     axis 2 is the cache's length, a dynamic dimension bound to
+//     DecoderOptions.MaxLen (any other dynamic dimension is bound to 1);
+//   - outputs logits (float32, its last axis the vocabulary; one row) and,
+//     for every past, present.N.key / present.N.value of the past's shape:
+//     the cache after the step, which the next step takes as its past.
+//
+// A model without one of these inputs, with another run-time input, or
+// whose pasts and presents do not pair by name and shape, is refused with
+// ir.CodeUnsupported, naming what is missing.
+//
+// Greedy decoding feeds the prompt's tokens one step each (the prefill),
+// then each step's argmax (the lowest id among equal maxima, as numpy's
+// argmax; a NaN wins, as there) as the next step's token. A step's cache
+// lives on the device as DeviceTensors (RunOptions.Keep in, DeviceTensor
+// inputs out) where the backend keeps a typed graph's outputs there, and
+// goes through the host otherwise: the bits are the same either way;
+// Generation.Cache says which ran.
+
+// Step model port names (see above).
+const (
+	StepInputIDs  = "input_ids"
+	StepPosition  = "position"
+	StepLogits    = "logits"
+	stepPastKey   = "past_key_values."
+	stepPresentOf = "present."
+)
+
+// pastName matches a past's name: past_key_values.N.key or .value.
+var pastName = regexp.MustCompile(`^past_key_values\.(\d+)\.(key|value)$`)
+
+// DecoderOptions configure a Decoder.
+type DecoderOptions struct {
+	// MaxLen is the cache's rows (the pasts' axis 2): at most MaxLen
+	// positions are decoded. It must be given where the model leaves
+	// that axis dynamic; where the model fixes it, 0 takes the model's.
+	MaxLen int
+}
+
+// CachePair is one cache tensor: the step's input (past) and the output
+// (present) that the next step takes in its place.
+type CachePair struct {
+	Past, Present string
+	Shape         ir.Shape
+}
+
+// Decoder runs greedy decoding of an ONNX step model (the convention
+// above) on one Runtime: the model is specialized to the cache's shape and
+// compiled once, in NewDecoder. A Decoder runs one Generate at a time.
+type Decoder struct {
+	rt      *Runtime
+	exe     *Executable
+	maxLen  int
+	vocab   int
+	idShape ir.Shape // input_ids' shape: one element
+	posShp  ir.Shape // position's shape: one element
+	pairs   []CachePair
+	compile time.Duration
+	// forget, set by tests only, gives every step an empty cache: the
+	// decoding a broken cache gives.
+	forget bool
+}
+
+// NewDecoder checks m against the step convention, specializes it to a
+// cache of opts.MaxLen rows and compiles it on rt.
+func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOptions) (*Decoder, error) {
+	start := time.Now()
+	sig := m.Signature()
+	unsupported := func(format string, a ...any) error {
+		return ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: "+format+" (gpucc generate's step convention: inputs input_ids, position and past_key_values.N.key/.value, outputs logits and present.N.key/.value)", a...)
+	}
+	if opts.MaxLen < 0 {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d is negative", opts.MaxLen)
+	}
+	outputs := map[string]onnx.Port{}
+	for _, p := range sig.Outputs {
+		outputs[p.Name] = p
+	}
+	if _, ok := outputs[StepLogits]; !ok {
+		return nil, unsupported("the model has no output %s", ir.Quote(StepLogits))
+	}
+	shapes := map[string][]int{}
+	var pairs []CachePair
+	maxLen := opts.MaxLen
+	for _, p := range sig.Inputs {
+		switch {
+		case p.Name == StepInputIDs || p.Name == StepPosition:
+			if p.Type != "int64" {
+				return nil, unsupported("input %s is %s, want int64", ir.Quote(p.Name), p.Type)
+			}
+			s := make([]int, len(p.Shape))
+			for k, d := range p.Shape {
+				s[k] = max(d, 1)
+				if d > 1 {
+					return nil, unsupported("input %s has shape %v, want one element", ir.Quote(p.Name), p.Shape)
+				}
+			}
+			if p.Shape == nil {
+				s = []int{1}
+			}
+			shapes[p.Name] = s
+		case pastName.MatchString(p.Name):
+			if p.Type != "float32" {
+				return nil, unsupported("input %s is %s, want float32", ir.Quote(p.Name), p.Type)
+			}
+			if len(p.Shape) != 4 {
+				return nil, unsupported("input %s has shape %v, want [batch, heads, max_len, head_dim]", ir.Quote(p.Name), p.Shape)
+			}
+			s := make([]int, 4)
+			for k, d := range p.Shape {
+				s[k] = max(d, 1)
+			}
+			switch d := p.Shape[2]; {
+			case d < 0 && maxLen == 0:
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: the model's cache length (axis 2 of %s) is dynamic; give its max_len", ir.Quote(p.Name))
+			case d < 0:
+				s[2] = maxLen
+			case maxLen != 0 && d != maxLen:
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d, but the model fixes the cache length (axis 2 of %s) at %d", maxLen, ir.Quote(p.Name), d)
+			default:
+				maxLen = d
+			}
+			shapes[p.Name] = s
+			present := stepPresentOf + p.Name[len(stepPastKey):]
+			if _, ok := outputs[present]; !ok {
+				return nil, unsupported("input %s has no output %s to pair with", ir.Quote(p.Name), ir.Quote(present))
+			}
+			pairs = append(pairs, CachePair{Past: p.Name, Present: present, Shape: s})
+		default:
+			return nil, unsupported("input %s is none of the step's inputs", ir.Quote(p.Name))
+		}
+	}
+	for _, name := range []string{StepInputIDs, StepPosition} {
+		if _, ok := shapes[name]; !ok {
+			return nil, unsupported("the model has no input %s", ir.Quote(name))
+		}
+	}
+	if len(pairs) == 0 {
+		return nil, unsupported("the model has no input past_key_values.N.key or .value: no cache to keep")
+	}
+	for _, p := range sig.Outputs { // a present without its past would be a cache dropped each step
+		if rest, ok := strings.CutPrefix(p.Name, stepPresentOf); ok && pastName.MatchString(stepPastKey+rest) {
+			if _, ok := shapes[stepPastKey+rest]; !ok {
+				return nil, unsupported("output %s has no input %s to pair with", ir.Quote(p.Name), ir.Quote(stepPastKey+rest))
+			}
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].Past < pairs[j].Past })
+	g, err := m.Specialize(ctx, shapes)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs}
+	for _, o := range g.Outputs {
+		n := g.Nodes[o.ID]
+		if o.Name == StepLogits {
+			if n.DType != ir.F32 || len(n.Shape) == 0 || n.Shape.Len() != n.Shape[len(n.Shape)-1] {
+				return nil, unsupported("output logits is %v %v, want float32 of one row", n.DType, n.Shape)
+			}
+			d.vocab = n.Shape[len(n.Shape)-1]
+		}
+		for _, p := range pairs {
+			if o.Name == p.Present && (n.DType != ir.F32 || !n.Shape.Equal(p.Shape)) {
+				return nil, unsupported("output %s is %v %v; its past %s is float32 %v", ir.Quote(o.Name), n.DType, n.Shape, ir.Quote(p.Past), p.Shape)
+			}
+		}
+	}
+	for _, n := range g.Nodes {
+		switch {
+		case n.Op != ir.OpInput:
+		case n.Name == StepInputIDs:
+			d.idShape = slices.Clone(n.Shape)
+		case n.Name == StepPosition:
+			d.posShp = slices.Clone(n.Shape)
+		}
+	}
+	if d.idShape == nil || d.posShp == nil {
+		return nil, unsupported("the model computes nothing from input_ids or position")
+	}
+	if d.exe, err = rt.Compile(ctx, g); err != nil {
+		return nil, err
+	}
+	d.compile = time.Since(start)
+	return d, nil
+}
+
+// MaxLen returns the cache's rows.
+func (d *Decoder) MaxLen() int { return d.maxLen }
+
+// Vocab returns the logits' length: token ids are below it.
+func (d *Decoder) Vocab() int { return d.vocab }
+
+// Pairs returns the cache's tensors, by past name.
+func (d *Decoder) Pairs() []CachePair { return slices.Clone(d.pairs) }
+
+// Release releases the compiled step.
+func (d *Decoder) Release() { d.exe.Release() }
+
+// GenerateOptions configure one Generate.
+type GenerateOptions struct {
+	// Tokens is the number of tokens to generate, at least 1.
+	Tokens int
+	// Logits keeps every step's logits in Generation.Logits.
+	Logits bool
+	// OnToken, when set, is called with each generated token as soon as
+	// its step is done (i counts from 0); an error it returns ends
+	// Generate with that error.
+	OnToken func(i int, token int64, ms float64) error
+}
+
+// Generation is what Generate returns.
+type Generation struct {
+	Backend string  `json:"backend"`
+	Prompt  []int64 `json:"prompt"`
+	Tokens  []int64 `json:"tokens"` // the generated tokens, in order
+	// Cache says where the cache lived between steps: "device" (each
+	// present kept as a DeviceTensor, fed as the next past) or "host"
+	// (read back and sent again each step: the backend's typed graphs
+	// return host outputs only).
+	Cache  string `json:"cache"`
+	MaxLen int    `json:"maxLen"`
+	// CompileMs is NewDecoder's specialization and compile.
+	CompileMs float64 `json:"compileMs"`
+	// StepMs is each step's wall time (run, logits read, argmax), in
+	// order: step p feeds the token at position p, so there are
+	// len(Prompt)+len(Tokens)-1 steps.
+	StepMs []float64 `json:"stepMs"`
+	// PrefillMs is the prompt's steps up to the first generated token
+	// (the first len(Prompt) steps), summed.
+	PrefillMs float64 `json:"prefillMs"`
+	// DecodeMs is the median of the later steps, one generated token
+	// each (0 when only one token is generated).
+	DecodeMs float64 `json:"decodeMs"`
+	// Logits holds each step's logits with GenerateOptions.Logits.
+	Logits [][]float32 `json:"-"`
+}
+
+// Generate runs greedy decoding: the prompt's tokens, then opts.Tokens
+// generated ones. Every prompt id must be below Vocab, and the steps'
+// positions, 0 … len(prompt)+opts.Tokens-2, below MaxLen (the last token
+// generated is not fed back); otherwise it fails with invalid_input before
+// running anything.
+func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOptions) (*Generation, error) {
+	bad := func(field, format string, a ...any) error {
+		return ir.Errorf(ir.CodeInvalidInput, -1, field, "generate: "+format, a...)
+	}
+	switch {
+	case len(prompt) == 0:
+		return nil, bad("prompt", "the prompt is empty; give at least one token id")
+	case opts.Tokens < 1:
+		return nil, bad("tokens", "%d tokens to generate; want at least 1", opts.Tokens)
+	case len(prompt)-1 > d.maxLen-opts.Tokens:
+		return nil, bad("max_len", "a prompt of %d tokens and %d generated write cache rows 0 to %d+%d-2; max_len is %d",
+			len(prompt), opts.Tokens, len(prompt), opts.Tokens, d.maxLen)
+	}
+	for i, id := range prompt {
+		if id < 0 || id >= int64(d.vocab) {
+			return nil, bad("prompt", "prompt token %d is %d, outside the vocabulary [0, %d)", i, id, d.vocab)
+		}
+	}
+	gen := &Generation{Backend: d.rt.Backend(), Prompt: slices.Clone(prompt), MaxLen: d.maxLen,
+		CompileMs: ms(d.compile), Tokens: []int64{}}
+	c, err := d.newCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	toks := slices.Clone(prompt)
+	steps := len(prompt) + opts.Tokens - 1
+	for p := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		logits, err := c.step(ctx, toks[p], int64(p))
+		if err != nil {
+			return nil, err
+		}
+		var next int64 = -1
+		if p+1 >= len(toks) {
+			next = argmax(logits)
+			toks = append(toks, next)
+		}
+		stepMs := ms(time.Since(t0))
+		gen.StepMs = append(gen.StepMs, stepMs)
+		if opts.Logits {
+			gen.Logits = append(gen.Logits, logits)
+		}
+		if next >= 0 {
+			gen.Tokens = append(gen.Tokens, next)
+			if opts.OnToken != nil {
+				if err := opts.OnToken(len(gen.Tokens)-1, next, stepMs); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	gen.Cache = c.where()
+	for _, t := range gen.StepMs[:len(prompt)] {
+		gen.PrefillMs += t
+	}
+	if rest := slices.Clone(gen.StepMs[len(prompt):]); len(rest) > 0 {
+		slices.Sort(rest)
+		gen.DecodeMs = rest[len(rest)/2]
+		if len(rest)%2 == 0 {
+			gen.DecodeMs = (rest[len(rest)/2-1] + rest[len(rest)/2]) / 2
+		}
+	}
+	return gen, nil
+}
+
+// argmax is numpy's argmax of one row: the lowest index of the maximum,
+// or of the first NaN.
+func argmax(v []float32) int64 {
+	best := 0
+	for i, x := range v {
+		if x != x {
+			return int64(i)
+		}
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int64(best)
+}
+
+// kvCache is one Generate's cache: on the device (dev) or the host (host).
+type kvCache struct {
+	d    *Decoder
+	dev  map[string]*DeviceTensor // by past name
+	host map[string]Tensor        // by past name
+}
+
+// newCache returns an empty cache (zeros), on the device where the
+// backend keeps a typed graph's outputs there: the first step tells, and
+// a refusal (unsupported) moves the cache to the host.
+func (d *Decoder) newCache(ctx context.Context) (*kvCache, error) {
+	c := &kvCache{d: d}
+	if d.forget {
+		return c.toHost(), nil
+	}
+	c.dev = map[string]*DeviceTensor{}
+	for _, p := range d.pairs {
+		t, err := d.rt.Upload(ctx, p.Shape, make([]float32, p.Shape.Len()))
+		if err != nil {
+			c.release()
+			return nil, err
+		}
+		c.dev[p.Past] = t
+	}
+	return c, nil
+}
+
+// toHost moves the cache to the host, empty; only before the first step.
+func (c *kvCache) toHost() *kvCache {
+	c.release()
+	c.host = map[string]Tensor{}
+	for _, p := range c.d.pairs {
+		c.host[p.Past] = Tensor{Shape: p.Shape, Data: make([]float32, p.Shape.Len())}
+	}
+	return c
+}
+
+func (c *kvCache) where() string {
+	if c.dev != nil {
+		return "device"
+	}
+	return "host"
+}
+
+// step runs one decoding step (token at position) and returns its logits,
+// the cache advanced.
+func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, error) {
+	d := c.d
+	in := Inputs{
+		StepInputIDs: Tensor{Shape: d.idShape, DType: ir.I64, Ints: []int64{token}},
+		StepPosition: Tensor{Shape: d.posShp, DType: ir.I64, Ints: []int64{position}},
+	}
+	var opts RunOptions
+	if c.dev != nil {
+		for _, p := range d.pairs {
+			in[p.Past] = c.dev[p.Past]
+			opts.Keep = append(opts.Keep, p.Present)
+		}
+	} else {
+		for _, p := range d.pairs {
+			in[p.Past] = c.host[p.Past]
+		}
+	}
+	res, err := d.exe.RunWith(ctx, in, opts)
+	if err != nil && c.dev != nil && position == 0 && CodeOf(err) == ir.CodeUnsupported {
+		c.toHost() // the backend keeps no typed outputs on the device (yet)
+		return c.step(ctx, token, position)
+	}
+	if err != nil {
+		return nil, err
+	}
+	logits, ok := res.Outputs[StepLogits]
+	if !ok || len(logits.Data) != d.vocab {
+		for _, t := range res.Kept {
+			t.Release()
+		}
+		return nil, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: errors.New("decoding: the step returned no logits of the vocabulary's length")}
+	}
+	for _, p := range d.pairs {
+		switch {
+		case d.forget:
+		case c.dev != nil:
+			t := res.Kept[p.Present]
+			if t == nil {
+				return nil, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: fmt.Errorf("decoding: the step kept no %s", p.Present)}
+			}
+			c.dev[p.Past].Release()
+			c.dev[p.Past] = t
+		default:
+			c.host[p.Past] = res.Outputs[p.Present]
+		}
+	}
+	return logits.Data, nil
+}
+
+// release frees the cache's device tensors.
+func (c *kvCache) release() {
+	for _, t := range c.dev {
+		t.Release()
+	}
+	c.dev = nil
+}
