@@ -229,29 +229,6 @@ func (d *Device) ReadBytes(b *Buffer, out []byte) error {
 	return d.readLocked(op, b, out)
 }
 
-// mapRead maps the first n bytes of buf for reading, calls f with them and
-// unmaps.
-func (d *Device) mapRead(op string, buf *wgpu.Buffer, n uint64, f func([]byte)) error {
-	status := wgpu.BufferMapAsyncStatus(0xffffffff)
-	done := false
-	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
-		return errorf(op, "%w", err)
-	}
-	for !done { // the callback runs inside a poll once the copy is done
-		d.wait()
-	}
-	if status != wgpu.BufferMapAsyncStatusSuccess {
-		// Leave the buffer unmapped in any case.
-		_ = buf.Unmap()
-		return errorf(op, "map staging buffer: status %v", status)
-	}
-	f(buf.GetMappedRange(0, uint(n)))
-	if err := buf.Unmap(); err != nil {
-		return errorf(op, "%w", err)
-	}
-	return nil
-}
-
 // Uniform reports whether b is a uniform buffer (from NewUniform).
 func (b *Buffer) Uniform() bool { return b.uniform }
 

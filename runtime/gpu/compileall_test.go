@@ -5,6 +5,7 @@ package gpu
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,5 +92,15 @@ func TestCompileWorkersEnv(t *testing.T) {
 		if got := workers(env); got != want {
 			t.Errorf("GPUCC_COMPILE_WORKERS=%q: %d workers, want %d", env, got, want)
 		}
+	}
+}
+
+// TestLongestFirst: the workers take the longest sources first, ties in
+// the given order, and every shader once.
+func TestLongestFirst(t *testing.T) {
+	src := func(n int) Shader { return Shader{WGSL: strings.Repeat("x", n)} }
+	got := longestFirst([]Shader{src(3), src(10), src(1), src(10), src(7)})
+	if want := []int{1, 3, 4, 0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

@@ -35,6 +35,10 @@ type Device struct {
 
 	bindGroups map[string]*bindGroupEntry
 
+	// submits and waits count queue submissions and poll loops (each a
+	// round trip to the GPU), for tests that a run takes one of each.
+	submits, waits int
+
 	// timestamp resources, created lazily by RunTimed
 	tsOK      bool
 	tsQuery   *wgpu.QuerySet
@@ -191,12 +195,13 @@ func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
 		return errorf(op, "%w", err)
 	}
 	d.queue.Submit(cmd)
+	d.submits++
 	cmd.Release()
 	d.wait()
 	return nil
 }
 
-// spinPolls is how many non-blocking polls wait tries before it sleeps
+// spinPolls is how many non-blocking polls a wait tries before it sleeps
 // between polls.
 const spinPolls = 2000
 
@@ -209,14 +214,32 @@ const spinPolls = 2000
 // adapter computes on the CPU cores a spin would take from it, so there it
 // sleeps between polls at once.
 func (d *Device) wait() {
+	d.pollUntil(func(idle bool) bool { return idle })
+}
+
+// pollUntil polls the device without blocking until done, given each
+// poll's answer (whether the queue is idle), reports true: spinning first
+// on a hardware adapter, sleeping between polls after (see wait).
+func (d *Device) pollUntil(done func(idle bool) bool) {
+	d.waits++
 	if !d.info.Software {
 		for range spinPolls {
-			if d.dev.Poll(false, nil) {
+			if done(d.dev.Poll(false, nil)) {
 				return
 			}
 		}
 	}
-	for nap := 20 * time.Microsecond; !d.dev.Poll(false, nil); nap = min(2*nap, time.Millisecond) {
+	for nap := 20 * time.Microsecond; !done(d.dev.Poll(false, nil)); nap = min(2*nap, time.Millisecond) {
 		time.Sleep(nap)
 	}
+}
+
+// RoundTrips returns how many submissions the device has made to its
+// queue and how many times it has waited for the GPU: what a run costs
+// beyond its kernels is mostly these (about 10 and 18 µs each on the
+// H200), so tests and benchmarks count them.
+func (d *Device) RoundTrips() (submits, waits int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.submits, d.waits
 }

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -129,39 +130,133 @@ func (d *Device) RunTimed(ds []Dispatch) (gpuNanos uint64, ok bool, err error) {
 // a lone small run pays one round trip to the GPU instead of two. A result
 // larger than one staging chunk is read as Read does, after the run.
 func (d *Device) RunRead(ds []Dispatch, b *Buffer, out []float32) error {
-	const op = "run"
+	_, err := d.runReads("run", ds, []ReadBack{{Buf: b, Out: out}}, false)
+	return err
+}
+
+// ReadBack is one buffer that RunReads reads into Out (its first
+// 4*len(Out) bytes). With Check, RunReads sets Bad to the index of the
+// first element read that is ±Inf or NaN (the elements after it are not
+// read), or -1.
+type ReadBack struct {
+	Buf   *Buffer
+	Out   []float32
+	Check bool
+	Bad   int
+}
+
+// RunReads is RunTimed followed by a Read of each of rs, in one
+// submission and one wait: the copies into the read staging buffer are
+// recorded after the dispatches in the same command encoder, the staging
+// buffer and the timestamps are mapped as soon as it is submitted, and
+// the one poll loop that waits for the run waits for those maps. A lone
+// run with host outputs pays one round trip to the GPU instead of one for
+// the run, one for the timestamps and one per output. When the outputs
+// together exceed ChainedReadBytes they are read as Read does, after the
+// run.
+func (d *Device) RunReads(ds []Dispatch, rs []ReadBack) (RunTimes, error) {
+	return d.runReads("run", ds, rs, true)
+}
+
+// RunTimes is what RunReads measured: the dispatches by GPU timestamps
+// (when GPUTimed: see RunTimed), and the host's copies out of staging.
+type RunTimes struct {
+	GPU      time.Duration
+	GPUTimed bool
+	Copy     time.Duration
+}
+
+// ChainedReadBytes is the most bytes RunReads copies back within the
+// run's own submission (the read staging chunk, 16 MiB by default).
+func (d *Device) ChainedReadBytes() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	raw := f32Bytes(out)
-	if err := d.checkBuffer(op, b); err != nil {
-		return err
+	return d.readChunk()
+}
+
+func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (RunTimes, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var rt RunTimes
+	if err := d.check(op); err != nil {
+		return rt, err
 	}
-	if b.uniform || uint64(len(raw)) > b.size {
-		return errorf(op, "cannot read %d B from %v", len(raw), b)
-	}
-	n := roundUp(uint64(len(raw)), 4)
-	if n == 0 || n > d.readChunk() {
-		if _, _, err := d.runLocked(op, ds, false); err != nil {
-			return err
+	var total uint64
+	for i := range rs {
+		r := &rs[i]
+		r.Bad = -1
+		if err := d.checkBuffer(op, r.Buf); err != nil {
+			return rt, err
 		}
-		return d.readLocked(op, b, raw)
+		n := 4 * uint64(len(r.Out))
+		if r.Buf.uniform || n > r.Buf.size {
+			return rt, errorf(op, "cannot read %d B from %v", n, r.Buf)
+		}
+		total += n
 	}
-	if err := d.ensureReadRing(n); err != nil {
-		return errorf(op, "%w", err)
+	if total == 0 || total > d.readChunk() {
+		ns, ok, err := d.record(op, ds, timed, nil, true)
+		rt.GPU, rt.GPUTimed = time.Duration(ns), ok
+		if err != nil {
+			return rt, err
+		}
+		t := time.Now()
+		defer func() { rt.Copy = time.Since(t) }()
+		for i := range rs {
+			if len(rs[i].Out) == 0 {
+				continue
+			}
+			if rs[i].Bad, err = d.readCheckedLocked(op, rs[i].Buf, f32Bytes(rs[i].Out), rs[i].Check); err != nil || rs[i].Bad >= 0 {
+				return rt, err
+			}
+		}
+		return rt, nil
+	}
+	if err := d.ensureReadRing(total); err != nil {
+		return rt, errorf(op, "%w", err)
 	}
 	s := d.readStage[0]
-	copyIn := func(enc *wgpu.CommandEncoder) error { return enc.CopyBufferToBuffer(b.buf, 0, s, 0, n) }
-	if _, _, err := d.record(op, ds, false, copyIn, true); err != nil {
-		return err
+	copyIn := func(enc *wgpu.CommandEncoder) error {
+		off := uint64(0)
+		for _, r := range rs {
+			n := 4 * uint64(len(r.Out))
+			if n == 0 {
+				continue
+			}
+			if err := enc.CopyBufferToBuffer(r.Buf.buf, 0, s, off, n); err != nil {
+				return err
+			}
+			off += n
+		}
+		return nil
 	}
-	if err := d.mapWait(op, s, wgpu.MapModeRead, n); err != nil {
-		return err
+	ns, ok, err := d.record(op, ds, timed, copyIn, true, &mapping{buf: s, mode: wgpu.MapModeRead, n: total})
+	rt.GPU, rt.GPUTimed = time.Duration(ns), ok
+	if err != nil {
+		return rt, err
 	}
-	copyOut(raw, s.GetMappedRange(0, uint(n))[:len(raw)])
-	if err := s.Unmap(); err != nil {
-		return errorf(op, "%w", err)
+	t := time.Now()
+	m := s.GetMappedRange(0, uint(total))
+	off := 0
+	for i := range rs {
+		r := &rs[i]
+		raw := f32Bytes(r.Out)
+		if r.Check {
+			r.Bad = copyChecked(raw, m[off:off+len(raw)], true)
+		} else {
+			copyOut(raw, m[off:off+len(raw)])
+		}
+		if r.Bad >= 0 {
+			break
+		}
+		off += len(raw)
 	}
-	return nil
+	err = s.Unmap()
+	rt.Copy = time.Since(t)
+	if err != nil {
+		return rt, errorf(op, "%w", err)
+	}
+	return rt, nil
 }
 
 func (d *Device) runLocked(op string, ds []Dispatch, timed bool) (uint64, bool, error) {
@@ -195,8 +290,12 @@ func (d *Device) Sync() error {
 
 // record records ds into one pass (with timestamps when timed), then
 // after(enc) when it is not nil, submits, and with wait waits and returns
-// the GPU time when timed (timed needs wait).
-func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error, wait bool) (uint64, bool, error) {
+// the GPU time when timed (timed needs wait). With wait, maps are mapped
+// as soon as the work is submitted and the wait is for them (they are done
+// when the submission is), so a run that reads something back polls once
+// for all of it; they are left mapped for the caller. Timestamps are one
+// more such map.
+func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error, wait bool, maps ...*mapping) (uint64, bool, error) {
 	if err := d.check(op); err != nil {
 		return 0, false, err
 	}
@@ -266,32 +365,86 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 			return 0, false, errorf(op, "%w", err)
 		}
 	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return 0, false, errorf(op, "%w", err)
+	}
+	d.queue.Submit(cmd)
+	d.submits++
+	cmd.Release()
 	if !wait {
-		cmd, err := enc.Finish(nil)
-		if err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-		d.queue.Submit(cmd)
-		cmd.Release()
 		return 0, false, nil
 	}
-	if err := d.submit(op, enc); err != nil {
+	if !timed && len(maps) == 0 {
+		d.wait()
+		return 0, false, nil
+	}
+	var ts *mapping
+	if timed {
+		ts = &mapping{buf: d.tsRead, mode: wgpu.MapModeRead, n: 16}
+		maps = append(maps, ts)
+	}
+	if err := d.awaitMaps(op, maps); err != nil {
 		return 0, false, err
 	}
 	if !timed {
 		return 0, false, nil
 	}
-	var t0, t1 uint64
-	if err := d.mapRead(op, d.tsRead, 16, func(m []byte) {
-		t0 = binary.LittleEndian.Uint64(m[0:])
-		t1 = binary.LittleEndian.Uint64(m[8:])
-	}); err != nil {
-		return 0, false, err
+	m := d.tsRead.GetMappedRange(0, 16)
+	t0 := binary.LittleEndian.Uint64(m[0:])
+	t1 := binary.LittleEndian.Uint64(m[8:])
+	if err := d.tsRead.Unmap(); err != nil {
+		return 0, false, errorf(op, "%w", err)
 	}
 	if t1 < t0 {
 		return 0, false, nil
 	}
 	return t1 - t0, true, nil
+}
+
+// mapping is a buffer range that a run maps once its work is submitted.
+type mapping struct {
+	buf    *wgpu.Buffer
+	mode   wgpu.MapMode
+	n      uint64
+	done   bool
+	status wgpu.BufferMapAsyncStatus
+}
+
+// awaitMaps maps each of ms and polls until every map is done, as wait
+// polls: a map asked for right after a submission completes with it, so
+// this is the submission's wait too. On error no buffer of ms is left
+// mapped.
+func (d *Device) awaitMaps(op string, ms []*mapping) error {
+	var err error
+	issued := ms[:0:0]
+	for _, m := range ms {
+		m.status = wgpu.BufferMapAsyncStatus(0xffffffff)
+		if e := m.buf.MapAsync(m.mode, 0, m.n, func(s wgpu.BufferMapAsyncStatus) { m.done, m.status = true, s }); e != nil {
+			err = errorf(op, "%w", e)
+			break
+		}
+		issued = append(issued, m)
+	}
+	d.pollUntil(func(bool) bool {
+		for _, m := range issued {
+			if !m.done {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range issued {
+		if err == nil && m.status != wgpu.BufferMapAsyncStatusSuccess {
+			err = errorf(op, "map staging buffer: status %v", m.status)
+		}
+	}
+	if err != nil {
+		for _, m := range issued {
+			_ = m.buf.Unmap() // leave nothing mapped, whatever each map's status
+		}
+	}
+	return err
 }
 
 func (d *Device) initTimestamps() error {

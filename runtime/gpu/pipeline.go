@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,13 +152,15 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 			}
 		}
 	} else {
+		order := longestFirst(shaders)
 		var wg sync.WaitGroup
 		next := atomic.Int64{}
 		for range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := int(next.Add(1) - 1); i < len(shaders); i = int(next.Add(1) - 1) {
+				for j := int(next.Add(1) - 1); j < len(order); j = int(next.Add(1) - 1) {
+					i := order[j]
 					ps[i], errs[i] = d.create(op, shaders[i])
 				}
 			}()
@@ -183,6 +186,20 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 		}
 	}
 	return ps, nil
+}
+
+// longestFirst orders shaders for the workers, longest source first: the
+// longest to compile start first, so that a few long kernels are not
+// left to the end of a batch to run alone (a model's compile is bound by
+// its longest kernels once there are as many workers as cores: ViT's
+// attention rows on the H200). Source length stands in for compile time.
+func longestFirst(shaders []Shader) []int {
+	order := make([]int, len(shaders))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(shaders[b].WGSL) - len(shaders[a].WGSL) })
+	return order
 }
 
 // checkShader checks s against the device's binding limits.

@@ -231,6 +231,7 @@ func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, d
 		return err
 	}
 	d.queue.Submit(cmd)
+	d.submits++
 	cmd.Release()
 	return nil
 }

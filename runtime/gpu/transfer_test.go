@@ -191,3 +191,91 @@ func TestReadChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReads: RunReads gives each output's bits, finds the first
+// non-finite value of a checked output, and takes one submission and one
+// wait for the dispatches, the timestamps and every output within one
+// staging chunk (a run used to take one of each per output, and one more
+// for the timestamps); outputs past the chunk are read after the run.
+func TestRunReads(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	d.SetUpload(UploadWriteBuffer, 1<<16) // the read chunk: 16384 floats
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	bad := float32(math.Inf(-1))
+	for _, tc := range []struct {
+		name   string
+		ns     []int // each output's length
+		badAt  int   // a -Inf in the second output's input there (-1: none)
+		rounds int   // submissions and waits
+	}{
+		{"one", []int{64}, -1, 1},
+		{"three", []int{5, 1024, 3}, -1, 1},
+		{"chunk exactly", []int{8192, 8192}, -1, 1},
+		{"bad first", []int{7, 100}, 0, 1},
+		{"bad last", []int{7, 100}, 99, 1},
+		{"past the chunk", []int{8192, 8193}, -1, -1},
+		{"past the chunk, bad", []int{8192, 20000}, 16385, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ds []Dispatch
+			var rs []ReadBack
+			var ins [][]float32
+			for k, n := range tc.ns {
+				x, y := mustBuffer(t, d, 4*uint64(n), "x"), mustBuffer(t, d, 4*uint64(n), "y")
+				u, err := d.NewUniform(u32Uniform(uint32(n)), "n")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { x.Release(); y.Release(); u.Release() }()
+				in := make([]float32, n)
+				for i := range in {
+					in[i] = float32(i*7+k) - 3e38*float32(i%2)
+				}
+				if k == 1 && tc.badAt >= 0 {
+					in[tc.badAt] = bad
+					if tc.badAt+3 < n {
+						in[tc.badAt+3] = float32(math.NaN()) // a later one is not reported
+					}
+				}
+				if err := d.Upload(x, in); err != nil {
+					t.Fatal(err)
+				}
+				ins = append(ins, in)
+				ds = append(ds, Dispatch{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{uint32(n+63) / 64, 1, 1}})
+				rs = append(rs, ReadBack{Buf: y, Out: make([]float32, n), Check: true})
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			s0, w0 := d.submits, d.waits
+			if _, err := d.RunReads(ds, rs); err != nil {
+				t.Fatal(err)
+			}
+			if tc.rounds > 0 && (d.submits-s0 != tc.rounds || d.waits-w0 != tc.rounds) {
+				t.Errorf("%d submissions and %d waits, want %d of each", d.submits-s0, d.waits-w0, tc.rounds)
+			}
+			for k, r := range rs {
+				want := -1
+				if k == 1 && tc.badAt >= 0 {
+					want = tc.badAt
+				}
+				if r.Bad != want {
+					t.Fatalf("output %d: Bad = %d, want %d", k, r.Bad, want)
+				}
+				if want >= 0 {
+					break // the outputs after a bad one are not read
+				}
+				for i, v := range r.Out {
+					if w := ins[k][i] + 1; math.Float32bits(v) != math.Float32bits(w) {
+						t.Fatalf("output %d element %d = %v, want %v", k, i, v, w)
+					}
+				}
+			}
+		})
+	}
+}

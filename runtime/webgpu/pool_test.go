@@ -4,10 +4,12 @@ package webgpu
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/cogentcore/webgpu/wgpu"
 	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -140,5 +142,36 @@ func TestPoolBuffers(t *testing.T) {
 	}
 	if n := gpu.LiveBuffers(); n != live {
 		t.Fatalf("%d live buffers after drain, %d before", n, live)
+	}
+}
+
+// TestRunOneRoundTrip: a warm run with host inputs and a host output
+// waits for the GPU once: the uploads are queued before the kernels and
+// the output is copied out in the kernels' own submission (it used to
+// wait three times: for the uploads, the kernels, and the read). Its
+// bits are cpuref's.
+func TestRunOneRoundTrip(t *testing.T) {
+	d := openPooled(t, 0)
+	exe := reluMulAdd(t, d, 1000)
+	hostRun(t, exe) // compiles, allocates
+	_, w0 := d.dev.RoundTrips()
+	p := exe.(*executable).p
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: []backend.Dest{{Host: make([]float32, 1000)}}, Stats: &backend.Stats{}}
+	for i, b := range p.Buffers {
+		if b.Input {
+			call.Args[i].Host = b.Data
+		}
+	}
+	if err := exe.Run(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	if _, w := d.dev.RoundTrips(); w-w0 != 1 {
+		t.Fatalf("a warm host run waited for the GPU %d times, want 1", w-w0)
+	}
+	want := cpuref.RunProgram(p)[p.Outputs[0].Name]
+	for i, v := range call.Dests[0].Host {
+		if math.Float32bits(v) != math.Float32bits(want[i]) {
+			t.Fatalf("y[%d] = %v, cpuref %v", i, v, want[i])
+		}
 	}
 }

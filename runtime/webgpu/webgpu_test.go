@@ -4,11 +4,13 @@ package webgpu
 
 import (
 	"context"
+	"math"
 	"os"
 	"sync/atomic"
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 	"github.com/gpucc/gpucc/passes"
@@ -202,6 +204,65 @@ func TestLaunchBuffers(t *testing.T) {
 		}
 		if d.pool.out != 0 {
 			t.Fatalf("cancel after %d checks (err %v): %d buffers out of the pool", k, err, d.pool.out)
+		}
+	}
+}
+
+// TestPipelinesShared: kernels whose WGSL differs only in the leading
+// comment (the kernel's name and nodes) share one pipeline, so a model's
+// repeated blocks are compiled once (PP-OCRv4's detector: 92 kernels, 67
+// pipelines); each keeps its own buffers and constants, and the bits are
+// cpuref's. Three layers relu(x·Wi + bi)·si of one shape are three
+// kernels' worth of each form.
+func TestPipelinesShared(t *testing.T) {
+	d := openDevice(t)
+	const n = 64
+	bl := ir.NewBuilder()
+	x := bl.Input(ir.Shape{n, n}, irtest.Values(1, n*n, 2))
+	for i := range 3 {
+		w := bl.Input(ir.Shape{n, n}, irtest.Values(uint64(10+i), n*n, 1))
+		c := bl.Input(ir.Shape{n, n}, irtest.Values(uint64(20+i), n*n, 1))
+		x = x.MatMul(w).Add(c).Relu().MulScalar(float32(i) + 0.5)
+	}
+	bl.Output("y", x)
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := program(t, g)
+	exe, err := d.Compile(context.Background(), prog, &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	e := exe.(*executable)
+	distinct := map[*pipeline]bool{}
+	for i := range e.shaders {
+		distinct[e.pipes[i]] = true
+		for j := range i {
+			same := pipelineKey(e.shaders[i]) == pipelineKey(e.shaders[j])
+			if same != (e.pipes[i] == e.pipes[j]) {
+				t.Errorf("kernels %d and %d: same source %v, same pipeline %v", j, i, same, e.pipes[i] == e.pipes[j])
+			}
+		}
+	}
+	if len(distinct) >= len(e.shaders) {
+		t.Fatalf("%d kernels in %d pipelines: nothing shared", len(e.shaders), len(distinct))
+	}
+	p := prog.IR.Program()
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: []backend.Dest{{Host: make([]float32, n*n)}}, Stats: &backend.Stats{}}
+	for i, b := range p.Buffers {
+		if b.Input {
+			call.Args[i].Host = b.Data
+		}
+	}
+	if err := exe.Run(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	want := cpuref.RunProgram(p)["y"]
+	for i, v := range call.Dests[0].Host {
+		if math.Float32bits(v) != math.Float32bits(want[i]) {
+			t.Fatalf("y[%d] = %v, cpuref %v", i, v, want[i])
 		}
 	}
 }
