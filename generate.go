@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -276,9 +277,11 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 		return nil, bad("prompt", "the prompt is empty; give at least one token id")
 	case opts.Tokens < 1:
 		return nil, bad("tokens", "%d tokens to generate; want at least 1", opts.Tokens)
+	case opts.Tokens-1 > d.maxLen:
+		return nil, bad("max_len", "%d tokens to generate do not fit a cache of max_len %d", opts.Tokens, d.maxLen)
 	case len(prompt)-1 > d.maxLen-opts.Tokens:
-		return nil, bad("max_len", "a prompt of %d tokens and %d generated write cache rows 0 to %d+%d-2; max_len is %d",
-			len(prompt), opts.Tokens, len(prompt), opts.Tokens, d.maxLen)
+		return nil, bad("max_len", "a prompt of %d tokens and %d generated need max_len %d (positions 0 to %d); it is %d",
+			len(prompt), opts.Tokens, len(prompt)+opts.Tokens-1, len(prompt)+opts.Tokens-2, d.maxLen)
 	}
 	for i, id := range prompt {
 		if id < 0 || id >= int64(d.vocab) {
@@ -286,7 +289,7 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 		}
 	}
 	gen := &Generation{Backend: d.rt.Backend(), Prompt: slices.Clone(prompt), MaxLen: d.maxLen,
-		CompileMs: ms(d.compile), Tokens: []int64{}}
+		CompileMs: math.Round(ms(d.compile)*1e3) / 1e3, Tokens: []int64{}}
 	c, err := d.newCache(ctx)
 	if err != nil {
 		return nil, err
@@ -308,7 +311,7 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 			next = argmax(logits)
 			toks = append(toks, next)
 		}
-		stepMs := ms(time.Since(t0))
+		stepMs := math.Round(ms(time.Since(t0))*1e3) / 1e3 // to the microsecond, as Timings
 		gen.StepMs = append(gen.StepMs, stepMs)
 		if opts.Logits {
 			gen.Logits = append(gen.Logits, logits)
@@ -326,6 +329,7 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 	for _, t := range gen.StepMs[:len(prompt)] {
 		gen.PrefillMs += t
 	}
+	gen.PrefillMs = math.Round(gen.PrefillMs*1e3) / 1e3
 	if rest := slices.Clone(gen.StepMs[len(prompt):]); len(rest) > 0 {
 		slices.Sort(rest)
 		gen.DecodeMs = rest[len(rest)/2]

@@ -6,13 +6,15 @@
 //	gpucc train --steps N --lr X [--loss NAME] GRAPH.json
 //	gpucc bench [--quick] [-o DIR]
 //	gpucc serve [--addr HOST:PORT]
+//	gpucc generate --prompt ID,ID,… [--tokens N] [--json] MODEL.onnx
 //	gpucc info
 //	gpucc version
 //	gpucc help [COMMAND]
 //
 // GRAPH.json may be "-" for stdin; "--" ends the flags. Every command
 // prints exactly one JSON object on stdout (build and info may print text
-// where asked; help prints text). A failure prints
+// where asked; help prints text; generate prints the ids it generates
+// unless asked for --json). A failure prints
 // {"error":{"code","message"}} (with "node" and "field" when the error has
 // them) and exits 1; a bad command line is the same object with code
 // "usage" and exits 2.

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	lib "github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+func init() {
+	commands["generate"] = command{summary: "greedy decoding of an ONNX step model with a KV cache: token ids in, token ids out", run: generateCmd}
+	help["generate"] = `
+Runs greedy decoding of MODEL.onnx, one decoding step of a decoder exported
+against a static cache (inputs input_ids and position, int64, one element
+each, and past_key_values.N.key/.value [batch, heads, max_len, head_dim];
+outputs logits and present.N.key/.value, each present the next step's
+past): the --prompt ids one step each, then --tokens generated ids, each
+the argmax of its step's logits (ties to the lowest id). The cache stays
+on the device between steps where the backend keeps a typed graph's
+outputs there, else it goes through the host; the bits are the same.
+Prints the generated ids as they come, separated by spaces, on one line.
+With --json it prints one JSON object instead: backend, adapter, prompt,
+tokens (the generated ids), cache ("device" or "host": where the cache
+lived), maxLen, compileMs, stepMs (each step's milliseconds; step p feeds
+the id at position p), prefillMs (the prompt's steps up to the first
+generated id) and decodeMs (the median of the later steps, one id each).
+A prompt id outside the vocabulary, an empty prompt, or a --max-len short
+of the prompt and tokens is invalid_input; a model that does not follow
+the convention is unsupported.`
+}
+
+// generation is what generate --json prints.
+type generation struct {
+	*lib.Generation
+	Adapter lib.Adapter `json:"adapter"`
+}
+
+func generateCmd(args []string) int {
+	fs := newFlags("generate", "generate [--backend auto|BACKEND] [--allow-software] --prompt ID,ID,… [--tokens N] [--max-len N] [--json] MODEL.onnx")
+	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(lib.Backends(), ", "))
+	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
+	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
+	limits := limitFlags(fs)
+	verboseFlag(fs)
+	promptFlag := fs.String("prompt", "", "the prompt's token ids, comma-separated (34,32,204)")
+	var tokens, maxLen int
+	atLeast(fs, &tokens, "tokens", 16, 1, "ids to generate")
+	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
+	asJSON := fs.Bool("json", false, "print one JSON object with the ids and each step's latency instead of the ids")
+	if err := parseInterspersed(fs, args); err != nil {
+		return flagError(fs, err)
+	}
+	if fs.NArg() != 1 {
+		return usageError("generate: want exactly one MODEL.onnx argument, got %d", fs.NArg())
+	}
+	var prompt []int64
+	if *promptFlag != "" {
+		for i, s := range strings.Split(*promptFlag, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return usageError("generate: --prompt: id %d, %q, is not an integer", i, s)
+			}
+			prompt = append(prompt, id)
+		}
+	}
+	limits.NonFinite = true // a model's causal mask holds -Inf
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return fail(ir.Errorf(ir.CodeIO, -1, "", "%v", err))
+	}
+	raw, err := readModel(f, *limits)
+	f.Close()
+	if err != nil {
+		return fail(err)
+	}
+	// Sized to the model as run sizes one (modellimits.go): its bytes
+	// and its cache's, for every limit no flag set.
+	cacheBytes := int64(0)
+	sig, err := onnx.ReadSignature(bytes.NewReader(raw), *limits)
+	if err != nil {
+		return fail(err)
+	}
+	modelLen := 0
+	for _, in := range sig.Inputs {
+		if len(in.Shape) == 4 && strings.HasPrefix(in.Name, "past_key_values.") {
+			n := int64(4)
+			for k, d := range in.Shape {
+				if k == 2 && d < 0 {
+					d = max(maxLen, len(prompt)+tokens-1)
+				}
+				n = ir.SatMul(n, int64(max(d, 1)))
+			}
+			cacheBytes = ir.SatAdd(cacheBytes, n)
+			if in.Shape[2] > 0 {
+				modelLen = in.Shape[2]
+			}
+		}
+	}
+	if maxLen == 0 && modelLen == 0 {
+		maxLen = max(len(prompt)+tokens-1, 1)
+	}
+	*limits = importCaps(*limits, modelCaps(ir.SatAdd(int64(len(raw)), cacheBytes)), unsetLimits())
+	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: *limits})
+	if err != nil {
+		return fail(err)
+	}
+	c, err := openCache(*cacheDir)
+	if err != nil {
+		return fail(err)
+	}
+	ctx := context.Background()
+	rt, err := lib.Open(ctx, lib.Options{Backend: *backend, AllowSoftware: *allowSW, Limits: *limits, Cache: c})
+	if err != nil {
+		return fail(err)
+	}
+	defer rt.Close()
+	d, err := rt.NewDecoder(ctx, m, lib.DecoderOptions{MaxLen: maxLen})
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Release()
+	opts := lib.GenerateOptions{Tokens: tokens}
+	printed := false
+	if !*asJSON {
+		opts.OnToken = func(i int, token int64, _ float64) error {
+			printed = true
+			sep := " "
+			if i == 0 {
+				sep = ""
+			}
+			_, err := fmt.Fprintf(os.Stdout, "%s%d", sep, token)
+			return err
+		}
+	}
+	gen, err := d.Generate(ctx, prompt, opts)
+	if err != nil {
+		if printed {
+			fmt.Println()
+		}
+		return fail(err)
+	}
+	if *asJSON {
+		writeJSON(generation{Generation: gen, Adapter: rt.Adapter()})
+		return exitOK
+	}
+	fmt.Println()
+	return exitOK
+}

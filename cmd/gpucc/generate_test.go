@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/internal/npy"
+)
+
+// kvFixture returns the decoding fixture's model path and its float64
+// greedy tokens (onnx/testdata/transformers/export_kv.py: an 8-token
+// prompt, then 64).
+func kvFixture(t *testing.T) (string, []int64) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "onnx", "testdata", "transformers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "gpt2kv.tokens.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := npy.Read(f, 1<<20)
+	if err != nil || len(a.Int64) != 72 {
+		t.Fatalf("gpt2kv.tokens.npy: %v, %d ids", err, len(a.Int64))
+	}
+	return filepath.Join(dir, "gpt2kv.onnx"), a.Int64
+}
+
+func idList(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+// TestGenerate: gpucc generate decodes the fixture's 64 tokens after its
+// prompt, PyTorch float64's, on cpu and on webgpu (lavapipe), as text (the
+// ids on one line) and as JSON (with each step's latency).
+func TestGenerate(t *testing.T) {
+	model, toks := kvFixture(t)
+	prompt, want := idList(toks[:8]), toks[8:]
+	out, _, code := gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt, "--tokens", "64", "--max-len", "128", model)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if line := strings.ReplaceAll(idList(want), ",", " ") + "\n"; out != line {
+		t.Errorf("generate printed %q\nwant %q", out, line)
+	}
+	for _, backend := range []string{"cpu", "webgpu"} {
+		t.Run(backend, func(t *testing.T) {
+			out, v, code := gpucc(t, "", "generate", "--backend", backend, "--allow-software", "--prompt", prompt, "--tokens", "64", "--json", model)
+			if backend == "webgpu" && code != 0 && errorCode(v) == "backend_unavailable" && os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" {
+				t.Skip(out)
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			var g struct {
+				Backend   string    `json:"backend"`
+				Tokens    []int64   `json:"tokens"`
+				Cache     string    `json:"cache"`
+				MaxLen    int       `json:"maxLen"`
+				StepMs    []float64 `json:"stepMs"`
+				PrefillMs float64   `json:"prefillMs"`
+				DecodeMs  float64   `json:"decodeMs"`
+			}
+			if err := json.Unmarshal([]byte(out), &g); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(g.Tokens, want) {
+				t.Errorf("tokens %v\nwant %v", g.Tokens, want)
+			}
+			if g.Backend != backend || g.MaxLen != 71 || len(g.StepMs) != 71 || g.PrefillMs <= 0 || g.DecodeMs <= 0 || g.Cache == "" {
+				t.Errorf("backend %q, maxLen %d (want 71: the prompt and tokens' need), %d steps, prefill %v, decode %v, cache %q",
+					g.Backend, g.MaxLen, len(g.StepMs), g.PrefillMs, g.DecodeMs, g.Cache)
+			}
+		})
+	}
+}
+
+// TestGenerateHelpAgrees: generate -h names every key that generate
+// --json prints.
+func TestGenerateHelpAgrees(t *testing.T) {
+	model, toks := kvFixture(t)
+	help, _, code := gpuccStderr(t, "", "generate", "-h")
+	if code != 0 {
+		t.Fatalf("generate -h: exit %d", code)
+	}
+	out, v, code := gpucc(t, "", "generate", "--backend", "cpu", "--prompt", idList(toks[:3]), "--tokens", "2", "--json", model)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	text := strings.Join(strings.Fields(help), " ")
+	for key := range v {
+		if !regexp.MustCompile(`\b` + key + `\b`).MatchString(text) {
+			t.Errorf("generate prints %q, which generate -h does not name:\n%s", key, help)
+		}
+	}
+	for _, flag := range []string{"--prompt", "--tokens int", "--max-len int", "--json", "--backend"} {
+		if !strings.Contains(help, flag) {
+			t.Errorf("generate -h lacks %s", flag)
+		}
+	}
+}
+
+// TestGenerateRefuses: bad input exits with one JSON error object of a
+// stable code and prints no ids.
+func TestGenerateRefuses(t *testing.T) {
+	model, _ := kvFixture(t)
+	gpt2 := filepath.Join(filepath.Dir(model), "gpt2.onnx")
+	for _, c := range []struct {
+		name string
+		args []string
+		code string
+		exit int
+	}{
+		{"id past the vocabulary", []string{"--prompt", "34,256", model}, "invalid_input", 1},
+		{"negative id", []string{"--prompt", "-1", model}, "invalid_input", 1},
+		{"empty prompt", []string{"--prompt", "", model}, "invalid_input", 1},
+		{"no prompt", []string{model}, "invalid_input", 1},
+		{"max-len too short", []string{"--prompt", "1,2,3", "--tokens", "64", "--max-len", "65", model}, "invalid_input", 1},
+		{"not a step model", []string{"--prompt", "1", gpt2}, "unsupported", 1},
+		{"no such model", []string{"--prompt", "1", "nope.onnx"}, "io", 1},
+		{"an id that is not a number", []string{"--prompt", "1,x", model}, "usage", 2},
+		{"tokens 0", []string{"--prompt", "1", "--tokens", "0", model}, "usage", 2},
+		{"no model", []string{"--prompt", "1"}, "usage", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, v, code := gpucc(t, "", append([]string{"generate", "--backend", "cpu"}, c.args...)...)
+			if code != c.exit || errorCode(v) != c.code || strings.Count(out, "\n") != 1 {
+				t.Errorf("exit %d, %s; want %d and one JSON object of code %s", code, out, c.exit, c.code)
+			}
+		})
+	}
+	// The last row fits: a prompt of 3 and 64 tokens write positions 0 to 65.
+	if out, _, code := gpucc(t, "", "generate", "--backend", "cpu", "--prompt", "1,2,3", "--tokens", "64", "--max-len", "66", model); code != 0 {
+		t.Errorf("max-len 66: exit %d: %s", code, out)
+	}
+}
