@@ -6,6 +6,8 @@ package bench
 // on the device: dispatch-ms is the kernels, us-beyond-kernels the rest.
 //
 //	GPUCC_BENCH_NN  R,C,S,D (default 1024,1024,256,64; H200: 8192,1024,256,64)
+//	GPUCC_BENCH_ROWS  rootall: every thread of a rows kernel combines the
+//	                  groups' values (wgsl.RowRootOnce off); the same bits
 
 import (
 	"context"
@@ -17,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -100,6 +103,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
+	if os.Getenv("GPUCC_BENCH_ROWS") == "rootall" {
+		defer func(v bool) { wgsl.RowRootOnce = v }(wgsl.RowRootOnce)
+		wgsl.RowRootOnce = false
+	}
 	ctx := context.Background()
 	for _, w := range nnGraphs(r, c, s, d) {
 		b.Run(fmt.Sprintf("%s/%dx%d", w.name, r, c), func(b *testing.B) {

@@ -157,7 +157,7 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 	}
 	for _, a := range pl.Accs[d] {
 		c := "combine_" + k.Body[a].Op.Info().Wire
-		lines = append(lines, st.tree(fmt.Sprintf("a%d", a), per, c, fmt.Sprintf("r%d", a))...)
+		lines = append(lines, st.tree(fmt.Sprintf("a%d", a), per, c, fmt.Sprintf("r%d", a), true)...)
 	}
 	return lines
 }
@@ -166,18 +166,31 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 // (P ≥ SumThreads, a power of two), leaf j·SumThreads+t held by thread t,
 // by cpuref's tree over them, in workgroup memory: red, of P floats (one
 // more per 32 where it fits, so that the reads of contiguous runs fall in
-// distinct banks), and part, of SumThreads/rowGroup floats, or where both
-// would not fit the 16 KiB WebGPU guarantees, red beyond the threads'
-// partials, read by every thread before a barrier.
+// distinct banks) and, where it fits, SumThreads more for the threads'
+// partials (mine: then no barrier separates the reads of the leaves from
+// the writes of the partials); part, of SumThreads/rowGroup floats, or
+// where both would not fit the 16 KiB WebGPU guarantees, red beyond the
+// threads' partials, read by every thread before a barrier; and wroot,
+// the root, which one thread computes and the others read (RowRootOnce).
 type staged struct {
-	at, partAt func(string) string
-	shared     bool
+	at, partAt, mine func(string) string
+	shared           bool
 }
+
+// RowRootOnce makes one thread of a rows kernel's workgroup combine the
+// groups' values into the root of a reduction and hand it to the others
+// through workgroup memory (a barrier more), instead of every thread
+// combining them (rowGroup-1 more combinations in every thread: for max,
+// whose combination is 15 integer and select instructions, about 56 per
+// leaf of a 1024-leaf row). A knob for the benchmarks (Config names it);
+// the bits are the same either way.
+var RowRootOnce = true
 
 // stagedArrays declares a staged reduction's workgroup arrays for P leaves.
 func stagedArrays(b *strings.Builder, p int) staged {
 	const storage = 16384 / 4 // floats
-	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" }}
+	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" },
+		mine: func(x string) string { return x }}
 	size, groups := p, SumThreads/rowGroup
 	switch {
 	case p > SumThreads && p+p/32+groups <= storage:
@@ -187,23 +200,30 @@ func stagedArrays(b *strings.Builder, p int) staged {
 	case p+groups > storage:
 		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
 	}
+	if p > SumThreads && !st.shared && size+SumThreads+groups+1 <= storage {
+		off := size
+		st.mine = func(x string) string { return fmt.Sprintf("%du + %s", off, x) }
+		size += SumThreads
+	}
 	fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", size)
 	if !st.shared {
 		fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n", groups)
 	}
-	b.WriteString("\n")
+	b.WriteString("var<workgroup> wroot: f32;\n\n")
 	return st
 }
 
 // tree renders the reduction, by combining function c, of the per leaves
 // each thread holds in private array a (thread t's a[q] is leaf
-// q·SumThreads+t), declaring its root as result in every thread: the
-// leaves go through red so that thread t reduces the contiguous run from
-// t·per, and the threads' partials are reduced in groups of rowGroup, each
-// by one thread, then by every thread over the groups' values: subtrees of
-// the same tree. A barrier before the next write to red or part follows
-// every read of them. It needs a variable grp: array<f32, 16>.
-func (st staged) tree(a string, per int, c, result string) []string {
+// q·SumThreads+t), declaring its root as result in every thread (with
+// everyone), or in thread 0 alone: the leaves go through red so that
+// thread t reduces the contiguous run from t·per, and the threads'
+// partials are reduced in groups of rowGroup, each by one thread, then
+// over the groups' values, by thread 0 (RowRootOnce, or where only thread
+// 0 reads the root) or by every thread: subtrees of the same tree. A
+// barrier before the next write to red, part or wroot follows every read
+// of them. It needs a variable grp: array<f32, 16>.
+func (st staged) tree(a string, per int, c, result string, everyone bool) []string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	if per > 1 {
@@ -214,14 +234,16 @@ func (st staged) tree(a string, per int, c, result string) []string {
 		for q := range per {
 			add("%s[%d] = red[%s];", a, q, st.at(fmt.Sprintf("t * %du + %du", per, q)))
 		}
-		add("workgroupBarrier();")
+		if st.mine("t") == "t" { // the partials overwrite the leaves
+			add("workgroupBarrier();")
+		}
 		lines = append(lines, treeUnrolled(a, per, c)...)
 	}
-	add("red[t] = %s[0];", a)
+	add("red[%s] = %s[0];", st.mine("t"), a)
 	add("workgroupBarrier();")
 	add("if (t < %du) {", SumThreads/rowGroup)
 	for q := range rowGroup {
-		add("\tgrp[%d] = red[t * %du + %du];", q, rowGroup, q)
+		add("\tgrp[%d] = red[%s];", q, st.mine(fmt.Sprintf("t * %du + %du", rowGroup, q)))
 	}
 	for _, ln := range treeUnrolled("grp", rowGroup, c) {
 		add("\t%s", ln)
@@ -229,13 +251,34 @@ func (st staged) tree(a string, per int, c, result string) []string {
 	add("\t%s = grp[0];", st.partAt("t"))
 	add("}")
 	add("workgroupBarrier();")
-	for q := range SumThreads / rowGroup {
-		add("grp[%d] = %s;", q, st.partAt(fmt.Sprintf("%du", q)))
+	groups := func(tabs string) {
+		for q := range SumThreads / rowGroup {
+			add("%sgrp[%d] = %s;", tabs, q, st.partAt(fmt.Sprintf("%du", q)))
+		}
+		for _, ln := range treeUnrolled("grp", SumThreads/rowGroup, c) {
+			add("%s%s", tabs, ln)
+		}
 	}
+	if !everyone || RowRootOnce {
+		v := "wroot"
+		if !everyone {
+			v = result + "_0"
+			add("var %s = grp[0];", v)
+		}
+		add("if (t == 0u) {")
+		groups("\t")
+		add("\t%s = grp[0];", v)
+		add("}")
+		if everyone {
+			add("workgroupBarrier();")
+		}
+		add("let %s = %s;", result, v)
+		return lines
+	}
+	groups("")
 	if st.shared {
 		add("workgroupBarrier();")
 	}
-	lines = append(lines, treeUnrolled("grp", SumThreads/rowGroup, c)...)
 	add("let %s = grp[0];", result)
 	return lines
 }

@@ -39,7 +39,9 @@ import (
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads): caches of
 // generated code must include it in their keys.
-func Config() string { return fmt.Sprintf("vpt=%d,threads=%d", VectorsPerThread, VectorThreads) }
+func Config() string {
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t", VectorsPerThread, VectorThreads, RowRootOnce)
+}
 
 // Workgroup sizes.
 const (
@@ -401,7 +403,7 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 3))
 		fmt.Fprintf(b, "\t\t\tlf[%d] = %s;\n\t\t}\n\t}\n", j, codegen.Value(int(k.Stores[0])))
 	}
-	b.WriteString(codegen.Indent(st.tree("lf", per, "combine", "root"), 1))
+	b.WriteString(codegen.Indent(st.tree("lf", per, "combine", "root", false), 1))
 	if k.AccIndex() < 0 {
 		b.WriteString("\tif (t == 0u) { out0[g] = root; }\n}\n")
 		return

@@ -76,6 +76,7 @@ fn combine(a: f32, b: f32) -> f32 {
 
 var<workgroup> red: array<f32, 256>;
 var<workgroup> part: array<f32, 16>;
+var<workgroup> wroot: f32;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -130,38 +131,42 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 		part[t] = grp[0];
 	}
 	workgroupBarrier();
-	grp[0] = part[0u];
-	grp[1] = part[1u];
-	grp[2] = part[2u];
-	grp[3] = part[3u];
-	grp[4] = part[4u];
-	grp[5] = part[5u];
-	grp[6] = part[6u];
-	grp[7] = part[7u];
-	grp[8] = part[8u];
-	grp[9] = part[9u];
-	grp[10] = part[10u];
-	grp[11] = part[11u];
-	grp[12] = part[12u];
-	grp[13] = part[13u];
-	grp[14] = part[14u];
-	grp[15] = part[15u];
-	grp[0] = combine(grp[0], grp[1]);
-	grp[2] = combine(grp[2], grp[3]);
-	grp[4] = combine(grp[4], grp[5]);
-	grp[6] = combine(grp[6], grp[7]);
-	grp[8] = combine(grp[8], grp[9]);
-	grp[10] = combine(grp[10], grp[11]);
-	grp[12] = combine(grp[12], grp[13]);
-	grp[14] = combine(grp[14], grp[15]);
-	grp[0] = combine(grp[0], grp[2]);
-	grp[4] = combine(grp[4], grp[6]);
-	grp[8] = combine(grp[8], grp[10]);
-	grp[12] = combine(grp[12], grp[14]);
-	grp[0] = combine(grp[0], grp[4]);
-	grp[8] = combine(grp[8], grp[12]);
-	grp[0] = combine(grp[0], grp[8]);
-	let root = grp[0];
+	var root_0 = grp[0];
+	if (t == 0u) {
+		grp[0] = part[0u];
+		grp[1] = part[1u];
+		grp[2] = part[2u];
+		grp[3] = part[3u];
+		grp[4] = part[4u];
+		grp[5] = part[5u];
+		grp[6] = part[6u];
+		grp[7] = part[7u];
+		grp[8] = part[8u];
+		grp[9] = part[9u];
+		grp[10] = part[10u];
+		grp[11] = part[11u];
+		grp[12] = part[12u];
+		grp[13] = part[13u];
+		grp[14] = part[14u];
+		grp[15] = part[15u];
+		grp[0] = combine(grp[0], grp[1]);
+		grp[2] = combine(grp[2], grp[3]);
+		grp[4] = combine(grp[4], grp[5]);
+		grp[6] = combine(grp[6], grp[7]);
+		grp[8] = combine(grp[8], grp[9]);
+		grp[10] = combine(grp[10], grp[11]);
+		grp[12] = combine(grp[12], grp[13]);
+		grp[14] = combine(grp[14], grp[15]);
+		grp[0] = combine(grp[0], grp[2]);
+		grp[4] = combine(grp[4], grp[6]);
+		grp[8] = combine(grp[8], grp[10]);
+		grp[12] = combine(grp[12], grp[14]);
+		grp[0] = combine(grp[0], grp[4]);
+		grp[8] = combine(grp[8], grp[12]);
+		grp[0] = combine(grp[0], grp[8]);
+		root_0 = grp[0];
+	}
+	let root = root_0;
 	if (t == 0u) { out0[g] = root; }
 }
 
