@@ -259,7 +259,7 @@ func (rt *Runtime) compileFloat(ctx context.Context, g *ir.Graph, limits ir.Limi
 	if err != nil {
 		return nil, err
 	}
-	return rt.Load(ctx, plan)
+	return rt.load(ctx, plan, limits) // under the limits it was sealed with: trusted, not checked again
 }
 
 // Load compiles a sealed plan on this Runtime's device: code generation
@@ -273,10 +273,15 @@ func (rt *Runtime) compileFloat(ctx context.Context, g *ir.Graph, limits ir.Limi
 // Options.Fast, a backend with a fast path generates fast matmuls (not
 // for kernels the plan carries, which run as they are).
 func (rt *Runtime) Load(ctx context.Context, plan *Plan) (*Executable, error) {
+	return rt.load(ctx, plan, rt.opts.Limits)
+}
+
+// load is Load checking plan under limits.
+func (rt *Runtime) load(ctx context.Context, plan *Plan, limits ir.Limits) (*Executable, error) {
 	if plan == nil || plan.Program == nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "nil plan")
 	}
-	sp, err := plan.check(rt.opts.Limits)
+	sp, err := plan.check(limits)
 	if err != nil {
 		return nil, err
 	}

@@ -381,17 +381,30 @@ func (sp *split) graphErr(s int, err error) error {
 // the reference's own error for the whole graph, so that the node named is
 // the first that faults in the graph's order, as on the cpu backend, not
 // the first in the segments' order.
-func (sp *split) runErr(s int, err error, in Inputs, nonFinite bool) error {
+func (sp *split) runErr(ctx context.Context, s int, err error, in Inputs, nonFinite bool) error {
 	var ie *ir.Error
 	if !errors.As(err, &ie) || (ie.Code != ir.CodeIntegerFault && ie.Code != ir.CodeInvalidInput) {
 		return sp.graphErr(s, err)
 	}
 	g := &ir.Graph{Nodes: slices.Clone(sp.g.Nodes), Outputs: sp.g.Outputs}
 	for name, v := range in {
-		if id := inputNamed(g, name); id >= 0 {
-			if serr := setTypedInput(&g.Nodes[id], name, v.(Tensor), nonFinite); serr != nil {
-				return serr
+		id := inputNamed(g, name)
+		if id < 0 {
+			continue
+		}
+		t, ok := v.(Tensor)
+		if d, dev := v.(*DeviceTensor); dev { // checked live by the run
+			data, rerr := d.readRaw(ctx)
+			if rerr != nil {
+				return rerr
 			}
+			t, ok, nonFinite = Tensor{Shape: d.shape, Data: data}, true, true
+		}
+		if !ok {
+			continue
+		}
+		if serr := setTypedInput(&g.Nodes[id], name, t, nonFinite); serr != nil {
+			return serr
 		}
 	}
 	if _, ref := cpuref.EvalTyped(g); ref != nil {
@@ -400,18 +413,34 @@ func (sp *split) runErr(s int, err error, in Inputs, nonFinite bool) error {
 	return sp.graphErr(s, err)
 }
 
+// readRaw is readLocked taking the runtime's lock.
+func (t *DeviceTensor) readRaw(ctx context.Context) ([]float32, error) {
+	t.rt.mu.Lock()
+	defer t.rt.mu.Unlock()
+	if err := t.checkLocked(t.rt, "read"); err != nil {
+		return nil, err
+	}
+	return t.readLocked(ctx)
+}
+
 // runSplit runs the segments in order: each given the graph's inputs it
-// reads and the values earlier segments passed it.
+// reads (a host Tensor, or a DeviceTensor for a float32 input, which a
+// float segment binds where it is) and the values earlier segments passed
+// it. A kept output is kept by the segment that computes it (on the
+// device where that segment's backend holds it), an Into slice filled by
+// it; opts are checked against the graph's outputs first (typedDests).
 func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
 	start := time.Now()
 	rt, sp := e.rt, e.split
-	if len(opts.Keep) > 0 || len(opts.Into) > 0 {
-		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "a typed graph's run returns host outputs only (no Keep, no Into) so far")
-	}
 	if sp.segs == nil {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
+	keep, err := typedDests(sp.g, opts)
+	if err != nil {
+		return nil, err
+	}
 	segIn := make([]Inputs, len(sp.segs))
+	segOpts := make([]RunOptions, len(sp.segs))
 	for s := range segIn {
 		segIn[s] = Inputs{}
 	}
@@ -421,16 +450,37 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		if !ok && id < 0 {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "the graph has no input named %s", ir.Quote(name))
 		}
-		t, ok := v.(Tensor)
-		if !ok {
-			return nil, ir.Errorf(ir.CodeUnsupported, id, name, "input %s: a typed graph takes host tensors (NewTensor) so far", ir.Quote(name))
-		}
 		n := sp.g.Nodes[id] // the graph's own checks, with its node ids
-		if err := setTypedInput(&n, name, t, rt.opts.Limits.NonFinite); err != nil {
-			return nil, err
+		switch t := v.(type) {
+		case Tensor:
+			if err := setTypedInput(&n, name, t, rt.opts.Limits.NonFinite); err != nil {
+				return nil, err
+			}
+		case *DeviceTensor:
+			rt.mu.Lock()
+			err := checkTypedDevice(rt, n, name, t)
+			rt.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		case nil:
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is nil", ir.Quote(name))
+		default:
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s: unsupported value %T", ir.Quote(name), v)
 		}
 		for _, u := range uses {
-			segIn[u.seg][u.name] = t
+			segIn[u.seg][u.name] = v
+		}
+	}
+	for _, o := range sp.outputs {
+		if keep[o.name] {
+			segOpts[o.seg].Keep = append(segOpts[o.seg].Keep, o.from)
+		}
+		if s, ok := opts.Into[o.name]; ok {
+			if segOpts[o.seg].Into == nil {
+				segOpts[o.seg].Into = map[string][]float32{}
+			}
+			segOpts[o.seg].Into[o.from] = s
 		}
 	}
 	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Outputs: map[string]Tensor{}, Exact: true,
@@ -438,14 +488,27 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 	if res.FallbackAttempts == nil {
 		res.FallbackAttempts = []Attempt{}
 	}
+	if len(keep) > 0 {
+		res.Kept = map[string]*DeviceTensor{}
+	}
 	results := make([]*Result, len(sp.segs))
+	fail := func(err error) (*Result, error) {
+		for _, r := range results {
+			if r != nil {
+				for _, t := range r.Kept {
+					t.Release()
+				}
+			}
+		}
+		return nil, err
+	}
 	for s, x := range sp.segs {
 		for _, p := range sp.passes[s] {
 			segIn[s][p.name] = results[p.from].Outputs[p.fromName]
 		}
-		r, err := x.RunWith(ctx, segIn[s], RunOptions{})
+		r, err := x.RunWith(ctx, segIn[s], segOpts[s])
 		if err != nil {
-			return nil, sp.runErr(s, err, in, rt.opts.Limits.NonFinite)
+			return fail(sp.runErr(ctx, s, err, in, rt.opts.Limits.NonFinite))
 		}
 		results[s] = r
 		res.Kernels += r.Kernels
@@ -454,13 +517,21 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		res.ErrorBound = max(res.ErrorBound, r.ErrorBound)
 	}
 	for _, o := range sp.outputs {
+		if keep[o.name] {
+			res.Kept[o.name] = results[o.seg].Kept[o.from]
+			continue
+		}
 		t := results[o.seg].Outputs[o.from]
 		if t.DType.IsFloat() {
 			if rt.opts.Limits.NonFinite {
 				canonicalNaN(t.Data)
 			} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.name), t.Data); err != nil {
-				return nil, err
+				return fail(err)
 			}
+		}
+		if s, ok := opts.Into[o.name]; ok && len(s) > 0 && &s[0] != &t.Data[0] { // a segment's constant output is its own slice
+			copy(s, t.Data)
+			t.Data = s
 		}
 		res.Outputs[o.name] = t
 	}

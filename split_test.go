@@ -2,9 +2,12 @@ package gpucc_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
 )
 
 // TestSplitIntermediates: a typed graph on a backend other than cpu runs
@@ -48,5 +51,42 @@ func TestSplitIntermediates(t *testing.T) {
 				t.Errorf("%d kernels: the float segments should be compiled kernels", res.Kernels)
 			}
 		})
+	}
+}
+
+// TestLoadConstantInfOutput: a plan decoded from bytes (checked in full)
+// whose output folded to a constant -Inf loads on a runtime that allows
+// non-finite values and returns it, and is refused (invalid_graph) on one
+// that does not. A split graph's float segments are loaded so too: the
+// GPT-2 decoding step's causal mask, a -Inf constant passed from a float
+// segment to the next, was refused on native and wasm (TestGPT2KVDeviceCache).
+func TestLoadConstantInfOutput(t *testing.T) {
+	nf := ir.Limits{NonFinite: true}
+	b := ir.NewBuilder()
+	x := b.NamedInput("x", ir.Shape{2}, []float32{1, 2})
+	b.Output("y", x.Add(x))
+	b.Output("mask", b.Full(ir.Shape{3}, float32(math.Inf(-1))))
+	g, err := b.Build(nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := gpucc.Seal(g, nf, passes.WebGPUDefault, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := clonePlan(t, p)
+	exe, err := open(t, "cpu", func(o *gpucc.Options) { o.Limits = nf }).Load(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := exe.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Outputs["mask"].Data; len(m) != 3 || !math.IsInf(float64(m[0]), -1) {
+		t.Errorf("mask = %v, want -Inf ×3", m)
+	}
+	if _, err := open(t, "cpu").Load(context.Background(), clonePlan(t, p)); gpucc.CodeOf(err) != ir.CodeInvalidGraph {
+		t.Errorf("under the finite policy: %v, want invalid_graph", err)
 	}
 }

@@ -71,10 +71,17 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 // runTyped is one run of a typed executable; rt.mu held. Each input given
 // replaces the graph's data: a host Tensor of the input's shape and dtype
 // (float values of a float dtype, finite and already rounded to it;
-// integers within an integer dtype's range; 0 and 1 for bool). A run that
-// has no right answer (an integer division by zero, a cast with none)
-// fails with integer_fault; a float output holding ±Inf or NaN with
-// non_finite_output, as for float32 graphs.
+// integers within an integer dtype's range; 0 and 1 for bool), or, for a
+// float32 input, a *DeviceTensor of its shape, bound where it is on a
+// backend whose typed code takes device buffers (backend.Info.TypedBuffers:
+// webgpu) and read to the host for the run elsewhere. opts.Keep leaves
+// float32 outputs on the device (a DeviceTensor holds float32 values:
+// another dtype is unsupported, naming the output), opts.Into reads float
+// outputs into the caller's slices. A run that has no right answer (an
+// integer division by zero, a cast with none) fails with integer_fault; a
+// float output holding ±Inf or NaN with non_finite_output, as for float32
+// graphs (a kept output is not read, so not checked, as for float32
+// graphs).
 func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, start time.Time) (*Result, error) {
 	rt := e.rt
 	if rt.dev == nil {
@@ -83,33 +90,60 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	if e.typedExe == nil && rt.info.Name != "cpu" {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
-	if len(opts.Keep) > 0 || len(opts.Into) > 0 {
-		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "a typed graph's run returns host outputs only (no Keep, no Into) so far")
+	keep, err := typedDests(e.typed, opts)
+	if err != nil {
+		return nil, err
 	}
 	g := &ir.Graph{Nodes: slices.Clone(e.typed.Nodes), Outputs: e.typed.Outputs}
 	given := map[int]bool{}
+	bufs := map[int]*DeviceTensor{} // inputs bound on the device (TypedBuffers)
 	for name, v := range in {
 		id := inputNamed(g, name)
 		if id < 0 {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "the graph has no input named %s", ir.Quote(name))
 		}
-		t, ok := v.(Tensor)
-		if !ok {
-			return nil, ir.Errorf(ir.CodeUnsupported, id, name, "input %s: a typed graph takes host tensors (NewTensor) so far", ir.Quote(name))
-		}
-		if err := setTypedInput(&g.Nodes[id], name, t, rt.opts.Limits.NonFinite || e.segment); err != nil {
-			return nil, err
+		switch v := v.(type) {
+		case Tensor:
+			if err := setTypedInput(&g.Nodes[id], name, v, rt.opts.Limits.NonFinite || e.segment); err != nil {
+				return nil, err
+			}
+		case *DeviceTensor:
+			if err := checkTypedDevice(rt, g.Nodes[id], name, v); err != nil {
+				return nil, err
+			}
+			if rt.info.TypedBuffers && e.typedExe != nil {
+				bufs[id] = v
+				break
+			}
+			data, err := v.readLocked(ctx)
+			if err != nil {
+				return nil, err
+			}
+			g.Nodes[id].Data = data
+		case nil:
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is nil", ir.Quote(name))
+		default:
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s: unsupported value %T", ir.Quote(name), v)
 		}
 		given[id] = true
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var keptBytes int64
+	for _, o := range g.Outputs {
+		if keep[o.Name] {
+			keptBytes += 4 * int64(g.Nodes[o.ID].Shape.Len())
+		}
+	}
+	if err := rt.reserve(keptBytes); err != nil {
+		return nil, err
+	}
 	var vals []cpuref.Value
-	var err error
 	var st backend.Stats
+	var onDevice []backend.Buffer // by output: kept by the backend
 	if e.typedExe != nil {
-		vals, err = e.runTypedOn(ctx, g, given, &st)
+		vals, onDevice, err = e.runTypedOn(ctx, g, given, bufs, keep, &st)
 	} else {
 		vals, err = cpuref.EvalTyped(g)
 	}
@@ -121,23 +155,57 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	if res.FallbackAttempts == nil {
 		res.FallbackAttempts = []Attempt{}
 	}
+	if len(keep) > 0 {
+		res.Kept = map[string]*DeviceTensor{}
+	}
+	var kept []*DeviceTensor
+	fail := func(err error) (*Result, error) {
+		for _, t := range kept {
+			t.releaseLocked()
+		}
+		for _, b := range onDevice {
+			if b != nil {
+				b.Release()
+			}
+		}
+		return nil, err
+	}
 	seen := map[ir.NodeID]bool{}
-	for _, o := range g.Outputs {
+	for k, o := range g.Outputs {
+		shape := slices.Clone(g.Nodes[o.ID].Shape)
+		if k < len(onDevice) && onDevice[k] != nil {
+			t := rt.adoptLocked(onDevice[k], shape)
+			onDevice[k] = nil
+			res.Kept[o.Name], kept = t, append(kept, t)
+			continue
+		}
 		v := vals[o.ID]
 		if e.typedExe == nil || seen[o.ID] { // the reference's values may be the graph's; one node's outputs are two tensors
 			v.F, v.I = slices.Clone(v.F), slices.Clone(v.I)
 		}
 		seen[o.ID] = true
+		if e.typedExe == nil {
+			res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
+		}
+		if keep[o.Name] { // a device copy of the host value: the cpu backend's, or one the backend did not keep
+			t, err := rt.newTensorLocked(ctx, shape, v.F)
+			if err != nil {
+				return fail(err)
+			}
+			res.Kept[o.Name], kept = t, append(kept, t)
+			continue
+		}
 		data := v.F
 		if rt.opts.Limits.NonFinite || e.segment {
 			canonicalNaN(data)
 		} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		res.Outputs[o.Name] = Tensor{Shape: slices.Clone(g.Nodes[o.ID].Shape), DType: v.DType, Data: data, Ints: v.I}
-		if e.typedExe == nil {
-			res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
+		if s, ok := opts.Into[o.Name]; ok {
+			copy(s, data)
+			data = s
 		}
+		res.Outputs[o.Name] = Tensor{Shape: shape, DType: v.DType, Data: data, Ints: v.I}
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
 	res.Timings.DispatchMs, res.Timings.TotalMs, res.Timings.DispatchClock = ms, ms, "wall"
@@ -149,18 +217,89 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	return res, nil
 }
 
+// typedDests checks a typed run's Keep and Into against g's outputs and
+// returns the outputs kept: each kept output is float32 (a DeviceTensor
+// holds float32 values; another dtype is unsupported, naming it), each
+// Into slice is for an output of a float dtype and of its length, and no
+// output is in both (invalid_input, as for a float32 graph).
+func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
+	output := func(name string) (ir.Node, bool) {
+		for _, o := range g.Outputs {
+			if o.Name == name {
+				return g.Nodes[o.ID], true
+			}
+		}
+		return ir.Node{}, false
+	}
+	keep := map[string]bool{}
+	for _, name := range opts.Keep {
+		n, ok := output(name)
+		if !ok {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "keep", "Keep names %q, which is not an output", name)
+		}
+		if n.DType != ir.F32 {
+			return nil, ir.Errorf(ir.CodeUnsupported, -1, "keep", "Keep names output %q of dtype %v: a device tensor holds float32 values only", name, n.DType)
+		}
+		keep[name] = true
+	}
+	for name, s := range opts.Into {
+		n, ok := output(name)
+		if !ok || n.Shape.Len() != len(s) {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "Into[%q] is not an output of %d values", name, len(s))
+		}
+		if !n.DType.IsFloat() {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "Into[%q]: the output is %v, Into takes float values", name, n.DType)
+		}
+		if keep[name] {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "output %q is both kept on the device (Keep) and read into a host slice (Into); name it in one", name)
+		}
+	}
+	return keep, nil
+}
+
+// checkTypedDevice checks a DeviceTensor given for input node n of a typed
+// graph: live on rt, of n's shape, and n float32 (a DeviceTensor holds
+// float32 values); rt.mu held.
+func checkTypedDevice(rt *Runtime, n ir.Node, name string, t *DeviceTensor) error {
+	if err := t.checkLocked(rt, "input "+name); err != nil {
+		return err
+	}
+	if n.DType != ir.F32 {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is %v; a device tensor holds float32 values", ir.Quote(name), n.DType)
+	}
+	if !t.shape.Equal(n.Shape) {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s: device tensor of shape %v, the graph needs %v", ir.Quote(name), t.shape, n.Shape)
+	}
+	return nil
+}
+
+// readLocked copies t to the host as it is (no finiteness check: the
+// values a run reads from a device tensor are not checked on any
+// backend); rt.mu held, t checked live.
+func (t *DeviceTensor) readLocked(ctx context.Context) ([]float32, error) {
+	rt := t.rt
+	out := make([]float32, t.shape.Len())
+	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+		return nil, rt.wrap(err)
+	}
+	return out, nil
+}
+
 // runTypedOn runs g (the executable's graph with this run's inputs, given
 // by node those the run gave) on the backend's typed executable: each
-// input node's value goes at its dtype's width (backend.TypedBytes), each
-// output comes back the same way. An input the run does not give (the
-// graph's embedded data: a model's weights) is encoded once and kept, and
+// input node's value goes at its dtype's width (backend.TypedBytes), or,
+// for one in bufs, as the device tensor's buffer; each output comes back
+// the same way, or, for one kept (keep, by name), as a buffer of the
+// backend's (onDevice, by output; nil where the backend gave host bytes,
+// which are then in vals). An input the run does not give (the graph's
+// embedded data: a model's weights) is encoded once and kept, and
 // the backend told when it is the same as its previous run's
 // (TypedCall.Same), so that it need not copy it again. A fault
 // (a run with no right answer) is answered with the reference's own error
 // for the run, found by evaluating it (cpuref.EvalTyped), so that it
 // names the op, the element and the value as the cpu backend does; if the
 // reference computes the run, the backend is wrong, which is internal.
-func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, st *backend.Stats) ([]cpuref.Value, error) {
+func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, bufs map[int]*DeviceTensor, keep map[string]bool, st *backend.Stats) ([]cpuref.Value, []backend.Buffer, error) {
 	rt := e.rt
 	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Same: make([]bool, len(g.Nodes)), Stats: st}
 	if e.typedIn == nil {
@@ -169,6 +308,12 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 	for i, n := range g.Nodes {
 		switch {
 		case n.Op != ir.OpInput:
+		case bufs[i] != nil:
+			if call.Bufs == nil {
+				call.Bufs = make([]backend.Buffer, len(g.Nodes))
+			}
+			call.Bufs[i] = bufs[i].buf
+			e.typedSame[i] = false
 		case given[i]:
 			call.Inputs[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
 			e.typedSame[i] = false
@@ -180,38 +325,70 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 			e.typedSame[i] = true
 		}
 	}
+	if len(keep) > 0 && rt.info.TypedBuffers {
+		call.Keep, call.Kept = make([]bool, len(g.Outputs)), make([]backend.Buffer, len(g.Outputs))
+		for k, o := range g.Outputs {
+			call.Keep[k] = keep[o.Name]
+		}
+	}
+	releaseKept := func() {
+		for _, b := range call.Kept {
+			if b != nil {
+				b.Release()
+			}
+		}
+	}
 	_, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.typedExe.RunTyped(ctx, call) })
 	var fault *backend.TypedFault
 	if err != nil && !errors.As(err, &fault) { // the storage may hold part of this run's inputs
 		clear(e.typedSame)
 	}
+	if err != nil {
+		releaseKept()
+	}
 	if errors.As(err, &fault) {
+		for i, t := range bufs { // the reference reads the device tensors' values
+			data, rerr := t.readLocked(ctx)
+			if rerr != nil {
+				return nil, nil, rerr
+			}
+			g.Nodes[i].Data = data
+		}
 		_, ref := cpuref.EvalTyped(g)
 		var re *ir.Error
 		if errors.As(ref, &re) && re.Code == fault.Code && re.Node == fault.Node {
-			return nil, ref
+			return nil, nil, ref
 		}
-		return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name,
+		return nil, nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name,
 			Err: fmt.Errorf("the typed run faulted (%v) where the reference gives %v", fault, ref)}
 	}
 	if err != nil {
-		return nil, rt.wrap(err)
+		return nil, nil, rt.wrap(err)
+	}
+	bad := func(err error) ([]cpuref.Value, []backend.Buffer, error) {
+		releaseKept()
+		return nil, nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name, Err: err}
 	}
 	if len(call.Outputs) != len(g.Outputs) {
-		return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name, Err: fmt.Errorf("the typed run returned %d outputs of %d", len(call.Outputs), len(g.Outputs))}
+		return bad(fmt.Errorf("the typed run returned %d outputs of %d", len(call.Outputs), len(g.Outputs)))
 	}
 	vals := make([]cpuref.Value, len(g.Nodes))
 	for k, o := range g.Outputs {
 		n := g.Nodes[o.ID]
+		if k < len(call.Kept) && call.Kept[k] != nil {
+			if call.Kept[k].Len() != n.Shape.Len() {
+				return bad(fmt.Errorf("output %q: the typed run kept %d values, %v has %d", o.Name, call.Kept[k].Len(), n.Shape, n.Shape.Len()))
+			}
+			continue
+		}
 		if len(call.Outputs[k]) != n.Shape.Len()*n.DType.Size() {
-			return nil, &Error{Code: ir.CodeInternal, Backend: rt.info.Name,
-				Err: fmt.Errorf("output %q: the typed run returned %d bytes, %v %v has %d", o.Name, len(call.Outputs[k]), n.DType, n.Shape, n.Shape.Len()*n.DType.Size())}
+			return bad(fmt.Errorf("output %q: the typed run returned %d bytes, %v %v has %d", o.Name, len(call.Outputs[k]), n.DType, n.Shape, n.Shape.Len()*n.DType.Size()))
 		}
 		v := cpuref.Value{DType: n.DType}
 		v.F, v.I = backend.TypedValues(n.DType, call.Outputs[k])
 		vals[o.ID] = v
 	}
-	return vals, nil
+	return vals, call.Kept, nil
 }
 
 // inputNamed returns the input node that runs name: by its Name, or, for

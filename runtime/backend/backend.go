@@ -83,6 +83,12 @@ type Info struct {
 	// cutting it into float and typed segments with host tensors between
 	// them (gpucc's split.go).
 	TypedIslands bool
+	// TypedBuffers says that the device's typed executables take device
+	// Buffers for float32 input nodes (TypedCall.Bufs) and keep float32
+	// outputs on the device (TypedCall.Keep). Elsewhere the runtime reads
+	// a DeviceTensor input to the host for a typed run, and uploads a kept
+	// output after it.
+	TypedBuffers bool
 }
 
 // NonFiniteOutputError is a host output holding ±Inf or NaN, found by a

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -120,9 +121,12 @@ type typedExecutable struct {
 	// held says, by input node, that bufs[i] holds the bytes the last
 	// run uploaded for it: a run whose TypedCall.Same says they are the
 	// same (a model's weights) binds them without sending them again.
-	held  []bool
-	fault *gpu.Buffer
-	nf    int // fault words
+	held []bool
+	// swapped holds, by input node, the node's own storage while a
+	// device tensor's buffer stands in bufs for the run (TypedCall.Bufs).
+	swapped map[int]*gpu.Buffer
+	fault   *gpu.Buffer
+	nf      int // fault words
 	// steps are the run in order: typed kernels and float32 islands
 	// (island[i]: node i is computed by one).
 	steps   []typedStep
@@ -163,12 +167,17 @@ func (e *typedExecutable) Release() {
 	e.byNode = nil
 }
 
-// endRun returns the buffers of the islands' outputs of the last run.
+// endRun returns the buffers of the islands' outputs of the last run, and
+// gives the inputs bound to device tensors their own storage back.
 func (e *typedExecutable) endRun() {
 	for _, b := range e.runOwn {
 		e.d.pool.put(b)
 	}
 	e.runOwn = nil
+	for i, b := range e.swapped {
+		e.bufs[i] = b
+		delete(e.swapped, i)
+	}
 	for i, isl := range e.island {
 		if isl && e.bufs != nil {
 			e.bufs[i] = nil
@@ -176,12 +185,17 @@ func (e *typedExecutable) endRun() {
 	}
 }
 
-// RunTyped uploads the inputs, runs every node's kernel in graph order in
-// one submission, reads the fault words and, when no node faulted, the
-// outputs.
+// RunTyped uploads the inputs (binding those given as device buffers
+// where they are), runs every node's kernel in graph order in one
+// submission, reads the fault words and, when no node faulted, the
+// outputs: each one kept (cl.Keep) is handed over as the buffer that holds
+// it, where that buffer is the run's own (a typed node's storage, which
+// the next run allocates again, or an island's output), and read to the
+// host otherwise (an input returned as it is, a buffer kept under another
+// name already).
 func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) error {
 	defer e.endRun()
-	faults, err := e.dispatch(ctx, cl.Inputs, cl.Same, cl.Stats)
+	faults, err := e.dispatch(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -189,14 +203,62 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		return err
 	}
 	defer cl.Stats.Start(backend.StageReadback)()
-	cl.Outputs = make([][]byte, len(e.g.Outputs))
-	for k, o := range e.g.Outputs {
+	outs := e.g.Outputs
+	give := make([]bool, len(outs))
+	given := map[*gpu.Buffer]bool{}
+	for k, o := range outs {
+		if b := e.bufs[o.ID]; k < len(cl.Keep) && cl.Keep[k] && e.g.Nodes[o.ID].DType == ir.F32 && e.owns(int(o.ID)) && !given[b] {
+			give[k], given[b] = true, true
+		}
+	}
+	cl.Outputs = make([][]byte, len(outs))
+	for k, o := range outs {
+		if give[k] {
+			continue
+		}
 		if cl.Outputs[k], err = e.read(int(o.ID)); err != nil {
 			return err
 		}
 		cl.Stats.ReadbackBytes += int64(len(cl.Outputs[k]))
 	}
+	for k, o := range outs {
+		if give[k] {
+			cl.Kept[k] = &buffer{d: e.d, buf: e.handOver(int(o.ID)), n: e.g.Nodes[o.ID].Shape.Len()}
+		}
+	}
 	return nil
+}
+
+func inputAt(inputs [][]byte, i int) []byte {
+	if i < len(inputs) {
+		return inputs[i]
+	}
+	return nil
+}
+
+// owns reports whether node i's buffer is the run's own to hand over: a
+// typed node's storage, or an island's output made by this run (not an
+// input's storage or a device tensor that an island passed through).
+func (e *typedExecutable) owns(i int) bool {
+	if e.g.Nodes[i].Op == ir.OpInput {
+		return false
+	}
+	if !e.island[i] {
+		return true
+	}
+	return slices.Contains(e.runOwn, e.bufs[i])
+}
+
+// handOver gives up node i's buffer (owns(i)) to the caller: a typed
+// node's storage is allocated again by the next run.
+func (e *typedExecutable) handOver(i int) *gpu.Buffer {
+	b := e.bufs[i]
+	if e.island[i] {
+		e.runOwn = slices.DeleteFunc(e.runOwn, func(x *gpu.Buffer) bool { return x == b })
+	} else {
+		e.bufs[i] = nil
+	}
+	return b
 }
 
 // dispatch uploads inputs (by node, TypedBytes' layout), except those that
@@ -206,7 +268,8 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 // the largest node. The executable's storage is its own, written only
 // by its uploads (no kernel writes an input node's), so what an upload
 // put there stays until Release.
-func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, same []bool, st *backend.Stats) ([]uint32, error) {
+func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) ([]uint32, error) {
+	inputs, same, st := cl.Inputs, cl.Same, cl.Stats
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -227,21 +290,23 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, same []
 		}
 		e.bufs = make([]*gpu.Buffer, len(g.Nodes))
 		e.held = make([]bool, len(g.Nodes))
+		e.swapped = map[int]*gpu.Buffer{}
 		var err error
 		if e.fault, _, err = e.d.pool.get(uint64(4*e.nf), "typed faults"); err != nil {
 			stop()
 			return nil, fail(err)
 		}
-		for i, n := range g.Nodes {
-			if e.island[i] {
-				continue
-			}
-			if e.bufs[i], _, err = e.d.pool.get(uint64(4*wgsl.TypedWords(n.DType, n.Shape.Len())), fmt.Sprintf("typed node %d", i)); err != nil {
-				stop()
-				return nil, fail(err)
-			}
-		}
 		st.FirstDispatch = true
+	}
+	for i, n := range g.Nodes { // every node's storage; a kept output's again
+		if e.island[i] || e.bufs[i] != nil {
+			continue
+		}
+		var err error
+		if e.bufs[i], _, err = e.d.pool.get(uint64(4*wgsl.TypedWords(n.DType, n.Shape.Len())), fmt.Sprintf("typed node %d", i)); err != nil {
+			stop()
+			return nil, fail(err)
+		}
 	}
 	if err := e.d.dev.UploadBytes(e.fault, make([]byte, 4*e.nf)); err != nil {
 		stop()
@@ -251,10 +316,19 @@ func (e *typedExecutable) dispatch(ctx context.Context, inputs [][]byte, same []
 		if n.Op != ir.OpInput {
 			continue
 		}
+		if i < len(cl.Bufs) && cl.Bufs[i] != nil { // a device tensor, bound where it is
+			b, ok := cl.Bufs[i].(*buffer)
+			if !ok || b.d != e.d || b.buf == nil || b.n != n.Shape.Len() || n.DType != ir.F32 {
+				stop()
+				return nil, fail(fmt.Errorf("node %d: %T is not a live buffer of this device holding %v %v", i, cl.Bufs[i], n.DType, n.Shape))
+			}
+			e.swapped[i], e.bufs[i] = e.bufs[i], b.buf
+			continue
+		}
 		size := n.Shape.Len() * n.DType.Size()
 		if i >= len(inputs) || len(inputs[i]) != size {
 			stop()
-			return nil, fail(fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(inputs[i]), n.DType, n.Shape, size))
+			return nil, fail(fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(inputAt(inputs, i)), n.DType, n.Shape, size))
 		}
 		if e.held[i] && i < len(same) && same[i] { // the previous run's bytes, still in the node's storage
 			continue

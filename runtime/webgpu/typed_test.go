@@ -221,7 +221,7 @@ func TestTypedRowsMatchCpuref(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v of %v -> %v: %v", c.op, c.in, c.out, err)
 		}
-		words, err := e.dispatch(ctx, typedInputs(g), nil, &backend.Stats{})
+		words, err := e.dispatch(ctx, &backend.TypedCall{Inputs: typedInputs(g), Stats: &backend.Stats{}})
 		if err != nil {
 			t.Fatalf("%v of %v -> %v: %v", c.op, c.in, c.out, err)
 		}

@@ -118,7 +118,7 @@ func open(opts backend.Options) (backend.Device, error) {
 				MaxWorkgroupsPerDimension: int(l.MaxComputeWorkgroupsPerDimension),
 				MaxBindingSize:            int64(l.MaxStorageBufferBindingSize),
 				MaxBufferSize:             int64(l.MaxBufferSize)},
-			ChecksHost: true, ChecksOutputs: true, TypedIslands: true},
+			ChecksHost: true, ChecksOutputs: true, TypedIslands: true, TypedBuffers: true},
 	}, nil
 }
 
