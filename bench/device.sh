@@ -27,7 +27,8 @@
 #            work, beside PyTorch
 #   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), beside PyTorch
 #            eager and scaled_dot_product_attention
-#   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch
+#   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch; a small run's cost beyond
+#            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the issue's shapes, and transfers
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
@@ -113,9 +114,12 @@ suite_compile() {
 		for run in "serial 1 0 off" "concurrent 0 0 off" "concurrent-nvcache-cold 0 1 /tmp/nv" "concurrent-nvcache-warm 0 1 /tmp/nv"; do
 			set -- $run
 			[ "$3" = 1 ] && [ "$1" = concurrent-nvcache-cold ] && rm -rf /tmp/nv
-			GPUCC_COMPILE_WORKERS=$2 __GL_SHADER_DISK_CACHE=$3 __GL_SHADER_DISK_CACHE_PATH=$4 \
-				timeout 120 $BIN/gpucc run --backend webgpu --cache-dir off $lim "$m" >/tmp/run.json 2>>"$OUT/visit.log"
+			GPUCC_COMPILE_WORKERS=$2 __GL_SHADER_DISK_CACHE=$3 __GL_SHADER_DISK_CACHE_PATH=$4 GPUCC_VERBOSE=1 \
+				timeout 120 $BIN/gpucc run --backend webgpu --cache-dir off $lim "$m" >/tmp/run.json 2>/tmp/run.err
 			local rc=$?
+			# GPUCC_VERBOSE=1: "gpucc: webgpu: K kernels, D distinct, C to compile" (identical kernels share a pipeline).
+			echo "$(basename "$m" .onnx) $1: $(grep -h 'gpucc: webgpu:' /tmp/run.err | tail -1)" >>"$OUT/compile_kernels.txt"
+			grep -v '^\[wgpu' /tmp/run.err >>"$OUT/visit.log"
 			echo "{\"model\":\"$(basename "$m" .onnx)\",\"mode\":\"$1\",\"rc\":$rc,\"timings\":$(python3 -c 'import json,sys; d=json.load(open("/tmp/run.json")); print(json.dumps(d.get("timings", d.get("error"))))' 2>/dev/null || echo null)}" >>"$OUT/compile.jsonl"
 			log "$(basename "$m") $1: exit $rc $(tail -1 "$OUT/compile.jsonl" | grep -o '"compileMs":[0-9.]*')"
 		done
@@ -151,6 +155,12 @@ suite_engine() {
 	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
 	benches bench_engine.txt 90 bench 'Upload|Readback' 5x GPUCC_BENCH_BYTES=268435456
+	# A small run's cost beyond its kernel: host in and out (one wait since 2026-12-04), and resident.
+	benches bench_engine.txt 60 bench 'ExecutableRun' 3000x GPUCC_BENCH_ELEMS=1024
+	benches bench_engine.txt 60 gpu 'LoneRun' 2000x
+	benches bench_engine.txt 60 bench 'LaunchChain' 200x GPUCC_BENCH_ELEMS=1048576
+	# 200 launched runs keeping 16 MiB outputs each, released at the round's end: the pool keeps a round's worth.
+	benches bench_engine.txt 120 bench 'LaunchKept' 5x GPUCC_BENCH_KEPT=4194304 GPUCC_BENCH_QUEUE=200
 	# Where a resident run's time beyond its kernel goes: a CPU profile of 20000 small runs.
 	(cd bench && GPUCC_BENCH_ELEMS=1048576 timeout 60 ../$BIN/bench.test -test.run '^$' -test.bench 'ExecutableRun/resident' \
 		-test.benchtime 20000x -test.cpuprofile "$OUT/resident.prof") >>"$OUT/bench_engine.txt" 2>&1

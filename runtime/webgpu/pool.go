@@ -23,13 +23,27 @@ import (
 // run against 0.38 ms pooled, and the MLP train step 10–16 ms against 4–5
 // (BenchmarkHistory with GPUCC_POOL_BYTES=-1, bench/RESULTS.md). The
 // buffers most recently used are the likeliest to be asked for again.
+//
+// With the default bound (auto), the pool may keep more: as many bytes
+// as the program once had handed out at the same time beyond those it
+// has out now. A program that holds many outputs at once and then
+// releases them (200 launched runs, each keeping a 16 MiB output) finds
+// them all again at its next round instead of allocating all but the
+// bound's worth afresh: a fresh buffer costs wgpu's zero fill and the
+// driver's allocation (0.53 ms a run on the H200 against 0.077 for one
+// that reused its buffer). The device then never holds more through the
+// pool than the program did at its peak; a failed allocation releases
+// every pooled buffer and tries once more.
 type bufferPool struct {
-	dev   *gpu.Device
-	limit int64 // bytes kept; negative: keep nothing
-	held  int64 // bytes now in free
-	free  map[poolKey][]*list.Element
-	lru   list.List // of *gpu.Buffer, least recently put back first
-	out   int       // buffers handed out by get and not yet put back
+	dev      *gpu.Device
+	limit    int64 // bytes kept; negative: keep nothing
+	auto     bool  // the limit is the default one, raised to the peak
+	held     int64 // bytes now in free
+	free     map[poolKey][]*list.Element
+	lru      list.List // of *gpu.Buffer, least recently put back first
+	out      int       // buffers handed out by get and not yet put back
+	outBytes int64     // their bytes
+	peak     int64     // the most outBytes has been
 }
 
 type poolKey struct {
@@ -37,8 +51,18 @@ type poolKey struct {
 	uniform bool
 }
 
-func newPool(dev *gpu.Device, limit int64) *bufferPool {
-	return &bufferPool{dev: dev, limit: limit, free: map[poolKey][]*list.Element{}}
+// newPool makes a pool that keeps limit bytes; auto raises the limit to
+// the program's peak (see bufferPool).
+func newPool(dev *gpu.Device, limit int64, auto bool) *bufferPool {
+	return &bufferPool{dev: dev, limit: limit, auto: auto, free: map[poolKey][]*list.Element{}}
+}
+
+// bound is the bytes the pool may keep now.
+func (p *bufferPool) bound() int64 {
+	if p.auto && p.limit >= 0 {
+		return max(p.limit, p.peak-p.outBytes)
+	}
+	return p.limit
 }
 
 // roundedSize is the size the device gives a request of n bytes.
@@ -55,20 +79,33 @@ func roundedSize(n uint64, uniform bool) uint64 {
 func (p *bufferPool) get(size uint64, label string) (*gpu.Buffer, bool, error) {
 	k := poolKey{roundedSize(size, false), false}
 	if l := p.free[k]; len(l) > 0 {
-		p.out++
 		e := l[len(l)-1]
 		p.free[k] = l[:len(l)-1]
 		if len(p.free[k]) == 0 {
 			delete(p.free, k)
 		}
 		p.held -= int64(k.size)
+		p.taken(k.size)
 		return p.lru.Remove(e).(*gpu.Buffer), true, nil
 	}
 	buf, err := p.dev.NewBuffer(size, label)
-	if err == nil {
-		p.out++
+	if err != nil && p.lru.Len() > 0 {
+		// The device may be out of memory that the pool holds.
+		p.drain()
+		buf, err = p.dev.NewBuffer(size, label)
 	}
-	return buf, false, err
+	if err != nil {
+		return nil, false, err
+	}
+	p.taken(k.size)
+	return buf, false, nil
+}
+
+// taken counts a buffer of size bytes handed out.
+func (p *bufferPool) taken(size uint64) {
+	p.out++
+	p.outBytes += int64(size)
+	p.peak = max(p.peak, p.outBytes)
 }
 
 // put returns bufs to the pool, releasing the least recently put back
@@ -77,11 +114,13 @@ func (p *bufferPool) put(bufs ...*gpu.Buffer) {
 	for _, buf := range bufs {
 		p.out--
 		sz := int64(buf.Size())
-		if sz > p.limit {
+		p.outBytes -= sz
+		bound := p.bound()
+		if sz > bound {
 			buf.Release()
 			continue
 		}
-		for p.held+sz > p.limit {
+		for p.held+sz > bound {
 			p.evictOldest()
 		}
 		k := poolKey{buf.Size(), buf.Uniform()}

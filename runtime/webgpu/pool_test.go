@@ -175,3 +175,148 @@ func TestRunOneRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolKeepsPeak: with the default bound, a program that had 8
+// buffers out at once (launched runs keeping their outputs) finds all 8
+// in the pool after releasing them, though the bound holds 4: its next
+// round allocates nothing. With an explicit bound the pool keeps 4. A
+// failed allocation releases every pooled buffer before it is reported.
+func TestPoolKeepsPeak(t *testing.T) {
+	d := openPooled(t, 0)
+	const size, n = 1 << 12, 8
+	for _, auto := range []bool{true, false} {
+		p := newPool(d.dev, 4*size, auto)
+		live := gpu.LiveBuffers()
+		var bufs []*gpu.Buffer
+		for range 2 {
+			for range n {
+				b, _, err := p.get(size, "kept")
+				if err != nil {
+					t.Fatal(err)
+				}
+				bufs = append(bufs, b)
+			}
+			p.put(bufs...)
+			bufs = bufs[:0]
+		}
+		want := int64(4 * size)
+		if auto {
+			want = n * size
+		}
+		if p.held != want {
+			t.Errorf("auto %v: the pool holds %d B after 8 buffers of %d B came back, want %d", auto, p.held, size, want)
+		}
+		hits := 0
+		for range n {
+			b, hit, err := p.get(size, "kept")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hit {
+				hits++
+			}
+			bufs = append(bufs, b)
+		}
+		if wantHits := int(want / size); hits != wantHits {
+			t.Errorf("auto %v: %d of %d gets hit, want %d", auto, hits, n, wantHits)
+		}
+		p.put(bufs...)
+		bufs = bufs[:0]
+		if _, _, err := p.get(1<<62, "too large"); err == nil {
+			t.Fatal("a 4 EiB buffer was allocated")
+		}
+		if p.held != 0 || p.lru.Len() != 0 {
+			t.Errorf("auto %v: after a failed allocation the pool still holds %d B", auto, p.held)
+		}
+		if l := gpu.LiveBuffers(); l != live {
+			t.Errorf("auto %v: %d buffers live, %d before", auto, l, live)
+		}
+	}
+}
+
+// TestRecycledBuffersNeverLeak: a buffer the pool hands out again still
+// holds what its last user wrote, so one caller would see another's data
+// if a kernel left any byte of its output unwritten. Before each case
+// every size the program uses is in the pool twice, filled with a NaN
+// pattern no kernel produces (0x7fa5a5a5); every output is kept on the
+// device (so its buffer is one of those), read back, and must be cpuref's
+// bits, every byte of it. The cases are the suite, the views, the
+// reductions, pads, pools, convolutions, transposed convolutions,
+// attention and composites.
+func TestRecycledBuffersNeverLeak(t *testing.T) {
+	d := openPooled(t, 1<<28)
+	var cases []irtest.Case
+	for _, f := range []func() []irtest.Case{irtest.Suite, irtest.Views, irtest.Reductions, irtest.Pads, irtest.Pools,
+		irtest.Convs, irtest.ConvTransposes, irtest.Attentions, irtest.Composites} {
+		cases = append(cases, f()...)
+	}
+	ctx := context.Background()
+	const poison = 0x7fa5a5a5
+	for i, c := range cases {
+		if testing.Short() && i%4 != 0 {
+			continue
+		}
+		prog := program(t, c.Graph)
+		exe, err := d.Compile(ctx, prog, &backend.Stats{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		p := prog.IR.Program()
+		var fill []*gpu.Buffer
+		for _, b := range p.Buffers {
+			for range 2 {
+				buf, _, err := d.pool.get(4*uint64(max(b.Len, 1)), "poison")
+				if err != nil {
+					t.Fatal(err)
+				}
+				words := make([]float32, max(b.Len, 1))
+				for k := range words {
+					words[k] = math.Float32frombits(poison)
+				}
+				if err := d.dev.Upload(buf, words); err != nil {
+					t.Fatal(err)
+				}
+				fill = append(fill, buf)
+			}
+		}
+		d.pool.put(fill...)
+		call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}, NonFinite: true}
+		for k, b := range p.Buffers {
+			if b.Input {
+				call.Args[k].Host = b.Data
+			}
+		}
+		kept := map[int]bool{}
+		for k, o := range p.Outputs {
+			if o.Buffer >= 0 && !p.Buffers[o.Buffer].Input && !kept[o.Buffer] {
+				kept[o.Buffer] = true
+				call.Dests[k].Keep = true
+			} else {
+				call.Dests[k].Host = make([]float32, o.Shape.Len())
+			}
+		}
+		if err := exe.Run(ctx, call); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if !call.Stats.Caches()[backend.CacheBufferPool.String()] {
+			t.Fatalf("%s: a buffer did not come from the poisoned pool", c.Name)
+		}
+		want := cpuref.RunProgram(p)
+		for k, o := range p.Outputs {
+			if call.Dests[k].Buf == nil {
+				continue // a constant output, or one that is an input
+			}
+			got := make([]float32, o.Shape.Len())
+			if err := d.Read(ctx, call.Dests[k].Buf, got); err != nil {
+				t.Fatal(err)
+			}
+			call.Dests[k].Buf.Release()
+			for j, v := range got {
+				if w := want[o.Name][j]; math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w && math.Float32bits(v) != poison) {
+					t.Fatalf("%s: output %q[%d] = %#x, cpuref %#x", c.Name, o.Name, j, math.Float32bits(v), math.Float32bits(w))
+				}
+			}
+		}
+		exe.Release()
+	}
+}

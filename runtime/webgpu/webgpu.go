@@ -108,7 +108,7 @@ func open(opts backend.Options) (backend.Device, error) {
 		adapter:   info,
 		cache:     opts,
 		pipelines: map[[32]byte]*pipeline{},
-		pool:      newPool(dev, limit),
+		pool:      newPool(dev, limit, opts.PoolBytes == 0),
 		info: backend.Info{Name: "webgpu",
 			Adapter: backend.Adapter{Name: info.Name, Driver: info.Driver, Backend: info.Backend, Type: info.Type, Software: info.Software},
 			Profile: passes.Profile{Name: "webgpu", MaxStorageBuffers: int(l.MaxStorageBuffersPerShaderStage),
