@@ -37,6 +37,9 @@
 #            faults; irtest's typed suites and random graphs) and the transformer fixtures at run-time ids
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
+#   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5): gpucc generate on
+#            webgpu (and native) for the gpt2kv fixture and a GPT-2-small-sized step model that
+#            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -202,6 +205,44 @@ suite_transformers() {
 	log "transformers export.py: exit $? ($(ls "$OUT/transformers" 2>/dev/null | wc -l) files)"
 	timeout 240 python3 onnx/testdata/transformers/export_kv.py "$OUT/transformers" >"$OUT/transformers_kv.txt" 2>&1
 	log "transformers export_kv.py: exit $?"
+}
+suite_decode() {
+	mkdir -p /tmp/decode
+	timeout 240 python3 bench/torch_decode.py /tmp/decode >"$OUT/torch_decode.json" 2>"$OUT/torch_decode.log"
+	log "torch_decode.py: exit $? ($(ls -s /tmp/decode 2>/dev/null | tr '\n' ' '))"
+	warm
+	local p=34,32,204,127,151,153,182,7 m b
+	for m in onnx/testdata/transformers/gpt2kv.onnx /tmp/decode/gpt2small_kv.onnx; do
+		for b in webgpu native; do
+			[ -f "$m" ] || continue
+			[ $b = native ] && [ "${m#/tmp}" != "$m" ] && continue # the small model on webgpu only: 10 minutes a command
+			timeout 180 $BIN/gpucc generate --backend $b --json --prompt $p --tokens 64 --max-len 128 "$m" \
+				>"$OUT/decode_$(basename "$m" .onnx)_$b.json" 2>>"$OUT/visit.log"
+			log "gpucc generate $(basename "$m") on $b: exit $? $(grep -o '"cache":"[a-z]*"\|"prefillMs":[0-9.]*\|"decodeMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_$(basename "$m" .onnx)_$b.json" | tr '\n' ' ')"
+		done
+	done
+	python3 - "$OUT" >"$OUT/decode_summary.json" 2>>"$OUT/visit.log" <<'PY'
+import json, os, sys
+o = sys.argv[1]
+t = json.load(open(os.path.join(o, "torch_decode.json")))
+r = {}
+for cfg, m in (("fixture", "gpt2kv"), ("small", "gpt2small_kv")):
+    for b in ("webgpu", "native"):
+        try:
+            g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))
+            row = {k: g.get(k) for k in ("cache", "compileMs", "prefillMs", "decodeMs")}
+            for peer in ("hf_eager", "hf_sdpa", "step"):
+                p = t[cfg].get(peer, {})
+                if "token_ms" in p:
+                    row[peer + "_token_ms"] = p["token_ms"]
+                    row["ratio_vs_" + peer] = g["decodeMs"] / p["token_ms"]
+                    row["same_tokens_as_" + peer] = g["tokens"] == p["tokens"]
+            r["%s/%s" % (m, b)] = row
+        except Exception as e:
+            r["%s/%s" % (m, b)] = {"error": repr(e)[:300]}
+print(json.dumps(r, indent=1))
+PY
+	log "decode summary: $(tr -d ' \n' <"$OUT/decode_summary.json" | head -c 1500)"
 }
 
 [ $# -gt 0 ] || { sed -n '2,40p' "$0"; exit 2; }

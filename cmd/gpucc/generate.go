@@ -70,23 +70,27 @@ func generateCmd(args []string) int {
 		}
 	}
 	limits.NonFinite = true // a model's causal mask holds -Inf
+	// Sized to the model as run sizes one (modellimits.go's loadSized):
+	// its bytes and its cache's, for every limit no flag set.
+	unset := unsetLimits()
+	read := *limits
+	if unset["MaxGraphBytes"] {
+		read.MaxGraphBytes = maxModelBytes
+	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		return fail(ir.Errorf(ir.CodeIO, -1, "", "%v", err))
 	}
-	raw, err := readModel(f, *limits)
+	raw, err := readModel(f, read)
 	f.Close()
 	if err != nil {
 		return fail(err)
 	}
-	// Sized to the model as run sizes one (modellimits.go): its bytes
-	// and its cache's, for every limit no flag set.
-	cacheBytes := int64(0)
-	sig, err := onnx.ReadSignature(bytes.NewReader(raw), *limits)
+	sig, err := onnx.ReadSignature(bytes.NewReader(raw), importCaps(*limits, modelCaps(int64(len(raw))), unset))
 	if err != nil {
 		return fail(err)
 	}
-	modelLen := 0
+	cacheBytes, modelLen := int64(0), 0
 	for _, in := range sig.Inputs {
 		if len(in.Shape) == 4 && strings.HasPrefix(in.Name, "past_key_values.") {
 			n := int64(4)
@@ -105,7 +109,8 @@ func generateCmd(args []string) int {
 	if maxLen == 0 && modelLen == 0 {
 		maxLen = max(len(prompt)+tokens-1, 1)
 	}
-	*limits = importCaps(*limits, modelCaps(ir.SatAdd(int64(len(raw)), cacheBytes)), unsetLimits())
+	*limits = importCaps(*limits, modelCaps(ir.SatAdd(int64(len(raw)), cacheBytes)), unset)
+	limits.MaxGraphBytes = read.MaxGraphBytes // Parse refuses a model past it
 	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: *limits})
 	if err != nil {
 		return fail(err)
