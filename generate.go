@@ -85,8 +85,9 @@ type Decoder struct {
 	pairs   []CachePair
 	compile time.Duration
 	// forget, set by tests only, gives every step an empty cache: the
-	// decoding a broken cache gives.
-	forget bool
+	// decoding a broken cache gives; host keeps the cache on the host, the
+	// fallback's path, on a backend that keeps it on the device.
+	forget, host bool
 }
 
 // NewDecoder checks m against the step convention, specializes it to a
@@ -367,7 +368,7 @@ type kvCache struct {
 // a refusal (unsupported) moves the cache to the host.
 func (d *Decoder) newCache(ctx context.Context) (*kvCache, error) {
 	c := &kvCache{d: d}
-	if d.forget {
+	if d.forget || d.host {
 		return c.toHost(), nil
 	}
 	c.dev = map[string]*DeviceTensor{}

@@ -9,6 +9,10 @@ import (
 // cache is broken, which the fixture's tokens must tell apart.
 func ForgetCache(d *Decoder) { d.forget = true }
 
+// HostCache makes d keep its cache on the host, as on a backend that
+// keeps no typed outputs on the device.
+func HostCache(d *Decoder, on bool) { d.host = on }
+
 // TestArgmax: numpy's argmax, ties to the lowest index, the first NaN
 // wins, -Inf rows and a one-element row.
 func TestArgmax(t *testing.T) {

@@ -54,9 +54,10 @@ func kvDecoder(t *testing.T, backend string) *gpucc.Decoder {
 
 // TestGenerateFixture: greedy decoding of the fixture's prompt gives
 // PyTorch float64's 64 tokens on cpu (cpuref) and on every backend that
-// runs typed graphs; every step's logits are within 1e-5 of the largest
-// float64 logit of the step, and each backend's logits are cpu's bit for
-// bit.
+// runs typed graphs, with the cache kept on the device and through the
+// host; every step's logits are within 1e-5 of the largest float64 logit
+// of the step, and each backend's logits are cpu's bit for bit, on both
+// paths.
 func TestGenerateFixture(t *testing.T) {
 	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
 	ref := npyFile(t, filepath.Join(kvDir, "gpt2kv.logits.npy"))
@@ -67,50 +68,56 @@ func TestGenerateFixture(t *testing.T) {
 	for _, backend := range append([]string{"cpu"}, typedBackends...) {
 		t.Run(backend, func(t *testing.T) {
 			d := kvDecoder(t, backend)
-			var streamed []int64
-			gen, err := d.Generate(context.Background(), toks[:kvPrompt], gpucc.GenerateOptions{Tokens: kvSteps, Logits: true,
-				OnToken: func(i int, tok int64, ms float64) error {
-					if i != len(streamed) || ms <= 0 {
-						t.Errorf("OnToken(%d, %d, %v) after %d tokens", i, tok, ms, len(streamed))
+			for _, where := range []string{"device", "host"} {
+				gpucc.HostCache(d, where == "host")
+				var streamed []int64
+				gen, err := d.Generate(context.Background(), toks[:kvPrompt], gpucc.GenerateOptions{Tokens: kvSteps, Logits: true,
+					OnToken: func(i int, tok int64, ms float64) error {
+						if i != len(streamed) || ms <= 0 {
+							t.Errorf("OnToken(%d, %d, %v) after %d tokens", i, tok, ms, len(streamed))
+						}
+						streamed = append(streamed, tok)
+						return nil
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: cache on the %s, prefill %.1f ms, %.2f ms a token (median), compile %.0f ms", backend, gen.Cache, gen.PrefillMs, gen.DecodeMs, gen.CompileMs)
+				if gen.Cache != where {
+					t.Errorf("the cache lived on the %s, want the %s", gen.Cache, where)
+				}
+				if !slices.Equal(gen.Tokens, toks[kvPrompt:]) {
+					t.Errorf("%s: tokens %v\nPyTorch float64 %v", where, gen.Tokens, toks[kvPrompt:])
+				}
+				if !slices.Equal(streamed, gen.Tokens) {
+					t.Errorf("OnToken saw %v, Generate returned %v", streamed, gen.Tokens)
+				}
+				if len(gen.Logits) != kvPrompt+kvSteps-1 || len(gen.StepMs) != len(gen.Logits) {
+					t.Fatalf("%d steps' logits, %d step times; want %d", len(gen.Logits), len(gen.StepMs), kvPrompt+kvSteps-1)
+				}
+				for s, row := range gen.Logits {
+					want := ref.Float32[s*256 : (s+1)*256]
+					var worst, scale float64
+					for i, r := range want {
+						worst = max(worst, math.Abs(float64(row[i])-float64(r)))
+						scale = max(scale, math.Abs(float64(r)))
 					}
-					streamed = append(streamed, tok)
-					return nil
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: cache on the %s, prefill %.1f ms, %.2f ms a token (median), compile %.0f ms", backend, gen.Cache, gen.PrefillMs, gen.DecodeMs, gen.CompileMs)
-			if !slices.Equal(gen.Tokens, toks[kvPrompt:]) {
-				t.Errorf("tokens %v\nPyTorch float64 %v", gen.Tokens, toks[kvPrompt:])
-			}
-			if !slices.Equal(streamed, gen.Tokens) {
-				t.Errorf("OnToken saw %v, Generate returned %v", streamed, gen.Tokens)
-			}
-			if len(gen.Logits) != kvPrompt+kvSteps-1 || len(gen.StepMs) != len(gen.Logits) {
-				t.Fatalf("%d steps' logits, %d step times; want %d", len(gen.Logits), len(gen.StepMs), kvPrompt+kvSteps-1)
-			}
-			for s, row := range gen.Logits {
-				want := ref.Float32[s*256 : (s+1)*256]
-				var worst, scale float64
-				for i, r := range want {
-					worst = max(worst, math.Abs(float64(row[i])-float64(r)))
-					scale = max(scale, math.Abs(float64(r)))
-				}
-				if worst > 1e-5*scale {
-					t.Errorf("step %d: max |logit - PyTorch float64| = %.3g, over 1e-5 × %.3g", s, worst, scale)
-				}
-				if backend == "cpu" {
-					continue
-				}
-				for i := range row {
-					if math.Float32bits(row[i]) != math.Float32bits(cpu[s][i]) {
-						t.Errorf("step %d logit %d: %#08x on %s, %#08x on cpu", s, i, math.Float32bits(row[i]), backend, math.Float32bits(cpu[s][i]))
-						break
+					if worst > 1e-5*scale {
+						t.Errorf("%s: step %d: max |logit - PyTorch float64| = %.3g, over 1e-5 × %.3g", where, s, worst, scale)
+					}
+					if cpu == nil {
+						continue
+					}
+					for i := range row {
+						if math.Float32bits(row[i]) != math.Float32bits(cpu[s][i]) {
+							t.Errorf("%s: step %d logit %d: %#08x on %s, %#08x on cpu", where, s, i, math.Float32bits(row[i]), backend, math.Float32bits(cpu[s][i]))
+							break
+						}
 					}
 				}
-			}
-			if backend == "cpu" {
-				cpu = gen.Logits
+				if cpu == nil {
+					cpu = gen.Logits
+				}
 			}
 		})
 	}
