@@ -221,14 +221,15 @@ func bodyConstants(k *ir.Kernel) []float32 {
 
 // arithConsts returns the constants of x that a target with Lang.Const
 // hides from its compiler, in evaluation order: operands of a float add,
-// sub or mul, which a compiler could otherwise reassociate, and ±Inf and
-// NaN, which WGSL refuses as constant expressions.
+// sub or mul (or of its exact form, see Exact), which a compiler could
+// otherwise reassociate, and ±Inf and NaN, which WGSL refuses as constant
+// expressions.
 func arithConsts(x *ir.X) []*ir.X {
 	used := map[*ir.X]bool{}
 	nodes := x.Nodes()
 	for _, n := range nodes {
 		for _, a := range n.Args {
-			used[a] = used[a] || a.Op == ir.XConst && (n.Arithmetic() || a.Bits&0x7f800000 == 0x7f800000)
+			used[a] = used[a] || a.Op == ir.XConst && (n.Arithmetic() || n.Op == ir.XCall && exactPrim[n.Fn] || a.Bits&0x7f800000 == 0x7f800000)
 		}
 	}
 	var out []*ir.X

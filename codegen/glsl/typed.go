@@ -366,7 +366,7 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 	m := n.Shape.Len()
 	ld := func(k int, e string) string { return fmt.Sprintf("ld%d(%s)", bind[k], e) }
 	var body []string
-	var mini *ir.Kernel
+	var defs []string // the functions a float row calls
 	info := n.Op.Info()
 	unsupported := func() error {
 		in := n.DType
@@ -453,13 +453,11 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 		if info.Expr == nil {
 			return TypedPass{}, unsupported()
 		}
-		op := ir.Instr{Kind: ir.InstrOp, Op: n.Op, Args: [2]int32{0, 1}, Node: -1}
-		if info.Scalar {
-			op.Args[1], op.Scalar = 0, n.Scalar
-		}
-		mini = &ir.Kernel{Kind: ir.KernelElementwise, Body: []ir.Instr{
-			{Kind: ir.InstrLoad, Operand: 0, Node: -1}, {Kind: ir.InstrLoad, Operand: 1, Node: -1}, op}, Stores: []int32{2}}
-		body = append(body, codegen.Body(Lang, mini, func(k int) string { return []string{"a", b}[k] }, "")...)
+		// The float row through codegen.Exact: subnormal operands and
+		// results kept where the GPU flushes them (GLSL ES allows it).
+		lines, fdefs, _ := codegen.ExactRow(Lang, n.Op, n.Scalar, "a", b, "v2")
+		body = append(body, lines...)
+		defs = fdefs
 		if n.DType == ir.Bool {
 			body = append(body, "return "+boolOf("v2 != 0.0")+";")
 		} else {
@@ -468,7 +466,7 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 	default:
 		return TypedPass{}, unsupported()
 	}
-	return typedPass(g, i, args, body, mini), nil
+	return typedPass(g, i, args, body, defs), nil
 }
 
 func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
@@ -546,7 +544,7 @@ func roundTo(t ir.DType, v string) string {
 	return v
 }
 
-func typedPass(g *ir.Graph, i int, args []int, body []string, mini *ir.Kernel) TypedPass {
+func typedPass(g *ir.Graph, i int, args []int, body, defs []string) TypedPass {
 	n := &g.Nodes[i]
 	m := n.Shape.Len()
 	words := typedWords(n.DType, m)
@@ -567,13 +565,13 @@ func typedPass(g *ir.Graph, i int, args []int, body []string, mini *ir.Kernel) T
 		b.WriteString(loadFn(fmt.Sprintf("ld%d", j), fmt.Sprintf("%s%d", SamplerPrefix, j), Layout(typedWords(an.DType, an.Shape.Len()), -1).Width, an.DType))
 	}
 	if n.Op.IsReduction() && n.DType.IsFloat() {
+		comb, cdefs, _ := codegen.ExactCombine(Lang, n.Op, "a", "b", "m")
+		b.WriteString(codegen.Indent(cdefs, 0))
 		b.WriteString("float t_combine(float a, float b) {\n")
-		b.WriteString(codegen.Indent(codegen.Combine(Lang, n.Op, "a", "b", "m"), 1))
+		b.WriteString(codegen.Indent(comb, 1))
 		fmt.Fprintf(&b, "\treturn %s;\n}\n", roundTo(n.DType, "m"))
 	}
-	if mini != nil {
-		b.WriteString(codegen.Indent(codegen.Funcs(Lang, mini), 0))
-	}
+	b.WriteString(codegen.Indent(defs, 0))
 	fmt.Fprintf(&b, "%s value(uint e) {\n", computeType(n.DType))
 	b.WriteString(codegen.Indent(body, 1))
 	b.WriteString("}\n")

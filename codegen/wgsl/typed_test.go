@@ -3,6 +3,7 @@ package wgsl
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -54,5 +55,45 @@ func TestTypedNodeRefuses(t *testing.T) {
 	var e *ir.Error
 	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || e.Node != 1 {
 		t.Fatalf("got %v, want unsupported at node 1", err)
+	}
+}
+
+// TestTypedFloatRowsExact: the typed kernels' float arithmetic is
+// codegen.Exact's (subnormal operands and results kept on a GPU that
+// flushes them, as NVIDIA's does): a float32 or bfloat16 mul, add_scalar
+// and erf call exact_mul / exact_add, a comparison reads the bits, a
+// bfloat16 sum combines with exact_add, and no plain product, sum or float
+// comparison of the row's values is left outside those functions.
+func TestTypedFloatRowsExact(t *testing.T) {
+	for _, dt := range []ir.DType{ir.F32, ir.BF16, ir.F16} {
+		b := ir.NewBuilder()
+		x := b.TypedInput("x", dt, ir.Shape{3}, []float32{1, 2, 3}, nil)
+		y := b.TypedInput("y", dt, ir.Shape{3}, []float32{1, 2, 3}, nil)
+		b.Output("mul", x.Mul(y))
+		b.Output("adds", x.AddScalar(0.5))
+		b.Output("erf", x.Apply(ir.OpErf))
+		b.Output("gt", x.Apply(ir.OpGreater, y))
+		b.Output("sum", x.ApplyShaped(ir.OpSum, ir.Shape{}))
+		g, err := b.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"mul": "prim_exact_mul(", "adds": "prim_exact_add(", "erf": "prim_erf_exact(", "sum": "prim_exact_add("}
+		for _, o := range g.Outputs {
+			s, err := TypedNode(g, int(o.ID), FaultPerNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := s.Source[strings.Index(s.Source, "fn value("):]
+			value = value[:strings.Index(value, "\n}\n")]
+			if w, ok := want[o.Name]; ok && !strings.Contains(s.Source, w) {
+				t.Errorf("%v %s: no call of %s in\n%s", dt, o.Name, w, s.Source)
+			}
+			for _, plain := range []string{" * params.one", " > ", " >= ", " == a", " + b"} {
+				if strings.Contains(value, plain) {
+					t.Errorf("%v %s: value() computes %q outside the exact functions:\n%s", dt, o.Name, plain, value)
+				}
+			}
+		}
 	}
 }
