@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -195,6 +197,58 @@ func TestAttentionLengths(t *testing.T) {
 					continue
 				}
 				t.Run(c.Name, func(t *testing.T) { checkNonFinite(t, rt, c.Graph(uint64(900+k))) })
+			}
+		})
+	}
+}
+
+// AttTileVariants are the sliced WGSL kernel's shapes that
+// TestAttentionTiles checks and bench/attn_bench_test.go times: the
+// default, more rows or more slices per workgroup, one key per thread, a
+// workgroup of 128 threads, and the first kernel (rows).
+var attTileVariants = []wgsl.AttTile{
+	wgsl.DefaultAttTile,
+	{Rows: 32, Slices: 8, Keys: 32},
+	{Rows: 16, Slices: 8, Keys: 32},
+	{Rows: 8, Slices: 32, Keys: 32},
+	{Rows: 64, Slices: 4, Keys: 16},
+	{Rows: 16, Slices: 16, Keys: 16},
+	{},
+}
+
+// TestAttentionTiles: on webgpu, every variant of the attention kernel
+// (wgsl.AttentionTile) gives cpuref's bits on every edge of
+// irtest.AttentionEdges (head dims 4 to 128, odd widths, causal, padding
+// and dense masks, a fully masked row, extremes, heads through a view) and
+// on sequences whose last key tile and last workgroup are partial (67 and
+// 130 keys at d 64, causal; 45 at d 128 with a -Inf padding mask),
+// batched: the tile changes no bit. A head wider than the sliced kernel
+// holds (d 160) falls back to the rows kernel, with cpuref's bits too.
+func TestAttentionTiles(t *testing.T) {
+	if !slices.Contains(backends, "webgpu") {
+		t.Skip("webgpu is not among the backends")
+	}
+	cases := irtest.AttentionEdges()
+	cases = append(cases,
+		irtest.AttentionCase{Name: "seq67-d64-causal", H: 2, S: 67, T: 67, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal, NonFinite: true},
+		irtest.AttentionCase{Name: "seq130-d64-causal", S: 130, T: 130, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal, NonFinite: true},
+		irtest.AttentionCase{Name: "seq45-d128-padding", B: 2, S: 45, T: 45, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true},
+		irtest.AttentionCase{Name: "d160-rows", S: 5, T: 7, D: 160, E: 160, Scale: 0.0625})
+	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
+	for _, tile := range attTileVariants {
+		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
+			wgsl.AttentionTile = tile
+			fin := open(t, "webgpu")
+			inf := open(t, "webgpu", func(o *gpucc.Options) { o.Limits.NonFinite = true })
+			for k, c := range cases {
+				g := c.Graph(uint64(700 + k))
+				t.Run(c.Name, func(t *testing.T) {
+					if !c.NonFinite {
+						checkRun(t, fin, g)
+						return
+					}
+					checkNonFinite(t, inf, g)
+				})
 			}
 		})
 	}

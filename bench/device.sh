@@ -25,8 +25,10 @@
 #   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
 #   rows     row ops and exp, tanh, sigmoid, GELU at [8192,1024] in a fresh process and after other
 #            work, beside PyTorch
-#   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), beside PyTorch
-#            eager and scaled_dot_product_attention
+#   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), and the fused
+#            kernel under each WGSL tile (AttnTiles, d 64 and 128; ATTN_TILES="16x16k32 ..." picks), after
+#            TestAttentionTiles checks every tile's bits on the driver; beside PyTorch eager and
+#            scaled_dot_product_attention
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch; a small run's cost beyond
 #            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
@@ -144,11 +146,18 @@ suite_rows() {
 	log "torch_nn.py: exit $?"
 }
 suite_attn() {
+	# Every WGSL attention tile gives cpuref's bits on the driver before any is timed.
+	tests attn_exact.txt 240 gpucc 'TestAttentionTiles/webgpu|TestAttentionEdges/webgpu|TestAttentionLengths/webgpu' -test.short
 	warm
 	benches bench_attn.txt 60 bench 'NN/(attn|fusedattn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_attn.txt 90 bench 'NN/(attn|fusedattn)/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
+	# The fused kernel under each tile (GPUCC_BENCH_ATTN_TILES overrides the list), d 64 and 128.
+	benches bench_attn.txt 240 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=256,2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"
+	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"
 	timeout 45 python3 bench/torch_attn.py 64 256 2048 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"
+	timeout 45 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py d128: exit $?"
 }
 suite_engine() {
 	timeout 60 python3 bench/torch_bench.py >"$OUT/torch.json" 2>>"$OUT/visit.log"

@@ -26,7 +26,8 @@ func attRows(d, e int) int {
 	return r
 }
 
-// attention emits an attention kernel (cpuref.Attention's order) that
+// attentionRows emits the first attention kernel (cpuref.Attention's
+// order), kept for AttTile{} and for heads too wide for attentionSliced: it
 // shares each query row's scores among the threads of its outputs,
 // instead of the nest's thread per output recomputing them: a workgroup
 // holds attRows query rows of one batch index (its q rows staged once),
@@ -41,7 +42,7 @@ func attRows(d, e int) int {
 // order. Each output is o / l, then the epilogue. Every score is matmul's
 // accumulator of q·k (d ascending, unrolled) times the scale plus the
 // mask, as the nest computes it, so the bits are cpuref's.
-func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+func attentionRows(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E := a.S, a.T, a.D, a.E
 	R, L := attRows(D, E), attLanes
@@ -183,9 +184,9 @@ func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString("}\n")
 }
 
-// attentionLoops: two passes over the whole key tiles, and the lanes'
+// attentionRowsLoops: two passes over the whole key tiles, and the lanes'
 // fold of their maxima.
-func attentionLoops(k *ir.Kernel) int {
+func attentionRowsLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
 	return 2*(a.T/attKeys+1) + attLanes
 }

@@ -37,10 +37,10 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads): caches of
-// generated code must include it in their keys.
+// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce,
+// AttentionTile): caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t", VectorsPerThread, VectorThreads, RowRootOnce)
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, AttentionTile)
 }
 
 // Workgroup sizes.

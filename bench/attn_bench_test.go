@@ -1,0 +1,95 @@
+package bench
+
+// BenchmarkAttnTiles: fused attention (one attention kernel, no mask,
+// scale 1/√d) over q, k, v of [S, D], one head as bench/torch_attn.py
+// times PyTorch's, under each WGSL attention tile (wgsl.AttentionTile),
+// so that one device visit picks the tile beside PyTorch eager and
+// scaled_dot_product_attention (issue 33: seq 2048, d 64 ≤ 1.0× eager).
+//
+//	GPUCC_BENCH_ATTN        sequences, comma-separated (default 256,2048)
+//	GPUCC_BENCH_ATTN_D      head width (default 64)
+//	GPUCC_BENCH_ATTN_TILES  tiles, space-separated, as wgsl.ParseAttTile
+//	                        reads them (default: attnTiles)
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// attnTiles are the tiles timed by default: the default, more rows or
+// more slices a workgroup, one key a thread per tile, 128 threads, and
+// the first kernel (rows).
+const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k16 rows"
+
+func BenchmarkAttnTiles(b *testing.B) {
+	seqs := []int{256, 2048}
+	if e := os.Getenv("GPUCC_BENCH_ATTN"); e != "" {
+		seqs = nil
+		for _, f := range strings.Split(e, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("GPUCC_BENCH_ATTN: %q is not a sequence length", f)
+			}
+			seqs = append(seqs, n)
+		}
+	}
+	d := envInt("GPUCC_BENCH_ATTN_D", 64)
+	names := attnTiles
+	if e := os.Getenv("GPUCC_BENCH_ATTN_TILES"); e != "" {
+		names = e
+	}
+	var tiles []wgsl.AttTile
+	for _, f := range strings.Fields(names) {
+		t, err := wgsl.ParseAttTile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tiles = append(tiles, t)
+	}
+	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
+	ctx := context.Background()
+	for _, s := range seqs {
+		bld := ir.NewBuilder()
+		in := func(name string) ir.Tensor { return bld.NamedInput(name, ir.Shape{s, d}, make([]float32, s*d)) }
+		q, k, v := in("q"), in("k"), in("v")
+		bld.Output("y", q.Attention(k, v, bld.Full(ir.Shape{}, float32(math.Copysign(0, -1))), float32(1/math.Sqrt(float64(d))), false))
+		g, err := bld.Build(Limits())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range tiles {
+			b.Run(fmt.Sprintf("s%d-d%d/%s", s, d, t), func(b *testing.B) {
+				wgsl.AttentionTile = t
+				rt := openEngine(b)
+				exe, err := rt.Compile(ctx, g)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ins := gpucc.Inputs{}
+				for i, p := range g.Nodes {
+					if p.Op != ir.OpInput {
+						continue
+					}
+					x, err := rt.Upload(ctx, p.Shape, irtest.Values(uint64(i+1), p.Shape.Len(), 1))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer x.Release()
+					ins[p.Name] = x
+				}
+				benchResident(b, exe, ins, "y")
+				b.ReportMetric(float64(exe.Kernels()), "kernels")
+			})
+		}
+	}
+}
