@@ -3,6 +3,7 @@ package gpucc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -377,6 +378,52 @@ func TestNonFiniteInput(t *testing.T) {
 				if n, _ := rt.LiveTensors(); n != 0 {
 					t.Errorf("%d tensors live after a refused run", n)
 				}
+			}
+		})
+	}
+}
+
+// TestNonFiniteUpload: Runtime.Upload refuses data holding ±Inf or NaN
+// with invalid_input naming the first one's index, on every backend
+// (webgpu finds it while copying to staging, small uploads before), and
+// leaves no tensor, no buffer and no reserved bytes behind; finite data of
+// the same sizes reads back bit for bit.
+func TestNonFiniteUpload(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			ctx := context.Background()
+			rt := open(t, be)
+			for _, n := range []int{5, 1 << 15, 3<<18 + 1} { // below, above the staged size; several workers
+				for _, at := range []int{0, n / 2, n - 1} {
+					x := irtest.Values(9, n, 3e38)
+					x[at] = float32(math.NaN())
+					if at+1 < n {
+						x[at+1] = float32(math.Inf(1)) // a later one is not the one named
+					}
+					_, err := rt.Upload(ctx, ir.Shape{n}, x)
+					var ie *ir.Error
+					if !errors.As(err, &ie) || ie.Code != ir.CodeInvalidInput || !strings.Contains(ie.Error(), fmt.Sprintf("value %d is NaN", at)) {
+						t.Errorf("n=%d: NaN at %d: %v, want invalid_input naming value %d", n, at, err, at)
+					}
+					if k, b := rt.LiveTensors(); k != 0 || b != 0 {
+						t.Errorf("n=%d: %d tensors (%d B) live after a refused upload", n, k, b)
+					}
+				}
+				x := irtest.Values(9, n, 3e38)
+				dt, err := rt.Upload(ctx, ir.Shape{n}, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := dt.Read(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range x {
+					if math.Float32bits(got[i]) != math.Float32bits(x[i]) {
+						t.Fatalf("n=%d: element %d reads %v, uploaded %v", n, i, got[i], x[i])
+					}
+				}
+				dt.Release()
 			}
 		})
 	}

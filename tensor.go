@@ -142,11 +142,7 @@ func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (
 	if shape.Elements(math.MaxInt32) < 0 {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "shape", "upload: shape %v: every dimension must be at least 1, and the tensor at most 2^31-1 elements", shape)
 	}
-	check := checkHost
-	if rt.opts.Limits.NonFinite {
-		check = checkShape
-	}
-	if err := check("upload", shape, shape, data); err != nil {
+	if err := checkShape("upload", shape, shape, data); err != nil {
 		return nil, err
 	}
 	rt.mu.Lock()
@@ -154,7 +150,34 @@ func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (
 	if rt.dev == nil {
 		return nil, rt.errClosed()
 	}
-	return rt.newTensorLocked(ctx, slices.Clone(shape), data)
+	if rt.opts.Limits.NonFinite {
+		return rt.newTensorLocked(ctx, slices.Clone(shape), data)
+	}
+	cu, ok := rt.dev.(backend.CheckedUploader)
+	if !ok {
+		if err := checkFiniteInput("upload", data); err != nil {
+			return nil, err
+		}
+		return rt.newTensorLocked(ctx, slices.Clone(shape), data)
+	}
+	// The check rides on the copy into staging: the data is read once.
+	n := 4 * int64(len(data))
+	if err := rt.reserve(n); err != nil {
+		return nil, err
+	}
+	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	if err != nil {
+		return nil, rt.wrap(err)
+	}
+	k, err := guard(rt.info.Name, func() (int, error) { return cu.UploadChecked(ctx, buf, data) })
+	if err != nil || k >= 0 {
+		buf.Release()
+		if err != nil {
+			return nil, rt.wrap(err)
+		}
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "upload", "input %q value %d is %v; inputs must be finite float32", "upload", k, data[k])
+	}
+	return rt.adoptLocked(buf, slices.Clone(shape)), nil
 }
 
 // newTensorLocked allocates a tensor and uploads data into it; rt.mu held.

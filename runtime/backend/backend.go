@@ -185,6 +185,14 @@ type CheckedReader interface {
 	ReadChecked(ctx context.Context, b Buffer, out []float32) (int, error)
 }
 
+// CheckedUploader is a Device whose Upload can check for ±Inf and NaN
+// while it copies (Info.ChecksHost): UploadChecked is Upload that also
+// returns the index of the first non-finite value of data, or -1 (b's
+// contents are then unspecified).
+type CheckedUploader interface {
+	UploadChecked(ctx context.Context, b Buffer, data []float32) (int, error)
+}
+
 // Launcher is an Executable that can queue a run without waiting for it
 // (the runtime's Executable.Launch). Launch does what Run does up to the
 // kernels, submits them and returns: call's kept Dests are set at once and

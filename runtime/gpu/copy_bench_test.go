@@ -33,3 +33,18 @@ func BenchmarkCopyChecked(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFirstNonFinite is the finiteness check alone over one 64 KiB
+// block (copyChecked's unit) of finite values.
+func BenchmarkFirstNonFinite(b *testing.B) {
+	src := make([]byte, checkBlock)
+	for i := range src {
+		src[i] = byte(i & 0x3f)
+	}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if firstNonFinite(src) >= 0 {
+			b.Fatal("a finite block reported non-finite")
+		}
+	}
+}

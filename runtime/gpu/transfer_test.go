@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 )
 
 // TestUploadChecked: the first non-finite element is found wherever it
@@ -277,5 +278,39 @@ func TestRunReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFirstNonFiniteWords: firstNonFinite finds the first word whose
+// exponent is all ones (±Inf, every NaN) in every position of slices of
+// 0-70 words, at every 4-byte alignment, among fillers at the edges of
+// the finite range (±MaxFloat32, ±0, subnormals, a word below the
+// largest exponent): each against the word-by-word definition.
+func TestFirstNonFiniteWords(t *testing.T) {
+	fill := []uint32{0x7f7fffff, 0xff7fffff, 0, 0x80000000, 1, 0x807fffff, 0x7f000000, 0x3f800000}
+	bad := []uint32{0x7f800000, 0xff800000, 0x7fc00000, 0xffffffff, 0x7f800001}
+	raw := make([]uint32, 80)
+	for n := 0; n <= 70; n++ {
+		for shift := 0; shift < 2; shift++ { // the first word 8-aligned or not
+			s := raw[shift : shift+n]
+			for at := -1; at < n; at++ {
+				for k := range s {
+					s[k] = fill[(k*7+at+n)%len(fill)]
+				}
+				if at >= 0 {
+					s[at] = bad[(at+n)%len(bad)]
+					if at+1 < n {
+						s[at+1] = bad[(at+n+1)%len(bad)] // a later one is not reported
+					}
+				}
+				var b []byte
+				if n > 0 {
+					b = unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*n)
+				}
+				if got := firstNonFinite(b); got != at {
+					t.Fatalf("n=%d shift=%d at=%d: got %d", n, shift, at, got)
+				}
+			}
+		}
 	}
 }

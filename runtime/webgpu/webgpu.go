@@ -161,6 +161,24 @@ func (d *device) Upload(ctx context.Context, b backend.Buffer, data []float32) e
 	return d.dev.Flush()
 }
 
+// UploadChecked is Upload with the finiteness check on the copy into
+// staging (backend.CheckedUploader): a DeviceTensor's data is read once,
+// not scanned first and copied after.
+func (d *device) UploadChecked(ctx context.Context, b backend.Buffer, data []float32) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	buf, err := d.buffer(b, len(data))
+	if err != nil {
+		return -1, err
+	}
+	k, err := d.dev.UploadChecked(buf.buf, data)
+	if err != nil || k >= 0 {
+		return k, err
+	}
+	return -1, d.dev.Flush()
+}
+
 func (d *device) Read(ctx context.Context, b backend.Buffer, out []float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
