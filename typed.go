@@ -419,10 +419,21 @@ func setTypedInput(n *ir.Node, name string, t Tensor, nonFinite bool) error {
 		if len(t.Data) != n.Shape.Len() {
 			return bad("%d values, shape %v needs %d", len(t.Data), n.Shape, n.Shape.Len())
 		}
-		for k, v := range t.Data {
-			if !nonFinite && firstNonFinite([]float32{v}) == 0 || !t.DType.Holds(v) {
-				return bad("value %d (%v) is not a finite %v", k, v, t.DType)
+		// One scan for ±Inf and NaN, then the narrow dtypes' rounding
+		// (float32 holds every float32): a check per value cost 0.5 ms of
+		// a 1 ms GPT-2 decoding step's run on native (4 × 8,192 values of
+		// cache).
+		k := -1
+		if !nonFinite {
+			k = firstNonFinite(t.Data)
+		}
+		if t.DType != ir.F32 {
+			if j := slices.IndexFunc(t.Data, func(v float32) bool { return !t.DType.Holds(v) }); j >= 0 && (k < 0 || j < k) {
+				k = j
 			}
+		}
+		if k >= 0 {
+			return bad("value %d (%v) is not a finite %v", k, t.Data[k], t.DType)
 		}
 		n.Data = t.Data
 		return nil
