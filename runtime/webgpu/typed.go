@@ -39,10 +39,6 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	var ids []int
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			if err := typedFlushRisk(g, i, d.info.Adapter.Software); err != nil {
-				stop()
-				return nil, err
-			}
 			s, err := wgsl.TypedNode(g, i, mode)
 			if err != nil {
 				stop()

@@ -31,10 +31,6 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		pipes: make([]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes))}
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			if err := typedFlushRisk(g, i, d.info.Adapter.Software); err != nil {
-				stop()
-				return nil, err
-			}
 			s, err := wgsl.TypedNode(g, i, wgsl.FaultPerNode)
 			if err != nil {
 				stop()

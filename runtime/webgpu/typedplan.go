@@ -48,27 +48,3 @@ func typedFault(faults []uint32) error {
 	}
 	return nil
 }
-
-// typedFlushRisk refuses node i's typed kernel where its float32 or bfloat16
-// arithmetic may meet a driver that flushes subnormals: on the H200
-// (NVIDIA's Vulkan driver, 2026-12-04) the typed kernels' float32 and
-// bfloat16 rows (mul, add, erf, relu, compare, the scalar forms) gave ±0
-// for subnormal results and operands, where cpuref keeps them; lavapipe
-// and SwiftShader keep them. Until a probe or subnormal-safe rows exist,
-// such a node is refused by name on a hardware adapter rather than risked
-// (float16 is computed by bits and from float32 values that are never
-// subnormal; float32 work in islands is the float compiler's, exact there).
-func typedFlushRisk(g *ir.Graph, i int, software bool) error {
-	if software {
-		return nil
-	}
-	n := g.Nodes[i]
-	info := n.Op.Info()
-	if !info.Elementwise || info.Expr == nil || len(n.Args) == 0 || n.Op == ir.OpCast {
-		return nil
-	}
-	if t := g.Nodes[n.Args[0]].DType; t == ir.F32 || t == ir.BF16 {
-		return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v in a typed kernel on a hardware adapter: its subnormals are not kept there by every driver (NVIDIA's flushes them), so gpucc does not run it yet", n.Op, t)
-	}
-	return nil
-}
