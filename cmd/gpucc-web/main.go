@@ -6,6 +6,7 @@
 //	gpucc.run(graph, {backend: "auto", allowSoftware: false}) → Promise
 //	gpucc.onnxSignature(model) → Promise
 //	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs}) → Promise
+//	gpucc.generate(model, {backend, allowSoftware, prompt, tokens, maxLen, onToken}) → Promise
 //	gpucc.createPythonGPUAdapter(engine, {allowExecute, maxPending, backend, allowSoftware}) → adapter
 //
 // graph is protocol v1 JSON (a string, or an object that is stringified).
@@ -37,6 +38,7 @@ func main() {
 	api.Set("run", js.FuncOf(run))
 	api.Set("onnxSignature", js.FuncOf(onnxSignature))
 	api.Set("runONNX", js.FuncOf(runONNX))
+	api.Set("generate", js.FuncOf(generate)) // generate.go
 	api.Set("createPythonGPUAdapter", js.FuncOf(createAdapter))
 	backends := []any{}
 	for _, b := range gpucc.Backends() {
