@@ -164,6 +164,10 @@ suite_engine() {
 	warm
 	benches bench_engine.txt 90 bench 'ExecutableRun' 10x GPUCC_BENCH_ELEMS=67108864
 	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456
+	# Host copies on 8 goroutines (the bound before 2026-12-04) against 16 (now); runtime/gpu's path with and without the check.
+	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_WORKERS=8
+	benches bench_engine.txt 60 gpu 'Transfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_WORKERS=8
+	benches bench_engine.txt 60 gpu 'Transfer' 10x GPUCC_BENCH_BYTES=268435456
 	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
 	benches bench_engine.txt 90 bench 'Upload|Readback' 5x GPUCC_BENCH_BYTES=268435456

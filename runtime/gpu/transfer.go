@@ -5,7 +5,9 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"os"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -17,12 +19,27 @@ import (
 const parallelMin = 1 << 20
 
 // copyWorkers is how many goroutines share a large host copy: one memcpy
-// stream is far below what the memory system sustains.
+// stream is far below what the memory system sustains. At most
+// maxCopyWorkers, and one per 512 KiB.
 func copyWorkers(n int) int {
 	if n < parallelMin {
 		return 1
 	}
-	return max(1, min(goruntime.GOMAXPROCS(0), 8, n/(parallelMin/2)))
+	return max(1, min(maxCopyWorkers, n/(parallelMin/2)))
+}
+
+// maxCopyWorkers bounds the goroutines of a host copy: GPUCC_COPY_WORKERS
+// when it is a positive integer, else GOMAXPROCS up to 16. (The bound was
+// 8 until 2026-12-04; the H200's host has 16 cores, and a copy into
+// write-combined staging memory is bound by each core's stores, so
+// bench/device.sh engine times transfers at 8 and 16.)
+var maxCopyWorkers = copyWorkersFrom(os.Getenv("GPUCC_COPY_WORKERS"), goruntime.GOMAXPROCS(0))
+
+func copyWorkersFrom(env string, procs int) int {
+	if n, err := strconv.Atoi(env); err == nil && n > 0 {
+		return n
+	}
+	return max(1, min(procs, 16))
 }
 
 // parallel runs f over [0,n) cut into pieces of whole 64-byte lines, one

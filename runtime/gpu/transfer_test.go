@@ -314,3 +314,24 @@ func TestFirstNonFiniteWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyWorkers: GPUCC_COPY_WORKERS sets the bound of a host copy's
+// goroutines; otherwise it is GOMAXPROCS up to 16, and a copy takes one
+// goroutine per 512 KiB up to the bound.
+func TestCopyWorkers(t *testing.T) {
+	for _, c := range []struct {
+		env         string
+		procs, want int
+	}{{"", 2, 2}, {"", 16, 16}, {"", 64, 16}, {"24", 2, 24}, {"0", 8, 8}, {"x", 4, 4}, {"-1", 32, 16}} {
+		if got := copyWorkersFrom(c.env, c.procs); got != c.want {
+			t.Errorf("GPUCC_COPY_WORKERS=%q with %d procs: %d, want %d", c.env, c.procs, got, c.want)
+		}
+	}
+	defer func(old int) { maxCopyWorkers = old }(maxCopyWorkers)
+	maxCopyWorkers = 16
+	for n, want := range map[int]int{parallelMin - 1: 1, parallelMin: 2, 4 << 20: 8, 16 << 20: 16, 256 << 20: 16} {
+		if got := copyWorkers(n); got != want {
+			t.Errorf("copyWorkers(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
