@@ -203,9 +203,9 @@ func TestAttentionLengths(t *testing.T) {
 }
 
 // AttTileVariants are the sliced WGSL kernel's shapes that
-// TestAttentionTiles checks and bench/attn_bench_test.go times: the
-// default, more rows or more slices per workgroup, one key per thread, a
-// workgroup of 128 threads, and the first kernel (rows).
+// TestAttentionTiles checks: the default, more rows or more slices per
+// workgroup, one key per thread, a workgroup of 128 threads, three that
+// read k and v from their buffers (Direct), and the first kernel (rows).
 var attTileVariants = []wgsl.AttTile{
 	wgsl.DefaultAttTile,
 	{Rows: 32, Slices: 8, Keys: 32},
@@ -213,6 +213,9 @@ var attTileVariants = []wgsl.AttTile{
 	{Rows: 8, Slices: 32, Keys: 32},
 	{Rows: 64, Slices: 4, Keys: 16},
 	{Rows: 16, Slices: 16, Keys: 16},
+	{Rows: 16, Slices: 16, Keys: 64, Direct: true},
+	{Rows: 32, Slices: 8, Keys: 32, Direct: true},
+	{Rows: 8, Slices: 16, Keys: 32, Direct: true},
 	{},
 }
 

@@ -11,10 +11,16 @@ import (
 // AttTile is the workgroup shape of the sliced attention kernel
 // (attentionSliced): Rows query rows per workgroup, Slices threads per
 // row, keys staged Keys at a time (a multiple of Slices: each thread
-// scores Keys/Slices keys of a tile). The zero AttTile selects the first
-// kernel (attentionRows). The shape changes no bit: every tile keeps
+// scores Keys/Slices keys of a tile). Direct reads k and v from their
+// buffers (vec4 bindings where their rows allow) instead of staging them
+// through workgroup memory: only the probabilities cross threads, with
+// one barrier a tile. The zero AttTile selects the first kernel
+// (attentionRows). The shape changes no bit: every tile keeps
 // cpuref.Attention's order.
-type AttTile struct{ Rows, Slices, Keys int }
+type AttTile struct {
+	Rows, Slices, Keys int
+	Direct             bool
+}
 
 // AttentionTile is the attention kernels' shape, a tuning knob (Config
 // names it): benchmarks set it to time the variants side by side
@@ -25,13 +31,17 @@ var AttentionTile = DefaultAttTile
 // workgroups at sequence 2048, about one per H200 compute unit.
 var DefaultAttTile = AttTile{Rows: 16, Slices: 16, Keys: 32}
 
-// String is the tile as ParseAttTile reads it: RxSkK, or "rows" for the
-// zero tile.
+// String is the tile as ParseAttTile reads it: RxSkK, a g after it for
+// Direct, or "rows" for the zero tile.
 func (t AttTile) String() string {
 	if t == (AttTile{}) {
 		return "rows"
 	}
-	return fmt.Sprintf("%dx%dk%d", t.Rows, t.Slices, t.Keys)
+	s := fmt.Sprintf("%dx%dk%d", t.Rows, t.Slices, t.Keys)
+	if t.Direct {
+		s += "g"
+	}
+	return s
 }
 
 // ParseAttTile reads a tile written as String writes it.
@@ -40,8 +50,9 @@ func ParseAttTile(s string) (AttTile, error) {
 		return AttTile{}, nil
 	}
 	var t AttTile
-	if _, err := fmt.Sscanf(s, "%dx%dk%d", &t.Rows, &t.Slices, &t.Keys); err != nil || t.String() != s {
-		return AttTile{}, fmt.Errorf("attention tile %q is not ROWSxSLICESkKEYS (16x16k32) or rows", s)
+	t.Direct = strings.HasSuffix(s, "g")
+	if _, err := fmt.Sscanf(strings.TrimSuffix(s, "g"), "%dx%dk%d", &t.Rows, &t.Slices, &t.Keys); err != nil || t.String() != s {
+		return AttTile{}, fmt.Errorf("attention tile %q is not ROWSxSLICESkKEYS[g] (16x16k32, 16x16k64g) or rows", s)
 	}
 	if t.Rows < 1 || t.Slices < 1 || t.Keys < t.Slices || t.Keys%t.Slices != 0 || t.Rows*t.Slices > attThreads {
 		return AttTile{}, fmt.Errorf("attention tile %s: want rows·slices ≤ %d and keys a positive multiple of slices", s, attThreads)
@@ -63,6 +74,8 @@ const (
 type attShape struct {
 	AttTile
 	per, d4, ev, w4 int
+	// vk, vv: a Direct kernel reads k (v) as vec4s (attVec4).
+	vk, vv bool
 }
 
 // attPlan returns the sliced kernel's geometry for a under t, and false
@@ -75,7 +88,12 @@ func attPlan(a ir.Attention, t AttTile) (attShape, bool) {
 	p := attShape{AttTile: t, d4: (a.D + 3) / 4}
 	p.ev = ((a.E+t.Slices-1)/t.Slices + 3) / 4
 	p.w4 = max(p.d4+1, t.Slices*p.ev)
-	for p.Keys >= t.Slices && 16*p.Keys*p.w4+4*p.Keys*t.Rows+4*t.Rows*t.Slices > attStorage {
+	storage := func(keys int) int { return 16*keys*p.w4 + 4*keys*t.Rows + 4*t.Rows*t.Slices }
+	if t.Direct { // no staged tile; Ps twice
+		p.w4 = 0
+		storage = func(keys int) int { return 8*keys*t.Rows + 4*t.Rows*t.Slices }
+	}
+	for p.Keys >= t.Slices && storage(p.Keys) > attStorage {
 		p.Keys -= t.Slices
 	}
 	if p.Keys < t.Slices {
@@ -85,10 +103,59 @@ func attPlan(a ir.Attention, t AttTile) (attShape, bool) {
 	return p, true
 }
 
+// attKernelPlan is attPlan for kernel k under AttentionTile, with a
+// Direct kernel's vec4 reads: k's (v's) where its rows are whole vec4s
+// (attVec4) and the epilogue does not read it too.
+func attKernelPlan(k *ir.Kernel) (attShape, bool) {
+	a := ir.AttentionKernel(k)
+	p, ok := attPlan(a, AttentionTile)
+	if ok && p.Direct {
+		p.vk = a.D%4 == 0 && attVec4(k.Inputs[1]) && !bodyLoads(k, 1)
+		p.vv = a.E%4 == 0 && attVec4(k.Inputs[2]) && !bodyLoads(k, 2)
+	}
+	return p, ok
+}
+
+// attVec4 reports whether an attention operand's rows can be read as
+// vec4s of its buffer: contiguous rows whose starts (every batch and row
+// stride) are multiples of 4 elements.
+func attVec4(op ir.Operand) bool {
+	n := len(op.Shape)
+	if op.Strides[n-1] != 1 && op.Shape[n-1] > 1 {
+		return false
+	}
+	for d := range n - 1 {
+		if op.Strides[d]%4 != 0 && op.Shape[d] > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyLoads reports whether kernel k's body (its epilogue) reads operand j.
+func bodyLoads(k *ir.Kernel, j int) bool {
+	for _, in := range k.Body {
+		if in.Kind == ir.InstrLoad && in.Operand == j {
+			return true
+		}
+	}
+	return false
+}
+
+// attVec4Input reports whether generate binds input i of kernel k as
+// vec4s: a Direct attention kernel's k or v (attKernelPlan).
+func attVec4Input(k *ir.Kernel, i int) bool {
+	if k.Kind != ir.KernelAttention || i < 1 || i > 2 {
+		return false
+	}
+	p, ok := attKernelPlan(k)
+	return ok && (i == 1 && p.vk || i == 2 && p.vv)
+}
+
 // attention emits an attention kernel: the sliced one where AttentionTile
 // has a shape for it, else attentionRows.
 func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	if p, ok := attPlan(ir.AttentionKernel(k), AttentionTile); ok {
+	if p, ok := attKernelPlan(k); ok {
 		attentionSliced(b, k, s, p)
 		return
 	}
@@ -149,18 +216,24 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	// lanes past cols are 0 and read nothing).
 	row4 := func(j int, r, c4 string, cols int) string {
 		var lanes []string
+		guard := cols < 0
+		cols = max(cols, -cols)
 		for x := range 4 {
 			c := fmt.Sprintf("%s * 4u + %du", c4, x)
 			ld := fmt.Sprintf("in%d[%s]", j, off(j, r, c))
-			if cols%4 != 0 {
+			if guard || cols%4 != 0 {
 				ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, off(j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
 			}
 			lanes = append(lanes, ld)
 		}
 		return "vec4<f32>(" + strings.Join(lanes, ", ") + ")"
 	}
-	fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", K*p.w4)
-	fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", K*R)
+	if p.Direct {
+		fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>; // two tiles' p, alternately\n", 2*K*R)
+	} else {
+		fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", K*p.w4)
+		fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", K*R)
+	}
 	fmt.Fprintf(b, "var<workgroup> Ms: array<f32, %d>;\n\n", R*N)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
@@ -172,6 +245,10 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	}
 	// The staging registers: nk vec4s of a k tile, nv of a v tile.
 	nk, nv := (K*p.d4+threads-1)/threads, (K*ew4+threads-1)/threads
+	if p.Direct {
+		nk, nv = 0, 0
+		b.WriteString("\tvar pb = 0u; // this tile's half of Ps\n")
+	}
 	for x := range nk {
 		fmt.Fprintf(b, "\tvar kr%d = vec4<f32>(0.0);\n", x)
 	}
@@ -201,16 +278,45 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 		}
 	}
 	lanes := "xyzw"
+	// kread renders vec4 c4 of this thread's key x of the tile.
+	kread := func(x, c4 int) string {
+		switch {
+		case !p.Direct:
+			return fmt.Sprintf("KVs[(kb + %du) * %du + %du]", x, p.w4, c4)
+		case p.vk:
+			return fmt.Sprintf("in1[kq%d + %du]", x, c4)
+		}
+		return row4(1, fmt.Sprintf("jx%d", x), fmt.Sprintf("%du", c4), D)
+	}
+	// vread renders vec4 vb + y of v's row kt + j.
+	vread := func(j, y int) string {
+		switch {
+		case !p.Direct:
+			return fmt.Sprintf("KVs[%du + vb + %du]", j*p.w4, y)
+		case p.vv && N*p.ev*4 == E:
+			return fmt.Sprintf("in2[vq + %du + vb + %du]", j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4), y)
+		case p.vv:
+			return fmt.Sprintf("select(vec4<f32>(0.0), in2[min(vq + %du + vb + %du, vq + %du)], vb + %du < %du)",
+				j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4), y, j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4)+E/4-1, y, E/4)
+		}
+		return row4(2, fmt.Sprintf("min(kt + %du, %du)", j, T-1), fmt.Sprintf("(vb + %du)", y), -E)
+	}
 	// scores declares sc0 … sc{per-1}: this thread's scores' accumulators
-	// of the staged tile's keys kb …, d ascending.
+	// of the tile's keys kb …, d ascending.
 	scores := func() {
 		for x := range p.per {
 			fmt.Fprintf(b, "\t\tvar sc%d = params.zero;\n", x)
+			if p.Direct {
+				fmt.Fprintf(b, "\t\tlet jx%d = min(kt + kb + %du, %du);\n", x, x, T-1)
+			}
+			if p.vk {
+				fmt.Fprintf(b, "\t\tlet kq%d = (%s) / 4u;\n", x, off(1, fmt.Sprintf("jx%d", x), "0u"))
+			}
 		}
 		for c4 := range p.d4 {
 			b.WriteString("\t\t{\n")
 			for x := range p.per {
-				fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", x, Lang.Keep(fmt.Sprintf("q%d * KVs[(kb + %du) * %du + %du]", c4, x, p.w4, c4)))
+				fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", x, Lang.Keep(fmt.Sprintf("q%d * %s", c4, kread(x, c4))))
 			}
 			for x := range p.per {
 				for l := 0; l < 4 && 4*c4+l < D; l++ {
@@ -266,10 +372,12 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	fetch(1, "kr", nk, 1, p.d4, D, "0u")
 	fmt.Fprintf(b, "\tvar mr = %s;\n", Lang.Opaque(0xff800000))
 	tiles(func(keys int, last bool) {
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		store("kr", nk, p.d4)
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		if !last {
+		if !p.Direct {
+			b.WriteString("\t\tworkgroupBarrier();\n")
+			store("kr", nk, p.d4)
+			b.WriteString("\t\tworkgroupBarrier();\n")
+		}
+		if !last && !p.Direct {
 			fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", K, T)
 			fetch(3, "kr", nk, 1, p.d4, D, fmt.Sprintf("kt + %du", K))
 			b.WriteString("\t\t}\n")
@@ -281,7 +389,9 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 			b.WriteString("\t\t\tmr = mx;\n")
 		})
 	})
-	fetch(1, "kr", nk, 1, p.d4, D, "0u")
+	if !p.Direct {
+		fetch(1, "kr", nk, 1, p.d4, D, "0u")
+	}
 	fmt.Fprintf(b, "\tMs[tid] = mr;\n\tworkgroupBarrier();\n\tmr = Ms[i];\n")
 	for x := 1; x < N; x++ {
 		fmt.Fprintf(b, "\t{\n\t\tlet mv = Ms[i + %du];\n", x*R)
@@ -293,32 +403,46 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	for y := range p.ev {
 		fmt.Fprintf(b, "\tvar o%d = vec4<f32>(params.zero);\n", y)
 	}
+	pb := "" // a Direct kernel's half of Ps
+	if p.Direct {
+		pb = "pb + "
+	}
 	tiles(func(keys int, last bool) {
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		store("kr", nk, p.d4)
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		fetch(2, "vr", nv, 2, ew4, E, "kt")
+		if !p.Direct {
+			b.WriteString("\t\tworkgroupBarrier();\n")
+			store("kr", nk, p.d4)
+			b.WriteString("\t\tworkgroupBarrier();\n")
+			fetch(2, "vr", nv, 2, ew4, E, "kt")
+		}
 		scores()
 		each(keys, func(x int, j string) {
 			fmt.Fprintf(b, "\t\t\tlet ts = %s;\n", score(fmt.Sprintf("sc%d", x), j))
 			b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mr"), 3))
 			b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
-			fmt.Fprintf(b, "\t\t\tPs[(kb + %du) * %du + i] = ps;\n", x, R)
+			fmt.Fprintf(b, "\t\t\tPs[%s(kb + %du) * %du + i] = ps;\n", pb, x, R)
 		})
 		b.WriteString("\t\tworkgroupBarrier();\n")
-		store("vr", nv, ew4)
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		if !last {
+		if !p.Direct {
+			store("vr", nv, ew4)
+			b.WriteString("\t\tworkgroupBarrier();\n")
+		}
+		if !last && !p.Direct {
 			fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", K, T)
 			fetch(3, "kr", nk, 1, p.d4, D, fmt.Sprintf("kt + %du", K))
 			b.WriteString("\t\t}\n")
 		}
+		if p.vv {
+			fmt.Fprintf(b, "\t\tlet vq = (%s) / 4u;\n", off(2, "kt", "0u"))
+		}
 		for j := range keys {
-			fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = Ps[%du + i];\n\t\t\tls = ls + pj;\n", j*R)
+			fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = Ps[%s%du + i];\n\t\t\tls = ls + pj;\n", pb, j*R)
 			for y := range p.ev {
-				fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * KVs[%du + vb + %du]", j*p.w4, y)))
+				fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep("pj * "+vread(j, y)))
 			}
 			b.WriteString("\t\t}\n")
+		}
+		if p.Direct {
+			fmt.Fprintf(b, "\t\tpb = %du - pb;\n", K*R)
 		}
 	})
 	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
