@@ -54,6 +54,18 @@ type split struct {
 	// error names the graph's node.
 	nodes [][]ir.NodeID
 	g     *ir.Graph
+	// reads lists, per segment, the graph inputs it reads, by name.
+	reads [][]string
+	// cache holds, per segment, its result in a run where it read nothing
+	// that run gave (no graph input given, every value passed to it from
+	// such a segment): the graph's embedded data only, so the same values
+	// in every such run, which reuse it instead of running it again (a
+	// transformer's first float segment computes its position table and
+	// causal mask from weights alone). cacheDev holds such a segment's
+	// float32 values passed to a float segment on the device, by pass
+	// name, uploaded once. Both are freed with the executable.
+	cache    []*Result
+	cacheDev map[string]*DeviceTensor
 }
 
 type splitUse struct {
@@ -256,11 +268,13 @@ func splitGraph(g *ir.Graph) (*split, []*ir.Graph) {
 		nodes = append(nodes, sp.nodes[s])
 	}
 	sp.passes, sp.nodes = passes, nodes
+	sp.reads, sp.cache, sp.cacheDev = make([][]string, len(keep)), make([]*Result, len(keep)), map[string]*DeviceTensor{}
 	for name, uses := range sp.inputs {
 		var kept []splitUse
 		for _, u := range uses {
 			if renum[u.seg] >= 0 {
 				kept = append(kept, splitUse{renum[u.seg], u.name})
+				sp.reads[renum[u.seg]] = append(sp.reads[renum[u.seg]], name)
 			}
 		}
 		sp.inputs[name] = kept
@@ -502,15 +516,32 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		}
 		return nil, err
 	}
+	pure := make([]bool, len(sp.segs)) // the segment reads nothing this run gives (sp.cache)
 	for s, x := range sp.segs {
+		pure[s] = len(segOpts[s].Keep) == 0 && len(segOpts[s].Into) == 0 &&
+			!slices.ContainsFunc(sp.reads[s], func(name string) bool { _, ok := in[name]; return ok })
 		for _, p := range sp.passes[s] {
-			segIn[s][p.name] = results[p.from].Outputs[p.fromName]
+			pure[s] = pure[s] && pure[p.from]
+		}
+		if pure[s] && sp.cache[s] != nil {
+			results[s] = sp.cache[s]
+			continue
+		}
+		for _, p := range sp.passes[s] {
+			v, err := sp.passed(ctx, rt, p, results[p.from], pure[p.from] && x.typed == nil)
+			if err != nil {
+				return fail(err)
+			}
+			segIn[s][p.name] = v
 		}
 		r, err := x.RunWith(ctx, segIn[s], segOpts[s])
 		if err != nil {
 			return fail(sp.runErr(ctx, s, err, in, rt.opts.Limits.NonFinite))
 		}
 		results[s] = r
+		if pure[s] {
+			sp.cache[s] = r
+		}
 		res.Kernels += r.Kernels
 		res.Timings.Add(r.Timings)
 		res.Exact = res.Exact && r.Exact
@@ -522,6 +553,9 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 			continue
 		}
 		t := results[o.seg].Outputs[o.from]
+		if pure[o.seg] { // the cache's: the caller's own copy
+			t.Data, t.Ints = slices.Clone(t.Data), slices.Clone(t.Ints)
+		}
 		if t.DType.IsFloat() {
 			if rt.opts.Limits.NonFinite {
 				canonicalNaN(t.Data)
@@ -539,10 +573,40 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 	return res, nil
 }
 
-// releaseSplit releases the segments; rt.mu held.
+// passed returns the value of pass p for its reader: the computing
+// segment's host output, or, where onDevice (a float32 value of a cached
+// segment, read by a float segment), a DeviceTensor of it, uploaded by
+// the first run that needs it and kept with the cache.
+func (sp *split) passed(ctx context.Context, rt *Runtime, p splitPass, from *Result, onDevice bool) (Value, error) {
+	t := from.Outputs[p.fromName]
+	if !onDevice || t.DType != ir.F32 {
+		return t, nil
+	}
+	if d := sp.cacheDev[p.name]; d != nil {
+		return d, nil
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.dev == nil {
+		return nil, rt.errClosed()
+	}
+	d, err := rt.newTensorLocked(ctx, slices.Clone(ir.Shape(t.Shape)), t.Data) // an intermediate: not checked finite
+	if err != nil {
+		return nil, err
+	}
+	sp.cacheDev[p.name] = d
+	return d, nil
+}
+
+// releaseSplit releases the segments and the cache; rt.mu held.
 func (e *Executable) releaseSplitLocked() {
 	for _, x := range e.split.segs {
 		x.releaseLocked()
 	}
 	e.split.segs = nil
+	for name, d := range e.split.cacheDev {
+		d.releaseLocked()
+		delete(e.split.cacheDev, name)
+	}
+	clear(e.split.cache)
 }
