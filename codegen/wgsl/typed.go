@@ -604,10 +604,17 @@ func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
 // counter over a stack of complete subtrees, then the subtrees left from
 // the smallest up, as rows does), each combination rounded to the dtype.
 // MaxTypedLeaves bounds the leaves of one output of a typed reduction
-// kernel: one invocation's loop over them. 8192 gives cpuref's bits on
-// lavapipe; 2^17 float16 leaves gave 0 where cpuref gives NaN (2026-12-04,
-// not understood yet), so larger ones are refused by name rather than
-// risked.
+// kernel, which one invocation loops over. Mesa's llvmpipe (lavapipe, the
+// CI's WebGPU) ends every loop of an invocation silently once the loops
+// together have run 65535 iterations (gallivm's
+// LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a shader): a loop of
+// 10^6 iterations counting in a float gave 65535 there, and a float16 sum
+// of 2^15 ones gave 0 after 21848 leaves (their outer, inner and exit
+// iterations are 65536). A float reduction runs about three iterations a
+// leaf and an invocation computes the elements of one storage word (two
+// for float16 and bfloat16, four for the 1-byte dtypes, one iteration a
+// leaf), so 8192 leaves keep every invocation below 49152; [2, 2^14] gave
+// its second row 0. Larger ones are refused by name rather than cut short.
 const MaxTypedLeaves = 8192
 
 func typedReduce(g *ir.Graph, i int) ([]string, error) {
@@ -620,7 +627,7 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over no leaves: the WGSL typed path does not hold it yet", n.Op, a.DType)
 	}
 	if red.Leaves > MaxTypedLeaves {
-		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: the WGSL typed path reduces at most %d per output so far (a float16 sum of 2^17 leaves gave 0 for NaN on lavapipe)", n.Op, a.DType, red.Leaves, MaxTypedLeaves)
+		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: the WGSL typed path reduces at most %d per output so far (lavapipe ends an invocation's loops after 65535 iterations in all)", n.Op, a.DType, red.Leaves, MaxTypedLeaves)
 	}
 	if !a.DType.IsFloat() {
 		row := intRows[comb]
