@@ -1,10 +1,15 @@
 package gpucc_test
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -13,17 +18,84 @@ import (
 // never their bits: random row graphs (softmax-like max/exp/sum/div chains,
 // layer norms) at 1024 leaves a row (the benchmarks' width, partials apart
 // from the leaves) and 4096 (the groups' values in red), with each setting
-// of wgsl.RowRootOnce, against cpuref on webgpu.
+// of wgsl.RowRootOnce and wgsl.RowDivFast, against cpuref on webgpu.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu")
-	defer func(v bool) { wgsl.RowRootOnce = v }(wgsl.RowRootOnce)
-	for _, once := range []bool{true, false} {
-		wgsl.RowRootOnce = once
+	defer func(once, fast bool) { wgsl.RowRootOnce, wgsl.RowDivFast = once, fast }(wgsl.RowRootOnce, wgsl.RowDivFast)
+	for _, knobs := range [][2]bool{{true, true}, {false, false}} {
+		wgsl.RowRootOnce, wgsl.RowDivFast = knobs[0], knobs[1]
 		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}} {
 			for seed := range 2 {
 				g, _ := irtest.RandomRows(uint64(seed), s)
-				t.Run(fmt.Sprintf("once=%t/%v/%d", once, s, seed), func(t *testing.T) { checkRun(t, rt, g) })
+				t.Run(fmt.Sprintf("once=%t,divfast=%t/%v/%d", knobs[0], knobs[1], s, seed), func(t *testing.T) { checkRun(t, rt, g) })
 			}
 		}
+	}
+}
+
+// TestRowDivision: a division by a per-row divisor (a row's max, here),
+// which rows kernels compute through ir.DivRowFast and fall back on the
+// division for, against cpuref's bits on webgpu (with ir.Limits.NonFinite,
+// NaNs as the quiet NaN; where the GPU flushes subnormals, cpuref's
+// flushed bits): one row per divisor (the edges: zeros, subnormals, the
+// normal limits, ±Inf, NaNs; and random ones), each of 1024 numerators:
+// the edges, numerators next to the midpoints of that divisor's quotients
+// (b·q rounded and its neighbours), and division's random and hard
+// numerators (irtest.DivPairs), so that the fast path, its fallback and
+// both within one warp all run.
+func TestRowDivision(t *testing.T) {
+	const cols = 1024
+	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
+	divisors := append(irtest.Edges(), 3, 1.5, 1023.75, 7e-39, 0x1p-126, 0x1p127, 1e-30, -5e20)
+	pa, _ := irtest.DivPairs(7, 1<<14)
+	r := rand.New(rand.NewPCG(7, 35))
+	var as, bs []float32
+	for _, d := range divisors {
+		row := append([]float32{}, irtest.Edges()...)
+		for len(row) < cols/2 {
+			p := float32(r.Float64()+1) * d
+			u := math.Float32bits(p)
+			row = append(row, p, math.Float32frombits(u+1), math.Float32frombits(u-1))
+		}
+		for len(row) < cols {
+			row = append(row, pa[r.IntN(len(pa))])
+		}
+		as = append(as, row[:cols]...)
+		at := r.IntN(cols)
+		for i := range cols {
+			v := float32(math.Inf(-1))
+			if i == at {
+				v = d
+			}
+			bs = append(bs, v)
+		}
+	}
+	shape := ir.Shape{len(divisors), cols}
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("divfast=%t", fast), func(t *testing.T) {
+			defer func(v bool) { wgsl.RowDivFast = v }(wgsl.RowDivFast)
+			wgsl.RowDivFast = fast
+			b := ir.NewBuilder()
+			b.Output("y", b.Input(shape, as).Div(b.Input(shape, bs).MaxAxes(true, 1)))
+			g, err := b.Build(ir.Limits{NonFinite: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := rt.Run(context.Background(), g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, flushed := cpuref.Eval(g)[g.Outputs[0].ID], cpuref.EvalFlushed(g)[g.Outputs[0].ID]
+			canonical(map[string][]float32{"want": want, "flushed": flushed})
+			got, bad := res.Outputs["y"].Data, 0
+			for i := range want {
+				if g := math.Float32bits(got[i]); g != math.Float32bits(want[i]) && g != math.Float32bits(flushed[i]) {
+					if bad++; bad <= 10 {
+						t.Errorf("%#08x / row %d's %#08x: %#08x, cpuref %#08x", math.Float32bits(as[i]), i/cols,
+							math.Float32bits(divisors[i/cols]), g, math.Float32bits(want[i]))
+					}
+				}
+			}
+		})
 	}
 }

@@ -6,8 +6,11 @@ package bench
 // on the device: dispatch-ms is the kernels, us-beyond-kernels the rest.
 //
 //	GPUCC_BENCH_NN  R,C,S,D (default 1024,1024,256,64; H200: 8192,1024,256,64)
-//	GPUCC_BENCH_ROWS  rootall: every thread of a rows kernel combines the
-//	                  groups' values (wgsl.RowRootOnce off); the same bits
+//	GPUCC_BENCH_ROWS  comma-separated, the rows kernels' schedules before
+//	                  (the same bits): rootall, every thread combines the
+//	                  groups' values (wgsl.RowRootOnce off); divslow, a
+//	                  per-row divisor's division is ir's div in full
+//	                  (wgsl.RowDivFast off)
 
 import (
 	"context"
@@ -103,9 +106,14 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	if os.Getenv("GPUCC_BENCH_ROWS") == "rootall" {
-		defer func(v bool) { wgsl.RowRootOnce = v }(wgsl.RowRootOnce)
-		wgsl.RowRootOnce = false
+	defer func(once, fast bool) { wgsl.RowRootOnce, wgsl.RowDivFast = once, fast }(wgsl.RowRootOnce, wgsl.RowDivFast)
+	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
+		switch k {
+		case "rootall":
+			wgsl.RowRootOnce = false
+		case "divslow":
+			wgsl.RowDivFast = false
+		}
 	}
 	ctx := context.Background()
 	for _, w := range nnGraphs(r, c, s, d) {

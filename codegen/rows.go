@@ -30,6 +30,10 @@ type RowPlan struct {
 	// LeafStores[d] are the stores (indices into Stores) of per-leaf
 	// values of pass d; RowStores[d] those of per-row values of level d.
 	LeafStores, RowStores [][]int
+	// Render, when it has body value j, renders j's declaration in a leaf
+	// pass instead of Instr: a target's own schedule of the same bits
+	// (WGSL's division by a per-row divisor, say).
+	Render map[int]func() []string
 }
 
 // PlanRows returns the schedule of rows kernel k.
@@ -81,6 +85,21 @@ func PlanRows(k *ir.Kernel) RowPlan {
 	return pl
 }
 
+// RowDivisions returns, for each division of k evaluated per leaf whose
+// divisor is a per-row value, the divisor's body index, by the division's.
+func (pl RowPlan) RowDivisions(k *ir.Kernel) map[int]int {
+	divs := map[int]int{}
+	for d := range pl.Leaf {
+		for _, j := range pl.Leaf[d] {
+			in := k.Body[j]
+			if in.Kind == ir.InstrOp && in.Op == ir.OpDiv && pl.Row[in.Args[1]] && !pl.Row[in.Args[0]] {
+				divs[j] = int(in.Args[1])
+			}
+		}
+	}
+	return divs
+}
+
 // CacheLoads marks, besides Cached's values, the per-leaf loads that a
 // later pass reads, so that a target whose threads keep their leaves in
 // registers reads each leaf of an operand from memory once per row rather
@@ -118,7 +137,11 @@ func (pl RowPlan) Reread(l Lang, k *ir.Kernel, d int, load func(operand int) str
 func (pl RowPlan) LeafPass(l Lang, k *ir.Kernel, d int, load func(operand int) string, slot string) []string {
 	lines := pl.Reread(l, k, d, load, func(j int) string { return fmt.Sprintf("c%d[%s]", j, slot) })
 	for _, j := range pl.Leaf[d] {
-		lines = append(lines, Instr(l, k, j, load, "")...)
+		if r, ok := pl.Render[j]; ok {
+			lines = append(lines, r()...)
+		} else {
+			lines = append(lines, Instr(l, k, j, load, "")...)
+		}
 		if pl.Cached[j] {
 			lines = append(lines, fmt.Sprintf("c%d[%s] = %s;", j, slot, Value(j)))
 		}

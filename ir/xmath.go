@@ -112,11 +112,24 @@ func twoProd(x, xh, xl, y, yh, yl *X) (p, e *X) {
 // bits (c24, in [½, 2]; steps 1-3 of divBody) and half a unit toward Q
 // from c24 (±½, or 0 where Q = c24).
 func quotient24(A, B *X) (c24, toward *X) {
+	hB, lB := split(B)
+	return quotient24By(A, B, recip(B), hB, lB)
+}
+
+// recip is y ≈ 1/B for B in [1, 2): 24/17 - 8/17·B (relative error ≤
+// 1/17), then two Newton steps y += y·(1 - B·y): error ≤ 1.3e-5.
+func recip(B *X) *X {
 	y := F(24.0 / 17).Sub(F(8.0 / 17).Mul(B))
 	for i := 0; i < 2; i++ {
 		y = y.Add(y.Mul(F(1).Sub(B.Mul(y))))
 	}
-	hB, lB := split(B)
+	return y
+}
+
+// quotient24By is quotient24 given the divisor's parts: y = recip(B) and
+// B's split hB + lB, which depend on B alone (a rows kernel computes them
+// once a row: DivRowFast).
+func quotient24By(A, B, y, hB, lB *X) (c24, toward *X) {
 	hq, _ := split(A.Mul(y))
 	rem := A.Sub(hq.Mul(hB)).Sub(hq.Mul(lB))
 	q1 := hq.Add(rem.Mul(y))
@@ -147,6 +160,33 @@ func divNormalBody(a, b *X) *X {
 	B := bb.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
 	c24, _ := quotient24(A, B)
 	return c24.AsBits().UAdd(shl(shr(ab, 23).USub(shr(bb, 23)), 23)).AsFloat()
+}
+
+// divRowFast is divBody for a divisor b that many numerators share, given
+// B (b's significand in [1, 2)), y = recip(B) and B's split hB + lB,
+// which a rows kernel computes once a row (DivRowB, DivRowY, DivRowHi,
+// DivRowLo), for the common case only: a and b normal and a/b normal,
+// where it is divBody's normal path, node for node (its quotient24 and
+// its exponent sum), and +0 elsewhere (divBody gives +0 only where a is
+// ±0 or the quotient underflows, never for such operands), where the
+// caller takes divBody instead: a branch that costs a warp nothing
+// while its numerators are normal. That drops, a numerator, the
+// reciprocal and the split of B, the subnormal rounding and the
+// special operands' selects: 31 float, 24 u32, 5 selects and 5 compares
+// instead of 53, 32, 22 and 16 (TestDivRowFastCounts).
+func divRowFast(a, b, B, y, hB, lB *X) *X {
+	ab, bb := a.AsBits(), b.AsBits()
+	aAbs, bAbs := ab.And(U(absMask)), bb.And(U(absMask))
+	A := ab.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
+	c24, _ := quotient24By(A, B, y, hB, lB)
+	kOff := shr(aAbs, 23).UAdd(U(512)).USub(shr(bAbs, 23)) // k + 512
+	cb24 := c24.AsBits()
+	x := shr(cb24, 23).UAdd(kOff) // the result's biased exponent + 512
+	res := cb24.UAdd(shl(kOff.USub(U(512)), 23)).Or(ab.Xor(bb).And(U(signBit))).AsFloat()
+	normal := func(abs *X) *X { return abs.USub(U(0x800000)).ULt(U(0x7f000000)) }
+	res = If(x.USub(U(513)).ULt(U(766-513+1)), res, F(0))
+	res = If(normal(aAbs), res, F(0))
+	return If(normal(bAbs), res, F(0))
 }
 
 // divBody is a / b, correctly rounded (ties to even, subnormal results
@@ -415,6 +455,30 @@ func divX(a, b *X) *X { return Call(divFn, a, b) }
 
 // divNormalFn is divNormalBody as a function, tanh's division.
 var divNormalFn = &Func{Name: "div_normal", Params: 2, Body: divNormalBody(Arg(0), Arg(1))}
+
+// DivRowFast and the divisor's parts it takes (DivRowB, DivRowY,
+// DivRowHi, DivRowLo, each of b) are division by a divisor that many
+// numerators share, for a rows kernel that computes the parts once a row:
+// DivRowFast(a, b, DivRowB(b), DivRowY(b), DivRowHi(b), DivRowLo(b)) is
+// div(a, b) or, outside the common case (divRowFast), +0, where the
+// caller must compute div(a, b). TestDivRowFast checks it against div.
+var (
+	DivRowB    = &Func{Name: "div_row_b", Params: 1, Body: divRowB(Arg(0))}
+	DivRowY    = &Func{Name: "div_row_y", Params: 1, Body: recip(divRowB(Arg(0)))}
+	DivRowHi   = &Func{Name: "div_row_hi", Params: 1, Body: divRowHi(Arg(0))}
+	DivRowLo   = &Func{Name: "div_row_lo", Params: 1, Body: divRowLo(Arg(0))}
+	DivRowFast = &Func{Name: "div_row", Params: 6, Body: divRowFast(Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Arg(5))}
+	// DivFn is the table's division, which DivRowFast's callers fall back on.
+	DivFn = divFn
+)
+
+// divRowB is b's significand in [1, 2) for a normal b (sigExp's).
+func divRowB(b *X) *X {
+	return b.AsBits().And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
+}
+
+func divRowHi(b *X) *X { h, _ := split(divRowB(b)); return h }
+func divRowLo(b *X) *X { _, l := split(divRowB(b)); return l }
 
 // sqrtFn is sqrtBody as a function: ops call it, and targets emit it once.
 var sqrtFn = &Func{Name: "sqrt", Params: 1, Body: sqrtBody(Arg(0))}

@@ -38,6 +38,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		per = p / SumThreads
 		pl.CacheLoads(k)
 	}
+	divs := rowDivisions(b, &pl, k)
 	for _, op := range rowOps(k) {
 		fmt.Fprintf(b, "fn combine_%s(a: f32, b: f32) -> f32 {\n", op.Info().Wire)
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
@@ -86,6 +87,11 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		for _, j := range pl.RowAt[d] {
 			lines = append(lines, codegen.Instr(Lang, k, j, load("o"), fmt.Sprintf("r%d", j))...)
 		}
+		for _, j := range pl.RowAt[d] {
+			if divs[j] {
+				lines = append(lines, divisorParts(j)...)
+			}
+		}
 		b.WriteString(codegen.Indent(lines, 1))
 		var st []string
 		for _, s := range pl.RowStores[d] {
@@ -123,6 +129,54 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		rowValues(pass + 1)
 	}
 	b.WriteString("}\n")
+}
+
+// RowDivFast makes a rows kernel divide by a per-row divisor through
+// ir.DivRowFast: the divisor's parts (its significand, reciprocal and
+// split) once a row, then per leaf the fast path, and ir's division only
+// where that gives +0 (an operand or the quotient not normal, rare:
+// a branch, which costs a warp nothing while all its leaves are normal).
+// The same bits as the division (ir's TestDivRowFast, TestRowKnobs); a
+// knob for the benchmarks (Config names it).
+var RowDivFast = true
+
+// rowDivisions declares the functions of the divisions by a per-row
+// divisor in rows kernel k (with RowDivFast) and sets pl.Render for each;
+// it returns the divisors.
+func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int]bool {
+	divs := pl.RowDivisions(k)
+	if !RowDivFast || len(divs) == 0 {
+		return nil
+	}
+	lit := Lang // exact literals: these functions' constants are not in Params
+	lit.Const = nil
+	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowFast}, 0), 0))
+	divisors := map[int]bool{}
+	pl.Render = map[int]func() []string{}
+	for j, d := range divs {
+		divisors[d] = true
+		a, v, q := codegen.Value(int(k.Body[j].Args[0])), codegen.Value(d), codegen.Value(j)
+		pl.Render[j] = func() []string {
+			return []string{
+				fmt.Sprintf("var %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo);", q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v),
+				fmt.Sprintf("if (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
+			}
+		}
+	}
+	return divisors
+}
+
+// divisorParts declares per-row divisor j's parts that ir.DivRowFast takes.
+func divisorParts(j int) []string {
+	v := codegen.Value(j)
+	var lines []string
+	for _, f := range []struct {
+		suffix string
+		fn     *ir.Func
+	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}} {
+		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
+	}
+	return lines
 }
 
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each

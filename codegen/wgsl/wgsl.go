@@ -40,7 +40,7 @@ import (
 // changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce,
 // AttentionTile): caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, AttentionTile)
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, AttentionTile)
 }
 
 // Workgroup sizes.
