@@ -204,8 +204,9 @@ func TestAttentionLengths(t *testing.T) {
 
 // AttTileVariants are the sliced WGSL kernel's shapes that
 // TestAttentionTiles checks: the default, more rows or more slices per
-// workgroup, one key per thread, a workgroup of 128 threads, three that
-// read k and v from their buffers (Direct), and the first kernel (rows).
+// workgroup, one key per thread, a workgroup of 128 threads, four that
+// read k and v from their buffers (Direct; 8x32k64g's threads hold vec2
+// outputs at d 64), and the first kernel (rows).
 var attTileVariants = []wgsl.AttTile{
 	wgsl.DefaultAttTile,
 	{Rows: 32, Slices: 8, Keys: 32},
@@ -216,6 +217,7 @@ var attTileVariants = []wgsl.AttTile{
 	{Rows: 16, Slices: 16, Keys: 64, Direct: true},
 	{Rows: 32, Slices: 8, Keys: 32, Direct: true},
 	{Rows: 8, Slices: 16, Keys: 32, Direct: true},
+	{Rows: 8, Slices: 32, Keys: 64, Direct: true},
 	{},
 }
 

@@ -30,7 +30,7 @@ import (
 // more slices a workgroup, one key a thread per tile, 128 threads, k and v
 // read from their buffers (g: Direct) under five shapes, and the first
 // kernel (rows).
-const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k16 16x16k64g 16x16k32g 32x8k32g 8x16k32g 16x8k64g rows"
+const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k16 16x16k64g 16x16k32g 32x8k32g 8x16k32g 16x8k64g 8x32k64g 8x32k32g rows"
 
 func BenchmarkAttnTiles(b *testing.B) {
 	seqs := []int{256, 2048}

@@ -74,7 +74,11 @@ const (
 type attShape struct {
 	AttTile
 	per, d4, ev, w4 int
-	// vk, vv: a Direct kernel reads k (v) as vec4s (attVec4).
+	// ow is the lanes of a thread's output vectors (ev of them): 4, or 2
+	// for a Direct kernel whose threads hold at most 2 outputs.
+	ow int
+	// vk, vv: a Direct kernel reads k as vec4s, v as vectors of ow
+	// (attVecN).
 	vk, vv bool
 }
 
@@ -86,7 +90,11 @@ func attPlan(a ir.Attention, t AttTile) (attShape, bool) {
 		return attShape{}, false
 	}
 	p := attShape{AttTile: t, d4: (a.D + 3) / 4}
-	p.ev = ((a.E+t.Slices-1)/t.Slices + 3) / 4
+	ew := (a.E + t.Slices - 1) / t.Slices
+	p.ow, p.ev = 4, (ew+3)/4
+	if t.Direct && ew <= 2 {
+		p.ow, p.ev = 2, 1
+	}
 	p.w4 = max(p.d4+1, t.Slices*p.ev)
 	storage := func(keys int) int { return 16*keys*p.w4 + 4*keys*t.Rows + 4*t.Rows*t.Slices }
 	if t.Direct { // no staged tile; Ps twice
@@ -110,22 +118,22 @@ func attKernelPlan(k *ir.Kernel) (attShape, bool) {
 	a := ir.AttentionKernel(k)
 	p, ok := attPlan(a, AttentionTile)
 	if ok && p.Direct {
-		p.vk = a.D%4 == 0 && attVec4(k.Inputs[1]) && !bodyLoads(k, 1)
-		p.vv = a.E%4 == 0 && attVec4(k.Inputs[2]) && !bodyLoads(k, 2)
+		p.vk = a.D%4 == 0 && attVecN(k.Inputs[1], 4) && !bodyLoads(k, 1)
+		p.vv = a.E%p.ow == 0 && attVecN(k.Inputs[2], p.ow) && !bodyLoads(k, 2)
 	}
 	return p, ok
 }
 
-// attVec4 reports whether an attention operand's rows can be read as
-// vec4s of its buffer: contiguous rows whose starts (every batch and row
-// stride) are multiples of 4 elements.
-func attVec4(op ir.Operand) bool {
+// attVecN reports whether an attention operand's rows can be read as
+// vectors of w of its buffer: contiguous rows whose starts (every batch
+// and row stride) are multiples of w elements.
+func attVecN(op ir.Operand, w int) bool {
 	n := len(op.Shape)
 	if op.Strides[n-1] != 1 && op.Shape[n-1] > 1 {
 		return false
 	}
 	for d := range n - 1 {
-		if op.Strides[d]%4 != 0 && op.Shape[d] > 1 {
+		if op.Strides[d]%w != 0 && op.Shape[d] > 1 {
 			return false
 		}
 	}
@@ -142,14 +150,21 @@ func bodyLoads(k *ir.Kernel, j int) bool {
 	return false
 }
 
-// attVec4Input reports whether generate binds input i of kernel k as
-// vec4s: a Direct attention kernel's k or v (attKernelPlan).
-func attVec4Input(k *ir.Kernel, i int) bool {
+// attInputElem is the element type generate binds input i of kernel k
+// as, where it is not f32: a Direct attention kernel's k (vec4) or v
+// (vectors of ow) read as vectors (attKernelPlan); "" for f32.
+func attInputElem(k *ir.Kernel, i int) string {
 	if k.Kind != ir.KernelAttention || i < 1 || i > 2 {
-		return false
+		return ""
 	}
 	p, ok := attKernelPlan(k)
-	return ok && (i == 1 && p.vk || i == 2 && p.vv)
+	switch {
+	case ok && i == 1 && p.vk:
+		return "vec4<f32>"
+	case ok && i == 2 && p.vv:
+		return fmt.Sprintf("vec%d<f32>", p.ow)
+	}
+	return ""
 }
 
 // attention emits an attention kernel: the sliced one where AttentionTile
@@ -212,22 +227,24 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 		n := &codegen.Nest{Body: []codegen.Stmt{codegen.Apply(name, op, args...)}}
 		return n.Render(Lang, k)
 	}
-	// row4 renders operand j's vec4 at row r, columns 4·c4 … (cols wide;
-	// lanes past cols are 0 and read nothing).
-	row4 := func(j int, r, c4 string, cols int) string {
+	// rowN renders operand j's vector of w at row r, columns w·c4 …
+	// (cols wide; lanes past cols are 0 and read nothing; a negative cols
+	// guards every lane).
+	rowN := func(j int, r, c4 string, cols, w int) string {
 		var lanes []string
 		guard := cols < 0
 		cols = max(cols, -cols)
-		for x := range 4 {
-			c := fmt.Sprintf("%s * 4u + %du", c4, x)
+		for x := range w {
+			c := fmt.Sprintf("%s * %du + %du", c4, w, x)
 			ld := fmt.Sprintf("in%d[%s]", j, off(j, r, c))
 			if guard || cols%4 != 0 {
 				ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, off(j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
 			}
 			lanes = append(lanes, ld)
 		}
-		return "vec4<f32>(" + strings.Join(lanes, ", ") + ")"
+		return fmt.Sprintf("vec%d<f32>(%s)", w, strings.Join(lanes, ", "))
 	}
+	row4 := func(j int, r, c4 string, cols int) string { return rowN(j, r, c4, cols, 4) }
 	if p.Direct {
 		fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>; // two tiles' p, alternately\n", 2*K*R)
 	} else {
@@ -288,18 +305,20 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 		}
 		return row4(1, fmt.Sprintf("jx%d", x), fmt.Sprintf("%du", c4), D)
 	}
-	// vread renders vec4 vb + y of v's row kt + j.
+	// vread renders vector vb + y (of ow lanes) of v's row kt + j.
+	ow := p.ow
+	vrow := k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2] / ow // v's row stride, in vectors (p.vv)
 	vread := func(j, y int) string {
 		switch {
 		case !p.Direct:
 			return fmt.Sprintf("KVs[%du + vb + %du]", j*p.w4, y)
-		case p.vv && N*p.ev*4 == E:
-			return fmt.Sprintf("in2[vq + %du + vb + %du]", j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4), y)
+		case p.vv && N*p.ev*ow == E:
+			return fmt.Sprintf("in2[vq + %du + vb + %du]", j*vrow, y)
 		case p.vv:
-			return fmt.Sprintf("select(vec4<f32>(0.0), in2[min(vq + %du + vb + %du, vq + %du)], vb + %du < %du)",
-				j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4), y, j*(k.Inputs[2].Strides[len(k.Inputs[2].Shape)-2]/4)+E/4-1, y, E/4)
+			return fmt.Sprintf("select(vec%d<f32>(0.0), in2[min(vq + %du + vb + %du, vq + %du)], vb + %du < %du)",
+				ow, j*vrow, y, j*vrow+E/ow-1, y, E/ow)
 		}
-		return row4(2, fmt.Sprintf("min(kt + %du, %du)", j, T-1), fmt.Sprintf("(vb + %du)", y), -E)
+		return rowN(2, fmt.Sprintf("min(kt + %du, %du)", j, T-1), fmt.Sprintf("(vb + %du)", y), -E, ow)
 	}
 	// scores declares sc0 … sc{per-1}: this thread's scores' accumulators
 	// of the tile's keys kb …, d ascending.
@@ -401,7 +420,7 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	// Pass 2: p = exp(t − m) into Ps; l and o in key order.
 	b.WriteString("\tvar ls = params.zero;\n")
 	for y := range p.ev {
-		fmt.Fprintf(b, "\tvar o%d = vec4<f32>(params.zero);\n", y)
+		fmt.Fprintf(b, "\tvar o%d = vec%d<f32>(params.zero);\n", y, ow)
 	}
 	pb := "" // a Direct kernel's half of Ps
 	if p.Direct {
@@ -432,7 +451,7 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 			b.WriteString("\t\t}\n")
 		}
 		if p.vv {
-			fmt.Fprintf(b, "\t\tlet vq = (%s) / 4u;\n", off(2, "kt", "0u"))
+			fmt.Fprintf(b, "\t\tlet vq = (%s) / %du;\n", off(2, "kt", "0u"), ow)
 		}
 		for j := range keys {
 			fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = Ps[%s%du + i];\n\t\t\tls = ls + pj;\n", pb, j*R)
@@ -447,8 +466,8 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	})
 	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
 	for y := range p.ev {
-		for l := range 4 {
-			fmt.Fprintf(b, "\t{\n\t\tlet ve = vb * 4u + %du;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", 4*y+l, E, y, lanes[l])
+		for l := range ow {
+			fmt.Fprintf(b, "\t{\n\t\tlet ve = vb * %du + %du;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", ow, ow*y+l, E, y, lanes[l])
 			b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"), 3))
 			fmt.Fprintf(b, "\t\t\tlet i = (z * %du + qi) * %du + ve;\n", S, E)
 			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), 3))

@@ -197,8 +197,8 @@ func generate(k *ir.Kernel, fast bool) codegen.Shader {
 	}
 	for i := range k.Inputs {
 		elem := elem
-		if attVec4Input(k, i) {
-			elem = "vec4<f32>"
+		if e := attInputElem(k, i); e != "" {
+			elem = e
 		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read> in%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadOnly)
