@@ -34,6 +34,7 @@ type Device struct {
 	upSize  uint64          // size of each upStage buffer
 
 	bindGroups map[string]*bindGroupEntry
+	spare      []spareBuf // staging buffers for SubmitReads, idle
 
 	// submits and waits count queue submissions and poll loops (each a
 	// round trip to the GPU), for tests that a run takes one of each.
@@ -166,6 +167,10 @@ func (d *Device) Close() {
 	d.closed = true
 	d.wait() // work still queued (Submit) finishes before its resources go
 	d.clearBindGroups()
+	for _, s := range d.spare {
+		s.buf.Release()
+	}
+	d.spare = nil
 	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()

@@ -73,7 +73,7 @@ func BenchmarkRoundTripPhases(b *testing.B) {
 
 // BenchmarkLoneRun is what a lone small run pays for its kernel and its
 // 64-element result: Run then Read (two submissions and waits), against
-// RunRead (one).
+// RunRead (one); and RunTimed and RunReads, with GPU timestamps.
 func BenchmarkLoneRun(b *testing.B) {
 	d := openDevice(b)
 	ds := []Dispatch{tinyDispatch(b, d)}
@@ -91,6 +91,24 @@ func BenchmarkLoneRun(b *testing.B) {
 	b.Run("runread", func(b *testing.B) {
 		for b.Loop() {
 			if err := d.RunRead(ds, ds[0].Buffers[1], out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// What a webgpu run pays: the kernel timed by GPU timestamps (two
+	// timestamp writes, a resolve, a copy and a map more than Run), with
+	// its result read in the same submission (RunReads) or none (RunTimed).
+	b.Run("runtimed", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := d.RunTimed(ds); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("runreads", func(b *testing.B) {
+		rs := []ReadBack{{Buf: ds[0].Buffers[1], Out: out, Check: true}}
+		for b.Loop() {
+			if _, err := d.RunReads(ds, rs); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -335,3 +335,91 @@ func TestCopyWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitReads: runs submitted with their reads, waited for in any
+// order, give each output's bits, and waiting submits nothing (a read
+// submitted at the wait would queue behind every later run); a checked
+// read names its first non-finite value; a staged run given up is
+// released, and its buffer serves a later run; reads past one chunk come
+// back nil, for the caller to read after the run.
+func TestSubmitReads(t *testing.T) {
+	d := openDevice(t)
+	defer d.SetUpload(UploadWriteBuffer, 0)
+	d.SetUpload(UploadWriteBuffer, 1<<16) // the read chunk: 16384 floats
+	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	const runs, n = 6, 3000
+	type run struct {
+		in []float32
+		st *Staged
+	}
+	var rs []run
+	for k := range runs {
+		x, y := mustBuffer(t, d, 4*n, "x"), mustBuffer(t, d, 4*n, "y")
+		u, err := d.NewUniform(u32Uniform(n), "n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]float32, n)
+		for i := range in {
+			in[i] = float32(i*k) - 1e38*float32(i%3)
+		}
+		if k == 4 {
+			in[1234] = float32(math.Inf(1))
+		}
+		if err := d.Upload(x, in); err != nil {
+			t.Fatal(err)
+		}
+		ds := []Dispatch{{Pipeline: p, Buffers: []*Buffer{x, y, u}, Groups: [3]uint32{(n + 63) / 64, 1, 1}}}
+		st, err := d.SubmitReads(ds, []ReadBack{{Buf: y, Out: make([]float32, n), Check: true}})
+		if err != nil || st == nil {
+			t.Fatalf("run %d: staged %v, err %v", k, st, err)
+		}
+		x.Release() // the device orders the buffers' reuse after the run
+		y.Release()
+		u.Release()
+		rs = append(rs, run{in, st})
+	}
+	rs[5].st.Release() // given up
+	s0, _ := d.RoundTrips()
+	for _, k := range []int{3, 0, 4, 1, 2} {
+		if _, err := rs[k].st.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		r := rs[k].st.Reads()[0]
+		if k == 4 {
+			if r.Bad != 1234 {
+				t.Fatalf("run 4: Bad = %d, want 1234", r.Bad)
+			}
+			continue
+		}
+		if r.Bad != -1 {
+			t.Fatalf("run %d: Bad = %d", k, r.Bad)
+		}
+		for i, v := range r.Out {
+			if w := rs[k].in[i] + 1; math.Float32bits(v) != math.Float32bits(w) {
+				t.Fatalf("run %d element %d = %v, want %v", k, i, v, w)
+			}
+		}
+	}
+	if s, _ := d.RoundTrips(); s != s0 {
+		t.Errorf("waiting for staged runs submitted %d times", s-s0)
+	}
+	if _, err := rs[0].st.Wait(); err != nil {
+		t.Fatalf("a second wait: %v", err)
+	}
+	d.mu.Lock()
+	spare := len(d.spare)
+	d.mu.Unlock()
+	if spare != runs {
+		t.Errorf("%d staging buffers spare after %d runs, want %d", spare, runs, runs)
+	}
+	big := mustBuffer(t, d, 4*(1<<14+1), "big")
+	defer big.Release()
+	if st, err := d.SubmitReads(nil, []ReadBack{{Buf: big, Out: make([]float32, 1<<14+1)}}); err != nil || st != nil {
+		t.Fatalf("a read past the chunk: staged %v, err %v", st, err)
+	}
+}

@@ -594,14 +594,23 @@ func (e *executable) Launch(ctx context.Context, call *backend.Call) (_ backend.
 		return nil, err
 	}
 	st.Hit(backend.CacheBufferPool, pooled)
+	var staged *gpu.Staged
+	var outs []int
 	if len(p.Kernels) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		ds := e.dispatches(bufs)
 		st.FirstDispatch = e.fresh || !pooled
+		var reads []gpu.ReadBack
+		reads, outs = e.hostReads(call, bufs)
 		stop := st.Start(backend.StageDispatch)
-		err := d.dev.Submit(ds)
+		// The host outputs are copied into staging in the run's own
+		// submission (when they fit one chunk), so that Wait waits for
+		// this run alone: a copy submitted at Wait queued behind every
+		// later launch, and the wait for the oldest of a trainer's 16
+		// steps in flight waited for all 16.
+		staged, err = d.dev.SubmitReads(ds, reads)
 		stop()
 		if err != nil {
 			return nil, e.fail(ctx, err)
@@ -609,7 +618,10 @@ func (e *executable) Launch(ctx context.Context, call *backend.Call) (_ backend.
 		e.fresh = false
 	}
 	held = e.keep(call, bufs, held)
-	pd := &pending{e: e, call: call, bufs: bufs, read: make([]bool, len(p.Outputs))}
+	pd := &pending{e: e, call: call, bufs: bufs, read: make([]bool, len(p.Outputs)), staged: staged, outs: outs}
+	if staged != nil {
+		return pd, nil // the copies are queued: the run's buffers go back to the pool at once
+	}
 	var early bool
 	for i, o := range p.Outputs {
 		if o.Buffer < 0 || call.Dests[i].Keep {
@@ -647,6 +659,10 @@ type pending struct {
 	bufs  []*gpu.Buffer
 	reads []*gpu.Buffer
 	read  []bool
+	// staged holds the host outputs copied in the run's submission (outs:
+	// the output of each of its reads); nil when they are read at Wait.
+	staged *gpu.Staged
+	outs   []int
 }
 
 func (pd *pending) Wait(ctx context.Context) (err error) {
@@ -654,9 +670,30 @@ func (pd *pending) Wait(ctx context.Context) (err error) {
 	defer func() {
 		e.d.pool.put(pd.reads...)
 		pd.reads = nil
+		if pd.staged != nil {
+			pd.staged.Release()
+		}
 	}()
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if pd.staged != nil {
+		stop := call.Stats.Start(backend.StageDispatch)
+		copied, err := pd.staged.Wait()
+		stop()
+		call.Stats.Durations[backend.StageDispatch] -= copied
+		call.Stats.Durations[backend.StageReadback] += copied
+		if err != nil {
+			return e.fail(ctx, err)
+		}
+		for j, r := range pd.staged.Reads() {
+			if r.Bad >= 0 {
+				i := pd.outs[j]
+				return &backend.NonFiniteOutputError{Output: i, Index: r.Bad, Value: call.Dests[i].Host[r.Bad]}
+			}
+			call.Stats.ReadbackBytes += int64(len(r.Out)) * 4
+		}
+		return nil
 	}
 	if len(pd.reads) == 0 { // nothing to read: wait for the kernels alone
 		defer call.Stats.Start(backend.StageDispatch)()
