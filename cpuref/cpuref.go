@@ -190,6 +190,39 @@
 //     exact: the integer part and the exact fraction by u32 steps, 1 added
 //     to the magnitude where the fraction is over 0.5 or is 0.5 and the
 //     integer part odd; round(-0.5) = -0.
+//   - sin(x), cos(x), tan(x) (ir/xtrig.go): |x| = k·π/2 + r, k =
+//     round(|x|·2/π) < 2^17, r by π/2 in eight parts (seven of 7 bits, so
+//     each product k·part is exact), each subtraction's rounding error
+//     kept by two-sum and added back once; Cephes' sinf polynomial for
+//     sin r, Horner's rule in r² for cos r, Cephes' tanf polynomial for
+//     tan r and 1/r - r·P(r²) (cot's Taylor series to r¹³) for -cot r;
+//     the quadrant k mod 4 picks one and its sign, sin and tan odd in x.
+//     NaN from |x| ≥ ir.TrigMax (205887, below 2^17·π/2) on, at ±Inf and
+//     NaN: gpucc does not reduce larger arguments (a GPU's sin gives
+//     noise there); sin(±0) = ±0. Within 1.4 ULP (tan 1.8) of float64.
+//   - asin(x), acos(x), atan(x): Cephes' asinf (above ½, π/2 - 2·asin
+//     √((1-|x|)/2)), acosf (π - 2·asin √((1+x)/2) below -½, 2·asin
+//     √((1-x)/2) above ½, else π/2 - asin x) and atanf (|x| reduced to
+//     below tan π/8 through -1/|x| or (|x|-1)/(|x|+1)), π's float32 and
+//     its remainder added apart; NaN beyond ±1 for asin and acos. Within
+//     2.2 ULP (asin just above ½), 1.1 (acos) and 1.4 (atan).
+//   - sinh(x), cosh(x): sinh by Cephes' sinhf polynomial for |x| ≤ 1;
+//     else e^|x|/2 ∓ div(½, e^|x|), and (e^{|x|/2}/2)·e^{|x|/2} above 88
+//     (where e^|x| overflows first); sinh odd, ±Inf beyond 89.4. Within
+//     1.4 ULP.
+//   - asinh(x), acosh(x), atanh(x): Cephes' asinhf (a polynomial below ½,
+//     ln(|x| + √(x²+1)) to 1500, ln|x| + ln 2 beyond), acoshf (a
+//     polynomial times √(x-1) for x - 1 below ¼, ln(x + √(x²-1)) with x²
+//     by Dekker's product to 1500, ln x + ln 2 beyond; NaN below 1) and
+//     atanhf (a polynomial below ½, ½·ln(div(1+|x|, 1-|x|)); ±Inf at ±1,
+//     NaN beyond). Within 1.9 ULP.
+//   - pow(a, b): C's pow. An integer b with |b| ≤ 64 by repeated
+//     squaring of a (of div(1, a) for b < 0) in the order of ONNX Pow's
+//     constant exponents, so a folded and a run-time exponent agree
+//     (within 2 + |b| ULP); otherwise exp(b·log|a|), negated for a < 0
+//     and b an odd integer (within 2 + 2|ln aᵇ| ULP: log's rounding is
+//     scaled by b·ln|a|). NaN for a finite a < 0 and a finite b that is
+//     no integer; a^±0 = 1, 1^b = 1 (NaN b too), (-1)^±Inf = 1.
 //
 // Accuracy against float64: the largest error over every one of the 2^32
 // float32 inputs for the unary ops (erf's row: over every 1021st, 4.2

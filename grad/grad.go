@@ -42,6 +42,13 @@
 //	round(a)           no gradient
 //	sigmoid(a)         ga += mul(g, mul(out, add_scalar(neg(out), 1)))
 //	erf(a)             ga += mul(g, mul_scalar(exp(neg(mul(a, a))), 2/√π))
+//	pow(a, b)          no gradient yet: an error as for conv2d
+//	sin, cos           no gradient yet (ir/xtrig.go's ops, so the rows below)
+//	tan, asin          as sin
+//	acos, atan         as sin
+//	sinh, cosh         as sin
+//	asinh, acosh       as sin
+//	atanh(a)           as sin
 //	mask(c, b)         gb += mask(c, g); no gradient to c
 //	transpose(a)       ga += transpose(g)
 //	matmul(a, b)       ga += matmul(g, transpose(b)), gb += matmul(transpose(a), g), per

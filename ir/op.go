@@ -112,6 +112,21 @@ const (
 	// prod (ONNX ReduceProd): the product of arg0 over the axes where the target Shape is 1 (all
 	// of it when []), by mul in the reductions' pairwise tree (padding leaves 1).
 	OpProd
+	// The ops of ir/xtrig.go, elementwise on the float dtypes: pow (arg0^arg1, C's pow), the
+	// trigonometric ops (sin, cos and tan NaN from |arg0| ≥ TrigMax on) and their inverses, the
+	// hyperbolic ops and theirs; cpuref's package doc states each one's algorithm and accuracy.
+	OpPow
+	OpSin
+	OpCos
+	OpTan
+	OpAsin
+	OpAcos
+	OpAtan
+	OpSinh
+	OpCosh
+	OpAsinh
+	OpAcosh
+	OpAtanh
 	numOps
 )
 
@@ -409,6 +424,19 @@ func init() {
 			Cost: perElement, Attrs: axisAttrs, Typed: true, NoGrad: "gather_elements' gradient (a scatter-add) is not a rule yet"},
 		OpAttention: {Name: "attention", Types: TypeRule{In: F32Only}, Args: 4, Kernel: KernelAttention, Shape: attentionShape,
 			Cost: attentionCost, Attrs: attentionAttrs, NoGrad: "attention's gradient is not a rule yet"},
+		OpPow: {Name: "pow", Types: TypeRule{In: FloatTypes}, Args: 2, Expr: Call(powFn, Arg(0), Arg(1)), F64: math.Pow,
+			NoGrad: "pow's gradient is not a rule yet"},
+		OpSin:   unaryRow("sin", sinFn, reduced(math.Sin)),
+		OpCos:   unaryRow("cos", cosFn, reduced(math.Cos)),
+		OpTan:   unaryRow("tan", tanFn, reduced(math.Tan)),
+		OpAsin:  unaryRow("asin", asinFn, math.Asin),
+		OpAcos:  unaryRow("acos", acosFn, math.Acos),
+		OpAtan:  unaryRow("atan", atanFn, math.Atan),
+		OpSinh:  unaryRow("sinh", sinhFn, math.Sinh),
+		OpCosh:  unaryRow("cosh", coshFn, math.Cosh),
+		OpAsinh: unaryRow("asinh", asinhFn, math.Asinh),
+		OpAcosh: unaryRow("acosh", acoshFn, math.Acosh),
+		OpAtanh: unaryRow("atanh", atanhFn, math.Atanh),
 	}
 	for op, r := range rows {
 		if r.Wire == "" {
@@ -461,6 +489,24 @@ func WireOp(wire string) (op, scalarForm Op, ok bool) {
 }
 
 func add64(a, b float64) float64 { return a + b }
+
+// reduced is f below TrigMax and NaN from it on: sin, cos and tan do not
+// reduce larger arguments (ir/xtrig.go), by definition.
+func reduced(f func(float64) float64) func(float64) float64 {
+	return func(a float64) float64 {
+		if math.Abs(a) >= TrigMax {
+			return math.NaN()
+		}
+		return f(a)
+	}
+}
+
+// unaryRow is the row of an elementwise op of one float operand computed
+// by fn (ir/xtrig.go), whose exact meaning is f64.
+func unaryRow(name string, fn *Func, f64 func(float64) float64) OpInfo {
+	return OpInfo{Name: name, Types: TypeRule{In: FloatTypes}, Args: 1, Expr: Call(fn, Arg(0)), F64: unary64(f64),
+		NoGrad: name + "'s gradient is not a rule yet"}
+}
 
 // unary64 is f as an F64 of one operand.
 func unary64(f func(float64) float64) func(a, b float64) float64 {

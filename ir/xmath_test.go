@@ -187,8 +187,8 @@ func TestXMathUnaryOracle(t *testing.T) {
 // arithmetic on a subnormal, so flushing changes nothing).
 func TestXMathDivOracle(t *testing.T) {
 	_, binary, old := oracleOps()
-	if len(binary) != 1 || binary[0] != ir.OpDiv {
-		t.Fatalf("binary ops calling a replaced function: %v, want div", binary)
+	if !slices.Contains(binary, ir.OpDiv) { // and pow, whose negative integer powers divide
+		t.Fatalf("binary ops calling a replaced function: %v, want div among them", binary)
 	}
 	n := 1 << 18
 	if !testing.Short() {

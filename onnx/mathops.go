@@ -760,7 +760,7 @@ func powOp(c *importer) ([]value, *ir.Error) {
 		return one(constValue(r))
 	}
 	if b.set {
-		return nil, c.refuse("a run-time exponent (gpucc computes x^n for constant integer n, |n| ≤ %d)", maxPowExponent)
+		return c.powRuntime()
 	}
 	e := b.c
 	exps := map[int64]bool{}
@@ -860,4 +860,56 @@ func typeOf(v *value) DataType {
 		return Float32
 	}
 	return v.c.Type
+}
+
+// powRuntime is Pow with a run-time exponent: ir's pow (C's pow; an
+// integer exponent up to ±64 by repeated squaring, as the constant
+// exponents above) of a float32 base. An exponent of an integer dtype is
+// cast to float32, which keeps its value up to 2^24; beyond, the float is
+// even and the result's magnitude within pow's bound, and the sign of an
+// odd exponent of a negative base (or -0) is put back from the integer's
+// own low bit. A float16 or bfloat16 exponent is cast exactly.
+func (c *importer) powRuntime() ([]value, *ir.Error) {
+	if a := c.in(0); a.set && a.rt.DType() != ir.F32 || !a.set && a.c.Type != Float32 {
+		return nil, c.refuse("a run-time exponent with a %v base (gpucc computes pow of float32 bases)", typeOfDType(a))
+	}
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	y := c.in(1).rt
+	dt := y.DType()
+	if y.DType() != ir.F32 {
+		y = y.Cast(ir.F32)
+	}
+	r := x.Apply(ir.OpPow, y)
+	if !dt.IsInt() {
+		return one(rtValue(r))
+	}
+	yi := c.in(1).rt
+	s := yi.Shape()
+	odd := yi.ApplyTo(dt, ir.OpBitAnd, c.b.FullOf(dt, s, 0, 1)).ApplyTo(ir.Bool, ir.OpEqual, c.b.FullOf(dt, s, 0, 1))
+	big := yi.ApplyTo(ir.Bool, ir.OpGreater, c.b.FullOf(dt, s, 0, 1<<24))
+	if lo, _ := dt.Range(); lo < 0 {
+		big = big.ApplyTo(ir.Bool, ir.OpOr, c.b.FullOf(dt, s, 0, -1<<24).ApplyTo(ir.Bool, ir.OpGreater, yi))
+	}
+	flip := odd.ApplyTo(ir.Bool, ir.OpAnd, big).Cast(ir.F32)
+	if !flip.Shape().Equal(r.Shape()) {
+		flip = flip.Broadcast(r.Shape())
+	}
+	xs := x
+	if !xs.Shape().Equal(r.Shape()) {
+		xs = xs.Broadcast(r.Shape())
+	}
+	zero := c.b.Full(r.Shape(), 0)
+	negative := zero.Apply(ir.OpGreater, xs).Maximum(zero.Apply(ir.OpGreater, c.b.Full(r.Shape(), 1).Div(xs))) // x < 0, or -0
+	return one(rtValue(where(flip.Mul(negative), r.Neg(), r)))
+}
+
+// typeOfDType names v's element type.
+func typeOfDType(v *value) string {
+	if v.set {
+		return v.rt.DType().String()
+	}
+	return v.c.Type.String()
 }

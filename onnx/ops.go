@@ -104,6 +104,17 @@ func init() {
 		"Round": {since: 11, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpRound) })},
 		"Ceil":  {since: 6, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCeil) })},
 		"Erf":   {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpErf) })},
+		"Sin":   {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpSin) })},
+		"Cos":   {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCos) })},
+		"Tan":   {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpTan) })},
+		"Asin":  {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAsin) })},
+		"Acos":  {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAcos) })},
+		"Atan":  {since: 7, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAtan) })},
+		"Sinh":  {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpSinh) })},
+		"Cosh":  {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpCosh) })},
+		"Asinh": {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAsinh) })},
+		"Acosh": {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAcosh) })},
+		"Atanh": {since: 9, fn: unary(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Apply(ir.OpAtanh) })},
 		// |x| = max(x, -x): exact, NaN for NaN.
 		"Abs": {since: 6, fn: unaryInt(func(b *ir.Builder, x ir.Tensor) ir.Tensor { return x.Maximum(x.Neg()) }, func(x int64) int64 { return max(x, -x) })},
 		// 1/x, correctly rounded (numpy's reciprocal).

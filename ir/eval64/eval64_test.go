@@ -54,8 +54,11 @@ func TestEveryOpMatchesCpuref(t *testing.T) {
 						// (attention: 16, its exps and divisions rounded
 						// and summed over a few keys)
 						n := 2.0
-						if op == ir.OpAttention {
+						switch op {
+						case ir.OpAttention:
 							n = 16
+						case ir.OpPow: // repeated squaring: within 2 + |b| ULP, |b| ≤ 64 (cpuref's doc)
+							n = 66
 						}
 						if ulp := float64(math.Nextafter32(w, float32(math.Inf(1))) - w); math.Abs(float64(w)-v) > n*ulp {
 							t.Errorf("y[%d] = %v, cpuref %v", k, v, w)

@@ -544,6 +544,23 @@ func Ops() []Case {
 		b.Output("ceil-fractions", v.MinimumScalar(1e4).MaximumScalar(-1e4).MulScalar(0.37).Apply(ir.OpCeil))
 		cs = append(cs, Case{"onnx-ops/" + itoa(n), must(b)})
 	}
+	// ir/xtrig.go's ops, a graph each, over extremes and over values where
+	// their branches meet (pow's exponents also small integers and halves).
+	const n = 4096
+	for _, op := range []ir.Op{ir.OpPow, ir.OpSin, ir.OpCos, ir.OpTan, ir.OpAsin, ir.OpAcos, ir.OpAtan, ir.OpSinh, ir.OpCosh, ir.OpAsinh, ir.OpAcosh, ir.OpAtanh} {
+		b := ir.NewBuilder()
+		v := b.Input(ir.Shape{n}, Extremes(uint64(62+op), n))
+		w := b.Input(ir.Shape{n}, Values(uint64(63+op), n, 4))
+		if op == ir.OpPow {
+			e := b.Input(ir.Shape{n}, Values(uint64(64+op), n, 70)).Apply(ir.OpRound).MulScalar(0.5)
+			b.Output("extremes", v.Apply(op, w))
+			b.Output("integers", w.Apply(op, e))
+		} else {
+			b.Output("extremes", v.Apply(op))
+			b.Output("values", w.Apply(op))
+		}
+		cs = append(cs, Case{"xtrig/" + op.String(), must(b)})
+	}
 	return cs
 }
 

@@ -282,8 +282,12 @@ func RandomTyped(seed uint64, maxNodes int) *ir.Graph {
 			if t.IsFloat() && to.IsInt() && r.IntN(8) > 0 {
 				// Mostly values inside to's range: clamped to it first.
 				lo, hi := to.Range()
-				l := t.Round(float32(lo) / 2)
-				h := t.Round(float32(hi) / 2)
+				h := float32(hi) / 2
+				for math.IsInf(float64(t.Round(h)), 0) { // float16 ends at 65504
+					h /= 2
+				}
+				l := t.Round(max(float32(lo)/2, -h))
+				h = t.Round(h)
 				x = x.Maximum(b.FullOf(t, s, l, 0)).Minimum(b.FullOf(t, s, h, 0))
 			}
 			y = x.Cast(to)
