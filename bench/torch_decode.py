@@ -81,7 +81,13 @@ class Step(nn.Module):
         return (s.m.lm_head(tr.ln_f(x)), *presents)
 
 
-class Clock:
+try:
+    from transformers.generation.streamers import BaseStreamer
+except Exception:  # an older layout: generate() only calls put and end
+    BaseStreamer = object
+
+
+class Clock(BaseStreamer):
     """A generate() streamer: a timestamp per put (the prompt first, then each token)."""
 
     def __init__(s):
