@@ -59,6 +59,13 @@ type Lang struct {
 	// constants are exact literals (right for C with -ffp-contract=off,
 	// which never reassociates).
 	Const func(slot int) string
+	// KeepSums wraps every sum and difference in Keep too, for a target
+	// whose constants are literals (no Const) on drivers that reassociate
+	// float adds: ANGLE on SwiftShader compiles (x·k + c1) + c2 as
+	// x·k + (c1 + c2), which rounds differently (PaddleOCR's detector, a
+	// batch norm feeding hard-swish's x + 3, gave 525 of 4096 values 1 ULP
+	// off on the page's webgl2). A sum behind an opaque ×1 starts no chain.
+	KeepSums bool
 	// Zero and One, when set, are opaque 0.0 and 1.0 for the results of
 	// relu and positive. Drivers rewrite select(0, 1, c) * k into
 	// select(0, k, c), which loses the sign of 0 * -k; an operand they
@@ -400,6 +407,14 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 	return lines
 }
 
+// keepSum is sum v, wrapped in Keep where the target keeps sums.
+func (l Lang) keepSum(v string) string {
+	if l.KeepSums {
+		return l.Keep(v)
+	}
+	return v
+}
+
 // A prim renders one expression primitive that is not a leaf: use(k) is
 // its operand k, rendered, and constLike(k) reports that operand k is a
 // constant (a subtrahend that needs no Lang.Keep).
@@ -413,12 +428,14 @@ type prim func(l Lang, use func(k int) string, constLike func(k int) bool) strin
 // operands pasted together, "v1v2"); TestPrimsComplete renders every row
 // through every target's Lang.
 var prims = [ir.NumXOps]prim{
-	ir.XAdd: infix(" + "),
+	ir.XAdd: func(l Lang, use func(int) string, _ func(int) bool) string {
+		return l.keepSum(use(0) + " + " + use(1))
+	},
 	ir.XSub: func(l Lang, use func(int) string, constLike func(int) bool) string {
 		if constLike(1) {
-			return use(0) + " - " + use(1)
+			return l.keepSum(use(0) + " - " + use(1))
 		}
-		return use(0) + " - " + l.Keep(use(1))
+		return l.keepSum(use(0) + " - " + l.Keep(use(1)))
 	},
 	ir.XMul:    func(l Lang, use func(int) string, _ func(int) bool) string { return l.Keep(use(0) + " * " + use(1)) },
 	ir.XGt:     infix(" > "),

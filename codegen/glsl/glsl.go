@@ -23,6 +23,9 @@
 //   - GLSL ES 3.00 has no `precise`, so every product is multiplied by the
 //     uniform u_one (= 1.0, unknown to the compiler): a following add can
 //     then only fuse with that exact ×1, never with the rounded product;
+//   - every sum and difference is multiplied by u_one as well, since ANGLE
+//     on SwiftShader reassociates adds: (x·k + c1) + c2 became
+//     x·k + (c1 + c2) (PaddleOCR's detector, web's TestOCRPage);
 //   - matmul walks k from 0 upwards with one accumulator per element, and
 //     conv2d (c, kh, kw) ascending, x read as u_zero in the padding,
 //     conv_transpose2d (c, kh, kw) ascending over the taps that land on x,
@@ -121,6 +124,7 @@ var Lang = codegen.Lang{
 	Bits:      bits,
 	Select:    func(c, t, f string) string { return "(" + c + " ? " + t + " : " + f + ")" },
 	Keep:      func(p string) string { return "(" + p + ") * " + UniformOne },
+	KeepSums:  true, // constants are literals, and ANGLE on SwiftShader reassociates adds
 	Uint:      func(n int) string { return fmt.Sprintf("%du", n) },
 	UBits:     func(v uint32) string { return fmt.Sprintf("0x%08xu", v) },
 	FloatBits: func(f string) string { return "floatBitsToUint(" + f + ")" },

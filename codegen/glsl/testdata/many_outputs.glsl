@@ -25,7 +25,7 @@ void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
 	uint i = p.y * 4u + p.x;
 	float v0 = load0(i);
-	float v1 = v0 + uintBitsToFloat(0x3f800000u);
+	float v1 = (v0 + uintBitsToFloat(0x3f800000u)) * u_one;
 	o0 = v1;
 }
 
@@ -48,7 +48,7 @@ void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
 	uint i = p.y * 4u + p.x;
 	float v0 = load0(i);
-	float v1 = v0 - uintBitsToFloat(0x3f800000u);
+	float v1 = (v0 - uintBitsToFloat(0x3f800000u)) * u_one;
 	o0 = v1;
 }
 

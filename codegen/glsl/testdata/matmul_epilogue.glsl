@@ -38,7 +38,7 @@ void main() {
 	uvec2 p = uvec2(gl_FragCoord.xy);
 	uint i = p.y * 4u + p.x;
 	float v0 = matmul(i);
-	float v1 = v0 + uintBitsToFloat(0x3dcccccdu);
+	float v1 = (v0 + uintBitsToFloat(0x3dcccccdu)) * u_one;
 	float v2 = (v1 > u_zero ? uintBitsToFloat(0x3f800000u) : u_zero);
 	o0 = v1;
 	o1 = v2;

@@ -18,7 +18,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 40u), int(j / 40u)), 0).r;
 }
 float combine(float a, float b) {
-	float m = a + b;
+	float m = (a + b) * u_one;
 	return m;
 }
 float leaf(uint g) {
@@ -28,7 +28,7 @@ float leaf(uint g) {
 	}
 	uint i = r;
 	float v0 = load0(i);
-	float v1 = v0 - uintBitsToFloat(0x41a40000u);
+	float v1 = (v0 - uintBitsToFloat(0x41a40000u)) * u_one;
 	float v2 = (v1 * v1) * u_one;
 	return v2;
 }
@@ -81,7 +81,7 @@ uniform float u_zero;
 uniform highp sampler2D u_in0;
 layout(location = 0) out float o0;
 float combine(float a, float b) {
-	float m = a + b;
+	float m = (a + b) * u_one;
 	return m;
 }
 float leaf(uint i) {

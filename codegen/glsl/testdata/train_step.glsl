@@ -59,7 +59,7 @@ void main() {
 	uint i = p.y * 128u + p.x;
 	float v0 = matmul(i);
 	float v1 = load2(i);
-	float v2 = v0 + v1;
+	float v2 = (v0 + v1) * u_one;
 	float v3 = (v2 > u_zero ? v2 : u_zero);
 	float v4 = (v2 > u_zero ? uintBitsToFloat(0x3f800000u) : u_zero);
 	o0 = v3;
@@ -113,13 +113,13 @@ void main() {
 	uint i = p.y * 16u + p.x;
 	float v0 = matmul(i);
 	float v1 = load2(i);
-	float v2 = v0 + v1;
+	float v2 = (v0 + v1) * u_one;
 	float v3 = load3(i);
-	float v4 = v2 - (v3) * u_one;
+	float v4 = (v2 - (v3) * u_one) * u_one;
 	float v5 = (v4 * v4) * u_one;
 	float v6 = uintBitsToFloat(0x3e000000u);
 	float v7 = (v6 * v4) * u_one;
-	float v8 = v7 + v7;
+	float v8 = (v7 + v7) * u_one;
 	o0 = v2;
 	o1 = v5;
 	o2 = v8;
@@ -141,7 +141,7 @@ float load0(uint i) {
 	return texelFetch(u_in0, ivec2(int(j % 16u), int(j / 16u)), 0).r;
 }
 float combine(float a, float b) {
-	float m = a + b;
+	float m = (a + b) * u_one;
 	return m;
 }
 float leaf(uint g) {
@@ -299,7 +299,7 @@ void main() {
 	float v0 = matmul(i);
 	float v1 = (v0 * uintBitsToFloat(0x3dcccccdu)) * u_one;
 	float v2 = load2(i);
-	float v3 = v2 - (v1) * u_one;
+	float v3 = (v2 - (v1) * u_one) * u_one;
 	o0 = v3;
 }
 
@@ -344,7 +344,7 @@ void main() {
 	float v0 = matmul(i);
 	float v1 = (v0 * uintBitsToFloat(0x3dcccccdu)) * u_one;
 	float v2 = load2(i);
-	float v3 = v2 - (v1) * u_one;
+	float v3 = (v2 - (v1) * u_one) * u_one;
 	o0 = v3;
 }
 
@@ -406,7 +406,7 @@ void main() {
 	float v0 = matmul(i);
 	float v1 = (v0 * uintBitsToFloat(0x3dcccccdu)) * u_one;
 	float v2 = load2(i);
-	float v3 = v2 - (v1) * u_one;
+	float v3 = (v2 - (v1) * u_one) * u_one;
 	o0 = v3;
 }
 
@@ -451,6 +451,6 @@ void main() {
 	float v0 = matmul(i);
 	float v1 = (v0 * uintBitsToFloat(0x3dcccccdu)) * u_one;
 	float v2 = load2(i);
-	float v3 = v2 - (v1) * u_one;
+	float v3 = (v2 - (v1) * u_one) * u_one;
 	o0 = v3;
 }
