@@ -222,14 +222,19 @@ type onnxRunResult struct {
 }
 
 // runPicked chooses backend, presses the page's run button and returns
-// what the page shows: the result, its outputs as bits, or its error.
-func runPicked(t *testing.T, ctx context.Context, backend string) onnxRunResult {
+// what the page shows: the result, its outputs as bits, or its error. A
+// poll bounds the wait for the run (chromedp's 30 s when not given).
+func runPicked(t *testing.T, ctx context.Context, backend string, poll ...time.Duration) onnxRunResult {
 	t.Helper()
 	before := evalString(t, ctx, fmt.Sprintf(`(document.getElementById("backend").value = %q,
 		document.getElementById("allowSoftware").checked = true,
 		String(demo.onnx.done))`, backend))
 	evalString(t, ctx, `(document.getElementById("onnxRun").click(), "")`)
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.onnx.done > `+before)); err != nil {
+	var opts []chromedp.PollOption
+	if len(poll) > 0 {
+		opts = append(opts, chromedp.WithPollingTimeout(poll[0]))
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.onnx.done > `+before, opts...)); err != nil {
 		t.Fatal(err)
 	}
 	return evalJSON[onnxRunResult](t, ctx, `(() => {

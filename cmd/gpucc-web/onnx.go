@@ -7,12 +7,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"slices"
 	"syscall/js"
 	"time"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/modellimits"
 	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -21,14 +23,15 @@ import (
 // onnxSignature is gpucc.onnxSignature(model): the model's inputs and
 // outputs as onnx.ReadSignature reads them ({inputs, outputs}, each port
 // {name, type, shape, dimParams}, a dynamic dimension -1), so that the
-// page can ask for the dynamic dimensions before it runs the model.
+// page can ask for the dynamic dimensions before it runs the model. It
+// reads the model under the caps of its size, as runONNX imports it.
 func onnxSignature(_ js.Value, args []js.Value) any {
 	model, err := modelBytes(args)
 	return promise(func() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		sig, err := onnx.ReadSignature(bytes.NewReader(model), ir.Limits{})
+		sig, err := onnx.ReadSignature(bytes.NewReader(model), modellimits.Caps(int64(len(model))))
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +50,11 @@ type onnxResult struct {
 // onnx package (options.inputShapes binds dynamic dimensions by input
 // name, as gpucc's --input-shape does), binds options.inputs (a
 // Float32Array or an array of numbers per input name; an input not given
-// stays zero) and runs the graph on options.backend.
+// stays zero) and runs the graph on options.backend. The limits are sized
+// to the model as gpucc run sizes them (internal/modellimits; the page
+// has no flags, so every one is): the seed's small limits stay for
+// gpucc.run's protocol v1 graphs. The data given before the import is
+// bounded by the caps of the model's own size (inputLimit).
 func runONNX(_ js.Value, args []js.Value) any {
 	model, err := modelBytes(args)
 	var (
@@ -62,23 +69,28 @@ func runONNX(_ js.Value, args []js.Value) any {
 			o = args[1]
 		}
 		opts = parseOptions(o)
-		shapes, inputs, err = parseONNXOptions(o)
+		maxN := inputLimit(model)
+		shapes, inputs, err = parseONNXOptions(o, maxN)
 		if err == nil {
-			npys, err = npyFiles(o)
+			npys, err = npyFiles(o, maxN)
 		}
 	}
 	return promise(func() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if shapes, inputs, err = bindNpy(npys, shapes, inputs); err != nil {
+		if shapes, inputs, err = bindNpy(npys, shapes, inputs, inputLimit(model)); err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		g, err := onnx.Load(bytes.NewReader(model), onnx.Options{Limits: opts.Limits, InputShapes: shapes})
+		load := func(r io.Reader, l ir.Limits) (*ir.Graph, error) {
+			return onnx.Load(r, onnx.Options{Limits: l, InputShapes: shapes})
+		}
+		g, sized, err := modellimits.Load(model, opts.Limits, modellimits.Unset(), shapes, load)
 		if err != nil {
 			return nil, err
 		}
+		opts.Limits = sized
 		imported := time.Since(start)
 		for name, data := range inputs {
 			if g.Input(name) < 0 {
@@ -125,10 +137,19 @@ func modelBytes(args []js.Value) (b []byte, err error) {
 	return b, nil
 }
 
+// inputLimit bounds the values of one input given before model is
+// imported (a shape field, a Float32Array, a .npy file): the elements per
+// tensor that the model's own size allows (modellimits.Caps), at least the
+// default. The import checks each against the model's shapes.
+func inputLimit(model []byte) int64 {
+	return modellimits.Caps(int64(len(model))).MaxElements
+}
+
 // parseONNXOptions reads options.inputShapes ({name: [d0, d1, …]}) and
-// options.inputs ({name: Float32Array or [numbers]}). A JS exception
-// while reading them is invalid_input, not the end of the program.
-func parseONNXOptions(o js.Value) (shapes map[string][]int, inputs map[string][]float32, err error) {
+// options.inputs ({name: Float32Array or [numbers]}), each of at most maxN
+// values. A JS exception while reading them is invalid_input, not the end
+// of the program.
+func parseONNXOptions(o js.Value, maxN int64) (shapes map[string][]int, inputs map[string][]float32, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			shapes, inputs, err = nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "reading gpucc.runONNX's options: %v", r)
@@ -150,7 +171,7 @@ func parseONNXOptions(o js.Value) (shapes map[string][]int, inputs map[string][]
 			shape := make([]int, dims.Length())
 			for k := range shape {
 				d := dims.Index(k)
-				if d.Type() != js.TypeNumber || d.Float() != math.Trunc(d.Float()) || d.Float() < 1 || d.Float() > float64(limits.MaxElements) {
+				if d.Type() != js.TypeNumber || d.Float() != math.Trunc(d.Float()) || d.Float() < 1 || d.Float() > float64(maxN) {
 					return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputShapes", "dimension %d of the shape of %s is %v, not a positive integer within the limits", k, ir.Quote(name), d)
 				}
 				shape[k] = d.Int()
@@ -163,7 +184,7 @@ func parseONNXOptions(o js.Value) (shapes map[string][]int, inputs map[string][]
 		names := keys.Invoke(in)
 		for i := range names.Length() {
 			name := names.Index(i).String()
-			data, err := float32s(in.Get(name), name)
+			data, err := float32s(in.Get(name), name, maxN)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -174,9 +195,8 @@ func parseONNXOptions(o js.Value) (shapes map[string][]int, inputs map[string][]
 }
 
 // float32s copies a Float32Array (by its bytes, so every bit pattern
-// survives) or an array of numbers into Go.
-func float32s(v js.Value, name string) ([]float32, error) {
-	maxN := limits.MaxElements
+// survives) or an array of numbers, of at most maxN values, into Go.
+func float32s(v js.Value, name string, maxN int64) ([]float32, error) {
 	if v.InstanceOf(js.Global().Get("Float32Array")) {
 		n := v.Get("length").Int()
 		if int64(n) > maxN {
@@ -208,13 +228,15 @@ func float32s(v js.Value, name string) ([]float32, error) {
 	return out, nil
 }
 
-// limits are the host limits the page runs under: the defaults, as
-// gpucc.run's (gpucc.Options.Limits is left zero).
+// limits are the host limits gpucc.run's protocol v1 graphs run under:
+// the defaults (gpucc.Options.Limits is left zero). An .onnx model's
+// bytes are read within its MaxGraphBytes; runONNX sizes the rest to the
+// model.
 var limits = ir.Limits{}.WithDefaults()
 
 // npyFiles reads options.npy: {name: Uint8Array or ArrayBuffer}, the
-// bytes of a .npy file per input.
-func npyFiles(o js.Value) (files map[string][]byte, err error) {
+// bytes of a .npy file per input, each of at most maxN values.
+func npyFiles(o js.Value, maxN int64) (files map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			files, err = nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "reading gpucc.runONNX's options.npy: %v", r)
@@ -238,8 +260,8 @@ func npyFiles(o js.Value) (files map[string][]byte, err error) {
 		if !v.InstanceOf(js.Global().Get("Uint8Array")) {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "options.npy.%s must be a .npy file's bytes (a Uint8Array or an ArrayBuffer)", name)
 		}
-		if n := int64(v.Get("length").Int()); n > 128+4*limits.MaxElements+(64<<10) {
-			return nil, ir.LimitErrorf("MaxElements", -1, "npy", "input %s: a .npy file of %d bytes holds more than %d values", ir.Quote(name), n, limits.MaxElements)
+		if n := int64(v.Get("length").Int()); n > 128+4*maxN+(64<<10) {
+			return nil, ir.LimitErrorf("MaxElements", -1, "npy", "input %s: a .npy file of %d bytes holds more than %d values", ir.Quote(name), n, maxN)
 		}
 		b := make([]byte, v.Get("length").Int())
 		js.CopyBytesToGo(b, v)
@@ -253,9 +275,9 @@ func npyFiles(o js.Value) (files map[string][]byte, err error) {
 // is invalid_input) into inputs, its shape into shapes (a shape also
 // given must be the file's). The page runs float32 data: another dtype is
 // refused by name, never converted.
-func bindNpy(npys map[string][]byte, shapes map[string][]int, inputs map[string][]float32) (map[string][]int, map[string][]float32, error) {
+func bindNpy(npys map[string][]byte, shapes map[string][]int, inputs map[string][]float32, maxN int64) (map[string][]int, map[string][]float32, error) {
 	for name, b := range npys {
-		a, err := npy.Read(bytes.NewReader(b), limits.MaxElements)
+		a, err := npy.Read(bytes.NewReader(b), maxN)
 		if err != nil {
 			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "npy", "input %s: %v", ir.Quote(name), err)
 		}
