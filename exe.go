@@ -57,7 +57,10 @@ func (e *Executable) Kernels() int {
 			n += x.Kernels()
 		}
 		return n
-	case e.typedExe != nil: // the backend's typed code: one function
+	case e.typedExe != nil: // the backend's typed code: its kernels, or one function
+		if kc, ok := e.typedExe.(backend.KernelCounter); ok {
+			return kc.Kernels()
+		}
 		return 1
 	case e.typed != nil: // the reference's evaluation on cpu
 		return 0

@@ -151,7 +151,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		return nil, err
 	}
 	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Outputs: map[string]Tensor{},
-		FallbackAttempts: slices.Clone(rt.attempts), Exact: true}
+		FallbackAttempts: slices.Clone(rt.attempts), Exact: true, Kernels: e.Kernels()}
 	if res.FallbackAttempts == nil {
 		res.FallbackAttempts = []Attempt{}
 	}

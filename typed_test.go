@@ -367,3 +367,57 @@ func TestTypedOutputsOwned(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedKernelsCounted: a typed run's Result.Kernels is the kernels it
+// dispatched, as Executable.Kernels says: an embedding gather (one typed
+// kernel, or native's and wasm's one typed function) feeding a matmul and
+// an exp (the float32 graph's kernels on that backend, as an island or a
+// float segment). Typed runs reported 0 (gpucc bench's report gave GPT-2
+// and BERT 0 kernels on webgpu), and webgpu's Executable.Kernels 1.
+func TestTypedKernelsCounted(t *testing.T) {
+	ctx := context.Background()
+	w := make([]float32, 8*4)
+	for i := range w {
+		w[i] = float32(i%5) - 2
+	}
+	tb := ir.NewBuilder()
+	table := tb.TypedInput("table", ir.F32, ir.Shape{16, 8}, make([]float32, 16*8), nil)
+	ids := tb.TypedInput("ids", ir.I64, ir.Shape{3}, nil, []int64{1, 2, 3})
+	tb.Output("y", table.Gather(ids, 0).MatMul(tb.TypedInput("w", ir.F32, ir.Shape{8, 4}, w, nil)).Exp())
+	typed, err := tb.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := ir.NewBuilder()
+	fb.Output("y", fb.NamedInput("rows", ir.Shape{3, 8}, make([]float32, 24)).MatMul(fb.NamedInput("w", ir.Shape{8, 4}, w)).Exp())
+	float, err := fb.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, name)
+			fe, err := rt.Compile(ctx, float)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fe.Release()
+			te, err := rt.Compile(ctx, typed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer te.Release()
+			want := 1 + fe.Kernels()
+			if name == "cpu" { // the reference's evaluation: no kernels
+				want = 0
+			}
+			r, err := te.Run(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if te.Kernels() != want || r.Kernels != want {
+				t.Errorf("Executable.Kernels %d, Result.Kernels %d; want %d (a gather and the float graph's %d)", te.Kernels(), r.Kernels, want, fe.Kernels())
+			}
+		})
+	}
+}

@@ -69,6 +69,13 @@ type TypedExecutable interface {
 	Release()
 }
 
+// KernelCounter is a TypedExecutable that says how many kernels one run
+// dispatches (webgpu: one per typed node, and its float32 islands'). One
+// without it runs its graph as one function (native's and wasm's C).
+type KernelCounter interface {
+	Kernels() int
+}
+
 // TypedCall is one run of a TypedExecutable.
 type TypedCall struct {
 	// Inputs holds, by graph node, each input node's value (TypedBytes:

@@ -163,6 +163,21 @@ func (e *typedExecutable) Release() {
 	e.byNode = nil
 }
 
+// Kernels is the kernels a run dispatches: one per typed node, and each
+// island's (backend.KernelCounter).
+func (e *typedExecutable) Kernels() int {
+	n := 0
+	for _, step := range e.steps {
+		n += len(step.Nodes)
+	}
+	for _, isl := range e.islands {
+		if isl != nil {
+			n += len(isl.prog.Kernels)
+		}
+	}
+	return n
+}
+
 // endRun returns the buffers of the islands' outputs of the last run, and
 // gives the inputs bound to device tensors their own storage back.
 func (e *typedExecutable) endRun() {

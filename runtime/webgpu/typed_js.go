@@ -89,6 +89,23 @@ type typedExecutable struct {
 	islands []*floatIsland
 }
 
+// Kernels is the kernels a run dispatches: one per typed node, and each
+// island's (backend.KernelCounter).
+func (e *typedExecutable) Kernels() int {
+	n := 0
+	for _, s := range e.shaders {
+		if s.Source != "" {
+			n++
+		}
+	}
+	for _, isl := range e.islands {
+		if isl != nil {
+			n += len(isl.prog.Kernels)
+		}
+	}
+	return n
+}
+
 func (e *typedExecutable) Release() {
 	for i, b := range e.params {
 		if b != nil {
