@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -159,44 +160,52 @@ func typedStore(t ir.DType, x string) string {
 	return "(" + StorageType(t) + ")(" + x + ")"
 }
 
-// intRows are the integer rows' C over computing values a and b (t_i64 of
-// dtype t's range): the result before it is wrapped to the node's dtype by
-// typedStore (wrap: the u64 arithmetic's low bits). fault is an int*.
-var intRows = map[ir.Op]func(t ir.DType, a, b string) string{
-	ir.OpAdd:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " + (t_u64)" + b + ")" },
-	ir.OpSub:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " - (t_u64)" + b + ")" },
-	ir.OpMul:          func(_ ir.DType, a, b string) string { return "(t_i64)((t_u64)" + a + " * (t_u64)" + b + ")" },
-	ir.OpNeg:          func(_ ir.DType, a, _ string) string { return "(t_i64)(0ull - (t_u64)" + a + ")" },
-	ir.OpDiv:          func(_ ir.DType, a, b string) string { return "div_i64(" + a + ", " + b + ", fault)" },
-	ir.OpMod:          func(_ ir.DType, a, b string) string { return "mod_i64(" + a + ", " + b + ", fault)" },
-	ir.OpMaximum:      func(_ ir.DType, a, b string) string { return "(" + a + " > " + b + " ? " + a + " : " + b + ")" },
-	ir.OpMinimum:      func(_ ir.DType, a, b string) string { return "(" + a + " < " + b + " ? " + a + " : " + b + ")" },
-	ir.OpRelu:         func(_ ir.DType, a, _ string) string { return "(" + a + " > 0 ? " + a + " : 0)" },
-	ir.OpGreater:      func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " > " + b + ")" },
-	ir.OpGreaterEqual: func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " >= " + b + ")" },
-	ir.OpEqual:        func(_ ir.DType, a, b string) string { return "(t_i64)(" + a + " == " + b + ")" },
-	ir.OpAnd:          func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" },
-	ir.OpOr:           func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" },
-	ir.OpXor:          func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" },
-	ir.OpNot:          func(_ ir.DType, a, _ string) string { return "(" + a + " ^ 1)" },
-	ir.OpBitAnd:       func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" },
-	ir.OpBitOr:        func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" },
-	ir.OpBitXor:       func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" },
-	ir.OpBitNot:       func(_ ir.DType, a, _ string) string { return "(~" + a + ")" },
-	ir.OpShiftLeft: func(t ir.DType, a, b string) string {
-		return fmt.Sprintf("(%s >= %d ? 0 : (t_i64)((t_u64)%s << %s))", b, t.Bits(), a, b)
+// intLang renders the typed integer rows (codegen.TypedIntRows) over
+// t_i64 values: arithmetic in t_u64, where C's conversions wrap as two's
+// complement (no signed overflow, which C leaves undefined); division and
+// modulo through div_i64 and mod_i64, which guard zero themselves
+// (setting *fault) and MIN / -1. A select is C's conditional, so a shift's
+// count of 64 or more is never evaluated.
+var intLang = codegen.IntLang{
+	codegen.IConst: func(x *codegen.IntX, _ []string) string {
+		if x.Val == math.MinInt64 {
+			return "((t_i64)(-9223372036854775807LL - 1))"
+		}
+		return "((t_i64)" + strconv.FormatInt(x.Val, 10) + "LL)"
 	},
-	ir.OpShiftRight: func(t ir.DType, a, b string) string {
-		return fmt.Sprintf("(%s >= %d ? 0 : (t_i64)((t_u64)%s >> %s))", b, t.Bits(), a, b)
-	},
+	codegen.IAdd:    cwrap(" + "),
+	codegen.ISub:    cwrap(" - "),
+	codegen.IMul:    cwrap(" * "),
+	codegen.INeg:    func(_ *codegen.IntX, a []string) string { return "(t_i64)(0ull - (t_u64)" + a[0] + ")" },
+	codegen.IDiv:    func(_ *codegen.IntX, a []string) string { return "div_i64(" + a[0] + ", " + a[1] + ", fault)" },
+	codegen.IMod:    func(_ *codegen.IntX, a []string) string { return "mod_i64(" + a[0] + ", " + a[1] + ", fault)" },
+	codegen.IAnd:    cinfix(" & "),
+	codegen.IOr:     cinfix(" | "),
+	codegen.IXor:    cinfix(" ^ "),
+	codegen.IBitNot: func(_ *codegen.IntX, a []string) string { return "(~" + a[0] + ")" },
+	codegen.IShl:    func(_ *codegen.IntX, a []string) string { return "(t_i64)((t_u64)" + a[0] + " << " + a[1] + ")" },
+	codegen.IShr:    func(_ *codegen.IntX, a []string) string { return "(t_i64)((t_u64)" + a[0] + " >> " + a[1] + ")" },
+	codegen.ILt:     cinfix(" < "),
+	codegen.IEq:     cinfix(" == "),
+	codegen.INot:    func(_ *codegen.IntX, a []string) string { return "!" + a[0] },
+	codegen.ISelect: func(_ *codegen.IntX, a []string) string { return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")" },
+	codegen.IBool:   func(_ *codegen.IntX, a []string) string { return "(t_i64)" + a[0] },
+	codegen.IArg:    func(*codegen.IntX, []string) string { panic("codegen/c: an operand is rendered by IntLang.Render") },
 }
 
-// The table is complete: every row with an integer rule has its C.
+func cwrap(op string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string {
+		return "(t_i64)((t_u64)" + a[0] + op + "(t_u64)" + a[1] + ")"
+	}
+}
+
+func cinfix(op string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string { return "(" + a[0] + op + a[1] + ")" }
+}
+
 func init() {
-	for _, op := range ir.Ops() {
-		if op.Info().Int != nil && intRows[op] == nil {
-			panic("codegen/c: the integer row " + op.String() + " has no C (typed.go's intRows)")
-		}
+	if err := codegen.CheckIntLang(&intLang); err != nil {
+		panic(err)
 	}
 }
 
@@ -238,11 +247,10 @@ func TypedElementwise(op ir.Op, in, out ir.DType, y, a, b string) (string, bool)
 	case op == ir.OpWhere:
 		return "", false
 	case !in.IsFloat():
-		row := intRows[op]
-		if row == nil {
+		if _, ok := codegen.TypedIntRows[op]; !ok {
 			return "", false
 		}
-		v = row(in, la, lb)
+		v = codegen.RenderIntRow(&intLang, op, in, la, lb)
 	default:
 		f, ok := floatRows[op]
 		if !ok {

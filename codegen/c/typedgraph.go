@@ -266,10 +266,9 @@ func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 	leaf := func(r string) string { return typedLoad(a.DType, x+"[base + "+offsetExpr(red.Reduced, r)+"]") }
 	fmt.Fprintf(b, "\tfor (t_i64 o = 0; o < %d; o++) {\n\t\tconst t_i64 base = %s;\n", red.Outputs, offsetExpr(red.Kept, "o"))
 	if !a.DType.IsFloat() {
-		row := intRows[comb]
 		fmt.Fprintf(b, "\t\tt_i64 acc = %s;\n", leaf("0"))
 		fmt.Fprintf(b, "\t\tfor (t_i64 r = 1; r < %d; r++) { t_i64 v = %s; acc = (t_i64)%s; }\n", red.Leaves,
-			leaf("r"), typedStore(a.DType, row(a.DType, "acc", "v")))
+			leaf("r"), typedStore(a.DType, codegen.RenderIntRow(&intLang, comb, a.DType, "acc", "v")))
 		fmt.Fprintf(b, "\t\t%s[o] = %s;\n\t}\n", y, typedStore(n.DType, "acc"))
 		return nil
 	}

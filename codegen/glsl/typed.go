@@ -261,58 +261,41 @@ func storeBits(t ir.DType, v string) string {
 	return v + ".x"
 }
 
-type intRow struct {
-	guard bool
-	expr  func(t ir.DType, a, b string) string
+// intLang renders the typed integer rows (codegen.TypedIntRows) over int64
+// values as two words, uvec2(low, high), with the prelude's t_*.
+var intLang = codegen.IntLang{
+	codegen.IConst:  func(x *codegen.IntX, _ []string) string { return i64Lit(x.Val) },
+	codegen.IAdd:    gcall("t_add"),
+	codegen.ISub:    gcall("t_sub"),
+	codegen.IMul:    gcall("t_mul"),
+	codegen.INeg:    gcall("t_neg"),
+	codegen.IDiv:    gcall("t_div"),
+	codegen.IMod:    gcall("t_mod"),
+	codegen.IAnd:    ginfix(" & "),
+	codegen.IOr:     ginfix(" | "),
+	codegen.IXor:    ginfix(" ^ "),
+	codegen.IBitNot: func(_ *codegen.IntX, a []string) string { return "(~" + a[0] + ")" },
+	codegen.IShl:    func(_ *codegen.IntX, a []string) string { return "t_shl(" + a[0] + ", min((" + a[1] + ").x, 63u))" },
+	codegen.IShr:    func(_ *codegen.IntX, a []string) string { return "t_shr(" + a[0] + ", min((" + a[1] + ").x, 63u))" },
+	codegen.ILt:     gcall("t_lt"),
+	codegen.IEq:     ginfix(" == "),
+	codegen.INot:    func(_ *codegen.IntX, a []string) string { return "!" + a[0] },
+	codegen.ISelect: func(_ *codegen.IntX, a []string) string { return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")" },
+	codegen.IBool:   func(_ *codegen.IntX, a []string) string { return boolOf(a[0]) },
+	codegen.IArg:    func(*codegen.IntX, []string) string { panic("codegen/glsl: an operand is rendered by IntLang.Render") },
 }
 
-func call(f string) intRow {
-	return intRow{expr: func(_ ir.DType, a, b string) string { return f + "(" + a + ", " + b + ")" }}
+func gcall(f string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string { return f + "(" + strings.Join(a, ", ") + ")" }
 }
 
-func shiftRow(f string) intRow {
-	return intRow{expr: func(t ir.DType, a, b string) string {
-		return fmt.Sprintf("((%s.y != 0u || %s.x >= %du) ? uvec2(0u, 0u) : %s(%s, min(%s.x, 63u)))", b, b, t.Bits(), f, a, b)
-	}}
+func ginfix(op string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string { return "(" + a[0] + op + a[1] + ")" }
 }
 
-var intRows = map[ir.Op]intRow{
-	ir.OpAdd: call("t_add"),
-	ir.OpSub: call("t_sub"),
-	ir.OpMul: call("t_mul"),
-	ir.OpNeg: {expr: func(_ ir.DType, a, _ string) string { return "t_neg(" + a + ")" }},
-	ir.OpDiv: {guard: true, expr: call("t_div").expr},
-	ir.OpMod: {guard: true, expr: call("t_mod").expr},
-	ir.OpMaximum: {expr: func(_ ir.DType, a, b string) string {
-		return "(t_lt(" + b + ", " + a + ") ? " + a + " : " + b + ")"
-	}},
-	ir.OpMinimum: {expr: func(_ ir.DType, a, b string) string {
-		return "(t_lt(" + a + ", " + b + ") ? " + a + " : " + b + ")"
-	}},
-	ir.OpRelu: {expr: func(_ ir.DType, a, _ string) string {
-		return "(t_lt(uvec2(0u, 0u), " + a + ") ? " + a + " : uvec2(0u, 0u))"
-	}},
-	ir.OpGreater:      {expr: func(_ ir.DType, a, b string) string { return boolOf("t_lt(" + b + ", " + a + ")") }},
-	ir.OpGreaterEqual: {expr: func(_ ir.DType, a, b string) string { return boolOf("!t_lt(" + a + ", " + b + ")") }},
-	ir.OpEqual:        {expr: func(_ ir.DType, a, b string) string { return boolOf(a + " == " + b) }},
-	ir.OpAnd:          {expr: func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" }},
-	ir.OpOr:           {expr: func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" }},
-	ir.OpXor:          {expr: func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" }},
-	ir.OpNot:          {expr: func(_ ir.DType, a, _ string) string { return "(" + a + " ^ uvec2(1u, 0u))" }},
-	ir.OpBitAnd:       {expr: func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" }},
-	ir.OpBitOr:        {expr: func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" }},
-	ir.OpBitXor:       {expr: func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" }},
-	ir.OpBitNot:       {expr: func(_ ir.DType, a, _ string) string { return "(~" + a + ")" }},
-	ir.OpShiftLeft:    shiftRow("t_shl"),
-	ir.OpShiftRight:   shiftRow("t_shr"),
-}
-
-// The table is complete: every row with an integer rule has its GLSL.
 func init() {
-	for _, op := range ir.Ops() {
-		if op.Info().Int != nil && intRows[op].expr == nil {
-			panic("codegen/glsl: the integer row " + op.String() + " has no GLSL (typed.go's intRows)")
-		}
+	if err := codegen.CheckIntLang(&intLang); err != nil {
+		panic(err)
 	}
 }
 
@@ -440,14 +423,14 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 			b = "b"
 		}
 		if !in.IsFloat() {
-			row, ok := intRows[n.Op]
+			row, ok := codegen.TypedIntRows[n.Op]
 			if !ok || info.ScalarOf != 0 {
 				return TypedPass{}, unsupported()
 			}
-			if row.guard {
+			if row.Guard {
 				body = append(body, fmt.Sprintf("if (t_iszero(b)) { t_fault(e, %du); return uvec2(0u, 0u); }", FaultInteger))
 			}
-			body = append(body, "return "+row.expr(in, "a", b)+";")
+			body = append(body, "return "+codegen.RenderIntRow(&intLang, n.Op, in, "a", b)+";")
 			break
 		}
 		if info.Expr == nil {
@@ -498,11 +481,10 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over no leaves: the GLSL typed path does not hold it yet", n.Op, a.DType)
 	}
 	if !a.DType.IsFloat() {
-		row := intRows[comb]
 		return []string{
 			"uvec2 acc;",
 			"{ uint r = 0u; acc = " + leaf + "; }",
-			fmt.Sprintf("for (uint r = 1u; r < %du; r++) { uvec2 v = %s; acc = %s; }", red.Leaves, leaf, row.expr(a.DType, "acc", "v")),
+			fmt.Sprintf("for (uint r = 1u; r < %du; r++) { uvec2 v = %s; acc = %s; }", red.Leaves, leaf, codegen.RenderIntRow(&intLang, comb, a.DType, "acc", "v")),
 			"return acc;",
 		}, nil
 	}

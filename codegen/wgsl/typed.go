@@ -334,66 +334,53 @@ func UnpackTyped(t ir.DType, n int, b []byte) cpuref.Value {
 	return v
 }
 
-// intRow is an integer row in WGSL over computing values a and b (int64
-// words of the operands' dtype t): the result before the store wraps it to
-// the node's dtype. guard: b == 0 has no answer (division, modulo).
-type intRow struct {
-	guard bool
-	expr  func(t ir.DType, a, b string) string
-}
-
-func call(f string) intRow {
-	return intRow{expr: func(_ ir.DType, a, b string) string { return f + "(" + a + ", " + b + ")" }}
-}
-
 func boolOf(c string) string { return "vec2<u32>(select(0u, 1u, " + c + "), 0u)" }
 
-// shiftRow shifts by b, giving 0 for a count of t's width or more.
-func shiftRow(f string) intRow {
-	return intRow{expr: func(t ir.DType, a, b string) string {
-		return fmt.Sprintf("select(%s(%s, min(%s.x, 63u)), vec2<u32>(0u, 0u), %s.y != 0u || %s.x >= %du)", f, a, b, b, b, t.Bits())
-	}}
+// intLang renders the typed integer rows (codegen.TypedIntRows) over int64
+// values as two words, vec2<u32>(low, high), with the prelude's t_*.
+var intLang = codegen.IntLang{
+	codegen.IConst:  func(x *codegen.IntX, _ []string) string { return i64Lit(x.Val) },
+	codegen.IAdd:    wcall("t_add"),
+	codegen.ISub:    wcall("t_sub"),
+	codegen.IMul:    wcall("t_mul"),
+	codegen.INeg:    wcall("t_neg"),
+	codegen.IDiv:    wcall("t_div"),
+	codegen.IMod:    wcall("t_mod"),
+	codegen.IAnd:    winfix(" & "),
+	codegen.IOr:     winfix(" | "),
+	codegen.IXor:    winfix(" ^ "),
+	codegen.IBitNot: func(_ *codegen.IntX, a []string) string { return "(~" + a[0] + ")" },
+	codegen.IShl:    func(_ *codegen.IntX, a []string) string { return "t_shl(" + a[0] + ", min(" + word(a[1]) + ", 63u))" },
+	codegen.IShr:    func(_ *codegen.IntX, a []string) string { return "t_shr(" + a[0] + ", min(" + word(a[1]) + ", 63u))" },
+	codegen.ILt:     wcall("t_lt"),
+	codegen.IEq:     func(_ *codegen.IntX, a []string) string { return "all(" + a[0] + " == " + a[1] + ")" },
+	codegen.INot:    func(_ *codegen.IntX, a []string) string { return "!" + a[0] },
+	codegen.ISelect: func(_ *codegen.IntX, a []string) string { return "select(" + a[2] + ", " + a[1] + ", " + a[0] + ")" },
+	codegen.IBool:   func(_ *codegen.IntX, a []string) string { return boolOf(a[0]) },
+	codegen.IArg:    func(*codegen.IntX, []string) string { panic("codegen/wgsl: an operand is rendered by IntLang.Render") },
 }
 
-// intRows are the integer rows in WGSL; init checks that every row with
-// an integer rule (ir.OpInfo.Int) has one.
-var intRows = map[ir.Op]intRow{
-	ir.OpAdd: call("t_add"),
-	ir.OpSub: call("t_sub"),
-	ir.OpMul: call("t_mul"),
-	ir.OpNeg: {expr: func(_ ir.DType, a, _ string) string { return "t_neg(" + a + ")" }},
-	ir.OpDiv: {guard: true, expr: call("t_div").expr},
-	ir.OpMod: {guard: true, expr: call("t_mod").expr},
-	ir.OpMaximum: {expr: func(_ ir.DType, a, b string) string {
-		return "select(" + b + ", " + a + ", t_lt(" + b + ", " + a + "))"
-	}},
-	ir.OpMinimum: {expr: func(_ ir.DType, a, b string) string {
-		return "select(" + b + ", " + a + ", t_lt(" + a + ", " + b + "))"
-	}},
-	ir.OpRelu: {expr: func(_ ir.DType, a, _ string) string {
-		return "select(vec2<u32>(0u, 0u), " + a + ", t_lt(vec2<u32>(0u, 0u), " + a + "))"
-	}},
-	ir.OpGreater:      {expr: func(_ ir.DType, a, b string) string { return boolOf("t_lt(" + b + ", " + a + ")") }},
-	ir.OpGreaterEqual: {expr: func(_ ir.DType, a, b string) string { return boolOf("!t_lt(" + a + ", " + b + ")") }},
-	ir.OpEqual:        {expr: func(_ ir.DType, a, b string) string { return boolOf("all(" + a + " == " + b + ")") }},
-	ir.OpAnd:          {expr: func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" }},
-	ir.OpOr:           {expr: func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" }},
-	ir.OpXor:          {expr: func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" }},
-	ir.OpNot:          {expr: func(_ ir.DType, a, _ string) string { return "(" + a + " ^ vec2<u32>(1u, 0u))" }},
-	ir.OpBitAnd:       {expr: func(_ ir.DType, a, b string) string { return "(" + a + " & " + b + ")" }},
-	ir.OpBitOr:        {expr: func(_ ir.DType, a, b string) string { return "(" + a + " | " + b + ")" }},
-	ir.OpBitXor:       {expr: func(_ ir.DType, a, b string) string { return "(" + a + " ^ " + b + ")" }},
-	ir.OpBitNot:       {expr: func(_ ir.DType, a, _ string) string { return "(~" + a + ")" }},
-	ir.OpShiftLeft:    shiftRow("t_shl"),
-	ir.OpShiftRight:   shiftRow("t_shr"),
+func wcall(f string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string { return f + "(" + strings.Join(a, ", ") + ")" }
 }
 
-// The table is complete: every row with an integer rule has its WGSL.
-func init() {
-	for _, op := range ir.Ops() {
-		if op.Info().Int != nil && intRows[op].expr == nil {
-			panic("codegen/wgsl: the integer row " + op.String() + " has no WGSL (typed.go's intRows)")
+func winfix(op string) func(*codegen.IntX, []string) string {
+	return func(_ *codegen.IntX, a []string) string { return "(" + a[0] + op + a[1] + ")" }
+}
+
+// word is the low word of value v.
+func word(v string) string {
+	for _, r := range v {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "(" + v + ").x"
 		}
+	}
+	return v + ".x"
+}
+
+func init() {
+	if err := codegen.CheckIntLang(&intLang); err != nil {
+		panic(err)
 	}
 }
 
@@ -537,14 +524,14 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 			b = "b"
 		}
 		if !in.IsFloat() {
-			row, ok := intRows[n.Op]
+			row, ok := codegen.TypedIntRows[n.Op]
 			if !ok || info.ScalarOf != 0 {
 				return codegen.Shader{}, unsupported()
 			}
-			if row.guard {
+			if row.Guard {
 				body = append(body, fmt.Sprintf("if (t_iszero(b)) { t_fault(e, %du); return vec2<u32>(0u, 0u); }", FaultInteger))
 			}
-			body = append(body, "return "+row.expr(in, "a", b)+";")
+			body = append(body, "return "+codegen.RenderIntRow(&intLang, n.Op, in, "a", b)+";")
 			break
 		}
 		if info.Expr == nil {
@@ -630,11 +617,10 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: the WGSL typed path reduces at most %d per output so far (lavapipe ends an invocation's loops after 65535 iterations in all)", n.Op, a.DType, red.Leaves, MaxTypedLeaves)
 	}
 	if !a.DType.IsFloat() {
-		row := intRows[comb]
 		return []string{
 			"let r = 0u;",
 			"var acc = " + leaf + ";",
-			fmt.Sprintf("for (var r = 1u; r < %du; r++) { let v = %s; acc = %s; }", red.Leaves, leaf, row.expr(a.DType, "acc", "v")),
+			fmt.Sprintf("for (var r = 1u; r < %du; r++) { let v = %s; acc = %s; }", red.Leaves, leaf, codegen.RenderIntRow(&intLang, comb, a.DType, "acc", "v")),
 			"return acc;",
 		}, nil
 	}

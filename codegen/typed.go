@@ -1,0 +1,183 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/gpucc/gpucc/ir"
+)
+
+// The typed integer rows (issue 32): what each integer op computes,
+// written once over target-neutral int64 primitives (IntX) and rendered by
+// each target's IntLang: C with its native 64-bit integers, WGSL and
+// GLSL ES with two 32-bit words and their t_* functions. Every integer and
+// bool value is computed as an int64, its dtype's value sign-extended
+// (bool 0 or 1); the store wraps a row's result to the node's dtype. An
+// integer op is one row of TypedIntRows (and its reference, cpuref's
+// Int rule); no target switches on the op. The float rows are the ops'
+// expressions (ir.OpInfo.Expr), which targets that may flush subnormals
+// render through Exact.
+
+// IntOp is one int64 primitive of a typed integer row.
+type IntOp uint8
+
+// The primitives. A condition (ILt, IEq, INot) is a target's boolean;
+// IBool turns one into the int64 0 or 1.
+const (
+	IArg    IntOp = iota // operand Arg (0: a, 1: b)
+	IConst               // the int64 Val
+	IAdd                 // a + b, wrapping
+	ISub                 // a - b, wrapping
+	IMul                 // a × b, wrapping
+	INeg                 // -a, wrapping
+	IDiv                 // a / b truncated toward zero (MIN / -1 wraps to MIN), b != 0
+	IMod                 // a mod b with b's sign (ONNX's Mod, fmod 0), b != 0
+	IAnd                 // a & b
+	IOr                  // a | b
+	IXor                 // a ^ b
+	IBitNot              // ^a, every bit
+	IShl                 // a << b, 0 <= b < 64
+	IShr                 // a >> b, logical on the 64 bits, 0 <= b < 64
+	ILt                  // signed a < b: a condition
+	IEq                  // a == b: a condition
+	INot                 // !a of a condition
+	ISelect              // Args[0] ? Args[1] : Args[2], Args[0] a condition
+	IBool                // a condition as 0 or 1
+	NumIntOps
+)
+
+var intOpNames = [NumIntOps]string{"arg", "const", "add", "sub", "mul", "neg", "div", "mod", "and", "or", "xor",
+	"bitnot", "shl", "shr", "lt", "eq", "not", "select", "bool"}
+
+func (op IntOp) String() string {
+	if op < NumIntOps {
+		return intOpNames[op]
+	}
+	return "intop?"
+}
+
+// IntX is an int64 expression: a tree of primitives over the operands.
+type IntX struct {
+	Op   IntOp
+	Args []*IntX
+	Arg  int   // IArg: 0 is a, 1 is b
+	Val  int64 // IConst
+}
+
+// IA returns operand k (0: a, 1: b); IC the constant v.
+func IA(k int) *IntX   { return &IntX{Op: IArg, Arg: k} }
+func IC(v int64) *IntX { return &IntX{Op: IConst, Val: v} }
+func (x *IntX) op(o IntOp, ys ...*IntX) *IntX {
+	return &IntX{Op: o, Args: append([]*IntX{x}, ys...)}
+}
+
+// The primitives as methods: x.Add(y) is IAdd of x and y, and so on.
+func (x *IntX) Add(y *IntX) *IntX { return x.op(IAdd, y) }
+func (x *IntX) Sub(y *IntX) *IntX { return x.op(ISub, y) }
+func (x *IntX) Mul(y *IntX) *IntX { return x.op(IMul, y) }
+func (x *IntX) Neg() *IntX        { return x.op(INeg) }
+func (x *IntX) Div(y *IntX) *IntX { return x.op(IDiv, y) }
+func (x *IntX) Mod(y *IntX) *IntX { return x.op(IMod, y) }
+func (x *IntX) And(y *IntX) *IntX { return x.op(IAnd, y) }
+func (x *IntX) Or(y *IntX) *IntX  { return x.op(IOr, y) }
+func (x *IntX) Xor(y *IntX) *IntX { return x.op(IXor, y) }
+func (x *IntX) BitNot() *IntX     { return x.op(IBitNot) }
+func (x *IntX) Shl(y *IntX) *IntX { return x.op(IShl, y) }
+func (x *IntX) Shr(y *IntX) *IntX { return x.op(IShr, y) }
+func (x *IntX) Lt(y *IntX) *IntX  { return x.op(ILt, y) }
+func (x *IntX) Eq(y *IntX) *IntX  { return x.op(IEq, y) }
+func (x *IntX) Not() *IntX        { return x.op(INot) }
+func (x *IntX) Bool() *IntX       { return x.op(IBool) }
+func ISel(c, t, f *IntX) *IntX    { return c.op(ISelect, t, f) }
+func binRow(o IntOp) TypedIntRow {
+	return TypedIntRow{Expr: func(ir.DType) *IntX { return IA(0).op(o, IA(1)) }}
+}
+func unRow(f func(a *IntX) *IntX) TypedIntRow {
+	return TypedIntRow{Expr: func(ir.DType) *IntX { return f(IA(0)) }}
+}
+
+// TypedIntRow is one op's integer row.
+type TypedIntRow struct {
+	// Guard: b == 0 has no answer (division, modulo). The kernel gives
+	// the element 0 and sets ir.CodeIntegerFault's code instead of
+	// evaluating Expr (a target may guard inside its IDiv and IMod).
+	Guard bool
+	// Expr is the row's value over a = IA(0) and b = IA(1), int64 values
+	// of operand dtype t, before the store wraps it to the node's dtype.
+	Expr func(t ir.DType) *IntX
+}
+
+// TypedIntRows are the integer rows, by op: every op with an integer
+// rule (ir.OpInfo.Int) has one (init checks), and cpuref's rule is the
+// reference each is tested against (codegen/*/typed_test.go, the root's
+// TestTypedBackends).
+var TypedIntRows = map[ir.Op]TypedIntRow{
+	ir.OpAdd:          binRow(IAdd),
+	ir.OpSub:          binRow(ISub),
+	ir.OpMul:          binRow(IMul),
+	ir.OpNeg:          unRow((*IntX).Neg),
+	ir.OpDiv:          {Guard: true, Expr: binRow(IDiv).Expr},
+	ir.OpMod:          {Guard: true, Expr: binRow(IMod).Expr},
+	ir.OpMaximum:      {Expr: func(ir.DType) *IntX { return ISel(IA(1).Lt(IA(0)), IA(0), IA(1)) }},
+	ir.OpMinimum:      {Expr: func(ir.DType) *IntX { return ISel(IA(0).Lt(IA(1)), IA(0), IA(1)) }},
+	ir.OpRelu:         unRow(func(a *IntX) *IntX { return ISel(IC(0).Lt(a), a, IC(0)) }),
+	ir.OpGreater:      {Expr: func(ir.DType) *IntX { return IA(1).Lt(IA(0)).Bool() }},
+	ir.OpGreaterEqual: {Expr: func(ir.DType) *IntX { return IA(0).Lt(IA(1)).Not().Bool() }},
+	ir.OpEqual:        {Expr: func(ir.DType) *IntX { return IA(0).Eq(IA(1)).Bool() }},
+	ir.OpAnd:          binRow(IAnd), // bools are 0 or 1
+	ir.OpOr:           binRow(IOr),
+	ir.OpXor:          binRow(IXor),
+	ir.OpNot:          unRow(func(a *IntX) *IntX { return a.Xor(IC(1)) }),
+	ir.OpBitAnd:       binRow(IAnd),
+	ir.OpBitOr:        binRow(IOr),
+	ir.OpBitXor:       binRow(IXor),
+	ir.OpBitNot:       unRow((*IntX).BitNot),
+	ir.OpShiftLeft:    {Expr: func(t ir.DType) *IntX { return shiftRow(t, IShl) }},
+	ir.OpShiftRight:   {Expr: func(t ir.DType) *IntX { return shiftRow(t, IShr) }},
+}
+
+// shiftRow is a shift of the unsigned dtype t by b, 0 for a count of t's
+// width or more.
+func shiftRow(t ir.DType, o IntOp) *IntX {
+	return ISel(IA(1).Lt(IC(int64(t.Bits()))), IA(0).op(o, IA(1)), IC(0))
+}
+
+func init() {
+	for _, op := range ir.Ops() {
+		if op.Info().Int != nil && TypedIntRows[op].Expr == nil {
+			panic("codegen: the integer row " + op.String() + " has no TypedIntRows entry (typed.go)")
+		}
+	}
+}
+
+// IntLang renders the int64 primitives for one target: row op renders
+// IntOp op over its rendered operands (x is the node, for IArg's and
+// IConst's fields). CheckIntLang says whether every row is there.
+type IntLang [NumIntOps]func(x *IntX, args []string) string
+
+// CheckIntLang returns an error naming the first primitive l has no row
+// for; targets call it at start-up.
+func CheckIntLang(l *IntLang) error {
+	for op := range NumIntOps {
+		if l[op] == nil {
+			return fmt.Errorf("codegen: BUG: int64 primitive %v has no rendering row", op)
+		}
+	}
+	return nil
+}
+
+// Render renders x as one expression over operands a and b.
+func (l *IntLang) Render(x *IntX, a, b string) string {
+	args := make([]string, len(x.Args))
+	for i, y := range x.Args {
+		args[i] = l.Render(y, a, b)
+	}
+	if x.Op == IArg {
+		return []string{a, b}[x.Arg]
+	}
+	return l[x.Op](x, args)
+}
+
+// RenderIntRow renders op's integer row over a and b of dtype t with l.
+func RenderIntRow(l *IntLang, op ir.Op, t ir.DType, a, b string) string {
+	return l.Render(TypedIntRows[op].Expr(t), a, b)
+}
