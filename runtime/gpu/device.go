@@ -206,9 +206,20 @@ func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
 	return nil
 }
 
-// spinPolls is how many non-blocking polls a wait tries before it sleeps
+// spinPolls is how many non-blocking polls a wait tries before it naps
 // between polls.
 const spinPolls = 2000
+
+// maxNap is the longest nap between two polls of a wait: on a hardware
+// adapter a short one, since the wait is past spinPolls (a few ms) and a
+// nap overshoots the GPU's end by up to its length; on a software adapter
+// a longer one, since its work is the CPU's and each poll takes from it.
+func maxNap(software bool) time.Duration {
+	if software {
+		return time.Millisecond
+	}
+	return 200 * time.Microsecond
+}
 
 // wait returns when the queue is idle. It never makes wgpu block: wgpu
 // 0.19's blocking poll gives up after 5 s, and a software adapter still
@@ -217,14 +228,15 @@ const spinPolls = 2000
 // a short kernel finishes within microseconds, and a blocking wait costs a
 // trip through the driver's fence sleep that is much longer. A software
 // adapter computes on the CPU cores a spin would take from it, so there it
-// sleeps between polls at once.
+// naps between polls at once.
 func (d *Device) wait() {
 	d.pollUntil(func(idle bool) bool { return idle })
 }
 
 // pollUntil polls the device without blocking until done, given each
 // poll's answer (whether the queue is idle), reports true: spinning first
-// on a hardware adapter, sleeping between polls after (see wait).
+// on a hardware adapter, napping between polls after (see wait), each nap
+// twice the last from 20 µs up to maxNap.
 func (d *Device) pollUntil(done func(idle bool) bool) {
 	d.waits++
 	if !d.info.Software {
@@ -234,8 +246,9 @@ func (d *Device) pollUntil(done func(idle bool) bool) {
 			}
 		}
 	}
-	for nap := 20 * time.Microsecond; !done(d.dev.Poll(false, nil)); nap = min(2*nap, time.Millisecond) {
-		time.Sleep(nap)
+	longest := maxNap(d.info.Software)
+	for t := 20 * time.Microsecond; !done(d.dev.Poll(false, nil)); t = min(2*t, longest) {
+		nap(t)
 	}
 }
 

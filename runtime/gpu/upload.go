@@ -4,8 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	goruntime "runtime"
-	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -81,23 +79,7 @@ func (d *Device) Flush() error {
 
 // mapWait maps the first n bytes of buf and polls, without blocking on the
 // whole queue, until the mapping is ready: the other staging buffer's copy
-// keeps running meanwhile.
+// keeps running meanwhile. It waits as wait does (pollUntil).
 func (d *Device) mapWait(op string, buf *wgpu.Buffer, mode wgpu.MapMode, n uint64) error {
-	done, status := false, wgpu.BufferMapAsyncStatus(0xffffffff)
-	if err := buf.MapAsync(mode, 0, n, func(s wgpu.BufferMapAsyncStatus) { done, status = true, s }); err != nil {
-		return errorf(op, "%w", err)
-	}
-	for spins := 0; !done; spins++ {
-		d.dev.Poll(false, nil) // never blocking: see wait
-		if spins > 1000 {
-			time.Sleep(20 * time.Microsecond)
-		} else {
-			goruntime.Gosched()
-		}
-	}
-	if status != wgpu.BufferMapAsyncStatusSuccess {
-		_ = buf.Unmap()
-		return errorf(op, "map staging buffer: status %v", status)
-	}
-	return nil
+	return d.awaitMaps(op, []*mapping{{buf: buf, mode: mode, n: n}})
 }
