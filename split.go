@@ -446,6 +446,12 @@ func (t *DeviceTensor) readRaw(ctx context.Context) ([]float32, error) {
 func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
 	start := time.Now()
 	rt, sp := e.rt, e.split
+	rt.mu.Lock()
+	closed := rt.dev == nil
+	rt.mu.Unlock()
+	if closed { // before the cache, which could answer without the device
+		return nil, rt.errClosed()
+	}
 	if sp.segs == nil {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}

@@ -139,6 +139,15 @@ func TestSplitCachesWeightSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer exe.Release()
+			defer func() { // a closed runtime refuses the run, though the cache could answer it
+				if _, err := exe.Run(ctx, nil); err != nil { // every segment cached
+					t.Fatal(err)
+				}
+				rt.Close()
+				if _, err := exe.Run(ctx, nil); gpucc.CodeOf(err) != ir.CodeBackendUnavailable {
+					t.Errorf("after Close: %v, want backend_unavailable", err)
+				}
+			}()
 			first := run(rt, exe, plain)
 			second := run(rt, exe, plain)
 			if second.Kernels >= first.Kernels || second.Timings.UploadBytes >= first.Timings.UploadBytes {
