@@ -15,10 +15,12 @@ import (
 )
 
 // TestRowKnobs: the rows kernels' benchmark knobs change their schedule,
-// never their bits: random row graphs (softmax-like max/exp/sum/div chains,
-// layer norms) at 1024 leaves a row (the benchmarks' width, partials apart
-// from the leaves) and 4096 (the groups' values in red), with each setting
-// of wgsl.RowRootOnce and wgsl.RowDivFast, against cpuref on webgpu.
+// never their bits: random row graphs (irtest.RandomRows), and softmax,
+// log-softmax and layer norm (maximum(x, neg x) as ir.MaxNeg) over
+// extremes and random values, at 1024 leaves a row (the benchmarks'
+// width, partials apart from the leaves) and 4096 (the groups' values in
+// red), with each setting of wgsl.RowRootOnce and wgsl.RowDivFast,
+// against cpuref on webgpu.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu")
 	defer func(once, fast bool) { wgsl.RowRootOnce, wgsl.RowDivFast = once, fast }(wgsl.RowRootOnce, wgsl.RowDivFast)
@@ -29,6 +31,20 @@ func TestRowKnobs(t *testing.T) {
 				g, _ := irtest.RandomRows(uint64(seed), s)
 				t.Run(fmt.Sprintf("once=%t,divfast=%t/%v/%d", knobs[0], knobs[1], s, seed), func(t *testing.T) { checkRun(t, rt, g) })
 			}
+			// the benchmarks' row ops over extremes: ±3e38, subnormals, equal values
+			b := ir.NewBuilder()
+			x := b.Input(s, irtest.Extremes(9, s.Len()))
+			y := b.Input(s, irtest.Values(10, s.Len(), 30))
+			for i, v := range []ir.Tensor{x, y} {
+				b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
+				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
+				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
+			}
+			g, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("once=%t,divfast=%t/%v/ops", knobs[0], knobs[1], s), func(t *testing.T) { checkRun(t, rt, g) })
 		}
 	}
 }

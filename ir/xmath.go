@@ -162,31 +162,34 @@ func divNormalBody(a, b *X) *X {
 	return c24.AsBits().UAdd(shl(shr(ab, 23).USub(shr(bb, 23)), 23)).AsFloat()
 }
 
-// divRowFast is divBody for a divisor b that many numerators share, given
-// B (b's significand in [1, 2)), y = recip(B) and B's split hB + lB,
-// which a rows kernel computes once a row (DivRowB, DivRowY, DivRowHi,
-// DivRowLo), for the common case only: a and b normal and a/b normal,
-// where it is divBody's normal path, node for node (its quotient24 and
-// its exponent sum), and +0 elsewhere (divBody gives +0 only where a is
-// ±0 or the quotient underflows, never for such operands), where the
-// caller takes divBody instead: a branch that costs a warp nothing
-// while its numerators are normal. That drops, a numerator, the
-// reciprocal and the split of B, the subnormal rounding and the
-// special operands' selects: 31 float, 24 u32, 5 selects and 5 compares
-// instead of 53, 32, 22 and 16 (TestDivRowFastCounts).
-func divRowFast(a, b, B, y, hB, lB *X) *X {
-	ab, bb := a.AsBits(), b.AsBits()
-	aAbs, bAbs := ab.And(U(absMask)), bb.And(U(absMask))
+// divRowFast is divBody for a normal divisor b that many numerators
+// share, given B (b's significand in [1, 2)), y = recip(B), B's split
+// hB + lB and E = 2^(eb-127) (b's exponent bits), which a rows kernel
+// computes once a row (DivRowB, DivRowY, DivRowHi, DivRowLo, DivRowE),
+// for the common case only: a normal and a/b normal, where it is
+// divBody's normal path, node for node (its quotient24, and its exponent
+// sum as bits: c24's plus a's less b's, the result's exponent field in
+// [1, 254] exactly where divBody's x is in [513, 766]), and +0 elsewhere
+// (divBody gives +0 only where a is ±0 or the quotient underflows, never
+// for such operands), where the caller takes divBody instead: a branch
+// that costs a warp nothing while its numerators are normal. A b that is
+// not normal is the caller's to send to divBody (once a row). That drops,
+// a numerator, the reciprocal and the split of B, the subnormal
+// rounding and the special operands' selects: 31 float, 16 u32, 4 selects
+// and 4 compares instead of 53, 32, 22 and 16 (TestDivRowFastCounts).
+func divRowFast(a, b, B, y, hB, lB, E *X) *X {
+	ab := a.AsBits()
+	aAbs := ab.And(U(absMask))
 	A := ab.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
 	c24, _ := quotient24By(A, B, y, hB, lB)
-	kOff := shr(aAbs, 23).UAdd(U(512)).USub(shr(bAbs, 23)) // k + 512
-	cb24 := c24.AsBits()
-	x := shr(cb24, 23).UAdd(kOff) // the result's biased exponent + 512
-	res := cb24.UAdd(shl(kOff.USub(U(512)), 23)).Or(ab.Xor(bb).And(U(signBit))).AsFloat()
-	normal := func(abs *X) *X { return abs.USub(U(0x800000)).ULt(U(0x7f000000)) }
-	res = If(x.USub(U(513)).ULt(U(766-513+1)), res, F(0))
-	res = If(normal(aAbs), res, F(0))
-	return If(normal(bAbs), res, F(0))
+	// c24·2^(ea-eb) as bits, wrapping: exponent field ce + ea - eb, in
+	// [127-254, 128+254-1] for normal a and b, so a field outside [1, 254]
+	// wraps below 2^23 or lands at 255·2^23 or above
+	n := c24.AsBits().UAdd(aAbs.And(U(expInf))).USub(E.AsBits())
+	res := n.Or(ab.Xor(b.AsBits()).And(U(signBit))).AsFloat()
+	normal := func(v *X) *X { return v.USub(U(0x800000)).ULt(U(0x7f000000)) }
+	res = If(normal(n), res, F(0))
+	return If(normal(aAbs), res, F(0))
 }
 
 // divBody is a / b, correctly rounded (ties to even, subnormal results
@@ -336,7 +339,13 @@ func expBody(x *X, integerK bool) *X {
 	xb := x.AsBits()
 	over := xb.USub(U(0x42b20001)).ULt(U(0x7f800000 - 0x42b20000)) // 89 < x ≤ +Inf
 	under := U(0xc2d00000).ULt(xb)                                 // x < -104 (and -NaN)
-	xc := If(over, F(0), If(under, F(0), x))
+	// roundInt's variable shifts need a bounded x; the float steps take any
+	// x, and the selects below override what they give outside the range
+	// (and for NaN): two selects fewer.
+	xc := x
+	if integerK {
+		xc = If(over, F(0), If(under, F(0), x))
+	}
 	y := xc.Mul(F(math.Log2E))
 	kOff := roundInt(y) // k + 256
 	if !integerK {
@@ -432,6 +441,19 @@ func orderKey(c fclass) *X {
 	return If(c.sign.UEq(U(0)), c.bits.Or(U(signBit)), c.bits.Xor(U(0xffffffff)))
 }
 
+// maxNegBody is maximum(x, -x) (layer norm's max|x - mean|, elementwise):
+// x for a NaN x (pick keeps its first operand's NaN), else |x|, the sign
+// bit cleared (+0 for ±0: -0 < +0). Three nodes instead of pick's 18
+// (TestMaxNeg compares them on every float32 with GPUCC_XMATH_ALL=1).
+func maxNegBody(x *X) *X {
+	abs := x.AsBits().And(U(absMask))
+	return If(U(expInf).ULt(abs), x, abs.AsFloat())
+}
+
+// MaxNeg is maxNegBody as a function: a target may compute
+// maximum(x, neg(x)) by it (codegen/wgsl's rows kernels do).
+var MaxNeg = &Func{Name: "max_neg", Params: 1, Body: maxNegBody(Arg(0))}
+
 // maxX and minX: the larger (smaller) operand, -0 < +0, NaN if either is.
 func maxX(a, b *X) *X { return pick(a, b, true) }
 func minX(a, b *X) *X { return pick(a, b, false) }
@@ -457,17 +479,21 @@ func divX(a, b *X) *X { return Call(divFn, a, b) }
 var divNormalFn = &Func{Name: "div_normal", Params: 2, Body: divNormalBody(Arg(0), Arg(1))}
 
 // DivRowFast and the divisor's parts it takes (DivRowB, DivRowY,
-// DivRowHi, DivRowLo, each of b) are division by a divisor that many
-// numerators share, for a rows kernel that computes the parts once a row:
-// DivRowFast(a, b, DivRowB(b), DivRowY(b), DivRowHi(b), DivRowLo(b)) is
-// div(a, b) or, outside the common case (divRowFast), +0, where the
-// caller must compute div(a, b). TestDivRowFast checks it against div.
+// DivRowHi, DivRowLo, DivRowE, each of b) are division by a divisor that
+// many numerators share, for a rows kernel that computes the parts once a
+// row: for a normal b (DivRowOK(b) is 1, else 0),
+// DivRowFast(a, b, DivRowB(b), DivRowY(b), DivRowHi(b), DivRowLo(b),
+// DivRowE(b)) is div(a, b) or, outside the common case (divRowFast), +0,
+// where the caller must compute div(a, b). TestDivRowFast checks it
+// against div.
 var (
 	DivRowB    = &Func{Name: "div_row_b", Params: 1, Body: divRowB(Arg(0))}
 	DivRowY    = &Func{Name: "div_row_y", Params: 1, Body: recip(divRowB(Arg(0)))}
 	DivRowHi   = &Func{Name: "div_row_hi", Params: 1, Body: divRowHi(Arg(0))}
 	DivRowLo   = &Func{Name: "div_row_lo", Params: 1, Body: divRowLo(Arg(0))}
-	DivRowFast = &Func{Name: "div_row", Params: 6, Body: divRowFast(Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Arg(5))}
+	DivRowE    = &Func{Name: "div_row_e", Params: 1, Body: Arg(0).AsBits().And(U(expInf)).AsFloat()}
+	DivRowOK   = &Func{Name: "div_row_ok", Params: 1, Body: If(Arg(0).AsBits().And(U(absMask)).USub(U(0x800000)).ULt(U(0x7f000000)), F(1), F(0))}
+	DivRowFast = &Func{Name: "div_row", Params: 7, Body: divRowFast(Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Arg(5), Arg(6))}
 	// DivFn is the table's division, which DivRowFast's callers fall back on.
 	DivFn = divFn
 )

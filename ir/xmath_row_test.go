@@ -10,11 +10,13 @@ import (
 )
 
 // divRowExpr is DivRowFast over a and b with the divisor's parts computed
-// from b, as a rows kernel computes them (once a row).
+// from b, as a rows kernel computes them (once a row), and +0 where b is
+// not normal (DivRowOK: the kernel then divides every leaf of the row).
 func divRowExpr() *ir.X {
 	b := ir.Arg(1)
-	return ir.Call(ir.DivRowFast, ir.Arg(0), b, ir.Call(ir.DivRowB, b), ir.Call(ir.DivRowY, b),
-		ir.Call(ir.DivRowHi, b), ir.Call(ir.DivRowLo, b))
+	fast := ir.Call(ir.DivRowFast, ir.Arg(0), b, ir.Call(ir.DivRowB, b), ir.Call(ir.DivRowY, b),
+		ir.Call(ir.DivRowHi, b), ir.Call(ir.DivRowLo, b), ir.Call(ir.DivRowE, b))
+	return ir.If(ir.Call(ir.DivRowOK, b).Eq(ir.F(1)), fast, ir.F(0)) // the caller's check, once a row
 }
 
 // TestDivRowFast: division's fast path for a shared divisor gives div's
@@ -88,5 +90,43 @@ func TestDivRowFastCounts(t *testing.T) {
 	for _, f := range []*ir.Func{ir.DivRowFast, ir.DivFn} {
 		fl, u, sel, cmp := count(f.Body)
 		t.Logf("%s: %d float, %d u32, %d selects, %d compares", f.Name, fl, u, sel, cmp)
+	}
+}
+
+// TestMaxNeg: ir.MaxNeg is maximum(x, neg(x)) on every float32 input of
+// the sweep (all 2^32 with GPUCC_XMATH_ALL=1), unflushed and flushed.
+func TestMaxNeg(t *testing.T) {
+	step := uint64(4093)
+	if exhaustive() {
+		step = 1
+	}
+	var xs []float32
+	for _, e := range irtest.Edges() {
+		xs = append(xs, e)
+	}
+	for b := uint64(0); b < 1<<32; b += step {
+		xs = append(xs, math.Float32frombits(uint32(b)))
+		if len(xs) == 1<<20 || b+step >= 1<<32 {
+			checkMaxNeg(t, xs)
+			xs = xs[:0]
+		}
+	}
+}
+
+func checkMaxNeg(t *testing.T, xs []float32) {
+	t.Helper()
+	x := ir.Arg(0)
+	ref := ir.OpMaximum.Info().Expr
+	neg := make([]float32, len(xs))
+	cpuref.EvalXSlice(ir.OpNeg.Info().Expr, neg, xs, xs, false)
+	got, want := make([]float32, len(xs)), make([]float32, len(xs))
+	for _, flush := range []bool{false, true} {
+		cpuref.EvalXSlice(ir.Call(ir.MaxNeg, x), got, xs, xs, flush)
+		cpuref.EvalXSlice(ref, want, xs, neg, flush)
+		for i := range xs {
+			if !same(got[i], want[i]) {
+				t.Fatalf("max_neg(%#08x) flush=%v: %#08x, maximum(x, neg x) %#08x", math.Float32bits(xs[i]), flush, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
 	}
 }

@@ -39,6 +39,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		pl.CacheLoads(k)
 	}
 	divs := rowDivisions(b, &pl, k)
+	rowMaxNeg(b, &pl, k)
 	for _, op := range rowOps(k) {
 		fmt.Fprintf(b, "fn combine_%s(a: f32, b: f32) -> f32 {\n", op.Info().Wire)
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
@@ -132,10 +133,11 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 }
 
 // RowDivFast makes a rows kernel divide by a per-row divisor through
-// ir.DivRowFast: the divisor's parts (its significand, reciprocal and
-// split) once a row, then per leaf the fast path, and ir's division only
-// where that gives +0 (an operand or the quotient not normal, rare:
-// a branch, which costs a warp nothing while all its leaves are normal).
+// ir.DivRowFast: the divisor's parts (its significand, reciprocal, split
+// and exponent) once a row, then per leaf the fast path, and ir's
+// division only where that gives +0 or the divisor is not normal (an
+// operand or the quotient not normal, rare: a branch, which costs a warp
+// nothing while all its leaves are normal).
 // The same bits as the division (ir's TestDivRowFast, TestRowKnobs); a
 // knob for the benchmarks (Config names it).
 var RowDivFast = true
@@ -150,20 +152,52 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int
 	}
 	lit := Lang // exact literals: these functions' constants are not in Params
 	lit.Const = nil
-	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowFast}, 0), 0))
+	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, ir.DivRowFast}, 0), 0))
 	divisors := map[int]bool{}
-	pl.Render = map[int]func() []string{}
+	if pl.Render == nil {
+		pl.Render = map[int]func() []string{}
+	}
 	for j, d := range divs {
 		divisors[d] = true
 		a, v, q := codegen.Value(int(k.Body[j].Args[0])), codegen.Value(d), codegen.Value(j)
 		pl.Render[j] = func() []string {
 			return []string{
-				fmt.Sprintf("var %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo);", q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v),
+				fmt.Sprintf("var %s = 0.0;", q),
+				fmt.Sprintf("if (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v, v),
 				fmt.Sprintf("if (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
 			}
 		}
 	}
 	return divisors
+}
+
+// rowMaxNeg renders each maximum(x, neg(x)) that rows kernel k evaluates
+// per leaf (layer norm's |x - mean|) as ir.MaxNeg(x): its 3 nodes instead
+// of maximum's 18, the same bits (ir's TestMaxNeg, all 2^32 inputs).
+func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
+	defined := false
+	for d := range pl.Leaf {
+		for _, j := range pl.Leaf[d] {
+			in := k.Body[j]
+			if in.Kind != ir.InstrOp || in.Op != ir.OpMaximum {
+				continue
+			}
+			if n := k.Body[in.Args[1]]; n.Kind != ir.InstrOp || n.Op != ir.OpNeg || n.Args[0] != in.Args[0] {
+				continue
+			}
+			if !defined {
+				b.WriteString(codegen.Indent(codegen.Define(Lang, []*ir.Func{ir.MaxNeg}, 0), 0))
+				defined = true
+			}
+			if pl.Render == nil {
+				pl.Render = map[int]func() []string{}
+			}
+			v, x := codegen.Value(j), codegen.Value(int(in.Args[0]))
+			pl.Render[j] = func() []string {
+				return []string{fmt.Sprintf("let %s = %s(%s);", v, codegen.FuncName(ir.MaxNeg), x)}
+			}
+		}
+	}
 }
 
 // divisorParts declares per-row divisor j's parts that ir.DivRowFast takes.
@@ -173,10 +207,11 @@ func divisorParts(j int) []string {
 	for _, f := range []struct {
 		suffix string
 		fn     *ir.Func
-	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}} {
+	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}, {"e", ir.DivRowE}} {
 		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
 	}
-	return lines
+	// a divisor that is not normal sends every leaf of the row to the division
+	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v))
 }
 
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each

@@ -37,7 +37,7 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce,
+// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast,
 // AttentionTile): caches of generated code must include it in their keys.
 func Config() string {
 	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, AttentionTile)
