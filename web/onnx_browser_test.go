@@ -38,10 +38,9 @@ var exportedModels = []struct {
 	{"digits", 1e-6},
 }
 
-// browserBackends are the backends the page runs graphs on. The command
-// line's wasm backend is not among them: it compiles kernels with Clang,
-// which a page does not have; cpu (cpuref, compiled to wasm with the page)
-// stands in for it.
+// browserBackends are the backends the page runs graphs on by itself. The
+// wasm backend, whose modules the page's server builds, has its own tests
+// (TestWasmPage).
 var browserBackends = []string{"webgpu", "webgl2", "cpu"}
 
 // onnxDeadline bounds TestONNXPicker: two models on three backends, the

@@ -21,6 +21,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,7 +33,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpucc/gpucc/internal/modellimits"
+	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/python"
+	"github.com/gpucc/gpucc/runtime/wasm"
 )
 
 //go:embed static
@@ -108,6 +112,10 @@ func Handler(assets fs.FS) (http.Handler, error) {
 	built := Built(assets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
+		if p == "/"+wasmBuildPath {
+			serveBuild(w, r)
+			return
+		}
 		if !built && slices.Contains(pagePaths, p) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-cache")
@@ -143,6 +151,47 @@ func Handler(assets fs.FS) (http.Handler, error) {
 		h.Set("ETag", etag)
 		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
 	}), nil
+}
+
+// wasmBuildPath is where the page's wasm backend asks for its modules
+// (runtime/wasm's BuildPath, relative to the page).
+const wasmBuildPath = "wasm/module"
+
+// builds admits one module build at a time: each is a Clang process.
+var builds = make(chan struct{}, 1)
+
+// serveBuild answers the page's wasm backend, which has no Clang: POST a
+// runtime/wasm BuildRequest (a program or a typed graph, never C), get
+// the module this machine's Clang builds of the C generated here
+// (wasm.ServeBuild). A request that does not decode or validate is 400;
+// no toolchain here, 503; the message says which.
+func serveBuild(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST a runtime/wasm BuildRequest", http.StatusMethodNotAllowed)
+		return
+	}
+	select {
+	case builds <- struct{}{}:
+		defer func() { <-builds }()
+	case <-r.Context().Done():
+		return
+	}
+	b, err := wasm.ServeBuild(r.Context(), http.MaxBytesReader(w, r.Body, wasm.MaxBuildRequest), modellimits.Caps(wasm.MaxBuildRequest))
+	if err != nil {
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(err, ir.ErrBackendUnavailable):
+			status = http.StatusServiceUnavailable
+		case errors.Is(err, ir.ErrInternal):
+			status = http.StatusInternalServerError
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
 }
 
 // addFiles adds every file of fsys to files under "/"+prefix+its name:

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
@@ -184,12 +182,7 @@ func init() {
 // wazeroDevice is a wasm device on a wazero runtime of the given mode,
 // with no toolchain: it runs the prebuilt modules it is given.
 func wazeroDevice(compiler bool) *device {
-	cfg := wazero.NewRuntimeConfigInterpreter()
-	if compiler {
-		cfg = wazero.NewRuntimeConfigCompiler()
-	}
-	return &device{compiler: compiler, modules: map[string]*module{}, tcErr: fmt.Errorf("prebuilt modules only"),
-		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}
+	return &device{eng: newWazero(compiler), modules: map[string]*module{}, tcErr: fmt.Errorf("prebuilt modules only")}
 }
 
 // runPrebuilt runs program p with module wasm on d and returns its

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/tetratelabs/wazero/api"
-
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -29,6 +27,18 @@ func typedSource(g *ir.Graph) (string, error) {
 		"EXPORT void " + typedEntry + "(void **b, int *fault) { gpucc_typed_graph(b, fault); }\n", nil
 }
 
+// withoutData returns g with its inputs' data dropped (a model's weights):
+// the C of a typed graph does not depend on them.
+func withoutData(g *ir.Graph) *ir.Graph {
+	h := &ir.Graph{Nodes: append([]ir.Node(nil), g.Nodes...), Outputs: g.Outputs}
+	for i := range h.Nodes {
+		if h.Nodes[i].Op == ir.OpInput {
+			h.Nodes[i].Data, h.Nodes[i].Ints = nil, nil
+		}
+	}
+	return h
+}
+
 // CompileTyped emits the C of the typed graph (codegen/c's EmitTypedGraph),
 // obtains its module through the module caches, as Compile does for a
 // program's kernels, and lays the nodes' storage out in its memory. An op
@@ -41,17 +51,17 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 		return nil, err
 	}
 	defer st.Start(backend.StageCompile)()
-	mod, err := d.module(ctx, source, nil, st)
+	mod, err := d.module(ctx, source, nil, BuildRequest{Graph: withoutData(p.Graph)}, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if d.tc == nil {
+		if d.tc == nil && d.build == nil {
 			return nil, fail(ir.CodeBackendUnavailable, err)
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	e := &typedExecutable{d: d, g: p.Graph, mod: mod, fn: mod.inst.ExportedFunction(typedEntry)}
+	e := &typedExecutable{d: d, g: p.Graph, mod: mod, fn: mod.inst.export(typedEntry)}
 	if e.fn == nil {
 		e.Release()
 		return nil, fail(ir.CodeExecutionFailed, fmt.Errorf("the typed module does not export %s", typedEntry))
@@ -67,7 +77,7 @@ type typedExecutable struct {
 	d   *device
 	g   *ir.Graph
 	mod *module
-	fn  api.Function
+	fn  function
 	// table is the byte offset of the pointer table (node i's storage at
 	// table+4i), fault of the fault flag's two ints, offs[i] of node i's
 	// storage.

@@ -13,12 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"sync"
 	"unsafe"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/codegen/cache"
@@ -46,10 +42,15 @@ var maxIdleModules = 64
 
 type device struct {
 	backend.HostMemory
-	tc       *cbuild.Toolchain // nil when none was found (tcErr says why): only plans with modules compile
-	tcErr    error
-	rt       wazero.Runtime
-	compiler bool         // wazero compiles to native code (else interprets)
+	tc    *cbuild.Toolchain // nil when none was found (tcErr says why): only plans with modules compile
+	tcErr error
+	// build, when set, makes the module of C source where there is no
+	// toolchain: the page asks the server that served it for the module of
+	// req, the program or graph the source was generated from
+	// (engine_js.go, ServeBuild). buildKey names its modules in the caches.
+	build    func(ctx context.Context, source string, req BuildRequest) ([]byte, error)
+	buildKey func(source string) cache.Key
+	eng      engine
 	cache    *cache.Cache // the artifact cache (nil: none)
 	modules  map[string]*module
 }
@@ -57,23 +58,18 @@ type device struct {
 // module is one instantiated module: its kernels and its memory, grown on
 // demand and reused by every executable of the same source.
 type module struct {
-	key      string
-	compiled wazero.CompiledModule
-	inst     api.Module
-	mem      api.Memory
-	base     uint64 // first byte after the module's stack and data
-	refs     int
+	key  string
+	inst instance
+	mem  memory
+	base uint64 // first byte after the module's stack and data
+	refs int
 	// typedRunner is the typed executable whose run last wrote the
 	// module's memory (executables of one typed source share it).
 	typedRunner *typedExecutable
 }
 
-// close releases the instance and its compiled code: closing an instance
-// alone leaves the code in the wazero runtime until the runtime closes.
-func (m *module) close(ctx context.Context) {
-	m.inst.Close(ctx)
-	m.compiled.Close(ctx)
-}
+// close releases the instance and its compiled code.
+func (m *module) close(ctx context.Context) { m.inst.close(ctx) }
 
 // probes remembers, per toolchain, that it built a module: every Factory
 // call checks the toolchain once per process, not once per Runtime.
@@ -102,13 +98,11 @@ func open(opts backend.Options) (backend.Device, error) {
 		}
 		probes.Store(tc.Key()+tc.Clang+tc.WasmLD, true)
 	}
-	compiler := goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
-	cfg := wazero.NewRuntimeConfigInterpreter()
-	if compiler {
-		cfg = wazero.NewRuntimeConfigCompiler()
+	d := &device{tc: tc, tcErr: tcErr, eng: newEngine(), modules: map[string]*module{}, cache: opts.Cache}
+	if tc == nil {
+		d.build, d.buildKey = remoteBuild()
 	}
-	return &device{tc: tc, tcErr: tcErr, compiler: compiler, modules: map[string]*module{}, cache: opts.Cache,
-		rt: wazero.NewRuntimeWithConfig(context.Background(), cfg.WithMemoryLimitPages(maxPages))}, nil
+	return d, nil
 }
 
 func littleEndian() bool {
@@ -117,26 +111,25 @@ func littleEndian() bool {
 }
 
 func (d *device) Info() backend.Info {
-	mode := "interpreter"
-	if d.compiler {
-		mode = "compiler"
-	}
-	return backend.Info{Name: "wasm", Profile: passes.Profile{Name: "wasm"}, Adapter: backend.Adapter{Name: fmt.Sprintf("wazero %s (%s)", wazeroVersion, mode),
+	return backend.Info{Name: "wasm", Profile: passes.Profile{Name: "wasm"}, Adapter: backend.Adapter{Name: d.eng.adapter(),
 		Driver: d.driver(), Backend: "wasm", Type: "cpu"}}
 }
 
 // driver names the toolchain, or says there is none.
 func (d *device) driver() string {
-	if d.tc == nil {
-		return "no toolchain: prebuilt modules only"
+	switch {
+	case d.tc != nil:
+		return d.tc.Version
+	case d.build != nil:
+		return "Clang of the server that served the page"
 	}
-	return d.tc.Version
+	return "no toolchain: prebuilt modules only"
 }
 
 func (d *device) Close() {
-	if d.rt != nil {
-		d.rt.Close(context.Background())
-		d.rt = nil
+	if d.eng != nil {
+		d.eng.close()
+		d.eng = nil
 	}
 }
 
@@ -165,12 +158,12 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	}
 	stop()
 	defer st.Start(backend.StageCompile)()
-	mod, err := d.module(ctx, unit.Source, wasm, st)
+	mod, err := d.module(ctx, unit.Source, wasm, BuildRequest{Program: bp.IR.WithoutData().Program()}, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if d.tc == nil && wasm == nil {
+		if d.tc == nil && d.build == nil && wasm == nil {
 			return nil, fail(ir.CodeBackendUnavailable, err)
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
@@ -181,7 +174,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		return nil, fail(ir.CodeLimitExceeded, err)
 	}
 	for _, k := range unit.Kernels {
-		fn := mod.inst.ExportedFunction(k.Export)
+		fn := mod.inst.export(k.Export)
 		if fn == nil {
 			e.Release()
 			return nil, fail(ir.CodeExecutionFailed, fmt.Errorf("kernel %s: module does not export %s", k.Name, k.Export))
@@ -199,18 +192,22 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 }
 
 // module returns the instantiated module of source (or of the prebuilt
-// bytes when given), taking a reference to it. It records
+// bytes when given; req is what source was generated from, for a device
+// that builds remotely), taking a reference to it. It records
 // CacheModuleMemory (this device's modules, or the artifact cache's
 // memory) and CacheModuleDisk.
-func (d *device) module(ctx context.Context, source string, prebuilt []byte, st *backend.Stats) (*module, error) {
+func (d *device) module(ctx context.Context, source string, prebuilt []byte, req BuildRequest, st *backend.Stats) (*module, error) {
 	var key cache.Key
+	var build func() ([]byte, error)
 	switch {
 	case prebuilt != nil:
 		key = cache.NewKey([]byte("prebuilt"), prebuilt)
-	case d.tc == nil:
-		return nil, fmt.Errorf("the plan carries no wasm module and %w", d.tcErr)
+	case d.tc != nil:
+		key, build = d.tc.ModuleKey(source), func() ([]byte, error) { return d.tc.Wasm(ctx, source) }
+	case d.build != nil:
+		key, build = d.buildKey(source), func() ([]byte, error) { return d.build(ctx, source, req) }
 	default:
-		key = d.tc.ModuleKey(source)
+		return nil, fmt.Errorf("the plan carries no wasm module and %w", d.tcErr)
 	}
 	if m, ok := d.modules[key.String()]; ok {
 		st.Hit(backend.CacheModuleMemory, true)
@@ -224,7 +221,7 @@ func (d *device) module(ctx context.Context, source string, prebuilt []byte, st 
 	if prebuilt != nil {
 		m, err = d.instantiate(ctx, key.String(), prebuilt)
 	} else {
-		src, err = cbuild.Load(d.cache, cache.Wasm, key, func() ([]byte, error) { return d.tc.Wasm(ctx, source) },
+		src, err = cbuild.Load(d.cache, cache.Wasm, key, build,
 			func(wasm []byte) (err error) { m, err = d.instantiate(ctx, key.String(), wasm); return err })
 	}
 	if err != nil {
@@ -244,18 +241,14 @@ func (d *device) unref(m *module) {
 		func(m *module) { m.close(context.Background()) })
 }
 
-// instantiate compiles wasm with wazero and instantiates it once.
+// instantiate compiles wasm with the device's engine and instantiates it
+// once.
 func (d *device) instantiate(ctx context.Context, key string, wasm []byte) (*module, error) {
-	compiled, err := d.rt.CompileModule(ctx, wasm)
+	inst, err := d.eng.instantiate(ctx, key, wasm)
 	if err != nil {
-		return nil, fmt.Errorf("wazero compile: %w", err)
+		return nil, err
 	}
-	inst, err := d.rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(key))
-	if err != nil {
-		compiled.Close(ctx)
-		return nil, fmt.Errorf("wazero instantiate: %w", err)
-	}
-	m := &module{key: key, compiled: compiled, inst: inst, mem: inst.Memory()}
+	m := &module{key: key, inst: inst, mem: inst.memory()}
 	if m.mem == nil {
 		m.close(ctx)
 		return nil, errors.New("module exports no memory")
@@ -302,7 +295,7 @@ func floatBytes(f []float32) []byte {
 
 type call struct {
 	name string
-	fn   api.Function
+	fn   function
 	args []uint64
 }
 

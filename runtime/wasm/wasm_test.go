@@ -33,18 +33,18 @@ func TestEvictionFreesCode(t *testing.T) {
 	defer func(old int) { maxIdleModules = old }(maxIdleModules)
 	maxIdleModules = 1
 	ctx := context.Background()
-	first, err := d.module(ctx, probeSource, nil, nil)
+	first, err := d.module(ctx, probeSource, nil, BuildRequest{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.unref(first)
 	other := `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] * p[0]; }`
-	second, err := d.module(ctx, other, nil, nil)
+	second, err := d.module(ctx, other, nil, BuildRequest{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	third := `__attribute__((visibility("default"))) void probe(float *p) { p[0] = p[0] - p[0]; }`
-	if _, err := d.module(ctx, third, nil, nil); err != nil {
+	if _, err := d.module(ctx, third, nil, BuildRequest{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.unref(second) // two idle now, over the bound of one
@@ -55,7 +55,8 @@ func TestEvictionFreesCode(t *testing.T) {
 	if _, ok := d.modules[first.key]; ok {
 		evicted = second
 	}
-	if m, err := d.rt.InstantiateModule(ctx, evicted.compiled, wazero.NewModuleConfig().WithName("again")); err == nil {
+	w := evicted.inst.(*wazeroInstance)
+	if m, err := d.eng.(*wazeroEngine).rt.InstantiateModule(ctx, w.compiled, wazero.NewModuleConfig().WithName("again")); err == nil {
 		m.Close(ctx)
 		t.Error("the evicted module's compiled code is still loaded")
 	}

@@ -1,0 +1,199 @@
+//go:build js
+
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"syscall/js"
+
+	"github.com/gpucc/gpucc/codegen/cache"
+)
+
+// In the page the backend's modules run in the browser's own WebAssembly
+// (V8 in Chromium), not in wazero, and the page, which has no Clang, asks
+// the server that served it to build them (BuildPath, answered by
+// ServeBuild).
+
+// BuildPath is the path, relative to the page, that answers BuildRequests.
+const BuildPath = "wasm/module"
+
+func newEngine() engine { return pageEngine{} }
+
+// remoteBuild asks the page's server for each module.
+func remoteBuild() (func(context.Context, string, BuildRequest) ([]byte, error), func(string) cache.Key) {
+	return fetchModule, func(source string) cache.Key { return cache.NewKey([]byte("page-server"), []byte(source)) }
+}
+
+// fetchModule posts req to BuildPath and returns the module, refusing one
+// built from another source than the page's own.
+func fetchModule(ctx context.Context, source string, req BuildRequest) ([]byte, error) {
+	var body bytes.Buffer
+	if err := gob.NewEncoder(&body).Encode(req); err != nil {
+		return nil, fmt.Errorf("encoding the build request: %w", err)
+	}
+	arr := js.Global().Get("Uint8Array").New(body.Len())
+	js.CopyBytesToJS(arr, body.Bytes())
+	init := js.Global().Get("Object").New()
+	init.Set("method", "POST")
+	init.Set("body", arr)
+	resp, err := await(ctx, js.Global().Call("fetch", BuildPath, init))
+	if err != nil {
+		return nil, fmt.Errorf("asking the page's server for the module: %w", err)
+	}
+	buf, err := await(ctx, resp.Call("arrayBuffer"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the page's server's module: %w", err)
+	}
+	b := make([]byte, buf.Get("byteLength").Int())
+	js.CopyBytesToGo(b, js.Global().Get("Uint8Array").New(buf))
+	if !resp.Get("ok").Bool() {
+		return nil, fmt.Errorf("the page's server cannot build the module (HTTP %d): %s", resp.Get("status").Int(), b)
+	}
+	var r BuildResponse
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("the page's server's answer does not decode: %w", err)
+	}
+	if r.Source != source {
+		return nil, errors.New("the page's server built the module of another source than the page's")
+	}
+	return r.Module, nil
+}
+
+// await waits for promise p, which resolves to its value or rejects with
+// an error; the event loop runs meanwhile (this goroutine blocks, and Go
+// yields to JS).
+func await(ctx context.Context, p js.Value) (js.Value, error) {
+	type result struct {
+		v   js.Value
+		err error
+	}
+	done := make(chan result, 1)
+	ok := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		done <- result{v: args[0]}
+		return nil
+	})
+	bad := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		done <- result{err: errors.New(js.Global().Get("String").Invoke(args[0]).String())}
+		return nil
+	})
+	defer ok.Release()
+	defer bad.Release()
+	p.Call("then", ok, bad)
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return js.Undefined(), ctx.Err()
+	}
+}
+
+// pageEngine instantiates modules with the page's WebAssembly.
+type pageEngine struct{}
+
+func (pageEngine) adapter() string { return "the page's WebAssembly" }
+func (pageEngine) close()          {}
+
+func (pageEngine) instantiate(ctx context.Context, _ string, wasm []byte) (instance, error) {
+	arr := js.Global().Get("Uint8Array").New(len(wasm))
+	js.CopyBytesToJS(arr, wasm)
+	// instantiate, not new WebAssembly.Module: Chromium refuses a
+	// synchronous compile of more than 8 MB on the main thread.
+	r, err := await(ctx, js.Global().Get("WebAssembly").Call("instantiate", arr, js.Global().Get("Object").New()))
+	if err != nil {
+		return nil, fmt.Errorf("WebAssembly.instantiate: %w", err)
+	}
+	return &pageInstance{exports: r.Get("instance").Get("exports")}, nil
+}
+
+type pageInstance struct{ exports js.Value }
+
+func (i *pageInstance) memory() memory {
+	m := i.exports.Get("memory")
+	if !m.InstanceOf(js.Global().Get("WebAssembly").Get("Memory")) {
+		return nil
+	}
+	return pageMemory{m}
+}
+
+func (i *pageInstance) export(name string) function {
+	f := i.exports.Get(name)
+	if f.Type() != js.TypeFunction {
+		return nil
+	}
+	return pageFunction{f}
+}
+
+func (i *pageInstance) close(context.Context) {} // the garbage collector's
+
+// pageMemory is a WebAssembly.Memory. Its buffer is detached by every
+// grow, so each access takes it anew.
+type pageMemory struct{ m js.Value }
+
+func (p pageMemory) Size() uint32 { return uint32(p.m.Get("buffer").Get("byteLength").Float()) }
+
+func (p pageMemory) Grow(delta uint32) (prev uint32, ok bool) {
+	defer func() {
+		if recover() != nil { // a RangeError: past the maximum
+			prev, ok = 0, false
+		}
+	}()
+	return uint32(p.m.Call("grow", delta).Int()), true
+}
+
+// view is the bytes [off, off+n) of the memory, or false outside it.
+func (p pageMemory) view(off, n uint32) (js.Value, bool) {
+	buf := p.m.Get("buffer")
+	if uint64(off)+uint64(n) > uint64(buf.Get("byteLength").Float()) {
+		return js.Undefined(), false
+	}
+	return js.Global().Get("Uint8Array").New(buf, off, n), true
+}
+
+func (p pageMemory) Read(off, n uint32) ([]byte, bool) {
+	v, ok := p.view(off, n)
+	if !ok {
+		return nil, false
+	}
+	b := make([]byte, n)
+	js.CopyBytesToGo(b, v)
+	return b, true
+}
+
+func (p pageMemory) Write(off uint32, b []byte) bool {
+	v, ok := p.view(off, uint32(len(b)))
+	if ok {
+		js.CopyBytesToJS(v, b)
+	}
+	return ok
+}
+
+func (p pageMemory) ReadUint32Le(off uint32) (uint32, bool) {
+	b, ok := p.Read(off, 4)
+	if !ok {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b), true
+}
+
+// pageFunction is an exported function. Its parameters are i32 offsets,
+// passed as numbers (ToInt32 keeps their bits); a trap is an error.
+type pageFunction struct{ f js.Value }
+
+func (p pageFunction) Call(_ context.Context, params ...uint64) (_ []uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("wasm trap: %v", r)
+		}
+	}()
+	args := make([]any, len(params))
+	for i, v := range params {
+		args[i] = float64(uint32(v))
+	}
+	p.f.Invoke(args...)
+	return nil, nil
+}

@@ -1,0 +1,78 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"io"
+
+	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// BuildRequest is what the page's wasm backend asks of the server that
+// served the page, which has Clang where a page has none: the module of a
+// program's kernels (Program, its input buffers' data dropped) or of a
+// typed graph (Graph). The server generates the C itself from the checked
+// program or graph: it never compiles C that it is sent.
+type BuildRequest struct {
+	Program *ir.Program
+	Graph   *ir.Graph
+}
+
+// BuildResponse is the answer: the C the server generated (the page
+// refuses a module whose source is not the one it generated itself) and
+// the module Clang built from it.
+type BuildResponse struct {
+	Source string
+	Module []byte
+}
+
+// MaxBuildRequest bounds a BuildRequest's encoding (a program without its
+// data is its structure and its kernels' constants).
+const MaxBuildRequest = 64 << 20
+
+// ServeBuild answers an encoded BuildRequest (gob) with an encoded
+// BuildResponse: invalid_graph for a request that does not decode or whose
+// program or graph does not validate (a typed graph under limits), the
+// C generator's own error for what it cannot emit, backend_unavailable
+// where this machine has no toolchain.
+func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, error) {
+	var req BuildRequest
+	if err := gob.NewDecoder(io.LimitReader(r, MaxBuildRequest)).Decode(&req); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request does not decode: %v", err)
+	}
+	var source string
+	switch {
+	case req.Program != nil && req.Graph == nil:
+		sp, err := ir.Seal(req.Program)
+		if err != nil {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request's program: %v", err)
+		}
+		u, err := c.Target{}.Emit(sp)
+		if err != nil {
+			return nil, fail(ir.CodeInternal, err)
+		}
+		source = u.Source
+	case req.Graph != nil && req.Program == nil:
+		if err := ir.Validate(req.Graph, limits); err != nil {
+			return nil, err
+		}
+		var err error
+		if source, err = typedSource(req.Graph); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "a wasm build request holds a program or a typed graph, one of them")
+	}
+	mod, err := BuildModule(ctx, source)
+	if err != nil {
+		return nil, fail(ir.CodeBackendUnavailable, fmt.Errorf("building the module: %w", err))
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(BuildResponse{Source: source, Module: mod}); err != nil {
+		return nil, fail(ir.CodeInternal, err)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWasmPage runs the wasm backend in the page: the command line's C
+// kernels, built by the Clang of the server that served the page
+// (serveBuild) and run in Chromium's own WebAssembly (V8). Real models,
+// picked as a visitor picks them, each output cpuref's bits: Silero VAD's
+// float16 export (LSTM, If, float16 casts: a typed graph), PaddleOCR's
+// classifier, recognizer and detector.
+func TestWasmPage(t *testing.T) {
+	ctx := page(t, "?life=0", 10*time.Minute)
+	wasm := []string{"wasm"}
+	for _, m := range []realPageModel{
+		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm},
+		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, wasm},
+		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, wasm},
+		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, wasm},
+	} {
+		t.Run(m.name, func(t *testing.T) { runRealModel(t, ctx, m, 3*time.Minute) })
+	}
+}
+
+// TestServeBuildRefuses: the module endpoint takes a POSTed BuildRequest
+// only; anything else is refused with a status and a message, never
+// compiled.
+func TestServeBuildRefuses(t *testing.T) {
+	srv := httptest.NewServer(handler(t))
+	defer srv.Close()
+	for _, tt := range []struct {
+		method, body string
+		status       int
+	}{
+		{http.MethodGet, "", http.StatusMethodNotAllowed},
+		{http.MethodPost, "int main() { return 0; }", http.StatusBadRequest},
+		{http.MethodPost, "", http.StatusBadRequest},
+	} {
+		req, _ := http.NewRequest(tt.method, srv.URL+"/"+wasmBuildPath, strings.NewReader(tt.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s %q: %d, want %d", tt.method, tt.body, resp.StatusCode, tt.status)
+		}
+	}
+}
