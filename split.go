@@ -529,8 +529,11 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		for _, p := range sp.passes[s] {
 			pure[s] = pure[s] && pure[p.from]
 		}
-		if pure[s] && sp.cache[s] != nil {
-			results[s] = sp.cache[s]
+		rt.mu.Lock() // the cache is the executable's, shared by concurrent runs
+		cached := sp.cache[s]
+		rt.mu.Unlock()
+		if pure[s] && cached != nil {
+			results[s] = cached
 			continue
 		}
 		for _, p := range sp.passes[s] {
@@ -546,7 +549,11 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		}
 		results[s] = r
 		if pure[s] {
-			sp.cache[s] = r
+			rt.mu.Lock()
+			if sp.cache[s] == nil && sp.segs != nil {
+				sp.cache[s] = r
+			}
+			rt.mu.Unlock()
 		}
 		res.Kernels += r.Kernels
 		res.Timings.Add(r.Timings)
@@ -588,13 +595,16 @@ func (sp *split) passed(ctx context.Context, rt *Runtime, p splitPass, from *Res
 	if !onDevice || t.DType != ir.F32 {
 		return t, nil
 	}
-	if d := sp.cacheDev[p.name]; d != nil {
-		return d, nil
-	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.dev == nil {
 		return nil, rt.errClosed()
+	}
+	if d := sp.cacheDev[p.name]; d != nil {
+		return d, nil
+	}
+	if sp.segs == nil {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
 	d, err := rt.newTensorLocked(ctx, slices.Clone(ir.Shape(t.Shape)), t.Data) // an intermediate: not checked finite
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -148,6 +149,24 @@ func TestSplitCachesWeightSegments(t *testing.T) {
 					t.Errorf("after Close: %v, want backend_unavailable", err)
 				}
 			}()
+			if name == "native" { // concurrent runs share the cache (go test -race)
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						r, err := exe.Run(ctx, plain)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						sameTensor(t, "a concurrent run", r.Outputs["out"], want.Outputs["out"])
+					})
+				}
+				wg.Wait()
+				exe.Release()
+				if exe, err = rt.Compile(ctx, g); err != nil {
+					t.Fatal(err)
+				}
+			}
 			first := run(rt, exe, plain)
 			second := run(rt, exe, plain)
 			if second.Kernels >= first.Kernels || second.Timings.UploadBytes >= first.Timings.UploadBytes {
