@@ -260,3 +260,91 @@ func ExampleDecoder() {
 	fmt.Println(gen.Tokens)
 	// Output: [252 221 7 7 102 211 108 77]
 }
+
+// TestDecoderRefusesOtherModels: every ONNX model of the repository but
+// the step models (the node tests, the exported models, the transformer
+// fixtures) is
+// refused by NewDecoder with unsupported, never a panic, a compile or a
+// decoder that runs.
+func TestDecoderRefusesOtherModels(t *testing.T) {
+	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
+	n := 0
+	err := filepath.WalkDir(".", func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || filepath.Ext(path) != ".onnx" || filepath.Base(path) == "gpt2kv.onnx" ||
+			filepath.Dir(path) == filepath.Join("testdata", "decode") {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: kvLimits})
+		if err != nil {
+			return nil // the importer's refusal, tested there
+		}
+		n++
+		d, err := rt.NewDecoder(context.Background(), m, gpucc.DecoderOptions{MaxLen: 4})
+		if err == nil {
+			d.Release()
+			t.Errorf("%s: a decoder", path)
+		} else if c := gpucc.CodeOf(err); c != ir.CodeUnsupported {
+			t.Errorf("%s: %v; want unsupported", path, err)
+		}
+		return nil
+	})
+	if err != nil || n < 100 {
+		t.Fatalf("%d models: %v", n, err)
+	}
+}
+
+// TestGenerateStaticCache decodes testdata/decode/static.onnx (mkstep.py:
+// a 2-block GPT-2-style step whose cache the model fixes at 6 rows): the
+// decoder takes the model's length when none is given and refuses another
+// (invalid_input); the 5 ids after the prompt 0, 1 fill the cache to its
+// last row and are numpy float64's [2 8 4 2 8] on cpu and every backend
+// that runs typed graphs, the logits cpu's bits; one more id does not fit.
+func TestGenerateStaticCache(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join("testdata", "decode", "static.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{2, 8, 4, 2, 8}
+	var cpu [][]float32
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(backend, func(t *testing.T) {
+			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+			if _, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+				t.Errorf("max_len 8 for a cache of 6: %v; want invalid_input", err)
+			}
+			d, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			if d.MaxLen() != 6 || d.Vocab() != 16 || len(d.Pairs()) != 4 {
+				t.Errorf("max_len %d, vocab %d, %d pairs; want 6, 16, 4", d.MaxLen(), d.Vocab(), len(d.Pairs()))
+			}
+			gen, err := d.Generate(ctx, []int64{0, 1}, gpucc.GenerateOptions{Tokens: 5, Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(gen.Tokens, want) || gen.Cache != "device" {
+				t.Errorf("ids %v with the cache on the %s; want %v on the device", gen.Tokens, gen.Cache, want)
+			}
+			if cpu == nil {
+				cpu = gen.Logits
+			}
+			for s := range gen.Logits {
+				for i := range gen.Logits[s] {
+					if math.Float32bits(gen.Logits[s][i]) != math.Float32bits(cpu[s][i]) {
+						t.Fatalf("step %d logit %d: %v on %s, %v on cpu", s, i, gen.Logits[s][i], backend, cpu[s][i])
+					}
+				}
+			}
+			if _, err := d.Generate(ctx, []int64{0, 1}, gpucc.GenerateOptions{Tokens: 6}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+				t.Errorf("7 positions in a cache of 6: %v; want invalid_input", err)
+			}
+		})
+	}
+}

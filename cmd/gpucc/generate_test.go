@@ -141,6 +141,15 @@ func TestGenerateRefuses(t *testing.T) {
 			}
 		})
 	}
+	// A model that fixes its cache's length (testdata/decode/static.onnx:
+	// 6 rows) needs no --max-len, and refuses another.
+	static, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "decode", "static.onnx"))
+	if out, _, code := gpucc(t, "", "generate", "--backend", "cpu", "--prompt", "0,1", "--tokens", "5", static); code != 0 || out != "2 8 4 2 8\n" {
+		t.Errorf("static.onnx: exit %d, %q; want 2 8 4 2 8", code, out)
+	}
+	if out, v, code := gpucc(t, "", "generate", "--backend", "cpu", "--prompt", "0,1", "--tokens", "5", "--max-len", "8", static); code != 1 || errorCode(v) != "invalid_input" {
+		t.Errorf("static.onnx with --max-len 8: exit %d, %s; want invalid_input", code, out)
+	}
 	// The last row fits: a prompt of 3 and 64 tokens write positions 0 to 65.
 	if out, _, code := gpucc(t, "", "generate", "--backend", "cpu", "--prompt", "1,2,3", "--tokens", "64", "--max-len", "66", model); code != 0 {
 		t.Errorf("max-len 66: exit %d: %s", code, out)
