@@ -206,7 +206,9 @@ func TestAttentionLengths(t *testing.T) {
 // TestAttentionTiles checks: the default, more rows or more slices per
 // workgroup, one key per thread, a workgroup of 128 threads, four that
 // read k and v from their buffers (Direct; 8x32k64g's threads hold vec2
-// outputs at d 64), and the first kernel (rows).
+// outputs at d 64), two that keep scores in registers between the passes
+// (8x32k64gc64 every whole tile's below 2048 keys, 16x16k32gc4 the first
+// two tiles' only, looping over the rest), and the first kernel (rows).
 var attTileVariants = []wgsl.AttTile{
 	wgsl.DefaultAttTile,
 	{Rows: 32, Slices: 8, Keys: 32},
@@ -218,6 +220,8 @@ var attTileVariants = []wgsl.AttTile{
 	{Rows: 32, Slices: 8, Keys: 32, Direct: true},
 	{Rows: 8, Slices: 16, Keys: 32, Direct: true},
 	{Rows: 8, Slices: 32, Keys: 64, Direct: true},
+	{Rows: 8, Slices: 32, Keys: 64, Direct: true, Cache: 64},
+	{Rows: 16, Slices: 16, Keys: 32, Direct: true, Cache: 4},
 	{},
 }
 

@@ -156,8 +156,8 @@ suite_attn() {
 	benches bench_attn.txt 90 bench 'NN/(attn|fusedattn)/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
 	# The fused kernel under each tile (GPUCC_BENCH_ATTN_TILES overrides the list), d 64 and 128.
 	benches bench_attn.txt 300 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"
-	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=256 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g rows}"
-	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g rows}"
+	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=256 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
+	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
 	timeout 45 python3 bench/torch_attn.py 64 256 2048 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"
 	timeout 45 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"

@@ -2,6 +2,8 @@ package wgsl
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -14,12 +16,15 @@ import (
 // scores Keys/Slices keys of a tile). Direct reads k and v from their
 // buffers (vec4 bindings where their rows allow) instead of staging them
 // through workgroup memory: only the probabilities cross threads, with
-// one barrier a tile. The zero AttTile selects the first kernel
-// (attentionRows). The shape changes no bit: every tile keeps
+// one barrier a tile. Cache (Direct only) is how many scores a thread
+// keeps in registers from the first pass for the second, which then
+// scores only the keys past them. The zero AttTile selects the first
+// kernel (attentionRows). The shape changes no bit: every tile keeps
 // cpuref.Attention's order.
 type AttTile struct {
 	Rows, Slices, Keys int
 	Direct             bool
+	Cache              int
 }
 
 // AttentionTile is the attention kernels' shape, a tuning knob (Config
@@ -32,7 +37,7 @@ var AttentionTile = DefaultAttTile
 var DefaultAttTile = AttTile{Rows: 16, Slices: 16, Keys: 32}
 
 // String is the tile as ParseAttTile reads it: RxSkK, a g after it for
-// Direct, or "rows" for the zero tile.
+// Direct, then cN for a Cache of N, or "rows" for the zero tile.
 func (t AttTile) String() string {
 	if t == (AttTile{}) {
 		return "rows"
@@ -41,29 +46,39 @@ func (t AttTile) String() string {
 	if t.Direct {
 		s += "g"
 	}
+	if t.Cache > 0 {
+		s += fmt.Sprintf("c%d", t.Cache)
+	}
 	return s
 }
+
+var attTileSyntax = regexp.MustCompile(`^([0-9]+)x([0-9]+)k([0-9]+)(g(c([0-9]+))?)?$`)
 
 // ParseAttTile reads a tile written as String writes it.
 func ParseAttTile(s string) (AttTile, error) {
 	if s == "rows" {
 		return AttTile{}, nil
 	}
-	var t AttTile
-	t.Direct = strings.HasSuffix(s, "g")
-	if _, err := fmt.Sscanf(strings.TrimSuffix(s, "g"), "%dx%dk%d", &t.Rows, &t.Slices, &t.Keys); err != nil || t.String() != s {
-		return AttTile{}, fmt.Errorf("attention tile %q is not ROWSxSLICESkKEYS[g] (16x16k32, 16x16k64g) or rows", s)
+	m := attTileSyntax.FindStringSubmatch(s)
+	if m == nil {
+		return AttTile{}, fmt.Errorf("attention tile %q is not ROWSxSLICESkKEYS[g[cCACHE]] (16x16k32, 16x16k64g, 8x32k64gc64) or rows", s)
 	}
-	if t.Rows < 1 || t.Slices < 1 || t.Keys < t.Slices || t.Keys%t.Slices != 0 || t.Rows*t.Slices > attThreads {
-		return AttTile{}, fmt.Errorf("attention tile %s: want rows·slices ≤ %d and keys a positive multiple of slices", s, attThreads)
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v } // the syntax's digits; huge values fail below
+	t := AttTile{Rows: n(1), Slices: n(2), Keys: n(3), Direct: m[4] != ""}
+	if m[6] != "" {
+		t.Cache = n(6)
+	}
+	if t.Rows < 1 || t.Slices < 1 || t.Keys < t.Slices || t.Keys%t.Slices != 0 || t.Rows > attThreads || t.Slices > attThreads || t.Rows*t.Slices > attThreads || t.Cache > attMaxCache || t.String() != s {
+		return AttTile{}, fmt.Errorf("attention tile %s: want rows·slices ≤ %d, keys a positive multiple of slices, a cache of at most %d", s, attThreads, attMaxCache)
 	}
 	return t, nil
 }
 
 const (
-	attThreads = 256   // WebGPU's default maxComputeInvocationsPerWorkgroup
-	attStorage = 16384 // WebGPU's default maxComputeWorkgroupStorageSize, bytes
-	attMaxHead = 128   // the widest q row a thread holds in registers
+	attThreads  = 256   // WebGPU's default maxComputeInvocationsPerWorkgroup
+	attStorage  = 16384 // WebGPU's default maxComputeWorkgroupStorageSize, bytes
+	attMaxHead  = 128   // the widest q row a thread holds in registers
+	attMaxCache = 256   // the most scores a thread keeps between passes
 )
 
 // attShape is a sliced kernel's geometry for one attention: the tile (its
@@ -201,7 +216,9 @@ func attentionLoops(k *ir.Kernel) int {
 // thread adds, for the tile's keys in ascending order, p into l and p·v
 // into its vec4 outputs (e = s·4·ev …). Each output is o / l, then the
 // epilogue. The next tile (k's or v's) is fetched into registers while
-// the current one is used, as matmulVec4 does.
+// the current one is used, as matmulVec4 does. A Direct kernel reads k
+// and v from their buffers instead, and with a Cache, its first tiles are
+// unrolled and their scores kept from pass 1 for pass 2.
 func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attShape) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E := a.S, a.T, a.D, a.E
@@ -372,25 +389,40 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 			b.WriteString("\t\t}\n")
 		}
 	}
-	// tiles emits body(keys, last) over the key tiles: a loop over the
-	// whole ones, then the partial one.
+	// tiles emits body(keys, last, n) over the key tiles: the first ct
+	// whole ones unrolled (n their number: their scores are cached), a
+	// loop over the other whole ones, then the partial one (n = -1).
 	whole, rest := T/K*K, T%K
-	tiles := func(body func(keys int, last bool)) {
-		if whole > 0 {
-			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, K)
-			body(K, false) // the last whole tile's fetch is skipped at run time
+	ct := 0
+	if p.Direct {
+		ct = min(T/K, p.Cache/p.per)
+	}
+	tiles := func(body func(keys int, last bool, n int)) {
+		for n := range ct {
+			fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", n*K)
+			body(K, false, n)
+			b.WriteString("\t}\n")
+		}
+		if whole > ct*K {
+			fmt.Fprintf(b, "\tfor (var kt = %du; kt < %du; kt += %du) {\n", ct*K, whole, K)
+			body(K, false, -1) // the last whole tile's fetch is skipped at run time
 			b.WriteString("\t}\n")
 		}
 		if rest > 0 {
 			fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
-			body(rest, true)
+			body(rest, true, -1)
 			b.WriteString("\t}\n")
+		}
+	}
+	for n := range ct {
+		for x := range p.per {
+			fmt.Fprintf(b, "\tvar c%d_%d = params.zero;\n", n, x)
 		}
 	}
 	// Pass 1: each thread's maximum over its keys, then the row's.
 	fetch(1, "kr", nk, 1, p.d4, D, "0u")
 	fmt.Fprintf(b, "\tvar mr = %s;\n", Lang.Opaque(0xff800000))
-	tiles(func(keys int, last bool) {
+	tiles(func(keys int, last bool, n int) {
 		if !p.Direct {
 			b.WriteString("\t\tworkgroupBarrier();\n")
 			store("kr", nk, p.d4)
@@ -404,6 +436,9 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 		scores()
 		each(keys, func(x int, j string) {
 			fmt.Fprintf(b, "\t\t\tlet ts = %s;\n", score(fmt.Sprintf("sc%d", x), j))
+			if n >= 0 {
+				fmt.Fprintf(b, "\t\t\tc%d_%d = ts;\n", n, x)
+			}
 			b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mr", "ts", "mx"), 3))
 			b.WriteString("\t\t\tmr = mx;\n")
 		})
@@ -426,16 +461,22 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	if p.Direct {
 		pb = "pb + "
 	}
-	tiles(func(keys int, last bool) {
+	tiles(func(keys int, last bool, n int) {
 		if !p.Direct {
 			b.WriteString("\t\tworkgroupBarrier();\n")
 			store("kr", nk, p.d4)
 			b.WriteString("\t\tworkgroupBarrier();\n")
 			fetch(2, "vr", nv, 2, ew4, E, "kt")
 		}
-		scores()
+		if n < 0 {
+			scores()
+		}
 		each(keys, func(x int, j string) {
-			fmt.Fprintf(b, "\t\t\tlet ts = %s;\n", score(fmt.Sprintf("sc%d", x), j))
+			if n >= 0 {
+				fmt.Fprintf(b, "\t\t\tlet ts = c%d_%d;\n", n, x)
+			} else {
+				fmt.Fprintf(b, "\t\t\tlet ts = %s;\n", score(fmt.Sprintf("sc%d", x), j))
+			}
 			b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mr"), 3))
 			b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
 			fmt.Fprintf(b, "\t\t\tPs[%s(kb + %du) * %du + i] = ps;\n", pb, x, R)
