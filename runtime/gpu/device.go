@@ -34,7 +34,8 @@ type Device struct {
 	upSize  uint64          // size of each upStage buffer
 
 	bindGroups map[string]*bindGroupEntry
-	spare      []spareBuf // staging buffers for SubmitReads, idle
+	byID       map[uint64]map[string]struct{} // the keys of bindGroups naming each pipeline or buffer id
+	spare      []spareBuf                     // staging buffers for SubmitReads, idle
 
 	// submits and waits count queue submissions and poll loops (each a
 	// round trip to the GPU), for tests that a run takes one of each.
@@ -87,7 +88,7 @@ func Open(opts Options) (*Device, error) {
 		inst.Release()
 		return nil, &Error{Op: op, Err: err}
 	}
-	d := &Device{inst: inst, adapter: adapters[best], info: infos[best], bindGroups: map[string]*bindGroupEntry{}}
+	d := &Device{inst: inst, adapter: adapters[best], info: infos[best], bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
 	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
 
 	al := d.adapter.GetLimits().Limits
