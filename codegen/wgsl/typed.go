@@ -590,19 +590,31 @@ func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
 // a float dtype's by the reference's contiguous pairwise tree (a binary
 // counter over a stack of complete subtrees, then the subtrees left from
 // the smallest up, as rows does), each combination rounded to the dtype.
-// MaxTypedLeaves bounds the leaves of one output of a typed reduction
-// kernel, which one invocation loops over. Mesa's llvmpipe (lavapipe, the
-// CI's WebGPU) ends every loop of an invocation silently once the loops
-// together have run 65535 iterations (gallivm's
-// LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a shader): a loop of
-// 10^6 iterations counting in a float gave 65535 there, and a float16 sum
-// of 2^15 ones gave 0 after 21848 leaves (their outer, inner and exit
-// iterations are 65536). A float reduction runs about three iterations a
-// leaf and an invocation computes the elements of one storage word (two
-// for float16 and bfloat16, four for the 1-byte dtypes, one iteration a
-// leaf), so 8192 leaves keep every invocation below 49152; [2, 2^14] gave
-// its second row 0. Larger ones are refused by name rather than cut short.
-const MaxTypedLeaves = 8192
+// Mesa's llvmpipe (lavapipe, the CI's WebGPU) ends every loop of an
+// invocation silently once the loops together have run 65535 iterations
+// (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a
+// shader): a loop of 10^6 iterations counting in a float gave 65535 there,
+// and a float16 sum of 2^15 ones, one invocation's loop over the leaves,
+// gave 0 after 21848 leaves (their outer, inner and exit iterations are
+// 65536). A float reduction runs about three iterations a leaf, and an
+// invocation computes the elements of one storage word (two for float16
+// and bfloat16, four for the 1-byte dtypes at one iteration a leaf), so no
+// invocation may loop over more than SerialLeaves leaves: 49152 iterations
+// at most.
+//
+// A reduction of at most SerialLeaves leaves an output is one invocation's
+// loop; a larger one is split across a workgroup of WideThreads
+// invocations, each reducing a block of P/WideThreads contiguous leaves (P
+// the power of two at or above the leaves; leaves past the end are the
+// op's identity, which every combination keeps exactly), and then the
+// blocks' values pairwise in workgroup memory: the reference's tree over
+// P leaves. MaxTypedLeaves bounds it; a larger reduction is refused by
+// name.
+const (
+	SerialLeaves   = 8192
+	WideThreads    = 256
+	MaxTypedLeaves = WideThreads * SerialLeaves
+)
 
 func typedReduce(g *ir.Graph, i int) ([]string, error) {
 	n := &g.Nodes[i]
@@ -615,6 +627,9 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 	}
 	if red.Leaves > MaxTypedLeaves {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: the WGSL typed path reduces at most %d per output so far (lavapipe ends an invocation's loops after 65535 iterations in all)", n.Op, a.DType, red.Leaves, MaxTypedLeaves)
+	}
+	if red.Leaves > SerialLeaves {
+		return wideReduce(g, i, red, leaf)
 	}
 	if !a.DType.IsFloat() {
 		return []string{
@@ -650,6 +665,78 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 		lines = append(lines, fmt.Sprintf("acc = t_combine(st[%d], acc);", l))
 	}
 	return append(lines, "return acc;"), nil
+}
+
+// wideReduce returns part(e, t)'s statements for reduction node i of
+// more than SerialLeaves leaves an output: thread t's block of output e,
+// B = P/WideThreads contiguous leaves from t·B, by the reference's tree
+// (a float's by the binary counter, then its subtrees from the smallest
+// up; an integer's in order), the op's identity where the block is past
+// the leaves. typedShader's wide main combines the blocks.
+func wideReduce(g *ir.Graph, i int, red ir.Reduction, leaf string) ([]string, error) {
+	n := &g.Nodes[i]
+	a := g.Nodes[n.Args[0]]
+	p, blk := codegen.SumBlock(red.Leaves, WideThreads)
+	id, err := identityOf(n, i, a.DType)
+	if err != nil {
+		return nil, err
+	}
+	lines := []string{
+		fmt.Sprintf("let lo = t * %du;", blk),
+		fmt.Sprintf("if (lo >= %du) { return %s; }", red.Leaves, id),
+		fmt.Sprintf("let nb = min(%du, %du - lo);", blk, red.Leaves),
+	}
+	if !a.DType.IsFloat() {
+		return append(lines,
+			"var r = lo;",
+			"var acc = "+leaf+";",
+			"for (var q = 1u; q < nb; q++) { r = lo + q; let v = "+leaf+"; acc = "+codegen.RenderIntRow(&intLang, n.Op.Info().Combine, a.DType, "acc", "v")+"; }",
+			"return acc;"), nil
+	}
+	levels := codegen.Log2(p/WideThreads) + 1
+	return append(lines,
+		fmt.Sprintf("var st: array<f32, %d>;", levels),
+		"for (var q = 0u; q < nb; q++) {",
+		"\tlet r = lo + q;",
+		"\tvar v = "+leaf+";",
+		"\tvar lvl = 0u;",
+		"\tfor (var c = q; (c & 1u) == 1u; c = c >> 1u) {",
+		"\t\tv = t_combine(st[lvl], v);",
+		"\t\tlvl++;",
+		"\t}",
+		"\tst[lvl] = v;",
+		"}",
+		"var acc = "+id+";",
+		"var have = false;",
+		fmt.Sprintf("for (var l = 0u; l < %du; l++) {", levels),
+		"\tif (((nb >> l) & 1u) == 1u) {",
+		"\t\tacc = select(st[l], t_combine(st[l], acc), have);",
+		"\t\thave = true;",
+		"\t}",
+		"}",
+		"return acc;"), nil
+}
+
+// identityOf renders the identity of reduction n's combination over
+// operands of dtype t as a computing value: the row's float (ir.OpInfo's
+// Identity, through params.zero: WGSL refuses an infinite constant) or
+// the integer that leaves every value of t alone.
+func identityOf(n *ir.Node, i int, t ir.DType) (string, error) {
+	info := n.Op.Info()
+	if t.IsFloat() {
+		return fmt.Sprintf("bitcast<f32>(0x%08xu | bitcast<u32>(params.zero))", info.Identity), nil
+	}
+	switch info.Combine {
+	case ir.OpAdd:
+		return i64Lit(0), nil
+	case ir.OpMul:
+		return i64Lit(1), nil
+	case ir.OpMaximum:
+		return i64Lit(math.MinInt64), nil
+	case ir.OpMinimum:
+		return i64Lit(math.MaxInt64), nil
+	}
+	return "", ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the WGSL typed path has no identity for it", n.Op, t)
 }
 
 // roundTo renders float computing value v rounded to float dtype t.
@@ -694,6 +781,11 @@ func typedShader(g *ir.Graph, i int, args []int, body, defs []string, consts []f
 		b.WriteString(loadFn(fmt.Sprintf("ld%d", j), fmt.Sprintf("in%d", j), g.Nodes[a].DType))
 	}
 	b.WriteString(codegen.Indent(defs, 0))
+	if wide(g, i) {
+		wideMain(&b, &s, g, i, body)
+		s.Source = b.String()
+		return s
+	}
 	fmt.Fprintf(&b, "\nfn value(e: u32) -> %s {\n", computeType(n.DType))
 	b.WriteString(codegen.Indent(body, 1))
 	b.WriteString("}\n\n")
@@ -721,6 +813,69 @@ func typedShader(g *ir.Graph, i int, args []int, body, defs []string, consts []f
 	b.WriteString("}\n")
 	s.Source = b.String()
 	return s
+}
+
+// wide reports whether node i is a reduction over more than SerialLeaves
+// leaves an output, which a workgroup computes (see SerialLeaves).
+func wide(g *ir.Graph, i int) bool {
+	n := &g.Nodes[i]
+	return n.Op.IsReduction() && ir.ReductionOf(g.Nodes[n.Args[0]].Shape, n.Shape).Leaves > SerialLeaves
+}
+
+// wideMain writes part(e, t) (body: wideReduce's) and the main of a wide
+// reduction: one workgroup of WideThreads a storage word (an int64: an
+// element), which for each element of the word puts thread t's block in
+// workgroup memory, combines the blocks pairwise (the upper levels of the
+// reference's tree, the earlier block on the left), and has thread 0
+// store the word. Every barrier is in uniform control flow: w and the
+// element are the workgroup's.
+func wideMain(b *strings.Builder, s *codegen.Shader, g *ir.Graph, i int, body []string) {
+	n := &g.Nodes[i]
+	m := n.Shape.Len()
+	ct := computeType(n.DType)
+	fmt.Fprintf(b, "\nfn part(e: u32, t: u32) -> %s {\n", ct)
+	b.WriteString(codegen.Indent(body, 1))
+	b.WriteString("}\n\n")
+	id, _ := identityOf(n, i, g.Nodes[n.Args[0]].DType) // wideReduce checked it
+	combine := func(x, y string) string {
+		if n.DType.IsFloat() {
+			return "t_combine(" + x + ", " + y + ")"
+		}
+		return codegen.RenderIntRow(&intLang, n.Op.Info().Combine, n.DType, x, y)
+	}
+	per := perWord(n.DType)
+	words := (m + per - 1) / per
+	s.Workgroup = [3]int{WideThreads, 1, 1}
+	s.Groups = codegen.Groups1D(words, maxGroupsPerDim)
+	fmt.Fprintf(b, "var<workgroup> sh: array<%s, %d>;\n\n", ct, WideThreads)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", WideThreads)
+	b.WriteString("fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
+	b.WriteString("\tlet w = wid.x + wid.y * nwg.x;\n")
+	fmt.Fprintf(b, "\tif (w >= %du) { return; }\n", words)
+	b.WriteString("\tlet t = lid.x;\n\tvar x = 0u;\n")
+	for l := range per {
+		e := fmt.Sprintf("%du * w + %du", per, l)
+		if per == 1 {
+			e = "w"
+		}
+		fmt.Fprintf(b, "\t{\n\t\tvar v = %s;\n", id)
+		fmt.Fprintf(b, "\t\tif (%s < %du) { v = part(%s, t); }\n", e, m, e)
+		b.WriteString("\t\tsh[t] = v;\n\t\tworkgroupBarrier();\n")
+		for st := 1; st < WideThreads; st *= 2 {
+			fmt.Fprintf(b, "\t\tif ((t & %du) == 0u) { sh[t] = %s; }\n\t\tworkgroupBarrier();\n", 2*st-1, combine("sh[t]", fmt.Sprintf("sh[t + %du]", st)))
+		}
+		switch {
+		case n.DType == ir.I64:
+			b.WriteString("\t\tif (t == 0u) { out0[2u * w] = sh[0].x; out0[2u * w + 1u] = sh[0].y; }\n")
+		default:
+			fmt.Fprintf(b, "\t\tif (t == 0u) { x = x | (%s << %du); }\n", storeBits(n.DType, "sh[0]"), 32/per*l)
+		}
+		b.WriteString("\t\tworkgroupBarrier();\n\t}\n")
+	}
+	if n.DType != ir.I64 {
+		b.WriteString("\tif (t == 0u) { out0[w] = x; }\n")
+	}
+	b.WriteString("}\n")
 }
 
 // typedParams is the uniform block of a typed shader: one = 1.0, zero =
