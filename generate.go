@@ -260,6 +260,12 @@ type Generation struct {
 	// DecodeMs is the median of the later steps, one generated token
 	// each (0 when only one token is generated).
 	DecodeMs float64 `json:"decodeMs"`
+	// DispatchMs is the median of the same steps' dispatch stage
+	// (Timings.DispatchMs: the kernels, on the GPU's clock where
+	// DispatchClock says "gpu-timestamp"): DecodeMs less it is what a step
+	// spends beside its kernels (transfers, submission, waits, argmax).
+	DispatchMs    float64 `json:"dispatchMs"`
+	DispatchClock string  `json:"dispatchClock"`
 	// Logits holds each step's logits with GenerateOptions.Logits.
 	Logits [][]float32 `json:"-"`
 }
@@ -298,14 +304,19 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 	defer c.release()
 	toks := slices.Clone(prompt)
 	steps := len(prompt) + opts.Tokens - 1
+	var dispatch []float64 // the decode steps' dispatch stages
 	for p := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		t0 := time.Now()
-		logits, err := c.step(ctx, toks[p], int64(p))
+		logits, tm, err := c.step(ctx, toks[p], int64(p))
 		if err != nil {
 			return nil, err
+		}
+		if p >= len(prompt) {
+			dispatch = append(dispatch, tm.DispatchMs)
+			gen.DispatchClock = tm.DispatchClock
 		}
 		var next int64 = -1
 		if p+1 >= len(toks) {
@@ -331,14 +342,23 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 		gen.PrefillMs += t
 	}
 	gen.PrefillMs = math.Round(gen.PrefillMs*1e3) / 1e3
-	if rest := slices.Clone(gen.StepMs[len(prompt):]); len(rest) > 0 {
-		slices.Sort(rest)
-		gen.DecodeMs = rest[len(rest)/2]
-		if len(rest)%2 == 0 {
-			gen.DecodeMs = (rest[len(rest)/2-1] + rest[len(rest)/2]) / 2
-		}
-	}
+	gen.DecodeMs = math.Round(median(gen.StepMs[len(prompt):])*1e3) / 1e3
+	gen.DispatchMs = math.Round(median(dispatch)*1e3) / 1e3
 	return gen, nil
+}
+
+// median returns the median of v (the mean of the middle two for an even
+// length), 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 // argmax is numpy's argmax of one row: the lowest index of the maximum,
@@ -400,9 +420,9 @@ func (c *kvCache) where() string {
 	return "host"
 }
 
-// step runs one decoding step (token at position) and returns its logits,
-// the cache advanced.
-func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, error) {
+// step runs one decoding step (token at position) and returns its logits
+// and the run's timings, the cache advanced.
+func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, Timings, error) {
 	d := c.d
 	in := Inputs{
 		StepInputIDs: Tensor{Shape: d.idShape, DType: ir.I64, Ints: []int64{token}},
@@ -421,18 +441,18 @@ func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, e
 	}
 	res, err := d.exe.RunWith(ctx, in, opts)
 	if err != nil && c.dev != nil && position == 0 && CodeOf(err) == ir.CodeUnsupported {
-		c.toHost() // the backend keeps no typed outputs on the device (yet)
+		c.toHost() // the backend keeps no typed outputs on the device
 		return c.step(ctx, token, position)
 	}
 	if err != nil {
-		return nil, err
+		return nil, Timings{}, err
 	}
 	logits, ok := res.Outputs[StepLogits]
 	if !ok || len(logits.Data) != d.vocab {
 		for _, t := range res.Kept {
 			t.Release()
 		}
-		return nil, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: errors.New("decoding: the step returned no logits of the vocabulary's length")}
+		return nil, Timings{}, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: errors.New("decoding: the step returned no logits of the vocabulary's length")}
 	}
 	for _, p := range d.pairs {
 		switch {
@@ -440,7 +460,7 @@ func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, e
 		case c.dev != nil:
 			t := res.Kept[p.Present]
 			if t == nil {
-				return nil, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: fmt.Errorf("decoding: the step kept no %s", p.Present)}
+				return nil, Timings{}, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: fmt.Errorf("decoding: the step kept no %s", p.Present)}
 			}
 			c.dev[p.Past].Release()
 			c.dev[p.Past] = t
@@ -448,7 +468,7 @@ func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, e
 			c.host[p.Past] = res.Outputs[p.Present]
 		}
 	}
-	return logits.Data, nil
+	return logits.Data, res.Timings, nil
 }
 
 // release frees the cache's device tensors.

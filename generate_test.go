@@ -82,9 +82,12 @@ func TestGenerateFixture(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%s: cache on the %s, prefill %.1f ms, %.2f ms a token (median), compile %.0f ms", backend, gen.Cache, gen.PrefillMs, gen.DecodeMs, gen.CompileMs)
+				t.Logf("%s: cache on the %s, prefill %.1f ms, %.2f ms a token (median; dispatch %.2f, %s), compile %.0f ms", backend, gen.Cache, gen.PrefillMs, gen.DecodeMs, gen.DispatchMs, gen.DispatchClock, gen.CompileMs)
 				if gen.Cache != where {
 					t.Errorf("the cache lived on the %s, want the %s", gen.Cache, where)
+				}
+				if gen.DispatchMs <= 0 || gen.DispatchMs > gen.DecodeMs || gen.DispatchClock == "" {
+					t.Errorf("dispatch %v ms (%q) of %v ms a step", gen.DispatchMs, gen.DispatchClock, gen.DecodeMs)
 				}
 				if !slices.Equal(gen.Tokens, toks[kvPrompt:]) {
 					t.Errorf("%s: tokens %v\nPyTorch float64 %v", where, gen.Tokens, toks[kvPrompt:])

@@ -236,7 +236,7 @@ suite_decode() {
 			[ $b = native ] && [ "${m#/tmp}" != "$m" ] && continue # the small model on webgpu only: 10 minutes a command
 			timeout 180 $BIN/gpucc generate --backend $b --json --prompt $p --tokens 64 --max-len 128 "$m" \
 				>"$OUT/decode_$(basename "$m" .onnx)_$b.json" 2>>"$OUT/visit.log"
-			log "gpucc generate $(basename "$m") on $b: exit $? $(grep -o '"cache":"[a-z]*"\|"prefillMs":[0-9.]*\|"decodeMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_$(basename "$m" .onnx)_$b.json" | tr '\n' ' ')"
+			log "gpucc generate $(basename "$m") on $b: exit $? $(grep -o '"cache":"[a-z]*"\|"prefillMs":[0-9.]*\|"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"dispatchClock":"[a-z-]*"\|"compileMs":[0-9.]*' "$OUT/decode_$(basename "$m" .onnx)_$b.json" | tr '\n' ' ')"
 		done
 	done
 	python3 - "$OUT" >"$OUT/decode_summary.json" 2>>"$OUT/visit.log" <<'PY'
@@ -248,7 +248,7 @@ for cfg, m in (("fixture", "gpt2kv"), ("small", "gpt2small_kv")):
     for b in ("webgpu", "native"):
         try:
             g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))
-            row = {k: g.get(k) for k in ("cache", "compileMs", "prefillMs", "decodeMs")}
+            row = {k: g.get(k) for k in ("cache", "compileMs", "prefillMs", "decodeMs", "dispatchMs", "dispatchClock")}
             for peer in ("hf_eager", "hf_sdpa", "step"):
                 p = t[cfg].get(peer, {})
                 if "token_ms" in p:

@@ -29,7 +29,10 @@ With --json it prints one JSON object instead: backend, adapter, prompt,
 tokens (the generated ids), cache ("device" or "host": where the cache
 lived), maxLen, compileMs, stepMs (each step's milliseconds; step p feeds
 the id at position p), prefillMs (the prompt's steps up to the first
-generated id) and decodeMs (the median of the later steps, one id each).
+generated id), decodeMs (the median of the later steps, one id each) and
+dispatchMs (the median of their dispatch stage: the kernels, on the GPU's
+clock where dispatchClock says gpu-timestamp; decodeMs less it is the
+step's time beside its kernels).
 A prompt id outside the vocabulary, an empty prompt, or a --max-len short
 of the prompt and tokens is invalid_input; a model that does not follow
 the convention is unsupported.`
