@@ -134,7 +134,7 @@ func runRealModel(t *testing.T, ctx context.Context, m realPageModel, poll time.
 			if r.Backend != backend {
 				t.Fatalf("ran on %s, want %s", r.Backend, backend)
 			}
-			if backend == "wasm" && (r.Adapter == nil || r.Adapter.Name != "the page's WebAssembly") {
+			if backend == "wasm" && (r.Adapter == nil || r.Adapter.Name != "the page's WebAssembly (SIMD128)") {
 				t.Fatalf("wasm ran on %+v, not the page's WebAssembly", r.Adapter)
 			}
 			for _, o := range g.Outputs {

@@ -9,11 +9,13 @@ import (
 )
 
 // TestWasmPage runs the wasm backend in the page: the command line's C
-// kernels, built by the Clang of the server that served the page
-// (serveBuild) and run in Chromium's own WebAssembly (V8). Real models,
-// picked as a visitor picks them, each output cpuref's bits: Silero VAD's
-// float16 export (LSTM, If, float16 casts: a typed graph), PaddleOCR's
-// classifier, recognizer and detector.
+// kernels, built with SIMD128 by the Clang of the server that served the
+// page (serveBuild) and run in Chromium's own WebAssembly (V8). Real
+// models, picked as a visitor picks them, each output cpuref's bits, which
+// the scalar modules give on the command line (onnx's TestRealModels on
+// wasm), so SIMD128 changes no bit: Silero VAD's float16 export (LSTM, If,
+// float16 casts: a typed graph), PaddleOCR's classifier, recognizer and
+// detector.
 func TestWasmPage(t *testing.T) {
 	ctx := page(t, "?life=0", 10*time.Minute)
 	wasm := []string{"wasm"}

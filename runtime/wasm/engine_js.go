@@ -22,16 +22,23 @@ import (
 // BuildPath is the path, relative to the page, that answers BuildRequests.
 const BuildPath = "wasm/module"
 
+// pageSIMD asks for SIMD128 modules: V8 runs them to the bit (web's
+// TestWasmPage), and wazero's miscompile does not concern the page.
+const pageSIMD = true
+
 func newEngine() engine { return pageEngine{} }
 
 // remoteBuild asks the page's server for each module.
 func remoteBuild() (func(context.Context, string, BuildRequest) ([]byte, error), func(string) cache.Key) {
-	return fetchModule, func(source string) cache.Key { return cache.NewKey([]byte("page-server"), []byte(source)) }
+	return fetchModule, func(source string) cache.Key {
+		return cache.NewKey([]byte(fmt.Sprint("page-server simd128=", pageSIMD)), []byte(source))
+	}
 }
 
 // fetchModule posts req to BuildPath and returns the module, refusing one
 // built from another source than the page's own.
 func fetchModule(ctx context.Context, source string, req BuildRequest) ([]byte, error) {
+	req.SIMD = pageSIMD
 	var body bytes.Buffer
 	if err := gob.NewEncoder(&body).Encode(req); err != nil {
 		return nil, fmt.Errorf("encoding the build request: %w", err)
@@ -95,8 +102,13 @@ func await(ctx context.Context, p js.Value) (js.Value, error) {
 // pageEngine instantiates modules with the page's WebAssembly.
 type pageEngine struct{}
 
-func (pageEngine) adapter() string { return "the page's WebAssembly" }
-func (pageEngine) close()          {}
+func (pageEngine) adapter() string {
+	if pageSIMD {
+		return "the page's WebAssembly (SIMD128)"
+	}
+	return "the page's WebAssembly"
+}
+func (pageEngine) close() {}
 
 func (pageEngine) instantiate(ctx context.Context, _ string, wasm []byte) (instance, error) {
 	arr := js.Global().Get("Uint8Array").New(len(wasm))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
 
 // BuildRequest is what the page's wasm backend asks of the server that
@@ -19,6 +20,9 @@ import (
 type BuildRequest struct {
 	Program *ir.Program
 	Graph   *ir.Graph
+	// SIMD asks for SIMD128 (cbuild.WasmSIMDCFlags): the page's engine is
+	// the browser's, which wazero's SIMD miscompile does not concern.
+	SIMD bool
 }
 
 // BuildResponse is the answer: the C the server generated (the page
@@ -66,7 +70,15 @@ func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, err
 	default:
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "a wasm build request holds a program or a typed graph, one of them")
 	}
-	mod, err := BuildModule(ctx, source)
+	tc, err := cbuild.Find()
+	if err != nil {
+		return nil, fail(ir.CodeBackendUnavailable, err)
+	}
+	build := tc.Wasm
+	if req.SIMD {
+		build = tc.WasmSIMD
+	}
+	mod, err := build(ctx, source)
 	if err != nil {
 		return nil, fail(ir.CodeBackendUnavailable, fmt.Errorf("building the module: %w", err))
 	}

@@ -11,11 +11,17 @@ import (
 // wazero v1.12's compiler miscompiles v128.bitselect (see WasmCFlags).
 var forbidden = []string{"relaxed-simd", "simd128"}
 
+// forbiddenSIMD are the features a SIMD128 module for a browser's engine
+// must not use (Toolchain.WasmSIMD).
+var forbiddenSIMD = []string{"relaxed-simd"}
+
 // CheckFeatures reads the target_features section Clang writes into every
 // module and refuses one that uses a forbidden feature. A module without
 // the section passes: its instructions are then checked by the runtime's
 // validator, and wazero implements no relaxed-SIMD opcode at all.
-func CheckFeatures(wasm []byte) error {
+func CheckFeatures(wasm []byte) error { return checkFeatures(wasm, forbidden) }
+
+func checkFeatures(wasm []byte, forbidden []string) error {
 	feats, err := Features(wasm)
 	if err != nil {
 		return err

@@ -35,6 +35,26 @@ import (
 var WasmCFlags = []string{"--target=wasm32", "-nostdlib", "-ffreestanding", "-O3",
 	"-ffp-contract=off", "-fno-math-errno", "-mno-simd128", "-fno-builtin", "-std=c99", "-c"}
 
+// WasmSIMDCFlags are WasmCFlags with SIMD128 on, relaxed SIMD still off
+// (it allows fused multiply-adds and implementation-defined lanes), for a
+// module that runs in a browser's engine, not in wazero (the page's wasm
+// backend). SIMD128's float lanes round as the scalar instructions do, and
+// -ffp-contract=off without fast-math keeps Clang from reassociating a sum
+// into lanes, so the bits are the scalar module's.
+var WasmSIMDCFlags = simdFlags()
+
+func simdFlags() []string {
+	var out []string
+	for _, f := range WasmCFlags {
+		if f == "-mno-simd128" {
+			out = append(out, "-msimd128", "-mno-relaxed-simd")
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // WasmLDFlags are the wasm-ld flags: no entry point, export the kernels
 // (default visibility) and the memory, which the host grows as it needs.
 var WasmLDFlags = []string{"--no-entry", "--export-dynamic", "--strip-debug"}
@@ -143,6 +163,16 @@ func lookWasmLD(clang string) (string, error) {
 
 // Wasm compiles one C unit to a WebAssembly module.
 func (t *Toolchain) Wasm(ctx context.Context, source string) ([]byte, error) {
+	return t.wasm(ctx, source, WasmCFlags, forbidden)
+}
+
+// WasmSIMD compiles one C unit to a WebAssembly module with SIMD128
+// (WasmSIMDCFlags), for a browser's engine: never for wazero.
+func (t *Toolchain) WasmSIMD(ctx context.Context, source string) ([]byte, error) {
+	return t.wasm(ctx, source, WasmSIMDCFlags, forbiddenSIMD)
+}
+
+func (t *Toolchain) wasm(ctx context.Context, source string, cflags, forbid []string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "gpucc-wasm-")
 	if err != nil {
 		return nil, err
@@ -157,7 +187,7 @@ func (t *Toolchain) Wasm(ctx context.Context, source string) ([]byte, error) {
 		return nil, err
 	}
 	defer cancel()
-	if _, err := run(ctx, t.Clang, append(append([]string{}, WasmCFlags...), "-o", obj, src)...); err != nil {
+	if _, err := run(ctx, t.Clang, append(append([]string{}, cflags...), "-o", obj, src)...); err != nil {
 		return nil, fmt.Errorf("clang: %w", err)
 	}
 	if _, err := run(ctx, t.WasmLD, append(append([]string{}, WasmLDFlags...), "-o", out, obj)...); err != nil {
@@ -167,7 +197,7 @@ func (t *Toolchain) Wasm(ctx context.Context, source string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckFeatures(wasm); err != nil {
+	if err := checkFeatures(wasm, forbid); err != nil {
 		return nil, err
 	}
 	return wasm, nil
