@@ -36,7 +36,8 @@
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
 #   typed    typed graphs on webgpu against cpu's bits (int64 as two words, float16/bfloat16 by their bits,
-#            faults; irtest's typed suites and random graphs) and the transformer fixtures at run-time ids
+#            float32/bfloat16 subnormals through codegen.Exact, faults; irtest's typed suites and random
+#            graphs; reductions up to 2^21 leaves an output) and the transformer fixtures at run-time ids
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
 #   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5): gpucc generate on
@@ -205,7 +206,7 @@ suite_gather() {
 	log "torch_gather.py: exit $?"
 }
 suite_typed() {
-	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestTypedExecutable/webgpu' -test.short
+	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestTypedExecutable/webgpu|TestTypedWideReductions|TestTypedLarge/webgpu' -test.short
 	tests typed_onnx.txt 120 onnx 'TestTransformersOnWebGPU'
 }
 suite_userbench() {
