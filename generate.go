@@ -74,7 +74,8 @@ type CachePair struct {
 
 // Decoder runs greedy decoding of an ONNX step model (the convention
 // above) on one Runtime: the model is specialized to the cache's shape and
-// compiled once, in NewDecoder. A Decoder runs one Generate at a time.
+// compiled once, in NewDecoder. Generate may be called concurrently: each
+// call has its own cache, and the Runtime serialises the steps.
 type Decoder struct {
 	rt      *Runtime
 	exe     *Executable

@@ -351,3 +351,29 @@ func TestGenerateStaticCache(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateConcurrent: two Generates on one Decoder at once, each with
+// its own cache, both decode the fixture's ids.
+func TestGenerateConcurrent(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	for _, backend := range []string{"cpu", "native"} {
+		t.Run(backend, func(t *testing.T) {
+			d := kvDecoder(t, backend)
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() {
+					gen, err := d.Generate(context.Background(), toks[:kvPrompt], gpucc.GenerateOptions{Tokens: 24})
+					if err == nil && !slices.Equal(gen.Tokens, toks[kvPrompt:kvPrompt+24]) {
+						err = fmt.Errorf("ids %v, want %v", gen.Tokens, toks[kvPrompt:kvPrompt+24])
+					}
+					errs <- err
+				}()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
