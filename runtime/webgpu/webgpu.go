@@ -256,8 +256,8 @@ func (d *device) acquire(shaders []codegen.Shader) ([]*pipeline, bool, error) {
 	return ps, len(miss) == 0, nil
 }
 
-// pipelineKey is what identifies s's pipeline: its entry point and its
-// source without the leading comment lines, which name the kernel and
+// pipelineKey is what identifies s's pipeline: its entry point, its
+// bindings and its source without the leading comment (and blank) lines, which name the kernel and
 // its nodes. Kernels that differ only there compile to the same pipeline
 // (their constants are in their parameter blocks, not their source): a
 // network's repeated blocks of one shape share one, and are compiled
@@ -265,7 +265,7 @@ func (d *device) acquire(shaders []codegen.Shader) ([]*pipeline, bool, error) {
 // for EfficientNet-B0 on the H200).
 func pipelineKey(s codegen.Shader) [32]byte {
 	src := s.Source
-	for strings.HasPrefix(src, "//") {
+	for strings.HasPrefix(src, "//") || strings.HasPrefix(src, "\n") {
 		i := strings.IndexByte(src, '\n')
 		if i < 0 {
 			src = ""
@@ -273,7 +273,16 @@ func pipelineKey(s codegen.Shader) [32]byte {
 		}
 		src = src[i+1:]
 	}
-	return sha256.Sum256([]byte(s.Entry + "\x00" + src))
+	h := sha256.New()
+	h.Write([]byte(s.Entry))
+	for _, k := range s.Bindings { // the layout, which the source implies; named all the same
+		h.Write([]byte{0, byte(k) + 1})
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(src))
+	var key [32]byte
+	h.Sum(key[:0])
+	return key
 }
 
 // cached counts the distinct keys that the device has compiled already.
