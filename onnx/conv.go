@@ -10,7 +10,8 @@ import (
 // 3-D forms are refused.
 var convRules = map[string]rule{
 	"Conv":              {since: 1, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, fn: convOp},
-	"MaxPool":           {since: 1, attrs: []string{"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, fn: poolOp(true)},
+	"ConvInteger":       {since: 10, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, fn: integerOp(true)},
+	"MaxPool":           {since: 1, attrs: []string{"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, fn: exactInF32(poolOp(true))},
 	"AveragePool":       {since: 1, attrs: []string{"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"}, fn: poolOp(false)},
 	"ConvTranspose":     {since: 1, attrs: []string{"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"}, fn: convTransposeOp},
 	"Pad":               {since: 1, attrs: []string{"mode", "paddings", "pads", "value"}, fn: padOp},

@@ -728,7 +728,7 @@ func (c *importer) konst(k int, what string) (*Tensor, *ir.Error) {
 var shapeDeciding = map[string]bool{
 	"shape": true, "axes": true, "axis": true, "starts": true, "ends": true, "steps": true,
 	"split": true, "repeats": true, "pads": true, "depth": true, "scales": true, "sizes": true,
-	"start": true, "limit": true, "delta": true, "condition": true, "K": true,
+	"start": true, "limit": true, "delta": true, "condition": true, "K": true, "size": true,
 }
 
 // ints returns the constant integer input k as int64 values.

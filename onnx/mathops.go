@@ -772,12 +772,12 @@ func powOp(c *importer) ([]value, *ir.Error) {
 		} else {
 			f := e.at(i).f
 			if f != float64(int64(f)) {
-				return nil, c.refuse("the exponent %v is not an integer (gpucc computes x^n for constant integer n)", f)
+				return c.powConst()
 			}
 			n = int64(f)
 		}
 		if n < -maxPowExponent || n > maxPowExponent {
-			return nil, c.refuse("the exponent %d is beyond ±%d", n, maxPowExponent)
+			return c.powConst()
 		}
 		ns[i] = n
 		exps[n] = true
@@ -912,4 +912,65 @@ func typeOfDType(v *value) string {
 		return v.rt.DType().String()
 	}
 	return v.c.Type.String()
+}
+
+// powConst is Pow of a float32 base by a constant exponent that is not
+// an integer within ±64 (those unroll into products above): ir's pow of
+// the exponent embedded as float32 (an integer constant's value rounded
+// to float32 only beyond 2^24, where it is even and the result within
+// pow's bound; its own low bit is then read at import).
+func (c *importer) powConst() ([]value, *ir.Error) {
+	x, err := c.rtIn(0)
+	if err != nil {
+		return nil, err
+	}
+	e := c.in(1).c
+	if e.Type == Float32 {
+		y, err := c.runtime(c.in(1), "the exponent")
+		if err != nil {
+			return nil, err
+		}
+		return one(rtValue(x.Apply(ir.OpPow, y)))
+	}
+	if !e.Type.isInt() {
+		return nil, c.refuse("an exponent of %v", e.Type)
+	}
+	f, err := c.newConst(Float32, e.Shape)
+	if err != nil {
+		return nil, err
+	}
+	odd, err := c.newConst(Float32, e.Shape)
+	if err != nil {
+		return nil, err
+	}
+	flip := false
+	for i, n := range e.Int64 {
+		f.Float32[i] = float32(n)
+		if n&1 != 0 && int64(f.Float32[i]) != n {
+			odd.Float32[i], flip = 1, true
+		}
+	}
+	y, err := c.runtime(&value{c: f}, "the exponent")
+	if err != nil {
+		return nil, err
+	}
+	r := x.Apply(ir.OpPow, y)
+	if !flip {
+		return one(rtValue(r))
+	}
+	m, err := c.runtime(&value{c: odd}, "the exponent's parity")
+	if err != nil {
+		return nil, err
+	}
+	s := r.Shape()
+	xs, ms := x, m
+	if !xs.Shape().Equal(s) {
+		xs = xs.Broadcast(s)
+	}
+	if !ms.Shape().Equal(s) {
+		ms = ms.Broadcast(s)
+	}
+	zero := c.b.Full(s, 0)
+	negative := zero.Apply(ir.OpGreater, xs).Maximum(zero.Apply(ir.OpGreater, c.b.Full(s, 1).Div(xs))) // x < 0, or -0
+	return one(rtValue(where(ms.Mul(negative), r.Neg(), r)))
 }

@@ -179,6 +179,8 @@ func init() {
 		"ReduceLogSumExp": {attrs: reduceAttrs, fn: reduceOp(func(x ir.Tensor, k bool, ax []int) ir.Tensor { return x.Exp().SumAxes(k, ax...).Log() })},
 
 		"GatherElements":            {since: 11, attrs: []string{"axis"}, fn: gatherElementsOp},
+		"GatherND":                  {since: 11, attrs: []string{"batch_dims"}, fn: gatherNDOp},
+		"ReverseSequence":           {since: 10, attrs: []string{"batch_axis", "time_axis"}, fn: reverseSequenceOp},
 		"ArgMax":                    {attrs: []string{"axis", "keepdims", "select_last_index"}, fn: argOp(true)},
 		"ArgMin":                    {attrs: []string{"axis", "keepdims", "select_last_index"}, fn: argOp(false)},
 		"Hardmax":                   {attrs: []string{"axis"}, fn: hardmaxOp},
@@ -193,6 +195,14 @@ func init() {
 		"EyeLike":                   {since: 9, attrs: []string{"dtype", "k"}, fn: eyeLikeOp},
 		"Mod":                       {since: 10, attrs: []string{"fmod"}, fn: modOp},
 		"Pow":                       {since: 7, fn: powOp},
+		"MatMulInteger":             {since: 10, fn: integerOp(false)},
+		"LRN":                       {since: 1, attrs: []string{"alpha", "beta", "bias", "size"}, fn: lrnOp},
+		"DequantizeLinear":          {since: 10, attrs: []string{"axis"}, fn: dequantizeLinearOp},
+		"QuantizeLinear":            {since: 10, attrs: []string{"axis"}, fn: quantizeLinearOp},
+		"DynamicQuantizeLinear":     {since: 11, fn: dynamicQuantizeLinearOp},
+		"HannWindow":                {since: 17, attrs: []string{"output_datatype", "periodic"}, fn: windowOp(0.5, 0.5, 0)},
+		"HammingWindow":             {since: 17, attrs: []string{"output_datatype", "periodic"}, fn: windowOp(25.0/46, 21.0/46, 0)},
+		"BlackmanWindow":            {since: 17, attrs: []string{"output_datatype", "periodic"}, fn: windowOp(0.42, 0.5, 0.08)},
 
 		"LayerNormalization": {since: 17, attrs: []string{"axis", "epsilon", "stash_type"}, fn: layerNormOp},
 	}

@@ -53,3 +53,29 @@ func TestPowRuntimeExponent(t *testing.T) {
 		}
 	}
 }
+
+// TestPowConstantExponent: a constant exponent that is not an integer
+// within ±64 imports as ir's pow (x^0.5 its bits, the parity of an int64
+// exponent past 2^24 kept), where it was refused.
+func TestPowConstantExponent(t *testing.T) {
+	xs := []float32{-1, 4, 2, float32(math.Copysign(0, -1))}
+	for _, c := range []struct {
+		exp  msg
+		want []float32
+	}{
+		{floats("e", []int64{4}, 3, 0.5, 0.5, 65), []float32{-1, 2, float32(math.Sqrt(2)), float32(math.Copysign(0, -1))}},
+		{int64s("e", []int64{4}, 1<<24+1, 2, 1<<25, 1<<24+1), []float32{-1, 16, float32(math.Inf(1)), float32(math.Copysign(0, -1))}},
+	} {
+		raw := model(15, graph([]msg{node("Pow", "p", []string{"x", "e"}, []string{"z"})}, []msg{c.exp},
+			[]msg{valueInfo("x", 4)}, []msg{valueInfo("z", 4)}))
+		res, err := runModel(t, raw, map[string][]float32{"x": xs}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range c.want {
+			if got := res.Outputs["z"].Data[i]; math.Float32bits(got) != math.Float32bits(w) && !(i == 2 && math.Abs(float64(got-w)) <= 1e-6) {
+				t.Errorf("pow(%g, exponent %d) = %g, want %g", xs[i], i, got, w)
+			}
+		}
+	}
+}

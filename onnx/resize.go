@@ -20,8 +20,8 @@ var (
 // axes as resize2d, nearest or linear, from a constant scales (float32,
 // the output size floor(in·scale), the scale itself kept for the
 // coordinates) or sizes input; the first two axes must keep their size.
-// Refused by name: cubic (its weights are a cubic of the ratio: not
-// done), exclude_outside, tf_crop_and_resize (a region of interest and
+// cubic is two matmuls by constant matrices (resizeCubic). Refused by
+// name: exclude_outside outside cubic, tf_crop_and_resize (a region of interest and
 // an extrapolation value: not done), other ranks, and a resize of the
 // batch or channel axis.
 func resizeOp(c *importer) ([]value, *ir.Error) {
@@ -30,7 +30,8 @@ func resizeOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	mode, ok := resizeModes[c.attrStr("mode", "nearest")]
-	if !ok {
+	cubic := c.attrStr("mode", "nearest") == "cubic"
+	if !ok && !cubic {
 		return nil, c.refuse("mode %s is not supported (gpucc resizes by nearest and linear)", ir.Quote(c.attrStr("mode", "nearest")))
 	}
 	cm := c.attrStr("coordinate_transformation_mode", "half_pixel")
@@ -45,8 +46,11 @@ func resizeOp(c *importer) ([]value, *ir.Error) {
 	if !ok {
 		return nil, c.invalid("nearest_mode %s is not one of ONNX's", ir.Quote(c.attrStr("nearest_mode", "")))
 	}
-	if c.attrInt("exclude_outside", 0) != 0 {
-		return nil, c.refuse("exclude_outside is not supported")
+	if c.attrInt("exclude_outside", 0) != 0 && !cubic {
+		return nil, c.refuse("exclude_outside is not supported (gpucc takes it for cubic)")
+	}
+	if cubic && cm == "tf_half_pixel_for_nn" {
+		return nil, c.refuse("coordinate_transformation_mode tf_half_pixel_for_nn with cubic is not supported")
 	}
 	s := x.Shape()
 	if len(s) != 4 {
@@ -100,5 +104,29 @@ func resizeOp(c *importer) ([]value, *ir.Error) {
 	default:
 		return nil, c.invalid("neither scales nor sizes is given")
 	}
+	if cubic {
+		return c.resizeCubic(x, out, bits, cm)
+	}
 	return one(rtValue(x.Resize2D(map[string][]int{"sizes": out, "mode": {mode}, "coordinate_mode": {coord}, "nearest_mode": {near}, "scale_bits": bits})))
+}
+
+// resizeCubic is a cubic Resize of x [N, C, H, W] to out: Rh·x·Rwᵀ, the
+// per-axis weights of ONNX's reference as constant float32 matrices
+// (cubicMatrix), two matmuls; bits are the scales' float32 bits (0: from
+// sizes, the scale out/in).
+func (c *importer) resizeCubic(x ir.Tensor, out, bits []int, mode string) ([]value, *ir.Error) {
+	s := x.Shape()
+	a := float64(c.attrFloat("cubic_coeff_a", -0.75))
+	exclude := c.attrInt("exclude_outside", 0) != 0
+	var ms [2][]float32
+	for j := range 2 {
+		scale := float64(out[j]) / float64(s[2+j])
+		if bits[j] != 0 {
+			scale = float64(math.Float32frombits(uint32(bits[j])))
+		}
+		ms[j] = cubicMatrix(s[2+j], out[j], scale, mode, a, exclude)
+	}
+	rh := c.b.Input(ir.Shape{out[0], s[2]}, ms[0])
+	rw := c.b.Input(ir.Shape{out[1], s[3]}, ms[1])
+	return one(rtValue(rh.MatMul(x).MatMul(rw.T())))
 }

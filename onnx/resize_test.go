@@ -38,7 +38,7 @@ func TestResizeImport(t *testing.T) {
 		doc  []byte
 		code ir.Code
 	}{
-		{"cubic", resize([]float32{1, 1, 2, 2}, attrStr("mode", "cubic")), ir.CodeUnsupported},
+		{"cubic tf_half_pixel_for_nn", resize([]float32{1, 1, 2, 2}, attrStr("mode", "cubic"), attrStr("coordinate_transformation_mode", "tf_half_pixel_for_nn")), ir.CodeUnsupported},
 		{"exclude_outside", resize([]float32{1, 1, 2, 2}, attrStr("mode", "linear"), attrInt("exclude_outside", 1)), ir.CodeUnsupported},
 		{"tf_crop_and_resize", resize([]float32{1, 1, 2, 2}, attrStr("coordinate_transformation_mode", "tf_crop_and_resize")), ir.CodeUnsupported},
 		{"batch axis", resize([]float32{2, 1, 2, 2}), ir.CodeUnsupported},

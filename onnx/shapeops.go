@@ -906,7 +906,19 @@ func dropoutOp(c *importer) ([]value, *ir.Error) {
 			return nil, c.refuse("dropout in training mode")
 		}
 	}
-	return one(*c.in(0))
+	if len(c.n.outputs) < 2 || c.opset < 12 { // before 12, the mask output was float32 and unread here
+		return one(*c.in(0))
+	}
+	// Outside training every element is kept: the mask is all true.
+	s := c.in(0).shape()
+	m, err := c.newConst(Bool, s)
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Int64 {
+		m.Int64[i] = 1
+	}
+	return []value{*c.in(0), constValue(m)}, nil
 }
 
 // concatRuntime is Concat where an input is computed at run time:

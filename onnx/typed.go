@@ -55,8 +55,9 @@ func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 	if len(n.inputs) != info.Args {
 		return nil, true, c.refuse("%d inputs of a run-time %v tensor; gpucc's %v takes %d", len(n.inputs), typed, row.op, info.Args)
 	}
-	if n.opType == "Mod" && c.attrInt("fmod", 0) != 0 {
-		return nil, true, c.refuse("Mod with fmod 1 of a run-time %v tensor (C's remainder) is not a row yet", typed)
+	fmod := n.opType == "Mod" && c.attrInt("fmod", 0) != 0
+	if fmod && !typed.IsInt() {
+		return nil, true, c.refuse("Mod with fmod 1 of a run-time %v tensor (C's remainder of floats) is not a row yet", typed)
 	}
 	if n.opType == "BitShift" {
 		switch c.attrStr("direction", "") {
@@ -83,10 +84,12 @@ func (c *importer) typedNode() ([]value, bool, *ir.Error) {
 		args[0], args[1] = args[1], args[0]
 	}
 	var y ir.Tensor
-	switch len(args) {
-	case 1:
+	switch {
+	case fmod: // C's remainder: a - trunc(a/b)·b, wrapping (by zero the division fails the run)
+		y = args[0].Sub(args[0].Apply(ir.OpDiv, args[1]).Mul(args[1]))
+	case len(args) == 1:
 		y = args[0].Apply(row.op)
-	case 2:
+	case len(args) == 2:
 		y = args[0].ApplyTo(ir.Bool, row.op, args[1])
 	default:
 		s, ok := ir.BroadcastShape(args[1].Shape(), args[2].Shape())
