@@ -30,11 +30,21 @@ func (v Value) Len() int {
 // division or modulo by zero, a cast of NaN, ±Inf or an out-of-range float
 // to an integer) fails with ir.CodeIntegerFault, naming the node, the op
 // and the element.
-func EvalTyped(g *ir.Graph) ([]Value, error) {
+func EvalTyped(g *ir.Graph) ([]Value, error) { return exact.evalTyped(g) }
+
+// EvalTypedFlushed is EvalTyped on a GPU that flushes subnormals in its
+// float32 programs: the float32 nodes over float32 operands (which the
+// webgpu and webgl2 backends run as compiled float32 islands) are
+// EvalFlushed's, the typed nodes EvalTyped's (the typed kernels keep
+// subnormals). It is the one liberty the package doc states for float32,
+// not the reference.
+func EvalTypedFlushed(g *ir.Graph) ([]Value, error) { return arith{flush: true}.evalTyped(g) }
+
+func (ar arith) evalTyped(g *ir.Graph) ([]Value, error) {
 	vals := make([]Value, len(g.Nodes))
 	floats := make([][]float32, len(g.Nodes)) // Eval's view: float32 nodes' values
 	for i := range g.Nodes {
-		v, err := typedNode(g, i, vals, floats)
+		v, err := ar.typedNode(g, i, vals, floats)
 		if err != nil {
 			return nil, err
 		}
@@ -60,12 +70,12 @@ func plainFloat(g *ir.Graph, n *ir.Node) bool {
 	return true
 }
 
-func typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) (Value, error) {
+func (ar arith) typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) (Value, error) {
 	n := &g.Nodes[i]
 	info := n.Op.Info()
 	out := Value{DType: n.DType}
 	if plainFloat(g, n) {
-		out.F = exact.node(g, i, floats)
+		out.F = ar.node(g, i, floats)
 		return out, nil
 	}
 	arg := func(k int) Value { return vals[n.Args[k]] }
