@@ -181,3 +181,56 @@ func (l *IntLang) Render(x *IntX, a, b string) string {
 func RenderIntRow(l *IntLang, op ir.Op, t ir.DType, a, b string) string {
 	return l.Render(TypedIntRows[op].Expr(t), a, b)
 }
+
+// CastKind is how ONNX's Cast (ir.Convert) converts between two dtypes:
+// the one decision every target's cast makes, here once (TypedCast).
+type CastKind uint8
+
+// The cast kinds. Integer values are the int64 computing values of the
+// integer rows, floats float32.
+const (
+	// CastKeep: the value itself; the store rounds a float once to a
+	// narrow float, or wraps an integer to a narrower one.
+	CastKeep CastKind = iota
+	// CastFloatBool: a float to bool, true unless ±0 (NaN is true).
+	CastFloatBool
+	// CastIntBool: an integer to bool, x != 0.
+	CastIntBool
+	// CastIntFloat: an integer to a float of Bits significant bits, one
+	// rounding from the exact value (ir.IntToFloat); the store's rounding
+	// to a narrow float is then exact or overflows.
+	CastIntFloat
+	// CastFloatInt: a float truncated toward zero (ir.FloatToInt); NaN,
+	// ±Inf and a value whose truncation is outside [Lo, Hi] has no answer:
+	// the kernel sets ir.CodeIntegerFault's code.
+	CastFloatInt
+)
+
+// TypedCastRule is a cast's kind and its parameters.
+type TypedCastRule struct {
+	Kind   CastKind
+	Bits   int   // CastIntFloat: the float's significand bits
+	Lo, Hi int64 // CastFloatInt: the integer dtype's range
+}
+
+// TypedCast returns the rule of a cast from dtype from to dtype to.
+func TypedCast(from, to ir.DType) TypedCastRule {
+	switch {
+	case to == ir.Bool && from.IsFloat():
+		return TypedCastRule{Kind: CastFloatBool}
+	case to == ir.Bool:
+		return TypedCastRule{Kind: CastIntBool}
+	case from.IsFloat() && to.IsFloat():
+		return TypedCastRule{Kind: CastKeep}
+	case to.IsFloat():
+		return TypedCastRule{Kind: CastIntFloat, Bits: significand[to]}
+	case from.IsFloat():
+		lo, hi := to.Range()
+		return TypedCastRule{Kind: CastFloatInt, Lo: lo, Hi: hi}
+	}
+	return TypedCastRule{Kind: CastKeep}
+}
+
+// significand is each float dtype's significand bits, its leading one
+// included.
+var significand = map[ir.DType]int{ir.F32: 24, ir.F16: 11, ir.BF16: 8}

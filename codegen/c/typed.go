@@ -212,23 +212,19 @@ func init() {
 // typedCast returns the C of ONNX's Cast (ir.Convert) of computing value
 // x of dtype from to dtype to, as a computing value of to.
 func typedCast(from, to ir.DType, x string) string {
-	switch {
-	case to == ir.Bool:
+	switch r := codegen.TypedCast(from, to); r.Kind {
+	case codegen.CastFloatBool, codegen.CastIntBool: // NaN != 0 is true
 		return "(t_i64)(" + x + " != 0)"
-	case from.IsFloat() && to.IsFloat():
-		return x // the store rounds once to the narrow type
-	case to.IsFloat():
-		p := map[ir.DType]int{ir.F32: 24, ir.F16: 11, ir.BF16: 8}[to]
-		return fmt.Sprintf("int_float(%s, %d)", x, p)
-	case from.IsFloat():
-		lo, hi := to.Range()
-		gt := float64(lo) - 1 // exact below 2^53
-		if to == ir.I64 {
+	case codegen.CastIntFloat:
+		return fmt.Sprintf("int_float(%s, %d)", x, r.Bits)
+	case codegen.CastFloatInt:
+		gt := float64(r.Lo) - 1 // exact below 2^53
+		if r.Lo == math.MinInt64 {
 			gt = math.Nextafter(-0x1p63, math.Inf(-1)) // every double above it truncates to -2^63 or more
 		}
-		return fmt.Sprintf("float_int(%s, %s, %s, fault)", x, strconv.FormatFloat(gt, 'e', -1, 64), strconv.FormatFloat(float64(hi)+1, 'e', -1, 64))
+		return fmt.Sprintf("float_int(%s, %s, %s, fault)", x, strconv.FormatFloat(gt, 'e', -1, 64), strconv.FormatFloat(float64(r.Hi)+1, 'e', -1, 64))
 	}
-	return x // the store wraps to the narrow integer
+	return x // the store rounds a float once, or wraps an integer
 }
 
 // TypedElementwise returns the C statement computing element i of a node

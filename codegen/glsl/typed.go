@@ -300,18 +300,15 @@ func init() {
 }
 
 func castExpr(from, to ir.DType, x string) string {
-	switch {
-	case to == ir.Bool && from.IsFloat(): // NaN is true
+	switch r := codegen.TypedCast(from, to); r.Kind {
+	case codegen.CastFloatBool: // NaN is true
 		return boolOf("(floatBitsToUint(" + x + ") & 0x7fffffffu) != 0u")
-	case to == ir.Bool:
+	case codegen.CastIntBool:
 		return boolOf("!t_iszero(" + x + ")")
-	case from.IsFloat() && to.IsFloat():
-		return x
-	case to.IsFloat():
-		return fmt.Sprintf("t_int_float(%s, %du)", x, map[ir.DType]int{ir.F32: 24, ir.F16: 11, ir.BF16: 8}[to])
-	case from.IsFloat():
-		lo, hi := to.Range()
-		return fmt.Sprintf("t_float_int(%s, %s, %s, e)", x, i64Lit(hi), i64Lit(-lo))
+	case codegen.CastIntFloat:
+		return fmt.Sprintf("t_int_float(%s, %du)", x, r.Bits)
+	case codegen.CastFloatInt:
+		return fmt.Sprintf("t_float_int(%s, %s, %s, e)", x, i64Lit(r.Hi), i64Lit(-r.Lo))
 	}
 	return x
 }
