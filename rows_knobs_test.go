@@ -115,3 +115,71 @@ func TestRowDivision(t *testing.T) {
 		})
 	}
 }
+
+// TestRowMax: a rows kernel's max (reduced by order keys, RowMaxKeys, or
+// by maximum) and what reads it, x - max(x) and softmax, against cpuref's
+// bits on webgpu with ir.Limits.NonFinite, over rows of 1024 and 1000
+// leaves (padded with -Inf) that are all -0, mixed ±0 (+0 wins), all
+// -Inf, NaNs of both signs among numbers, ±Inf, subnormals only, large
+// negatives, and random values: x - max shows a zero max's sign.
+func TestRowMax(t *testing.T) {
+	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
+	inf, nan := float32(math.Inf(1)), math.Float32frombits(0x7fc00000)
+	for _, cols := range []int{1024, 1000} {
+		r := rand.New(rand.NewPCG(uint64(cols), 11))
+		rows := []func(i int) float32{
+			func(int) float32 { return float32(math.Copysign(0, -1)) },
+			func(i int) float32 { return float32(math.Copysign(0, float64(i%2*2-1))) },
+			func(int) float32 { return -inf },
+			func(i int) float32 { return [...]float32{1, -nan, 3, nan, -inf}[i%5] },
+			func(i int) float32 { return [...]float32{-2, inf, 7, -inf}[i%4] },
+			func(int) float32 { return math.Float32frombits(r.Uint32() & 0x807fffff) },
+			func(int) float32 { return -3e38 * float32(r.Float64()) },
+			func(int) float32 { return float32(r.NormFloat64()) },
+			func(i int) float32 { // one NaN, late
+				if i == cols-1 {
+					return math.Float32frombits(0xffc00001)
+				}
+				return 1
+			},
+		}
+		shape := ir.Shape{len(rows), cols}
+		var xs []float32
+		for _, f := range rows {
+			for i := range cols {
+				xs = append(xs, f(i))
+			}
+		}
+		for _, keys := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d/keys=%t", cols, keys), func(t *testing.T) {
+				defer func(v bool) { wgsl.RowMaxKeys = v }(wgsl.RowMaxKeys)
+				wgsl.RowMaxKeys = keys
+				b := ir.NewBuilder()
+				x := b.Input(shape, xs)
+				b.Output("d", x.Sub(x.MaxAxes(true, 1)))
+				b.Output("softmax", x.Softmax(1))
+				g, err := b.Build(ir.Limits{NonFinite: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := rt.Run(context.Background(), g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
+				for _, o := range g.Outputs {
+					w, f := want[o.ID], flushed[o.ID]
+					canonical(map[string][]float32{"want": w, "flushed": f})
+					got, bad := res.Outputs[o.Name].Data, 0
+					for i := range w {
+						if g := math.Float32bits(got[i]); g != math.Float32bits(w[i]) && g != math.Float32bits(f[i]) {
+							if bad++; bad <= 5 {
+								t.Errorf("%s row %d [%d] = %#08x, cpuref %#08x", o.Name, i/cols, i%cols, g, math.Float32bits(w[i]))
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}

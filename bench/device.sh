@@ -141,11 +141,13 @@ suite_rows() {
 	warm
 	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
-	# the same kernels' bits by the schedules before (nn_bench_test.go): every thread combining the groups' values
-	# (rootall), a per-row divisor's division in full (divslow), both (the 12-04 fourth visit's kernels)
+	# the same kernels' bits by the schedules before (nn_bench_test.go), one knob off at a time: every thread combining
+	# the groups' values (rootall), a per-row divisor's division in full (divslow), max by maximum, not order keys
+	# (floatmax); all three (the 12-04 fourth visit's schedule)
 	benches bench_rows_rootall.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall
 	benches bench_rows_divslow.txt 60 bench 'NN/(softmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=divslow
-	benches bench_rows_before.txt 60 bench 'NN/(softmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall,divslow
+	benches bench_rows_floatmax.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=floatmax
+	benches bench_rows_before.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall,divslow,floatmax
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
 	log "torch_nn.py: exit $?"
 }

@@ -10,7 +10,8 @@ package bench
 //	                  (the same bits): rootall, every thread combines the
 //	                  groups' values (wgsl.RowRootOnce off); divslow, a
 //	                  per-row divisor's division is ir's div in full
-//	                  (wgsl.RowDivFast off)
+//	                  (wgsl.RowDivFast off); floatmax, max reduced by
+//	                  maximum, not order keys (wgsl.RowMaxKeys off)
 
 import (
 	"context"
@@ -106,13 +107,17 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast bool) { wgsl.RowRootOnce, wgsl.RowDivFast = once, fast }(wgsl.RowRootOnce, wgsl.RowDivFast)
+	defer func(once, fast, keys bool) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys = once, fast, keys
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
 			wgsl.RowRootOnce = false
 		case "divslow":
 			wgsl.RowDivFast = false
+		case "floatmax":
+			wgsl.RowMaxKeys = false
 		}
 	}
 	ctx := context.Background()

@@ -34,6 +34,9 @@ type RowPlan struct {
 	// pass instead of Instr: a target's own schedule of the same bits
 	// (WGSL's division by a per-row divisor, say).
 	Render map[int]func() []string
+	// AccLeaf, when it has reduction j, renders the leaf value v that a leaf
+	// pass hands to it (WGSL's max by order keys, say); else v.
+	AccLeaf map[int]func(v string) string
 }
 
 // PlanRows returns the schedule of rows kernel k.
@@ -147,7 +150,11 @@ func (pl RowPlan) LeafPass(l Lang, k *ir.Kernel, d int, load func(operand int) s
 		}
 	}
 	for _, j := range pl.Accs[d] {
-		lines = append(lines, fmt.Sprintf("a%d[%s] = %s;", j, slot, Value(int(k.Body[j].Args[0]))))
+		v := Value(int(k.Body[j].Args[0]))
+		if f, ok := pl.AccLeaf[j]; ok {
+			v = f(v)
+		}
+		lines = append(lines, fmt.Sprintf("a%d[%s] = %s;", j, slot, v))
 	}
 	for _, s := range pl.LeafStores[d] {
 		lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, Value(int(k.Stores[s]))))

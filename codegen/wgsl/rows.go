@@ -40,6 +40,27 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	divs := rowDivisions(b, &pl, k)
 	rowMaxNeg(b, &pl, k)
+	keys := map[int]bool{} // the max reductions reduced by order keys (RowMaxKeys)
+	if wg && RowMaxKeys {
+		for j, in := range k.Body {
+			if in.Kind == ir.InstrAcc && in.Op.Info().Combine == ir.OpMaximum {
+				keys[j] = true
+			}
+		}
+	}
+	if len(keys) > 0 {
+		b.WriteString(maxKeyFuncs)
+		pl.AccLeaf = map[int]func(string) string{}
+		for j := range keys {
+			pl.AccLeaf[j] = func(v string) string { return "maxkey(" + v + ")" }
+		}
+	}
+	keyed := func(j int) keying {
+		if keys[j] {
+			return maxKeying
+		}
+		return floatKeying
+	}
 	for _, op := range rowOps(k) {
 		fmt.Fprintf(b, "fn combine_%s(a: f32, b: f32) -> f32 {\n", op.Info().Wire)
 		b.WriteString(codegen.Indent(codegen.CombineOp(Lang, op.Info().Combine, "a", "b", "m"), 1))
@@ -68,11 +89,14 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			fmt.Fprintf(b, "\tvar c%d: array<f32, %d>;\n", j, per)
 		}
 		if in.Kind == ir.InstrAcc {
-			fmt.Fprintf(b, "\tvar a%d: array<f32, %d>;\n", j, per)
+			fmt.Fprintf(b, "\tvar a%d: array<%s, %d>;\n", j, keyed(j).typ, per)
 		}
 	}
 	if wg {
 		fmt.Fprintf(b, "\tvar grp: array<f32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
+		if len(keys) > 0 {
+			fmt.Fprintf(b, "\tvar grpk: array<u32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
+		}
 	}
 	load := func(space string) func(int) string {
 		return func(op int) string {
@@ -107,7 +131,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	rowValues(0)
 	for pass := 0; pass < pl.Passes; pass++ {
 		if wg {
-			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st), 1))
+			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st, keyed), 1))
 			rowValues(pass + 1)
 			continue
 		}
@@ -218,7 +242,7 @@ func divisorParts(j int) []string {
 // (see rowsKernel), written out step by step: every index of a private
 // array is a constant, so that they stay in registers (a loop over them
 // left NVIDIA's compiler spilling them to memory).
-func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged) []string {
+func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying) []string {
 	n, per := pl.Red.Leaves, pl.P/SumThreads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
@@ -226,7 +250,11 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 		add("{")
 		add("\tlet r = %du + t;", j*SumThreads)
 		for _, a := range pl.Accs[d] {
-			add("\ta%d[%d] = %s;", a, j, rowIdentity(k.Body[a].Op))
+			id := rowIdentity(k.Body[a].Op)
+			if kk := keyed(a); kk.identity != "" {
+				id = kk.identity
+			}
+			add("\ta%d[%d] = %s;", a, j, id)
 		}
 		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
 		if (j+1)*SumThreads > n {
@@ -246,7 +274,11 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 	}
 	for _, a := range pl.Accs[d] {
 		c := "combine_" + k.Body[a].Op.Info().Wire
-		lines = append(lines, st.tree(fmt.Sprintf("a%d", a), per, c, fmt.Sprintf("r%d", a), true)...)
+		kk := keyed(a)
+		if kk.combine != "" {
+			c = kk.combine
+		}
+		lines = append(lines, st.treeOf(kk, fmt.Sprintf("a%d", a), per, c, fmt.Sprintf("r%d", a), true)...)
 	}
 	return lines
 }
@@ -313,38 +345,92 @@ func stagedArrays(b *strings.Builder, p int) staged {
 // barrier before the next write to red, part or wroot follows every read
 // of them. It needs a variable grp: array<f32, 16>.
 func (st staged) tree(a string, per int, c, result string, everyone bool) []string {
+	return st.treeOf(floatKeying, a, per, c, result, everyone)
+}
+
+// keying is how a reduction's values are held while they are reduced:
+// as floats, or as order keys (maxKeying), u32s whose workgroup copies
+// go through red, part and wroot as bitcasts.
+type keying struct {
+	typ, grp          string              // private type, and the array of the groups' values
+	put, get          func(string) string // to and from a float of workgroup memory
+	identity, combine string              // the padding leaf and combining function, when not the op's
+	result            func(string) string // the float root from the held one
+}
+
+var floatKeying = keying{typ: "f32", grp: "grp", put: same, get: same, result: same}
+
+// maxKeying reduces max by order keys (maxKeyFuncs).
+var maxKeying = keying{typ: "u32", grp: "grpk",
+	put:      func(x string) string { return "bitcast<f32>(" + x + ")" },
+	get:      func(x string) string { return "bitcast<u32>(" + x + ")" },
+	identity: "0u", combine: "combine_maxkey",
+	result: func(x string) string { return "unmaxkey(" + x + ")" }}
+
+func same(x string) string { return x }
+
+// RowMaxKeys makes a rows kernel's workgroups reduce max by order keys:
+// each leaf becomes a u32 whose order is maximum's (-0 below +0, every
+// NaN above every number, -Inf 0), combined by 3 instructions (a NaN on
+// the left stays, as maximum keeps its first operand's) instead of
+// maximum's 18, the root mapped back; a bijection, so the same bits
+// (TestRowKnobs, TestRowMax). A knob for the benchmarks (Config names it).
+var RowMaxKeys = true
+
+// maxKeyFuncs are the order keys of max: maxkey is maximum's order key
+// (a non-negative float's bits with the sign bit set, a negative one's
+// complemented) less that of -Inf, so that -Inf is 0 and the NaNs, of
+// either sign, are the keys from 0xff000002 up; unmaxkey is its inverse.
+const maxKeyFuncs = `fn maxkey(x: f32) -> u32 {
+	let b = bitcast<u32>(x);
+	return select(b | 0x80000000u, ~b, b >= 0x80000000u) - 0x007fffffu;
+}
+
+fn unmaxkey(k: u32) -> f32 {
+	let c = k + 0x007fffffu;
+	return bitcast<f32>(select(~c, c & 0x7fffffffu, c >= 0x80000000u));
+}
+
+fn combine_maxkey(a: u32, b: u32) -> u32 {
+	return select(a, b, b > a && a < 0xff000002u);
+}
+
+`
+
+// treeOf is tree over values held by kk.
+func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone bool) []string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	if per > 1 {
 		for q := range per {
-			add("red[%s] = %s[%d];", st.at(fmt.Sprintf("%du + t", q*SumThreads)), a, q)
+			add("red[%s] = %s;", st.at(fmt.Sprintf("%du + t", q*SumThreads)), kk.put(fmt.Sprintf("%s[%d]", a, q)))
 		}
 		add("workgroupBarrier();")
 		for q := range per {
-			add("%s[%d] = red[%s];", a, q, st.at(fmt.Sprintf("t * %du + %du", per, q)))
+			add("%s[%d] = %s;", a, q, kk.get("red["+st.at(fmt.Sprintf("t * %du + %du", per, q))+"]"))
 		}
 		if st.mine("t") == "t" { // the partials overwrite the leaves
 			add("workgroupBarrier();")
 		}
 		lines = append(lines, treeUnrolled(a, per, c)...)
 	}
-	add("red[%s] = %s[0];", st.mine("t"), a)
+	add("red[%s] = %s;", st.mine("t"), kk.put(a+"[0]"))
 	add("workgroupBarrier();")
 	add("if (t < %du) {", SumThreads/rowGroup)
 	for q := range rowGroup {
-		add("\tgrp[%d] = red[%s];", q, st.mine(fmt.Sprintf("t * %du + %du", rowGroup, q)))
+		add("\t%s[%d] = %s;", kk.grp, q, kk.get("red["+st.mine(fmt.Sprintf("t * %du + %du", rowGroup, q))+"]"))
 	}
-	for _, ln := range treeUnrolled("grp", rowGroup, c) {
+	for _, ln := range treeUnrolled(kk.grp, rowGroup, c) {
 		add("\t%s", ln)
 	}
-	add("\t%s = grp[0];", st.partAt("t"))
+	add("\t%s = %s;", st.partAt("t"), kk.put(kk.grp+"[0]"))
 	add("}")
 	add("workgroupBarrier();")
 	groups := func(tabs string) {
 		for q := range SumThreads / rowGroup {
-			add("%sgrp[%d] = %s;", tabs, q, st.partAt(fmt.Sprintf("%du", q)))
+			add("%s%s[%d] = %s;", tabs, kk.grp, q, kk.get(st.partAt(fmt.Sprintf("%du", q))))
 		}
-		for _, ln := range treeUnrolled("grp", SumThreads/rowGroup, c) {
+		for _, ln := range treeUnrolled(kk.grp, SumThreads/rowGroup, c) {
 			add("%s%s", tabs, ln)
 		}
 	}
@@ -352,23 +438,23 @@ func (st staged) tree(a string, per int, c, result string, everyone bool) []stri
 		v := "wroot"
 		if !everyone {
 			v = result + "_0"
-			add("var %s = grp[0];", v)
+			add("var %s = %s;", v, kk.put(kk.grp+"[0]"))
 		}
 		add("if (t == 0u) {")
 		groups("\t")
-		add("\t%s = grp[0];", v)
+		add("\t%s = %s;", v, kk.put(kk.grp+"[0]"))
 		add("}")
 		if everyone {
 			add("workgroupBarrier();")
 		}
-		add("let %s = %s;", result, v)
+		add("let %s = %s;", result, kk.result(kk.get(v)))
 		return lines
 	}
 	groups("")
 	if st.shared {
 		add("workgroupBarrier();")
 	}
-	add("let %s = grp[0];", result)
+	add("let %s = %s;", result, kk.result(kk.grp+"[0]"))
 	return lines
 }
 

@@ -37,10 +37,10 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast,
+// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys,
 // AttentionTile): caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, AttentionTile)
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile)
 }
 
 // Workgroup sizes.
