@@ -132,7 +132,7 @@ const opSuiteDeadline = 12 * time.Minute
 // (opSuiteDeadline), so a slow one neither eats another's time nor leaves
 // it a page still busy with its last graph.
 func TestOpSuite(t *testing.T) {
-	for _, backend := range []string{"webgpu", "webgl2", "cpu"} {
+	for _, backend := range []string{"webgpu", "webgl2", "wasm", "cpu"} {
 		t.Run(backend, func(t *testing.T) {
 			start := time.Now()
 			ctx := page(t, "?life=0", opSuiteDeadline)

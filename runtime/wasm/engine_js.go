@@ -39,12 +39,12 @@ func remoteBuild() (func(context.Context, string, BuildRequest) ([]byte, error),
 // built from another source than the page's own.
 func fetchModule(ctx context.Context, source string, req BuildRequest) ([]byte, error) {
 	req.SIMD = pageSIMD
-	var body bytes.Buffer
-	if err := gob.NewEncoder(&body).Encode(req); err != nil {
+	body, err := req.Encode()
+	if err != nil {
 		return nil, fmt.Errorf("encoding the build request: %w", err)
 	}
-	arr := js.Global().Get("Uint8Array").New(body.Len())
-	js.CopyBytesToJS(arr, body.Bytes())
+	arr := js.Global().Get("Uint8Array").New(len(body))
+	js.CopyBytesToJS(arr, body)
 	init := js.Global().Get("Object").New()
 	init.Set("method", "POST")
 	init.Set("body", arr)

@@ -6,6 +6,9 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"math"
+	"reflect"
+	"slices"
 
 	"github.com/gpucc/gpucc/codegen/c"
 	"github.com/gpucc/gpucc/ir"
@@ -23,6 +26,81 @@ type BuildRequest struct {
 	// SIMD asks for SIMD128 (cbuild.WasmSIMDCFlags): the page's engine is
 	// the browser's, which wazero's SIMD miscompile does not concern.
 	SIMD bool
+	// NegZeros are the paths (negZeros) of the floats of Program or Graph
+	// that are -0: gob leaves out a field equal to its zero value, and
+	// -0 == 0, so they arrive as +0 (an Instr's Scalar, an output's Const)
+	// unless set again.
+	NegZeros [][]int
+}
+
+// xType is ir.X, which holds no float (a constant is its bits) and may be
+// a DAG: negZeros does not walk it.
+var xType = reflect.TypeOf(ir.X{})
+
+// negZeros appends to out the path of every float of v that is -0: at a
+// struct its field's index, at a slice or array the element's, a pointer
+// followed without one. Maps, interfaces and ir.X are not walked.
+func negZeros(v reflect.Value, path []int, out *[][]int) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() && v.Type().Elem() != xType {
+			negZeros(v.Elem(), path, out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				negZeros(v.Field(i), append(path, i), out)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if k := v.Type().Elem().Kind(); k == reflect.Uint8 || k == reflect.Int32 || k == reflect.Int || k == reflect.Int64 {
+			return // no float in there
+		}
+		for i := range v.Len() {
+			negZeros(v.Index(i), append(path, i), out)
+		}
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); f == 0 && math.Signbit(f) {
+			*out = append(*out, slices.Clone(path))
+		}
+	}
+}
+
+// setNegZeros sets the float at each path of v to -0, refusing a path
+// that does not lead to one.
+func setNegZeros(v reflect.Value, paths [][]int) error {
+	for _, path := range paths {
+		w := v
+		for _, i := range path {
+			for w.Kind() == reflect.Pointer && !w.IsNil() {
+				w = w.Elem()
+			}
+			switch {
+			case w.Kind() == reflect.Struct && i >= 0 && i < w.NumField() && w.Type().Field(i).IsExported():
+				w = w.Field(i)
+			case (w.Kind() == reflect.Slice || w.Kind() == reflect.Array) && i >= 0 && i < w.Len():
+				w = w.Index(i)
+			default:
+				return fmt.Errorf("a -0's path %v leads nowhere", path)
+			}
+		}
+		if k := w.Kind(); (k != reflect.Float32 && k != reflect.Float64) || !w.CanSet() {
+			return fmt.Errorf("a -0's path %v does not lead to a float", path)
+		}
+		w.SetFloat(math.Copysign(0, -1))
+	}
+	return nil
+}
+
+// Encode returns the request as ServeBuild reads it: gob, with the paths
+// of its -0 floats.
+func (req BuildRequest) Encode() ([]byte, error) {
+	req.NegZeros = nil
+	negZeros(reflect.ValueOf(req.Program), nil, &req.NegZeros)
+	negZeros(reflect.ValueOf(req.Graph), []int{-1}, &req.NegZeros)
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(req)
+	return b.Bytes(), err
 }
 
 // BuildResponse is the answer: the C the server generated (the page
@@ -46,6 +124,15 @@ func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, err
 	var req BuildRequest
 	if err := gob.NewDecoder(io.LimitReader(r, MaxBuildRequest)).Decode(&req); err != nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request does not decode: %v", err)
+	}
+	for _, path := range req.NegZeros { // a Program's paths, or -1 and a Graph's
+		of, p := reflect.ValueOf(req.Program), path
+		if len(path) > 0 && path[0] == -1 {
+			of, p = reflect.ValueOf(req.Graph), path[1:]
+		}
+		if err := setNegZeros(of, [][]int{p}); err != nil {
+			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request: %v", err)
+		}
 	}
 	var source string
 	switch {

@@ -19,7 +19,8 @@ import (
 )
 
 // TestServeBuild: ServeBuild answers a program without its data with the C
-// the page generates itself and its module, scalar or SIMD128 as asked;
+// the page generates itself (a -0 scalar included, which gob alone turns
+// into +0) and its module, scalar or SIMD128 as asked;
 // the SIMD128 module (run by wazero's interpreter, which implements SIMD
 // right) gives cpuref's bits, as the scalar one does; a request of neither
 // a program nor a graph, or of bytes that do not decode, is invalid_graph.
@@ -37,6 +38,7 @@ func TestServeBuild(t *testing.T) {
 	s := a.MatMul(b).Add(bias).Relu()
 	bl.Output("s", s)
 	bl.Output("t", s.Mul(s).Sum())
+	bl.Output("m", s.Neg().MinimumScalar(float32(math.Copysign(0, -1)))) // an Instr's Scalar of -0, which gob drops
 	g, err := bl.Build(ir.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +54,11 @@ func TestServeBuild(t *testing.T) {
 	want := cpuref.Eval(g)
 	ctx := context.Background()
 	for _, simd := range []bool{false, true} {
-		var req bytes.Buffer
-		if err := gob.NewEncoder(&req).Encode(BuildRequest{Program: p.WithoutData().Program(), SIMD: simd}); err != nil {
+		req, err := BuildRequest{Program: p.WithoutData().Program(), SIMD: simd}.Encode()
+		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := ServeBuild(ctx, &req, ir.Limits{})
+		out, err := ServeBuild(ctx, bytes.NewReader(req), ir.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
