@@ -47,9 +47,10 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 	runValues = map[string]*onnx.Tensor{}
 	if isONNX(path) {
-		limits.NonFinite = true // as run: a model's masks hold -Inf
+		limits.NonFinite = true                   // as run: a model's masks hold -Inf
+		maxN := modelInputElements(path, *limits) // modellimits.go
 		for _, name := range slices.Sorted(maps.Keys(runInputs)) {
-			a, err := readInput(runInputs[name], ir.F32, limits.WithDefaults().MaxElements, "input "+name)
+			a, err := readInput(runInputs[name], ir.F32, maxN, "input "+name)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
 
 	"github.com/gpucc/gpucc/internal/modellimits"
 	"github.com/gpucc/gpucc/ir"
@@ -73,3 +74,34 @@ func importCaps(limits, caps ir.Limits, unset map[string]bool) ir.Limits {
 }
 
 const maxModelBytes = modellimits.MaxModelBytes
+
+// modelInputElements bounds the values of one --input read before the
+// .onnx model at path is imported (its data gives the input's shape):
+// where --max-elements is not set, the elements per tensor that the
+// model's size allows (modellimits.Caps of its bytes and its inputs'
+// declared or given shapes, as the page bounds them), never below the
+// limit; the import then checks each against the model.
+func modelInputElements(path string, limits ir.Limits) int64 {
+	n := limits.WithDefaults().MaxElements
+	if !unsetLimits()["MaxElements"] {
+		return n
+	}
+	read := limits
+	if unsetLimits()["MaxGraphBytes"] {
+		read.MaxGraphBytes = modellimits.MaxModelBytes
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return n // the import reports it
+	}
+	defer f.Close()
+	raw, err := readModel(f, read)
+	if err != nil {
+		return n
+	}
+	s, err := modellimits.Size(raw, inputShapes, modellimits.With(limits, modellimits.Caps(int64(len(raw))), unsetLimits()))
+	if err != nil {
+		return n
+	}
+	return max(n, modellimits.Caps(s).MaxElements)
+}

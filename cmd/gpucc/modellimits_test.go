@@ -1,6 +1,7 @@
 package main
 
 import (
+	le "encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,5 +56,33 @@ func TestModelSizedLimits(t *testing.T) {
 	}
 	if _, v, code := gpucc(t, "", "run", "--backend", "cpu", js); code != 1 || !strings.Contains(fmt.Sprint(v["error"]), "raise Limits.MaxNodes") {
 		t.Errorf("run of the imported JSON: exit %d, %v; want the default node limit", code, v)
+	}
+}
+
+// TestModelSizedInputs: gpucc run's --input data of an .onnx model is read
+// before the import under the caps of the model's size, so a detector's
+// 640² image (1,228,800 values, past the seed's 1,048,576 elements) runs;
+// --max-elements still caps it.
+func TestModelSizedInputs(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "wide.onnx")
+	if err := os.WriteFile(model, reluChain(2, 1, 3, 640, 640), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 640, 640), }"
+	for (10+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	b := append(le.LittleEndian.AppendUint16([]byte("\x93NUMPY\x01\x00"), uint16(len(h))), h...)
+	x := filepath.Join(dir, "x.npy")
+	if err := os.WriteFile(x, append(b, make([]byte, 4*3*640*640)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, code := gpucc(t, "", "run", "--backend", "cpu", model, "--input", "x0="+x); code != 0 || fmt.Sprint(v["outputs"]) != "map[s:map[data:[0] shape:[]]]" {
+		t.Errorf("run with a 640² input: exit %d, %v", code, v)
+	}
+	if _, v, code := gpucc(t, "", "run", "--backend", "cpu", "--max-elements", "1048576", model, "--input", "x0="+x); code != 1 {
+		t.Errorf("--max-elements 1048576: exit %d, %v; want a refusal", code, v)
 	}
 }
