@@ -240,13 +240,6 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 	return nil
 }
 
-func inputAt(inputs [][]byte, i int) []byte {
-	if i < len(inputs) {
-		return inputs[i]
-	}
-	return nil
-}
-
 // owns reports whether node i's buffer is the run's own to hand over: a
 // typed node's storage, or an island's output made by this run (not an
 // input's storage or a device tensor that an island passed through).

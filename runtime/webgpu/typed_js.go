@@ -87,6 +87,12 @@ type typedExecutable struct {
 	pipes   []*pipeline
 	params  []*wgpu.Buffer
 	islands []*floatIsland
+	// inputs holds, by input node, its storage, kept between runs, and
+	// held says it holds the bytes the last run wrote: a run whose
+	// TypedCall.Same says they are the same (a model's weights) binds them
+	// without writing them again.
+	inputs []*wgpu.Buffer
+	held   []bool
 }
 
 // Kernels is the kernels a run dispatches: one per typed node, and each
@@ -107,6 +113,12 @@ func (e *typedExecutable) Kernels() int {
 }
 
 func (e *typedExecutable) Release() {
+	for i, b := range e.inputs {
+		if b != nil {
+			b.Destroy()
+			e.inputs[i] = nil
+		}
+	}
 	for i, b := range e.params {
 		if b != nil {
 			b.Destroy()
@@ -121,10 +133,11 @@ func (e *typedExecutable) Release() {
 	e.islands = nil
 }
 
-// RunTyped uploads the inputs into new storage buffers (each node's at its
-// dtype's width, in whole words), runs the steps in order, reads the fault
-// words (one per node) and, when no node faulted, the outputs; the run's
-// buffers are destroyed afterwards.
+// RunTyped uploads the inputs into their storage buffers (each node's at
+// its dtype's width, in whole words; kept between runs, and not written
+// again where cl.Same says a run gives the bytes of the last), runs the
+// steps in order, reads the fault words (one per node) and, when no node
+// faulted, the outputs; the run's other buffers are destroyed afterwards.
 func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) error {
 	d, g, st := e.d, e.g, cl.Stats
 	bufs := make([]*wgpu.Buffer, len(g.Nodes))
@@ -143,22 +156,22 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 			return err
 		}
 		own = append(own, faults)
+		if e.inputs == nil {
+			e.inputs, e.held = make([]*wgpu.Buffer, len(g.Nodes)), make([]bool, len(g.Nodes))
+		}
 		for i, n := range g.Nodes {
 			if e.plan.Island[i] {
 				continue
 			}
-			var data []byte
 			if n.Op == ir.OpInput {
-				size := n.Shape.Len() * n.DType.Size()
-				if i >= len(cl.Inputs) || len(cl.Inputs[i]) != size {
+				if err := e.input(i, cl); err != nil {
 					stop()
-					return fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(cl.Inputs[i]), n.DType, n.Shape, size)
+					return err
 				}
-				data = make([]byte, 4*wgsl.TypedWords(n.DType, n.Shape.Len()))
-				copy(data, cl.Inputs[i])
-				st.UploadBytes += int64(size)
+				bufs[i] = e.inputs[i]
+				continue
 			}
-			if bufs[i], err = d.newBuffer(4*wgsl.TypedWords(n.DType, n.Shape.Len()), storage, data); err != nil {
+			if bufs[i], err = d.newBuffer(4*wgsl.TypedWords(n.DType, n.Shape.Len()), storage, nil); err != nil {
 				stop()
 				return err
 			}
@@ -213,6 +226,36 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 		return fail(err)
 	}
 	return fault
+}
+
+// input writes input node i's value into its storage, unless cl.Same
+// says the storage holds it already.
+func (e *typedExecutable) input(i int, cl *backend.TypedCall) error {
+	n := e.g.Nodes[i]
+	size := n.Shape.Len() * n.DType.Size()
+	if i >= len(cl.Inputs) || len(cl.Inputs[i]) != size {
+		return fmt.Errorf("node %d: the input holds %d bytes, %v %v needs %d", i, len(inputAt(cl.Inputs, i)), n.DType, n.Shape, size)
+	}
+	words := 4 * wgsl.TypedWords(n.DType, n.Shape.Len())
+	if e.inputs[i] == nil {
+		buf, err := e.d.newBuffer(words, storage, nil)
+		if err != nil {
+			return err
+		}
+		e.inputs[i] = buf
+	}
+	if e.held[i] && i < len(cl.Same) && cl.Same[i] {
+		return nil
+	}
+	e.held[i] = false
+	data := make([]byte, words) // padded to whole words
+	copy(data, cl.Inputs[i])
+	if err := e.d.write(e.inputs[i], data); err != nil {
+		return err
+	}
+	e.held[i] = true
+	cl.Stats.UploadBytes += int64(size)
+	return nil
 }
 
 // dispatch records the kernels of nodes into one compute pass and waits

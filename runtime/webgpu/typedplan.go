@@ -48,3 +48,12 @@ func typedFault(faults []uint32) error {
 	}
 	return nil
 }
+
+// inputAt is inputs[i], or nil past its end (for a message about a
+// missing input).
+func inputAt(inputs [][]byte, i int) []byte {
+	if i < len(inputs) {
+		return inputs[i]
+	}
+	return nil
+}
