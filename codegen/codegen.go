@@ -7,6 +7,14 @@
 // Each target package (codegen/wgsl, codegen/glsl, codegen/c) describes its
 // syntax in a Lang and keeps its real differences (buffers, threads,
 // reductions) to itself.
+//
+// The typed kernels' semantics are tables here too (typed.go): an integer
+// op is a row of TypedIntRows (an expression over int64 primitives that
+// each target's IntLang renders: native int64 in C, word pairs in WGSL and
+// GLSL), a cast's conversion is TypedCast's rule, and a float op is its
+// ir.OpInfo.Expr rendered through Exact (typedexact.go), subnormal-exact on
+// a GPU that flushes. Adding a typed elementwise op is a row there and its
+// reference in cpuref.
 package codegen
 
 import (
