@@ -77,6 +77,13 @@ func roundedSize(n uint64, uniform bool) uint64 {
 // get returns a storage buffer of size bytes, from the pool when it has
 // one.
 func (p *bufferPool) get(size uint64, label string) (*gpu.Buffer, bool, error) {
+	return p.take(size, func() string { return label })
+}
+
+// take is get with the new buffer's label made only when the pool has no
+// buffer to give (a run's labels were formatted for each of its buffers
+// on every run, pooled or not).
+func (p *bufferPool) take(size uint64, label func() string) (*gpu.Buffer, bool, error) {
 	k := poolKey{roundedSize(size, false), false}
 	if l := p.free[k]; len(l) > 0 {
 		e := l[len(l)-1]
@@ -88,11 +95,12 @@ func (p *bufferPool) get(size uint64, label string) (*gpu.Buffer, bool, error) {
 		p.taken(k.size)
 		return p.lru.Remove(e).(*gpu.Buffer), true, nil
 	}
-	buf, err := p.dev.NewBuffer(size, label)
+	name := label()
+	buf, err := p.dev.NewBuffer(size, name)
 	if err != nil && p.lru.Len() > 0 {
 		// The device may be out of memory that the pool holds.
 		p.drain()
-		buf, err = p.dev.NewBuffer(size, label)
+		buf, err = p.dev.NewBuffer(size, name)
 	}
 	if err != nil {
 		return nil, false, err
@@ -110,8 +118,14 @@ func (p *bufferPool) taken(size uint64) {
 
 // put returns bufs to the pool, releasing the least recently put back
 // buffers to make room; a buffer larger than the whole pool is released.
+//
+// They go back last first, so that gets of the same sizes in the same
+// order (the next run of the same program) take them back in that order:
+// each buffer of the run the same as the last time, and so its cached
+// dispatch list and bind groups.
 func (p *bufferPool) put(bufs ...*gpu.Buffer) {
-	for _, buf := range bufs {
+	for i := len(bufs) - 1; i >= 0; i-- {
+		buf := bufs[i]
 		p.out--
 		sz := int64(buf.Size())
 		p.outBytes -= sz

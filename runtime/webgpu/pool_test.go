@@ -5,6 +5,7 @@ package webgpu
 import (
 	"context"
 	"math"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -318,5 +319,75 @@ func TestRecycledBuffersNeverLeak(t *testing.T) {
 			}
 		}
 		exe.Release()
+	}
+}
+
+// TestSetupAllocs: a warm run's setup and dispatch list, every buffer
+// from the pool, make no label and allocate a fixed few slices, however
+// many buffers and kernels its program has (a run formatted a label for
+// each buffer and built each kernel's binding list afresh).
+func TestSetupAllocs(t *testing.T) {
+	d := openPooled(t, 0)
+	counts := map[int]float64{}
+	for _, n := range []int{1, 8} {
+		bl := ir.NewBuilder()
+		x := bl.Input(ir.Shape{8, 8}, irtest.Values(1, 64, 3))
+		for i := range n {
+			x = x.MatMul(bl.Input(ir.Shape{8, 8}, irtest.Values(uint64(i+2), 64, 1))) // a kernel and a buffer each
+		}
+		bl.Output("y", x)
+		g, err := bl.Build(ir.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := exe.(*executable)
+		call := &backend.Call{Args: make([]backend.Arg, len(e.p.Buffers)), Dests: make([]backend.Dest, len(e.p.Outputs)), Stats: &backend.Stats{}}
+		for i, b := range e.p.Buffers {
+			if b.Input {
+				dt, err := d.Alloc(context.Background(), b.Len)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer dt.Release()
+				call.Args[i].Buf = dt
+			}
+		}
+		var mallocs uint64
+		for k := range 21 { // setup alone, the pool's put outside the count; the first warms the pool
+			var m0, m1 goruntime.MemStats
+			goruntime.ReadMemStats(&m0)
+			bufs, held, _, err := e.setup(context.Background(), call)
+			if err == nil {
+				e.dispatches(bufs)
+			}
+			goruntime.ReadMemStats(&m1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k > 0 {
+				mallocs += m1.Mallocs - m0.Mallocs
+			}
+			d.pool.put(held...)
+		}
+		counts[len(e.p.Buffers)] = float64(mallocs) / 20
+		exe.Release()
+	}
+	t.Logf("allocations of setup by program buffers: %v", counts)
+	var lo, hi int
+	for k := range counts {
+		if lo == 0 || k < lo {
+			lo = k
+		}
+		hi = max(hi, k)
+	}
+	if hi <= lo {
+		t.Fatalf("the programs have %d and %d buffers", lo, hi)
+	}
+	if counts[hi] > counts[lo]+3 {
+		t.Errorf("setup's allocations grow with the program's buffers: %v", counts)
 	}
 }
