@@ -498,6 +498,14 @@ var (
 	DivFn = divFn
 )
 
+// DivByOne is div(a, 1): a, but the quiet NaN for a NaN a (the exact
+// quotient of every other a, subnormals, zeros and infinities included,
+// is a itself). A rows kernel divides by it where a per-row divisor is 1
+// (layer norm's scale, max(max|x - mean|·2^-40, 1), but for rows whose
+// spread passes 2^40). TestDivByOne checks it on every float32 with
+// GPUCC_XMATH_ALL=1.
+var DivByOne = &Func{Name: "div_one", Params: 1, Body: If(U(expInf).ULt(Arg(0).AsBits().And(U(absMask))), FBits(qNaN), Arg(0))}
+
 // divRowB is b's significand in [1, 2) for a normal b (sigExp's).
 func divRowB(b *X) *X {
 	return b.AsBits().And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()

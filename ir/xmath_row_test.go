@@ -130,3 +130,38 @@ func checkMaxNeg(t *testing.T, xs []float32) {
 		}
 	}
 }
+
+// TestDivByOne: ir.DivByOne(a) is div(a, 1) on every float32 of the sweep
+// (all 2^32 with GPUCC_XMATH_ALL=1), unflushed and flushed.
+func TestDivByOne(t *testing.T) {
+	step := uint64(4093)
+	if exhaustive() {
+		step = 1
+	}
+	xs := irtest.Edges()
+	one := make([]float32, 1<<20)
+	for i := range one {
+		one[i] = 1
+	}
+	check := func(xs []float32) {
+		got, want := make([]float32, len(xs)), make([]float32, len(xs))
+		for _, flush := range []bool{false, true} {
+			cpuref.EvalXSlice(ir.Call(ir.DivByOne, ir.Arg(0)), got, xs, xs, flush)
+			cpuref.EvalXSlice(ir.OpDiv.Info().Expr, want, xs, one[:len(xs)], flush)
+			for i := range xs {
+				if !same(got[i], want[i]) {
+					t.Fatalf("div_one(%#08x) flush=%v: %#08x, div %#08x", math.Float32bits(xs[i]), flush, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+	check(xs)
+	xs = nil
+	for b := uint64(0); b < 1<<32; b += step {
+		xs = append(xs, math.Float32frombits(uint32(b)))
+		if len(xs) == 1<<20 || b+step >= 1<<32 {
+			check(xs)
+			xs = xs[:0]
+		}
+	}
+}

@@ -161,7 +161,8 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // and exponent) once a row, then per leaf the fast path, and ir's
 // division only where that gives +0 or the divisor is not normal (an
 // operand or the quotient not normal, rare: a branch, which costs a warp
-// nothing while all its leaves are normal).
+// nothing while all its leaves are normal); a row whose divisor is 1
+// (layer norm's scale, nearly always) takes ir.DivByOne instead.
 // The same bits as the division (ir's TestDivRowFast, TestRowKnobs); a
 // knob for the benchmarks (Config names it).
 var RowDivFast = true
@@ -176,7 +177,7 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int
 	}
 	lit := Lang // exact literals: these functions' constants are not in Params
 	lit.Const = nil
-	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, ir.DivRowFast}, 0), 0))
+	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, ir.DivRowFast, ir.DivByOne}, 0), 0))
 	divisors := map[int]bool{}
 	if pl.Render == nil {
 		pl.Render = map[int]func() []string{}
@@ -186,9 +187,12 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int
 		a, v, q := codegen.Value(int(k.Body[j].Args[0])), codegen.Value(d), codegen.Value(j)
 		pl.Render[j] = func() []string {
 			return []string{
-				fmt.Sprintf("var %s = 0.0;", q),
-				fmt.Sprintf("if (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v, v),
-				fmt.Sprintf("if (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
+				fmt.Sprintf("var %s = %s(%s);", q, codegen.FuncName(ir.DivByOne), a),
+				fmt.Sprintf("if (!%s_one) {", v),
+				fmt.Sprintf("\t%s = 0.0;", q),
+				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v, v),
+				fmt.Sprintf("\tif (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
+				"}",
 			}
 		}
 	}
@@ -234,8 +238,10 @@ func divisorParts(j int) []string {
 	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}, {"e", ir.DivRowE}} {
 		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
 	}
-	// a divisor that is not normal sends every leaf of the row to the division
-	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v))
+	// a divisor that is not normal sends every leaf of the row to the
+	// division; a divisor of 1 (layer norm's scale) every leaf to DivByOne
+	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v),
+		fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))
 }
 
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each
