@@ -42,7 +42,8 @@
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
 #   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5): gpucc generate on
 #            webgpu (and native) for the gpt2kv fixture and a GPT-2-small-sized step model that
-#            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager
+#            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager;
+#            and the matmul tuner's default tile beside its best for the decode's M=1 products
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -264,6 +265,11 @@ for cfg, m in (("fixture", "gpt2kv"), ("small", "gpt2small_kv")):
 print(json.dumps(r, indent=1))
 PY
 	log "decode summary: $(tr -d ' \n' <"$OUT/decode_summary.json" | head -c 1500)"
+	# What a one-row tile would gain for decoding's matrix-vector products (GPT-2 small's c_attn, c_fc,
+	# mlp c_proj and lm_head): the tuner's default tile beside the best, into a table of its own (not read above)
+	timeout -s INT 100 $BIN/gpucc bench --tune --tune-shapes 1x768x2304,1x768x3072,1x3072x768,1x768x50257 --tune-budget 6s \
+		--tune-reps 5 --tune-table "$OUT/decode_gemv_table.json" >"$OUT/decode_gemv.json" 2>>"$OUT/visit.log"
+	log "decode GEMV tiles: exit $?"
 }
 
 [ $# -gt 0 ] || { sed -n '2,40p' "$0"; exit 2; }
