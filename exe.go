@@ -34,6 +34,7 @@ type Executable struct {
 	// previous run got those very bytes for it (TypedCall.Same).
 	typedIn   map[int][]byte
 	typedSame map[int]bool
+	typedHeld int64 // typedIn's bytes, counted in rt.held
 	// split is, for a typed graph on a backend other than cpu, its
 	// segments (split.go); plan, exe and typed are nil.
 	split *split
@@ -92,6 +93,8 @@ func (e *Executable) releaseLocked() {
 		e.typedExe = nil
 		delete(e.rt.exes, e)
 	}
+	e.rt.held -= e.typedHeld
+	e.typedHeld, e.typedIn = 0, nil
 	if e.exe != nil {
 		e.exe.Release()
 		e.exe = nil

@@ -318,8 +318,14 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 			call.Inputs[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
 			e.typedSame[i] = false
 		default:
-			if e.typedIn[i] == nil {
-				e.typedIn[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
+			if e.typedIn[i] == nil { // the backend keeps it: counted against MaxDeviceBytes until Release
+				b := backend.TypedBytes(n.DType, n.Data, n.Ints)
+				if err := rt.reserve(int64(len(b))); err != nil {
+					return nil, nil, err
+				}
+				e.typedIn[i] = b
+				e.typedHeld += int64(len(b))
+				rt.held += int64(len(b))
 			}
 			call.Inputs[i], call.Same[i] = e.typedIn[i], e.typedSame[i]
 			e.typedSame[i] = true

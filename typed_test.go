@@ -459,3 +459,41 @@ func TestTypedKernelsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedWeightsCountAgainstCap: a typed graph's weights, which the
+// backend keeps from the first run (TestTypedWeightsStay), count against
+// MaxDeviceBytes until the executable is released, as a float32 graph's
+// embedded data does (TestEmbeddedCountsAgainstCap); they did not count.
+func TestTypedWeightsCountAgainstCap(t *testing.T) {
+	ctx := context.Background()
+	const capBytes, rows = 64 << 10, 1024
+	b := ir.NewBuilder()
+	table := b.TypedInput("table", ir.F32, ir.Shape{rows, 8}, make([]float32, rows*8), nil) // 32 KiB
+	b.Output("e", table.Gather(b.TypedInput("ids", ir.I64, ir.Shape{3}, nil, []int64{0, 1, 2}), 0))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, name, func(o *gpucc.Options) { o.MaxDeviceBytes = capBytes })
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := exe.Run(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			big := make([]float32, (capBytes-rows*8*4)/4+1) // fits in the cap, not beside the table
+			if _, err := rt.Upload(ctx, ir.Shape{len(big)}, big); gpucc.CodeOf(err) != ir.CodeLimitExceeded {
+				t.Fatalf("an upload of %d bytes beside the 32 KiB table under a %d-byte cap: %v, want limit_exceeded", 4*len(big), capBytes, err)
+			}
+			exe.Release()
+			tt, err := rt.Upload(ctx, ir.Shape{len(big)}, big)
+			if err != nil {
+				t.Fatalf("after Release: %v", err)
+			}
+			tt.Release()
+		})
+	}
+}
