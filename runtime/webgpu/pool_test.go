@@ -391,3 +391,70 @@ func TestSetupAllocs(t *testing.T) {
 		t.Errorf("setup's allocations grow with the program's buffers: %v", counts)
 	}
 }
+
+// TestSmallUploadQueued: an upload of at most 16 MiB returns without
+// waiting for the GPU's copies (they are ordered before every later use
+// of the buffer; it waits only to map its staging buffer), a larger one
+// waits for them; either reads back bit for bit, and a
+// run on a tensor just uploaded gives cpuref's bits.
+func TestSmallUploadQueued(t *testing.T) {
+	d := openPooled(t, 0)
+	ctx := context.Background()
+	for _, n := range []int{3, 1 << 15, 4 << 20, 4<<20 + 1} {
+		data := irtest.Values(uint64(n), n, 3e38)
+		b, err := d.Alloc(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, w0 := d.dev.RoundTrips()
+		if k, err := d.UploadChecked(ctx, b, data); err != nil || k >= 0 {
+			t.Fatalf("n=%d: %d, %v", n, k, err)
+		}
+		_, w := d.dev.RoundTrips()
+		waits := 0 // a staged upload maps each 16 MiB chunk's staging buffer once; a large one waits once more
+		if 4*n > 64<<10 {
+			waits = (4*n + 16<<20 - 1) / (16 << 20)
+		}
+		if n > 4<<20 {
+			waits++
+		}
+		if w-w0 != waits {
+			t.Errorf("n=%d: the upload waited %d times, want %d", n, w-w0, waits)
+		}
+		got := make([]float32, n)
+		if err := d.Read(ctx, b, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(data[i]) {
+				t.Fatalf("n=%d: element %d reads %v, uploaded %v", n, i, got[i], data[i])
+			}
+		}
+		b.Release()
+	}
+	exe := reluMulAdd(t, d, 1000)
+	p := exe.(*executable).p
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: []backend.Dest{{Host: make([]float32, 1000)}}, Stats: &backend.Stats{}}
+	for i, pb := range p.Buffers {
+		if pb.Input {
+			b, err := d.Alloc(ctx, pb.Len)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Release()
+			if err := d.Upload(ctx, b, pb.Data); err != nil {
+				t.Fatal(err)
+			}
+			call.Args[i].Buf = b
+		}
+	}
+	if err := exe.Run(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	want := cpuref.RunProgram(p)[p.Outputs[0].Name]
+	for i, v := range call.Dests[0].Host {
+		if math.Float32bits(v) != math.Float32bits(want[i]) {
+			t.Fatalf("y[%d] = %v, cpuref %v", i, v, want[i])
+		}
+	}
+}

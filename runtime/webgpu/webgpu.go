@@ -158,6 +158,21 @@ func (d *device) Upload(ctx context.Context, b backend.Buffer, data []float32) e
 	if err := d.dev.Upload(buf.buf, data); err != nil {
 		return err
 	}
+	return d.settle(len(data))
+}
+
+// waitAbove is the size past which an upload waits for its copies: a
+// large one's wait is a sliver of it and keeps its time its own; a small
+// one is left queued, since the device orders every later use of the
+// buffer after it, and its wait (a round trip, ~30 µs on the H200) would
+// be most of what it costs.
+const waitAbove = 16 << 20
+
+// settle waits for an upload of n values when it is a large one.
+func (d *device) settle(n int) error {
+	if 4*int64(n) <= waitAbove {
+		return nil
+	}
 	return d.dev.Flush()
 }
 
@@ -176,7 +191,7 @@ func (d *device) UploadChecked(ctx context.Context, b backend.Buffer, data []flo
 	if err != nil || k >= 0 {
 		return k, err
 	}
-	return -1, d.dev.Flush()
+	return -1, d.settle(len(data))
 }
 
 func (d *device) Read(ctx context.Context, b backend.Buffer, out []float32) error {
