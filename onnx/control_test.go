@@ -267,10 +267,10 @@ func TestIfRefused(t *testing.T) {
 	if g, err := onnx.Load(bytes.NewReader(m), onnx.Options{}); err != nil || !g.Nodes[g.Outputs[0].ID].Shape.Equal(ir.Shape{2}) {
 		t.Errorf("a constant condition over branches of different shapes: %v", err)
 	}
-	acos := branch([]msg{node("Det", "ac", []string{"x"}, []string{"t"})}, nil, "t")
+	acos := branch([]msg{node("NonZero", "ac", []string{"x"}, []string{"t"})}, nil, "t")
 	m = model(13, graph([]msg{ifNode("sel", "c", []string{"y"}, thenSquare, acos)}, nil, ins, []msg{valueInfo("y", 4)}))
-	if _, err := onnx.Load(bytes.NewReader(m), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "graph.node[0].else_branch.node[0]: Det") {
-		t.Errorf("Det in a branch: %v, want unsupported at its path", err)
+	if _, err := onnx.Load(bytes.NewReader(m), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "graph.node[0].else_branch.node[0]: NonZero") {
+		t.Errorf("NonZero in a branch: %v, want unsupported at its path", err)
 	}
 	// A branch invalid at these shapes (one a model takes only for other
 	// inputs) makes a run-time If unsupported, naming --const; a constant

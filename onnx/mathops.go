@@ -870,8 +870,11 @@ func typeOf(v *value) DataType {
 // odd exponent of a negative base (or -0) is put back from the integer's
 // own low bit. A float16 or bfloat16 exponent is cast exactly.
 func (c *importer) powRuntime() ([]value, *ir.Error) {
+	if a, b := c.in(0), c.in(1); a.set && a.rt.DType().IsInt() && !a.isInt && !a.isBool && b.rt.DType().IsInt() {
+		return c.powInt(a.rt, b.rt)
+	}
 	if a := c.in(0); a.set && a.rt.DType() != ir.F32 || !a.set && a.c.Type != Float32 {
-		return nil, c.refuse("a run-time exponent with a %v base (gpucc computes pow of float32 bases)", typeOfDType(a))
+		return nil, c.refuse("a run-time exponent with a base of %v (gpucc computes pow of float32 and integer bases)", typeOfDType(a))
 	}
 	x, err := c.rtIn(0)
 	if err != nil {

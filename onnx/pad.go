@@ -77,6 +77,9 @@ func padOp(c *importer) ([]value, *ir.Error) {
 	if folded {
 		return c.padConst(v.c, pads, mode, cv)
 	}
+	if rv := c.in(2); c.opset >= 11 && rv != nil && rv.set || v.set && v.rt.DType() != ir.F32 && !v.isBool && !v.isInt {
+		return c.padGather(pads, mode, cv)
+	}
 	value := float32(0)
 	if cv != nil {
 		if cv.Type != Float32 || cv.Len() != 1 {
@@ -110,7 +113,7 @@ func (c *importer) padInputs() ([]int64, *Tensor, *ir.Error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.in(2) == nil {
+	if v := c.in(2); v == nil || v.set { // a run-time constant: padOp selects it in
 		return raw, nil, nil
 	}
 	cv, err := c.konst(2, "constant_value")
@@ -155,4 +158,79 @@ func (c *importer) padConst(t *Tensor, pads []int, mode int, cv *Tensor) ([]valu
 		}
 	}
 	return one(constValue(out))
+}
+
+// padGather pads a run-time x of any dtype, or with a constant given at
+// run time, as a gather of x's elements at ir.Pad.Sources (a constant
+// index table of the output's size), the constant selected in where a
+// source is outside x: the same elements as pad's kernel, moved, never
+// computed.
+func (c *importer) padGather(pads []int, mode int, cv *Tensor) ([]value, *ir.Error) {
+	x, err := c.typedAny(0)
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	attrs, perr := ir.PackAttrs(ir.OpPad, ir.PadAttrs(pads, mode, 0))
+	if perr != nil {
+		return nil, c.invalid("%v", perr)
+	}
+	p := ir.PadOf(s, attrs)
+	if _, err := c.elements("the padded output", p.Out); err != nil {
+		return nil, err
+	}
+	src := p.Sources()
+	idx, outside := make([]int64, len(src)), make([]int64, len(src))
+	any := false
+	for i, j := range src {
+		if j < 0 {
+			outside[i], any = 1, true
+			continue
+		}
+		idx[i] = int64(j)
+	}
+	out := ir.Shape(p.Out)
+	y := x.Reshape(ir.Shape{s.Len()}).Gather(c.b.TypedInput("", ir.I64, ir.Shape{len(idx)}, nil, idx), 0).Reshape(out)
+	if !any {
+		return one(rtValue(y))
+	}
+	var k ir.Tensor
+	switch rv := c.in(2); {
+	case c.opset >= 11 && rv != nil && rv.set:
+		if k, err = c.typedAny(2); err != nil {
+			return nil, err
+		}
+		if k.DType() != x.DType() || k.Shape().Len() != 1 {
+			return nil, c.invalid("constant_value of %v %v for an input of %v", k.DType(), k.Shape(), x.DType())
+		}
+		k = k.Reshape(ir.Shape{}).Broadcast(out)
+	case cv != nil && c.opset < 11: // the value attribute, a float
+		v := cv.Float32[0]
+		switch {
+		case x.DType().IsFloat() && x.DType().Holds(v):
+			k = c.b.FullOf(x.DType(), out, v, 0)
+		case !x.DType().IsFloat() && v == float32(int64(v)) && inRange(x.DType(), int64(v)):
+			k = c.b.FullOf(x.DType(), out, 0, int64(v))
+		default:
+			return nil, c.refuse("value %v is not one of %v's values", v, x.DType())
+		}
+	case cv != nil:
+		if k, err = c.typedOperand(2, x.DType()); err != nil {
+			return nil, err
+		}
+		if k.Shape().Len() != 1 {
+			return nil, c.invalid("constant_value of %d values", k.Shape().Len())
+		}
+		k = k.Reshape(ir.Shape{}).Broadcast(out)
+	default:
+		k = c.b.FullOf(x.DType(), out, 0, 0)
+	}
+	m := c.b.TypedInput("", ir.Bool, out, nil, outside)
+	return one(rtValue(m.Where(k, y)))
+}
+
+// inRange reports whether dtype t holds the integer v.
+func inRange(t ir.DType, v int64) bool {
+	lo, hi := t.Range()
+	return v >= lo && v <= hi
 }

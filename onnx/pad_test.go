@@ -93,8 +93,8 @@ func TestPadImport(t *testing.T) {
 		{"crop to nothing", pad(13, []string{"x", "pads"}, []msg{pads(0, -2, 0, -2)}), ir.CodeUnsupported},
 		{"unknown mode", pad(13, []string{"x", "pads"}, []msg{pads(0, 1, 0, 0)}, attrStr("mode", "mirror")), ir.CodeInvalidGraph},
 		{"pads of another rank", pad(13, []string{"x", "pads"}, []msg{pads(1, 1)}), ir.CodeInvalidGraph},
-		{"run-time constant", model(13, graph([]msg{node("Pad", "p", []string{"x", "pads", "v"}, []string{"y"})},
-			[]msg{pads(0, 1, 0, 0)}, []msg{x, valueInfo("v")}, []msg{valueInfo("y")})), ir.CodeUnsupported},
+		{"run-time constant of another dtype", model(13, graph([]msg{node("Pad", "p", []string{"x", "pads", "v"}, []string{"y"})},
+			[]msg{pads(0, 1, 0, 0)}, []msg{x, typedValueInfo("v", int64(onnx.Int64))}, []msg{valueInfo("y")})), ir.CodeInvalidGraph},
 		{"rank 5", model(13, graph([]msg{node("Pad", "p", []string{"x", "pads"}, []string{"y"})},
 			[]msg{pads(0, 0, 0, 0, 1, 0, 0, 0, 0, 1)}, []msg{valueInfo("x", 1, 1, 1, 2, 3)}, []msg{valueInfo("y")})), ir.CodeUnsupported},
 	} {

@@ -1,0 +1,67 @@
+package onnx_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// TestScatterElementsRuntime: ScatterElements of run-time int64 indices
+// and values: duplicates take the last update (none), add wraps at
+// int64's ends and leaves untouched elements alone, a negative index
+// counts from the end, and an index outside the axis fails the run with
+// invalid_input.
+func TestScatterElementsRuntime(t *testing.T) {
+	data := []int64{math.MaxInt64, 1, 2, 3}
+	for _, c := range []struct {
+		reduction string
+		idx, upd  []int64
+		want      []int64
+	}{
+		{"none", []int64{1, 1, -1}, []int64{10, 20, 30}, []int64{math.MaxInt64, 20, 2, 30}},
+		{"add", []int64{0, 0, 2}, []int64{1, 1, 5}, []int64{math.MinInt64 + 1, 1, 7, 3}},
+		{"mul", []int64{3, -1, 2}, []int64{2, 3, 0}, []int64{math.MaxInt64, 1, 0, 18}},
+	} {
+		attrs := []msg{attrInt("axis", 0)}
+		if c.reduction != "none" {
+			attrs = append(attrs, attrStr("reduction", c.reduction))
+		}
+		raw := model(16, graph([]msg{node("ScatterElements", "s", []string{"d", "i", "u"}, []string{"y"}, attrs...)}, nil,
+			[]msg{typedValueInfo("d", int64(onnx.Int64), 4), typedValueInfo("i", int64(onnx.Int64), 3), typedValueInfo("u", int64(onnx.Int64), 3)},
+			[]msg{typedValueInfo("y", int64(onnx.Int64), 4)}))
+		res, err := runModel(t, raw, nil, map[string][]int64{"d": data, "i": c.idx, "u": c.upd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Outputs["y"].Ints; !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.reduction, got, c.want)
+		}
+		bad := slices.Clone(c.idx)
+		bad[1] = 4
+		if _, err := runModel(t, raw, nil, map[string][]int64{"d": data, "i": bad, "u": c.upd}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+			t.Errorf("%s: index 4 of 4: %v, want invalid_input", c.reduction, err)
+		}
+	}
+}
+
+// TestScatterNDRuntime: ScatterND replaces whole rows, the last update of
+// a repeated row winning; a row outside fails the run with invalid_input.
+func TestScatterNDRuntime(t *testing.T) {
+	raw := model(16, graph([]msg{node("ScatterND", "s", []string{"d", "i", "u"}, []string{"y"})}, nil,
+		[]msg{valueInfo("d", 3, 2), typedValueInfo("i", int64(onnx.Int64), 3, 1), valueInfo("u", 3, 2)}, []msg{valueInfo("y", 3, 2)}))
+	negZero := float32(math.Copysign(0, -1))
+	res, err := runModel(t, raw, map[string][]float32{"d": {1, negZero, 3, 4, 5, 6}, "u": {7, 8, 9, 10, 11, 12}}, map[string][]int64{"i": {2, -1, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Outputs["y"].Data, []float32{11, 12, 3, 4, 9, 10}; !slices.Equal(got, want) {
+		t.Errorf("y = %v, want %v", got, want)
+	}
+	if _, err := runModel(t, raw, map[string][]float32{"d": make([]float32, 6), "u": make([]float32, 6)}, map[string][]int64{"i": {0, 3, 0}}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("row 3 of 3: %v, want invalid_input", err)
+	}
+}
