@@ -184,7 +184,6 @@ func TestONNXPickerErrors(t *testing.T) {
 		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputs: {z: new Float32Array(2048)}})`, "invalid_input"},
 		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputShapes: {x: [32, 0]}})`, "invalid_input"},
 		{`gpucc.runONNX(demo.onnx.model, {backend: "cpu", inputShapes: {x: [32, 1.5]}})`, "invalid_input"},
-		{`gpucc.runONNX(demo.onnx.model, {backend: "wasm"})`, "backend_unavailable"},
 	} {
 		code, err := chromedp.Run(ctx, chromedp.Evaluate[string](tt.call+`.then(() => "resolved", e => e.code)`, chromedp.EvalAwaitPromise))
 		if err != nil || code != tt.code {
