@@ -2,6 +2,7 @@ package wgsl
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,11 +31,37 @@ type AttTile struct {
 // AttentionTile is the attention kernels' shape, a tuning knob (Config
 // names it): benchmarks set it to time the variants side by side
 // (bench/attn_bench_test.go, GPUCC_BENCH_ATTN_TILES).
-var AttentionTile = DefaultAttTile
+var AttentionTile = DefaultAttTile // or GPUCC_ATTN_TILE's (init)
 
 // DefaultAttTile: 16 query rows of 16 threads, tiles of 32 keys: 128
 // workgroups at sequence 2048, about one per H200 compute unit.
 var DefaultAttTile = AttTile{Rows: 16, Slices: 16, Keys: 32}
+
+// attTileEnv is GPUCC_ATTN_TILE's error, when it is set and malformed:
+// every Emit then fails with it (usage), rather than run another tile
+// than the one asked for.
+var attTileEnv error
+
+// GPUCC_ATTN_TILE, when set, replaces DefaultAttTile as AttentionTile at
+// start-up (ParseAttTile's syntax: 16x16k64g, rows), so that a device
+// visit can run the models under the tile its AttnTiles benchmark picked
+// without a rebuild.
+func init() {
+	AttentionTile, attTileEnv = attTileFromEnv(os.Getenv("GPUCC_ATTN_TILE"))
+}
+
+// attTileFromEnv is the tile GPUCC_ATTN_TILE's value s names:
+// DefaultAttTile for "", and an error for a malformed s.
+func attTileFromEnv(s string) (AttTile, error) {
+	if s == "" {
+		return DefaultAttTile, nil
+	}
+	t, err := ParseAttTile(s)
+	if err != nil {
+		return DefaultAttTile, ir.Errorf(ir.CodeUsage, -1, "", "GPUCC_ATTN_TILE: %v", err)
+	}
+	return t, nil
+}
 
 // String is the tile as ParseAttTile reads it: RxSkK, a g after it for
 // Direct, then cN for a Cache of N, or "rows" for the zero tile.

@@ -62,7 +62,7 @@ func TestAttentionTileShapes(t *testing.T) {
 		has     []string
 		hasnt   []string
 	}{
-		{wgsl.DefaultAttTile, 256, []string{"var<workgroup> KVs", "in1: array<f32>"}, []string{"Ps: array<f32, 1024>"}},
+		{wgsl.AttTile{Rows: 16, Slices: 16, Keys: 32}, 256, []string{"var<workgroup> KVs", "in1: array<f32>"}, []string{"Ps: array<f32, 1024>"}},
 		{wgsl.AttTile{Rows: 16, Slices: 16, Keys: 64, Direct: true}, 256, []string{"in1: array<vec4<f32>>", "in2: array<vec4<f32>>", "Ps: array<f32, 2048>"}, []string{"KVs"}},
 		{wgsl.AttTile{Rows: 8, Slices: 32, Keys: 64, Direct: true}, 256, []string{"in2: array<vec2<f32>>", "var o0 = vec2<f32>"}, []string{"c0_0"}},
 		{wgsl.AttTile{Rows: 8, Slices: 32, Keys: 64, Direct: true, Cache: 64}, 256, []string{"c1_1 = ts;", "let ts = c1_1;"}, []string{"c2_0"}},

@@ -170,6 +170,9 @@ func (t Target) Name() string {
 
 // Emit returns the shaders of a sealed program, one per kernel.
 func (t Target) Emit(sp *ir.Sealed) ([]codegen.Shader, error) {
+	if attTileEnv != nil {
+		return nil, attTileEnv
+	}
 	p := sp.Program()
 	shaders := make([]codegen.Shader, len(p.Kernels))
 	for i := range p.Kernels {
