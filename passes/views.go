@@ -68,7 +68,8 @@ func sinkViews(st *State) error {
 // memory time a sunk op may fill with arithmetic. Balance converts bytes
 // to operations. For a large broadcast (t ≫ s) this is w ≤ Balance: the
 // seed's ops, neg, maximum, minimum, greater, equal, mask and floor sink;
-// div, exp, log, tanh, sqrt, rsqrt, sigmoid, ceil, round and erf (over 16)
+// div, exp, log, tanh, sqrt, rsqrt, sigmoid, ceil, round, erf, pow, sin,
+// cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh and atanh (over 16)
 // sink only into a few times their own elements (exp, 63 per element, into
 // at most 4 times), or where they save a dispatch.
 const (

@@ -67,8 +67,9 @@ var cliImports = []string{
 	".", "aot", "ir", // the library
 	"runtime/all", "runtime/gpu", "runtime/gpu/tune", // backends: all of them, and webgpu's adapters and tuner
 	"bench", "server", "web", "onnx", "codegen/cache", // what bench, serve, import and --cache-dir are about
-	"internal/npy",    // the files --input, --const and --output-dir read and write
-	"internal/rundir", // an XDG_RUNTIME_DIR for Mesa before any backend opens
+	"internal/npy",         // the files --input, --const and --output-dir read and write
+	"internal/rundir",      // an XDG_RUNTIME_DIR for Mesa before any backend opens
+	"internal/modellimits", // the limits an .onnx model is sized to, one rule with the page's
 }
 
 func TestLayers(t *testing.T) {
