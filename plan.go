@@ -3,9 +3,11 @@ package gpucc
 import (
 	"bytes"
 	"encoding/gob"
+	"io"
 	"maps"
 	"slices"
 
+	"github.com/gpucc/gpucc/internal/negzero"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
 )
@@ -172,6 +174,12 @@ func EncodePlan(p *Plan) ([]byte, error) {
 	if err := enc.Encode(entries); err != nil {
 		return nil, ir.Errorf(ir.CodeInternal, -1, "", "encoding the plan: %v", err)
 	}
+	// gob leaves out a field equal to its zero value, and -0 == 0: the
+	// program's -0 floats (an Instr's Scalar, an output's Const) go as
+	// paths, which DecodePlan sets again.
+	if err := enc.Encode(negzero.Paths(p.Program)); err != nil {
+		return nil, ir.Errorf(ir.CodeInternal, -1, "", "encoding the plan: %v", err)
+	}
 	return buf.Bytes(), nil
 }
 
@@ -186,6 +194,13 @@ func DecodePlan(b []byte) (*Plan, error) {
 	}
 	if err := dec.Decode(&entries); err != nil {
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "decoding the plan's artifacts: %v", err)
+	}
+	var negZeros [][]int
+	if err := dec.Decode(&negZeros); err != nil && err != io.EOF { // a plan before the paths has none
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "decoding the plan's -0 floats: %v", err)
+	}
+	if err := negzero.Set(p.Program, negZeros); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "the plan's -0 floats: %v", err)
 	}
 	for _, e := range entries {
 		if p.Prebuilt == nil {

@@ -6,11 +6,9 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
-	"math"
-	"reflect"
-	"slices"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/internal/negzero"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
 )
@@ -26,78 +24,20 @@ type BuildRequest struct {
 	// SIMD asks for SIMD128 (cbuild.WasmSIMDCFlags): the page's engine is
 	// the browser's, which wazero's SIMD miscompile does not concern.
 	SIMD bool
-	// NegZeros are the paths (negZeros) of the floats of Program or Graph
+	// NegZeros are the paths (negzero.Paths) of the floats of Program or Graph
 	// that are -0: gob leaves out a field equal to its zero value, and
 	// -0 == 0, so they arrive as +0 (an Instr's Scalar, an output's Const)
 	// unless set again.
 	NegZeros [][]int
 }
 
-// xType is ir.X, which holds no float (a constant is its bits) and may be
-// a DAG: negZeros does not walk it.
-var xType = reflect.TypeOf(ir.X{})
-
-// negZeros appends to out the path of every float of v that is -0: at a
-// struct its field's index, at a slice or array the element's, a pointer
-// followed without one. Maps, interfaces and ir.X are not walked.
-func negZeros(v reflect.Value, path []int, out *[][]int) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() && v.Type().Elem() != xType {
-			negZeros(v.Elem(), path, out)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				negZeros(v.Field(i), append(path, i), out)
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if k := v.Type().Elem().Kind(); k == reflect.Uint8 || k == reflect.Int32 || k == reflect.Int || k == reflect.Int64 {
-			return // no float in there
-		}
-		for i := range v.Len() {
-			negZeros(v.Index(i), append(path, i), out)
-		}
-	case reflect.Float32, reflect.Float64:
-		if f := v.Float(); f == 0 && math.Signbit(f) {
-			*out = append(*out, slices.Clone(path))
-		}
-	}
-}
-
-// setNegZeros sets the float at each path of v to -0, refusing a path
-// that does not lead to one.
-func setNegZeros(v reflect.Value, paths [][]int) error {
-	for _, path := range paths {
-		w := v
-		for _, i := range path {
-			for w.Kind() == reflect.Pointer && !w.IsNil() {
-				w = w.Elem()
-			}
-			switch {
-			case w.Kind() == reflect.Struct && i >= 0 && i < w.NumField() && w.Type().Field(i).IsExported():
-				w = w.Field(i)
-			case (w.Kind() == reflect.Slice || w.Kind() == reflect.Array) && i >= 0 && i < w.Len():
-				w = w.Index(i)
-			default:
-				return fmt.Errorf("a -0's path %v leads nowhere", path)
-			}
-		}
-		if k := w.Kind(); (k != reflect.Float32 && k != reflect.Float64) || !w.CanSet() {
-			return fmt.Errorf("a -0's path %v does not lead to a float", path)
-		}
-		w.SetFloat(math.Copysign(0, -1))
-	}
-	return nil
-}
-
 // Encode returns the request as ServeBuild reads it: gob, with the paths
 // of its -0 floats.
 func (req BuildRequest) Encode() ([]byte, error) {
-	req.NegZeros = nil
-	negZeros(reflect.ValueOf(req.Program), nil, &req.NegZeros)
-	negZeros(reflect.ValueOf(req.Graph), []int{-1}, &req.NegZeros)
+	req.NegZeros = negzero.Paths(req.Program)
+	for _, p := range negzero.Paths(req.Graph) {
+		req.NegZeros = append(req.NegZeros, append([]int{-1}, p...))
+	}
 	var b bytes.Buffer
 	err := gob.NewEncoder(&b).Encode(req)
 	return b.Bytes(), err
@@ -126,11 +66,11 @@ func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, err
 		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request does not decode: %v", err)
 	}
 	for _, path := range req.NegZeros { // a Program's paths, or -1 and a Graph's
-		of, p := reflect.ValueOf(req.Program), path
+		var of any = req.Program
 		if len(path) > 0 && path[0] == -1 {
-			of, p = reflect.ValueOf(req.Graph), path[1:]
+			of, path = req.Graph, path[1:]
 		}
-		if err := setNegZeros(of, [][]int{p}); err != nil {
+		if err := negzero.Set(of, [][]int{path}); err != nil {
 			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request: %v", err)
 		}
 	}
