@@ -59,7 +59,7 @@ func TestGeneratePage(t *testing.T) {
 				document.getElementById("genTokens").value = "%d",
 				document.getElementById("genRun").click(),
 				"")`, backend, ids, n))
-			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.generate.done > 0 && !demo.generate.busy`)); err != nil {
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.generate.done > 0 && !demo.generate.busy`, chromedp.WithPollingTimeout(3*time.Minute))); err != nil {
 				t.Fatal(err)
 			}
 			r := evalJSON[struct {

@@ -53,7 +53,7 @@ const (
 // Lang is WGSL's syntax for the shared renderer.
 var Lang = codegen.Lang{
 	Let:       func(_ ir.XType, name, expr string) string { return "let " + name + " = " + expr + ";" },
-	Bits:      func(b uint32) string { return fmt.Sprintf("bitcast<f32>(0x%08xu)", b) },
+	Bits:      wgslBits,
 	Select:    func(cond, t, f string) string { return "select(" + f + ", " + t + ", " + cond + ")" },
 	Keep:      func(p string) string { return "(" + p + ") * params.one" },
 	Uint:      func(n int) string { return fmt.Sprintf("%du", n) },
@@ -70,6 +70,18 @@ var Lang = codegen.Lang{
 	For:       wgslFor,
 	Opaque:    wgslOpaque,
 	Table:     wgslTable,
+}
+
+// wgslBits renders a float32 of bits b. A non-finite one (±Inf, NaN) is
+// made opaque, its bits or'd with params.zero's (+0): Tint, Chromium's
+// WGSL compiler, refuses a constant expression that is no finite f32
+// ("value nan cannot be represented as 'f32'", as 634a89a's -Inf was),
+// where naga takes it.
+func wgslBits(b uint32) string {
+	if b&0x7f800000 == 0x7f800000 {
+		return fmt.Sprintf("bitcast<f32>(0x%08xu | bitcast<u32>(params.zero))", b)
+	}
+	return fmt.Sprintf("bitcast<f32>(0x%08xu)", b)
 }
 
 // wgslFunc renders a function head over floats of type t.
