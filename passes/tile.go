@@ -14,6 +14,12 @@ var (
 	TileWide   = ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4}
 	TileMedium = ir.Tile{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 1}
 	TileSmall  = ir.Tile{BM: 32, BN: 32, TM: 2, TN: 2, BK: 16, Vector: 1}
+	// TileRow is the vec4 kernel's tile for a one-row product (M = 1, a
+	// decoding step's matrix-vector products): the H200's tuned winner for
+	// 1x4096x4096, 0.125 ms against TileSmall's 1.16
+	// (bench/h200/tune-2026-12-01.json); 31 of its 32 rows idle cost less
+	// than TileSmall's scalar reads, one column pair a thread.
+	TileRow = ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 32, Vector: 4}
 	// TileFallback needs 64 threads and 512 bytes: it fits any device.
 	TileFallback = ir.Tile{BM: 8, BN: 8, TM: 1, TN: 1, BK: 8, Vector: 1}
 )
@@ -24,6 +30,10 @@ var (
 // is one accumulator walking k in order), so fewer workgroups leave
 // units idle for the whole kernel.
 const WaveGroups = 128
+
+// RowMinN is the narrowest one-row product that gets TileRow: narrower
+// ones (attention's per-head q·kᵀ over a short cache) keep the small tile.
+const RowMinN = 256
 
 // NarrowSide is the widest output side (N, or M) that gets a narrow tile.
 const NarrowSide = 32
@@ -116,6 +126,8 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 			t.Vector = 1
 		}
 		return t
+	case k.M == 1 && k.N >= RowMinN && vec4Operands(k):
+		return TileRow
 	case k.M >= 128 && k.N >= 128 && vec4Operands(k):
 		if groups(k, TileLarge) < WaveGroups {
 			return TileWide

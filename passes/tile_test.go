@@ -42,7 +42,7 @@ func TestTunedTileWellFormed(t *testing.T) {
 }
 
 // TestTileGroups checks the rule's choice where a larger tile would make
-// fewer than WaveGroups workgroups.
+// fewer than WaveGroups workgroups, and for one-row products.
 func TestTileGroups(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -55,6 +55,11 @@ func TestTileGroups(t *testing.T) {
 		{"attention values, seq 256", 256, 256, 64, TileSmall},
 		{"tall, 64 wide", 8192, 64, 64, TileMedium},
 		{"small", 100, 30, 50, TileSmall},
+		{"one row: GPT-2 small's c_attn in a decoding step", 1, 768, 2304, TileRow},
+		{"one row: its mlp c_proj", 1, 3072, 768, TileRow},
+		{"one row: 1x4096x4096, the H200's tuned shape", 1, 4096, 4096, TileRow},
+		{"one row, 128 wide: attention's q·kᵀ over a short cache", 1, 64, 128, TileSmall},
+		{"one row, not vec4: a vocabulary of 50257", 1, 768, 50257, narrow(&ir.Kernel{M: 1, N: 50257})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
