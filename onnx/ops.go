@@ -180,6 +180,7 @@ func init() {
 
 		"GatherElements":            {since: 11, attrs: []string{"axis"}, fn: gatherElementsOp},
 		"GatherND":                  {since: 11, attrs: []string{"batch_dims"}, fn: gatherNDOp},
+		"GridSample":                {since: 16, attrs: []string{"align_corners", "mode", "padding_mode"}, fn: gridSampleOp},
 		"TfIdfVectorizer":           {since: 9, attrs: []string{"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings", "weights"}, fn: tfIdfVectorizerOp},
 		"TopK":                      {since: 10, attrs: []string{"axis", "largest", "sorted"}, fn: topKOp},
 		"ScatterElements":           {since: 11, attrs: []string{"axis", "reduction"}, fn: scatterElementsOp},
