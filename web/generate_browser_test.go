@@ -37,14 +37,9 @@ func TestGeneratePage(t *testing.T) {
 	const n = 16
 	prompt, want := a.Int64[:8], a.Int64[8:8+n]
 	ctx := page(t, "?life=0", 5*time.Minute)
-	// index.html loads generate.js with a script tag once the page's owner
-	// adds it; until then the test loads it so.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("generate") ? true : new Promise((ok, no) => {
-		const s = document.createElement("script");
-		s.src = "generate.js"; s.onload = () => ok(true); s.onerror = no;
-		document.body.appendChild(s);
-	})`, chromedp.EvalAwaitPromise)); err != nil {
-		t.Fatal(err)
+	// index.html loads generate.js, which adds the card.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("generate") !== null`)); err != nil {
+		t.Fatalf("the page has no decoding card: %v", err)
 	}
 	pick(t, ctx, "#genFile", filepath.Join(dir, "gpt2kv.onnx"))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`demo.generate.picked > 0`)); err != nil {
