@@ -204,7 +204,7 @@ func TestAttentionLengths(t *testing.T) {
 
 // AttTileVariants are the sliced WGSL kernel's shapes that
 // TestAttentionTiles checks: the default, more rows or more slices per
-// workgroup, one key per thread, a workgroup of 128 threads, four that
+// workgroup (one key a thread is refused: it broke bits on the H200), a workgroup of 128 threads, four that
 // read k and v from their buffers (Direct; 8x32k64g's threads hold vec2
 // outputs at d 64), two that keep scores in registers between the passes
 // (8x32k64gc64 every whole tile's below 2048 keys, 16x16k32gc4 the first
@@ -215,7 +215,6 @@ var attTileVariants = []wgsl.AttTile{
 	{Rows: 16, Slices: 8, Keys: 32},
 	{Rows: 8, Slices: 32, Keys: 32},
 	{Rows: 64, Slices: 4, Keys: 16},
-	{Rows: 16, Slices: 16, Keys: 16},
 	{Rows: 16, Slices: 16, Keys: 64, Direct: true},
 	{Rows: 32, Slices: 8, Keys: 32, Direct: true},
 	{Rows: 8, Slices: 16, Keys: 32, Direct: true},

@@ -32,7 +32,7 @@ import (
 // keeping 64 or 128 scores a thread between the passes (c: Cache), and
 // the first kernel (rows). The Cache tiles come last: their unrolled
 // shaders take longest to compile.
-const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k16 16x16k64g 16x16k32g 32x8k32g 8x16k32g 16x8k64g 8x32k64g 8x32k32g rows 8x32k64gc64 16x16k64gc64 16x16k64gc128"
+const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k64g 16x16k32g 32x8k32g 8x16k32g 16x8k64g 8x32k64g 8x32k32g rows 8x32k64gc64 16x16k64gc64 16x16k64gc128"
 
 func BenchmarkAttnTiles(b *testing.B) {
 	seqs := []int{256, 2048}

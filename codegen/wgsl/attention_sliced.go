@@ -95,6 +95,9 @@ func ParseAttTile(s string) (AttTile, error) {
 	if m[6] != "" {
 		t.Cache = n(6)
 	}
+	if t.Keys == t.Slices {
+		return AttTile{}, fmt.Errorf("attention tile %s: one key a thread per tile gave other bits than cpuref on the H200's driver (16x16k16 at 67 and 130 keys, causal, 2026-12-04; lavapipe agreed with cpuref); keys must be at least twice slices", s)
+	}
 	if t.Rows < 1 || t.Slices < 1 || t.Keys < t.Slices || t.Keys%t.Slices != 0 || t.Rows > attThreads || t.Slices > attThreads || t.Rows*t.Slices > attThreads || t.Cache > attMaxCache || t.String() != s {
 		return AttTile{}, fmt.Errorf("attention tile %s: want rows·slices ≤ %d, keys a positive multiple of slices, a cache of at most %d", s, attThreads, attMaxCache)
 	}
@@ -128,7 +131,7 @@ type attShape struct {
 // where it has none (the zero tile, a head wider than attMaxHead, or no
 // tile that fits WebGPU's default workgroup storage).
 func attPlan(a ir.Attention, t AttTile) (attShape, bool) {
-	if t == (AttTile{}) || a.D > attMaxHead || a.E > 2*attMaxHead || t.Rows*t.Slices > attThreads {
+	if t == (AttTile{}) || t.Keys == t.Slices || a.D > attMaxHead || a.E > 2*attMaxHead || t.Rows*t.Slices > attThreads {
 		return attShape{}, false
 	}
 	p := attShape{AttTile: t, d4: (a.D + 3) / 4}

@@ -22,7 +22,7 @@ func TestParseAttTile(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "16x16", "16x16k", "16x16k30", "0x16k32", "16x0k32", "32x16k32", "16x16k8",
-		"16x16k32c4", "16x16k32gc", "16x16k32gc1000", "16x16k32x", "99999999999999999999x1k1", "016x16k32", "rows2"} {
+		"16x16k32c4", "16x16k32gc", "16x16k32gc1000", "16x16k32x", "99999999999999999999x1k1", "016x16k32", "rows2", "16x16k16", "8x8k8g"} {
 		if got, err := wgsl.ParseAttTile(bad); err == nil {
 			t.Errorf("ParseAttTile(%q) = %+v, want an error", bad, got)
 		}
