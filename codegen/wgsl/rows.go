@@ -320,14 +320,14 @@ func stagedArrays(b *strings.Builder, p int) staged {
 		mine: func(x string) string { return x }}
 	size, groups := p, SumThreads/rowGroup
 	switch {
-	case p > SumThreads && p+p/32+groups <= storage:
+	case p > SumThreads && p+p/32+groups+wrootFloats <= storage:
 		size = p + p/32
 		st.at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
 		b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
 	case p+groups > storage:
 		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
 	}
-	if p > SumThreads && !st.shared && size+SumThreads+groups+1 <= storage {
+	if p > SumThreads && !st.shared && size+SumThreads+groups+wrootFloats <= storage {
 		off := size
 		st.mine = func(x string) string { return fmt.Sprintf("%du + %s", off, x) }
 		size += SumThreads
@@ -336,9 +336,18 @@ func stagedArrays(b *strings.Builder, p int) staged {
 	if !st.shared {
 		fmt.Fprintf(b, "var<workgroup> part: array<f32, %d>;\n", groups)
 	}
-	b.WriteString("var<workgroup> wroot: f32;\n\n")
+	if !st.shared {
+		// With red shared by the leaves and the partials, storage is
+		// full (4096 leaves: 16384 bytes, and wroot made 16400, which
+		// WebGPU's default limit refuses): every thread computes the root.
+		b.WriteString("var<workgroup> wroot: f32;\n\n")
+	}
 	return st
 }
+
+// wrootFloats is the room wroot takes beside red and part: 16 bytes, as
+// Tint aligns a workgroup variable.
+const wrootFloats = 4
 
 // tree renders the reduction, by combining function c, of the per leaves
 // each thread holds in private array a (thread t's a[q] is leaf
@@ -440,7 +449,7 @@ func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone
 			add("%s%s", tabs, ln)
 		}
 	}
-	if !everyone || RowRootOnce {
+	if !everyone || RowRootOnce && !st.shared {
 		v := "wroot"
 		if !everyone {
 			v = result + "_0"
