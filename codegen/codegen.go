@@ -92,6 +92,10 @@ type Lang struct {
 	// with f.Params float parameters. A function without one is emitted
 	// from its expression.
 	Native map[string]string
+	// FMA names the fused multiply-add function that renders ir.XFma
+	// (one rounding): "fma" when empty (WGSL; GLSL ES 3.00, webgl2's, has
+	// none, and no kernel of it uses XFma), C's "fmaf".
+	FMA string
 
 	// The rest renders nests (see Nest), as tables.
 
@@ -461,6 +465,13 @@ var prims = [ir.NumXOps]prim{
 	ir.XShr:    infix(" >> "),
 	ir.XULt:    infix(" < "),
 	ir.XUEq:    infix(" == "),
+	ir.XFma: func(l Lang, use func(int) string, _ func(int) bool) string {
+		f := l.FMA
+		if f == "" {
+			f = "fma"
+		}
+		return f + "(" + use(0) + ", " + use(1) + ", " + use(2) + ")"
+	},
 }
 
 // leafXOps are the primitives expr writes in place, with no row in prims,

@@ -24,7 +24,7 @@ func TestPrimsComplete(t *testing.T) {
 		}
 		arity := 2
 		switch op {
-		case ir.XSelect:
+		case ir.XSelect, ir.XFma:
 			arity = 3
 		case ir.XBits, ir.XFloat:
 			arity = 1

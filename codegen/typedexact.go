@@ -64,6 +64,8 @@ func exactOf(x *ir.X, memo map[*ir.X]*ir.X) *ir.X {
 		y = exactCompare(x.Op, args[0], args[1])
 	case ir.XCall:
 		y = ir.Call(exactFunc(x.Fn), args...)
+	case ir.XFma: // only a fused twin (ir.Fused) has one, and no typed kernel calls them
+		panic("codegen: Exact has no subnormal-exact fused multiply-add")
 	default:
 		if len(args) == 0 {
 			y = x

@@ -125,6 +125,10 @@ func (p program) runSlice(out, a, b []float32, s float32, ar arith, scratch []ui
 				for k := range r {
 					r[k] = fb(ar.mul(ff(x[k]), ff(y[k])))
 				}
+			case ir.XFma:
+				for k := range r {
+					r[k] = fb(ar.fma(ff(x[k]), ff(y[k]), ff(z[k])))
+				}
 			case ir.XGt:
 				for k := range r {
 					r[k] = bit(ar.f(ff(x[k])) > ar.f(ff(y[k])))

@@ -64,6 +64,7 @@ const (
 	XULt               // u32 a < b
 	XUEq               // u32 a == b
 	XCall              // Fn applied to Args (floats): Fn.Body with them as its parameters
+	XFma               // float a × b + c, one rounding (fused; see xfma.go: only for targets that proved it)
 	numXOps
 )
 
@@ -85,7 +86,7 @@ const (
 // Type returns the type of x's value.
 func (x *X) Type() XType {
 	switch x.Op {
-	case XArg, XConst, XAdd, XSub, XMul, XFloat:
+	case XArg, XConst, XAdd, XSub, XMul, XFloat, XFma:
 		return XFloat32
 	case XGt, XGe, XEq, XULt, XUEq:
 		return XBool
@@ -187,7 +188,7 @@ func (x *X) ULt(y *X) *X { return x.bin(XULt, y, XUint32) }
 func (x *X) UEq(y *X) *X { return x.bin(XUEq, y, XUint32) }
 
 var xopNames = [numXOps]string{"arg", "const", "uconst", "add", "sub", "mul", "gt", "ge", "eq",
-	"select", "bits", "float", "uadd", "usub", "and", "or", "xor", "shl", "shr", "ult", "ueq", "call"}
+	"select", "bits", "float", "uadd", "usub", "and", "or", "xor", "shl", "shr", "ult", "ueq", "call", "fma"}
 
 func (op XOp) String() string {
 	if op < numXOps {

@@ -135,7 +135,13 @@ func quotient24By(A, B, y, hB, lB *X) (c24, toward *X) {
 	q1 := hq.Add(rem.Mul(y))
 	h1, l1 := split(q1)
 	p, e := twoProd(q1, h1, l1, B, hB, lB)
-	r := A.Sub(p).Sub(e)
+	return round24(q1, B, A.Sub(p).Sub(e))
+}
+
+// round24 is step 3 of divBody: given a faithful q1 of Q = A/B (in [½,
+// 2]) and the exact remainder r = A - q1·B, Q correctly rounded to 24
+// bits and half a unit toward Q from it (±½, or 0 where Q = c24).
+func round24(q1, B, r *X) (c24, toward *X) {
 	// the spacing of floats above q1 (in [½, 2]) and below it
 	qb := q1.AsBits()
 	ulp := qb.And(U(expInf)).USub(U(23 << 23)).AsFloat()
@@ -154,11 +160,11 @@ func quotient24By(A, B, y, hB, lB *X) (c24, toward *X) {
 // operands, the same bits there. tanh's only division is one (2 over
 // e^2|x| + 1 with |x| in [0.625, 9.1), in [2.5e-8, 0.45]); on other
 // operands it gives garbage, which tanh's selects drop.
-func divNormalBody(a, b *X) *X {
+func divNormalBody(a, b *X, fused bool) *X {
 	ab, bb := a.AsBits(), b.AsBits()
 	A := ab.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
 	B := bb.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
-	c24, _ := quotient24(A, B)
+	c24, _ := quotient(A, B, fused)
 	return c24.AsBits().UAdd(shl(shr(ab, 23).USub(shr(bb, 23)), 23)).AsFloat()
 }
 
@@ -177,11 +183,16 @@ func divNormalBody(a, b *X) *X {
 // a numerator, the reciprocal and the split of B, the subnormal
 // rounding and the special operands' selects: 31 float, 16 u32, 4 selects
 // and 4 compares instead of 53, 32, 22 and 16 (TestDivRowFastCounts).
-func divRowFast(a, b, B, y, hB, lB, E *X) *X {
+func divRowFast(a, b, B, y, hB, lB, E *X, fused bool) *X {
 	ab := a.AsBits()
 	aAbs := ab.And(U(absMask))
 	A := ab.And(U(0x7fffff)).Or(U(0x3f800000)).AsFloat()
-	c24, _ := quotient24By(A, B, y, hB, lB)
+	var c24 *X
+	if fused {
+		c24, _ = quotient24Fused(A, B, y)
+	} else {
+		c24, _ = quotient24By(A, B, y, hB, lB)
+	}
 	// c24·2^(ea-eb) as bits, wrapping: exponent field ce + ea - eb, in
 	// [127-254, 128+254-1] for normal a and b, so a field outside [1, 254]
 	// wraps below 2^23 or lands at 255·2^23 or above
@@ -219,13 +230,13 @@ func divRowFast(a, b, B, y, hB, lB, E *X) *X {
 //     this is Q's rounding unless z is a half-integer itself and Q is not
 //     c24: then z moves half a unit toward Q before rounding.
 //  5. Zeros, infinities and NaN operands select their IEEE results.
-func divBody(a, b *X) *X {
+func divBody(a, b *X, fused bool) *X {
 	ab, bb := a.AsBits(), b.AsBits()
 	aAbs, bAbs := ab.And(U(absMask)), bb.And(U(absMask))
 	sign := ab.Xor(bb).And(U(signBit))
 	A, ea := sigExp(aAbs)
 	B, eb := sigExp(bAbs)
-	c24, toward := quotient24(A, B)
+	c24, toward := quotient(A, B, fused)
 	kOff := ea.UAdd(U(512)).USub(eb) // k + 512
 	cb24 := c24.AsBits()
 	x := shr(cb24, 23).UAdd(kOff) // the result's biased exponent + 512
@@ -470,13 +481,13 @@ func pick(a, b *X, larger bool) *X {
 }
 
 // divFn is divBody as a function: ops call it, and targets emit it once.
-var divFn = &Func{Name: "div", Params: 2, Body: divBody(Arg(0), Arg(1))}
+var divFn = &Func{Name: "div", Params: 2, Body: divBody(Arg(0), Arg(1), false)}
 
 // divX is a call of divFn.
 func divX(a, b *X) *X { return Call(divFn, a, b) }
 
 // divNormalFn is divNormalBody as a function, tanh's division.
-var divNormalFn = &Func{Name: "div_normal", Params: 2, Body: divNormalBody(Arg(0), Arg(1))}
+var divNormalFn = &Func{Name: "div_normal", Params: 2, Body: divNormalBody(Arg(0), Arg(1), false)}
 
 // DivRowFast and the divisor's parts it takes (DivRowB, DivRowY,
 // DivRowHi, DivRowLo, DivRowE, each of b) are division by a divisor that
@@ -493,7 +504,7 @@ var (
 	DivRowLo   = &Func{Name: "div_row_lo", Params: 1, Body: divRowLo(Arg(0))}
 	DivRowE    = &Func{Name: "div_row_e", Params: 1, Body: Arg(0).AsBits().And(U(expInf)).AsFloat()}
 	DivRowOK   = &Func{Name: "div_row_ok", Params: 1, Body: If(Arg(0).AsBits().And(U(absMask)).USub(U(0x800000)).ULt(U(0x7f000000)), F(1), F(0))}
-	DivRowFast = &Func{Name: "div_row", Params: 7, Body: divRowFast(Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Arg(5), Arg(6))}
+	DivRowFast = &Func{Name: "div_row", Params: 7, Body: divRowFast(Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Arg(5), Arg(6), false)}
 	// DivFn is the table's division, which DivRowFast's callers fall back on.
 	DivFn = divFn
 )

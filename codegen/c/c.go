@@ -54,6 +54,7 @@ var Lang = codegen.Lang{
 		return "static inline float " + name + "(float " + strings.Join(ps, ", float ") + ") {"
 	},
 	Native: native,
+	FMA:    "fmaf", // C99's single-rounding float fma (no kernel calls one: ir.Fused is the GPUs')
 	Index:  "idx",
 	Types:  []string{codegen.F32: "float"},
 	Decl:   cDecl,

@@ -1,0 +1,358 @@
+package ir_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// The fused twins (ir.Fused, ir.DivRowFastFused) must give the table
+// functions' bits on every input: cpuref evaluates ir.XFma with one
+// rounding, as a device whose probe found its fma fused computes it.
+// Every unary op that calls one of the replaced functions is compared over
+// a sweep of float32 inputs (every 65521st; every input with
+// GPUCC_XMATH_ALL=1, and outside -short every 16th input that reaches
+// tanh's division, |x| in [0.625, 9.1)); division over its random, hard and edge
+// pairs (irtest.DivPairs) and quotients next to powers of two, unflushed
+// and flushed.
+
+// fusedOf returns x with every call of a function that has a fused twin
+// calling the twin, and with each function that calls one (tanh, say)
+// rewritten likewise; and whether anything changed.
+func fusedOf(x *ir.X) (*ir.X, bool) {
+	twins := ir.Fused()
+	memo := map[*ir.X]*ir.X{}
+	any := false
+	var walk func(*ir.X) *ir.X
+	walk = func(y *ir.X) *ir.X {
+		if z, ok := memo[y]; ok {
+			return z
+		}
+		z := *y
+		z.Args = make([]*ir.X, len(y.Args))
+		for i, a := range y.Args {
+			z.Args[i] = walk(a)
+		}
+		if y.Op == ir.XCall {
+			if tw, ok := twins[y.Fn.Name]; ok {
+				z.Fn, any = tw, true
+			} else if body, changed := fusedOf(y.Fn.Body); changed {
+				z.Fn, any = &ir.Func{Name: y.Fn.Name + "_fused", Params: y.Fn.Params, Body: body}, true
+			}
+		}
+		memo[y] = &z
+		return &z
+	}
+	return walk(x), any
+}
+
+// unfused returns x with every fma computed as a product and a sum, each
+// rounded: what a driver that does not fuse fma() gives (lavapipe's).
+func unfused(x *ir.X) *ir.X {
+	memo := map[*ir.X]*ir.X{}
+	var walk func(*ir.X) *ir.X
+	walk = func(y *ir.X) *ir.X {
+		if z, ok := memo[y]; ok {
+			return z
+		}
+		args := make([]*ir.X, len(y.Args))
+		for i, a := range y.Args {
+			args[i] = walk(a)
+		}
+		var z *ir.X
+		switch y.Op {
+		case ir.XFma:
+			z = args[0].Mul(args[1]).Add(args[2])
+		case ir.XCall:
+			z = ir.Call(&ir.Func{Name: y.Fn.Name + "_unfused", Params: y.Fn.Params, Body: walk(y.Fn.Body)}, args...)
+		default:
+			c := *y
+			c.Args = args
+			z = &c
+		}
+		memo[y] = z
+		return z
+	}
+	return walk(x)
+}
+
+// fusedOps returns the float ops whose expressions call a function that
+// has a fused twin, unary and binary, with their fused forms.
+func fusedOps() (unary, binary []ir.Op, fused map[ir.Op]*ir.X) {
+	fused = map[ir.Op]*ir.X{}
+	for _, op := range ir.Ops() {
+		info := op.Info()
+		if info.Expr == nil || info.Scalar {
+			continue
+		}
+		f, ok := fusedOf(info.Expr)
+		if !ok {
+			continue
+		}
+		fused[op] = f
+		if info.Args == 1 {
+			unary = append(unary, op)
+		} else {
+			binary = append(binary, op)
+		}
+	}
+	return unary, binary, fused
+}
+
+// TestFusedUnary: every unary op that divides (rsqrt, tanh, sigmoid, …)
+// gives the table's bits with its division's fused twin, on every input of
+// the sweep, unflushed and flushed.
+func TestFusedUnary(t *testing.T) {
+	unary, _, fused := fusedOps()
+	names := map[ir.Op]bool{}
+	for _, op := range unary {
+		names[op] = true
+	}
+	if !names[ir.OpTanh] || !names[ir.OpSigmoid] {
+		t.Fatalf("unary ops calling a function with a fused twin: %v, want tanh and sigmoid among them", unary)
+	}
+	stride := uint64(65521)
+	if exhaustive() {
+		stride = 1
+	}
+	// tanh's division's inputs, |x| in [0.625, 9.1): every 16th outside
+	// -short (4.5M inputs)
+	var ranges [][3]uint32
+	if !testing.Short() && !exhaustive() {
+		ranges = [][3]uint32{{0x3f200000, 0x4111999a, 16}, {0xbf200000, 0xc111999a, 16}}
+	}
+	for _, op := range unary {
+		t.Run(op.String(), func(t *testing.T) {
+			rs := ranges
+			if op != ir.OpTanh {
+				rs = nil
+			}
+			n := sweepEqual(t, op.String(), fused[op], op.Info().Expr, stride, rs)
+			t.Logf("%d inputs", n)
+		})
+	}
+}
+
+// sweepEqual compares expressions got and want on the edges, every
+// stride-th float32 and every step-th float32 of ranges (bits [lo, hi),
+// step), unflushed
+// and flushed, on every core, and returns how many inputs it compared.
+func sweepEqual(t *testing.T, name string, got, want *ir.X, stride uint64, ranges [][3]uint32) int {
+	t.Helper()
+	const chunk = 1 << 16
+	type span struct{ lo, hi, step uint64 }
+	spans := []span{{0, 1 << 32, stride}}
+	for _, r := range ranges {
+		spans = append(spans, span{uint64(r[0]), uint64(r[1]), uint64(r[2])})
+	}
+	var mu sync.Mutex
+	var bad []string
+	count := 0
+	check := func(xs []float32, g, w []float32) {
+		for _, flush := range []bool{false, true} {
+			cpuref.EvalXSlice(got, g, xs, nil, flush)
+			cpuref.EvalXSlice(want, w, xs, nil, flush)
+			for i := range xs {
+				if !same(g[i], w[i]) {
+					mu.Lock()
+					if len(bad) < 10 {
+						bad = append(bad, fmt.Sprintf("%s(%#08x) flush=%v: fused %#08x, table %#08x", name, math.Float32bits(xs[i]), flush, math.Float32bits(g[i]), math.Float32bits(w[i])))
+					}
+					mu.Unlock()
+				}
+			}
+		}
+		mu.Lock()
+		count += len(xs)
+		mu.Unlock()
+	}
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			xs := make([]float32, 0, chunk)
+			g, o := make([]float32, chunk), make([]float32, chunk)
+			flush := func() {
+				check(xs, g[:len(xs)], o[:len(xs)])
+				xs = xs[:0]
+			}
+			if w == 0 {
+				xs = append(xs, irtest.Edges()...)
+			}
+			for _, s := range spans {
+				for b := s.lo + uint64(w)*s.step; b < s.hi; b += s.step * uint64(workers) {
+					xs = append(xs, math.Float32frombits(uint32(b)))
+					if len(xs) == chunk {
+						flush()
+					}
+				}
+			}
+			flush()
+		}()
+	}
+	wg.Wait()
+	for _, s := range bad {
+		t.Error(s)
+	}
+	return count
+}
+
+// fusedPairs returns division's random, hard and edge pairs
+// (irtest.DivPairs) and pairs whose quotient is a power of two or next to
+// one, from subnormal to overflowing: a = b·2^k and its neighbours.
+func fusedPairs(n int) (as, bs []float32) {
+	as, bs = irtest.DivPairs(7, n)
+	r := rand.New(rand.NewPCG(7, 35))
+	for range n / 16 {
+		b := math.Float32frombits(r.Uint32()&0x807fffff | uint32(1+r.IntN(253))<<23)
+		k := r.IntN(300) - 150
+		ab := math.Float32bits(float32(float64(b) * math.Ldexp(1, k)))
+		if ab&0x7f800000 == 0x7f800000 {
+			continue
+		}
+		for d := -2; d <= 2; d++ {
+			as, bs = append(as, math.Float32frombits(ab+uint32(d))), append(bs, b)
+		}
+	}
+	return as, bs
+}
+
+// TestFusedDivision: div's fused twin gives div's bits (and IEEE's) on
+// division's pairs, unflushed and flushed; every binary op that divides
+// does too.
+func TestFusedDivision(t *testing.T) {
+	n := 1 << 18
+	if !testing.Short() {
+		n = 1 << 20
+	}
+	as, bs := fusedPairs(n)
+	_, binary, fused := fusedOps()
+	if len(binary) == 0 || fused[ir.OpDiv] == nil {
+		t.Fatalf("binary ops calling a function with a fused twin: %v, want div among them", binary)
+	}
+	got, want := make([]float32, len(as)), make([]float32, len(as))
+	for _, op := range binary {
+		for _, flush := range []bool{false, true} {
+			cpuref.EvalXSlice(fused[op], got, as, bs, flush)
+			cpuref.EvalXSlice(op.Info().Expr, want, as, bs, flush)
+			bad := 0
+			for i := range as {
+				ok := same(got[i], want[i])
+				if op == ir.OpDiv && !flush {
+					q := as[i] / bs[i]
+					if q != q {
+						q = math.Float32frombits(0x7fc00000)
+					}
+					ok = ok && same(got[i], q)
+				}
+				if !ok {
+					if bad++; bad <= 10 {
+						t.Errorf("%s(%#08x, %#08x) flush=%v: fused %#08x, table %#08x", op, math.Float32bits(as[i]), math.Float32bits(bs[i]), flush,
+							math.Float32bits(got[i]), math.Float32bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d pairs, ops %v", len(as), binary)
+}
+
+// divRowFusedExpr is divRowExpr with DivRowFastFused.
+func divRowFusedExpr() *ir.X {
+	b := ir.Arg(1)
+	fast := ir.Call(ir.DivRowFastFused, ir.Arg(0), b, ir.Call(ir.DivRowB, b), ir.Call(ir.DivRowY, b),
+		ir.Call(ir.DivRowHi, b), ir.Call(ir.DivRowLo, b), ir.Call(ir.DivRowE, b))
+	return ir.If(ir.Call(ir.DivRowOK, b).Eq(ir.F(1)), fast, ir.F(0))
+}
+
+// TestDivRowFastFused: the rows kernels' per-leaf division by a shared
+// divisor gives DivRowFast's bits (div's, or the +0 that sends a leaf to
+// div) fused, on division's pairs and softmax-like rows, unflushed and
+// flushed.
+func TestDivRowFastFused(t *testing.T) {
+	n := 1 << 18
+	if !testing.Short() {
+		n = 1 << 20
+	}
+	as, bs := fusedPairs(n)
+	for _, b := range []float32{1, 1.5, 3, 1023.75, 1024, 0x1p-126, 0x1.fffffep127} {
+		for i := 0; i < 4096; i++ {
+			a := float32(math.Exp(-float64(i) / 256))
+			as, bs = append(as, a, -a, a*0x1p-100, a*0x1p100), append(bs, b, b, b, b)
+		}
+	}
+	got, want := make([]float32, len(as)), make([]float32, len(as))
+	for _, flush := range []bool{false, true} {
+		cpuref.EvalXSlice(divRowFusedExpr(), got, as, bs, flush)
+		cpuref.EvalXSlice(divRowExpr(), want, as, bs, flush)
+		bad := 0
+		for i := range as {
+			if !same(got[i], want[i]) {
+				if bad++; bad <= 10 {
+					t.Errorf("%#08x / %#08x flush=%v: fused %#08x, DivRowFast %#08x", math.Float32bits(as[i]), math.Float32bits(bs[i]), flush,
+						math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+	t.Logf("%d pairs", len(as))
+}
+
+// TestFusedNeedsOneRounding: the twins are wrong where fma rounds twice
+// (a driver that renders fma() as a product and a sum, as lavapipe does),
+// so a target may use them only where a probe has seen fma fused.
+func TestFusedNeedsOneRounding(t *testing.T) {
+	as, bs := fusedPairs(1 << 16)
+	got, want := make([]float32, len(as)), make([]float32, len(as))
+	cpuref.EvalXSlice(unfused(divRowFusedExpr()), got, as, bs, false)
+	cpuref.EvalXSlice(divRowExpr(), want, as, bs, false)
+	bad := 0
+	for i := range as {
+		if !same(got[i], want[i]) {
+			bad++
+		}
+	}
+	if bad == 0 {
+		t.Fatalf("the fused division rounding fma twice gave div's bits on all %d pairs: the test no longer shows why a probe is needed", len(as))
+	}
+	t.Logf("fma rounded twice: %d of %d quotients wrong", bad, len(as))
+}
+
+// TestFusedCounts logs the expression nodes of each twin beside its
+// table function: float arithmetic and fma, u32 operations, selects,
+// compares.
+func TestFusedCounts(t *testing.T) {
+	count := func(x *ir.X) (fl, fma, u, sel, cmp int) {
+		for _, n := range ir.Inline(x).Nodes() {
+			switch {
+			case n.Arithmetic():
+				fl++
+			case n.Op == ir.XFma:
+				fma++
+			case n.Op == ir.XSelect:
+				sel++
+			case n.Op == ir.XGt || n.Op == ir.XGe || n.Op == ir.XEq || n.Op == ir.XULt || n.Op == ir.XUEq:
+				cmp++
+			case n.Op == ir.XUAdd || n.Op == ir.XUSub || n.Op == ir.XAnd || n.Op == ir.XOr || n.Op == ir.XXor || n.Op == ir.XShl || n.Op == ir.XShr:
+				u++
+			}
+		}
+		return
+	}
+	pairs := [][2]*ir.Func{{ir.DivRowFast, ir.DivRowFastFused}, {ir.DivFn, ir.Fused()[ir.DivFn.Name]}}
+	for _, p := range pairs {
+		for _, f := range p {
+			fl, fma, u, sel, cmp := count(f.Body)
+			t.Logf("%s: %d float, %d fma, %d u32, %d selects, %d compares", f.Name, fl, fma, u, sel, cmp)
+		}
+	}
+}
