@@ -320,6 +320,9 @@ func (e *Executable) args(ctx context.Context, rt *Runtime, in Inputs, call *bac
 			if !v.shape.Equal(pi.Shape) {
 				return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q: device tensor of shape %v, the graph needs %v", pi.Name, v.shape, pi.Shape)
 			}
+			if v.dtype != ir.F32 {
+				return 0, ir.Errorf(ir.CodeInvalidInput, -1, pi.Name, "input %q: device tensor of %v values, the graph needs float32", pi.Name, v.dtype)
+			}
 			if pi.Buffer >= 0 {
 				args[pi.Buffer].Buf = v.buf
 			}

@@ -28,8 +28,12 @@ type Pending struct {
 // are read by Wait. Every Pending must be waited for: until then it holds
 // the device buffers of its host outputs (Close waits for those still
 // pending). On the cpu, wasm and native backends, and for a kept output
-// that is an input or a constant, the run completes inside Launch.
+// that is an input or a constant, the run completes inside Launch; so
+// does a typed graph's run on every backend (launchTyped).
 func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*Pending, error) {
+	if e.typed != nil || e.split != nil {
+		return e.launchTyped(ctx, in, opts)
+	}
 	start := time.Now()
 	rt := e.rt
 	rt.mu.Lock()
@@ -58,6 +62,25 @@ func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*P
 	p := &Pending{r: r, bp: bp, start: start}
 	rt.pending[p] = struct{}{}
 	return p, nil
+}
+
+// launchTyped is Launch of a typed graph: RunWith, whose result the
+// Pending holds, so that Kept and Wait answer as for a float32 graph's
+// launch that completed inside Launch (kept outputs of any dtype, a Wait
+// after ctx is done failing and releasing them). A typed run reads its
+// fault words before its outputs are defined (backend.TypedFault), so it
+// cannot return before its kernels end.
+func (e *Executable) launchTyped(ctx context.Context, in Inputs, opts RunOptions) (*Pending, error) {
+	start := time.Now()
+	res, err := e.RunWith(ctx, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{e: e, res: res}
+	for _, t := range res.Kept {
+		r.kept = append(r.kept, t)
+	}
+	return &Pending{r: r, start: start, res: res}, nil
 }
 
 // Kept returns the kept output named name (nil if opts.Keep did not name

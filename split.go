@@ -408,11 +408,11 @@ func (sp *split) runErr(ctx context.Context, s int, err error, in Inputs, nonFin
 		}
 		t, ok := v.(Tensor)
 		if d, dev := v.(*DeviceTensor); dev { // checked live by the run
-			data, rerr := d.readRaw(ctx)
+			h, rerr := d.readRaw(ctx)
 			if rerr != nil {
 				return rerr
 			}
-			t, ok, nonFinite = Tensor{Shape: d.shape, Data: data}, true, true
+			t, ok, nonFinite = h, true, true
 		}
 		if !ok {
 			continue
@@ -427,18 +427,18 @@ func (sp *split) runErr(ctx context.Context, s int, err error, in Inputs, nonFin
 	return sp.graphErr(s, err)
 }
 
-// readRaw is readLocked taking the runtime's lock.
-func (t *DeviceTensor) readRaw(ctx context.Context) ([]float32, error) {
+// readRaw is hostLocked taking the runtime's lock.
+func (t *DeviceTensor) readRaw(ctx context.Context) (Tensor, error) {
 	t.rt.mu.Lock()
 	defer t.rt.mu.Unlock()
 	if err := t.checkLocked(t.rt, "read"); err != nil {
-		return nil, err
+		return Tensor{}, err
 	}
-	return t.readLocked(ctx)
+	return t.hostLocked(ctx)
 }
 
 // runSplit runs the segments in order: each given the graph's inputs it
-// reads (a host Tensor, or a DeviceTensor for a float32 input, which a
+// reads (a host Tensor, or a DeviceTensor of the input's dtype, which a
 // float segment binds where it is) and the values earlier segments passed
 // it. A kept output is kept by the segment that computes it (on the
 // device where that segment's backend holds it), an Into slice filled by

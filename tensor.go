@@ -124,6 +124,7 @@ type DeviceTensor struct {
 	rt    *Runtime
 	buf   backend.Buffer // nil once released; guarded by rt.mu
 	shape ir.Shape
+	dtype ir.DType // its values' (typed_tensor.go): float32 but for a typed graph's
 }
 
 func (*DeviceTensor) value() {}
@@ -131,8 +132,9 @@ func (*DeviceTensor) value() {}
 // Shape returns the tensor's shape.
 func (t *DeviceTensor) Shape() ir.Shape { return slices.Clone(t.shape) }
 
-// Bytes returns the device memory the tensor holds.
-func (t *DeviceTensor) Bytes() int64 { return 4 * int64(t.shape.Len()) }
+// Bytes returns the device memory the tensor holds: 4 bytes a value for
+// float32, whole 32-bit words of its dtype's values otherwise.
+func (t *DeviceTensor) Bytes() int64 { return 4 * int64(typedWords(t.dtype, t.shape.Len())) }
 
 // Upload copies host data into a new DeviceTensor. The data must be
 // float32 values of the shape's length, finite unless the runtime's
@@ -199,10 +201,7 @@ func (rt *Runtime) newTensorLocked(ctx context.Context, shape ir.Shape, data []f
 
 // adoptLocked makes buf a live tensor of rt; rt.mu held.
 func (rt *Runtime) adoptLocked(buf backend.Buffer, shape ir.Shape) *DeviceTensor {
-	t := &DeviceTensor{rt: rt, buf: buf, shape: shape}
-	rt.tensors[t] = struct{}{}
-	rt.live += t.Bytes()
-	return t
+	return rt.adoptTypedLocked(buf, shape, ir.F32)
 }
 
 // checkLocked returns an invalid_tensor error unless t is live on rt;
@@ -225,7 +224,8 @@ func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
 // length (nil: a new slice), and returns the values. Reading checks that
 // every value is finite (non_finite_output otherwise), unless the
 // runtime's Limits.NonFinite allows ±Inf and NaN: then every NaN is read
-// as the quiet NaN 0x7fc00000.
+// as the quiet NaN 0x7fc00000. A tensor of another dtype is read with
+// ReadTensor (invalid_input here).
 func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, error) {
 	if t == nil {
 		return nil, ir.Errorf(ir.CodeInvalidTensor, -1, "", "read: nil device tensor")
@@ -235,6 +235,9 @@ func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, erro
 	defer rt.mu.Unlock()
 	if err := t.checkLocked(rt, "read"); err != nil {
 		return nil, err
+	}
+	if t.dtype != ir.F32 {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "read: the tensor holds %v values; ReadTensor reads them", t.dtype)
 	}
 	n := t.shape.Len()
 	if out == nil {

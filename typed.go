@@ -71,13 +71,13 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 // runTyped is one run of a typed executable; rt.mu held. Each input given
 // replaces the graph's data: a host Tensor of the input's shape and dtype
 // (float values of a float dtype, finite and already rounded to it;
-// integers within an integer dtype's range; 0 and 1 for bool), or, for a
-// float32 input, a *DeviceTensor of its shape, bound where it is on a
-// backend whose typed code takes device buffers (backend.Info.TypedBuffers:
+// integers within an integer dtype's range; 0 and 1 for bool), or a
+// *DeviceTensor of its shape and dtype, bound where it is on a backend
+// whose typed code takes device buffers (backend.Info.TypedBuffers:
 // webgpu) and read to the host for the run elsewhere. opts.Keep leaves
-// float32 outputs on the device (a DeviceTensor holds float32 values:
-// another dtype is unsupported, naming the output), opts.Into reads float
-// outputs into the caller's slices. A run that has no right answer (an
+// outputs of any dtype on the device, as DeviceTensors of that dtype (a
+// decoder's int64 token ids or bool mask fed to its next step), opts.Into
+// reads float outputs into the caller's slices. A run that has no right answer (an
 // integer division by zero, a cast with none) fails with integer_fault; a
 // float output holding ±Inf or NaN with non_finite_output, as for float32
 // graphs (a kept output is not read, so not checked, as for float32
@@ -115,11 +115,11 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 				bufs[id] = v
 				break
 			}
-			data, err := v.readLocked(ctx)
+			h, err := v.hostLocked(ctx)
 			if err != nil {
 				return nil, err
 			}
-			g.Nodes[id].Data = data
+			g.Nodes[id].Data, g.Nodes[id].Ints = h.Data, h.Ints
 		case nil:
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is nil", ir.Quote(name))
 		default:
@@ -132,8 +132,8 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	}
 	var keptBytes int64
 	for _, o := range g.Outputs {
-		if keep[o.Name] {
-			keptBytes += 4 * int64(g.Nodes[o.ID].Shape.Len())
+		if n := g.Nodes[o.ID]; keep[o.Name] {
+			keptBytes += 4 * int64(typedWords(n.DType, n.Shape.Len()))
 		}
 	}
 	if err := rt.reserve(keptBytes); err != nil {
@@ -174,7 +174,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	for k, o := range g.Outputs {
 		shape := slices.Clone(g.Nodes[o.ID].Shape)
 		if k < len(onDevice) && onDevice[k] != nil {
-			t := rt.adoptLocked(onDevice[k], shape)
+			t := rt.adoptTypedLocked(onDevice[k], shape, g.Nodes[o.ID].DType)
 			onDevice[k] = nil
 			res.Kept[o.Name], kept = t, append(kept, t)
 			continue
@@ -188,7 +188,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 			res.Timings.ReadbackBytes += int64(v.DType.Size() * v.Len())
 		}
 		if keep[o.Name] { // a device copy of the host value: the cpu backend's, or one the backend did not keep
-			t, err := rt.newTensorLocked(ctx, shape, v.F)
+			t, err := rt.newTypedTensorLocked(ctx, shape, v.DType, v.F, v.I)
 			if err != nil {
 				return fail(err)
 			}
@@ -218,10 +218,10 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 }
 
 // typedDests checks a typed run's Keep and Into against g's outputs and
-// returns the outputs kept: each kept output is float32 (a DeviceTensor
-// holds float32 values; another dtype is unsupported, naming it), each
-// Into slice is for an output of a float dtype and of its length, and no
-// output is in both (invalid_input, as for a float32 graph).
+// returns the outputs kept: each kept output is one of g's (of any dtype:
+// a DeviceTensor holds its dtype's values), each Into slice is for an
+// output of a float dtype and of its length, and no output is in both
+// (invalid_input, as for a float32 graph).
 func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
 	output := func(name string) (ir.Node, bool) {
 		for _, o := range g.Outputs {
@@ -233,12 +233,8 @@ func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
 	}
 	keep := map[string]bool{}
 	for _, name := range opts.Keep {
-		n, ok := output(name)
-		if !ok {
+		if _, ok := output(name); !ok {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "keep", "Keep names %q, which is not an output", name)
-		}
-		if n.DType != ir.F32 {
-			return nil, ir.Errorf(ir.CodeUnsupported, -1, "keep", "Keep names output %q of dtype %v: a device tensor holds float32 values only", name, n.DType)
 		}
 		keep[name] = true
 	}
@@ -258,31 +254,18 @@ func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
 }
 
 // checkTypedDevice checks a DeviceTensor given for input node n of a typed
-// graph: live on rt, of n's shape, and n float32 (a DeviceTensor holds
-// float32 values); rt.mu held.
+// graph: live on rt, of n's shape and dtype; rt.mu held.
 func checkTypedDevice(rt *Runtime, n ir.Node, name string, t *DeviceTensor) error {
 	if err := t.checkLocked(rt, "input "+name); err != nil {
 		return err
 	}
-	if n.DType != ir.F32 {
-		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is %v; a device tensor holds float32 values", ir.Quote(name), n.DType)
+	if n.DType != t.dtype {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s is %v; the device tensor holds %v values", ir.Quote(name), n.DType, t.dtype)
 	}
 	if !t.shape.Equal(n.Shape) {
 		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %s: device tensor of shape %v, the graph needs %v", ir.Quote(name), t.shape, n.Shape)
 	}
 	return nil
-}
-
-// readLocked copies t to the host as it is (no finiteness check: the
-// values a run reads from a device tensor are not checked on any
-// backend); rt.mu held, t checked live.
-func (t *DeviceTensor) readLocked(ctx context.Context) ([]float32, error) {
-	rt := t.rt
-	out := make([]float32, t.shape.Len())
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
-		return nil, rt.wrap(err)
-	}
-	return out, nil
 }
 
 // runTypedOn runs g (the executable's graph with this run's inputs, given
@@ -354,11 +337,11 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 	}
 	if errors.As(err, &fault) {
 		for i, t := range bufs { // the reference reads the device tensors' values
-			data, rerr := t.readLocked(ctx)
+			h, rerr := t.hostLocked(ctx)
 			if rerr != nil {
 				return nil, nil, rerr
 			}
-			g.Nodes[i].Data = data
+			g.Nodes[i].Data, g.Nodes[i].Ints = h.Data, h.Ints
 		}
 		_, ref := cpuref.EvalTyped(g)
 		var re *ir.Error
@@ -382,8 +365,8 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 	for k, o := range g.Outputs {
 		n := g.Nodes[o.ID]
 		if k < len(call.Kept) && call.Kept[k] != nil {
-			if call.Kept[k].Len() != n.Shape.Len() {
-				return bad(fmt.Errorf("output %q: the typed run kept %d values, %v has %d", o.Name, call.Kept[k].Len(), n.Shape, n.Shape.Len()))
+			if w := typedWords(n.DType, n.Shape.Len()); call.Kept[k].Len() != w {
+				return bad(fmt.Errorf("output %q: the typed run kept %d words, %v %v has %d", o.Name, call.Kept[k].Len(), n.DType, n.Shape, w))
 			}
 			continue
 		}

@@ -84,8 +84,8 @@ type Info struct {
 	// them (gpucc's split.go).
 	TypedIslands bool
 	// TypedBuffers says that the device's typed executables take device
-	// Buffers for float32 input nodes (TypedCall.Bufs) and keep float32
-	// outputs on the device (TypedCall.Keep). Elsewhere the runtime reads
+	// Buffers for input nodes of every dtype (TypedCall.Bufs) and keep
+	// outputs of every dtype on the device (TypedCall.Keep). Elsewhere the runtime reads
 	// a DeviceTensor input to the host for a typed run, and uploads a kept
 	// output after it.
 	TypedBuffers bool

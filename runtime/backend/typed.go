@@ -89,14 +89,16 @@ type TypedCall struct {
 	// other must copy. A hint only: the bytes are always there.
 	Same []bool
 	// Bufs, when not nil, holds by graph node a buffer of this Device
-	// (Alloc's, or one a run kept) of the node's length holding a float32
-	// input node's value, in place of Inputs[i] (then nil): a DeviceTensor
-	// input, bound where it is. The runtime gives it only to a Device whose
-	// Info.TypedBuffers says so; the run does not write it.
+	// (Alloc's, or one a run kept) holding an input node's value in place
+	// of Inputs[i] (then nil): a DeviceTensor input, bound where it is. Its
+	// length is the value's 32-bit words: TypedBytes' layout padded to
+	// whole words, at least one (a float32 value's length). The runtime
+	// gives it only to a Device whose Info.TypedBuffers says so; the run
+	// does not write it.
 	Bufs []Buffer
-	// Keep, when not nil, says by graph output to leave a float32 output
-	// on the device (Info.TypedBuffers only): RunTyped sets Kept[k] to a new
-	// Buffer of the output's length, which the caller then owns, and leaves
+	// Keep, when not nil, says by graph output to leave an output on the
+	// device (Info.TypedBuffers only): RunTyped sets Kept[k] to a new
+	// Buffer of the output's words (Bufs' layout), which the caller then owns, and leaves
 	// Outputs[k] nil; or, where it cannot hand over a buffer of its own (an
 	// input returned as it is, a node kept under two names), it fills
 	// Outputs[k] instead and the runtime copies it to the device.

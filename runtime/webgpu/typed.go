@@ -218,7 +218,7 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 	give := make([]bool, len(outs))
 	given := map[*gpu.Buffer]bool{}
 	for k, o := range outs {
-		if b := e.bufs[o.ID]; k < len(cl.Keep) && cl.Keep[k] && e.g.Nodes[o.ID].DType == ir.F32 && e.owns(int(o.ID)) && !given[b] {
+		if b := e.bufs[o.ID]; k < len(cl.Keep) && cl.Keep[k] && e.owns(int(o.ID)) && !given[b] {
 			give[k], given[b] = true, true
 		}
 	}
@@ -234,7 +234,8 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 	}
 	for k, o := range outs {
 		if give[k] {
-			cl.Kept[k] = &buffer{d: e.d, buf: e.handOver(int(o.ID)), n: e.g.Nodes[o.ID].Shape.Len()}
+			n := e.g.Nodes[o.ID]
+			cl.Kept[k] = &buffer{d: e.d, buf: e.handOver(int(o.ID)), n: wgsl.TypedWords(n.DType, n.Shape.Len())}
 		}
 	}
 	return nil
@@ -322,7 +323,7 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 		}
 		if i < len(cl.Bufs) && cl.Bufs[i] != nil { // a device tensor, bound where it is
 			b, ok := cl.Bufs[i].(*buffer)
-			if !ok || b.d != e.d || b.buf == nil || b.n != n.Shape.Len() || n.DType != ir.F32 {
+			if !ok || b.d != e.d || b.buf == nil || b.n != wgsl.TypedWords(n.DType, n.Shape.Len()) {
 				stop()
 				return nil, fail(fmt.Errorf("node %d: %T is not a live buffer of this device holding %v %v", i, cl.Bufs[i], n.DType, n.Shape))
 			}
