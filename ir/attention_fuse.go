@@ -158,8 +158,8 @@ func matchAttention(g *Graph, users []int, i NodeID) (attentionPlan, bool) {
 	}
 	p := attentionPlan{mask: -1, v: v}
 	y := x
-	if w, ok := causalWhere(nodes, x, ps); ok {
-		y, p.causal = w, true
+	if w, m, causal, ok := maskedWhere(nodes, x, ps); ok {
+		y, p.mask, p.causal = w, m, causal
 	} else if a := is(x, OpAdd); a != nil {
 		for side := range 2 {
 			if z, s, ok := scaled(nodes, a.Args[side]); ok && nodes[z].Op == OpMatmul {
@@ -249,23 +249,35 @@ func swapsLast(perm []int) bool {
 	return r >= 2
 }
 
-// causalWhere reports whether x, of the scores' shape s, is
-// where(c, -Inf, y) as the importer writes it, mask(c, -Inf) +
-// mask(1 - c, y) (either order, each through a broadcast), with c an
-// unnamed constant input whose element [i, j] (of its last two axes,
-// which are s's) is > 0 exactly where j > i; and returns y. Such scores
-// are y where j ≤ i (-0 + y is y) and -Inf past the diagonal: the causal
-// attention's.
-func causalWhere(nodes []Node, x NodeID, s Shape) (NodeID, bool) {
+// maskedWhere reports whether x, of the scores' shape s, is a
+// masked_fill(c, -Inf) of scores y as the importer writes ONNX's Where,
+// mask(a, -Inf) + mask(b, y) (either order, each through broadcasts and
+// reshapes) with a and b complementary 0/1 values (one is 1 - the other;
+// see boolValued): Where(c, -Inf, y) has a = c, Where(c, y, -Inf) has
+// b = c. It returns y, and either causal (a is an unnamed constant that is
+// 1 exactly past the diagonal: the scores are causal attention's, bit for
+// bit, -Inf selected) or the mask node mask(a, -Inf), which the attention
+// adds to y: -0 where a is 0, so y + -0 is y there as the where's
+// -0 + y is; -Inf where a is 1, which is the where's -Inf except where y
+// itself is +Inf or NaN (then the sum is NaN, where the where gives
+// -Inf). That one difference is the additive mask's, as PyTorch's
+// scaled_dot_product_attention and ONNX's Attention define a boolean
+// mask: a masked score that overflowed makes its row NaN.
+func maskedWhere(nodes []Node, x NodeID, s Shape) (y, mask NodeID, causal, ok bool) {
 	under := func(id NodeID) NodeID {
 		for nodes[id].Op == OpBroadcast || nodes[id].Op == OpReshape {
 			id = nodes[id].Args[0]
 		}
 		return id
 	}
+	// not reports whether a is 1 - b as the importer writes it.
+	not := func(a, b NodeID) bool {
+		one := &nodes[under(a)]
+		return one.Op == OpAddScalar && one.Scalar == 1 && nodes[one.Args[0]].Op == OpNeg && under(nodes[one.Args[0]].Args[0]) == under(b)
+	}
 	a := &nodes[x]
 	if a.Op != OpAdd {
-		return 0, false
+		return 0, 0, false, false
 	}
 	for side := range 2 {
 		m1, m2 := &nodes[under(a.Args[side])], &nodes[under(a.Args[1-side])]
@@ -276,22 +288,57 @@ func causalWhere(nodes []Node, x NodeID, s Shape) (NodeID, bool) {
 		if inf.Op != OpFull || !math.IsInf(float64(inf.Scalar), -1) {
 			continue
 		}
-		c := under(m1.Args[0])
-		one := &nodes[under(m2.Args[0])]
-		if one.Op != OpAddScalar || one.Scalar != 1 || nodes[one.Args[0]].Op != OpNeg || under(nodes[one.Args[0]].Args[0]) != c {
+		c1, c2 := m1.Args[0], m2.Args[0]
+		if !not(c2, c1) && !not(c1, c2) || !boolValued(nodes, c1, 8) || !boolValued(nodes, c2, 8) {
 			continue
 		}
-		if !causalConstant(&nodes[c], s) {
-			continue
+		if c := under(c1); causalConstant(&nodes[c], s, false) {
+			return m2.Args[1], -1, true, true
 		}
-		return m2.Args[1], true
+		if one := &nodes[under(c1)]; one.Op == OpAddScalar && causalConstant(&nodes[under(nodes[one.Args[0]].Args[0])], s, true) {
+			return m2.Args[1], -1, true, true
+		}
+		return m2.Args[1], under(a.Args[side]), false, true
 	}
-	return 0, false
+	return 0, 0, false, false
+}
+
+// boolValued reports whether every element of node id is 0 or 1, as the
+// importer's run-time bools are: a cast of a bool, an unnamed constant of
+// 0s and 1s, 1 - x, x·y or the larger of x and y (not, and, or) of such
+// values, through broadcasts and reshapes, looking depth nodes deep.
+func boolValued(nodes []Node, id NodeID, depth int) bool {
+	n := &nodes[id]
+	if depth == 0 {
+		return false
+	}
+	switch n.Op {
+	case OpBroadcast, OpReshape:
+		return boolValued(nodes, n.Args[0], depth-1)
+	case OpCast:
+		return nodes[n.Args[0]].DType == Bool
+	case OpInput:
+		if n.Name != "" || n.Param || n.DType != F32 || len(n.Data) != n.Shape.Len() {
+			return false
+		}
+		for _, v := range n.Data {
+			if math.Float32bits(v) != 0 && v != 1 {
+				return false
+			}
+		}
+		return true
+	case OpAddScalar:
+		return n.Scalar == 1 && nodes[n.Args[0]].Op == OpNeg && boolValued(nodes, nodes[n.Args[0]].Args[0], depth-1)
+	case OpMul, OpMaximum:
+		return boolValued(nodes, n.Args[0], depth-1) && boolValued(nodes, n.Args[1], depth-1)
+	}
+	return n.DType == Bool
 }
 
 // causalConstant reports whether n is an unnamed constant input of [S,T]
-// elements (its last two axes s's) that is > 0 exactly where j > i.
-func causalConstant(n *Node, s Shape) bool {
+// elements (its last two axes s's) that is > 0 exactly where j > i, or
+// with flip, where 1 - n is (n is 0 exactly where j > i).
+func causalConstant(n *Node, s Shape, flip bool) bool {
 	r, cs := len(s), n.Shape
 	if n.Op != OpInput || n.Name != "" || n.Param || n.DType != F32 || len(n.Data) == 0 || len(cs) < 2 {
 		return false
@@ -302,7 +349,11 @@ func causalConstant(n *Node, s Shape) bool {
 	}
 	for i := range S {
 		for j := range T {
-			if (n.Data[i*T+j] > 0) != (j > i) {
+			v := n.Data[i*T+j]
+			if flip {
+				v = 1 - v
+			}
+			if (v > 0) != (j > i) {
 				return false
 			}
 		}

@@ -13,12 +13,17 @@ var attentionRule = rule{since: 23, attrs: []string{"is_causal", "kv_num_heads",
 // attentionOp imports Attention: Q [B,H,S,D], K [B,H,T,D], V [B,H,T,E]
 // (or [B,S,H·D] and so on with q_num_heads and kv_num_heads, split into
 // heads by a reshape and a permute, which the kernel reads in place), a
-// float attn_mask added to the scores (broadcasting to them), is_causal,
-// and scale (default 1/√D). As the spec says, Q and K are each scaled by
+// float attn_mask added to the scores (broadcasting to them) or a boolean
+// one (true: the key takes part), added as -0 where true and -Inf where
+// false (the spec's 0 and -Inf: the scores' sum with +0 or -0 differs
+// only in a zero's sign, which no softmax output shows), is_causal, and
+// scale (default 1/√D). As the spec says, Q and K are each scaled by
 // √scale before their product (the attention node's own scale is then
-// 1). present_key and present_value are K and V. Refused by name: grouped
-// heads (fewer key heads than query heads), a boolean mask, past keys and
-// values, softcap, the qk_matmul_output output, is_causal where S ≠ T
+// 1). Grouped-query attention (H query heads over H/n key and value
+// heads) repeats each key and value head n times, interleaved as the
+// spec's np.repeat (heads h0 h0 h1 h1 …), through a broadcast view.
+// present_key and present_value are K and V. Refused by name: past keys
+// and values, softcap, the qk_matmul_output output, is_causal where S ≠ T
 // (the spec aligns the diagonal to the top left; gpucc's causal mask is
 // that only for square scores, so it says so instead of guessing).
 func attentionOp(c *importer) ([]value, *ir.Error) {
@@ -56,23 +61,33 @@ func attentionOp(c *importer) ([]value, *ir.Error) {
 	if len(qs) != 4 || len(ks) != 4 || len(vs) != 4 {
 		return nil, c.invalid("Q, K and V must be 3-D or 4-D, got %v, %v, %v", qs, ks, vs)
 	}
-	if ks[1] != qs[1] {
-		return nil, c.refuse("%d key heads for %d query heads (grouped-query attention) are not supported yet", ks[1], qs[1])
+	if ks[1] < 1 || ks[1] != vs[1] || qs[1]%ks[1] != 0 {
+		return nil, c.invalid("%d query heads over %d key and %d value heads: the query heads must be a multiple of the key heads, which the value heads equal", qs[1], ks[1], vs[1])
+	}
+	if n := qs[1] / ks[1]; n > 1 { // grouped-query attention: repeat each head n times
+		for _, x := range []*ir.Tensor{&k, &v} {
+			s := x.Shape()
+			*x = x.Reshape(ir.Shape{s[0], s[1], 1, s[2], s[3]}).Broadcast(ir.Shape{s[0], s[1], n, s[2], s[3]}).Reshape(ir.Shape{s[0], s[1] * n, s[2], s[3]})
+		}
 	}
 	causal := c.attrInt("is_causal", 0) != 0
 	if causal && qs[2] != ks[2] {
 		return nil, c.refuse("is_causal with %d queries and %d keys: gpucc's causal mask is defined for square scores only", qs[2], ks[2])
 	}
 	mask := c.b.Full(ir.Shape{}, float32(math.Copysign(0, -1))) // adds nothing
-	if c.in(3) != nil {
-		if in := c.in(3); in.isInt || in.set && in.rt.DType() != ir.F32 || !in.set && in.c != nil && in.c.Type != Float32 {
-			return nil, c.refuse("a non-float attn_mask (a boolean one): gpucc adds a float32 mask")
+	if in := c.in(3); in != nil {
+		isBool := in.isBool || !in.set && in.c != nil && in.c.Type == Bool
+		if !isBool && (in.isInt || in.set && in.rt.DType() != ir.F32 || !in.set && in.c != nil && in.c.Type != Float32) {
+			return nil, c.refuse("an attn_mask of integers: gpucc adds a float32 mask or a boolean one")
 		}
 		m, err := c.rtIn(3)
 		if err != nil {
 			return nil, err
 		}
 		mask = m
+		if isBool { // 1 keeps, 0 masks: mask(1 - m, -Inf) is -0 or -Inf
+			mask = not(m).Apply(ir.OpMask, c.b.Full(ir.Shape{}, float32(math.Inf(-1))).Broadcast(m.Shape()))
+		}
 	}
 	scale := float32(1 / math.Sqrt(float64(qs[3])))
 	if a := c.attr("scale"); a != nil {

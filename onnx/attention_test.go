@@ -77,11 +77,12 @@ func TestAttentionOp(t *testing.T) {
 		dims []int64
 	}
 	cases := []struct {
-		name   string
-		ins    []in
-		attrs  []msg
-		out    []int64
-		refuse string
+		name    string
+		ins     []in
+		attrs   []msg
+		out     []int64
+		refuse  string
+		invalid bool // refuse with invalid_graph, not unsupported
 		// want builds the expected graph from the inputs (4-D views).
 		want func(b *ir.Builder, x []ir.Tensor) ir.Tensor
 	}{
@@ -99,8 +100,28 @@ func TestAttentionOp(t *testing.T) {
 				y := heads(x[0], 3).MulScalar(r).Attention(heads(x[1], 3).MulScalar(r), heads(x[2], 2), b.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 1, true)
 				return y.Permute(0, 2, 1, 3).Reshape(ir.Shape{2, 4, 4})
 			}},
-		{name: "grouped", ins: []in{{"q", []int64{1, 4, 3, 4}}, {"k", []int64{1, 2, 3, 4}}, {"v", []int64{1, 2, 3, 4}}}, out: []int64{1, 4, 3, 4},
-			refuse: "key heads for 4 query heads"},
+		{name: "grouped", ins: []in{{"q", []int64{1, 4, 3, 4}}, {"k", []int64{1, 2, 5, 4}}, {"v", []int64{1, 2, 5, 3}}, {"m", []int64{3, 5}}}, out: []int64{1, 4, 3, 3},
+			want: func(b *ir.Builder, x []ir.Tensor) ir.Tensor {
+				// np.repeat(k, 2, axis=1): heads 0 0 1 1, written out by hand
+				rep := func(t ir.Tensor) ir.Tensor {
+					return t.Gather(b.TypedInput("", ir.I64, ir.Shape{4}, nil, []int64{0, 0, 1, 1}), 1)
+				}
+				r := float32(math.Sqrt(float64(float32(1 / math.Sqrt(4)))))
+				return x[0].MulScalar(r).Attention(rep(x[1]).MulScalar(r), rep(x[2]), x[3], 1, false)
+			}},
+		{name: "grouped-3d", ins: []in{{"q", []int64{1, 3, 8}}, {"k", []int64{1, 3, 4}}, {"v", []int64{1, 3, 4}}}, out: []int64{1, 3, 8},
+			attrs: []msg{attrInt("q_num_heads", 4), attrInt("kv_num_heads", 2)},
+			want: func(b *ir.Builder, x []ir.Tensor) ir.Tensor {
+				heads := func(t ir.Tensor, h int) ir.Tensor { return t.Reshape(ir.Shape{1, 3, h, 2}).Permute(0, 2, 1, 3) }
+				rep := func(t ir.Tensor) ir.Tensor {
+					return t.Gather(b.TypedInput("", ir.I64, ir.Shape{4}, nil, []int64{0, 0, 1, 1}), 1)
+				}
+				r := float32(math.Sqrt(float64(float32(1 / math.Sqrt(2)))))
+				y := heads(x[0], 4).MulScalar(r).Attention(rep(heads(x[1], 2)).MulScalar(r), rep(heads(x[2], 2)), b.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 1, false)
+				return y.Permute(0, 2, 1, 3).Reshape(ir.Shape{1, 3, 8})
+			}},
+		{name: "heads-not-a-multiple", ins: []in{{"q", []int64{1, 3, 3, 4}}, {"k", []int64{1, 2, 3, 4}}, {"v", []int64{1, 2, 3, 4}}}, out: []int64{1, 3, 3, 4},
+			refuse: "multiple of the key heads", invalid: true},
 		{name: "causal-not-square", ins: []in{{"q", []int64{1, 1, 3, 4}}, {"k", []int64{1, 1, 5, 4}}, {"v", []int64{1, 1, 5, 4}}}, out: []int64{1, 1, 3, 4},
 			attrs: []msg{attrInt("is_causal", 1)}, refuse: "square scores only"},
 		{name: "softcap", ins: []in{{"q", []int64{1, 1, 3, 4}}, {"k", []int64{1, 1, 3, 4}}, {"v", []int64{1, 1, 3, 4}}}, out: []int64{1, 1, 3, 4},
@@ -119,8 +140,9 @@ func TestAttentionOp(t *testing.T) {
 			g, err := onnx.Load(bytes.NewReader(m), onnx.Options{})
 			if c.refuse != "" {
 				var ie *ir.Error
-				if !errors.As(err, &ie) || ie.Code != ir.CodeUnsupported || !strings.Contains(err.Error(), c.refuse) {
-					t.Fatalf("Load = %v; want unsupported naming %q", err, c.refuse)
+				code := map[bool]ir.Code{false: ir.CodeUnsupported, true: ir.CodeInvalidGraph}[c.invalid]
+				if !errors.As(err, &ie) || ie.Code != code || !strings.Contains(err.Error(), c.refuse) {
+					t.Fatalf("Load = %v; want %s naming %q", err, code, c.refuse)
 				}
 				return
 			}
@@ -143,7 +165,11 @@ func TestAttentionOp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, want, exact := cpuref.Eval(g)[g.Outputs[0].ID], cpuref.Eval(w)[w.Outputs[0].ID], eval64.Eval(g, nil)[g.Outputs[0].ID]
+			wv, err := cpuref.EvalTyped(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want, exact := cpuref.Eval(g)[g.Outputs[0].ID], wv[w.Outputs[0].ID].F, eval64.Eval(g, nil)[g.Outputs[0].ID]
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("y[%d] = %v, the hand-built graph's %v", i, got[i], want[i])
@@ -208,4 +234,194 @@ func TestCausalDecoderFused(t *testing.T) {
 			t.Logf("seq %d, KeepAttention %v: max |gpucc − PyTorch float64| = %.3g of %.3g", seq, keep, worst, scale)
 		}
 	}
+}
+
+// TestAttentionOpBoolMask: a boolean attn_mask of ONNX's Attention (true:
+// the key takes part) adds -0 where true and -Inf where false, bit for
+// bit the hand-built attention with that float mask, within 1e-5 of the
+// float64 meaning, and a row with every key masked is NaN as the spec's
+// softmax of -Inf gives. (A bool graph input was added as 1 and 0 before.)
+func TestAttentionOpBoolMask(t *testing.T) {
+	keep := []int64{1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0} // [3,5]; row 2 masks every key
+	m := model(23, graph([]msg{node("Attention", "att", []string{"q", "k", "v", "m"}, []string{"y"})}, nil,
+		[]msg{valueInfo("q", 1, 2, 3, 4), valueInfo("k", 1, 2, 5, 4), valueInfo("v", 1, 2, 5, 3), typedValueInfo("m", 9, 3, 5)},
+		[]msg{valueInfo("y", 1, 2, 3, 3)}))
+	g, err := onnx.Load(bytes.NewReader(m), onnx.Options{Limits: ir.Limits{NonFinite: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, k, v := irtest.Values(1, 24, 2), irtest.Values(2, 40, 2), irtest.Values(3, 30, 2)
+	g.Nodes[g.Input("q")].Data, g.Nodes[g.Input("k")].Data, g.Nodes[g.Input("v")].Data = q, k, v
+	g.Nodes[g.Input("m")].Ints = keep
+	b := ir.NewBuilder()
+	fm := make([]float32, len(keep))
+	for i, x := range keep {
+		fm[i] = map[int64]float32{1: float32(math.Copysign(0, -1)), 0: float32(math.Inf(-1))}[x]
+	}
+	r := float32(math.Sqrt(float64(float32(1 / math.Sqrt(4)))))
+	b.Output("y", b.Input(ir.Shape{1, 2, 3, 4}, q).MulScalar(r).Attention(b.Input(ir.Shape{1, 2, 5, 4}, k).MulScalar(r), b.Input(ir.Shape{1, 2, 5, 3}, v), b.Input(ir.Shape{3, 5}, fm), 1, false))
+	w, err := b.Build(ir.Limits{NonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv, err := cpuref.EvalTyped(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := gv[g.Outputs[0].ID].F, cpuref.Eval(w)[w.Outputs[0].ID]
+	exact := eval64.Eval(w, nil)[w.Outputs[0].ID]
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("y[%d] = %v, the hand-built graph's %v", i, got[i], want[i])
+		}
+		if row := i / 3 % 3; row == 2 {
+			if !math.IsNaN(float64(got[i])) {
+				t.Errorf("y[%d] = %v in the fully masked row, want NaN", i, got[i])
+			}
+		} else if math.Abs(float64(got[i])-exact[i]) > 1e-5 {
+			t.Errorf("y[%d] = %v, float64 %v", i, got[i], exact[i])
+		}
+	}
+}
+
+// TestImportFusesLlamaStyle: the attention Hugging Face's Llama/Qwen-style
+// decoders export (grouped-query heads repeated by repeat_kv's Unsqueeze,
+// Expand and Reshape; a run-time bool mask as Where(mask, scores, -Inf),
+// masked_fill's Where(not mask, -Inf, scores), or an additive float mask of
+// float32's lowest; Softmax then a Cast to float) imports as one attention
+// node, bit for bit the hand-built attention with the mask it adds, within
+// 1e-5 of float64, and as the unfused chain under KeepAttention.
+func TestImportFusesLlamaStyle(t *testing.T) {
+	const H, KV, S, T, D = 4, 2, 3, 5, 4
+	keep := []int64{1, 1, 1, 0, 1} // the padding mask over the keys
+	ninf, lowest := float32(math.Inf(-1)), float32(-math.MaxFloat32)
+	for _, form := range []string{"where-keep", "masked-fill", "additive"} {
+		t.Run(form, func(t *testing.T) {
+			nodes := []msg{}
+			for _, x := range []string{"k", "v"} {
+				nodes = append(nodes,
+					node("Unsqueeze", x+"u", []string{x, "ax2"}, []string{x + "5"}),
+					node("Expand", x+"e", []string{x + "5", "rep"}, []string{x + "x"}),
+					node("Reshape", x+"r", []string{x + "x", "heads"}, []string{x + "r"}))
+			}
+			nodes = append(nodes,
+				node("Transpose", "kt", []string{"kr"}, []string{"kt"}, attrInts("perm", 0, 1, 3, 2)),
+				node("MatMul", "qk", []string{"q", "kt"}, []string{"s"}),
+				node("Mul", "scale", []string{"s", "half"}, []string{"ss"}))
+			ins := []msg{valueInfo("q", 1, H, S, D), valueInfo("k", 1, KV, T, D), valueInfo("v", 1, KV, T, D)}
+			switch form {
+			case "where-keep", "masked-fill":
+				ins = append(ins, typedValueInfo("m", 9, 1, T))
+				nodes = append(nodes, node("Unsqueeze", "mu", []string{"m", "ax12"}, []string{"m4"}))
+				if form == "where-keep" {
+					nodes = append(nodes, node("Where", "w", []string{"m4", "ss", "ninf"}, []string{"masked"}))
+				} else {
+					nodes = append(nodes, node("Not", "not", []string{"m4"}, []string{"hide"}),
+						node("Where", "w", []string{"hide", "ninf", "ss"}, []string{"masked"}))
+				}
+			case "additive":
+				ins = append(ins, valueInfo("m", 1, 1, S, T))
+				nodes = append(nodes, node("Add", "w", []string{"ss", "m"}, []string{"masked"}))
+			}
+			nodes = append(nodes,
+				node("Softmax", "sm", []string{"masked"}, []string{"p"}, attrInt("axis", -1)),
+				node("Cast", "c", []string{"p"}, []string{"pc"}, attrInt("to", 1)),
+				node("MatMul", "pv", []string{"pc", "vr"}, []string{"y"}))
+			inits := []msg{int64s("ax2", []int64{1}, 2), int64s("ax12", []int64{2}, 1, 2), int64s("rep", []int64{5}, 1, KV, H/KV, T, D),
+				int64s("heads", []int64{4}, 1, H, T, D), floats("half", nil, 0.5), floats("ninf", nil, ninf)}
+			mdl := model(17, graph(nodes, inits, ins, []msg{valueInfo("y", 1, H, S, D)}))
+			q, k, v := irtest.Values(1, H*S*D, 2), irtest.Values(2, KV*T*D, 2), irtest.Values(3, KV*T*D, 2)
+			fm := make([]float32, S*T) // the mask the attention adds
+			for i := range fm {
+				fm[i] = map[int64]float32{1: float32(math.Copysign(0, -1)), 0: ninf}[keep[i%T]]
+				if form == "additive" {
+					fm[i] = map[int64]float32{1: 0, 0: lowest}[keep[i%T]]
+				}
+			}
+			run := func(keepAtt bool) (*ir.Graph, []float32) {
+				g, err := onnx.Load(bytes.NewReader(mdl), onnx.Options{KeepAttention: keepAtt, Limits: ir.Limits{NonFinite: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.Nodes[g.Input("q")].Data, g.Nodes[g.Input("k")].Data, g.Nodes[g.Input("v")].Data = q, k, v
+				if form == "additive" {
+					g.Nodes[g.Input("m")].Data = fm
+				} else {
+					g.Nodes[g.Input("m")].Ints = keep
+				}
+				vals, err := cpuref.EvalTyped(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g, vals[g.Outputs[0].ID].F
+			}
+			count := func(g *ir.Graph) (n int) {
+				for _, nd := range g.Nodes {
+					if nd.Op == ir.OpAttention {
+						n++
+					}
+				}
+				return n
+			}
+			g, got := run(false)
+			u, unfused := run(true)
+			if n, m := count(g), count(u); n != 1 || m != 0 {
+				t.Fatalf("%d attention nodes (want 1), %d under KeepAttention (want 0):\n%s", n, m, g)
+			}
+			b := ir.NewBuilder()
+			rep := func(x ir.Tensor) ir.Tensor {
+				return x.Gather(b.TypedInput("", ir.I64, ir.Shape{H}, nil, []int64{0, 0, 1, 1}), 1)
+			}
+			b.Output("y", b.Input(ir.Shape{1, H, S, D}, q).Attention(rep(b.Input(ir.Shape{1, KV, T, D}, k)), rep(b.Input(ir.Shape{1, KV, T, D}, v)), b.Input(ir.Shape{S, T}, fm), 0.5, false))
+			w, err := b.Build(ir.Limits{NonFinite: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wv, err := cpuref.EvalTyped(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, exact := wv[w.Outputs[0].ID].F, attention64(q, k, v, fm, H, KV, S, T, D, 0.5)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("y[%d] = %v, the hand-built attention's %v", i, got[i], want[i])
+				}
+				if math.Abs(float64(got[i])-exact[i]) > 1e-5 || math.Abs(float64(unfused[i])-exact[i]) > 1e-5 {
+					t.Errorf("y[%d] = %v fused, %v unfused, float64 %v", i, got[i], unfused[i], exact[i])
+				}
+			}
+		})
+	}
+}
+
+// attention64 is grouped-query attention in float64: q [H,S,D], k and v
+// [KV,T,D] (query head h reads key head h/(H/KV)), mask [S,T] added to
+// the scores.
+func attention64(q, k, v, mask []float32, H, KV, S, T, D int, scale float64) []float64 {
+	y := make([]float64, H*S*D)
+	for h := range H {
+		kh := h / (H / KV)
+		for i := range S {
+			s := make([]float64, T)
+			m := math.Inf(-1)
+			for j := range T {
+				for d := range D {
+					s[j] += float64(q[(h*S+i)*D+d]) * float64(k[(kh*T+j)*D+d])
+				}
+				s[j] = s[j]*scale + float64(mask[i*T+j])
+				m = math.Max(m, s[j])
+			}
+			var l float64
+			for j := range T {
+				s[j] = math.Exp(s[j] - m)
+				l += s[j]
+			}
+			for j := range T {
+				for d := range D {
+					y[(h*S+i)*D+d] += s[j] / l * float64(v[(kh*T+j)*D+d])
+				}
+			}
+		}
+	}
+	return y
 }
