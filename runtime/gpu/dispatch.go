@@ -421,43 +421,47 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 
 // mapping is a buffer range that a run maps once its work is submitted.
 type mapping struct {
-	buf    *wgpu.Buffer
-	mode   wgpu.MapMode
-	n      uint64
-	done   bool
-	status wgpu.BufferMapAsyncStatus
+	buf  *wgpu.Buffer
+	mode wgpu.MapMode
+	n    uint64
 }
 
 // awaitMaps maps each of ms and polls until every map is done, as wait
 // polls: a map asked for right after a submission completes with it, so
 // this is the submission's wait too. On error no buffer of ms is left
-// mapped.
+// mapped. The maps go through startMap, not the binding's MapAsync (see
+// asyncMap).
 func (d *Device) awaitMaps(op string, ms []*mapping) error {
 	var err error
-	issued := ms[:0:0]
+	issued := make([]*asyncMap, 0, len(ms))
+	defer func() {
+		for _, a := range issued {
+			a.free()
+		}
+	}()
 	for _, m := range ms {
-		m.status = wgpu.BufferMapAsyncStatus(0xffffffff)
-		if e := m.buf.MapAsync(m.mode, 0, m.n, func(s wgpu.BufferMapAsyncStatus) { m.done, m.status = true, s }); e != nil {
+		a, e := startMap(m.buf, m.mode, 0, m.n)
+		if e != nil {
 			err = errorf(op, "%w", e)
 			break
 		}
-		issued = append(issued, m)
+		issued = append(issued, a)
 	}
 	d.pollUntil(func(bool) bool {
-		for _, m := range issued {
-			if !m.done {
+		for _, a := range issued {
+			if ok, _ := a.done(); !ok {
 				return false
 			}
 		}
 		return true
 	})
-	for _, m := range issued {
-		if err == nil && m.status != wgpu.BufferMapAsyncStatusSuccess {
-			err = errorf(op, "map staging buffer: status %v", m.status)
+	for _, a := range issued {
+		if _, status := a.done(); err == nil && status != wgpu.BufferMapAsyncStatusSuccess {
+			err = errorf(op, "map staging buffer: status %v", status)
 		}
 	}
 	if err != nil {
-		for _, m := range issued {
+		for _, m := range ms[:len(issued)] {
 			_ = m.buf.Unmap() // leave nothing mapped, whatever each map's status
 		}
 	}

@@ -35,7 +35,9 @@
 // counts and kinds, workgroup counts, aliasing, released objects) before
 // calling wgpu, never destroys a buffer that a cached bind group still uses,
 // and always waits for submitted work, so that bad input comes back as an
-// *Error instead of an abort. RequestDevice failures carry no message from
+// *Error instead of an abort. Maps do not go through the binding's MapAsync,
+// whose callback data Go's collector may free before wgpu calls it back
+// (see asyncMap). RequestDevice failures carry no message from
 // wgpu; Open reports the adapter and the limits it asked for instead.
 //
 // wgpu's own log lines ("[wgpu] [Warn] ...") are off unless Verbose is set
