@@ -1,6 +1,7 @@
 package gpucc_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -43,6 +44,70 @@ func TestMatmulTilesExact(t *testing.T) {
 					}
 					t.Run(fmt.Sprintf("%dx%dx%d_t%v%v", m, k, n, tr[0], tr[1]), func(t *testing.T) { checkRun(t, rt, g) })
 				}
+			}
+		})
+	}
+}
+
+// stagedTiles are the staged vec4 kernel's tiles (ir.Tile.Stages) the
+// H200 visits compare with the rule's (bench/device.sh's matmul suite):
+// one and two workgroup buffers, the rule's large and wide shapes, register
+// tiles of 8×16 (128 and 256 threads), a one-row tile, and a k-step of 4.
+// Each fits WebGPU's default 16 KiB of workgroup memory, all the H200
+// granted through wgpu 0.19 (runtime/gpu's Open).
+var stagedTiles = []string{"128x128/8x8k16v4s1", "128x128/8x8k8v4s2", "64x128/8x8k8v4s2", "128x128/8x16k8v4s2",
+	"128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2"}
+
+// TestMatmulStagedExact runs the staged vec4 kernel under each of
+// stagedTiles on shapes that leave every kind of partial tile: sides of
+// 1, 3, 63, 64, 65, 129 and 132 outputs, k of 4, 5, 63, 65 and 132 (a partial
+// last k-tile, a single one, one past a whole one), each operand plain or
+// read transposed in place with the side it is read along a multiple of
+// four (else the tile falls back to the scalar kernel, which
+// TestMatmulTilesExact covers), and checks the bits against cpuref.
+func TestMatmulStagedExact(t *testing.T) {
+	type shape struct {
+		m, k, n int
+		ta, tb  bool
+	}
+	shapes := []shape{
+		{1, 132, 68, false, false}, {63, 68, 132, false, false}, {129, 4, 64, false, false},
+		{64, 65, 68, true, false}, {132, 5, 4, true, false}, {4, 63, 132, true, false},
+		{65, 68, 63, false, true}, {129, 8, 3, false, true},
+		{68, 132, 65, true, true},
+	}
+	for _, name := range stagedTiles {
+		tile, err := passes.ParseTile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, "webgpu", func(o *gpucc.Options) { o.Passes.Tile = &tile })
+			for _, s := range shapes {
+				b := ir.NewBuilder()
+				operand := func(seed uint64, rows, cols int, transposed bool) ir.Tensor {
+					if transposed {
+						return b.Input(ir.Shape{cols, rows}, irtest.Values(seed, rows*cols, 1)).T()
+					}
+					return b.Input(ir.Shape{rows, cols}, irtest.Values(seed, rows*cols, 1))
+				}
+				b.Output("y", operand(1, s.m, s.k, s.ta).MatMul(operand(2, s.k, s.n, s.tb)).Relu())
+				g, err := b.Build(ir.Limits{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%dx%dx%d_t%v%v", s.m, s.k, s.n, s.ta, s.tb), func(t *testing.T) {
+					exe, err := rt.Compile(context.Background(), g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range exe.Plan().Program.Kernels {
+						if k.Kind == ir.KernelMatmul && k.Tile != tile {
+							t.Fatalf("the matmul ran with tile %+v, not %+v", k.Tile, tile)
+						}
+					}
+					checkRun(t, rt, g)
+				})
 			}
 		})
 	}

@@ -300,6 +300,14 @@ type Tile struct {
 	TM, TN int // output tile per thread (register tile)
 	BK     int // k-step staged through workgroup memory per iteration
 	Vector int // vector width of loads (1 or 4)
+	// Stages selects the vec4 matmul kernel: 0 the first one (a thread's
+	// register tile adjacent, one workgroup buffer, two barriers a
+	// k-tile); 1 or 2 the staged one with that many workgroup buffers
+	// (2: double-buffered, one barrier a k-tile), its workgroup arrays
+	// indexed by a constant k-step and each thread's vec4s strided by the
+	// thread count. Every kernel adds the same products in the same
+	// order; only speed differs. Scalar kernels ignore it (0).
+	Stages int `json:",omitempty"`
 }
 
 // Kernel is one dispatch. Which fields matter depends on Kind.
@@ -356,7 +364,11 @@ func tileText(t Tile) string {
 	if t == (Tile{}) {
 		return "none"
 	}
-	return fmt.Sprintf("%dx%d/%dx%d k%d vec%d", t.BM, t.BN, t.TM, t.TN, t.BK, t.Vector)
+	s := fmt.Sprintf("%dx%d/%dx%d k%d vec%d", t.BM, t.BN, t.TM, t.TN, t.BK, t.Vector)
+	if t.Stages != 0 {
+		s += fmt.Sprintf(" stages%d", t.Stages)
+	}
+	return s
 }
 
 // String returns the program's text form.
@@ -571,7 +583,7 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 	}
 	u(len(k.Name))
 	b = append(b, k.Name...)
-	u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Blocks, int(k.Reduce))
+	u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Tile.Stages, k.Blocks, int(k.Reduce))
 	shape(k.Shape)
 	u(b1(k.Keep != nil))
 	shape(k.Keep)

@@ -45,7 +45,7 @@ func convTile(k *ir.Kernel, o Options) error {
 	if o.Tile == nil && m >= TileConv.BM && n >= TileConv.BN && groups(q, TileConv) >= WaveGroups {
 		t = TileConv
 	}
-	t.Vector = 1
+	t.Vector, t.Stages = 1, 0
 	t, ok := deepen(fit(t, o), kk, o)
 	if !ok && o.MaxInvocations > 0 {
 		return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",

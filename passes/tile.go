@@ -1,6 +1,11 @@
 package passes
 
-import "github.com/gpucc/gpucc/ir"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/ir"
+)
 
 // Tiles the tiling pass chooses from. Large is the vec4 kernel's; the
 // others are for the scalar kernel.
@@ -123,7 +128,7 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 	case over != nil:
 		t := *over
 		if t.Vector == 4 && !vec4Operands(k) {
-			t.Vector = 1
+			t.Vector, t.Stages = 1, 0
 		}
 		return t
 	case k.M == 1 && k.N >= RowMinN && vec4Operands(k):
@@ -176,6 +181,9 @@ func wellFormed(t ir.Tile) bool {
 	if t.BM%t.TM != 0 || t.BN%t.TN != 0 || t.TM > 16 || t.TN > 16 {
 		return false
 	}
+	if t.Stages < 0 || t.Stages > 2 || t.Stages > 0 && t.Vector != 4 {
+		return false
+	}
 	switch t.Vector {
 	case 1:
 		return true
@@ -219,10 +227,47 @@ func tileThreads(t ir.Tile) int { return (t.BM / t.TM) * (t.BN / t.TN) }
 
 // tileBytes is the workgroup memory t's kernel stages A and B through
 // (the scalar kernel pads a row of each tile it loads along k by one
-// element: at most two, see codegen/wgsl's matmul).
+// element: at most two, see codegen/wgsl's matmul; the staged vec4 kernel
+// keeps Stages copies).
 func tileBytes(t ir.Tile) int {
 	if t.Vector == 4 {
-		return 4 * t.BK * (t.BM + t.BN)
+		return 4 * t.BK * (t.BM + t.BN) * max(1, t.Stages)
 	}
 	return 4 * t.BK * (t.BM + t.BN + 2)
+}
+
+// ParseTile reads a tile written BMxBN/TMxTNkBK, optionally followed by
+// v4 (the vec4 kernel) and then s1 or s2 (its staged form, ir.Tile.Stages):
+// "128x128/8x8k16v4s2". The benchmarks and their environment variables
+// name tiles this way. A tile the generators cannot emit is refused.
+func ParseTile(s string) (ir.Tile, error) {
+	t := ir.Tile{Vector: 1}
+	rest := s
+	if i := strings.LastIndexByte(rest, 's'); i > 0 {
+		fmt.Sscanf(rest[i:], "s%d", &t.Stages)
+		rest = rest[:i]
+	}
+	if r, ok := strings.CutSuffix(rest, "v4"); ok {
+		t.Vector, rest = 4, r
+	}
+	fmt.Sscanf(rest, "%dx%d/%dx%dk%d", &t.BM, &t.BN, &t.TM, &t.TN, &t.BK)
+	if TileString(t) != s { // nothing left over, nothing read twice
+		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2]", s)
+	}
+	if !wellFormed(t) {
+		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; stages need v4)", s)
+	}
+	return t, nil
+}
+
+// TileString writes t as ParseTile reads it.
+func TileString(t ir.Tile) string {
+	s := fmt.Sprintf("%dx%d/%dx%dk%d", t.BM, t.BN, t.TM, t.TN, t.BK)
+	if t.Vector == 4 {
+		s += "v4"
+	}
+	if t.Stages != 0 {
+		s += fmt.Sprintf("s%d", t.Stages)
+	}
+	return s
 }

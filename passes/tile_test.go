@@ -30,6 +30,10 @@ func TestTunedTileWellFormed(t *testing.T) {
 		{ir.Tile{BM: 32, BN: 32, TM: 4, TN: 4, BK: -8, Vector: 1}, false},  // negative
 		{ir.Tile{BM: 32, BN: 32, TM: 4, TN: 4, BK: 8, Vector: 2}, false},   // no vec2 kernel
 		{ir.Tile{BM: 32, BN: 32, TM: 32, TN: 32, BK: 8, Vector: 1}, false}, // 1024 accumulators a thread
+		{ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 32, Vector: 4, Stages: 2}, true},
+		{ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 32, Vector: 4, Stages: 3}, false}, // no triple buffering
+		{ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 32, Vector: 4, Stages: -1}, false},
+		{ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 32, Vector: 1, Stages: 1}, false}, // no staged scalar kernel
 	} {
 		want := rule
 		if c.ok {
@@ -69,5 +73,48 @@ func TestTileGroups(t *testing.T) {
 				t.Errorf("%dx%dx%d: tile %+v, want %+v (%d groups)", tt.m, tt.k, tt.n, got, tt.want, groups(k, got))
 			}
 		})
+	}
+}
+
+// TestParseTile: the tile names the benchmarks take, back and forth, and
+// the names refused.
+func TestParseTile(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want ir.Tile
+	}{
+		{"64x64/4x4k16", TileMedium},
+		{"128x128/8x8k16v4", TileLarge},
+		{"128x128/8x8k8v4s2", ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}},
+		{"32x64/4x4k16v4s1", ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1}},
+	} {
+		got, err := ParseTile(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseTile(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+		if s := TileString(got); s != c.in {
+			t.Errorf("TileString(%+v) = %q, want %q", got, s, c.in)
+		}
+	}
+	for _, bad := range []string{"", "64x64", "64x64/4x4", "64x64/4x4k16s2", "64x64/4x4k16v4s3", "64x64/4x4k16v4sx",
+		"64x64/3x4k16", "64x64/4x4k16zz", "64x64/4x4k16v2", "64x64/4x4k6v4", "-64x64/4x4k16", "64x64/4x4k16 v4"} {
+		if got, err := ParseTile(bad); err == nil {
+			t.Errorf("ParseTile(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
+
+// TestStagedTileBytes: a double-buffered tile counts both buffers against
+// the device's workgroup memory, so fit replaces one that does not fit.
+func TestStagedTileBytes(t *testing.T) {
+	s2 := ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 4, Stages: 2}
+	if got := tileBytes(s2); got != 32768 {
+		t.Errorf("tileBytes(%+v) = %d, want 32768", s2, got)
+	}
+	if got := fit(s2, Options{MaxWorkgroupStorage: 16384}); got != TileLarge {
+		t.Errorf("fit(%+v) in 16 KiB = %+v, want TileLarge", s2, got)
+	}
+	if got := fit(s2, Options{MaxWorkgroupStorage: 32768}); got != s2 {
+		t.Errorf("fit(%+v) in 32 KiB = %+v, want it unchanged", s2, got)
 	}
 }

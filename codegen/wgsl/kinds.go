@@ -23,9 +23,12 @@ type writer struct {
 var writers = [ir.NumKernelKinds]writer{
 	ir.KernelElementwise: {emit: plain(elementwise)},
 	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
-		if k.Tile.Vector == 4 {
+		switch {
+		case k.Tile.Vector == 4 && k.Tile.Stages > 0:
+			matmulStaged(b, k, s, fast)
+		case k.Tile.Vector == 4:
 			matmulVec4(b, k, s, fast)
-		} else {
+		default:
 			matmul(b, k, s, fast)
 		}
 	}, loops: func(k *ir.Kernel) int {

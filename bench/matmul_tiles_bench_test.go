@@ -1,0 +1,119 @@
+package bench
+
+// BenchmarkMatmulTiles times matmul tiles side by side on webgpu, each in
+// exact and fast mode, through runtime/gpu/tune's Measure: random operands
+// with zeros, -0 and small integers mixed in, the GPU clock warmed, the
+// best GPU-timestamp time of GPUCC_BENCH_MATMUL_REPS runs (default 20).
+// Each result is checked first: in exact mode sampled rows (all of them
+// for small shapes) must be cpuref's bits, in fast mode within
+// FastErrorBound of the float64 product; a tile that fails is an error,
+// never a figure.
+//
+//	GPUCC_BENCH_MATMUL_SHAPES  shapes, N (N³) or MxKxN, comma-separated
+//	                           (default 4096)
+//	GPUCC_BENCH_MATMUL_TILES   tiles, space-separated, as passes.ParseTile
+//	                           reads them ("128x128/8x8k8v4s2"), or "rule"
+//	                           for the tiling pass's own choice (default:
+//	                           the rule and the staged kernel's tiles below)
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+	"github.com/gpucc/gpucc/runtime/gpu/tune"
+)
+
+// matmulTiles is the default list: the rule's tile, the first vec4
+// kernel's large tile, and the staged kernel (ir.Tile.Stages) at one and
+// two buffers and larger register tiles, all within 16 KiB of workgroup
+// memory (all the H200 grants through wgpu 0.19).
+const matmulTiles = "rule 128x128/8x8k16v4 128x128/8x8k16v4s1 128x128/8x8k8v4s2 128x128/8x16k8v4s2 128x256/8x16k4v4s2 64x128/8x8k8v4s2 128x64/8x8k8v4s2"
+
+func BenchmarkMatmulTiles(b *testing.B) {
+	shapes, err := matmulShapes(envString("GPUCC_BENCH_MATMUL_SHAPES", "4096"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tiles []*ir.Tile
+	for _, f := range strings.Fields(envString("GPUCC_BENCH_MATMUL_TILES", matmulTiles)) {
+		if f == "rule" {
+			tiles = append(tiles, nil)
+			continue
+		}
+		t, err := passes.ParseTile(f)
+		if err != nil {
+			b.Fatalf("GPUCC_BENCH_MATMUL_TILES: %v", err)
+		}
+		tiles = append(tiles, &t)
+	}
+	reps := envInt("GPUCC_BENCH_MATMUL_REPS", 20)
+	dev := openDevice(b)
+	defer dev.Close()
+	for _, s := range shapes {
+		for _, t := range tiles {
+			name := "rule"
+			if t != nil {
+				name = passes.TileString(*t)
+			}
+			for _, fast := range []bool{false, true} {
+				mode := "exact"
+				if fast {
+					mode = "fast"
+				}
+				b.Run(fmt.Sprintf("%v/%s/%s", s, strings.ReplaceAll(name, "/", "_"), mode), func(b *testing.B) {
+					var res tune.Result
+					for b.Loop() {
+						r, err := tune.Measure(dev, s, t, fast, reps)
+						if err != nil {
+							b.Fatal(err)
+						}
+						res = r
+					}
+					b.Logf("%v %s %s: ran tile %s, %.4f ms, %.2f TFLOP/s, exact %v (%d checked), max rel err %.3g (bound %.3g)",
+						s, name, mode, passes.TileString(res.Tile), res.Ms, res.TFLOPS, res.Exact, res.Checked, res.MaxRelErr, res.Bound)
+					if res.Err != "" || !res.OK {
+						b.Errorf("%v tile %s %s: not checked OK: %+v", s, name, mode, res)
+						return
+					}
+					if t != nil && res.Tile != *t {
+						// operands not readable as vec4s, or the device's limits
+						b.Logf("%v tile %s: the tiling pass ran %s instead", s, name, passes.TileString(res.Tile))
+					}
+					b.ReportMetric(res.Ms, "gpu-ms")
+					b.ReportMetric(res.TFLOPS, "TFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// matmulShapes reads GPUCC_BENCH_MATMUL_SHAPES: N (N³) or MxKxN,
+// comma-separated.
+func matmulShapes(list string) ([]tune.Shape, error) {
+	var out []tune.Shape
+	for _, f := range strings.Split(list, ",") {
+		var s tune.Shape
+		if n, err := strconv.Atoi(f); err == nil {
+			s = tune.Shape{M: n, K: n, N: n}
+		} else if _, err := fmt.Sscanf(f, "%dx%dx%d", &s.M, &s.K, &s.N); err != nil {
+			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q is not N or MxKxN", f)
+		}
+		if s.M <= 0 || s.K <= 0 || s.N <= 0 {
+			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q has a side below 1", f)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
