@@ -9,7 +9,10 @@ package bench
 //	GPUCC_BENCH_ATTN        sequences, comma-separated (default 256,2048)
 //	GPUCC_BENCH_ATTN_D      head width (default 64)
 //	GPUCC_BENCH_ATTN_TILES  tiles, space-separated, as wgsl.ParseAttTile
-//	                        reads them (default: attnTiles)
+//	                        reads them, or "online": the online order's
+//	                        kernel (ir.AttentionOnlineFrom set to 1;
+//	                        every other entry runs the full-row order)
+//	                        (default: attnTiles)
 
 import (
 	"context"
@@ -51,15 +54,25 @@ func BenchmarkAttnTiles(b *testing.B) {
 	if e := os.Getenv("GPUCC_BENCH_ATTN_TILES"); e != "" {
 		names = e
 	}
-	var tiles []wgsl.AttTile
+	type variant struct {
+		name   string
+		tile   wgsl.AttTile
+		online bool
+	}
+	var tiles []variant
 	for _, f := range strings.Fields(names) {
+		if f == "online" {
+			tiles = append(tiles, variant{name: f, tile: wgsl.DefaultAttTile, online: true})
+			continue
+		}
 		t, err := wgsl.ParseAttTile(f)
 		if err != nil {
 			b.Fatal(err)
 		}
-		tiles = append(tiles, t)
+		tiles = append(tiles, variant{name: t.String(), tile: t})
 	}
 	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
+	defer func(old int) { ir.AttentionOnlineFrom = old }(ir.AttentionOnlineFrom)
 	ctx := context.Background()
 	for _, s := range seqs {
 		bld := ir.NewBuilder()
@@ -71,8 +84,12 @@ func BenchmarkAttnTiles(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, t := range tiles {
-			b.Run(fmt.Sprintf("s%d-d%d/%s", s, d, t), func(b *testing.B) {
-				wgsl.AttentionTile = t
+			b.Run(fmt.Sprintf("s%d-d%d/%s", s, d, t.name), func(b *testing.B) {
+				wgsl.AttentionTile = t.tile
+				ir.AttentionOnlineFrom = 1 << 30 // the full-row order
+				if t.online {
+					ir.AttentionOnlineFrom = 1
+				}
 				rt := openEngine(b)
 				exe, err := rt.Compile(ctx, g)
 				if err != nil {

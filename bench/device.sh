@@ -26,9 +26,10 @@
 #   rows     row ops and exp, tanh, sigmoid, GELU at [8192,1024] in a fresh process and after other
 #            work, beside PyTorch
 #   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), and the fused
-#            kernel under each WGSL tile (AttnTiles, d 64 and 128; ATTN_TILES="16x16k32 ..." picks), after
-#            TestAttentionTiles checks every tile's bits on the driver; beside PyTorch eager and
-#            scaled_dot_product_attention
+#            kernel in the online order beside the full-row default tile at seq 128-4096, d 64 and 128
+#            (AttnTiles; ATTN_SWEEP=1 adds every full-row WGSL tile, ATTN_TILES="16x16k32 ..." picks), after
+#            TestAttentionTiles and TestAttentionOnline check the bits on the driver; beside PyTorch eager,
+#            scaled_dot_product_attention and torch.compile
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch; a small run's cost beyond
 #            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
@@ -159,18 +160,26 @@ suite_rows() {
 	log "torch_nn.py: exit $?"
 }
 suite_attn() {
-	# Every WGSL attention tile gives cpuref's bits on the driver before any is timed.
+	# Every WGSL attention kernel gives cpuref's bits on the driver before any is timed: the full-row
+	# tiles, and the online order's kernel (TestAttentionOnline, full tier: 2048 keys at d 64 and 128 too).
 	tests attn_exact.txt 240 gpucc 'TestAttentionTiles/webgpu|TestAttentionEdges/webgpu|TestAttentionLengths/webgpu' -test.short
+	tests attn_exact.txt 240 gpucc 'TestAttentionOnline/webgpu'
 	warm
 	benches bench_attn.txt 60 bench 'NN/(attn|fusedattn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_attn.txt 90 bench 'NN/(attn|fusedattn)/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
-	# The fused kernel under each tile (GPUCC_BENCH_ATTN_TILES overrides the list), d 64 and 128.
-	benches bench_attn.txt 300 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"
-	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=256 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
-	benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
-	timeout 45 python3 bench/torch_attn.py 64 256 2048 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
+	# The online order's kernel beside the full-row default (16x16k32), d 64 and 128: where the online
+	# order becomes the default (ir.AttentionOnlineFrom) is read from these.
+	benches bench_attn.txt 240 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=128,256,512,1024,2048,4096 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
+	benches bench_attn.txt 180 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=512,2048,4096 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
+	# The full-row kernel under each tile (ATTN_SWEEP=1; ATTN_TILES="16x16k32 ..." picks), d 64 and 128.
+	if [ -n "${ATTN_SWEEP:-}" ]; then
+		benches bench_attn.txt 300 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"
+		benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=256 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
+		benches bench_attn.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-16x16k32 16x16k64g 8x32k64g 8x32k64gc64 rows}"
+	fi
+	timeout 120 python3 bench/torch_attn.py 64 128 256 512 1024 2048 4096 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"
-	timeout 45 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
+	timeout 90 python3 bench/torch_attn.py 128 512 2048 4096 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py d128: exit $?"
 }
 suite_engine() {

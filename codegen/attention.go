@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -44,6 +45,10 @@ func attentionNest(k *ir.Kernel) *Nest {
 		}
 		return append(ss, Let(Val(F32), "ts", t))
 	}
+	if a.Block > 0 {
+		n.Body = attentionOnlineNest(a, score, at(j, e))
+		return n
+	}
 	maxPass := append(score(), Fold("mx", ir.OpMax, "mr", "ts"), Set("mr", V("mx")))
 	sumPass := append(score(),
 		Apply("us", ir.OpSub, "ts", "mr"),
@@ -59,4 +64,37 @@ func attentionNest(k *ir.Kernel) *Nest {
 		Apply("acc", ir.OpDiv, "os", "ls"),
 	}
 	return n
+}
+
+// attentionOnlineNest is the nest's body in the online order
+// (ir/attention.go): blocks kb of a.Block keys (the last stops at T),
+// each scored twice, first for its maximum m' (from m, -MaxFloat32
+// first), then, after l and o are rounded times c = exp(m − m'), for
+// p = exp(t − m') into l and p·v into o; o / l at the end. score declares
+// ts for key kj; vAt indexes v[kj, e].
+func attentionOnlineNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt {
+	key := []Stmt{Let(Idx, "kj", V("kb").Mul(N(a.Block)).Add(V("ki"))), Stop(V("kj").Ge(N(a.T)))}
+	maxPass := append(append(slices.Clone(key), score()...), Fold("mx", ir.OpMax, "mn", "ts"), Set("mn", V("mx")))
+	sumPass := append(append(slices.Clone(key), score()...),
+		Apply("us", ir.OpSub, "ts", "mn"),
+		Apply("ps", ir.OpExp, "us"),
+		Set("ls", V("ls").Add(V("ps"))),
+		Set("os", V("os").Add(Prod(V("ps"), Load(2, vAt...)))))
+	block := []Stmt{
+		Var(Val(F32), "mn", V("mr")),
+		For("ki", a.Block, maxPass...),
+		Apply("ud", ir.OpSub, "mr", "mn"),
+		Apply("cs", ir.OpExp, "ud"),
+		Set("ls", Prod(V("ls"), V("cs"))),
+		Set("os", Prod(V("os"), V("cs"))),
+		For("ki", a.Block, sumPass...),
+		Set("mr", V("mn")),
+	}
+	return []Stmt{
+		Var(Val(F32), "mr", Opaque(0xff7fffff)), // -MaxFloat32
+		Var(Val(F32), "ls", Opaque(0)),
+		Var(Val(F32), "os", Opaque(0)),
+		For("kb", (a.T+a.Block-1)/a.Block, block...),
+		Apply("acc", ir.OpDiv, "os", "ls"),
+	}
 }

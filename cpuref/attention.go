@@ -11,9 +11,58 @@ import (
 // none, which is a mask of -0) in its
 // reference order (see ir/attention.go and the package doc): per query
 // row the scores' maximum, then exp(t − m) summed and accumulated with v
-// in ascending key order, each output divided once.
+// in ascending key order, each output divided once; or, where a.Block is
+// set (long rows), the online order over key blocks of a.Block.
 func Attention(q, k, v, mask []float32, a ir.Attention) []float32 {
 	return exact.attention(q, k, v, mask, a, nil)
+}
+
+// online holds the compiled expressions and scratch of onlineRow.
+type online struct {
+	mx, sub, exp, div program
+	scratch           []uint32
+	o, ls             []float32 // E each
+	u, p              []float32 // a.Block each
+}
+
+// onlineRow writes one query row's outputs (E) from its scores t (T) and
+// v (T·E) in the online order (ir/attention.go): key blocks of a.Block,
+// a running maximum from -MaxFloat32, the sums rescaled by exp(m − m') at
+// each block, each output divided once.
+func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
+	E := a.E
+	m := []float32{-math.MaxFloat32}
+	mn, c := []float32{0}, []float32{0}
+	var l float32
+	clear(w.o)
+	for b := 0; b < a.T; b += a.Block {
+		end := min(b+a.Block, a.T)
+		mn[0] = m[0]
+		for j := b; j < end; j++ {
+			w.mx.runSlice(mn, mn, t[j:j+1], 0, ar, w.scratch)
+		}
+		w.sub.runSlice(c, m, mn, 0, ar, w.scratch)
+		w.exp.runSlice(c, c, nil, 0, ar, w.scratch)
+		l = ar.mul(l, c[0])
+		for e := range E {
+			w.o[e] = ar.mul(w.o[e], c[0])
+		}
+		u, p := w.u[:end-b], w.p[:end-b]
+		w.sub.runSlice(u, t[b:end], nil, mn[0], ar, w.scratch)
+		w.exp.runSlice(p, u, nil, 0, ar, w.scratch)
+		for x, pj := range p {
+			l = ar.add(l, pj)
+			vj := v[(b+x)*E : (b+x+1)*E]
+			for e := range E {
+				w.o[e] = ar.add(w.o[e], ar.mul(pj, vj[e]))
+			}
+		}
+		m[0] = mn[0]
+	}
+	for e := range w.ls {
+		w.ls[e] = l
+	}
+	w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
 }
 
 // attention is Attention, checking stop (when not nil) before each query
@@ -45,6 +94,10 @@ func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() b
 				if a.Causal && j > i {
 					t[j] = negInf
 				}
+			}
+			if a.Block > 0 {
+				ar.onlineRow(out[row*E:(row+1)*E], t, vz, a, online{mx: mx, sub: sub, exp: exp, div: div, scratch: scratch, o: o, ls: ls, u: u, p: p})
+				continue
 			}
 			// m by maximum from -Inf, left to right (any grouping gives
 			// these bits: maximum selects).

@@ -75,7 +75,11 @@
 //     ascending, p = exp(round(t_j − m)), l = round(l + p) and o_e =
 //     round(o_e + round(p·v[j,e])); out[i,e] = div(o_e, l). Every key is
 //     visited, masked or not; a fully masked row is NaN. ir/attention.go
-//     says why this order and not the unfused softmax's.
+//     says why this order and not the unfused softmax's. Where the
+//     shapes take the online order (ir.Attention.Block: long rows), the
+//     keys go in blocks of Block from m = -MaxFloat32: per block m' =
+//     maximum of m and its t_j, c = exp(round(m − m')), l and o_e
+//     rounded times c, then its keys as above with m', m = m'.
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,

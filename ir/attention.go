@@ -29,7 +29,38 @@ import (
 // may tile rows and keys as it likes. The sums run in ascending key order,
 // as matmul's own accumulator does, so the error is matmul's.
 //
-// # The order (cpuref.Attention computes it)
+// # The online order, for long rows
+//
+// Where the keys are many (Attention.Block, from the shapes alone), the
+// kernels score each pair once instead: flash attention's online softmax,
+// which streams the keys in blocks of AttentionBlock and never holds a
+// row's scores. The block width is part of the bits, so it is fixed
+// (AttentionBlock) and every target blocks the keys at the same edges.
+// For each batch index and query row i:
+//
+//	t_j as below
+//	m = -MaxFloat32 (the most negative finite float32), l = +0, o_e = +0
+//	for each block of keys [b, min(b+B, T)), b = 0, B, 2B, …:
+//	  m' = maximum of m, t_b … (the op table's, as below)
+//	  c  = exp(round(m − m'))
+//	  l = round(l·c), o_e = round(o_e·c)
+//	  for j ascending in the block: p = exp(round(t_j − m')),
+//	    l = round(l + p), o_e = round(o_e + round(p·v[j,e]))
+//	  m = m'
+//	out[i,e] = div(o_e, l)
+//
+// m starts at -MaxFloat32, not -Inf, so that no difference is -Inf − -Inf:
+// a block of -Inf scores leaves m finite, its p are exp(-Inf) = +0 and c
+// is 1 or, once a finite score arrives, exp(-Inf) = +0 times sums that
+// are +0 (NaN where a masked key met an infinite v, as below). A fully
+// masked row ends with l = +0 and o_e = +0: div gives NaN, as softmax of
+// a row of -Inf does (and NaN where v is infinite, as the order below).
+// c ≤ 1 always (m' ≥ m), so the rescale never overflows; a NaN score
+// makes m' and so every output NaN. Over at most B keys the online order
+// gives the full order's bits (one block: c multiplies +0 sums, m' is the
+// row's maximum), so the choice matters only past B keys.
+//
+// # The full-row order (cpuref.Attention computes it where Block is 0)
 //
 // For each batch index and query row i, with j over the T keys:
 //
@@ -47,6 +78,24 @@ import (
 // an infinite v, as ONNX's reference (which multiplies the probabilities
 // by v) gives. A fully masked row (every t_j = -Inf) has m = -Inf, every
 // t_j − m NaN and so a NaN output, as softmax of a row of -Inf gives.
+
+// AttentionBlock is the online order's key block (B above): 32 keys, the
+// WGSL kernel's tile of 16 query rows by 16 threads, two keys a thread.
+const AttentionBlock = 32
+
+// AttentionOnlineFrom is the fewest keys (T) for which attention takes
+// the online order; below it the full-row order. The online kernels
+// score each pair once where the full-row ones score it twice. Heads
+// wider than AttentionOnlineMaxHead keep the full-row order (the WGSL
+// kernel holds a q row in registers). It is a variable only so that a
+// benchmark can time both orders in one process (bench/attn_bench_test.go);
+// set it before anything compiles, never while a graph runs: it changes
+// bits.
+var AttentionOnlineFrom = 1 << 30
+
+// AttentionOnlineMaxHead is the widest q row (D) and v row (E) the online
+// order takes.
+const AttentionOnlineMaxHead = 128
 
 // MaxAttentionRank is the largest rank of attention's q, k and v.
 const MaxAttentionRank = 4
@@ -69,6 +118,27 @@ type Attention struct {
 	Scale     float32
 	Causal    bool
 	MaskShape Shape
+	// Block is the online order's key block (AttentionBlock) where the
+	// shapes take it (AttentionOnlineFrom keys or more, heads of at most
+	// AttentionOnlineMaxHead), else 0: the full-row order.
+	Block int
+}
+
+// attentionBlock is the key block of attention over T keys with heads of
+// d and e: AttentionBlock or 0 (see Attention.Block).
+func attentionBlock(t, d, e int) int {
+	if t >= AttentionOnlineFrom && d <= AttentionOnlineMaxHead && e <= AttentionOnlineMaxHead {
+		return AttentionBlock
+	}
+	return 0
+}
+
+// Order says which rounding order attention takes, for --explain.
+func (a Attention) Order() string {
+	if a.Block > 0 {
+		return fmt.Sprintf("online softmax, key blocks of %d (%d keys ≥ %d, heads ≤ %d): each score once", a.Block, a.T, AttentionOnlineFrom, AttentionOnlineMaxHead)
+	}
+	return fmt.Sprintf("full rows (%d keys < %d, or heads over %d): each score twice, the row's maximum first", a.T, AttentionOnlineFrom, AttentionOnlineMaxHead)
 }
 
 // AttentionOf returns the geometry of attention over args (q, k, v, mask:
@@ -79,7 +149,7 @@ func AttentionOf(args []Shape, attrs []int) Attention {
 	sb := OpAttention.Attr(attrs, "scale_bits")
 	return Attention{Batch: slices.Clone(q[:r-2]), S: q[r-2], D: q[r-1], T: k[r-2], E: v[r-1],
 		Scale:  math.Float32frombits(uint32(sb[0])<<16 | uint32(sb[1])),
-		Causal: OpAttention.Attr(attrs, "causal")[0] == 1, MaskShape: args[3]}
+		Causal: OpAttention.Attr(attrs, "causal")[0] == 1, MaskShape: args[3], Block: attentionBlock(k[r-2], q[r-1], v[r-1])}
 }
 
 // Scores returns the shape of the scores, [...,S,T].

@@ -88,6 +88,10 @@ func attention(b *strings.Builder, k *ir.Kernel, _ *Kernel) int {
 		score("0")
 		b.WriteString("\t\t\t}\n\t\t}\n")
 	}
+	if a.Block > 0 {
+		attentionOnline(b, k, a, off, apply)
+		return a.Batch.Len() * S
+	}
 	fmt.Fprintf(b, "\t\tfloat mr = %s;\n", Lang.Bits(0xff800000))
 	fmt.Fprintf(b, "\t\tfor (idx kj = 0; kj < %du; kj++) {\n\t\t\tconst float t = ts[kj];\n", T)
 	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mr", "t", "mx"), 3))
@@ -114,4 +118,39 @@ func attention(b *strings.Builder, k *ir.Kernel, _ *Kernel) int {
 func attentionWork(k *ir.Kernel) int64 {
 	a := ir.AttentionKernel(k)
 	return int64(a.Batch.Len()*a.S) * int64(a.T) * int64(2*a.D+2*a.E+40)
+}
+
+// attentionOnline writes the rest of an attention kernel in the online
+// order (ir/attention.go), from the row's scores ts: per key block of
+// a.Block, the running maximum m' from m (-MaxFloat32 first), l and the
+// row's E accumulators rounded times c = exp(m − m'), then the block's
+// keys ascending with p = exp(t − m'); each output o / l with the
+// epilogue. Every product is its own declaration, so that no C compiler
+// contracts it with the add after it.
+func attentionOnline(b *strings.Builder, k *ir.Kernel, a ir.Attention, off func(j int, r, c string) string, apply func(name string, op ir.Op, args ...string) []string) {
+	T, E, B := a.T, a.E, a.Block
+	fmt.Fprintf(b, "\t\tfloat mr = %s;\n", Lang.Bits(0xff7fffff)) // -MaxFloat32
+	fmt.Fprintf(b, "\t\tfloat ls = 0.0f;\n\t\tfor (idx e = 0; e < %du; e++) os[e] = 0.0f;\n", E)
+	fmt.Fprintf(b, "\t\tfor (idx kb = 0; kb < %du; kb += %du) {\n", T, B)
+	fmt.Fprintf(b, "\t\t\tconst idx ke = kb + %du < %du ? kb + %du : %du;\n", B, T, B, T)
+	b.WriteString("\t\t\tfloat mn = mr;\n\t\t\tfor (idx kj = kb; kj < ke; kj++) {\n\t\t\t\tconst float t = ts[kj];\n")
+	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mn", "t", "mx"), 4))
+	b.WriteString("\t\t\t\tmn = mx;\n\t\t\t}\n")
+	b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 3))
+	b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
+	fmt.Fprintf(b, "\t\t\tls = ls * cs;\n\t\t\tfor (idx e = 0; e < %du; e++) os[e] = os[e] * cs;\n", E)
+	b.WriteString("\t\t\tfor (idx kj = kb; kj < ke; kj++) {\n\t\t\t\tconst float t = ts[kj];\n")
+	b.WriteString(codegen.Indent(apply("us", ir.OpSub, "t", "mn"), 4))
+	b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 4))
+	b.WriteString("\t\t\t\tls = ls + ps;\n")
+	fmt.Fprintf(b, "\t\t\t\tfor (idx e = 0; e < %du; e++) {\n", E)
+	fmt.Fprintf(b, "\t\t\t\t\tconst float pv = ps * in2[%s];\n\t\t\t\t\tos[e] = os[e] + pv;\n\t\t\t\t}\n\t\t\t}\n", off(2, "kj", "e"))
+	b.WriteString("\t\t\tmr = mn;\n\t\t}\n")
+	fmt.Fprintf(b, "\t\tfor (idx e = 0; e < %du; e++) {\n\t\t\tconst float o = os[e];\n", E)
+	b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "o", "ls"), 3))
+	fmt.Fprintf(b, "\t\t\tconst idx at = tl * %du + e;\n", E)
+	load := func(j int) string { return fmt.Sprintf("in%d[%s]", j, codegen.Index(Lang, k.Inputs[j], "at")) }
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load, "acc"), 3))
+	b.WriteString(codegen.Indent(stores(k, "at"), 3))
+	b.WriteString("\t\t}\n\t}\n")
 }

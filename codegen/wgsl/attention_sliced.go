@@ -161,6 +161,9 @@ func attPlan(a ir.Attention, t AttTile) (attShape, bool) {
 // (attVec4) and the epilogue does not read it too.
 func attKernelPlan(k *ir.Kernel) (attShape, bool) {
 	a := ir.AttentionKernel(k)
+	if a.Block > 0 { // the online order: attentionOnline, f32 bindings
+		return attShape{}, false
+	}
 	p, ok := attPlan(a, AttentionTile)
 	if ok && p.Direct {
 		p.vk = a.D%4 == 0 && attVecN(k.Inputs[1], 4) && !bodyLoads(k, 1)
@@ -212,9 +215,14 @@ func attInputElem(k *ir.Kernel, i int) string {
 	return ""
 }
 
-// attention emits an attention kernel: the sliced one where AttentionTile
-// has a shape for it, else attentionRows.
+// attention emits an attention kernel: the online one where the shapes
+// take the online order (ir.Attention.Block), else the sliced one where
+// AttentionTile has a shape for it, else attentionRows.
 func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+	if ir.AttentionKernel(k).Block > 0 {
+		attentionOnline(b, k, s)
+		return
+	}
 	if p, ok := attKernelPlan(k); ok {
 		attentionSliced(b, k, s, p)
 		return
@@ -225,6 +233,9 @@ func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // attentionLoops is the loop cost of the kernel attention emits.
 func attentionLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
+	if a.Block > 0 {
+		return attentionOnlineLoops(k)
+	}
 	if p, ok := attPlan(a, AttentionTile); ok {
 		return 2 * (a.T/p.Keys + 1)
 	}

@@ -15,6 +15,7 @@ const (
 	MaskCausal         // the causal attribute
 	MaskDense          // [S,T] random values with -Inf (-3e38) sprinkled in
 	MaskRowOff         // [S,T] with query row 0 fully -Inf (a NaN row; -3e38: a uniform one)
+	MaskLead           // [S,T] random values with the first half of every row's keys -Inf (-3e38)
 )
 
 // AttentionCase is one attention: q [B,H,S,D], k [B,H,T,D], v [B,H,T,E]
@@ -88,9 +89,15 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 			}
 		}
 		mask = b.Input(shape, m)
-	case MaskDense, MaskRowOff:
+	case MaskDense, MaskRowOff, MaskLead:
 		m := Values(seed+4, c.S*c.T, 3)
 		for i := range m {
+			if c.Mask == MaskLead {
+				if i%c.T < (c.T+1)/2 {
+					m[i] = off
+				}
+				continue
+			}
 			if i%5 == 3 || c.Mask == MaskRowOff && i < c.T {
 				m[i] = off
 			}

@@ -1,0 +1,312 @@
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// The online kernel's workgroup: onlineRows query rows of one batch
+// index, onlineSlices threads a row; each key block of ir.AttentionBlock
+// keys is staged through workgroup memory in sub-tiles of onlineSub keys
+// (onlinePlan), k's and then v's.
+const (
+	onlineRows   = 16
+	onlineSlices = 16
+)
+
+// onlineShape is the online kernel's geometry for one attention: keys a
+// staged sub-tile (ks, dividing the block), keys a thread scores per
+// sub-tile (pk), q's row in vec4s (d4), vec4 outputs a thread (ev), the
+// staged row's pitch in vec4s (w4: one more than a k row, against bank
+// conflicts, or a v row of onlineSlices·ev).
+type onlineShape struct {
+	ks, pk, d4, ev, w4 int
+}
+
+// onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
+// D and E are at most ir.AttentionOnlineMaxHead): the widest sub-tile
+// that keeps the staged rows, the block's probabilities and the row
+// maxima within WebGPU's default workgroup storage.
+func onlinePlan(a ir.Attention) onlineShape {
+	R, N := onlineRows, onlineSlices
+	p := onlineShape{d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
+	p.w4 = max(p.d4+1, N*p.ev)
+	p.ks = a.Block
+	for p.ks > N && 16*p.ks*p.w4+4*a.Block*R+4*R*N > attStorage {
+		p.ks /= 2
+	}
+	p.pk = p.ks / N
+	return p
+}
+
+// attentionOnline emits an attention kernel in the online order
+// (ir/attention.go; a.Block > 0): each score is computed once. A
+// workgroup holds onlineRows query rows of one batch index, onlineSlices
+// threads a row, each thread holding its row of q in registers (vec4s)
+// and its vec4 outputs o (e = 4·(slice·ev + y) + lane). Per key block:
+// k's sub-tiles are staged through workgroup memory (fetched into
+// registers one stage ahead), each thread scores its pk keys of each
+// (one accumulator per key walking d ascending, each product rounded on
+// its own), keeping them in registers; the row's maximum m' is its
+// threads' maxima folded with m through Ms (maximum selects: any
+// grouping gives the order's bits); each thread writes p = exp(t − m')
+// of its keys to Ps and rounds l and o times c = exp(m − m'); then v's
+// sub-tiles are staged and each thread adds, for the block's keys
+// ascending, p into l and p·v into its outputs. Each output is o / l,
+// then the epilogue.
+func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+	a := ir.AttentionKernel(k)
+	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
+	R, N := onlineRows, onlineSlices
+	p := onlinePlan(a)
+	threads := R * N
+	ew4 := N * p.ev
+	s.Workgroup = [3]int{threads, 1, 1}
+	s.Groups = [3]int{(S + R - 1) / R, max(a.Batch.Len(), 1), 1}
+	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
+	off := func(j int, r, c string) string {
+		op := k.Inputs[j]
+		n := len(op.Shape)
+		terms := []string{codegen.Index(Lang, op.Batch(), "z")}
+		if st := op.Strides[n-2]; st != 0 && op.Shape[n-2] > 1 {
+			terms = append(terms, fmt.Sprintf("(%s) * %du", r, st))
+		}
+		if st := op.Strides[n-1]; st != 0 && op.Shape[n-1] > 1 {
+			terms = append(terms, fmt.Sprintf("(%s) * %du", c, st))
+		}
+		return strings.Join(terms, " + ")
+	}
+	apply := func(name string, op ir.Op, args ...string) []string {
+		n := &codegen.Nest{Body: []codegen.Stmt{codegen.Apply(name, op, args...)}}
+		return n.Render(Lang, k)
+	}
+	// row4 renders operand j's vec4 at row r, columns 4·c4 … (cols wide;
+	// lanes past cols are 0 and read nothing).
+	row4 := func(j int, r, c4 string, cols int) string {
+		var lanes []string
+		for x := range 4 {
+			c := fmt.Sprintf("%s * 4u + %du", c4, x)
+			ld := fmt.Sprintf("in%d[%s]", j, off(j, r, c))
+			if cols%4 != 0 {
+				ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, off(j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
+			}
+			lanes = append(lanes, ld)
+		}
+		return fmt.Sprintf("vec4<f32>(%s)", strings.Join(lanes, ", "))
+	}
+	fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", p.ks*p.w4)
+	fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", B*R)
+	fmt.Fprintf(b, "var<workgroup> Ms: array<f32, %d>;\n\n", R*N)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
+	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
+	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n", R, R)
+	fmt.Fprintf(b, "\tlet z = wg.y;\n\tlet qi = wg.x * %du + i;\n\tlet qc = min(qi, %du);\n", R, S-1)
+	fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.pk, p.ev)
+	for c4 := range p.d4 {
+		fmt.Fprintf(b, "\tlet q%d = %s;\n", c4, row4(0, "qc", fmt.Sprintf("%du", c4), D))
+	}
+	// The staging registers: enough for a sub-tile of k or of v.
+	nk, nv := (p.ks*p.d4+threads-1)/threads, (p.ks*ew4+threads-1)/threads
+	for x := range max(nk, nv) {
+		fmt.Fprintf(b, "\tvar sr%d = vec4<f32>(0.0);\n", x)
+	}
+	// A stage is one sub-tile of k (v false) or v at key kt + sub·ks.
+	type stage struct {
+		v   bool
+		sub int
+	}
+	geom := func(st stage) (j, n, w4, cols int) {
+		if st.v {
+			return 2, nv, ew4, E
+		}
+		return 1, nk, p.d4, D
+	}
+	// fetch loads stage st of the block at key kt (an expression) into
+	// the registers, 0 past T.
+	fetch := func(tabs int, st stage, kt string) {
+		in := strings.Repeat("\t", tabs)
+		j, n, w4, cols := geom(st)
+		for x := range n {
+			fmt.Fprintf(b, "%s{\n%s\tlet e = tid + %du;\n%s\tlet key = %s + %du + e / %du;\n", in, in, x*threads, in, kt, st.sub*p.ks, w4)
+			fmt.Fprintf(b, "%s\tsr%d = vec4<f32>(0.0);\n", in, x)
+			guard := fmt.Sprintf("e < %du && key < %du", p.ks*w4, T)
+			if c4 := (cols + 3) / 4; c4 < w4 {
+				guard += fmt.Sprintf(" && e %% %du < %du", w4, c4)
+			}
+			fmt.Fprintf(b, "%s\tif (%s) {\n", in, guard)
+			fmt.Fprintf(b, "%s\t\tsr%d = %s;\n%s\t}\n%s}\n", in, x, row4(j, "key", fmt.Sprintf("(e %% %du)", w4), cols), in, in)
+		}
+	}
+	// store writes the registers of stage st into KVs, between barriers.
+	store := func(st stage) {
+		_, n, w4, _ := geom(st)
+		b.WriteString("\t\tworkgroupBarrier();\n")
+		for x := range n {
+			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = tid + %du;\n", x*threads)
+			fmt.Fprintf(b, "\t\t\tif (e < %du) { KVs[(e / %du) * %du + e %% %du] = sr%d; }\n\t\t}\n", p.ks*w4, w4, p.w4, w4, x)
+		}
+		b.WriteString("\t\tworkgroupBarrier();\n")
+	}
+	// The stages of a block with keys keys, in order; after the last, the
+	// next block's first (k's sub-tile 0), fetched while v's last is used.
+	stages := func(keys int) []stage {
+		var ss []stage
+		for _, v := range []bool{false, true} {
+			for sub := 0; sub*p.ks < keys; sub++ {
+				ss = append(ss, stage{v, sub})
+			}
+		}
+		return ss
+	}
+	// next fetches the stage after ss[x], if any.
+	next := func(ss []stage, x int, last bool) {
+		if x+1 < len(ss) {
+			fetch(2, ss[x+1], "kt")
+			return
+		}
+		if !last {
+			fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", B, T)
+			fetch(3, stage{}, fmt.Sprintf("kt + %du", B))
+			b.WriteString("\t\t}\n")
+		}
+	}
+	lanes := "xyzw"
+	// score renders key j's score from accumulator sc.
+	score := func(sc, j string) string {
+		t := Lang.Keep(sc + " * " + scale)
+		if k.Masked() {
+			t += fmt.Sprintf(" + in3[%s]", off(3, "qc", fmt.Sprintf("min(%s, %du)", j, T-1)))
+		}
+		if a.Causal {
+			t = Lang.Select("qi < "+j, Lang.Opaque(0xff800000), t) // opaque: Tint refuses a constant -Inf
+		}
+		return t
+	}
+	// block emits one key block at kt with keys keys (last: no block
+	// after it).
+	block := func(keys int, last bool) {
+		ss := stages(keys)
+		x := 0
+		// Score this thread's keys of each k sub-tile into t{sub}_{y}.
+		for ; x < len(ss) && !ss[x].v; x++ {
+			sub := ss[x].sub
+			store(ss[x])
+			next(ss, x, last)
+			for y := range p.pk {
+				fmt.Fprintf(b, "\t\tvar sc%d_%d = params.zero;\n", sub, y)
+			}
+			for c4 := range p.d4 {
+				b.WriteString("\t\t{\n")
+				for y := range p.pk {
+					fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * KVs[(kb + %du) * %du + %du]", c4, y, p.w4, c4)))
+				}
+				for y := range p.pk {
+					for l := 0; l < 4 && 4*c4+l < D; l++ {
+						fmt.Fprintf(b, "\t\t\tsc%d_%d = sc%d_%d + p%d.%c;\n", sub, y, sub, y, y, lanes[l])
+					}
+				}
+				b.WriteString("\t\t}\n")
+			}
+			for y := range p.pk {
+				j := fmt.Sprintf("kt + %du + kb + %du", sub*p.ks, y)
+				t := score(fmt.Sprintf("sc%d_%d", sub, y), j)
+				if rest := keys - sub*p.ks; rest < p.ks {
+					t = Lang.Select(fmt.Sprintf("kb + %du < %du", y, rest), t, Lang.Opaque(0xff800000))
+				}
+				fmt.Fprintf(b, "\t\tlet t%d_%d = %s;\n", sub, y, t)
+			}
+		}
+		// m' folds m with this thread's scores, then the row's threads'.
+		b.WriteString("\t\tvar mt = mr;\n")
+		for sub := 0; sub*p.ks < keys; sub++ {
+			for y := range p.pk {
+				fmt.Fprintf(b, "\t\t{\n\t\t\tlet tv = t%d_%d;\n", sub, y)
+				b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mt", "tv", "mx"), 3))
+				b.WriteString("\t\t\tmt = mx;\n\t\t}\n")
+			}
+		}
+		b.WriteString("\t\tMs[tid] = mt;\n\t\tworkgroupBarrier();\n\t\tvar mn = Ms[i];\n")
+		for x := 1; x < N; x++ {
+			fmt.Fprintf(b, "\t\t{\n\t\t\tlet mv = Ms[i + %du];\n", x*R)
+			b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mn", "mv", "mx"), 3))
+			b.WriteString("\t\t\tmn = mx;\n\t\t}\n")
+		}
+		// p = exp(t − m') of this thread's keys into Ps; l and o times c.
+		for sub := 0; sub*p.ks < keys; sub++ {
+			rest := keys - sub*p.ks
+			for y := range p.pk {
+				b.WriteString("\t\t{\n")
+				if rest < p.ks {
+					fmt.Fprintf(b, "\t\tif (kb + %du < %du) {\n", y, rest)
+				}
+				fmt.Fprintf(b, "\t\t\tlet ts = t%d_%d;\n", sub, y)
+				b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"), 3))
+				b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
+				fmt.Fprintf(b, "\t\t\tPs[(%du + kb + %du) * %du + i] = ps;\n", sub*p.ks, y, R)
+				if rest < p.ks {
+					b.WriteString("\t\t}\n")
+				}
+				b.WriteString("\t\t}\n")
+			}
+		}
+		b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 2))
+		b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 2))
+		fmt.Fprintf(b, "\t\tls = %s;\n", Lang.Keep("ls * cs"))
+		for y := range p.ev {
+			fmt.Fprintf(b, "\t\to%d = %s;\n", y, Lang.Keep(fmt.Sprintf("o%d * cs", y)))
+		}
+		b.WriteString("\t\tmr = mn;\n")
+		// v's sub-tiles: l and o over the block's keys ascending.
+		for ; x < len(ss); x++ {
+			sub := ss[x].sub
+			store(ss[x])
+			next(ss, x, last)
+			for j := range min(p.ks, keys-sub*p.ks) {
+				fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = Ps[%du + i];\n\t\t\tls = ls + pj;\n", (sub*p.ks+j)*R)
+				for y := range p.ev {
+					fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * KVs[%du + vb + %du]", j*p.w4, y)))
+				}
+				b.WriteString("\t\t}\n")
+			}
+		}
+	}
+	fmt.Fprintf(b, "\tvar mr = %s; // -MaxFloat32\n", Lang.Opaque(0xff7fffff))
+	b.WriteString("\tvar ls = params.zero;\n")
+	for y := range p.ev {
+		fmt.Fprintf(b, "\tvar o%d = vec4<f32>(params.zero);\n", y)
+	}
+	fetch(1, stage{}, "0u")
+	whole, rest := T/B*B, T%B
+	if whole > 0 {
+		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, B)
+		block(B, false) // the last whole block's fetch is skipped at run time
+		b.WriteString("\t}\n")
+	}
+	if rest > 0 {
+		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
+		block(rest, true)
+		b.WriteString("\t}\n")
+	}
+	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
+	for y := range p.ev {
+		for l := range 4 {
+			fmt.Fprintf(b, "\t{\n\t\tlet ve = vb * 4u + %du;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", 4*y+l, E, y, lanes[l])
+			b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"), 3))
+			fmt.Fprintf(b, "\t\t\tlet i = (z * %du + qi) * %du + ve;\n", S, E)
+			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), 3))
+			b.WriteString(codegen.Indent(stores(k, "i"), 3))
+			b.WriteString("\t\t}\n\t}\n")
+		}
+	}
+	b.WriteString("}\n")
+}
+
+// attentionOnlineLoops is the online kernel's loop cost: one loop over
+// the whole key blocks.
+func attentionOnlineLoops(k *ir.Kernel) int {
+	a := ir.AttentionKernel(k)
+	return a.T/a.Block + 1
+}
