@@ -477,6 +477,14 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 	if red.Leaves == 0 {
 		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over no leaves: the GLSL typed path does not hold it yet", n.Op, a.DType)
 	}
+	// A fragment computes its output word's elements, each by one loop
+	// over the leaves, and has no workgroup to share them with: past
+	// ir.LoopBudget iterations llvmpipe (Chromium's GL on a machine without
+	// a GPU) would end its loops silently and write a partial value.
+	if c := codegen.TypedReduceLoopCost(red.Leaves, a.DType, n.DType); c > ir.LoopBudget {
+		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v over %d leaves: a fragment's loops would run %d iterations, past ir.LoopBudget's %d (llvmpipe ends an invocation's loops there); the GLSL typed path reduces at most %d leaves of %v an output",
+			n.Op, a.DType, red.Leaves, c, ir.LoopBudget, codegen.TypedSerialLeaves(a.DType, n.DType), a.DType)
+	}
 	if !a.DType.IsFloat() {
 		return []string{
 			"uvec2 acc;",
