@@ -85,6 +85,7 @@ type Decoder struct {
 	posShp  ir.Shape // position's shape: one element
 	pairs   []CachePair
 	compile time.Duration
+	grown   *cacheRewrite // the static-cache rewrite, for a model whose cache grows (nil: none)
 	// forget, set by tests only, gives every step an empty cache: the
 	// decoding a broken cache gives; host keeps the cache on the host, the
 	// fallback's path, on a backend that keeps it on the device.
@@ -181,6 +182,29 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 		return nil, err
 	}
 	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs}
+	if growing(g, sig, pairs) { // rewrite to a static cache of maxLen rows (generate_static.go)
+		if maxLen < 2 {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d: a cache that grows a row a step is rewritten to a static one of at least 2 rows", maxLen)
+		}
+		short := map[string][]int{}
+		for name, s := range shapes {
+			short[name] = s
+		}
+		for _, p := range pairs {
+			s := slices.Clone(p.Shape)
+			s[2] = maxLen - 1
+			short[p.Past] = s
+		}
+		g1, err := m.Specialize(ctx, short)
+		if err != nil {
+			return nil, err
+		}
+		rw, err := staticCache(g1, g, pairs, maxLen)
+		if err != nil {
+			return nil, err
+		}
+		g, d.grown = rw.g, &rw
+	}
 	for _, o := range g.Outputs {
 		n := g.Nodes[o.ID]
 		if o.Name == StepLogits {

@@ -33,6 +33,19 @@ generated id), decodeMs (the median of the later steps, one id each) and
 dispatchMs (the median of their dispatch stage: the kernels, on the GPU's
 clock where dispatchClock says gpu-timestamp; decodeMs less it is the
 step's time beside its kernels).
+A model whose cache grows a row a step instead (optimum's and
+transformers.js's exports: no position-indexed write, present.N.key =
+Concat(past_key_values.N.key, the step's row), [batch, heads, past_len + 1,
+head_dim], with input_ids and position as above) is rewritten at load into
+the static convention, so one executable serves every step: the capacity
+is --max-len rows (default: the prompt's length plus --tokens minus 1; at
+least 2), fixed at load, nothing evicted; each step writes its row at
+position and the fused attention masks the keys past it, which leaves
+every logit's bits as the grown cache gives them. The rewrite needs fused
+attention reading the cache and nothing else depending on its length;
+otherwise the model is unsupported, naming why. --explain prints how the
+cache is kept (the model's own static cache, or the rewrite and its
+capacity) and exits without decoding.
 A prompt id outside the vocabulary, an empty prompt, or a --max-len short
 of the prompt and tokens is invalid_input; a model that does not follow
 the convention is unsupported.`
@@ -45,7 +58,7 @@ type generation struct {
 }
 
 func generateCmd(args []string) int {
-	fs := newFlags("generate", "generate [--backend auto|BACKEND] [--allow-software] --prompt ID,ID,… [--tokens N] [--max-len N] [--json] MODEL.onnx")
+	fs := newFlags("generate", "generate [--backend auto|BACKEND] [--allow-software] --prompt ID,ID,… [--tokens N] [--max-len N] [--json] [--explain] MODEL.onnx")
 	backend := fs.String("backend", "auto", "auto, or one of: "+strings.Join(lib.Backends(), ", "))
 	allowSW := fs.Bool("allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
@@ -56,6 +69,7 @@ func generateCmd(args []string) int {
 	atLeast(fs, &tokens, "tokens", 16, 1, "ids to generate")
 	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
 	asJSON := fs.Bool("json", false, "print one JSON object with the ids and each step's latency instead of the ids")
+	explain := fs.Bool("explain", false, "print how the cache is kept (the model's static cache, or the rewrite of a growing one and its capacity) and exit without decoding")
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
 	}
@@ -133,6 +147,10 @@ func generateCmd(args []string) int {
 		return fail(err)
 	}
 	defer d.Release()
+	if *explain {
+		fmt.Println(d.Explain())
+		return exitOK
+	}
 	opts := lib.GenerateOptions{Tokens: tokens}
 	printed := false
 	if !*asJSON {

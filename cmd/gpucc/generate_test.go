@@ -155,3 +155,30 @@ func TestGenerateRefuses(t *testing.T) {
 		t.Errorf("max-len 66: exit %d: %s", code, out)
 	}
 }
+
+// TestGenerateGrowing: gpucc generate decodes gpt2kv_grow.onnx (the
+// fixture's step with a cache that grows a row a step) through the
+// static-cache rewrite to the fixture's 64 tokens, and --explain states
+// the rewrite and its capacity, where the static fixture's says it keeps
+// the model's own cache.
+func TestGenerateGrowing(t *testing.T) {
+	model, toks := kvFixture(t)
+	grow := filepath.Join(filepath.Dir(model), "gpt2kv_grow.onnx")
+	prompt, want := idList(toks[:8]), toks[8:]
+	out, _, code := gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt, "--tokens", "64", grow)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if line := strings.ReplaceAll(idList(want), ",", " ") + "\n"; out != line {
+		t.Errorf("generate printed %q\nwant %q", out, line)
+	}
+	for _, c := range []struct{ model, want string }{
+		{grow, "rewritten to a static cache of 71 rows (the capacity: max_len, fixed at load; nothing is evicted), 4 caches written at the step's position, 2 attention nodes"},
+		{model, "the model's own static cache of 71 rows"},
+	} {
+		out, _, code := gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt, "--tokens", "64", "--explain", c.model)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("--explain %s: exit %d, %q; want it to say %q", filepath.Base(c.model), code, out, c.want)
+		}
+	}
+}

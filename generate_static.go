@@ -1,0 +1,289 @@
+package gpucc
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// The static-cache rewrite (issue 33): a step model whose cache grows by
+// one row a step, as optimum and transformers.js export decoders
+// (present.N.key = Concat(past_key_values.N.key, this step's row) along
+// axis 2, [batch, heads, past_len + 1, head_dim]), would need a compile
+// for every length, and cannot take the first step at all (a past of 0
+// rows is an empty tensor). NewDecoder rewrites it into the static
+// convention instead, so that one executable serves every step:
+//
+//   - capacity: the cache keeps DecoderOptions.MaxLen rows (positions 0
+//     to MaxLen-1), fixed when the Decoder is made; nothing is evicted, and
+//     Generate refuses a prompt and token count past it (invalid_input);
+//   - each past becomes [batch, heads, MaxLen, head_dim], and its present
+//     is the past with row `position` replaced by the step's row (a
+//     select, mask(row == position, new) + mask(row != position, past),
+//     which keeps every other row's bits);
+//   - every attention that reads the cache adds a length mask, -Inf for
+//     the keys past `position` and -0 for the others: attention's order
+//     sums its keys in ascending order from +0, so the masked keys' exact
+//     zeros leave each sum's bits as the grown cache's shorter row gives.
+//
+// It is refused (unsupported, naming why) unless the model is exactly
+// that: each present is the concatenation of its past and one new row,
+// only fused attention nodes (ir.FuseAttention) read the cache, as keys or
+// values, with no mask of their own over it, and nothing else in the
+// graph depends on the cache's length (the model specialized to two
+// lengths differs only in shapes).
+
+// cacheRewrite names what the rewrite of one graph found.
+type cacheRewrite struct {
+	g         *ir.Graph // the rewritten graph
+	capacity  int
+	caches    int // pasts rewritten
+	attention int // attention nodes given the length mask
+}
+
+// staticCache rewrites g, the growing model specialized to pasts of
+// capacity-1 rows (so its presents have capacity rows), into the static
+// convention; other is the same model specialized to another length, to
+// check that nothing but shapes depends on it.
+func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewrite, error) {
+	rw := cacheRewrite{capacity: capacity, caches: len(pairs)}
+	refuse := func(format string, a ...any) (cacheRewrite, error) {
+		return rw, ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: a cache that grows a row a step is rewritten to a static one only as generate_static.go says: "+format, a...)
+	}
+	nodes := g.Nodes
+	users := make([]int, len(nodes))
+	for _, n := range nodes {
+		for _, a := range n.Args {
+			users[a]++
+		}
+	}
+	outputs := map[string]ir.NodeID{}
+	for _, o := range g.Outputs {
+		users[o.ID]++
+		outputs[o.Name] = o.ID
+	}
+	pos := g.Input(StepPosition)
+	if pos < 0 {
+		return refuse("the graph computes nothing from %s", ir.Quote(StepPosition))
+	}
+	// The concatenation, as the importer writes Concat: the past padded
+	// with one -0 row after it, plus the new row padded with capacity-1
+	// rows before it (v + -0 is v).
+	type concat struct{ past, pastPad, row, rowPad, present ir.NodeID }
+	var cats []concat
+	isPad := func(id ir.NodeID, before, after int) bool {
+		n := &nodes[id]
+		if n.Op != ir.OpPad || len(n.Shape) != 4 || users[id] != 1 {
+			return false
+		}
+		want := []int{0, 0, before, 0, 0, 0, after, 0}
+		vb := ir.OpPad.Attr(n.Attrs, "value_bits")
+		return slices.Equal(ir.OpPad.Attr(n.Attrs, "pads"), want) && ir.OpPad.Attr(n.Attrs, "mode")[0] == ir.PadConstant &&
+			uint32(vb[0])<<16|uint32(vb[1]) == math.Float32bits(float32(math.Copysign(0, -1)))
+	}
+	for _, p := range pairs {
+		past, present := g.Input(p.Past), outputs[p.Present]
+		q := &nodes[present]
+		found := false
+		for side := range 2 {
+			if q.Op != ir.OpAdd || past < 0 {
+				break
+			}
+			a, b := q.Args[side], q.Args[1-side]
+			if isPad(a, 0, 1) && nodes[a].Args[0] == past && users[past] == 1 && isPad(b, capacity-1, 0) && nodes[nodes[b].Args[0]].Shape[2] == 1 {
+				cats = append(cats, concat{past: past, pastPad: a, row: nodes[b].Args[0], rowPad: b, present: present})
+				found = true
+				break
+			}
+		}
+		if !found {
+			return refuse("%s is not the concatenation of %s and one new row along axis 2", ir.Quote(p.Present), ir.Quote(p.Past))
+		}
+	}
+	pads := map[ir.NodeID]bool{}
+	for _, c := range cats {
+		pads[c.pastPad], pads[c.rowPad] = true, true
+	}
+	// Nothing but shapes (and the concatenations' pads) depends on the
+	// cache's length.
+	if len(other.Nodes) != len(nodes) || len(other.Outputs) != len(g.Outputs) {
+		return refuse("the graph's nodes depend on the cache's length (%d nodes at one length, %d at another)", len(nodes), len(other.Nodes))
+	}
+	for i := range nodes {
+		a, b := &nodes[i], &other.Nodes[i]
+		same := a.Op == b.Op && slices.Equal(a.Args, b.Args) && a.DType == b.DType && a.Name == b.Name && a.Param == b.Param &&
+			math.Float32bits(a.Scalar) == math.Float32bits(b.Scalar) && (pads[ir.NodeID(i)] || slices.Equal(a.Attrs, b.Attrs))
+		if a.Name == "" { // a run-time input's values are the run's
+			same = same && slices.Equal(a.Ints, b.Ints) && len(a.Data) == len(b.Data)
+		}
+		for k := 0; same && a.Name == "" && k < len(a.Data); k++ {
+			same = math.Float32bits(a.Data[k]) == math.Float32bits(b.Data[k])
+		}
+		if !same {
+			return refuse("node %d (%v) depends on the cache's length beyond its shape", i, a.Op)
+		}
+	}
+	// What reads the cache: views of it, and attention as keys or values.
+	reads := make([]bool, len(nodes))
+	for _, c := range cats {
+		reads[c.present] = true
+	}
+	live := make([]bool, len(nodes)) // what the outputs need: FuseAttention leaves the softmax it fused
+	for _, o := range g.Outputs {
+		live[o.ID] = true
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		for _, a := range nodes[i].Args {
+			live[a] = live[a] || live[i]
+		}
+	}
+	masked := map[ir.NodeID]bool{}
+	for i := range nodes {
+		n := &nodes[i]
+		if reads[i] || !live[i] {
+			continue
+		}
+		for k, a := range n.Args {
+			if !reads[a] {
+				continue
+			}
+			switch {
+			case n.Op == ir.OpPermute || n.Op == ir.OpReshape:
+				reads[i] = true
+			case n.Op == ir.OpAttention && (k == 1 || k == 2):
+				m := &nodes[n.Args[3]]
+				if m.Op != ir.OpFull || len(m.Shape) != 0 || m.Scalar != 0 || !math.Signbit(float64(m.Scalar)) || ir.AttentionOf(argShapes(nodes, n), n.Attrs).Causal {
+					return refuse("attention node %d reads the cache with a mask of its own", i)
+				}
+				masked[ir.NodeID(i)] = true
+			default:
+				return refuse("node %d (%v) reads the cache; only fused attention (as keys or values) may", i, n.Op)
+			}
+		}
+	}
+	rw.attention = len(masked)
+	// The rewritten graph.
+	out := &ir.Graph{Nodes: make([]ir.Node, 0, len(nodes)+16+4*len(cats))}
+	at := make([]ir.NodeID, len(nodes))
+	emit := func(n ir.Node) ir.NodeID {
+		out.Nodes = append(out.Nodes, n)
+		return ir.NodeID(len(out.Nodes) - 1)
+	}
+	var slots, posC ir.NodeID = -1, -1
+	// rows returns a [capacity] 0/1 of slot op position, and 1 - it.
+	rows := func(op ir.Op) ir.NodeID {
+		if slots < 0 {
+			data := make([]float32, capacity)
+			for i := range data {
+				data[i] = float32(i)
+			}
+			slots = emit(ir.Node{Op: ir.OpInput, Shape: ir.Shape{capacity}, Data: data})
+			f := emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{at[pos]}, Shape: slices.Clone(nodes[pos].Shape)})
+			f = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{f}, Shape: ir.Shape{1}})
+			posC = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{f}, Shape: ir.Shape{capacity}})
+		}
+		b := emit(ir.Node{Op: op, Args: []ir.NodeID{slots, posC}, Shape: ir.Shape{capacity}, DType: ir.Bool})
+		return emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{b}, Shape: ir.Shape{capacity}})
+	}
+	var write, hide ir.NodeID = -1, -1
+	catOf := map[ir.NodeID]concat{}
+	for _, c := range cats {
+		catOf[c.present] = c
+	}
+	for i, n := range nodes {
+		id := ir.NodeID(i)
+		if pads[id] {
+			continue
+		}
+		n.Args = slices.Clone(n.Args)
+		for k, a := range n.Args {
+			n.Args[k] = at[a]
+		}
+		switch c, ok := catOf[id]; {
+		case ok:
+			s := slices.Clone(n.Shape) // [batch, heads, capacity, head_dim]
+			if write < 0 {
+				w := rows(ir.OpEqual)
+				write = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{w}, Shape: ir.Shape{1, 1, capacity, 1}})
+			}
+			w := emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{write}, Shape: s})
+			neg := emit(ir.Node{Op: ir.OpNeg, Args: []ir.NodeID{write}, Shape: ir.Shape{1, 1, capacity, 1}})
+			keep := emit(ir.Node{Op: ir.OpAddScalar, Args: []ir.NodeID{neg}, Shape: ir.Shape{1, 1, capacity, 1}, Scalar: 1})
+			keep = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{keep}, Shape: s})
+			row := emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{at[c.row]}, Shape: s})
+			a := emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{w, row}, Shape: s})
+			b := emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{keep, at[c.past]}, Shape: s})
+			at[i] = emit(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{a, b}, Shape: s})
+		case n.Op == ir.OpInput && slices.ContainsFunc(cats, func(c concat) bool { return c.past == id }):
+			n.Shape = slices.Clone(n.Shape)
+			n.Shape[2] = capacity
+			n.Data = make([]float32, n.Shape.Len())
+			at[i] = emit(n)
+		case masked[id]:
+			if hide < 0 {
+				h := rows(ir.OpGreater)
+				inf := emit(ir.Node{Op: ir.OpFull, Shape: ir.Shape{}, Scalar: float32(math.Inf(-1))})
+				inf = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{inf}, Shape: ir.Shape{capacity}})
+				hide = emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{h, inf}, Shape: ir.Shape{capacity}})
+			}
+			n.Args[3] = hide
+			at[i] = emit(n)
+		default:
+			at[i] = emit(n)
+		}
+	}
+	for _, o := range g.Outputs {
+		o.ID = at[o.ID]
+		out.Outputs = append(out.Outputs, o)
+	}
+	rw.g = out
+	return rw, nil
+}
+
+// growing reports whether g, a step model specialized to pasts of
+// pairs' shapes, has a cache that grows: every present one row longer than
+// its past along axis 2, which the signature leaves dynamic.
+func growing(g *ir.Graph, sig *onnx.Signature, pairs []CachePair) bool {
+	dynamic := map[string]bool{}
+	for _, p := range sig.Inputs {
+		dynamic[p.Name] = len(p.Shape) == 4 && p.Shape[2] < 0
+	}
+	shapes := map[string]ir.Shape{}
+	for _, o := range g.Outputs {
+		shapes[o.Name] = g.Nodes[o.ID].Shape
+	}
+	for _, p := range pairs {
+		want := slices.Clone(p.Shape)
+		want[2]++
+		if !dynamic[p.Past] || !shapes[p.Present].Equal(want) {
+			return false
+		}
+	}
+	return len(pairs) > 0
+}
+
+// argShapes returns the shapes of n's arguments.
+func argShapes(nodes []ir.Node, n *ir.Node) []ir.Shape {
+	s := make([]ir.Shape, len(n.Args))
+	for k, a := range n.Args {
+		s[k] = nodes[a].Shape
+	}
+	return s
+}
+
+// String says what the rewrite did, for --explain.
+func (rw cacheRewrite) String() string {
+	return fmt.Sprintf("the model's cache grows a row a step (present = Concat(past, row)); rewritten to a static cache of %d rows (the capacity: max_len, fixed at load; nothing is evicted), %d caches written at the step's position, %d attention nodes masking the keys past it: one executable for every step", rw.capacity, rw.caches, rw.attention)
+}
+
+// Explain says how the Decoder keeps its cache: the model's own static
+// cache, or the rewrite of a growing one (its capacity policy).
+func (d *Decoder) Explain() string {
+	if d.grown != nil {
+		return "cache: " + d.grown.String()
+	}
+	return fmt.Sprintf("cache: the model's own static cache of %d rows (max_len), written at the step's position by the model", d.maxLen)
+}

@@ -1,0 +1,95 @@
+package gpucc_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// TestGenerateGrowingCache: gpt2kv_grow.onnx (grow_kv.py: the fixture's
+// step with a cache that grows a row a step, Concat(past, row)) decodes
+// through the static-cache rewrite with one executable, giving the static
+// fixture's tokens and every step's logits bit for bit, on cpu and every
+// backend that runs typed graphs. (Without the rewrite NewDecoder refuses
+// the model: its presents are a row longer than its pasts.)
+func TestGenerateGrowingCache(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_grow.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := kvSteps
+	if testing.Short() {
+		steps = 16
+	}
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(backend, func(t *testing.T) {
+			static := kvDecoder(t, backend)
+			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "4 caches") || !strings.Contains(e, "2 attention nodes") {
+				t.Errorf("Explain = %q", e)
+			}
+			if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") {
+				t.Errorf("the static fixture's Explain = %q", e)
+			}
+			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+			want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
+				t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
+			}
+			for s := range want.Logits {
+				for i := range want.Logits[s] {
+					if math.Float32bits(got.Logits[s][i]) != math.Float32bits(want.Logits[s][i]) {
+						t.Fatalf("step %d logit %d: %v grown and rewritten, %v static", s, i, got.Logits[s][i], want.Logits[s][i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGrowingCacheRefused: a growing cache read by anything but fused
+// attention (the grown fixture imported with KeepAttention: the unfused
+// chain's matmul reads the keys) is refused as unsupported, naming the
+// reader; a max_len of 1 (a past of 0 rows to rewrite from) is
+// invalid_input.
+func TestGrowingCacheRefused(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_grow.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
+	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: kvLimits, KeepAttention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.NewDecoder(context.Background(), m, gpucc.DecoderOptions{MaxLen: 16})
+	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "(matmul) reads the cache; only fused attention") {
+		t.Errorf("unfused attention: %v; want unsupported naming the matmul", err)
+	}
+	_, err = rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 1})
+	if gpucc.CodeOf(err) != ir.CodeInvalidInput || !strings.Contains(err.Error(), "at least 2 rows") {
+		t.Errorf("max_len 1: %v; want invalid_input", err)
+	}
+}
