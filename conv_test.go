@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -113,7 +114,8 @@ var convTileCases = []irtest.ConvCase{
 // kernel's under a 64-thread limit, and with GEMM tiles forced (for the
 // depthwise cases too) that cover each way a thread finds its pixels: one
 // column a thread (threads a multiple of BM), several (BM a multiple of
-// threads) and neither.
+// threads) and neither; and with every tile of passes.ConvLadder, and the
+// rule that steps down it (Options.SpreadConv).
 func TestConvTiles(t *testing.T) {
 	forced := []ir.Tile{
 		{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 1}, // 256 threads, one column each
@@ -122,12 +124,18 @@ func TestConvTiles(t *testing.T) {
 		{BM: 40, BN: 12, TM: 4, TN: 4, BK: 8, Vector: 1},  // 30 threads over 40 columns
 		{BM: 8, BN: 8, TM: 1, TN: 1, BK: 8, Vector: 1},    // the fallback
 	}
+	for _, l := range passes.ConvLadder { // spreadConv's tiles (Options.SpreadConv)
+		if !slices.Contains(forced, l) {
+			forced = append(forced, l)
+		}
+	}
 	type variant struct {
 		name string
 		opt  func(*gpucc.Options)
 		want func(c ir.Conv2D, got ir.Tile) bool // the kernel the variant means to run
 	}
 	variants := []variant{{"rule", func(*gpucc.Options) {}, nil},
+		{"spread", func(o *gpucc.Options) { o.Passes.SpreadConv = true }, nil},
 		{"64-threads", func(o *gpucc.Options) { o.Passes.MaxInvocations, o.Passes.MaxWorkgroupStorage = 64, 16384 },
 			func(c ir.Conv2D, got ir.Tile) bool { return got.BM/got.TM*got.BN <= 64 }}}
 	for _, tile := range forced {

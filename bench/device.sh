@@ -23,6 +23,10 @@
 #            ViT): pipelines one at a time against concurrently, and a second process with the
 #            NVIDIA driver's shader cache warm
 #   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
+#   conv1    issue 35 item 3, batch 1: the conv tiles' bits on the driver (TestConvTiles, the ladder included);
+#            torchvision's ResNet-18, MobileNet v2, EfficientNet-B0 at batch 1 under the conv rule and under
+#            passes.Options.SpreadConv (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
+#            under the ladder's tiles (TILES="..." picks), beside cuDNN
 #   rows     row ops and exp, tanh, sigmoid, GELU at [8192,1024] in a fresh process and after other
 #            work, beside PyTorch
 #   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), and the fused
@@ -144,6 +148,19 @@ suite_conv() {
 	benches bench_conv.txt 120 bench 'Conv' 20x GPUCC_BENCH_CONV=32 GPUCC_BENCH_CONV_TILES="${TILES:-}" GPUCC_BENCH_CONV_STAGES="${STAGES:-}"
 	timeout 100 python3 bench/torch_conv.py 32 ${STAGES:+--stages} >"$OUT/torch_conv.json" 2>>"$OUT/visit.log"
 	log "torch_conv.py: exit $?"
+}
+suite_conv1() {
+	tests conv1_exact.txt 300 gpucc 'TestConvTiles' -test.short
+	mkdir -p /tmp/vision
+	[ -f /tmp/vision/resnet18.onnx ] || timeout 240 python3 bench/torch_vision.py /tmp/vision >"$OUT/torch_vision.txt" 2>&1
+	log "torch_vision.py: $(grep -h "^[a-z0-9_]* {'eager_ms'" "$OUT/torch_vision.txt" 2>/dev/null | tr '\n' ' ')"
+	warm
+	benches bench_conv_rule.txt 360 bench 'ConvRule' 400x GPUCC_BENCH_VISION=/tmp/vision
+	grep -h 'dispatch-ms\|conv tiles\|bit for bit' "$OUT/bench_conv_rule.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+	benches bench_conv1.txt 300 bench '^BenchmarkConv$' 50x GPUCC_BENCH_CONV=1 GPUCC_BENCH_CONV_STAGES=1 \
+		GPUCC_BENCH_CONV_TILES="${TILES:-128x64/8x8k8 64x64/8x8k8 64x64/4x4k16 32x64/4x8k8 32x32/2x2k16 16x32/1x2k16 32x16/2x1k16 16x16/1x1k16}"
+	timeout 100 python3 bench/torch_conv.py 1 --stages >"$OUT/torch_conv1.json" 2>>"$OUT/visit.log"
+	log "torch_conv.py 1: exit $?"
 }
 suite_rows() {
 	warm

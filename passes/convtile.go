@@ -46,6 +46,9 @@ func convTile(k *ir.Kernel, o Options) error {
 		t = TileConv
 	}
 	t.Vector, t.Stages = 1, 0
+	if o.Tile == nil && o.SpreadConv {
+		t = spreadConv(q, t)
+	}
 	t, ok := deepen(fit(t, o), kk, o)
 	if !ok && o.MaxInvocations > 0 {
 		return ir.Errorf(ir.CodeLimitExceeded, int(k.Nodes[len(k.Nodes)-1]), "",
@@ -108,4 +111,47 @@ func windowTile(c ir.Conv2D, o Options) (t ir.Tile, ok bool) {
 		}
 	}
 	return ir.Tile{BM: ty * tm, BN: tw, TM: tm, TN: 1, BK: 0, Vector: 1}, true
+}
+
+// ConvLadder are the implicit GEMM's tiles spreadConv steps down, largest
+// output tile first: each has 64 to 256 threads and at most 6.1 KiB of
+// workgroup memory (WebGPU's default limits hold them all).
+var ConvLadder = []ir.Tile{
+	TileConv,
+	{BM: 64, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1},
+	TileMedium,
+	{BM: 32, BN: 64, TM: 4, TN: 8, BK: 8, Vector: 1},
+	TileSmall,
+	{BM: 16, BN: 32, TM: 1, TN: 2, BK: 16, Vector: 1},
+	{BM: 32, BN: 16, TM: 2, TN: 1, BK: 16, Vector: 1},
+	{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1},
+}
+
+// spreadConv returns the tile for implicit GEMM q (pixels × channels) in
+// place of the rule's t when t cuts it into fewer than WaveGroups
+// workgroups: the first of ConvLadder no larger than t that makes
+// WaveGroups or more, else the one that makes the most (the first of
+// those). An exact convolution cannot split its taps among workgroups
+// (each output is one accumulator walking them in order), so at batch 1,
+// where ResNet-18's 3×3 stages have 49 to 3136 pixels, only smaller tiles
+// can keep more of a large GPU's units busy: 256 channels at 14×14 made 8
+// workgroups of the rule's 64×128, 208 of 16×16.
+func spreadConv(q *ir.Kernel, t ir.Tile) ir.Tile {
+	if groups(q, t) >= WaveGroups {
+		return t
+	}
+	best := t
+	for _, c := range ConvLadder {
+		if c.BM*c.BN > t.BM*t.BN {
+			continue
+		}
+		g := groups(q, c)
+		if g >= WaveGroups {
+			return c
+		}
+		if g > groups(q, best) {
+			best = c
+		}
+	}
+	return best
 }

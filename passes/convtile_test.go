@@ -74,3 +74,62 @@ func TestConvTile(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadConv checks Options.SpreadConv on ResNet-18's convolutions at
+// batch 1: the rule's tile where it makes WaveGroups workgroups, else the
+// first of ConvLadder that does, else the one that makes the most.
+func TestSpreadConv(t *testing.T) {
+	conv := func(x, w ir.Shape, a map[string][]int) *ir.Kernel {
+		attrs, err := ir.PackAttrs(ir.OpConv2D, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &ir.Kernel{Kind: ir.KernelConv, Nodes: []ir.NodeID{2}, Attrs: attrs,
+			Inputs: []ir.Operand{ir.PlainOperand(0, x), ir.PlainOperand(1, w)}}
+	}
+	pad1 := map[string][]int{"pads": {1, 1, 1, 1}}
+	s2 := map[string][]int{"pads": {1, 1, 1, 1}, "strides": {2, 2}}
+	o := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384, SpreadConv: true}
+	tests := []struct {
+		name string
+		k    *ir.Kernel
+		want ir.Tile
+	}{
+		// 12544 pixels x 64: 196 of TileMedium, the rule's.
+		{"stem 7x7 s2", conv(ir.Shape{1, 3, 224, 224}, ir.Shape{64, 3, 7, 7}, map[string][]int{"pads": {3, 3, 3, 3}, "strides": {2, 2}}), TileMedium},
+		// 3136 x 64: 196 of TileSmall, the rule's.
+		{"3x3 64 at 56", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), TileSmall},
+		// 784 x 128: 13 of the rule's 64x128; 100 of 32x32, 196 of 16x32.
+		{"3x3 128 at 28", conv(ir.Shape{1, 128, 28, 28}, ir.Shape{128, 128, 3, 3}, pad1), ConvLadder[5]},
+		{"3x3 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 3, 3}, s2), ConvLadder[5]},
+		{"1x1 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 1, 1}, map[string][]int{"strides": {2, 2}}), ConvLadder[5]},
+		// 196 x 256: 8 of 64x128; 104 of 16x32, 112 of 32x16, 208 of 16x16.
+		{"3x3 256 at 14", conv(ir.Shape{1, 256, 14, 14}, ir.Shape{256, 256, 3, 3}, pad1), ConvLadder[7]},
+		// 49 x 512: 32 of the rule's 32x32; 128 of 16x16.
+		{"3x3 512 at 7", conv(ir.Shape{1, 512, 7, 7}, ir.Shape{512, 512, 3, 3}, pad1), ConvLadder[7]},
+		// 4 x 16: one workgroup of any tile; the rule's is kept.
+		{"tiny", conv(ir.Shape{1, 8, 2, 2}, ir.Shape{16, 8, 3, 3}, pad1), TileSmall},
+		// batch 32: TileConv, 784 workgroups.
+		{"3x3 64 at 56, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), TileConv},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := convTile(tt.k, o); err != nil {
+				t.Fatal(err)
+			}
+			if tt.k.Tile != tt.want {
+				t.Errorf("tile %+v, want %+v", tt.k.Tile, tt.want)
+			}
+			off := *tt.k
+			if err := convTile(&off, Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rule %+v", off.Tile)
+		})
+	}
+	for _, l := range ConvLadder {
+		if !wellFormed(l) || tileThreads(l) > 256 || tileThreads(l) < 64 || tileBytes(l) > 16384 {
+			t.Errorf("ladder tile %+v: %d threads, %d bytes", l, tileThreads(l), tileBytes(l))
+		}
+	}
+}

@@ -155,6 +155,12 @@ type Options struct {
 	// TileFor, when set and Tile is not, may give a tuned tile for a
 	// matmul kernel (runtime/gpu/tune's Table.TileFor).
 	TileFor TileChooser
+	// SpreadConv lets the tiling pass give an implicit-GEMM convolution
+	// that its rule's tile cuts into fewer than WaveGroups workgroups a
+	// smaller tile that makes more (see spreadConv): ResNet-18's later
+	// stages at batch 1 made 8 to 32. Off until the H200 measures it;
+	// results are the same either way.
+	SpreadConv bool
 	// DumpAfter names a pass after which the IR text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer
