@@ -29,7 +29,7 @@ type Tensor struct {
 	// DType is the values' dtype: float32 (the zero value) unless set. A
 	// float dtype's values are in Data (float16 and bfloat16 as float32
 	// values already rounded to them), an integer or bool dtype's in Ints
-	// (bool 0 or 1).
+	// (bool 0 or 1), float64's bits in Ints (ir.F64Bits, ir.F64Value).
 	DType ir.DType `json:"-"`
 	Ints  []int64  `json:"-"`
 }
@@ -55,6 +55,8 @@ func (t Tensor) MarshalJSON() ([]byte, error) {
 			b[i] = v != 0
 		}
 		data = b
+	case t.DType.IsFloat64():
+		data = jsonFloat64s(t.Ints)
 	case !t.DType.IsFloat():
 		data = t.Ints
 		if t.Ints == nil {

@@ -57,6 +57,9 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 	if rt.info.Name == "cpu" || !ok {
 		return e, nil
 	}
+	if err := ir.CheckDTypes(g, ir.DeviceDTypes, rt.info.Name); err != nil {
+		return nil, err
+	}
 	exe, err := guard(rt.info.Name, func() (backend.TypedExecutable, error) {
 		return td.CompileTyped(ctx, &backend.TypedProgram{Graph: e.typed}, &e.compile)
 	})
@@ -198,7 +201,10 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		data := v.F
 		if rt.opts.Limits.NonFinite || e.segment {
 			canonicalNaN(data)
+			v.I = canonicalNaN64(v.DType, v.I)
 		} else if err := checkFinite(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.F); err != nil {
+			return fail(err)
+		} else if err := checkFinite64(rt.info.Name, fmt.Sprintf("output %q", o.Name), v.DType, v.I); err != nil {
 			return fail(err)
 		}
 		if s, ok := opts.Into[o.Name]; ok {
@@ -429,6 +435,9 @@ func setTypedInput(n *ir.Node, name string, t Tensor, nonFinite bool) error {
 	}
 	if len(t.Ints) != n.Shape.Len() {
 		return bad("%d values, shape %v needs %d", len(t.Ints), n.Shape, n.Shape.Len())
+	}
+	if k := firstNonFinite64(t.Ints); t.DType.IsFloat64() && !nonFinite && k >= 0 {
+		return bad("value %d (%v) is not a finite float64", k, ir.F64Value(t.Ints[k]))
 	}
 	lo, hi := t.DType.Range()
 	for k, v := range t.Ints {

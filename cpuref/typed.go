@@ -8,7 +8,8 @@ import (
 
 // Value is one node's value of any dtype: F holds a float dtype's elements
 // (float16 and bfloat16 as float32 values already rounded to them), I an
-// integer or bool dtype's (each within its range; bool 0 or 1).
+// integer or bool dtype's (each within its range; bool 0 or 1) or
+// float64's bits (ir.F64Bits).
 type Value struct {
 	DType ir.DType
 	F     []float32
@@ -100,7 +101,7 @@ func (ar arith) typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) 
 		}
 		return out, nil
 	case n.Op.IsReduction():
-		return typedReduce(n.Op, arg(0), g.Nodes[n.Args[0]].Shape, n.Shape), nil
+		return typedReduce(i, n.Op, arg(0), g.Nodes[n.Args[0]].Shape, n.Shape)
 	case n.Op == ir.OpCast:
 		return typedCast(i, arg(0), n.DType)
 	case n.Op == ir.OpGather:
@@ -121,6 +122,8 @@ func (ar arith) typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) 
 			}
 		}
 		return out, nil
+	case info.Elementwise && arg(0).DType.IsFloat64():
+		return typedFloat64(n, arg), nil
 	case info.Elementwise && arg(0).DType.IsFloat():
 		return typedFloat(n, arg), nil
 	case info.Elementwise:
@@ -178,9 +181,45 @@ func typedInt(i int, n *ir.Node, arg func(int) Value) (Value, error) {
 		if !ok {
 			return Value{}, ir.Errorf(ir.CodeIntegerFault, i, "", "%v of %v: element %d divides %d by zero", n.Op, t, k, a[k])
 		}
-		out.I[k] = n.DType.Wrap(v)
+		if out.I[k] = n.DType.Wrap(v); !n.DType.InRange(out.I[k]) {
+			return Value{}, beyondU64(i, n.Op, k)
+		}
 	}
 	return out, nil
+}
+
+// beyondU64 is the refusal of a uint64 result of 2^63 or more, which has
+// no int64 carrier: unsupported, naming the node, the op and the element.
+func beyondU64(i int, op ir.Op, k int) error {
+	return ir.Errorf(ir.CodeUnsupported, i, "", "%v of uint64: element %d is 2^63 or more, which gpucc's uint64 (carried in int64) does not hold", op, k)
+}
+
+// typedFloat64 evaluates an elementwise op over float64 operands by its
+// row's float64 meaning (ir.OpInfo.F64: IEEE binary64 arithmetic, Go's
+// math package for exp and log), giving float64 or, for a comparison,
+// bool.
+func typedFloat64(n *ir.Node, arg func(int) Value) Value {
+	out := Value{DType: n.DType}
+	a := arg(0).I
+	var b []int64
+	if len(n.Args) == 2 {
+		b = arg(1).I
+	}
+	f := n.Op.Info().F64
+	out.I = make([]int64, len(a))
+	for k := range a {
+		y := 0.0
+		if b != nil {
+			y = ir.F64Value(b[k])
+		}
+		v := f(ir.F64Value(a[k]), y)
+		if n.DType == ir.Bool {
+			out.I[k] = pick(v != 0, int64(1), 0)
+		} else {
+			out.I[k] = ir.F64Bits(v)
+		}
+	}
+	return out
 }
 
 // typedGather is ONNX's Gather: each index wrapped once if negative, and
@@ -256,8 +295,11 @@ func typedCast(i int, a Value, to ir.DType) (Value, error) {
 			x = a.I[k]
 		}
 		g, y, ok := ir.Convert(a.DType, to, f, x)
+		if !ok && to == ir.U64 && (a.DType.IsInt() || a.DType == ir.Bool) {
+			return Value{}, beyondU64(i, ir.OpCast, k)
+		}
 		if !ok {
-			return Value{}, ir.Errorf(ir.CodeIntegerFault, i, "", "cast of %v %v to %v: element %d is NaN, infinite or outside %v's range", a.DType, f, to, k, to)
+			return Value{}, ir.Errorf(ir.CodeIntegerFault, i, "", "cast of %v to %v: element %d is NaN, infinite or outside %v's range", a.DType, to, k, to)
 		}
 		if to.IsFloat() {
 			out.F[k] = g
@@ -270,13 +312,17 @@ func typedCast(i int, a Value, to ir.DType) (Value, error) {
 
 // typedReduce reduces a typed value by op's rule: float dtypes by the
 // reference tree of the row's Combine, each combination rounded to the
-// dtype; integer dtypes by the row's Combine's integer rule, wrapping,
-// which is associative and commutative (wrapping add, max, min), so any
-// order gives the tree's value.
-func typedReduce(op ir.Op, a Value, arg, keep ir.Shape) Value {
+// dtype; float64 by the same tree of the row's F64; integer dtypes by the
+// row's Combine's integer rule, wrapping, which is associative and
+// commutative (wrapping add, max, min), so any order gives the tree's
+// value (a uint64 result of 2^63 or more is refused).
+func typedReduce(i int, op ir.Op, a Value, arg, keep ir.Shape) (Value, error) {
 	red := ir.ReductionOf(arg, keep)
 	out := Value{DType: a.DType}
 	comb := op.Info().Combine
+	if a.DType.IsFloat64() {
+		return reduce64(op, a, red), nil
+	}
 	if a.DType.IsFloat() {
 		p := 1
 		for p < red.Leaves {
@@ -301,7 +347,7 @@ func typedReduce(op ir.Op, a Value, arg, keep ir.Shape) Value {
 			}
 			out.F[o] = leaves[0]
 		}
-		return out
+		return out, nil
 	}
 	rule := comb.Info().Int
 	out.I = make([]int64, red.Outputs)
@@ -312,7 +358,40 @@ func typedReduce(op ir.Op, a Value, arg, keep ir.Shape) Value {
 			acc, _ = rule(a.DType, acc, a.I[base+ir.Offset(red.Reduced, r)])
 			acc = a.DType.Wrap(acc)
 		}
+		if !a.DType.InRange(acc) {
+			return Value{}, beyondU64(i, op, o)
+		}
 		out.I[o] = acc
+	}
+	return out, nil
+}
+
+// reduce64 is typedReduce of float64: each output's leaves padded with the
+// row's identity to a power of two, combined by the row's F64 in
+// contiguous pairs, level by level (float32's reference tree).
+func reduce64(op ir.Op, a Value, red ir.Reduction) Value {
+	out := Value{DType: a.DType, I: make([]int64, red.Outputs)}
+	p := 1
+	for p < red.Leaves {
+		p *= 2
+	}
+	f := op.Info().F64
+	pad := float64(math.Float32frombits(op.Info().Identity)) // -0 or -Inf: exact
+	leaves := make([]float64, p)
+	for o := range red.Outputs {
+		base := ir.Offset(red.Kept, o)
+		for r := range p {
+			leaves[r] = pad
+			if r < red.Leaves {
+				leaves[r] = ir.F64Value(a.I[base+ir.Offset(red.Reduced, r)])
+			}
+		}
+		for w := p / 2; w >= 1; w /= 2 {
+			for k := range w {
+				leaves[k] = f(leaves[2*k], leaves[2*k+1])
+			}
+		}
+		out.I[o] = ir.F64Bits(leaves[0])
 	}
 	return out
 }

@@ -12,8 +12,17 @@ import (
 // Values: a float dtype (F32, F16, BF16) carries []float32 (Node.Data), an
 // F16 or BF16 value already rounded to its type (F16Round, BF16Round); an
 // integer dtype or Bool carries []int64 (Node.Ints), each value within the
-// dtype's range (Range; Bool is 0 or 1). Device storage is the dtype's own
-// width (Size). Everything else a dtype means is a row of dtypeTable: code
+// dtype's range (Range; Bool is 0 or 1); F64 carries its values' IEEE
+// binary64 bits (math.Float64bits) in []int64 (Node.Ints), so that it
+// moves through every 8-byte carrier as int64 does, and only the rows that
+// name it compute on it (IsFloat64). Device storage is the dtype's own
+// width (Size).
+//
+// uint64 is carried in int64 too: its values are [0, 2^63-1], and a value
+// beyond (an input, a cast, an op's result) is refused by name, never
+// reinterpreted. float64, int16, uint16 and uint64 are computed by the
+// reference (the cpu backend) only: the compiled targets refuse them by
+// name (DeviceDTypes). Everything else a dtype means is a row of dtypeTable: code
 // asks the table (Size, IsFloat, Range, Wrap, …) instead of switching on
 // dtypes.
 type DType uint8
@@ -30,6 +39,10 @@ const (
 	I8                // two's complement 8-bit integer
 	U32               // unsigned 32-bit integer
 	Bool              // false (0) or true (1), one byte
+	I16               // two's complement 16-bit integer
+	U16               // unsigned 16-bit integer
+	U64               // unsigned 64-bit integer, of [0, 2^63-1] only (carried in int64)
+	F64               // IEEE binary64, its bits carried in Node.Ints
 	numDTypes
 )
 
@@ -38,6 +51,7 @@ type dtypeInfo struct {
 	name  string // numpy's and protocol v1's name
 	size  int    // bytes per element in device and host storage
 	float bool   // carries float32 values (F32, F16, BF16)
+	f64   bool   // carries IEEE binary64 bits in []int64 (F64)
 	// bits is, for an integer dtype, its width, and min and max its range
 	// (Bool: 0 and 1); round, for a float dtype, rounds a float32 to it.
 	bits     int
@@ -56,10 +70,28 @@ var dtypeTable = [numDTypes]dtypeInfo{
 	I8:   {name: "int8", size: 1, bits: 8, min: math.MinInt8, max: math.MaxInt8},
 	U32:  {name: "uint32", size: 4, bits: 32, min: 0, max: math.MaxUint32},
 	Bool: {name: "bool", size: 1, bits: 1, min: 0, max: 1},
+	I16:  {name: "int16", size: 2, bits: 16, min: math.MinInt16, max: math.MaxInt16},
+	U16:  {name: "uint16", size: 2, bits: 16, min: 0, max: math.MaxUint16},
+	U64:  {name: "uint64", size: 8, bits: 64, min: 0, max: math.MaxInt64},
+	// F64's "range" is every bit pattern of its carrier: Wrap leaves it.
+	F64: {name: "float64", size: 8, f64: true, bits: 64, min: math.MinInt64, max: math.MaxInt64},
 }
 
-// DTypes returns every dtype, in table order.
+// DTypes returns the dtypes every target holds (DeviceDTypes), in table
+// order: the ones the differential tests and generators run everywhere.
 func DTypes() []DType {
+	var out []DType
+	for _, t := range AllDTypes() {
+		if DeviceDTypes.Has(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// AllDTypes returns every dtype of the table, in table order: DTypes and
+// the reference's own (float64, int16, uint16, uint64).
+func AllDTypes() []DType {
 	out := make([]DType, numDTypes)
 	for t := range out {
 		out[t] = DType(t)
@@ -77,7 +109,8 @@ func (t DType) info() dtypeInfo {
 	return dtypeTable[t]
 }
 
-// Size returns the bytes one element of t takes: 4, 2, 2, 4, 8, 1, 1, 4, 1.
+// Size returns the bytes one element of t takes: 4, 2, 2, 4, 8, 1, 1, 4, 1,
+// 2, 2, 8, 8.
 func (t DType) Size() int { return t.info().size }
 
 // String returns t's numpy and protocol name ("float32", "int64", "bool", …).
@@ -91,10 +124,19 @@ func (t DType) String() string {
 // IsFloat reports whether t carries float32 values (F32, F16, BF16).
 func (t DType) IsFloat() bool { return t.info().float }
 
-// IsInt reports whether t is an integer dtype (not Bool, not a float).
-func (t DType) IsInt() bool { return !t.info().float && t != Bool }
+// IsFloat64 reports whether t is F64: IEEE binary64 values carried as
+// their bits in []int64.
+func (t DType) IsFloat64() bool { return t.info().f64 }
 
-// Bits returns an integer dtype's width (Bool: 1; a float: 0).
+// IsInt reports whether t is an integer dtype (not Bool, not a float).
+func (t DType) IsInt() bool { i := t.info(); return !i.float && !i.f64 && t != Bool }
+
+// InRange reports whether v is a value t holds: an integer within Range
+// (uint64's values beyond 2^63-1 are not: they have no int64 carrier),
+// any bits for F64. Wrap's result is in range for every dtype but U64.
+func (t DType) InRange(v int64) bool { i := t.info(); return v >= i.min && v <= i.max }
+
+// Bits returns an integer dtype's width (Bool: 1; F64: 64; F32, F16 and BF16: 0).
 func (t DType) Bits() int { return t.info().bits }
 
 // Range returns the least and greatest value of an integer dtype or Bool.
@@ -160,12 +202,18 @@ func (s DTypeSet) Has(t DType) bool { return t < numDTypes && s&(1<<t) != 0 }
 var (
 	AnyDType   = DTypeSet(1<<numDTypes - 1)
 	FloatTypes = SetOf(F32, F16, BF16)
-	IntTypes   = SetOf(I32, I64, U8, I8, U32)
+	IntTypes   = SetOf(I32, I64, U8, I8, U32, I16, U16, U64)
 	Numeric    = FloatTypes | IntTypes
 	// SignedNumeric is the floats and the signed integers (neg, relu).
-	SignedNumeric = FloatTypes | SetOf(I32, I64, I8)
+	SignedNumeric = FloatTypes | SetOf(I32, I64, I8, I16)
 	// Unsigned is the unsigned integers (ONNX's BitShift).
-	Unsigned = SetOf(U8, U32)
+	Unsigned = SetOf(U8, U32, U16, U64)
+	// Float64Types is float64 alone: the rows that compute it name it.
+	Float64Types = SetOf(F64)
+	// DeviceDTypes are the dtypes the compiled targets (C, WGSL, GLSL)
+	// hold: the others are the reference's (cpu) only, refused by name
+	// elsewhere.
+	DeviceDTypes = SetOf(F32, F16, BF16, I32, I64, U8, I8, U32, Bool)
 	// F32Only is float32 alone: an op whose kernels compute float32 only.
 	F32Only = SetOf(F32)
 )
@@ -284,14 +332,18 @@ func IntToFloat(t DType, v int64) float32 {
 // Cast does: truncated toward zero (Bool: v != 0, NaN included). It is
 // false for NaN, ±Inf and a value whose truncation is outside t's range,
 // which has no right answer: the run fails instead of inventing one.
-func FloatToInt(t DType, v float32) (int64, bool) {
+func FloatToInt(t DType, v float32) (int64, bool) { return Float64ToInt(t, float64(v)) }
+
+// Float64ToInt is FloatToInt of a float64 value (exact: v is truncated,
+// never rounded to float32 first).
+func Float64ToInt(t DType, v float64) (int64, bool) {
 	if t == Bool {
 		if v != 0 {
 			return 1, true
 		}
 		return 0, true
 	}
-	f := math.Trunc(float64(v))
+	f := math.Trunc(v)
 	lo, hi := t.Range()
 	// float64(hi) rounds up to 2^63 for int64: compare below it.
 	if f != f || f < float64(lo) || f >= float64(hi)+1 || t == I64 && f >= 0x1p63 {
@@ -301,13 +353,17 @@ func FloatToInt(t DType, v float32) (int64, bool) {
 }
 
 // Convert returns one value of dtype from converted to dtype to, as
-// ONNX's Cast: a float value is f, an integer or bool value i; the result
-// is (float, int, ok) in to's carrier. Float to float rounds once from the
-// exact value, integer to float likewise (IntToFloat), float to integer
-// truncates (FloatToInt; not ok out of range or for NaN), integer to
-// integer wraps (Wrap), anything to Bool is != 0.
+// ONNX's Cast: a float value is f, an integer or bool value (or float64's
+// bits) i; the result is (float, int, ok) in to's carrier. Float to float
+// rounds once from the exact value, integer to float likewise
+// (IntToFloat), float to integer truncates (FloatToInt; not ok out of
+// range or for NaN), integer to integer wraps (Wrap; not ok where the
+// wrapped value has no carrier: a uint64 of 2^63 or more), anything to
+// Bool is != 0. float64 converts as convert64 says.
 func Convert(from, to DType, f float32, i int64) (float32, int64, bool) {
 	switch {
+	case from.IsFloat64() || to.IsFloat64():
+		return convert64(from, to, f, i)
 	case from.IsFloat() && to.IsFloat():
 		return to.Round(f), 0, true
 	case to.IsFloat():
@@ -316,8 +372,42 @@ func Convert(from, to DType, f float32, i int64) (float32, int64, bool) {
 		v, ok := FloatToInt(to, f)
 		return 0, v, ok
 	}
-	return 0, to.Wrap(i), true
+	if w := to.Wrap(i); to.InRange(w) {
+		return 0, w, true
+	}
+	return 0, 0, false
 }
+
+// convert64 is Convert where from or to is F64: the value as a float64 x
+// (float64's own bits; a narrower float widened exactly; an integer or
+// bool rounded once to nearest even, as Go's and C's conversion does),
+// then to's: float64's bits, a narrower float rounded once from x
+// (RoundFloat64), an integer truncated from x (Float64ToInt; not ok out of
+// range or for NaN), Bool x != 0.
+func convert64(from, to DType, f float32, i int64) (float32, int64, bool) {
+	var x float64
+	switch {
+	case from.IsFloat64():
+		x = math.Float64frombits(uint64(i))
+	case from.IsFloat():
+		x = float64(f)
+	default:
+		x = float64(i)
+	}
+	switch {
+	case to.IsFloat64():
+		return 0, int64(math.Float64bits(x)), true
+	case to.IsFloat():
+		return RoundFloat64(to, x), 0, true
+	}
+	v, ok := Float64ToInt(to, x)
+	return 0, v, ok
+}
+
+// F64Bits returns x's bits as float64's carrier holds them; F64Value the
+// value of carried bits.
+func F64Bits(x float64) int64  { return int64(math.Float64bits(x)) }
+func F64Value(b int64) float64 { return math.Float64frombits(uint64(b)) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
@@ -488,4 +578,18 @@ func RoundFloat64(t DType, x float64) float32 {
 		b-- // toward zero: the magnitude's bits are ordered
 	}
 	return t.Round(math.Float32frombits(b | 1))
+}
+
+// CheckDTypes returns unsupported naming the first node of g whose dtype
+// is not in set, and target (the backend that does not hold it), or nil:
+// a backend whose code holds only DeviceDTypes asks it before compiling,
+// so that float64, int16, uint16 and uint64 are refused by name, never
+// stored in another dtype's width.
+func CheckDTypes(g *Graph, set DTypeSet, target string) *Error {
+	for i := range g.Nodes {
+		if t := g.Nodes[i].DType; !set.Has(t) {
+			return Errorf(CodeUnsupported, i, "dtype", "a %v value: the %s backend computes %v; the cpu backend (the reference) computes %v too", t, target, set, t)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -25,9 +26,19 @@ func TestDTypeTable(t *testing.T) {
 		{ir.F32, "float32", 4, true, false}, {ir.F16, "float16", 2, true, false}, {ir.BF16, "bfloat16", 2, true, false},
 		{ir.I32, "int32", 4, false, true}, {ir.I64, "int64", 8, false, true}, {ir.U8, "uint8", 1, false, true},
 		{ir.I8, "int8", 1, false, true}, {ir.U32, "uint32", 4, false, true}, {ir.Bool, "bool", 1, false, false},
+		{ir.I16, "int16", 2, false, true}, {ir.U16, "uint16", 2, false, true}, {ir.U64, "uint64", 8, false, true},
+		{ir.F64, "float64", 8, false, false},
 	}
-	if len(ir.DTypes()) != len(want) {
-		t.Fatalf("%d dtypes, want %d", len(ir.DTypes()), len(want))
+	if len(ir.AllDTypes()) != len(want) {
+		t.Fatalf("%d dtypes, want %d", len(ir.AllDTypes()), len(want))
+	}
+	if got := ir.DTypes(); !slices.Equal(got, ir.AllDTypes()[:9]) {
+		t.Errorf("DTypes() = %v, want the nine every target holds", got)
+	}
+	for _, d := range ir.AllDTypes() {
+		if d.IsFloat64() != (d == ir.F64) {
+			t.Errorf("%v: IsFloat64 %v", d, d.IsFloat64())
+		}
 	}
 	for k, w := range want {
 		if ir.DType(k) != w.t || w.t.String() != w.name || w.t.Size() != w.size || w.t.IsFloat() != w.float || w.t.IsInt() != w.int {

@@ -466,6 +466,9 @@ func validateValues(i int, n *Node, l Limits, data bool) *Error {
 		if v := n.Ints[k]; v < lo || v > hi {
 			return Errorf(CodeInvalidGraph, i, "data", "value %d (%d) is outside %v's range [%d, %d]", k, v, n.DType, lo, hi)
 		}
+		if x := F64Value(n.Ints[k]); n.DType.IsFloat64() && !l.NonFinite && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float64", k)
+		}
 	}
 	return nil
 }

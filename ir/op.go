@@ -274,9 +274,9 @@ func init() {
 	rows := map[Op]OpInfo{
 		OpInput: {Name: "input", Types: TypeRule{In: AnyDType, Out: OutNode}, Shaped: true, Shape: attribute, Cost: perElement},
 		OpFull:  {Name: "full", Types: TypeRule{In: AnyDType, Out: OutNode}, Scalar: true, Shaped: true, Shape: attribute, Cost: perElement},
-		OpAdd: {Name: "add", Types: TypeRule{In: Numeric}, Int: intAdd, Args: 2, Commutative: true, ScalarForm: OpAddScalar,
+		OpAdd: {Name: "add", Types: TypeRule{In: Numeric | Float64Types}, Int: intAdd, Args: 2, Commutative: true, ScalarForm: OpAddScalar,
 			Expr: Arg(0).Add(Arg(1)), F64: add64, Grad: passGrad},
-		OpSub: {Name: "sub", Types: TypeRule{In: Numeric}, Int: intSub, Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
+		OpSub: {Name: "sub", Types: TypeRule{In: Numeric | Float64Types}, Int: intSub, Args: 2, ScalarForm: OpSubScalar, Expr: Arg(0).Sub(Arg(1)),
 			F64: func(a, b float64) float64 { return a - b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -284,7 +284,7 @@ func init() {
 				}
 				return d.Apply(OpMul, nil, d.Grad(), C(-1)), true
 			}},
-		OpMul: {Name: "mul", Types: TypeRule{In: Numeric}, Int: intMul, Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
+		OpMul: {Name: "mul", Types: TypeRule{In: Numeric | Float64Types}, Int: intMul, Args: 2, Commutative: true, ScalarForm: OpMulScalar, Expr: Arg(0).Mul(Arg(1)),
 			F64:  func(a, b float64) float64 { return a * b },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Arg(1-k)), true }},
 		OpRelu: {Name: "relu", Types: TypeRule{In: SignedNumeric}, Int: intRelu, Args: 1, Expr: If(Arg(0).Gt(F(0)), Arg(0), F(0)),
@@ -308,10 +308,10 @@ func init() {
 				}
 				return sumTo(d, d.Apply(OpMatmul, nil, d.Apply(OpTranspose, nil, d.Arg(0)), d.Grad()), d.Shape(d.Arg(1))), true
 			}},
-		OpSum: {Name: "sum", Types: TypeRule{In: Numeric}, Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
+		OpSum: {Name: "sum", Types: TypeRule{In: Numeric | Float64Types}, Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpAdd, Identity: 1 << 31,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: add64,
 			Grad: func(d Diff, k int) (Val, bool) { return broadcastBack(d, d.Grad(), d.Shape(d.Arg(0))), true }},
-		OpMax: {Name: "max_reduce", Types: TypeRule{In: Numeric}, Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
+		OpMax: {Name: "max_reduce", Types: TypeRule{In: Numeric | Float64Types}, Wire: "max", Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMaximum, Identity: 0xff800000,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: math.Max, Grad: maxGrad},
 		OpProd: {Name: "prod", Types: TypeRule{In: Numeric}, Args: 1, Shaped: true, Kernel: KernelReduce, Combine: OpMul, Identity: 0x3f800000,
 			Shape: reduceShape, Cost: func(a []Shape, _ Shape) int64 { return int64(a[0].Len()) }, F64: func(a, b float64) float64 { return a * b },
@@ -319,7 +319,7 @@ func init() {
 		OpLife: {Name: "life", Types: TypeRule{In: F32Only}, Args: 1, Kernel: KernelLife, Shape: lifeShape,
 			Cost:   func(_ []Shape, out Shape) int64 { return SatMul(9, int64(out.Len())) },
 			NoGrad: "life is not differentiable"},
-		OpDiv: {Name: "div", Types: TypeRule{In: Numeric}, Int: intDiv, Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
+		OpDiv: {Name: "div", Types: TypeRule{In: Numeric | Float64Types}, Int: intDiv, Args: 2, ScalarForm: OpDivScalar, Expr: divX(Arg(0), Arg(1)),
 			F64: func(a, b float64) float64 { return a / b },
 			Grad: func(d Diff, k int) (Val, bool) {
 				if k == 0 {
@@ -327,22 +327,22 @@ func init() {
 				}
 				return d.Apply(OpNeg, nil, d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), d.Out()), d.Arg(1))), true
 			}},
-		OpMaximum: {Name: "maximum", Types: TypeRule{In: Numeric}, Int: intMax, Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
+		OpMaximum: {Name: "maximum", Types: TypeRule{In: Numeric | Float64Types}, Int: intMax, Args: 2, Selects: true, ScalarForm: OpMaximumScalar, Expr: maxX(Arg(0), Arg(1)),
 			F64: math.Max, Grad: pickGrad(false)},
-		OpMinimum: {Name: "minimum", Types: TypeRule{In: Numeric}, Int: intMin, Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
+		OpMinimum: {Name: "minimum", Types: TypeRule{In: Numeric | Float64Types}, Int: intMin, Args: 2, Selects: true, ScalarForm: OpMinimumScalar, Expr: minX(Arg(0), Arg(1)),
 			F64: math.Min, Grad: pickGrad(true)},
-		OpNeg: {Name: "neg", Types: TypeRule{In: SignedNumeric}, Int: intNeg, Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
+		OpNeg: {Name: "neg", Types: TypeRule{In: SignedNumeric | Float64Types}, Int: intNeg, Args: 1, Expr: negX(Arg(0)), F64: func(a, _ float64) float64 { return -a },
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpNeg, nil, d.Grad()), true }},
-		OpExp: {Name: "exp", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
+		OpExp: {Name: "exp", Types: TypeRule{In: FloatTypes | Float64Types}, Args: 1, Expr: expX(Arg(0)), F64: unary64(math.Exp),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpMul, nil, d.Grad(), d.Out()), true }},
-		OpLog: {Name: "log", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: logX(Arg(0)), F64: unary64(math.Log),
+		OpLog: {Name: "log", Types: TypeRule{In: FloatTypes | Float64Types}, Args: 1, Expr: logX(Arg(0)), F64: unary64(math.Log),
 			Grad: func(d Diff, k int) (Val, bool) { return d.Apply(OpDiv, nil, d.Grad(), d.Arg(0)), true }},
 		OpTanh: {Name: "tanh", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: tanhX(Arg(0)), F64: unary64(math.Tanh),
 			Grad: func(d Diff, k int) (Val, bool) { // g·(1 - tanh²)
 				sq := d.Apply(OpMul, nil, d.Out(), d.Out())
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, sq), C(1))), true
 			}},
-		OpSqrt: {Name: "sqrt", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: sqrtX(Arg(0)), F64: unary64(math.Sqrt),
+		OpSqrt: {Name: "sqrt", Types: TypeRule{In: FloatTypes | Float64Types}, Args: 1, Expr: sqrtX(Arg(0)), F64: unary64(math.Sqrt),
 			Grad: func(d Diff, k int) (Val, bool) { // g·0.5/√a
 				return d.Apply(OpDiv, nil, d.Apply(OpMul, nil, d.Grad(), C(0.5)), d.Out()), true
 			}},
@@ -360,11 +360,11 @@ func init() {
 			Grad: func(d Diff, k int) (Val, bool) { // g·y·(1 - y)
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Out(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, d.Out()), C(1)))), true
 			}},
-		OpGreater: {Name: "greater", Types: TypeRule{In: Numeric, Out: OutBool}, Int: intGt, Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
+		OpGreater: {Name: "greater", Types: TypeRule{In: Numeric | Float64Types, Out: OutBool}, Int: intGt, Args: 2, Expr: If(Arg(0).Gt(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a > b, 1, 0) }, Grad: ZeroGrad},
-		OpGreaterEqual: {Name: "greater_equal", Types: TypeRule{In: Numeric, Out: OutBool}, Int: intGe, Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
+		OpGreaterEqual: {Name: "greater_equal", Types: TypeRule{In: Numeric | Float64Types, Out: OutBool}, Int: intGe, Args: 2, Expr: If(Arg(0).Ge(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a >= b, 1, 0) }, Grad: ZeroGrad},
-		OpEqual: {Name: "equal", Types: TypeRule{In: Numeric | SetOf(Bool), Out: OutBool}, Int: intEq, Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
+		OpEqual: {Name: "equal", Types: TypeRule{In: Numeric | SetOf(Bool) | Float64Types, Out: OutBool}, Int: intEq, Args: 2, Commutative: true, Expr: If(Arg(0).Eq(Arg(1)), F(1), F(0)),
 			F64: func(a, b float64) float64 { return if64(a == b, 1, 0) }, Grad: ZeroGrad},
 		OpMask: {Name: "mask", Types: TypeRule{In: F32Only}, Args: 2, Expr: If(Arg(0).Gt(F(0)), Arg(1), FBits(1<<31)),
 			F64: func(a, b float64) float64 { return if64(a > 0, b, math.Copysign(0, -1)) },

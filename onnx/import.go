@@ -342,11 +342,8 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		}
 		dt := DataType(in.elemType)
 		irt, ok := dt.irDType()
-		switch {
-		case dt == Float64:
-			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type float64; gpucc computes float32 and the narrow types and never narrows float64 silently (export the model in float32)", ir.Quote(in.name))
-		case !ok:
-			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool", ir.Quote(in.name), dt)
+		if !ok {
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool, and on the cpu backend float64, int16, uint16 and uint64", ir.Quote(in.name), dt)
 		}
 		shape, err := c.inputShape(in, opts, field)
 		if err != nil {
@@ -603,7 +600,7 @@ func (c *importer) typedOutput(v *value, dt DataType, field string) (ir.Tensor, 
 		if v.c.Len() == 0 || len(v.c.Shape) > ir.MaxRank {
 			return ir.Tensor{}, false, ir.Errorf(ir.CodeUnsupported, -1, field, "an output of shape %v; gpucc's tensors are not empty", v.c.Shape)
 		}
-		return c.b.TypedInput("", t, slices.Clone(v.c.Shape), nil, v.c.Int64), true, nil
+		return c.b.TypedInput("", t, slices.Clone(v.c.Shape), nil, v.c.carried()), true, nil
 	}
 	return ir.Tensor{}, false, nil
 }

@@ -53,7 +53,8 @@ func (t DataType) String() string {
 // irDType returns the gpucc dtype of ONNX element type t, if it has one.
 func (t DataType) irDType() (ir.DType, bool) {
 	d, ok := map[DataType]ir.DType{Float32: ir.F32, Float16: ir.F16, 16: ir.BF16, Int32: ir.I32, Int64: ir.I64,
-		Uint8: ir.U8, Int8: ir.I8, Uint32: ir.U32, Bool: ir.Bool}[t]
+		Uint8: ir.U8, Int8: ir.I8, Uint32: ir.U32, Bool: ir.Bool, Int16: ir.I16, Uint16: ir.U16, Uint64: ir.U64,
+		Float64: ir.F64}[t]
 	return d, ok
 }
 
@@ -356,4 +357,17 @@ func (t *Tensor) checkRange(bad func(string, ...any) *ir.Error) *ir.Error {
 		}
 	}
 	return nil
+}
+
+// carried returns an integer, bool or float64 tensor's values in ir's
+// []int64 carrier: the integers themselves, float64's bits (ir.F64Bits).
+func (t *Tensor) carried() []int64 {
+	if t.Type != Float64 {
+		return t.Int64
+	}
+	out := make([]int64, len(t.Float64))
+	for i, x := range t.Float64 {
+		out[i] = ir.F64Bits(x)
+	}
+	return out
 }

@@ -267,6 +267,12 @@ func (c *importer) typedOperand(k int, t ir.DType) (ir.Tensor, *ir.Error) {
 		return ir.Tensor{}, c.refuse("input %d, a constant of shape %v", k, ct.Shape)
 	}
 	s := ir.Shape(slices.Clone(ct.Shape))
+	if t.IsFloat64() {
+		if ct.Type != Float64 {
+			return ir.Tensor{}, c.refuse("input %d, a %v constant, where %v is needed", k, ct.Type, t)
+		}
+		return c.b.TypedInput("", t, s, nil, ct.carried()), nil
+	}
 	if t.IsFloat() {
 		if ct.Type != Float32 {
 			return ir.Tensor{}, c.refuse("input %d, a %v constant, where %v is needed", k, ct.Type, t)

@@ -69,8 +69,10 @@ func TestTypedInputs(t *testing.T) {
 		t.Errorf("the int64 input as an output: %v %v, want its integers", o.DType, o.Ints)
 	}
 
-	// Every dtype gpucc has imports; float64 is refused by name.
-	for _, et := range []onnx.DataType{onnx.Int32, onnx.Uint8, onnx.Int8, onnx.Uint32, onnx.Float16, onnx.Bool} {
+	// Every dtype gpucc has imports (float64, int16, uint16 and uint64
+	// computed by the cpu backend alone); complex64 is refused by name.
+	for _, et := range []onnx.DataType{onnx.Int32, onnx.Uint8, onnx.Int8, onnx.Uint32, onnx.Float16, onnx.Bool,
+		onnx.Float64, onnx.Int16, onnx.Uint16, onnx.Uint64} {
 		_, err := load(t, []msg{node("Identity", "id", []string{"x"}, []string{"y"})},
 			[]msg{typedValueInfo("x", int64(et), 2)}, []msg{typedValueInfo("y", int64(et), 2)})
 		if err != nil {
@@ -78,10 +80,10 @@ func TestTypedInputs(t *testing.T) {
 		}
 	}
 	_, err = load(t, []msg{node("Identity", "id", []string{"x"}, []string{"y"})},
-		[]msg{typedValueInfo("x", int64(onnx.Float64), 2)}, []msg{typedValueInfo("y", int64(onnx.Float64), 2)})
+		[]msg{typedValueInfo("x", 14, 2)}, []msg{typedValueInfo("y", 14, 2)})
 	var e *ir.Error
-	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !bytes.Contains([]byte(e.Msg), []byte("float64")) {
-		t.Errorf("float64 input: %v, want unsupported naming float64", err)
+	if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || !bytes.Contains([]byte(e.Msg), []byte("complex64")) {
+		t.Errorf("complex64 input: %v, want unsupported naming complex64", err)
 	}
 	// A float32-only op on a run-time int64 refuses by name.
 	_, err = load(t, []msg{node("Exp", "r", []string{"x"}, []string{"y"})},

@@ -88,7 +88,7 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 		case dt.IsFloat() && (a.DType == "float32" || a.DType == dt.String()):
 			t.Data = a.Float32
 		case !dt.IsFloat() && a.DType == dt.String():
-			t.Ints = a.Int64
+			t.Ints = a.Carried()
 		default:
 			return fail(ir.Errorf(ir.CodeInvalidInput, -1, "input "+name, "input %s is %v; %s holds %s (gpucc never converts an input's dtype)", ir.Quote(name), dt, file, a.DType))
 		}

@@ -93,8 +93,8 @@ func npyValue(a *npy.Array, from, field string) (*inputValue, error) {
 		dt, _ := ir.ParseDType(a.DType)
 		return &inputValue{dtype: dt, shape: a.Shape, data: a.Float32}, nil
 	}
-	if dt, ok := ir.ParseDType(a.DType); ok && !dt.IsFloat() { // a .npy's int32, int64, bool; a JSON array's any integer dtype
-		return &inputValue{dtype: dt, shape: a.Shape, ints: a.Int64}, nil
+	if dt, ok := ir.ParseDType(a.DType); ok && !dt.IsFloat() { // a .npy's integers, bool, float64; a JSON array's any integer dtype or float64
+		return &inputValue{dtype: dt, shape: a.Shape, ints: a.Carried()}, nil
 	}
 	return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s holds %s; gpucc takes float32, int32, int64 and bool data and never converts a dtype", from, a.DType)
 }
@@ -181,7 +181,7 @@ func readInput(value string, dt ir.DType, maxElements int64, field string) (*npy
 	}
 	a := &npy.Array{DType: "float32", Shape: []int{}}
 	if !dt.IsFloat() {
-		a.DType = dt.String()
+		a.DType = dt.String() // an integer dtype, bool or float64
 	}
 	for x := v; ; {
 		l, ok := x.([]any)
@@ -212,10 +212,12 @@ func readInput(value string, dt ir.DType, maxElements int64, field string) (*npy
 		if !ok {
 			return ir.Errorf(ir.CodeInvalidInput, -1, field, "the JSON array holds %v, not a number", x)
 		}
-		if int64(len(a.Float32)+len(a.Int64)) >= maxElements {
+		if int64(len(a.Float32)+len(a.Float64)+len(a.Int64)) >= maxElements {
 			return ir.Errorf(ir.CodeLimitExceeded, -1, field, "the JSON array has more than %d elements", maxElements)
 		}
-		if dt.IsFloat() {
+		if dt.IsFloat64() { // JSON's numbers are float64s: exact
+			a.Float64 = append(a.Float64, f)
+		} else if dt.IsFloat() {
 			a.Float32 = append(a.Float32, float32(f))
 		} else {
 			if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
@@ -243,7 +245,7 @@ func writeOutputs(dir string, res *lib.Result) error {
 		}
 		a := &npy.Array{DType: "float32", Shape: t.Shape, Float32: t.Data}
 		if !t.DType.IsFloat() {
-			a = &npy.Array{DType: t.DType.String(), Shape: t.Shape, Int64: t.Ints}
+			a = npy.FromCarried(t.DType, t.Shape, t.Ints)
 		} else if t.DType != ir.F32 {
 			a.DType = "float32" // float16 and bfloat16 values are float32-carried: exact in float32
 		}

@@ -222,6 +222,13 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 				return nil, bad("value %v at element %d is not a %v value (gpucc never rounds an input)", tok, k, dt)
 			}
 			v.data = append(v.data, f)
+		case dt.IsFloat64():
+			num, ok := tok.(json.Number)
+			f, err := strconv.ParseFloat(string(num), 64)
+			if !ok || err != nil {
+				return nil, bad("value %v at element %d is not a finite float64", tok, k)
+			}
+			v.ints = append(v.ints, ir.F64Bits(f))
 		default:
 			num, ok := tok.(json.Number)
 			i, err := strconv.ParseInt(string(num), 10, 64)

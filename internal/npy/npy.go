@@ -1,6 +1,6 @@
 // Package npy reads and writes numpy's .npy files (format versions 1, 2
 // and 3) of little-endian float32, float64, float16, int32, int64, uint8,
-// int8, uint32 and bool arrays in
+// int8, uint32, int16, uint16, uint64 (below 2^63) and bool arrays in
 // C order: what `numpy.save` writes for the values a user fixes at import
 // (gpucc --const NAME=file.npy) or gives a run (gpucc run --input
 // NAME=file.npy), and what gpucc run --output-dir writes. Anything else (big-endian data, Fortran
@@ -41,7 +41,7 @@ var dtypes = map[string]struct {
 	"<f4": {"float32", 4}, "<f8": {"float64", 8}, "<i4": {"int32", 4}, "<i8": {"int64", 8},
 	"|b1": {"bool", 1}, "<b1": {"bool", 1},
 	"|u1": {"uint8", 1}, "<u1": {"uint8", 1}, "|i1": {"int8", 1}, "<i1": {"int8", 1}, "<u4": {"uint32", 4},
-	"<f2": {"float16", 2},
+	"<f2": {"float16", 2}, "<i2": {"int16", 2}, "<u2": {"uint16", 2}, "<u8": {"uint64", 8},
 }
 
 var (
@@ -125,6 +125,25 @@ func Read(r io.Reader, maxElements int64) (*Array, error) {
 		for i := range a.Int64 {
 			a.Int64[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
 		}
+	case "int16":
+		a.Int64 = make([]int64, n)
+		for i := range a.Int64 {
+			a.Int64[i] = int64(int16(binary.LittleEndian.Uint16(data[2*i:])))
+		}
+	case "uint16":
+		a.Int64 = make([]int64, n)
+		for i := range a.Int64 {
+			a.Int64[i] = int64(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	case "uint64": // gpucc's uint64 holds [0, 2^63-1]
+		a.Int64 = make([]int64, n)
+		for i := range a.Int64 {
+			u := binary.LittleEndian.Uint64(data[8*i:])
+			if u > math.MaxInt64 {
+				return nil, fmt.Errorf("npy: uint64 value %d at element %d is 2^63 or more, which gpucc's uint64 (carried in int64) does not hold", u, i)
+			}
+			a.Int64[i] = int64(u)
+		}
 	case "uint32":
 		a.Int64 = make([]int64, n)
 		for i := range a.Int64 {
@@ -169,7 +188,7 @@ func parseHeader(h string, maxElements int64) (*Array, int, error) {
 	}
 	dt, ok := dtypes[m[1]]
 	if !ok {
-		return nil, 0, fmt.Errorf("npy: dtype %q; gpucc reads little-endian float32, float64, float16, int32, int64, uint8, int8, uint32 and bool (<f4, <f8, <f2, <i4, <i8, |u1, |i1, <u4, |b1)", m[1])
+		return nil, 0, fmt.Errorf("npy: dtype %q; gpucc reads little-endian float32, float64, float16, int32, int64, uint8, int8, uint32, int16, uint16, uint64 and bool (<f4, <f8, <f2, <i4, <i8, |u1, |i1, <u4, <i2, <u2, <u8, |b1)", m[1])
 	}
 	f := fortranRE.FindStringSubmatch(h)
 	if f == nil {
@@ -211,4 +230,33 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// Carried returns a's values in gpucc's []int64 carrier (ir.Node.Ints):
+// an integer or bool array's Int64, a float64 array's bits (ir.F64Bits).
+func (a *Array) Carried() []int64 {
+	if a.DType != "float64" {
+		return a.Int64
+	}
+	out := make([]int64, len(a.Float64))
+	for i, x := range a.Float64 {
+		out[i] = ir.F64Bits(x)
+	}
+	return out
+}
+
+// FromCarried returns the array of gpucc dtype dt (not a float32-carried
+// one) and shape holding carried values: float64's bits as Float64, the
+// integers and bools as Int64.
+func FromCarried(dt ir.DType, shape []int, carried []int64) *Array {
+	a := &Array{DType: dt.String(), Shape: shape}
+	if !dt.IsFloat64() {
+		a.Int64 = carried
+		return a
+	}
+	a.Float64 = make([]float64, len(carried))
+	for i, b := range carried {
+		a.Float64[i] = ir.F64Value(b)
+	}
+	return a
 }

@@ -13,11 +13,12 @@ import (
 
 // descrs is each dtype's descr as Write spells it (numpy.save's own).
 var descrs = map[string]string{"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1",
-	"float16": "<f2", "uint8": "|u1", "int8": "|i1", "uint32": "<u4"}
+	"float16": "<f2", "uint8": "|u1", "int8": "|i1", "uint32": "<u4", "int16": "<i2", "uint16": "<u2", "uint64": "<u8"}
 
 // intRanges are the integer dtypes' ranges that Write checks.
 var intRanges = map[string][2]int64{"int32": {math.MinInt32, math.MaxInt32}, "bool": {0, 1},
-	"uint8": {0, math.MaxUint8}, "int8": {math.MinInt8, math.MaxInt8}, "uint32": {0, math.MaxUint32}}
+	"uint8": {0, math.MaxUint8}, "int8": {math.MinInt8, math.MaxInt8}, "uint32": {0, math.MaxUint32},
+	"int16": {math.MinInt16, math.MaxInt16}, "uint16": {0, math.MaxUint16}, "uint64": {0, math.MaxInt64}}
 
 // Write encodes a as one .npy file of format version 1.0 (2.0 when the
 // header needs more than 65535 bytes), little-endian and in C order, as
@@ -92,6 +93,18 @@ func Write(w io.Writer, a *Array) error {
 	case "int64":
 		for _, v := range a.Int64 {
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+		}
+	case "int16", "uint16", "uint64":
+		r := intRanges[a.DType]
+		for i, v := range a.Int64 {
+			if v < r[0] || v > r[1] {
+				return fmt.Errorf("npy: %s value %d at element %d is out of range", a.DType, v, i)
+			}
+			if a.DType == "uint64" {
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+			} else {
+				buf = binary.LittleEndian.AppendUint16(buf, uint16(v))
+			}
 		}
 	default: // int32, uint32 (4 bytes), bool, uint8, int8 (1 byte), checked against their ranges
 		r := intRanges[a.DType]
