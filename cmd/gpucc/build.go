@@ -116,6 +116,9 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 		if k.Kind == ir.KernelRows {
 			b.WriteString(explainRows(&k))
 		}
+		if k.Kind == ir.KernelAttention {
+			fmt.Fprintf(&b, "  order  %s\n", ir.AttentionKernel(&k).Order())
+		}
 		if k.Kind == ir.KernelConv {
 			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)
 			fmt.Fprintf(&b, "  conv   %dx%d kernel, strides [%d,%d], pads [%d,%d,%d,%d], dilations [%d,%d], group %d: %d products per output, (c, kh, kw) ascending\n",
