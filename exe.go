@@ -116,6 +116,10 @@ type RunOptions struct {
 	// (of the output's length); other outputs get new slices. An output
 	// named in both Keep and Into is an error (invalid_input).
 	Into map[string][]float32
+	// IntoInts is Into for a typed graph's outputs of an integer or bool
+	// dtype (Tensor.Ints' values); naming any other output is an error
+	// (invalid_input).
+	IntoInts map[string][]int64
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
@@ -403,6 +407,9 @@ func (e *Executable) dests(opts RunOptions, dests []backend.Dest, res *Result) (
 	}
 	if len(keep) > 0 {
 		res.Kept = map[string]*DeviceTensor{}
+	}
+	for name := range opts.IntoInts { // a float32 graph has no integer output
+		return nil, 0, ir.Errorf(ir.CodeInvalidInput, -1, "into", "IntoInts[%q]: the graph's outputs are float32; Into takes them", name)
 	}
 	for name, s := range opts.Into {
 		if !slices.ContainsFunc(p.Outputs, func(o ir.ProgramOutput) bool { return o.Name == name && o.Shape.Len() == len(s) }) {

@@ -502,6 +502,12 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 			}
 			segOpts[o.seg].Into[o.from] = s
 		}
+		if s, ok := opts.IntoInts[o.name]; ok {
+			if segOpts[o.seg].IntoInts == nil {
+				segOpts[o.seg].IntoInts = map[string][]int64{}
+			}
+			segOpts[o.seg].IntoInts[o.from] = s
+		}
 	}
 	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Outputs: map[string]Tensor{}, Exact: true,
 		FallbackAttempts: slices.Clone(rt.attempts)}
@@ -524,7 +530,7 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 	}
 	pure := make([]bool, len(sp.segs)) // the segment reads nothing this run gives (sp.cache)
 	for s, x := range sp.segs {
-		pure[s] = len(segOpts[s].Keep) == 0 && len(segOpts[s].Into) == 0 &&
+		pure[s] = len(segOpts[s].Keep) == 0 && len(segOpts[s].Into) == 0 && len(segOpts[s].IntoInts) == 0 &&
 			!slices.ContainsFunc(sp.reads[s], func(name string) bool { _, ok := in[name]; return ok })
 		for _, p := range sp.passes[s] {
 			pure[s] = pure[s] && pure[p.from]
@@ -579,6 +585,10 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 		if s, ok := opts.Into[o.name]; ok && len(s) > 0 && &s[0] != &t.Data[0] { // a segment's constant output is its own slice
 			copy(s, t.Data)
 			t.Data = s
+		}
+		if s, ok := opts.IntoInts[o.name]; ok && len(s) > 0 && &s[0] != &t.Ints[0] {
+			copy(s, t.Ints)
+			t.Ints = s
 		}
 		res.Outputs[o.name] = t
 	}

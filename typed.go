@@ -80,7 +80,8 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 // webgpu) and read to the host for the run elsewhere. opts.Keep leaves
 // outputs of any dtype on the device, as DeviceTensors of that dtype (a
 // decoder's int64 token ids or bool mask fed to its next step), opts.Into
-// reads float outputs into the caller's slices. A run that has no right answer (an
+// and opts.IntoInts read float and integer or bool outputs into the
+// caller's slices. A run that has no right answer (an
 // integer division by zero, a cast with none) fails with integer_fault; a
 // float output holding ±Inf or NaN with non_finite_output, as for float32
 // graphs (a kept output is not read, so not checked, as for float32
@@ -211,7 +212,12 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 			copy(s, data)
 			data = s
 		}
-		res.Outputs[o.Name] = Tensor{Shape: shape, DType: v.DType, Data: data, Ints: v.I}
+		ints := v.I
+		if s, ok := opts.IntoInts[o.Name]; ok {
+			copy(s, ints)
+			ints = s
+		}
+		res.Outputs[o.Name] = Tensor{Shape: shape, DType: v.DType, Data: data, Ints: ints}
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
 	res.Timings.DispatchMs, res.Timings.TotalMs, res.Timings.DispatchClock = ms, ms, "wall"
@@ -226,8 +232,9 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 // typedDests checks a typed run's Keep and Into against g's outputs and
 // returns the outputs kept: each kept output is one of g's (of any dtype:
 // a DeviceTensor holds its dtype's values), each Into slice is for an
-// output of a float dtype and of its length, and no output is in both
-// (invalid_input, as for a float32 graph).
+// output of a float dtype and of its length, each IntoInts slice for one
+// of an integer or bool dtype and of its length, and no output is both
+// kept and read into a slice (invalid_input, as for a float32 graph).
 func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
 	output := func(name string) (ir.Node, bool) {
 		for _, o := range g.Outputs {
@@ -254,6 +261,18 @@ func typedDests(g *ir.Graph, opts RunOptions) (map[string]bool, error) {
 		}
 		if keep[name] {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "output %q is both kept on the device (Keep) and read into a host slice (Into); name it in one", name)
+		}
+	}
+	for name, s := range opts.IntoInts {
+		n, ok := output(name)
+		if !ok || n.Shape.Len() != len(s) {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "IntoInts[%q] is not an output of %d values", name, len(s))
+		}
+		if n.DType.IsFloat() {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "IntoInts[%q]: the output is %v, IntoInts takes integer and bool values (Into takes float ones)", name, n.DType)
+		}
+		if keep[name] {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "into", "output %q is both kept on the device (Keep) and read into a host slice (IntoInts); name it in one", name)
 		}
 	}
 	return keep, nil

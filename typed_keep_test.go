@@ -15,7 +15,7 @@ import (
 // are the next step's inputs: ids+1 (wrapping at 2^63), mask xor ids>0,
 // count·3 (wrapping at 2^31), h·0.5 (float16 subnormals rounded to even),
 // u+200 (wrapping at 2^8); and y, ids as float32, a float32 output beside
-// them.
+// them, halved (float32 work after the typed nodes).
 func typedStepGraph(t *testing.T) *ir.Graph {
 	b := ir.NewBuilder()
 	ids := b.TypedInput("ids", ir.I64, ir.Shape{4}, nil, make([]int64, 4))
@@ -28,7 +28,7 @@ func typedStepGraph(t *testing.T) *ir.Graph {
 	b.Output("count1", count.Mul(b.FullOf(ir.I32, ir.Shape{2}, 0, 3)))
 	b.Output("h1", h.Mul(b.FullOf(ir.F16, ir.Shape{5}, 0.5, 0)))
 	b.Output("u1", u.Add(b.FullOf(ir.U8, ir.Shape{5}, 0, 200)))
-	b.Output("y", ids.Cast(ir.F32))
+	b.Output("y", ids.Cast(ir.F32).MulScalar(0.5)) // float32 work: a split graph on native and wasm
 	g, err := b.Build(ir.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -252,5 +252,78 @@ func typedTensorsRefused(t *testing.T, rt *gpucc.Runtime, exe *gpucc.Executable)
 	}
 	if n, bytes := rt.LiveTensors(); n != 2 || bytes != 32 {
 		t.Errorf("after the refusals: %d live tensors of %d bytes, want 2 of 32", n, bytes)
+	}
+}
+
+// TestTypedIntoInts: RunOptions.IntoInts reads a typed graph's integer and
+// bool outputs into the caller's slices, as Into does float ones: the
+// outputs are those slices, with Run's values, on cpu and every backend
+// with typed code. An IntoInts slice for a float output, of the wrong
+// length, for a kept output or on a float32 graph is invalid_input.
+func TestTypedIntoInts(t *testing.T) {
+	ctx := context.Background()
+	g := typedStepGraph(t)
+	for _, name := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, name)
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			in := gpucc.Inputs{}
+			for s, v := range typedStepStart() {
+				in[s] = v
+			}
+			want, err := exe.Run(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			into := map[string][]int64{"ids1": make([]int64, 4), "mask1": make([]int64, 4), "count1": make([]int64, 2), "u1": make([]int64, 5)}
+			h := make([]float32, 5)
+			r, err := exe.RunWith(ctx, in, gpucc.RunOptions{IntoInts: into, Into: map[string][]float32{"h1": h}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for o, s := range into {
+				if got := r.Outputs[o].Ints; len(got) == 0 || &got[0] != &s[0] {
+					t.Errorf("%s is not its IntoInts slice", o)
+				}
+			}
+			if got := r.Outputs["h1"].Data; &got[0] != &h[0] {
+				t.Errorf("h1 is not its Into slice")
+			}
+			for o, w := range want.Outputs {
+				sameTensor(t, name+" "+o, r.Outputs[o], w)
+			}
+			for _, c := range []struct {
+				what string
+				opts gpucc.RunOptions
+			}{
+				{"a float16 output", gpucc.RunOptions{IntoInts: map[string][]int64{"h1": make([]int64, 5)}}},
+				{"a float32 output", gpucc.RunOptions{IntoInts: map[string][]int64{"y": make([]int64, 4)}}},
+				{"a short slice", gpucc.RunOptions{IntoInts: map[string][]int64{"ids1": make([]int64, 3)}}},
+				{"no output", gpucc.RunOptions{IntoInts: map[string][]int64{"ids": make([]int64, 4)}}},
+				{"a kept output", gpucc.RunOptions{Keep: []string{"ids1"}, IntoInts: map[string][]int64{"ids1": make([]int64, 4)}}},
+			} {
+				if _, err := exe.RunWith(ctx, in, c.opts); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+					t.Errorf("IntoInts for %s: %v, want invalid_input", c.what, err)
+				}
+			}
+			b := ir.NewBuilder()
+			b.Output("y", b.NamedInput("x", ir.Shape{4}, make([]float32, 4)).AddScalar(1))
+			fg, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fe, err := rt.Compile(ctx, fg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fe.Release()
+			if _, err := fe.RunWith(ctx, nil, gpucc.RunOptions{IntoInts: map[string][]int64{"y": make([]int64, 4)}}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+				t.Errorf("IntoInts on a float32 graph: %v, want invalid_input", err)
+			}
+		})
 	}
 }
