@@ -86,6 +86,8 @@ type Decoder struct {
 	pairs   []CachePair
 	compile time.Duration
 	grown   *cacheRewrite // the static-cache rewrite, for a model whose cache grows (nil: none)
+	// attention counts the step's fused attention nodes (ir.FuseAttention).
+	attention int
 	// forget, set by tests only, gives every step an empty cache: the
 	// decoding a broken cache gives; host keeps the cache on the host, the
 	// fallback's path, on a backend that keeps it on the device.
@@ -230,6 +232,11 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	}
 	if d.idShape == nil || d.posShp == nil {
 		return nil, unsupported("the model computes nothing from input_ids or position")
+	}
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpAttention {
+			d.attention++
+		}
 	}
 	if d.exe, err = rt.Compile(ctx, g); err != nil {
 		return nil, err

@@ -279,11 +279,13 @@ func (rw cacheRewrite) String() string {
 	return fmt.Sprintf("the model's cache grows a row a step (present = Concat(past, row)); rewritten to a static cache of %d rows (the capacity: max_len, fixed at load; nothing is evicted), %d caches written at the step's position, %d attention nodes masking the keys past it: one executable for every step", rw.capacity, rw.caches, rw.attention)
 }
 
-// Explain says how the Decoder keeps its cache: the model's own static
-// cache, or the rewrite of a growing one (its capacity policy).
+// Explain says how the Decoder keeps its cache (the model's own static
+// cache, or the rewrite of a growing one and its capacity policy) and how
+// many of the step's attentions run fused, one line each.
 func (d *Decoder) Explain() string {
+	c := fmt.Sprintf("cache: the model's own static cache of %d rows (max_len), written at the step's position by the model", d.maxLen)
 	if d.grown != nil {
-		return "cache: " + d.grown.String()
+		c = "cache: " + d.grown.String()
 	}
-	return fmt.Sprintf("cache: the model's own static cache of %d rows (max_len), written at the step's position by the model", d.maxLen)
+	return c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
 }

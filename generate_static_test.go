@@ -20,7 +20,9 @@ import (
 // through the static-cache rewrite with one executable, giving the static
 // fixture's tokens and every step's logits bit for bit, on cpu and every
 // backend that runs typed graphs. (Without the rewrite NewDecoder refuses
-// the model: its presents are a row longer than its pasts.)
+// the model: its presents are a row longer than its pasts.) Explain says
+// so, and that both run their 2 attentions fused (the static fixture's
+// masked_fill over slots > position ran the unfused chain before ef5c426).
 func TestGenerateGrowingCache(t *testing.T) {
 	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
 	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_grow.onnx"))
@@ -40,10 +42,10 @@ func TestGenerateGrowingCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Release()
-			if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "4 caches") || !strings.Contains(e, "2 attention nodes") {
+			if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "4 caches") || !strings.Contains(e, "2 attention nodes") || !strings.Contains(e, "attention: 2 fused") {
 				t.Errorf("Explain = %q", e)
 			}
-			if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") {
+			if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused attention nodes") {
 				t.Errorf("the static fixture's Explain = %q", e)
 			}
 			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}

@@ -49,7 +49,8 @@
 #            graphs; reductions up to 2^21 leaves an output) and the transformer fixtures at run-time ids
 #   transformers  export the text-transformer fixtures (onnx/testdata/transformers/export.py: GPT-2 and
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
-#   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5): gpucc generate on
+#   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5; gpt2kv_grow: the same
+#            step with a growing cache, through generate's static-cache rewrite): gpucc generate on
 #            webgpu (and native) for the gpt2kv fixture and a GPT-2-small-sized step model that
 #            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager;
 #            and the matmul tuner's default tile beside its best for the decode's M=1 products
@@ -274,7 +275,7 @@ suite_decode() {
 	[ -s "$OUT/torch_decode.json" ] || cp /tmp/decode/torch_decode.json "$OUT/" 2>/dev/null # what it had when its time ran out
 	warm
 	local p=34,32,204,127,151,153,182,7 m b
-	for m in onnx/testdata/transformers/gpt2kv.onnx /tmp/decode/gpt2small_kv.onnx; do
+	for m in onnx/testdata/transformers/gpt2kv.onnx onnx/testdata/transformers/gpt2kv_grow.onnx /tmp/decode/gpt2small_kv.onnx; do
 		for b in webgpu native; do
 			[ -f "$m" ] || continue
 			[ $b = native ] && [ "${m#/tmp}" != "$m" ] && continue # the small model on webgpu only: 10 minutes a command
@@ -288,7 +289,7 @@ import json, os, sys
 o = sys.argv[1]
 t = json.load(open(os.path.join(o, "torch_decode.json")))
 r = {}
-for cfg, m in (("fixture", "gpt2kv"), ("small", "gpt2small_kv")):
+for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("small", "gpt2small_kv")):
     for b in ("webgpu", "native"):
         try:
             g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))
