@@ -27,8 +27,9 @@
 #            torchvision's ResNet-18, MobileNet v2, EfficientNet-B0 at batch 1 under the conv rule and under
 #            passes.Options.SpreadConv (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
 #            under the ladder's tiles (TILES="..." picks), beside cuDNN
-#   rows     row ops and exp, tanh, sigmoid, GELU at [8192,1024] in a fresh process and after other
-#            work, beside PyTorch
+#   rows     the FMA probe and the row kernels' bits on its path, then row ops and exp, tanh, sigmoid, GELU
+#            at [8192,1024] in a fresh process and after other work, with and without the fused division
+#            (GPUCC_FMA=off), beside PyTorch
 #   attn     attention at seq 256 and 2048 (unfused, and fusedattn: one attention kernel), and the fused
 #            kernel in the online order beside the full-row default tile at seq 128-4096, d 64 and 128
 #            (AttnTiles; ATTN_SWEEP=1 adds every full-row WGSL tile, ATTN_TILES="16x16k32 ..." picks), after
@@ -59,7 +60,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BIN=.device
-PKGS="gpucc:. bench:./bench onnx:./onnx gpu:./runtime/gpu"
+PKGS="gpucc:. bench:./bench onnx:./onnx gpu:./runtime/gpu webgpu:./runtime/webgpu"
 
 if [ "${1:-}" = build ]; then
 	set -e
@@ -95,7 +96,7 @@ log() { echo "[$((SECONDS - S))s] $*" | tee -a "$OUT/visit.log" "$R/visit.log"; 
 # tests FILE TIMEOUT BINARY PATTERN [args]: run a test binary from its package's folder, log the count.
 tests() {
 	local file=$1 t=$2 bin=$3 pat=$4 dir=.; shift 4
-	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; esac
+	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; webgpu) dir=runtime/webgpu ;; esac
 	(cd $dir && timeout "$t" "$OLDPWD/$BIN/$bin.test" -test.run "$pat" -test.v "$@") >>"$OUT/$file" 2>&1
 	log "$bin $pat: exit $? ($(grep -c -- '--- PASS' "$OUT/$file") passed, $(grep -c -- '--- FAIL' "$OUT/$file") failed in $file so far)"
 }
@@ -113,6 +114,8 @@ suite_exact() {
 	# The device machine has no clang: the onnx tests' wasm subtests fail there ("clang not found").
 	tests onnx.txt 120 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport'
 	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'
+	# the FMA probe's verdict (webgpu's fmaprobe.go: Keep holds, the bare a*b+c contracts, fma() fused or not)
+	tests gpu.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
 	# Full tier (no -test.short); the attention tests ran above (their full tier alone took 140 s on the
 	# H200 at 59aa824 and cut this step short).
 	tests typed.txt 300 gpucc 'TestTyped[A-Za-z]*/webgpu|TestSplitIntermediates/webgpu|TestTransformerFixtures/(cpu|webgpu)|TestGPT2KVDeviceCache|TestGenerateFixture/webgpu'
@@ -164,6 +167,10 @@ suite_conv1() {
 	log "torch_conv.py 1: exit $?"
 }
 suite_rows() {
+	# The FMA probe's verdict on the driver, then the division's and the row kernels' bits against cpuref on the
+	# path it picks: the fused twins (ir.Fused, div_row_fma) where the probe saw fma() round once (issue 35 item 1)
+	tests rows_exact.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
+	tests rows_exact.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu' -test.short
 	warm
 	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
@@ -174,6 +181,8 @@ suite_rows() {
 	benches bench_rows_divslow.txt 60 bench 'NN/(softmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=divslow
 	benches bench_rows_floatmax.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=floatmax
 	benches bench_rows_before.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall,divslow,floatmax
+	# without the fused twins (GPUCC_FMA=off: Dekker's products, as before the probe), beside bench_rows.txt
+	benches bench_rows_nofma.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=off
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
 	log "torch_nn.py: exit $?"
 }

@@ -11,9 +11,9 @@ import (
 // writer is a kernel kind's row in the WGSL target.
 type writer struct {
 	// emit writes the kernel's entry point (and what it calls) after the
-	// shared declarations, filling s's workgroup and dispatch; fast is
-	// Target.Fast.
-	emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool)
+	// shared declarations, filling s's workgroup and dispatch, for target
+	// t (its Fast and Fused).
+	emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target)
 	// loops returns the most loop iterations one invocation runs (see
 	// LoopCost); nil: none beyond unrolled ones.
 	loops func(k *ir.Kernel) int
@@ -22,14 +22,14 @@ type writer struct {
 // writers is the WGSL target's row of each kernel kind.
 var writers = [ir.NumKernelKinds]writer{
 	ir.KernelElementwise: {emit: plain(elementwise)},
-	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
+	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
 		switch {
 		case k.Tile.Vector == 4 && k.Tile.Stages > 0:
-			matmulStaged(b, k, s, fast)
+			matmulStaged(b, k, s, t.Fast)
 		case k.Tile.Vector == 4:
-			matmulVec4(b, k, s, fast)
+			matmulVec4(b, k, s, t.Fast)
 		default:
-			matmul(b, k, s, fast)
+			matmul(b, k, s, t.Fast)
 		}
 	}, loops: func(k *ir.Kernel) int {
 		if k.Tile.BK <= 0 {
@@ -39,8 +39,12 @@ var writers = [ir.NumKernelKinds]writer{
 	}},
 	ir.KernelReduce: {emit: plain(sum), loops: sumLoopCost},
 	ir.KernelLife:   {emit: plain(life)},
-	ir.KernelRows:   {emit: plain(rowsKernel), loops: rowsLoopCost},
-	ir.KernelConv:   {emit: conv, loops: convLoopCost},
+	ir.KernelRows: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
+		rowsKernel(b, k, s, t.Fused)
+	}, loops: rowsLoopCost},
+	ir.KernelConv: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
+		conv(b, k, s, t.Fast)
+	}, loops: convLoopCost},
 	// attention shares each query row's scores among its outputs' threads
 	// (the nest recomputes them per output)
 	ir.KernelAttention: {emit: plain(attention), loops: attentionLoops},
@@ -79,6 +83,6 @@ func writerOf(kind ir.KernelKind) *writer {
 }
 
 // plain makes the emit of a kind whose writer has no fast variant.
-func plain(emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader)) func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
-	return func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, _ bool) { emit(b, k, s) }
+func plain(emit func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader)) func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
+	return func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, _ Target) { emit(b, k, s) }
 }

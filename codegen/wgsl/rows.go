@@ -29,7 +29,9 @@ import (
 // leaves in registers (tried for rows of up to 32 leaves) changed the bits
 // of variance on lavapipe, whose compiler rewrote the guarded products
 // and sums across the tree (see Params.one in the package doc).
-func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+// With fused (Target.Fused), its divisions by a per-row divisor take
+// ir.DivRowFastFused.
+func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool) {
 	pl := codegen.PlanRows(k)
 	n, p := pl.Red.Leaves, pl.P
 	wg := p >= SumThreads
@@ -38,7 +40,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		per = p / SumThreads
 		pl.CacheLoads(k)
 	}
-	divs := rowDivisions(b, &pl, k)
+	divs := rowDivisions(b, &pl, k, fused)
 	rowMaxNeg(b, &pl, k)
 	keys := map[int]bool{} // the max reductions reduced by order keys (RowMaxKeys)
 	if wg && RowMaxKeys {
@@ -169,15 +171,20 @@ var RowDivFast = true
 
 // rowDivisions declares the functions of the divisions by a per-row
 // divisor in rows kernel k (with RowDivFast) and sets pl.Render for each;
-// it returns the divisors.
-func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int]bool {
+// it returns the divisors. With fused, the fast path is DivRowFast's
+// fused twin, DivRowFastFused (the same bits: ir's TestDivRowFastFused).
+func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused bool) map[int]bool {
 	divs := pl.RowDivisions(k)
 	if !RowDivFast || len(divs) == 0 {
 		return nil
 	}
 	lit := Lang // exact literals: these functions' constants are not in Params
 	lit.Const = nil
-	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, ir.DivRowFast, ir.DivByOne}, 0), 0))
+	fast := ir.DivRowFast
+	if fused {
+		fast = ir.DivRowFastFused
+	}
+	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, fast, ir.DivByOne}, 0), 0))
 	divisors := map[int]bool{}
 	if pl.Render == nil {
 		pl.Render = map[int]func() []string{}
@@ -190,7 +197,7 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) map[int
 				fmt.Sprintf("var %s = %s(%s);", q, codegen.FuncName(ir.DivByOne), a),
 				fmt.Sprintf("if (!%s_one) {", v),
 				fmt.Sprintf("\t%s = 0.0;", q),
-				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(ir.DivRowFast), a, v, v, v, v, v, v),
+				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(fast), a, v, v, v, v, v, v),
 				fmt.Sprintf("\tif (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
 				"}",
 			}

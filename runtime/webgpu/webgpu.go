@@ -50,6 +50,8 @@ type device struct {
 	pool      *bufferPool
 	tiles     *tune.Table
 	adapter   gpu.AdapterInfo
+	fma       fmaProbe // the FMA probe's findings (fmaprobe.go)
+	fmaErr    error    // why the probe did not run (then no fused kernels, no refusal)
 }
 
 // pipeline is a compiled kernel shared by the executables that use it.
@@ -95,6 +97,10 @@ func open(opts backend.Options) (backend.Device, error) {
 		limit = backend.DefaultPoolBytes
 	}
 	l := info.Limits
+	probe, probeErr := probeFMA(dev)
+	if gpu.Verbose {
+		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v (error %v)\n", info, probe, probeErr)
+	}
 	tiles, err := tune.LoadCache(opts.Cache)
 	if err != nil { // an unreadable table costs speed, never a run
 		if gpu.Verbose {
@@ -106,6 +112,8 @@ func open(opts backend.Options) (backend.Device, error) {
 		dev:       dev,
 		tiles:     tiles,
 		adapter:   info,
+		fma:       probe,
+		fmaErr:    probeErr,
 		cache:     opts,
 		pipelines: map[[32]byte]*pipeline{},
 		pool:      newPool(dev, limit, opts.PoolBytes == 0),
@@ -327,6 +335,10 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	fail := func(err error) error {
 		return &backend.Error{Code: ir.CodeExecutionFailed, Backend: "webgpu", Err: err}
 	}
+	if d.fmaErr == nil && !d.fma.KeepSafe {
+		return nil, &backend.Error{Code: ir.CodeUnsupported, Backend: "webgpu", Err: fmt.Errorf(
+			"adapter %s contracts a product into the following add even through Keep (FMA probe: %v): its kernels would not give the reference's bits", d.adapter, d.fma)}
+	}
 	stop := st.Start(backend.StageCodegen)
 	var shaders []codegen.Shader
 	var err error
@@ -336,7 +348,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			return nil, err
 		}
 	} else {
-		t := wgsl.Target{Fast: bp.Fast && contracts(p)} // fast mode changes matmuls and convs only
+		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: d.fmaErr == nil && d.fma.Fused()} // fast mode changes matmuls and convs only
 		st.Fast = t.Fast
 		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), sp, st, t.Emit, wgsl.Params)
 	}

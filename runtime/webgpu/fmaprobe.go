@@ -1,0 +1,152 @@
+//go:build cgo && !js
+
+package webgpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
+
+// fmaProbe is what the FMA probe (wgsl.FMAProbe) saw on a device: whether
+// its driver keeps the rounding of a product that the kernels pass through
+// Keep (if not, no kernel is exact there: Compile refuses), whether it
+// contracts a bare a·b + c (what Keep defends against), and whether its
+// fma() rounds once and division's fused twin gives IEEE's quotients, so
+// that kernels may take the fused twins (wgsl.Target.Fused).
+type fmaProbe struct {
+	KeepSafe      bool // every Keep'd a·b + a rounded twice, as cpuref does
+	BareContracts bool // some bare a·b + a came back rounded once
+	FMAFused      bool // every fma(a, b, -a·b) gave the product's exact error
+	DivExact      bool // every fused-twin quotient was IEEE's
+	Pairs         int  // pairs probed
+}
+
+// Fused reports whether kernels on the device may take the fused twins:
+// only where the probe saw fma rounded once, the twins give IEEE's
+// quotients and Keep hold; GPUCC_FMA=off refuses them too (for the
+// benchmarks' comparison).
+func (p fmaProbe) Fused() bool {
+	return p.KeepSafe && p.FMAFused && p.DivExact && os.Getenv("GPUCC_FMA") != "off"
+}
+
+func (p fmaProbe) String() string {
+	return fmt.Sprintf("keep=%v bare-contracts=%v fma-fused=%v div-exact=%v pairs=%d", p.KeepSafe, p.BareContracts, p.FMAFused, p.DivExact, p.Pairs)
+}
+
+// probes holds each adapter's probe, run once a process: an adapter's
+// driver does not change while the process runs.
+var probes sync.Map // adapter key -> fmaProbe
+
+// probeFMA returns the probe of dev's adapter, running it on first use.
+func probeFMA(dev *gpu.Device) (fmaProbe, error) {
+	info := dev.Info()
+	key := fmt.Sprintf("%s|%s|%s|%s|%x:%x", info.Name, info.Driver, info.DriverInfo, info.Backend, info.VendorID, info.DeviceID)
+	if p, ok := probes.Load(key); ok {
+		return p.(fmaProbe), nil
+	}
+	a, b := probePairs()
+	out, err := runProbe(dev, a, b)
+	if err != nil {
+		return fmaProbe{}, err
+	}
+	p := judgeProbe(a, b, out)
+	probes.Store(key, p)
+	return p, nil
+}
+
+// probePairs returns the probe's operands: random normal pairs whose
+// products and quotients stay normal (a flushing GPU computes them as
+// cpuref does), and pairs whose quotient lies next to a rounding
+// boundary (a = b·q rounded, and its neighbours), where a remainder off by
+// half an ulp of the product rounds the wrong way.
+func probePairs() (as, bs []float32) {
+	r := rand.New(rand.NewPCG(35, 1))
+	normal := func() float32 {
+		return math.Float32frombits(uint32(r.IntN(1<<23)) | uint32(107+r.IntN(40))<<23 | r.Uint32()&0x80000000)
+	}
+	for range 2048 {
+		as, bs = append(as, normal()), append(bs, normal())
+	}
+	for range 512 {
+		b, q := normal(), normal()
+		ab := math.Float32bits(b * q)
+		for d := -2; d <= 1; d++ {
+			as, bs = append(as, math.Float32frombits(ab+uint32(d))), append(bs, b)
+		}
+	}
+	return as, bs
+}
+
+// runProbe runs the probe kernel on dev over pairs a, b and returns its
+// output (wgsl.ProbeOutputs·n floats).
+func runProbe(dev *gpu.Device, a, b []float32) (_ []float32, err error) {
+	defer func() { // a probe that fails leaves the device as it was, never panics open
+		if r := recover(); r != nil {
+			err = fmt.Errorf("FMA probe: %v", r)
+		}
+	}()
+	n := len(a)
+	p, err := dev.Compile(wgsl.FMAProbe(n), "main", []gpu.BindingKind{gpu.ReadOnlyStorage, gpu.ReadOnlyStorage, gpu.Storage, gpu.Uniform})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Release()
+	var bufs []*gpu.Buffer
+	defer func() {
+		for _, x := range bufs {
+			x.Release()
+		}
+	}()
+	for _, size := range []int{n, n, wgsl.ProbeOutputs * n} {
+		x, err := dev.NewBuffer(uint64(4*size), "fma probe")
+		if err != nil {
+			return nil, err
+		}
+		bufs = append(bufs, x)
+	}
+	uniform := make([]byte, 32) // Params: one = 1, zero = 0, k[0] unused
+	binary.LittleEndian.PutUint32(uniform, math.Float32bits(1))
+	params, err := dev.NewUniform(uniform, "fma probe params")
+	if err != nil {
+		return nil, err
+	}
+	bufs = append(bufs, params)
+	if err := dev.Upload(bufs[0], a); err != nil {
+		return nil, err
+	}
+	if err := dev.Upload(bufs[1], b); err != nil {
+		return nil, err
+	}
+	out := make([]float32, wgsl.ProbeOutputs*n)
+	groups := uint32((n + wgsl.ProbeThreads - 1) / wgsl.ProbeThreads)
+	if err := dev.RunRead([]gpu.Dispatch{{Pipeline: p, Buffers: bufs, Groups: [3]uint32{groups, 1, 1}}}, bufs[2], out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// judgeProbe compares the probe's output with what each reading of its
+// arithmetic gives (computed here in float64, each rounding explicit).
+func judgeProbe(a, b, out []float32) fmaProbe {
+	n := len(a)
+	p := fmaProbe{KeepSafe: true, FMAFused: true, DivExact: true, Pairs: n}
+	same := func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }
+	for i := range n {
+		prod := float32(float64(a[i]) * float64(b[i]))
+		twice := prod + a[i] // float32 arithmetic: rounded once more
+		p.KeepSafe = p.KeepSafe && same(out[wgsl.ProbeKeep*n+i], twice)
+		p.BareContracts = p.BareContracts || !same(out[wgsl.ProbeBare*n+i], twice)
+		// the product's error is a float: exact in float64, so one rounding
+		exactErr := float32(math.FMA(float64(a[i]), float64(b[i]), -float64(prod)))
+		p.FMAFused = p.FMAFused && same(out[wgsl.ProbeErr*n+i], exactErr)
+		p.DivExact = p.DivExact && same(out[wgsl.ProbeDiv*n+i], a[i]/b[i])
+	}
+	return p
+}
