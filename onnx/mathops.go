@@ -558,11 +558,20 @@ func softmaxOp(log bool) func(c *importer) ([]value, *ir.Error) {
 // float32 ops (ReduceMin's negations would wrap an integer's minimum).
 var typedReduce = map[string]bool{"ReduceSum": true, "ReduceMax": true, "ReduceProd": true}
 
+// float64Reduce are the reductions whose every step is a float64 row (sum,
+// max, neg, mul, maximum, sqrt, exp, log): a run-time float64 input
+// computes them in float64.
+var float64Reduce = map[string]bool{"ReduceSum": true, "ReduceMax": true, "ReduceMin": true, "ReduceSumSquare": true,
+	"ReduceL1": true, "ReduceL2": true, "ReduceLogSum": true, "ReduceLogSumExp": true}
+
 func reduceOp(f func(x ir.Tensor, keep bool, axes []int) ir.Tensor) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
 		x, err := c.rtIn(0)
 		if v := c.in(0); v != nil && v.set && v.rt.DType() != ir.F32 && typedReduce[c.n.opType] {
 			x, err = v.rt, nil // a typed value: the row's Combine at its dtype (integers wrap)
+		}
+		if v := c.in(0); v != nil && v.set && v.rt.DType() == ir.F64 && float64Reduce[c.n.opType] {
+			x, err = v.rt, nil
 		}
 		if err != nil {
 			return nil, err

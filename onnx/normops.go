@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"math"
+
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -143,9 +145,16 @@ func mvnOp(c *importer) ([]value, *ir.Error) {
 // constant triangle; each sum is the pairwise tree of its elements and
 // -0s (numpy's cumsum adds in sequence: the order differs, the elements
 // are the same). An exclusive sum of nothing is +0, as the reference's.
+//
+// A run-time value of another dtype that sum takes (float64, float16, the
+// integers) sums where(T, x, the sum's identity) in its own dtype: -0 for
+// the floats, 0 for the integers (which wrap).
 func cumSumOp(c *importer) ([]value, *ir.Error) {
-	x, err := c.rtIn(0)
-	if err != nil {
+	var x ir.Tensor
+	var err *ir.Error
+	if v := c.in(0); v != nil && v.set && v.rt.DType() != ir.F32 && ir.OpSum.Info().Types.In.Has(v.rt.DType()) {
+		x = v.rt
+	} else if x, err = c.rtIn(0); err != nil {
 		return nil, err
 	}
 	s := x.Shape()
@@ -205,11 +214,14 @@ func cumSumOp(c *importer) ([]value, *ir.Error) {
 		}
 		empty.Float32[i] = float32(b2i(any))
 	}
+	xs := append(append(append(ir.Shape{}, s[:a]...), 1), s[a:]...)
+	if dt := x.DType(); dt != ir.F32 {
+		return one(rtValue(typedCumSum(c, x, xs, a, tri, empty, excl)))
+	}
 	tt, err := c.runtime(&value{c: tri}, "the triangle")
 	if err != nil {
 		return nil, err
 	}
-	xs := append(append(append(ir.Shape{}, s[:a]...), 1), s[a:]...)
 	y := tt.Apply(ir.OpMask, reshape(x, xs)).SumAxes(false, a+1)
 	if excl {
 		e, err := c.runtime(&value{c: empty}, "the non-empty sums")
@@ -407,4 +419,44 @@ func eyeLikeOp(c *importer) ([]value, *ir.Error) {
 		}
 	}
 	return one(constValue(r))
+}
+
+// typedCumSum is cumSumOp's sum of a typed x (xs: x's shape with a 1
+// inserted at a): where(T, x, identity) over [.., n, n, ..], summed over
+// axis a+1 in x's dtype; an exclusive sum of nothing is +0 (0).
+func typedCumSum(c *importer, x ir.Tensor, xs ir.Shape, a int, tri, empty *Tensor, excl bool) ir.Tensor {
+	dt, s := x.DType(), x.Shape()
+	full := append(ir.Shape{}, xs...)
+	full[a] = s[a]
+	bools := func(t *Tensor) []int64 {
+		out := make([]int64, len(t.Float32))
+		for i, v := range t.Float32 {
+			out[i] = int64(b2i(v != 0))
+		}
+		return out
+	}
+	ts := ir.Shape(append([]int{}, tri.Shape...))
+	keep := c.b.TypedInput("", ir.Bool, ts, nil, bools(tri))
+	if !ts.Equal(full) {
+		keep = keep.Broadcast(full)
+	}
+	xb := x.Reshape(xs)
+	if !xs.Equal(full) {
+		xb = xb.Broadcast(full)
+	}
+	negZero, zero := c.b.FullOf(dt, full, float32(math.Copysign(0, -1)), 0), ir.Tensor{}
+	if dt == ir.F64 {
+		negZero = c.b.FullOf(dt, full, 0, ir.F64Bits(math.Copysign(0, -1)))
+	}
+	y := keep.Where(xb, negZero).SumAxes(false, a+1)
+	if !excl {
+		return y
+	}
+	zero = c.b.FullOf(dt, s, 0, 0)
+	es := ir.Shape(append([]int{}, empty.Shape...))
+	e := c.b.TypedInput("", ir.Bool, es, nil, bools(empty))
+	if !es.Equal(s) {
+		e = e.Broadcast(s)
+	}
+	return e.Where(y, zero)
 }
