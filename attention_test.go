@@ -335,3 +335,41 @@ func TestAttentionOnline(t *testing.T) {
 		})
 	}
 }
+
+// onlineTileVariants are the online kernel's shapes that
+// TestAttentionOnlineTiles checks (bench/device.sh times them).
+var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4}}
+
+// TestAttentionOnlineTiles: on webgpu, each online kernel shape other
+// than the default (wgsl.AttentionOnlineTile; TestAttentionOnline runs
+// the default) gives cpuref's bits over partial blocks and workgroups,
+// d 64 and 128 (where 8x32 does not fit and takes the default), causal,
+// -Inf masks, leading -Inf blocks and a fully masked row: the shape
+// changes no bit.
+func TestAttentionOnlineTiles(t *testing.T) {
+	if !slices.Contains(backends, "webgpu") {
+		t.Skip("webgpu is not among the backends")
+	}
+	onlineFrom(t, 1)
+	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
+	bl := ir.AttentionBlock
+	cases := []irtest.AttentionCase{
+		{Name: "seq-block+1-d64-causal", H: 2, S: bl + 1, T: bl + 1, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal},
+		{Name: "seq130-d64-causal", S: 130, T: 130, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal},
+		{Name: "seq67-d128-padding", B: 2, S: 67, T: 67, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true},
+		{Name: "lead-off-100", S: 3, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskLead, NonFinite: true},
+		{Name: "row-off-70", S: 4, T: 70, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskRowOff, NonFinite: true},
+		{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3},
+	}
+	for _, tile := range onlineTileVariants {
+		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
+			wgsl.AttentionOnlineTile = tile
+			rt := open(t, "webgpu", func(o *gpucc.Options) {
+				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
+			})
+			for k, c := range cases {
+				t.Run(c.Name, func(t *testing.T) { checkNonFinite(t, rt, c.Graph(uint64(1200+k))) })
+			}
+		})
+	}
+}

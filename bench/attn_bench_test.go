@@ -9,9 +9,10 @@ package bench
 //	GPUCC_BENCH_ATTN        sequences, comma-separated (default 256,2048)
 //	GPUCC_BENCH_ATTN_D      head width (default 64)
 //	GPUCC_BENCH_ATTN_TILES  tiles, space-separated, as wgsl.ParseAttTile
-//	                        reads them, or "online": the online order's
-//	                        kernel (ir.AttentionOnlineFrom set to 1;
-//	                        every other entry runs the full-row order)
+//	                        reads them, or "online" / "online8x32": the
+//	                        online order's kernel under the default or that
+//	                        wgsl.OnlineTile (ir.AttentionOnlineFrom set to
+//	                        1; every other entry runs the full-row order)
 //	                        (default: attnTiles)
 
 import (
@@ -57,12 +58,16 @@ func BenchmarkAttnTiles(b *testing.B) {
 	type variant struct {
 		name   string
 		tile   wgsl.AttTile
-		online bool
+		online *wgsl.OnlineTile
 	}
 	var tiles []variant
 	for _, f := range strings.Fields(names) {
-		if f == "online" {
-			tiles = append(tiles, variant{name: f, tile: wgsl.DefaultAttTile, online: true})
+		if strings.HasPrefix(f, "online") {
+			o, err := wgsl.ParseOnlineTile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tiles = append(tiles, variant{name: f, tile: wgsl.DefaultAttTile, online: &o})
 			continue
 		}
 		t, err := wgsl.ParseAttTile(f)
@@ -72,7 +77,7 @@ func BenchmarkAttnTiles(b *testing.B) {
 		tiles = append(tiles, variant{name: t.String(), tile: t})
 	}
 	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
-	defer func(old int) { ir.AttentionOnlineFrom = old }(ir.AttentionOnlineFrom)
+	defer func(old int, o wgsl.OnlineTile) { ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile = old, o }(ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile)
 	ctx := context.Background()
 	for _, s := range seqs {
 		bld := ir.NewBuilder()
@@ -87,8 +92,8 @@ func BenchmarkAttnTiles(b *testing.B) {
 			b.Run(fmt.Sprintf("s%d-d%d/%s", s, d, t.name), func(b *testing.B) {
 				wgsl.AttentionTile = t.tile
 				ir.AttentionOnlineFrom = 1 << 30 // the full-row order
-				if t.online {
-					ir.AttentionOnlineFrom = 1
+				if t.online != nil {
+					ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile = 1, *t.online
 				}
 				rt := openEngine(b)
 				exe, err := rt.Compile(ctx, g)

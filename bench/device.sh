@@ -190,14 +190,14 @@ suite_attn() {
 	# Every WGSL attention kernel gives cpuref's bits on the driver before any is timed: the full-row
 	# tiles, and the online order's kernel (TestAttentionOnline, full tier: 2048 keys at d 64 and 128 too).
 	tests attn_exact.txt 240 gpucc 'TestAttentionTiles/webgpu|TestAttentionEdges/webgpu|TestAttentionLengths/webgpu' -test.short
-	tests attn_exact.txt 240 gpucc 'TestAttentionOnline/webgpu'
+	tests attn_exact.txt 300 gpucc 'TestAttentionOnline/webgpu|TestAttentionOnlineTiles/webgpu'
 	warm
 	benches bench_attn.txt 60 bench 'NN/(attn|fusedattn|attention)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	benches bench_attn.txt 90 bench 'NN/(attn|fusedattn)/' 200x GPUCC_BENCH_NN=8192,1024,2048,64
 	# The online order's kernel beside the full-row default (16x16k32), d 64 and 128: where the online
 	# order becomes the default (ir.AttentionOnlineFrom) is read from these.
-	benches bench_attn.txt 240 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=128,256,512,1024,2048,4096 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
-	benches bench_attn.txt 180 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=512,2048,4096 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
+	benches bench_attn.txt 300 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=128,256,512,1024,2048,4096 GPUCC_BENCH_ATTN_TILES="16x16k32 online online8x32 online32x8 online64x4"
+	benches bench_attn.txt 180 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=512,2048,4096 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="16x16k32 online online8x32 online32x8 online64x4"
 	# The full-row kernel under each tile (ATTN_SWEEP=1; ATTN_TILES="16x16k32 ..." picks), d 64 and 128.
 	if [ -n "${ATTN_SWEEP:-}" ]; then
 		benches bench_attn.txt 300 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-}"

@@ -8,44 +8,94 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// The online kernel's workgroup: onlineRows query rows of one batch
-// index, onlineSlices threads a row; each key block of ir.AttentionBlock
-// keys is staged through workgroup memory in sub-tiles of onlineSub keys
-// (onlinePlan), k's and then v's.
-const (
-	onlineRows   = 16
-	onlineSlices = 16
-)
+// OnlineTile is the online kernel's workgroup: Rows query rows of one
+// batch index, Slices threads a row; each key block of ir.AttentionBlock
+// keys is staged through workgroup memory in sub-tiles (onlinePlan), k's
+// and then v's. A tuning knob like AttentionTile: the shape changes no
+// bit (every shape keeps the online order).
+type OnlineTile struct{ Rows, Slices int }
 
-// onlineShape is the online kernel's geometry for one attention: keys a
-// staged sub-tile (ks, dividing the block), keys a thread scores per
-// sub-tile (pk), q's row in vec4s (d4), vec4 outputs a thread (ev), the
-// staged row's pitch in vec4s (w4: one more than a k row, against bank
-// conflicts, or a v row of onlineSlices·ev).
+// DefaultOnlineTile: 16 query rows of 16 threads, two keys a thread a
+// block.
+var DefaultOnlineTile = OnlineTile{Rows: 16, Slices: 16}
+
+// AttentionOnlineTile is the online kernel's shape (benchmarks set it:
+// bench/attn_bench_test.go's "online8x32").
+var AttentionOnlineTile = DefaultOnlineTile
+
+// String is the tile as ParseOnlineTile reads it: online, or onlineRxS.
+func (t OnlineTile) String() string {
+	if t == DefaultOnlineTile {
+		return "online"
+	}
+	return fmt.Sprintf("online%dx%d", t.Rows, t.Slices)
+}
+
+// ParseOnlineTile reads a tile written as String writes it.
+func ParseOnlineTile(s string) (OnlineTile, error) {
+	if s == "online" {
+		return DefaultOnlineTile, nil
+	}
+	var t OnlineTile
+	if _, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices); err != nil || t.String() != s ||
+		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 {
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
+	}
+	return t, nil
+}
+
+// onlineShape is the online kernel's geometry for one attention: the
+// tile, keys a staged sub-tile (ks, dividing the block), keys a thread
+// scores per sub-tile (pk), q's row in vec4s (d4), vec4 outputs a thread
+// (ev), the staged row's pitch in vec4s (w4: one more than a k row,
+// against bank conflicts, or a v row of Slices·ev).
 type onlineShape struct {
+	OnlineTile
 	ks, pk, d4, ev, w4 int
 }
 
 // onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
-// D and E are at most ir.AttentionOnlineMaxHead): the widest sub-tile
-// that keeps the staged rows, the block's probabilities and the row
-// maxima within WebGPU's default workgroup storage.
-func onlinePlan(a ir.Attention) onlineShape {
-	R, N := onlineRows, onlineSlices
-	p := onlineShape{d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
+// D and E are at most ir.AttentionOnlineMaxHead) under t: the widest
+// sub-tile that keeps the staged rows, the block's probabilities and the
+// row maxima within WebGPU's default workgroup storage; false where even
+// a sub-tile of a key a thread does not fit.
+func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
+	R, N := t.Rows, t.Slices
+	if R < 1 || N < 1 || R*N > attThreads || a.Block%N != 0 {
+		return onlineShape{}, false
+	}
+	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
 	p.w4 = max(p.d4+1, N*p.ev)
+	storage := func(ks int) int { return 16*ks*p.w4 + 4*a.Block*R + 4*R*N }
 	p.ks = a.Block
-	for p.ks > N && 16*p.ks*p.w4+4*a.Block*R+4*R*N > attStorage {
+	for p.ks > N && storage(p.ks) > attStorage {
 		p.ks /= 2
 	}
+	if p.ks < N || a.Block%p.ks != 0 || storage(p.ks) > attStorage {
+		return onlineShape{}, false
+	}
 	p.pk = p.ks / N
+	return p, true
+}
+
+// onlineKernelPlan is onlinePlan under AttentionOnlineTile, or under
+// DefaultOnlineTile where that has none (it fits every head up to
+// ir.AttentionOnlineMaxHead).
+func onlineKernelPlan(a ir.Attention) onlineShape {
+	if p, ok := onlinePlan(a, AttentionOnlineTile); ok {
+		return p
+	}
+	p, ok := onlinePlan(a, DefaultOnlineTile)
+	if !ok {
+		panic(fmt.Sprintf("wgsl: BUG: the default online attention tile does not fit d %d, e %d", a.D, a.E))
+	}
 	return p
 }
 
 // attentionOnline emits an attention kernel in the online order
 // (ir/attention.go; a.Block > 0): each score is computed once. A
-// workgroup holds onlineRows query rows of one batch index, onlineSlices
-// threads a row, each thread holding its row of q in registers (vec4s)
+// workgroup holds Rows query rows of one batch index, Slices threads a
+// row (AttentionOnlineTile), each thread holding its row of q in registers (vec4s)
 // and its vec4 outputs o (e = 4·(slice·ev + y) + lane). Per key block:
 // k's sub-tiles are staged through workgroup memory (fetched into
 // registers one stage ahead), each thread scores its pk keys of each
@@ -60,8 +110,8 @@ func onlinePlan(a ir.Attention) onlineShape {
 func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
-	R, N := onlineRows, onlineSlices
-	p := onlinePlan(a)
+	p := onlineKernelPlan(a)
+	R, N := p.Rows, p.Slices
 	threads := R * N
 	ew4 := N * p.ev
 	s.Workgroup = [3]int{threads, 1, 1}

@@ -1,0 +1,63 @@
+package wgsl_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
+)
+
+// TestParseOnlineTile: every online tile String writes reads back as
+// itself; a malformed one, too many threads or slices that do not divide
+// the key block are errors.
+func TestParseOnlineTile(t *testing.T) {
+	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4}} {
+		got, err := wgsl.ParseOnlineTile(tile.String())
+		if err != nil || got != tile {
+			t.Errorf("ParseOnlineTile(%q) = %+v, %v; want %+v", tile.String(), got, err, tile)
+		}
+	}
+	for _, bad := range []string{"", "online16", "online16x16", "online0x8", "online8x0", "online16x32", "online8x3", "online8x64", "online08x32", "online8x32x", "16x16k32"} {
+		if got, err := wgsl.ParseOnlineTile(bad); err == nil {
+			t.Errorf("ParseOnlineTile(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
+
+// TestOnlineKernelShapes: with every attention online, heads of every
+// width 1 to 128 (d and e apart) take the online kernel within WebGPU's
+// default workgroup storage, under each tile that fits and the default
+// where one does not; the full-row kernels' variables are absent.
+func TestOnlineKernelShapes(t *testing.T) {
+	defer func(old wgsl.OnlineTile, from int) {
+		wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom = old, from
+	}(wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom)
+	ir.AttentionOnlineFrom = 1
+	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}} {
+		wgsl.AttentionOnlineTile = tile
+		for _, de := range [][2]int{{1, 1}, {4, 3}, {64, 64}, {100, 7}, {7, 100}, {128, 128}, {128, 64}, {64, 128}} {
+			t.Run(fmt.Sprintf("%s/d%d-e%d", tile, de[0], de[1]), func(t *testing.T) {
+				c := irtest.AttentionCase{Name: "x", S: 3, T: 40, D: de[0], E: de[1], Scale: 0.5}
+				sp, _, err := passes.Compile(c.Graph(1), passes.Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sh, err := wgsl.Target{}.Emit(sp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := sh[0].Source
+				if !strings.Contains(src, "-MaxFloat32") || strings.Contains(src, "Qs") || strings.Contains(src, "pb = ") {
+					t.Errorf("not the online kernel:\n%s", src)
+				}
+				if sh[0].Workgroup[0] > 256 {
+					t.Errorf("workgroup %v", sh[0].Workgroup)
+				}
+			})
+		}
+	}
+}
