@@ -149,7 +149,7 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
 		return nil, e.failed(r, err)
 	}
 	r.adopt()
@@ -168,7 +168,7 @@ type run struct {
 // begin checks in and opts and makes the backend's call; rt.mu held.
 func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*run, error) {
 	rt := e.rt
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	if e.typed != nil || e.split != nil {
@@ -352,13 +352,13 @@ func (e *Executable) embeddedBuffer(ctx context.Context, pi PlanInput, st *backe
 	if err := rt.reserve(n); err != nil {
 		return nil, err
 	}
-	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	buf, err := guard(rt, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
 	if err != nil {
 		return nil, rt.wrap(err)
 	}
 	// The data was checked finite when the plan was sealed.
 	done := st.Start(backend.StageUpload)
-	_, err = guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) })
+	_, err = guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) })
 	done()
 	st.UploadBytes += n
 	if err != nil {

@@ -44,7 +44,7 @@ func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*P
 	}
 	l, ok := e.exe.(backend.Launcher)
 	if !ok || len(r.copied) > 0 {
-		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
+		if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
 			return nil, e.failed(r, err)
 		}
 		r.adopt()
@@ -54,7 +54,7 @@ func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*P
 		}
 		return &Pending{r: r, start: start, res: res}, nil
 	}
-	bp, err := guard(rt.info.Name, func() (backend.Pending, error) { return l.Launch(ctx, r.call) })
+	bp, err := guard(rt, func() (backend.Pending, error) { return l.Launch(ctx, r.call) })
 	if err != nil {
 		return nil, e.failed(r, err)
 	}
@@ -116,14 +116,14 @@ func (p *Pending) waitLocked(ctx context.Context) {
 		p.res, p.err = nil, err
 	}
 	switch {
-	case rt.dev == nil:
+	case rt.dead():
 		fail(rt.errClosed())
 	case p.bp == nil: // completed at Launch; a done context fails as on every backend
 		if err := ctx.Err(); err != nil {
 			fail(err)
 		}
 	default:
-		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) }); err != nil {
+		if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) }); err != nil {
 			fail(p.r.e.backendErr(err))
 			return
 		}
@@ -139,7 +139,7 @@ func (rt *Runtime) closePendingLocked() {
 	cancel()
 	for p := range rt.pending {
 		p.done = true
-		_, _ = guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) })
+		_, _ = guard(rt, func() (struct{}, error) { return struct{}{}, p.bp.Wait(ctx) })
 		p.err = rt.errClosed()
 		delete(rt.pending, p)
 	}

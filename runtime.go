@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpucc/gpucc/codegen/cache"
@@ -85,6 +86,7 @@ type Runtime struct {
 	tensors  map[*DeviceTensor]struct{}
 	exes     map[*Executable]struct{}
 	pending  map[*Pending]struct{} // launched and not yet waited for
+	broken   atomic.Pointer[Error] // set by guard when the backend panics
 }
 
 // Open opens the backend opts asks for (the first that works, for auto).
@@ -176,9 +178,31 @@ func (rt *Runtime) LiveTensors() (n int, bytes int64) {
 	return len(rt.tensors), rt.live
 }
 
-// errClosed is the error of a call on a closed Runtime.
+// dead reports whether the Runtime refuses work: it is closed, or a
+// panic inside its backend broke it (Broken).
+func (rt *Runtime) dead() bool { return rt.dev == nil || rt.broken.Load() != nil }
+
+// errClosed is the error of a call on a dead Runtime: the panic that
+// broke it, or runtime is closed.
 func (rt *Runtime) errClosed() error {
+	if b := rt.broken.Load(); b != nil && rt.dev != nil {
+		return b
+	}
 	return &Error{Code: ir.CodeBackendUnavailable, Backend: rt.info.Name, Err: errors.New("runtime is closed")}
+}
+
+// Broken returns the error of the backend panic that broke the Runtime,
+// or nil. A panic inside a backend is a bug in gpucc; it comes back as an
+// execution_failed error, and the backend may be left half way through a
+// device operation (a staging buffer mapped, a submission recorded), where
+// its next call could abort the process in the driver. So the Runtime
+// refuses all further work with that same error, and its owner closes it
+// and opens another (serve does so for the next request).
+func (rt *Runtime) Broken() error {
+	if b := rt.broken.Load(); b != nil {
+		return b
+	}
+	return nil
 }
 
 // reserve checks that n more device bytes fit under the cap; rt.mu held.
@@ -287,7 +311,7 @@ func (rt *Runtime) load(ctx context.Context, plan *Plan, limits ir.Limits) (*Exe
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	if err := plan.Profile.Check(rt.info.Profile); err != nil {
@@ -295,7 +319,7 @@ func (rt *Runtime) load(ctx context.Context, plan *Plan, limits ir.Limits) (*Exe
 	}
 	e := &Executable{rt: rt, plan: plan}
 	bp := &backend.Program{IR: sp, Prebuilt: plan.Prebuilt[rt.info.Name], Fast: rt.opts.Fast}
-	exe, err := guard(rt.info.Name, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
+	exe, err := guard(rt, func() (backend.Executable, error) { return rt.dev.Compile(ctx, bp, &e.compile) })
 	if err != nil {
 		return nil, rt.wrap(err)
 	}
@@ -304,11 +328,15 @@ func (rt *Runtime) load(ctx context.Context, plan *Plan, limits ir.Limits) (*Exe
 	return e, nil
 }
 
-// guard calls f, turning a panic inside a backend into an error.
-func guard[T any](name string, f func() (T, error)) (v T, err error) {
+// guard calls f, turning a panic inside rt's backend into an error that
+// breaks rt (Broken).
+func guard[T any](rt *Runtime, f func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Code: ir.CodeExecutionFailed, Backend: name, Err: fmt.Errorf("backend panicked: %v", r)}
+			b := &Error{Code: ir.CodeExecutionFailed, Backend: rt.info.Name,
+				Err: fmt.Errorf("backend panicked: %v; the runtime refuses further work (close it and open another)", r)}
+			rt.broken.CompareAndSwap(nil, b)
+			err = b
 		}
 	}()
 	return f()

@@ -447,7 +447,7 @@ func (e *Executable) runSplit(ctx context.Context, in Inputs, opts RunOptions) (
 	start := time.Now()
 	rt, sp := e.rt, e.split
 	rt.mu.Lock()
-	closed := rt.dev == nil
+	closed := rt.dead()
 	rt.mu.Unlock()
 	if closed { // before the cache, which could answer without the device
 		return nil, rt.errClosed()
@@ -607,7 +607,7 @@ func (sp *split) passed(ctx context.Context, rt *Runtime, p splitPass, from *Res
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	if d := sp.cacheDev[p.name]; d != nil {

@@ -151,7 +151,7 @@ func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	if rt.opts.Limits.NonFinite {
@@ -169,11 +169,11 @@ func (rt *Runtime) Upload(ctx context.Context, shape ir.Shape, data []float32) (
 	if err := rt.reserve(n); err != nil {
 		return nil, err
 	}
-	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	buf, err := guard(rt, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
 	if err != nil {
 		return nil, rt.wrap(err)
 	}
-	k, err := guard(rt.info.Name, func() (int, error) { return cu.UploadChecked(ctx, buf, data) })
+	k, err := guard(rt, func() (int, error) { return cu.UploadChecked(ctx, buf, data) })
 	if err != nil || k >= 0 {
 		buf.Release()
 		if err != nil {
@@ -190,11 +190,11 @@ func (rt *Runtime) newTensorLocked(ctx context.Context, shape ir.Shape, data []f
 	if err := rt.reserve(n); err != nil {
 		return nil, err
 	}
-	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
+	buf, err := guard(rt, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(data)) })
 	if err != nil {
 		return nil, rt.wrap(err)
 	}
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, data) }); err != nil {
 		buf.Release()
 		return nil, rt.wrap(err)
 	}
@@ -216,6 +216,8 @@ func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
 		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor belongs to another runtime", use)
 	case rt.dev == nil:
 		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor's runtime is closed", use)
+	case rt.dead():
+		return rt.errClosed()
 	case t.buf == nil:
 		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was released", use)
 	}
@@ -249,14 +251,14 @@ func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, erro
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "read: tensor of shape %v into a slice of %d values", t.shape, len(out))
 	}
 	if rt.opts.Limits.NonFinite {
-		if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+		if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
 			return nil, rt.wrap(err)
 		}
 		canonicalNaN(out)
 		return out, nil
 	}
 	if cr, ok := rt.dev.(backend.CheckedReader); ok { // the check rides on the copy out of staging
-		k, err := guard(rt.info.Name, func() (int, error) { return cr.ReadChecked(ctx, t.buf, out) })
+		k, err := guard(rt, func() (int, error) { return cr.ReadChecked(ctx, t.buf, out) })
 		if err != nil {
 			return nil, rt.wrap(err)
 		}
@@ -265,7 +267,7 @@ func (t *DeviceTensor) Read(ctx context.Context, out []float32) ([]float32, erro
 		}
 		return out, nil
 	}
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
 		return nil, rt.wrap(err)
 	}
 	if err := checkFinite(rt.info.Name, "tensor", out); err != nil {

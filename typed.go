@@ -49,7 +49,7 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	e := &Executable{rt: rt, typed: g.Clone()}
@@ -60,7 +60,7 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 	if err := ir.CheckDTypes(g, ir.DeviceDTypes, rt.info.Name); err != nil {
 		return nil, err
 	}
-	exe, err := guard(rt.info.Name, func() (backend.TypedExecutable, error) {
+	exe, err := guard(rt, func() (backend.TypedExecutable, error) {
 		return td.CompileTyped(ctx, &backend.TypedProgram{Graph: e.typed}, &e.compile)
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 // graphs).
 func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, start time.Time) (*Result, error) {
 	rt := e.rt
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	if e.typedExe == nil && rt.info.Name != "cpu" {
@@ -352,7 +352,7 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 			}
 		}
 	}
-	_, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, e.typedExe.RunTyped(ctx, call) })
+	_, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.typedExe.RunTyped(ctx, call) })
 	var fault *backend.TypedFault
 	if err != nil && !errors.As(err, &fault) { // the storage may hold part of this run's inputs
 		clear(e.typedSame)

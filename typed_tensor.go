@@ -49,7 +49,7 @@ func (rt *Runtime) UploadTensor(ctx context.Context, t Tensor) (*DeviceTensor, e
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.dev == nil {
+	if rt.dead() {
 		return nil, rt.errClosed()
 	}
 	return rt.newTypedTensorLocked(ctx, n.Shape, t.DType, n.Data, n.Ints)
@@ -97,7 +97,7 @@ func (t *DeviceTensor) hostLocked(ctx context.Context) (Tensor, error) {
 	rt := t.rt
 	n := t.shape.Len()
 	out := make([]float32, typedWords(t.dtype, n))
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Read(ctx, t.buf, out) }); err != nil {
 		return Tensor{}, rt.wrap(err)
 	}
 	if t.dtype == ir.F32 {
@@ -127,11 +127,11 @@ func (rt *Runtime) newTypedTensorLocked(ctx context.Context, shape ir.Shape, dt 
 	if err := rt.reserve(4 * int64(len(words))); err != nil {
 		return nil, err
 	}
-	buf, err := guard(rt.info.Name, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(words)) })
+	buf, err := guard(rt, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(words)) })
 	if err != nil {
 		return nil, rt.wrap(err)
 	}
-	if _, err := guard(rt.info.Name, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, words) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, rt.dev.Upload(ctx, buf, words) }); err != nil {
 		buf.Release()
 		return nil, rt.wrap(err)
 	}

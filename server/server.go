@@ -592,6 +592,7 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 		return nil, ctx.Err()
 	}
 	defer func() { <-s.turn }()
+	defer r.dropBroken(s)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -644,6 +645,21 @@ func (r *runtimes) compile(ctx context.Context, s *backendSlot, req gpucc.CacheR
 		r.mu.Unlock()
 	}()
 	return ctx.Err()
+}
+
+// dropBroken closes s's Runtime when a backend panic broke it
+// (gpucc.Runtime.Broken), so that the next request opens a fresh one;
+// turn held.
+func (r *runtimes) dropBroken(s *backendSlot) {
+	if s.rt == nil || s.rt.Broken() == nil {
+		return
+	}
+	r.mu.Lock()
+	rt, exes := s.rt, s.exes
+	s.rt, s.exes = nil, nil
+	r.mu.Unlock()
+	exes.Close()
+	rt.Close()
 }
 
 func (r *runtimes) close() {
