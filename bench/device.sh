@@ -118,7 +118,7 @@ suite_exact() {
 	tests gpu.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
 	# Full tier (no -test.short); the attention tests ran above (their full tier alone took 140 s on the
 	# H200 at 59aa824 and cut this step short).
-	tests typed.txt 300 gpucc 'TestTyped[A-Za-z]*/webgpu|TestSplitIntermediates/webgpu|TestTransformerFixtures/(cpu|webgpu)|TestGPT2KVDeviceCache|TestGenerateFixture/webgpu'
+	tests typed.txt 300 gpucc 'TestTyped[A-Za-z]*/webgpu|TestSplitIntermediates/webgpu|TestTransformerFixtures/(cpu|webgpu)|TestGPT2KVDeviceCache|TestGenerateFixture/webgpu|TestGenerateGrowingCache/webgpu'
 }
 suite_models() {
 	mkdir -p /tmp/models
