@@ -167,7 +167,7 @@ func TestTypedElementwise(t *testing.T) {
 // TestTypedOpRefusedByName: an op that computes on float32 only refuses a
 // run-time int64 with unsupported naming the dtype.
 func TestTypedOpRefusedByName(t *testing.T) {
-	for _, op := range []string{"Abs", "Softmax", "ReduceMin", "CumSum"} {
+	for _, op := range []string{"Abs", "Softmax", "ReduceMin", "Erf"} { // CumSum of int64 runs since 53cbe20
 		_, err := onnx.Load(bytes.NewReader(model(14, graph([]msg{node(op, "t", []string{"x"}, []string{"y"})}, nil,
 			[]msg{typedValueInfo("x", int64(onnx.Int64), 3, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64), 3, 3)}))), onnx.Options{})
 		var e *ir.Error
