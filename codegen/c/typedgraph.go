@@ -3,7 +3,6 @@ package c
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -101,35 +100,21 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 			v = fmt.Sprintf("%dLL", n.Ints[0])
 		}
 		loop(y + "[i] = " + typedStore(n.DType, v) + ";")
-	case n.Op == ir.OpReshape: // the same elements in the same order
-		loop(fmt.Sprintf("%s[i] = %s[i];", y, arg(0)))
-	case info.View:
-		strided(b, n.Shape, viewStrides(g, n), fmt.Sprintf("%s[i] = %s[s];", y, arg(0)))
+	case codegen.TypedMoves[n.Op] != nil: // a structural row: where each element comes from
+		mv, _ := codegen.TypedMoveOf(g, i)
+		switch {
+		case !mv.Indexed && mv.Source.Plain(): // the same elements in the same order (a reshape)
+			loop(fmt.Sprintf("%s[i] = %s[i];", y, arg(0)))
+		case !mv.Indexed:
+			strided(b, n.Shape, []string{"s"}, [][]int{mv.Source.Strides}, fmt.Sprintf("%s[i] = %s[s];", y, arg(0)))
+		default:
+			d := mv.Bound
+			strided(b, n.Shape, []string{"s", "p"}, [][]int{mv.Source.Strides, mv.Index.Strides},
+				fmt.Sprintf("t_i64 v = (t_i64)%s[p]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d; %s[i] = %s[s + v * %d];",
+					arg(1), d, d, FaultIndex, i, d, y, arg(0), mv.Step))
+		}
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
-	case n.Op == ir.OpGather:
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.GatherAxis(n.Attrs, len(ds))
-		outer, inner := 1, 1
-		for _, d := range ds[:ax] {
-			outer *= d
-		}
-		for _, d := range ds[ax+1:] {
-			inner *= d
-		}
-		d, q := ds[ax], g.Nodes[n.Args[1]].Shape.Len()
-		fmt.Fprintf(b, "\tfor (t_i64 o = 0, i = 0; o < %d; o++) for (t_i64 j = 0; j < %d; j++) {\n", outer, q)
-		fmt.Fprintf(b, "\t\tt_i64 v = (t_i64)%s[j];\n\t\tif (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; }\n\t\tif (v < 0) v += %d;\n", arg(1), d, d, FaultIndex, i, d)
-		fmt.Fprintf(b, "\t\tfor (t_i64 k = 0; k < %d; k++, i++) %s[i] = %s[(o * %d + v) * %d + k];\n\t}\n", inner, y, arg(0), d, inner)
-	case n.Op == ir.OpGatherElements: // each element at its own position but the axis coordinate, then v·stride
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
-		st := rowMajor(ds)
-		d := ds[ax]
-		strides := slices.Clone(st)
-		strides[ax] = 0
-		strided(b, n.Shape, strides, fmt.Sprintf("t_i64 v = (t_i64)%s[i]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d; %s[i] = %s[s + v * %d];",
-			arg(1), d, d, FaultIndex, i, d, y, arg(0), st[ax]))
 	case n.Op.IsReduction():
 		return emitTypedReduce(b, g, i)
 	case info.Elementwise && len(n.Args) <= 2:
@@ -162,67 +147,35 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 	return nil
 }
 
-// rowMajor returns the strides of a row-major tensor of shape s.
-func rowMajor(s ir.Shape) []int {
-	st := make([]int, len(s))
-	k := 1
-	for d := len(s) - 1; d >= 0; d-- {
-		st[d], k = k, k*s[d]
-	}
-	return st
-}
-
-// viewStrides returns, per dimension of view n's shape, the stride of its
-// operand's elements along it (0 where a broadcast repeats them): element
-// c of n is the operand's Σ c[d]·strides[d], cpuref.ViewSources' map.
-func viewStrides(g *ir.Graph, n *ir.Node) []int {
-	from := g.Nodes[n.Args[0]].Shape
-	st := rowMajor(from)
-	out := make([]int, len(n.Shape))
-	switch n.Op {
-	case ir.OpTranspose: // the last two axes swapped
-		copy(out, st)
-		r := len(out)
-		out[r-2], out[r-1] = st[r-1], st[r-2]
-	case ir.OpPermute: // output axis d is the operand's perm[d]
-		for d, p := range n.Op.Attr(n.Attrs, "perm") {
-			out[d] = st[p]
-		}
-	case ir.OpBroadcast: // right-aligned; a dimension of 1 repeats
-		off := len(n.Shape) - len(from)
-		for d := off; d < len(n.Shape); d++ {
-			if from[d-off] == n.Shape[d] {
-				out[d] = st[d-off]
-			}
-		}
-	default:
-		panic("codegen/c: viewStrides of " + n.Op.String() + ", a view without its strides")
-	}
-	return out
-}
-
 // strided writes body once per element of shape, in row-major order, with
-// i the element's index and s Σ c[d]·strides[d] over its coordinates c:
+// i the element's index and each of names (s, p) Σ c[d]·strides[k][d]
+// over its coordinates c, for its stride set k:
 // nested loops, one per dimension of more than one element, so that a
 // view or an indexed row costs no table of the tensor's size in the unit.
-func strided(b *strings.Builder, shape ir.Shape, strides []int, body string) {
+func strided(b *strings.Builder, shape ir.Shape, names []string, strides [][]int, body string) {
 	b.WriteString("\t{\n\t\tt_i64 i = 0;\n")
-	var terms []string
+	terms := make([][]string, len(names))
 	depth := 0
 	for d, n := range shape {
 		if n == 1 {
 			continue
 		}
 		fmt.Fprintf(b, "\t\t%sfor (t_i64 c%d = 0; c%d < %d; c%d++)\n", strings.Repeat("\t", depth), d, d, n, d)
-		if strides[d] != 0 {
-			terms = append(terms, fmt.Sprintf("c%d * %d", d, strides[d]))
+		for k := range names {
+			if strides[k][d] != 0 {
+				terms[k] = append(terms[k], fmt.Sprintf("c%d * %d", d, strides[k][d]))
+			}
 		}
 		depth++
 	}
-	if len(terms) == 0 {
-		terms = []string{"0"}
+	var decl []string
+	for k, name := range names {
+		if len(terms[k]) == 0 {
+			terms[k] = []string{"0"}
+		}
+		decl = append(decl, fmt.Sprintf("t_i64 %s = %s;", name, strings.Join(terms[k], " + ")))
 	}
-	fmt.Fprintf(b, "\t\t%s{ t_i64 s = %s; %s i++; }\n\t}\n", strings.Repeat("\t", depth), strings.Join(terms, " + "), body)
+	fmt.Fprintf(b, "\t\t%s{ %s %s i++; }\n\t}\n", strings.Repeat("\t", depth), strings.Join(decl, " "), body)
 }
 
 // offsetExpr returns the C of ir.Offset(dims, v): v's digits in the mixed

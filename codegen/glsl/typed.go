@@ -364,39 +364,21 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 		} else {
 			body = append(body, "return "+i64Lit(n.Ints[0])+";")
 		}
-	case info.View:
-		body = append(body, "return "+ld(0, codegen.Index(Lang, viewOperand(g, n), "e"))+";")
+	case codegen.TypedMoves[n.Op] != nil: // a structural row: where each element comes from
+		mv, _ := codegen.TypedMoveOf(g, i)
+		src := codegen.Index(Lang, mv.Source, "e")
+		if !mv.Indexed {
+			body = append(body, "return "+ld(0, src)+";")
+			break
+		}
+		d := int64(mv.Bound)
+		body = append(body,
+			"uvec2 v = "+ld(1, codegen.Index(Lang, mv.Index, "e"))+";",
+			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(-d), i64Lit(d), FaultIndex, zeroOf(n.DType)),
+			fmt.Sprintf("uint jj = t_isneg(v) ? v.x + %du : v.x;", d),
+			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(%s) + jj * %du", src, mv.Step))))
 	case n.Op == ir.OpWhere:
 		body = append(body, fmt.Sprintf("return t_iszero(%s) ? %s : %s;", ld(0, "e"), ld(2, "e"), ld(1, "e")))
-	case n.Op == ir.OpGather:
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.GatherAxis(n.Attrs, len(ds))
-		inner := 1
-		for _, d := range ds[ax+1:] {
-			inner *= d
-		}
-		d, q := ds[ax], g.Nodes[n.Args[1]].Shape.Len()
-		body = append(body,
-			fmt.Sprintf("uint o = e / %du;", q*inner),
-			fmt.Sprintf("uint j = (e / %du) %% %du;", inner, q),
-			fmt.Sprintf("uint k = e %% %du;", inner),
-			"uvec2 v = "+ld(1, "j")+";",
-			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
-			fmt.Sprintf("uint jj = t_isneg(v) ? v.x + %du : v.x;", d),
-			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(o * %du + jj) * %du + k", d, inner))))
-	case n.Op == ir.OpGatherElements:
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
-		st := ir.RowMajor(ds)
-		step := st[ax]
-		st[ax] = 0
-		base := codegen.Index(Lang, ir.Operand{Shape: n.Shape, Strides: st}, "e")
-		d := ds[ax]
-		body = append(body,
-			"uvec2 v = "+ld(1, "e")+";",
-			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(int64(-d)), i64Lit(int64(d)), FaultIndex, zeroOf(n.DType)),
-			fmt.Sprintf("uint jj = t_isneg(v) ? v.x + %du : v.x;", d),
-			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("%s + jj * %du", base, step))))
 	case n.Op.IsReduction():
 		lines, err := typedReduce(g, i)
 		if err != nil {
@@ -447,25 +429,6 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 		return TypedPass{}, unsupported()
 	}
 	return typedPass(g, i, args, body, defs), nil
-}
-
-func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
-	from := g.Nodes[n.Args[0]].Shape
-	switch n.Op {
-	case ir.OpTranspose:
-		r := len(from)
-		perm := make([]int, r)
-		for d := range perm {
-			perm[d] = d
-		}
-		perm[r-2], perm[r-1] = r-1, r-2
-		return ir.Operand{Shape: n.Shape, Strides: ir.PermuteStrides(ir.RowMajor(from), perm)}
-	case ir.OpPermute:
-		return ir.Operand{Shape: n.Shape, Strides: ir.PermuteStrides(ir.RowMajor(from), n.Op.Attr(n.Attrs, "perm"))}
-	case ir.OpReshape:
-		return ir.PlainOperand(0, n.Shape)
-	}
-	return ir.PlainOperand(0, from).BroadcastTo(n.Shape)
 }
 
 func typedReduce(g *ir.Graph, i int) ([]string, error) {

@@ -458,40 +458,19 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 		} else {
 			body = append(body, "return "+i64Lit(n.Ints[0])+";")
 		}
-	case info.View:
-		body = append(body, "return "+ld(0, codegen.Index(Lang, viewOperand(g, n), "e"))+";")
+	case codegen.TypedMoves[n.Op] != nil: // a structural row: where each element comes from
+		mv, _ := codegen.TypedMoveOf(g, i)
+		src := codegen.Index(Lang, mv.Source, "e")
+		if !mv.Indexed {
+			body = append(body, "return "+ld(0, src)+";")
+			break
+		}
+		body = append(body,
+			"let v = "+ld(1, codegen.Index(Lang, mv.Index, "e"))+";",
+			indexCheck(mv.Bound, n.DType),
+			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(%s) + jj * %du", src, mv.Step))))
 	case n.Op == ir.OpWhere:
 		body = append(body, fmt.Sprintf("return select(%s, %s, !t_iszero(%s));", ld(2, "e"), ld(1, "e"), ld(0, "e")))
-	case n.Op == ir.OpGather:
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.GatherAxis(n.Attrs, len(ds))
-		inner := 1
-		for _, d := range ds[ax+1:] {
-			inner *= d
-		}
-		d, q := ds[ax], g.Nodes[n.Args[1]].Shape.Len()
-		if m == q*inner { // one outer block (axis 0, an embedding lookup): no division for it
-			body = append(body, "let o = 0u;", fmt.Sprintf("let j = e / %du;", inner))
-		} else {
-			body = append(body, fmt.Sprintf("let o = e / %du;", q*inner), fmt.Sprintf("let j = (e / %du) %% %du;", inner, q))
-		}
-		body = append(body,
-			fmt.Sprintf("let k = e %% %du;", inner),
-			"let v = "+ld(1, "j")+";",
-			indexCheck(d, n.DType),
-			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(o * %du + jj) * %du + k", d, inner))))
-	case n.Op == ir.OpGatherElements: // its own position in data but along the axis: a base plus the index's row
-		ds := g.Nodes[n.Args[0]].Shape
-		ax := ir.IndexAxis(n.Op, n.Attrs, len(ds))
-		st := ir.RowMajor(ds)
-		step := st[ax]
-		st[ax] = 0
-		base := codegen.Index(Lang, ir.Operand{Shape: n.Shape, Strides: st}, "e")
-		d := ds[ax]
-		body = append(body,
-			"let v = "+ld(1, "e")+";",
-			indexCheck(d, n.DType),
-			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("%s + jj * %du", base, step))))
 	case n.Op.IsReduction():
 		lines, err := typedReduce(g, i)
 		if err != nil {
@@ -558,27 +537,6 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 func indexCheck(d int, t ir.DType) string {
 	return fmt.Sprintf("if (!((v.y == 0u && v.x < %du) || (v.y == 0xffffffffu && v.x >= %du))) { t_fault(e, %du); return %s; }\n"+
 		"let jj = select(v.x + %du, v.x, v.y == 0u);", d, uint32(-int64(d)), FaultIndex, zeroOf(t), d)
-}
-
-// viewOperand returns the operand that reads view node n's argument as
-// n's shape: the reference's index map (cpuref.ViewSources) as strides.
-func viewOperand(g *ir.Graph, n *ir.Node) ir.Operand {
-	from := g.Nodes[n.Args[0]].Shape
-	switch n.Op {
-	case ir.OpTranspose:
-		r := len(from)
-		perm := make([]int, r)
-		for d := range perm {
-			perm[d] = d
-		}
-		perm[r-2], perm[r-1] = r-1, r-2
-		return ir.Operand{Shape: n.Shape, Strides: ir.PermuteStrides(ir.RowMajor(from), perm)}
-	case ir.OpPermute:
-		return ir.Operand{Shape: n.Shape, Strides: ir.PermuteStrides(ir.RowMajor(from), n.Op.Attr(n.Attrs, "perm"))}
-	case ir.OpReshape:
-		return ir.PlainOperand(0, n.Shape)
-	}
-	return ir.PlainOperand(0, from).BroadcastTo(n.Shape)
 }
 
 // typedReduce returns value(e)'s statements for reduction node i: output
