@@ -124,6 +124,13 @@ func TestConvTiles(t *testing.T) {
 		{BM: 40, BN: 12, TM: 4, TN: 4, BK: 8, Vector: 1},  // 30 threads over 40 columns
 		{BM: 8, BN: 8, TM: 1, TN: 1, BK: 8, Vector: 1},    // the fallback
 	}
+	// The double-buffered GEMM (Stages 2) under each way of finding pixels,
+	// each within 16 KiB with its two buffers.
+	for _, st := range []ir.Tile{{BM: 64, BN: 64, TM: 4, TN: 4, BK: 8, Vector: 1}, {BM: 16, BN: 64, TM: 1, TN: 8, BK: 16, Vector: 1},
+		forced[2], forced[3], {BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}} {
+		st.Stages = 2
+		forced = append(forced, st)
+	}
 	for _, l := range passes.ConvLadder { // spreadConv's tiles (Options.SpreadConv)
 		if !slices.Contains(forced, l) {
 			forced = append(forced, l)
@@ -139,10 +146,10 @@ func TestConvTiles(t *testing.T) {
 		{"64-threads", func(o *gpucc.Options) { o.Passes.MaxInvocations, o.Passes.MaxWorkgroupStorage = 64, 16384 },
 			func(c ir.Conv2D, got ir.Tile) bool { return got.BM/got.TM*got.BN <= 64 }}}
 	for _, tile := range forced {
-		variants = append(variants, variant{fmt.Sprintf("%dx%d-%dx%d-k%d", tile.BM, tile.BN, tile.TM, tile.TN, tile.BK),
+		variants = append(variants, variant{fmt.Sprintf("%dx%d-%dx%d-k%d-s%d", tile.BM, tile.BN, tile.TM, tile.TN, tile.BK, tile.Stages),
 			func(o *gpucc.Options) { o.Passes.Tile = &tile },
 			func(_ ir.Conv2D, got ir.Tile) bool {
-				return got.BM == tile.BM && got.BN == tile.BN && got.TM == tile.TM && got.TN == tile.TN
+				return got.BM == tile.BM && got.BN == tile.BN && got.TM == tile.TM && got.TN == tile.TN && got.Stages == tile.Stages
 			}})
 	}
 	for _, v := range variants {

@@ -11,7 +11,8 @@ package bench
 //	GPUCC_BENCH_CONV        the batch (default 1; the figures: 32)
 //	GPUCC_BENCH_CONV_TILES  implicit-GEMM tiles to time the ResNet workloads
 //	                        with besides the rule's, space-separated, each
-//	                        BMxBN/TMxTNkBK (passes.Options.Tile)
+//	                        BMxBN/TMxTNkBK, s2 after it double-buffered
+//	                        (passes.Options.Tile, passes.ParseTile)
 //	GPUCC_BENCH_CONV_STAGES set: also ResNet's later 3×3 stages, 128 channels
 //	                        at 28×28, 256 at 14×14, 512 at 7×7 (+ bias + relu;
 //	                        torch_conv.py times them with --stages)
@@ -27,6 +28,7 @@ import (
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
 )
 
 func BenchmarkConv(b *testing.B) {
@@ -77,6 +79,9 @@ func BenchmarkConv(b *testing.B) {
 		name := fmt.Sprintf("%s/n%d", w.name, n)
 		if w.tile != nil {
 			name += fmt.Sprintf("/tile=%dx%d-%dx%d-k%d", w.tile.BM, w.tile.BN, w.tile.TM, w.tile.TN, w.tile.BK)
+			if w.tile.Stages != 0 {
+				name += fmt.Sprintf("-s%d", w.tile.Stages)
+			}
 		}
 		if w.fast {
 			name += "/fast"
@@ -133,13 +138,14 @@ func BenchmarkConv(b *testing.B) {
 }
 
 // parseTiles reads GPUCC_BENCH_CONV_TILES: space-separated tiles, each
-// BMxBN/TMxTNkBK.
+// BMxBN/TMxTNkBK, s2 after it for the double-buffered GEMM
+// (passes.ParseTile).
 func parseTiles(s string) ([]ir.Tile, error) {
 	var out []ir.Tile
 	for _, f := range strings.Fields(s) {
-		t := ir.Tile{Vector: 1}
-		if _, err := fmt.Sscanf(f, "%dx%d/%dx%dk%d", &t.BM, &t.BN, &t.TM, &t.TN, &t.BK); err != nil {
-			return nil, fmt.Errorf("GPUCC_BENCH_CONV_TILES: %q is not BMxBN/TMxTNkBK: %v", f, err)
+		t, err := passes.ParseTile(f)
+		if err != nil || t.Vector != 1 {
+			return nil, fmt.Errorf("GPUCC_BENCH_CONV_TILES: %q is not BMxBN/TMxTNkBK[s2]: %v", f, err)
 		}
 		out = append(out, t)
 	}

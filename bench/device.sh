@@ -26,7 +26,7 @@
 #   conv1    issue 35 item 3, batch 1: the conv tiles' bits on the driver (TestConvTiles, the ladder included);
 #            torchvision's ResNet-18, MobileNet v2, EfficientNet-B0 at batch 1 under the conv rule and under
 #            passes.Options.SpreadConv (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
-#            under the ladder's tiles (TILES="..." picks), beside cuDNN
+#            under the ladder's tiles and double-buffered ones (s2; TILES="..." picks), beside cuDNN
 #   rows     the FMA probe and the row kernels' bits on its path, then row ops and exp, tanh, sigmoid, GELU
 #            at [8192,1024] in a fresh process and after other work, with and without the fused division
 #            (GPUCC_FMA=off), beside PyTorch
@@ -162,7 +162,7 @@ suite_conv1() {
 	benches bench_conv_rule.txt 360 bench 'ConvRule' 400x GPUCC_BENCH_VISION=/tmp/vision
 	grep -h 'dispatch-ms\|conv tiles\|bit for bit' "$OUT/bench_conv_rule.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 	benches bench_conv1.txt 300 bench '^BenchmarkConv$' 50x GPUCC_BENCH_CONV=1 GPUCC_BENCH_CONV_STAGES=1 \
-		GPUCC_BENCH_CONV_TILES="${TILES:-128x64/8x8k8 64x64/8x8k8 64x64/4x4k16 32x64/4x8k8 32x32/2x2k16 16x32/1x2k16 32x16/2x1k16 16x16/1x1k16}"
+		GPUCC_BENCH_CONV_TILES="${TILES:-128x64/8x8k8 64x64/8x8k8 64x64/4x4k16 32x64/4x8k8 32x32/2x2k16 16x32/1x2k16 32x16/2x1k16 16x16/1x1k16 128x64/8x8k8s2 32x32/2x2k16s2 16x32/1x2k16s2 16x16/1x1k16s2}"
 	timeout 100 python3 bench/torch_conv.py 1 --stages >"$OUT/torch_conv1.json" 2>>"$OUT/visit.log"
 	log "torch_conv.py 1: exit $?"
 }

@@ -306,7 +306,8 @@ type Tile struct {
 	// (2: double-buffered, one barrier a k-tile), its workgroup arrays
 	// indexed by a constant k-step and each thread's vec4s strided by the
 	// thread count. Every kernel adds the same products in the same
-	// order; only speed differs. Scalar kernels ignore it (0).
+	// order; only speed differs. The scalar matmul has one form (0); a
+	// conv GEMM tile with 2 is double-buffered the same way.
 	Stages int `json:",omitempty"`
 }
 

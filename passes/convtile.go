@@ -46,6 +46,9 @@ func convTile(k *ir.Kernel, o Options) error {
 		t = TileConv
 	}
 	t.Vector, t.Stages = 1, 0
+	if o.Tile != nil && o.Tile.Stages == 2 {
+		t.Stages = 2 // a forced s2 tile is the double-buffered GEMM
+	}
 	if o.Tile == nil && o.SpreadConv {
 		t = spreadConv(q, t)
 	}

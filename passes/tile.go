@@ -128,7 +128,10 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 	case over != nil:
 		t := *over
 		if t.Vector == 4 && !vec4Operands(k) {
-			t.Vector, t.Stages = 1, 0
+			t.Vector = 1
+		}
+		if t.Vector != 4 {
+			t.Stages = 0 // the scalar matmul has one form
 		}
 		return t
 	case k.M == 1 && k.N >= RowMinN && vec4Operands(k):
@@ -228,17 +231,18 @@ func tileThreads(t ir.Tile) int { return (t.BM / t.TM) * (t.BN / t.TN) }
 // tileBytes is the workgroup memory t's kernel stages A and B through
 // (the scalar kernel pads a row of each tile it loads along k by one
 // element: at most two, see codegen/wgsl's matmul; the staged vec4 kernel
-// keeps Stages copies).
+// and the double-buffered conv GEMM keep Stages copies).
 func tileBytes(t ir.Tile) int {
 	if t.Vector == 4 {
 		return 4 * t.BK * (t.BM + t.BN) * max(1, t.Stages)
 	}
-	return 4 * t.BK * (t.BM + t.BN + 2)
+	return 4 * t.BK * (t.BM + t.BN + 2) * max(1, t.Stages)
 }
 
 // ParseTile reads a tile written BMxBN/TMxTNkBK, optionally followed by
-// v4 (the vec4 kernel) and then s1 or s2 (its staged form, ir.Tile.Stages):
-// "128x128/8x8k16v4s2". The benchmarks and their environment variables
+// v4 (the vec4 kernel) and then s1 or s2 (its staged form, ir.Tile.Stages;
+// without v4, s2 is the conv GEMM's double-buffered form):
+// "128x128/8x8k16v4s2", "16x16/1x1k16s2". The benchmarks and their environment variables
 // name tiles this way. A tile the generators cannot emit is refused.
 func ParseTile(s string) (ir.Tile, error) {
 	t := ir.Tile{Vector: 1}
@@ -254,8 +258,14 @@ func ParseTile(s string) (ir.Tile, error) {
 	if TileString(t) != s { // nothing left over, nothing read twice
 		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2]", s)
 	}
-	if !wellFormed(t) {
-		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; stages need v4)", s)
+	// s2 without v4 is the double-buffered conv GEMM (a matmul runs it as
+	// its scalar kernel).
+	u := t
+	if t.Vector == 1 && t.Stages == 2 {
+		u.Stages = 0
+	}
+	if !wellFormed(u) {
+		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4)", s)
 	}
 	return t, nil
 }

@@ -87,6 +87,7 @@ func TestParseTile(t *testing.T) {
 		{"128x128/8x8k16v4", TileLarge},
 		{"128x128/8x8k8v4s2", ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}},
 		{"32x64/4x4k16v4s1", ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1}},
+		{"16x16/1x1k16s2", ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1, Stages: 2}}, // the double-buffered conv GEMM
 	} {
 		got, err := ParseTile(c.in)
 		if err != nil || got != c.want {
@@ -96,7 +97,7 @@ func TestParseTile(t *testing.T) {
 			t.Errorf("TileString(%+v) = %q, want %q", got, s, c.in)
 		}
 	}
-	for _, bad := range []string{"", "64x64", "64x64/4x4", "64x64/4x4k16s2", "64x64/4x4k16v4s3", "64x64/4x4k16v4sx",
+	for _, bad := range []string{"", "64x64", "64x64/4x4", "64x64/4x4k16s1", "64x64/4x4k16v4s3", "64x64/4x4k16v4sx",
 		"64x64/3x4k16", "64x64/4x4k16zz", "64x64/4x4k16v2", "64x64/4x4k6v4", "-64x64/4x4k16", "64x64/4x4k16 v4"} {
 		if got, err := ParseTile(bad); err == nil {
 			t.Errorf("ParseTile(%q) = %+v, want an error", bad, got)

@@ -74,8 +74,18 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	pw := t.BN + 1 // Ws's pitch: its rows are stored k fastest (see below)
 	x, w := k.Inputs[0], k.Inputs[1]
 
-	fmt.Fprintf(b, "var<workgroup> Xs: array<f32, %d>; // Xs[kk * %d + pixel]\n", t.BK*t.BM, t.BM)
-	fmt.Fprintf(b, "var<workgroup> Ws: array<f32, %d>; // Ws[kk * %d + channel]\n\n", t.BK*pw, pw)
+	// With two stages (t.Stages == 2) the tiles are double-buffered and
+	// indexed [stage][kk][pixel or channel] (see matmulStaged): one barrier
+	// a k-tile, and every read's index but the constant kk is the same
+	// along k.
+	staged := t.Stages == 2
+	if staged {
+		fmt.Fprintf(b, "var<workgroup> Xs: array<array<array<f32, %d>, %d>, 2>; // Xs[stage][kk][pixel]\n", t.BM, t.BK)
+		fmt.Fprintf(b, "var<workgroup> Ws: array<array<array<f32, %d>, %d>, 2>; // Ws[stage][kk][channel]\n\n", pw, t.BK)
+	} else {
+		fmt.Fprintf(b, "var<workgroup> Xs: array<f32, %d>; // Xs[kk * %d + pixel]\n", t.BK*t.BM, t.BM)
+		fmt.Fprintf(b, "var<workgroup> Ws: array<f32, %d>; // Ws[kk * %d + channel]\n\n", t.BK*pw, pw)
+	}
 	fmt.Fprintf(b, "@compute @workgroup_size(%d, %d)\n", tx, ty)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	b.WriteString("\tlet wid = wg.x + wg.y * nwg.x;\n")
@@ -220,63 +230,106 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			fmt.Fprintf(b, "%s\t%s\n%s}\n", in, load, in)
 		}
 	}
-	// store writes the fetched registers into workgroup memory.
-	store := func() {
+	// store writes the fetched registers into workgroup memory (stage
+	// names the buffer when staged).
+	store := func(in, stage string) {
 		for j := 0; j < nx; j++ {
 			e := j * threads
+			at := fmt.Sprintf("tid + %s", u(e))
+			if staged {
+				at = fmt.Sprintf("%s][(tid + %s) / %s][(tid + %s) %% %s", stage, u(e), u(t.BM), u(e), u(t.BM))
+			}
 			if (j+1)*threads > t.BK*t.BM {
-				fmt.Fprintf(b, "\t\tif (tid + %s < %s) { Xs[tid + %s] = rx%d; }\n", u(e), u(t.BK*t.BM), u(e), j)
+				fmt.Fprintf(b, "%sif (tid + %s < %s) { Xs[%s] = rx%d; }\n", in, u(e), u(t.BK*t.BM), at, j)
 			} else {
-				fmt.Fprintf(b, "\t\tXs[tid + %s] = rx%d;\n", u(e), j)
+				fmt.Fprintf(b, "%sXs[%s] = rx%d;\n", in, at, j)
 			}
 		}
 		for j := 0; j < nw; j++ {
 			at := fmt.Sprintf("(tid + %s) %% %s * %s + (tid + %s) / %s", u(j*threads), u(t.BK), u(pw), u(j*threads), u(t.BK))
-			if (j+1)*threads > t.BK*t.BN {
-				fmt.Fprintf(b, "\t\tif (tid + %s < %s) { Ws[%s] = rw%d; }\n", u(j*threads), u(t.BK*t.BN), at, j)
-			} else {
-				fmt.Fprintf(b, "\t\tWs[%s] = rw%d;\n", at, j)
+			if staged {
+				at = fmt.Sprintf("%s][(tid + %s) %% %s][(tid + %s) / %s", stage, u(j*threads), u(t.BK), u(j*threads), u(t.BK))
 			}
+			if (j+1)*threads > t.BK*t.BN {
+				fmt.Fprintf(b, "%sif (tid + %s < %s) { Ws[%s] = rw%d; }\n", in, u(j*threads), u(t.BK*t.BN), at, j)
+			} else {
+				fmt.Fprintf(b, "%sWs[%s] = rw%d;\n", in, at, j)
+			}
+		}
+	}
+	// multiply adds steps k-steps of the staged tile's products.
+	multiply := func(in, stage string, steps int) {
+		for kk := 0; kk < steps; kk++ {
+			fmt.Fprintf(b, "%s{\n", in)
+			for m := 0; m < t.TM; m++ {
+				if staged {
+					fmt.Fprintf(b, "%s\tlet a%d = Xs[%s][%d][lid.x + %du];\n", in, m, stage, kk, m*tx)
+				} else {
+					fmt.Fprintf(b, "%s\tlet a%d = Xs[%du + lid.x];\n", in, m, kk*t.BM+m*tx)
+				}
+			}
+			for n := 0; n < t.TN; n++ {
+				if staged {
+					fmt.Fprintf(b, "%s\tlet b%d = Ws[%s][%d][lid.y + %du];\n", in, n, stage, kk, n*ty)
+				} else {
+					fmt.Fprintf(b, "%s\tlet b%d = Ws[%du + lid.y];\n", in, n, kk*pw+n*ty)
+				}
+			}
+			for m := 0; m < t.TM; m++ {
+				for n := 0; n < t.TN; n++ {
+					fmt.Fprintf(b, "%s\tc%d_%d = c%d_%d + %s;\n", in, m, n, m, n, product(fmt.Sprintf("a%d * b%d", m, n), fast))
+				}
+			}
+			fmt.Fprintf(b, "%s}\n", in)
 		}
 	}
 	fetch("\t", "0u")
 	tile := func(steps int, last bool) {
-		store()
+		store("\t\t", "")
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		if !last {
 			fmt.Fprintf(b, "\t\tif (kt + %s < %s) {\n", u(t.BK), u(K))
 			fetch("\t\t\t", "kt + "+u(t.BK))
 			b.WriteString("\t\t}\n")
 		}
-		for kk := 0; kk < steps; kk++ {
-			b.WriteString("\t\t{\n")
-			for m := 0; m < t.TM; m++ {
-				fmt.Fprintf(b, "\t\t\tlet a%d = Xs[%du + lid.x];\n", m, kk*t.BM+m*tx)
-			}
-			for n := 0; n < t.TN; n++ {
-				fmt.Fprintf(b, "\t\t\tlet b%d = Ws[%du + lid.y];\n", n, kk*pw+n*ty)
-			}
-			for m := 0; m < t.TM; m++ {
-				for n := 0; n < t.TN; n++ {
-					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", m, n, m, n, product(fmt.Sprintf("a%d * b%d", m, n), fast))
-				}
-			}
-			b.WriteString("\t\t}\n")
-		}
+		multiply("\t\t", "", steps)
 		if !last {
 			b.WriteString("\t\tworkgroupBarrier();\n")
 		}
 	}
 	whole, rest := K/t.BK*t.BK, K%t.BK
-	if whole > 0 {
-		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %s; kt += %s) {\n", u(whole), u(t.BK))
-		tile(t.BK, false)
-		b.WriteString("\t}\n")
-	}
-	if rest > 0 {
-		fmt.Fprintf(b, "\t{\n\t\tlet kt = %s;\n", u(whole))
-		tile(rest, true)
-		b.WriteString("\t}\n")
+	switch {
+	case staged:
+		// k-tile i is in stage i % 2; iteration i fetches tile i+1,
+		// multiplies tile i, stores tile i+1 into the other stage, then
+		// one barrier (matmulStaged's schedule).
+		store("\t", "0")
+		b.WriteString("\tworkgroupBarrier();\n")
+		if whole > 0 {
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %s; kt += %s) {\n", u(whole), u(t.BK))
+			fmt.Fprintf(b, "\t\tlet cur = (kt / %s) & 1u;\n\t\tlet more = kt + %s < %s;\n", u(t.BK), u(t.BK), u(K))
+			b.WriteString("\t\tif (more) {\n")
+			fetch("\t\t\t", "kt + "+u(t.BK))
+			b.WriteString("\t\t}\n")
+			multiply("\t\t", "cur", t.BK)
+			b.WriteString("\t\tif (more) {\n")
+			store("\t\t\t", "cur ^ 1u")
+			b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n\t}\n")
+		}
+		if rest > 0 {
+			multiply("\t", fmt.Sprint(whole/t.BK%2), rest)
+		}
+	default:
+		if whole > 0 {
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %s; kt += %s) {\n", u(whole), u(t.BK))
+			tile(t.BK, false)
+			b.WriteString("\t}\n")
+		}
+		if rest > 0 {
+			fmt.Fprintf(b, "\t{\n\t\tlet kt = %s;\n", u(whole))
+			tile(rest, true)
+			b.WriteString("\t}\n")
+		}
 	}
 	// The epilogue, unrolled: output (pixel q, channel ch) is element
 	// ((n·M + grp·MG + ch)·OH + oh)·OW + ow of [N,M,OH,OW].
