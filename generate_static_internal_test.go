@@ -1,0 +1,115 @@
+package gpucc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// TestStaticCacheMatchesEachLength: in cpuref, each step p ≥ 1 of the
+// rewritten gpt2kv_grow (a static cache of 12 rows) gives the logits and
+// the present rows 0 … p of the grown model specialized to a past of p
+// rows and fed the rewrite's rows 0 … p-1, bit for bit (step 0 has no
+// grown counterpart: a past of 0 rows is empty). This holds while
+// attention takes one order at the grown and the static lengths: masked
+// keys past the position add exact zeros to its ascending sums.
+func TestStaticCacheMatchesEachLength(t *testing.T) {
+	const capacity = 12
+	raw, err := os.ReadFile(filepath.Join("onnx", "testdata", "transformers", "gpt2kv_grow.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1e11, NonFinite: true}
+	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var names []string
+	for l := range 2 {
+		for _, kv := range []string{"key", "value"} {
+			names = append(names, fmt.Sprintf("past_key_values.%d.%s", l, kv))
+		}
+	}
+	spec := func(rows int) *ir.Graph {
+		s := map[string][]int{StepInputIDs: {1, 1}, StepPosition: {1}}
+		for _, n := range names {
+			s[n] = []int{1, 4, rows, 16}
+		}
+		g, err := m.Specialize(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	var pairs []CachePair
+	for _, n := range names {
+		pairs = append(pairs, CachePair{Past: n, Present: "present." + n[len("past_key_values."):], Shape: ir.Shape{1, 4, capacity, 16}})
+	}
+	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(g *ir.Graph, token, pos int64, pasts map[string][]float32) map[string][]float32 {
+		g.Nodes[g.Input(StepInputIDs)].Ints = []int64{token}
+		g.Nodes[g.Input(StepPosition)].Ints = []int64{pos}
+		for n, v := range pasts {
+			g.Nodes[g.Input(n)].Data = v
+		}
+		vals, err := cpuref.EvalTyped(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float32{}
+		for _, o := range g.Outputs {
+			out[o.Name] = vals[o.ID].F
+		}
+		return out
+	}
+	cache := map[string][]float32{}
+	for _, n := range names {
+		cache[n] = make([]float32, 4*capacity*16)
+	}
+	// rows returns rows 0 … k-1 of a [1,4,capacity,16] cache.
+	rows := func(c []float32, k int) []float32 {
+		var r []float32
+		for h := range 4 {
+			r = append(r, c[h*capacity*16:(h*capacity+k)*16]...)
+		}
+		return r
+	}
+	token := int64(34)
+	for p := range int64(capacity) {
+		st := run(rw.g, token, p, cache)
+		if p >= 1 {
+			pasts := map[string][]float32{}
+			for _, n := range names {
+				pasts[n] = rows(cache[n], int(p))
+			}
+			gr := run(spec(int(p)), token, p, pasts)
+			for name, want := range gr {
+				got := st[name]
+				if name != StepLogits {
+					got = rows(got, int(p)+1)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("step %d: %s[%d] = %v rewritten, %v grown to %d rows", p, name, i, got[i], want[i], p+1)
+					}
+				}
+			}
+		}
+		for _, n := range names {
+			cache[n] = st["present."+n[len("past_key_values."):]]
+		}
+		token = argmax(st[StepLogits])
+	}
+}
