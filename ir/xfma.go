@@ -29,9 +29,23 @@ func (x *X) FMA(y, z *X) *X {
 // quotient is quotient24, fused or by Dekker's product.
 func quotient(A, B *X, fused bool) (c24, toward *X) {
 	if fused {
-		return quotient24Fused(A, B, recip(B))
+		return quotient24Fused(A, B, recipFused(B))
 	}
 	return quotient24(A, B)
+}
+
+// recipFused is recip with fused steps: y = 24/17 - 8/17·B rounded once
+// (relative error ≤ 1/17 + 2^-24), then two Newton steps e = 1 - B·y,
+// y += y·e, each rounded once: error ≤ (1/17)^4 + 2^-22 ≤ 1.3e-5, recip's
+// bound, which is all quotient24Fused needs of y (its q1 is faithful; y's
+// own bits may differ from recip's, c24's never do).
+func recipFused(B *X) *X {
+	nB := negX(B)
+	y := F(-8.0/17).FMA(B, F(24.0/17))
+	for i := 0; i < 2; i++ {
+		y = y.FMA(nB.FMA(y, F(1)), y)
+	}
+	return y
 }
 
 // quotient24Fused is quotient24By with a fused multiply-add, given y =

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -348,11 +352,90 @@ func TestFusedCounts(t *testing.T) {
 		}
 		return
 	}
-	pairs := [][2]*ir.Func{{ir.DivRowFast, ir.DivRowFastFused}, {ir.DivFn, ir.Fused()[ir.DivFn.Name]}}
+	var divNormal *ir.Func
+	for _, f := range ir.OpTanh.Info().Expr.Funcs() {
+		if f.Name == "div_normal" {
+			divNormal = f
+		}
+	}
+	pairs := [][2]*ir.Func{{ir.DivRowFast, ir.DivRowFastFused}, {ir.DivFn, ir.Fused()[ir.DivFn.Name]}, {divNormal, ir.Fused()["div_normal"]}}
 	for _, p := range pairs {
 		for _, f := range p {
 			fl, fma, u, sel, cmp := count(f.Body)
 			t.Logf("%s: %d float, %d fma, %d u32, %d selects, %d compares", f.Name, fl, fma, u, sel, cmp)
 		}
 	}
+}
+
+// TestFusedUnaryC: every unary op that divides, in the C the generators
+// emit, with each division computed both ways (the table's function and
+// its fused twin, C's fmaf rounding once): the op's result is the table's,
+// and every division it makes gives the twin the same bits, so the op's
+// fused form equals its table form on that input. Every 4093rd input,
+// and outside -short every input of tanh's division range (|x| in
+// [0.625, 9.1), 72M: 73 s here); all 2^32 with GPUCC_XMATH_ALL=1 (GPUCC_XMATH_OPS=tanh,sigmoid
+// limits the ops).
+func TestFusedUnaryC(t *testing.T) {
+	unary, _, _ := fusedOps()
+	if only := os.Getenv("GPUCC_XMATH_OPS"); only != "" {
+		unary = slices.DeleteFunc(unary, func(op ir.Op) bool { return !slices.Contains(strings.Split(only, ","), op.String()) })
+	}
+	lang := cLang()
+	lang.Native = map[string]string{}
+	var fs []*ir.Func
+	for name, twin := range ir.Fused() {
+		var table *ir.Func
+		for _, op := range []ir.Op{ir.OpDiv, ir.OpTanh} {
+			for _, f := range op.Info().Expr.Funcs() {
+				if f.Name == name {
+					table = f
+				}
+			}
+		}
+		if table == nil {
+			t.Fatalf("no table function %s", name)
+		}
+		fs = append(fs, &ir.Func{Name: name + "_table", Params: table.Params, Body: table.Body}, &ir.Func{Name: name + "_twin", Params: twin.Params, Body: twin.Body})
+		lang.Native[name] = fmt.Sprintf(`static inline float prim_%[1]s(float p0, float p1) {
+	float t = prim_%[1]s_table(p0, p1), f = prim_%[1]s_twin(p0, p1);
+	if (B(t) != B(f)) differ(%[1]q, B(p0), B(p1), f, t);
+	return t;
+}`, name)
+	}
+	seen := map[*ir.Func]bool{}
+	var calls strings.Builder
+	for _, op := range unary {
+		f := &ir.Func{Name: "op_" + op.String(), Params: 2, Body: op.Info().Expr}
+		for _, g := range append(f.Body.Funcs(), f) {
+			if !seen[g] {
+				seen[g] = true
+				fs = append(fs, g)
+			}
+		}
+		fmt.Fprintf(&calls, "\t\tprim_op_%s(x, 0);\n", op)
+	}
+	src := cPrelude + "#include <math.h>\n" + strings.Join(codegen.Define(lang, fs, 0), "\n") + `
+static void sweep(uint64_t lo, uint64_t hi, uint64_t stride, uint64_t shard, uint64_t shards) {
+	for (uint64_t i = lo + shard * stride; i < hi; i += stride * shards) {
+		float x = F((u32)i);
+` + calls.String() + `	}
+}
+int main(int argc, char **argv) {
+	uint64_t stride = atoll(argv[1]), shard = atoll(argv[3]), shards = atoll(argv[4]);
+	sweep(0, 0x100000000ull, stride, shard, shards);
+	if (atoi(argv[2])) { /* tanh's division range, both signs */
+		sweep(0x3f200000u, 0x4111999au, 1, shard, shards);
+		sweep(0xbf200000u, 0xc111999au, 1, shard, shards);
+	}
+	return bad != 0;
+}
+`
+	stride, tanhRange := "4093", "1"
+	if testing.Short() {
+		tanhRange = "0"
+	}
+	if exhaustive() {
+		stride, tanhRange = "1", "0"
+	}
+	runShards(t, buildC(t, src, "-lm"), stride, tanhRange)
 }

@@ -257,9 +257,9 @@ static void differ(const char *op, u32 a, u32 b, float got, float want) {
 `
 
 // buildC compiles src with the system C compiler (GPUCC_CC, else cc) as
-// the native backend does (no contraction), or skips where there is none
+// the native backend does (no contraction), linked with libs, or skips where there is none
 // and GPUCC_REQUIRE_NATIVE is unset.
-func buildC(t testing.TB, src string) string {
+func buildC(t testing.TB, src string, libs ...string) string {
 	t.Helper()
 	cc := os.Getenv("GPUCC_CC")
 	if cc == "" {
@@ -276,7 +276,8 @@ func buildC(t testing.TB, src string) string {
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(cc, "-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-o", bin, file).CombinedOutput(); err != nil {
+	args := append([]string{"-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-o", bin, file}, libs...)
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	return bin
