@@ -23,7 +23,7 @@ export GPUCC_REQUIRE_MODELS = 1
 PACKAGES := mesa-vulkan-drivers libvulkan1 clang lld glslang-tools chromium python3-numpy python3-sklearn python3-onnx
 GO ?= go
 
-.PHONY: demo test test-all deps page build vet fuzz example release release-check peers-deps peers
+.PHONY: demo test test-all test-web-full deps page build vet fuzz example release release-check peers-deps peers
 
 # Node.js and npm (the Pyodide guest's package) are asked for by command,
 # not by Debian package: a machine whose Node.js comes from elsewhere
@@ -105,6 +105,12 @@ test: deps vet page
 
 test-all:
 	$(MAKE) test TESTFLAGS=
+
+# test-web-full: the browser tests' full tier alone (make test-all's ./web):
+# the OCR models on webgpu and the recognizer, the page's wasm recognizer
+# and detector, the typed suite's every dtype on both GPU backends.
+test-web-full: deps page
+	$(GO) test -count=1 -timeout 80m ./web/
 
 # peers-deps installs the peer runtimes of bench/peers (ONNX Runtime for
 # Node and Web, TF.js-wasm) from package-lock.json; ORT-node's CPU library

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,13 +127,31 @@ func typedOnPage(t *testing.T, backend string) {
 	// shaders larger, and SwiftShader compiles each node's: webgl2 took
 	// 217 s at load 8 and 596 s at load 12 here (2026-12-04).
 	ctx := page(t, "?life=0", 5*pageDeadline)
-	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
-	for seed := range 8 {
-		cases = append(cases, irtest.Case{Name: fmt.Sprintf("random/%d", seed), Graph: irtest.RandomTyped(uint64(seed), 12)})
-	}
-	cases = append(cases, irtest.Case{Name: "islands", Graph: islandsGraph(t)})
+	cases := typedPageCases(t, backend, testing.Short())
 	ran, faults, flushed := 0, 0, 0
+	// The time of each group of cases (limits, fault, typed/DTYPE, random,
+	// islands), logged at the end: what to shrink when the suite is slow.
+	spent, name, mark := map[string]time.Duration{}, "", time.Now()
+	tick := func(next string) {
+		if d := time.Since(mark); name != "" {
+			spent[caseGroup(name)] += d
+			if d > 20*time.Second {
+				t.Logf("%s: %s took %.0f s", backend, name, d.Seconds())
+			}
+		}
+		name, mark = next, time.Now()
+	}
+	defer func() {
+		tick("")
+		var parts []string
+		for k, d := range spent {
+			parts = append(parts, fmt.Sprintf("%s %.0f s", k, d.Seconds()))
+		}
+		slices.Sort(parts)
+		t.Logf("%s: time by group: %s", backend, strings.Join(parts, ", "))
+	}()
 	for _, c := range cases {
+		tick(c.Name)
 		g := splitInt64(c.Graph)
 		opts, _ := json.Marshal(map[string]any{"backend": backend, "allowSoftware": true})
 		// A float output's values become their float32 bits in the page:
@@ -197,6 +217,83 @@ func typedOnPage(t *testing.T, backend string) {
 	}
 	t.Logf("%s: %d typed graphs gave cpuref's values in the page (%d float32 subnormal values flushed to ±0), %d failed as cpuref does (%.0f s)",
 		backend, ran, flushed, faults, time.Since(start).Seconds())
+}
+
+// typedPageCases are the graphs typedOnPage runs on backend: irtest's
+// limits (wrap-around, MIN / -1, float16 and bfloat16 edges) and faults,
+// every op over every dtype (irtest.Typed), 8 random typed graphs and the
+// islands graph. Under short (make test) both backends run the limits,
+// the faults, the islands and 2 random graphs, and every op over each
+// dtype but those of typedShortOut. The narrow floats' every-op graphs
+// are what SwiftShader compiles slowly (their exact rounding after every
+// op): at load 14-17 (2026-12-04) float16's took webgl2 333 s of its
+// 477 s and bfloat16's webgpu 242 s of its 354 s, every integer dtype's
+// 1-5 s. make test-all and make test-web-full run them all on both.
+func typedPageCases(t *testing.T, backend string, short bool) []irtest.Case {
+	cases := append(irtest.TypedLimits(), irtest.TypedFaults()...)
+	for _, c := range irtest.Typed() {
+		if !short || !slices.ContainsFunc(typedShortOut[backend], func(d ir.DType) bool { return caseGroup(c.Name) == "typed/"+d.String() }) {
+			cases = append(cases, c)
+		}
+	}
+	seeds := 8
+	if short {
+		seeds = 2
+	}
+	for seed := range seeds {
+		cases = append(cases, irtest.Case{Name: fmt.Sprintf("random/%d", seed), Graph: irtest.RandomTyped(uint64(seed), 12)})
+	}
+	return append(cases, irtest.Case{Name: "islands", Graph: islandsGraph(t)})
+}
+
+// typedShortOut are the dtypes whose every-op graphs (irtest.Typed) a
+// backend leaves out under -short: bfloat16's on both, whose edges
+// (subnormals, the largest finite values, -0, rounding casts) the limits
+// still run on both; float16's on webgl2, which webgpu still runs.
+var typedShortOut = map[string][]ir.DType{
+	"webgpu": {ir.BF16},
+	"webgl2": {ir.F16, ir.BF16},
+}
+
+// caseGroup is the group of a typed case's name: its first part
+// ("limits", "fault", "random", "islands"), or typed/DTYPE.
+func caseGroup(name string) string {
+	group, rest, _ := strings.Cut(name, "/")
+	if group == "typed" {
+		d, _, _ := strings.Cut(rest, "/")
+		return group + "/" + d
+	}
+	return group
+}
+
+// TestTypedShortShare: under -short, TestTypedOnPage still runs every op
+// over every dtype but bfloat16 on a browser backend, and the limits of
+// bfloat16 and float16 on both.
+func TestTypedShortShare(t *testing.T) {
+	for _, d := range ir.DTypes() {
+		on := 0
+		for _, backend := range []string{"webgpu", "webgl2"} {
+			n := 0
+			for _, c := range typedPageCases(t, backend, true) {
+				if caseGroup(c.Name) == "typed/"+d.String() {
+					n++
+				}
+			}
+			if n > 0 {
+				on++
+			}
+		}
+		if on == 0 && d != ir.BF16 {
+			t.Errorf("no backend runs irtest.Typed's %v graphs under -short", d)
+		}
+	}
+	for _, want := range []string{"limits/float16-edges", "limits/bfloat16-edges"} {
+		for _, backend := range []string{"webgpu", "webgl2"} {
+			if !slices.ContainsFunc(typedPageCases(t, backend, true), func(c irtest.Case) bool { return c.Name == want }) {
+				t.Errorf("%s does not run %s under -short", backend, want)
+			}
+		}
+	}
 }
 
 // finiteOutputs reports whether every float output of g in vals is

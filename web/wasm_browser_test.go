@@ -15,18 +15,30 @@ import (
 // the scalar modules give on the command line (onnx's TestRealModels on
 // wasm), so SIMD128 changes no bit: Silero VAD's float16 export (LSTM, If,
 // float16 casts: a typed graph), PaddleOCR's classifier, recognizer and
-// detector.
+// detector. Under -short (make test) the VAD (the typed path) and the
+// classifier (a float CNN) run; the recognizer and the detector, whose
+// modules the server's Clang builds for most of the test's time, are make
+// test-all's and make test-web-full's.
 func TestWasmPage(t *testing.T) {
 	ctx := page(t, "?life=0", 10*time.Minute)
+	for _, m := range wasmPageModels(testing.Short()) {
+		t.Run(m.name, func(t *testing.T) { runRealModel(t, ctx, m, 3*time.Minute) })
+	}
+}
+
+// wasmPageModels are TestWasmPage's models, the first two under short.
+func wasmPageModels(short bool) []realPageModel {
 	wasm := []string{"wasm"}
-	for _, m := range []realPageModel{
+	ms := []realPageModel{
 		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm},
 		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, wasm},
 		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, wasm},
 		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, wasm},
-	} {
-		t.Run(m.name, func(t *testing.T) { runRealModel(t, ctx, m, 3*time.Minute) })
 	}
+	if short {
+		return ms[:2]
+	}
+	return ms
 }
 
 // TestServeBuildRefuses: the module endpoint takes a POSTed BuildRequest
