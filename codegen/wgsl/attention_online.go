@@ -101,8 +101,8 @@ func onlineKernelPlan(a ir.Attention) onlineShape {
 // registers one stage ahead), each thread scores its pk keys of each
 // (one accumulator per key walking d ascending, each product rounded on
 // its own), keeping them in registers; the row's maximum m' is its
-// threads' maxima folded with m through Ms (maximum selects: any
-// grouping gives the order's bits); each thread writes p = exp(t − m')
+// threads' maxima folded with m through Ms, as order keys (maximum
+// selects: any grouping gives the order's bits); each thread writes p = exp(t − m')
 // of its keys to Ps and rounds l and o times c = exp(m − m'); then v's
 // sub-tiles are staged and each thread adds, for the block's keys
 // ascending, p into l and p·v into its outputs. Each output is o / l,
@@ -149,7 +149,8 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", p.ks*p.w4)
 	fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", B*R)
-	fmt.Fprintf(b, "var<workgroup> Ms: array<f32, %d>;\n\n", R*N)
+	fmt.Fprintf(b, "var<workgroup> Ms: array<u32, %d>; // order keys of the threads' maxima\n\n", R*N)
+	b.WriteString(maxKeyFuncs)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n", R, R)
@@ -269,21 +270,20 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				fmt.Fprintf(b, "\t\tlet t%d_%d = %s;\n", sub, y, t)
 			}
 		}
-		// m' folds m with this thread's scores, then the row's threads'.
-		b.WriteString("\t\tvar mt = mr;\n")
+		// m' folds m with this thread's scores, then the row's threads',
+		// as maximum's order keys (maxKeyFuncs: a bijection, so
+		// maximum's bits, NaNs included).
+		b.WriteString("\t\tvar mt = maxkey(mr);\n")
 		for sub := 0; sub*p.ks < keys; sub++ {
 			for y := range p.pk {
-				fmt.Fprintf(b, "\t\t{\n\t\t\tlet tv = t%d_%d;\n", sub, y)
-				b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mt", "tv", "mx"), 3))
-				b.WriteString("\t\t\tmt = mx;\n\t\t}\n")
+				fmt.Fprintf(b, "\t\tmt = combine_maxkey(mt, maxkey(t%d_%d));\n", sub, y)
 			}
 		}
-		b.WriteString("\t\tMs[tid] = mt;\n\t\tworkgroupBarrier();\n\t\tvar mn = Ms[i];\n")
+		b.WriteString("\t\tMs[tid] = mt;\n\t\tworkgroupBarrier();\n\t\tvar mk = Ms[i];\n")
 		for x := 1; x < N; x++ {
-			fmt.Fprintf(b, "\t\t{\n\t\t\tlet mv = Ms[i + %du];\n", x*R)
-			b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mn", "mv", "mx"), 3))
-			b.WriteString("\t\t\tmn = mx;\n\t\t}\n")
+			fmt.Fprintf(b, "\t\tmk = combine_maxkey(mk, Ms[i + %du]);\n", x*R)
 		}
+		b.WriteString("\t\tlet mn = unmaxkey(mk);\n")
 		// p = exp(t − m') of this thread's keys into Ps; l and o times c.
 		for sub := 0; sub*p.ks < keys; sub++ {
 			rest := keys - sub*p.ks
