@@ -34,6 +34,15 @@
 // Runtime gives; ir.Tensor.LayerNorm, the Go composite, scales first and
 // does not overflow.
 //
+// A graph input of float64, int16, uint16 or uint64 keeps its dtype: ir's
+// reference dtypes, computed by the cpu backend and refused by name by the
+// compiled ones. float64 is never narrowed: the elementwise rows that name
+// it, Cast, Where, Gather, CumSum (cumSumOp), Einsum and the reductions
+// whose every step is a float64 row compute it in float64; any other op
+// refuses it by name. Einsum (einsum.go) multiplies its operands over the
+// union of their letters and sums the letters the output does not name,
+// in the operands' dtype.
+//
 // gpucc computes in float32 and its shapes are static. So, at import:
 //   - every integer and bool value (shapes, indices, masks) is a constant,
 //     and the ops on it fold: Shape, Gather, Concat, Cast, Range,

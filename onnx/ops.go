@@ -197,6 +197,7 @@ func init() {
 		"InstanceNormalization":     {since: 6, attrs: []string{"epsilon"}, fn: instanceNormOp},
 		"MeanVarianceNormalization": {since: 9, attrs: []string{"axes"}, fn: mvnOp},
 		"CumSum":                    {since: 11, attrs: []string{"exclusive", "reverse"}, fn: cumSumOp},
+		"Einsum":                    {since: 12, attrs: []string{"equation"}, fn: einsumOp},
 		"OneHot":                    {since: 9, attrs: []string{"axis"}, fn: oneHotOp},
 		"EyeLike":                   {since: 9, attrs: []string{"dtype", "k"}, fn: eyeLikeOp},
 		"Mod":                       {since: 10, attrs: []string{"fmod"}, fn: modOp},
