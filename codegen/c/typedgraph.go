@@ -109,9 +109,9 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 			strided(b, n.Shape, []string{"s"}, [][]int{mv.Source.Strides}, fmt.Sprintf("%s[i] = %s[s];", y, arg(0)))
 		default:
 			d := mv.Bound
-			strided(b, n.Shape, []string{"s", "p"}, [][]int{mv.Source.Strides, mv.Index.Strides},
-				fmt.Sprintf("t_i64 v = (t_i64)%s[p]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d; %s[i] = %s[s + v * %d];",
-					arg(1), d, d, FaultIndex, i, d, y, arg(0), mv.Step))
+			stridedIndexed(b, n.Shape, mv.Source.Strides, mv.Index.Strides,
+				fmt.Sprintf("t_i64 v = (t_i64)%s[p]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d;", arg(1), d, d, FaultIndex, i, d),
+				fmt.Sprintf("%s[i] = %s[s + v * %d];", y, arg(0), mv.Step))
 		}
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
@@ -152,6 +152,60 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 // over its coordinates c, for its stride set k:
 // nested loops, one per dimension of more than one element, so that a
 // view or an indexed row costs no table of the tensor's size in the unit.
+// stridedIndexed is strided for an indexed row: pre, which reads p (the
+// index's offset, Σ c[d]·idx[d]) and sets v, runs once per index, in the
+// loop of the innermost dimension along which the index moves, and body,
+// which reads s (Σ c[d]·src[d]) and v, once per element inside it, so that
+// an embedding lookup loads and checks each id once per row, not once per
+// element.
+func stridedIndexed(b *strings.Builder, shape ir.Shape, src, idx []int, pre, body string) {
+	last := -1 // the innermost dimension of more than one element along which the index moves
+	for d, n := range shape {
+		if n > 1 && idx[d] != 0 {
+			last = d
+		}
+	}
+	b.WriteString("\t{\n\t\tt_i64 i = 0;\n")
+	var sterms, pterms []string
+	depth, open := 0, 0
+	tabs := func() string { return strings.Repeat("\t", depth+2) }
+	index := func() {
+		if len(pterms) == 0 {
+			pterms = []string{"0"}
+		}
+		fmt.Fprintf(b, "%s{ t_i64 p = %s; %s\n", tabs(), strings.Join(pterms, " + "), pre)
+		open++
+		depth++
+	}
+	if last < 0 {
+		index()
+	}
+	for d, n := range shape {
+		if n == 1 {
+			continue
+		}
+		fmt.Fprintf(b, "%sfor (t_i64 c%d = 0; c%d < %d; c%d++)\n", tabs(), d, d, n, d)
+		if src[d] != 0 {
+			sterms = append(sterms, fmt.Sprintf("c%d * %d", d, src[d]))
+		}
+		if idx[d] != 0 {
+			pterms = append(pterms, fmt.Sprintf("c%d * %d", d, idx[d]))
+		}
+		depth++
+		if d == last {
+			index()
+		}
+	}
+	if len(sterms) == 0 {
+		sterms = []string{"0"}
+	}
+	fmt.Fprintf(b, "%s{ t_i64 s = %s; %s i++; }\n", tabs(), strings.Join(sterms, " + "), body)
+	for ; open > 0; open-- {
+		b.WriteString("\t\t}\n")
+	}
+	b.WriteString("\t}\n")
+}
+
 func strided(b *strings.Builder, shape ir.Shape, names []string, strides [][]int, body string) {
 	b.WriteString("\t{\n\t\tt_i64 i = 0;\n")
 	terms := make([][]string, len(names))
