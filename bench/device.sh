@@ -40,7 +40,7 @@
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the issue's shapes, and transfers
 #   matmul   issue 35 item 2: the staged vec4 matmul kernel's tiles (ir.Tile.Stages) beside the rule's, exact and
-#            fast, at 4096³ and 1024³ (SHAPES=..., MM_TILES="rule 128x128/8x8k8v4s2 ..." pick), each checked against
+#            fast, at 4096³ (SHAPES=4096,1024 ..., MM_TILES="rule 128x128/8x8k8v4s2 ..." pick), each checked against
 #            cpuref's bits (fast: its bound) before it is timed, after the staged kernel's bit tests on the driver;
 #            beside cuBLAS (TF32 off)
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
@@ -247,9 +247,9 @@ suite_tune() {
 suite_matmul() {
 	tests matmul_exact.txt 240 gpucc 'TestMatmulStagedExact|TestBatchedMatmulTiles' -test.short
 	warm
-	benches bench_matmul.txt 420 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_SHAPES="${SHAPES:-4096,1024}" GPUCC_BENCH_MATMUL_TILES="${MM_TILES:-}"
+	benches bench_matmul.txt 420 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_SHAPES="${SHAPES:-4096}" GPUCC_BENCH_MATMUL_TILES="${MM_TILES:-}"
 	grep -h 'TFLOP/s, exact' "$OUT/bench_matmul.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
-	timeout 90 python3 bench/torch_matmul.py "${SHAPES:-4096,1024}" >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
+	timeout 90 python3 bench/torch_matmul.py "${SHAPES:-4096}" >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
 	log "torch_matmul.py: exit $? $(grep -o '"matmul_tflops": {[^}]*}' "$OUT/torch_matmul.json")"
 }
 suite_gather() {

@@ -28,11 +28,15 @@ import (
 	"github.com/gpucc/gpucc/runtime/gpu/tune"
 )
 
-// matmulTiles is the default list: the rule's tile, the first vec4
-// kernel's large tile, and the staged kernel (ir.Tile.Stages) at one and
-// two buffers and larger register tiles, all within 16 KiB of workgroup
-// memory (all the H200 grants through wgpu 0.19).
-const matmulTiles = "rule 128x128/8x8k16v4 128x128/8x8k16v4s1 128x128/8x8k8v4s2 128x128/8x16k8v4s2 128x256/8x16k4v4s2 64x128/8x8k8v4s2 128x64/8x8k8v4s2"
+// matmulTiles is the default list: the rule's tile (TileLarge at 4096³;
+// what the tiling pass picks without a tuned table), the H200's tuned
+// tiles for 4096³ (runtime/gpu/tune/tables/h200.json: exact 64x128 8x8
+// k8, fast 64x128 8x4 k16, what the H200 runs by default), and the staged
+// kernel (ir.Tile.Stages) at one and two buffers over those shapes and
+// larger register tiles, all within 16 KiB of workgroup memory (all the
+// H200 grants through wgpu 0.19).
+const matmulTiles = "rule 64x128/8x8k8v4 64x128/8x4k16v4 64x128/8x8k8v4s2 64x128/8x8k16v4s1 64x128/8x4k8v4s2 " +
+	"128x128/8x8k8v4s2 128x128/8x8k16v4s1 128x128/8x16k8v4s2 128x256/8x16k4v4s2 128x64/8x8k8v4s2"
 
 func BenchmarkMatmulTiles(b *testing.B) {
 	shapes, err := matmulShapes(envString("GPUCC_BENCH_MATMUL_SHAPES", "4096"))
