@@ -98,8 +98,8 @@ func open(opts backend.Options) (backend.Device, error) {
 	}
 	l := info.Limits
 	probe, probeErr := probeFMA(dev)
-	if gpu.Verbose {
-		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v (error %v)\n", info, probe, probeErr)
+	if gpu.Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
+		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v, fused division %v (error %v)\n", info, probe, probeErr == nil && probe.Fused(), probeErr)
 	}
 	tiles, err := tune.LoadCache(opts.Cache)
 	if err != nil { // an unreadable table costs speed, never a run
