@@ -33,7 +33,11 @@ import (
 //     for every past, present.N.key / present.N.value of the past's shape:
 //     the cache after the step, which the next step takes as its past.
 //
-// A model without one of these inputs, with another run-time input, or
+// A model with an input named attention_mask is taken in optimum's and
+// transformers.js's own convention instead (input_ids [batch, seq],
+// attention_mask, position_ids, a cache that grows): generate_hf.go says
+// how each step feeds it. Either way, a
+// model without one of these inputs, with another run-time input, or
 // whose pasts and presents do not pair by name and shape, is refused with
 // ir.CodeUnsupported, naming what is missing.
 //
@@ -47,11 +51,15 @@ import (
 
 // Step model port names (see above).
 const (
-	StepInputIDs  = "input_ids"
-	StepPosition  = "position"
-	StepLogits    = "logits"
-	stepPastKey   = "past_key_values."
-	stepPresentOf = "present."
+	StepInputIDs = "input_ids"
+	StepPosition = "position"
+	StepLogits   = "logits"
+	// The attention_mask convention's inputs (optimum's and
+	// transformers.js's exports; see generate_hf.go).
+	StepAttentionMask = "attention_mask"
+	StepPositionIDs   = "position_ids"
+	stepPastKey       = "past_key_values."
+	stepPresentOf     = "present."
 )
 
 // pastName matches a past's name: past_key_values.N.key or .value.
@@ -63,7 +71,14 @@ type DecoderOptions struct {
 	// positions are decoded. It must be given where the model leaves
 	// that axis dynamic; where the model fixes it, 0 takes the model's.
 	MaxLen int
+	// Batch is the number of prompts GenerateBatch decodes together
+	// (0: one). Above one the model needs the attention_mask convention,
+	// whose mask pads each shorter prompt on the left.
+	Batch int
 }
+
+// MaxDecoderBatch bounds DecoderOptions.Batch.
+const MaxDecoderBatch = 256
 
 // CachePair is one cache tensor: the step's input (past) and the output
 // (present) that the next step takes in its place.
@@ -83,6 +98,10 @@ type Decoder struct {
 	vocab   int
 	idShape ir.Shape // input_ids' shape: one element
 	posShp  ir.Shape // position's shape: one element
+	batch   int      // the prompts of a step (DecoderOptions.Batch)
+	hf      bool     // the attention_mask convention (generate_hf.go)
+	maskShp ir.Shape // attention_mask's shape [batch, maxLen] (nil: the step reads none)
+	pidShp  ir.Shape // position_ids' shape [batch, 1] (nil: none)
 	pairs   []CachePair
 	compile time.Duration
 	grown   *cacheRewrite // the static-cache rewrite, for a model whose cache grows (nil: none)
@@ -100,11 +119,15 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	start := time.Now()
 	sig := m.Signature()
 	unsupported := func(format string, a ...any) error {
-		return ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: "+format+" (gpucc generate's step convention: inputs input_ids, position and past_key_values.N.key/.value, outputs logits and present.N.key/.value)", a...)
+		return ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: "+format+" (gpucc generate's step conventions: inputs input_ids, position and past_key_values.N.key/.value, or input_ids, attention_mask, position_ids and past_key_values.N.key/.value with a cache that grows; outputs logits and present.N.key/.value)", a...)
 	}
 	if opts.MaxLen < 0 {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d is negative", opts.MaxLen)
 	}
+	if opts.Batch < 0 || opts.Batch > MaxDecoderBatch {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "batch", "decoding: batch %d is outside [0, %d]", opts.Batch, MaxDecoderBatch)
+	}
+	batch := max(opts.Batch, 1)
 	outputs := map[string]onnx.Port{}
 	for _, p := range sig.Outputs {
 		outputs[p.Name] = p
@@ -112,12 +135,47 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	if _, ok := outputs[StepLogits]; !ok {
 		return nil, unsupported("the model has no output %s", ir.Quote(StepLogits))
 	}
+	hf := false // the attention_mask convention (see generate_hf.go)
+	for _, p := range sig.Inputs {
+		hf = hf || p.Name == StepAttentionMask
+	}
+	if batch > 1 && !hf {
+		return nil, unsupported("a batch of %d needs the attention_mask convention (a padding mask per prompt); the model has no input %s", batch, ir.Quote(StepAttentionMask))
+	}
+	// rows binds the batch and sequence axes of input_ids, position_ids
+	// and attention_mask: axis 0 the batch, axis 1 one token (or, for
+	// attention_mask, the keys: set per specialization below).
+	rows := func(p onnx.Port) ([]int, error) {
+		if p.Type != "int64" {
+			return nil, unsupported("input %s is %s, want int64", ir.Quote(p.Name), p.Type)
+		}
+		if len(p.Shape) != 2 {
+			return nil, unsupported("input %s has shape %v, want [batch, %s]", ir.Quote(p.Name), p.Shape, map[bool]string{true: "past_len + seq", false: "seq"}[p.Name == StepAttentionMask])
+		}
+		s := []int{batch, 1}
+		if d := p.Shape[0]; d >= 0 && d != batch {
+			return nil, unsupported("input %s fixes the batch at %d; the decoder's is %d", ir.Quote(p.Name), d, batch)
+		}
+		switch d := p.Shape[1]; {
+		case p.Name == StepAttentionMask && d >= 0:
+			return nil, unsupported("input %s fixes its keys at %d; want past_len + seq, a dynamic dimension", ir.Quote(p.Name), d)
+		case p.Name != StepAttentionMask && d > 1:
+			return nil, unsupported("input %s fixes its sequence at %d; each step takes one token", ir.Quote(p.Name), d)
+		}
+		return s, nil
+	}
 	shapes := map[string][]int{}
 	var pairs []CachePair
 	maxLen := opts.MaxLen
 	for _, p := range sig.Inputs {
 		switch {
-		case p.Name == StepInputIDs || p.Name == StepPosition:
+		case hf && (p.Name == StepInputIDs || p.Name == StepAttentionMask || p.Name == StepPositionIDs):
+			s, err := rows(p)
+			if err != nil {
+				return nil, err
+			}
+			shapes[p.Name] = s
+		case !hf && (p.Name == StepInputIDs || p.Name == StepPosition):
 			if p.Type != "int64" {
 				return nil, unsupported("input %s is %s, want int64", ir.Quote(p.Name), p.Type)
 			}
@@ -143,6 +201,11 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			for k, d := range p.Shape {
 				s[k] = max(d, 1)
 			}
+			if d := p.Shape[0]; d < 0 {
+				s[0] = batch
+			} else if d != batch {
+				return nil, unsupported("input %s fixes the batch at %d; the decoder's is %d", ir.Quote(p.Name), d, batch)
+			}
 			switch d := p.Shape[2]; {
 			case d < 0 && maxLen == 0:
 				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: the model's cache length (axis 2 of %s) is dynamic; give its max_len", ir.Quote(p.Name))
@@ -163,7 +226,11 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			return nil, unsupported("input %s is none of the step's inputs", ir.Quote(p.Name))
 		}
 	}
-	for _, name := range []string{StepInputIDs, StepPosition} {
+	need := []string{StepInputIDs, StepPosition}
+	if hf {
+		need = []string{StepInputIDs, StepAttentionMask}
+	}
+	for _, name := range need {
 		if _, ok := shapes[name]; !ok {
 			return nil, unsupported("the model has no input %s", ir.Quote(name))
 		}
@@ -179,11 +246,14 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 		}
 	}
 	sort.Slice(pairs, func(i, j int) bool { return pairs[i].Past < pairs[j].Past })
+	if hf { // the keys: the past's rows and the step's one
+		shapes[StepAttentionMask] = []int{batch, maxLen + 1}
+	}
 	g, err := m.Specialize(ctx, shapes)
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs}
+	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs, batch: batch, hf: hf}
 	if growing(g, sig, pairs) { // rewrite to a static cache of maxLen rows (generate_static.go)
 		if maxLen < 2 {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d: a cache that grows a row a step is rewritten to a static one of at least 2 rows", maxLen)
@@ -197,21 +267,29 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			s[2] = maxLen - 1
 			short[p.Past] = s
 		}
+		if hf {
+			short[StepAttentionMask] = []int{batch, maxLen}
+		}
 		g1, err := m.Specialize(ctx, short)
 		if err != nil {
 			return nil, err
 		}
-		rw, err := staticCache(g1, g, pairs, maxLen)
+		rw, err := staticCache(g1, g, pairs, maxLen, hf)
+		if err != nil && hf && shapes[StepPositionIDs] == nil {
+			err = ir.Errorf(ir.CodeUnsupported, -1, StepPositionIDs, "decoding: the model has no input position_ids, and its positions come from inside the graph, which a static cache cannot bind (%v); export it with position_ids", err)
+		}
 		if err != nil {
 			return nil, err
 		}
 		g, d.grown = rw.g, &rw
+	} else if hf {
+		return nil, unsupported("the attention_mask convention is bound only to a cache that grows a row a step (present = Concat(past, row), its axis 2 dynamic); this model's presents do not")
 	}
 	for _, o := range g.Outputs {
 		n := g.Nodes[o.ID]
 		if o.Name == StepLogits {
-			if n.DType != ir.F32 || len(n.Shape) == 0 || n.Shape.Len() != n.Shape[len(n.Shape)-1] {
-				return nil, unsupported("output logits is %v %v, want float32 of one row", n.DType, n.Shape)
+			if n.DType != ir.F32 || len(n.Shape) == 0 || n.Shape.Len() != batch*n.Shape[len(n.Shape)-1] {
+				return nil, unsupported("output logits is %v %v, want float32 of one row a prompt", n.DType, n.Shape)
 			}
 			d.vocab = n.Shape[len(n.Shape)-1]
 		}
@@ -228,6 +306,10 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			d.idShape = slices.Clone(n.Shape)
 		case n.Name == StepPosition:
 			d.posShp = slices.Clone(n.Shape)
+		case n.Name == StepAttentionMask:
+			d.maskShp = slices.Clone(n.Shape)
+		case n.Name == StepPositionIDs:
+			d.pidShp = slices.Clone(n.Shape)
 		}
 	}
 	if d.idShape == nil || d.posShp == nil {
@@ -306,77 +388,137 @@ type Generation struct {
 // generated ones. Every prompt id must be below Vocab, and the steps'
 // positions, 0 … len(prompt)+opts.Tokens-2, below MaxLen (the last token
 // generated is not fed back); otherwise it fails with invalid_input before
-// running anything.
+// running anything. A Decoder of a batch above one takes GenerateBatch.
 func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOptions) (*Generation, error) {
+	if d.batch != 1 {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "batch", "generate: the decoder's batch is %d prompts; give them to GenerateBatch", d.batch)
+	}
+	gens, err := d.GenerateBatch(ctx, [][]int64{prompt}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return gens[0], nil
+}
+
+// GenerateBatch runs greedy decoding of Batch prompts together, one step
+// feeding one token of each: the shorter prompts are padded on the left
+// (as Hugging Face pads a batch for decoding), their padding masked out by
+// attention_mask, so each prompt's positions start at 0 where its tokens
+// do. Step p writes cache row p of every prompt; a prompt padded by k
+// rows feeds its token i at step k + i. Each prompt's Generation holds
+// its own tokens and logits (from its first token's step on) and the
+// batch's step times. opts.OnToken is called for each prompt's token in
+// turn, prompts in order. The checks are Generate's, for the longest
+// prompt.
+func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts GenerateOptions) ([]*Generation, error) {
 	bad := func(field, format string, a ...any) error {
 		return ir.Errorf(ir.CodeInvalidInput, -1, field, "generate: "+format, a...)
 	}
+	if len(prompts) != d.batch {
+		return nil, bad("batch", "%d prompts; the decoder's batch is %d", len(prompts), d.batch)
+	}
+	long := 0
+	for _, prompt := range prompts {
+		long = max(long, len(prompt))
+	}
+	for b, prompt := range prompts {
+		if len(prompt) == 0 {
+			return nil, bad("prompt", "prompt %d is empty; give at least one token id", b)
+		}
+	}
 	switch {
-	case len(prompt) == 0:
-		return nil, bad("prompt", "the prompt is empty; give at least one token id")
 	case opts.Tokens < 1:
 		return nil, bad("tokens", "%d tokens to generate; want at least 1", opts.Tokens)
 	case opts.Tokens-1 > d.maxLen:
 		return nil, bad("max_len", "%d tokens to generate do not fit a cache of max_len %d", opts.Tokens, d.maxLen)
-	case len(prompt)-1 > d.maxLen-opts.Tokens:
+	case long-1 > d.maxLen-opts.Tokens:
 		return nil, bad("max_len", "a prompt of %d tokens and %d generated need max_len %d (positions 0 to %d); it is %d",
-			len(prompt), opts.Tokens, len(prompt)+opts.Tokens-1, len(prompt)+opts.Tokens-2, d.maxLen)
+			long, opts.Tokens, long+opts.Tokens-1, long+opts.Tokens-2, d.maxLen)
 	}
-	for i, id := range prompt {
-		if id < 0 || id >= int64(d.vocab) {
-			return nil, bad("prompt", "prompt token %d is %d, outside the vocabulary [0, %d)", i, id, d.vocab)
+	for b, prompt := range prompts {
+		for i, id := range prompt {
+			if id < 0 || id >= int64(d.vocab) {
+				if d.batch == 1 {
+					return nil, bad("prompt", "prompt token %d is %d, outside the vocabulary [0, %d)", i, id, d.vocab)
+				}
+				return nil, bad("prompt", "prompt %d's token %d is %d, outside the vocabulary [0, %d)", b, i, id, d.vocab)
+			}
 		}
 	}
-	gen := &Generation{Backend: d.rt.Backend(), Prompt: slices.Clone(prompt), MaxLen: d.maxLen,
-		CompileMs: math.Round(ms(d.compile)*1e3) / 1e3, Tokens: []int64{}}
+	gens := make([]*Generation, d.batch)
+	toks := make([][]int64, d.batch)
+	pads := make([]int, d.batch)
+	for b, prompt := range prompts {
+		gens[b] = &Generation{Backend: d.rt.Backend(), Prompt: slices.Clone(prompt), MaxLen: d.maxLen,
+			CompileMs: math.Round(ms(d.compile)*1e3) / 1e3, Tokens: []int64{}}
+		toks[b] = slices.Clone(prompt)
+		pads[b] = long - len(prompt)
+	}
 	c, err := d.newCache(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer c.release()
-	toks := slices.Clone(prompt)
-	steps := len(prompt) + opts.Tokens - 1
-	var dispatch []float64 // the decode steps' dispatch stages
+	steps := long + opts.Tokens - 1
+	var stepMs, dispatch []float64 // the batch's steps; the decode steps' dispatch stages
+	clock := ""
+	feed := make([]int64, d.batch)
 	for p := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		t0 := time.Now()
-		logits, tm, err := c.step(ctx, toks[p], int64(p))
+		for b := range feed {
+			feed[b] = 0 // a padding row's token: masked out of every other
+			if p >= pads[b] {
+				feed[b] = toks[b][p-pads[b]]
+			}
+		}
+		logits, tm, err := c.step(ctx, feed, int64(p), pads)
 		if err != nil {
 			return nil, err
 		}
-		if p >= len(prompt) {
+		if p >= long {
 			dispatch = append(dispatch, tm.DispatchMs)
-			gen.DispatchClock = tm.DispatchClock
+			clock = tm.DispatchClock
 		}
-		var next int64 = -1
-		if p+1 >= len(toks) {
-			next = argmax(logits)
-			toks = append(toks, next)
+		next := p+1 >= long
+		if next {
+			for b := range toks {
+				toks[b] = append(toks[b], argmax(logits[b*d.vocab:(b+1)*d.vocab]))
+			}
 		}
-		stepMs := math.Round(ms(time.Since(t0))*1e3) / 1e3 // to the microsecond, as Timings
-		gen.StepMs = append(gen.StepMs, stepMs)
-		if opts.Logits {
-			gen.Logits = append(gen.Logits, logits)
-		}
-		if next >= 0 {
-			gen.Tokens = append(gen.Tokens, next)
+		took := math.Round(ms(time.Since(t0))*1e3) / 1e3 // to the microsecond, as Timings
+		stepMs = append(stepMs, took)
+		for b, gen := range gens {
+			if p >= pads[b] {
+				gen.StepMs = append(gen.StepMs, took)
+				if opts.Logits {
+					gen.Logits = append(gen.Logits, logits[b*d.vocab:(b+1)*d.vocab])
+				}
+			}
+			if !next {
+				continue
+			}
+			gen.Tokens = append(gen.Tokens, toks[b][len(toks[b])-1])
 			if opts.OnToken != nil {
-				if err := opts.OnToken(len(gen.Tokens)-1, next, stepMs); err != nil {
+				if err := opts.OnToken(len(gen.Tokens)-1, gen.Tokens[len(gen.Tokens)-1], took); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	gen.Cache = c.where()
-	for _, t := range gen.StepMs[:len(prompt)] {
-		gen.PrefillMs += t
+	for _, gen := range gens {
+		gen.Cache = c.where()
+		gen.DispatchClock = clock
+		for _, t := range stepMs[:long] {
+			gen.PrefillMs += t
+		}
+		gen.PrefillMs = math.Round(gen.PrefillMs*1e3) / 1e3
+		gen.DecodeMs = math.Round(median(stepMs[long:])*1e3) / 1e3
+		gen.DispatchMs = math.Round(median(dispatch)*1e3) / 1e3
 	}
-	gen.PrefillMs = math.Round(gen.PrefillMs*1e3) / 1e3
-	gen.DecodeMs = math.Round(median(gen.StepMs[len(prompt):])*1e3) / 1e3
-	gen.DispatchMs = math.Round(median(dispatch)*1e3) / 1e3
-	return gen, nil
+	return gens, nil
 }
 
 // median returns the median of v (the mean of the middle two for an even
@@ -452,13 +594,21 @@ func (c *kvCache) where() string {
 	return "host"
 }
 
-// step runs one decoding step (token at position) and returns its logits
-// and the run's timings, the cache advanced.
-func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, Timings, error) {
+// step runs one decoding step (each prompt's token at position) and
+// returns its logits (a row a prompt) and the run's timings, the cache
+// advanced; pads[b] is prompt b's left padding (the attention_mask
+// convention's mask and position_ids).
+func (c *kvCache) step(ctx context.Context, tokens []int64, position int64, pads []int) ([]float32, Timings, error) {
 	d := c.d
 	in := Inputs{
-		StepInputIDs: Tensor{Shape: d.idShape, DType: ir.I64, Ints: []int64{token}},
+		StepInputIDs: Tensor{Shape: d.idShape, DType: ir.I64, Ints: slices.Clone(tokens)},
 		StepPosition: Tensor{Shape: d.posShp, DType: ir.I64, Ints: []int64{position}},
+	}
+	if d.maskShp != nil {
+		in[StepAttentionMask] = Tensor{Shape: d.maskShp, DType: ir.I64, Ints: attentionMask(d.maxLen, position, pads)}
+	}
+	if d.pidShp != nil {
+		in[StepPositionIDs] = Tensor{Shape: d.pidShp, DType: ir.I64, Ints: positionIDs(position, pads)}
 	}
 	var opts RunOptions
 	if c.dev != nil {
@@ -474,13 +624,13 @@ func (c *kvCache) step(ctx context.Context, token, position int64) ([]float32, T
 	res, err := d.exe.RunWith(ctx, in, opts)
 	if err != nil && c.dev != nil && position == 0 && CodeOf(err) == ir.CodeUnsupported {
 		c.toHost() // the backend keeps no typed outputs on the device
-		return c.step(ctx, token, position)
+		return c.step(ctx, tokens, position, pads)
 	}
 	if err != nil {
 		return nil, Timings{}, err
 	}
 	logits, ok := res.Outputs[StepLogits]
-	if !ok || len(logits.Data) != d.vocab {
+	if !ok || len(logits.Data) != d.batch*d.vocab {
 		for _, t := range res.Kept {
 			t.Release()
 		}

@@ -48,7 +48,11 @@ type cacheRewrite struct {
 // capacity-1 rows (so its presents have capacity rows), into the static
 // convention; other is the same model specialized to another length, to
 // check that nothing but shapes depends on it.
-func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewrite, error) {
+//
+// With addPosition (the attention_mask convention, generate_hf.go) the
+// graph has no position input: the rewrite adds one, named position, int64
+// [1], for its write and length mask.
+func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPosition bool) (cacheRewrite, error) {
 	rw := cacheRewrite{capacity: capacity, caches: len(pairs)}
 	refuse := func(format string, a ...any) (cacheRewrite, error) {
 		return rw, ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: a cache that grows a row a step is rewritten to a static one only as generate_static.go says: "+format, a...)
@@ -66,7 +70,7 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 		outputs[o.Name] = o.ID
 	}
 	pos := g.Input(StepPosition)
-	if pos < 0 {
+	if pos < 0 && !addPosition {
 		return refuse("the graph computes nothing from %s", ir.Quote(StepPosition))
 	}
 	// The concatenation, as the importer writes Concat: the past padded
@@ -155,16 +159,21 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 				reads[i] = true
 			case n.Op == ir.OpAttention && (k == 1 || k == 2):
 				m := &nodes[n.Args[3]]
-				if m.Op != ir.OpFull || len(m.Shape) != 0 || m.Scalar != 0 || !math.Signbit(float64(m.Scalar)) || ir.AttentionOf(argShapes(nodes, n), n.Attrs).Causal {
-					return refuse("attention node %d reads the cache with a mask of its own", i)
+				if ir.AttentionOf(argShapes(nodes, n), n.Attrs).Causal {
+					return refuse("attention node %d reads the cache with a causal mask", i)
 				}
-				masked[ir.NodeID(i)] = true
+				own := m.Op != ir.OpFull || len(m.Shape) != 0 || m.Scalar != 0 || !math.Signbit(float64(m.Scalar))
+				if ms := m.Shape; own && (len(ms) == 0 || len(ms) > len(n.Shape) || ms[len(ms)-1] != capacity && ms[len(ms)-1] != 1) {
+					return refuse("attention node %d reads the cache with a mask of shape %v, which does not span its %d keys", i, ms, capacity)
+				}
+				masked[ir.NodeID(i)] = own
 			default:
 				return refuse("node %d (%v) reads the cache; only fused attention (as keys or values) may", i, n.Op)
 			}
 		}
 	}
 	rw.attention = len(masked)
+	hidden := func(id ir.NodeID) bool { _, ok := masked[id]; return ok }
 	// The rewritten graph.
 	out := &ir.Graph{Nodes: make([]ir.Node, 0, len(nodes)+16+4*len(cats))}
 	at := make([]ir.NodeID, len(nodes))
@@ -173,6 +182,12 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 		return ir.NodeID(len(out.Nodes) - 1)
 	}
 	var slots, posC ir.NodeID = -1, -1
+	posShape, posAt := ir.Shape{1}, ir.NodeID(-1) // posAt: the added position input
+	if addPosition {
+		posAt = emit(ir.Node{Op: ir.OpInput, Name: StepPosition, DType: ir.I64, Shape: posShape, Ints: []int64{0}})
+	} else {
+		posShape = nodes[pos].Shape
+	}
 	// rows returns a [capacity] 0/1 of slot op position, and 1 - it.
 	rows := func(op ir.Op) ir.NodeID {
 		if slots < 0 {
@@ -181,7 +196,10 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 				data[i] = float32(i)
 			}
 			slots = emit(ir.Node{Op: ir.OpInput, Shape: ir.Shape{capacity}, Data: data})
-			f := emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{at[pos]}, Shape: slices.Clone(nodes[pos].Shape)})
+			if posAt < 0 {
+				posAt = at[pos]
+			}
+			f := emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{posAt}, Shape: slices.Clone(posShape)})
 			f = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{f}, Shape: ir.Shape{1}})
 			posC = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{f}, Shape: ir.Shape{capacity}})
 		}
@@ -222,14 +240,18 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 			n.Shape[2] = capacity
 			n.Data = make([]float32, n.Shape.Len())
 			at[i] = emit(n)
-		case masked[id]:
+		case hidden(id):
 			if hide < 0 {
 				h := rows(ir.OpGreater)
 				inf := emit(ir.Node{Op: ir.OpFull, Shape: ir.Shape{}, Scalar: float32(math.Inf(-1))})
 				inf = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{inf}, Shape: ir.Shape{capacity}})
 				hide = emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{h, inf}, Shape: ir.Shape{capacity}})
 			}
-			n.Args[3] = hide
+			if masked[id] { // the model's own mask plus the length mask: m + -0 is m, m + -Inf is -Inf
+				n.Args[3] = ownMask(emit, nodes[nodes[i].Args[3]].Shape, n.Args[3], hide, len(n.Shape), capacity)
+			} else {
+				n.Args[3] = hide
+			}
 			at[i] = emit(n)
 		default:
 			at[i] = emit(n)
@@ -241,6 +263,36 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int) (cacheRewr
 	}
 	rw.g = out
 	return rw, nil
+}
+
+// ownMask emits mask + hide, an attention's own mask (of shape ms, which
+// broadcasts to its scores of rank r) plus the length mask hide
+// ([capacity]), both read through their broadcast to ms with its last axis
+// the keys', and returns the sum.
+func ownMask(emit func(ir.Node) ir.NodeID, ms ir.Shape, mask, hide ir.NodeID, r, capacity int) ir.NodeID {
+	full := make(ir.Shape, r)
+	for k := range full {
+		full[k] = 1
+	}
+	copy(full[r-len(ms):], ms)
+	if len(ms) != r {
+		mask = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{mask}, Shape: slices.Clone(full)})
+	}
+	out := slices.Clone(full)
+	out[r-1] = capacity
+	if full[r-1] != capacity {
+		mask = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{mask}, Shape: slices.Clone(out)})
+	}
+	hs := make(ir.Shape, r)
+	for k := range hs {
+		hs[k] = 1
+	}
+	hs[r-1] = capacity
+	h := emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{hide}, Shape: hs})
+	if !hs.Equal(out) {
+		h = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{h}, Shape: slices.Clone(out)})
+	}
+	return emit(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{mask, h}, Shape: out})
 }
 
 // growing reports whether g, a step model specialized to pasts of
@@ -287,5 +339,5 @@ func (d *Decoder) Explain() string {
 	if d.grown != nil {
 		c = "cache: " + d.grown.String()
 	}
-	return c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
+	return d.convention() + "\n" + c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
 }

@@ -54,7 +54,7 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 	for _, n := range names {
 		pairs = append(pairs, CachePair{Past: n, Present: "present." + n[len("past_key_values."):], Shape: ir.Shape{1, 4, capacity, 16}})
 	}
-	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity)
+	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity, false)
 	if err != nil {
 		t.Fatal(err)
 	}

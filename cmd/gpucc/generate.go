@@ -43,9 +43,27 @@ least 2), fixed at load, nothing evicted; each step writes its row at
 position and the fused attention masks the keys past it, which leaves
 every logit's bits as the grown cache gives them. The rewrite needs fused
 attention reading the cache and nothing else depending on its length;
-otherwise the model is unsupported, naming why. --explain prints how the
-cache is kept (the model's own static cache, or the rewrite and its
-capacity) and exits without decoding.
+otherwise the model is unsupported, naming why.
+A model with an attention_mask input is taken in optimum's and
+transformers.js's own convention: input_ids [batch, seq], attention_mask
+[batch, past_len + seq] (int64, 1 a token, 0 padding), position_ids
+[batch, seq] (optional), past_key_values.N.key/.value [batch, heads,
+past_len, head_dim] growing a row a step, outputs logits and
+present.N.key/.value. It is bound at seq 1 (one token a step) and its
+growing cache rewritten as above; each step feeds attention_mask (1 at the
+prompt's rows up to the step's position, 0 for padding and the rows past
+it), position_ids (the position less the prompt's left padding) and the
+cache's write row from the step's position. A model without position_ids
+whose positions depend on the cache's length is unsupported, naming
+position_ids. In this convention --prompt may hold several prompts
+separated by semicolons (1,2,3;4,5): they decode together as one batch,
+the shorter ones padded on the left and masked out, as Hugging Face pads
+a batch; each line of output is one prompt's ids, and --json prints one
+object per prompt in a JSON array.
+--explain prints the convention recognized (which inputs are fed, and
+how), how the cache is kept (the model's own static cache, or the rewrite
+and its capacity) and how many attentions run fused, and exits without
+decoding.
 A prompt id outside the vocabulary, an empty prompt, or a --max-len short
 of the prompt and tokens is invalid_input; a model that does not follow
 the convention is unsupported.`
@@ -64,7 +82,7 @@ func generateCmd(args []string) int {
 	cacheDir := fs.String("cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	limits := limitFlags(fs)
 	verboseFlag(fs)
-	promptFlag := fs.String("prompt", "", "the prompt's token ids, comma-separated (34,32,204)")
+	promptFlag := fs.String("prompt", "", "the prompt's token ids, comma-separated (34,32,204); several prompts, decoded as one batch, separated by semicolons (34,32;7)")
 	var tokens, maxLen int
 	atLeast(fs, &tokens, "tokens", 16, 1, "ids to generate")
 	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
@@ -76,14 +94,31 @@ func generateCmd(args []string) int {
 	if fs.NArg() != 1 {
 		return usageError("generate: want exactly one MODEL.onnx argument, got %d", fs.NArg())
 	}
-	var prompt []int64
+	prompts := [][]int64{nil}
 	if *promptFlag != "" {
-		for i, s := range strings.Split(*promptFlag, ",") {
-			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-			if err != nil {
-				return usageError("generate: --prompt: id %d, %q, is not an integer", i, s)
+		prompts = nil
+		for _, text := range strings.Split(*promptFlag, ";") {
+			var prompt []int64
+			for i, s := range strings.Split(text, ",") {
+				if len(prompts) > 0 && strings.TrimSpace(text) == "" {
+					break // an empty prompt of a batch: Generate names it
+				}
+				id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				if err != nil {
+					return usageError("generate: --prompt: id %d, %q, is not an integer", i, s)
+				}
+				prompt = append(prompt, id)
 			}
-			prompt = append(prompt, id)
+			prompts = append(prompts, prompt)
+		}
+	}
+	if len(prompts) > lib.MaxDecoderBatch {
+		return usageError("generate: --prompt: %d prompts; at most %d", len(prompts), lib.MaxDecoderBatch)
+	}
+	prompt := prompts[0]
+	for _, p := range prompts {
+		if len(p) > len(prompt) {
+			prompt = p
 		}
 	}
 	limits.NonFinite = true // a model's causal mask holds -Inf
@@ -115,6 +150,9 @@ func generateCmd(args []string) int {
 				if k == 2 && d < 0 {
 					d = max(maxLen, len(prompt)+tokens-1)
 				}
+				if k == 0 && d < 0 {
+					d = len(prompts)
+				}
 				n = ir.SatMul(n, int64(max(d, 1)))
 			}
 			cacheBytes = ir.SatAdd(cacheBytes, n)
@@ -142,7 +180,7 @@ func generateCmd(args []string) int {
 		return fail(err)
 	}
 	defer rt.Close()
-	d, err := rt.NewDecoder(ctx, m, lib.DecoderOptions{MaxLen: maxLen})
+	d, err := rt.NewDecoder(ctx, m, lib.DecoderOptions{MaxLen: maxLen, Batch: len(prompts)})
 	if err != nil {
 		return fail(err)
 	}
@@ -152,6 +190,28 @@ func generateCmd(args []string) int {
 		return exitOK
 	}
 	opts := lib.GenerateOptions{Tokens: tokens}
+	if len(prompts) > 1 { // a batch: each prompt's ids on a line, at the end
+		gens, err := d.GenerateBatch(ctx, prompts, opts)
+		if err != nil {
+			return fail(err)
+		}
+		if *asJSON {
+			out := make([]generation, len(gens))
+			for b, g := range gens {
+				out[b] = generation{Generation: g, Adapter: rt.Adapter()}
+			}
+			writeJSON(out)
+			return exitOK
+		}
+		for _, g := range gens {
+			ids := make([]string, len(g.Tokens))
+			for i, id := range g.Tokens {
+				ids[i] = strconv.FormatInt(id, 10)
+			}
+			fmt.Println(strings.Join(ids, " "))
+		}
+		return exitOK
+	}
 	printed := false
 	if !*asJSON {
 		opts.OnToken = func(i int, token int64, _ float64) error {

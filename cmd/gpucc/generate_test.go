@@ -129,6 +129,8 @@ func TestGenerateRefuses(t *testing.T) {
 		{"no prompt", []string{model}, "invalid_input", 1},
 		{"max-len too short", []string{"--prompt", "1,2,3", "--tokens", "64", "--max-len", "65", model}, "invalid_input", 1},
 		{"not a step model", []string{"--prompt", "1", gpt2}, "unsupported", 1},
+		{"a batch without attention_mask", []string{"--prompt", "1,2;3", model}, "unsupported", 1},
+		{"an empty prompt of a batch", []string{"--prompt", "1,2;", filepath.Join(filepath.Dir(model), "gpt2kv_hf.onnx")}, "invalid_input", 1},
 		{"no such model", []string{"--prompt", "1", "nope.onnx"}, "io", 1},
 		{"an id that is not a number", []string{"--prompt", "1,x", model}, "usage", 2},
 		{"tokens 0", []string{"--prompt", "1", "--tokens", "0", model}, "usage", 2},
@@ -180,5 +182,40 @@ func TestGenerateGrowing(t *testing.T) {
 		if code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("--explain %s: exit %d, %q; want it to say %q", filepath.Base(c.model), code, out, c.want)
 		}
+	}
+}
+
+// TestGenerateAttentionMask: generate decodes gpt2kv_hf.onnx (the
+// fixture's step in optimum's and transformers.js's convention:
+// attention_mask, position_ids, a cache that grows) to the fixture's
+// tokens, --explain names the convention it recognized, and two prompts
+// separated by a semicolon decode as one left-padded batch, a line each,
+// each the ids of decoding that prompt alone.
+func TestGenerateAttentionMask(t *testing.T) {
+	model, toks := kvFixture(t)
+	hf := filepath.Join(filepath.Dir(model), "gpt2kv_hf.onnx")
+	prompt, want := idList(toks[:8]), toks[8:24]
+	out, _, code := gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt, "--tokens", "16", hf)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if line := strings.ReplaceAll(idList(want), ",", " ") + "\n"; out != line {
+		t.Errorf("generate printed %q\nwant %q", out, line)
+	}
+	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt, "--tokens", "16", "--explain", hf)
+	if code != 0 || !strings.Contains(out, "convention: optimum/transformers.js") || !strings.Contains(out, "bound at batch 1 and seq 1") {
+		t.Errorf("--explain: exit %d, %q; want it to name the attention_mask convention", code, out)
+	}
+	short := idList(toks[30:33])
+	alone, _, code := gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", short, "--tokens", "16", model)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, alone)
+	}
+	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--prompt", prompt+";"+short, "--tokens", "16", hf)
+	if code != 0 {
+		t.Fatalf("a batch: exit %d: %s", code, out)
+	}
+	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; out != lines {
+		t.Errorf("a batch of two printed %q\nwant %q", out, lines)
 	}
 }

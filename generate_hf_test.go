@@ -1,0 +1,199 @@
+package gpucc_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// TestGenerateAttentionMaskConvention: gpt2kv_hf.onnx (hf_kv.py: the
+// fixture's step in optimum's and transformers.js's convention, input_ids
+// [batch, seq], attention_mask [batch, past+seq], position_ids, a cache
+// that grows, transformers' additive padding mask) decodes with one
+// executable, attention_mask, position_ids and the cache's write row fed
+// from the step's position, giving the static fixture's tokens and every
+// step's logits bit for bit, on cpu and every backend that runs typed
+// graphs. Explain names the convention. (Without the binding NewDecoder
+// refuses attention_mask and position_ids as none of the step's inputs.)
+func TestGenerateAttentionMaskConvention(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := kvSteps
+	if testing.Short() {
+		steps = 16
+	}
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(backend, func(t *testing.T) {
+			static := kvDecoder(t, backend)
+			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			if e := d.Explain(); !strings.Contains(e, "convention: optimum/transformers.js") || !strings.Contains(e, "bound at batch 1 and seq 1") ||
+				!strings.Contains(e, "position_ids [batch, 1] fed") || !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused") {
+				t.Errorf("Explain = %q", e)
+			}
+			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+			want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
+				t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
+			}
+			sameLogits(t, got.Logits, want.Logits)
+		})
+	}
+}
+
+// sameLogits fails t unless got and want hold the same steps' logits bit
+// for bit.
+func sameLogits(t *testing.T, got, want [][]float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d steps' logits, want %d", len(got), len(want))
+	}
+	for s := range want {
+		for i := range want[s] {
+			if math.Float32bits(got[s][i]) != math.Float32bits(want[s][i]) {
+				t.Fatalf("step %d logit %d: %v, want %v", s, i, got[s][i], want[s][i])
+			}
+		}
+	}
+}
+
+// TestAttentionMaskConventionRefused: what the attention_mask convention
+// cannot bind is unsupported, by name: gpt2kv_hf_pastpos.onnx (no
+// position_ids; its positions arange(past_len, past_len + seq) come from
+// the cache's length) names position_ids; a batch above one without an
+// attention_mask names attention_mask.
+func TestAttentionMaskConventionRefused(t *testing.T) {
+	ctx := context.Background()
+	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf_pastpos.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 16})
+	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "no input position_ids") || !strings.Contains(err.Error(), "depends on the cache's length") {
+		t.Errorf("positions from the cache's length: %v; want unsupported naming position_ids", err)
+	}
+	_, err = rt.NewDecoder(ctx, kvModel(t, nil), gpucc.DecoderOptions{MaxLen: 16, Batch: 2})
+	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "no input \"attention_mask\"") {
+		t.Errorf("a batch of 2 without attention_mask: %v; want unsupported naming attention_mask", err)
+	}
+}
+
+// TestGenerateBatch: three prompts of 8, 3 and 5 tokens decoded as one
+// batch through gpt2kv_hf.onnx (left-padded to 8, the padding masked by
+// attention_mask, position_ids counting from each prompt's first token)
+// give each prompt the tokens and every step's logits of decoding it
+// alone with the static fixture, bit for bit, on cpu and every backend
+// that runs typed graphs: the masked keys add exact zeros to attention's
+// ascending sums, and each row of the batch's matmuls sums in the same
+// order as one row alone. (Without the padding mask, the shorter prompts'
+// logits differ from the first padded step on.)
+func TestGenerateBatch(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := [][]int64{toks[:kvPrompt], toks[10:13], toks[20:25]}
+	steps := 24
+	if testing.Short() {
+		steps = 8
+	}
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(backend, func(t *testing.T) {
+			static := kvDecoder(t, backend)
+			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 40, Batch: len(prompts)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			if e := d.Explain(); !strings.Contains(e, "bound at batch 3 and seq 1") {
+				t.Errorf("Explain = %q", e)
+			}
+			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+			gens, err := d.GenerateBatch(context.Background(), prompts, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, prompt := range prompts {
+				want, err := static.Generate(context.Background(), prompt, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(gens[b].Tokens, want.Tokens) {
+					t.Fatalf("prompt %d: tokens %v in the batch, %v alone", b, gens[b].Tokens, want.Tokens)
+				}
+				if len(gens[b].StepMs) != len(prompt)+steps-1 {
+					t.Errorf("prompt %d: %d step times, want %d", b, len(gens[b].StepMs), len(prompt)+steps-1)
+				}
+				sameLogits(t, gens[b].Logits, want.Logits)
+			}
+		})
+	}
+}
+
+// TestGenerateBatchRefuses: a batch's prompts are checked as one prompt
+// is, each named by its index, and the count must be the decoder's batch.
+func TestGenerateBatchRefuses(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
+	ctx := context.Background()
+	d, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	for _, c := range []struct {
+		name    string
+		prompts [][]int64
+		tokens  int
+		field   string
+		words   string
+	}{
+		{"one prompt", [][]int64{{1, 2}}, 2, "batch", "1 prompts; the decoder's batch is 2"},
+		{"three prompts", [][]int64{{1}, {2}, {3}}, 2, "batch", "3 prompts"},
+		{"an empty prompt", [][]int64{{1, 2}, {}}, 2, "prompt", "prompt 1 is empty"},
+		{"an id past the vocabulary", [][]int64{{1, 2}, {3, 256}}, 2, "prompt", "prompt 1's token 1 is 256"},
+		{"the longest prompt past max_len", [][]int64{{1, 2, 3, 4, 5, 6, 7}, {1}}, 3, "max_len", "a prompt of 7 tokens"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := d.GenerateBatch(ctx, c.prompts, gpucc.GenerateOptions{Tokens: c.tokens})
+			var ie *ir.Error
+			if gpucc.CodeOf(err) != ir.CodeInvalidInput || !errors.As(err, &ie) || ie.Field != c.field || !strings.Contains(err.Error(), c.words) {
+				t.Errorf("err %v; want invalid_input on %s saying %q", err, c.field, c.words)
+			}
+		})
+	}
+	if _, err := d.Generate(ctx, []int64{1}, gpucc.GenerateOptions{Tokens: 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("Generate on a batch of 2: %v; want invalid_input", err)
+	}
+	if _, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8, Batch: gpucc.MaxDecoderBatch + 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("a batch past MaxDecoderBatch: %v; want invalid_input", err)
+	}
+}
