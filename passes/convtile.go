@@ -50,7 +50,7 @@ func convTile(k *ir.Kernel, o Options) error {
 		t.Stages = 2 // a forced s2 tile is the double-buffered GEMM
 	}
 	if o.Tile == nil && o.SpreadConv {
-		t = spreadConv(q, t)
+		t = spreadConv(q, c.Group, t)
 	}
 	t, ok := deepen(fit(t, o), kk, o)
 	if !ok && o.MaxInvocations > 0 {
@@ -130,17 +130,17 @@ var ConvLadder = []ir.Tile{
 	{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1},
 }
 
-// spreadConv returns the tile for implicit GEMM q (pixels × channels) in
-// place of the rule's t when t cuts it into fewer than WaveGroups
-// workgroups: the first of ConvLadder no larger than t that makes
+// spreadConv returns the tile for implicit GEMM q (pixels × channels of
+// a group, run for each of groups) in place of the rule's t when t cuts
+// it into fewer than WaveGroups workgroups: the first of ConvLadder no larger than t that makes
 // WaveGroups or more, else the one that makes the most (the first of
 // those). An exact convolution cannot split its taps among workgroups
 // (each output is one accumulator walking them in order), so at batch 1,
 // where ResNet-18's 3×3 stages have 49 to 3136 pixels, only smaller tiles
 // can keep more of a large GPU's units busy: 256 channels at 14×14 made 8
 // workgroups of the rule's 64×128, 208 of 16×16.
-func spreadConv(q *ir.Kernel, t ir.Tile) ir.Tile {
-	if groups(q, t) >= WaveGroups {
+func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile) ir.Tile {
+	if groups(q, t)*convGroups >= WaveGroups {
 		return t
 	}
 	best := t
@@ -148,11 +148,11 @@ func spreadConv(q *ir.Kernel, t ir.Tile) ir.Tile {
 		if c.BM*c.BN > t.BM*t.BN {
 			continue
 		}
-		g := groups(q, c)
+		g := groups(q, c) * convGroups
 		if g >= WaveGroups {
 			return c
 		}
-		if g > groups(q, best) {
+		if g > groups(q, best)*convGroups {
 			best = c
 		}
 	}

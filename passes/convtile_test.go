@@ -109,6 +109,12 @@ func TestSpreadConv(t *testing.T) {
 		{"3x3 512 at 7", conv(ir.Shape{1, 512, 7, 7}, ir.Shape{512, 512, 3, 3}, pad1), ConvLadder[7]},
 		// 4 x 16: one workgroup of any tile; the rule's is kept.
 		{"tiny", conv(ir.Shape{1, 8, 2, 2}, ir.Shape{16, 8, 3, 3}, pad1), TileSmall},
+		// 1024 pixels x 1 channel in each of 8 groups (81 taps: the GEMM):
+		// 256 workgroups of TileSmall, the rule's.
+		{"depthwise 9x9", conv(ir.Shape{1, 8, 40, 40}, ir.Shape{8, 1, 9, 9}, map[string][]int{"group": {8}}), TileSmall},
+		// 49 pixels x 32 channels in each of 4 groups: 8 workgroups of
+		// TileSmall, 32 of 16x16, the most of the ladder.
+		{"grouped 3x3 at 7", conv(ir.Shape{1, 128, 7, 7}, ir.Shape{128, 32, 3, 3}, map[string][]int{"pads": {1, 1, 1, 1}, "group": {4}}), ConvLadder[7]},
 		// batch 32: TileConv, 784 workgroups.
 		{"3x3 64 at 56, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), TileConv},
 	}
