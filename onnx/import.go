@@ -726,6 +726,10 @@ var shapeDeciding = map[string]bool{
 	"shape": true, "axes": true, "axis": true, "starts": true, "ends": true, "steps": true,
 	"split": true, "repeats": true, "pads": true, "depth": true, "scales": true, "sizes": true,
 	"start": true, "limit": true, "delta": true, "condition": true, "K": true, "size": true,
+	// Unique's and NonMaxSuppression's outputs have as many rows as the
+	// values give distinct values or boxes kept.
+	"unique values": true, "boxes": true, "scores": true, "max_output_boxes_per_class": true,
+	"iou_threshold": true, "score_threshold": true,
 }
 
 // ints returns the constant integer input k as int64 values.

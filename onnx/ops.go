@@ -198,6 +198,8 @@ func init() {
 		"MeanVarianceNormalization": {since: 9, attrs: []string{"axes"}, fn: mvnOp},
 		"CumSum":                    {since: 11, attrs: []string{"exclusive", "reverse"}, fn: cumSumOp},
 		"Einsum":                    {since: 12, attrs: []string{"equation"}, fn: einsumOp},
+		"Unique":                    {since: 11, attrs: []string{"axis", "sorted"}, fn: uniqueOp},
+		"NonMaxSuppression":         {since: 10, attrs: []string{"center_point_box"}, fn: nmsOp},
 		"OneHot":                    {since: 9, attrs: []string{"axis"}, fn: oneHotOp},
 		"EyeLike":                   {since: 9, attrs: []string{"dtype", "k"}, fn: eyeLikeOp},
 		"Mod":                       {since: 10, attrs: []string{"fmod"}, fn: modOp},
