@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -360,5 +361,37 @@ func TestONNXPickerDynamic(t *testing.T) {
 				t.Errorf("%s: y[%d] = %#08x, want Relu(%v) = %#08x", backend, i, y.Bits[i], x, want)
 			}
 		}
+	}
+}
+
+// TestOneRuntime: the page's graphs and models share one runtime per
+// backend. Two models sized past the seed's limits to different limits
+// (y = Relu(x) of x [N,3] at N 400000 and 500000) and a protocol v1 graph,
+// on cpu and webgl2, leave the page holding 2 runtimes, where it held one
+// per model's limits (6), each a WebGL2 context or a WebGPU device never
+// released. The inputs are left zero (over a million values cannot be
+// given before the import sizes the limits): the outputs are zeros.
+func TestOneRuntime(t *testing.T) {
+	ctx := page(t, "?life=0", pageDeadline)
+	model := base64.StdEncoding.EncodeToString(dynamicModel())
+	for _, backend := range []string{"cpu", "webgl2"} {
+		for _, n := range []int{400000, 500000} {
+			got := evalAwait(t, ctx, fmt.Sprintf(`(async () => {
+				const model = Uint8Array.from(atob(%q), (c) => c.charCodeAt(0));
+				const r = await gpucc.runONNX(model, {backend: %q, allowSoftware: true, inputShapes: {x: [%d, 3]}});
+				const y = r.outputs.y.data;
+				return r.backend + " " + y.length + " " + y.every((v) => v === 0);
+			})().catch((e) => JSON.stringify(e))`, model, backend, n))
+			if want := fmt.Sprintf("%s %d true", backend, 3*n); got != want {
+				t.Fatalf("N %d on %s: %s, want %s", n, backend, got, want)
+			}
+		}
+		r := run(t, ctx, []byte(`{"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[-1,2]},{"id":1,"op":"relu","a":0}],"outputs":[{"name":"y","id":1}]}`), backend, true)
+		if r.Error != nil || r.Backend != backend {
+			t.Fatalf("a graph on %s: %+v", backend, r)
+		}
+	}
+	if n := evalString(t, ctx, `String(gpucc.openRuntimes())`); n != "2" {
+		t.Errorf("the page holds %s runtimes after two models and a graph on cpu and webgl2, want 2 (one per backend)", n)
 	}
 }

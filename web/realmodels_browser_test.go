@@ -31,16 +31,39 @@ import (
 // (alexa), the melspectrogram front end (an STFT as convolutions) and
 // Silero VAD's float16 export (an LSTM, If, float16 casts). Not here: the
 // speech embedding (its first webgpu run in SwiftShader takes over the
-// page poll's 30 s); PaddleOCR is TestOCRPage.
+// page poll's 30 s); PaddleOCR is TestOCRPage. And Silero VAD v5, whose
+// int64 sample rate sr the page fixes at import, as gpucc run --const
+// sr=16000 does: without it the page could not give an int64 input.
 func TestRealModelsPage(t *testing.T) {
 	ctx := page(t, "?life=0", onnxDeadline)
 	for _, m := range []realPageModel{
-		{"hey_jarvis_v0.1", nil, 1, nil},
-		{"alexa_v0.1", nil, 1, nil},
-		{"melspectrogram", map[string][]int{"input": {1, 1760}}, 4096, nil},
-		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil},
+		{"hey_jarvis_v0.1", nil, 1, nil, nil},
+		{"alexa_v0.1", nil, 1, nil, nil},
+		{"melspectrogram", map[string][]int{"input": {1, 1760}}, 4096, nil, nil},
+		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, nil},
+		// v5 takes its sample rate as an int64 input sr, which the page
+		// fixes at import (its constant field): the If on it folds.
+		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, map[string]int64{"sr": 16000}},
 	} {
 		t.Run(m.name, func(t *testing.T) { runRealModel(t, ctx, m, 30*time.Second) })
+	}
+	// v5 is still picked: a constant that is not the input's is refused
+	// by name, as --const refuses it (the other inputs random now: their
+	// files were the subtest's).
+	sr := evalString(t, ctx, `String(demo.onnx.signature.inputs.map((p, i) => {
+		if (p.name !== "sr") document.getElementById("onnxSource-" + i).value = "random";
+		return p.name;
+	}).indexOf("sr"))`)
+	for _, tt := range []struct{ value, msg string }{
+		{"abc", `value "abc" is not of type int64`},
+		{"16000,8000", "2 values were given"},
+		{"", `value "" is not of type int64`},
+	} {
+		evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxConst-%s").value = %q, "")`, sr, tt.value))
+		r := runPicked(t, ctx, "cpu")
+		if r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) || !strings.Contains(r.Error.Message, tt.msg) {
+			t.Errorf("constant sr = %q: %+v, want invalid_input saying %q", tt.value, r.Error, tt.msg)
+		}
 	}
 }
 
@@ -77,14 +100,14 @@ func ocrPageModels(short bool) []realPageModel {
 	if short {
 		fast := []string{"webgl2", "cpu"}
 		return []realPageModel{
-			{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, fast},
-			{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, fast},
+			{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, fast, nil},
+			{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, fast, nil},
 		}
 	}
 	return []realPageModel{
-		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, nil},
-		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, []string{"webgl2", "cpu"}},
-		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, nil},
+		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, nil, nil},
+		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, []string{"webgl2", "cpu"}, nil},
+		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, nil, nil},
 	}
 }
 
@@ -100,6 +123,9 @@ type realPageModel struct {
 	shapes   map[string][]int
 	scale    float64
 	backends []string
+	// consts fixes int64 inputs at import through the page's constant
+	// fields (gpucc run's --const), the reference with the same values.
+	consts map[string]int64
 }
 
 // runRealModel picks m in the page, types its shapes, gives random data as
@@ -115,13 +141,23 @@ func runRealModel(t *testing.T, ctx context.Context, m realPageModel, poll time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{InputShapes: m.shapes, Limits: realPageLimits})
+	consts := map[string]*onnx.Tensor{}
+	for name, v := range m.consts {
+		consts[name] = &onnx.Tensor{Name: name, Type: onnx.Int64, Shape: []int{}, Int64: []int64{v}}
+	}
+	g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{InputShapes: m.shapes, Limits: realPageLimits, Constants: consts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pickModel(t, ctx, model)
 	dir := t.TempDir()
 	for i, p := range sig.Inputs {
+		if v, ok := m.consts[p.Name]; ok {
+			// typed into the input's constant field, as a visitor would
+			evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxConst-%d").value = "%d",
+				document.getElementById("onnxSource-%d").value = "const", "")`, i, v, i))
+			continue
+		}
 		shape := g.Nodes[g.Input(p.Name)].Shape
 		r := rand.New(rand.NewPCG(uint64(i), 34))
 		x := make([]float32, shape.Len())

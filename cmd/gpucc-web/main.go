@@ -5,7 +5,7 @@
 //
 //	gpucc.run(graph, {backend: "auto", allowSoftware: false}) → Promise
 //	gpucc.onnxSignature(model) → Promise
-//	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs}) → Promise
+//	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs, npy, constants}) → Promise
 //	gpucc.generate(model, {backend, allowSoftware, prompt, tokens, maxLen, onToken}) → Promise
 //	gpucc.createPythonGPUAdapter(engine, {allowExecute, maxPending, backend, allowSoftware}) → adapter
 //
@@ -16,8 +16,10 @@
 // bytes (a Uint8Array or an ArrayBuffer), imported by the onnx package
 // here in the page (onnx.go). The adapter is the seed's host model for a
 // sandboxed guest engine (host.go). gpucc.backends lists the backends built in.
-// Opened backends are kept per option set, so repeated runs (the Life
-// demo) reuse one context and its compiled shaders.
+// Opened backends are kept per backend choice: gpucc.run's graphs and every
+// model of gpucc.runONNX share one runtime (shared), so repeated runs (the
+// Life demo) and models reuse one context and its compiled shaders;
+// gpucc.openRuntimes() says how many the page holds.
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 	"syscall/js"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/modellimits"
 	"github.com/gpucc/gpucc/ir"
 	_ "github.com/gpucc/gpucc/runtime/all" // the browser backends
 )
@@ -39,6 +42,7 @@ func main() {
 	api.Set("onnxSignature", js.FuncOf(onnxSignature))
 	api.Set("runONNX", js.FuncOf(runONNX))
 	api.Set("generate", js.FuncOf(generate)) // generate.go
+	api.Set("openRuntimes", js.FuncOf(openRuntimes))
 	api.Set("createPythonGPUAdapter", js.FuncOf(createAdapter))
 	backends := []any{}
 	for _, b := range gpucc.Backends() {
@@ -148,7 +152,7 @@ func execute(raw []byte, opts gpucc.Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := open(opts)
+	rt, err := shared(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +176,32 @@ func open(opts gpucc.Options) (*gpucc.Runtime, error) {
 	}
 	runtimes[opts] = rt
 	return rt, nil
+}
+
+// shared is the runtime gpucc.run's graphs and gpucc.runONNX's models
+// share on opts' backend: its limits are the widest the page sizes a
+// model to (modellimits.Caps of the largest model), and each caller
+// validates its graph under its own limits first (the seed's for a
+// protocol v1 graph, the model's sized ones for a model). The compile
+// checks under the limits alone, and no kernel depends on them, so the
+// bits are the same. A runtime per model's limits held a WebGPU device
+// or a WebGL2 context each, never released: Chromium keeps 16 WebGL
+// contexts and loses the oldest past them (TestOneRuntime).
+func shared(opts gpucc.Options) (*gpucc.Runtime, error) {
+	opts.Limits = sharedLimits
+	return open(opts)
+}
+
+// sharedLimits are shared's runtime limits: the caps of a model of
+// modellimits.MaxModelBytes, with the seed's finite rule.
+var sharedLimits = modellimits.Caps(modellimits.MaxModelBytes)
+
+// openRuntimes is gpucc.openRuntimes(): how many runtimes the page holds,
+// for the tests.
+func openRuntimes(js.Value, []js.Value) any {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(runtimes)
 }
 
 // errorObject is the rejection value: {code, message}.

@@ -16,6 +16,7 @@ import (
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/internal/modellimits"
 	"github.com/gpucc/gpucc/internal/npy"
+	"github.com/gpucc/gpucc/internal/onnxconst"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -48,7 +49,10 @@ type onnxResult struct {
 
 // runONNX is gpucc.runONNX(model, options): it imports the model with the
 // onnx package (options.inputShapes binds dynamic dimensions by input
-// name, as gpucc's --input-shape does), binds options.inputs (a
+// name, as gpucc's --input-shape does; options.constants fixes inputs at
+// import, as --const does: {sr: "16000"}, each value a string of
+// comma-separated values or a number, a boolean or an array of them, read
+// by internal/onnxconst as the command line reads --const), binds options.inputs (a
 // Float32Array or an array of numbers per input name; an input not given
 // stays zero) and runs the graph on options.backend. The limits are sized
 // to the model as gpucc run sizes them (internal/modellimits; the page
@@ -62,6 +66,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 		shapes map[string][]int
 		inputs map[string][]float32
 		npys   map[string][]byte
+		specs  map[string]string
 	)
 	if err == nil {
 		var o js.Value
@@ -74,6 +79,9 @@ func runONNX(_ js.Value, args []js.Value) any {
 		if err == nil {
 			npys, err = npyFiles(o, maxN)
 		}
+		if err == nil {
+			specs, err = constantSpecs(o, maxN)
+		}
 	}
 	return promise(func() ([]byte, error) {
 		if err != nil {
@@ -83,14 +91,20 @@ func runONNX(_ js.Value, args []js.Value) any {
 			return nil, err
 		}
 		start := time.Now()
+		consts, err := onnxconst.Parse(model, modellimits.Caps(int64(len(model))), specs, nil)
+		if err != nil {
+			return nil, err
+		}
 		load := func(r io.Reader, l ir.Limits) (*ir.Graph, error) {
-			return onnx.Load(r, onnx.Options{Limits: l, InputShapes: shapes})
+			return onnx.Load(r, onnx.Options{Limits: l, InputShapes: shapes, Constants: consts})
 		}
 		g, sized, err := modellimits.Load(model, opts.Limits, modellimits.Unset(), shapes, load)
 		if err != nil {
 			return nil, err
 		}
-		opts.Limits = sized
+		if err := ir.Validate(g, sized); err != nil { // the shared runtime's limits are wider
+			return nil, err
+		}
 		imported := time.Since(start)
 		for name, data := range inputs {
 			if g.Input(name) < 0 {
@@ -100,7 +114,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 				return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "%v", err)
 			}
 		}
-		rt, err := open(opts)
+		rt, err := shared(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +206,47 @@ func parseONNXOptions(o js.Value, maxN int64) (shapes map[string][]int, inputs m
 		}
 	}
 	return shapes, inputs, nil
+}
+
+// constantSpecs reads options.constants ({name: value}): each value is
+// the text of --const's VALUE, "V0,V1,…", or a number, a boolean or an
+// array of them, which JavaScript's String writes as that text. A value's
+// text is bounded by 32 bytes for each of maxN values.
+func constantSpecs(o js.Value, maxN int64) (specs map[string]string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			specs, err = nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "reading gpucc.runONNX's options.constants: %v", r)
+		}
+	}()
+	if o.Type() != js.TypeObject {
+		return nil, nil
+	}
+	c := o.Get("constants")
+	if c.Type() == js.TypeUndefined || c.Type() == js.TypeNull {
+		return nil, nil
+	}
+	if c.Type() != js.TypeObject {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "options.constants must be an object of input names to values, got %s", c.Type())
+	}
+	specs = map[string]string{}
+	names := js.Global().Get("Object").Get("keys").Invoke(c)
+	for i := range names.Length() {
+		name := names.Index(i).String()
+		v := c.Get(name)
+		switch v.Type() {
+		case js.TypeString, js.TypeNumber, js.TypeBoolean, js.TypeObject:
+		default:
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean or an array of them, got %s", ir.Quote(name), v.Type())
+		}
+		if v.Type() == js.TypeObject && !js.Global().Get("Array").Call("isArray", v).Bool() {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean or an array of them, got an object", ir.Quote(name))
+		}
+		if v.Type() == js.TypeObject && int64(v.Length()) > maxN || v.Type() == js.TypeString && int64(len(v.String())) > 32*maxN {
+			return nil, ir.LimitErrorf("MaxElements", -1, "const "+name, "the constant of %s has more than %d values", ir.Quote(name), maxN)
+		}
+		specs[name] = js.Global().Get("String").Invoke(v).String()
+	}
+	return specs, nil
 }
 
 // float32s copies a Float32Array (by its bytes, so every bit pattern

@@ -70,6 +70,7 @@ var cliImports = []string{
 	"internal/npy",         // the files --input, --const and --output-dir read and write
 	"internal/rundir",      // an XDG_RUNTIME_DIR for Mesa before any backend opens
 	"internal/modellimits", // the limits an .onnx model is sized to, one rule with the page's
+	"internal/onnxconst",   // --const's values, read as serve's and the page's are
 }
 
 func TestLayers(t *testing.T) {

@@ -34,14 +34,16 @@
       const given = p.shape !== null && p.shape.every((d) => d > 0) ? p.shape.join(",") : "";
       rows.push(`<tr><td>${esc(p.name)}</td><td>${esc(p.type || "–")}</td><td>${esc(dims(p.shape))}</td>` +
         `<td><input type="text" id="onnxShape-${i}" value="${given}" placeholder="${esc(named || "D0,D1,…")}"></td>` +
-        `<td><select id="onnxSource-${i}"><option value="random">random (seed ${i + 1})</option><option value="file">file</option></select> ` +
-        `<input type="file" id="onnxData-${i}"></td></tr>`);
+        `<td><select id="onnxSource-${i}"><option value="random">random (seed ${i + 1})</option><option value="file">file</option>` +
+        `<option value="const"${p.type === "float32" ? "" : " selected"}>constant</option></select> ` +
+        `<input type="file" id="onnxData-${i}"> <input type="text" id="onnxConst-${i}" placeholder="V0,V1,… (fixed at import)"></td></tr>`);
     });
     $("onnxInputs").innerHTML = rows.join("");
     $("onnxOutputs").innerHTML = "<tr><th>output</th><th>type</th><th>model's shape</th></tr>" +
       sig.outputs.map((p) => `<tr><td>${esc(p.name)}</td><td>${esc(p.type || "–")}</td><td>${esc(dims(p.shape))}</td></tr>`).join("");
     sig.inputs.forEach((_, i) => {
       $(`onnxData-${i}`).addEventListener("change", () => { $(`onnxSource-${i}`).value = "file"; });
+      $(`onnxConst-${i}`).addEventListener("input", () => { $(`onnxSource-${i}`).value = "const"; });
     });
   }
 
@@ -122,8 +124,14 @@
     $("onnxResult").textContent = "";
     status("running…");
     try {
-      const inputShapes = {}, inputs = {}, npy = {};
+      const inputShapes = {}, inputs = {}, npy = {}, constants = {};
       for (const [i, p] of state.signature.inputs.entries()) {
+        if ($(`onnxSource-${i}`).value === "const") {
+          // Fixed at import, as gpucc run --const NAME=V0,V1,… does: what
+          // is computed from it folds (a VAD's sample rate and its If).
+          constants[p.name] = $(`onnxConst-${i}`).value.trim();
+          continue;
+        }
         const f = $(`onnxSource-${i}`).value === "file" ? $(`onnxData-${i}`).files[0] : null;
         if (f && f.name.toLowerCase().endsWith(".npy")) {
           // numpy.save's file: gpucc reads it (shape and dtype checked), and
@@ -135,7 +143,7 @@
         inputShapes[p.name] = shapeOf(p, i);
         inputs[p.name] = await dataOf(p, i, inputShapes[p.name]);
       }
-      const res = await gpucc.runONNX(state.model, { ...options(), inputShapes, inputs, npy });
+      const res = await gpucc.runONNX(state.model, { ...options(), inputShapes, inputs, npy, constants });
       state.result = res;
       show(res);
       $("onnxResult").textContent = summary(res);
