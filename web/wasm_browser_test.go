@@ -1,11 +1,16 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gpucc/gpucc/internal/chromium"
 )
 
 // TestWasmPage runs the wasm backend in the page: the command line's C
@@ -63,6 +68,47 @@ func TestServeBuildRefuses(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tt.status {
 			t.Errorf("%s %q: %d, want %d", tt.method, tt.body, resp.StatusCode, tt.status)
+		}
+	}
+}
+
+// TestModuleToken: the page opened as …/#token=TOKEN sends the token with
+// its wasm module requests, which gpucc serve --token holds to it
+// (cmd/gpucc's TestAPIModuleEndpoint), and drops it from the address.
+// Behind a server that answers 401 to a module request without the
+// token, the page's wasm runs a graph with cpuref's bits when given it
+// and is refused (HTTP 401 in the message) when not.
+func TestModuleToken(t *testing.T) {
+	h, err := Handler(builtPage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ModulePath && r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	graph := []byte(`{"version":1,"nodes":[{"id":0,"op":"input","shape":[3],"data":[-2,3,4]},{"id":1,"op":"input","shape":[3],"data":[10,20,30]},{"id":2,"op":"mul","a":0,"b":1},{"id":3,"op":"relu","a":2}],"outputs":[{"name":"values","id":3}]}`)
+	for _, tt := range []struct {
+		fragment string
+		ok       bool
+	}{{"#token=s3cret", true}, {"", false}, {"#token=wrong", false}} {
+		ctx := chromium.Open(t, srv.URL+"/index.html?life=0"+tt.fragment, pageDeadline)
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo && (window.demo.ready || window.demo.error)`)); err != nil {
+			t.Fatal(err)
+		}
+		if h := evalString(t, ctx, `location.hash`); h != "" {
+			t.Errorf("%q: the address still holds %q", tt.fragment, h)
+		}
+		r := run(t, ctx, graph, "wasm", false)
+		switch {
+		case tt.ok && (r.Error != nil || fmt.Sprint(r.Outputs["values"].Bits) != fmt.Sprint([]uint32{0, 0x42700000, 0x42f00000})):
+			t.Errorf("%q: %+v, want values [0 60 120]", tt.fragment, r)
+		case !tt.ok && (r.Error == nil || !strings.Contains(r.Error.Message, "401")):
+			t.Errorf("%q: %+v, want the module refused with 401", tt.fragment, r.Error)
 		}
 	}
 }

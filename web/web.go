@@ -157,6 +157,11 @@ func Handler(assets fs.FS) (http.Handler, error) {
 // (runtime/wasm's BuildPath, relative to the page).
 const wasmBuildPath = "wasm/module"
 
+// ModulePath is the path of Handler's wasm module endpoint, which builds
+// what the page posts with this machine's Clang: a server in front of
+// Handler (gpucc serve) authorizes it as its API.
+const ModulePath = "/" + wasmBuildPath
+
 // builds admits one module build at a time: each is a Clang process.
 var builds = make(chan struct{}, 1)
 

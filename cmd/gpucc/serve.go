@@ -36,6 +36,10 @@ Routes (every answer is {"ok":true,"value":...} or
                               import, as gpucc run --const does
   GET  /v1/info               backends, chain, adapters, limits, maxPending
   GET  /healthz               {"ok":true}, with no token
+  POST /wasm/module           the page's wasm backend's modules, built by
+                              this machine's Clang (Host, Origin and token
+                              as /v1/; the page sends the token it is
+                              opened with as /#token=TOKEN)
   GET  anything else          the demo page
 
 Status codes: 200 ok; 400 invalid_graph, invalid_input (an ONNX input of

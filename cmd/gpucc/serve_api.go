@@ -31,6 +31,7 @@ import (
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 	"github.com/gpucc/gpucc/server"
+	"github.com/gpucc/gpucc/web"
 )
 
 // TokenEnv names the environment variable that holds serve's bearer token
@@ -219,6 +220,14 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == routeExecute:
 		if a.sameOrigin(w, r) && a.authorized(w, r) && a.allow(w, r, http.MethodPost) && a.jsonBody(w, r) {
 			a.execute(w, r)
+		}
+	case p == web.ModulePath:
+		// The page's wasm backend posts its programs here for a Clang build
+		// each: held to /v1/'s Host, Origin and token rules, so that
+		// another site's page (a form needs no preflight) or a client
+		// without the token cannot make this machine compile.
+		if a.sameOrigin(w, r) && a.authorized(w, r) && a.allow(w, r, http.MethodPost) {
+			a.next.ServeHTTP(w, r)
 		}
 	case strings.HasPrefix(p, "/v1/") || p == "/v1":
 		if a.sameOrigin(w, r) && a.authorized(w, r) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/web"
 )
 
 const seedGraph = `{"version":1,"nodes":[
@@ -634,5 +635,53 @@ func TestAPIStatusTable(t *testing.T) {
 		if s := httpStatus(c); s < 400 || s >= 500 {
 			t.Errorf("%s, the client's input, answers %d, not a 4xx", c, s)
 		}
+	}
+}
+
+// TestAPIModuleEndpoint: the page's wasm module endpoint (web.ModulePath),
+// where a POST costs a Clang build, is held to the API's rules: a local
+// POST reaches the page's handler, another origin or Host is refused
+// (403), and with a token a request without it is 401, before the page's
+// handler sees anything. serve answered every POST there 405 before, so
+// the page's wasm backend could not build a module under serve.
+func TestAPIModuleEndpoint(t *testing.T) {
+	a := testAPI(t, nil)
+	post := func(h http.Handler, host, origin, auth string) (int, string) {
+		r := httptest.NewRequest("POST", web.ModulePath, strings.NewReader("request"))
+		r.Host = host
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	for _, tt := range []struct {
+		name, host, origin string
+		status             int
+	}{
+		{"local", "localhost:8080", "", 200},
+		{"same origin", "127.0.0.1:8080", "http://127.0.0.1:8080", 200},
+		{"foreign origin", "localhost:8080", "http://evil.example", 403},
+		{"rebinding", "evil.example", "http://evil.example", 403},
+	} {
+		if status, body := post(a, tt.host, tt.origin, ""); status != tt.status || (status == 200) != (body == "page") {
+			t.Errorf("%s: %d %q, want %d", tt.name, status, body, tt.status)
+		}
+	}
+	if status, _, _ := do(t, a, "GET", web.ModulePath, ""); status != 405 {
+		t.Errorf("GET: %d, want 405", status)
+	}
+	b := testAPI(t, func(c *apiConfig) { c.token = "tok" })
+	for _, auth := range []string{"", "Bearer wrong"} {
+		if status, body := post(b, "localhost:8080", "", auth); status != 401 || body == "page" {
+			t.Errorf("with a token, Authorization %q: %d %q, want 401", auth, status, body)
+		}
+	}
+	if status, body := post(b, "gpu.example:8080", "", "Bearer tok"); status != 200 || body != "page" {
+		t.Errorf("with the token: %d %q", status, body)
 	}
 }

@@ -48,6 +48,13 @@ func fetchModule(ctx context.Context, source string, req BuildRequest) ([]byte, 
 	init := js.Global().Get("Object").New()
 	init.Set("method", "POST")
 	init.Set("body", arr)
+	// gpucc serve --token holds the endpoint to its token: the page's
+	// app.js sets gpuccToken from the address's #token=.
+	if tok := js.Global().Get("gpuccToken"); tok.Type() == js.TypeString && tok.String() != "" {
+		headers := js.Global().Get("Object").New()
+		headers.Set("Authorization", "Bearer "+tok.String())
+		init.Set("headers", headers)
+	}
 	resp, err := await(ctx, js.Global().Call("fetch", BuildPath, init))
 	if err != nil {
 		return nil, fmt.Errorf("asking the page's server for the module: %w", err)

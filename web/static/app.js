@@ -8,6 +8,17 @@ window.demo = demo;
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+// A page served by gpucc serve --token opened as …/#token=TOKEN: the wasm
+// backend sends the token with its module requests (runtime/wasm), as
+// the API's clients do; the fragment never reaches a server, and it is
+// dropped from the address bar once read.
+{
+  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (token) {
+    globalThis.gpuccToken = token;
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
 $("backend").value = params.get("backend") || "auto";
 $("allowSoftware").checked = params.get("allowSoftware") === "1";
 
