@@ -32,9 +32,10 @@ import (
 // It is refused (unsupported, naming why) unless the model is exactly
 // that: each present is the concatenation of its past and one new row,
 // only fused attention nodes (ir.FuseAttention) read the cache, as keys or
-// values, with no mask of their own over it, and nothing else in the
-// graph depends on the cache's length (the model specialized to two
-// lengths differs only in shapes).
+// values, not causal, any mask of their own spanning the keys (the length
+// mask is added to it: m + -0 is m, m + -Inf is -Inf), and nothing else
+// in the graph depends on the cache's length (the model specialized to
+// two lengths differs only in shapes).
 
 // cacheRewrite names what the rewrite of one graph found.
 type cacheRewrite struct {

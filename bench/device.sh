@@ -54,7 +54,8 @@
 #            step with a growing cache, through generate's static-cache rewrite): gpucc generate on
 #            webgpu (and native) for the gpt2kv fixture and a GPT-2-small-sized step model that
 #            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager;
-#            and the matmul tuner's default tile beside its best for the decode's M=1 products
+#            and the matmul tuner's default tile beside its best for the decode's M=1 products; gpt2kv_hf (the
+#            attention_mask convention) alone and as a left-padded batch of 4 prompts on webgpu
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -293,6 +294,16 @@ suite_decode() {
 			log "gpucc generate $(basename "$m") on $b: exit $? $(grep -o '"cache":"[a-z]*"\|"prefillMs":[0-9.]*\|"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"dispatchClock":"[a-z-]*"\|"compileMs":[0-9.]*' "$OUT/decode_$(basename "$m" .onnx)_$b.json" | tr '\n' ' ')"
 		done
 	done
+	# gpt2kv_hf: the same step in optimum's attention_mask convention (its tokens and logits are
+	# gpt2kv's), alone and as a left-padded batch of 4 prompts (lengths 8, 3, 5, 8): the batch's
+	# per-step time beside the single prompt's (added time: at most 30 s, two compiles)
+	local hf=onnx/testdata/transformers/gpt2kv_hf.onnx
+	timeout 15 $BIN/gpucc generate --backend webgpu --json --prompt $p --tokens 64 --max-len 128 $hf \
+		>"$OUT/decode_gpt2kv_hf_webgpu.json" 2>>"$OUT/visit.log"
+	log "gpucc generate gpt2kv_hf on webgpu: exit $? $(grep -o '"tokens":\[[0-9,]*\]\|"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_gpt2kv_hf_webgpu.json" | tr '\n' ' ')"
+	timeout 15 $BIN/gpucc generate --backend webgpu --json --prompt "$p;10,11,12;20,21,22,23,24;$p" --tokens 64 --max-len 128 $hf \
+		>"$OUT/decode_gpt2kv_hf_batch4_webgpu.json" 2>>"$OUT/visit.log"
+	log "gpucc generate gpt2kv_hf, a batch of 4 on webgpu: exit $? $(grep -o '"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_gpt2kv_hf_batch4_webgpu.json" | head -3 | tr '\n' ' ')"
 	python3 - "$OUT" >"$OUT/decode_summary.json" 2>>"$OUT/visit.log" <<'PY'
 import json, os, sys
 o = sys.argv[1]
