@@ -190,6 +190,10 @@ func TestGenerateBatchRefuses(t *testing.T) {
 			}
 		})
 	}
+	// The last row fits: the longest prompt's 7 and 2 generated fill positions 0 … 7.
+	if gens, err := d.GenerateBatch(ctx, [][]int64{{1, 2, 3, 4, 5, 6, 7}, {1}}, gpucc.GenerateOptions{Tokens: 2}); err != nil || len(gens[1].Tokens) != 2 {
+		t.Errorf("a batch filling the cache to its last row: %v", err)
+	}
 	if _, err := d.Generate(ctx, []int64{1}, gpucc.GenerateOptions{Tokens: 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("Generate on a batch of 2: %v; want invalid_input", err)
 	}
