@@ -56,6 +56,11 @@
 #            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager;
 #            and the matmul tuner's default tile beside its best for the decode's M=1 products; gpt2kv_hf (the
 #            attention_mask convention) alone and as a left-padded batch of 4 prompts on webgpu
+#   quick    a visit of about 150 s (the third session of 2026-12-04 had 280 s of device time): the FMA probe's
+#            verdict and the fused division's and online attention's bits on the driver, then softmax, layernorm,
+#            tanh, GELU [8192,1024] with and without the fused twins and attention 512-4096 d 64 (full-row
+#            default beside the online order), beside PyTorch eager only (no torch.compile: its compiles
+#            alone outlast such a visit)
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -147,6 +152,18 @@ suite_compile() {
 			log "$(basename "$m") $1: exit $rc $(tail -1 "$OUT/compile.jsonl" | grep -o '"compileMs":[0-9.]*')"
 		done
 	done
+}
+suite_quick() {
+	tests quick_exact.txt 30 webgpu 'TestFMAProbe|TestJudgeProbe|TestFusedKernelsCompile'
+	tests quick_exact.txt 45 gpucc 'TestRowDivision|TestXMathPairs/webgpu|TestAttentionOnline/webgpu' -test.short
+	warm
+	benches quick_rows.txt 25 bench 'NN/(softmax|layernorm|tanh|gelu)/' 100x GPUCC_BENCH_NN=8192,1024,256,64
+	benches quick_rows_nofma.txt 15 bench 'NN/(softmax|layernorm)/' 100x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=off
+	benches quick_attn.txt 25 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=512,2048,4096 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
+	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,layernorm,tanh,gelu timeout 30 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
+	log "torch_nn.py: exit $?"
+	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 512 2048 4096 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py: exit $?"
 }
 suite_conv() {
 	warm

@@ -14,7 +14,7 @@ float32 with TF32 off. The shapes are those of bench/nn_bench_test.go (Benchmark
 
 Usage: python3 bench/torch_nn.py R C S D
 """
-import json, sys, time
+import json, os, sys, time
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -63,10 +63,16 @@ work = {
     'sigmoid': (torch.sigmoid, (x,)),
     'gelu': (lambda x: torch.nn.functional.gelu(x, approximate='tanh'), (x,)),
 }
+# TORCH_NN_ONLY=softmax,tanh picks workloads; TORCH_NN_EAGER=1 leaves torch.compile out (a short visit).
+if os.environ.get('TORCH_NN_ONLY'):
+    work = {k: w for k, w in work.items() if k in os.environ['TORCH_NN_ONLY'].split(',')}
 res = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__,
        'shape': [R, C], 'attention': [S, D], 'bytes': 4 * R * C}
 for name, (fn, args) in work.items():
     r = {'eager_ms': timed(lambda: fn(*args))}
+    if os.environ.get('TORCH_NN_EAGER'):
+        res[name] = r
+        continue
     try:
         cf = torch.compile(fn)
         t0 = time.perf_counter()
