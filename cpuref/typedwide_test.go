@@ -139,6 +139,7 @@ func TestFloat64Rows(t *testing.T) {
 		{ir.OpExp, bits(1, 709.7, -745.2), nil, bits(math.Exp(1), math.Exp(709.7), math.Exp(-745.2)), ir.F64},
 		{ir.OpLog, bits(2, 0, -1), nil, bits(math.Ln2, math.Inf(-1), nan), ir.F64},
 		{ir.OpSqrt, bits(2, negz), nil, bits(math.Sqrt2, negz), ir.F64},
+		{ir.OpPow, bits(2, -8, 3), bits(0.5, 1.0/3, 6), bits(math.Sqrt2, nan, 729), ir.F64},
 		{ir.OpGreater, bits(1+0x1p-52, nan), bits(1, nan), []int64{1, 0}, ir.Bool},
 		{ir.OpEqual, bits(0, nan), bits(negz, nan), []int64{1, 0}, ir.Bool},
 	} {

@@ -424,7 +424,7 @@ func init() {
 			Cost: perElement, Attrs: axisAttrs, Typed: true, NoGrad: "gather_elements' gradient (a scatter-add) is not a rule yet"},
 		OpAttention: {Name: "attention", Types: TypeRule{In: F32Only}, Args: 4, Kernel: KernelAttention, Shape: attentionShape,
 			Cost: attentionCost, Attrs: attentionAttrs, NoGrad: "attention's gradient is not a rule yet"},
-		OpPow: {Name: "pow", Types: TypeRule{In: FloatTypes}, Args: 2, Expr: Call(powFn, Arg(0), Arg(1)), F64: math.Pow,
+		OpPow: {Name: "pow", Types: TypeRule{In: FloatTypes | Float64Types}, Args: 2, Expr: Call(powFn, Arg(0), Arg(1)), F64: math.Pow,
 			NoGrad: "pow's gradient is not a rule yet"},
 		OpSin:   unaryRow("sin", sinFn, reduced(math.Sin)),
 		OpCos:   unaryRow("cos", cosFn, reduced(math.Cos)),

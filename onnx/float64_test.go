@@ -113,3 +113,38 @@ func TestFloat64Reductions(t *testing.T) {
 		t.Errorf("ReduceMean of float64: %v, want unsupported", err)
 	}
 }
+
+// TestPowIntBaseFloatExponent: Pow of a run-time integer base by a float
+// exponent is pow in float64 truncated to the base's dtype (ONNX's
+// reference: np.power(x, y).astype(x.dtype)): 2^0.5 is 1, (-2)^3 is -8,
+// (-8)^(1/3) is NaN, which no int32 holds, and 46341^2 = 2147488281 is
+// outside int32: both fail the run with integer_fault.
+func TestPowIntBaseFloatExponent(t *testing.T) {
+	doc := model(15, graph([]msg{node("Pow", "p", []string{"x", "y"}, []string{"z"})}, nil,
+		[]msg{typedValueInfo("x", int64(onnx.Int32), 3), valueInfo("y", 3)}, []msg{typedValueInfo("z", int64(onnx.Int32))}))
+	g, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(x []int64, y []float32) (gpucc.Tensor, error) {
+		g.Nodes[g.Input("x")].Ints = x
+		g.Nodes[g.Input("y")].Data = y
+		res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
+		if err != nil {
+			return gpucc.Tensor{}, err
+		}
+		return res.Outputs["z"], nil
+	}
+	z, err := run([]int64{2, -2, 3}, []float32{0.5, 3, 6})
+	if err != nil || z.DType != ir.I32 || !slices.Equal(z.Ints, []int64{1, -8, 729}) {
+		t.Errorf("got %v %v (%v), want int32 [1 -8 729]", z.DType, z.Ints, err)
+	}
+	for _, c := range []struct {
+		x []int64
+		y []float32
+	}{{[]int64{46341, 1, 1}, []float32{2, 1, 1}}, {[]int64{-8, 1, 1}, []float32{1.0 / 3, 1, 1}}} {
+		if _, err := run(c.x, c.y); gpucc.CodeOf(err) != ir.CodeIntegerFault {
+			t.Errorf("%v ^ %v: %v, want integer_fault", c.x, c.y, err)
+		}
+	}
+}

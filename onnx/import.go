@@ -730,6 +730,9 @@ var shapeDeciding = map[string]bool{
 	// values give distinct values or boxes kept.
 	"unique values": true, "boxes": true, "scores": true, "max_output_boxes_per_class": true,
 	"iou_threshold": true, "score_threshold": true,
+	// Dropout's decide whether it draws random numbers, as If's condition
+	// decides its branch.
+	"training_mode": true, "ratio": true,
 }
 
 // ints returns the constant integer input k as int64 values.

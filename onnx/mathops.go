@@ -882,6 +882,26 @@ func (c *importer) powRuntime() ([]value, *ir.Error) {
 	if a, b := c.in(0), c.in(1); a.set && a.rt.DType().IsInt() && !a.isInt && !a.isBool && b.rt.DType().IsInt() {
 		return c.powInt(a.rt, b.rt)
 	}
+	if a, b := c.in(0), c.in(1); a.set && (a.rt.DType().IsInt() && !a.isInt && !a.isBool || a.rt.DType() == ir.F64) && b.set && !b.rt.DType().IsInt() {
+		// An integer (or float64) base with a float exponent: pow in
+		// float64 of the exact values (each widened exactly), an integer
+		// base's result truncated to its dtype, as ONNX's reference
+		// computes np.power(x, y).astype(x.dtype); out of its range or NaN
+		// fails the run (integer_fault).
+		dt := a.rt.DType()
+		x, y := a.rt, b.rt
+		if dt != ir.F64 {
+			x = x.Cast(ir.F64)
+		}
+		if y.DType() != ir.F64 {
+			y = y.Cast(ir.F64)
+		}
+		r := x.Apply(ir.OpPow, y)
+		if dt != ir.F64 {
+			r = r.Cast(dt)
+		}
+		return one(rtValue(r))
+	}
 	if a := c.in(0); a.set && a.rt.DType() != ir.F32 || !a.set && a.c.Type != Float32 {
 		return nil, c.refuse("a run-time exponent with a base of %v (gpucc computes pow of float32 and integer bases)", typeOfDType(a))
 	}

@@ -902,8 +902,27 @@ func dropoutOp(c *importer) ([]value, *ir.Error) {
 		if err != nil {
 			return nil, err
 		}
-		if m.Len() != 1 || !m.Type.isInt() || m.Int64[0] != 0 {
-			return nil, c.refuse("dropout in training mode")
+		if m.Len() != 1 || !m.Type.isInt() {
+			return nil, c.invalid("training_mode is %v of shape %v, not one bool", m.Type, m.Shape)
+		}
+		if m.Int64[0] != 0 {
+			// In training every element is kept with probability 1 -
+			// ratio and scaled by 1/(1 - ratio): ratio 0 keeps them all,
+			// x·1 exactly; any other ratio draws random numbers.
+			ratio := 0.5
+			if c.in(1) != nil {
+				r, err := c.konst(1, "ratio")
+				if err != nil {
+					return nil, err
+				}
+				if r.Len() != 1 || r.Type.isInt() {
+					return nil, c.invalid("ratio is %v of shape %v, not one float", r.Type, r.Shape)
+				}
+				ratio = r.at(0).f
+			}
+			if ratio != 0 {
+				return nil, c.refuse("dropout in training mode with ratio %v draws random numbers, which gpucc does not", ratio)
+			}
 		}
 	}
 	if len(c.n.outputs) < 2 || c.opset < 12 { // before 12, the mask output was float32 and unread here

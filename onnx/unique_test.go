@@ -13,7 +13,8 @@ import (
 	"github.com/gpucc/gpucc/onnx"
 )
 
-// specializeRun parses doc, specializes it to values and runs it on cpu.
+// specializeRun parses doc, specializes it to values, binds the inputs
+// left at run time to theirs and runs it on cpu.
 func specializeRun(t *testing.T, doc []byte, values map[string]*onnx.Tensor) (map[string]gpucc.Tensor, []string, error) {
 	t.Helper()
 	m, err := onnx.Parse(bytes.NewReader(doc), onnx.Options{})
@@ -23,6 +24,17 @@ func specializeRun(t *testing.T, doc []byte, values map[string]*onnx.Tensor) (ma
 	g, fixed, err := m.SpecializeValues(context.Background(), values)
 	if err != nil {
 		return nil, nil, err
+	}
+	for name, v := range values { // the inputs left at run time take their data
+		if slices.Contains(fixed, name) {
+			continue
+		}
+		n := &g.Nodes[g.Input(name)]
+		if n.DType.IsFloat() {
+			n.Data = v.Float32
+		} else {
+			n.Ints = v.Int64
+		}
 	}
 	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu"})
 	if err != nil {
@@ -139,5 +151,41 @@ func TestNonMaxSuppression(t *testing.T) {
 		"max": {Name: "max", Type: onnx.Int64, Shape: []int{1}, Int64: []int64{0}}, "iou": f("iou", []int{1}, 0.5), "smin": f("smin", []int{1}, 0)})
 	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("no box kept: %v, want unsupported naming the empty output", err)
+	}
+}
+
+// TestDropoutTraining: Dropout's training_mode and ratio decide whether
+// it draws random numbers, so graph inputs there are read at
+// specialization: in training with ratio 0 every element is kept (y is x,
+// -0 and the mask all true); with any other ratio it is refused by name;
+// outside training y is x.
+func TestDropoutTraining(t *testing.T) {
+	doc := model(13, graph([]msg{node("Dropout", "d", []string{"x", "r", "t"}, []string{"y", "z"})}, nil,
+		[]msg{valueInfo("x", 3), valueInfo("r"), typedValueInfo("t", int64(onnx.Bool))},
+		[]msg{valueInfo("y"), typedValueInfo("z", int64(onnx.Bool))}))
+	negz := float32(math.Copysign(0, -1))
+	x := &onnx.Tensor{Name: "x", Type: onnx.Float32, Shape: []int{3}, Float32: []float32{1.5, negz, -3}}
+	for _, c := range []struct {
+		ratio    float32
+		training int64
+		refused  bool
+	}{{0, 1, false}, {0.5, 0, false}, {0.5, 1, true}} {
+		out, fixed, err := specializeRun(t, doc, map[string]*onnx.Tensor{"x": x,
+			"r": {Name: "r", Type: onnx.Float32, Shape: []int{}, Float32: []float32{c.ratio}},
+			"t": {Name: "t", Type: onnx.Bool, Shape: []int{}, Int64: []int64{c.training}}})
+		if c.refused {
+			if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "random") {
+				t.Errorf("ratio %v in training: %v, want unsupported naming the random numbers", c.ratio, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ratio %v training %d: %v", c.ratio, c.training, err)
+		}
+		y, z := out["y"], out["z"]
+		if !slices.EqualFunc(y.Data, x.Float32, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) ||
+			!slices.Equal(z.Ints, []int64{1, 1, 1}) || slices.Contains(fixed, "x") {
+			t.Errorf("ratio %v training %d: y %v z %v fixed %v", c.ratio, c.training, y.Data, z.Ints, fixed)
+		}
 	}
 }
