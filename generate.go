@@ -75,6 +75,13 @@ type DecoderOptions struct {
 	// (0: one). Above one the model needs the attention_mask convention,
 	// whose mask pads each shorter prompt on the left.
 	Batch int
+	// Prefill, in the attention_mask convention, runs the prompts as one
+	// step of Prefill tokens (each left-padded to it) instead of a step a
+	// token: a second executable, of seq Prefill. The model must mask
+	// causally at seq > 1, as exports do (gpt2kv_hf.onnx builds
+	// transformers' causal mask from the shapes); prompts longer than it
+	// are invalid_input. 0: a step a token.
+	Prefill int
 }
 
 // MaxDecoderBatch bounds DecoderOptions.Batch.
@@ -111,6 +118,9 @@ type Decoder struct {
 	// decoding a broken cache gives; host keeps the cache on the host, the
 	// fallback's path, on a backend that keeps it on the device.
 	forget, host bool
+	prefill      *Executable // the prompts in one step (DecoderOptions.Prefill; nil: none)
+	prefillLen   int
+	prefillIn    map[string]bool // the prefill's run-time inputs, by name
 }
 
 // NewDecoder checks m against the step convention, specializes it to a
@@ -323,6 +333,12 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	if d.exe, err = rt.Compile(ctx, g); err != nil {
 		return nil, err
 	}
+	if opts.Prefill != 0 {
+		if err := d.compilePrefill(ctx, m, shapes, opts.Prefill); err != nil {
+			d.exe.Release()
+			return nil, err
+		}
+	}
 	d.compile = time.Since(start)
 	return d, nil
 }
@@ -337,7 +353,12 @@ func (d *Decoder) Vocab() int { return d.vocab }
 func (d *Decoder) Pairs() []CachePair { return slices.Clone(d.pairs) }
 
 // Release releases the compiled step.
-func (d *Decoder) Release() { d.exe.Release() }
+func (d *Decoder) Release() {
+	d.exe.Release()
+	if d.prefill != nil {
+		d.prefill.Release()
+	}
+}
 
 // GenerateOptions configure one Generate.
 type GenerateOptions struct {
@@ -409,7 +430,10 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int64, opts GenerateOpt
 // its own tokens and logits (from its first token's step on) and the
 // batch's step times. opts.OnToken is called for each prompt's token in
 // turn, prompts in order. The checks are Generate's, for the longest
-// prompt.
+// prompt. With a prefill (DecoderOptions.Prefill) every prompt is padded
+// to its length and the prompts' steps run as one: the first step's time
+// is the prefill's, the prompt's other steps take none, and each step's
+// logits are the prefill's rows.
 func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts GenerateOptions) ([]*Generation, error) {
 	bad := func(field, format string, a ...any) error {
 		return ir.Errorf(ir.CodeInvalidInput, -1, field, "generate: "+format, a...)
@@ -417,8 +441,11 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 	if len(prompts) != d.batch {
 		return nil, bad("batch", "%d prompts; the decoder's batch is %d", len(prompts), d.batch)
 	}
-	long := 0
-	for _, prompt := range prompts {
+	long := d.prefillLen // a prefill pads every prompt to its length
+	for b, prompt := range prompts {
+		if d.prefill != nil && len(prompt) > d.prefillLen {
+			return nil, bad("prompt", "prompt %d has %d tokens; the decoder's prefill takes at most %d", b, len(prompt), d.prefillLen)
+		}
 		long = max(long, len(prompt))
 	}
 	for b, prompt := range prompts {
@@ -463,6 +490,7 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 	var stepMs, dispatch []float64 // the batch's steps; the decode steps' dispatch stages
 	clock := ""
 	feed := make([]int64, d.batch)
+	var pre []float32 // the prefill's logits, by position then prompt
 	for p := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -474,7 +502,18 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 				feed[b] = toks[b][p-pads[b]]
 			}
 		}
-		logits, tm, err := c.step(ctx, feed, int64(p), pads)
+		var logits []float32
+		var tm Timings
+		var err error
+		switch {
+		case d.prefill != nil && p == 0:
+			pre, err = c.prefill(ctx, toks, pads)
+			logits = pre[:d.batch*d.vocab]
+		case d.prefill != nil && p < long:
+			logits = pre[p*d.batch*d.vocab : (p+1)*d.batch*d.vocab]
+		default:
+			logits, tm, err = c.step(ctx, feed, int64(p), pads)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -194,10 +194,75 @@ func TestGenerateBatchRefuses(t *testing.T) {
 	if gens, err := d.GenerateBatch(ctx, [][]int64{{1, 2, 3, 4, 5, 6, 7}, {1}}, gpucc.GenerateOptions{Tokens: 2}); err != nil || len(gens[1].Tokens) != 2 {
 		t.Errorf("a batch filling the cache to its last row: %v", err)
 	}
+	p, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8, Batch: 2, Prefill: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	if _, err := p.GenerateBatch(ctx, [][]int64{{1, 2, 3, 4, 5}, {1}}, gpucc.GenerateOptions{Tokens: 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput || !strings.Contains(err.Error(), "prefill takes at most 4") {
+		t.Errorf("a prompt longer than the prefill: %v; want invalid_input", err)
+	}
+	if !strings.Contains(p.Explain(), "prefill: the prompts as one step of 4 tokens") || !strings.Contains(d.Explain(), "prefill: a step a token") {
+		t.Errorf("Explain = %q and %q", p.Explain(), d.Explain())
+	}
+	if _, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8, Batch: 2, Prefill: 9}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Errorf("a prefill past max_len: %v; want invalid_input", err)
+	}
+	if _, err := rt.NewDecoder(ctx, kvModel(t, nil), gpucc.DecoderOptions{MaxLen: 8, Prefill: 4}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "attention_mask convention") {
+		t.Errorf("a prefill of the position convention: %v; want unsupported", err)
+	}
 	if _, err := d.Generate(ctx, []int64{1}, gpucc.GenerateOptions{Tokens: 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("Generate on a batch of 2: %v; want invalid_input", err)
 	}
 	if _, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 8, Batch: gpucc.MaxDecoderBatch + 1}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("a batch past MaxDecoderBatch: %v; want invalid_input", err)
+	}
+}
+
+// TestGeneratePrefill: the prompts of TestGenerateBatch run as one step of
+// 8 tokens each (DecoderOptions.Prefill: a second executable of seq 8
+// over a past of one masked row, the model's own causal mask over its
+// keys), then decode a token a step: each prompt gets the tokens and every
+// step's logits (the prefill's 8 rows, then the decoding's) of decoding it
+// alone a token a step, bit for bit, on cpu and every backend that runs
+// typed graphs. Each row of the prefill's matmuls sums in the order of one
+// row alone, and the masked keys (the past's row, padding, the keys past
+// the diagonal) add exact zeros to attention's ascending sums.
+func TestGeneratePrefill(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := [][]int64{toks[:kvPrompt], toks[10:13], toks[20:25]}
+	steps := 24
+	if testing.Short() {
+		steps = 8
+	}
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(backend, func(t *testing.T) {
+			static := kvDecoder(t, backend)
+			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 40, Batch: len(prompts), Prefill: kvPrompt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+			gens, err := d.GenerateBatch(context.Background(), prompts, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, prompt := range prompts {
+				want, err := static.Generate(context.Background(), prompt, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(gens[b].Tokens, want.Tokens) {
+					t.Fatalf("prompt %d: tokens %v after the prefill, %v alone", b, gens[b].Tokens, want.Tokens)
+				}
+				sameLogits(t, gens[b].Logits, want.Logits)
+			}
+		})
 	}
 }

@@ -59,7 +59,10 @@ position_ids. In this convention --prompt may hold several prompts
 separated by semicolons (1,2,3;4,5): they decode together as one batch,
 the shorter ones padded on the left and masked out, as Hugging Face pads
 a batch; each line of output is one prompt's ids, and --json prints one
-object per prompt in a JSON array.
+object per prompt in a JSON array. With --prefill the prompts run as one
+step of the longest prompt's length (a second executable; the model must
+mask causally at seq > 1, as exports do), then a token a step; each
+prompt's tokens and logits are those of decoding it a token a step.
 --explain prints the convention recognized (which inputs are fed, and
 how), how the cache is kept (the model's own static cache, or the rewrite
 and its capacity) and how many attentions run fused, and exits without
@@ -87,6 +90,7 @@ func generateCmd(args []string) int {
 	atLeast(fs, &tokens, "tokens", 16, 1, "ids to generate")
 	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
 	asJSON := fs.Bool("json", false, "print one JSON object with the ids and each step's latency instead of the ids")
+	prefill := fs.Bool("prefill", false, "run the prompts as one step of the longest prompt's length (the attention_mask convention), then a token a step")
 	explain := fs.Bool("explain", false, "print how the cache is kept (the model's static cache, or the rewrite of a growing one and its capacity) and exit without decoding")
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
@@ -180,7 +184,7 @@ func generateCmd(args []string) int {
 		return fail(err)
 	}
 	defer rt.Close()
-	d, err := rt.NewDecoder(ctx, m, lib.DecoderOptions{MaxLen: maxLen, Batch: len(prompts)})
+	d, err := rt.NewDecoder(ctx, m, lib.DecoderOptions{MaxLen: maxLen, Batch: len(prompts), Prefill: map[bool]int{true: len(prompt)}[*prefill]})
 	if err != nil {
 		return fail(err)
 	}
@@ -190,7 +194,7 @@ func generateCmd(args []string) int {
 		return exitOK
 	}
 	opts := lib.GenerateOptions{Tokens: tokens}
-	if len(prompts) > 1 { // a batch: each prompt's ids on a line, at the end
+	if len(prompts) > 1 || *prefill { // a batch: each prompt's ids on a line, at the end
 		gens, err := d.GenerateBatch(ctx, prompts, opts)
 		if err != nil {
 			return fail(err)

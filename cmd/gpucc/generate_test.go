@@ -130,6 +130,7 @@ func TestGenerateRefuses(t *testing.T) {
 		{"max-len too short", []string{"--prompt", "1,2,3", "--tokens", "64", "--max-len", "65", model}, "invalid_input", 1},
 		{"not a step model", []string{"--prompt", "1", gpt2}, "unsupported", 1},
 		{"a batch without attention_mask", []string{"--prompt", "1,2;3", model}, "unsupported", 1},
+		{"a prefill without attention_mask", []string{"--prompt", "1,2", "--prefill", model}, "unsupported", 1},
 		{"an empty prompt of a batch", []string{"--prompt", "1,2;", filepath.Join(filepath.Dir(model), "gpt2kv_hf.onnx")}, "invalid_input", 1},
 		{"no such model", []string{"--prompt", "1", "nope.onnx"}, "io", 1},
 		{"an id that is not a number", []string{"--prompt", "1,x", model}, "usage", 2},
@@ -217,5 +218,9 @@ func TestGenerateAttentionMask(t *testing.T) {
 	}
 	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; out != lines {
 		t.Errorf("a batch of two printed %q\nwant %q", out, lines)
+	}
+	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--prefill", "--prompt", prompt+";"+short, "--tokens", "16", hf)
+	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; code != 0 || out != lines {
+		t.Errorf("a batch of two with --prefill: exit %d, printed %q\nwant %q", code, out, lines)
 	}
 }

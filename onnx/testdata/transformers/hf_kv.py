@@ -10,11 +10,12 @@
 #
 # The position embedding is looked up at position_ids (grow_kv's `position` input is gone), the
 # fixed reshapes to [1, 1, ...] take the batch and sequence from Shape(input_ids), and each layer's
-# scores add transformers' additive padding mask, computed once as _prepare_4d_attention_mask does:
-# (1.0 - float(attention_mask[:, None, None, :])) * finfo(float32).min. There is no causal mask:
-# each step takes one token (sequence_length 1), as a decoding loop after a one-token-a-step
-# prefill feeds it. gpucc's Decoder feeds attention_mask, position_ids and the cache's write row
-# from the step's position (generate.go); its tokens and logits are gpt2kv's.
+# scores add transformers' additive padding mask, computed once as _prepare_4d_attention_mask does,
+# (1.0 - float(attention_mask[:, None, None, :])) * finfo(float32).min, plus a causal part built
+# from the shapes (Range over the keys and over past .. past + seq; finfo.min past the diagonal), so
+# a step of several tokens (a prefill) is causal too. gpucc's Decoder feeds attention_mask,
+# position_ids and the cache's write row from the step's position (generate_hf.go); its tokens and
+# logits are gpt2kv's.
 #
 # It also writes gpt2kv_hf_pastpos.onnx, a variant a static cache cannot bind: no position_ids
 # input, the positions computed from the cache's length (arange(past_len, past_len + seq), as
@@ -61,7 +62,27 @@ def build(pastpos):
         const("/hf/onef", np.array(1.0, np.float32)),
         helper.make_node("Sub", ["/hf/onef", "/hf/maskf"], ["/hf/inv"]),
         const("/hf/min", np.array(np.finfo(np.float32).min, np.float32)),
-        helper.make_node("Mul", ["/hf/inv", "/hf/min"], ["/hf/additive"]),
+        helper.make_node("Mul", ["/hf/inv", "/hf/min"], ["/hf/padding"]),
+        # the causal part, from the shapes as transformers builds it: query i (at past + i) sees
+        # the keys j <= past + i; finfo.min elsewhere (all keys at one token a step)
+        helper.make_node("Shape", ["attention_mask"], ["/hf/ms"]),
+        const("/hf/c1", np.array([1], np.int64)), const("/hf/c2", np.array([2], np.int64)),
+        const("/hf/c0", np.array([0], np.int64)),
+        helper.make_node("Slice", ["/hf/ms", "/hf/c1", "/hf/c2"], ["/hf/T1"]),
+        helper.make_node("Slice", ["/hf/bs", "/hf/c1", "/hf/c2"], ["/hf/S1"]),
+        helper.make_node("Sub", ["/hf/T1", "/hf/S1"], ["/hf/P1"]),
+        helper.make_node("Add", ["/hf/P1", "/hf/S1"], ["/hf/E1"]),
+        helper.make_node("Squeeze", ["/hf/T1", "/hf/c0"], ["/hf/T"]),
+        helper.make_node("Squeeze", ["/hf/P1", "/hf/c0"], ["/hf/P"]),
+        helper.make_node("Squeeze", ["/hf/E1", "/hf/c0"], ["/hf/E"]),
+        const("/hf/i0", np.array(0, np.int64)), const("/hf/i1", np.array(1, np.int64)),
+        helper.make_node("Range", ["/hf/i0", "/hf/T", "/hf/i1"], ["/hf/keys"]),
+        helper.make_node("Range", ["/hf/P", "/hf/E", "/hf/i1"], ["/hf/queries"]),
+        helper.make_node("Unsqueeze", ["/hf/queries", "/hf/c1"], ["/hf/qcol"]),
+        helper.make_node("LessOrEqual", ["/hf/keys", "/hf/qcol"], ["/hf/allowed"]),
+        const("/hf/zerof", np.array(0.0, np.float32)),
+        helper.make_node("Where", ["/hf/allowed", "/hf/zerof", "/hf/min"], ["/hf/causal"]),
+        helper.make_node("Add", ["/hf/padding", "/hf/causal"], ["/hf/additive"]),
     ]
     nodes, rename = list(head), {}
     for n in g.node:
