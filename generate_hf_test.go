@@ -125,7 +125,7 @@ func TestGenerateBatch(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			static := kvDecoder(t, backend)
 			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
-			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 40, Batch: len(prompts)})
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen, Batch: len(prompts)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,11 @@ func TestGenerateBatchRefuses(t *testing.T) {
 // alone a token a step, bit for bit, on cpu and every backend that runs
 // typed graphs. Each row of the prefill's matmuls sums in the order of one
 // row alone, and the masked keys (the past's row, padding, the keys past
-// the diagonal) add exact zeros to attention's ascending sums.
+// the diagonal) add exact zeros to attention's ascending sums. This holds
+// while attention takes one order at the prefill's 9 keys and the
+// decoding's 128: were ir.AttentionOnlineFrom between them, the prefill's
+// rows would take the full-row order and the decoding's the online one,
+// within a few units in the last place of each other, not their bits.
 func TestGeneratePrefill(t *testing.T) {
 	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
 	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
@@ -243,7 +247,7 @@ func TestGeneratePrefill(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			static := kvDecoder(t, backend)
 			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
-			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 40, Batch: len(prompts), Prefill: kvPrompt})
+			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen, Batch: len(prompts), Prefill: kvPrompt})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -318,7 +318,7 @@ suite_decode() {
 	timeout 15 $BIN/gpucc generate --backend webgpu --json --prompt $p --tokens 64 --max-len 128 $hf \
 		>"$OUT/decode_gpt2kv_hf_webgpu.json" 2>>"$OUT/visit.log"
 	log "gpucc generate gpt2kv_hf on webgpu: exit $? $(grep -o '"tokens":\[[0-9,]*\]\|"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_gpt2kv_hf_webgpu.json" | tr '\n' ' ')"
-	timeout 15 $BIN/gpucc generate --backend webgpu --json --prompt "$p;10,11,12;20,21,22,23,24;$p" --tokens 64 --max-len 128 $hf \
+	timeout 15 $BIN/gpucc generate --backend webgpu --json --prefill --prompt "$p;10,11,12;20,21,22,23,24;$p" --tokens 64 --max-len 128 $hf \
 		>"$OUT/decode_gpt2kv_hf_batch4_webgpu.json" 2>>"$OUT/visit.log"
 	log "gpucc generate gpt2kv_hf, a batch of 4 on webgpu: exit $? $(grep -o '"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"compileMs":[0-9.]*' "$OUT/decode_gpt2kv_hf_batch4_webgpu.json" | head -3 | tr '\n' ' ')"
 	python3 - "$OUT" >"$OUT/decode_summary.json" 2>>"$OUT/visit.log" <<'PY'
