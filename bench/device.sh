@@ -27,6 +27,9 @@
 #            torchvision's ResNet-18, MobileNet v2, EfficientNet-B0 at batch 1 under the conv rule and under
 #            passes.Options.SpreadConv (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
 #            under the ladder's tiles and double-buffered ones (s2; TILES="..." picks), beside cuDNN
+#   mmquick  items 2 and 3 in about 60 s: exact matmul 4096³ under the H200's tuned tile and two staged ones (bits
+#            checked), ResNet-18 at batch 1 under the conv rule and the spread one (same bits, checked) beside eager,
+#            and ResNet's 3x3 stages at batch 1 under the rule and two small tiles
 #   rows     the FMA probe and the row kernels' bits on its path, then row ops and exp, tanh, sigmoid, GELU
 #            at [8192,1024] in a fresh process and after other work, with and without the fused division
 #            (GPUCC_FMA=off), beside PyTorch
@@ -183,6 +186,21 @@ suite_conv1() {
 		GPUCC_BENCH_CONV_TILES="${TILES:-128x64/8x8k8 64x64/8x8k8 64x64/4x4k16 32x64/4x8k8 32x32/2x2k16 16x32/1x2k16 32x16/2x1k16 16x16/1x1k16 128x64/8x8k8s2 32x32/2x2k16s2 16x32/1x2k16s2 16x16/1x1k16s2}"
 	timeout 100 python3 bench/torch_conv.py 1 --stages >"$OUT/torch_conv1.json" 2>>"$OUT/visit.log"
 	log "torch_conv.py 1: exit $?"
+}
+suite_mmquick() {
+	warm
+	benches mmquick_matmul.txt 60 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_SHAPES=4096 GPUCC_BENCH_MATMUL_REPS=10 \
+		GPUCC_BENCH_MATMUL_TILES="${MM_TILES:-64x128/8x8k8v4 64x128/8x8k8v4s2 128x128/8x8k8v4s2}"
+	grep -h 'TFLOP/s, exact' "$OUT/mmquick_matmul.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
+	mkdir -p /tmp/vision
+	[ -f /tmp/vision/resnet18.onnx ] || timeout 60 python3 bench/torch_vision.py /tmp/vision resnet18 >"$OUT/torch_vision.txt" 2>&1
+	log "torch_vision.py resnet18: $(grep -h "^resnet18 {" "$OUT/torch_vision.txt" 2>/dev/null)"
+	warm
+	benches mmquick_rule.txt 60 bench 'ConvRule' 200x GPUCC_BENCH_VISION=/tmp/vision GPUCC_BENCH_VISION_MODELS=resnet18
+	grep -h 'dispatch-ms\|conv tiles\|bit for bit' "$OUT/mmquick_rule.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+	benches mmquick_conv1.txt 60 bench '^BenchmarkConv$/resnet' 30x GPUCC_BENCH_CONV=1 GPUCC_BENCH_CONV_STAGES=1 \
+		GPUCC_BENCH_CONV_TILES="${TILES:-16x32/1x2k16 16x16/1x1k16 16x16/1x1k16s2}"
+	grep -h '^BenchmarkConv' "$OUT/mmquick_conv1.txt" | grep -v '/fast' | awk '{print $1, $5, $6}' >>"$OUT/visit.log"
 }
 suite_rows() {
 	# The FMA probe's verdict on the driver, then the division's and the row kernels' bits against cpuref on the
