@@ -103,8 +103,12 @@ var topKPairsUpTo = 16
 // order-reversing -x or ^x (both exact), and equal keys -0 and +0 alike.
 // A last category, every element left, is never the one taken but where a
 // float32 island's liberty (a flushed m that no key equals) would leave
-// the others empty: never an index past the axis. k·n work where the
-// pairs are n².
+// the others empty: never an index past the axis. That liberty is the
+// one place this form departs from the pairwise one: on a GPU whose
+// float32 programs flush subnormals, m is computed there, so float32 keys
+// below 2^-126 may be taken out of their order (cpuref.EvalTypedFlushed's
+// answer; the pairwise form compares in typed kernels, which keep them).
+// k·n work where the pairs are n².
 func topKSelect(c *importer, x ir.Tensor, k int, largest bool) ir.Tensor {
 	s := x.Shape()
 	a, n, b := s[0], s[1], s[2]
