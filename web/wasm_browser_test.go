@@ -19,9 +19,10 @@ import (
 // models, picked as a visitor picks them, each output cpuref's bits, which
 // the scalar modules give on the command line (onnx's TestRealModels on
 // wasm), so SIMD128 changes no bit: Silero VAD's float16 export (LSTM, If,
-// float16 casts: a typed graph), PaddleOCR's classifier, recognizer and
-// detector. Under -short (make test) the VAD (the typed path) and the
-// classifier (a float CNN) run; the recognizer and the detector, whose
+// float16 casts: a typed graph), PaddleOCR's classifier, Silero VAD v5
+// (its int64 sample rate fixed in the page's constant field, as --const
+// sr=16000 does), PaddleOCR's recognizer and detector. Under -short (make
+// test) the VADs and the classifier run; the recognizer and the detector, whose
 // modules the server's Clang builds for most of the test's time, are make
 // test-all's and make test-web-full's.
 func TestWasmPage(t *testing.T) {
@@ -31,17 +32,18 @@ func TestWasmPage(t *testing.T) {
 	}
 }
 
-// wasmPageModels are TestWasmPage's models, the first two under short.
+// wasmPageModels are TestWasmPage's models, the first three under short.
 func wasmPageModels(short bool) []realPageModel {
 	wasm := []string{"wasm"}
 	ms := []realPageModel{
 		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, nil},
 		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, wasm, nil},
+		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, map[string]int64{"sr": 16000}},
 		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, wasm, nil},
 		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, wasm, nil},
 	}
 	if short {
-		return ms[:2]
+		return ms[:3]
 	}
 	return ms
 }
