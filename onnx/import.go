@@ -437,8 +437,8 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 		c.vals[n.outputs[0]] = c.vals[n.inputs[0]]
 		return nil
 	}
-	if n.domain != "" && n.domain != "ai.onnx" {
-		return c.refuse("the domain %s is not supported (gpucc imports the default ONNX domain)", ir.Quote(n.domain))
+	if _, ok := trainingRules[n.opType]; n.domain == trainingDomain && !ok || n.domain != trainingDomain && n.domain != "" && n.domain != "ai.onnx" {
+		return c.refuse("the domain %s is not supported (gpucc imports the default ONNX domain, and Adagrad, Adam and Momentum of %s)", ir.Quote(n.domain), trainingDomain)
 	}
 	for _, in := range n.inputs {
 		if _, ok := c.vals[in]; !ok && in != "" {
@@ -504,6 +504,9 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 func (c *importer) byRule() ([]value, *ir.Error) {
 	n := c.n
 	rule, ok := rules[n.opType]
+	if n.domain == trainingDomain {
+		rule, ok = trainingRules[n.opType]
+	}
 	if !ok {
 		return nil, c.refuse("the op is not supported")
 	}
