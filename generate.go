@@ -58,8 +58,12 @@ const (
 	// transformers.js's exports; see generate_hf.go).
 	StepAttentionMask = "attention_mask"
 	StepPositionIDs   = "position_ids"
-	stepPastKey       = "past_key_values."
-	stepPresentOf     = "present."
+	// StepUseCacheBranch is optimum's merged decoders' input (bool [1]):
+	// an If between the step with a cache and the first step without;
+	// NewDecoder fixes it to true (generate_hf.go).
+	StepUseCacheBranch = "use_cache_branch"
+	stepPastKey        = "past_key_values."
+	stepPresentOf      = "present."
 )
 
 // pastName matches a past's name: past_key_values.N.key or .value.
@@ -107,6 +111,7 @@ type Decoder struct {
 	posShp  ir.Shape // position's shape: one element
 	batch   int      // the prompts of a step (DecoderOptions.Batch)
 	hf      bool     // the attention_mask convention (generate_hf.go)
+	merged  bool     // use_cache_branch fixed to true (an optimum merged decoder)
 	maskShp ir.Shape // attention_mask's shape [batch, maxLen] (nil: the step reads none)
 	pidShp  ir.Shape // position_ids' shape [batch, 1] (nil: none)
 	pairs   []CachePair
@@ -177,8 +182,15 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	shapes := map[string][]int{}
 	var pairs []CachePair
 	maxLen := opts.MaxLen
+	merged := false
 	for _, p := range sig.Inputs {
 		switch {
+		case hf && p.Name == StepUseCacheBranch:
+			if p.Type != "bool" || len(p.Shape) > 1 || len(p.Shape) == 1 && p.Shape[0] != 1 {
+				return nil, unsupported("input %s is %s %v, want bool [1]", ir.Quote(p.Name), p.Type, p.Shape)
+			}
+			m = m.WithConstants(map[string]*onnx.Tensor{p.Name: {Name: p.Name, Type: onnx.Bool, Shape: slices.Clone(p.Shape), Int64: []int64{1}}})
+			merged = true
 		case hf && (p.Name == StepInputIDs || p.Name == StepAttentionMask || p.Name == StepPositionIDs):
 			s, err := rows(p)
 			if err != nil {
@@ -263,7 +275,7 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs, batch: batch, hf: hf}
+	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs, batch: batch, hf: hf, merged: merged}
 	if growing(g, sig, pairs) { // rewrite to a static cache of maxLen rows (generate_static.go)
 		if maxLen < 2 {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d: a cache that grows a row a step is rewritten to a static one of at least 2 rows", maxLen)

@@ -37,6 +37,10 @@ import (
 //     the step's row (1 for a padding row, as its masked_fill);
 //   - position: p, the cache row the step writes.
 //
+// An optimum merged decoder's use_cache_branch (bool [1], the If between
+// the step with a cache and the first step without) is fixed to true at
+// every specialization: the rewrite's first step reads the static cache's
+// zero rows, masked, where the model's other branch would take no past.
 // The one executable then serves every step. With DecoderOptions.Prefill
 // a second executable takes the prompts' steps at once: the model
 // specialized to Prefill tokens a prompt over a past of one row (masked
@@ -86,6 +90,9 @@ func (d *Decoder) convention() string {
 	mask := "attention_mask [batch, max_len] fed as 1 at the prompt's rows up to the step's position, 0 for padding and the rows past it"
 	if d.maskShp == nil {
 		mask = "attention_mask read by nothing"
+	}
+	if d.merged {
+		pid += "; use_cache_branch fixed to true (an optimum merged decoder: its If takes the branch with a cache)"
 	}
 	pre := "; prefill: a step a token"
 	if d.prefill != nil {

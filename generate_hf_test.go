@@ -21,45 +21,52 @@ import (
 // executable, attention_mask, position_ids and the cache's write row fed
 // from the step's position, giving the static fixture's tokens and every
 // step's logits bit for bit, on cpu and every backend that runs typed
-// graphs. Explain names the convention. (Without the binding NewDecoder
-// refuses attention_mask and position_ids as none of the step's inputs.)
+// graphs. gpt2kv_hf_merged.onnx, optimum's merged form (use_cache_branch
+// and an If), gives the same with use_cache_branch fixed to true. Explain
+// names the convention. (Without the binding NewDecoder refuses
+// attention_mask, position_ids and use_cache_branch as none of the step's
+// inputs.)
 func TestGenerateAttentionMaskConvention(t *testing.T) {
 	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
-	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	steps := kvSteps
 	if testing.Short() {
 		steps = 16
 	}
-	for _, backend := range append([]string{"cpu"}, typedBackends...) {
-		t.Run(backend, func(t *testing.T) {
-			static := kvDecoder(t, backend)
-			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
-			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Release()
-			if e := d.Explain(); !strings.Contains(e, "convention: optimum/transformers.js") || !strings.Contains(e, "bound at batch 1 and seq 1") ||
-				!strings.Contains(e, "position_ids [batch, 1] fed") || !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused") {
-				t.Errorf("Explain = %q", e)
-			}
-			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
-			want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
-				t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
-			}
-			sameLogits(t, got.Logits, want.Logits)
-		})
+	for _, model := range []string{"gpt2kv_hf.onnx", "gpt2kv_hf_merged.onnx"} {
+		raw, err := os.ReadFile(filepath.Join(kvDir, model))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, backend := range append([]string{"cpu"}, typedBackends...) {
+			t.Run(model+"/"+backend, func(t *testing.T) {
+				static := kvDecoder(t, backend)
+				rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+				d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Release()
+				e := d.Explain()
+				if !strings.Contains(e, "convention: optimum/transformers.js") || !strings.Contains(e, "bound at batch 1 and seq 1") ||
+					!strings.Contains(e, "position_ids [batch, 1] fed") || !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused") ||
+					strings.Contains(e, "use_cache_branch fixed to true") != (model == "gpt2kv_hf_merged.onnx") {
+					t.Errorf("Explain = %q", e)
+				}
+				opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+				want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
+					t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
+				}
+				sameLogits(t, got.Logits, want.Logits)
+			})
+		}
 	}
 }
 

@@ -174,3 +174,16 @@ func (m *Model) SpecializeValues(ctx context.Context, values map[string]*Tensor)
 		fixed = append(fixed, err.wants)
 	}
 }
+
+// WithConstants returns a copy of m whose specializations fix the inputs
+// named in consts to their values, as Options.Constants does at Parse (a
+// merged decoder's use_cache_branch, say); m is unchanged.
+func (m *Model) WithConstants(consts map[string]*Tensor) *Model {
+	c := *m
+	c.opts.Constants = maps.Clone(m.opts.Constants)
+	if c.opts.Constants == nil {
+		c.opts.Constants = map[string]*Tensor{}
+	}
+	maps.Copy(c.opts.Constants, consts)
+	return &c
+}

@@ -49,7 +49,8 @@ transformers.js's own convention: input_ids [batch, seq], attention_mask
 [batch, past_len + seq] (int64, 1 a token, 0 padding), position_ids
 [batch, seq] (optional), past_key_values.N.key/.value [batch, heads,
 past_len, head_dim] growing a row a step, outputs logits and
-present.N.key/.value. It is bound at seq 1 (one token a step) and its
+present.N.key/.value (an optimum merged decoder's use_cache_branch, bool
+[1], is fixed to true). It is bound at seq 1 (one token a step) and its
 growing cache rewritten as above; each step feeds attention_mask (1 at the
 prompt's rows up to the step's position, 0 for padding and the rows past
 it), position_ids (the position less the prompt's left padding) and the

@@ -22,6 +22,8 @@
 # GPT-2 exports without position_ids do). Its weights but the position embedding are ConstantOfShape
 # fills (it only has to load and be refused), so it is small.
 #
+# And gpt2kv_hf_merged.onnx, optimum's merged form of gpt2kv_hf (below).
+#
 #   python3 hf_kv.py            (onnx 1.12 or later; Debian's python3-onnx)
 import copy, os
 import numpy as np
@@ -154,3 +156,34 @@ def build(pastpos):
 
 build(False)
 build(True)
+
+
+# gpt2kv_hf_merged.onnx: gpt2kv_hf as optimum merges a decoder (decoder_model_merged.onnx, which
+# transformers.js loads): an input use_cache_branch (bool [1]) and one If whose then branch is the
+# step with a cache and whose else branch the step without (here a copy of the same step, its
+# names suffixed: only the branch with a cache is taken).
+m = onnx.load(os.path.join(here, "gpt2kv_hf.onnx"))
+g = m.graph
+outs = [o.name for o in g.output]
+
+
+def branch(suffix):
+    nodes = copy.deepcopy(list(g.node))
+    produced = {o for n in nodes for o in n.output}
+    for n in nodes:
+        for i, x in enumerate(n.input):
+            n.input[i] = x + suffix if x in produced else x
+        for i, x in enumerate(n.output):
+            n.output[i] = x + suffix
+        if n.name:
+            n.name += suffix
+    return helper.make_graph(nodes, "step" + suffix, [], [helper.make_tensor_value_info(o + suffix, TensorProto.FLOAT, None) for o in outs])
+
+
+iff = helper.make_node("If", ["use_cache_branch"], outs, name="optimum::if", then_branch=branch("_past"), else_branch=branch("_nopast"))
+del g.node[:]
+g.node.extend([iff])
+g.input.append(helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1]))
+onnx.checker.check_model(m)
+onnx.save(m, os.path.join(here, "gpt2kv_hf_merged.onnx"))
+print("gpt2kv_hf_merged.onnx", os.path.getsize(os.path.join(here, "gpt2kv_hf_merged.onnx")), "bytes")
