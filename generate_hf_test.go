@@ -89,8 +89,10 @@ func sameLogits(t *testing.T, got, want [][]float32) {
 // TestAttentionMaskConventionRefused: what the attention_mask convention
 // cannot bind is unsupported, by name: gpt2kv_hf_pastpos.onnx (no
 // position_ids; its positions arange(past_len, past_len + seq) come from
-// the cache's length) names position_ids; a batch above one without an
-// attention_mask names attention_mask.
+// the cache's length) names position_ids; gpt2kv_hf_mask4d.onnx (the
+// caller's 4-D float additive mask as attention_mask) names
+// attention_mask; a batch above one without an attention_mask names
+// attention_mask.
 func TestAttentionMaskConventionRefused(t *testing.T) {
 	ctx := context.Background()
 	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
@@ -101,6 +103,14 @@ func TestAttentionMaskConventionRefused(t *testing.T) {
 	_, err = rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 16})
 	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "no input position_ids") || !strings.Contains(err.Error(), "depends on the cache's length") {
 		t.Errorf("positions from the cache's length: %v; want unsupported naming position_ids", err)
+	}
+	raw, err = os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf_mask4d.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 16})
+	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "input \"attention_mask\" is float32, want int64") {
+		t.Errorf("a 4-D float attention_mask: %v; want unsupported naming attention_mask", err)
 	}
 	_, err = rt.NewDecoder(ctx, kvModel(t, nil), gpucc.DecoderOptions{MaxLen: 16, Batch: 2})
 	if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "no input \"attention_mask\"") {

@@ -22,6 +22,9 @@
 # GPT-2 exports without position_ids do). Its weights but the position embedding are ConstantOfShape
 # fills (it only has to load and be refused), so it is small.
 #
+# And gpt2kv_hf_mask4d.onnx, another variant refused by name: attention_mask the caller's 4-D float
+# additive mask [batch, 1, seq, past_len + seq] (as some exports take it), its weights fills.
+#
 # And gpt2kv_hf_merged.onnx, optimum's merged form of gpt2kv_hf (below).
 #
 #   python3 hf_kv.py            (onnx 1.12 or later; Debian's python3-onnx)
@@ -38,26 +41,8 @@ def const(name, arr):
     return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(arr), name))
 
 
-def build(pastpos):
-    m = copy.deepcopy(src)
-    g = m.graph
-    consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in g.node if n.op_type == "Constant"}
-    head = [helper.make_node("Shape", ["input_ids"], ["/hf/bs"])]
-    if pastpos:  # position_ids = arange(past_len, past_len + seq)[None, :]
-        head += [
-            const("/hf/two", np.array([2], np.int64)), const("/hf/three", np.array([3], np.int64)),
-            const("/hf/one", np.array([1], np.int64)), const("/hf/zero", np.array([0], np.int64)),
-            helper.make_node("Shape", ["past_key_values.0.key"], ["/hf/pshape"]),
-            helper.make_node("Slice", ["/hf/pshape", "/hf/two", "/hf/three"], ["/hf/past_len1"]),
-            helper.make_node("Slice", ["/hf/bs", "/hf/one", "/hf/two"], ["/hf/seq1"]),
-            helper.make_node("Add", ["/hf/past_len1", "/hf/seq1"], ["/hf/end1"]),
-            helper.make_node("Squeeze", ["/hf/past_len1", "/hf/zero"], ["/hf/past_len"]),
-            helper.make_node("Squeeze", ["/hf/end1", "/hf/zero"], ["/hf/end"]),
-            const("/hf/step", np.array(1, np.int64)),
-            helper.make_node("Range", ["/hf/past_len", "/hf/end", "/hf/step"], ["/hf/range"]),
-            helper.make_node("Unsqueeze", ["/hf/range", "/hf/zero"], ["position_ids"]),
-        ]
-    head += [  # transformers' _prepare_4d_attention_mask
+def _mask2d():  # transformers' _prepare_4d_attention_mask
+    return [
         const("/hf/axes12", np.array([1, 2], np.int64)),
         helper.make_node("Unsqueeze", ["attention_mask", "/hf/axes12"], ["/hf/mask4"]),
         helper.make_node("Cast", ["/hf/mask4"], ["/hf/maskf"], to=TensorProto.FLOAT),
@@ -86,6 +71,31 @@ def build(pastpos):
         helper.make_node("Where", ["/hf/allowed", "/hf/zerof", "/hf/min"], ["/hf/causal"]),
         helper.make_node("Add", ["/hf/padding", "/hf/causal"], ["/hf/additive"]),
     ]
+
+
+def build(pastpos, mask4d=False):
+    m = copy.deepcopy(src)
+    g = m.graph
+    consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in g.node if n.op_type == "Constant"}
+    head = [helper.make_node("Shape", ["input_ids"], ["/hf/bs"])]
+    if pastpos:  # position_ids = arange(past_len, past_len + seq)[None, :]
+        head += [
+            const("/hf/two", np.array([2], np.int64)), const("/hf/three", np.array([3], np.int64)),
+            const("/hf/one", np.array([1], np.int64)), const("/hf/zero", np.array([0], np.int64)),
+            helper.make_node("Shape", ["past_key_values.0.key"], ["/hf/pshape"]),
+            helper.make_node("Slice", ["/hf/pshape", "/hf/two", "/hf/three"], ["/hf/past_len1"]),
+            helper.make_node("Slice", ["/hf/bs", "/hf/one", "/hf/two"], ["/hf/seq1"]),
+            helper.make_node("Add", ["/hf/past_len1", "/hf/seq1"], ["/hf/end1"]),
+            helper.make_node("Squeeze", ["/hf/past_len1", "/hf/zero"], ["/hf/past_len"]),
+            helper.make_node("Squeeze", ["/hf/end1", "/hf/zero"], ["/hf/end"]),
+            const("/hf/step", np.array(1, np.int64)),
+            helper.make_node("Range", ["/hf/past_len", "/hf/end", "/hf/step"], ["/hf/range"]),
+            helper.make_node("Unsqueeze", ["/hf/range", "/hf/zero"], ["position_ids"]),
+        ]
+    if mask4d:  # the caller's 4-D additive mask, added to the scores as it is
+        head += [helper.make_node("Identity", ["attention_mask"], ["/hf/additive"])]
+    else:
+        head += _mask2d()
     nodes, rename = list(head), {}
     for n in g.node:
         if n.op_type == "Constant" and consts[n.output[0]].ndim == 1 and consts[n.output[0]].size >= 3 \
@@ -120,7 +130,8 @@ def build(pastpos):
                 t.shape.dim[-1].dim_value = d
 
     ins = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence_length"]),
-           helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", past + " + sequence_length"])]
+           helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT if mask4d else TensorProto.INT64,
+                                         ["batch", 1, "sequence_length", past + " + sequence_length"] if mask4d else ["batch", past + " + sequence_length"])]
     if not pastpos:
         ins.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch", "sequence_length"]))
     for vi in g.input:
@@ -134,10 +145,10 @@ def build(pastpos):
             dims(vi, ["batch", "sequence_length", 256])
         else:
             dims(vi, ["batch", 4, past + " + sequence_length", 16])
-    if pastpos:  # weights as fills but wpe (the positions must tell the lengths apart)
-        fills, kept = [], [t for t in g.initializer if t.name == "m.transformer.wpe.weight"]
+    if pastpos or mask4d:  # weights as fills but wpe (the positions must tell the lengths apart)
+        fills, kept = [], [t for t in g.initializer if t.name == "m.transformer.wpe.weight" and pastpos]
         for t in g.initializer:
-            if t.name == "m.transformer.wpe.weight":
+            if t in kept:
                 continue
             a = numpy_helper.to_array(t)
             fills.append(helper.make_node("ConstantOfShape", [t.name + "_shape"], [t.name],
@@ -149,13 +160,14 @@ def build(pastpos):
         del g.node[:]
         g.node.extend(nodes)
     onnx.checker.check_model(m)
-    name = "gpt2kv_hf_pastpos.onnx" if pastpos else "gpt2kv_hf.onnx"
+    name = "gpt2kv_hf_pastpos.onnx" if pastpos else "gpt2kv_hf_mask4d.onnx" if mask4d else "gpt2kv_hf.onnx"
     onnx.save(m, os.path.join(here, name))
     print(name, len(g.node), "nodes,", os.path.getsize(os.path.join(here, name)), "bytes")
 
 
 build(False)
 build(True)
+build(False, mask4d=True)
 
 
 # gpt2kv_hf_merged.onnx: gpt2kv_hf as optimum merges a decoder (decoder_model_merged.onnx, which
