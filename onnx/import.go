@@ -736,6 +736,9 @@ var shapeDeciding = map[string]bool{
 	// Dropout's decide whether it draws random numbers, as If's condition
 	// decides its branch.
 	"training_mode": true, "ratio": true,
+	// Loop's trip count and initial condition decide how many times its
+	// body is unrolled, as a Range's limit decides its length.
+	"M, the trip count": true, "cond, the loop's condition": true,
 }
 
 // ints returns the constant integer input k as int64 values.

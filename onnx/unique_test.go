@@ -189,3 +189,36 @@ func TestDropoutTraining(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopTripCountAtSpecialization: a Loop whose trip count M is a graph
+// input unrolls as many times as the run's M says: M decides the body's
+// unrolling, as a Range's limit decides its length, so it is read at
+// specialization (Load without it refuses by name, pointing there); x stays
+// a run-time input.
+func TestLoopTripCountAtSpecialization(t *testing.T) {
+	body := graph([]msg{
+		node("Cast", "fi", []string{"i"}, []string{"fi"}, attrInt("to", int64(onnx.Float32))),
+		node("Mul", "half", []string{"y_in", "h"}, []string{"a"}),
+		node("Add", "add", []string{"a", "fi"}, []string{"y_out"}),
+		node("Identity", "c", []string{"c_in"}, []string{"c_out"}),
+	}, []msg{floats("h", nil, 0.5)},
+		[]msg{typedValueInfo("i", int64(onnx.Int64)), typedValueInfo("c_in", int64(onnx.Bool)), valueInfo("y_in", 2)},
+		[]msg{typedValueInfo("c_out", int64(onnx.Bool)), valueInfo("y_out", 2)})
+	doc := model(13, graph([]msg{node("Loop", "loop", []string{"M", "cond", "x"}, []string{"y"}, attrGraph("body", body))},
+		[]msg{boolConst("cond", true)}, []msg{typedValueInfo("M", int64(onnx.Int64)), valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
+	if _, err := onnx.Load(bytes.NewReader(doc), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "SpecializeValues") {
+		t.Errorf("a run-time trip count without its data: %v, want unsupported pointing at specialization", err)
+	}
+	for _, m := range []int64{1, 3} {
+		out, fixed, err := specializeRun(t, doc, map[string]*onnx.Tensor{
+			"M": {Name: "M", Type: onnx.Int64, Shape: []int{}, Int64: []int64{m}},
+			"x": {Name: "x", Type: onnx.Float32, Shape: []int{2}, Float32: loopX}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := loopWant(int(m))
+		if y := out["y"]; !slices.Equal(y.Data, want) || !slices.Equal(fixed, []string{"M"}) {
+			t.Errorf("M = %d: y %v (fixed %v), want %v", m, y.Data, fixed, want)
+		}
+	}
+}
