@@ -382,6 +382,11 @@ type GenerateOptions struct {
 	// its step is done (i counts from 0); an error it returns ends
 	// Generate with that error.
 	OnToken func(i int, token int64, ms float64) error
+	// Stop lists token ids that end a prompt's generation (an end of
+	// sequence): the first one generated is the prompt's last token, kept
+	// in its Tokens as Hugging Face keeps eos, and Generation.Stopped is
+	// set. Decoding ends when every prompt has ended, or after Tokens.
+	Stop []int64
 }
 
 // Generation is what Generate returns.
@@ -389,6 +394,8 @@ type Generation struct {
 	Backend string  `json:"backend"`
 	Prompt  []int64 `json:"prompt"`
 	Tokens  []int64 `json:"tokens"` // the generated tokens, in order
+	// Stopped says that the last token is one of GenerateOptions.Stop.
+	Stopped bool `json:"stopped"`
 	// Cache says where the cache lived between steps: "device" (each
 	// present kept as a DeviceTensor, fed as the next past) or "host"
 	// (read back and sent again each step: the backend's typed graphs
@@ -542,6 +549,9 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 		took := math.Round(ms(time.Since(t0))*1e3) / 1e3 // to the microsecond, as Timings
 		stepMs = append(stepMs, took)
 		for b, gen := range gens {
+			if gen.Stopped { // an ended prompt's row still runs, unread
+				continue
+			}
 			if p >= pads[b] {
 				gen.StepMs = append(gen.StepMs, took)
 				if opts.Logits {
@@ -552,11 +562,15 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 				continue
 			}
 			gen.Tokens = append(gen.Tokens, toks[b][len(toks[b])-1])
+			gen.Stopped = slices.Contains(opts.Stop, gen.Tokens[len(gen.Tokens)-1])
 			if opts.OnToken != nil {
 				if err := opts.OnToken(len(gen.Tokens)-1, gen.Tokens[len(gen.Tokens)-1], took); err != nil {
 					return nil, err
 				}
 			}
+		}
+		if !slices.ContainsFunc(gens, func(g *Generation) bool { return !g.Stopped }) {
+			break
 		}
 	}
 	for _, gen := range gens {

@@ -287,3 +287,63 @@ func TestGeneratePrefill(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateStop: a stop id ends a prompt's generation at its first
+// occurrence, kept as its last token (Stopped set), with the logits of
+// the steps up to it; in a batch the other prompts decode on, their
+// tokens and logits unchanged, and decoding ends when every prompt has
+// stopped.
+func TestGenerateStop(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	static := kvDecoder(t, "cpu")
+	full, err := static.Generate(ctx, toks[:kvPrompt], gpucc.GenerateOptions{Tokens: 16, Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := full.Tokens[4] // 102: its first occurrence
+	if slices.Index(full.Tokens, stop) != 4 {
+		t.Fatalf("the fixture's tokens %v", full.Tokens)
+	}
+	gen, err := static.Generate(ctx, toks[:kvPrompt], gpucc.GenerateOptions{Tokens: 16, Logits: true, Stop: []int64{999, stop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gen.Tokens, full.Tokens[:5]) || !gen.Stopped || len(gen.Logits) != kvPrompt+4 || len(gen.StepMs) != kvPrompt+4 {
+		t.Errorf("stopped at %d: tokens %v (stopped %v), %d logits, %d steps; want %v, %d", stop, gen.Tokens, gen.Stopped, len(gen.Logits), len(gen.StepMs), full.Tokens[:5], kvPrompt+4)
+	}
+	sameLogits(t, gen.Logits, full.Logits[:kvPrompt+4])
+	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
+	d, err := rt.NewDecoder(ctx, kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	other, err := static.Generate(ctx, toks[10:13], gpucc.GenerateOptions{Tokens: 16, Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(other.Tokens, stop) {
+		t.Fatalf("the other prompt's tokens %v hold the stop id", other.Tokens)
+	}
+	gens, err := d.GenerateBatch(ctx, [][]int64{toks[:kvPrompt], toks[10:13]}, gpucc.GenerateOptions{Tokens: 16, Logits: true, Stop: []int64{stop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gens[0].Tokens, full.Tokens[:5]) || !gens[0].Stopped || !slices.Equal(gens[1].Tokens, other.Tokens) || gens[1].Stopped {
+		t.Errorf("a batch: tokens %v (stopped %v) and %v (stopped %v); want %v and %v", gens[0].Tokens, gens[0].Stopped, gens[1].Tokens, gens[1].Stopped, full.Tokens[:5], other.Tokens)
+	}
+	sameLogits(t, gens[1].Logits, other.Logits)
+	// Both stop: the second at its third token.
+	gens, err = d.GenerateBatch(ctx, [][]int64{toks[:kvPrompt], toks[10:13]}, gpucc.GenerateOptions{Tokens: 16, Stop: []int64{stop, other.Tokens[2]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gens[0].Tokens) != 5 || len(gens[1].Tokens) > 3 || !gens[1].Stopped || len(gens[0].StepMs) != kvPrompt+4 {
+		t.Errorf("both stop: tokens %v and %v, %d steps", gens[0].Tokens, gens[1].Tokens, len(gens[0].StepMs))
+	}
+}

@@ -26,7 +26,7 @@ on the device between steps where the backend keeps a typed graph's
 outputs there, else it goes through the host; the bits are the same.
 Prints the generated ids as they come, separated by spaces, on one line.
 With --json it prints one JSON object instead: backend, adapter, prompt,
-tokens (the generated ids), cache ("device" or "host": where the cache
+tokens (the generated ids), stopped (the last id is a --stop id), cache ("device" or "host": where the cache
 lived), maxLen, compileMs, stepMs (each step's milliseconds; step p feeds
 the id at position p), prefillMs (the prompt's steps up to the first
 generated id), decodeMs (the median of the later steps, one id each) and
@@ -91,6 +91,7 @@ func generateCmd(args []string) int {
 	atLeast(fs, &tokens, "tokens", 16, 1, "ids to generate")
 	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
 	asJSON := fs.Bool("json", false, "print one JSON object with the ids and each step's latency instead of the ids")
+	stopFlag := fs.String("stop", "", "ids that end a prompt's generation, comma-separated (an end-of-sequence id): the first one generated is the prompt's last")
 	prefill := fs.Bool("prefill", false, "run the prompts as one step of the longest prompt's length (the attention_mask convention), then a token a step")
 	explain := fs.Bool("explain", false, "print how the cache is kept (the model's static cache, or the rewrite of a growing one and its capacity) and exit without decoding")
 	if err := parseInterspersed(fs, args); err != nil {
@@ -195,6 +196,15 @@ func generateCmd(args []string) int {
 		return exitOK
 	}
 	opts := lib.GenerateOptions{Tokens: tokens}
+	if *stopFlag != "" {
+		for i, s := range strings.Split(*stopFlag, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return usageError("generate: --stop: id %d, %q, is not an integer", i, s)
+			}
+			opts.Stop = append(opts.Stop, id)
+		}
+	}
 	if len(prompts) > 1 || *prefill { // a batch: each prompt's ids on a line, at the end
 		gens, err := d.GenerateBatch(ctx, prompts, opts)
 		if err != nil {

@@ -135,6 +135,7 @@ func TestGenerateRefuses(t *testing.T) {
 		{"no such model", []string{"--prompt", "1", "nope.onnx"}, "io", 1},
 		{"an id that is not a number", []string{"--prompt", "1,x", model}, "usage", 2},
 		{"tokens 0", []string{"--prompt", "1", "--tokens", "0", model}, "usage", 2},
+		{"a stop id that is not a number", []string{"--prompt", "1", "--stop", "x", model}, "usage", 2},
 		{"no model", []string{"--prompt", "1"}, "usage", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -218,6 +219,10 @@ func TestGenerateAttentionMask(t *testing.T) {
 	}
 	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; out != lines {
 		t.Errorf("a batch of two printed %q\nwant %q", out, lines)
+	}
+	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--stop", strconv.FormatInt(want[4], 10), "--prompt", prompt, "--tokens", "16", hf)
+	if line := strings.ReplaceAll(idList(want[:5]), ",", " ") + "\n"; code != 0 || out != line {
+		t.Errorf("--stop %d: exit %d, printed %q; want %q", want[4], code, out, line)
 	}
 	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--prefill", "--prompt", prompt+";"+short, "--tokens", "16", hf)
 	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; code != 0 || out != lines {
