@@ -316,6 +316,17 @@
 //     float to integer, truncation toward zero, and NaN, ±Inf or a value
 //     outside the target's range fails the run with ir.CodeIntegerFault;
 //     integer to integer wraps; anything to bool is x != 0 (NaN is true).
+//   - Float64, carried as its bits: the rows that name it compute their
+//     ir.OpInfo.F64 in IEEE binary64 (add, sub, mul, div, maximum,
+//     minimum, neg, sqrt, pow, exp, log, the comparisons; exp, log and pow
+//     are Go's math package's), sum and max over axes by the float32
+//     reduction tree in float64, cast to and from float64 by one rounding
+//     from the exact value. Nothing narrows it to float32 on the way.
+//   - Uint64 holds [0, 2^63-1] in int64: its rows compute int64's bits,
+//     which are uint64's below 2^63, and a result of 2^63 or more (a
+//     carry into the top bit, 0 - 1, ^x, a cast of a negative integer) is
+//     refused with ir.CodeUnsupported naming the node and the element.
+//     int16 and uint16 wrap as the other integers do.
 //
 // Intermediates may overflow to ±Inf or become NaN (relu and positive may
 // hide them again). Whether inputs, constants and outputs may be is host
