@@ -1,10 +1,12 @@
 package gpucc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"sort"
@@ -387,6 +389,16 @@ type GenerateOptions struct {
 	// in its Tokens as Hugging Face keeps eos, and Generation.Stopped is
 	// set. Decoding ends when every prompt has ended, or after Tokens.
 	Stop []int64
+	// Temperature, above 0, samples each generated token from
+	// softmax(logits / Temperature) over the TopK largest logits (0: all;
+	// ties to the lowest id), computed in float64 on the host, instead of
+	// taking the argmax; prompt b of a batch draws from a PCG generator
+	// seeded (Seed, b). The logits being every backend's same bits, a seed
+	// gives the same tokens on every backend. A step whose logits hold a
+	// NaN takes the argmax (the first NaN). 0: greedy.
+	Temperature float64
+	TopK        int
+	Seed        uint64
 }
 
 // Generation is what Generate returns.
@@ -475,6 +487,10 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 	switch {
 	case opts.Tokens < 1:
 		return nil, bad("tokens", "%d tokens to generate; want at least 1", opts.Tokens)
+	case !(opts.Temperature >= 0) || math.IsInf(opts.Temperature, 1):
+		return nil, bad("temperature", "temperature %v; want 0 (greedy) or a finite positive number", opts.Temperature)
+	case opts.TopK < 0:
+		return nil, bad("top_k", "top_k %d is negative", opts.TopK)
 	case opts.Tokens-1 > d.maxLen:
 		return nil, bad("max_len", "%d tokens to generate do not fit a cache of max_len %d", opts.Tokens, d.maxLen)
 	case long-1 > d.maxLen-opts.Tokens:
@@ -510,6 +526,10 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 	clock := ""
 	feed := make([]int64, d.batch)
 	var pre []float32 // the prefill's logits, by position then prompt
+	rngs := make([]*rand.Rand, d.batch)
+	for b := range rngs {
+		rngs[b] = rand.New(rand.NewPCG(opts.Seed, uint64(b)))
+	}
 	for p := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -543,7 +563,12 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 		next := p+1 >= long
 		if next {
 			for b := range toks {
-				toks[b] = append(toks[b], argmax(logits[b*d.vocab:(b+1)*d.vocab]))
+				row := logits[b*d.vocab : (b+1)*d.vocab]
+				if opts.Temperature > 0 {
+					toks[b] = append(toks[b], sample(row, opts.Temperature, opts.TopK, rngs[b]))
+				} else {
+					toks[b] = append(toks[b], argmax(row))
+				}
 			}
 		}
 		took := math.Round(ms(time.Since(t0))*1e3) / 1e3 // to the microsecond, as Timings
@@ -598,6 +623,42 @@ func median(v []float64) float64 {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	return v[len(v)/2]
+}
+
+// sample draws an id from softmax(v / temperature) over v's topK largest
+// (0: all; ties to the lowest id), in float64; a NaN in v gives argmax's.
+func sample(v []float32, temperature float64, topK int, rng *rand.Rand) int64 {
+	if slices.ContainsFunc(v, func(x float32) bool { return x != x }) {
+		return argmax(v)
+	}
+	ids := make([]int, len(v))
+	for i := range ids {
+		ids[i] = i
+	}
+	slices.SortStableFunc(ids, func(a, b int) int { return cmp.Compare(v[b], v[a]) })
+	if topK > 0 && topK < len(ids) {
+		ids = ids[:topK]
+	}
+	top := float64(v[ids[0]])
+	w := make([]float64, len(ids))
+	total := 0.0
+	for k, i := range ids {
+		if math.IsInf(top, 0) { // an infinite maximum takes all the mass
+			if float64(v[i]) == top {
+				w[k] = 1
+			}
+		} else {
+			w[k] = math.Exp((float64(v[i]) - top) / temperature)
+		}
+		total += w[k]
+	}
+	u := rng.Float64() * total
+	for k, i := range ids {
+		if u -= w[k]; u < 0 {
+			return int64(i)
+		}
+	}
+	return int64(ids[0]) // u within rounding of total
 }
 
 // argmax is numpy's argmax of one row: the lowest index of the maximum,

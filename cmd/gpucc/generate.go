@@ -64,6 +64,11 @@ object per prompt in a JSON array. With --prefill the prompts run as one
 step of the longest prompt's length (a second executable; the model must
 mask causally at seq > 1, as exports do), then a token a step; each
 prompt's tokens and logits are those of decoding it a token a step.
+--stop ends a prompt's generation at its first end-of-sequence id (kept).
+--temperature samples each id from softmax(logits / temperature) over the
+--top-k largest logits, in float64 on the host, from a generator seeded by
+--seed (prompt b of a batch its own stream): the logits being the same
+bits on every backend, a seed gives the same ids on every backend.
 --explain prints the convention recognized (which inputs are fed, and
 how), how the cache is kept (the model's own static cache, or the rewrite
 and its capacity) and how many attentions run fused, and exits without
@@ -92,6 +97,9 @@ func generateCmd(args []string) int {
 	atLeast(fs, &maxLen, "max-len", 0, 0, "the cache's rows (the pasts' axis 2) where the model leaves it dynamic; 0: the prompt's length plus --tokens minus 1, or the model's own")
 	asJSON := fs.Bool("json", false, "print one JSON object with the ids and each step's latency instead of the ids")
 	stopFlag := fs.String("stop", "", "ids that end a prompt's generation, comma-separated (an end-of-sequence id): the first one generated is the prompt's last")
+	temperature := fs.Float64("temperature", 0, "above 0: sample each id from softmax(logits / temperature) instead of the argmax (with --top-k and --seed; the same ids on every backend)")
+	topK := fs.Int("top-k", 0, "with --temperature: sample among the k largest logits only (0: all)")
+	seed := fs.Uint64("seed", 0, "with --temperature: the sampler's seed")
 	prefill := fs.Bool("prefill", false, "run the prompts as one step of the longest prompt's length (the attention_mask convention), then a token a step")
 	explain := fs.Bool("explain", false, "print how the cache is kept (the model's static cache, or the rewrite of a growing one and its capacity) and exit without decoding")
 	if err := parseInterspersed(fs, args); err != nil {
@@ -195,7 +203,7 @@ func generateCmd(args []string) int {
 		fmt.Println(d.Explain())
 		return exitOK
 	}
-	opts := lib.GenerateOptions{Tokens: tokens}
+	opts := lib.GenerateOptions{Tokens: tokens, Temperature: *temperature, TopK: *topK, Seed: *seed}
 	if *stopFlag != "" {
 		for i, s := range strings.Split(*stopFlag, ",") {
 			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)

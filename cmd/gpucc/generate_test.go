@@ -135,6 +135,7 @@ func TestGenerateRefuses(t *testing.T) {
 		{"no such model", []string{"--prompt", "1", "nope.onnx"}, "io", 1},
 		{"an id that is not a number", []string{"--prompt", "1,x", model}, "usage", 2},
 		{"tokens 0", []string{"--prompt", "1", "--tokens", "0", model}, "usage", 2},
+		{"a negative temperature", []string{"--prompt", "1", "--temperature", "-1", model}, "invalid_input", 1},
 		{"a stop id that is not a number", []string{"--prompt", "1", "--stop", "x", model}, "usage", 2},
 		{"no model", []string{"--prompt", "1"}, "usage", 2},
 	} {
@@ -223,6 +224,10 @@ func TestGenerateAttentionMask(t *testing.T) {
 	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--stop", strconv.FormatInt(want[4], 10), "--prompt", prompt, "--tokens", "16", hf)
 	if line := strings.ReplaceAll(idList(want[:5]), ",", " ") + "\n"; code != 0 || out != line {
 		t.Errorf("--stop %d: exit %d, printed %q; want %q", want[4], code, out, line)
+	}
+	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--temperature", "1", "--top-k", "1", "--seed", "3", "--prompt", prompt, "--tokens", "16", hf)
+	if line := strings.ReplaceAll(idList(want), ",", " ") + "\n"; code != 0 || out != line {
+		t.Errorf("--temperature 1 --top-k 1: exit %d, printed %q; want the greedy %q", code, out, line)
 	}
 	out, _, code = gpuccStderr(t, "", "generate", "--backend", "cpu", "--prefill", "--prompt", prompt+";"+short, "--tokens", "16", hf)
 	if lines := strings.ReplaceAll(idList(want), ",", " ") + "\n" + alone; code != 0 || out != lines {
