@@ -731,7 +731,7 @@ var shapeDeciding = map[string]bool{
 	"start": true, "limit": true, "delta": true, "condition": true, "K": true, "size": true,
 	// Unique's and NonMaxSuppression's outputs have as many rows as the
 	// values give distinct values or boxes kept.
-	"unique values": true, "boxes": true, "scores": true, "max_output_boxes_per_class": true,
+	"unique values": true, "nonzero values": true, "boxes": true, "scores": true, "max_output_boxes_per_class": true,
 	"iou_threshold": true, "score_threshold": true,
 	// Dropout's decide whether it draws random numbers, as If's condition
 	// decides its branch.

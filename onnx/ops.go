@@ -199,6 +199,7 @@ func init() {
 		"CumSum":                    {since: 11, attrs: []string{"exclusive", "reverse"}, fn: cumSumOp},
 		"Einsum":                    {since: 12, attrs: []string{"equation"}, fn: einsumOp},
 		"Unique":                    {since: 11, attrs: []string{"axis", "sorted"}, fn: uniqueOp},
+		"NonZero":                   {since: 9, fn: nonZeroOp},
 		"NonMaxSuppression":         {since: 10, attrs: []string{"center_point_box"}, fn: nmsOp},
 		"OneHot":                    {since: 9, attrs: []string{"axis"}, fn: oneHotOp},
 		"EyeLike":                   {since: 9, attrs: []string{"dtype", "k"}, fn: eyeLikeOp},

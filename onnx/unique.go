@@ -115,3 +115,40 @@ func uniqueOp(c *importer) ([]value, *ir.Error) {
 	}
 	return []value{constValue(y), constValue(idx), constValue(inv), constValue(cnt)}, nil
 }
+
+// nonZeroOp is NonZero of a tensor known at import: its output has a
+// column per non-zero element, so a graph input there decides a shape and
+// is read at specialization (konst's "nonzero values"), as Unique's is.
+// The output is [rank, count] int64, the coordinates of each non-zero
+// element in row-major order (numpy's nonzero); NaN is non-zero, -0 is
+// zero; none non-zero is an empty output, which gpucc refuses.
+func nonZeroOp(c *importer) ([]value, *ir.Error) {
+	x, err := c.konst(0, "nonzero values")
+	if err != nil {
+		return nil, err
+	}
+	if x.Type == String || len(x.Shape) == 0 {
+		return nil, c.refuse("NonZero of a %v tensor of shape %v", x.Type, x.Shape)
+	}
+	r := len(x.Shape)
+	var at []int
+	for j := range x.Len() {
+		if v := x.at(j); v.f != 0 || v.i != 0 || v.f != v.f {
+			at = append(at, j)
+		}
+	}
+	if len(at) == 0 {
+		return nil, c.refuse("no element is non-zero: an empty output; gpucc's tensors are not empty")
+	}
+	out, err := c.newConst(Int64, []int{r, len(at)})
+	if err != nil {
+		return nil, err
+	}
+	for k, j := range at {
+		for d := r - 1; d >= 0; d-- {
+			out.Int64[d*len(at)+k] = int64(j % x.Shape[d])
+			j /= x.Shape[d]
+		}
+	}
+	return one(constValue(out))
+}

@@ -222,3 +222,25 @@ func TestLoopTripCountAtSpecialization(t *testing.T) {
 		}
 	}
 }
+
+// TestNonZero: NonZero's input decides its output's shape, so it is read
+// at specialization: [rank, count] int64 coordinates in row-major order,
+// NaN non-zero and -0 zero; no non-zero element is refused by name (an
+// empty output).
+func TestNonZero(t *testing.T) {
+	doc := model(13, graph([]msg{node("NonZero", "nz", []string{"x"}, []string{"y"})}, nil,
+		[]msg{valueInfo("x", 2, 3)}, []msg{typedValueInfo("y", int64(onnx.Int64))}))
+	x := &onnx.Tensor{Name: "x", Type: onnx.Float32, Shape: []int{2, 3},
+		Float32: []float32{0, float32(math.NaN()), float32(math.Copysign(0, -1)), 2, 0, -1}}
+	out, _, err := specializeRun(t, doc, map[string]*onnx.Tensor{"x": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := out["y"]; !slices.Equal(y.Shape, []int{2, 3}) || !slices.Equal(y.Ints, []int64{0, 1, 1, 1, 0, 2}) {
+		t.Errorf("got %v %v, want [2 3] [0 1 1 1 0 2]", y.Shape, y.Ints)
+	}
+	zeros := &onnx.Tensor{Name: "x", Type: onnx.Float32, Shape: []int{2, 3}, Float32: make([]float32, 6)}
+	if _, _, err := specializeRun(t, doc, map[string]*onnx.Tensor{"x": zeros}); gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("all zeros: %v, want unsupported naming the empty output", err)
+	}
+}
