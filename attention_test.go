@@ -81,7 +81,7 @@ func attentionCases() []irtest.AttentionCase {
 	var cs []irtest.AttentionCase
 	for _, c := range irtest.AttentionEdges() {
 		cs = append(cs, c)
-		if c.Mask == irtest.MaskPadding || c.Mask == irtest.MaskDense || c.Mask == irtest.MaskRowOff {
+		if c.Mask == irtest.MaskPadding || c.Mask == irtest.MaskDense || c.Mask == irtest.MaskRowOff || c.Mask == irtest.MaskLead {
 			c.Name += "-inf"
 			c.NonFinite = true
 			cs = append(cs, c)

@@ -119,9 +119,9 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 // AttentionEdges are the attentions every backend must reproduce: a
 // single key, short and odd sequences, head dims 64 and 128, causal,
 // padding and dense masks, a fully masked row (NaN), extreme values,
-// heads read through a view.
+// heads read through a view, and each side of the online order's bound.
 func AttentionEdges() []AttentionCase {
-	return []AttentionCase{
+	cs := []AttentionCase{
 		{Name: "seq1", S: 1, T: 1, D: 8, E: 8, Scale: 0.5},
 		{Name: "seq7-causal", H: 2, S: 7, T: 7, D: 16, E: 16, Scale: 0.25, Mask: MaskCausal},
 		{Name: "seq7-padding", B: 2, H: 2, S: 7, T: 7, D: 8, E: 8, Scale: 0.35355338, Mask: MaskPadding},
@@ -134,6 +134,16 @@ func AttentionEdges() []AttentionCase {
 		{Name: "d64", H: 1, S: 9, T: 9, D: 64, E: 64, Scale: 0.125, Mask: MaskCausal},
 		{Name: "d128", S: 3, T: 4, D: 128, E: 128, Scale: 0.088388346},
 	}
+	// Each side of the bound where attention takes the online order
+	// (ir.AttentionOnlineFrom): the last full-row length, the first online
+	// one, padded, and one past it with its first half of keys masked.
+	if f := ir.AttentionOnlineFrom; f > 1 && f <= 1<<12 {
+		cs = append(cs,
+			AttentionCase{Name: "full-below-bound", S: 3, T: f - 1, D: 4, E: 4, Scale: 0.5},
+			AttentionCase{Name: "online-at-bound", B: 2, S: 3, T: f, D: 4, E: 4, Scale: 0.5, Mask: MaskPadding},
+			AttentionCase{Name: "online-lead", S: 3, T: f + 1, D: 4, E: 3, Scale: 0.5, Mask: MaskLead})
+	}
+	return cs
 }
 
 // Attentions returns the suite's attentions: each of AttentionEdges.
