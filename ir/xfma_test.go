@@ -374,7 +374,9 @@ func TestFusedCounts(t *testing.T) {
 // fused form equals its table form on that input. Every 4093rd input,
 // and outside -short every input of tanh's division range (|x| in
 // [0.625, 9.1), 72M: 73 s here); all 2^32 with GPUCC_XMATH_ALL=1 (GPUCC_XMATH_OPS=tanh,sigmoid
-// limits the ops).
+// limits the ops). All 2^32 inputs of all eight ops passed on 2026-12-04
+// at 3975002's twins, 2 cores shared with 8 engineers: tanh and sigmoid
+// 1083 s, rsqrt and tan 1120 s, atan and sinh 1236 s, cosh and atanh 550 s.
 func TestFusedUnaryC(t *testing.T) {
 	unary, _, _ := fusedOps()
 	if only := os.Getenv("GPUCC_XMATH_OPS"); only != "" {
