@@ -38,9 +38,12 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys,
-// AttentionTile): caches of generated code must include it in their keys.
+// AttentionTile, AttentionOnlineTile), and ir.AttentionOnlineFrom, which
+// picks attention's rounding order from its shapes and is not in the
+// program's key: caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s", VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile)
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d",
+		VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
 }
 
 // Workgroup sizes.
