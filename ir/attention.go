@@ -90,7 +90,11 @@ const AttentionBlock = 32
 // kernel holds a q row in registers). It is a variable only so that a
 // benchmark can time both orders in one process (bench/attn_bench_test.go);
 // set it before anything compiles, never while a graph runs: it changes
-// bits.
+// bits. It is off (2^30 keys) until an H200 visit has checked the online
+// kernel's bits on the NVIDIA driver (TestAttentionOnline/webgpu) and
+// timed it beside the full-row kernel (bash bench/device.sh attn): lavapipe,
+// native, wasm and WebGL2 agree with cpuref, but the driver once gave
+// other bits than cpuref and lavapipe for one full-row tile (16x16k16).
 var AttentionOnlineFrom = 1 << 30
 
 // AttentionOnlineMaxHead is the widest q row (D) and v row (E) the online
