@@ -117,29 +117,44 @@ func TestLoadContext(t *testing.T) {
 // candidate for the BatchNormalization fold, before a node that reads x
 // M times: the fold looked for its Conv's readers in every later node,
 // K×M string comparisons (a 3 MB model of 500 Convs and a node of a
-// million inputs: 1.6 s here). The readers are indexed once; it must
-// take well under 1 s.
+// million inputs: 1.6 s here, against 0.17 s for the parse). The readers
+// are indexed once: it must take about as long as a model of one Conv.
 func TestBatchNormScanLinear(t *testing.T) {
-	const k, m = 500, 1 << 20
-	var nodes []msg
-	for i := range k {
-		nodes = append(nodes, node("Conv", "", []string{"x0000000", "w"}, []string{fmt.Sprintf("c%07d", i)}))
+	const m = 1 << 20
+	doc := func(k int) []byte {
+		var nodes []msg
+		for i := range k {
+			nodes = append(nodes, node("Conv", "", []string{"x0000000", "w"}, []string{fmt.Sprintf("c%07d", i)}))
+		}
+		many := make([]string, m)
+		for i := range many {
+			many[i] = "x0000000" // as long as the Convs' outputs, so each comparison reads them
+		}
+		nodes = append(nodes, node("Nope", "", many, []string{"y"}))
+		return model(13, graph(nodes, []msg{floats("w", []int64{1, 1, 1, 1}, 2)}, []msg{valueInfo("x0000000", 1, 1, 2, 2)}, []msg{valueInfo("y", 1, 1, 2, 2)}))
 	}
-	many := make([]string, m)
-	for i := range many {
-		many[i] = "x0000000" // as long as the Convs' outputs, so each comparison reads them
+	// The 500-Conv model against the 1-Conv one of the same size, each the
+	// fastest of 3 runs taken in turn: a scan per Conv over the node's
+	// inputs (5e8 comparisons) takes many times the parse; a linear import
+	// takes about as long as the 1-Conv one, whatever the machine's load
+	// (an absolute bound of 1 s failed at load 20, 2026-12-04).
+	one, many := doc(1), doc(500)
+	load := func(d []byte) time.Duration {
+		start := time.Now()
+		_, err := onnx.Load(bytes.NewReader(d), onnx.Options{})
+		if gpucc.CodeOf(err) != ir.CodeUnsupported {
+			t.Fatalf("Load: %v, want unsupported (the op Nope)", err)
+		}
+		return time.Since(start)
 	}
-	nodes = append(nodes, node("Nope", "", many, []string{"y"}))
-	doc := model(13, graph(nodes, []msg{floats("w", []int64{1, 1, 1, 1}, 2)}, []msg{valueInfo("x0000000", 1, 1, 2, 2)}, []msg{valueInfo("y", 1, 1, 2, 2)}))
-	start := time.Now()
-	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
-	if gpucc.CodeOf(err) != ir.CodeUnsupported {
-		t.Fatalf("Load: %v, want unsupported (the op Nope)", err)
+	best1, best500 := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for range 3 {
+		best1, best500 = min(best1, load(one)), min(best500, load(many))
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
+	if best500 > 3*best1+50*time.Millisecond {
+		t.Errorf("a %d KB model of 500 Convs and a node of %d inputs imported in %v, one of 1 Conv in %v", len(many)>>10, m, best500, best1)
 	} else {
-		t.Logf("a %d KB model of %d Convs and a node of %d inputs imported in %v", len(doc)>>10, k, m, d)
+		t.Logf("a %d KB model of 500 Convs and a node of %d inputs imported in %v, one of 1 Conv in %v", len(many)>>10, m, best500, best1)
 	}
 }
 
