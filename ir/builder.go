@@ -43,6 +43,11 @@ func (t Tensor) Shape() Shape {
 	return t.b.g.Nodes[t.id].Shape
 }
 
+// Err returns the error that stopped the builder, or nil. After it every
+// operation gives a Tensor of nil shape, and Build returns it; code that
+// reads shapes between operations checks it first.
+func (b *Builder) Err() *Error { return b.err }
+
 func (b *Builder) add(n Node) Tensor {
 	if b.err != nil {
 		return Tensor{b, -1}
