@@ -117,36 +117,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	s.Workgroup = [3]int{threads, 1, 1}
 	s.Groups = [3]int{(S + R - 1) / R, max(a.Batch.Len(), 1), 1}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
-	off := func(j int, r, c string) string {
-		op := k.Inputs[j]
-		n := len(op.Shape)
-		terms := []string{codegen.Index(Lang, op.Batch(), "z")}
-		if st := op.Strides[n-2]; st != 0 && op.Shape[n-2] > 1 {
-			terms = append(terms, fmt.Sprintf("(%s) * %du", r, st))
-		}
-		if st := op.Strides[n-1]; st != 0 && op.Shape[n-1] > 1 {
-			terms = append(terms, fmt.Sprintf("(%s) * %du", c, st))
-		}
-		return strings.Join(terms, " + ")
-	}
-	apply := func(name string, op ir.Op, args ...string) []string {
-		n := &codegen.Nest{Body: []codegen.Stmt{codegen.Apply(name, op, args...)}}
-		return n.Render(Lang, k)
-	}
-	// row4 renders operand j's vec4 at row r, columns 4·c4 … (cols wide;
-	// lanes past cols are 0 and read nothing).
-	row4 := func(j int, r, c4 string, cols int) string {
-		var lanes []string
-		for x := range 4 {
-			c := fmt.Sprintf("%s * 4u + %du", c4, x)
-			ld := fmt.Sprintf("in%d[%s]", j, off(j, r, c))
-			if cols%4 != 0 {
-				ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, off(j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
-			}
-			lanes = append(lanes, ld)
-		}
-		return fmt.Sprintf("vec4<f32>(%s)", strings.Join(lanes, ", "))
-	}
+	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
+	apply := func(name string, op ir.Op, args ...string) []string { return attApply(k, name, op, args...) }
+	row4 := func(j int, r, c4 string, cols int) string { return attRow(k, j, r, c4, cols, 4) }
 	fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", p.ks*p.w4)
 	fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", B*R)
 	fmt.Fprintf(b, "var<workgroup> Ms: array<u32, %d>; // order keys of the threads' maxima\n\n", R*N)

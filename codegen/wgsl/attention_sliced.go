@@ -269,39 +269,9 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 	s.Workgroup = [3]int{threads, 1, 1}
 	s.Groups = [3]int{(S + R - 1) / R, max(a.Batch.Len(), 1), 1}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
-	off := func(j int, r, c string) string {
-		op := k.Inputs[j]
-		n := len(op.Shape)
-		terms := []string{codegen.Index(Lang, op.Batch(), "z")}
-		if st := op.Strides[n-2]; st != 0 && op.Shape[n-2] > 1 {
-			terms = append(terms, fmt.Sprintf("(%s) * %du", r, st))
-		}
-		if st := op.Strides[n-1]; st != 0 && op.Shape[n-1] > 1 {
-			terms = append(terms, fmt.Sprintf("(%s) * %du", c, st))
-		}
-		return strings.Join(terms, " + ")
-	}
-	apply := func(name string, op ir.Op, args ...string) []string {
-		n := &codegen.Nest{Body: []codegen.Stmt{codegen.Apply(name, op, args...)}}
-		return n.Render(Lang, k)
-	}
-	// rowN renders operand j's vector of w at row r, columns w·c4 …
-	// (cols wide; lanes past cols are 0 and read nothing; a negative cols
-	// guards every lane).
-	rowN := func(j int, r, c4 string, cols, w int) string {
-		var lanes []string
-		guard := cols < 0
-		cols = max(cols, -cols)
-		for x := range w {
-			c := fmt.Sprintf("%s * %du + %du", c4, w, x)
-			ld := fmt.Sprintf("in%d[%s]", j, off(j, r, c))
-			if guard || cols%4 != 0 {
-				ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, off(j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
-			}
-			lanes = append(lanes, ld)
-		}
-		return fmt.Sprintf("vec%d<f32>(%s)", w, strings.Join(lanes, ", "))
-	}
+	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
+	apply := func(name string, op ir.Op, args ...string) []string { return attApply(k, name, op, args...) }
+	rowN := func(j int, r, c4 string, cols, w int) string { return attRow(k, j, r, c4, cols, w) }
 	row4 := func(j int, r, c4 string, cols int) string { return rowN(j, r, c4, cols, 4) }
 	if p.Direct {
 		fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>; // two tiles' p, alternately\n", 2*K*R)
@@ -558,4 +528,44 @@ func attentionSliced(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, p attS
 		}
 	}
 	b.WriteString("}\n")
+}
+
+// attOffset renders the index of attention kernel k's operand j at row r,
+// column c, in batch z (a stride of 0 or a dimension of 1 adds nothing).
+func attOffset(k *ir.Kernel, j int, r, c string) string {
+	op := k.Inputs[j]
+	n := len(op.Shape)
+	terms := []string{codegen.Index(Lang, op.Batch(), "z")}
+	if st := op.Strides[n-2]; st != 0 && op.Shape[n-2] > 1 {
+		terms = append(terms, fmt.Sprintf("(%s) * %du", r, st))
+	}
+	if st := op.Strides[n-1]; st != 0 && op.Shape[n-1] > 1 {
+		terms = append(terms, fmt.Sprintf("(%s) * %du", c, st))
+	}
+	return strings.Join(terms, " + ")
+}
+
+// attApply renders one application of the table's op as kernel k's nest
+// renders it.
+func attApply(k *ir.Kernel, name string, op ir.Op, args ...string) []string {
+	n := &codegen.Nest{Body: []codegen.Stmt{codegen.Apply(name, op, args...)}}
+	return n.Render(Lang, k)
+}
+
+// attRow renders kernel k's operand j's vector of w at row r, columns
+// w·c4 … (cols wide; lanes past cols are 0 and read nothing; a negative
+// cols guards every lane).
+func attRow(k *ir.Kernel, j int, r, c4 string, cols, w int) string {
+	var lanes []string
+	guard := cols < 0
+	cols = max(cols, -cols)
+	for x := range w {
+		c := fmt.Sprintf("%s * %du + %du", c4, w, x)
+		ld := fmt.Sprintf("in%d[%s]", j, attOffset(k, j, r, c))
+		if guard || cols%4 != 0 {
+			ld = fmt.Sprintf("select(0.0, in%d[%s], %s < %du)", j, attOffset(k, j, r, fmt.Sprintf("min(%s, %du)", c, cols-1)), c, cols)
+		}
+		lanes = append(lanes, ld)
+	}
+	return fmt.Sprintf("vec%d<f32>(%s)", w, strings.Join(lanes, ", "))
 }
