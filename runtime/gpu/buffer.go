@@ -78,7 +78,7 @@ func (d *Device) NewBuffer(size uint64, label string) (*Buffer, error) {
 	if sz > d.lim.MaxStorageBufferBindingSize {
 		return nil, errorf(op, "%q: size %d B > MaxStorageBufferBindingSize %d B of %s: %w", label, sz, d.lim.MaxStorageBufferBindingSize, d.info.Name, ErrLimit)
 	}
-	buf, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{
 		Label: label,
 		Size:  sz,
 		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst,
@@ -104,7 +104,7 @@ func (d *Device) NewUniform(data []byte, label string) (*Buffer, error) {
 	if sz > d.lim.MaxUniformBufferBindingSize || sz > d.lim.MaxBufferSize {
 		return nil, errorf(op, "%q: size %d B > MaxUniformBufferBindingSize %d B of %s: %w", label, sz, d.lim.MaxUniformBufferBindingSize, d.info.Name, ErrLimit)
 	}
-	buf, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{
 		Label: label,
 		Size:  sz,
 		Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst,
@@ -183,14 +183,14 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 	}
 	for off := 0; off < n; off += chunk {
 		end := min(off+chunk, n)
-		if err := d.queue.WriteBuffer(b.buf, uint64(off), data[off:end]); err != nil {
+		if err := d.writeBuffer(b.buf, uint64(off), data[off:end]); err != nil {
 			return errorf(op, "%v at offset %d: %w", b, off, err)
 		}
 	}
 	if r := len(data) - n; r > 0 {
 		d.tail = [4]byte{}
 		copy(d.tail[:], data[n:])
-		if err := d.queue.WriteBuffer(b.buf, uint64(n), d.tail[:]); err != nil {
+		if err := d.writeBuffer(b.buf, uint64(n), d.tail[:]); err != nil {
 			return errorf(op, "%v: %w", b, err)
 		}
 	}

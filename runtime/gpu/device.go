@@ -37,9 +37,9 @@ type Device struct {
 	byID       map[uint64]map[string]struct{} // the keys of bindGroups naming each pipeline or buffer id
 	spare      []spareBuf                     // staging buffers for SubmitReads, idle
 
-	// submits and waits count queue submissions and poll loops (each a
-	// round trip to the GPU), for tests that a run takes one of each.
-	submits, waits int
+	// n counts the calls made to wgpu (calls.go), for tests that pin
+	// what a run asks of it.
+	n Counts
 
 	// timestamp resources, created lazily by RunTimed
 	tsOK      bool
@@ -196,13 +196,9 @@ func (d *Device) check(op string) error {
 
 // submit finishes enc, submits it and waits until the queue is idle.
 func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
-	cmd, err := enc.Finish(nil)
-	if err != nil {
+	if err := d.finishSubmit(enc); err != nil {
 		return errorf(op, "%w", err)
 	}
-	d.queue.Submit(cmd)
-	d.submits++
-	cmd.Release()
 	d.wait()
 	return nil
 }
@@ -239,26 +235,16 @@ func (d *Device) wait() {
 // on a hardware adapter, napping between polls after (see wait), each nap
 // twice the last from 20 µs up to maxNap.
 func (d *Device) pollUntil(done func(idle bool) bool) {
-	d.waits++
+	d.n.Waits++
 	if !d.info.Software {
 		for range spinPolls {
-			if done(d.dev.Poll(false, nil)) {
+			if done(d.poll()) {
 				return
 			}
 		}
 	}
 	longest := maxNap(d.info.Software)
-	for t := 20 * time.Microsecond; !done(d.dev.Poll(false, nil)); t = min(2*t, longest) {
+	for t := 20 * time.Microsecond; !done(d.poll()); t = min(2*t, longest) {
 		nap(t)
 	}
-}
-
-// RoundTrips returns how many submissions the device has made to its
-// queue and how many times it has waited for the GPU: what a run costs
-// beyond its kernels is mostly these (about 10 and 18 µs each on the
-// H200), so tests and benchmarks count them.
-func (d *Device) RoundTrips() (submits, waits int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.submits, d.waits
 }

@@ -103,7 +103,7 @@ func (d *Device) bindGroup(ds *Dispatch) (*wgpu.BindGroup, error) {
 		entries[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: b.buf, Size: wgpu.WholeSize}
 		ids = append(ids, b.id)
 	}
-	bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: ds.Pipeline.bgl, Entries: entries})
+	bg, err := d.createBindGroup(&wgpu.BindGroupDescriptor{Layout: ds.Pipeline.bgl, Entries: entries})
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 			if n == 0 {
 				continue
 			}
-			if err := enc.CopyBufferToBuffer(r.Buf.buf, 0, s, off, n); err != nil {
+			if err := d.copyBuffer(enc, r.Buf.buf, 0, s, off, n); err != nil {
 				return err
 			}
 			off += n
@@ -268,7 +268,7 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 		}
 		off += len(raw)
 	}
-	err = s.Unmap()
+	err = d.unmap(s)
 	rt.Copy = time.Since(t)
 	if err != nil {
 		return rt, errorf(op, "%w", err)
@@ -341,13 +341,13 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		}
 		bgs[i] = bg
 	}
-	enc, err := d.dev.CreateCommandEncoder(nil)
+	enc, err := d.newEncoder()
 	if err != nil {
 		return 0, false, errorf(op, "%w", err)
 	}
 	defer enc.Release()
 	if timed {
-		if err := enc.WriteTimestamp(d.tsQuery, 0); err != nil {
+		if err := d.writeTimestamp(enc, 0); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
 	}
@@ -359,7 +359,7 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 			g := ds[i].Groups
 			pass.DispatchWorkgroups(g[0], g[1], g[2])
 		}
-		err := pass.End()
+		err := d.endPass(pass)
 		// The pass must be released before the encoder is finished.
 		pass.Release()
 		if err != nil {
@@ -372,23 +372,19 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		}
 	}
 	if timed {
-		if err := enc.WriteTimestamp(d.tsQuery, 1); err != nil {
+		if err := d.writeTimestamp(enc, 1); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
-		if err := enc.ResolveQuerySet(d.tsQuery, 0, 2, d.tsResolve, 0); err != nil {
+		if err := d.resolveTimestamps(enc); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
-		if err := enc.CopyBufferToBuffer(d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
+		if err := d.copyBuffer(enc, d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
 			return 0, false, errorf(op, "%w", err)
 		}
 	}
-	cmd, err := enc.Finish(nil)
-	if err != nil {
+	if err := d.finishSubmit(enc); err != nil {
 		return 0, false, errorf(op, "%w", err)
 	}
-	d.queue.Submit(cmd)
-	d.submits++
-	cmd.Release()
 	if !wait {
 		return 0, false, nil
 	}
@@ -410,7 +406,7 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 	m := d.tsRead.GetMappedRange(0, 16)
 	t0 := binary.LittleEndian.Uint64(m[0:])
 	t1 := binary.LittleEndian.Uint64(m[8:])
-	if err := d.tsRead.Unmap(); err != nil {
+	if err := d.unmap(d.tsRead); err != nil {
 		return 0, false, errorf(op, "%w", err)
 	}
 	if t1 < t0 {
@@ -440,7 +436,7 @@ func (d *Device) awaitMaps(op string, ms []*mapping) error {
 		}
 	}()
 	for _, m := range ms {
-		a, e := startMap(m.buf, m.mode, 0, m.n)
+		a, e := d.startMap(m.buf, m.mode, 0, m.n)
 		if e != nil {
 			err = errorf(op, "%w", e)
 			break
@@ -462,24 +458,25 @@ func (d *Device) awaitMaps(op string, ms []*mapping) error {
 	}
 	if err != nil {
 		for _, m := range ms[:len(issued)] {
-			_ = m.buf.Unmap() // leave nothing mapped, whatever each map's status
+			_ = d.unmap(m.buf) // leave nothing mapped, whatever each map's status
 		}
 	}
 	return err
 }
 
 func (d *Device) initTimestamps() error {
+	d.n.Scopes++ // the binding creates it in an error scope
 	qs, err := d.dev.CreateQuerySet(&wgpu.QuerySetDescriptor{Label: "gpucc timestamps", Type: wgpu.QueryTypeTimestamp, Count: 2})
 	if err != nil {
 		return err
 	}
-	res, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp resolve", Size: 16,
+	res, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp resolve", Size: 16,
 		Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
 	if err != nil {
 		qs.Release()
 		return err
 	}
-	rd, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp read", Size: 16,
+	rd, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp read", Size: 16,
 		Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
 	if err != nil {
 		qs.Release()

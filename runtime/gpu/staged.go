@@ -64,7 +64,7 @@ func (d *Device) SubmitReads(ds []Dispatch, rs []ReadBack) (*Staged, error) {
 			if n == 0 {
 				continue
 			}
-			if err := enc.CopyBufferToBuffer(r.Buf.buf, 0, s, off, n); err != nil {
+			if err := d.copyBuffer(enc, r.Buf.buf, 0, s, off, n); err != nil {
 				return err
 			}
 			off += n
@@ -100,7 +100,7 @@ func (d *Device) spareStaging(n uint64) (*wgpu.Buffer, uint64, error) {
 	for size < n {
 		size *= 2
 	}
-	buf, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "gpucc launch staging", Size: size,
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "gpucc launch staging", Size: size,
 		Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
 	return buf, size, err
 }
@@ -158,7 +158,7 @@ func (s *Staged) Wait() (time.Duration, error) {
 		}
 		off += len(raw)
 	}
-	err := s.buf.Unmap()
+	err := d.unmap(s.buf)
 	copied := time.Since(t)
 	if err != nil {
 		return copied, errorf(op, "%w", err)

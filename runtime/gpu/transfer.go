@@ -198,7 +198,7 @@ func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usag
 	}
 	*size = 0 // no ring until every buffer exists
 	for i := range ring {
-		s, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: want, Usage: usage})
+		s, err := d.createBuffer(&wgpu.BufferDescriptor{Label: label, Size: want, Usage: usage})
 		if err != nil {
 			for j := range i {
 				ring[j].Release()
@@ -235,7 +235,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 		k := int(end - off)
 		if check {
 			if j := copyChecked(m[:k&^3], data[off:off+uint64(k&^3)], false); j >= 0 {
-				_ = s.Unmap()
+				_ = d.unmap(s)
 				return int(off/4) + j, nil
 			}
 			copy(m[k&^3:], data[off+uint64(k&^3):end])
@@ -243,7 +243,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 			copyOut(m[:k], data[off:end])
 		}
 		clear(m[k:])
-		if err := s.Unmap(); err != nil {
+		if err := d.unmap(s); err != nil {
 			return -1, errorf(op, "%w", err)
 		}
 		if err := d.submitCopy(s, 0, b.buf, off, n); err != nil {
@@ -255,22 +255,15 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 
 // submitCopy submits one buffer-to-buffer copy without waiting for it.
 func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
-	enc, err := d.dev.CreateCommandEncoder(nil)
+	enc, err := d.newEncoder()
 	if err != nil {
 		return err
 	}
 	defer enc.Release()
-	if err := enc.CopyBufferToBuffer(src, srcOff, dst, dstOff, n); err != nil {
+	if err := d.copyBuffer(enc, src, srcOff, dst, dstOff, n); err != nil {
 		return err
 	}
-	cmd, err := enc.Finish(nil)
-	if err != nil {
-		return err
-	}
-	d.queue.Submit(cmd)
-	d.submits++
-	cmd.Release()
-	return nil
+	return d.finishSubmit(enc)
 }
 
 // readChunk is the read staging ring's largest buffer size: the upload
@@ -374,7 +367,7 @@ func (d *Device) readCheckedLocked(op string, b *Buffer, out []byte, check bool)
 		} else {
 			copyOut(out[off:end], m[:end-off])
 		}
-		if err := s.Unmap(); err != nil {
+		if err := d.unmap(s); err != nil {
 			return -1, errorf(op, "%w", err)
 		}
 		if bad >= 0 {

@@ -253,12 +253,12 @@ func TestRunReads(t *testing.T) {
 			if err := d.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			s0, w0 := d.submits, d.waits
+			s0, w0 := d.n.Submits, d.n.Waits
 			if _, err := d.RunReads(ds, rs); err != nil {
 				t.Fatal(err)
 			}
-			if tc.rounds > 0 && (d.submits-s0 != tc.rounds || d.waits-w0 != tc.rounds) {
-				t.Errorf("%d submissions and %d waits, want %d of each", d.submits-s0, d.waits-w0, tc.rounds)
+			if tc.rounds > 0 && (d.n.Submits-s0 != tc.rounds || d.n.Waits-w0 != tc.rounds) {
+				t.Errorf("%d submissions and %d waits, want %d of each", d.n.Submits-s0, d.n.Waits-w0, tc.rounds)
 			}
 			for k, r := range rs {
 				want := -1

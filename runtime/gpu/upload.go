@@ -69,7 +69,7 @@ func (d *Device) Flush() error {
 	if err := d.check(op); err != nil {
 		return err
 	}
-	enc, err := d.dev.CreateCommandEncoder(nil)
+	enc, err := d.newEncoder()
 	if err != nil {
 		return errorf(op, "%w", err)
 	}

@@ -1,0 +1,127 @@
+//go:build !js
+
+package gpu
+
+import "github.com/cogentcore/webgpu/wgpu"
+
+// Counts is what a device has asked of wgpu-native since it was opened,
+// by kind of call. A run's cost beyond its kernels is mostly these: each
+// wait is a round trip to the GPU (about 18 µs on the H200), each
+// submission about 10, and each error scope the binding pushes around a
+// call (a cgo handle, a closure, a push and a pop inside wgpu) a slice of
+// the recording's 9 µs. Tests pin what a run costs in each (a change that
+// adds a call fails them); nothing here can be timed without a GPU.
+//
+// Every call the package makes that a count covers goes through this
+// file's wrappers (TestCallsCounted checks the sources), so the counts
+// are the calls, not an estimate. Pipeline creation (Compile, CompileAll)
+// is not counted: it happens once per kernel, not per run.
+type Counts struct {
+	Submits    int // queue submissions
+	Waits      int // poll loops until the GPU is done with something: each a round trip
+	Scopes     int // validation error scopes pushed and popped, the binding's and this package's
+	Encoders   int // command encoders recorded
+	BindGroups int // bind groups created
+	Buffers    int // buffers created (storage, uniform, staging)
+	Writes     int // queue.WriteBuffer calls
+	Maps       int // buffer maps asked for
+}
+
+// Sub returns c minus o, field by field: what happened between two reads.
+func (c Counts) Sub(o Counts) Counts {
+	return Counts{Submits: c.Submits - o.Submits, Waits: c.Waits - o.Waits, Scopes: c.Scopes - o.Scopes,
+		Encoders: c.Encoders - o.Encoders, BindGroups: c.BindGroups - o.BindGroups, Buffers: c.Buffers - o.Buffers,
+		Writes: c.Writes - o.Writes, Maps: c.Maps - o.Maps}
+}
+
+// Counts returns what the device has asked of wgpu so far.
+func (d *Device) Counts() Counts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// RoundTrips returns how many submissions the device has made to its
+// queue and how many times it has waited for the GPU (Counts' Submits and
+// Waits).
+func (d *Device) RoundTrips() (submits, waits int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n.Submits, d.n.Waits
+}
+
+// The wrappers below are the only places the package calls these binding
+// methods; d.mu is held by each caller.
+
+func (d *Device) newEncoder() (*wgpu.CommandEncoder, error) {
+	d.n.Encoders++
+	d.n.Scopes++
+	return d.dev.CreateCommandEncoder(nil)
+}
+
+func (d *Device) endPass(pass *wgpu.ComputePassEncoder) error {
+	d.n.Scopes++
+	return pass.End()
+}
+
+func (d *Device) copyBuffer(enc *wgpu.CommandEncoder, src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
+	d.n.Scopes++
+	return enc.CopyBufferToBuffer(src, srcOff, dst, dstOff, n)
+}
+
+func (d *Device) writeTimestamp(enc *wgpu.CommandEncoder, i uint32) error {
+	d.n.Scopes++
+	return enc.WriteTimestamp(d.tsQuery, i)
+}
+
+func (d *Device) resolveTimestamps(enc *wgpu.CommandEncoder) error {
+	d.n.Scopes++
+	return enc.ResolveQuerySet(d.tsQuery, 0, 2, d.tsResolve, 0)
+}
+
+// finishSubmit finishes enc and submits it.
+func (d *Device) finishSubmit(enc *wgpu.CommandEncoder) error {
+	d.n.Scopes++
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	d.n.Submits++
+	d.queue.Submit(cmd)
+	cmd.Release()
+	return nil
+}
+
+func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error) {
+	d.n.Buffers++
+	d.n.Scopes++
+	return d.dev.CreateBuffer(desc)
+}
+
+func (d *Device) createBindGroup(desc *wgpu.BindGroupDescriptor) (*wgpu.BindGroup, error) {
+	d.n.BindGroups++
+	d.n.Scopes++
+	return d.dev.CreateBindGroup(desc)
+}
+
+func (d *Device) writeBuffer(buf *wgpu.Buffer, off uint64, data []byte) error {
+	d.n.Writes++
+	d.n.Scopes++
+	return d.queue.WriteBuffer(buf, off, data)
+}
+
+func (d *Device) unmap(buf *wgpu.Buffer) error {
+	d.n.Scopes++
+	return buf.Unmap()
+}
+
+// startMap maps buf (see asyncMap).
+func (d *Device) startMap(buf *wgpu.Buffer, mode wgpu.MapMode, offset, n uint64) (*asyncMap, error) {
+	d.n.Maps++
+	d.n.Scopes++
+	return startMap(buf, mode, offset, n)
+}
+
+// poll polls the device once without blocking and reports whether its
+// queue is empty.
+func (d *Device) poll() bool { return d.dev.Poll(false, nil) }

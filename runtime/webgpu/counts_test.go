@@ -1,0 +1,160 @@
+//go:build cgo && !js
+
+package webgpu
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/runtime/backend"
+	"github.com/gpucc/gpucc/runtime/gpu"
+)
+
+// threeKernels is relu(a·b)·c summed over its rows: two matmuls and a
+// reduction, three kernels.
+func threeKernels(t *testing.T, d *device) backend.Executable {
+	t.Helper()
+	const n = 32
+	bl := ir.NewBuilder()
+	a := bl.Input(ir.Shape{n, n}, irtest.Values(4, n*n, 3))
+	b := bl.Input(ir.Shape{n, n}, irtest.Values(5, n*n, 3))
+	c := bl.Input(ir.Shape{n, n}, irtest.Values(6, n*n, 3))
+	bl.Output("y", a.MatMul(b).Relu().MatMul(c).SumAxes(false, 1))
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(exe.Release)
+	if k := len(exe.(*executable).p.Kernels); k != 3 {
+		t.Fatalf("%d kernels, want 3", k)
+	}
+	return exe
+}
+
+// countsCall is a call of exe: its inputs resident (uploaded once, from
+// the program's embedded data) or host slices, its one output kept or
+// read to the host.
+func countsCall(t *testing.T, d *device, exe backend.Executable, resident, keep bool) *backend.Call {
+	t.Helper()
+	p := exe.(*executable).p
+	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	for i, b := range p.Buffers {
+		if !b.Input {
+			continue
+		}
+		if !resident {
+			call.Args[i].Host = b.Data
+			continue
+		}
+		buf, err := d.Alloc(context.Background(), b.Len)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(buf.Release)
+		if err := d.Upload(context.Background(), buf, b.Data); err != nil {
+			t.Fatal(err)
+		}
+		call.Args[i].Buf = buf
+	}
+	call.Dests[0].Keep = keep
+	if !keep {
+		call.Dests[0].Host = make([]float32, p.Buffers[p.Outputs[0].Buffer].Len)
+	}
+	return call
+}
+
+// TestRunCounts pins what a warm run asks of wgpu, by kind of call
+// (gpu.Counts), for the runs whose cost beyond their kernels issue 35
+// measures: a resident run of one kernel and of three, a Launch and its
+// Wait, and a run from host inputs to a host output. A change that adds
+// a submission, a wait, an error scope, a bind group, a buffer, a write
+// or a map to one of them fails here: the H200 is not at hand to time
+// it, so the calls are counted instead. Each run's output is cpuref's,
+// bit for bit.
+func TestRunCounts(t *testing.T) {
+	d := openPooled(t, 0)
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		exe      func() backend.Executable
+		resident bool
+		keep     bool
+		launch   bool
+		want     gpu.Counts
+	}{
+		{name: "resident", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true,
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 9, Encoders: 1, Maps: 1}},
+		{name: "resident3", exe: func() backend.Executable { return threeKernels(t, d) }, resident: true, keep: true,
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 9, Encoders: 1, Maps: 1}},
+		{name: "launch", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, launch: true,
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 6, Encoders: 1, Maps: 1}},
+		{name: "launch-kept", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, launch: true,
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1}},
+		{name: "host", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) },
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 15, Encoders: 1, Writes: 3, Maps: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			exe := tc.exe()
+			p := exe.(*executable).p
+			want := cpuref.RunProgram(p)[p.Outputs[0].Name]
+			base := countsCall(t, d, exe, tc.resident, tc.keep)
+			fresh := func() *backend.Call { // the same inputs, new outputs
+				call := *base
+				call.Dests = []backend.Dest{{Keep: tc.keep}}
+				if !tc.keep {
+					call.Dests[0].Host = make([]float32, len(want))
+				}
+				call.Stats = &backend.Stats{}
+				return &call
+			}
+			run := func(check bool) *backend.Call {
+				call := fresh()
+				before := d.dev.Counts()
+				if tc.launch {
+					pd, err := exe.(backend.Launcher).Launch(ctx, call)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := pd.Wait(ctx); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := exe.Run(ctx, call); err != nil {
+					t.Fatal(err)
+				}
+				got := d.dev.Counts().Sub(before)
+				if check && got != tc.want {
+					t.Errorf("a warm run asked wgpu for %+v, want %+v", got, tc.want)
+				}
+				return call
+			}
+			for range 2 { // the first run fills the pool, the caches and the staging buffers
+				if b := run(false).Dests[0].Buf; b != nil {
+					b.Release()
+				}
+			}
+			call := run(true)
+			out := call.Dests[0].Host
+			if tc.keep {
+				out = make([]float32, len(want))
+				if err := d.Read(ctx, call.Dests[0].Buf, out); err != nil {
+					t.Fatal(err)
+				}
+				call.Dests[0].Buf.Release()
+			}
+			for i, v := range out {
+				if math.Float32bits(v) != math.Float32bits(want[i]) {
+					t.Fatalf("y[%d] = %v, cpuref %v", i, v, want[i])
+				}
+			}
+		})
+	}
+}
