@@ -23,51 +23,63 @@ import (
 // the model: its presents are a row longer than its pasts.) Explain says
 // so, and that both run their 2 attentions fused (the static fixture's
 // masked_fill over slots > position ran the unfused chain before ef5c426).
+// So does gpt2kv_bias.onnx (bias_kv.py: the same step masking its scores
+// as transformers' GPT-2 export writes it, Where(a slice of the causal
+// bias buffer, scores, float32's lowest)), whose Where the importer folds
+// (its condition is all true at one token a step): it was refused before,
+// its unfused matmul reading the cache.
 func TestGenerateGrowingCache(t *testing.T) {
 	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
-	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_grow.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	steps := kvSteps
 	if testing.Short() {
 		steps = 16
 	}
-	for _, backend := range append([]string{"cpu"}, typedBackends...) {
-		t.Run(backend, func(t *testing.T) {
-			static := kvDecoder(t, backend)
-			rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
-			d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
-			if err != nil {
-				t.Fatal(err)
+	for _, fixture := range []string{"gpt2kv_grow", "gpt2kv_bias"} {
+		raw, err := os.ReadFile(filepath.Join(kvDir, fixture+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, backend := range append([]string{"cpu"}, typedBackends...) {
+			t.Run(fixture+"/"+backend, func(t *testing.T) {
+				growingCase(t, raw, backend, toks, steps)
+			})
+		}
+	}
+}
+
+// growingCase is TestGenerateGrowingCache of one fixture on one backend.
+func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps int) {
+	static := kvDecoder(t, backend)
+	rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+	d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "4 caches") || !strings.Contains(e, "2 attention nodes") || !strings.Contains(e, "attention: 2 fused") {
+		t.Errorf("Explain = %q", e)
+	}
+	if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused attention nodes") {
+		t.Errorf("the static fixture's Explain = %q", e)
+	}
+	opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
+	want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
+		t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
+	}
+	for s := range want.Logits {
+		for i := range want.Logits[s] {
+			if math.Float32bits(got.Logits[s][i]) != math.Float32bits(want.Logits[s][i]) {
+				t.Fatalf("step %d logit %d: %v grown and rewritten, %v static", s, i, got.Logits[s][i], want.Logits[s][i])
 			}
-			defer d.Release()
-			if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 128 rows") || !strings.Contains(e, "4 caches") || !strings.Contains(e, "2 attention nodes") || !strings.Contains(e, "attention: 2 fused") {
-				t.Errorf("Explain = %q", e)
-			}
-			if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused attention nodes") {
-				t.Errorf("the static fixture's Explain = %q", e)
-			}
-			opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
-			want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Generate(context.Background(), toks[:kvPrompt], opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
-				t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
-			}
-			for s := range want.Logits {
-				for i := range want.Logits[s] {
-					if math.Float32bits(got.Logits[s][i]) != math.Float32bits(want.Logits[s][i]) {
-						t.Fatalf("step %d logit %d: %v grown and rewritten, %v static", s, i, got.Logits[s][i], want.Logits[s][i])
-					}
-				}
-			}
-		})
+		}
 	}
 }
 

@@ -425,3 +425,105 @@ func attention64(q, k, v, mask []float32, H, KV, S, T, D int, scale float64) []f
 	}
 	return y
 }
+
+// boolTensor returns a bool TensorProto in raw_data (a byte each).
+func boolTensor(name string, dims []int64, vs ...bool) msg {
+	t := msg(nil)
+	for _, d := range dims {
+		t = t.varint(1, d)
+	}
+	raw := make([]byte, len(vs))
+	for i, v := range vs {
+		if v {
+			raw[i] = 1
+		}
+	}
+	return t.varint(2, 9).str(8, name).bytes(9, raw)
+}
+
+// TestWhereConstantCondition: a Where whose condition is a constant all
+// true or all false (transformers' GPT-2 slices its causal bias buffer so:
+// at one query a step the slice is all true) imports as the operand it
+// picks, broadcast to the Where's shape, with no mask node left: bit for
+// bit the Where with the same condition fed at run time (mask(1, x) +
+// mask(0, y) is x + -0), -0 and NaN in x kept; a condition holding both
+// is imported as before. The scores masked so by float32's lowest then
+// fuse into one attention node (the Where over them was an unfused chain).
+func TestWhereConstantCondition(t *testing.T) {
+	negz, nan := float32(math.Copysign(0, -1)), float32(math.NaN())
+	x := []float32{negz, 1, nan, -2.5, 0, 3} // [2,3]
+	for _, c := range []struct {
+		name  string
+		cond  []bool // [1,3]
+		folds bool
+	}{{"true", []bool{true, true, true}, true}, {"false", []bool{false, false, false}, true}, {"both", []bool{true, false, true}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			where := []msg{node("Where", "w", []string{"c", "x", "y"}, []string{"z"})}
+			ins := []msg{valueInfo("x", 2, 3)}
+			outs := []msg{valueInfo("z", 2, 3)}
+			lowest := floats("y", nil, -math.MaxFloat32)
+			constant, err := onnx.Load(bytes.NewReader(model(17, graph(where, []msg{boolTensor("c", []int64{1, 3}, c.cond...), lowest}, ins, outs))), onnx.Options{Limits: ir.Limits{NonFinite: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fed, err := onnx.Load(bytes.NewReader(model(17, graph(where, []msg{lowest}, append(ins, typedValueInfo("c", 9, 1, 3)), outs))), onnx.Options{Limits: ir.Limits{NonFinite: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			masks := 0
+			for _, n := range constant.Nodes {
+				if n.Op == ir.OpMask {
+					masks++
+				}
+			}
+			if folded := masks == 0; folded != c.folds {
+				t.Errorf("%d mask nodes; folded %v, want %v", masks, folded, c.folds)
+			}
+			constant.Nodes[constant.Input("x")].Data, fed.Nodes[fed.Input("x")].Data = x, x
+			for i, b := range c.cond {
+				fed.Nodes[fed.Input("c")].Ints[i] = map[bool]int64{true: 1, false: 0}[b]
+			}
+			got, err := cpuref.EvalTyped(constant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := cpuref.EvalTyped(fed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, w := got[constant.Outputs[0].ID].F, want[fed.Outputs[0].ID].F
+			if len(g) != 6 || len(w) != 6 {
+				t.Fatalf("%d and %d values, want 6", len(g), len(w))
+			}
+			for i := range w {
+				if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
+					t.Errorf("z[%d] = %v (%#x) with the constant condition, %v (%#x) with it fed", i, g[i], math.Float32bits(g[i]), w[i], math.Float32bits(w[i]))
+				}
+			}
+		})
+	}
+	// The GPT-2 form: Where(bias slice, q·kᵀ/2, lowest) before the softmax, one query row.
+	nodes := []msg{
+		node("Transpose", "kt", []string{"k"}, []string{"kt"}, attrInts("perm", 0, 1, 3, 2)),
+		node("MatMul", "qk", []string{"q", "kt"}, []string{"s"}),
+		node("Div", "scale", []string{"s", "two"}, []string{"ss"}),
+		node("Where", "w", []string{"bias", "ss", "lowest"}, []string{"masked"}),
+		node("Softmax", "sm", []string{"masked"}, []string{"p"}, attrInt("axis", -1)),
+		node("MatMul", "pv", []string{"p", "v"}, []string{"y"}),
+	}
+	inits := []msg{floats("two", nil, 2), floats("lowest", nil, -math.MaxFloat32), boolTensor("bias", []int64{1, 1, 1, 5}, true, true, true, true, true)}
+	g, err := onnx.Load(bytes.NewReader(model(17, graph(nodes, inits,
+		[]msg{valueInfo("q", 1, 2, 1, 4), valueInfo("k", 1, 2, 5, 4), valueInfo("v", 1, 2, 5, 3)}, []msg{valueInfo("y", 1, 2, 1, 3)}))), onnx.Options{Limits: ir.Limits{NonFinite: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, nd := range g.Nodes {
+		if nd.Op == ir.OpAttention {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d attention nodes for GPT-2's Where(bias slice, scores, lowest) at one query; want 1", n)
+	}
+}

@@ -198,6 +198,11 @@ func whereOp(c *importer) ([]value, *ir.Error) {
 		if vc.set && !vc.isBool || !vc.set && vc.c.Type != Bool {
 			return nil, c.invalid("the condition is not bool")
 		}
+		if !vc.set {
+			if v, ok, err := c.constWhere(vc.c); ok || err != nil {
+				return v, err
+			}
+		}
 		cond, err := c.rtIn(0)
 		if err != nil {
 			return nil, err
@@ -226,6 +231,51 @@ func whereOp(c *importer) ([]value, *ir.Error) {
 		return nil, err
 	}
 	return one(constValue(r))
+}
+
+// constWhere folds a run-time Where whose condition cond is a constant
+// that is all true or all false into the operand it picks, broadcast to
+// the Where's shape: mask(1, x) + mask(0, y) is x + -0, which is x bit for
+// bit, so nothing is computed and no mask reaches the graph (as
+// transformers' GPT-2 writes its causal mask, a slice of its bias buffer,
+// which at one query row a step is all true: issue 33). A condition
+// holding both is not folded (ok false).
+func (c *importer) constWhere(cond *Tensor) ([]value, bool, *ir.Error) {
+	if cond == nil || len(cond.Int64) == 0 {
+		return nil, false, nil
+	}
+	pick := 2
+	if cond.Int64[0] != 0 {
+		pick = 1
+	}
+	for _, b := range cond.Int64 {
+		if (b != 0) != (pick == 1) {
+			return nil, false, nil
+		}
+	}
+	x, err := c.rtIn(1)
+	if err != nil {
+		return nil, true, err
+	}
+	y, err := c.rtIn(2)
+	if err != nil {
+		return nil, true, err
+	}
+	out, ok := ir.BroadcastShape(append(ir.Shape{}, cond.Shape...), x.Shape())
+	if ok {
+		out, ok = ir.BroadcastShape(out, y.Shape())
+	}
+	if !ok {
+		return nil, true, c.invalid("the condition %v, X %v and Y %v do not broadcast together", cond.Shape, x.Shape(), y.Shape())
+	}
+	t := x
+	if pick == 2 {
+		t = y
+	}
+	if !t.Shape().Equal(out) {
+		t = t.Broadcast(out)
+	}
+	return []value{rtValue(t)}, true, nil
 }
 
 // clipOp is min(max(x, lo), hi) (numpy's clip), each bound optional: the
