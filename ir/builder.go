@@ -12,8 +12,9 @@ import "slices"
 //	b.Output("values", x.Mul(y).Relu())
 //	g, err := b.Build(ir.Limits{})
 type Builder struct {
-	g   Graph
-	err *Error
+	g        Graph
+	err      *Error
+	maxNodes int // SetMaxNodes's bound, 0 for none
 }
 
 // Tensor is a node under construction. The zero Tensor belongs to no
@@ -48,11 +49,22 @@ func (t Tensor) Shape() Shape {
 // reads shapes between operations checks it first.
 func (b *Builder) Err() *Error { return b.err }
 
+// SetMaxNodes makes the builder fail with limit_exceeded (MaxNodes) when
+// it would hold more than n nodes (n ≤ 0: no bound, the default), as
+// Build's Validate would refuse them later: an importer that expands a
+// model stops at the host's limit as it builds, before it allocates the
+// rest. A test sets a small n to stop an importer at each of its steps.
+func (b *Builder) SetMaxNodes(n int) { b.maxNodes = n }
+
 func (b *Builder) add(n Node) Tensor {
 	if b.err != nil {
 		return Tensor{b, -1}
 	}
 	i := len(b.g.Nodes)
+	if b.maxNodes > 0 && i >= b.maxNodes {
+		b.err = LimitErrorf("MaxNodes", i, "nodes", "more than %d nodes exceed the limit of %d", b.maxNodes, b.maxNodes)
+		return Tensor{b, -1}
+	}
 	if n.Op.Info().Args > 0 {
 		args := make([]Shape, len(n.Args))
 		types := make([]DType, len(n.Args))

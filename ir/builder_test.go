@@ -194,3 +194,30 @@ func TestReductionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestBuilderMaxNodes: SetMaxNodes stops the builder when it would hold
+// one node more, with Validate's limit_exceeded error (Limit MaxNodes,
+// the node it refused), which Build returns; the broadcast a binary op
+// inserts counts as a node; n ≤ 0 bounds nothing.
+func TestBuilderMaxNodes(t *testing.T) {
+	build := func(n int) (*ir.Graph, error) {
+		b := ir.NewBuilder()
+		b.SetMaxNodes(n)
+		x := b.Input(ir.Shape{2, 3}, make([]float32, 6))
+		y := b.Input(ir.Shape{3}, make([]float32, 3))
+		b.Output("z", x.Add(y).Relu()) // inputs, broadcast, add, relu: 5 nodes
+		return b.Build(ir.Limits{})
+	}
+	for _, n := range []int{-1, 0, 5, 6} {
+		if g, err := build(n); err != nil || len(g.Nodes) != 5 {
+			t.Errorf("SetMaxNodes(%d): %v; want the graph of 5 nodes", n, err)
+		}
+	}
+	for n := 1; n < 5; n++ {
+		_, err := build(n)
+		var ie *ir.Error
+		if !errors.As(err, &ie) || ie.Code != ir.CodeLimitExceeded || ie.Limit != "MaxNodes" || ie.Node != n {
+			t.Errorf("SetMaxNodes(%d): %#v; want limit_exceeded of MaxNodes at node %d", n, err, n)
+		}
+	}
+}

@@ -51,6 +51,11 @@ type Options struct {
 	// leaves dynamic, how the caller binds it (the CLI: "--input-shape
 	// x=D0,D1,…"); nil says onnx.Options.InputShapes.
 	ShapeHint func(input string) string
+
+	// builderNodes, when positive, replaces Limits.MaxNodes as the
+	// builder's bound (ir.Builder.SetMaxNodes): a test stops the import
+	// at each of its builder steps with it (export_test.go).
+	builderNodes int
 }
 
 // shapeHint is how the caller binds input's shape, for an error message.
@@ -187,6 +192,10 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 // it, the graph input whose values decide a shape (importer.wants).
 func importWants(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (*ir.Graph, string, *ir.Error) {
 	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph.", named: map[string]bool{}}
+	c.b.SetMaxNodes(l.MaxNodes)
+	if opts.builderNodes > 0 {
+		c.b.SetMaxNodes(opts.builderNodes)
+	}
 	g, err := c.importGraph(ctx, m, opts)
 	return g, c.wants, err
 }
@@ -245,6 +254,9 @@ func (c *importer) importGraph(ctx context.Context, m *modelProto, opts Options)
 	if err := c.inputs(g, opts); err != nil {
 		return nil, err
 	}
+	if err := c.b.Err(); err != nil { // the inputs and parameters reach the node limit
+		return nil, err
+	}
 	for i := range g.nodes {
 		if err := stopped(ctx); err != nil {
 			return nil, err
@@ -272,7 +284,9 @@ func (c *importer) importGraph(ctx context.Context, m *modelProto, opts Options)
 			if c.failedOn != ir.F32 && code == ir.CodeInvalidGraph { // a valid model whose op gpucc computes on float32 only
 				code, msg = ir.CodeUnsupported, fmt.Sprintf("a run-time %v input: gpucc imports this op for float32 only so far (%s)", c.failedOn, msg)
 			}
-			return nil, ir.Errorf(code, -1, c.failedField, "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, msg)
+			e := ir.Errorf(code, -1, c.failedField, "%s node %s (opset %d): %s", n.opType, ir.Quote(n.name), c.opset, msg)
+			e.Limit = ie.Limit // the node limit (SetMaxNodes) says how to raise it
+			return nil, e
 		}
 		if errors.As(err, &ie) {
 			return nil, ie
@@ -445,25 +459,21 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 			return ir.Errorf(ir.CodeInvalidGraph, -1, c.field(), "%s node %s: input %s is not defined before it (nodes must be in topological order)", n.opType, ir.Quote(n.name), ir.Quote(in))
 		}
 	}
-	on := c.typedIn()                 // before the rule: after a builder error every tensor reads as float32
-	outs, typed, err := c.typedNode() // a run-time typed value: typed.go
-	if err != nil {
-		return err
-	}
-	if !typed {
-		if outs, err = c.byRule(); err != nil {
-			return err
-		}
-	}
-	if c.failed < 0 {
-		for _, o := range outs {
-			if o.set && o.rt.ID() < 0 {
-				c.failed, c.failedOn, c.failedNode, c.failedField = i, on, n, c.field()
-			}
-		}
+	on := c.typedIn() // before the rule: after a builder error every tensor reads as float32
+	outs, err := c.rule()
+	if c.failed < 0 && c.b.Err() != nil { // (a branch's node sets failed itself)
+		c.failed, c.failedOn, c.failedNode, c.failedField = i, on, n, c.field()
 	}
 	if c.failed >= 0 {
 		return nil // the builder failed (here or in a branch): Build reports it
+	}
+	if err != nil {
+		return err
+	}
+	for k, o := range outs {
+		if o.set && o.rt.ID() < 0 { // the zero Tensor from a rule, with the builder intact
+			return ir.Errorf(ir.CodeInternal, -1, c.field(), "%s node %s: output %d has no tensor", n.opType, ir.Quote(n.name), k)
+		}
 	}
 	for k := range outs {
 		// What the rules rely on for their inputs (dims.go): a value huge
@@ -497,6 +507,32 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 		c.vals[name] = &v
 	}
 	return nil
+}
+
+// rule imports the current node by its rule: typed.go's for a run-time
+// typed value, else byRule's. A rule reads its operands' shapes as it
+// builds, and once the builder has failed every tensor made after has a
+// nil shape (ir.Tensor.Shape): a multi-step rule that indexed one would
+// panic (takeAlong did, e02bb09). The builder's first error is then the
+// import's outcome, whatever the rule does next, so rule drops the rule's
+// results, its refusal or its panic after a builder error, and node
+// reports the builder's error: no rule checks Builder.Err between its
+// steps. A panic while the builder is intact is a bug and is not hidden.
+// TestBuilderStops stops the builder at every step of every rule the test
+// models reach.
+func (c *importer) rule() (outs []value, err *ir.Error) {
+	defer func() {
+		if c.b.Err() != nil {
+			if recover() != nil {
+				outs, err = nil, nil
+			}
+		}
+	}()
+	outs, typed, err := c.typedNode() // a run-time typed value: typed.go
+	if err != nil || typed {
+		return outs, err
+	}
+	return c.byRule()
 }
 
 // byRule imports the current node by its op's rule, after checking its

@@ -669,9 +669,6 @@ func (c *importer) takeAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, *ir
 	if k == 0 {
 		return ir.Tensor{}, c.refuse("an empty result; gpucc's tensors are not empty")
 	}
-	if axis >= len(s) { // x came after the builder failed: its shape is nil
-		return ir.Tensor{}, c.builderErr()
-	}
 	gs := append(append(append([]int{}, s[:axis]...), k), s[axis+1:]...)
 	if y, ok := cropOrPad(x, axis, idx); ok {
 		return y, nil
@@ -766,9 +763,6 @@ func (c *importer) blockAlong(x ir.Tensor, axis int, idx []int64) (ir.Tensor, bo
 	}
 	y, err := c.takeAlong(reshape(x, split), axis, blocks)
 	if err != nil {
-		return ir.Tensor{}, false, err
-	}
-	if err := c.b.Err(); err != nil {
 		return ir.Tensor{}, false, err
 	}
 	return reshape(y, append(append(append(ir.Shape{}, s[:axis]...), m), s[axis+1:]...)), true, nil
@@ -1212,14 +1206,4 @@ func (c *importer) floatRange(start, limit, delta float32) ([]value, *ir.Error) 
 		r.Float32[i] = float32(float64(start) + float64(i)*float64(delta))
 	}
 	return one(constValue(r))
-}
-
-// builderErr is the error that stopped the builder, for a step that met a
-// tensor of nil shape (made after the failure); internal where the builder
-// has none.
-func (c *importer) builderErr() *ir.Error {
-	if err := c.b.Err(); err != nil {
-		return err
-	}
-	return ir.Errorf(ir.CodeInternal, -1, "", "a tensor of no shape while the builder has no error")
 }
