@@ -101,8 +101,10 @@ var AttentionOnlineFrom = 1 << 30
 // order takes.
 const AttentionOnlineMaxHead = 128
 
-// MaxAttentionRank is the largest rank of attention's q, k and v.
-const MaxAttentionRank = 4
+// MaxAttentionRank is the largest rank of attention's q, k and v: 4
+// ([B,H,S,D]), and 5 for grouped-query heads read in place
+// ([B,G,N,S,D], GroupAttention).
+const MaxAttentionRank = 5
 
 // attentionAttrs are attention's attributes: the scale as the bits of a
 // float32 in two 16-bit halves, high first (as pad's value_bits), and

@@ -48,7 +48,7 @@ func FuseAttention(g *Graph) (*Graph, int) {
 		}
 	}
 	if len(plans) == 0 {
-		return g, 0
+		return GroupAttention(g), 0
 	}
 	out := &Graph{Nodes: make([]Node, 0, len(g.Nodes)+2*len(plans))}
 	at := make([]NodeID, len(g.Nodes))
@@ -93,7 +93,111 @@ func FuseAttention(g *Graph) (*Graph, int) {
 		o.ID = at[o.ID]
 		out.Outputs = append(out.Outputs, o)
 	}
-	return out, len(plans)
+	return GroupAttention(out), len(plans)
+}
+
+// GroupAttention returns g with each grouped-query attention that reads
+// its keys and values repeated, head by head, through a copy (ONNX
+// Attention's kv_num_heads and Hugging Face's repeat_kv write both as
+// reshape(broadcast(reshape(x))): [B,G,T,D] as [B,G,1,T,D], broadcast to
+// [B,G,N,T,D], merged to [B,G·N,T,D], which no strides express, so the
+// merge was a copy kernel of N times the cache) rewritten to read each
+// shared head in place: the attention over [B,G,N,...] instead, q and the
+// mask split into G groups of N heads by a reshape (a view), k and v the
+// broadcasts themselves (stride 0 over the N heads of a group), the
+// result merged back to [B,G·N,S,E] (a view). Query head h = g·N + n
+// reads key head g either way (the repeat interleaves, h0 h0 h1 h1 …), so
+// every output is the same attention of the same rows: the same bits. A
+// graph without the pattern is returned as it is.
+func GroupAttention(g *Graph) *Graph {
+	var found []NodeID
+	for i := range g.Nodes {
+		if _, _, ok := groupedKV(g.Nodes, NodeID(i)); ok {
+			found = append(found, NodeID(i))
+		}
+	}
+	if len(found) == 0 {
+		return g
+	}
+	out := &Graph{Nodes: make([]Node, 0, len(g.Nodes)+4*len(found))}
+	at := make([]NodeID, len(g.Nodes))
+	emit := func(n Node) NodeID {
+		out.Nodes = append(out.Nodes, n)
+		return NodeID(len(out.Nodes) - 1)
+	}
+	reshape := func(x NodeID, s Shape) NodeID {
+		if out.Nodes[x].Shape.Equal(s) {
+			return x
+		}
+		return emit(Node{Op: OpReshape, Args: []NodeID{x}, Shape: s, DType: out.Nodes[x].DType})
+	}
+	for i, n := range g.Nodes {
+		n.Args = slices.Clone(n.Args)
+		for j, a := range n.Args {
+			n.Args[j] = at[a]
+		}
+		kb, vb, ok := groupedKV(g.Nodes, NodeID(i))
+		if !ok {
+			at[i] = emit(n)
+			continue
+		}
+		ks := g.Nodes[kb].Shape // [B,G,N,T,D]
+		q := g.Nodes[g.Nodes[i].Args[0]].Shape
+		G, N := ks[1], ks[2]
+		qs := Shape{q[0], G, N, q[2], q[3]}
+		ms := g.Nodes[g.Nodes[i].Args[3]].Shape
+		mask := n.Args[3]
+		if len(ms) >= 3 { // a head axis to split (or a 1 to widen), right-aligned as the scores'
+			m4 := append(Shape{1, 1, 1, 1}[:4-len(ms)], ms...)
+			m5 := Shape{m4[0], 1, 1, m4[2], m4[3]}
+			if m4[1] != 1 {
+				m5[1], m5[2] = G, N
+			}
+			mask = reshape(mask, m5)
+		}
+		n.Args = []NodeID{reshape(n.Args[0], qs), at[kb], at[vb], mask}
+		s := n.Shape // [B,G·N,S,E]
+		n.Shape = Shape{s[0], G, N, s[2], s[3]}
+		at[i] = reshape(emit(n), slices.Clone(s))
+	}
+	for _, o := range g.Outputs {
+		o.ID = at[o.ID]
+		out.Outputs = append(out.Outputs, o)
+	}
+	return out
+}
+
+// groupedKV reports whether node i is a rank-4 attention whose k and v
+// are each reshape(broadcast(reshape(x))) repeating G heads N times
+// (GroupAttention), and returns the two broadcasts [B,G,N,T,·].
+func groupedKV(nodes []Node, i NodeID) (kb, vb NodeID, ok bool) {
+	n := &nodes[i]
+	if n.Op != OpAttention || len(n.Shape) != 4 {
+		return 0, 0, false
+	}
+	repeated := func(id NodeID) (NodeID, bool) {
+		r := &nodes[id]
+		if r.Op != OpReshape || len(r.Shape) != 4 || nodes[r.Args[0]].Op != OpBroadcast {
+			return 0, false
+		}
+		b := r.Args[0]
+		bs, in := nodes[b].Shape, &nodes[nodes[b].Args[0]]
+		if len(bs) != 5 || in.Op != OpReshape || !in.Shape.Equal(Shape{bs[0], bs[1], 1, bs[3], bs[4]}) || bs[2] < 2 ||
+			!r.Shape.Equal(Shape{bs[0], bs[1] * bs[2], bs[3], bs[4]}) {
+			return 0, false
+		}
+		return b, true
+	}
+	kb, ok1 := repeated(n.Args[1])
+	vb, ok2 := repeated(n.Args[2])
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	ks, vs := nodes[kb].Shape, nodes[vb].Shape
+	if ks[1] != vs[1] || ks[2] != vs[2] {
+		return 0, 0, false
+	}
+	return kb, vb, true
 }
 
 // attentionPlan is what matchAttention found: the attention node's

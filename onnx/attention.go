@@ -21,8 +21,9 @@ var attentionRule = rule{since: 23, attrs: []string{"is_causal", "kv_num_heads",
 // √scale before their product (the attention node's own scale is then
 // 1). Grouped-query attention (H query heads over H/n key and value
 // heads) repeats each key and value head n times, interleaved as the
-// spec's np.repeat (heads h0 h0 h1 h1 …), through a broadcast view.
-// present_key and present_value are K and V. Refused by name: past keys
+// spec's np.repeat (heads h0 h0 h1 h1 …), through a broadcast that
+// ir.GroupAttention reads in place. present_key and present_value are K
+// and V as given ([B,kv_num_heads,T,D], not repeated). Refused by name: past keys
 // and values, softcap, the qk_matmul_output output, is_causal where S ≠ T
 // (the spec aligns the diagonal to the top left; gpucc's causal mask is
 // that only for square scores, so it says so instead of guessing).
@@ -64,6 +65,13 @@ func attentionOp(c *importer) ([]value, *ir.Error) {
 	if ks[1] < 1 || ks[1] != vs[1] || qs[1]%ks[1] != 0 {
 		return nil, c.invalid("%d query heads over %d key and %d value heads: the query heads must be a multiple of the key heads, which the value heads equal", qs[1], ks[1], vs[1])
 	}
+	scale := float32(1 / math.Sqrt(float64(qs[3])))
+	if a := c.attr("scale"); a != nil {
+		scale = a.f
+	}
+	r := float32(math.Sqrt(float64(scale)))
+	present := []ir.Tensor{k, v}
+	k = k.MulScalar(r)             // before the repeat, which ir.GroupAttention then reads in place
 	if n := qs[1] / ks[1]; n > 1 { // grouped-query attention: repeat each head n times
 		for _, x := range []*ir.Tensor{&k, &v} {
 			s := x.Shape()
@@ -89,15 +97,10 @@ func attentionOp(c *importer) ([]value, *ir.Error) {
 			mask = not(m).Apply(ir.OpMask, c.b.Full(ir.Shape{}, float32(math.Inf(-1))).Broadcast(m.Shape()))
 		}
 	}
-	scale := float32(1 / math.Sqrt(float64(qs[3])))
-	if a := c.attr("scale"); a != nil {
-		scale = a.f
-	}
-	r := float32(math.Sqrt(float64(scale)))
-	y := q.MulScalar(r).Attention(k.MulScalar(r), v, mask, 1, causal)
+	y := q.MulScalar(r).Attention(k, v, mask, 1, causal)
 	if three { // back to [B,S,H·E]
 		s := y.Shape()
 		y = y.Permute(0, 2, 1, 3).Reshape(ir.Shape{s[0], s[2], s[1] * s[3]})
 	}
-	return []value{rtValue(y), rtValue(k), rtValue(v)}, nil
+	return []value{rtValue(y), rtValue(present[0]), rtValue(present[1])}, nil
 }

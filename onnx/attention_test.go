@@ -290,7 +290,10 @@ func TestAttentionOpBoolMask(t *testing.T) {
 // masked_fill's Where(not mask, -Inf, scores), or an additive float mask of
 // float32's lowest; Softmax then a Cast to float) imports as one attention
 // node, bit for bit the hand-built attention with the mask it adds, within
-// 1e-5 of float64, and as the unfused chain under KeepAttention.
+// 1e-5 of float64, and as the unfused chain under KeepAttention; the
+// fused attention reads each shared key and value head in place (rank 5,
+// ir.GroupAttention), where the repeat was a copy kernel of H/KV times
+// the keys and the values.
 func TestImportFusesLlamaStyle(t *testing.T) {
 	const H, KV, S, T, D = 4, 2, 3, 5, 4
 	keep := []int64{1, 1, 1, 0, 1} // the padding mask over the keys
@@ -367,6 +370,11 @@ func TestImportFusesLlamaStyle(t *testing.T) {
 			u, unfused := run(true)
 			if n, m := count(g), count(u); n != 1 || m != 0 {
 				t.Fatalf("%d attention nodes (want 1), %d under KeepAttention (want 0):\n%s", n, m, g)
+			}
+			for _, nd := range g.Nodes { // ir.GroupAttention: the shared heads read in place, no repeat copied
+				if nd.Op == ir.OpAttention && len(nd.Shape) != 5 {
+					t.Errorf("the attention is %v; want [1,%d,%d,%d,%d], its keys and values read in place", nd.Shape, KV, H/KV, S, D)
+				}
 			}
 			b := ir.NewBuilder()
 			rep := func(x ir.Tensor) ir.Tensor {
@@ -525,5 +533,37 @@ func TestWhereConstantCondition(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d attention nodes for GPT-2's Where(bias slice, scores, lowest) at one query; want 1", n)
+	}
+}
+
+// TestAttentionPresentGrouped: ONNX Attention's present_key and
+// present_value are K and V as given, [B,kv_num_heads,T,D], under
+// grouped-query heads too (they were the repeated [B,q_num_heads,T,D],
+// another shape than the spec's and the model's declared one).
+func TestAttentionPresentGrouped(t *testing.T) {
+	m := model(23, graph([]msg{node("Attention", "att", []string{"q", "k", "v"}, []string{"y", "pk", "pv"})}, nil,
+		[]msg{valueInfo("q", 1, 4, 3, 4), valueInfo("k", 1, 2, 5, 4), valueInfo("v", 1, 2, 5, 3)},
+		[]msg{valueInfo("y", 1, 4, 3, 3), valueInfo("pk", 1, 2, 5, 4), valueInfo("pv", 1, 2, 5, 3)}))
+	g, err := onnx.Load(bytes.NewReader(m), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v := irtest.Values(2, 40, 2), irtest.Values(3, 30, 2)
+	g.Nodes[g.Input("q")].Data, g.Nodes[g.Input("k")].Data, g.Nodes[g.Input("v")].Data = irtest.Values(1, 48, 2), k, v
+	vals := cpuref.Eval(g)
+	for _, o := range g.Outputs {
+		want := map[string][]float32{"pk": k, "pv": v}[o.Name]
+		if want == nil {
+			continue
+		}
+		if s := g.Nodes[o.ID].Shape; !s.Equal(ir.Shape{1, 2, 5, len(want) / 10}) {
+			t.Errorf("%s has shape %v, want [1 2 5 %d]", o.Name, s, len(want)/10)
+			continue
+		}
+		for i, x := range vals[o.ID] {
+			if math.Float32bits(x) != math.Float32bits(want[i]) {
+				t.Fatalf("%s[%d] = %v, want %v", o.Name, i, x, want[i])
+			}
+		}
 	}
 }
