@@ -233,13 +233,24 @@ func (t *Tensor) fill(tp *tensorProto, n int, where string) *ir.Error {
 	bad := func(format string, args ...any) *ir.Error {
 		return ir.Errorf(ir.CodeInvalidGraph, -1, where, "tensor %s: "+format, append([]any{ir.Quote(t.Name)}, args...)...)
 	}
-	switch {
+	// The elements are allocated for what the data holds, at most n: a
+	// tensor whose dimensions claim more than its bytes (a model of 60
+	// bytes declaring 2^20 int64 elements) is refused below for the bytes
+	// it has, never for memory it made the importer allocate first.
+	held := 0
+	if tp.hasRaw {
+		held = len(tp.raw) / max(t.Type.size(), 1)
+	}
+	for _, p := range tp.packed {
+		held += len(p) // each element takes a byte of its field at least
+	}
+	switch c := min(n, held); {
 	case t.Type == Float32:
-		t.Float32 = make([]float32, 0, n)
+		t.Float32 = make([]float32, 0, c)
 	case t.Type == Float64:
-		t.Float64 = make([]float64, 0, n)
+		t.Float64 = make([]float64, 0, c)
 	default:
-		t.Int64 = make([]int64, 0, n)
+		t.Int64 = make([]int64, 0, c)
 	}
 	if tp.hasRaw {
 		if tp.field != 0 {

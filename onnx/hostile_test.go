@@ -1,0 +1,109 @@
+package onnx_test
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// hostileLimits let huge declared tensors through the limit checks (a
+// host that raised them for large models, as realLimits do), so that
+// each model below reaches the code that reads its data.
+var hostileLimits = ir.Limits{MaxNodes: 1 << 16, MaxElements: 1 << 24, MaxStorageBytes: 1 << 30, MaxOutputs: 64}
+
+// hostileAlloc bounds what Load may allocate to refuse a hostile model:
+// 8 bytes a byte of model (DecodeBytesPerByte's structures, the model's
+// own copy) and 1 MiB, whatever its tensors claim.
+func hostileAlloc(size int) uint64 { return 8*uint64(size) + 1<<20 }
+
+// TestHostileModels: a model that claims more than it holds (dimensions
+// over its data, a repeated field's length past its end, dimensions whose
+// product overflows), nests subgraphs past the bound or keeps data in an
+// external file is refused with its stable code, allocating at most
+// hostileAlloc of its size: memory is bounded before anything is
+// validated. A tensor claiming 2^22 elements in 8 bytes of raw_data
+// allocated its 2^22 elements (16 MiB for float32, 32 MiB for int8 in its
+// int64 carrier) before its size was checked, from a model of 80 bytes.
+func TestHostileModels(t *testing.T) {
+	add := func(inits ...msg) []byte {
+		return model(13, graph([]msg{node("Add", "n", []string{"x", "W"}, []string{"y"})}, inits, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
+	}
+	typed := func(dt onnx.DataType, dims []int64, field protowire.Number, data []byte) msg {
+		m := msg(nil)
+		for _, d := range dims {
+			m = m.varint(1, d)
+		}
+		return m.varint(2, int64(dt)).str(8, "W").bytes(field, data)
+	}
+	external := floats("W", []int64{2}, 1, 2).varint(14, 1)
+	externalEntry := floats("W", []int64{2}, 1, 2).bytes(13, msg(nil).str(1, "location").str(2, "w.bin"))
+	constant := func(tensor msg) []byte {
+		return model(13, graph([]msg{node("Constant", "k", nil, []string{"W"}, msg(nil).str(1, "value").varint(20, 4).bytes(5, tensor)),
+			node("Add", "n", []string{"x", "W"}, []string{"y"})}, nil, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
+	}
+	inBranch := func(init msg) []byte {
+		b := branch([]msg{node("Add", "a", []string{"x", "W"}, []string{"t"})}, []msg{init}, "t")
+		return model(13, graph([]msg{ifNode("if", "c", []string{"y"}, b, elseNeg)}, []msg{boolConst("c", true)}, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
+	}
+	var deep msg = thenSquare
+	for range 1000 {
+		deep = branch([]msg{ifNode("if", "k", []string{"t"}, deep, elseNeg)}, nil, "t")
+	}
+	var manyDims msg
+	for range 100 {
+		manyDims = manyDims.varint(1, 1)
+	}
+	// A graph field whose length runs 2^40 bytes past the model's end.
+	pastEnd := protowire.AppendVarint(protowire.AppendTag(msg(nil).varint(1, 8), 7, protowire.BytesType), 1<<40)
+	tests := []struct {
+		name   string
+		model  []byte
+		code   ir.Code
+		substr string
+	}{
+		{"float32 raw_data short of its dims", add(floats("W", []int64{1 << 22}, 1, 2)), ir.CodeInvalidGraph, "raw_data holds 8 bytes"},
+		{"int8 raw_data short of its dims", add(typed(onnx.Int8, []int64{1 << 22}, 9, []byte{1})), ir.CodeInvalidGraph, "raw_data holds 1 bytes"},
+		{"raw_data longer than its dims", add(floats("W", []int64{2}, 1, 2, 3)), ir.CodeInvalidGraph, "raw_data holds 12 bytes"},
+		{"int64_data short of its dims", add(int64s("W", []int64{1 << 22}, 7)), ir.CodeInvalidGraph, "holds 1 elements"},
+		{"float_data short of its dims", add(typed(onnx.Float32, []int64{1 << 22}, 4, make([]byte, 8))), ir.CodeInvalidGraph, "holds 2 elements"},
+		{"int32_data longer than its dims", add(typed(onnx.Int32, []int64{2}, 5, []byte{1, 2, 3})), ir.CodeInvalidGraph, "more than its 2 elements"},
+		{"dims over the element limit", add(floats("W", []int64{1 << 25}, 1)), ir.CodeLimitExceeded, "elements per tensor"},
+		{"dims whose product overflows", add(floats("W", []int64{1 << 40, 1 << 40, 1 << 40}, 1)), ir.CodeLimitExceeded, "elements per tensor"},
+		{"a negative dim", add(floats("W", []int64{-1, 2}, 1, 2)), ir.CodeInvalidGraph, "dimension 0 of -1"},
+		{"100 dims", add(append(manyDims, floats("W", nil, 1)...)), ir.CodeUnsupported, "rank 100"},
+		{"input dims over the element limit", model(13, graph([]msg{node("Relu", "r", []string{"x"}, []string{"y"})}, nil, []msg{valueInfo("x", 1<<40)}, []msg{valueInfo("y", 2)})), ir.CodeLimitExceeded, "elements"},
+		{"input dims whose product overflows", model(13, graph([]msg{node("Relu", "r", []string{"x"}, []string{"y"})}, nil, []msg{valueInfo("x", 1<<20, 1<<20, 1<<20, 1<<20)}, []msg{valueInfo("y", 2)})), ir.CodeLimitExceeded, "elements"},
+		{"a field past the model's end", pastEnd, ir.CodeInvalidGraph, "malformed"},
+		{"If nested 1001 deep", model(13, graph([]msg{ifNode("if", "k", []string{"y"}, deep, elseNeg)}, []msg{boolConst("k", true)}, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)})), ir.CodeLimitExceeded, "nest more than 16 deep"},
+		{"external data", add(external), ir.CodeUnsupported, "external file"},
+		{"an external_data entry", add(externalEntry), ir.CodeUnsupported, "external file"},
+		{"external data in a Constant", constant(external), ir.CodeUnsupported, "external file"},
+		{"external data in a branch's initializer", inBranch(external), ir.CodeUnsupported, "external file"},
+		{"a branch's raw_data short of its dims", inBranch(floats("W", []int64{1 << 22}, 1, 2)), ir.CodeInvalidGraph, "raw_data holds 8 bytes"},
+		{"a Constant's raw_data short of its dims", constant(floats("W", []int64{1 << 22}, 1, 2)), ir.CodeInvalidGraph, "raw_data holds 8 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := onnx.Load(bytes.NewReader(tt.model), onnx.Options{Limits: hostileLimits, InputShapes: map[string][]int{}})
+			runtime.ReadMemStats(&after)
+			var ie *ir.Error
+			if !errors.As(err, &ie) || ie.Code != tt.code || !strings.Contains(err.Error(), tt.substr) {
+				t.Errorf("Load: %v; want %s containing %q", err, tt.code, tt.substr)
+			}
+			d := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes of model: %d allocated: %v", len(tt.model), d, err)
+			if d > hostileAlloc(len(tt.model)) {
+				t.Errorf("a model of %d bytes allocated %d bytes, over %d", len(tt.model), d, hostileAlloc(len(tt.model)))
+			}
+		})
+	}
+}
