@@ -420,7 +420,7 @@ func readNode(r reader, i int, l Limits) (wireNode, *Error) {
 				return e
 			}
 			t, ok := ParseDType(s)
-			if ok && !DeviceDTypes.Has(t) {
+			if ok && !ProtocolDTypes.Has(t) {
 				return Errorf(CodeUnsupported, i, key, "dtype %s is not a protocol v1 dtype (gpucc reads it from .onnx models and .npy files); the dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool", Quote(s))
 			}
 			if !ok {

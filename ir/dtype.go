@@ -20,9 +20,10 @@ import (
 //
 // uint64 is carried in int64 too: its values are [0, 2^63-1], and a value
 // beyond (an input, a cast, an op's result) is refused by name, never
-// reinterpreted. float64, int16, uint16 and uint64 are computed by the
-// reference (the cpu backend) only: the compiled targets refuse them by
-// name (DeviceDTypes). Everything else a dtype means is a row of dtypeTable: code
+// reinterpreted. float64 and uint64 are computed by the reference (the
+// cpu backend) only, and int16 and uint16 by the reference, C (native,
+// wasm) and WGSL (webgpu): the other targets refuse them by name
+// (DeviceDTypes); protocol v1 names none of the four (ProtocolDTypes). Everything else a dtype means is a row of dtypeTable: code
 // asks the table (Size, IsFloat, Range, Wrap, …) instead of switching on
 // dtypes.
 type DType uint8
@@ -77,20 +78,22 @@ var dtypeTable = [numDTypes]dtypeInfo{
 	F64: {name: "float64", size: 8, f64: true, bits: 64, min: math.MinInt64, max: math.MaxInt64},
 }
 
-// DTypes returns the dtypes every target holds (DeviceDTypes), in table
-// order: the ones the differential tests and generators run everywhere.
+// DTypes returns protocol v1's dtypes (ProtocolDTypes), which every
+// target holds, the page's included, in table order: the ones the
+// differential tests and generators run everywhere.
 func DTypes() []DType {
 	var out []DType
 	for _, t := range AllDTypes() {
-		if DeviceDTypes.Has(t) {
+		if ProtocolDTypes.Has(t) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// AllDTypes returns every dtype of the table, in table order: DTypes and
-// the reference's own (float64, int16, uint16, uint64).
+// AllDTypes returns every dtype of the table, in table order: DTypes,
+// int16 and uint16 (DeviceDTypes beyond the protocol's) and the
+// reference's own (float64, uint64).
 func AllDTypes() []DType {
 	out := make([]DType, numDTypes)
 	for t := range out {
@@ -210,10 +213,16 @@ var (
 	Unsigned = SetOf(U8, U32, U16, U64)
 	// Float64Types is float64 alone: the rows that compute it name it.
 	Float64Types = SetOf(F64)
-	// DeviceDTypes are the dtypes the compiled targets (C, WGSL, GLSL)
-	// hold: the others are the reference's (cpu) only, refused by name
-	// elsewhere.
-	DeviceDTypes = SetOf(F32, F16, BF16, I32, I64, U8, I8, U32, Bool)
+	// ProtocolDTypes are protocol v1's dtypes, which every compiled target
+	// (C, WGSL, GLSL) holds.
+	ProtocolDTypes = SetOf(F32, F16, BF16, I32, I64, U8, I8, U32, Bool)
+	// DeviceDTypes are the dtypes the compiled targets of native, wasm and
+	// webgpu (C, WGSL) hold: the protocol's, and int16 and uint16, stored
+	// in 16 bits and computed as the other integers are (sign- or
+	// zero-extended, wrapped by the store). float64 and uint64 are the
+	// reference's (cpu) only, refused by name elsewhere; WebGL2's typed
+	// passes hold ProtocolDTypes only.
+	DeviceDTypes = ProtocolDTypes | SetOf(I16, U16)
 	// F32Only is float32 alone: an op whose kernels compute float32 only.
 	F32Only = SetOf(F32)
 )
@@ -583,7 +592,7 @@ func RoundFloat64(t DType, x float64) float32 {
 // CheckDTypes returns unsupported naming the first node of g whose dtype
 // is not in set, and target (the backend that does not hold it), or nil:
 // a backend whose code holds only DeviceDTypes asks it before compiling,
-// so that float64, int16, uint16 and uint64 are refused by name, never
+// so that float64 and uint64 (and on WebGL2 int16 and uint16) are refused by name, never
 // stored in another dtype's width.
 func CheckDTypes(g *Graph, set DTypeSet, target string) *Error {
 	for i := range g.Nodes {

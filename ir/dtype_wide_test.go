@@ -106,9 +106,17 @@ func TestConvertFloat64(t *testing.T) {
 }
 
 // TestCheckDTypes: a backend that holds DeviceDTypes refuses a graph with
-// a float64, int16, uint16 or uint64 value by name, naming the node.
+// a float64 or uint64 value by name, naming the node, and one that holds
+// ProtocolDTypes (webgl2) an int16 or uint16 value too.
 func TestCheckDTypes(t *testing.T) {
+	if !ir.DeviceDTypes.Has(ir.I16) || !ir.DeviceDTypes.Has(ir.U16) || ir.ProtocolDTypes.Has(ir.I16) || ir.ProtocolDTypes.Has(ir.U16) {
+		t.Errorf("int16 and uint16 are device dtypes (%v) but not protocol v1's (%v)", ir.DeviceDTypes, ir.ProtocolDTypes)
+	}
 	for _, dt := range []ir.DType{ir.F64, ir.I16, ir.U16, ir.U64} {
+		set := ir.DeviceDTypes
+		if set.Has(dt) {
+			set = ir.ProtocolDTypes
+		}
 		b := ir.NewBuilder()
 		x := b.TypedInput("x", ir.I32, ir.Shape{2}, nil, []int64{1, 2})
 		b.Output("y", x.Cast(dt))
@@ -116,7 +124,7 @@ func TestCheckDTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = ir.CheckDTypes(g, ir.DeviceDTypes, "webgpu")
+		err = ir.CheckDTypes(g, set, "webgpu")
 		var e *ir.Error
 		if !errors.As(err, &e) || e.Code != ir.CodeUnsupported || e.Node != 1 || !strings.Contains(e.Error(), dt.String()) {
 			t.Errorf("%v: got %v, want unsupported at node 1 naming the dtype", dt, err)

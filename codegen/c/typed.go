@@ -26,6 +26,7 @@ import (
 const typedPrelude = `typedef unsigned char t_u8;
 typedef signed char t_i8;
 typedef unsigned short t_u16;
+typedef short t_i16;
 typedef int t_i32;
 typedef unsigned int t_u32;
 typedef long long t_i64;
@@ -131,7 +132,7 @@ static t_i64 mod_i64(t_i64 a, t_i64 b, int *fault) {
 // the dtype's width, a byte for bool.
 func StorageType(t ir.DType) string {
 	return [...]string{ir.F32: "float", ir.F16: "t_u16", ir.BF16: "t_u16", ir.I32: "t_i32", ir.I64: "t_i64",
-		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8"}[t]
+		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8", ir.I16: "t_i16", ir.U16: "t_u16"}[t]
 }
 
 // typedLoad returns the C of a stored element x of t as its computing

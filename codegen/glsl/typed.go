@@ -355,6 +355,11 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 		}
 		return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the GLSL typed path does not hold it yet", n.Op, in)
 	}
+	for _, a := range append([]ir.NodeID{ir.NodeID(i)}, n.Args...) {
+		if t := g.Nodes[a].DType; !ir.ProtocolDTypes.Has(t) {
+			return TypedPass{}, ir.Errorf(ir.CodeUnsupported, i, "dtype", "%v of %v: the GLSL typed path holds %v (protocol v1's dtypes)", n.Op, t, ir.ProtocolDTypes)
+		}
+	}
 	switch {
 	case n.Op == ir.OpInput:
 		return TypedPass{}, ir.Errorf(ir.CodeInternal, i, "op", "an input has no pass")

@@ -245,6 +245,10 @@ func loadFn(name, buf string, t ir.DType) string {
 		x = "vec2<u32>((" + buf + "[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu, 0u)"
 	case ir.I8:
 		x = "t_of_i32(extractBits(bitcast<i32>(" + buf + "[e >> 2u]), (e & 3u) * 8u, 8u))"
+	case ir.U16:
+		x = "vec2<u32>((" + buf + "[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu, 0u)"
+	case ir.I16:
+		x = "t_of_i32(extractBits(bitcast<i32>(" + buf + "[e >> 1u]), (e & 1u) * 16u, 16u))"
 	default:
 		panic("wgsl: dtype " + t.String() + " has no load (typed.go's loadFn)")
 	}
@@ -267,6 +271,8 @@ func storeBits(t ir.DType, v string) string {
 		return "select(0u, 1u, !t_iszero(" + v + "))"
 	case ir.U8, ir.I8:
 		return "(" + v + ".x & 0xffu)"
+	case ir.U16, ir.I16:
+		return "(" + v + ".x & 0xffffu)"
 	}
 	return v + ".x"
 }
@@ -296,6 +302,8 @@ func PackTyped(v cpuref.Value) []byte {
 			binary.LittleEndian.PutUint64(out[8*k:], uint64(v.I[k]))
 		case ir.I32, ir.U32:
 			binary.LittleEndian.PutUint32(out[4*k:], uint32(v.I[k]))
+		case ir.I16, ir.U16:
+			binary.LittleEndian.PutUint16(out[2*k:], uint16(v.I[k]))
 		default: // one byte
 			out[k] = byte(v.I[k])
 		}
@@ -327,6 +335,10 @@ func UnpackTyped(t ir.DType, n int, b []byte) cpuref.Value {
 			v.I[k] = int64(binary.LittleEndian.Uint32(b[4*k:]))
 		case ir.I8:
 			v.I[k] = int64(int8(b[k]))
+		case ir.I16:
+			v.I[k] = int64(int16(binary.LittleEndian.Uint16(b[2*k:])))
+		case ir.U16:
+			v.I[k] = int64(binary.LittleEndian.Uint16(b[2*k:]))
 		default: // uint8, bool
 			v.I[k] = int64(b[k])
 		}

@@ -92,7 +92,10 @@ func TypedInput(b *ir.Builder, t ir.DType, s ir.Shape, seed uint64) ir.Tensor {
 // range), where on every dtype, and the logical and bitwise rows. Each
 // output's reference is cpuref.EvalTyped; the graphs hold no run that has
 // no answer (TypedFaults has those).
-func Typed() []Case {
+func Typed() []Case { return typedOf(ir.DTypes(), ir.DTypes()) }
+
+// typedOf is Typed's graphs of each dtype of ts, cast to each of casts.
+func typedOf(ts, casts []ir.DType) []Case {
 	var cs []Case
 	add := func(name string, build func(b *ir.Builder)) {
 		b := ir.NewBuilder()
@@ -100,7 +103,7 @@ func Typed() []Case {
 		cs = append(cs, Case{name, must(b)})
 	}
 	s := ir.Shape{3, 7}
-	for _, t := range ir.DTypes() {
+	for _, t := range ts {
 		// x and y: t's extremes, y kept away from 0 as a divisor.
 		operands := func(b *ir.Builder) (x, y ir.Tensor) {
 			x = TypedInput(b, t, s, uint64(t)*10+1)
@@ -150,7 +153,7 @@ func Typed() []Case {
 		})
 		add("typed/"+t.String()+"/cast", func(b *ir.Builder) {
 			x, _ := operands(b)
-			for _, to := range ir.DTypes() {
+			for _, to := range casts {
 				src := x
 				if t.IsFloat() && !to.IsFloat() && to != ir.Bool {
 					src = b.TypedInput("", t, s, castable(t, to, uint64(t)*100+uint64(to), s.Len()), nil)

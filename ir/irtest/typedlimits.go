@@ -22,29 +22,7 @@ func TypedLimits() []Case {
 		cs = append(cs, Case{"limits/" + name, must(b)})
 	}
 	for _, t := range []ir.DType{ir.I32, ir.I64, ir.U8, ir.I8, ir.U32} {
-		lo, hi := t.Range()
-		add(t.String()+"-wrap", func(b *ir.Builder) {
-			x := b.TypedInput("x", t, ir.Shape{8}, nil, []int64{hi, lo, lo, lo, hi, -1 & hi, 7 & hi, 0})
-			y := b.TypedInput("y", t, ir.Shape{8}, nil, NonZero([]int64{1, -1 & hi, 2, 1, hi, lo, 3, hi}))
-			for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMod, ir.OpMaximum, ir.OpNeg, ir.OpBitNot} {
-				switch {
-				case !op.Info().Types.In.Has(t): // the row does not take t (neg of uint8)
-				case op.Info().Args == 1:
-					b.Output(op.String(), x.Apply(op))
-				default:
-					b.Output(op.String(), x.Apply(op, y))
-				}
-			}
-			b.Output("sum", x.Apply(ir.OpSum))
-			if ir.OpShiftLeft.Info().Types.In.Has(t) { // shifts by 0, 1, the width and past it
-				w := b.TypedInput("w", t, ir.Shape{8}, nil, []int64{0, 1, int64(t.Bits() - 1), int64(t.Bits()), int64(t.Bits() + 1), 2, min(hi, 64), 3})
-				b.Output("shl", x.Apply(ir.OpShiftLeft, w))
-				b.Output("shr", x.Apply(ir.OpShiftRight, w))
-			}
-			b.Output("float", x.Cast(ir.F32))
-			b.Output("bfloat", x.Cast(ir.BF16))
-			b.Output("gt", x.ApplyTo(ir.Bool, ir.OpGreater, y))
-		})
+		add(t.String()+"-wrap", func(b *ir.Builder) { intWrap(b, t) })
 	}
 	for _, t := range []ir.DType{ir.F16, ir.BF16} {
 		var v []float32
@@ -290,4 +268,32 @@ func TypedMixed() []Case {
 		b.Output("q", n.Div(d)) // the first stage's fault
 	})
 	return cs
+}
+
+// intWrap adds the outputs of integer dtype t at its limits: add, sub,
+// mul, div, mod, max, neg and bitnot of its least and greatest values
+// wrapping, MIN / -1, a sum, shifts by 0, 1, the width and past it, casts
+// to float32 and bfloat16, a comparison.
+func intWrap(b *ir.Builder, t ir.DType) {
+	lo, hi := t.Range()
+	x := b.TypedInput("x", t, ir.Shape{8}, nil, []int64{hi, lo, lo, lo, hi, -1 & hi, 7 & hi, 0})
+	y := b.TypedInput("y", t, ir.Shape{8}, nil, NonZero([]int64{1, -1 & hi, 2, 1, hi, lo, 3, hi}))
+	for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMod, ir.OpMaximum, ir.OpNeg, ir.OpBitNot} {
+		switch {
+		case !op.Info().Types.In.Has(t): // the row does not take t (neg of uint8)
+		case op.Info().Args == 1:
+			b.Output(op.String(), x.Apply(op))
+		default:
+			b.Output(op.String(), x.Apply(op, y))
+		}
+	}
+	b.Output("sum", x.Apply(ir.OpSum))
+	if ir.OpShiftLeft.Info().Types.In.Has(t) { // shifts by 0, 1, the width and past it
+		w := b.TypedInput("w", t, ir.Shape{8}, nil, []int64{0, 1, int64(t.Bits() - 1), int64(t.Bits()), int64(t.Bits() + 1), 2, min(hi, 64), 3})
+		b.Output("shl", x.Apply(ir.OpShiftLeft, w))
+		b.Output("shr", x.Apply(ir.OpShiftRight, w))
+	}
+	b.Output("float", x.Cast(ir.F32))
+	b.Output("bfloat", x.Cast(ir.BF16))
+	b.Output("gt", x.ApplyTo(ir.Bool, ir.OpGreater, y))
 }

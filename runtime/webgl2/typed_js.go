@@ -28,6 +28,9 @@ var _ backend.TypedDevice = (*device)(nil)
 // not hold is unsupported, naming the node.
 func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *backend.Stats) (backend.TypedExecutable, error) {
 	g := p.Graph
+	if err := ir.CheckDTypes(g, ir.ProtocolDTypes, "webgl2"); err != nil { // the GLSL typed passes' dtypes
+		return nil, err
+	}
 	stop := st.Start(backend.StageCodegen)
 	e := &typedExecutable{d: d, g: g, plan: typedplan.New(g, true), passes: make([]glsl.TypedPass, len(g.Nodes)), progs: make([]js.Value, len(g.Nodes))}
 	for i, n := range g.Nodes {
