@@ -11,12 +11,18 @@ import (
 )
 
 // TestTypedMovesComplete: every op that only moves values (a view) or
-// takes indices has a structural row, so that no target renders one of
-// its own.
+// takes indices has a structural row (a scatter's in TypedScatters), so
+// that no target renders one of its own.
 func TestTypedMovesComplete(t *testing.T) {
 	for _, op := range ir.Ops() {
 		info := op.Info()
-		if _, ok := codegen.TypedMoves[op]; (info.View || info.Types.Index) != ok {
+		_, ok := codegen.TypedMoves[op]
+		if _, s := codegen.TypedScatters[op]; s && ok {
+			t.Errorf("%v: both a move row and a scatter row", op)
+		} else {
+			ok = ok || s
+		}
+		if (info.View || info.Types.Index) != ok {
 			t.Errorf("%v: view %v, indexed %v, row %v", op, info.View, info.Types.Index, ok)
 		}
 	}

@@ -310,6 +310,14 @@
 //   - gather_elements(x, i) along axis (ONNX's GatherElements): i's
 //     shape; each element is x's at its own position with the axis
 //     coordinate its index, wrapped and checked as gather's.
+//   - scatter_nd(x, u, i), scatter_elements(x, u, i) (ONNX's ScatterND,
+//     ScatterElements; ir/scatter.go): x's copy with the update elements
+//     applied one at a time in row-major order over u's shape, each to the
+//     element its index names (ir.ScatterOf; indices wrapped and checked as
+//     gather's): reduction none stores it (of two updates aimed at one
+//     element the later wins), add, mul, max and min combine the element
+//     and the update by the add, mul, maximum and minimum rows (integers
+//     wrap, narrow floats round after each), in that order.
 //   - cast(x) to the node's dtype, as ONNX's Cast (ir.Convert): between
 //     floats, one rounding from the exact value; integer to float, one
 //     rounding from the exact integer (never through float32 first);

@@ -108,6 +108,8 @@ func (ar arith) typedNode(g *ir.Graph, i int, vals []Value, floats [][]float32) 
 		return typedGather(i, g, n, arg(0), arg(1))
 	case n.Op == ir.OpGatherElements:
 		return typedGatherElements(i, g, n, arg(0), arg(1))
+	case n.Op == ir.OpScatterND || n.Op == ir.OpScatterElements:
+		return Scatter(i, n.Op, ir.ScatterOf(g, n), arg(0), arg(1), arg(2))
 	case n.Op == ir.OpWhere:
 		c, a, b := arg(0), arg(1), arg(2)
 		if out.DType.IsFloat() {

@@ -127,6 +127,14 @@ const (
 	OpAsinh
 	OpAcosh
 	OpAtanh
+	// scatter_nd (ONNX ScatterND, ir/scatter.go): arg0 data of any dtype, arg1 updates of its
+	// dtype, arg2 int32 or int64 indices [q…, k]: data with the slice data[row] of each index row
+	// replaced by (or combined with, by the reduction attribute) its update, in row-major order.
+	OpScatterND
+	// scatter_elements (ONNX ScatterElements, ir/scatter.go): arg0 data of any dtype, arg1
+	// updates of its dtype, arg2 int32 or int64 indices of the updates' shape along the axis
+	// attribute: data with element p (p[axis] = arg2[p]) replaced by (or combined with) arg1[p].
+	OpScatterElements
 	numOps
 )
 
@@ -422,6 +430,10 @@ func init() {
 			Attrs: gatherAttrs, Typed: true, NoGrad: "gather's gradient (a scatter-add) is not a rule yet"},
 		OpGatherElements: {Name: "gather_elements", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherElementsShape,
 			Cost: perElement, Attrs: axisAttrs, Typed: true, NoGrad: "gather_elements' gradient (a scatter-add) is not a rule yet"},
+		OpScatterND: {Name: "scatter_nd", Args: 3, Types: TypeRule{In: AnyDType, Index: true}, Shape: scatterNDShape, Cost: scatterCost,
+			Attrs: scatterNDAttrs, Typed: true, NoGrad: "scatter_nd's gradient (a gather of the output gradient) is not a rule yet"},
+		OpScatterElements: {Name: "scatter_elements", Args: 3, Types: TypeRule{In: AnyDType, Index: true}, Shape: scatterElementsShape,
+			Cost: scatterCost, Attrs: scatterElementsAttrs, Typed: true, NoGrad: "scatter_elements' gradient (a gather of the output gradient) is not a rule yet"},
 		OpAttention: {Name: "attention", Types: TypeRule{In: F32Only}, Args: 4, Kernel: KernelAttention, Shape: attentionShape,
 			Cost: attentionCost, Attrs: attentionAttrs, NoGrad: "attention's gradient is not a rule yet"},
 		OpPow: {Name: "pow", Types: TypeRule{In: FloatTypes | Float64Types}, Args: 2, Expr: Call(powFn, Arg(0), Arg(1)), F64: math.Pow,

@@ -2,7 +2,9 @@ package onnx_test
 
 import (
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -63,5 +65,54 @@ func TestScatterNDRuntime(t *testing.T) {
 	}
 	if _, err := runModel(t, raw, map[string][]float32{"d": make([]float32, 6), "u": make([]float32, 6)}, map[string][]int64{"i": {0, 3, 0}}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
 		t.Errorf("row 3 of 3: %v, want invalid_input", err)
+	}
+}
+
+// TestScatterNodeTests runs onnx 1.12's scatter node tests (test_scatter*,
+// test_scatternd*) as TestNodeTests does, on every backend that starts
+// here, their lines as node_tests.txt records them, each backend's bits
+// cpu's; and with every input at run time (TestNodeTestsTypedInputs'
+// form), each passing. It is the scatter rows' part of those two suites,
+// quick enough to run on its own.
+func TestScatterNodeTests(t *testing.T) {
+	dir := nodeTests(t)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("testdata/node_tests.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := openBackends(t)
+	var ran []ranTest
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "test_scatter") {
+			continue
+		}
+		nt := readNodeTest(t, dir, e.Name())
+		g, err := nt.load()
+		if err != nil {
+			t.Errorf("%s: %v", nt.name, err)
+			continue
+		}
+		line, bits := checkReference(t, backends["cpu"], nt, g)
+		if !strings.Contains(string(golden), line+"\n") {
+			t.Errorf("%s: %q is not node_tests.txt's line", nt.name, line)
+		}
+		if bits != nil {
+			ran = append(ran, ranTest{name: nt.name, g: g, bits: bits})
+		}
+		if ok, why := runTyped(t, nt); !ok {
+			t.Errorf("%s with run-time inputs: %s", nt.name, why)
+		}
+	}
+	if len(ran) < 9 {
+		t.Errorf("%d scatter node tests ran, want at least 9", len(ran))
+	}
+	for name, rt := range backends {
+		if name != "cpu" {
+			checkBackend(t, rt, ran)
+		}
 	}
 }

@@ -113,6 +113,8 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 				fmt.Sprintf("t_i64 v = (t_i64)%s[p]; if (v < -%d || v >= %d) { fault[0] = %d; fault[1] = %d; return; } if (v < 0) v += %d;", arg(1), d, d, FaultIndex, i, d),
 				fmt.Sprintf("%s[i] = %s[s + v * %d];", y, arg(0), mv.Step))
 		}
+	case codegen.TypedScatters[n.Op] != nil: // scatter.go
+		return emitScatter(b, g, i)
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
 	case n.Op.IsReduction():

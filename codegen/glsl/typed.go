@@ -382,6 +382,12 @@ func TypedNode(g *ir.Graph, i int) (TypedPass, error) {
 			fmt.Sprintf("if (t_lt(v, %s) || !t_lt(v, %s)) { t_fault(e, %du); return %s; }", i64Lit(-d), i64Lit(d), FaultIndex, zeroOf(n.DType)),
 			fmt.Sprintf("uint jj = t_isneg(v) ? v.x + %du : v.x;", d),
 			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(%s) + jj * %du", src, mv.Step))))
+	case codegen.TypedScatters[n.Op] != nil: // scatter.go
+		lines, sdefs, err := scatterBody(g, i, ld)
+		if err != nil {
+			return TypedPass{}, err
+		}
+		body, defs = lines, sdefs
 	case n.Op == ir.OpWhere:
 		body = append(body, fmt.Sprintf("return t_iszero(%s) ? %s : %s;", ld(0, "e"), ld(2, "e"), ld(1, "e")))
 	case n.Op.IsReduction():

@@ -481,6 +481,12 @@ func TypedNode(g *ir.Graph, i int, mode FaultMode) (codegen.Shader, error) {
 			"let v = "+ld(1, codegen.Index(Lang, mv.Index, "e"))+";",
 			indexCheck(mv.Bound, n.DType),
 			fmt.Sprintf("return %s;", ld(0, fmt.Sprintf("(%s) + jj * %du", src, mv.Step))))
+	case codegen.TypedScatters[n.Op] != nil: // scatter.go
+		lines, sdefs, sconsts, err := scatterBody(g, i, ld)
+		if err != nil {
+			return codegen.Shader{}, err
+		}
+		body, defs, consts = lines, sdefs, sconsts
 	case n.Op == ir.OpWhere:
 		body = append(body, fmt.Sprintf("return select(%s, %s, !t_iszero(%s));", ld(2, "e"), ld(1, "e"), ld(0, "e")))
 	case n.Op.IsReduction():

@@ -151,6 +151,7 @@ func typedOf(ts, casts []ir.DType) []Case {
 			along := b.TypedInput("", ir.I64, ir.Shape{2, 3}, nil, []int64{0, -1, 6, -7, 3, 2})
 			b.Output("gather-elements", x.GatherElements(along, 1))
 		})
+		cs = append(cs, typedScatter(t))
 		add("typed/"+t.String()+"/cast", func(b *ir.Builder) {
 			x, _ := operands(b)
 			for _, to := range casts {
@@ -270,6 +271,11 @@ func RandomTyped(seed uint64, maxNodes int) *ir.Graph {
 				idx[k] = int64(r.IntN(2*d) - d)
 			}
 			y = x.GatherElements(b.TypedInput("", ir.I64, s, nil, idx), -1)
+		case op == ir.OpScatterND || op == ir.OpScatterElements:
+			if len(s) == 0 {
+				continue
+			}
+			y = randomScatter(r, b, op, x, find)
 		case info.Types.Index:
 			if len(x.Shape()) == 0 {
 				continue

@@ -117,7 +117,7 @@ func canFault(g *ir.Graph, n ir.Node) bool {
 		return !n.DType.IsFloat()
 	case ir.OpCast:
 		return g.Nodes[n.Args[0]].DType.IsFloat() && !n.DType.IsFloat() && n.DType != ir.Bool
-	case ir.OpGather, ir.OpGatherElements:
+	case ir.OpGather, ir.OpGatherElements, ir.OpScatterND, ir.OpScatterElements:
 		return true
 	}
 	return false

@@ -1,0 +1,226 @@
+package ir
+
+// The scatters (ONNX ScatterND, ScatterElements and the deprecated
+// Scatter): data with the elements that run-time indices name replaced by
+// (or combined with) updates. Arguments are (data, updates, indices): the
+// indices last, as every indexed row has them (TypeRule.Index). Their
+// meaning, one definition for every backend (cpuref.Scatter computes it):
+//
+//   - the result starts as a copy of data;
+//   - the update elements are applied one at a time in row-major order
+//     over the updates' shape, each to the data element its index names
+//     (ScatterOf): reduction none stores the update, so when two updates
+//     name one element the later one in that order wins (ONNX leaves
+//     duplicates undefined; gpucc defines them so, on every backend, as
+//     ONNX's reference implementation does), and add, mul, max and min
+//     combine the element with the update by the op table's add, mul,
+//     maximum and minimum rows (integers wrap; a float16 or bfloat16
+//     result is rounded after every combination; maximum and minimum
+//     return the first NaN), so the updates aimed at one element fold
+//     into it in that order, starting from data's value;
+//   - an index is a run-time int32 or int64 value; a negative one counts
+//     from the end of its dimension once, and one outside [-d, d) fails
+//     the run with invalid_input naming the node (never a write out of
+//     bounds), whichever element it is.
+//
+// Reductions of bool are numpy's (ONNX's reference): add and max are or,
+// mul and min are and. A scatter costs the output plus the updates on
+// the host (cpuref, C); the GPU kernels compute each output element from
+// the updates that may aim at it (codegen.ScatterGatherOf).
+
+// ScatterReduction is a scatter's reduction attribute.
+type ScatterReduction int
+
+// The reductions, as the attribute's values: ONNX's names.
+const (
+	ScatterNone ScatterReduction = iota
+	ScatterAdd
+	ScatterMul
+	ScatterMax
+	ScatterMin
+	numScatterReductions
+)
+
+var scatterReductionNames = [numScatterReductions]string{"none", "add", "mul", "max", "min"}
+
+func (r ScatterReduction) String() string {
+	if r >= 0 && r < numScatterReductions {
+		return scatterReductionNames[r]
+	}
+	return "reduction?"
+}
+
+// ParseScatterReduction returns the reduction ONNX names name.
+func ParseScatterReduction(name string) (ScatterReduction, bool) {
+	for r, n := range scatterReductionNames {
+		if n == name {
+			return ScatterReduction(r), true
+		}
+	}
+	return 0, false
+}
+
+// Combine is the elementwise op of the table that combines an element with
+// an update (add, mul, maximum, minimum), OpInvalid for none.
+func (r ScatterReduction) Combine() Op {
+	return [numScatterReductions]Op{OpInvalid, OpAdd, OpMul, OpMaximum, OpMinimum}[r]
+}
+
+// scatterNDAttrs: the reduction (ScatterReduction).
+var scatterNDAttrs = []AttrSpec{{Name: "reduction", Len: 1, Default: []int{0}}}
+
+// scatterElementsAttrs: the axis of the data (negative from the end) and
+// the reduction.
+var scatterElementsAttrs = []AttrSpec{{Name: "axis", Len: 1, Default: []int{0}}, {Name: "reduction", Len: 1, Default: []int{0}}}
+
+// ScatterReductionOf returns a scatter node's reduction.
+func ScatterReductionOf(op Op, attrs []int) ScatterReduction {
+	return ScatterReduction(op.Attr(attrs, "reduction")[0])
+}
+
+func checkReduction(node int, op Op, attrs []int) *Error {
+	if r := op.Attr(attrs, "reduction")[0]; r < 0 || r >= int(numScatterReductions) {
+		return Errorf(CodeInvalidGraph, node, "reduction", "%v's reduction %d is not one of 0 (none), 1 (add), 2 (mul), 3 (max), 4 (min)", op, r)
+	}
+	return nil
+}
+
+// scatterNDShape: data [d0, …, dr-1], indices [q…, k] with 1 ≤ k ≤ r and
+// updates [q…, dk, …, dr-1]; the result has data's shape.
+func scatterNDShape(node int, op Op, args []Shape, _ Shape, attrs []int) (Shape, *Error) {
+	data, upd, idx := args[0], args[1], args[2]
+	if err := checkReduction(node, op, attrs); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 || len(idx) == 0 {
+		return nil, Errorf(CodeInvalidGraph, node, "c", "%v of data %v by indices %v: both need rank 1 or more", op, data, idx)
+	}
+	k := idx[len(idx)-1]
+	if k > len(data) {
+		return nil, Errorf(CodeInvalidGraph, node, "c", "%v's index rows of %d into data of rank %d", op, k, len(data))
+	}
+	want := append(append(Shape{}, idx[:len(idx)-1]...), data[k:]...)
+	if len(want) == 0 {
+		want = Shape{}
+	}
+	if !upd.Equal(want) {
+		return nil, Errorf(CodeInvalidGraph, node, "b", "%v's updates %v: indices %v into data %v take %v", op, upd, idx, data, want)
+	}
+	return data, nil
+}
+
+// scatterElementsShape: data and indices of one rank, each of the
+// indices' dimensions but the axis's at most data's (as gather_elements),
+// and updates of the indices' shape; the result has data's shape.
+func scatterElementsShape(node int, op Op, args []Shape, _ Shape, attrs []int) (Shape, *Error) {
+	data, upd, idx := args[0], args[1], args[2]
+	if err := checkReduction(node, op, attrs); err != nil {
+		return nil, err
+	}
+	if err := alongAxis(node, op, data, idx, attrs, "c"); err != nil {
+		return nil, err
+	}
+	if !upd.Equal(idx) {
+		return nil, Errorf(CodeInvalidGraph, node, "b", "%v's updates %v and indices %v: the shapes differ", op, upd, idx)
+	}
+	return data, nil
+}
+
+func scatterCost(args []Shape, out Shape) int64 {
+	return int64(out.Len()) + int64(args[1].Len())
+}
+
+// Scatter is where a scatter node's updates go: update element u
+// (row-major over the updates' shape) lands on data element
+//
+//	Base(u) + Σ_j wrap_j(indices[Index(u) + j]) · Steps[j]
+//
+// for j < len(Steps), where Base and Index are offsets over the updates'
+// shape (Operand strides; Buffer unused) and wrap_j takes an index in
+// [-Bounds[j], Bounds[j]) into [0, Bounds[j]) (outside it the run fails).
+type Scatter struct {
+	Base, Index Operand
+	Steps       []int
+	Bounds      []int
+	Reduction   ScatterReduction
+}
+
+// ScatterOf returns node n's map (n a validated scatter_nd or
+// scatter_elements of graph g).
+func ScatterOf(g *Graph, n *Node) Scatter {
+	ds, us, is := g.Nodes[n.Args[0]].Shape, g.Nodes[n.Args[1]].Shape, g.Nodes[n.Args[2]].Shape
+	dst := RowMajor(ds)
+	s := Scatter{Reduction: ScatterReductionOf(n.Op, n.Attrs)}
+	if n.Op == OpScatterElements {
+		ax := IndexAxis(n.Op, n.Attrs, len(ds))
+		base := append([]int{}, dst...)
+		base[ax] = 0
+		s.Base = Operand{Shape: us, Strides: base}
+		s.Index = Operand{Shape: us, Strides: RowMajor(is)}
+		s.Steps, s.Bounds = []int{dst[ax]}, []int{ds[ax]}
+		return s
+	}
+	k := is[len(is)-1]
+	q := len(is) - 1 // the index rows' rank: updates are [q…, ds[k:]…]
+	ist := RowMajor(is)
+	base := make([]int, len(us))
+	idx := make([]int, len(us))
+	copy(base[q:], dst[k:])
+	copy(idx[:q], ist[:q])
+	s.Base = Operand{Shape: us, Strides: base}
+	s.Index = Operand{Shape: us, Strides: idx}
+	s.Steps, s.Bounds = dst[:k], ds[:k]
+	return s
+}
+
+// Targets returns, for each update element of s, the data element it
+// lands on, given the indices' values (int64, as the node holds them), or
+// false and the first index (its element) outside its bounds.
+func (s Scatter) Targets(idx []int64) (targets []int, bad int, ok bool) {
+	k := len(s.Steps)
+	for e, v := range idx {
+		d := int64(s.Bounds[e%k])
+		if v < -d || v >= d {
+			return nil, e, false
+		}
+	}
+	n := s.Base.Shape.Len()
+	targets = make([]int, n)
+	pos := make([]int, len(s.Base.Shape))
+	for u := range n {
+		t, at := 0, 0
+		for d, p := range pos {
+			t += p * s.Base.Strides[d]
+			at += p * s.Index.Strides[d]
+		}
+		for j := range k {
+			v, d := idx[at+j], int64(s.Bounds[j])
+			if v < 0 {
+				v += d
+			}
+			t += int(v) * s.Steps[j]
+		}
+		targets[u] = t
+		for d := len(pos) - 1; d >= 0; d-- { // the next position, row-major
+			if pos[d]++; pos[d] < s.Base.Shape[d] {
+				break
+			}
+			pos[d] = 0
+		}
+	}
+	return targets, 0, true
+}
+
+// ScatterND returns t with the slices that the int32 or int64 index rows
+// idx [q…, k] name replaced by (or combined with, by r) upd [q…, t's
+// dimensions from k]: ONNX's ScatterND.
+func (t Tensor) ScatterND(idx, upd Tensor, r ScatterReduction) Tensor {
+	return t.ApplyAttrs(OpScatterND, []int{int(r)}, upd, idx)
+}
+
+// ScatterElements returns t with element p (p[axis] = idx[p], axis
+// negative from the end) replaced by (or combined with, by r) upd[p]:
+// ONNX's ScatterElements.
+func (t Tensor) ScatterElements(idx, upd Tensor, axis int, r ScatterReduction) Tensor {
+	return t.ApplyAttrs(OpScatterElements, []int{axis, int(r)}, upd, idx)
+}
