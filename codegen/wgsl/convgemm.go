@@ -331,8 +331,13 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			b.WriteString("\t}\n")
 		}
 	}
-	// The epilogue, unrolled: output (pixel q, channel ch) is element
+	// The epilogue: output (pixel q, channel ch) is element
 	// ((n·M + grp·MG + ch)·OH + oh)·OW + ow of [N,M,OH,OW].
+	body := codegen.Body(Lang, k, load(k, "i"), "acc[r]")
+	if t.TM*t.TN > 1 && t.TM*t.TN*len(body) > epilogueLoopLines {
+		convEpilogueLoop(b, k, t, c, body)
+		return
+	}
 	for m := 0; m < t.TM; m++ {
 		fmt.Fprintf(b, "\t{\n\t\tlet q = p0 + lid.x + %s;\n", u(m*tx))
 		fmt.Fprintf(b, "\t\tlet ob = q / %s * %s + q %% %s;\n", u(ohw), u(c.M*ohw), u(ohw))
@@ -347,6 +352,40 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
+}
+
+// epilogueLoopLines bounds an unrolled epilogue: a GEMM tile whose
+// TM×TN copies of the epilogue would be more lines than this renders it
+// once, in a loop over the thread's outputs (convEpilogueLoop). SwiftShader
+// (the page's WebGPU in Chromium without a GPU) compiles a kernel's
+// straight-line code slowly: PP-OCRv4's recognizer has ten convolutions
+// whose hard-swish epilogue (a NaN-aware clip and a division, 60 lines)
+// unrolled 64 times made 165 KB kernels of 5-12 s each, 1.2 s with the
+// loop. A bias and a relu (4 lines, 256 unrolled for 8×8) stay unrolled.
+const epilogueLoopLines = 512
+
+// convEpilogueLoop renders the epilogue once, in a loop over the thread's
+// TM×TN outputs, their accumulators copied into a private array first:
+// the same operations on the same values in each output, so the same
+// bits as the unrolled epilogue.
+func convEpilogueLoop(b *strings.Builder, k *ir.Kernel, t ir.Tile, c ir.Conv2D, body []string) {
+	u := Lang.Uint
+	P, MG, _ := c.GEMM()
+	ohw, tx, ty := c.OH*c.OW, t.BM/t.TM, t.BN/t.TN
+	fmt.Fprintf(b, "\tvar acc: array<f32, %d>;\n", t.TM*t.TN)
+	for m := 0; m < t.TM; m++ {
+		for n := 0; n < t.TN; n++ {
+			fmt.Fprintf(b, "\tacc[%d] = c%d_%d;\n", m*t.TN+n, m, n)
+		}
+	}
+	fmt.Fprintf(b, "\tfor (var r = 0u; r < %s; r++) {\n", u(t.TM*t.TN))
+	fmt.Fprintf(b, "\t\tlet q = p0 + lid.x + r / %s * %s;\n", u(t.TN), u(tx))
+	fmt.Fprintf(b, "\t\tlet ch = n0 + lid.y + r %% %s * %s;\n", u(t.TN), u(ty))
+	fmt.Fprintf(b, "\t\tif (q < %s && ch < %s) {\n", u(P), u(MG))
+	fmt.Fprintf(b, "\t\t\tlet i = q / %s * %s + q %% %s + (grp * %s + ch) * %s;\n", u(ohw), u(c.M*ohw), u(ohw), u(c.MG), u(ohw))
+	b.WriteString(codegen.Indent(body, 3))
+	b.WriteString(codegen.Indent(stores(k, "i"), 3))
+	b.WriteString("\t\t}\n\t}\n}\n")
 }
 
 // convWindow emits the window kernel of a depthwise convolution (CG = 1,
