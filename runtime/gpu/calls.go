@@ -50,47 +50,9 @@ func (d *Device) RoundTrips() (submits, waits int) {
 	return d.n.Submits, d.n.Waits
 }
 
-// The wrappers below are the only places the package calls these binding
-// methods; d.mu is held by each caller.
-
-func (d *Device) newEncoder() (*wgpu.CommandEncoder, error) {
-	d.n.Encoders++
-	d.n.Scopes++
-	return d.dev.CreateCommandEncoder(nil)
-}
-
-func (d *Device) endPass(pass *wgpu.ComputePassEncoder) error {
-	d.n.Scopes++
-	return pass.End()
-}
-
-func (d *Device) copyBuffer(enc *wgpu.CommandEncoder, src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
-	d.n.Scopes++
-	return enc.CopyBufferToBuffer(src, srcOff, dst, dstOff, n)
-}
-
-func (d *Device) writeTimestamp(enc *wgpu.CommandEncoder, i uint32) error {
-	d.n.Scopes++
-	return enc.WriteTimestamp(d.tsQuery, i)
-}
-
-func (d *Device) resolveTimestamps(enc *wgpu.CommandEncoder) error {
-	d.n.Scopes++
-	return enc.ResolveQuerySet(d.tsQuery, 0, 2, d.tsResolve, 0)
-}
-
-// finishSubmit finishes enc and submits it.
-func (d *Device) finishSubmit(enc *wgpu.CommandEncoder) error {
-	d.n.Scopes++
-	cmd, err := enc.Finish(nil)
-	if err != nil {
-		return err
-	}
-	d.n.Submits++
-	d.queue.Submit(cmd)
-	cmd.Release()
-	return nil
-}
+// The wrappers below, and recordSubmit (record.go, which records and
+// submits a whole run in one cgo call), are the only places the package
+// makes these calls; d.mu is held by each caller.
 
 func (d *Device) createBuffer(desc *wgpu.BufferDescriptor) (*wgpu.Buffer, error) {
 	d.n.Buffers++

@@ -37,6 +37,8 @@ type Device struct {
 	byID       map[uint64]map[string]struct{} // the keys of bindGroups naming each pipeline or buffer id
 	spare      []spareBuf                     // staging buffers for SubmitReads, idle
 
+	recorder // recordSubmit's memory (record.go)
+
 	// n counts the calls made to wgpu (calls.go), for tests that pin
 	// what a run asks of it.
 	n Counts
@@ -69,6 +71,9 @@ var nextID atomic.Uint64
 // The TimestampQuery feature is requested when the adapter has it.
 func Open(opts Options) (*Device, error) {
 	const op = "open"
+	if err := rawLayout(); err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
 	inst, err := newInstance()
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
@@ -172,6 +177,7 @@ func (d *Device) Close() {
 		s.buf.Release()
 	}
 	d.spare = nil
+	d.recorder.free()
 	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()
@@ -194,9 +200,10 @@ func (d *Device) check(op string) error {
 	return nil
 }
 
-// submit finishes enc, submits it and waits until the queue is idle.
-func (d *Device) submit(op string, enc *wgpu.CommandEncoder) error {
-	if err := d.finishSubmit(enc); err != nil {
+// submitEmpty submits an empty command buffer and waits until the queue
+// is idle: the writes queued before it are done then.
+func (d *Device) submitEmpty(op string) error {
+	if err := d.recordSubmit(nil, nil, nil, false); err != nil {
 		return errorf(op, "%w", err)
 	}
 	d.wait()

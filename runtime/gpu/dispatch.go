@@ -233,21 +233,7 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 		return rt, errorf(op, "%w", err)
 	}
 	s := d.readStage[0]
-	copyIn := func(enc *wgpu.CommandEncoder) error {
-		off := uint64(0)
-		for _, r := range rs {
-			n := 4 * uint64(len(r.Out))
-			if n == 0 {
-				continue
-			}
-			if err := d.copyBuffer(enc, r.Buf.buf, 0, s, off, n); err != nil {
-				return err
-			}
-			off += n
-		}
-		return nil
-	}
-	ns, ok, err := d.record(op, ds, timed, copyIn, true, &mapping{buf: s, mode: wgpu.MapModeRead, n: total})
+	ns, ok, err := d.record(op, ds, timed, stagingCopies(rs, s), true, &mapping{buf: s, mode: wgpu.MapModeRead, n: total})
 	rt.GPU, rt.GPUTimed = time.Duration(ns), ok
 	if err != nil {
 		return rt, err
@@ -306,13 +292,13 @@ func (d *Device) Sync() error {
 }
 
 // record records ds into one pass (with timestamps when timed), then
-// after(enc) when it is not nil, submits, and with wait waits and returns
+// copies, submits (recordSubmit: one error scope for all of it), and with wait waits and returns
 // the GPU time when timed (timed needs wait). With wait, maps are mapped
 // as soon as the work is submitted and the wait is for them (they are done
 // when the submission is), so a run that reads something back polls once
 // for all of it; they are left mapped for the caller. Timestamps are one
 // more such map.
-func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.CommandEncoder) error, wait bool, maps ...*mapping) (uint64, bool, error) {
+func (d *Device) record(op string, ds []Dispatch, timed bool, copies []copyOp, wait bool, maps ...*mapping) (uint64, bool, error) {
 	if err := d.check(op); err != nil {
 		return 0, false, err
 	}
@@ -341,48 +327,7 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		}
 		bgs[i] = bg
 	}
-	enc, err := d.newEncoder()
-	if err != nil {
-		return 0, false, errorf(op, "%w", err)
-	}
-	defer enc.Release()
-	if timed {
-		if err := d.writeTimestamp(enc, 0); err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-	}
-	if len(ds) > 0 {
-		pass := enc.BeginComputePass(nil)
-		for i := range ds {
-			pass.SetPipeline(ds[i].Pipeline.pipe)
-			pass.SetBindGroup(0, bgs[i], nil)
-			g := ds[i].Groups
-			pass.DispatchWorkgroups(g[0], g[1], g[2])
-		}
-		err := d.endPass(pass)
-		// The pass must be released before the encoder is finished.
-		pass.Release()
-		if err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-	}
-	if after != nil {
-		if err := after(enc); err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-	}
-	if timed {
-		if err := d.writeTimestamp(enc, 1); err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-		if err := d.resolveTimestamps(enc); err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-		if err := d.copyBuffer(enc, d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
-			return 0, false, errorf(op, "%w", err)
-		}
-	}
-	if err := d.finishSubmit(enc); err != nil {
+	if err := d.recordSubmit(ds, bgs, copies, timed); err != nil {
 		return 0, false, errorf(op, "%w", err)
 	}
 	if !wait {
@@ -413,6 +358,20 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, after func(*wgpu.C
 		return 0, false, nil
 	}
 	return t1 - t0, true, nil
+}
+
+// stagingCopies are the copies of each of rs, one after the other, into
+// the start of the staging buffer s.
+func stagingCopies(rs []ReadBack, s *wgpu.Buffer) []copyOp {
+	var cs []copyOp
+	off := uint64(0)
+	for _, r := range rs {
+		if n := 4 * uint64(len(r.Out)); n > 0 {
+			cs = append(cs, copyOp{src: r.Buf.buf, dst: s, dstOff: off, n: n})
+			off += n
+		}
+	}
+	return cs
 }
 
 // mapping is a buffer range that a run maps once its work is submitted.

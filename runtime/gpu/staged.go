@@ -57,21 +57,7 @@ func (d *Device) SubmitReads(ds []Dispatch, rs []ReadBack) (*Staged, error) {
 	if err != nil {
 		return nil, errorf(op, "staging buffer of %d B: %w", total, err)
 	}
-	copyIn := func(enc *wgpu.CommandEncoder) error {
-		off := uint64(0)
-		for _, r := range rs {
-			n := 4 * uint64(len(r.Out))
-			if n == 0 {
-				continue
-			}
-			if err := d.copyBuffer(enc, r.Buf.buf, 0, s, off, n); err != nil {
-				return err
-			}
-			off += n
-		}
-		return nil
-	}
-	if _, _, err := d.record(op, ds, false, copyIn, false); err != nil {
+	if _, _, err := d.record(op, ds, false, stagingCopies(rs, s), false); err != nil {
 		d.putStaging(s, size)
 		return nil, err
 	}

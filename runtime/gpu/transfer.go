@@ -255,15 +255,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 
 // submitCopy submits one buffer-to-buffer copy without waiting for it.
 func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
-	enc, err := d.newEncoder()
-	if err != nil {
-		return err
-	}
-	defer enc.Release()
-	if err := d.copyBuffer(enc, src, srcOff, dst, dstOff, n); err != nil {
-		return err
-	}
-	return d.finishSubmit(enc)
+	return d.recordSubmit(nil, nil, []copyOp{{src, srcOff, dst, dstOff, n}}, false)
 }
 
 // readChunk is the read staging ring's largest buffer size: the upload

@@ -69,12 +69,7 @@ func (d *Device) Flush() error {
 	if err := d.check(op); err != nil {
 		return err
 	}
-	enc, err := d.newEncoder()
-	if err != nil {
-		return errorf(op, "%w", err)
-	}
-	defer enc.Release()
-	return d.submit(op, enc)
+	return d.submitEmpty(op)
 }
 
 // mapWait maps the first n bytes of buf and polls, without blocking on the

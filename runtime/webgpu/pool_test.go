@@ -33,7 +33,7 @@ func openPooled(t *testing.T, limit int64) *device {
 }
 
 // reluMulAdd is relu(a*b+c) over n values: four buffers of 4n bytes.
-func reluMulAdd(t *testing.T, d *device, n int) backend.Executable {
+func reluMulAdd(t testing.TB, d *device, n int) backend.Executable {
 	t.Helper()
 	bl := ir.NewBuilder()
 	a := bl.Input(ir.Shape{n}, irtest.Values(1, n, 3))

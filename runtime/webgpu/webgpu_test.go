@@ -35,7 +35,7 @@ func openDevice(t *testing.T) *device {
 	return d.(*device)
 }
 
-func program(t *testing.T, g *ir.Graph) *backend.Program {
+func program(t testing.TB, g *ir.Graph) *backend.Program {
 	t.Helper()
 	p, _, err := passes.Compile(g, passes.Options{SplitSums: true})
 	if err != nil {

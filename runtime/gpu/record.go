@@ -1,0 +1,224 @@
+//go:build !js
+
+package gpu
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The declarations of wgpu-native 0.19's webgpu.h that recording needs;
+// the library itself is linked by github.com/cogentcore/webgpu.
+typedef struct gpuccOpaque* gpuccHandle;
+typedef void (*gpuccErrorCallback)(int type, char const *message, void *userdata);
+void wgpuDevicePushErrorScope(gpuccHandle device, int filter);
+void wgpuDevicePopErrorScope(gpuccHandle device, gpuccErrorCallback callback, void *userdata);
+gpuccHandle wgpuDeviceCreateCommandEncoder(gpuccHandle device, void const *descriptor);
+gpuccHandle wgpuCommandEncoderBeginComputePass(gpuccHandle encoder, void const *descriptor);
+void wgpuComputePassEncoderSetPipeline(gpuccHandle pass, gpuccHandle pipeline);
+void wgpuComputePassEncoderSetBindGroup(gpuccHandle pass, uint32_t index, gpuccHandle group, size_t n, uint32_t const *offsets);
+void wgpuComputePassEncoderDispatchWorkgroups(gpuccHandle pass, uint32_t x, uint32_t y, uint32_t z);
+void wgpuComputePassEncoderEnd(gpuccHandle pass);
+void wgpuComputePassEncoderRelease(gpuccHandle pass);
+void wgpuCommandEncoderCopyBufferToBuffer(gpuccHandle encoder, gpuccHandle src, uint64_t srcOff, gpuccHandle dst, uint64_t dstOff, uint64_t size);
+void wgpuCommandEncoderWriteTimestamp(gpuccHandle encoder, gpuccHandle set, uint32_t index);
+void wgpuCommandEncoderResolveQuerySet(gpuccHandle encoder, gpuccHandle set, uint32_t first, uint32_t count, gpuccHandle dst, uint64_t off);
+gpuccHandle wgpuCommandEncoderFinish(gpuccHandle encoder, void const *descriptor);
+void wgpuCommandEncoderRelease(gpuccHandle encoder);
+void wgpuCommandBufferRelease(gpuccHandle buffer);
+void wgpuQueueSubmit(gpuccHandle queue, size_t n, gpuccHandle const *buffers);
+
+typedef struct {
+	gpuccHandle pipeline, group;
+	uint32_t x, y, z;
+} gpucc_dispatch;
+
+typedef struct {
+	gpuccHandle src;
+	uint64_t src_off;
+	gpuccHandle dst;
+	uint64_t dst_off, n;
+} gpucc_copy;
+
+// gpucc_rec is one recording's device, queue, timestamps (set NULL when
+// untimed) and outcome.
+typedef struct {
+	gpuccHandle device, queue;
+	gpuccHandle ts_set, ts_resolve, ts_read;
+	int32_t err;
+	char msg[1024];
+} gpucc_rec;
+
+static void gpucc_rec_error(int type, char const *message, void *u) {
+	gpucc_rec *r = u;
+	r->err = type;
+	if (type != 0 && message != NULL) {
+		strncpy(r->msg, message, sizeof r->msg - 1);
+	}
+}
+
+// gpucc_record records the dispatches into one compute pass, then the
+// copies, between timestamps when r->ts_set is set, and submits them: the
+// whole recording inside one validation error scope (WGPUErrorFilter_Validation
+// is 0), popped before the submission, so that a recording with an error
+// is released and never submitted (wgpu-native aborts the process on an
+// invalid submission).
+static void gpucc_record(gpucc_rec *r, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc) {
+	wgpuDevicePushErrorScope(r->device, 0);
+	gpuccHandle enc = wgpuDeviceCreateCommandEncoder(r->device, NULL);
+	if (r->ts_set != NULL) {
+		wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 0);
+	}
+	if (nd > 0) {
+		gpuccHandle pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
+		for (size_t i = 0; i < nd; i++) {
+			wgpuComputePassEncoderSetPipeline(pass, ds[i].pipeline);
+			wgpuComputePassEncoderSetBindGroup(pass, 0, ds[i].group, 0, NULL);
+			wgpuComputePassEncoderDispatchWorkgroups(pass, ds[i].x, ds[i].y, ds[i].z);
+		}
+		wgpuComputePassEncoderEnd(pass);
+		wgpuComputePassEncoderRelease(pass);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		wgpuCommandEncoderCopyBufferToBuffer(enc, cs[i].src, cs[i].src_off, cs[i].dst, cs[i].dst_off, cs[i].n);
+	}
+	if (r->ts_set != NULL) {
+		wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 1);
+		wgpuCommandEncoderResolveQuerySet(enc, r->ts_set, 0, 2, r->ts_resolve, 0);
+		wgpuCommandEncoderCopyBufferToBuffer(enc, r->ts_resolve, 0, r->ts_read, 0, 16);
+	}
+	gpuccHandle cmd = wgpuCommandEncoderFinish(enc, NULL);
+	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
+	wgpuCommandEncoderRelease(enc);
+	if (r->err == 0) {
+		wgpuQueueSubmit(r->queue, 1, &cmd);
+	}
+	if (cmd != NULL) {
+		wgpuCommandBufferRelease(cmd);
+	}
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// The binding's objects hold their wgpu-native handles in unexported
+// fields: these mirror the layouts of cogentcore/webgpu v0.23.0 (a device
+// reference, then the object's own handle; or the handle alone), which
+// rawLayout checks when a device opens.
+type (
+	rawPair   struct{ device, ref C.gpuccHandle }
+	rawSingle struct{ ref C.gpuccHandle }
+)
+
+// rawLayout reports how a binding type's layout differs from its mirror,
+// or nil: Open refuses to record through a mirror that would read the
+// wrong words.
+func rawLayout() error {
+	pair := []string{"deviceRef", "ref"}
+	for _, c := range []struct {
+		v      any
+		fields []string
+	}{{wgpu.Buffer{}, pair}, {wgpu.Queue{}, pair}, {wgpu.Device{}, []string{"ref"}},
+		{wgpu.ComputePipeline{}, []string{"ref"}}, {wgpu.BindGroup{}, []string{"ref"}}, {wgpu.QuerySet{}, []string{"ref"}}} {
+		t := reflect.TypeOf(c.v)
+		ok := t.NumField() == len(c.fields) && t.Size() == uintptr(len(c.fields))*unsafe.Sizeof(uintptr(0))
+		for i := 0; ok && i < len(c.fields); i++ {
+			f := t.Field(i)
+			ok = f.Name == c.fields[i] && f.Type.Kind() == reflect.Pointer && f.Offset == uintptr(i)*unsafe.Sizeof(uintptr(0))
+		}
+		if !ok {
+			return fmt.Errorf("the binding's %v is not laid out as gpucc's mirror of cogentcore/webgpu v0.23.0 (%v)", t, c.fields)
+		}
+	}
+	return nil
+}
+
+// recorder is what a device keeps for recordSubmit: the outcome in C
+// memory (wgpu's error callback writes it) and the arrays, reused.
+type recorder struct {
+	rec   *C.gpucc_rec
+	recDs []C.gpucc_dispatch
+	recCs []C.gpucc_copy
+}
+
+// free gives the C memory back; the device is closing.
+func (r *recorder) free() {
+	if r.rec != nil {
+		C.free(unsafe.Pointer(r.rec))
+		r.rec = nil
+	}
+}
+
+func pairRef(p unsafe.Pointer) C.gpuccHandle   { return (*rawPair)(p).ref }
+func singleRef(p unsafe.Pointer) C.gpuccHandle { return (*rawSingle)(p).ref }
+
+// copyOp is one buffer-to-buffer copy recorded after a run's dispatches.
+type copyOp struct {
+	src    *wgpu.Buffer
+	srcOff uint64
+	dst    *wgpu.Buffer
+	dstOff uint64
+	n      uint64
+}
+
+// recordSubmit records ds (their bind groups bgs) into one compute pass,
+// then copies, with timestamps around them when timed, and submits them:
+// one cgo call and one error scope, where the binding took an error scope
+// for each of creating the encoder, ending the pass, each copy, each
+// timestamp call and finishing (9 for a timed run of one kernel). A
+// validation error comes back with wgpu's message and nothing is
+// submitted. d.mu is held.
+func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, timed bool) error {
+	d.n.Encoders++
+	d.n.Scopes++
+	if d.rec == nil {
+		d.rec = (*C.gpucc_rec)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gpucc_rec{}))))
+		if d.rec == nil {
+			return errors.New("record: out of memory")
+		}
+	}
+	r := d.rec
+	r.err, r.msg[0] = 0, 0
+	r.ts_set, r.ts_resolve, r.ts_read = nil, nil, nil
+	r.device = singleRef(unsafe.Pointer(d.dev))
+	r.queue = pairRef(unsafe.Pointer(d.queue))
+	if timed {
+		r.ts_set = singleRef(unsafe.Pointer(d.tsQuery))
+		r.ts_resolve = pairRef(unsafe.Pointer(d.tsResolve))
+		r.ts_read = pairRef(unsafe.Pointer(d.tsRead))
+	}
+	// The arrays hold C handles only, so they may live in Go memory.
+	d.recDs = d.recDs[:0]
+	for i := range ds {
+		g := ds[i].Groups
+		d.recDs = append(d.recDs, C.gpucc_dispatch{pipeline: singleRef(unsafe.Pointer(ds[i].Pipeline.pipe)),
+			group: singleRef(unsafe.Pointer(bgs[i])), x: C.uint32_t(g[0]), y: C.uint32_t(g[1]), z: C.uint32_t(g[2])})
+	}
+	d.recCs = d.recCs[:0]
+	for _, c := range copies {
+		d.recCs = append(d.recCs, C.gpucc_copy{src: pairRef(unsafe.Pointer(c.src)), src_off: C.uint64_t(c.srcOff),
+			dst: pairRef(unsafe.Pointer(c.dst)), dst_off: C.uint64_t(c.dstOff), n: C.uint64_t(c.n)})
+	}
+	var dp *C.gpucc_dispatch
+	if len(d.recDs) > 0 {
+		dp = &d.recDs[0]
+	}
+	var cp *C.gpucc_copy
+	if len(d.recCs) > 0 {
+		cp = &d.recCs[0]
+	}
+	C.gpucc_record(r, dp, C.size_t(len(d.recDs)), cp, C.size_t(len(d.recCs)))
+	if r.err != 0 {
+		return errors.New("wgpu: recording: " + C.GoString(&r.msg[0]))
+	}
+	d.n.Submits++
+	return nil
+}
