@@ -189,6 +189,8 @@ func TestLoadRefuses(t *testing.T) {
 		{"initializers over the storage limit", mlp, onnx.Options{Limits: ir.Limits{MaxStorageBytes: 64}, InputShapes: map[string][]int{"x": {2, 3}}}, ir.CodeLimitExceeded, "storage limit of 64"},
 		{"constant over the element limit", model(13, graph([]msg{node("ConstantOfShape", "big", []string{"s"}, []string{"c"}), node("Add", "n", []string{"x", "c"}, []string{"y"})}, []msg{int64s("s", []int64{2}, 1<<20, 1<<20)}, []msg{valueInfo("x", 2, 3)}, []msg{valueInfo("y", 2, 3)})), onnx.Options{}, ir.CodeLimitExceeded, "elements per tensor"},
 		{"raw data of the wrong size", one([]msg{node("Add", "n", []string{"x", "W"}, []string{"y"})}, floats("W", []int64{2, 3}, 1, 2)), onnx.Options{}, ir.CodeInvalidGraph, "raw_data holds 8 bytes"},
+		// FuzzLoadOps (f9095a2ba69f5e21): no exponent, no tensor; the rule gave none, an internal error.
+		{"Pow of an empty exponent", model(13, graph([]msg{node("Pow", "p", []string{"x", "e"}, []string{"y"})}, []msg{floats("e", []int64{0})}, []msg{valueInfo("x", 2, 1)}, []msg{valueInfo("y", 2, 0)})), onnx.Options{}, ir.CodeUnsupported, `Pow node "p" (opset 13): an empty exponent`},
 		{"undefined input", one([]msg{node("Relu", "n", []string{"nope"}, []string{"y"})}), onnx.Options{}, ir.CodeInvalidGraph, `input "nope" is not defined`},
 		{"truncated", mlp[:len(mlp)-7], onnx.Options{}, ir.CodeInvalidGraph, "malformed ONNX model"},
 		{"no graph", msg(nil).varint(1, 8), onnx.Options{}, ir.CodeInvalidGraph, "no graph"},

@@ -852,6 +852,9 @@ func powOp(c *importer) ([]value, *ir.Error) {
 	if !ok {
 		return nil, c.invalid("shapes %v and %v do not broadcast", x.Shape(), e.Shape)
 	}
+	if e.Len() == 0 { // no exponent, no power: x broadcasts to empty
+		return nil, c.refuse("an empty exponent (shape %v): an empty result; gpucc's tensors are not empty", e.Shape)
+	}
 	pow := func(n int64) ir.Tensor {
 		if n == 0 {
 			return c.b.Full(shape, 1)
