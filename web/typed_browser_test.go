@@ -121,13 +121,18 @@ func TestTypedOnPage(t *testing.T) {
 }
 
 func typedOnPage(t *testing.T, backend string) {
+	casesOnPage(t, backend, typedPageCases(t, backend, testing.Short()))
+}
+
+// casesOnPage runs typed cases in the page on backend, each against
+// cpuref.EvalTyped (typedOnPage's check).
+func casesOnPage(t *testing.T, backend string, cases []irtest.Case) {
 	start := time.Now()
 	// A hang guard, not a speed bound: the typed kernels' subnormal-exact
 	// arithmetic (bddd3d0) and webgl2's kept sums (f75ce46) made the
 	// shaders larger, and SwiftShader compiles each node's: webgl2 took
 	// 217 s at load 8 and 596 s at load 12 here (2026-12-04).
 	ctx := page(t, "?life=0", 5*pageDeadline)
-	cases := typedPageCases(t, backend, testing.Short())
 	ran, faults, flushed := 0, 0, 0
 	// The time of each group of cases (limits, fault, typed/DTYPE, random,
 	// islands), logged at the end: what to shrink when the suite is slow.
