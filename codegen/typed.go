@@ -234,3 +234,12 @@ func TypedCast(from, to ir.DType) TypedCastRule {
 // significand is each float dtype's significand bits, its leading one
 // included.
 var significand = map[ir.DType]int{ir.F32: 24, ir.F16: 11, ir.BF16: 8}
+
+// CheckedU64 reports whether node n computes a uint64 value that may be
+// 2^63 or more (an arithmetic row, a cast, a reduction), which uint64's
+// int64 carrier does not hold (ir.DType): its kernel checks each result's
+// sign bit and faults (the reference refuses the value, unsupported). A
+// view, a gather or a where moves values already checked.
+func CheckedU64(n *ir.Node) bool {
+	return n.DType == ir.U64 && n.Op != ir.OpInput && n.Op != ir.OpFull && n.Op != ir.OpWhere && TypedMoves[n.Op] == nil
+}

@@ -20,10 +20,10 @@ import (
 //
 // uint64 is carried in int64 too: its values are [0, 2^63-1], and a value
 // beyond (an input, a cast, an op's result) is refused by name, never
-// reinterpreted. float64 and uint64 are computed by the reference (the
-// cpu backend) only, and int16 and uint16 by the reference, C (native,
-// wasm) and WGSL (webgpu): the other targets refuse them by name
-// (DeviceDTypes); protocol v1 names none of the four (ProtocolDTypes). Everything else a dtype means is a row of dtypeTable: code
+// reinterpreted. float64 is computed by the reference (the cpu backend)
+// only, and int16, uint16 and uint64 by the reference, C (native, wasm)
+// and WGSL (webgpu): the other targets refuse them by name (DeviceDTypes);
+// protocol v1 names none of the four (ProtocolDTypes). Everything else a dtype means is a row of dtypeTable: code
 // asks the table (Size, IsFloat, Range, Wrap, …) instead of switching on
 // dtypes.
 type DType uint8
@@ -92,8 +92,8 @@ func DTypes() []DType {
 }
 
 // AllDTypes returns every dtype of the table, in table order: DTypes,
-// int16 and uint16 (DeviceDTypes beyond the protocol's) and the
-// reference's own (float64, uint64).
+// int16, uint16 and uint64 (DeviceDTypes beyond the protocol's) and the
+// reference's own, float64.
 func AllDTypes() []DType {
 	out := make([]DType, numDTypes)
 	for t := range out {
@@ -217,12 +217,14 @@ var (
 	// (C, WGSL, GLSL) holds.
 	ProtocolDTypes = SetOf(F32, F16, BF16, I32, I64, U8, I8, U32, Bool)
 	// DeviceDTypes are the dtypes the compiled targets of native, wasm and
-	// webgpu (C, WGSL) hold: the protocol's, and int16 and uint16, stored
-	// in 16 bits and computed as the other integers are (sign- or
-	// zero-extended, wrapped by the store). float64 and uint64 are the
+	// webgpu (C, WGSL) hold: the protocol's, int16 and uint16, stored in
+	// 16 bits and computed as the other integers are (sign- or
+	// zero-extended, wrapped by the store), and uint64 in its int64
+	// carrier, whose kernels fault on a result of 2^63 or more as the
+	// reference refuses it (codegen.CheckedU64). float64 is the
 	// reference's (cpu) only, refused by name elsewhere; WebGL2's typed
 	// passes hold ProtocolDTypes only.
-	DeviceDTypes = ProtocolDTypes | SetOf(I16, U16)
+	DeviceDTypes = ProtocolDTypes | SetOf(I16, U16, U64)
 	// F32Only is float32 alone: an op whose kernels compute float32 only.
 	F32Only = SetOf(F32)
 )
@@ -592,7 +594,7 @@ func RoundFloat64(t DType, x float64) float32 {
 // CheckDTypes returns unsupported naming the first node of g whose dtype
 // is not in set, and target (the backend that does not hold it), or nil:
 // a backend whose code holds only DeviceDTypes asks it before compiling,
-// so that float64 and uint64 (and on WebGL2 int16 and uint16) are refused by name, never
+// so that float64 (and on WebGL2 int16, uint16 and uint64) is refused by name, never
 // stored in another dtype's width.
 func CheckDTypes(g *Graph, set DTypeSet, target string) *Error {
 	for i := range g.Nodes {

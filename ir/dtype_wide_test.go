@@ -106,11 +106,16 @@ func TestConvertFloat64(t *testing.T) {
 }
 
 // TestCheckDTypes: a backend that holds DeviceDTypes refuses a graph with
-// a float64 or uint64 value by name, naming the node, and one that holds
-// ProtocolDTypes (webgl2) an int16 or uint16 value too.
+// a float64 value by name, naming the node, and one that holds
+// ProtocolDTypes (webgl2) an int16, uint16 or uint64 value too.
 func TestCheckDTypes(t *testing.T) {
-	if !ir.DeviceDTypes.Has(ir.I16) || !ir.DeviceDTypes.Has(ir.U16) || ir.ProtocolDTypes.Has(ir.I16) || ir.ProtocolDTypes.Has(ir.U16) {
-		t.Errorf("int16 and uint16 are device dtypes (%v) but not protocol v1's (%v)", ir.DeviceDTypes, ir.ProtocolDTypes)
+	for _, dt := range []ir.DType{ir.I16, ir.U16, ir.U64} {
+		if !ir.DeviceDTypes.Has(dt) || ir.ProtocolDTypes.Has(dt) {
+			t.Errorf("%v is a device dtype (%v) but not protocol v1's (%v)", dt, ir.DeviceDTypes, ir.ProtocolDTypes)
+		}
+	}
+	if ir.DeviceDTypes.Has(ir.F64) {
+		t.Errorf("float64 is the reference's only, not a device dtype (%v)", ir.DeviceDTypes)
 	}
 	for _, dt := range []ir.DType{ir.F64, ir.I16, ir.U16, ir.U64} {
 		set := ir.DeviceDTypes

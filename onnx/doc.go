@@ -35,9 +35,9 @@
 // does not overflow.
 //
 // A graph input of float64, int16, uint16 or uint64 keeps its dtype: ir's
-// dtypes beyond protocol v1's, computed by the cpu backend (int16 and
-// uint16 by native, wasm and webgpu too) and refused by name by the other
-// backends. float64 is never narrowed: the elementwise rows that name
+// dtypes beyond protocol v1's, computed by the cpu backend (int16, uint16
+// and uint64 by native, wasm and webgpu too) and refused by name by the
+// other backends. float64 is never narrowed: the elementwise rows that name
 // it, Cast, Where, Gather, CumSum (cumSumOp), Einsum and the reductions
 // whose every step is a float64 row compute it in float64; any other op
 // refuses it by name. Einsum (einsum.go) multiplies its operands over the

@@ -357,7 +357,7 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		dt := DataType(in.elemType)
 		irt, ok := dt.irDType()
 		if !ok {
-			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool, and float64, int16, uint16 and uint64 (on the cpu backend; int16 and uint16 on native, wasm and webgpu too)", ir.Quote(in.name), dt)
+			return ir.Errorf(ir.CodeUnsupported, -1, field, "input %s has element type %v; gpucc's dtypes are float32, float16, bfloat16, int32, int64, uint8, int8, uint32 and bool, and float64, int16, uint16 and uint64 (float64 on the cpu backend only)", ir.Quote(in.name), dt)
 		}
 		shape, err := c.inputShape(in, opts, field)
 		if err != nil {

@@ -129,10 +129,10 @@ static t_i64 mod_i64(t_i64 a, t_i64 b, int *fault) {
 
 // StorageType returns the C type that holds one element of t in memory:
 // float for float32, the 16 bits of float16 and bfloat16, the integer of
-// the dtype's width, a byte for bool.
+// the dtype's width (uint64 its int64 carrier, ir.DType), a byte for bool.
 func StorageType(t ir.DType) string {
 	return [...]string{ir.F32: "float", ir.F16: "t_u16", ir.BF16: "t_u16", ir.I32: "t_i32", ir.I64: "t_i64",
-		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8", ir.I16: "t_i16", ir.U16: "t_u16"}[t]
+		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8", ir.I16: "t_i16", ir.U16: "t_u16", ir.U64: "t_i64"}[t]
 }
 
 // typedLoad returns the C of a stored element x of t as its computing

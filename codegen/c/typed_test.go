@@ -40,7 +40,9 @@ func typedCases() []typedCase {
 	var cs []typedCase
 	var device []ir.DType // protocol v1's and int16 and uint16
 	for _, t := range ir.AllDTypes() {
-		if ir.DeviceDTypes.Has(t) {
+		// uint64's rows are int64's; its range check is the typed
+		// graph's (EmitTypedGraph), which TestTypedU64Backends runs.
+		if ir.DeviceDTypes.Has(t) && t != ir.U64 {
 			device = append(device, t)
 		}
 	}

@@ -13,16 +13,19 @@ import (
 const (
 	FaultInteger = 1 // an integer division or modulo by zero, a cast with no answer (ir.CodeIntegerFault)
 	FaultIndex   = 2 // a gather index outside its axis (ir.CodeInvalidInput)
+	FaultU64     = 3 // a uint64 result of 2^63 or more, which its int64 carrier does not hold (ir.CodeUnsupported)
 )
 
 // FaultCode returns the error code of fault flag f (FaultInteger,
-// FaultIndex); false for any other value.
+// FaultIndex, FaultU64); false for any other value.
 func FaultCode(f int32) (ir.Code, bool) {
 	switch f {
 	case FaultInteger:
 		return ir.CodeIntegerFault, true
 	case FaultIndex:
 		return ir.CodeInvalidInput, true
+	case FaultU64:
+		return ir.CodeUnsupported, true
 	}
 	return "", false
 }
@@ -48,6 +51,9 @@ func EmitTypedGraph(g *ir.Graph, name string) (string, error) {
 	for i := range g.Nodes {
 		if err := emitTypedNode(&b, &defs, g, i); err != nil {
 			return "", err
+		}
+		if n := &g.Nodes[i]; codegen.CheckedU64(n) { // uint64's carrier: a result's sign bit is 2^63
+			fmt.Fprintf(&b, "\tfor (t_i64 i = 0; i < %d; i++) { if (((t_i64 *)b[%d])[i] < 0) { fault[0] = %d; fault[1] = %d; return; } }\n", n.Shape.Len(), i, FaultU64, i)
 		}
 	}
 	b.WriteString("}\n")

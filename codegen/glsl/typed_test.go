@@ -28,7 +28,7 @@ func TestTypedPassesCompile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cases := append(append(irtest.TypedLimits(), irtest.TypedFaults()...), irtest.Typed()...)
-	cases = append(cases, irtest.Typed16()...) // refused by name: int16 and uint16 are not the GLSL typed path's
+	cases = append(append(cases, irtest.Typed16()...), irtest.TypedU64()...) // refused by name: int16, uint16 and uint64 are not the GLSL typed path's
 	for seed := range 8 {
 		cases = append(cases, irtest.Case{Name: "random", Graph: irtest.RandomTyped(uint64(seed), 12)})
 	}

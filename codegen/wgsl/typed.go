@@ -32,6 +32,7 @@ import (
 const (
 	FaultInteger = 1 // an integer division or modulo by zero, a cast with no answer (ir.CodeIntegerFault)
 	FaultIndex   = 2 // a gather index outside its axis (ir.CodeInvalidInput)
+	FaultU64     = 3 // a uint64 result of 2^63 or more, which its int64 carrier does not hold (ir.CodeUnsupported)
 )
 
 // typedPrelude is the WGSL of the typed rows: the int64 words' arithmetic
@@ -239,7 +240,7 @@ func loadFn(name, buf string, t ir.DType) string {
 		x = "t_of_i32(bitcast<i32>(" + buf + "[e]))"
 	case ir.U32:
 		x = "vec2<u32>(" + buf + "[e], 0u)"
-	case ir.I64:
+	case ir.I64, ir.U64:
 		x = "vec2<u32>(" + buf + "[2u * e], " + buf + "[2u * e + 1u])"
 	case ir.U8, ir.Bool:
 		x = "vec2<u32>((" + buf + "[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu, 0u)"
@@ -298,7 +299,7 @@ func PackTyped(v cpuref.Value) []byte {
 			binary.LittleEndian.PutUint16(out[2*k:], ir.F16Bits(v.F[k]))
 		case ir.BF16:
 			binary.LittleEndian.PutUint16(out[2*k:], ir.BF16Bits(v.F[k]))
-		case ir.I64:
+		case ir.I64, ir.U64:
 			binary.LittleEndian.PutUint64(out[8*k:], uint64(v.I[k]))
 		case ir.I32, ir.U32:
 			binary.LittleEndian.PutUint32(out[4*k:], uint32(v.I[k]))
@@ -327,7 +328,7 @@ func UnpackTyped(t ir.DType, n int, b []byte) cpuref.Value {
 			v.F[k] = ir.F16Float(binary.LittleEndian.Uint16(b[2*k:]))
 		case ir.BF16:
 			v.F[k] = ir.BF16Float(binary.LittleEndian.Uint16(b[2*k:]))
-		case ir.I64:
+		case ir.I64, ir.U64:
 			v.I[k] = int64(binary.LittleEndian.Uint64(b[8*k:]))
 		case ir.I32:
 			v.I[k] = int64(int32(binary.LittleEndian.Uint32(b[4*k:])))
@@ -771,8 +772,12 @@ func typedShader(g *ir.Graph, i int, args []int, body, defs []string, consts []f
 	fmt.Fprintf(&b, "\tlet w = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
 	fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n", threads)
 	switch {
-	case n.DType == ir.I64:
-		b.WriteString("\tlet v = value(w);\n\tout0[2u * w] = v.x;\n\tout0[2u * w + 1u] = v.y;\n")
+	case n.DType.Size() == 8:
+		b.WriteString("\tlet v = value(w);\n")
+		if codegen.CheckedU64(n) { // uint64's carrier: a result's sign bit is 2^63
+			fmt.Fprintf(&b, "\tif (t_isneg(v)) { t_fault(w, %du); }\n", FaultU64)
+		}
+		b.WriteString("\tout0[2u * w] = v.x;\n\tout0[2u * w + 1u] = v.y;\n")
 	case per == 1:
 		fmt.Fprintf(&b, "\tout0[w] = %s;\n", storeBits(n.DType, "value(w)"))
 	default:
@@ -838,14 +843,17 @@ func wideMain(b *strings.Builder, s *codegen.Shader, g *ir.Graph, i int, body []
 			fmt.Fprintf(b, "\t\tif ((t & %du) == 0u) { sh[t] = %s; }\n\t\tworkgroupBarrier();\n", 2*st-1, combine("sh[t]", fmt.Sprintf("sh[t + %du]", st)))
 		}
 		switch {
-		case n.DType == ir.I64:
+		case n.DType.Size() == 8:
+			if codegen.CheckedU64(n) {
+				fmt.Fprintf(b, "\t\tif (t == 0u && t_isneg(sh[0])) { t_fault(w, %du); }\n", FaultU64)
+			}
 			b.WriteString("\t\tif (t == 0u) { out0[2u * w] = sh[0].x; out0[2u * w + 1u] = sh[0].y; }\n")
 		default:
 			fmt.Fprintf(b, "\t\tif (t == 0u) { x = x | (%s << %du); }\n", storeBits(n.DType, "sh[0]"), 32/per*l)
 		}
 		b.WriteString("\t\tworkgroupBarrier();\n\t}\n")
 	}
-	if n.DType != ir.I64 {
+	if n.DType.Size() != 8 {
 		b.WriteString("\tif (t == 0u) { out0[w] = x; }\n")
 	}
 	b.WriteString("}\n")

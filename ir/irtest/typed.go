@@ -29,6 +29,9 @@ func IntExtremes(t ir.DType, seed uint64, n int) []int64 {
 		if v < lo || v > hi {
 			v = t.Wrap(v)
 		}
+		if v < lo { // uint64's carrier: 2^63 and up are not its values
+			v &= math.MaxInt64
+		}
 		out[i] = v
 	}
 	return out

@@ -14,9 +14,9 @@ import (
 // answer (division by zero, casts out of range). Each is cpuref's to
 // check against, as Typed's are.
 func Typed16() []Case {
-	var device []ir.DType
+	var device []ir.DType // uint64's casts are TypedU64's: a negative int16 has no uint64 value
 	for _, t := range ir.AllDTypes() {
-		if ir.DeviceDTypes.Has(t) {
+		if ir.DeviceDTypes.Has(t) && t != ir.U64 {
 			device = append(device, t)
 		}
 	}

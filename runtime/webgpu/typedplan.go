@@ -42,6 +42,8 @@ func typedFault(faults []uint32) error {
 			return &backend.TypedFault{Code: ir.CodeIntegerFault, Node: i}
 		case wgsl.FaultIndex:
 			return &backend.TypedFault{Code: ir.CodeInvalidInput, Node: i}
+		case wgsl.FaultU64:
+			return &backend.TypedFault{Code: ir.CodeUnsupported, Node: i}
 		default:
 			return &backend.Error{Code: ir.CodeInternal, Backend: "webgpu", Err: fmt.Errorf("a typed kernel set fault %d at node %d", f, i)}
 		}
