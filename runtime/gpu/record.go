@@ -58,12 +58,13 @@ static void gpucc_rec_error(int type, char const *message, void *u) {
 }
 
 // gpucc_record records the dispatches into one compute pass, then the
-// copies, between timestamps when r->ts_set is set, and submits them: the
+// copies, between timestamps when r->ts_set is set, and submits them
+// (unless !submit: BenchmarkRecord times the recording alone): the
 // whole recording inside one validation error scope (WGPUErrorFilter_Validation
 // is 0), popped before the submission, so that a recording with an error
 // is released and never submitted (wgpu-native aborts the process on an
 // invalid submission).
-static void gpucc_record(gpucc_rec *r, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc) {
+static void gpucc_record(gpucc_rec *r, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc, int submit) {
 	wgpuDevicePushErrorScope(r->device, 0);
 	gpuccHandle enc = wgpuDeviceCreateCommandEncoder(r->device, NULL);
 	if (r->ts_set != NULL) {
@@ -90,7 +91,7 @@ static void gpucc_record(gpucc_rec *r, gpucc_dispatch const *ds, size_t nd, gpuc
 	gpuccHandle cmd = wgpuCommandEncoderFinish(enc, NULL);
 	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
 	wgpuCommandEncoderRelease(enc);
-	if (r->err == 0) {
+	if (r->err == 0 && submit) {
 		wgpuQueueSubmit(r->queue, 1, &cmd);
 	}
 	if (cmd != NULL) {
@@ -177,6 +178,11 @@ type copyOp struct {
 // validation error comes back with wgpu's message and nothing is
 // submitted. d.mu is held.
 func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, timed bool) error {
+	return d.recordRun(ds, bgs, copies, timed, true)
+}
+
+// recordRun is recordSubmit, which submits only when submit is set.
+func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, timed, submit bool) error {
 	d.n.Encoders++
 	d.n.Scopes++
 	if d.rec == nil {
@@ -215,10 +221,16 @@ func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []cop
 	if len(d.recCs) > 0 {
 		cp = &d.recCs[0]
 	}
-	C.gpucc_record(r, dp, C.size_t(len(d.recDs)), cp, C.size_t(len(d.recCs)))
+	s := C.int(0)
+	if submit {
+		s = 1
+	}
+	C.gpucc_record(r, dp, C.size_t(len(d.recDs)), cp, C.size_t(len(d.recCs)), s)
 	if r.err != 0 {
 		return errors.New("wgpu: recording: " + C.GoString(&r.msg[0]))
 	}
-	d.n.Submits++
+	if submit {
+		d.n.Submits++
+	}
 	return nil
 }

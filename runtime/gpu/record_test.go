@@ -104,3 +104,104 @@ func TestRecordErrors(t *testing.T) {
 		check("after an error")
 	}
 }
+
+// BenchmarkRecord times the recording of a warm timed run of one
+// dispatch, without its submission (whose cost on lavapipe is the
+// kernel's, run inside it): through the binding, one call and one error
+// scope each for the encoder, the two timestamps, the pass's end, the
+// resolve, the copy and the finish (the path until 2026-12-05), against
+// recordRun's one cgo call and one scope.
+func BenchmarkRecord(b *testing.B) {
+	d := openDevice(b)
+	p, err := d.Compile(fixedWGSL, "main", []BindingKind{ReadOnlyStorage, Storage})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Release()
+	src, dst := mustBuffer(b, d, 256, "src"), mustBuffer(b, d, 256, "dst")
+	defer src.Release()
+	defer dst.Release()
+	ds := []Dispatch{{Pipeline: p, Buffers: []*Buffer{src, dst}, Groups: [3]uint32{1, 1, 1}}}
+	if _, _, err := d.RunTimed(ds); err != nil {
+		b.Fatal(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	timed := d.tsQuery != nil
+	bg, err := d.bindGroup(&ds[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("timestamps: %v", timed)
+	b.Run("binding", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := bindingRecord(d, ds, bg, timed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-scope", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, timed, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-scope-untimed", func(b *testing.B) {
+		for b.Loop() {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, false, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("empty", func(b *testing.B) { // an encoder finished with nothing in it
+		for b.Loop() {
+			if err := d.recordRun(nil, nil, nil, false, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// bindingRecord records ds as record did through the binding until
+// 2026-12-05, without submitting.
+func bindingRecord(d *Device, ds []Dispatch, bg *wgpu.BindGroup, timed bool) error {
+	enc, err := d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return err
+	}
+	defer enc.Release()
+	if timed {
+		if err := enc.WriteTimestamp(d.tsQuery, 0); err != nil {
+			return err
+		}
+	}
+	pass := enc.BeginComputePass(nil)
+	pass.SetPipeline(ds[0].Pipeline.pipe)
+	pass.SetBindGroup(0, bg, nil)
+	pass.DispatchWorkgroups(1, 1, 1)
+	err = pass.End()
+	pass.Release()
+	if err != nil {
+		return err
+	}
+	if timed {
+		if err := enc.WriteTimestamp(d.tsQuery, 1); err != nil {
+			return err
+		}
+		if err := enc.ResolveQuerySet(d.tsQuery, 0, 2, d.tsResolve, 0); err != nil {
+			return err
+		}
+		if err := enc.CopyBufferToBuffer(d.tsResolve, 0, d.tsRead, 0, 16); err != nil {
+			return err
+		}
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	cmd.Release()
+	return nil
+}
