@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,8 +97,8 @@ func Read(r io.Reader, maxElements int64) (*Array, error) {
 	for _, d := range a.Shape {
 		n *= d
 	}
-	data := make([]byte, n*size)
-	if _, err := io.ReadFull(r, data); err != nil {
+	data, err := readFull(r, n*size)
+	if err != nil {
 		return nil, fmt.Errorf("npy: reading %d values of %s: %w", n, a.DType, unexpected(err))
 	}
 	var extra [1]byte
@@ -174,6 +175,24 @@ func Read(r io.Reader, maxElements int64) (*Array, error) {
 		}
 	}
 	return a, nil
+}
+
+// readFull reads exactly n bytes from r into a buffer that grows as they
+// arrive (doubling from 64 KiB), so a header that claims more values than
+// the file holds costs about what the file holds, not the claim.
+func readFull(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, 64<<10))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n-len(buf), cap(buf)))
+		}
+		k, err := io.ReadFull(r, buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, err // io.EOF: unexpected, as the caller says
+		}
+	}
+	return buf, nil
 }
 
 // parseHeader reads the header's dict: descr, fortran_order and shape.

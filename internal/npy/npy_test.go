@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -283,6 +284,37 @@ func TestNarrowDTypes(t *testing.T) {
 		back, err := Read(&buf, 1<<20)
 		if err != nil || !sameBits(back, a) {
 			t.Errorf("%s read back: %+v, %v", a.DType, back, err)
+		}
+	}
+}
+
+// TestReadClaimsMore: a header that claims more values than the file
+// holds is refused as truncated, allocating about what the file holds:
+// a 128-byte file claiming 2^20 float64 values allocated their 8 MiB
+// before it read the first.
+func TestReadClaimsMore(t *testing.T) {
+	for _, n := range []int{0, 8, 1 << 16, 3<<16 + 5} {
+		file := save("<f8", []int{1 << 20}, false, make([]byte, n))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Read(bytes.NewReader(file), 1<<20)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+			t.Errorf("%d bytes of 2^23: %v, want unexpected EOF", n, err)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 4*uint64(len(file))+128<<10 {
+			t.Errorf("%d bytes of 2^23 allocated %d", n, d)
+		}
+	}
+	// Whole files read as before, at and around the growth's steps.
+	for _, n := range []int{1, 8191, 8192, 8193, 1 << 17} {
+		vs := make([]uint64, n)
+		for i := range vs {
+			vs[i] = uint64(i) * 0x9e3779b97f4a7c15
+		}
+		a, err := Read(bytes.NewReader(save("<i8", []int{n}, false, le64(vs...))), 1<<20)
+		if err != nil || len(a.Int64) != n || uint64(a.Int64[n-1]) != vs[n-1] {
+			t.Errorf("%d int64 values: %v", n, err)
 		}
 	}
 }
