@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
+	"github.com/gpucc/gpucc/passes"
 )
 
 // The static-cache rewrite (issue 33): a step model whose cache grows by
@@ -182,32 +183,47 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 		out.Nodes = append(out.Nodes, n)
 		return ir.NodeID(len(out.Nodes) - 1)
 	}
-	var slots, posC ir.NodeID = -1, -1
 	posShape, posAt := ir.Shape{1}, ir.NodeID(-1) // posAt: the added position input
 	if addPosition {
 		posAt = emit(ir.Node{Op: ir.OpInput, Name: StepPosition, DType: ir.I64, Shape: posShape, Ints: []int64{0}})
 	} else {
 		posShape = nodes[pos].Shape
 	}
-	// rows returns a [capacity] 0/1 of slot op position, and 1 - it.
-	rows := func(op ir.Op) ir.NodeID {
-		if slots < 0 {
-			data := make([]float32, capacity)
-			for i := range data {
-				data[i] = float32(i)
-			}
-			slots = emit(ir.Node{Op: ir.OpInput, Shape: ir.Shape{capacity}, Data: data})
+	// The position as float32 (exact: positions are below capacity, far
+	// below 2^24), the one typed node the rewrite adds; everything after
+	// it is float32, so it runs in the step's float kernels.
+	posF := ir.NodeID(-1)
+	position := func(s ir.Shape) ir.NodeID {
+		if posF < 0 {
 			if posAt < 0 {
 				posAt = at[pos]
 			}
 			f := emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{posAt}, Shape: slices.Clone(posShape)})
-			f = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{f}, Shape: ir.Shape{1}})
-			posC = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{f}, Shape: ir.Shape{capacity}})
+			posF = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{f}, Shape: ir.Shape{1}})
 		}
-		b := emit(ir.Node{Op: op, Args: []ir.NodeID{slots, posC}, Shape: ir.Shape{capacity}, DType: ir.Bool})
-		return emit(ir.Node{Op: ir.OpCast, Args: []ir.NodeID{b}, Shape: ir.Shape{capacity}})
+		r := emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{posF}, Shape: ones(len(s))})
+		return emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{r}, Shape: slices.Clone(s)})
 	}
-	var write, hide ir.NodeID = -1, -1
+	// slots returns a new constant of the rows' indices 0 … capacity-1
+	// along axis 2 of s, broadcast to s: each cache its own input, which
+	// passes.cse never merges, so that no comparison with the position is
+	// shared between caches (a shared one is stored at the cache's size
+	// and read back by each: a broadcast with several readers stays a
+	// buffer).
+	slots := func(s ir.Shape, axis int) ir.NodeID {
+		rs := ones(len(s))
+		rs[axis] = capacity
+		data := make([]float32, capacity)
+		for i := range data {
+			data[i] = float32(i)
+		}
+		in := emit(ir.Node{Op: ir.OpInput, Shape: rs, Data: data})
+		if rs.Equal(s) {
+			return in
+		}
+		return emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{in}, Shape: slices.Clone(s)})
+	}
+	hide := ir.NodeID(-1)
 	catOf := map[ir.NodeID]concat{}
 	for _, c := range cats {
 		catOf[c.present] = c
@@ -223,14 +239,18 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 		}
 		switch c, ok := catOf[id]; {
 		case ok:
+			// present = mask(row == position, row) + mask(1 - it, past):
+			// one elementwise kernel a cache, reading the past, the row, the
+			// slots and the position through views and writing the present.
 			s := slices.Clone(n.Shape) // [batch, heads, capacity, head_dim]
-			if write < 0 {
-				w := rows(ir.OpEqual)
-				write = emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{w}, Shape: ir.Shape{1, 1, capacity, 1}})
-			}
-			w := emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{write}, Shape: s})
-			neg := emit(ir.Node{Op: ir.OpNeg, Args: []ir.NodeID{write}, Shape: ir.Shape{1, 1, capacity, 1}})
-			keep := emit(ir.Node{Op: ir.OpAddScalar, Args: []ir.NodeID{neg}, Shape: ir.Shape{1, 1, capacity, 1}, Scalar: 1})
+			rs := ones(len(s))
+			rs[2] = capacity
+			sl, p := slots(rs, 2), position(rs)
+			w := emit(ir.Node{Op: ir.OpEqual, Args: []ir.NodeID{sl, p}, Shape: rs})
+			w = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{w}, Shape: s})
+			gt := emit(ir.Node{Op: ir.OpGreater, Args: []ir.NodeID{sl, p}, Shape: rs})
+			lt := emit(ir.Node{Op: ir.OpGreater, Args: []ir.NodeID{p, sl}, Shape: rs})
+			keep := emit(ir.Node{Op: ir.OpAdd, Args: []ir.NodeID{gt, lt}, Shape: rs}) // 1 where slot ≠ position
 			keep = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{keep}, Shape: s})
 			row := emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{at[c.row]}, Shape: s})
 			a := emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{w, row}, Shape: s})
@@ -242,11 +262,12 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 			n.Data = make([]float32, n.Shape.Len())
 			at[i] = emit(n)
 		case hidden(id):
-			if hide < 0 {
-				h := rows(ir.OpGreater)
+			if hide < 0 { // -Inf for the keys past the position: slot - position > 0
+				ks := ir.Shape{capacity}
+				d := emit(ir.Node{Op: ir.OpSub, Args: []ir.NodeID{slots(ks, 0), position(ks)}, Shape: ks})
 				inf := emit(ir.Node{Op: ir.OpFull, Shape: ir.Shape{}, Scalar: float32(math.Inf(-1))})
-				inf = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{inf}, Shape: ir.Shape{capacity}})
-				hide = emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{h, inf}, Shape: ir.Shape{capacity}})
+				inf = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{inf}, Shape: ks})
+				hide = emit(ir.Node{Op: ir.OpMask, Args: []ir.NodeID{d, inf}, Shape: ks})
 			}
 			if masked[id] { // the model's own mask plus the length mask: m + -0 is m, m + -Inf is -Inf
 				n.Args[3] = ownMask(emit, nodes[nodes[i].Args[3]].Shape, n.Args[3], hide, len(n.Shape), capacity)
@@ -318,6 +339,15 @@ func growing(g *ir.Graph, sig *onnx.Signature, pairs []CachePair) bool {
 	return len(pairs) > 0
 }
 
+// ones returns the shape of r dimensions of 1.
+func ones(r int) ir.Shape {
+	s := make(ir.Shape, r)
+	for k := range s {
+		s[k] = 1
+	}
+	return s
+}
+
 // argShapes returns the shapes of n's arguments.
 func argShapes(nodes []ir.Node, n *ir.Node) []ir.Shape {
 	s := make([]ir.Shape, len(n.Args))
@@ -340,5 +370,47 @@ func (d *Decoder) Explain() string {
 	if d.grown != nil {
 		c = "cache: " + d.grown.String()
 	}
-	return d.convention() + "\n" + c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
+	e := d.convention() + "\n" + c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
+	if sc, ok := d.stepCost(); ok {
+		e += fmt.Sprintf("\nstep: %d kernels in %d compiled segments, writing %d bytes and reading %d (the caches: %d bytes, each present written whole)", sc.kernels, sc.segments, sc.cost.BytesWritten, sc.cost.BytesRead, sc.caches)
+	}
+	return e
+}
+
+// stepCost is what one decoding step's compiled kernels do, counted from
+// their plans (passes.KernelCost): kernels, bytes written and read.
+type stepCost struct {
+	kernels, segments int
+	cost              passes.Cost
+	caches            int64 // the bytes of the presents
+}
+
+// stepCost counts the step's kernels and bytes where its plans are known
+// here: a float32 graph's plan, or a typed graph's compiled float segments
+// (native, wasm: the typed segments' few gathers and casts are not
+// counted); not a backend that runs the whole typed graph itself (webgpu,
+// cpu), for which ok is false.
+func (d *Decoder) stepCost() (sc stepCost, ok bool) {
+	var plans []*Plan
+	switch e := d.exe; {
+	case e.split != nil:
+		for _, s := range e.split.segs {
+			if s.plan != nil && len(s.plan.Program.Kernels) > 0 {
+				plans = append(plans, s.plan)
+			}
+		}
+	case e.plan != nil:
+		plans = append(plans, e.plan)
+	default:
+		return sc, false
+	}
+	for _, p := range plans {
+		sc.segments++
+		sc.kernels += len(p.Program.Kernels)
+		sc.cost = sc.cost.Add(passes.ProgramCost(p.Program))
+	}
+	for _, p := range d.pairs {
+		sc.caches += 4 * int64(p.Shape.Len())
+	}
+	return sc, true
 }

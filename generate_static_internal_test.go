@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -111,5 +112,74 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 			cache[n] = st["present."+n[len("past_key_values."):]]
 		}
 		token = argmax(st[StepLogits])
+	}
+}
+
+// TestStaticCacheStepCost: the static-cache rewrite's step (gpt2kv_grow,
+// 128 rows) compiles on native and wasm to one float segment whose
+// kernels write each present once, whole, and nothing else of the cache's
+// size: 27 kernels writing 140,800 bytes a step, of which the 4 presents
+// are 131,072 (the model's own static cache, gpt2kv.onnx, writes 272,384).
+// The rewrite wrote 337,920 bytes in 30 kernels of 2 float segments before:
+// its write mask was a bool compared and cast in a typed segment, so each
+// row, broadcast to the cache's shape, crossed to the next segment as a
+// buffer, and the mask's broadcast, shared by the 4 caches, was stored at
+// the cache's size and read back by each. The same tokens and logits' bits
+// are TestGenerateGrowingCache's.
+func TestStaticCacheStepCost(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("onnx", "testdata", "transformers", "gpt2kv_grow.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1e11, NonFinite: true, MaxElements: 1 << 26}
+	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, be := range []string{"native", "wasm"} {
+		t.Run(be, func(t *testing.T) {
+			rt, err := Open(context.Background(), Options{Backend: be, Limits: limits})
+			if err != nil {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+					t.Fatal(err)
+				}
+				t.Skipf("%s: %v", be, err)
+			}
+			defer rt.Close()
+			d, err := rt.NewDecoder(context.Background(), m, DecoderOptions{MaxLen: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			sc, ok := d.stepCost()
+			if !ok {
+				t.Fatal("no step cost on", be)
+			}
+			const present = 4 * 4 * 128 * 16
+			if sc.caches != 4*present || sc.segments != 1 || sc.cost.BytesWritten > sc.caches+16<<10 {
+				t.Errorf("%d kernels in %d segments writing %d bytes (the caches %d); want 1 segment writing the caches and at most 16 KiB more", sc.kernels, sc.segments, sc.cost.BytesWritten, sc.caches)
+			}
+			whole := 0
+			for _, s := range d.exe.split.segs {
+				if s.plan == nil {
+					continue
+				}
+				p := s.plan.Program
+				for _, k := range p.Kernels {
+					for _, o := range k.Outputs {
+						if 4*p.Buffers[o].Len >= present {
+							whole++
+						}
+					}
+				}
+			}
+			if whole != 4 {
+				t.Errorf("%d buffers of the cache's size written a step; want the 4 presents", whole)
+			}
+			if !strings.Contains(d.Explain(), fmt.Sprintf("step: %d kernels in 1 compiled segments, writing %d bytes", sc.kernels, sc.cost.BytesWritten)) {
+				t.Errorf("Explain = %q", d.Explain())
+			}
+			t.Logf("%s: %d kernels, %d bytes written, %d read a step", be, sc.kernels, sc.cost.BytesWritten, sc.cost.BytesRead)
+		})
 	}
 }
