@@ -2,11 +2,14 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/internal/npy"
@@ -84,5 +87,65 @@ func TestONNXPickerNpy(t *testing.T) {
 		if r := runPicked(t, ctx, "cpu"); r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) {
 			t.Errorf("%s: %+v, want invalid_input", c.name, r.Error)
 		}
+	}
+}
+
+// saveNpy writes a as a .npy file at path.
+func saveNpy(t *testing.T, path string, a *npy.Array) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := npy.Write(&buf, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestONNXPickerNpyConstant: the page fixes an input at import from a
+// .npy file, as gpucc run --const NAME=FILE.npy does (onnxconst.Npy, the
+// command line's reader): Silero VAD v5 with its int64 sample rate sr
+// from a file holding 16000 gives, on every browser backend, cpuref's
+// bits of the model loaded with sr = 16000. A file of another dtype, a
+// truncated one, none chosen, or a typed value naming a file (the page
+// reads no file by name) are invalid_input.
+func TestONNXPickerNpyConstant(t *testing.T) {
+	ctx := page(t, "?life=0", onnxDeadline)
+	runRealModel(t, ctx, realPageModel{name: "silero_vad_v5", shapes: map[string][]int{"input": {1, 512}, "state": {2, 1, 128}},
+		scale: 1, consts: map[string]int64{"sr": 16000}, npyConsts: true}, 30*time.Second)
+	sr := evalString(t, ctx, `String(demo.onnx.signature.inputs.findIndex(p => p.name === "sr"))`)
+	dir := t.TempDir()
+	f32 := filepath.Join(dir, "f32.npy")
+	saveNpy(t, f32, &npy.Array{DType: "float32", Shape: []int{}, Float32: []float32{16000}})
+	i64 := filepath.Join(dir, "i64.npy")
+	saveNpy(t, i64, &npy.Array{DType: "int64", Shape: []int{}, Int64: []int64{16000}})
+	b, err := os.ReadFile(i64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.npy")
+	if err := os.WriteFile(short, b[:len(b)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, file, source, value, msg string }{
+		{"float32 file", f32, "constnpy", "", "sr.npy holds float32; the model's input is int64"},
+		{"truncated file", short, "constnpy", "", "sr.npy: "},
+		{"a name typed", "", "const", "sr.npy", "the page reads no file by name"},
+	} {
+		if c.file != "" {
+			pick(t, ctx, "#onnxData-"+sr, c.file)
+		}
+		evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxSource-%s").value = %q,
+			document.getElementById("onnxConst-%s").value = %q, "")`, sr, c.source, sr, c.value))
+		r := runPicked(t, ctx, "cpu")
+		if r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) || !strings.Contains(r.Error.Message, c.msg) {
+			t.Errorf("%s: %+v, want invalid_input saying %q", c.name, r.Error, c.msg)
+		}
+	}
+	// No file chosen: the page's own check, before gpucc.
+	evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxData-%s").value = "",
+		document.getElementById("onnxSource-%s").value = "constnpy", "")`, sr, sr))
+	if r := runPicked(t, ctx, "cpu"); r.Error == nil || r.Error.Code != string(ir.CodeInvalidInput) || !strings.Contains(r.Error.Message, "no .npy file chosen") {
+		t.Errorf("no file: %+v, want invalid_input", r.Error)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpucc/gpucc/cpuref"
+	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/internal/testmodels"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -37,13 +38,13 @@ import (
 func TestRealModelsPage(t *testing.T) {
 	ctx := page(t, "?life=0", onnxDeadline)
 	for _, m := range []realPageModel{
-		{"hey_jarvis_v0.1", nil, 1, nil, nil},
-		{"alexa_v0.1", nil, 1, nil, nil},
-		{"melspectrogram", map[string][]int{"input": {1, 1760}}, 4096, nil, nil},
-		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, nil},
+		{"hey_jarvis_v0.1", nil, 1, nil, nil, false},
+		{"alexa_v0.1", nil, 1, nil, nil, false},
+		{"melspectrogram", map[string][]int{"input": {1, 1760}}, 4096, nil, nil, false},
+		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, nil, false},
 		// v5 takes its sample rate as an int64 input sr, which the page
 		// fixes at import (its constant field): the If on it folds.
-		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, map[string]int64{"sr": 16000}},
+		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, nil, map[string]int64{"sr": 16000}, false},
 	} {
 		t.Run(m.name, func(t *testing.T) { runRealModel(t, ctx, m, 30*time.Second) })
 	}
@@ -102,14 +103,14 @@ func ocrPageModels(short bool) []realPageModel {
 	if short {
 		fast := []string{"webgl2", "cpu"}
 		return []realPageModel{
-			{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, fast, nil},
-			{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, fast, nil},
+			{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, fast, nil, false},
+			{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, fast, nil, false},
 		}
 	}
 	return []realPageModel{
-		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, nil, nil},
-		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, nil, nil},
-		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, nil, nil},
+		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, nil, nil, false},
+		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, nil, nil, false},
+		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, nil, nil, false},
 	}
 }
 
@@ -128,6 +129,10 @@ type realPageModel struct {
 	// consts fixes int64 inputs at import through the page's constant
 	// fields (gpucc run's --const), the reference with the same values.
 	consts map[string]int64
+	// npyConsts gives each of consts as a .npy file of one int64 of the
+	// input's shape, picked with the source "constant from the .npy file"
+	// (gpucc run's --const NAME=FILE.npy), instead of typed.
+	npyConsts bool
 }
 
 // runRealModel picks m in the page, types its shapes, gives random data as
@@ -154,6 +159,13 @@ func runRealModel(t *testing.T, ctx context.Context, m realPageModel, poll time.
 	pickModel(t, ctx, model)
 	dir := t.TempDir()
 	for i, p := range sig.Inputs {
+		if v, ok := m.consts[p.Name]; ok && m.npyConsts {
+			file := filepath.Join(dir, fmt.Sprintf("const%d.npy", i))
+			saveNpy(t, file, &npy.Array{DType: "int64", Shape: []int{}, Int64: []int64{v}})
+			pick(t, ctx, fmt.Sprintf("#onnxData-%d", i), file)
+			evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxSource-%d").value = "constnpy", "")`, i))
+			continue
+		}
 		if v, ok := m.consts[p.Name]; ok {
 			// typed into the input's constant field, as a visitor would
 			evalString(t, ctx, fmt.Sprintf(`(document.getElementById("onnxConst-%d").value = "%d",

@@ -36,11 +36,11 @@ func TestWasmPage(t *testing.T) {
 func wasmPageModels(short bool) []realPageModel {
 	wasm := []string{"wasm"}
 	ms := []realPageModel{
-		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, nil},
-		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, wasm, nil},
-		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, map[string]int64{"sr": 16000}},
-		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, wasm, nil},
-		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, wasm, nil},
+		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, nil, false},
+		{"ppocr_v2_cls", map[string][]int{"x": {1, 3, 48, 192}}, 1, wasm, nil, false},
+		{"silero_vad_v5", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}, 1, wasm, map[string]int64{"sr": 16000}, false},
+		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 160}}, 1, wasm, nil, false},
+		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 160, 160}}, 1, wasm, nil, false},
 	}
 	if short {
 		return ms[:3]

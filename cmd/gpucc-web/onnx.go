@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"syscall/js"
 	"time"
 
@@ -51,8 +52,9 @@ type onnxResult struct {
 // onnx package (options.inputShapes binds dynamic dimensions by input
 // name, as gpucc's --input-shape does; options.constants fixes inputs at
 // import, as --const does: {sr: "16000"}, each value a string of
-// comma-separated values or a number, a boolean or an array of them, read
-// by internal/onnxconst as the command line reads --const), binds options.inputs (a
+// comma-separated values or a number, a boolean or an array of them, or a
+// .npy file's bytes, read by internal/onnxconst as the command line reads
+// --const NAME=VALUE and NAME=FILE.npy), binds options.inputs (a
 // Float32Array or an array of numbers per input name; an input not given
 // stays zero) and runs the graph on options.backend. The limits are sized
 // to the model as gpucc run sizes them (internal/modellimits; the page
@@ -67,6 +69,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 		inputs map[string][]float32
 		npys   map[string][]byte
 		specs  map[string]string
+		files  map[string][]byte
 	)
 	if err == nil {
 		var o js.Value
@@ -80,7 +83,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 			npys, err = npyFiles(o, maxN)
 		}
 		if err == nil {
-			specs, err = constantSpecs(o, maxN)
+			specs, files, err = constantSpecs(o, maxN)
 		}
 	}
 	return promise(func() ([]byte, error) {
@@ -91,7 +94,7 @@ func runONNX(_ js.Value, args []js.Value) any {
 			return nil, err
 		}
 		start := time.Now()
-		consts, err := onnxconst.Parse(model, modellimits.Caps(int64(len(model))), specs, nil)
+		consts, err := onnxconst.Parse(model, modellimits.Caps(int64(len(model))), specs, constantFile(files))
 		if err != nil {
 			return nil, err
 		}
@@ -210,43 +213,76 @@ func parseONNXOptions(o js.Value, maxN int64) (shapes map[string][]int, inputs m
 
 // constantSpecs reads options.constants ({name: value}): each value is
 // the text of --const's VALUE, "V0,V1,…", or a number, a boolean or an
-// array of them, which JavaScript's String writes as that text. A value's
-// text is bounded by 32 bytes for each of maxN values.
-func constantSpecs(o js.Value, maxN int64) (specs map[string]string, err error) {
+// array of them, which JavaScript's String writes as that text; or a
+// .npy file's bytes (a Uint8Array or an ArrayBuffer), as --const
+// NAME=FILE.npy reads a file: its spec is then npyConstantPath(name) and
+// its bytes files[name]. A value's text is bounded by 32 bytes for
+// each of maxN values, a file by maxN values of 8 bytes.
+func constantSpecs(o js.Value, maxN int64) (specs map[string]string, files map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			specs, err = nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "reading gpucc.runONNX's options.constants: %v", r)
+			specs, files, err = nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "reading gpucc.runONNX's options.constants: %v", r)
 		}
 	}()
 	if o.Type() != js.TypeObject {
-		return nil, nil
+		return nil, nil, nil
 	}
 	c := o.Get("constants")
 	if c.Type() == js.TypeUndefined || c.Type() == js.TypeNull {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if c.Type() != js.TypeObject {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "options.constants must be an object of input names to values, got %s", c.Type())
+		return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "constants", "options.constants must be an object of input names to values, got %s", c.Type())
 	}
-	specs = map[string]string{}
+	specs, files = map[string]string{}, map[string][]byte{}
 	names := js.Global().Get("Object").Get("keys").Invoke(c)
 	for i := range names.Length() {
 		name := names.Index(i).String()
 		v := c.Get(name)
+		if v.InstanceOf(js.Global().Get("ArrayBuffer")) {
+			v = js.Global().Get("Uint8Array").New(v)
+		}
+		if v.InstanceOf(js.Global().Get("Uint8Array")) {
+			if n := int64(v.Get("length").Int()); n > 128+8*maxN+(64<<10) {
+				return nil, nil, ir.LimitErrorf("MaxElements", -1, "const "+name, "the constant of %s: a .npy file of %d bytes holds more than %d values", ir.Quote(name), n, maxN)
+			}
+			b := make([]byte, v.Get("length").Int())
+			js.CopyBytesToGo(b, v)
+			specs[name], files[name] = npyConstantPath(name), b
+			continue
+		}
 		switch v.Type() {
 		case js.TypeString, js.TypeNumber, js.TypeBoolean, js.TypeObject:
 		default:
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean or an array of them, got %s", ir.Quote(name), v.Type())
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean, an array of them or a .npy file's bytes, got %s", ir.Quote(name), v.Type())
 		}
 		if v.Type() == js.TypeObject && !js.Global().Get("Array").Call("isArray", v).Bool() {
-			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean or an array of them, got an object", ir.Quote(name))
+			return nil, nil, ir.Errorf(ir.CodeInvalidInput, -1, "const "+name, "the constant of %s must be a string, a number, a boolean, an array of them or a .npy file's bytes, got an object", ir.Quote(name))
 		}
 		if v.Type() == js.TypeObject && int64(v.Length()) > maxN || v.Type() == js.TypeString && int64(len(v.String())) > 32*maxN {
-			return nil, ir.LimitErrorf("MaxElements", -1, "const "+name, "the constant of %s has more than %d values", ir.Quote(name), maxN)
+			return nil, nil, ir.LimitErrorf("MaxElements", -1, "const "+name, "the constant of %s has more than %d values", ir.Quote(name), maxN)
 		}
 		specs[name] = js.Global().Get("String").Invoke(v).String()
 	}
-	return specs, nil
+	return specs, files, nil
+}
+
+// npyConstantPath is the spec of input name's constant given as a .npy
+// file's bytes, which errors name.
+func npyConstantPath(name string) string { return name + ".npy" }
+
+// constantFile reads a constant given as a .npy file's bytes (files, by
+// input name, from constantSpecs) with the command line's reader
+// (onnxconst.Npy). A page has no files by name: a text value ending in
+// .npy, which has no bytes under its input's name, is invalid_input.
+func constantFile(files map[string][]byte) onnxconst.File {
+	return func(path string, dt onnx.DataType, maxElements int64, field string) (*onnx.Tensor, error) {
+		b, ok := files[strings.TrimPrefix(field, "const ")]
+		if !ok {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "the page reads no file by name (%s): give the .npy file's bytes (a Uint8Array) as the constant", ir.Quote(path))
+		}
+		return onnxconst.Npy(bytes.NewReader(b), path, dt, maxElements, field)
+	}
 }
 
 // float32s copies a Float32Array (by its bytes, so every bit pattern

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/internal/onnxconst"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -62,9 +61,6 @@ func constantsFor(raw []byte, limits ir.Limits, specs map[string]string, files b
 	return onnxconst.Parse(raw, limits, specs, file)
 }
 
-// npyTypes maps a .npy dtype to the ONNX type it fixes.
-var npyTypes = map[string]onnx.DataType{"float32": onnx.Float32, "float64": onnx.Float64, "int32": onnx.Int32, "int64": onnx.Int64, "bool": onnx.Bool}
-
 // npyConstant reads the .npy file path as a constant of type dt.
 func npyConstant(path string, dt onnx.DataType, maxElements int64, field string) (*onnx.Tensor, error) {
 	f, err := os.Open(path)
@@ -72,14 +68,7 @@ func npyConstant(path string, dt onnx.DataType, maxElements int64, field string)
 		return nil, ir.Errorf(ir.CodeIO, -1, field, "%v", err)
 	}
 	defer f.Close()
-	a, err := npy.Read(f, maxElements)
-	if err != nil {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s: %v", path, err)
-	}
-	if npyTypes[a.DType] != dt {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s holds %s; the model's input is %v", path, a.DType, dt)
-	}
-	return &onnx.Tensor{Type: dt, Shape: a.Shape, Float32: a.Float32, Float64: a.Float64, Int64: a.Int64}, nil
+	return onnxconst.Npy(f, path, dt, maxElements, field)
 }
 
 // readModel reads an ONNX model within the limits' graph bytes (one more

@@ -7,11 +7,13 @@ package onnxconst
 
 import (
 	"bytes"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -19,6 +21,24 @@ import (
 // File reads a constant's value from the .npy file path for an input of
 // type dt (field names it in errors). Only the command line has one.
 type File func(path string, dt onnx.DataType, maxElements int64, field string) (*onnx.Tensor, error)
+
+// npyTypes maps a .npy dtype to the ONNX type it fixes.
+var npyTypes = map[string]onnx.DataType{"float32": onnx.Float32, "float64": onnx.Float64, "int32": onnx.Int32, "int64": onnx.Int64, "bool": onnx.Bool}
+
+// Npy reads a .npy file (internal/npy: its shape, at most maxElements
+// values) as a constant of type dt: the file's dtype must be dt's. what
+// names the file in errors (a path, or the page's "file of NAME"); a file
+// gpucc cannot read or of another dtype is invalid_input.
+func Npy(r io.Reader, what string, dt onnx.DataType, maxElements int64, field string) (*onnx.Tensor, error) {
+	a, err := npy.Read(r, maxElements)
+	if err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s: %v", what, err)
+	}
+	if npyTypes[a.DType] != dt {
+		return nil, ir.Errorf(ir.CodeInvalidInput, -1, field, "%s holds %s; the model's input is %v", what, a.DType, dt)
+	}
+	return &onnx.Tensor{Type: dt, Shape: a.Shape, Float32: a.Float32, Float64: a.Float64, Int64: a.Int64}, nil
+}
 
 // Parse reads the model raw's signature within limits and makes a
 // constant of each spec (input NAME to VALUE) for its input: VALUE is a

@@ -35,14 +35,17 @@
       rows.push(`<tr><td>${esc(p.name)}</td><td>${esc(p.type || "–")}</td><td>${esc(dims(p.shape))}</td>` +
         `<td><input type="text" id="onnxShape-${i}" value="${given}" placeholder="${esc(named || "D0,D1,…")}"></td>` +
         `<td><select id="onnxSource-${i}"><option value="random">random (seed ${i + 1})</option><option value="file">file</option>` +
-        `<option value="const"${p.type === "float32" ? "" : " selected"}>constant</option></select> ` +
+        `<option value="const"${p.type === "float32" ? "" : " selected"}>constant</option>` +
+        `<option value="constnpy">constant from the .npy file</option></select> ` +
         `<input type="file" id="onnxData-${i}"> <input type="text" id="onnxConst-${i}" placeholder="V0,V1,… (fixed at import)"></td></tr>`);
     });
     $("onnxInputs").innerHTML = rows.join("");
     $("onnxOutputs").innerHTML = "<tr><th>output</th><th>type</th><th>model's shape</th></tr>" +
       sig.outputs.map((p) => `<tr><td>${esc(p.name)}</td><td>${esc(p.type || "–")}</td><td>${esc(dims(p.shape))}</td></tr>`).join("");
     sig.inputs.forEach((_, i) => {
-      $(`onnxData-${i}`).addEventListener("change", () => { $(`onnxSource-${i}`).value = "file"; });
+      $(`onnxData-${i}`).addEventListener("change", () => {
+        if ($(`onnxSource-${i}`).value !== "constnpy") $(`onnxSource-${i}`).value = "file";
+      });
       $(`onnxConst-${i}`).addEventListener("input", () => { $(`onnxSource-${i}`).value = "const"; });
     });
   }
@@ -130,6 +133,14 @@
           // Fixed at import, as gpucc run --const NAME=V0,V1,… does: what
           // is computed from it folds (a VAD's sample rate and its If).
           constants[p.name] = $(`onnxConst-${i}`).value.trim();
+          continue;
+        }
+        if ($(`onnxSource-${i}`).value === "constnpy") {
+          // As gpucc run --const NAME=FILE.npy: the file's dtype must be
+          // the input's, its shape binds the input's.
+          const f = $(`onnxData-${i}`).files[0];
+          if (!f) throw { code: "invalid_input", message: `input ${p.name}: no .npy file chosen for its constant` };
+          constants[p.name] = new Uint8Array(await f.arrayBuffer());
           continue;
         }
         const f = $(`onnxSource-${i}`).value === "file" ? $(`onnxData-${i}`).files[0] : null;
