@@ -120,6 +120,17 @@ type RunOptions struct {
 	// dtype (Tensor.Ints' values); naming any other output is an error
 	// (invalid_input).
 	IntoInts map[string][]int64
+	// NoWait lets a run whose outputs all stay on the device (each named
+	// in Keep) return once its kernels are queued, without waiting for
+	// the GPU: on webgpu a run that waits pays a round trip to the GPU
+	// and its timestamps' readback beyond the recording. The kept
+	// outputs are usable at once, as inputs of the next run or by Read,
+	// which the device orders after the kernels that write them; errors
+	// are found before anything is queued. Its Timings then hold the
+	// wall time of queueing the kernels, not their time on the GPU
+	// (DispatchClock "wall"). A run with a host output waits as always,
+	// and so does every run on the other backends and of a typed graph.
+	NoWait bool
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
@@ -149,11 +160,26 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.exe.Run(ctx, r.call) }); err != nil {
+	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.runBackend(ctx, r.call, opts.NoWait) }); err != nil {
 		return nil, e.failed(r, err)
 	}
 	r.adopt()
 	return r.finish(ctx, start)
+}
+
+// queuer is a backend executable that can queue a run whose outputs all
+// stay on the device without waiting for it (webgpu's RunQueued).
+type queuer interface {
+	RunQueued(ctx context.Context, call *backend.Call) error
+}
+
+// runBackend runs call on the backend, queued when noWait and the
+// backend can; rt.mu held.
+func (e *Executable) runBackend(ctx context.Context, call *backend.Call, noWait bool) error {
+	if q, ok := e.exe.(queuer); ok && noWait {
+		return q.RunQueued(ctx, call)
+	}
+	return e.exe.Run(ctx, call)
 }
 
 // run is one run of an Executable between begin and finish.

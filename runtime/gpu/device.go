@@ -37,7 +37,8 @@ type Device struct {
 	byID       map[uint64]map[string]struct{} // the keys of bindGroups naming each pipeline or buffer id
 	spare      []spareBuf                     // staging buffers for SubmitReads, idle
 
-	recorder // recordSubmit's memory (record.go)
+	recorder     // recordSubmit's memory (record.go)
+	queued   int // submissions left queued since the queue was last idle (maxQueued)
 
 	// n counts the calls made to wgpu (calls.go), for tests that pin
 	// what a run asks of it.
@@ -235,6 +236,22 @@ func maxNap(software bool) time.Duration {
 // naps between polls at once.
 func (d *Device) wait() {
 	d.pollUntil(func(idle bool) bool { return idle })
+	d.queued = 0
+}
+
+// maxQueued bounds the submissions a device leaves queued without waiting
+// for the GPU (Submit, SubmitReads): the one that reaches it waits until
+// the queue is idle, so that a loop of runs that never waits (queued
+// resident runs, launches whose Wait comes late) cannot queue without end
+// while the GPU falls behind. A variable so that tests can make it small.
+var maxQueued = 64
+
+// queuedOne counts a submission left queued and waits for the queue once
+// maxQueued are; d.mu is held.
+func (d *Device) queuedOne() {
+	if d.queued++; d.queued >= maxQueued {
+		d.wait()
+	}
 }
 
 // pollUntil polls the device without blocking until done, given each

@@ -331,6 +331,7 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, copies []copyOp, w
 		return 0, false, errorf(op, "%w", err)
 	}
 	if !wait {
+		d.queuedOne()
 		return 0, false, nil
 	}
 	if !timed && len(maps) == 0 {

@@ -74,8 +74,9 @@ func countsCall(t testing.TB, d *device, exe backend.Executable, resident, keep 
 
 // TestRunCounts pins what a warm run asks of wgpu, by kind of call
 // (gpu.Counts), for the runs whose cost beyond their kernels issue 35
-// measures: a resident run of one kernel and of three, a Launch and its
-// Wait, and a run from host inputs to a host output. A change that adds
+// measures: a resident run of one kernel and of three, waiting and queued
+// (RunQueued), a Launch and its Wait, and a run from host inputs to a
+// host output. A change that adds
 // a submission, a wait, an error scope, a bind group, a buffer, a write
 // or a map to one of them fails here: the H200 is not at hand to time
 // it, so the calls are counted instead. Each run's output is cpuref's,
@@ -89,10 +90,13 @@ func TestRunCounts(t *testing.T) {
 		resident bool
 		keep     bool
 		launch   bool
+		queued   bool // RunQueued
 		want     gpu.Counts
 	}{
 		{name: "resident", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true,
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1}},
+		{name: "resident-queued", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, queued: true,
+			want: gpu.Counts{Submits: 1, Scopes: 1, Encoders: 1}},
 		{name: "resident3", exe: func() backend.Executable { return threeKernels(t, d) }, resident: true, keep: true,
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1}},
 		{name: "launch", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, launch: true,
@@ -126,6 +130,10 @@ func TestRunCounts(t *testing.T) {
 						t.Fatal(err)
 					}
 					if err := pd.Wait(ctx); err != nil {
+						t.Fatal(err)
+					}
+				} else if tc.queued {
+					if err := exe.(*executable).RunQueued(ctx, call); err != nil {
 						t.Fatal(err)
 					}
 				} else if err := exe.Run(ctx, call); err != nil {
@@ -181,7 +189,9 @@ func BenchmarkRunCost(b *testing.B) {
 		name           string
 		resident, keep bool
 		launch         bool
-	}{{"resident", true, true, false}, {"launch-kept", true, true, true}, {"host", false, false, false}} {
+		queued         bool
+	}{{"resident", true, true, false, false}, {"resident-queued", true, true, false, true}, {"launch-kept", true, true, true, false},
+		{"host", false, false, false, false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			exe := reluMulAdd(b, d, 1024)
 			call := countsCall(b, d, exe, tc.resident, tc.keep)
@@ -198,6 +208,10 @@ func BenchmarkRunCost(b *testing.B) {
 						err = pd.Wait(ctx)
 					}
 					if err != nil {
+						b.Fatal(err)
+					}
+				} else if tc.queued {
+					if err := exe.(*executable).RunQueued(ctx, &c); err != nil {
 						b.Fatal(err)
 					}
 				} else if err := exe.Run(ctx, &c); err != nil {
