@@ -54,8 +54,13 @@ func Scatter(i int, op ir.Op, s ir.Scatter, data, upd, idx Value) (Value, error)
 		rule := comb.Info().Int
 		for u, at := range targets {
 			v, _ := rule(t, out.I[at], upd.I[u])
-			if out.I[at] = t.Wrap(v); !t.InRange(out.I[at]) {
-				return Value{}, beyondU64(i, op, at)
+			out.I[at] = t.Wrap(v)
+		}
+		// A uint64 result of 2^63 or more has no carrier; one that passes
+		// 2^63 on its way and wraps back below does (as a reduction's).
+		for e, v := range out.I {
+			if !t.InRange(v) {
+				return Value{}, beyondU64(i, op, e)
 			}
 		}
 	}

@@ -56,7 +56,8 @@ func randomScatter(r *rand.Rand, b *ir.Builder, op ir.Op, x ir.Tensor, find func
 // ScatterLimits returns scatters at the limits, each output against the
 // reference: int64 and int32 add and mul wrapping, max and min at the
 // ends of the range, -0 against +0, float16 subnormals and rounding after
-// each update, bool's or and and, a scalar update, and (built with
+// each update, bool's or and and, a scalar update, a uint64 add that
+// passes 2^63 and wraps back into the carrier, and (built with
 // ir.Limits{NonFinite: true}: run them under that policy) NaN payloads
 // and -Inf meeting max, min, add and the last-wins rule.
 func ScatterLimits() []Case {
@@ -82,6 +83,15 @@ func ScatterLimits() []Case {
 			}
 		})
 	}
+	add("uint64-carrier", false, func(b *ir.Builder) {
+		// 2^62 + 2^62 passes 2^63, + 2^63 more wraps past 2^64 to 0: the
+		// carrier holds the result (no fault), as a sum's wrap does.
+		x := b.TypedInput("x", ir.U64, ir.Shape{2}, nil, []int64{1 << 62, 5})
+		i := b.TypedInput("i", ir.I64, ir.Shape{3, 1}, nil, []int64{0, 0, 0})
+		u := b.TypedInput("u", ir.U64, ir.Shape{3}, nil, []int64{1 << 62, 1 << 62, 1 << 62})
+		b.Output("add", x.ScatterND(i, u, ir.ScatterAdd))
+		b.Output("max", x.ScatterND(i, u, ir.ScatterMax))
+	})
 	add("bool", false, func(b *ir.Builder) {
 		x := b.TypedInput("x", ir.Bool, ir.Shape{4}, nil, []int64{0, 1, 0, 1})
 		i := b.TypedInput("i", ir.I32, ir.Shape{5}, nil, []int64{0, 0, 1, 2, -1})
@@ -126,7 +136,8 @@ func ScatterLimits() []Case {
 
 // ScatterFaults returns scatters whose indices leave their dimension (the
 // first past the end, the first before -d, the int64 and int32 extremes,
-// in a later index row of several): each run fails with invalid_input.
+// in a later index row of several): each run fails with invalid_input;
+// and a uint64 add that ends at 2^63, which has no carrier (unsupported).
 func ScatterFaults() []Case {
 	var cs []Case
 	for _, v := range []int64{3, -4, math.MaxInt64, math.MinInt64, math.MaxInt32 + 1} {
@@ -142,7 +153,11 @@ func ScatterFaults() []Case {
 		b.Output("y", y.ScatterElements(j, b.TypedInput("u", ir.I64, ir.Shape{2, 2}, nil, []int64{9, 9, 9, 9}), 1, ir.ScatterNone))
 		cs = append(cs, Case{"scatter-fault/elements-" + itoa64(v), must(b)})
 	}
-	return cs
+	b := ir.NewBuilder() // a uint64 sum of 2^63: no carrier, refused (unsupported)
+	x := b.TypedInput("x", ir.U64, ir.Shape{2}, nil, []int64{1 << 62, 5})
+	i := b.TypedInput("i", ir.I32, ir.Shape{2}, nil, []int64{0, -1})
+	b.Output("y", x.ScatterElements(i, b.TypedInput("u", ir.U64, ir.Shape{2}, nil, []int64{1 << 62, 1}), 0, ir.ScatterAdd))
+	return append(cs, Case{"scatter-fault/uint64-2^63", must(b)})
 }
 
 // RandomScatters returns a random graph of three scatters in a chain over
