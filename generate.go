@@ -28,7 +28,9 @@ import (
 //   - position: int64, one element (shape [1]): its position, which is the
 //     cache row the step writes (0 for the first token);
 //   - past_key_values.N.key and past_key_values.N.value for N = 0, 1, …:
-//     float32 [batch, heads, max_len, head_dim], the cache before the step;
+//     float32 [batch, heads, max_len, head_dim], the cache before the step
+//     (or float16, kept as float16 between steps: the model's presents
+//     rounded at the write; not yet for a cache that grows);
 //     axis 2 is the cache's length, a dynamic dimension bound to
 //     DecoderOptions.MaxLen (any other dynamic dimension is bound to 1);
 //   - outputs logits (float32, its last axis the vocabulary; one row) and,
@@ -98,6 +100,10 @@ const MaxDecoderBatch = 256
 type CachePair struct {
 	Past, Present string
 	Shape         ir.Shape
+	// DType is the cache's dtype: float32, or float16 (a model that
+	// rounds its presents to float16 at the write, as fp16 exports keep
+	// their cache; the static convention only so far).
+	DType ir.DType
 }
 
 // Decoder runs greedy decoding of an ONNX step model (the convention
@@ -215,8 +221,9 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			}
 			shapes[p.Name] = s
 		case pastName.MatchString(p.Name):
-			if p.Type != "float32" {
-				return nil, unsupported("input %s is %s, want float32", ir.Quote(p.Name), p.Type)
+			dt, ok := ir.ParseDType(p.Type)
+			if !ok || dt != ir.F32 && dt != ir.F16 {
+				return nil, unsupported("input %s is %s, want float32 or float16", ir.Quote(p.Name), p.Type)
 			}
 			if len(p.Shape) != 4 {
 				return nil, unsupported("input %s has shape %v, want [batch, heads, max_len, head_dim]", ir.Quote(p.Name), p.Shape)
@@ -245,7 +252,7 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			if _, ok := outputs[present]; !ok {
 				return nil, unsupported("input %s has no output %s to pair with", ir.Quote(p.Name), ir.Quote(present))
 			}
-			pairs = append(pairs, CachePair{Past: p.Name, Present: present, Shape: s})
+			pairs = append(pairs, CachePair{Past: p.Name, Present: present, Shape: s, DType: dt})
 		default:
 			return nil, unsupported("input %s is none of the step's inputs", ir.Quote(p.Name))
 		}
@@ -279,6 +286,11 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 	}
 	d := &Decoder{rt: rt, maxLen: maxLen, pairs: pairs, batch: batch, hf: hf, merged: merged}
 	if growing(g, sig, pairs) { // rewrite to a static cache of maxLen rows (generate_static.go)
+		for _, p := range pairs {
+			if p.DType != ir.F32 {
+				return nil, unsupported("input %s is %v: a cache that grows a row a step is rewritten to a static one of float32 only so far", ir.Quote(p.Past), p.DType)
+			}
+		}
 		if maxLen < 2 {
 			return nil, ir.Errorf(ir.CodeInvalidInput, -1, "max_len", "decoding: max_len %d: a cache that grows a row a step is rewritten to a static one of at least 2 rows", maxLen)
 		}
@@ -318,8 +330,8 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 			d.vocab = n.Shape[len(n.Shape)-1]
 		}
 		for _, p := range pairs {
-			if o.Name == p.Present && (n.DType != ir.F32 || !n.Shape.Equal(p.Shape)) {
-				return nil, unsupported("output %s is %v %v; its past %s is float32 %v", ir.Quote(o.Name), n.DType, n.Shape, ir.Quote(p.Past), p.Shape)
+			if o.Name == p.Present && (n.DType != p.DType || !n.Shape.Equal(p.Shape)) {
+				return nil, unsupported("output %s is %v %v; its past %s is %v %v", ir.Quote(o.Name), n.DType, n.Shape, ir.Quote(p.Past), p.DType, p.Shape)
 			}
 		}
 	}
@@ -693,7 +705,7 @@ func (d *Decoder) newCache(ctx context.Context) (*kvCache, error) {
 	}
 	c.dev = map[string]*DeviceTensor{}
 	for _, p := range d.pairs {
-		t, err := d.rt.Upload(ctx, p.Shape, make([]float32, p.Shape.Len()))
+		t, err := d.rt.UploadTensor(ctx, Tensor{Shape: p.Shape, DType: p.DType, Data: make([]float32, p.Shape.Len())})
 		if err != nil {
 			c.release()
 			return nil, err
@@ -708,7 +720,7 @@ func (c *kvCache) toHost() *kvCache {
 	c.release()
 	c.host = map[string]Tensor{}
 	for _, p := range c.d.pairs {
-		c.host[p.Past] = Tensor{Shape: p.Shape, Data: make([]float32, p.Shape.Len())}
+		c.host[p.Past] = Tensor{Shape: p.Shape, DType: p.DType, Data: make([]float32, p.Shape.Len())}
 	}
 	return c
 }
