@@ -3,6 +3,7 @@ package onnx_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -105,5 +106,40 @@ func TestHostileModels(t *testing.T) {
 				t.Errorf("a model of %d bytes allocated %d bytes, over %d", len(tt.model), d, hostileAlloc(len(tt.model)))
 			}
 		})
+	}
+}
+
+// TestHostileInputs: graph inputs are charged against MaxStorageBytes at
+// 4 bytes an element at least, as every tensor of the import is, before
+// their placeholders (a bool's an int64 carrier) are made: 32 bool inputs
+// of 2^20 elements, a model of 1.7 KB, allocated 268 MB under the default
+// 32 MiB and were refused only at the last; now the ninth is refused,
+// within 2 bytes of carrier a byte of the limit.
+func TestHostileInputs(t *testing.T) {
+	var ins, nodes []msg
+	for i := range 32 {
+		n := fmt.Sprintf("b%d", i)
+		ins = append(ins, typedValueInfo(n, int64(onnx.Bool), 1<<20))
+		nodes = append(nodes, node("Cast", "", []string{n}, []string{"c" + n}, attrInt("to", 1)))
+	}
+	doc := model(13, graph(nodes, nil, ins, []msg{valueInfo("cb0", 1<<20)}))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
+	runtime.ReadMemStats(&after)
+	d := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes of model: %d allocated: %v", len(doc), d, err)
+	var ie *ir.Error
+	if !errors.As(err, &ie) || ie.Limit != "MaxStorageBytes" || !strings.Contains(ie.Field, "graph.input[8]") {
+		t.Errorf("Load: %v; want limit_exceeded of MaxStorageBytes at input 8", err)
+	}
+	if max := 2*uint64(ir.DefaultLimits().MaxStorageBytes) + 1<<20; d > max {
+		t.Errorf("allocated %d, over %d", d, max)
+	}
+	// Three import (with their casts to float32), as bool inputs.
+	doc = model(13, graph(nodes[:3], nil, ins[:3], []msg{valueInfo("cb2", 1<<20)}))
+	if g, err := onnx.Load(bytes.NewReader(doc), onnx.Options{}); err != nil || g.Nodes[g.Input("b2")].DType != ir.Bool {
+		t.Errorf("3 bool inputs of 2^20: %v", err)
 	}
 }

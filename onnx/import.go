@@ -367,7 +367,11 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		if n < 0 {
 			return ir.LimitErrorf("MaxElements", -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
 		}
-		if c.storage = ir.SatAdd(c.storage, ir.SatMul(int64(irt.Size()), n)); c.storage > c.l.MaxStorageBytes {
+		// Charged at 4 bytes an element at least, as every tensor of the
+		// import is (Options.Limits), before its placeholder is made: a
+		// bool's is an int64 carrier, and at its 1 byte 32 bool inputs of
+		// 2^20 in a 1.7 KB model allocated 268 MB under the default 32 MiB.
+		if c.storage = ir.SatAdd(c.storage, ir.SatMul(int64(max(irt.Size(), 4)), n)); c.storage > c.l.MaxStorageBytes {
 			return ir.LimitErrorf("MaxStorageBytes", -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
 		}
 		if len(in.name) > 256 {
