@@ -2,13 +2,10 @@ package onnx_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/internal/gpucctest"
+	"github.com/gpucc/gpucc/internal/nodetests"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 	_ "github.com/gpucc/gpucc/runtime/all"
@@ -38,22 +36,18 @@ const (
 // or skips when it is not installed and GPUCC_REQUIRE_ONNX is unset.
 func nodeTests(t *testing.T) string {
 	t.Helper()
-	py := "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		py = "python3"
-	}
-	if err := exec.Command(py, "-c", "import onnx, numpy").Run(); err != nil {
+	if err := nodetests.Available(); err != nil {
 		if os.Getenv("GPUCC_REQUIRE_ONNX") != "" {
 			t.Fatalf("GPUCC_REQUIRE_ONNX is set but python3-onnx cannot be imported: %v", err)
 		}
 		t.Skipf("python3-onnx is not installed (%v); set GPUCC_REQUIRE_ONNX to fail instead", err)
 	}
 	dir := t.TempDir()
-	out, err := exec.Command(py, "testdata/gen_node_tests.py", dir).CombinedOutput()
+	out, err := nodetests.Generate("testdata/gen_node_tests.py", dir)
 	if err != nil {
-		t.Fatalf("generating the node tests: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	t.Logf("%s", strings.TrimSpace(string(out)))
+	t.Logf("%s", out)
 	return dir
 }
 
@@ -68,33 +62,11 @@ type nodeTest struct {
 
 func readNodeTest(t *testing.T, dir, name string) nodeTest {
 	t.Helper()
-	nt := nodeTest{name: name, model: filepath.Join(dir, name, "model.onnx")}
-	ds := filepath.Join(dir, name, "test_data_set_0")
-	for _, kind := range []string{"input", "output"} {
-		for j := 0; ; j++ {
-			f, err := os.Open(filepath.Join(ds, fmt.Sprintf("%s_%d.pb", kind, j)))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tt, err := onnx.ReadTensor(f, ir.Limits{})
-			f.Close()
-			if err != nil { // a type gpucc does not read: the model is refused with why
-				if kind == "input" {
-					nt.unread = append(nt.unread, fmt.Sprintf("input %d: %v", j, err))
-				}
-				tt = nil
-			}
-			if kind == "input" {
-				nt.inputs = append(nt.inputs, tt)
-			} else {
-				nt.outputs = append(nt.outputs, tt)
-			}
-		}
+	nt, err := nodetests.Read(dir, name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nt
+	return nodeTest{name: nt.Name, model: nt.Model, inputs: nt.Inputs, outputs: nt.Outputs, unread: nt.Unread}
 }
 
 // load imports the test's model, fixing every input that is not float32

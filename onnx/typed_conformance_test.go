@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/internal/nodetests"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -87,33 +89,18 @@ var referenceDiffers = map[string]string{
 
 // onnxDTypes are the ONNX element types a graph input of gpucc's dtypes
 // takes.
-var onnxDTypes = map[onnx.DataType]ir.DType{onnx.Float32: ir.F32, onnx.Float16: ir.F16, onnx.BFloat16: ir.BF16,
-	onnx.Int32: ir.I32, onnx.Int64: ir.I64, onnx.Uint8: ir.U8, onnx.Int8: ir.I8, onnx.Uint32: ir.U32, onnx.Bool: ir.Bool,
-	onnx.Int16: ir.I16, onnx.Uint16: ir.U16, onnx.Uint64: ir.U64, onnx.Float64: ir.F64}
+var onnxDTypes = nodetests.DTypes
 
 // runTyped imports and runs one node test with its inputs at run time:
-// the model parsed and specialized to its data (Model.SpecializeValues),
-// which reads only the inputs whose values decide a shape.
+// the model parsed and specialized to its data (nodetests.Bind), which
+// reads only the inputs whose values decide a shape.
 func runTyped(t *testing.T, nt nodeTest) (bool, string) {
-	values := map[string]*onnx.Tensor{}
-	for _, in := range nt.inputs {
-		if in == nil {
-			return false, "refused: the test's " + strings.Join(nt.unread, "; ")
-		}
-		values[in.Name] = in
-	}
-	f, err := os.Open(nt.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := onnx.Parse(f, onnx.Options{})
-	var g *ir.Graph
-	var fixed []string
-	if err == nil {
-		g, fixed, err = m.SpecializeValues(context.Background(), values)
-	}
-	if err != nil {
+	g, err := nodetests.Bind(nodetests.Test{Name: nt.name, Model: nt.model, Inputs: nt.inputs, Unread: nt.unread})
+	var refusal *nodetests.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		return false, "refused: " + refusal.Why
+	case err != nil:
 		if c := gpucc.CodeOf(err); c == ir.CodeInvalidInput {
 			return false, "refused: the test's data does not fit its model: " + err.Error()
 		} else if c != ir.CodeUnsupported && c != ir.CodeLimitExceeded {
@@ -121,45 +108,7 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 		}
 		return false, "refused: " + err.Error()
 	}
-	consts := map[string]bool{}
-	for _, name := range fixed {
-		consts[name] = true
-	}
-	for _, in := range nt.inputs {
-		if consts[in.Name] {
-			continue
-		}
-		id := g.Input(in.Name)
-		if id < 0 {
-			return false, "refused: no input " + in.Name
-		}
-		n := &g.Nodes[id]
-		switch {
-		case in.Type == onnx.Uint16 && n.DType == ir.BF16 && slices.Equal(in.Shape, []int(n.Shape)):
-			// onnx 1.12's test data holds bfloat16 as uint16 bits.
-			n.Data = make([]float32, len(in.Int64))
-			for k, b := range in.Int64 {
-				n.Data[k] = ir.BF16Float(uint16(b))
-			}
-		case onnxDTypes[in.Type] != n.DType || !slices.Equal(in.Shape, []int(n.Shape)):
-			return false, fmt.Sprintf("refused: the test's data does not fit its model: input %s of %v %v, the graph's %v %v", in.Name, in.Type, in.Shape, n.DType, n.Shape)
-		case n.DType.IsFloat():
-			n.Data = in.Float32
-		case n.DType == ir.F64:
-			n.Ints = make([]int64, len(in.Float64))
-			for k, x := range in.Float64 {
-				n.Ints[k] = ir.F64Bits(x)
-			}
-		default:
-			n.Ints = in.Int64
-		}
-	}
-	// A model's run takes IEEE values, as gpucc run does for an .onnx
-	// model (its masks hold -Inf; IsNaN's tests hold NaN).
-	lim := ir.Limits{NonFinite: true}
-	if err := ir.Validate(g, lim); err != nil {
-		return false, "refused: " + err.Error()
-	}
+	lim := nodetests.Limits
 	if typedGraphSeen != nil { // TestNodeTestsTypedBackends runs it elsewhere too
 		typedGraphSeen(g)
 	}
