@@ -63,7 +63,10 @@
 #            verdict and the fused division's and online attention's bits on the driver, then softmax, layernorm,
 #            tanh, GELU [8192,1024] with and without the fused twins and attention 512-4096 d 64 (full-row
 #            default beside the online order), beside PyTorch eager only (no torch.compile: its compiles
-#            alone outlast such a visit)
+#            alone outlast such a visit); then enginequick (below)
+#   enginequick  issue 35's per-run cost in about 15 s (part of quick): the calls a warm run makes (TestRunCounts),
+#            its wall time waiting, queued (RunOptions.NoWait), launched and host to host, and the recording alone
+#            through the binding's calls beside one cgo call and one error scope
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -112,7 +115,7 @@ tests() {
 # benches FILE TIMEOUT BINARY PATTERN BENCHTIME [env...]: run benchmarks from the package's folder.
 benches() {
 	local file=$1 t=$2 bin=$3 pat=$4 n=$5 dir=.; shift 5
-	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; esac
+	case $bin in bench) dir=bench ;; onnx) dir=onnx ;; gpu) dir=runtime/gpu ;; webgpu) dir=runtime/webgpu ;; esac
 	(cd $dir && env "$@" timeout "$t" "$OLDPWD/$BIN/$bin.test" -test.run '^$' -test.bench "$pat" -test.benchtime "$n") >>"$OUT/$file" 2>>"$OUT/visit.log"
 	log "$bin $pat: exit $?"
 }
@@ -171,6 +174,19 @@ suite_quick() {
 	log "torch_nn.py: exit $?"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 512 2048 4096 >"$OUT/torch_attn.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"
+	suite_enginequick
+}
+# enginequick (about 15 s): issue 35's per-run cost on the driver, what lavapipe could only count
+# (TestRunCounts pins the calls: the same counts must hold here). RunCost: warm runs of relu(a*b+c) over
+# 1024 on a backend device, resident waiting, resident queued (RunOptions.NoWait, no wait and no map),
+# launched keeping the output, host in and out: us/run is the whole run's wall time, its kernel a few µs.
+# Record: one timed dispatch recorded without submitting, through the binding's calls (as until
+# 2026-12-05) against one cgo call and one error scope (runtime/gpu/record.go), untimed, and empty.
+suite_enginequick() {
+	tests quick_engine.txt 20 webgpu 'TestRunCounts'
+	benches quick_engine.txt 15 webgpu 'RunCost' 3000x
+	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
+	grep -h '^BenchmarkRunCost\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 suite_conv() {
 	warm
