@@ -40,3 +40,32 @@ func TestScatterBackends(t *testing.T) {
 		})
 	}
 }
+
+// TestScatterAtLoopBudget: a scatter whose GPU invocations loop the most
+// that ir.LoopBudget allows (65534 index rows a float32 element; lavapipe
+// ends an invocation's loops after 65535 iterations in all) still gives
+// cpu's bits on every typed backend: 65534 ones added to element 0 in
+// order, the last row's 7 stored in element 3 by none.
+func TestScatterAtLoopBudget(t *testing.T) {
+	const n = ir.LoopBudget - 1
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.F32, ir.Shape{4}, []float32{0.5, 1, 2, 3}, nil)
+	idx := make([]int64, n)
+	upd := make([]float32, n)
+	for k := range idx {
+		idx[k], upd[k] = int64(k%3), 1
+	}
+	idx[n-1], upd[n-1] = -1, 7
+	i := b.TypedInput("i", ir.I64, ir.Shape{n, 1}, nil, idx)
+	u := b.TypedInput("u", ir.F32, ir.Shape{n}, upd, nil)
+	b.Output("add", x.ScatterND(i, u, ir.ScatterAdd))
+	b.Output("none", x.ScatterND(i, u, ir.ScatterNone))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := open(t, "cpu")
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) { sameTyped(t, cpu, open(t, name), g) })
+	}
+}

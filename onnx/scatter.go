@@ -28,10 +28,19 @@ func (c *importer) scatterReduction() (ir.ScatterReduction, *ir.Error) {
 }
 
 // scatterOperands returns the data, the indices and the updates (of
-// data's dtype) of a scatter node.
-func (c *importer) scatterOperands() (data, idx, upd ir.Tensor, err *ir.Error) {
+// data's dtype) of a scatter node; empty is true, and idx and upd unset,
+// when the indices are a constant of no elements (then the updates must
+// be empty too): no update, the data unchanged. gpucc's tensors are
+// never empty, so only a constant can be.
+func (c *importer) scatterOperands() (data, idx, upd ir.Tensor, empty bool, err *ir.Error) {
 	if data, err = c.indexedData(0); err != nil {
 		return
+	}
+	if v := c.in(1); v != nil && !v.set && v.c != nil && v.c.Len() == 0 {
+		if u := c.in(2); u == nil || u.set || u.c == nil || u.c.Len() != 0 {
+			err = c.invalid("indices of shape %v (no element) with updates that are not empty", v.c.Shape)
+		}
+		return data, ir.Tensor{}, ir.Tensor{}, true, err
 	}
 	if idx, err = c.indices(1); err != nil {
 		return
@@ -43,13 +52,16 @@ func (c *importer) scatterOperands() (data, idx, upd ir.Tensor, err *ir.Error) {
 // scatterElementsOp is ScatterElements (and Scatter, its older name):
 // updates[p] goes to data at p with p[axis] = indices[p].
 func scatterElementsOp(c *importer) ([]value, *ir.Error) {
-	data, idx, upd, err := c.scatterOperands()
+	data, idx, upd, empty, err := c.scatterOperands()
 	if err != nil {
 		return nil, err
 	}
 	red, err := c.scatterReduction()
 	if err != nil {
 		return nil, err
+	}
+	if empty {
+		return one(rtValue(data))
 	}
 	ds, is := data.Shape(), idx.Shape()
 	r := len(ds)
@@ -72,13 +84,16 @@ func scatterElementsOp(c *importer) ([]value, *ir.Error) {
 // long) names a slice data[row, …], which the update of that row
 // replaces (or adds to, multiplies, or takes the maximum or minimum with).
 func scatterNDOp(c *importer) ([]value, *ir.Error) {
-	data, idx, upd, err := c.scatterOperands()
+	data, idx, upd, empty, err := c.scatterOperands()
 	if err != nil {
 		return nil, err
 	}
 	red, err := c.scatterReduction()
 	if err != nil {
 		return nil, err
+	}
+	if empty {
+		return one(rtValue(data))
 	}
 	ds, is := data.Shape(), idx.Shape()
 	if len(is) == 0 {

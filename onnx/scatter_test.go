@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"slices"
@@ -115,4 +116,42 @@ func TestScatterNodeTests(t *testing.T) {
 			checkBackend(t, rt, ran)
 		}
 	}
+}
+
+// TestScatterEmptyUpdates: indices and updates of no element (constants:
+// gpucc's run-time tensors are never empty) leave the data unchanged, for
+// ScatterND and ScatterElements and every reduction; empty indices with
+// updates that are not empty are invalid_graph.
+func TestScatterEmptyUpdates(t *testing.T) {
+	data := []float32{1, float32(math.Copysign(0, -1)), 3, 4, 5, 6}
+	for _, op := range []string{"ScatterND", "ScatterElements"} {
+		for _, red := range []string{"none", "add", "mul", "max", "min"} {
+			idx, upd := int64s("i", []int64{0, 1}), floats("u", []int64{0, 2})
+			if op == "ScatterElements" {
+				idx, upd = int64s("i", []int64{0, 2}), floats("u", []int64{0, 2})
+			}
+			raw := model(18, graph([]msg{node(op, "s", []string{"d", "i", "u"}, []string{"y"}, attrStr("reduction", red))}, []msg{idx, upd},
+				[]msg{valueInfo("d", 3, 2)}, []msg{valueInfo("y", 3, 2)}))
+			res, err := runModel(t, raw, map[string][]float32{"d": data}, nil)
+			if err != nil {
+				t.Fatalf("%s %s: %v", op, red, err)
+			}
+			if got := res.Outputs["y"].Data; !slices.Equal(bitsOf(got), bitsOf(data)) {
+				t.Errorf("%s %s: %v, want the data %v", op, red, got, data)
+			}
+		}
+	}
+	raw := model(16, graph([]msg{node("ScatterND", "s", []string{"d", "i", "u"}, []string{"y"})}, []msg{int64s("i", []int64{0, 1})},
+		[]msg{valueInfo("d", 3, 2), valueInfo("u", 1, 2)}, []msg{valueInfo("y", 3, 2)}))
+	if _, err := onnx.Load(bytes.NewReader(raw), onnx.Options{}); gpucc.CodeOf(err) != ir.CodeInvalidGraph {
+		t.Errorf("empty indices, updates [1, 2]: %v, want invalid_graph", err)
+	}
+}
+
+func bitsOf(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
 }
