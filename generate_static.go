@@ -33,7 +33,8 @@ import (
 // It is refused (unsupported, naming why) unless the model is exactly
 // that: each present is the concatenation of its past and one new row,
 // only fused attention nodes (ir.FuseAttention) read the cache, as keys or
-// values, not causal, any mask of their own spanning the keys (the length
+// values (through views: permutes, reshapes, and the broadcasts of
+// grouped-query heads), not causal, any mask of their own spanning the keys (the length
 // mask is added to it: m + -0 is m, m + -Inf is -Inf), and nothing else
 // in the graph depends on the cache's length (the model specialized to
 // two lengths differs only in shapes).
@@ -157,7 +158,7 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 				continue
 			}
 			switch {
-			case n.Op == ir.OpPermute || n.Op == ir.OpReshape:
+			case n.Op == ir.OpPermute || n.Op == ir.OpReshape || n.Op == ir.OpBroadcast: // views: a broadcast repeats grouped-query heads (ir.GroupAttention)
 				reads[i] = true
 			case n.Op == ir.OpAttention && (k == 1 || k == 2):
 				m := &nodes[n.Args[3]]

@@ -21,10 +21,25 @@ import (
 // rows and fed the rewrite's rows 0 … p-1, bit for bit (step 0 has no
 // grown counterpart: a past of 0 rows is empty). This holds while
 // attention takes one order at the grown and the static lengths: masked
-// keys past the position add exact zeros to its ascending sums.
+// keys past the position add exact zeros to its ascending sums. So does
+// gqa_kv (gqa_kv.py: grouped-query attention, 4 query heads over 2 key
+// and value heads repeated by repeat_kv), whose attention reads each
+// shared head through a broadcast (ir.GroupAttention): the rewrite
+// refused it before ("node 26 (broadcast) reads the cache").
 func TestStaticCacheMatchesEachLength(t *testing.T) {
+	for _, c := range []struct {
+		file                string
+		layers, heads, head int
+	}{{"gpt2kv_grow.onnx", 2, 4, 16}, {"gqa_kv.onnx", 1, 2, 4}} {
+		t.Run(c.file, func(t *testing.T) { matchesEachLength(t, c.file, c.layers, c.heads, c.head) })
+	}
+}
+
+// matchesEachLength is TestStaticCacheMatchesEachLength of one fixture,
+// whose caches are [1, heads, rows, head] for each of its layers.
+func matchesEachLength(t *testing.T, file string, layers, heads, head int) {
 	const capacity = 12
-	raw, err := os.ReadFile(filepath.Join("onnx", "testdata", "transformers", "gpt2kv_grow.onnx"))
+	raw, err := os.ReadFile(filepath.Join("onnx", "testdata", "transformers", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +50,7 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 	}
 	ctx := context.Background()
 	var names []string
-	for l := range 2 {
+	for l := range layers {
 		for _, kv := range []string{"key", "value"} {
 			names = append(names, fmt.Sprintf("past_key_values.%d.%s", l, kv))
 		}
@@ -43,7 +58,7 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 	spec := func(rows int) *ir.Graph {
 		s := map[string][]int{StepInputIDs: {1, 1}, StepPosition: {1}}
 		for _, n := range names {
-			s[n] = []int{1, 4, rows, 16}
+			s[n] = []int{1, heads, rows, head}
 		}
 		g, err := m.Specialize(ctx, s)
 		if err != nil {
@@ -53,11 +68,16 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 	}
 	var pairs []CachePair
 	for _, n := range names {
-		pairs = append(pairs, CachePair{Past: n, Present: "present." + n[len("past_key_values."):], Shape: ir.Shape{1, 4, capacity, 16}})
+		pairs = append(pairs, CachePair{Past: n, Present: "present." + n[len("past_key_values."):], Shape: ir.Shape{1, heads, capacity, head}})
 	}
 	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range rw.g.Nodes {
+		if n.Op == ir.OpAttention && file == "gqa_kv.onnx" && len(n.Shape) != 5 {
+			t.Errorf("the attention is %v; want its shared heads read in place, [1,2,2,1,4]", n.Shape)
+		}
 	}
 	run := func(g *ir.Graph, token, pos int64, pasts map[string][]float32) map[string][]float32 {
 		g.Nodes[g.Input(StepInputIDs)].Ints = []int64{token}
@@ -77,17 +97,17 @@ func TestStaticCacheMatchesEachLength(t *testing.T) {
 	}
 	cache := map[string][]float32{}
 	for _, n := range names {
-		cache[n] = make([]float32, 4*capacity*16)
+		cache[n] = make([]float32, heads*capacity*head)
 	}
-	// rows returns rows 0 … k-1 of a [1,4,capacity,16] cache.
+	// rows returns rows 0 … k-1 of a [1,heads,capacity,head] cache.
 	rows := func(c []float32, k int) []float32 {
 		var r []float32
-		for h := range 4 {
-			r = append(r, c[h*capacity*16:(h*capacity+k)*16]...)
+		for h := range heads {
+			r = append(r, c[h*capacity*head:(h*capacity+k)*head]...)
 		}
 		return r
 	}
-	token := int64(34)
+	token := int64(3) // in both fixtures' vocabularies
 	for p := range int64(capacity) {
 		st := run(rw.g, token, p, cache)
 		if p >= 1 {

@@ -107,3 +107,48 @@ func TestGrowingCacheRefused(t *testing.T) {
 		t.Errorf("max_len 1: %v; want invalid_input", err)
 	}
 }
+
+// TestGenerateGroupedCache: gqa_kv.onnx (gqa_kv.py: a growing cache read
+// by grouped-query attention through repeat_kv's broadcast) decodes
+// through the static-cache rewrite on every backend that runs typed
+// graphs with cpu's tokens and every step's logits bit for bit, its one
+// attention fused and reading the 2 shared heads in place
+// (TestStaticCacheMatchesEachLength checks cpu's steps against the grown
+// model's at each length). It was refused before: the broadcast read the
+// cache.
+func TestGenerateGroupedCache(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gqa_kv.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *gpucc.Generation
+	for _, backend := range append([]string{"cpu"}, typedBackends...) {
+		rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
+		d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := d.Explain(); !strings.Contains(e, "rewritten to a static cache of 16 rows") || !strings.Contains(e, "attention: 1 fused") {
+			t.Errorf("%s: Explain = %q", backend, e)
+		}
+		got, err := d.Generate(context.Background(), []int64{1, 2, 3}, gpucc.GenerateOptions{Tokens: 12, Logits: true})
+		d.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			want = got
+			continue
+		}
+		if !slices.Equal(got.Tokens, want.Tokens) {
+			t.Fatalf("%s: tokens %v, cpu %v", backend, got.Tokens, want.Tokens)
+		}
+		for s := range want.Logits {
+			for i := range want.Logits[s] {
+				if math.Float32bits(got.Logits[s][i]) != math.Float32bits(want.Logits[s][i]) {
+					t.Fatalf("%s step %d logit %d: %v, cpu %v", backend, s, i, got.Logits[s][i], want.Logits[s][i])
+				}
+			}
+		}
+	}
+}

@@ -273,7 +273,7 @@ func TestDecoderRefusesOtherModels(t *testing.T) {
 	rt := open(t, "cpu", func(o *gpucc.Options) { o.Limits = kvLimits })
 	n := 0
 	err := filepath.WalkDir(".", func(path string, e os.DirEntry, err error) error {
-		if err != nil || e.IsDir() || filepath.Ext(path) != ".onnx" || filepath.Base(path) == "gpt2kv.onnx" || filepath.Base(path) == "gpt2kv_grow.onnx" || filepath.Base(path) == "gpt2kv_bias.onnx" || filepath.Base(path) == "gpt2kv_f16.onnx" || filepath.Base(path) == "gpt2kv_hf.onnx" || filepath.Base(path) == "gpt2kv_hf_merged.onnx" ||
+		if err != nil || e.IsDir() || filepath.Ext(path) != ".onnx" || filepath.Base(path) == "gpt2kv.onnx" || filepath.Base(path) == "gpt2kv_grow.onnx" || filepath.Base(path) == "gpt2kv_bias.onnx" || filepath.Base(path) == "gpt2kv_f16.onnx" || filepath.Base(path) == "gqa_kv.onnx" || filepath.Base(path) == "gpt2kv_hf.onnx" || filepath.Base(path) == "gpt2kv_hf_merged.onnx" ||
 			filepath.Dir(path) == filepath.Join("testdata", "decode") {
 			return err
 		}
