@@ -73,8 +73,9 @@ func TestScatterNDRuntime(t *testing.T) {
 // test_scatternd*) as TestNodeTests does, on every backend that starts
 // here, their lines as node_tests.txt records them, each backend's bits
 // cpu's; and with every input at run time (TestNodeTestsTypedInputs'
-// form), each passing. It is the scatter rows' part of those two suites,
-// quick enough to run on its own.
+// form), each passing on cpu and giving its bits on native, wasm and
+// webgpu (TestNodeTestsUnion's rows). It is the scatter rows' part of
+// those suites, quick enough to run on its own.
 func TestScatterNodeTests(t *testing.T) {
 	dir := nodeTests(t)
 	entries, err := os.ReadDir(dir)
@@ -110,6 +111,19 @@ func TestScatterNodeTests(t *testing.T) {
 	}
 	if len(ran) < 9 {
 		t.Errorf("%d scatter node tests ran, want at least 9", len(ran))
+	}
+	var names []string // TestNodeTestsUnion's rows: run-time inputs on every backend
+	for _, r := range ran {
+		names = append(names, r.name)
+	}
+	union, err := os.ReadFile(unionGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range unionRows(t, dir, names) {
+		if !strings.Contains(string(union), r.line()+"\n") || !r.inUnion() {
+			t.Errorf("%s: union row %q, not %s's", r.name, r.line(), unionGolden)
+		}
 	}
 	for name, rt := range backends {
 		if name != "cpu" {
