@@ -214,3 +214,35 @@ func TestImportNodeLimit(t *testing.T) {
 		t.Errorf("MaxNodes 6: %v; want limit_exceeded of MaxNodes naming the node and the flag", err)
 	}
 }
+
+// TestImportPanicIsInternal: a rule that panics with the builder intact
+// (a bug) fails the import with an internal error naming the node, in the
+// main graph and in a branch, through Load and Model.Specialize, instead
+// of taking the process down: serve imports a client's model in its
+// handler, where net/http recovers a panic but leaves the request's
+// admission slot taken.
+func TestImportPanicIsInternal(t *testing.T) {
+	defer onnx.PanicRule("Neg")()
+	plain := model(13, graph([]msg{node("Neg", "n", []string{"x"}, []string{"y"})}, nil, []msg{valueInfo("x", 4)}, []msg{valueInfo("y", 4)}))
+	inBranch := model(13, graph([]msg{ifNode("if", "c", []string{"y"}, thenSquare, elseNeg)}, []msg{boolConst("c", false)}, []msg{valueInfo("x", 4)}, []msg{valueInfo("y", 4)}))
+	for _, c := range []struct {
+		name, field string
+		model       []byte
+	}{
+		{"main graph", "graph.node[0]", plain},
+		{"else branch", "graph.node[0].else_branch.node[0]", inBranch},
+	} {
+		_, err := onnx.Load(bytes.NewReader(c.model), onnx.Options{})
+		var ie *ir.Error
+		if !errors.As(err, &ie) || ie.Code != ir.CodeInternal || ie.Field != c.field || !strings.Contains(ie.Msg, "a test's rule panics") {
+			t.Errorf("%s: Load: %v; want internal at %s", c.name, err, c.field)
+		}
+		m, err := onnx.Parse(bytes.NewReader(c.model), onnx.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Specialize(context.Background(), nil); !errors.As(err, &ie) || ie.Code != ir.CodeInternal {
+			t.Errorf("%s: Specialize: %v; want internal", c.name, err)
+		}
+	}
+}

@@ -190,14 +190,33 @@ func importModel(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 
 // importWants is importModel that also returns, when the import fails for
 // it, the graph input whose values decide a shape (importer.wants).
-func importWants(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (*ir.Graph, string, *ir.Error) {
+func importWants(ctx context.Context, m *modelProto, opts Options, l ir.Limits) (g *ir.Graph, wants string, err *ir.Error) {
 	c := &importer{b: ir.NewBuilder(), l: l, vals: map[string]*value{}, failed: -1, scope: "graph.", named: map[string]bool{}}
+	defer func() {
+		if p := recover(); p != nil {
+			where := ""
+			if c.n != nil {
+				where = c.field()
+			}
+			g, wants, err = nil, "", importPanic(p, where)
+		}
+	}()
 	c.b.SetMaxNodes(l.MaxNodes)
 	if opts.builderNodes > 0 {
 		c.b.SetMaxNodes(opts.builderNodes)
 	}
-	g, err := c.importGraph(ctx, m, opts)
+	g, err = c.importGraph(ctx, m, opts)
 	return g, c.wants, err
+}
+
+// importPanic is the internal error for a panic of the reader or the
+// importer at where. A panic is a bug in gpucc, as every model must get a
+// code, but it must not take down a server importing a client's model
+// (net/http recovers a handler's panic and leaves its admission slot
+// taken) or leave a CLI without a code; FuzzLoad and the other fuzzers
+// fail on an internal error as on a panic.
+func importPanic(p any, where string) *ir.Error {
+	return ir.Errorf(ir.CodeInternal, -1, where, "the importer panicked, a bug in gpucc (report it with the model): %v", p)
 }
 
 // importGraph imports m's graph into c.
@@ -521,14 +540,16 @@ func (c *importer) node(g *graphProto, i int) *ir.Error {
 // import's outcome, whatever the rule does next, so rule drops the rule's
 // results, its refusal or its panic after a builder error, and node
 // reports the builder's error: no rule checks Builder.Err between its
-// steps. A panic while the builder is intact is a bug and is not hidden.
+// steps. A panic while the builder is intact is a bug, and rule reports
+// it as internal, naming the node (importWants, one outside every rule).
 // TestBuilderStops stops the builder at every step of every rule the test
 // models reach.
 func (c *importer) rule() (outs []value, err *ir.Error) {
 	defer func() {
-		if c.b.Err() != nil {
-			if recover() != nil {
-				outs, err = nil, nil
+		if p := recover(); p != nil {
+			outs, err = nil, nil // after a builder error: node reports it
+			if c.b.Err() == nil {
+				err = importPanic(p, c.field())
 			}
 		}
 	}()

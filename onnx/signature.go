@@ -44,10 +44,15 @@ func ReadSignature(r io.Reader, l ir.Limits) (*Signature, error) {
 
 // readModel reads and decodes a model within l (with its defaults), as
 // Load, Parse and ReadSignature do, refusing one without a graph.
-func readModel(r io.Reader, l ir.Limits) (*modelProto, error) {
-	raw, err := readAll(r, l.MaxGraphBytes)
-	if err != nil {
-		return nil, err
+func readModel(r io.Reader, l ir.Limits) (m *modelProto, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, importPanic(p, "model")
+		}
+	}()
+	raw, rerr := readAll(r, l.MaxGraphBytes)
+	if rerr != nil {
+		return nil, rerr
 	}
 	m, perr := decodeModel(raw, newBudget(l, len(raw)))
 	if perr != nil {

@@ -117,11 +117,16 @@ func (t *Tensor) Len() int {
 // ReadTensor reads one serialized TensorProto (an ONNX test's
 // input_0.pb, say) within limits: at most MaxGraphBytes bytes and
 // MaxElements elements.
-func ReadTensor(r io.Reader, limits ir.Limits) (*Tensor, error) {
+func ReadTensor(r io.Reader, limits ir.Limits) (t *Tensor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, importPanic(p, "tensor")
+		}
+	}()
 	l := limits.WithDefaults()
-	raw, err := readAll(r, l.MaxGraphBytes)
-	if err != nil {
-		return nil, err
+	raw, rerr := readAll(r, l.MaxGraphBytes)
+	if rerr != nil {
+		return nil, rerr
 	}
 	bud := newBudget(l, len(raw))
 	tp, perr := decodeTensor(raw, bud, "tensor")
@@ -134,7 +139,7 @@ func ReadTensor(r io.Reader, limits ir.Limits) (*Tensor, error) {
 	if narrow { // float16 and bfloat16 data: their bits as uint16, then their values
 		tp.dataType = int32(Uint16)
 	}
-	t, perr := convertTensor(&tp, l, &storage, "tensor")
+	t, perr = convertTensor(&tp, l, &storage, "tensor")
 	if perr != nil {
 		return nil, perr
 	}
