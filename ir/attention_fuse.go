@@ -367,6 +367,18 @@ func swapsLast(perm []int) bool {
 // -Inf). That one difference is the additive mask's, as PyTorch's
 // scaled_dot_product_attention and ONNX's Attention define a boolean
 // mask: a masked score that overflowed makes its row NaN.
+//
+// The fill may be float32's lowest (-MaxFloat32) instead of -Inf where
+// the condition is the causal constant (transformers' GPT-2 writes
+// Where(bias[..., :T, :T], scores, finfo.min) at a full sequence): causal
+// attention's -Inf gives the where's bits except in a row whose every
+// unmasked score is -Inf or exactly the lowest (the row's maximum is then
+// the lowest: the where spreads the row over its masked keys, exp(0) each,
+// where causal attention gives NaN or the unmasked keys alone). Every
+// finite score is at least the lowest, so otherwise both rows have the
+// same maximum m > lowest, and exp(lowest − m) is +0, as exp(-Inf − m)
+// is. An added mask of the lowest is not fused (s + lowest is not the
+// lowest for |s| ≥ 2^103).
 func maskedWhere(nodes []Node, x NodeID, s Shape) (y, mask NodeID, causal, ok bool) {
 	under := func(id NodeID) NodeID {
 		for nodes[id].Op == OpBroadcast || nodes[id].Op == OpReshape {
@@ -389,7 +401,8 @@ func maskedWhere(nodes []Node, x NodeID, s Shape) (y, mask NodeID, causal, ok bo
 			continue
 		}
 		inf := &nodes[under(m1.Args[1])]
-		if inf.Op != OpFull || !math.IsInf(float64(inf.Scalar), -1) {
+		lowest := inf.Op == OpFull && inf.Scalar == -math.MaxFloat32
+		if inf.Op != OpFull || !math.IsInf(float64(inf.Scalar), -1) && !lowest {
 			continue
 		}
 		c1, c2 := m1.Args[0], m2.Args[0]
@@ -401,6 +414,9 @@ func maskedWhere(nodes []Node, x NodeID, s Shape) (y, mask NodeID, causal, ok bo
 		}
 		if one := &nodes[under(c1)]; one.Op == OpAddScalar && causalConstant(&nodes[under(nodes[one.Args[0]].Args[0])], s, true) {
 			return m2.Args[1], -1, true, true
+		}
+		if lowest { // added, float32's lowest would move a score past ±2^103 (see above)
+			continue
 		}
 		return m2.Args[1], under(a.Args[side]), false, true
 	}

@@ -567,3 +567,92 @@ func TestAttentionPresentGrouped(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereLowestCausal: transformers' GPT-2 masks a full sequence with
+// Where(its bias buffer's lower triangle sliced to [S,S], scores,
+// float32's lowest); the importer gives one causal attention node, bit for
+// bit the hand-built causal attention, within 1e-5 of float64 (it was the
+// unfused chain). A condition that is not the causal triangle (the
+// triangle shifted by one key) stays unfused: an added mask of the lowest
+// is not the where's lowest.
+func TestWhereLowestCausal(t *testing.T) {
+	const S, D, N = 5, 4, 8
+	tril := make([]bool, N*N)
+	for i := range N {
+		for j := range N {
+			tril[i*N+j] = j <= i
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		start int64 // the rows' slice starts here, the keys' at 0
+		fused bool
+	}{{"causal", 0, true}, {"shifted", 1, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			nodes := []msg{
+				node("Slice", "rows", []string{"bias", "starts", "ends", "axes"}, []string{"b1"}),
+				node("Slice", "keys", []string{"b1", "zero", "s", "ax3"}, []string{"b2"}),
+				node("Transpose", "kt", []string{"k"}, []string{"kt"}, attrInts("perm", 0, 1, 3, 2)),
+				node("MatMul", "qk", []string{"q", "kt"}, []string{"sc"}),
+				node("Div", "scale", []string{"sc", "two"}, []string{"ss"}),
+				node("Where", "w", []string{"b2", "ss", "lowest"}, []string{"masked"}),
+				node("Softmax", "sm", []string{"masked"}, []string{"p"}, attrInt("axis", -1)),
+				node("MatMul", "pv", []string{"p", "v"}, []string{"y"}),
+			}
+			inits := []msg{boolTensor("bias", []int64{1, 1, N, N}, tril...), int64s("starts", []int64{1}, c.start), int64s("ends", []int64{1}, c.start+S),
+				int64s("axes", []int64{1}, 2), int64s("zero", []int64{1}, 0), int64s("s", []int64{1}, S), int64s("ax3", []int64{1}, 3),
+				floats("two", nil, 2), floats("lowest", nil, -math.MaxFloat32)}
+			g, err := onnx.Load(bytes.NewReader(model(17, graph(nodes, inits,
+				[]msg{valueInfo("q", 1, 2, S, D), valueInfo("k", 1, 2, S, D), valueInfo("v", 1, 2, S, D)}, []msg{valueInfo("y", 1, 2, S, D)}))), onnx.Options{Limits: ir.Limits{NonFinite: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var att *ir.Node
+			for i := range g.Nodes {
+				if g.Nodes[i].Op == ir.OpAttention {
+					att = &g.Nodes[i]
+				}
+			}
+			if (att != nil) != c.fused {
+				t.Fatalf("fused %v, want %v:\n%s", att != nil, c.fused, g)
+			}
+			if !c.fused {
+				return
+			}
+			if a := ir.AttentionOf([]ir.Shape{{1, 2, S, D}, {1, 2, S, D}, {1, 2, S, D}, {}}, att.Attrs); !a.Causal || a.Scale != 0.5 {
+				t.Errorf("attention causal %v, scale %v; want causal, 0.5", a.Causal, a.Scale)
+			}
+			q, k, v := irtest.Values(1, 2*S*D, 2), irtest.Values(2, 2*S*D, 2), irtest.Values(3, 2*S*D, 2)
+			g.Nodes[g.Input("q")].Data, g.Nodes[g.Input("k")].Data, g.Nodes[g.Input("v")].Data = q, k, v
+			b := ir.NewBuilder()
+			s := ir.Shape{1, 2, S, D}
+			b.Output("y", b.Input(s, q).Attention(b.Input(s, k), b.Input(s, v), b.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 0.5, true))
+			w, err := b.Build(ir.Limits{NonFinite: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gv, err := cpuref.EvalTyped(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := gv[g.Outputs[0].ID].F, cpuref.Eval(w)[w.Outputs[0].ID]
+			mask := make([]float32, S*S)
+			for i := range S {
+				for j := range S {
+					if j > i {
+						mask[i*S+j] = float32(math.Inf(-1))
+					}
+				}
+			}
+			exact := attention64(q, k, v, mask, 2, 2, S, S, D, 0.5)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("y[%d] = %v, the causal attention's %v", i, got[i], want[i])
+				}
+				if math.Abs(float64(got[i])-exact[i]) > 1e-5 {
+					t.Errorf("y[%d] = %v, float64 %v", i, got[i], exact[i])
+				}
+			}
+		})
+	}
+}
