@@ -374,6 +374,8 @@ func (d *Decoder) Explain() string {
 	e := d.convention() + "\n" + c + fmt.Sprintf("\nattention: %d fused attention nodes (softmax(q·kᵀ·s + mask)·v as one kernel; the patterns ir.FuseAttention recognizes)", d.attention)
 	if sc, ok := d.stepCost(); ok {
 		e += fmt.Sprintf("\nstep: %d kernels in %d compiled segments, writing %d bytes and reading %d (the caches: %d bytes, each present written whole)", sc.kernels, sc.segments, sc.cost.BytesWritten, sc.cost.BytesRead, sc.caches)
+	} else if n := d.exe.Kernels(); n > 0 {
+		e += fmt.Sprintf("\nstep: %d kernels (the backend's typed code runs the step; its bytes are not counted here)", n)
 	}
 	return e
 }

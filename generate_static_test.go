@@ -62,6 +62,12 @@ func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps i
 	if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused attention nodes") {
 		t.Errorf("the static fixture's Explain = %q", e)
 	}
+	// The step's kernels: 30 on webgpu (33 before the write mask was
+	// float32), 27 on native and wasm (TestStaticCacheStepCost counts
+	// their bytes).
+	if want := map[string]string{"webgpu": "\nstep: 30 kernels (", "native": "\nstep: 27 kernels in 1", "wasm": "\nstep: 27 kernels in 1"}[backend]; want != "" && !strings.Contains(d.Explain(), want) {
+		t.Errorf("Explain = %q, want %q", d.Explain(), want)
+	}
 	opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
 	want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
 	if err != nil {

@@ -55,7 +55,7 @@
 #            BERT from configs, a hand-written causal decoder) with float64 and ONNX Runtime outputs
 #   decode   per-token latency of greedy decoding with a KV cache (issue 33 item 5; gpt2kv_grow: the same
 #            step with a growing cache, through generate's static-cache rewrite): gpucc generate on
-#            webgpu (and native) for the gpt2kv fixture and a GPT-2-small-sized step model that
+#            webgpu (and native) for the gpt2kv fixture (its float32 and float16 caches) and a GPT-2-small-sized step model that
 #            bench/torch_decode.py exports, beside HF generate() with its own cache in PyTorch eager;
 #            and the matmul tuner's default tile beside its best for the decode's M=1 products; gpt2kv_hf (the
 #            attention_mask convention) alone and as a left-padded batch of 4 prompts on webgpu
@@ -341,7 +341,7 @@ suite_decode() {
 	[ -s "$OUT/torch_decode.json" ] || cp /tmp/decode/torch_decode.json "$OUT/" 2>/dev/null # what it had when its time ran out
 	warm
 	local p=34,32,204,127,151,153,182,7 m b
-	for m in onnx/testdata/transformers/gpt2kv.onnx onnx/testdata/transformers/gpt2kv_grow.onnx /tmp/decode/gpt2small_kv.onnx; do
+	for m in onnx/testdata/transformers/gpt2kv.onnx onnx/testdata/transformers/gpt2kv_grow.onnx onnx/testdata/transformers/gpt2kv_f16.onnx /tmp/decode/gpt2small_kv.onnx; do
 		for b in webgpu native; do
 			[ -f "$m" ] || continue
 			[ $b = native ] && [ "${m#/tmp}" != "$m" ] && continue # the small model on webgpu only: 10 minutes a command
@@ -350,6 +350,9 @@ suite_decode() {
 			log "gpucc generate $(basename "$m") on $b: exit $? $(grep -o '"cache":"[a-z]*"\|"prefillMs":[0-9.]*\|"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"dispatchClock":"[a-z-]*"\|"compileMs":[0-9.]*' "$OUT/decode_$(basename "$m" .onnx)_$b.json" | tr '\n' ' ')"
 		done
 	done
+	# the step's kernels on webgpu (--explain), for GPT-2 small's growing cache rewritten to 128 rows
+	[ -f /tmp/decode/gpt2small_kv.onnx ] &&
+		log "gpucc generate --explain gpt2small_kv on webgpu: $(timeout 60 $BIN/gpucc generate --backend webgpu --explain --prompt $p --tokens 2 --max-len 128 /tmp/decode/gpt2small_kv.onnx 2>&1 | grep '^step:')"
 	# gpt2kv_hf: the same step in optimum's attention_mask convention (its tokens and logits are
 	# gpt2kv's), alone and as a left-padded batch of 4 prompts (lengths 8, 3, 5, 8): the batch's
 	# per-step time beside the single prompt's (added time: at most 30 s, two compiles)
@@ -365,7 +368,7 @@ import json, os, sys
 o = sys.argv[1]
 t = json.load(open(os.path.join(o, "torch_decode.json")))
 r = {}
-for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("small", "gpt2small_kv")):
+for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("fixture", "gpt2kv_f16"), ("small", "gpt2small_kv")):
     for b in ("webgpu", "native"):
         try:
             g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))
