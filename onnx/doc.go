@@ -24,7 +24,17 @@
 // every node each value holds at most MaxElements elements, no dimension
 // over it: a shape huge only in an intermediate (an Expand to [2^31-1,
 // 2^31-1] that a Slice would cut) is refused with limit_exceeded at the
-// node that makes it, not computed lazily (testdata/crafted).
+// node that makes it, not computed lazily (testdata/crafted). The graph
+// being built holds at most MaxNodes nodes (ir.Builder.SetMaxNodes): a
+// model that expands past it is refused at the node that would pass it,
+// before the rest is built. A tensor's data is allocated for the bytes
+// it holds, so one whose dimensions claim more is refused for them, and
+// graph inputs count at 4 bytes an element at least, as their carriers
+// take (TestHostileModels, TestHostileInputs). After the builder fails
+// no rule's step matters: the import fails with the builder's error
+// whatever the rule does next, panic included (importer.rule,
+// TestBuilderStops); a rule's panic with the builder intact is a bug,
+// reported as internal, never a crash.
 // Opsets past MaxOpset are refused. LoadContext stops with the timeout
 // code when its context is done.
 //
