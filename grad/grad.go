@@ -76,6 +76,11 @@
 //	                   window's g goes to its selected tap, the first (kh, kw
 //	                   ascending) holding the window's maximum (PyTorch's
 //	                   routing of ties; +0 beats -0, the first NaN wins)
+//	gather(x, i, axis) gx += scatter_elements(full(0) of x's shape, g, i broadcast), add,
+//	                   along axis, as [outer, d, inner] ← [outer, i's elements, inner]:
+//	                   each element the gradients of the outputs that read it, added
+//	                   from +0 in the outputs' row-major order; no gradient to i
+//	gather_elements(x, i, axis) gx += scatter_elements(full(0), g, i, axis, add)
 //	maxpool2d_grad(x, g) not differentiated (second derivatives of pooling):
 //	                   an error if it lies between a parameter and the loss
 //	resize2d(x)        no gradient yet (g scattered back through the taps
@@ -88,8 +93,9 @@
 //	bit_xor, bit_not   as bit_and
 //	shift_left, shift_right as bit_and
 //	mod(a, b)          as bit_and
-//	gather(x, i)       no gradient yet (a scatter-add of g): an error as for conv2d
-//	gather_elements(x, i) as gather
+//	scatter_nd(x, u, i) no gradient yet (a gather of g, and g less what is
+//	                   overwritten): an error as for conv2d
+//	scatter_elements(x, u, i) as scatter_nd
 //	pad(x)             no gradient yet (g summed back onto the elements each
 //	                   border copies is not a rule yet): an error as for conv2d
 //	attention          no gradient yet: an error as for conv2d
@@ -201,8 +207,17 @@ func (b *builder) attrNode(op ir.Op, attrs []int, shape ir.Shape, scalar float32
 	}
 	i := len(b.g.Nodes)
 	shapes := make([]ir.Shape, len(args))
+	types := make([]ir.DType, len(args))
 	for k, a := range args {
 		shapes[k] = b.g.Nodes[a].Shape
+		types[k] = b.g.Nodes[a].DType
+	}
+	// The node's dtype by its op's type rule: float32 for a gradient, the
+	// indices' own for a rule that moves them (gather's broadcast).
+	dt, derr := ir.ResultDType(i, op, types, ir.F32)
+	if derr != nil {
+		b.err = ir.Errorf(ir.CodeInternal, i, "", "grad: %v", derr)
+		return 0
 	}
 	if !op.Info().Shaped {
 		s, err := ir.InferShape(i, op, shapes, attrs)
@@ -213,7 +228,7 @@ func (b *builder) attrNode(op ir.Op, attrs []int, shape ir.Shape, scalar float32
 		shape = s
 	}
 	b.g.Nodes = append(b.g.Nodes, ir.Node{Op: op, Args: args, Shape: append(ir.Shape{}, shape...), Scalar: scalar,
-		Attrs: append([]int(nil), attrs...)})
+		Attrs: append([]int(nil), attrs...), DType: dt})
 	return ir.NodeID(i)
 }
 

@@ -224,3 +224,35 @@ func (t Tensor) ScatterND(idx, upd Tensor, r ScatterReduction) Tensor {
 func (t Tensor) ScatterElements(idx, upd Tensor, axis int, r ScatterReduction) Tensor {
 	return t.ApplyAttrs(OpScatterElements, []int{axis, int(r)}, upd, idx)
 }
+
+// gatherGrad is gather's rule: the data's gradient is a scatter-add of the
+// output gradient g, the embedding gradient. Data [outer…, d, inner…]
+// gathered by indices of q elements gives [outer…, q…, inner…]: g as
+// [outer, q, inner] is added along axis 1 into +0s of [outer, d, inner]
+// at the indices broadcast to g's shape, in g's row-major order (each
+// element of the data gets the gradients of the outputs that read it,
+// by ascending index position). The indices get none.
+func gatherGrad(d Diff, k int) (Val, bool) {
+	if k != 0 {
+		return Val{}, false
+	}
+	ds, is := d.Shape(d.Arg(0)), d.Shape(d.Arg(1))
+	ax := GatherAxis(d.Attrs(), len(ds))
+	outer, inner := Shape(ds[:ax]).Len(), Shape(ds[ax+1:]).Len()
+	g3 := Shape{outer, is.Len(), inner}
+	idx := d.Apply(OpBroadcast, g3, reshape(d, d.Arg(1), Shape{1, is.Len(), 1}))
+	acc := d.ApplyAttrs(OpScatterElements, []int{1, int(ScatterAdd)}, d.Full(Shape{outer, ds[ax], inner}, 0), reshape(d, d.Grad(), g3), idx)
+	return reshape(d, acc, ds), true
+}
+
+// gatherElementsGrad is gather_elements' rule: the data's gradient is
+// g added at the indices along the axis into +0s of the data's shape
+// (scatter_elements' add, in g's row-major order). The indices get none.
+func gatherElementsGrad(d Diff, k int) (Val, bool) {
+	if k != 0 {
+		return Val{}, false
+	}
+	ds := d.Shape(d.Arg(0))
+	ax := IndexAxis(OpGatherElements, d.Attrs(), len(ds))
+	return d.ApplyAttrs(OpScatterElements, []int{ax, int(ScatterAdd)}, d.Full(ds, 0), d.Grad(), d.Arg(1)), true
+}
