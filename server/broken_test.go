@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
 )
@@ -60,6 +62,72 @@ func TestBrokenRuntimeReopened(t *testing.T) {
 	}
 	if r := run(seed); !r.OK {
 		t.Fatalf("seed after the panic: %+v", r.Error)
+	}
+	if n := panicOpens.Load() - before; n != 2 {
+		t.Errorf("the backend was opened %d times, want 2 (once more after the panic)", n)
+	}
+}
+
+// TestPanicIsInternal: a panic in gpucc's own code, where no backend guard
+// stands (an importer, the executor, the passes before a backend is
+// reached), answers its request internal and takes nothing else down: the
+// process lives (a panic in the request's goroutine would end it), the
+// client's pending slot is given back, and the next request runs.
+func TestPanicIsInternal(t *testing.T) {
+	cases := []struct {
+		name string
+		exec executor
+		req  func() Request
+	}{
+		{"import", newRuntimes(Options{}), func() Request {
+			return Request{Backend: "cpu", Import: func(context.Context) (*ir.Graph, error) { panic("a bug in an importer") }}
+		}},
+		{"executor", panicExecutor{}, func() Request { return req(seed, "cpu") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newServer(Policy{MaxPending: 1, Backends: []string{"cpu"}}, c.exec)
+			defer h.Close(context.Background())
+			h.Grant("g")
+			cl := h.Client("g")
+			for i := range 3 { // past MaxPending: each slot came back
+				r := cl.Execute(context.Background(), c.req())
+				if codeOf(r) != ir.CodeInternal || !strings.Contains(r.Error.Message, "panicked") {
+					t.Fatalf("request %d: %+v, want internal naming the panic", i, r.Error)
+				}
+			}
+		})
+	}
+}
+
+type panicExecutor struct{}
+
+func (panicExecutor) run(context.Context, string, *ir.Graph) (*gpucc.Result, error) {
+	panic("a bug in the executor")
+}
+func (panicExecutor) close() {}
+
+// TestRuntimePanicDropsRuntime: a panic inside runtimes.run outside the
+// backend's guard (here a nil graph, which the structure cache reads)
+// closes the backend's Runtime, whose state it may have left half way, so
+// the next request opens a fresh one.
+func TestRuntimePanicDropsRuntime(t *testing.T) {
+	r := newRuntimes(Options{})
+	defer r.close()
+	g, err := ir.Decode(strings.NewReader(seed), ir.Limits{}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	before := panicOpens.Load()
+	if _, err := r.run(ctx, "panicky", g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := safely(func() (*gpucc.Result, error) { return r.run(ctx, "panicky", nil) }); !errors.Is(err, ir.ErrInternal) {
+		t.Fatalf("a nil graph: %v, want internal", err)
+	}
+	if _, err := r.run(ctx, "panicky", g); err != nil {
+		t.Fatalf("after the panic: %v", err)
 	}
 	if n := panicOpens.Load() - before; n != 2 {
 		t.Errorf("the backend was opened %d times, want 2 (once more after the panic)", n)

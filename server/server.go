@@ -331,7 +331,7 @@ func (c *Client) imported(ctx context.Context, req Request) (*ir.Graph, error) {
 	if err := c.admit(); err != nil {
 		return nil, err
 	}
-	g, err := req.Import(ctx)
+	g, err := safely(func() (*ir.Graph, error) { return req.Import(ctx) })
 	if err == nil {
 		err = ir.Validate(g, c.h.policy.Limits)
 	}
@@ -445,12 +445,14 @@ func (h *Server) decode(ctx context.Context, req Request) (*ir.Graph, error) {
 	return g, nil
 }
 
-// execute runs one decoded request.
+// execute runs one decoded request. It runs on a goroutine of its own,
+// where a panic nobody recovers would end the process, every client's
+// work with it: a panic is the request's internal error instead.
 func (h *Server) execute(ctx context.Context, backend string, g *ir.Graph) Reply {
 	if err := ctx.Err(); err != nil {
 		return Failed(timeoutError(ctx))
 	}
-	res, err := h.exec.run(ctx, backend, g)
+	res, err := safely(func() (*gpucc.Result, error) { return h.exec.run(ctx, backend, g) })
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return Failed(timeoutError(ctx))
@@ -581,7 +583,7 @@ func (r *runtimes) ready(ctx context.Context, s *backendSlot) error {
 	return nil
 }
 
-func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc.Result, error) {
+func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (_ *gpucc.Result, err error) {
 	s, err := r.slot(backend)
 	if err != nil {
 		return nil, err
@@ -593,6 +595,15 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 	}
 	defer func() { <-s.turn }()
 	defer r.dropBroken(s)
+	// A panic outside the backend's guard (gpucc's passes, say) leaves
+	// s's Runtime in a state nobody knows: it is closed like a broken one
+	// (the panic goes on to execute, which answers it internal).
+	defer func() {
+		if p := recover(); p != nil {
+			r.drop(s)
+			panic(p)
+		}
+	}()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -626,9 +637,27 @@ func (r *runtimes) run(ctx context.Context, backend string, g *ir.Graph) (*gpucc
 func (r *runtimes) compile(ctx context.Context, s *backendSlot, req gpucc.CacheRequest) error {
 	rt, exes := s.rt, s.exes
 	done := make(chan error, 1)
-	go func() { done <- req.Prepare(ctx) }()
+	panicked := make(chan any, 1)
+	go func() {
+		// A panic here would end the process: it is handed to the
+		// request's goroutine, which panics with it (run closes the
+		// Runtime, execute answers internal), or, once the request has
+		// gone, only ends the abandoned compile, whose Runtime is closed.
+		defer func() {
+			if p := recover(); p != nil {
+				panicked <- p
+				done <- internalPanic(p)
+			}
+		}()
+		done <- req.Prepare(ctx)
+	}()
 	select {
 	case err := <-done:
+		select {
+		case p := <-panicked:
+			panic(p)
+		default:
+		}
 		return err
 	case <-ctx.Done():
 	}
@@ -652,6 +681,15 @@ func (r *runtimes) compile(ctx context.Context, s *backendSlot, req gpucc.CacheR
 // turn held.
 func (r *runtimes) dropBroken(s *backendSlot) {
 	if s.rt == nil || s.rt.Broken() == nil {
+		return
+	}
+	r.drop(s)
+}
+
+// drop closes s's Runtime, so that the next request opens a fresh one;
+// turn held.
+func (r *runtimes) drop(s *backendSlot) {
+	if s.rt == nil {
 		return
 	}
 	r.mu.Lock()
@@ -678,4 +716,23 @@ func (r *runtimes) close() {
 // String describes the policy, for logs.
 func (p Policy) String() string {
 	return fmt.Sprintf("max pending %d, timeout %v, backends %v, limits %+v", p.MaxPending, p.Timeout, p.Backends, p.Limits)
+}
+
+// safely calls f, turning a panic into an internal error: a bug in gpucc
+// fails the request that met it, not the host (a panic in a request's
+// goroutine ends the process) nor its pending slot (net/http recovers a
+// handler's panic but gives no slot back).
+func safely[T any](f func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, internalPanic(p)
+		}
+	}()
+	return f()
+}
+
+// internalPanic is the internal error for a recovered panic p.
+func internalPanic(p any) *ir.Error {
+	return hostError(ir.CodeInternal, "gpucc panicked, a bug (report it with the request): %v", p)
 }
