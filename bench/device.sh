@@ -48,6 +48,9 @@
 #            beside cuBLAS (TF32 off)
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
+#   scatter  the scatter rows on the driver against cpu's bits (every dtype and reduction, the limits, the
+#            loop budget, an embedding's training step), then a KV cache's write (16 rows into [32768, 64]) and
+#            an embedding's gradient (64 rows of 768 into [50257, 768]) timed on webgpu (BenchmarkScatter)
 #   typed    typed graphs on webgpu against cpu's bits (int64 as two words, float16/bfloat16 by their bits,
 #            float32/bfloat16 subnormals through codegen.Exact, faults; irtest's typed suites and random
 #            graphs; reductions up to 2^21 leaves an output) and the transformer fixtures at run-time ids
@@ -317,6 +320,11 @@ suite_gather() {
 	benches bench_gather.txt 120 bench 'EmbeddingGather' 50x GPUCC_BENCH_BACKENDS=webgpu
 	timeout 60 python3 bench/torch_gather.py 50257 768 4096 >"$OUT/torch_gather.json" 2>>"$OUT/visit.log"
 	log "torch_gather.py: exit $?"
+}
+suite_scatter() {
+	tests scatter.txt 180 gpucc 'TestScatterBackends/webgpu|TestScatterAtLoopBudget/webgpu|TestEmbeddingStepBackends/webgpu' -test.short
+	warm
+	benches bench_scatter.txt 120 bench 'BenchmarkScatter$' 20x GPUCC_BENCH_BACKENDS=webgpu
 }
 suite_typed() {
 	tests typed.txt 240 gpucc 'TestTypedBackends/webgpu|TestTypedExecutable/webgpu|TestTypedWideReductions|TestTypedLarge/webgpu' -test.short
