@@ -143,3 +143,33 @@ func TestHostileInputs(t *testing.T) {
 		t.Errorf("3 bool inputs of 2^20: %v", err)
 	}
 }
+
+// FuzzReadTensor reads a TensorProto (a node test's input_0.pb): any
+// bytes give a tensor whose values fill its shape, or an *ir.Error of a
+// code other than internal, allocating within hostileAlloc of their size
+// for all the element count they may claim.
+func FuzzReadTensor(f *testing.F) {
+	f.Add([]byte(floats("x", []int64{2, 3}, 1, 2, 3, 4, 5, 6)))
+	f.Add([]byte(int64s("i", []int64{3}, -1, 0, 1<<40)))
+	f.Add([]byte(boolConst("b", true)))
+	f.Add([]byte(msg(nil).varint(1, 1<<20).varint(2, int64(onnx.Float16)).bytes(5, []byte{1, 2})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		tt, err := onnx.ReadTensor(bytes.NewReader(b), hostileLimits)
+		runtime.ReadMemStats(&after)
+		if d := after.TotalAlloc - before.TotalAlloc; d > hostileAlloc(len(b))+8*uint64(len(b)) {
+			t.Errorf("%d bytes allocated %d", len(b), d)
+		}
+		if err != nil {
+			var ie *ir.Error
+			if !errors.As(err, &ie) || ie.Code == ir.CodeInternal {
+				t.Fatalf("ReadTensor: %v (want an *ir.Error of a code other than internal)", err)
+			}
+			return
+		}
+		if n := len(tt.Float32) + len(tt.Float64) + len(tt.Int64); n != tt.Len() {
+			t.Fatalf("%d values for shape %v", n, tt.Shape)
+		}
+	})
+}
