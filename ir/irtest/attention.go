@@ -29,6 +29,11 @@ type AttentionCase struct {
 	Scale       float32
 	Extremes    bool
 	HeadsInView bool // q, k, v read through a head split: [B,S,H·D] reshaped and permuted
+	// Groups, above 1, gives k and v H/Groups heads, each repeated Groups
+	// times (reshape, broadcast, reshape, as repeat_kv), which
+	// ir.GroupAttention then reads in place: grouped-query attention over
+	// [B,H/Groups,Groups,...] (B and H above 0).
+	Groups int
 	// NonFinite masks with -Inf (the graph is built under
 	// ir.Limits.NonFinite); otherwise with -3e38, which exp still takes
 	// to +0 but leaves a fully masked row finite.
@@ -65,6 +70,14 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 		return b.Input(s, vals(k, s.Len()))
 	}
 	q, k, v := in(1, c.S, c.D), in(2, c.T, c.D), in(3, c.T, c.E)
+	if c.Groups > 1 {
+		G, N := c.H/c.Groups, c.Groups
+		repeat := func(k uint64, rows, cols int) ir.Tensor {
+			x := b.Input(ir.Shape{c.B, G, rows, cols}, vals(k, c.B*G*rows*cols))
+			return x.Reshape(ir.Shape{c.B, G, 1, rows, cols}).Broadcast(ir.Shape{c.B, G, N, rows, cols}).Reshape(ir.Shape{c.B, c.H, rows, cols})
+		}
+		k, v = repeat(2, c.T, c.D), repeat(3, c.T, c.E)
+	}
 	// Limits wide enough for sequences of 4096 (the defaults' 10^8
 	// operations stop at a few hundred).
 	off, lim := float32(-3e38), ir.Limits{MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
@@ -113,13 +126,17 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 	if err != nil {
 		panic("irtest: " + err.Error())
 	}
+	if c.Groups > 1 {
+		g = ir.GroupAttention(g)
+	}
 	return g
 }
 
 // AttentionEdges are the attentions every backend must reproduce: a
 // single key, short and odd sequences, head dims 64 and 128, causal,
 // padding and dense masks, a fully masked row (NaN), extreme values,
-// heads read through a view, and each side of the online order's bound.
+// heads read through a view, each side of the online order's bound, and
+// grouped-query heads read in place.
 func AttentionEdges() []AttentionCase {
 	cs := []AttentionCase{
 		{Name: "seq1", S: 1, T: 1, D: 8, E: 8, Scale: 0.5},
@@ -143,6 +160,10 @@ func AttentionEdges() []AttentionCase {
 			AttentionCase{Name: "online-at-bound", B: 2, S: 3, T: f, D: 4, E: 4, Scale: 0.5, Mask: MaskPadding},
 			AttentionCase{Name: "online-lead", S: 3, T: f + 1, D: 4, E: 3, Scale: 0.5, Mask: MaskLead})
 	}
+	// Grouped-query heads read in place (rank 5, k and v broadcast).
+	cs = append(cs,
+		AttentionCase{Name: "grouped-padding", B: 2, H: 4, Groups: 2, S: 3, T: 7, D: 8, E: 8, Scale: 0.35355338, Mask: MaskPadding},
+		AttentionCase{Name: "grouped-causal", B: 1, H: 6, Groups: 3, S: 5, T: 5, D: 4, E: 6, Scale: 0.5, Mask: MaskCausal})
 	return cs
 }
 
