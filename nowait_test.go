@@ -118,3 +118,44 @@ func countZeros(s []float32) int {
 	}
 	return n
 }
+
+// TestRunNoWaitClose closes a Runtime right after queueing 20 NoWait runs,
+// their tensors still held: Close waits for the queued kernels before the
+// device goes, and a later Read of a kept tensor is an error, not a crash.
+func TestRunNoWaitClose(t *testing.T) {
+	const n = 8
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			ctx := context.Background()
+			rt := open(t, be)
+			exe, err := rt.Compile(ctx, layer(n, n, n, nil, nil, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var held []*gpucc.DeviceTensor
+			for _, d := range []struct {
+				shape ir.Shape
+				data  []float32
+			}{{ir.Shape{n, n}, irtest.Values(1, n*n, 1)}, {ir.Shape{n, n}, irtest.Values(2, n*n, 0.25)}, {ir.Shape{n}, irtest.Values(3, n, 1)}} {
+				v, err := rt.Upload(ctx, d.shape, d.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, v)
+			}
+			cur := held[0]
+			for i := range 20 {
+				res, err := exe.RunWith(ctx, gpucc.Inputs{"x": cur, "w": held[1], "b": held[2]}, gpucc.RunOptions{Keep: []string{"y", "s"}, NoWait: true})
+				if err != nil {
+					t.Fatalf("run %d: %v", i, err)
+				}
+				cur = res.Kept["y"]
+				held = append(held, cur, res.Kept["s"])
+			}
+			rt.Close()
+			if _, err := cur.Read(ctx, nil); err == nil {
+				t.Fatal("a kept tensor read after Close")
+			}
+		})
+	}
+}

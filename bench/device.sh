@@ -188,7 +188,7 @@ suite_quick() {
 # 2026-12-05) against one cgo call and one error scope (runtime/gpu/record.go), untimed, and empty.
 suite_enginequick() {
 	tests quick_engine.txt 20 webgpu 'TestRunCounts|TestRunQueuedReleases'
-	tests quick_engine.txt 20 gpucc 'TestRunNoWait/webgpu'
+	tests quick_engine.txt 20 gpucc 'TestRunNoWait[A-Za-z]*/webgpu'
 	tests quick_engine.txt 10 gpu 'TestRecordErrors|TestQueuedBound'
 	benches quick_engine.txt 15 webgpu 'RunCost' 3000x
 	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
