@@ -30,6 +30,17 @@ import (
 //     sums its keys in ascending order from +0, so the masked keys' exact
 //     zeros leave each sum's bits as the grown cache's shorter row gives.
 //
+// The write is a select over the whole cache, computed in float32 (one
+// cast of the position, then equal and greater against a slots constant
+// per cache, so that no comparison is shared between caches and stored at
+// the cache's size): each present is one elementwise kernel reading its
+// past and writing it whole, O(cache) bytes a step (gpt2kv_grow at 128
+// rows: 131,072 of the step's 140,800 bytes written on native). Writing
+// only the new row, O(row), needs what no layer has yet: an output that
+// aliases a donated input (the past's DeviceTensor, written in place), a
+// kernel storing one row at a run-time offset (a scatter of one row), and
+// every backend binding that buffer for writing.
+//
 // It is refused (unsupported, naming why) unless the model is exactly
 // that: each present is the concatenation of its past and one new row,
 // only fused attention nodes (ir.FuseAttention) read the cache, as keys or
