@@ -109,7 +109,7 @@ func runTyped(t *testing.T, nt nodeTest) (bool, string) {
 		return false, "refused: " + err.Error()
 	}
 	lim := nodetests.Limits
-	if typedGraphSeen != nil { // TestNodeTestsTypedBackends runs it elsewhere too
+	if typedGraphSeen != nil { // TestNodeTestsUnion runs it elsewhere too
 		typedGraphSeen(g)
 	}
 	res, err := gpucc.Run(context.Background(), g, gpucc.Options{Backend: "cpu", Limits: lim})
