@@ -212,7 +212,10 @@ func unionRows(t *testing.T, dir string, tests []string) []unionRow {
 	for _, name := range append([]string{"cpu"}, unionBackends...) {
 		rt, err := gpucc.Open(ctx, gpucc.Options{Backend: name, AllowSoftware: true, Limits: lim})
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			if env := "GPUCC_REQUIRE_" + strings.ToUpper(name); name == "cpu" || os.Getenv(env) != "" {
+				t.Fatalf("%s: %v", name, err)
+			}
+			t.Skipf("backend %s cannot start here, and the table needs every backend (set GPUCC_REQUIRE_%s to fail instead): %v", name, strings.ToUpper(name), err)
 		}
 		t.Cleanup(rt.Close)
 		rts[name] = rt
