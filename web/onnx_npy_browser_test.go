@@ -112,7 +112,7 @@ func saveNpy(t *testing.T, path string, a *npy.Array) {
 func TestONNXPickerNpyConstant(t *testing.T) {
 	ctx := page(t, "?life=0", onnxDeadline)
 	runRealModel(t, ctx, realPageModel{name: "silero_vad_v5", shapes: map[string][]int{"input": {1, 512}, "state": {2, 1, 128}},
-		scale: 1, consts: map[string]int64{"sr": 16000}, npyConsts: true}, 30*time.Second)
+		scale: 1, consts: map[string]int64{"sr": 16000}, npyConsts: true}, 2*time.Minute)
 	sr := evalString(t, ctx, `String(demo.onnx.signature.inputs.findIndex(p => p.name === "sr"))`)
 	dir := t.TempDir()
 	f32 := filepath.Join(dir, "f32.npy")

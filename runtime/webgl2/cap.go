@@ -17,7 +17,9 @@ import (
 // TextureCap is the most texture memory a WebGL2 run may hold live at
 // once. Every texel counts 16 bytes, as if stored RGBA32F (drivers may pad
 // R32F that way), and the cap is checked before anything is allocated.
-const TextureCap = 128 << 20
+// 256 MiB: PP-OCRv4's detector at 640² counts 160 MiB (40 MiB as R32F),
+// which the former 128 refused.
+const TextureCap = 256 << 20
 
 // texelBytes is what one texel counts against TextureCap.
 const texelBytes = 16

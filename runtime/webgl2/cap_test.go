@@ -11,15 +11,15 @@ import (
 )
 
 func TestTextureCap(t *testing.T) {
-	big := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1 << 40}
+	big := ir.Limits{MaxStorageBytes: 1 << 30, MaxOps: 1 << 40, MaxOutputs: 32}
 	tests := []struct {
 		name    string
 		inputs  int // [1024,1024] inputs, each added to the next into an output
 		wantErr bool
 	}{
 		{"seed-sized", 1, false},
-		{"at the storage limit", 4, false}, // 4 inputs + 4 outputs = 128 MiB exactly
-		{"over the cap", 9, true},          // 9 inputs are live before the first pass
+		{"at the cap", 8, false},   // 8 inputs + 8 outputs = 256 MiB exactly
+		{"over the cap", 17, true}, // 17 inputs are live before the first pass
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
