@@ -444,6 +444,12 @@ type Generation struct {
 	// spends beside its kernels (transfers, submission, waits, argmax).
 	DispatchMs    float64 `json:"dispatchMs"`
 	DispatchClock string  `json:"dispatchClock"`
+	// StepKernels is the kernels a decoding step dispatches, and
+	// StepBytesWritten the bytes they write, counted from the step's plans
+	// where the backend's are known here (native, wasm; 0 elsewhere): the
+	// per-token work that Decoder.Explain details.
+	StepKernels      int   `json:"stepKernels"`
+	StepBytesWritten int64 `json:"stepBytesWritten"`
 	// Logits holds each step's logits with GenerateOptions.Logits.
 	Logits [][]float32 `json:"-"`
 }
@@ -610,8 +616,13 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 			break
 		}
 	}
+	kernels, written := d.exe.Kernels(), int64(0)
+	if sc, ok := d.stepCost(); ok {
+		written = sc.cost.BytesWritten
+	}
 	for _, gen := range gens {
 		gen.Cache = c.where()
+		gen.StepKernels, gen.StepBytesWritten = kernels, written
 		gen.DispatchClock = clock
 		for _, t := range stepMs[:long] {
 			gen.PrefillMs += t

@@ -77,6 +77,9 @@ func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps i
 	if err != nil {
 		t.Fatal(err)
 	}
+	if w := map[string]int64{"native": 140800, "wasm": 140800}[backend]; got.StepBytesWritten != w || got.StepKernels == 0 && backend != "cpu" {
+		t.Errorf("a step's %d kernels write %d bytes; want %d", got.StepKernels, got.StepBytesWritten, w)
+	}
 	if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
 		t.Fatalf("tokens %v\nstatic %v\nPyTorch float64 %v", got.Tokens, want.Tokens, toks[kvPrompt:kvPrompt+steps])
 	}

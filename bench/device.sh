@@ -383,7 +383,7 @@ for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("fixture", "g
     for b in ("webgpu", "native"):
         try:
             g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))
-            row = {k: g.get(k) for k in ("cache", "compileMs", "prefillMs", "decodeMs", "dispatchMs", "dispatchClock")}
+            row = {k: g.get(k) for k in ("cache", "compileMs", "prefillMs", "decodeMs", "dispatchMs", "dispatchClock", "stepKernels", "stepBytesWritten")}
             for peer in ("hf_eager", "hf_sdpa", "step"):
                 p = t[cfg].get(peer, {})
                 if "token_ms" in p:

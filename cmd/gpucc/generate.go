@@ -32,7 +32,10 @@ the id at position p), prefillMs (the prompt's steps up to the first
 generated id), decodeMs (the median of the later steps, one id each) and
 dispatchMs (the median of their dispatch stage: the kernels, on the GPU's
 clock where dispatchClock says gpu-timestamp; decodeMs less it is the
-step's time beside its kernels).
+step's time beside its kernels), stepKernels (the kernels a step
+dispatches) and stepBytesWritten (the bytes they write, counted from the
+step's plans on native and wasm; 0 where the backend's typed code runs
+the step).
 A model whose cache grows a row a step instead (optimum's and
 transformers.js's exports: no position-indexed write, present.N.key =
 Concat(past_key_values.N.key, the step's row), [batch, heads, past_len + 1,
@@ -71,8 +74,10 @@ prompt's tokens and logits are those of decoding it a token a step.
 bits on every backend, a seed gives the same ids on every backend.
 --explain prints the convention recognized (which inputs are fed, and
 how), how the cache is kept (the model's own static cache, or the rewrite
-and its capacity) and how many attentions run fused, and exits without
-decoding.
+and its capacity), how many attentions run fused and the step's kernels
+(with the bytes they write and read where its plans are known), and exits
+without decoding. A float16 cache (past and present float16) is kept as
+float16 between steps.
 A prompt id outside the vocabulary, an empty prompt, or a --max-len short
 of the prompt and tokens is invalid_input; a model that does not follow
 the convention is unsupported.`

@@ -72,9 +72,13 @@ func TestGenerate(t *testing.T) {
 				StepMs    []float64 `json:"stepMs"`
 				PrefillMs float64   `json:"prefillMs"`
 				DecodeMs  float64   `json:"decodeMs"`
+				Kernels   int       `json:"stepKernels"`
 			}
 			if err := json.Unmarshal([]byte(out), &g); err != nil {
 				t.Fatal(err)
+			}
+			if backend == "webgpu" && g.Kernels == 0 {
+				t.Errorf("stepKernels 0 on webgpu")
 			}
 			if !slices.Equal(g.Tokens, want) {
 				t.Errorf("tokens %v\nwant %v", g.Tokens, want)
