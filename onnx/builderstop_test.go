@@ -246,3 +246,45 @@ func TestImportPanicIsInternal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoadStops imports FuzzLoadOps's and FuzzLoad's grammar models with
+// the builder stopped after stop nodes (0: not stopped): a stopped import
+// fails with the builder's limit_exceeded error, an import the stop does
+// not reach is the unstopped one, and neither panics or errs internal,
+// so the rules of random models meet a builder error at random steps.
+func FuzzLoadStops(f *testing.F) {
+	for _, s := range []string{"\x02\x03\x04\x01\x05", "\x01\x02\x00\x03\x01\x07\x02\x09", "\xff\xfe\x10\x20\x30\x40\x50\x60\x70\x80"} {
+		for _, stop := range []uint16{1, 3, 7} {
+			f.Add(false, stop, []byte(s))
+		}
+	}
+	for op := range fuzzOps {
+		f.Add(true, uint16(op%5+1), []byte{3, 3, 1, 2, 3, 4, 4, byte(op), 3, 240, 1, 2, byte(op), 0, 1, 2, 3, 4, 5})
+	}
+	f.Fuzz(func(t *testing.T, grammar bool, stop uint16, raw []byte) {
+		doc := opsModel(raw)
+		if grammar {
+			doc = fuzzModel(raw)
+		}
+		lim := ir.Limits{MaxNodes: 64, MaxElements: 1 << 12, MaxStorageBytes: 1 << 16}
+		m, err := onnx.Parse(bytes.NewReader(doc), onnx.Options{Limits: lim})
+		if err != nil {
+			return
+		}
+		g0, err0 := m.Specialize(context.Background(), nil)
+		n := int(stop)
+		onnx.SetBuilderNodes(m, n)
+		g, err := m.Specialize(context.Background(), nil)
+		var ie *ir.Error
+		switch {
+		case err != nil && (!errors.As(err, &ie) || ie.Code == ir.CodeInternal):
+			t.Fatalf("stopped at %d nodes: %v", n, err)
+		case err != nil && ie.Limit == "MaxNodes" && strings.Contains(ie.Msg, fmt.Sprintf("more than %d nodes exceed the limit of %d", n, n)):
+			// The builder stopped.
+		case (err == nil) != (err0 == nil) || err != nil && err.Error() != err0.Error():
+			t.Fatalf("stopped at %d nodes: %v; unstopped: %v", n, err, err0)
+		case g != nil && len(g.Nodes) != len(g0.Nodes):
+			t.Fatalf("stopped at %d nodes: %d nodes; unstopped %d", n, len(g.Nodes), len(g0.Nodes))
+		}
+	})
+}

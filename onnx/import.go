@@ -52,9 +52,9 @@ type Options struct {
 	// x=D0,D1,…"); nil says onnx.Options.InputShapes.
 	ShapeHint func(input string) string
 
-	// builderNodes, when positive, replaces Limits.MaxNodes as the
-	// builder's bound (ir.Builder.SetMaxNodes): a test stops the import
-	// at each of its builder steps with it (export_test.go).
+	// builderNodes, when positive and below Limits.MaxNodes, is the
+	// builder's bound in its place (ir.Builder.SetMaxNodes): a test stops
+	// the import at each of its builder steps with it (export_test.go).
 	builderNodes int
 }
 
@@ -202,8 +202,8 @@ func importWants(ctx context.Context, m *modelProto, opts Options, l ir.Limits) 
 		}
 	}()
 	c.b.SetMaxNodes(l.MaxNodes)
-	if opts.builderNodes > 0 {
-		c.b.SetMaxNodes(opts.builderNodes)
+	if n := opts.builderNodes; n > 0 && n < l.MaxNodes {
+		c.b.SetMaxNodes(n)
 	}
 	g, err = c.importGraph(ctx, m, opts)
 	return g, c.wants, err
