@@ -17,8 +17,8 @@ import (
 // (irtest.ScatterLimits: wrap-around, ±0, subnormals, ±3e38, float16's
 // rounding after each update, bool's or and and, NaN payloads and -Inf
 // under the non-finite policy), indices outside their dimension
-// (irtest.ScatterFaults) and random graphs whose every other node may be
-// a scatter.
+// (irtest.ScatterFaults) and random chains of scatters (irtest.RandomScatters:
+// 64 seeds, 16 under -short).
 func TestScatterBackends(t *testing.T) {
 	var cases []irtest.Case
 	for _, c := range irtest.Typed() {
@@ -27,7 +27,11 @@ func TestScatterBackends(t *testing.T) {
 		}
 	}
 	cases = append(append(cases, irtest.ScatterLimits()...), irtest.ScatterFaults()...)
-	for seed := range 16 {
+	seeds := 64
+	if testing.Short() {
+		seeds = 16
+	}
+	for seed := range seeds {
 		cases = append(cases, irtest.Case{Name: "random/" + itoa(seed), Graph: irtest.RandomScatters(uint64(seed))})
 	}
 	nonFinite := func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} }

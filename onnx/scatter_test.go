@@ -169,3 +169,38 @@ func bitsOf(v []float32) []uint32 {
 	}
 	return out
 }
+
+// TestScatterMaxMin: opset 18's reductions max and min import (ScatterND
+// and ScatterElements): repeated indices fold in order from the data's
+// value, -0 below +0, and a NaN wins (returned as the quiet NaN, as every
+// NaN output is: ir.Limits).
+func TestScatterMaxMin(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	nan := math.Float32frombits(0x7fc00001)
+	data := []float32{1, 0, 5}
+	upd := []float32{3, negZero, 2, nan}
+	idx := []int64{0, 1, 0, 2}
+	for _, c := range []struct {
+		op, red string
+		want    []uint32
+	}{
+		{"ScatterND", "max", []uint32{0x40400000, 0x00000000, 0x7fc00000}},
+		{"ScatterND", "min", []uint32{0x3f800000, 0x80000000, 0x7fc00000}},
+		{"ScatterElements", "max", []uint32{0x40400000, 0x00000000, 0x7fc00000}},
+		{"ScatterElements", "min", []uint32{0x3f800000, 0x80000000, 0x7fc00000}},
+	} {
+		is := []int64{4}
+		if c.op == "ScatterND" {
+			is = []int64{4, 1}
+		}
+		raw := model(18, graph([]msg{node(c.op, "s", []string{"d", "i", "u"}, []string{"y"}, attrStr("reduction", c.red))}, nil,
+			[]msg{valueInfo("d", 3), typedValueInfo("i", int64(onnx.Int64), is...), valueInfo("u", 4)}, []msg{valueInfo("y", 3)}))
+		res, err := runModel(t, raw, map[string][]float32{"d": data, "u": upd}, map[string][]int64{"i": idx})
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.op, c.red, err)
+		}
+		if got := bitsOf(res.Outputs["y"].Data); !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %#x, want %#x", c.op, c.red, got, c.want)
+		}
+	}
+}
