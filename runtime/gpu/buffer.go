@@ -37,6 +37,7 @@ func (b *Buffer) Release() {
 	}
 	b.released = true
 	liveBuffers.Add(-1)
+	d.dropPending(b)
 	d.evict(b.id)
 	b.buf.Release()
 }
@@ -175,6 +176,13 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 	if d.upPath == UploadStaging && !b.uniform && len(data) > smallUpload {
 		_, err := d.stagedWriteLocked(op, b, data, false)
 		return err
+	}
+	if d.pendingTo(b) {
+		// WriteBuffer's write runs before the next submission's
+		// commands, so the staged upload before it goes first.
+		if err := d.recordSubmit(nil, nil, nil, false); err != nil {
+			return errorf(op, "%w", err)
+		}
 	}
 	n := len(data) &^ 3
 	chunk := len(data)

@@ -287,6 +287,11 @@ func (d *Device) Sync() error {
 	if err := d.check("sync"); err != nil {
 		return err
 	}
+	if len(d.stages.pending) > 0 { // staged uploads are submitted work too
+		if err := d.recordSubmit(nil, nil, nil, false); err != nil {
+			return errorf("sync", "%w", err)
+		}
+	}
 	d.wait()
 	return nil
 }

@@ -57,16 +57,20 @@ static void gpucc_rec_error(int type, char const *message, void *u) {
 	}
 }
 
-// gpucc_record records the dispatches into one compute pass, then the
-// copies, between timestamps when r->ts_set is set, and submits them
+// gpucc_record records the copies pre (staged uploads), then the
+// dispatches into one compute pass, then the copies, the pass and the
+// copies after it between timestamps when r->ts_set is set, and submits them
 // (unless !submit: BenchmarkRecord times the recording alone): the
 // whole recording inside one validation error scope (WGPUErrorFilter_Validation
 // is 0), popped before the submission, so that a recording with an error
 // is released and never submitted (wgpu-native aborts the process on an
 // invalid submission).
-static void gpucc_record(gpucc_rec *r, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc, int submit) {
+static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc, int submit) {
 	wgpuDevicePushErrorScope(r->device, 0);
 	gpuccHandle enc = wgpuDeviceCreateCommandEncoder(r->device, NULL);
+	for (size_t i = 0; i < np; i++) {
+		wgpuCommandEncoderCopyBufferToBuffer(enc, pre[i].src, pre[i].src_off, pre[i].dst, pre[i].dst_off, pre[i].n);
+	}
 	if (r->ts_set != NULL) {
 		wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 0);
 	}
@@ -148,6 +152,7 @@ type recorder struct {
 	rec   *C.gpucc_rec
 	recDs []C.gpucc_dispatch
 	recCs []C.gpucc_copy
+	recPs []C.gpucc_copy
 }
 
 // free gives the C memory back; the device is closing.
@@ -208,29 +213,46 @@ func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp
 		d.recDs = append(d.recDs, C.gpucc_dispatch{pipeline: singleRef(unsafe.Pointer(ds[i].Pipeline.pipe)),
 			group: singleRef(unsafe.Pointer(bgs[i])), x: C.uint32_t(g[0]), y: C.uint32_t(g[1]), z: C.uint32_t(g[2])})
 	}
-	d.recCs = d.recCs[:0]
-	for _, c := range copies {
-		d.recCs = append(d.recCs, C.gpucc_copy{src: pairRef(unsafe.Pointer(c.src)), src_off: C.uint64_t(c.srcOff),
-			dst: pairRef(unsafe.Pointer(c.dst)), dst_off: C.uint64_t(c.dstOff), n: C.uint64_t(c.n)})
+	d.recCs = cCopies(d.recCs[:0], copies)
+	var pre []copyOp
+	if submit {
+		pre = d.pendingCopies() // staged uploads go first (stage.go)
 	}
+	d.recPs = cCopies(d.recPs[:0], pre)
 	var dp *C.gpucc_dispatch
 	if len(d.recDs) > 0 {
 		dp = &d.recDs[0]
-	}
-	var cp *C.gpucc_copy
-	if len(d.recCs) > 0 {
-		cp = &d.recCs[0]
 	}
 	s := C.int(0)
 	if submit {
 		s = 1
 	}
-	C.gpucc_record(r, dp, C.size_t(len(d.recDs)), cp, C.size_t(len(d.recCs)), s)
+	C.gpucc_record(r, first(d.recPs), C.size_t(len(d.recPs)), dp, C.size_t(len(d.recDs)), first(d.recCs), C.size_t(len(d.recCs)), s)
 	if r.err != 0 {
+		// The staged uploads' copies stay pending for the next
+		// submission: a refused run loses no tensor's data.
 		return errors.New("wgpu: recording: " + C.GoString(&r.msg[0]))
 	}
 	if submit {
 		d.n.Submits++
+		d.submitted()
 	}
 	return nil
+}
+
+// cCopies appends copies to cs as C structs.
+func cCopies(cs []C.gpucc_copy, copies []copyOp) []C.gpucc_copy {
+	for _, c := range copies {
+		cs = append(cs, C.gpucc_copy{src: pairRef(unsafe.Pointer(c.src)), src_off: C.uint64_t(c.srcOff),
+			dst: pairRef(unsafe.Pointer(c.dst)), dst_off: C.uint64_t(c.dstOff), n: C.uint64_t(c.n)})
+	}
+	return cs
+}
+
+// first is the address of cs's first element, or nil.
+func first(cs []C.gpucc_copy) *C.gpucc_copy {
+	if len(cs) == 0 {
+		return nil
+	}
+	return &cs[0]
 }

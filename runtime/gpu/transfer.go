@@ -221,6 +221,11 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 	if chunk == 0 {
 		chunk = defaultStagingChunk
 	}
+	if uint64(len(data)) <= chunk && chunk <= maxStageBytes { // one chunk (a chunk past the bounds asks for the ring)
+		if bad, ok, err := d.stageUpload(op, b, data, check); ok || err != nil {
+			return bad, err
+		}
+	}
 	if err := d.ensureRing(d.upStage[:], &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
 		return -1, errorf(op, "staging buffers of %d B: %w", chunk, err)
 	}

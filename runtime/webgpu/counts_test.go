@@ -76,7 +76,7 @@ func countsCall(t testing.TB, d *device, exe backend.Executable, resident, keep 
 // (gpu.Counts), for the runs whose cost beyond their kernels issue 35
 // measures: a resident run of one kernel and of three, waiting and queued
 // (RunQueued), a Launch and its Wait, and a run from host inputs to a
-// host output. A change that adds
+// host output, small (WriteBuffer) and of 128 KiB (staged). A change that adds
 // a submission, a wait, an error scope, a bind group, a buffer, a write
 // or a map to one of them fails here: the H200 is not at hand to time
 // it, so the calls are counted instead. Each run's output is cpuref's,
@@ -105,6 +105,11 @@ func TestRunCounts(t *testing.T) {
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 1, Encoders: 1}},
 		{name: "host", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) },
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 8, Encoders: 1, Writes: 3, Maps: 2}},
+		// Inputs of 128 KiB each go through staging buffers kept mapped,
+		// their copies in the run's own submission (until 2026-12-05: a
+		// submission and a wait each, 4 and 4 a run).
+		{name: "host-128KiB", exe: func() backend.Executable { return reluMulAdd(t, d, 1<<15) },
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 11, Encoders: 1, Maps: 5}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -393,9 +393,9 @@ func TestSetupAllocs(t *testing.T) {
 }
 
 // TestSmallUploadQueued: an upload of at most 16 MiB returns without
-// waiting for the GPU's copies (they are ordered before every later use
-// of the buffer; it waits only to map its staging buffer), a larger one
-// waits for them; either reads back bit for bit, and a
+// waiting for the GPU (its copy is ordered before every later use of the
+// buffer, and its staging buffer was mapped at creation or since its
+// last copy), a larger one waits for its ring's maps and its copies; either reads back bit for bit, and a
 // run on a tensor just uploaded gives cpuref's bits.
 func TestSmallUploadQueued(t *testing.T) {
 	d := openPooled(t, 0)
@@ -411,12 +411,13 @@ func TestSmallUploadQueued(t *testing.T) {
 			t.Fatalf("n=%d: %d, %v", n, k, err)
 		}
 		_, w := d.dev.RoundTrips()
-		waits := 0 // a staged upload maps each 16 MiB chunk's staging buffer once; a large one waits once more
-		if 4*n > 64<<10 {
-			waits = (4*n + 16<<20 - 1) / (16 << 20)
-		}
+		// Up to one 16 MiB chunk an upload is written into a staging
+		// buffer the device keeps mapped (its copy goes with the next
+		// submission): no wait. A larger one maps each chunk's ring
+		// buffer once and waits for its copies once more.
+		waits := 0
 		if n > 4<<20 {
-			waits++
+			waits = (4*n+16<<20-1)/(16<<20) + 1
 		}
 		if w-w0 != waits {
 			t.Errorf("n=%d: the upload waited %d times, want %d", n, w-w0, waits)
