@@ -183,13 +183,13 @@ suite_quick() {
 # (TestRunCounts pins the calls: the same counts must hold here), after the queued runs' bits there (queued
 # ahead of a real GPU, which lavapipe may not be) and wgpu's errors inside one scope. RunCost: warm runs of relu(a*b+c) over
 # 1024 on a backend device, resident waiting, resident queued (RunOptions.NoWait, no wait and no map),
-# launched keeping the output, host in and out: us/run is the whole run's wall time, its kernel a few µs.
+# launched keeping the output, host in and out (1024, and 128 KiB inputs through kept staging): us/run is the whole run's wall time, its kernel a few µs.
 # Record: one timed dispatch recorded without submitting, through the binding's calls (as until
 # 2026-12-05) against one cgo call and one error scope (runtime/gpu/record.go), untimed, and empty.
 suite_enginequick() {
 	tests quick_engine.txt 20 webgpu 'TestRunCounts|TestRunQueuedReleases'
 	tests quick_engine.txt 20 gpucc 'TestRunNoWait[A-Za-z]*/webgpu'
-	tests quick_engine.txt 10 gpu 'TestRecordErrors|TestQueuedBound'
+	tests quick_engine.txt 10 gpu 'TestRecordErrors|TestQueuedBound|TestStagedUploads'
 	benches quick_engine.txt 15 webgpu 'RunCost' 3000x
 	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
 	grep -h '^BenchmarkRunCost\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"

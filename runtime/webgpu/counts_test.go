@@ -195,16 +195,17 @@ func BenchmarkRunCost(b *testing.B) {
 		resident, keep bool
 		launch         bool
 		queued         bool
-	}{{"resident", true, true, false, false}, {"resident-queued", true, true, false, true}, {"launch-kept", true, true, true, false},
-		{"host", false, false, false, false}} {
+		n              int
+	}{{"resident", true, true, false, false, 1024}, {"resident-queued", true, true, false, true, 1024}, {"launch-kept", true, true, true, false, 1024},
+		{"host", false, false, false, false, 1024}, {"host-128KiB", false, false, false, false, 1 << 15}} {
 		b.Run(tc.name, func(b *testing.B) {
-			exe := reluMulAdd(b, d, 1024)
+			exe := reluMulAdd(b, d, tc.n)
 			call := countsCall(b, d, exe, tc.resident, tc.keep)
 			one := func() {
 				c := *call
 				c.Dests = []backend.Dest{{Keep: tc.keep}}
 				if !tc.keep {
-					c.Dests[0].Host = make([]float32, 1024)
+					c.Dests[0].Host = make([]float32, tc.n)
 				}
 				c.Stats = &backend.Stats{}
 				if tc.launch {
