@@ -7,6 +7,7 @@
 # session.run and of gpucc's upload + kernels + readback, in ms.
 #
 #   bash bench/wasm_page.sh
+#   GPUCC_OCR_SIZE=640 bash bench/wasm_page.sh   # the detector at 640², the recognizer at 48×640
 #
 # GPUCC_ORT_WEB is the onnxruntime-web 1.30.0 package folder (default
 # $NODE_PATH/onnxruntime-web, NODE_PATH defaulting to /work/ortnode/node_modules).
@@ -14,5 +15,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 export GPUCC_ORT_WEB=${GPUCC_ORT_WEB:-${NODE_PATH:-/work/ortnode/node_modules}/onnxruntime-web}
-echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) load $(cut -d' ' -f1-3 /proc/loadavg) OCR size ${GPUCC_OCR_SIZE:-320}"
 go test -count=1 -run 'TestWasmPageTime$' -v ./web | grep '^page-wasm'

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,7 +25,8 @@ const ortWebEnv = "GPUCC_ORT_WEB"
 // TestWasmPageTime times the page's wasm backend beside ONNX Runtime Web's
 // wasm backend in the same Chromium page, one thread each, on the models
 // of bench/RESULTS.md's CPU table: the PP-OCRv4 detector at 320², the
-// recognizer at 48×320 and Silero VAD (the float16 export the page runs:
+// recognizer at 48×320 (or at $GPUCC_OCR_SIZE: 640 is issue 34's size)
+// and Silero VAD (the float16 export the page runs:
 // v5's int64 sr cannot be given in the page). The inputs are the same
 // fixed pattern in [-1, 1) (the VAD's state zeros). Rounds interleave the
 // two; each prints the least over its runs of ORT's session.run and of
@@ -33,16 +35,22 @@ const ortWebEnv = "GPUCC_ORT_WEB"
 // check: it runs when $GPUCC_ORT_WEB names onnxruntime-web's folder
 // (bench/wasm_page.sh sets it).
 func TestWasmPageTime(t *testing.T) {
-	ortDir := os.Getenv(ortWebEnv)
+	ortDir, err := os.Getenv(ortWebEnv), error(nil)
 	if ortDir == "" {
 		t.Skipf("set %s to an onnxruntime-web package folder (npm install onnxruntime-web@1.30.0)", ortWebEnv)
+	}
+	size := 320 // the OCR models' size: GPUCC_OCR_SIZE (640: issue 34's)
+	if v := os.Getenv("GPUCC_OCR_SIZE"); v != "" {
+		if size, err = strconv.Atoi(v); err != nil || size < 32 || size%32 != 0 {
+			t.Fatalf("GPUCC_OCR_SIZE=%q: want a multiple of 32", v)
+		}
 	}
 	models := []struct {
 		name   string
 		shapes map[string][]int
 	}{
-		{"ppocr_v4_det", map[string][]int{"x": {1, 3, 320, 320}}},
-		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, 320}}},
+		{"ppocr_v4_det", map[string][]int{"x": {1, 3, size, size}}},
+		{"ppocr_v4_rec", map[string][]int{"x": {1, 3, 48, size}}},
 		{"silero_vad_half", map[string][]int{"input": {1, 512}, "state": {2, 1, 128}}},
 	}
 	page, err := Handler(builtPage(t))
