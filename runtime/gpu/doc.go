@@ -35,7 +35,11 @@
 // counts and kinds, workgroup counts, aliasing, released objects) before
 // calling wgpu, never destroys a buffer that a cached bind group still uses,
 // and always waits for submitted work, so that bad input comes back as an
-// *Error instead of an abort. Maps do not go through the binding's MapAsync,
+// *Error instead of an abort. A run is recorded and submitted in one cgo
+// call (record.go) inside one error scope, popped before the submission,
+// so that an invalid recording is released and never submitted; the
+// calls the device makes into wgpu are counted by kind (Counts), and
+// tests pin what a run costs in them. Maps do not go through the binding's MapAsync,
 // whose callback data Go's collector may free before wgpu calls it back
 // (see asyncMap). RequestDevice failures carry no message from
 // wgpu; Open reports the adapter and the limits it asked for instead.
