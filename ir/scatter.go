@@ -24,9 +24,14 @@ package ir
 //     bounds), whichever element it is.
 //
 // Reductions of bool are numpy's (ONNX's reference): add and max are or,
-// mul and min are and. A scatter costs the output plus the updates on
-// the host (cpuref, C); the GPU kernels compute each output element from
-// the updates that may aim at it (codegen.ScatterGatherOf).
+// mul and min are and. A scatter does the output plus the updates on
+// the host (cpuref, C), but the GPU kernels compute each output element
+// from every update that may aim at it (codegen.ScatterGatherOf): the
+// output times the index rows for scatter_nd, times the indices along
+// the axis for scatter_elements. Its cost, which MaxOps bounds, is the
+// GPU's, so a host's operation limit stands for the work any backend
+// may do (4096 rows of an embedding's gradient into [50257, 768] are
+// 1.6e11, not 4e7).
 
 // ScatterReduction is a scatter's reduction attribute.
 type ScatterReduction int
@@ -126,8 +131,38 @@ func scatterElementsShape(node int, op Op, args []Shape, _ Shape, attrs []int) (
 	return data, nil
 }
 
-func scatterCost(args []Shape, out Shape) int64 {
-	return int64(out.Len()) + int64(args[1].Len())
+// scatterNDCost: each output element checks each index row (indices
+// [..., k]: args[2]'s elements over its last dimension).
+func scatterNDCost(args []Shape, out Shape) int64 {
+	if len(args) < 3 {
+		return int64(out.Len())
+	}
+	idx := args[2]
+	rows := int64(1)
+	if len(idx) > 0 {
+		rows = int64(idx[:len(idx)-1].Len())
+	}
+	return SatAdd(SatMul(int64(out.Len()), rows), int64(args[1].Len()))
+}
+
+// scatterElementsCost: each output element checks the indices along the
+// axis; without the attributes (attrs nil), along the indices' longest
+// dimension, a bound.
+func scatterElementsCost(args []Shape, out Shape, attrs []int) int64 {
+	if len(args) < 3 {
+		return int64(out.Len())
+	}
+	idx := args[2]
+	along := int64(1)
+	for _, d := range idx {
+		along = max(along, int64(d))
+	}
+	if len(attrs) >= 2 { // axis, reduction: a validated node's
+		if ax := IndexAxis(OpScatterElements, attrs, len(idx)); ax >= 0 && ax < len(idx) {
+			along = int64(idx[ax])
+		}
+	}
+	return SatAdd(SatMul(int64(out.Len()), along), int64(args[1].Len()))
 }
 
 // Scatter is where a scatter node's updates go: update element u
