@@ -167,3 +167,10 @@ func Bind(nt Test) (*ir.Graph, error) {
 	}
 	return g, nil
 }
+
+// ReferenceDiffers are the tests whose reference gpucc does not follow,
+// and why: every harness refuses them by name with this reason.
+var ReferenceDiffers = map[string]string{
+	"test_cast_FLOAT_to_BFLOAT16": "onnx 1.12's reference truncates float32 to bfloat16; gpucc rounds to nearest even, as Cast's spec and onnx's later references (1.13 on) do",
+	"test_adam_multiple":          "onnx 1.12's test computes its reference with epsilon 1e-2 but leaves epsilon off the node (Adam's default, 0); gpucc computes the node: the reference's own formula with epsilon 0 gives gpucc's X1_new 0.755959, not 0.75913626",
+}
