@@ -7,7 +7,11 @@ import (
 )
 
 // Encode writes g as protocol v1 JSON. Numbers are written in the shortest
-// form that parses back to the same float32, so Decode(Encode(g)) == g.
+// form that parses back to the same float32, so Decode(Encode(g)) == g for
+// a graph of finite values. JSON has no NaN or Inf, and protocol v1 graphs
+// are finite (the host's policy, Limits.NonFinite): a graph built in Go
+// with non-finite values (Limits.NonFinite set) is written with bare NaN,
+// +Inf and -Inf, which Decode refuses; such a graph has no protocol v1 form.
 // Broadcast and reshape nodes are written as the gpucc extension ops
 // "broadcast" and "reshape" (with "a" and "shape"), which Decode reads; a
 // reduction over axes as "axes" with "keepdims": true; every attribute
