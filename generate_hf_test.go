@@ -118,6 +118,23 @@ func TestAttentionMaskConventionRefused(t *testing.T) {
 	}
 }
 
+// hfBatch is TestGenerateBatch's and TestGeneratePrefill's fixture:
+// gpt2kv_hf.onnx, three prompts of 8, 3 and 5 of the fixture's tokens, and
+// the steps to decode (fewer under -short).
+func hfBatch(t *testing.T) (raw []byte, prompts [][]int64, steps int) {
+	t.Helper()
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps = 24
+	if testing.Short() {
+		steps = 8
+	}
+	return raw, [][]int64{toks[:kvPrompt], toks[10:13], toks[20:25]}, steps
+}
+
 // TestGenerateBatch: three prompts of 8, 3 and 5 tokens decoded as one
 // batch through gpt2kv_hf.onnx (left-padded to 8, the padding masked by
 // attention_mask, position_ids counting from each prompt's first token)
@@ -128,16 +145,7 @@ func TestAttentionMaskConventionRefused(t *testing.T) {
 // order as one row alone. (Without the padding mask, the shorter prompts'
 // logits differ from the first padded step on.)
 func TestGenerateBatch(t *testing.T) {
-	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
-	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prompts := [][]int64{toks[:kvPrompt], toks[10:13], toks[20:25]}
-	steps := 24
-	if testing.Short() {
-		steps = 8
-	}
+	raw, prompts, steps := hfBatch(t)
 	for _, backend := range append([]string{"cpu"}, typedBackends...) {
 		t.Run(backend, func(t *testing.T) {
 			static := kvDecoder(t, backend)
@@ -250,16 +258,7 @@ func TestGenerateBatchRefuses(t *testing.T) {
 // rows would take the full-row order and the decoding's the online one,
 // within a few units in the last place of each other, not their bits.
 func TestGeneratePrefill(t *testing.T) {
-	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
-	raw, err := os.ReadFile(filepath.Join(kvDir, "gpt2kv_hf.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prompts := [][]int64{toks[:kvPrompt], toks[10:13], toks[20:25]}
-	steps := 24
-	if testing.Short() {
-		steps = 8
-	}
+	raw, prompts, steps := hfBatch(t)
 	for _, backend := range append([]string{"cpu"}, typedBackends...) {
 		t.Run(backend, func(t *testing.T) {
 			static := kvDecoder(t, backend)
