@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -282,5 +287,113 @@ func TestDecodeMemory(t *testing.T) {
 				t.Errorf("allocated %d bytes for a %d-byte document, over the stated bound of %d", n, len(tt.doc), bound)
 			}
 		})
+	}
+}
+
+// TestDecodeClaims: a data array is allocated for the values that arrive,
+// never for the count its shape claims before them. A 90-byte document
+// claiming 2^20 int64 values allocated their 8.4 MB before reading its
+// one value, and under limits raised for large graphs a shape of 2^31
+// elements claimed 16 GiB (2^28 of them allocated 2.1 GB); from memory or
+// a file (size known) or from a stream (chunks), each is refused within
+// the package's bound of 4 bytes a byte plus 1 MiB.
+func TestDecodeClaims(t *testing.T) {
+	raised := ir.Limits{MaxElements: 1 << 31, MaxStorageBytes: 1 << 40, MaxOps: 1 << 50}
+	docs := []struct {
+		name   string
+		doc    string
+		limits ir.Limits
+	}{
+		{"float32 2^20 claimed, one value", `{"version":1,"nodes":[{"id":0,"op":"input","shape":[1048576],"data":[1]}]}`, ir.Limits{}},
+		{"int64 2^20 claimed, one value", `{"version":1,"nodes":[{"id":0,"op":"input","dtype":"int64","shape":[1048576],"data":[1]}]}`, ir.Limits{}},
+		{"int64 2^31 claimed, raised limits", `{"version":1,"nodes":[{"id":0,"op":"input","dtype":"int64","shape":[2147483648],"data":[1,2]}]}`, raised},
+		{"float32 2^31 claimed, raised limits", `{"version":1,"nodes":[{"id":0,"op":"input","shape":[2147483648],"data":[1,2]}]}`, raised},
+		{"bool 2^31 claimed, body cut", `{"version":1,"nodes":[{"id":0,"op":"input","dtype":"bool","shape":[2147483648],"data":[true`, raised},
+		{"2^31 claimed, data before shape", `{"version":1,"nodes":[{"id":0,"op":"input","data":[1,2,3],"shape":[2147483648]}]}`, raised},
+	}
+	for _, tt := range docs {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				var err error
+				n := allocated(func() {
+					var r io.Reader = strings.NewReader(tt.doc)
+					if stream {
+						r = io.MultiReader(r) // no Len: the size is not known
+					}
+					_, err = ir.Decode(r, tt.limits)
+				})
+				t.Logf("%d bytes: %d allocated, %v", len(tt.doc), n, err)
+				if err == nil {
+					t.Fatal("decoded")
+				}
+				if bound := 4*uint64(len(tt.doc)) + 1<<20; n > bound {
+					t.Errorf("allocated %d bytes for a %d-byte document, over the stated bound of %d", n, len(tt.doc), bound)
+				}
+			})
+		}
+	}
+}
+
+// TestDecodeStreamed: a graph decodes to the same nodes from memory (its
+// arrays sized by the document's length), from a file and from a stream
+// (its arrays gathered in chunks), for arrays of each carrier across the
+// chunks' boundaries.
+func TestDecodeStreamed(t *testing.T) {
+	doc := func(dtype string, n int, shapeFirst bool, v func(int) string) string {
+		var b strings.Builder
+		data := make([]string, n)
+		for k := range data {
+			data[k] = v(k)
+		}
+		shape := fmt.Sprintf(`"shape":[%d]`, n)
+		arr := `"data":[` + strings.Join(data, ",") + `]`
+		if shapeFirst {
+			fmt.Fprintf(&b, `{"version":1,"nodes":[{"id":0,"op":"input","dtype":%q,%s,%s}],"outputs":[{"name":"y","id":0}]}`, dtype, shape, arr)
+		} else {
+			fmt.Fprintf(&b, `{"version":1,"nodes":[{"id":0,"op":"input","dtype":%q,%s,%s}],"outputs":[{"name":"y","id":0}]}`, dtype, arr, shape)
+		}
+		return b.String()
+	}
+	dir := t.TempDir()
+	for _, n := range []int{1, 2, 1<<14 - 1, 1 << 14, 1<<14 + 1, 3<<14 + 5} {
+		for _, shapeFirst := range []bool{true, false} {
+			for _, c := range []struct {
+				dtype string
+				v     func(int) string
+			}{
+				{"float32", func(k int) string { return fmt.Sprint(float32(k) * -1.5) }},
+				{"int64", func(k int) string { return fmt.Sprint(int64(k) * -(1 << 40)) }},
+				{"bool", func(k int) string { return fmt.Sprint(k%3 == 0) }},
+			} {
+				d := doc(c.dtype, n, shapeFirst, c.v)
+				want, err := ir.DecodeBytes([]byte(d), ir.Limits{})
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", c.dtype, n, err)
+				}
+				path := filepath.Join(dir, "g.json")
+				if err := os.WriteFile(path, []byte(d), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fromFile, err := ir.Decode(f, ir.Limits{})
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				streamed, err := ir.Decode(iotest.HalfReader(strings.NewReader(d)), ir.Limits{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(want, streamed) || !reflect.DeepEqual(want, fromFile) {
+					t.Errorf("%s n=%d shape first %v: the streamed or file graph differs from the in-memory one", c.dtype, n, shapeFirst)
+				}
+				if x := want.Nodes[0]; len(x.Data)+len(x.Ints) != n || n > 1 && (x.Data != nil && x.Data[1] != -1.5 || x.Ints != nil && c.dtype == "int64" && x.Ints[1] != -(1<<40)) {
+					t.Errorf("%s n=%d: values %v %v", c.dtype, n, x.Data[:min(2, len(x.Data))], x.Ints[:min(2, len(x.Ints))])
+				}
+			}
+		}
 	}
 }
