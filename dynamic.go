@@ -103,6 +103,9 @@ func (d *Dynamic) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Res
 	for name, v := range in {
 		switch v := v.(type) {
 		case Tensor:
+			if err := checkCount(name, v); err != nil {
+				return nil, err
+			}
 			shapes[name] = slices.Clone(v.Shape)
 		case *DeviceTensor:
 			if v == nil {
@@ -119,6 +122,29 @@ func (d *Dynamic) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Res
 	}
 	defer d.done(e)
 	return e.exe.RunWith(ctx, in, opts)
+}
+
+// checkCount refuses a host tensor whose values do not fill its shape,
+// before anything is specialized or compiled at that shape: a Tensor
+// claiming [2^20, 64] with 10 values had the model imported there (its
+// input placeholders allocated) and compiled, then refused at the run,
+// evicting a shape in use.
+func checkCount(name string, t Tensor) error {
+	n := int64(1)
+	for _, d := range t.Shape {
+		if d < 0 {
+			return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q has shape %v, with a negative dimension", name, t.Shape)
+		}
+		n = ir.SatMul(n, int64(d))
+	}
+	got := len(t.Ints)
+	if t.DType.IsFloat() {
+		got = len(t.Data)
+	}
+	if int64(got) != n {
+		return ir.Errorf(ir.CodeInvalidInput, -1, name, "input %q holds %d values, shape %v needs %d", name, got, t.Shape, n)
+	}
+	return nil
 }
 
 // done ends a run of e, releasing its executable if it was evicted

@@ -3,6 +3,7 @@ package gpucc_test
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,4 +70,50 @@ func TestDynamicEviction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDynamicClaims: a host tensor whose values do not fill its shape is
+// refused (invalid_input) before the model is specialized or compiled at
+// that shape: a claim of 2^26 elements with 10 values was imported and
+// compiled there first, and evicted the shape kept.
+func TestDynamicClaims(t *testing.T) {
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "cpu", Limits: ir.Limits{MaxElements: 1 << 30, MaxStorageBytes: 1 << 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	s := &doubler{}
+	d := rt.NewDynamic(s, gpucc.DynamicOptions{MaxShapes: 1})
+	defer d.Release()
+	if _, err := d.Run(context.Background(), gpucc.Inputs{"x": gpucc.NewTensor(ir.Shape{3}, []float32{1, 2, 3})}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []gpucc.Tensor{
+		gpucc.NewTensor(ir.Shape{1 << 26}, make([]float32, 10)),
+		gpucc.NewTensor(ir.Shape{1 << 20, 1 << 20, 1 << 20}, make([]float32, 10)),
+		gpucc.NewTensor(ir.Shape{-1, 3}, make([]float32, 3)),
+		gpucc.NewTensor(ir.Shape{4}, []float32{1, 2, 3}),
+		{Shape: []int{3}, DType: ir.I64, Data: []float32{1, 2, 3}},
+		{Shape: []int{3}, DType: ir.F16, Ints: []int64{1, 2, 3}},
+	} {
+		before := allocs(func() {
+			_, err = d.Run(context.Background(), gpucc.Inputs{"x": x})
+		})
+		if gpucc.CodeOf(err) != ir.CodeInvalidInput || s.n.Load() != 1 || before > 1<<20 {
+			t.Errorf("shape %v, %v, %d float and %d integer values: %v, %d specializations, %d bytes allocated; want invalid_input, 1 specialization, within 1 MiB", x.Shape, x.DType, len(x.Data), len(x.Ints), err, s.n.Load(), before)
+		}
+	}
+	if got := d.Shapes(); len(got) != 1 || got[0] != `"x"=[3];` {
+		t.Errorf("shapes kept %q, want the one run", got)
+	}
+}
+
+// allocs is what f allocates, garbage included.
+func allocs(f func()) uint64 {
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	f()
+	goruntime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

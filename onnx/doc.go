@@ -29,8 +29,10 @@
 // model that expands past it is refused at the node that would pass it,
 // before the rest is built. A tensor's data is allocated for the bytes
 // it holds, so one whose dimensions claim more is refused for them, and
-// graph inputs count at 4 bytes an element at least, as their carriers
-// take (TestHostileModels, TestHostileInputs). After the builder fails
+// graph inputs count at their carriers' bytes (4 an element for a float
+// dtype, 8 for an integer, bool or float64 one), so the placeholders an
+// import makes for its inputs, before any data is given them, take at
+// most MaxStorageBytes (TestHostileModels, TestHostileInputs). After the builder fails
 // no rule's step matters: the import fails with the builder's error
 // whatever the rule does next, panic included (importer.rule,
 // TestBuilderStops); a rule's panic with the builder intact is a bug,

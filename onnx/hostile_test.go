@@ -110,11 +110,14 @@ func TestHostileModels(t *testing.T) {
 }
 
 // TestHostileInputs: graph inputs are charged against MaxStorageBytes at
-// 4 bytes an element at least, as every tensor of the import is, before
-// their placeholders (a bool's an int64 carrier) are made: 32 bool inputs
-// of 2^20 elements, a model of 1.7 KB, allocated 268 MB under the default
-// 32 MiB and were refused only at the last; now the ninth is refused,
-// within 2 bytes of carrier a byte of the limit.
+// their carriers' bytes (8 an element for a bool's int64) before their
+// placeholders are made, so the placeholders of an import's inputs, made
+// before any data is given them, take at most MaxStorageBytes: 32 bool
+// inputs of 2^20 elements, a model of 1.7 KB, allocated 268 MB under the
+// default 32 MiB when a bool counted 1 byte, 67 MB (twice the limit) at
+// 4 bytes (fe637bc); now the fifth is refused, within the limit and 1 MiB.
+// Each dtype's inputs fill the limit to the byte of their carriers and no
+// further.
 func TestHostileInputs(t *testing.T) {
 	var ins, nodes []msg
 	for i := range 32 {
@@ -131,16 +134,42 @@ func TestHostileInputs(t *testing.T) {
 	d := after.TotalAlloc - before.TotalAlloc
 	t.Logf("%d bytes of model: %d allocated: %v", len(doc), d, err)
 	var ie *ir.Error
-	if !errors.As(err, &ie) || ie.Limit != "MaxStorageBytes" || !strings.Contains(ie.Field, "graph.input[8]") {
-		t.Errorf("Load: %v; want limit_exceeded of MaxStorageBytes at input 8", err)
+	if !errors.As(err, &ie) || ie.Limit != "MaxStorageBytes" || !strings.Contains(ie.Field, "graph.input[4]") {
+		t.Errorf("Load: %v; want limit_exceeded of MaxStorageBytes at input 4", err)
 	}
-	if max := 2*uint64(ir.DefaultLimits().MaxStorageBytes) + 1<<20; d > max {
+	if max := uint64(ir.DefaultLimits().MaxStorageBytes) + 1<<20; d > max {
 		t.Errorf("allocated %d, over %d", d, max)
 	}
 	// Three import (with their casts to float32), as bool inputs.
 	doc = model(13, graph(nodes[:3], nil, ins[:3], []msg{valueInfo("cb2", 1<<20)}))
 	if g, err := onnx.Load(bytes.NewReader(doc), onnx.Options{}); err != nil || g.Nodes[g.Input("b2")].DType != ir.Bool {
 		t.Errorf("3 bool inputs of 2^20: %v", err)
+	}
+	// Inputs of 2^18 elements under a limit of 8 MiB: 8 float32 ones fit
+	// (4 bytes each), 4 of each other dtype (8); one more is refused.
+	for _, c := range []struct {
+		dt   onnx.DataType
+		fits int
+	}{{onnx.Float32, 8}, {onnx.Float16, 8}, {onnx.Int64, 4}, {onnx.Int32, 4}, {onnx.Uint8, 4}, {onnx.Bool, 4}, {onnx.Float64, 4}} {
+		for _, k := range []int{c.fits, c.fits + 1} {
+			var ins, outs []msg
+			for i := range k {
+				n := fmt.Sprintf("x%d", i)
+				ins = append(ins, typedValueInfo(n, int64(c.dt), 1<<18))
+				outs = append(outs, typedValueInfo(n, int64(c.dt), 1<<18))
+			}
+			doc := model(13, graph(nil, nil, ins, outs))
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{Limits: ir.Limits{MaxStorageBytes: 8 << 20}})
+			runtime.ReadMemStats(&after)
+			if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20+1<<20 {
+				t.Errorf("%v: %d inputs allocated %d, over the limit and 1 MiB", c.dt, k, d)
+			}
+			if refused := errors.As(err, &ie) && ie.Limit == "MaxStorageBytes"; refused != (k > c.fits) {
+				t.Errorf("%v: %d inputs of 2^18: %v", c.dt, k, err)
+			}
+		}
 	}
 }
 

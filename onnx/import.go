@@ -386,11 +386,13 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		if n < 0 {
 			return ir.LimitErrorf("MaxElements", -1, field, "input %s of shape %v exceeds the limit of %d elements per tensor", ir.Quote(in.name), shape, c.l.MaxElements)
 		}
-		// Charged at 4 bytes an element at least, as every tensor of the
-		// import is (Options.Limits), before its placeholder is made: a
-		// bool's is an int64 carrier, and at its 1 byte 32 bool inputs of
-		// 2^20 in a 1.7 KB model allocated 268 MB under the default 32 MiB.
-		if c.storage = ir.SatAdd(c.storage, ir.SatMul(int64(max(irt.Size(), 4)), n)); c.storage > c.l.MaxStorageBytes {
+		// Charged at its carrier's bytes (4 an element for a float dtype,
+		// 8 for an integer, bool or float64 one) before its placeholder is
+		// made, so the placeholders of an import's inputs are within
+		// MaxStorageBytes: at 1 byte a bool (whose carrier is int64) 32
+		// bool inputs of 2^20 in a 1.7 KB model allocated 268 MB under the
+		// default 32 MiB, and at 4 bytes, 67 MB (fe637bc).
+		if c.storage = ir.SatAdd(c.storage, ir.SatMul(carrierBytes(irt), n)); c.storage > c.l.MaxStorageBytes {
 			return ir.LimitErrorf("MaxStorageBytes", -1, field, "the inputs reach %d bytes at input %s, over the storage limit of %d", c.storage, ir.Quote(in.name), c.l.MaxStorageBytes)
 		}
 		if len(in.name) > 256 {
@@ -833,6 +835,15 @@ func (c *importer) typedInput(name string, t ir.DType, shape ir.Shape, n int64) 
 		return &value{rt: x.Cast(ir.F32), set: true, isBool: true}
 	}
 	return &value{rt: x, set: true}
+}
+
+// carrierBytes is what an element of dtype t takes in the IR's carriers:
+// a float dtype's []float32, every other dtype's []int64.
+func carrierBytes(t ir.DType) int64 {
+	if t.IsFloat() {
+		return 4
+	}
+	return 8
 }
 
 // castTyped is ONNX's Cast of a run-time value to a dtype gpucc has:
