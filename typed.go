@@ -57,7 +57,11 @@ func (rt *Runtime) compileTypedWith(ctx context.Context, g *ir.Graph, limits ir.
 	if rt.info.Name == "cpu" || !ok {
 		return e, nil
 	}
-	if err := ir.CheckDTypes(g, ir.DeviceDTypes, rt.info.Name); err != nil {
+	held := ir.DeviceDTypes
+	if d, ok := td.(backend.TypedDTyper); ok {
+		held = d.TypedDTypes()
+	}
+	if err := ir.CheckDTypes(g, held, rt.info.Name); err != nil {
 		return nil, err
 	}
 	exe, err := guard(rt, func() (backend.TypedExecutable, error) {

@@ -204,6 +204,13 @@ const (
 	// ±Inf and a value whose truncation is outside [Lo, Hi] has no answer:
 	// the kernel sets ir.CodeIntegerFault's code.
 	CastFloatInt
+	// CastNarrow64: a float64 to a float dtype (float32, float16,
+	// bfloat16), rounded once from its exact value (ir.RoundFloat64:
+	// ties to even, through float32 rounded to odd for the narrow two),
+	// ±Inf beyond the dtype's range. A float or an integer to float64 is
+	// CastKeep: the store widens a float exactly and rounds an integer
+	// once, to nearest even, as C's conversion does.
+	CastNarrow64
 )
 
 // TypedCastRule is a cast's kind and its parameters.
@@ -215,16 +222,21 @@ type TypedCastRule struct {
 
 // TypedCast returns the rule of a cast from dtype from to dtype to.
 func TypedCast(from, to ir.DType) TypedCastRule {
+	fromFloat := from.IsFloat() || from.IsFloat64()
 	switch {
-	case to == ir.Bool && from.IsFloat():
+	case to == ir.Bool && fromFloat:
 		return TypedCastRule{Kind: CastFloatBool}
 	case to == ir.Bool:
 		return TypedCastRule{Kind: CastIntBool}
+	case to.IsFloat64():
+		return TypedCastRule{Kind: CastKeep}
+	case from.IsFloat64() && to.IsFloat():
+		return TypedCastRule{Kind: CastNarrow64}
 	case from.IsFloat() && to.IsFloat():
 		return TypedCastRule{Kind: CastKeep}
 	case to.IsFloat():
 		return TypedCastRule{Kind: CastIntFloat, Bits: significand[to]}
-	case from.IsFloat():
+	case fromFloat:
 		lo, hi := to.Range()
 		return TypedCastRule{Kind: CastFloatInt, Lo: lo, Hi: hi}
 	}

@@ -21,8 +21,9 @@ import (
 // uint64 is carried in int64 too: its values are [0, 2^63-1], and a value
 // beyond (an input, a cast, an op's result) is refused by name, never
 // reinterpreted. float64 is computed by the reference (the cpu backend)
-// only, and int16, uint16 and uint64 by the reference, C (native, wasm)
-// and WGSL (webgpu): the other targets refuse them by name (DeviceDTypes);
+// and C (native, wasm: CDTypes), and int16, uint16 and uint64 by the
+// reference, C and WGSL (webgpu): the other targets refuse them by name
+// (DeviceDTypes);
 // protocol v1 names none of the four (ProtocolDTypes). Everything else a dtype means is a row of dtypeTable: code
 // asks the table (Size, IsFloat, Range, Wrap, …) instead of switching on
 // dtypes.
@@ -222,9 +223,15 @@ var (
 	// zero-extended, wrapped by the store), and uint64 in its int64
 	// carrier, whose kernels fault on a result of 2^63 or more as the
 	// reference refuses it (codegen.CheckedU64). float64 is the
-	// reference's (cpu) only, refused by name elsewhere; WebGL2's typed
-	// passes hold ProtocolDTypes only.
+	// reference's and C's (CDTypes), refused by name on webgpu; WebGL2's
+	// typed passes hold ProtocolDTypes only.
 	DeviceDTypes = ProtocolDTypes | SetOf(I16, U16, U64)
+	// CDTypes are the dtypes the C targets (native, wasm) hold: the
+	// device's and float64, as C's double (wasm's f64), whose + - * / and
+	// sqrt are IEEE binary64's correctly rounded operations, the
+	// reference's bits. WGSL and GLSL ES have no 64-bit float: webgpu
+	// and webgl2 refuse float64 by name.
+	CDTypes = DeviceDTypes | Float64Types
 	// F32Only is float32 alone: an op whose kernels compute float32 only.
 	F32Only = SetOf(F32)
 )

@@ -86,11 +86,11 @@ static float int_float(t_i64 v, int p) {
 	float f = (float)u; /* exact: at most p+1 <= 25 significant bits */
 	return neg ? -f : f;
 }
-/* A float to an integer, truncated toward zero, where gt < v < lt are the
-   values whose truncation is in the dtype's range; *fault for NaN, ±Inf
-   and a value outside (ir.FloatToInt). */
-static t_i64 float_int(float v, double gt, double lt, int *fault) {
-	double d = (double)v;
+/* A float or float64 to an integer, truncated toward zero, where
+   gt < d < lt are the values whose truncation is in the dtype's range;
+   *fault for NaN, ±Inf and a value outside (ir.FloatToInt,
+   ir.Float64ToInt). A float argument widens exactly. */
+static t_i64 float_int(double d, double gt, double lt, int *fault) {
 	if (!(d > gt && d < lt)) { *fault = 1; return 0; }
 	return (t_i64)d; /* C truncates toward zero */
 }
@@ -113,6 +113,38 @@ static float fmin_ref(float a, float b) {
 	t_u32 kb = (y.u & 0x80000000u) ? ~y.u : y.u | 0x80000000u;
 	return ka <= kb ? a : b;
 }
+/* float64, C's double: its bits (ir.F64Bits) and back. */
+typedef union { double d; t_u64 u; } t_du;
+static double f64_of(t_u64 b) { t_du x; x.u = b; return x.d; }
+/* A float64 rounded to float32 to odd (ir.RoundFloat64): the nearest
+   float32 when it is exact or ±Inf, else the float32 toward zero with its
+   last bit set, which the store to float16 or bfloat16 rounds once as the
+   exact value would round (float32's 24 bits are p+2 of theirs at least). */
+static float f64_odd(double x) {
+	float y = (float)x;
+	t_fu b; b.f = y;
+	double ay = (double)y, ax = x < 0 ? -x : x;
+	if ((double)y == x || (b.u & 0x7fffffffu) == 0x7f800000u) return y;
+	if ((ay < 0 ? -ay : ay) > ax) b.u--; /* toward zero: the magnitude's bits are ordered */
+	b.u |= 1u;
+	return b.f;
+}
+/* The reference's float64 maximum and minimum (Go's math.Max, math.Min):
+   +Inf (-Inf) before NaN, then NaN (Go's NaN()), then +0 above -0. */
+static double fmax64_ref(double x, double y) {
+	t_du a, b; a.d = x; b.d = y;
+	if (a.u == 0x7ff0000000000000ull || b.u == 0x7ff0000000000000ull) return f64_of(0x7ff0000000000000ull);
+	if (x != x || y != y) return f64_of(0x7ff8000000000001ull);
+	if (x == 0 && x == y) return (a.u >> 63) ? y : x;
+	return x > y ? x : y;
+}
+static double fmin64_ref(double x, double y) {
+	t_du a, b; a.d = x; b.d = y;
+	if (a.u == 0xfff0000000000000ull || b.u == 0xfff0000000000000ull) return f64_of(0xfff0000000000000ull);
+	if (x != x || y != y) return f64_of(0x7ff8000000000001ull);
+	if (x == 0 && x == y) return (a.u >> 63) ? x : y;
+	return x < y ? x : y;
+}
 static t_i64 div_i64(t_i64 a, t_i64 b, int *fault) {
 	if (b == 0) { *fault = 1; return 0; }
 	if (b == -1) return (t_i64)(0ull - (t_u64)a); /* MIN / -1 wraps to MIN */
@@ -129,21 +161,24 @@ static t_i64 mod_i64(t_i64 a, t_i64 b, int *fault) {
 
 // StorageType returns the C type that holds one element of t in memory:
 // float for float32, the 16 bits of float16 and bfloat16, the integer of
-// the dtype's width (uint64 its int64 carrier, ir.DType), a byte for bool.
+// the dtype's width (uint64 its int64 carrier, ir.DType), a byte for bool,
+// double for float64 (its bits are the host's carrier's, ir.F64Bits).
 func StorageType(t ir.DType) string {
 	return [...]string{ir.F32: "float", ir.F16: "t_u16", ir.BF16: "t_u16", ir.I32: "t_i32", ir.I64: "t_i64",
-		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8", ir.I16: "t_i16", ir.U16: "t_u16", ir.U64: "t_i64"}[t]
+		ir.U8: "t_u8", ir.I8: "t_i8", ir.U32: "t_u32", ir.Bool: "t_u8", ir.I16: "t_i16", ir.U16: "t_u16", ir.U64: "t_i64",
+		ir.F64: "double"}[t]
 }
 
 // typedLoad returns the C of a stored element x of t as its computing
-// value: a float for the float dtypes, a t_i64 for the others.
+// value: a float for the float dtypes, a double for float64, a t_i64 for
+// the others.
 func typedLoad(t ir.DType, x string) string {
 	switch {
 	case t == ir.F16:
 		return "f16_float(" + x + ")"
 	case t == ir.BF16:
 		return "bf16_float(" + x + ")"
-	case t.IsFloat():
+	case t.IsFloat() || t.IsFloat64():
 		return x
 	}
 	return "(t_i64)(" + x + ")"
@@ -218,6 +253,11 @@ func typedCast(from, to ir.DType, x string) string {
 		return "(t_i64)(" + x + " != 0)"
 	case codegen.CastIntFloat:
 		return fmt.Sprintf("int_float(%s, %d)", x, r.Bits)
+	case codegen.CastNarrow64:
+		if to == ir.F32 {
+			return "(float)(" + x + ")" // one rounding to nearest even, ±Inf beyond
+		}
+		return "f64_odd(" + x + ")" // the store rounds it once to float16 or bfloat16
 	case codegen.CastFloatInt:
 		gt := float64(r.Lo) - 1 // exact below 2^53
 		if r.Lo == math.MinInt64 {
@@ -243,6 +283,15 @@ func TypedElementwise(op ir.Op, in, out ir.DType, y, a, b string) (string, bool)
 		v = typedCast(in, out, la)
 	case op == ir.OpWhere:
 		return "", false
+	case in.IsFloat64():
+		f, ok := float64Rows[op]
+		if !ok {
+			return "", false
+		}
+		v = f(la, lb)
+		if out == ir.Bool {
+			return y + "[i] = (t_u8)(" + v + ");", true
+		}
 	case !in.IsFloat():
 		if _, ok := codegen.TypedIntRows[op]; !ok {
 			return "", false
@@ -279,4 +328,24 @@ var floatRows = map[ir.Op]func(a, b string) string{
 	ir.OpRelu:         func(a, _ string) string { return "(" + a + " > 0 ? " + a + " : 0.0f)" },
 	ir.OpPositive:     func(a, _ string) string { return "(" + a + " > 0 ? 1.0f : 0.0f)" },
 	ir.OpSqrt:         func(a, _ string) string { return "__builtin_sqrtf(" + a + ")" },
+}
+
+// float64Rows are the float64 rows over double computing values, each the
+// reference's meaning (ir.OpInfo.F64) with its bits: IEEE binary64's
+// correctly rounded + - * / and sqrt (C's double, wasm's f64, under
+// -ffp-contract=off), the comparisons, and math.Max's and math.Min's
+// rules. exp, log and pow are Go's math package in the reference, whose
+// bits no C library promises: they have no row, so C refuses them by name.
+var float64Rows = map[ir.Op]func(a, b string) string{
+	ir.OpAdd:          func(a, b string) string { return "(" + a + " + " + b + ")" },
+	ir.OpSub:          func(a, b string) string { return "(" + a + " - " + b + ")" },
+	ir.OpMul:          func(a, b string) string { return "(" + a + " * " + b + ")" },
+	ir.OpDiv:          func(a, b string) string { return "(" + a + " / " + b + ")" },
+	ir.OpNeg:          func(a, _ string) string { return "(-" + a + ")" },
+	ir.OpGreater:      func(a, b string) string { return "(" + a + " > " + b + ")" },
+	ir.OpGreaterEqual: func(a, b string) string { return "(" + a + " >= " + b + ")" },
+	ir.OpEqual:        func(a, b string) string { return "(" + a + " == " + b + ")" },
+	ir.OpMaximum:      func(a, b string) string { return "fmax64_ref(" + a + ", " + b + ")" },
+	ir.OpMinimum:      func(a, b string) string { return "fmin64_ref(" + a + ", " + b + ")" },
+	ir.OpSqrt:         func(a, _ string) string { return "__builtin_sqrt(" + a + ")" },
 }

@@ -100,6 +100,8 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 		var v string
 		if n.DType.IsFloat() {
 			v = fmt.Sprintf("F(0x%08xu)", math.Float32bits(n.Scalar))
+		} else if n.DType.IsFloat64() {
+			v = fmt.Sprintf("f64_of(0x%016xull)", uint64(n.Ints[0]))
 		} else if n.Ints[0] == math.MinInt64 {
 			v = "(-9223372036854775807LL - 1)"
 		} else {
@@ -120,6 +122,9 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 				fmt.Sprintf("%s[i] = %s[s + v * %d];", y, arg(0), mv.Step))
 		}
 	case codegen.TypedScatters[n.Op] != nil: // scatter.go
+		if n.DType.IsFloat64() && ir.ScatterOf(g, n).Reduction.Combine() != ir.OpInvalid {
+			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of float64 with a reduction: the C typed path does not combine float64 yet", n.Op)
+		}
 		return emitScatter(b, g, i)
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
@@ -144,6 +149,9 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 			}
 			loop(strings.Join(body, " ") + " " + y + "[i] = " + store + ";")
 			return nil
+		}
+		if !ok && in.IsFloat64() {
+			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of float64: the reference computes it with Go's math package, whose bits C's library does not promise", n.Op)
 		}
 		if !ok {
 			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed rows do not hold it yet", n.Op, in)
@@ -280,6 +288,10 @@ func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 	comb := n.Op.Info().Combine
 	leaf := func(r string) string { return typedLoad(a.DType, x+"[base + "+offsetExpr(red.Reduced, r)+"]") }
 	fmt.Fprintf(b, "\tfor (t_i64 o = 0; o < %d; o++) {\n\t\tconst t_i64 base = %s;\n", red.Outputs, offsetExpr(red.Kept, "o"))
+	if a.DType.IsFloat64() {
+		return reduceTree(b, i, n, red, "double", leaf, float64Rows[comb], func(v string) string { return v },
+			fmt.Sprintf("f64_of(0x%016xull)", math.Float64bits(float64(math.Float32frombits(n.Op.Info().Identity)))), y)
+	}
 	if !a.DType.IsFloat() {
 		fmt.Fprintf(b, "\t\tt_i64 acc = %s;\n", leaf("0"))
 		fmt.Fprintf(b, "\t\tfor (t_i64 r = 1; r < %d; r++) { t_i64 v = %s; acc = (t_i64)%s; }\n", red.Leaves,
@@ -294,10 +306,6 @@ func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 	if comb == ir.OpMaximum { // the reference's maximum: NaN wins (a's first), -0 < +0
 		f = func(p, q string) string { return "fmax_ref(" + p + ", " + q + ")" }
 	}
-	p, levels := 1, 1
-	for p < red.Leaves {
-		p, levels = p*2, levels+1
-	}
 	round := func(v string) string {
 		switch a.DType {
 		case ir.F16:
@@ -307,8 +315,25 @@ func emitTypedReduce(b *strings.Builder, g *ir.Graph, i int) error {
 		}
 		return v
 	}
-	fmt.Fprintf(b, "\t\tfloat st[%d];\n\t\tfor (t_i64 r = 0; r < %d; r++) {\n", levels, p)
-	fmt.Fprintf(b, "\t\t\tfloat v = r < %d ? %s : F(0x%08xu);\n", red.Leaves, leaf("r"), n.Op.Info().Identity)
+	return reduceTree(b, i, n, red, "float", leaf, f, round, fmt.Sprintf("F(0x%08xu)", n.Op.Info().Identity), y)
+}
+
+// reduceTree writes the rest of a float reduction's loop body: the leaves
+// of output o, padded with pad to a power of two, combined by f (nil: the
+// op has no C row for the dtype, unsupported) in the reference's
+// contiguous pairwise tree, each combination rounded by round, in
+// variables of C type ct, and the root stored to y[o].
+func reduceTree(b *strings.Builder, i int, n *ir.Node, red ir.Reduction, ct string, leaf func(string) string,
+	f func(p, q string) string, round func(string) string, pad, y string) error {
+	if f == nil {
+		return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed path does not hold it yet", n.Op, n.DType)
+	}
+	p, levels := 1, 1
+	for p < red.Leaves {
+		p, levels = p*2, levels+1
+	}
+	fmt.Fprintf(b, "\t\t%s st[%d];\n\t\tfor (t_i64 r = 0; r < %d; r++) {\n", ct, levels, p)
+	fmt.Fprintf(b, "\t\t\t%s v = r < %d ? %s : %s;\n", ct, red.Leaves, leaf("r"), pad)
 	fmt.Fprintf(b, "\t\t\tint l = 0;\n\t\t\tfor (t_i64 k = r; k & 1; k >>= 1, l++) v = %s;\n\t\t\tst[l] = v;\n\t\t}\n", round(f("st[l]", "v")))
 	fmt.Fprintf(b, "\t\t%s[o] = %s;\n\t}\n", y, typedStore(n.DType, fmt.Sprintf("st[%d]", levels-1)))
 	return nil

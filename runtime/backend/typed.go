@@ -52,6 +52,15 @@ type TypedDevice interface {
 	CompileTyped(ctx context.Context, p *TypedProgram, st *Stats) (TypedExecutable, error)
 }
 
+// TypedDTyper is implemented by a TypedDevice whose typed code holds
+// dtypes beyond ir.DeviceDTypes (the C backends, native and wasm:
+// ir.CDTypes, float64 too). The runtime refuses a graph with a value of
+// any other dtype by name (unsupported) before CompileTyped; a device
+// without it holds ir.DeviceDTypes.
+type TypedDTyper interface {
+	TypedDTypes() ir.DTypeSet
+}
+
 // TypedProgram is a typed graph handed to TypedDevice.CompileTyped.
 type TypedProgram struct {
 	// Graph is validated and not modified by the backend (it may keep it).

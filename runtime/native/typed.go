@@ -20,6 +20,10 @@ const typedEntry = "gpucc_typed_run"
 
 var _ backend.TypedDevice = (*device)(nil)
 
+// TypedDTypes says that the typed C holds float64 (C's double) beside the
+// device dtypes: ir.CDTypes.
+func (d *device) TypedDTypes() ir.DTypeSet { return ir.CDTypes }
+
 // typedSource returns the shared object's source for typed graph g: the
 // typed rows, EmitTypedGraph's function and the entry point, which runs it
 // under the reference floating-point environment (see fpEnv).

@@ -1,0 +1,266 @@
+package gpucc_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// f64Extremes are float64 values at binary64's limits and at the limits
+// of the casts from it: ±0, the least subnormal 5e-324 and the largest
+// subnormal, the least normal, ±1.7976931348623157e308, ±Inf, NaN (and a
+// negative NaN with a payload), float32's largest and the first value
+// that rounds past it, float32's least subnormal and the ties around it,
+// float16's largest and its overflow tie, bfloat16's ties, ±2^63 and the
+// double below 2^63, 2^53+2, and some ordinary values.
+var f64Extremes = []float64{
+	0, math.Copysign(0, -1), 5e-324, -5e-324, 0x1.ffffffffffffep-1023, 0x1p-1022, -0x1p-1022,
+	math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Float64frombits(0xfff4000000000123),
+	math.MaxFloat32, 0x1.ffffffp127, -0x1.fffffe8p127, 0x1p-149, 0x1p-150, 0x1.8p-150, 0x1p-151, -0x1.0000001p-150,
+	65504, 65520, 65519.99999999999, 0x1.01p0, 0x1.0100000000001p0, 0x1.03p0,
+	0x1p63, -0x1p63, 0x1.fffffffffffffp62, 0x1p53 + 2, 1, -1, 0.1, -2.5, 3, 1e300, -1e-300, 1.5, -0.5,
+}
+
+// f64Finite is f64Extremes without ±Inf and NaN.
+func f64Finite() []float64 {
+	var out []float64
+	for _, x := range f64Extremes {
+		if !math.IsInf(x, 0) && !math.IsNaN(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func f64Bits(xs []float64) []int64 {
+	out := make([]int64, len(xs))
+	for k, x := range xs {
+		out[k] = ir.F64Bits(x)
+	}
+	return out
+}
+
+// f64Case is one graph of TestFloat64Backends: build makes it with its
+// data in its inputs; fault, when set, is the error code every backend's
+// run fails with (as the reference's does).
+type f64Case struct {
+	name  string
+	build func(b *ir.Builder)
+	fault ir.Code
+}
+
+// f64Cases are TestFloat64Backends' graphs, one per family of rows.
+func f64Cases() []f64Case {
+	n := len(f64Extremes)
+	pairs := func(b *ir.Builder) (ir.Tensor, ir.Tensor) { // every value against every value
+		x := b.TypedInput("x", ir.F64, ir.Shape{n, 1}, nil, f64Bits(f64Extremes)).Broadcast(ir.Shape{n, n})
+		y := b.TypedInput("y", ir.F64, ir.Shape{1, n}, nil, f64Bits(f64Extremes)).Broadcast(ir.Shape{n, n})
+		return x, y
+	}
+	cases := []f64Case{
+		{name: "arithmetic", build: func(b *ir.Builder) {
+			x, y := pairs(b)
+			for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMaximum, ir.OpMinimum} {
+				b.Output(op.String(), x.Apply(op, y))
+			}
+		}},
+		{name: "compare-where", build: func(b *ir.Builder) {
+			x, y := pairs(b)
+			for _, op := range []ir.Op{ir.OpGreater, ir.OpGreaterEqual, ir.OpEqual} {
+				b.Output(op.String(), x.ApplyTo(ir.Bool, op, y))
+			}
+			b.Output("where", x.ApplyTo(ir.Bool, ir.OpGreater, y).Where(x, y))
+		}},
+		{name: "unary", build: func(b *ir.Builder) {
+			x := b.TypedInput("x", ir.F64, ir.Shape{n}, nil, f64Bits(f64Extremes))
+			b.Output("neg", x.Neg())
+			b.Output("sqrt", x.Sqrt())
+			b.Output("full", x.Add(b.FullOf(ir.F64, ir.Shape{n}, 0, ir.F64Bits(-0x1p-1074))))
+		}},
+		{name: "reduce", build: func(b *ir.Builder) {
+			x, y := pairs(b)
+			p := x.Mul(y)
+			b.Output("sum-rows", p.SumAxes(false, 1))
+			b.Output("sum-cols", p.SumAxes(true, 0))
+			b.Output("max-rows", p.MaxAxes(false, 1))
+			b.Output("max-all", x.Sub(y).MaxAxes(false, 0, 1))
+			ones := make([]int64, 1000) // a tree of 1024 leaves: 0.1 a thousand times rounds at every level
+			for k := range ones {
+				ones[k] = ir.F64Bits(0.1 * float64(k%7+1))
+			}
+			b.Output("sum-1000", b.TypedInput("w", ir.F64, ir.Shape{1000}, nil, ones).SumAxes(false, 0))
+		}},
+		{name: "views-gather", build: func(b *ir.Builder) {
+			x := b.TypedInput("x", ir.F64, ir.Shape{5, 8}, nil, f64Bits(f64Extremes[:40]))
+			b.Output("transpose", x.T())
+			b.Output("reshape", x.Reshape(ir.Shape{8, 5}))
+			idx := b.TypedInput("i", ir.I64, ir.Shape{3}, nil, []int64{4, -1, 0})
+			b.Output("gather", x.Gather(idx, 0))
+		}},
+		{name: "cast-from-float64", build: func(b *ir.Builder) {
+			x := b.TypedInput("x", ir.F64, ir.Shape{n}, nil, f64Bits(f64Extremes))
+			for _, to := range []ir.DType{ir.F32, ir.F16, ir.BF16, ir.Bool, ir.F64} {
+				b.Output("to-"+to.String(), x.Cast(to))
+			}
+			// to every integer dtype from values each holds: the truncations of
+			// ±0.5, ±1.5, 100.9 and of the range's ends.
+			for _, to := range ir.AllDTypes() {
+				if !to.IsInt() {
+					continue
+				}
+				lo, hi := to.Range()
+				vs := []float64{0.5, -0.5, 1.5, 100.9, float64(lo), float64(hi)}
+				if to.Signed() {
+					vs = append(vs, -1.5, -100.9, float64(lo)-0.5)
+				} else {
+					vs = append(vs, -0.99)
+				}
+				if to.Bits() < 53 {
+					vs = append(vs, float64(hi)+0.75)
+				} else {
+					vs[5] = 0x1.fffffffffffffp62 // the double below 2^63
+				}
+				b.Output("to-"+to.String(), b.TypedInput("v"+to.String(), ir.F64, ir.Shape{len(vs)}, nil, f64Bits(vs)).Cast(to))
+			}
+		}},
+		{name: "cast-to-float64", build: func(b *ir.Builder) {
+			f := []float32{0, float32(math.Copysign(0, -1)), 0x1p-149, -0x1p-149, math.MaxFloat32, -math.MaxFloat32, 0.1, 65504, 0x1p-24, 3}
+			for _, from := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+				vs := make([]float32, len(f))
+				for k, v := range f {
+					vs[k] = from.Round(v)
+				}
+				b.Output("from-"+from.String(), b.TypedInput("f"+from.String(), from, ir.Shape{len(vs)}, vs, nil).Cast(ir.F64))
+			}
+			for _, from := range ir.AllDTypes() {
+				if !from.IsInt() && from != ir.Bool {
+					continue
+				}
+				lo, hi := from.Range()
+				vs := []int64{lo, hi, 0, 1, hi / 3, lo / 7}
+				if from.Bits() == 64 {
+					vs = append(vs, 1<<53+1, 1<<53+3, hi-511, hi-512, -(1<<53 + 1))
+				}
+				for k := range vs {
+					vs[k] = from.Wrap(vs[k])
+					if !from.InRange(vs[k]) {
+						vs[k] = 0
+					}
+				}
+				b.Output("from-"+from.String(), b.TypedInput("i"+from.String(), from, ir.Shape{len(vs)}, nil, vs).Cast(ir.F64))
+			}
+		}},
+	}
+	// A cast with no answer fails the run on every backend.
+	for _, c := range []struct {
+		to ir.DType
+		x  float64
+	}{{ir.I64, 0x1p63}, {ir.I64, -0x1.0000000000001p63}, {ir.I64, math.NaN()}, {ir.I32, 0x1p31}, {ir.I32, -0x1p31 - 1},
+		{ir.U8, 256}, {ir.U8, -1}, {ir.U64, 0x1p63}, {ir.I16, math.Inf(-1)}, {ir.U32, math.Inf(1)}, {ir.I8, 1e300}} {
+		cases = append(cases, f64Case{name: fmt.Sprintf("fault-%v-%v", c.to, c.x), fault: ir.CodeIntegerFault, build: func(b *ir.Builder) {
+			x := b.TypedInput("x", ir.F64, ir.Shape{3}, nil, f64Bits([]float64{1, c.x, 2}))
+			b.Output("y", x.Cast(c.to))
+		}})
+	}
+	return cases
+}
+
+// TestFloat64Backends: every float64 row the C targets hold (add, sub,
+// mul, div, maximum, minimum, the comparisons, where, neg, sqrt, full,
+// sum and max reductions, views, gather, casts to and from every dtype)
+// over binary64's extremes (f64Extremes: ±0, subnormals down to 5e-324,
+// ±1.7976931348623157e308, ±Inf, NaN, the casts' overflow to float32 and
+// float16 and their ties) gives the reference's bits on native and wasm,
+// every NaN of a float64 output the quiet NaN 0x7ff8000000000000 (a
+// float32 output's 0x7fc00000) on every backend, and a cast with no
+// answer (NaN, ±Inf, beyond the integer's range) fails the run with
+// integer_fault on each, as on cpu. webgpu refuses each graph by name.
+func TestFloat64Backends(t *testing.T) {
+	ctx := context.Background()
+	nonFinite := func(o *gpucc.Options) { o.Limits.NonFinite = true }
+	cpu := open(t, "cpu", nonFinite)
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) {
+			rt := open(t, name, nonFinite)
+			for _, c := range f64Cases() {
+				t.Run(c.name, func(t *testing.T) {
+					b := ir.NewBuilder()
+					c.build(b)
+					g, err := b.Build(ir.Limits{NonFinite: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, werr := cpu.Run(ctx, g)
+					got, err := rt.Run(ctx, g)
+					if name == "webgpu" {
+						if gpucc.CodeOf(err) != ir.CodeUnsupported || !strings.Contains(err.Error(), "float64") {
+							t.Fatalf("webgpu: %v, want unsupported naming float64", err)
+						}
+						return
+					}
+					if c.fault != "" {
+						if gpucc.CodeOf(werr) != c.fault || gpucc.CodeOf(err) != c.fault {
+							t.Fatalf("cpu: %v; %s: %v; want %s on both", werr, name, err, c.fault)
+						}
+						if werr.Error() != err.Error() {
+							t.Errorf("%s's fault reads %q, cpu's %q", name, err, werr)
+						}
+						return
+					}
+					if werr != nil || err != nil {
+						t.Fatalf("cpu: %v; %s: %v", werr, name, err)
+					}
+					for o, w := range want.Outputs {
+						checkCanonicalNaN(t, "cpu", o, w)
+						checkCanonicalNaN(t, name, o, got.Outputs[o])
+						if why := sameBits(w, got.Outputs[o]); why != "" {
+							t.Errorf("output %s: %s", o, why)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// checkCanonicalNaN fails t where a float output holds a NaN other than
+// its dtype's quiet NaN: 0x7ff8000000000000 for float64, 0x7fc00000 for
+// float32 values (float16 and bfloat16's included).
+func checkCanonicalNaN(t *testing.T, backend, name string, v gpucc.Tensor) {
+	t.Helper()
+	for k, x := range v.Data {
+		if x != x && math.Float32bits(x) != 0x7fc00000 {
+			t.Errorf("%s: output %s element %d is NaN %#x, not 0x7fc00000", backend, name, k, math.Float32bits(x))
+		}
+	}
+	if v.DType.IsFloat64() {
+		for k, b := range v.Ints {
+			if x := ir.F64Value(b); x != x && uint64(b) != 0x7ff8000000000000 {
+				t.Errorf("%s: output %s element %d is NaN %#x, not 0x7ff8000000000000", backend, name, k, uint64(b))
+			}
+		}
+	}
+}
+
+// sameBits returns "" when got holds want's dtype, shape and bits.
+func sameBits(want, got gpucc.Tensor) string {
+	if got.DType != want.DType || fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) || len(got.Data) != len(want.Data) || len(got.Ints) != len(want.Ints) {
+		return fmt.Sprintf("%v %v (%d+%d values), cpu's %v %v (%d+%d)", got.DType, got.Shape, len(got.Data), len(got.Ints), want.DType, want.Shape, len(want.Data), len(want.Ints))
+	}
+	for k := range want.Data {
+		if math.Float32bits(got.Data[k]) != math.Float32bits(want.Data[k]) {
+			return fmt.Sprintf("element %d is %#x, cpu's %#x", k, math.Float32bits(got.Data[k]), math.Float32bits(want.Data[k]))
+		}
+	}
+	for k := range want.Ints {
+		if got.Ints[k] != want.Ints[k] {
+			return fmt.Sprintf("element %d is %#x, cpu's %#x", k, uint64(got.Ints[k]), uint64(want.Ints[k]))
+		}
+	}
+	return ""
+}
