@@ -1,11 +1,14 @@
 package gpucc_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/grad"
+	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -99,5 +102,120 @@ func TestEmbeddingStepBackends(t *testing.T) {
 	cpu := open(t, "cpu")
 	for _, name := range typedBackends {
 		t.Run(name, func(t *testing.T) { sameTyped(t, cpu, open(t, name), step) })
+	}
+}
+
+// TestScatterLinearPastLoopBudget: a scatter of reduction none runs on the
+// GPU as codegen/wgsl's linear passes (copy, mark, apply; TypedKernels),
+// which loop nowhere, so 2·ir.LoopBudget index rows into [4] run and give
+// cpu's bits (the last row aimed at an element wins) where the output-side
+// kernel was refused (unsupported: each element checked every row).
+func TestScatterLinearPastLoopBudget(t *testing.T) {
+	const n = 2 * ir.LoopBudget
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.F16, ir.Shape{5}, []float32{0.5, 1, 2, 3, -0}, nil)
+	idx := make([]int64, n)
+	upd := make([]float32, n)
+	for k := range idx {
+		idx[k], upd[k] = int64(k%4-4), float32(k%2048)
+	}
+	i := b.TypedInput("i", ir.I64, ir.Shape{n, 1}, nil, idx)
+	u := b.TypedInput("u", ir.F16, ir.Shape{n}, upd, nil)
+	b.Output("none", x.ScatterND(i, u, ir.ScatterNone))
+	g, err := b.Build(ir.Limits{MaxElements: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := open(t, "cpu")
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) { sameTyped(t, cpu, open(t, name), g) })
+	}
+}
+
+// TestScatterLinearReruns: one compiled scatter executable run again and
+// again with new run-time indices gives cpu's bits and errors each time,
+// a run faulting between valid ones included: the linear GPU scatter's
+// scratch words (codegen/wgsl's TypedKernels), which every run must leave
+// all zero, carry nothing from one run to the next. Narrow dtypes put
+// neighbouring winners in one storage word; the crafted indices are past
+// each end of the dimension by one and by 2^32 (a low word in range).
+func TestScatterLinearReruns(t *testing.T) {
+	const d, rows = 6, 40
+	runs := [][]int64{}
+	for r := range 4 {
+		idx := make([]int64, rows)
+		for k := range idx {
+			idx[k] = int64((k*(r+3))%(2*d) - d) // every element, negative too, aimed at again and again
+		}
+		runs = append(runs, idx)
+	}
+	for _, bad := range []int64{d, -d - 1, 1 << 32, -(1 << 32) + 2} {
+		idx := slices.Clone(runs[0])
+		idx[rows/2] = bad
+		runs = append(runs, idx, runs[len(runs)%4])
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F16, ir.U8, ir.I64, ir.Bool} {
+		for _, red := range []ir.ScatterReduction{ir.ScatterNone, ir.ScatterAdd, ir.ScatterMax} {
+			b := ir.NewBuilder()
+			data := make([]float32, d)
+			ints := make([]int64, d)
+			upd := make([]float32, rows)
+			uints := make([]int64, rows)
+			for k := range upd {
+				upd[k], uints[k] = float32(k)-7.25, int64(k%5)
+			}
+			for k := range data {
+				data[k], ints[k] = float32(k)*0.5, int64(k%2)
+			}
+			if !dt.IsFloat() {
+				data, upd = nil, nil
+			} else {
+				ints, uints = nil, nil
+			}
+			if dt == ir.Bool {
+				for k := range uints {
+					uints[k] %= 2
+				}
+			}
+			x := b.TypedInput("x", dt, ir.Shape{d}, data, ints)
+			i := b.TypedInput("i", ir.I64, ir.Shape{rows, 1}, nil, runs[0])
+			b.Output("y", x.ScatterND(i, b.TypedInput("u", dt, ir.Shape{rows}, upd, uints), red))
+			g, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := dt.String() + "/" + red.String()
+			ctx := context.Background()
+			cpu := open(t, "cpu")
+			for _, be := range typedBackends {
+				t.Run(be+"/"+name, func(t *testing.T) {
+					exe, err := open(t, be).Compile(ctx, g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer exe.Release()
+					ref, err := cpu.Compile(ctx, g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ref.Release()
+					for r, idx := range runs {
+						in := gpucc.Inputs{"i": gpucc.Tensor{Shape: []int{rows, 1}, DType: ir.I64, Ints: idx}}
+						want, werr := ref.Run(ctx, in)
+						got, gerr := exe.Run(ctx, in)
+						if werr != nil || gerr != nil {
+							if werr == nil || gerr == nil || gpucc.CodeOf(werr) != gpucc.CodeOf(gerr) {
+								t.Fatalf("run %d: %v, cpu %v", r, gerr, werr)
+							}
+							continue
+						}
+						w, o := want.Outputs["y"], got.Outputs["y"]
+						if !slices.Equal(o.Ints, w.Ints) || !slices.Equal(gpucctest.BitsOf(o.Data), gpucctest.BitsOf(w.Data)) {
+							t.Fatalf("run %d: %v %v, cpu %v %v", r, o.Data, o.Ints, w.Data, w.Ints)
+						}
+					}
+				})
+			}
+		}
 	}
 }

@@ -49,8 +49,9 @@
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
 #   scatter  the scatter rows on the driver against cpu's bits (every dtype and reduction, the limits, the
-#            loop budget, an embedding's training step), then a KV cache's write (16 rows into [32768, 64]) and
-#            an embedding's gradient (64 rows of 768 into [50257, 768]) timed on webgpu (BenchmarkScatter)
+#            loop budget, an embedding's training step, the linear passes' reruns and crafted indices), then a
+#            KV cache's write (16 rows into [32768, 64]), a prefill's (4096 rows) and an embedding's gradient
+#            (64 rows of 768 into [50257, 768]) timed on webgpu (BenchmarkScatter: dispatch-ms, moved-GB/s)
 #   typed    typed graphs on webgpu against cpu's bits (int64 as two words, float16/bfloat16 by their bits,
 #            float32/bfloat16 subnormals through codegen.Exact, faults; irtest's typed suites and random
 #            graphs; reductions up to 2^21 leaves an output) and the transformer fixtures at run-time ids
@@ -322,7 +323,7 @@ suite_gather() {
 	log "torch_gather.py: exit $?"
 }
 suite_scatter() {
-	tests scatter.txt 180 gpucc 'TestScatterBackends/webgpu|TestScatterAtLoopBudget/webgpu|TestEmbeddingStepBackends/webgpu' -test.short
+	tests scatter.txt 180 gpucc 'TestScatterBackends/webgpu|TestScatterAtLoopBudget/webgpu|TestEmbeddingStepBackends/webgpu|TestScatterLinear' -test.short
 	warm
 	benches bench_scatter.txt 120 bench 'BenchmarkScatter$' 20x GPUCC_BENCH_BACKENDS=webgpu
 }

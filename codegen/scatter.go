@@ -3,8 +3,9 @@ package codegen
 import "github.com/gpucc/gpucc/ir"
 
 // ScatterGather is a scatter node (ir/scatter.go) from the output's side,
-// as the GPU targets compute it, one output element e per invocation
-// without atomics: e starts as data[e]; then, for each candidate c in
+// as WebGL2 computes every element and WebGPU's linear passes an element
+// that two or more updates aim at under a reduction (codegen/wgsl's
+// TypedKernels), one output element e per invocation without atomics: e starts as data[e]; then, for each candidate c in
 // [0, Candidates) ascending, the update element Upd(e) + c·UpdStep is
 // applied to e (stored, or combined by the reduction's row) when its index
 // components idx[Idx(e) + c·IdxStep + j], each wrapped from [-Bounds[j],

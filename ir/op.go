@@ -430,7 +430,7 @@ func init() {
 			Attrs: gatherAttrs, Typed: true, Grad: gatherGrad},
 		OpGatherElements: {Name: "gather_elements", Args: 2, Types: TypeRule{In: AnyDType, Index: true}, Shape: gatherElementsShape,
 			Cost: perElement, Attrs: axisAttrs, Typed: true, Grad: gatherElementsGrad},
-		OpScatterND: {Name: "scatter_nd", Args: 3, Types: TypeRule{In: AnyDType, Index: true}, Shape: scatterNDShape, Cost: func(a []Shape, out Shape) int64 { return scatterNDCost(a, out) },
+		OpScatterND: {Name: "scatter_nd", Args: 3, Types: TypeRule{In: AnyDType, Index: true}, Shape: scatterNDShape, Cost: func(a []Shape, out Shape) int64 { return scatterNDCost(a, out, nil) }, CostAttrs: scatterNDCost,
 			Attrs: scatterNDAttrs, Typed: true, NoGrad: "scatter_nd's gradient (a gather of the output gradient) is not a rule yet"},
 		OpScatterElements: {Name: "scatter_elements", Args: 3, Types: TypeRule{In: AnyDType, Index: true}, Shape: scatterElementsShape,
 			Cost: func(a []Shape, out Shape) int64 { return scatterElementsCost(a, out, nil) }, CostAttrs: scatterElementsCost, Attrs: scatterElementsAttrs, Typed: true, NoGrad: "scatter_elements' gradient (a gather of the output gradient) is not a rule yet"},

@@ -25,13 +25,19 @@ package ir
 //
 // Reductions of bool are numpy's (ONNX's reference): add and max are or,
 // mul and min are and. A scatter does the output plus the updates on
-// the host (cpuref, C), but the GPU kernels compute each output element
-// from every update that may aim at it (codegen.ScatterGatherOf): the
-// output times the index rows for scatter_nd, times the indices along
-// the axis for scatter_elements. Its cost, which MaxOps bounds, is the
-// GPU's, so a host's operation limit stands for the work any backend
+// the host (cpuref, C) and on WebGPU (codegen/wgsl's linear passes: a
+// copy, then a pass over the updates), where an element that two or more
+// updates aim at is folded, under a reduction, from every update that
+// may aim at it (codegen.ScatterGatherOf's candidates: the index rows for
+// scatter_nd, the indices along the axis for scatter_elements), in the
+// reference's order. Its cost, which MaxOps bounds, is that work at its
+// most: the output plus the updates, plus, under a reduction, the
+// candidates for each element updated (at most the updates, at most the
+// output), so a host's operation limit stands for the work any backend
 // may do (4096 rows of an embedding's gradient into [50257, 768] are
-// 1.6e11, not 4e7).
+// 1.3e10). WebGL2's kernels compute each output element from its
+// candidates (no atomics, no scattered stores): codegen/glsl refuses
+// one whose checks, the output times the candidates, pass MaxGLSLScatterChecks.
 
 // ScatterReduction is a scatter's reduction attribute.
 type ScatterReduction int
@@ -131,39 +137,60 @@ func scatterElementsShape(node int, op Op, args []Shape, _ Shape, attrs []int) (
 	return data, nil
 }
 
-// scatterNDCost: each output element checks each index row (indices
-// [..., k]: args[2]'s elements over its last dimension).
-func scatterNDCost(args []Shape, out Shape) int64 {
+// scatterNDCost: the output plus the updates, plus, under a reduction
+// (or without the attributes, attrs nil: a bound), the index rows
+// (indices [..., k]: args[2]'s elements over its last dimension) for each
+// element updated (see scatterCost).
+func scatterNDCost(args []Shape, out Shape, attrs []int) int64 {
 	if len(args) < 3 {
 		return int64(out.Len())
 	}
 	idx := args[2]
-	rows := int64(1)
+	rows := 1
 	if len(idx) > 0 {
-		rows = int64(idx[:len(idx)-1].Len())
+		rows = idx[:len(idx)-1].Len()
 	}
-	return SatAdd(SatMul(int64(out.Len()), rows), int64(args[1].Len()))
+	return scatterCost(out, args[1], rows, len(attrs) < 1 || attrs[0] != int(ScatterNone))
 }
 
-// scatterElementsCost: each output element checks the indices along the
-// axis; without the attributes (attrs nil), along the indices' longest
+// scatterElementsCost: the output plus the updates, plus, under a
+// reduction, the indices along the axis for each element updated;
+// without the attributes (attrs nil), along the indices' longest
 // dimension, a bound.
 func scatterElementsCost(args []Shape, out Shape, attrs []int) int64 {
 	if len(args) < 3 {
 		return int64(out.Len())
 	}
 	idx := args[2]
-	along := int64(1)
+	along := 1
 	for _, d := range idx {
-		along = max(along, int64(d))
+		along = max(along, d)
 	}
 	if len(attrs) >= 2 { // axis, reduction: a validated node's
 		if ax := IndexAxis(OpScatterElements, attrs, len(idx)); ax >= 0 && ax < len(idx) {
-			along = int64(idx[ax])
+			along = idx[ax]
 		}
 	}
-	return SatAdd(SatMul(int64(out.Len()), along), int64(args[1].Len()))
+	return scatterCost(out, args[1], along, len(attrs) < 2 || attrs[1] != int(ScatterNone))
 }
+
+// scatterCost is a scatter's work at its most (ir/scatter.go's doc): the
+// output copied, each update marked and applied, and with fold (a
+// reduction) the candidates of each element updated, which are at most
+// the updates and at most the output.
+func scatterCost(out, upd Shape, candidates int, fold bool) int64 {
+	c := SatAdd(int64(out.Len()), int64(upd.Len()))
+	if fold {
+		c = SatAdd(c, SatMul(int64(min(out.Len(), upd.Len())), int64(candidates)))
+	}
+	return c
+}
+
+// MaxGLSLScatterChecks bounds the checks of a scatter's WebGL2 kernel, the
+// output times the candidates (codegen.ScatterGather): ir's cost counts
+// the linear form of the other backends, so the output-side one is
+// refused past the seed's operation limit (DefaultLimits' MaxOps).
+const MaxGLSLScatterChecks = 100_000_000
 
 // Scatter is where a scatter node's updates go: update element u
 // (row-major over the updates' shape) lands on data element

@@ -12,13 +12,19 @@ import (
 // updates' order), with the float combination's definitions, as the WGSL
 // typed path writes it. ld(k, e) loads element e of argument k (data,
 // updates, indices). A node whose invocations would loop past
-// ir.LoopBudget is refused by name.
+// ir.LoopBudget, or whose checks (the output times the candidates) pass
+// ir.MaxGLSLScatterChecks, is refused by name: WebGL2 has no atomics and
+// no scattered stores for the other backends' linear form, and ir's cost
+// counts that form.
 func scatterBody(g *ir.Graph, i int, ld func(k int, e string) string) (body, defs []string, err error) {
 	n := &g.Nodes[i]
 	t := n.DType
 	sg := codegen.TypedScatters[n.Op](g, n)
 	if c := sg.LoopCost(t); c > ir.LoopBudget {
 		return nil, nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v with %d candidates an element: the GLSL scatter loops %d times an invocation, over the budget of %d", n.Op, t, sg.Candidates, c, ir.LoopBudget)
+	}
+	if c := int64(n.Shape.Len()) * int64(sg.Candidates); c > ir.MaxGLSLScatterChecks {
+		return nil, nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v into %d elements with %d candidates each: the GLSL scatter checks each element's candidates, %d checks, past ir.MaxGLSLScatterChecks (%d); the other backends run it in a pass over the updates", n.Op, t, n.Shape.Len(), sg.Candidates, c, ir.MaxGLSLScatterChecks)
 	}
 	at := func(op ir.Operand) string { return codegen.Index(Lang, op, "e") }
 	ct := computeType(t)

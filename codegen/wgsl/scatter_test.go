@@ -47,3 +47,43 @@ func TestScatterLoopBound(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterKernelsLinear: TypedKernels runs a scatter as three passes
+// (copy, mark, apply) sharing one scratch buffer, bound after TypedNode's
+// bindings, of a word an output element (two under a reduction: the
+// winner and the count), every other node as TypedNode's one kernel, and
+// a scatter of FaultPerElement (the row tests) as TypedNode's too. A
+// scatter of none loops nowhere, so 2·ir.LoopBudget rows are made where
+// TypedNode refuses them.
+func TestScatterKernelsLinear(t *testing.T) {
+	g := scatterRows(t, ir.F16, 10)
+	ks, scratch, err := wgsl.TypedKernels(g, 3, wgsl.FaultPerNode)
+	if err != nil || len(ks) != 3 || scratch != 8 {
+		t.Fatalf("add: %d kernels, %d scratch words, %v; want 3, 8", len(ks), scratch, err)
+	}
+	for k, entry := range []string{"s_copy", "s_mark", "s_apply"} {
+		if s := ks[k]; s.Entry != entry || len(s.Bindings) != 7 || s.Bindings[6] != codegen.ReadWrite {
+			t.Errorf("kernel %d: %s with %v, want %s with the scratch last", k, s.Entry, s.Bindings, entry)
+		}
+	}
+	if ks, scratch, err := wgsl.TypedKernels(g, 3, wgsl.FaultPerElement); err != nil || len(ks) != 1 || scratch != 0 {
+		t.Errorf("per element: %d kernels, %d scratch words, %v; want TypedNode's", len(ks), scratch, err)
+	}
+	if ks, scratch, err := wgsl.TypedKernels(g, 0, wgsl.FaultPerNode); err != nil || len(ks) != 1 || scratch != 0 {
+		t.Errorf("full: %d kernels, %d scratch words, %v; want one", len(ks), scratch, err)
+	}
+	b := ir.NewBuilder()
+	n := 2 * ir.LoopBudget
+	x := b.FullOf(ir.U8, ir.Shape{4}, 1, 1)
+	b.Output("y", x.ScatterND(b.FullOf(ir.I32, ir.Shape{n, 1}, 0, 0), b.FullOf(ir.U8, ir.Shape{n}, 2, 2), ir.ScatterNone))
+	g, err = b.Build(ir.Limits{MaxElements: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wgsl.TypedNode(g, 3, wgsl.FaultPerNode); err == nil {
+		t.Errorf("TypedNode made %d rows", n)
+	}
+	if ks, scratch, err := wgsl.TypedKernels(g, 3, wgsl.FaultPerNode); err != nil || len(ks) != 3 || scratch != 4 {
+		t.Errorf("none of %d rows: %d kernels, %d scratch words, %v; want 3, 4", n, len(ks), scratch, err)
+	}
+}

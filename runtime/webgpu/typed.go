@@ -31,22 +31,25 @@ func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *
 
 func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultMode, st *backend.Stats) (*typedExecutable, error) {
 	stop := st.Start(backend.StageCodegen)
-	e := &typedExecutable{d: d, g: g, mode: mode, byNode: make([]*gpu.Pipeline, len(g.Nodes)),
-		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][3]uint32, len(g.Nodes))}
+	e := &typedExecutable{d: d, g: g, mode: mode, byNode: make([][]*gpu.Pipeline, len(g.Nodes)),
+		params: make([]*gpu.Buffer, len(g.Nodes)), groups: make([][][3]uint32, len(g.Nodes)), scratchWords: make([]int, len(g.Nodes))}
 	plan := planTyped(g, mode == wgsl.FaultPerNode)
 	e.steps, e.island = plan.Steps, plan.Island
 	var shaders []codegen.Shader
 	var ids []int
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			s, err := wgsl.TypedNode(g, i, mode)
+			ks, scratch, err := wgsl.TypedKernels(g, i, mode)
 			if err != nil {
 				stop()
 				return nil, err
 			}
-			shaders = append(shaders, s)
-			ids = append(ids, i)
-			e.groups[i] = [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
+			for _, s := range ks {
+				shaders = append(shaders, s)
+				ids = append(ids, i)
+				e.groups[i] = append(e.groups[i], [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])})
+			}
+			e.scratchWords[i] = scratch
 		}
 	}
 	stop()
@@ -64,7 +67,10 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	e.pipes = pipes
 	st.Hit(backend.CachePipeline, allHit)
 	for k, i := range ids {
-		e.byNode[i] = pipes[k].p
+		e.byNode[i] = append(e.byNode[i], pipes[k].p)
+		if e.params[i] != nil { // a node's kernels share its parameters
+			continue
+		}
 		if e.params[i], err = d.dev.NewUniform(shaders[k].Params, fmt.Sprintf("typed node %d params", i)); err != nil {
 			e.Release()
 			return nil, fail(err)
@@ -109,11 +115,18 @@ type typedExecutable struct {
 	d      *device
 	g      *ir.Graph
 	mode   wgsl.FaultMode
-	pipes  []*pipeline     // the references acquire took
-	byNode []*gpu.Pipeline // by node; nil for an input
+	pipes  []*pipeline       // the references acquire took
+	byNode [][]*gpu.Pipeline // by node, its kernels in dispatch order (wgsl.TypedKernels); nil for an input
 	params []*gpu.Buffer
-	groups [][3]uint32
-	bufs   []*gpu.Buffer // by node, from the first run (a float island's nodes: during a run)
+	groups [][][3]uint32
+	// scratchWords is, by node, the scratch storage its kernels share
+	// (a linear scatter's), and scratch, from the first run, the buffers:
+	// every run leaves them all zero, and scratchDirty says one may not
+	// be (a run failed between its kernels) and is zeroed again.
+	scratchWords []int
+	scratch      []*gpu.Buffer
+	scratchDirty bool
+	bufs         []*gpu.Buffer // by node, from the first run (a float island's nodes: during a run)
 	// held says, by input node, that bufs[i] holds the bytes the last
 	// run uploaded for it: a run whose TypedCall.Same says they are the
 	// same (a model's weights) binds them without sending them again.
@@ -153,6 +166,12 @@ func (e *typedExecutable) Release() {
 		e.d.pool.put(e.fault)
 		e.fault = nil
 	}
+	for i, b := range e.scratch {
+		if b != nil {
+			e.d.pool.put(b)
+			e.scratch[i] = nil
+		}
+	}
 	for _, isl := range e.islands {
 		if isl != nil {
 			isl.exe.Release()
@@ -163,12 +182,14 @@ func (e *typedExecutable) Release() {
 	e.byNode = nil
 }
 
-// Kernels is the kernels a run dispatches: one per typed node, and each
-// island's (backend.KernelCounter).
+// Kernels is the kernels a run dispatches: each typed node's (one, or a
+// linear scatter's three), and each island's (backend.KernelCounter).
 func (e *typedExecutable) Kernels() int {
 	n := 0
 	for _, step := range e.steps {
-		n += len(step.Nodes)
+		for _, i := range step.Nodes {
+			n += len(e.byNode[i])
+		}
 	}
 	for _, isl := range e.islands {
 		if isl != nil {
@@ -301,7 +322,31 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			stop()
 			return nil, fail(err)
 		}
+		e.scratch = make([]*gpu.Buffer, len(g.Nodes))
+		for i, w := range e.scratchWords {
+			if w == 0 {
+				continue
+			}
+			var err error
+			if e.scratch[i], _, err = e.d.pool.get(uint64(4*w), fmt.Sprintf("typed node %d scratch", i)); err != nil {
+				stop()
+				return nil, fail(err)
+			}
+		}
+		e.scratchDirty = true // a pooled buffer holds what it held
 		st.FirstDispatch = true
+	}
+	if e.scratchDirty {
+		for i, b := range e.scratch {
+			if b == nil {
+				continue
+			}
+			if err := e.d.dev.UploadBytes(b, make([]byte, 4*e.scratchWords[i])); err != nil {
+				stop()
+				return nil, fail(err)
+			}
+		}
+		e.scratchDirty = false
 	}
 	for i, n := range g.Nodes { // every node's storage; a kept output's again
 		if e.island[i] || e.bufs[i] != nil {
@@ -379,12 +424,18 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 				}
 			}
 			bs = append(bs, e.bufs[i], e.fault, e.params[i])
-			ds = append(ds, gpu.Dispatch{Pipeline: e.byNode[i], Buffers: bs, Groups: e.groups[i]})
+			if e.scratch[i] != nil {
+				bs = append(bs, e.scratch[i])
+			}
+			for k, p := range e.byNode[i] {
+				ds = append(ds, gpu.Dispatch{Pipeline: p, Buffers: bs, Groups: e.groups[i][k]})
+			}
 		}
 		stop = st.Start(backend.StageDispatch)
 		ns, timed, err := e.d.dev.RunTimed(ds)
 		stop()
 		if err != nil {
+			e.scratchDirty = true
 			return nil, fail(err)
 		}
 		gpuTotal, timedAll = gpuTotal+gpuDuration(ns), timedAll && timed

@@ -20,39 +20,43 @@ import (
 
 var _ backend.TypedDevice = (*device)(nil)
 
-// CompileTyped is the native device's (typed.go) on the page's WebGPU: one
-// WGSL kernel per typed node (codegen/wgsl's TypedNode), float32 islands
-// compiled as float32 programs (typedplan.go).
+// CompileTyped is the native device's (typed.go) on the page's WebGPU: the
+// WGSL kernels of each typed node (codegen/wgsl's TypedKernels: one, or a
+// linear scatter's three over a scratch buffer), float32 islands compiled
+// as float32 programs (typedplan.go).
 func (d *device) CompileTyped(ctx context.Context, p *backend.TypedProgram, st *backend.Stats) (backend.TypedExecutable, error) {
 	g := p.Graph
 	stop := st.Start(backend.StageCodegen)
 	plan := planTyped(g, true)
-	e := &typedExecutable{d: d, g: g, plan: plan, shaders: make([]codegen.Shader, len(g.Nodes)),
-		pipes: make([]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes))}
+	e := &typedExecutable{d: d, g: g, plan: plan, shaders: make([][]codegen.Shader, len(g.Nodes)),
+		pipes: make([][]*pipeline, len(g.Nodes)), params: make([]*wgpu.Buffer, len(g.Nodes)), scratch: make([]int, len(g.Nodes))}
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
-			s, err := wgsl.TypedNode(g, i, wgsl.FaultPerNode)
+			ks, scratch, err := wgsl.TypedKernels(g, i, wgsl.FaultPerNode)
 			if err != nil {
 				stop()
 				return nil, err
 			}
-			e.shaders[i] = s
+			e.shaders[i], e.scratch[i] = ks, scratch
 		}
 	}
 	stop()
 	defer st.Start(backend.StageCompile)()
 	allHit := true
-	for i, s := range e.shaders {
-		if s.Source == "" {
+	for i, ks := range e.shaders {
+		if len(ks) == 0 {
 			continue
 		}
-		pipe, hit, err := d.pipeline(s)
-		if err != nil {
-			e.Release()
-			return nil, fail(err)
+		for _, s := range ks {
+			pipe, hit, err := d.pipeline(s)
+			if err != nil {
+				e.Release()
+				return nil, fail(err)
+			}
+			e.pipes[i], allHit = append(e.pipes[i], pipe), allHit && hit
 		}
-		e.pipes[i], allHit = pipe, allHit && hit
-		if e.params[i], err = d.newBuffer(len(s.Params), wgpu.BufferUsageUniform, s.Params); err != nil {
+		var err error
+		if e.params[i], err = d.newBuffer(len(ks[0].Params), wgpu.BufferUsageUniform, ks[0].Params); err != nil {
 			e.Release()
 			return nil, fail(err)
 		}
@@ -83,8 +87,9 @@ type typedExecutable struct {
 	d       *device
 	g       *ir.Graph
 	plan    typedPlan
-	shaders []codegen.Shader // by node; empty for inputs and island nodes
-	pipes   []*pipeline
+	shaders [][]codegen.Shader // by node, in dispatch order; none for inputs and island nodes
+	pipes   [][]*pipeline
+	scratch []int // by node, the words of scratch storage its kernels share (a linear scatter's), zero at creation
 	params  []*wgpu.Buffer
 	islands []*floatIsland
 	// inputs holds, by input node, its storage, kept between runs, and
@@ -99,10 +104,8 @@ type typedExecutable struct {
 // island's (backend.KernelCounter).
 func (e *typedExecutable) Kernels() int {
 	n := 0
-	for _, s := range e.shaders {
-		if s.Source != "" {
-			n++
-		}
+	for _, ks := range e.shaders {
+		n += len(ks)
 	}
 	for _, isl := range e.islands {
 		if isl != nil {
@@ -191,7 +194,7 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 				}
 				continue
 			}
-			if err := e.dispatch(step.Nodes, bufs, faults, st); err != nil {
+			if err := e.dispatch(step.Nodes, bufs, faults, &own, st); err != nil {
 				return err
 			}
 		}
@@ -259,8 +262,8 @@ func (e *typedExecutable) input(i int, cl *backend.TypedCall) error {
 }
 
 // dispatch records the kernels of nodes into one compute pass and waits
-// for it.
-func (e *typedExecutable) dispatch(nodes []int, bufs []*wgpu.Buffer, faults *wgpu.Buffer, st *backend.Stats) error {
+// for it; a node's scratch buffer is created for the run (added to own).
+func (e *typedExecutable) dispatch(nodes []int, bufs []*wgpu.Buffer, faults *wgpu.Buffer, own *[]*wgpu.Buffer, st *backend.Stats) error {
 	d, g := e.d, e.g
 	defer st.Start(backend.StageDispatch)()
 	enc, err := d.dev.CreateCommandEncoder(&wgpu.CommandEncoderDescriptor{})
@@ -282,15 +285,25 @@ func (e *typedExecutable) dispatch(nodes []int, bufs []*wgpu.Buffer, faults *wgp
 		}
 		bind(bufs[i], 4*wgsl.TypedWords(g.Nodes[i].DType, g.Nodes[i].Shape.Len()))
 		bind(faults, 4*len(g.Nodes))
-		bind(e.params[i], len(e.shaders[i].Params))
-		bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: e.pipes[i].layout, Entries: entries})
-		if err != nil {
-			return err
+		bind(e.params[i], len(e.shaders[i][0].Params))
+		if w := e.scratch[i]; w > 0 { // WebGPU zeroes a new buffer, as the kernels need
+			buf, err := d.newBuffer(4*w, storage, nil)
+			if err != nil {
+				return err
+			}
+			*own = append(*own, buf)
+			bind(buf, 4*w)
 		}
-		gr := e.shaders[i].Groups
-		pass.SetPipeline(e.pipes[i].pipe)
-		pass.SetBindGroup(0, bg, nil)
-		pass.DispatchWorkgroups(uint32(gr[0]), uint32(gr[1]), uint32(gr[2]))
+		for k, s := range e.shaders[i] {
+			bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: e.pipes[i][k].layout, Entries: entries})
+			if err != nil {
+				return err
+			}
+			gr := s.Groups
+			pass.SetPipeline(e.pipes[i][k].pipe)
+			pass.SetBindGroup(0, bg, nil)
+			pass.DispatchWorkgroups(uint32(gr[0]), uint32(gr[1]), uint32(gr[2]))
+		}
 	}
 	pass.End()
 	cmd, err := enc.Finish(nil)
