@@ -36,13 +36,18 @@ func integerOp(conv bool) func(c *importer) ([]value, *ir.Error) {
 				fs[k] = fs[k].Sub(zp.Reshape(ir.Shape{}).Cast(ir.F32))
 			}
 		}
-		ws := fs[1].Shape()
-		terms := ws[0] // matmul: K, B's rows (rank 1 or 2)
-		if len(ws) >= 2 && !conv {
+		// The products per output: matmul's K, B's rows (its only
+		// dimension at rank 1); conv's C/group · kernel. A w of a rank the
+		// op cannot take (a scalar, which indexed ws[0] out of range: found
+		// by FuzzLoadOps) is left to the float32 rule to refuse.
+		ws, terms := fs[1].Shape(), 1
+		switch {
+		case conv && len(ws) >= 2:
+			terms = ir.Shape(ws[1:]).Len()
+		case !conv && len(ws) >= 2:
 			terms = ws[len(ws)-2]
-		}
-		if conv {
-			terms = ir.Shape(ws[1:]).Len() // C/group · kernel
+		case !conv && len(ws) == 1:
+			terms = ws[0]
 		}
 		if terms > maxExactTerms {
 			return nil, c.refuse("%d products per output (float32 sums them exactly up to %d; an int32 accumulator is not a kernel yet)", terms, maxExactTerms)

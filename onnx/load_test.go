@@ -191,6 +191,9 @@ func TestLoadRefuses(t *testing.T) {
 		{"raw data of the wrong size", one([]msg{node("Add", "n", []string{"x", "W"}, []string{"y"})}, floats("W", []int64{2, 3}, 1, 2)), onnx.Options{}, ir.CodeInvalidGraph, "raw_data holds 8 bytes"},
 		// FuzzLoadOps (f9095a2ba69f5e21): no exponent, no tensor; the rule gave none, an internal error.
 		{"Pow of an empty exponent", model(13, graph([]msg{node("Pow", "p", []string{"x", "e"}, []string{"y"})}, []msg{floats("e", []int64{0})}, []msg{valueInfo("x", 2, 1)}, []msg{valueInfo("y", 2, 0)})), onnx.Options{}, ir.CodeUnsupported, `Pow node "p" (opset 13): an empty exponent`},
+		// FuzzLoadOps (78964a5e763258e8): a scalar w indexed its shape's first dimension, a panic.
+		{"MatMulInteger of a scalar w", model(13, graph([]msg{node("MatMulInteger", "m", []string{"x", "w"}, []string{"y"})}, nil, []msg{typedValueInfo("x", int64(onnx.Uint8), 2, 3), typedValueInfo("w", int64(onnx.Uint8))}, []msg{typedValueInfo("y", int64(onnx.Int32), 2)})), onnx.Options{}, ir.CodeInvalidGraph, `MatMulInteger node "m" (opset 13): matmul of a scalar`},
+		{"ConvInteger of a scalar w", model(13, graph([]msg{node("ConvInteger", "m", []string{"x", "w"}, []string{"y"})}, nil, []msg{typedValueInfo("x", int64(onnx.Uint8), 1, 1, 3, 3), typedValueInfo("w", int64(onnx.Uint8))}, []msg{typedValueInfo("y", int64(onnx.Int32), 2)})), onnx.Options{}, ir.CodeInvalidGraph, "W has shape [] for X of rank 4"},
 		{"undefined input", one([]msg{node("Relu", "n", []string{"nope"}, []string{"y"})}), onnx.Options{}, ir.CodeInvalidGraph, `input "nope" is not defined`},
 		{"truncated", mlp[:len(mlp)-7], onnx.Options{}, ir.CodeInvalidGraph, "malformed ONNX model"},
 		{"no graph", msg(nil).varint(1, 8), onnx.Options{}, ir.CodeInvalidGraph, "no graph"},
