@@ -129,7 +129,8 @@ func (m *Model) String() string {
 // shape, Slice's starts, Range's limit, an axes or pads input, …: a graph
 // has static shapes) are read from values and fixed as constants, as a
 // dynamic dimension is bound by the data; every other input stays a
-// run-time input, its values not read. An empty input holds no values
+// run-time input, holding its values where a placeholder of zeros would
+// be (Options.InputValues), never read to fold. An empty input holds no values
 // and is fixed too (gpucc's run-time tensors are not empty). Integer and
 // bool outputs keep the model's dtype (Options.TypedOutputs). It returns
 // the graph and the names of the inputs fixed, whose data the caller does
@@ -140,6 +141,7 @@ func (m *Model) SpecializeValues(ctx context.Context, values map[string]*Tensor)
 	consts := maps.Clone(m.opts.Constants)
 	typed := *m
 	typed.opts.TypedOutputs = true
+	typed.opts.InputValues = values // held where zeros would be (Options.InputValues)
 	m = &typed
 	if consts == nil {
 		consts = map[string]*Tensor{}

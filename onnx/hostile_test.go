@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,4 +203,70 @@ func FuzzReadTensor(f *testing.F) {
 			t.Fatalf("%d values for shape %v", n, tt.Shape)
 		}
 	})
+}
+
+// TestInputValues: an input given its values at import (Options.
+// InputValues: serve's form, gpucc run's --input) holds the caller's
+// slice where its placeholder of zeros was, so an import of a model with
+// a given 2^20 int64 input allocates no 8 MiB placeholder besides the data
+// the caller already holds; a value that is not exactly the input's
+// dtype, shape and values leaves the input zero-filled, for the caller's
+// binding to refuse.
+func TestInputValues(t *testing.T) {
+	const n = 1 << 20
+	doc := func(dt onnx.DataType) []byte {
+		return model(13, graph(nil, nil, []msg{typedValueInfo("x", int64(dt), n)}, []msg{typedValueInfo("x", int64(dt), n)}))
+	}
+	ints := make([]int64, n)
+	ints[7] = -1 << 62
+	load := func(dt onnx.DataType, v *onnx.Tensor) (*ir.Graph, uint64) {
+		var g *ir.Graph
+		var err error
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g, err = onnx.Load(bytes.NewReader(doc(dt)), onnx.Options{Limits: ir.Limits{MaxStorageBytes: 64 << 20}, InputValues: map[string]*onnx.Tensor{"x": v}})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, after.TotalAlloc - before.TotalAlloc
+	}
+	g, d := load(onnx.Int64, &onnx.Tensor{Type: onnx.Int64, Shape: []int{n}, Int64: ints})
+	x := g.Nodes[g.Input("x")]
+	if &x.Ints[0] != &ints[0] || d > 1<<20 {
+		t.Errorf("a given int64 input: held the caller's slice %v, allocated %d; want it held, within 1 MiB", &x.Ints[0] == &ints[0], d)
+	}
+	_, d0 := load(onnx.Int64, nil)
+	t.Logf("2^20 int64: %d bytes allocated given its values, %d with a placeholder", d, d0)
+	if d0 < 8<<20 {
+		t.Errorf("a placeholder of 2^20 int64 allocated %d", d0)
+	}
+	f := make([]float32, n)
+	f[3] = -2.5
+	g, _ = load(onnx.Float16, &onnx.Tensor{Type: onnx.Float16, Shape: []int{n}, Float32: f})
+	if x := g.Nodes[g.Input("x")]; &x.Data[0] != &f[0] {
+		t.Error("a given float16 input: not held")
+	}
+	nan := slices.Clone(f)
+	nan[5] = float32(math.NaN())
+	for _, c := range []struct {
+		name string
+		dt   onnx.DataType
+		v    *onnx.Tensor
+	}{
+		{"another dtype", onnx.Int32, &onnx.Tensor{Type: onnx.Int64, Shape: []int{n}, Int64: ints}},
+		{"another shape", onnx.Int64, &onnx.Tensor{Type: onnx.Int64, Shape: []int{n / 2, 2}, Int64: ints}},
+		{"too few values", onnx.Int64, &onnx.Tensor{Type: onnx.Int64, Shape: []int{n}, Int64: ints[:n-1]}},
+		{"out of int32's range", onnx.Int32, &onnx.Tensor{Type: onnx.Int32, Shape: []int{n}, Int64: ints}},
+		{"bool of 2", onnx.Bool, &onnx.Tensor{Type: onnx.Bool, Shape: []int{n}, Int64: []int64{2}}},
+		{"a NaN", onnx.Float32, &onnx.Tensor{Type: onnx.Float32, Shape: []int{n}, Float32: nan}},
+		{"not a float16", onnx.Float16, &onnx.Tensor{Type: onnx.Float16, Shape: []int{n}, Float32: append([]float32{0.1}, f[1:]...)}},
+	} {
+		g, _ := load(c.dt, c.v)
+		x := g.Nodes[g.Input("x")]
+		if slices.ContainsFunc(x.Data, func(v float32) bool { return v != 0 }) || slices.ContainsFunc(x.Ints, func(v int64) bool { return v != 0 }) || len(x.Data)+len(x.Ints) != n {
+			t.Errorf("%s: the input holds other than %d zeros", c.name, n)
+		}
+	}
 }

@@ -27,6 +27,16 @@ type Options struct {
 	// computed from them folds: an int64 index tensor, a bool mask, a
 	// shape. A constant input is not an input of the imported graph.
 	Constants map[string]*Tensor
+	// InputValues gives graph inputs their run-time values at import
+	// (serve's form, gpucc run's --input): such an input stays an input
+	// of the graph and holds the tensor's values where it would hold a
+	// placeholder of zeros, so that no placeholder is allocated for data
+	// the caller already holds. A value is taken only when it is the
+	// input's dtype and shape exactly with every value one of the dtype's
+	// (finite, for a float dtype); otherwise the input is zero-filled as
+	// without it, for the caller's binding to refuse. float64 values are
+	// never taken (the IR carries their bits).
+	InputValues map[string]*Tensor
 	// Params makes every float32 initializer a trainable parameter: a
 	// named param input (ir.Node.Param) holding the initializer's values,
 	// which gpucc train updates and returns by the initializer's name.
@@ -398,7 +408,7 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 		if len(in.name) > 256 {
 			return ir.Errorf(ir.CodeUnsupported, -1, field, "input name %s is longer than gpucc's 256 bytes", ir.Quote(in.name))
 		}
-		c.vals[in.name] = c.typedInput(in.name, irt, shape, n)
+		c.vals[in.name] = c.typedInput(in.name, irt, shape, n, opts.InputValues[in.name])
 		c.vals[in.name].from = []string{in.name}
 	}
 	for name := range opts.InputShapes {
@@ -820,21 +830,42 @@ func (c *importer) ints(k int, what string) ([]int64, *ir.Error) {
 // bool as its float32 1 and 0 (the importer's run-time bools, exact; the
 // input itself takes booleans); any other dtype keeps it, and only Cast
 // and the graph's outputs read it so far (rtIn refuses it by name).
-func (c *importer) typedInput(name string, t ir.DType, shape ir.Shape, n int64) *value {
+func (c *importer) typedInput(name string, t ir.DType, shape ir.Shape, n int64, given *Tensor) *value {
+	f, ints, ok := givenValues(given, t, shape)
+	if !ok && t.IsFloat() {
+		f = make([]float32, n)
+	} else if !ok {
+		ints = make([]int64, n)
+	}
 	if t == ir.F32 {
 		c.named[name] = true
-		return &value{rt: c.b.NamedInput(name, shape, make([]float32, n)), set: true}
+		return &value{rt: c.b.NamedInput(name, shape, f), set: true}
 	}
-	var x ir.Tensor
-	if t.IsFloat() {
-		x = c.b.TypedInput(name, t, shape, make([]float32, n), nil)
-	} else {
-		x = c.b.TypedInput(name, t, shape, nil, make([]int64, n))
-	}
+	x := c.b.TypedInput(name, t, shape, f, ints)
 	if t == ir.Bool {
 		return &value{rt: x.Cast(ir.F32), set: true, isBool: true}
 	}
 	return &value{rt: x, set: true}
+}
+
+// givenValues are v's values as input data of dtype t and shape (the
+// carriers, not copies), when v is exactly that: Options.InputValues.
+func givenValues(v *Tensor, t ir.DType, shape ir.Shape) ([]float32, []int64, bool) {
+	if v == nil || t.IsFloat64() || !slices.Equal(v.Shape, []int(shape)) {
+		return nil, nil, false
+	}
+	if dt, ok := v.Type.irDType(); !ok || dt != t {
+		return nil, nil, false
+	}
+	if t.IsFloat() {
+		ok := len(v.Float32) == shape.Len() && !slices.ContainsFunc(v.Float32, func(x float32) bool {
+			return math.IsInf(float64(x), 0) || x != x || !t.Holds(x)
+		})
+		return v.Float32, nil, ok
+	}
+	lo, hi := t.Range()
+	ok := len(v.Int64) == shape.Len() && !slices.ContainsFunc(v.Int64, func(x int64) bool { return x < lo || x > hi })
+	return nil, v.Int64, ok
 }
 
 // carrierBytes is what an element of dtype t takes in the IR's carriers:

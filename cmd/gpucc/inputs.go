@@ -25,9 +25,12 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 		if inputNode(g, name) < 0 {
 			return noInput(g, name, field)
 		}
-		a, err := readInput(value, g.Nodes[inputNode(g, name)].DType, maxElements, field)
-		if err != nil {
-			return err
+		a, ok := runArrays[name] // an .npy file read once, before the import
+		if !ok {
+			var err error
+			if a, err = readInput(value, g.Nodes[inputNode(g, name)].DType, maxElements, field); err != nil {
+				return err
+			}
 		}
 		v, err := npyValue(a, value, field)
 		if err != nil {
@@ -45,7 +48,8 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 // gives them, as --input-shape would), so a dynamic dimension takes the
 // data's size; a shape --input-shape also gives must be the data's.
 func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
-	runValues = map[string]*onnx.Tensor{}
+	runValues, runArrays = map[string]*onnx.Tensor{}, map[string]*npy.Array{}
+	defer func() { runValues, runArrays = map[string]*onnx.Tensor{}, map[string]*npy.Array{} }()
 	if isONNX(path) {
 		limits.NonFinite = true                   // as run: a model's masks hold -Inf
 		maxN := modelInputElements(path, *limits) // modellimits.go
@@ -63,6 +67,9 @@ func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 				t.Type = onnx.DataTypeOf(dt)
 			}
 			runValues[name] = t
+			if strings.HasSuffix(strings.ToLower(runInputs[name]), ".npy") {
+				runArrays[name] = a // its dtype is the file's: bindInputs takes it as read
+			}
 		}
 	}
 	g, err := readGraph(path, *limits)
@@ -74,6 +81,12 @@ func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 	}
 	return g, nil
 }
+
+// runArrays are the .npy files of gpucc run's --input read for an .onnx
+// model's import (loadWithInputs), which bindInputs binds without reading
+// them again: each was read twice, and held three times with the
+// placeholder the import made for it.
+var runArrays = map[string]*npy.Array{}
 
 // inputValue is one input's run-time data in the IR's carriers: a float
 // dtype's values in data, an integer or bool dtype's in ints.

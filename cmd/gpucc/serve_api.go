@@ -103,9 +103,10 @@ type api struct {
 	active   atomic.Int64 // execute requests being handled
 	// importONNX makes the graph of an application/onnx body, inside the
 	// request's admission (ctx is the request's); tests replace it.
-	// shapes, when given, binds inputs' dynamic dimensions (the multipart
-	// form's data).
-	importONNX func(ctx context.Context, body []byte, consts map[string]string, shapes map[string][]int) (*ir.Graph, error)
+	// values, when given (the multipart form's data), bind inputs'
+	// dynamic dimensions by their shapes and are held by the inputs in
+	// place of placeholders (onnx.Options.InputValues).
+	importONNX func(ctx context.Context, body []byte, consts map[string]string, values map[string]*onnx.Tensor) (*ir.Graph, error)
 }
 
 // newAPI opens the host the execute API runs on, in front of next.
@@ -131,12 +132,19 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 	}
 	a := &api{server: h, client: h.Client(apiClient), token: token, limits: h.Policy().Limits, timeout: c.timeout, grace: c.grace,
 		listen: c.listen, memory: &budget{left: memory}, next: next, adapters: sync.OnceValues(adapters)}
-	a.importONNX = func(ctx context.Context, body []byte, consts map[string]string, shapes map[string][]int) (*ir.Graph, error) {
+	a.importONNX = func(ctx context.Context, body []byte, consts map[string]string, values map[string]*onnx.Tensor) (*ir.Graph, error) {
 		c, err := constantsFor(body, a.limits, consts, false)
 		if err != nil {
 			return nil, err
 		}
-		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c, InputShapes: shapes})
+		var shapes map[string][]int
+		if values != nil {
+			shapes = map[string][]int{}
+			for name, v := range values {
+				shapes[name] = v.Shape
+			}
+		}
+		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c, InputShapes: shapes, InputValues: values})
 	}
 	return a, nil
 }
@@ -358,9 +366,13 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		// A model is imported inside admission (the pending cap, the
 		// timeout, the client's going away), and what its decoding may
 		// allocate is charged first (onnx.DecodeBytesPerByte, and the
-		// graph it makes); a form's parts and the input values they
-		// decode to (at most 5 bytes a byte) fit in the same charge.
+		// graph it makes); a form, whose values may take 8 bytes a byte
+		// (a bool .npy's int64 carriers), is charged what it may allocate
+		// in all, formBytesPerByte with the body's 3.
 		n := (onnx.DecodeBytesPerByte + 1) * int64(len(body))
+		if mt == "multipart/form-data" {
+			n = (formBytesPerByte - 3) * int64(len(body))
+		}
 		if !a.memory.take(n) {
 			w.Header().Set("Retry-After", "1")
 			a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for imports (--max-memory) is in use; retry later"))
@@ -369,7 +381,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		held += n
 		req.Graph, req.Import = nil, func(ctx context.Context) (*ir.Graph, error) { return a.importONNX(ctx, body, consts, nil) }
 		if mt == "multipart/form-data" {
-			form, err := parseModelForm(body, params["boundary"], a.limits.WithDefaults().MaxElements, a.limits.NonFinite)
+			form, err := parseModelForm(body, params["boundary"], a.limits)
 			if err != nil {
 				a.fail(w, httpStatus(codeOf(err)), err)
 				return
@@ -410,7 +422,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 // importForm imports a multipart form's model at its inputs' shapes and
 // gives each input its data, checked against the input's shape and dtype.
 func (a *api) importForm(ctx context.Context, f *modelForm, consts map[string]string) (*ir.Graph, error) {
-	g, err := a.importONNX(ctx, f.model, consts, f.shapes())
+	g, err := a.importONNX(ctx, f.model, consts, f.values())
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
 )
 
 // slowImport stands for an ONNX import that takes long: it decodes the
@@ -32,7 +33,7 @@ func newSlowImport(a *api) *slowImport {
 		defer a.memory.mu.Unlock()
 		return a.memory.left
 	}}
-	a.importONNX = func(ctx context.Context, body []byte, _ map[string]string, _ map[string][]int) (*ir.Graph, error) {
+	a.importONNX = func(ctx context.Context, body []byte, _ map[string]string, _ map[string]*onnx.Tensor) (*ir.Graph, error) {
 		s.calls.Add(1)
 		s.started <- s.left()
 		for ctx.Err() == nil {

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gpucc/gpucc/internal/npy"
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
 )
 
 // The execute API's multipart/form-data form runs an ONNX model on the
@@ -30,6 +32,15 @@ const (
 	formInputs = "inputs"
 )
 
+// formBytesPerByte bounds what a multipart request allocates, garbage
+// included, besides 1 MiB and the zeros of the inputs it leaves out (the
+// import's placeholders, within MaxStorageBytes): its body, each part's
+// copy, the values they decode to (8 bytes a byte of a bool .npy, in
+// int64 carriers; 4 a byte of a JSON array of int64 zeros), the model's
+// import (onnx.DecodeBytesPerByte). The --max-memory budget is charged it
+// (TestServeHostileForms measures it on hostile and real forms).
+const formBytesPerByte = 16
+
 // modelForm is a parsed multipart execute request.
 type modelForm struct {
 	model  []byte
@@ -37,12 +48,13 @@ type modelForm struct {
 	from   map[string]string // where each input came from, for errors
 }
 
-// shapes is each input's shape, which binds the model's dynamic
-// dimensions at import.
-func (f *modelForm) shapes() map[string][]int {
-	m := map[string][]int{}
+// values are the form's inputs for the import: each one's shape binds
+// the model's dynamic dimensions, and its values are held by the input in
+// place of a placeholder of zeros (onnx.Options.InputValues).
+func (f *modelForm) values() map[string]*onnx.Tensor {
+	m := map[string]*onnx.Tensor{}
 	for name, v := range f.inputs {
-		m[name] = v.shape
+		m[name] = &onnx.Tensor{Name: name, Type: onnx.DataTypeOf(v.dtype), Shape: v.shape, Float32: v.data, Int64: v.ints}
 	}
 	return m
 }
@@ -50,22 +62,31 @@ func (f *modelForm) shapes() map[string][]int {
 // parseModelForm reads a multipart/form-data body with the given boundary.
 // A malformed body or a part given twice is usage; data that cannot be an
 // input (a truncated, Fortran-order or pickled .npy, a bad JSON tensor)
-// is invalid_input naming the input; more than maxElements values in one
-// input is limit_exceeded.
-func parseModelForm(body []byte, boundary string, maxElements int64, nonFinite bool) (*modelForm, error) {
+// is invalid_input naming the input; more than MaxElements values in one
+// input, or more parts than a model's inputs can be (MaxNodes, and the
+// model and the JSON inputs), is limit_exceeded.
+func parseModelForm(body []byte, boundary string, l ir.Limits) (*modelForm, error) {
 	if boundary == "" {
 		return nil, ir.Errorf(ir.CodeUsage, -1, "Content-Type", "multipart/form-data without a boundary")
 	}
+	l = l.WithDefaults()
+	maxElements, nonFinite := l.MaxElements, l.NonFinite
 	f := &modelForm{inputs: map[string]*inputValue{}, from: map[string]string{}}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	seenModel := false
-	for {
+	for parts := int64(0); ; parts++ {
 		p, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, ir.Errorf(ir.CodeUsage, -1, "multipart", "malformed multipart body: %v", err)
+		}
+		// Each part costs about 2.5 KB besides its bytes (its header, its
+		// reader): a form of 20,000 one-value parts allocated 20 bytes a
+		// byte of its 4.9 MB. A model has at most MaxNodes inputs.
+		if parts == ir.SatAdd(int64(l.MaxNodes), 2) {
+			return nil, ir.LimitErrorf("MaxNodes", -1, "multipart", "the form has more than %d parts: the model, the JSON inputs and one part an input, and a graph has at most %d inputs", parts, l.MaxNodes)
 		}
 		name := p.FormName()
 		content, err := io.ReadAll(p)
@@ -192,51 +213,64 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 	if n > maxElements {
 		return nil, ir.LimitErrorf("MaxElements", -1, field, "input %s of shape %v has %d elements, over the limit of %d", ir.Quote(name), *t.Shape, n, maxElements)
 	}
+	// Values are read one raw JSON value at a time (no token allocated
+	// per value: encoding/json's Token took 93 bytes a byte of a 4 MB
+	// array of int64 zeros), into carriers sized by what the array can
+	// hold (a value and a comma each), never by what the shape claims.
 	v := &inputValue{dtype: dt, shape: *t.Shape}
-	dec := json.NewDecoder(bytes.NewReader(t.Data))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+	room := min(n, int64(len(t.Data))/2+1)
+	if dt.IsFloat() {
+		v.data = make([]float32, 0, room)
+	} else {
+		v.ints = make([]int64, 0, room)
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(t.Data))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, bad("data is not a flat array")
 	}
-	for k := int64(0); dec.More(); k++ {
+	for k := int64(0); dec.PeekKind() != ']'; k++ {
 		if k >= n {
 			return nil, bad("data has more than the %d values of shape %v", n, *t.Shape)
 		}
-		tok, err := dec.Token()
+		raw, err := dec.ReadValue()
 		if err != nil {
 			return nil, bad("data: %v", err)
 		}
 		switch {
 		case dt == ir.Bool:
-			b, ok := tok.(bool)
-			if !ok {
-				return nil, bad("value %v at element %d is not true or false", tok, k)
+			switch string(raw) {
+			case "true":
+				v.ints = append(v.ints, 1)
+			case "false":
+				v.ints = append(v.ints, 0)
+			default:
+				return nil, bad("value %s at element %d is not true or false", ir.QuoteBytes(raw), k)
 			}
-			v.ints = append(v.ints, map[bool]int64{false: 0, true: 1}[b])
 		case dt.IsFloat():
-			f, err := jsonFloat(tok, nonFinite)
+			f, err := jsonFloat(raw, nonFinite)
 			if err != nil {
-				return nil, bad("value %v at element %d: %v", tok, k, err)
+				return nil, bad("value %s at element %d: %v", ir.QuoteBytes(raw), k, err)
 			}
 			if !dt.Holds(f) {
-				return nil, bad("value %v at element %d is not a %v value (gpucc never rounds an input)", tok, k, dt)
+				return nil, bad("value %s at element %d is not a %v value (gpucc never rounds an input)", ir.QuoteBytes(raw), k, dt)
 			}
 			v.data = append(v.data, f)
 		case dt.IsFloat64():
-			num, ok := tok.(json.Number)
-			f, err := strconv.ParseFloat(string(num), 64)
-			if !ok || err != nil {
-				return nil, bad("value %v at element %d is not a finite float64", tok, k)
+			f, err := strconv.ParseFloat(string(raw), 64)
+			if raw[0] == '"' || err != nil {
+				return nil, bad("value %s at element %d is not a finite float64", ir.QuoteBytes(raw), k)
 			}
 			v.ints = append(v.ints, ir.F64Bits(f))
 		default:
-			num, ok := tok.(json.Number)
-			i, err := strconv.ParseInt(string(num), 10, 64)
-			if lo, hi := dt.Range(); !ok || err != nil || i < lo || i > hi {
-				return nil, bad("value %v at element %d is not an %v (an integer in [%d, %d])", tok, k, dt, lo, hi)
+			i, err := strconv.ParseInt(string(raw), 10, 64)
+			if lo, hi := dt.Range(); err != nil || i < lo || i > hi {
+				return nil, bad("value %s at element %d is not an %v (an integer in [%d, %d])", ir.QuoteBytes(raw), k, dt, lo, hi)
 			}
 			v.ints = append(v.ints, i)
 		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, bad("data: %v", err)
 	}
 	if got := int64(len(v.data) + len(v.ints)); got != n {
 		return nil, bad("data has %d values; shape %v has %d", got, *t.Shape, n)
@@ -245,24 +279,19 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 }
 
 // jsonFloat is a JSON number as float32 (correctly rounded), or one of
-// the non-finite spellings the reply writes, which only the --non-finite
-// policy admits.
-func jsonFloat(tok any, nonFinite bool) (float32, error) {
-	switch x := tok.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 32)
-		if err != nil {
-			return 0, errors.New("not a float32 (out of its range, or not a number)")
-		}
-		return float32(f), nil
-	case string:
+// the non-finite spellings the reply writes ("NaN", "Infinity",
+// "-Infinity", as JSON strings), which only the --non-finite policy
+// admits.
+func jsonFloat(raw []byte, nonFinite bool) (float32, error) {
+	switch raw[0] {
+	case '"':
 		var f float32
-		switch x {
-		case "NaN":
+		switch string(raw) {
+		case `"NaN"`:
 			f = float32(math.NaN())
-		case "Infinity":
+		case `"Infinity"`:
 			f = float32(math.Inf(1))
-		case "-Infinity":
+		case `"-Infinity"`:
 			f = float32(math.Inf(-1))
 		default:
 			return 0, errors.New("not a number")
@@ -271,6 +300,12 @@ func jsonFloat(tok any, nonFinite bool) (float32, error) {
 			return 0, errors.New("a non-finite value, which the server's finite policy refuses (serve --non-finite admits it)")
 		}
 		return f, nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		f, err := strconv.ParseFloat(string(raw), 32)
+		if err != nil {
+			return 0, errors.New("not a float32 (out of its range, or not a number)")
+		}
+		return float32(f), nil
 	}
 	return 0, errors.New("not a number")
 }
