@@ -10,8 +10,8 @@ import (
 // float64 values (ir.F64) are carried as their IEEE binary64 bits in
 // Tensor.Ints, computed by the reference (the cpu backend) and by the C
 // targets, native and wasm (ir.CDTypes: C's double, with the reference's
-// bits; exp, log and pow, Go's math package in the reference, are refused
-// there by name); webgpu and webgl2, whose shading languages have no
+// bits; exp, log and pow by the reference's own algorithms,
+// cpuref.Exp64, Log64, Pow64); webgpu and webgl2, whose shading languages have no
 // 64-bit float, refuse them by name (ir.CheckDTypes). Every NaN of a
 // float64 output reads as the quiet NaN 0x7ff8000000000000 on every
 // backend (canonicalNaN64), as float32's read as 0x7fc00000: NaN payloads

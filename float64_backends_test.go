@@ -65,7 +65,7 @@ func f64Cases() []f64Case {
 	cases := []f64Case{
 		{name: "arithmetic", build: func(b *ir.Builder) {
 			x, y := pairs(b)
-			for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMaximum, ir.OpMinimum} {
+			for _, op := range []ir.Op{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMaximum, ir.OpMinimum, ir.OpPow} {
 				b.Output(op.String(), x.Apply(op, y))
 			}
 		}},
@@ -80,6 +80,17 @@ func f64Cases() []f64Case {
 			x := b.TypedInput("x", ir.F64, ir.Shape{n}, nil, f64Bits(f64Extremes))
 			b.Output("neg", x.Neg())
 			b.Output("sqrt", x.Sqrt())
+			b.Output("exp", x.Exp())
+			b.Output("log", x.Log())
+			// exp and log over their whole range, pow of ordinary values.
+			w := make([]float64, 4000)
+			for k := range w {
+				w[k] = -746 + 1456*float64(k)/float64(len(w)) + 1/float64(k+3)
+			}
+			xw := b.TypedInput("w", ir.F64, ir.Shape{len(w)}, nil, f64Bits(w))
+			b.Output("exp-range", xw.Exp())
+			b.Output("log-range", xw.Log())
+			b.Output("pow-range", xw.Apply(ir.OpPow, b.FullOf(ir.F64, ir.Shape{len(w)}, 0, ir.F64Bits(-1.37))))
 			b.Output("full", x.Add(b.FullOf(ir.F64, ir.Shape{n}, 0, ir.F64Bits(-0x1p-1074))))
 		}},
 		{name: "reduce", build: func(b *ir.Builder) {
@@ -171,7 +182,8 @@ func f64Cases() []f64Case {
 }
 
 // TestFloat64Backends: every float64 row the C targets hold (add, sub,
-// mul, div, maximum, minimum, the comparisons, where, neg, sqrt, full,
+// mul, div, maximum, minimum, pow, the comparisons, where, neg, sqrt, exp,
+// log, full,
 // sum and max reductions, views, gather, casts to and from every dtype)
 // over binary64's extremes (f64Extremes: ±0, subnormals down to 5e-324,
 // ±1.7976931348623157e308, ±Inf, NaN, the casts' overflow to float32 and

@@ -197,9 +197,9 @@ func beyondU64(i int, op ir.Op, k int) error {
 }
 
 // typedFloat64 evaluates an elementwise op over float64 operands by its
-// row's float64 meaning (ir.OpInfo.F64: IEEE binary64 arithmetic, Go's
-// math package for exp and log), giving float64 or, for a comparison,
-// bool.
+// row's float64 meaning (float64Row: IEEE binary64 arithmetic, ir.OpInfo.F64;
+// exp, log and pow typedmath64.go's, the same bits on every host), giving
+// float64 or, for a comparison, bool.
 func typedFloat64(n *ir.Node, arg func(int) Value) Value {
 	out := Value{DType: n.DType}
 	a := arg(0).I
@@ -207,7 +207,7 @@ func typedFloat64(n *ir.Node, arg func(int) Value) Value {
 	if len(n.Args) == 2 {
 		b = arg(1).I
 	}
-	f := n.Op.Info().F64
+	f := float64Row(n.Op)
 	out.I = make([]int64, len(a))
 	for k := range a {
 		y := 0.0

@@ -145,6 +145,116 @@ static double fmin64_ref(double x, double y) {
 	if (x == 0 && x == y) return (a.u >> 63) ? x : y;
 	return x < y ? x : y;
 }
+/* The reference's float64 exp, log and pow (cpuref/typedmath64.go, line
+   for line: fdlibm's algorithms in binary64's + - * / alone, its own exact
+   frexp and ldexp), so that C gives its bits where a C library's exp
+   would not. */
+static double f64_pow2(t_i64 k) { return f64_of((t_u64)(k + 1023) << 52); }
+static double f64_frexp(double x, t_i64 *e) {
+	t_du b;
+	*e = 0;
+	if (x > -0x1p-1022 && x < 0x1p-1022) { x *= 0x1p54; *e = -54; }
+	b.d = x;
+	*e += (t_i64)((b.u >> 52) & 0x7ffu) - 1022;
+	b.u = (b.u & ~(0x7ffull << 52)) | (1022ull << 52);
+	return b.d;
+}
+static double f64_ldexp(double y, t_i64 k) {
+	if (y == 0 || y != y || y > 1.7976931348623157e308 || y < -1.7976931348623157e308) return y;
+	t_i64 e;
+	double m = f64_frexp(y, &e);
+	t_i64 n = e + k;
+	if (n > 1024) return m * f64_of(0x7ff0000000000000ull);
+	if (n > -1022) return (m * 2) * f64_pow2(n - 1);
+	if (n < -1100) return m * 0.0;
+	return (m * f64_pow2(n + 100)) * 0x1p-100;
+}
+static double exp64(double x) {
+	if (x != x) return x;
+	if (x > 7.09782712893383973096e+02) return f64_of(0x7ff0000000000000ull);
+	if (x < -7.45133219101941108420e+02) return 0;
+	if (-0x1p-28 < x && x < 0x1p-28) return 1 + x;
+	t_i64 k = 0;
+	if (x < 0) k = (t_i64)(1.44269504088896338700e+00 * x - 0.5);
+	else if (x > 0) k = (t_i64)(1.44269504088896338700e+00 * x + 0.5);
+	double hi = x - (double)k * 6.93147180369123816490e-01;
+	double lo = (double)k * 1.90821492927058770002e-10;
+	double r = hi - lo, t = r * r;
+	double c = r - t * (1.66666666666666657415e-01 + t * (-2.77777777770155933842e-03 + t * (6.61375632143793436117e-05 +
+		t * (-1.65339022054652515390e-06 + t * 4.13813679705723846039e-08))));
+	double y = 1 - ((lo - (r * c) / (2 - c)) - hi);
+	return f64_ldexp(y, k);
+}
+static double log64(double x) {
+	if (x != x || x > 1.7976931348623157e308) return x;
+	if (x < 0) return f64_of(0x7ff8000000000001ull);
+	if (x == 0) return f64_of(0xfff0000000000000ull);
+	t_i64 ki;
+	double f1 = f64_frexp(x, &ki);
+	if (f1 < 7.07106781186547524401e-01) { f1 *= 2; ki--; }
+	double f = f1 - 1, k = (double)ki;
+	double s = f / (2 + f), s2 = s * s, s4 = s2 * s2;
+	double t1 = s2 * (6.666666666666735130e-01 + s4 * (2.857142874366239149e-01 + s4 * (1.818357216161805012e-01 + s4 * 1.479819860511658591e-01)));
+	double t2 = s4 * (3.999999999940941908e-01 + s4 * (2.222219843214978396e-01 + s4 * 1.531383769920937332e-01));
+	double R = t1 + t2, hfsq = 0.5 * f * f;
+	return k * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + R) + k * 1.90821492927058770002e-10)) - f);
+}
+static double trunc64(double x) {
+	if (x >= 0x1p52 || x <= -0x1p52 || x != x) return x;
+	double t = (double)(t_i64)x;
+	if (t == 0 && x < 0) return -0.0;
+	return t;
+}
+static int odd_int64(double x) {
+	if (x >= 0x1p53 || x <= -0x1p53) return 0;
+	return trunc64(x) == x && ((t_i64)x & 1) != 0;
+}
+/* A power whose exponent's magnitude is infinite or at least 2^63. */
+static double pow64_huge(double x, double y) {
+	if (x == -1) return 1;
+	if ((x < 1 && x > -1) == (y > 0)) return 0;
+	return f64_of(0x7ff0000000000000ull);
+}
+static double pow64(double x, double y) {
+	const double inf = f64_of(0x7ff0000000000000ull);
+	if (y == 0 || x == 1) return 1;
+	if (y == 1) return x;
+	if (x != x || y != y) return f64_of(0x7ff8000000000001ull);
+	if (x == 0) {
+		t_du b; b.d = x;
+		int odd = (b.u >> 63) && odd_int64(y);
+		if (y < 0) return odd ? -inf : inf;
+		return odd ? x : 0;
+	}
+	if (y > 1.7976931348623157e308 || y < -1.7976931348623157e308) return pow64_huge(x, y);
+	if (x > 1.7976931348623157e308 || x < -1.7976931348623157e308) {
+		if (x < 0) return pow64(1 / x, -y);
+		return y < 0 ? 0 : inf;
+	}
+	if (y == 0.5) return __builtin_sqrt(x);
+	if (y == -0.5) return 1 / __builtin_sqrt(x);
+	double ay = y < 0 ? -y : y;
+	double yi = trunc64(ay), yf = ay - yi;
+	if (yf != 0 && x < 0) return f64_of(0x7ff8000000000001ull);
+	if (yi >= 0x1p63) return pow64_huge(x, y);
+	double a1 = 1;
+	t_i64 ae = 0;
+	if (yf != 0) {
+		if (yf > 0.5) { yf--; yi++; }
+		a1 = exp64(yf * log64(x));
+	}
+	t_i64 xe;
+	double x1 = f64_frexp(x, &xe);
+	for (t_i64 i = (t_i64)yi; i != 0; i >>= 1) {
+		if (xe < -(1 << 12) || (1 << 12) < xe) { ae += xe; break; }
+		if (i & 1) { a1 *= x1; ae += xe; }
+		x1 *= x1;
+		xe *= 2;
+		if (x1 < .5) { x1 += x1; xe--; }
+	}
+	if (y < 0) { a1 = 1 / a1; ae = -ae; }
+	return f64_ldexp(a1, ae);
+}
 static t_i64 div_i64(t_i64 a, t_i64 b, int *fault) {
 	if (b == 0) { *fault = 1; return 0; }
 	if (b == -1) return (t_i64)(0ull - (t_u64)a); /* MIN / -1 wraps to MIN */
@@ -333,9 +443,9 @@ var floatRows = map[ir.Op]func(a, b string) string{
 // float64Rows are the float64 rows over double computing values, each the
 // reference's meaning (ir.OpInfo.F64) with its bits: IEEE binary64's
 // correctly rounded + - * / and sqrt (C's double, wasm's f64, under
-// -ffp-contract=off), the comparisons, and math.Max's and math.Min's
-// rules. exp, log and pow are Go's math package in the reference, whose
-// bits no C library promises: they have no row, so C refuses them by name.
+// -ffp-contract=off), the comparisons, math.Max's and math.Min's rules,
+// and the reference's own exp, log and pow (cpuref.Exp64, Log64, Pow64:
+// exp64, log64 and pow64 of the prelude, never the C library's).
 var float64Rows = map[ir.Op]func(a, b string) string{
 	ir.OpAdd:          func(a, b string) string { return "(" + a + " + " + b + ")" },
 	ir.OpSub:          func(a, b string) string { return "(" + a + " - " + b + ")" },
@@ -348,4 +458,7 @@ var float64Rows = map[ir.Op]func(a, b string) string{
 	ir.OpMaximum:      func(a, b string) string { return "fmax64_ref(" + a + ", " + b + ")" },
 	ir.OpMinimum:      func(a, b string) string { return "fmin64_ref(" + a + ", " + b + ")" },
 	ir.OpSqrt:         func(a, _ string) string { return "__builtin_sqrt(" + a + ")" },
+	ir.OpExp:          func(a, _ string) string { return "exp64(" + a + ")" },
+	ir.OpLog:          func(a, _ string) string { return "log64(" + a + ")" },
+	ir.OpPow:          func(a, b string) string { return "pow64(" + a + ", " + b + ")" },
 }

@@ -150,9 +150,6 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 			loop(strings.Join(body, " ") + " " + y + "[i] = " + store + ";")
 			return nil
 		}
-		if !ok && in.IsFloat64() {
-			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of float64: the reference computes it with Go's math package, whose bits C's library does not promise", n.Op)
-		}
 		if !ok {
 			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: the C typed rows do not hold it yet", n.Op, in)
 		}
