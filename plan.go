@@ -94,9 +94,8 @@ func (p *Plan) Input(name string) (PlanInput, bool) {
 }
 
 // Seal validates g against limits and lowers it for a device of profile
-// prof (passes.Profile.Options), with the non-zero device fields of popts
-// overriding prof's (explicit workgroup limits also take popts.SplitSums) and its other fields (NoFuse, Tile, DumpAfter, Dump)
-// taken as they are (TileFor too: a tuned table, runtime/gpu/tune). A profile with buffer-size limits refuses a program
+// prof under popts (see sealOptions: the profile fills popts' zero device
+// fields; every other field is taken as it is). A profile with buffer-size limits refuses a program
 // with a larger buffer (limit_exceeded). g is not modified; the Plan
 // shares its input data.
 func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*Plan, error) {
@@ -106,14 +105,7 @@ func Seal(g *ir.Graph, limits ir.Limits, prof Profile, popts passes.Options) (*P
 	if err := ir.Validate(g, limits); err != nil {
 		return nil, err
 	}
-	o := prof.Options(limits)
-	if popts.MaxBindings != 0 {
-		o.MaxBindings = popts.MaxBindings
-	}
-	if popts.MaxInvocations != 0 { // explicit workgroup limits: split sums only when asked
-		o.MaxInvocations, o.MaxWorkgroupStorage, o.SplitSums = popts.MaxInvocations, popts.MaxWorkgroupStorage, popts.SplitSums
-	}
-	o.NoFuse, o.Tile, o.TileFor, o.DumpAfter, o.Dump = popts.NoFuse, popts.Tile, popts.TileFor, popts.DumpAfter, popts.Dump
+	o := sealOptions(limits, prof, popts)
 	sp, timings, err := passes.Compile(g, o)
 	if err != nil {
 		return nil, err
@@ -209,4 +201,27 @@ func DecodePlan(b []byte) (*Plan, error) {
 		p.Prebuilt[e.Backend] = e.Data
 	}
 	return &p, nil
+}
+
+// sealOptions is popts with the device fields it leaves zero taken from
+// prof (passes.Profile.Options) and the host limits set: MaxBindings,
+// MaxWorkgroupStorage, and MaxInvocations with SplitSums (explicit
+// workgroup limits split sums only when popts asks). Every other field (NoFuse, Tile, TileFor,
+// SpreadConv, CheckEach, DumpAfter, Dump, and any added later) is popts'
+// own: until 2026-12-05 Seal copied a list of fields instead, and
+// Options.Passes.SpreadConv never reached the tiling pass.
+func sealOptions(limits ir.Limits, prof Profile, popts passes.Options) passes.Options {
+	d := prof.Options(limits)
+	o := popts
+	o.Limits = d.Limits
+	if o.MaxBindings == 0 {
+		o.MaxBindings = d.MaxBindings
+	}
+	if o.MaxInvocations == 0 {
+		o.MaxInvocations, o.SplitSums = d.MaxInvocations, d.SplitSums
+	}
+	if o.MaxWorkgroupStorage == 0 {
+		o.MaxWorkgroupStorage = d.MaxWorkgroupStorage
+	}
+	return o
 }
