@@ -115,7 +115,8 @@ var convTileCases = []irtest.ConvCase{
 // depthwise cases too) that cover each way a thread finds its pixels: one
 // column a thread (threads a multiple of BM), several (BM a multiple of
 // threads) and neither; and with every tile of passes.ConvLadder, and the
-// rule that steps down it (Options.SpreadConv).
+// rule that steps down it (the default) and the rule's own tiles
+// (Options.KeepConvTile).
 func TestConvTiles(t *testing.T) {
 	forced := []ir.Tile{
 		{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 1}, // 256 threads, one column each
@@ -131,7 +132,7 @@ func TestConvTiles(t *testing.T) {
 		st.Stages = 2
 		forced = append(forced, st)
 	}
-	for _, l := range passes.ConvLadder { // spreadConv's tiles (Options.SpreadConv)
+	for _, l := range passes.ConvLadder { // spreadConv's tiles (the rule's default)
 		if !slices.Contains(forced, l) {
 			forced = append(forced, l)
 		}
@@ -142,7 +143,7 @@ func TestConvTiles(t *testing.T) {
 		want func(c ir.Conv2D, got ir.Tile) bool // the kernel the variant means to run
 	}
 	variants := []variant{{"rule", func(*gpucc.Options) {}, nil},
-		{"spread", func(o *gpucc.Options) { o.Passes.SpreadConv = true }, nil},
+		{"keep", func(o *gpucc.Options) { o.Passes.KeepConvTile = true }, nil},
 		{"64-threads", func(o *gpucc.Options) { o.Passes.MaxInvocations, o.Passes.MaxWorkgroupStorage = 64, 16384 },
 			func(c ir.Conv2D, got ir.Tile) bool { return got.BM/got.TM*got.BN <= 64 }}}
 	for _, tile := range forced {

@@ -25,7 +25,7 @@
 #   conv     convolutions at batch 32 (GPUCC_BENCH_CONV_TILES, _STAGES sweep), beside cuDNN
 #   conv1    issue 35 item 3, batch 1: the conv tiles' bits on the driver (TestConvTiles, the ladder included);
 #            torchvision's ResNet-18, MobileNet v2, EfficientNet-B0 at batch 1 under the conv rule and under
-#            passes.Options.SpreadConv (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
+#            passes.Options.KeepConvTile (same bits, checked), beside PyTorch eager; ResNet's 3x3 stages at batch 1
 #            under the ladder's tiles and double-buffered ones (s2; TILES="..." picks), beside cuDNN
 #   mmquick  items 2 and 3 in about 60 s: exact matmul 4096³ under the H200's tuned tile and two staged ones (bits
 #            checked), ResNet-18 at batch 1 under the conv rule and the spread one (same bits, checked) beside eager,
@@ -100,6 +100,8 @@ fi
 OUT=${OUT:-/tmp/out}
 R=$OUT
 OUT=/tmp/visit
+# A machine may be lent again with an earlier visit's /tmp (2026-12-05's tarballs carried 12-04's files): start empty.
+rm -rf "$OUT"
 mkdir -p "$R" "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig

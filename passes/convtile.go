@@ -49,8 +49,8 @@ func convTile(k *ir.Kernel, o Options) error {
 	if o.Tile != nil && o.Tile.Stages == 2 {
 		t.Stages = 2 // a forced s2 tile is the double-buffered GEMM
 	}
-	if o.Tile == nil && o.SpreadConv {
-		t = spreadConv(q, c.Group, t)
+	if o.Tile == nil && !o.KeepConvTile {
+		t = spreadConv(q, c.Group, t, workgroupStorage(o))
 	}
 	t, ok := deepen(fit(t, o), kk, o)
 	if !ok && o.MaxInvocations > 0 {
@@ -132,14 +132,21 @@ var ConvLadder = []ir.Tile{
 
 // spreadConv returns the tile for implicit GEMM q (pixels × channels of
 // a group, run for each of groups) in place of the rule's t when t cuts
-// it into fewer than WaveGroups workgroups: the first of ConvLadder no larger than t that makes
-// WaveGroups or more, else the one that makes the most (the first of
-// those). An exact convolution cannot split its taps among workgroups
-// (each output is one accumulator walking them in order), so at batch 1,
-// where ResNet-18's 3×3 stages have 49 to 3136 pixels, only smaller tiles
-// can keep more of a large GPU's units busy: 256 channels at 14×14 made 8
-// workgroups of the rule's 64×128, 208 of 16×16.
-func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile) ir.Tile {
+// it into fewer than WaveGroups workgroups: the first of ConvLadder no
+// larger than t that makes WaveGroups or more, else the one that makes
+// the most (the first of those), double-buffered (Stages 2: with few
+// workgroups a unit has little else to hide its loads behind) where both
+// stages fit the workgroup memory (storage bytes). An exact
+// convolution cannot split its taps among workgroups (each output is one
+// accumulator walking them in order), so at batch 1, where ResNet-18's
+// 3×3 stages have 49 to 3136 pixels, only smaller tiles can keep more of
+// a large GPU's units busy: 256 channels at 14×14 made 8 workgroups of
+// the rule's 64×128, 208 of 16×16. On the H200 (2026-12-05,
+// bench/h200/lead-2026-12-05) that stage's 3×3 convolution ran in
+// 0.314 ms under the rule's tile, 0.081 under 16×16 and 0.066 under
+// 16×16 double-buffered; 128 channels at 28×28 in 0.166, 0.060 and
+// 0.051; 512 at 7×7 in 0.204, 0.103 and 0.088.
+func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile, storage int) ir.Tile {
 	if groups(q, t)*convGroups >= WaveGroups {
 		return t
 	}
@@ -150,11 +157,15 @@ func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile) ir.Tile {
 		}
 		g := groups(q, c) * convGroups
 		if g >= WaveGroups {
-			return c
+			best = c
+			break
 		}
 		if g > groups(q, best)*convGroups {
 			best = c
 		}
+	}
+	if staged := (ir.Tile{BM: best.BM, BN: best.BN, TM: best.TM, TN: best.TN, BK: best.BK, Vector: best.Vector, Stages: 2}); best != t && tileBytes(staged) <= storage {
+		best = staged
 	}
 	return best
 }

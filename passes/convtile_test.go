@@ -21,6 +21,7 @@ func TestConvTile(t *testing.T) {
 	}
 	pad1 := map[string][]int{"pads": {1, 1, 1, 1}}
 	webgpu := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}
+	rule := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384, KeepConvTile: true}
 	forced := ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 4}
 	tests := []struct {
 		name string
@@ -43,7 +44,10 @@ func TestConvTile(t *testing.T) {
 		{"wide", conv(ir.Shape{4, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, TileConv},
 		// 2048 x 256: 64 of TileConv; matmul's rule gives the wide tile,
 		// 8x8 a thread, which with scalar loads needs 6.1 KiB.
-		{"wide, 2048 pixels", conv(ir.Shape{2, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 1}},
+		{"wide, 2048 pixels", conv(ir.Shape{2, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), rule, ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 1}},
+		// which makes 64 workgroups: spreadConv gives the first tile of the
+		// ladder that makes 128, double-buffered.
+		{"wide, 2048 pixels, spread", conv(ir.Shape{2, 128, 32, 32}, ir.Shape{256, 128, 3, 3}, pad1), webgpu, ir.Tile{BM: 64, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1, Stages: 2}},
 		{"forced", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), Options{Tile: &forced, MaxInvocations: 256, MaxWorkgroupStorage: 16384},
 			ir.Tile{BM: 128, BN: 64, TM: 8, TN: 8, BK: 8, Vector: 1}},
 		// 56 rows in bands of 4 thread rows of 7; a 30x58 window.
@@ -75,10 +79,12 @@ func TestConvTile(t *testing.T) {
 	}
 }
 
-// TestSpreadConv checks Options.SpreadConv on ResNet-18's convolutions at
+// TestSpreadConv checks spreadConv on ResNet-18's convolutions at
 // batch 1: the rule's tile where it makes WaveGroups workgroups, else the
-// first of ConvLadder that does, else the one that makes the most.
+// first of ConvLadder that does, else the one that makes the most,
+// double-buffered; Options.KeepConvTile keeps the rule's.
 func TestSpreadConv(t *testing.T) {
+	staged := func(t ir.Tile) ir.Tile { t.Stages = 2; return t }
 	conv := func(x, w ir.Shape, a map[string][]int) *ir.Kernel {
 		attrs, err := ir.PackAttrs(ir.OpConv2D, a)
 		if err != nil {
@@ -89,7 +95,7 @@ func TestSpreadConv(t *testing.T) {
 	}
 	pad1 := map[string][]int{"pads": {1, 1, 1, 1}}
 	s2 := map[string][]int{"pads": {1, 1, 1, 1}, "strides": {2, 2}}
-	o := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384, SpreadConv: true}
+	o := Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}
 	tests := []struct {
 		name string
 		k    *ir.Kernel
@@ -100,13 +106,13 @@ func TestSpreadConv(t *testing.T) {
 		// 3136 x 64: 196 of TileSmall, the rule's.
 		{"3x3 64 at 56", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), TileSmall},
 		// 784 x 128: 13 of the rule's 64x128; 100 of 32x32, 196 of 16x32.
-		{"3x3 128 at 28", conv(ir.Shape{1, 128, 28, 28}, ir.Shape{128, 128, 3, 3}, pad1), ConvLadder[5]},
-		{"3x3 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 3, 3}, s2), ConvLadder[5]},
-		{"1x1 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 1, 1}, map[string][]int{"strides": {2, 2}}), ConvLadder[5]},
+		{"3x3 128 at 28", conv(ir.Shape{1, 128, 28, 28}, ir.Shape{128, 128, 3, 3}, pad1), staged(ConvLadder[5])},
+		{"3x3 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 3, 3}, s2), staged(ConvLadder[5])},
+		{"1x1 64->128 s2", conv(ir.Shape{1, 64, 56, 56}, ir.Shape{128, 64, 1, 1}, map[string][]int{"strides": {2, 2}}), staged(ConvLadder[5])},
 		// 196 x 256: 8 of 64x128; 104 of 16x32, 112 of 32x16, 208 of 16x16.
-		{"3x3 256 at 14", conv(ir.Shape{1, 256, 14, 14}, ir.Shape{256, 256, 3, 3}, pad1), ConvLadder[7]},
+		{"3x3 256 at 14", conv(ir.Shape{1, 256, 14, 14}, ir.Shape{256, 256, 3, 3}, pad1), staged(ConvLadder[7])},
 		// 49 x 512: 32 of the rule's 32x32; 128 of 16x16.
-		{"3x3 512 at 7", conv(ir.Shape{1, 512, 7, 7}, ir.Shape{512, 512, 3, 3}, pad1), ConvLadder[7]},
+		{"3x3 512 at 7", conv(ir.Shape{1, 512, 7, 7}, ir.Shape{512, 512, 3, 3}, pad1), staged(ConvLadder[7])},
 		// 4 x 16: one workgroup of any tile; the rule's is kept.
 		{"tiny", conv(ir.Shape{1, 8, 2, 2}, ir.Shape{16, 8, 3, 3}, pad1), TileSmall},
 		// 1024 pixels x 1 channel in each of 8 groups (81 taps: the GEMM):
@@ -114,7 +120,7 @@ func TestSpreadConv(t *testing.T) {
 		{"depthwise 9x9", conv(ir.Shape{1, 8, 40, 40}, ir.Shape{8, 1, 9, 9}, map[string][]int{"group": {8}}), TileSmall},
 		// 49 pixels x 32 channels in each of 4 groups: 8 workgroups of
 		// TileSmall, 32 of 16x16, the most of the ladder.
-		{"grouped 3x3 at 7", conv(ir.Shape{1, 128, 7, 7}, ir.Shape{128, 32, 3, 3}, map[string][]int{"pads": {1, 1, 1, 1}, "group": {4}}), ConvLadder[7]},
+		{"grouped 3x3 at 7", conv(ir.Shape{1, 128, 7, 7}, ir.Shape{128, 32, 3, 3}, map[string][]int{"pads": {1, 1, 1, 1}, "group": {4}}), staged(ConvLadder[7])},
 		// batch 32: TileConv, 784 workgroups.
 		{"3x3 64 at 56, batch 32", conv(ir.Shape{32, 64, 56, 56}, ir.Shape{64, 64, 3, 3}, pad1), TileConv},
 	}
@@ -127,8 +133,11 @@ func TestSpreadConv(t *testing.T) {
 				t.Errorf("tile %+v, want %+v", tt.k.Tile, tt.want)
 			}
 			off := *tt.k
-			if err := convTile(&off, Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384}); err != nil {
+			if err := convTile(&off, Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384, KeepConvTile: true}); err != nil {
 				t.Fatal(err)
+			}
+			if off.Tile.Stages != 0 || tt.want.Stages == 0 && off.Tile != tt.want {
+				t.Errorf("KeepConvTile: tile %+v, want the rule's", off.Tile)
 			}
 			t.Logf("rule %+v", off.Tile)
 		})

@@ -155,12 +155,13 @@ type Options struct {
 	// TileFor, when set and Tile is not, may give a tuned tile for a
 	// matmul kernel (runtime/gpu/tune's Table.TileFor).
 	TileFor TileChooser
-	// SpreadConv lets the tiling pass give an implicit-GEMM convolution
-	// that its rule's tile cuts into fewer than WaveGroups workgroups a
-	// smaller tile that makes more (see spreadConv): ResNet-18's later
-	// stages at batch 1 made 8 to 32. Off until the H200 measures it;
-	// results are the same either way.
-	SpreadConv bool
+	// KeepConvTile keeps the rule's tile for an implicit-GEMM
+	// convolution that it cuts into fewer than WaveGroups workgroups. By
+	// default such a convolution takes a smaller, double-buffered tile
+	// that makes more (see spreadConv): ResNet-18's later stages at batch 1
+	// made 8 to 32 workgroups of the rule's tiles. Results are the same
+	// either way.
+	KeepConvTile bool
 	// DumpAfter names a pass after which the IR text is written to Dump.
 	DumpAfter string
 	Dump      io.Writer

@@ -111,7 +111,7 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 		}
 		if k.Kind == ir.KernelMatmul {
 			t := k.Tile
-			fmt.Fprintf(&b, "  tile   %dx%d per workgroup, %dx%d per thread, k-step %d\n", t.BM, t.BN, t.TM, t.TN, t.BK)
+			fmt.Fprintf(&b, "  tile   %dx%d per workgroup, %dx%d per thread, k-step %d%s\n", t.BM, t.BN, t.TM, t.TN, t.BK, tileForm(t))
 		}
 		if k.Kind == ir.KernelRows {
 			b.WriteString(explainRows(&k))
@@ -159,6 +159,22 @@ func explainConvTile(c ir.Conv2D, t ir.Tile) string {
 			t.BM, t.BN, t.TM, h, w)
 	}
 	m, n, k := c.GEMM()
-	return fmt.Sprintf("  tile   implicit GEMM (WGSL), groups %d, each %d pixels x %d channels x %d taps: %dx%d per workgroup, %dx%d per thread, k-step %d; patches read from x in place (no im2col buffer)\n",
-		c.Group, m, n, k, t.BM, t.BN, t.TM, t.TN, t.BK)
+	return fmt.Sprintf("  tile   implicit GEMM (WGSL), groups %d, each %d pixels x %d channels x %d taps: %dx%d per workgroup, %dx%d per thread, k-step %d%s; patches read from x in place (no im2col buffer)\n",
+		c.Group, m, n, k, t.BM, t.BN, t.TM, t.TN, t.BK, tileForm(t))
+}
+
+// tileForm names a tile's load form beyond its sizes: vec4 loads, and
+// workgroup memory double-buffered (ir.Tile.Stages 2) or staged once.
+func tileForm(t ir.Tile) string {
+	s := ""
+	if t.Vector == 4 {
+		s += ", vec4 loads"
+	}
+	switch t.Stages {
+	case 1:
+		s += ", staged"
+	case 2:
+		s += ", double-buffered"
+	}
+	return s
 }
