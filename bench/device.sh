@@ -71,6 +71,8 @@
 #   enginequick  issue 35's per-run cost in about 15 s (part of quick): the calls a warm run makes (TestRunCounts),
 #            its wall time waiting, queued (RunOptions.NoWait), launched and host to host, and the recording alone
 #            through the binding's calls beside one cgo call and one error scope
+#   verify   the defaults flipped on 2026-12-05 (spread conv tiles, online attention from 512 keys, the fused
+#            division), their bits on the driver first, then row ops and attention at 128-512 keys
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -196,6 +198,17 @@ suite_enginequick() {
 	benches quick_engine.txt 15 webgpu 'RunCost' 3000x
 	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
 	grep -h '^BenchmarkRunCost\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+}
+# verify (about 150 s): the defaults the 2026-12-05 visits flipped, on the driver: the conv tiles (the spread,
+# double-buffered rule and KeepConvTile's), online attention from 512 keys, the fused division by default (no
+# GPUCC_FMA), their bits first; then row ops without GPUCC_FMA, and attention at 128-512 keys in both orders.
+suite_verify() {
+	tests verify_exact.txt 240 gpucc 'TestConvTiles/webgpu|TestConvSteps/webgpu|TestAttentionOnline/webgpu|TestAttentionLengths/webgpu|TestRowDivision|TestRandomRows/webgpu|TestTransformerFixtures/webgpu' -test.short
+	warm
+	benches verify_rows.txt 25 bench 'NN/(softmax|layernorm|tanh|gelu)/' 100x GPUCC_BENCH_NN=8192,1024,256,64
+	benches verify_attn.txt 40 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=128,256,512 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
+	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 128 256 512 >"$OUT/torch_attn_short.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py 128-512: exit $?"
 }
 suite_conv() {
 	warm
