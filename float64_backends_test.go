@@ -194,11 +194,10 @@ func f64Cases() []f64Case {
 // integer_fault on each, as on cpu. webgpu refuses each graph by name.
 func TestFloat64Backends(t *testing.T) {
 	ctx := context.Background()
-	nonFinite := func(o *gpucc.Options) { o.Limits.NonFinite = true }
-	cpu := open(t, "cpu", nonFinite)
+	cpu := open(t, "cpu", withNonFinite)
 	for _, name := range typedBackends {
 		t.Run(name, func(t *testing.T) {
-			rt := open(t, name, nonFinite)
+			rt := open(t, name, withNonFinite)
 			for _, c := range f64Cases() {
 				t.Run(c.name, func(t *testing.T) {
 					b := ir.NewBuilder()
@@ -239,6 +238,9 @@ func TestFloat64Backends(t *testing.T) {
 		})
 	}
 }
+
+// withNonFinite lets a runtime's graphs and outputs hold NaN and ±Inf.
+func withNonFinite(o *gpucc.Options) { o.Limits.NonFinite = true }
 
 // checkCanonicalNaN fails t where a float output holds a NaN other than
 // its dtype's quiet NaN: 0x7ff8000000000000 for float64, 0x7fc00000 for
