@@ -179,6 +179,9 @@ type reader struct {
 	// array allocates for what the rest of the document can spell, never
 	// for what its shape claims.
 	size int64
+	// nonFinite is Limits.NonFinite: whether a float may be one of the
+	// strings that spell ±Inf and NaN (Encode writes them).
+	nonFinite bool
 }
 
 // room is how many values the rest of the document can hold (each takes
@@ -265,13 +268,35 @@ func (r reader) integer(node int, field string) (int, *Error) {
 	return n, nil
 }
 
-// float reads a JSON number as the nearest float32, which must be finite.
+// float reads a JSON number as the nearest float32, which must be finite,
+// or, under Limits.NonFinite, a string that spells ±Inf or NaN ("NaN",
+// "Infinity", "-Infinity": Encode's spelling).
 func (r reader) float(node int, field string) (float32, *Error) {
+	if r.dec.PeekKind() == '"' {
+		return r.nonFiniteString(node, field)
+	}
 	v, err := r.number(node, field)
 	if err != nil {
 		return 0, err
 	}
 	return parseNumber(node, field, v)
+}
+
+// nonFiniteString reads a string where a float is due: one that spells
+// ±Inf or NaN, which only the host's Limits.NonFinite admits.
+func (r reader) nonFiniteString(node int, field string) (float32, *Error) {
+	raw, err := r.dec.ReadValue()
+	if err != nil {
+		return 0, jsonError(err)
+	}
+	v, ok := nonFiniteWire(raw)
+	switch {
+	case !ok:
+		return 0, Errorf(CodeInvalidGraph, node, field, "expected a number, got the string %s (the strings a number may be are \"NaN\", \"Infinity\" and \"-Infinity\")", QuoteBytes(raw[1:len(raw)-1]))
+	case !r.nonFinite:
+		return 0, Errorf(CodeInvalidGraph, node, field, "%s is a non-finite value, which the host's finite policy refuses (Limits.NonFinite; gpucc --non-finite)", QuoteBytes(raw[1:len(raw)-1]))
+	}
+	return v, nil
 }
 
 // str reads a JSON string of at most max bytes.
@@ -341,7 +366,7 @@ func (r reader) members(node int, field string, f func(key string) *Error) *Erro
 // decodeGraph reads the top-level object and decodes each node as it
 // arrives, so nothing is kept but the graph under construction.
 func decodeGraph(dec *jsontext.Decoder, size int64, l Limits) (*Graph, *Error) {
-	r := reader{dec: dec, size: size}
+	r := reader{dec: dec, size: size, nonFinite: l.NonFinite}
 	var version *int
 	var outs []wireOutput
 	d := decoder{g: &Graph{}, l: l, names: map[string]int{}, unnamed: map[int]bool{}}
@@ -530,6 +555,17 @@ func (w *wireNode) dtype() DType {
 // copy), to be parsed once the node's dtype is known.
 func (r reader) scalarToken(node int, field string) ([]byte, *Error) {
 	k := r.dec.PeekKind()
+	if k == '"' { // a float dtype's ±Inf or NaN, under Limits.NonFinite; parseScalar reads it
+		if !r.nonFinite {
+			_, err := r.nonFiniteString(node, field)
+			return nil, err
+		}
+		v, err := r.dec.ReadValue()
+		if err != nil {
+			return nil, jsonError(err)
+		}
+		return append([]byte(nil), v...), nil
+	}
 	if k != '0' && k != 't' && k != 'f' {
 		return nil, r.wrongKind(node, field, k, '0')
 	}
@@ -559,6 +595,11 @@ func parseScalar(node int, field string, t DType, raw []byte) (float32, int64, *
 			return 0, 0, Errorf(CodeInvalidGraph, node, field, "a %v value is an integer from %d to %d, got %s", t, lo, hi, QuoteBytes(raw))
 		}
 		return 0, v, nil
+	case raw[0] == '"':
+		if v, ok := nonFiniteWire(raw); ok && !t.IsFloat64() {
+			return v, 0, nil
+		}
+		return 0, 0, Errorf(CodeInvalidGraph, node, field, "a %v value is a number, got %s", t, QuoteBytes(raw))
 	case raw[0] == 't' || raw[0] == 'f':
 		return 0, 0, Errorf(CodeInvalidGraph, node, field, "a %v value is a number, got %s", t, QuoteBytes(raw))
 	case t == F32:
@@ -710,6 +751,8 @@ func readData(r reader, i int, t DType, shape Shape, l Limits) ([]float32, *Erro
 		var err *Error
 		if t == F32 {
 			v, err = r.float(i, "data")
+		} else if r.dec.PeekKind() == '"' { // ±Inf and NaN, which float16 and bfloat16 hold
+			v, err = r.nonFiniteString(i, "data")
 		} else { // float16, bfloat16: one rounding from the decimal (RoundFloat64)
 			var raw []byte
 			if raw, err = r.number(i, "data"); err == nil {

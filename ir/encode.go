@@ -3,15 +3,25 @@ package ir
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 )
 
-// Encode writes g as protocol v1 JSON. Numbers are written in the shortest
-// form that parses back to the same float32, so Decode(Encode(g)) == g for
-// a graph of finite values. JSON has no NaN or Inf, and protocol v1 graphs
-// are finite (the host's policy, Limits.NonFinite): a graph built in Go
-// with non-finite values (Limits.NonFinite set) is written with bare NaN,
-// +Inf and -Inf, which Decode refuses; such a graph has no protocol v1 form.
+// Encode writes g as protocol v1 JSON, always a valid JSON document.
+// Numbers are written in the shortest form that parses back to the same
+// float32, so Decode(Encode(g)) == g for a graph of finite values. JSON has
+// no NaN or Inf: a graph built in Go with non-finite values (Limits.
+// NonFinite set) has each written as the string "NaN", "Infinity" or
+// "-Infinity", the spelling of a result's JSON (docs/protocol.md), which
+// Decode reads back under Limits.NonFinite only (every NaN as the quiet
+// NaN 0x7fc00000, the one NaN gpucc returns) and refuses under the finite
+// policy, the seed's rule for guest graphs (invalid_graph): such a graph
+// round-trips where the host admits non-finite values and is refused
+// elsewhere, never read as another value (TestEncodeNonFinite). Before
+// 2026-12-05 it wrote bare NaN, +Inf and -Inf, which is not JSON. A
+// dtype protocol v1 does not have (float64, int16, uint16, uint64) is
+// written with its values as they are, float64's as decimals (not the
+// bits it is carried in), and Decode refuses the dtype (unsupported).
 // Broadcast and reshape nodes are written as the gpucc extension ops
 // "broadcast" and "reshape" (with "a" and "shape"), which Decode reads; a
 // reduction over axes as "axes" with "keepdims": true; every attribute
@@ -70,17 +80,17 @@ func Encode(g *Graph) []byte {
 			b.WriteByte(']')
 		case n.Op == OpFull:
 			b.WriteString(`,"value":`)
-			b.WriteString(FormatFloat(n.Scalar))
+			b.WriteString(wireFloat(n.Scalar))
 		case n.Op.Info().Scalar:
 			b.WriteString(`,"scalar":`)
-			b.WriteString(FormatFloat(n.Scalar))
+			b.WriteString(wireFloat(n.Scalar))
 		case n.Op == OpInput:
 			b.WriteString(`,"data":[`)
 			for k, v := range n.Data {
 				if k > 0 {
 					b.WriteByte(',')
 				}
-				b.WriteString(FormatFloat(v))
+				b.WriteString(wireFloat(v))
 			}
 			b.WriteByte(']')
 		}
@@ -120,12 +130,64 @@ func writeAxes(b *bytes.Buffer, target Shape) {
 }
 
 // formatInt formats an integer or bool dtype's value: an integer, or true
-// and false.
+// and false; float64's, carried as its bits, as its value (wireFloat64).
 func formatInt(t DType, v int64) string {
-	if t == Bool {
+	switch {
+	case t == Bool:
 		return strconv.FormatBool(v != 0)
+	case t.IsFloat64():
+		return wireFloat64(F64Value(v))
 	}
 	return strconv.FormatInt(v, 10)
+}
+
+// The strings that spell a non-finite value in protocol v1 JSON, as in a
+// result's JSON: JSON numbers cannot.
+const (
+	wireNaN    = `"NaN"`
+	wireInf    = `"Infinity"`
+	wireNegInf = `"-Infinity"`
+)
+
+// wireFloat is v as a protocol v1 value: FormatFloat's number, or the
+// string that spells a non-finite value.
+func wireFloat(v float32) string {
+	switch {
+	case v != v:
+		return wireNaN
+	case math.IsInf(float64(v), 1):
+		return wireInf
+	case math.IsInf(float64(v), -1):
+		return wireNegInf
+	}
+	return FormatFloat(v)
+}
+
+// wireFloat64 is wireFloat of a float64 value.
+func wireFloat64(v float64) string {
+	switch {
+	case v != v:
+		return wireNaN
+	case math.IsInf(v, 1):
+		return wireInf
+	case math.IsInf(v, -1):
+		return wireNegInf
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// nonFiniteWire is the value a protocol v1 string spells (raw, quoted as
+// read), if it spells one.
+func nonFiniteWire(raw []byte) (float32, bool) {
+	switch string(raw) {
+	case wireNaN:
+		return float32(math.NaN()), true
+	case wireInf:
+		return float32(math.Inf(1)), true
+	case wireNegInf:
+		return float32(math.Inf(-1)), true
+	}
+	return 0, false
 }
 
 // FormatFloat formats v as the shortest decimal that parses back to v as a

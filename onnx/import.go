@@ -936,7 +936,7 @@ func (c *importer) runtime(v *value, what string) (ir.Tensor, *ir.Error) {
 	}
 	for _, x := range t.Float32 {
 		if !c.l.NonFinite && (math.IsInf(float64(x), 0) || math.IsNaN(float64(x))) {
-			return ir.Tensor{}, c.unsupported("%s holds %v; the host allows finite values only (ir.Limits.NonFinite; protocol v1 JSON cannot spell it)", what, x)
+			return ir.Tensor{}, c.unsupported("%s holds %v; the host allows finite values only (ir.Limits.NonFinite, gpucc --non-finite)", what, x)
 		}
 	}
 	if len(t.Shape) > ir.MaxRank {

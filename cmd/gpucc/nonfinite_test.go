@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -26,9 +29,29 @@ func TestRunCausalMask(t *testing.T) {
 	if len(data) != 36 || data[0] != "NaN" || data[5] != "NaN" || data[6] != 0.0 || data[7] != 1.0 {
 		t.Errorf("p_pad = %v; want row 0 \"NaN\", row 1 [0 1 0 0 0 0]", data)
 	}
-	_, v, code = gpucc(t, "", "import", model, "-o", filepath.Join(t.TempDir(), "g.json"))
+	g := filepath.Join(t.TempDir(), "g.json")
+	_, v, code = gpucc(t, "", "import", model, "-o", g)
 	if e, _ := v["error"].(map[string]any); code == 0 || e["code"] != "unsupported" {
 		t.Errorf("import: exit %d, %v; want unsupported", code, v)
+	}
+	// Under --non-finite, import writes the -Inf as the string
+	// "-Infinity" (valid JSON: it wrote a bare -Inf), which run reads back
+	// under the same policy, to the model's own outputs, and refuses under
+	// the finite one.
+	if _, v, code = gpucc(t, "", "import", "--non-finite", model, "-o", g); code != 0 {
+		t.Fatalf("import --non-finite: exit %d, %v", code, v)
+	}
+	raw, err := os.ReadFile(g)
+	if err != nil || !json.Valid(raw) || !bytes.Contains(raw, []byte(`"-Infinity"`)) {
+		t.Fatalf("import --non-finite wrote %.200s (%v)", raw, err)
+	}
+	_, back, code := gpucc(t, "", "run", "--non-finite", "--backend", "cpu", g)
+	if code != 0 || !reflect.DeepEqual(back["outputs"], outs) {
+		t.Errorf("run --non-finite of the imported graph: exit %d, outputs %v; want the model's %v", code, back["outputs"], outs)
+	}
+	_, v, code = gpucc(t, "", "run", "--backend", "cpu", g)
+	if e, _ := v["error"].(map[string]any); code == 0 || e["code"] != "invalid_graph" {
+		t.Errorf("run of the imported graph under the finite policy: exit %d, %v; want invalid_graph", code, v)
 	}
 }
 

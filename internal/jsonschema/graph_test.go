@@ -1,6 +1,7 @@
 package jsonschema
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,16 @@ func TestGraphSchemaExamples(t *testing.T) {
 	for seed := range uint64(50) {
 		graphs["random"+string(rune('a'+seed%26))+string(rune('0'+seed/26))] = irtest.RandomViews(seed, 30)
 	}
+	// A graph of ±Inf and NaN (built under Limits.NonFinite) spells them
+	// as the schema's nonFinite strings.
+	b := ir.NewBuilder()
+	nf := b.TypedInput("x", ir.F16, ir.Shape{3}, []float32{float32(math.Inf(1)), float32(math.NaN()), 1}, nil).Cast(ir.F32)
+	b.Output("y", nf.Add(b.Full(ir.Shape{3}, float32(math.Inf(-1)))).MulScalar(float32(math.NaN())))
+	g, err := b.Build(ir.Limits{NonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs["non-finite"] = g
 	for name, g := range graphs {
 		if errs := s.Validate(ir.Encode(g)); len(errs) > 0 {
 			t.Errorf("%s: %s", name, strings.Join(errs, "; "))
@@ -82,6 +93,7 @@ func TestGraphSchemaRejects(t *testing.T) {
 		"zero dimension":        `{"version":1,"nodes":[{"id":0,"op":"input","shape":[0],"data":[]}],"outputs":[]}`,
 		"rank 9":                `{"version":1,"nodes":[{"id":0,"op":"full","shape":[1,1,1,1,1,1,1,1,1],"value":1}],"outputs":[]}`,
 		"string data":           `{"version":1,"nodes":[{"id":0,"op":"input","shape":[1],"data":["1"]}],"outputs":[]}`,
+		"a spelling not NaN's":  `{"version":1,"nodes":[{"id":0,"op":"input","shape":[1],"data":["nan"]}],"outputs":[]}`,
 		"output without id":     `{"version":1,"nodes":[` + in + `],"outputs":[{"name":"y"}]}`,
 		"empty output name":     `{"version":1,"nodes":[` + in + `],"outputs":[{"name":"","id":0}]}`,
 		"fractional id":         `{"version":1,"nodes":[{"id":0.5,"op":"input","shape":[1],"data":[1]}],"outputs":[]}`,
