@@ -131,6 +131,18 @@ type RunOptions struct {
 	// (DispatchClock "wall"). A run with a host output waits as always,
 	// and so does every run on the other backends and of a typed graph.
 	NoWait bool
+	// Donate names inputs given as DeviceTensors that the run consumes:
+	// the backend may write a donated tensor's buffer in place and hand
+	// it over as an output's (a scatter of the input, such as a KV
+	// cache's row written at a position, then writes only its updates,
+	// not a copy of the whole input: webgpu computes a typed graph's
+	// scatter so where only that scatter reads the input), and the
+	// others free it. Once RunWith returns, with or without an error,
+	// each donated tensor is released: its old handle is refused
+	// (invalid_tensor, "donated"), so no caller reads what a run wrote
+	// into it. A name that is not an input given as a DeviceTensor, or a
+	// tensor given under a second name too, is invalid_input.
+	Donate []string
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
@@ -146,6 +158,51 @@ func (e *Executable) Run(ctx context.Context, in Inputs) (*Result, error) {
 // checked (shape, finite values) and copied to the device; each
 // DeviceTensor input is used where it is. Every kernel runs once.
 func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
+	if len(opts.Donate) == 0 {
+		return e.runWith(ctx, in, opts)
+	}
+	donors, err := donorsOf(in, opts.Donate)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.runWith(ctx, in, opts)
+	e.rt.mu.Lock()
+	for _, t := range donors {
+		if t.rt == e.rt && t.buf != nil {
+			t.releaseLocked() // a buffer the backend handed over frees nothing
+			t.donated = true
+		}
+	}
+	e.rt.mu.Unlock()
+	return res, err
+}
+
+// donorsOf returns the DeviceTensors that names donate (RunOptions.Donate).
+func donorsOf(in Inputs, names []string) ([]*DeviceTensor, error) {
+	var donors []*DeviceTensor
+	for _, name := range names {
+		t, ok := in[name].(*DeviceTensor)
+		if !ok || t == nil {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "donate: input %s is not given as a device tensor", ir.Quote(name))
+		}
+		if slices.Contains(donors, t) {
+			return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "donate: input %s is named twice", ir.Quote(name))
+		}
+		for other, v := range in {
+			if other != name && v == Value(t) {
+				return nil, ir.Errorf(ir.CodeInvalidInput, -1, name, "donate: the device tensor of input %s is input %s too", ir.Quote(name), ir.Quote(other))
+			}
+		}
+		donors = append(donors, t)
+	}
+	return donors, nil
+}
+
+// donated reports whether name is donated by opts.
+func (opts RunOptions) donated(name string) bool { return slices.Contains(opts.Donate, name) }
+
+// runWith is RunWith less the donation's end.
+func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
 	if e.split != nil { // each segment's run locks
 		return e.runSplit(ctx, in, opts)
 	}

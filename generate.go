@@ -310,7 +310,7 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 		if err != nil {
 			return nil, err
 		}
-		rw, err := staticCache(g1, g, pairs, maxLen, hf)
+		rw, err := staticCache(g1, g, pairs, maxLen, hf, rt.info.TypedBuffers && rt.info.TypedIslands)
 		if err != nil && hf && shapes[StepPositionIDs] == nil {
 			err = ir.Errorf(ir.CodeUnsupported, -1, StepPositionIDs, "decoding: the model has no input position_ids, and its positions come from inside the graph, which a static cache cannot bind (%v); export it with position_ids", err)
 		}
@@ -446,8 +446,10 @@ type Generation struct {
 	DispatchClock string  `json:"dispatchClock"`
 	// StepKernels is the kernels a decoding step dispatches, and
 	// StepBytesWritten the bytes they write, counted from the step's plans
-	// where the backend's are known here (native, wasm; 0 elsewhere): the
-	// per-token work that Decoder.Explain details.
+	// where the backend's are known here (native, wasm), by the backend
+	// for its last step where it counts them (webgpu: its typed kernels'
+	// outputs, a scatter in place its rows, and its islands' plans), 0
+	// elsewhere: the per-token work that Decoder.Explain details.
 	StepKernels      int   `json:"stepKernels"`
 	StepBytesWritten int64 `json:"stepBytesWritten"`
 	// Logits holds each step's logits with GenerateOptions.Logits.
@@ -619,6 +621,8 @@ func (d *Decoder) GenerateBatch(ctx context.Context, prompts [][]int64, opts Gen
 	kernels, written := d.exe.Kernels(), int64(0)
 	if sc, ok := d.stepCost(); ok {
 		written = sc.cost.BytesWritten
+	} else if bw, ok := d.exe.typedExe.(interface{ BytesWritten() int64 }); ok { // the backend's count of its last step
+		written = bw.BytesWritten()
 	}
 	for _, gen := range gens {
 		gen.Cache = c.where()
@@ -760,10 +764,11 @@ func (c *kvCache) step(ctx context.Context, tokens []int64, position int64, pads
 		in[StepPositionIDs] = Tensor{Shape: d.pidShp, DType: ir.I64, Ints: positionIDs(position, pads)}
 	}
 	var opts RunOptions
-	if c.dev != nil {
+	if c.dev != nil { // each past donated: the run consumes it, and a backend that can writes its row in place
 		for _, p := range d.pairs {
 			in[p.Past] = c.dev[p.Past]
 			opts.Keep = append(opts.Keep, p.Present)
+			opts.Donate = append(opts.Donate, p.Past)
 		}
 	} else {
 		for _, p := range d.pairs {
@@ -771,7 +776,10 @@ func (c *kvCache) step(ctx context.Context, tokens []int64, position int64, pads
 		}
 	}
 	res, err := d.exe.RunWith(ctx, in, opts)
-	if err != nil && c.dev != nil && position == 0 && CodeOf(err) == ir.CodeUnsupported {
+	if c.dev != nil && err != nil {
+		c.dev = nil // the pasts were consumed
+	}
+	if err != nil && position == 0 && CodeOf(err) == ir.CodeUnsupported && c.host == nil {
 		c.toHost() // the backend keeps no typed outputs on the device
 		return c.step(ctx, tokens, position, pads)
 	}
@@ -793,8 +801,7 @@ func (c *kvCache) step(ctx context.Context, tokens []int64, position int64, pads
 			if t == nil {
 				return nil, Timings{}, &Error{Code: ir.CodeInternal, Backend: res.Backend, Err: fmt.Errorf("decoding: the step kept no %s", p.Present)}
 			}
-			c.dev[p.Past].Release()
-			c.dev[p.Past] = t
+			c.dev[p.Past] = t // the past was donated: the run released it
 		default:
 			c.host[p.Past] = res.Outputs[p.Present]
 		}

@@ -35,11 +35,14 @@ import (
 // per cache, so that no comparison is shared between caches and stored at
 // the cache's size): each present is one elementwise kernel reading its
 // past and writing it whole, O(cache) bytes a step (gpt2kv_grow at 128
-// rows: 131,072 of the step's 140,800 bytes written on native). Writing
-// only the new row, O(row), needs what no layer has yet: an output that
-// aliases a donated input (the past's DeviceTensor, written in place), a
-// kernel storing one row at a run-time offset (a scatter of one row), and
-// every backend binding that buffer for writing.
+// rows: 131,072 of the step's 140,800 bytes written on native and wasm,
+// whose float segments keep the cache). Where the backend runs the typed
+// graph on the device (webgpu), each present is instead a scatter of the
+// row into its past along axis 2 at the position (the same bits), and the
+// step donates its pasts (RunOptions.Donate): the scatter then runs in
+// place in the past's buffer, which becomes the present's, and writes the
+// row alone, O(row) (gpt2kv_grow: 11,788 bytes a step, the rows 1,024 of
+// them, where the select wrote 141,316 on webgpu).
 //
 // It is refused (unsupported, naming why) unless the model is exactly
 // that: each present is the concatenation of its past and one new row,
@@ -54,8 +57,9 @@ import (
 type cacheRewrite struct {
 	g         *ir.Graph // the rewritten graph
 	capacity  int
-	caches    int // pasts rewritten
-	attention int // attention nodes given the length mask
+	caches    int  // pasts rewritten
+	attention int  // attention nodes given the length mask
+	scatter   bool // each present a scatter of its row (staticCache's scatter)
 }
 
 // staticCache rewrites g, the growing model specialized to pasts of
@@ -66,7 +70,14 @@ type cacheRewrite struct {
 // With addPosition (the attention_mask convention, generate_hf.go) the
 // graph has no position input: the rewrite adds one, named position, int64
 // [1], for its write and length mask.
-func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPosition bool) (cacheRewrite, error) {
+//
+// With scatter (a backend that runs the typed graph on the device and
+// computes a scatter of a donated input in place: webgpu), each present is
+// scatter_elements(past, the position broadcast to the row, row) along
+// axis 2 instead of the select: the same bits (the select's -0 masks
+// leave every value's bits too), and, the past donated by the step
+// (RunOptions.Donate), only the row is written.
+func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPosition, scatter bool) (cacheRewrite, error) {
 	rw := cacheRewrite{capacity: capacity, caches: len(pairs)}
 	refuse := func(format string, a ...any) (cacheRewrite, error) {
 		return rw, ir.Errorf(ir.CodeUnsupported, -1, "model", "decoding: a cache that grows a row a step is rewritten to a static one only as generate_static.go says: "+format, a...)
@@ -236,6 +247,7 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 		return emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{in}, Shape: slices.Clone(s)})
 	}
 	hide := ir.NodeID(-1)
+	rowIndex := map[string]ir.NodeID{} // by row shape: the position broadcast to it (scatter)
 	catOf := map[ir.NodeID]concat{}
 	for _, c := range cats {
 		catOf[c.present] = c
@@ -250,6 +262,22 @@ func staticCache(g, other *ir.Graph, pairs []CachePair, capacity int, addPositio
 			n.Args[k] = at[a]
 		}
 		switch c, ok := catOf[id]; {
+		case ok && scatter && (posAt >= 0 || pos >= 0 && int(pos) < i && (nodes[pos].DType == ir.I64 || nodes[pos].DType == ir.I32)):
+			// present = scatter_elements(past, position, row) along axis 2:
+			// the row stored at the position, every other row the past's.
+			if posAt < 0 {
+				posAt = at[pos]
+			}
+			rs := slices.Clone(nodes[c.row].Shape) // [batch, heads, 1, head_dim]
+			idx, seen := rowIndex[fmt.Sprint(rs)]  // one for the caches of a shape
+			if !seen {
+				pt := out.Nodes[posAt].DType
+				r := emit(ir.Node{Op: ir.OpReshape, Args: []ir.NodeID{posAt}, Shape: ones(len(rs)), DType: pt})
+				idx = emit(ir.Node{Op: ir.OpBroadcast, Args: []ir.NodeID{r}, Shape: rs, DType: pt})
+				rowIndex[fmt.Sprint(rs)] = idx
+			}
+			at[i] = emit(ir.Node{Op: ir.OpScatterElements, Args: []ir.NodeID{at[c.past], at[c.row], idx}, Attrs: []int{2, int(ir.ScatterNone)}, Shape: slices.Clone(n.Shape)})
+			rw.scatter = true
 		case ok:
 			// present = mask(row == position, row) + mask(1 - it, past):
 			// one elementwise kernel a cache, reading the past, the row, the
@@ -371,7 +399,11 @@ func argShapes(nodes []ir.Node, n *ir.Node) []ir.Shape {
 
 // String says what the rewrite did, for --explain.
 func (rw cacheRewrite) String() string {
-	return fmt.Sprintf("the model's cache grows a row a step (present = Concat(past, row)); rewritten to a static cache of %d rows (the capacity: max_len, fixed at load; nothing is evicted), %d caches written at the step's position, %d attention nodes masking the keys past it: one executable for every step", rw.capacity, rw.caches, rw.attention)
+	how := "each present written whole, a select of the row at the position"
+	if rw.scatter {
+		how = "each present the past with the row scattered at the position, the past donated: only the row written"
+	}
+	return fmt.Sprintf("the model's cache grows a row a step (present = Concat(past, row)); rewritten to a static cache of %d rows (the capacity: max_len, fixed at load; nothing is evicted), %d caches written at the step's position, %d attention nodes masking the keys past it: one executable for every step; %s", rw.capacity, rw.caches, rw.attention, how)
 }
 
 // Explain says how the Decoder keeps its cache (the model's own static

@@ -70,7 +70,7 @@ func matchesEachLength(t *testing.T, file string, layers, heads, head int) {
 	for _, n := range names {
 		pairs = append(pairs, CachePair{Past: n, Present: "present." + n[len("past_key_values."):], Shape: ir.Shape{1, heads, capacity, head}})
 	}
-	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity, false)
+	rw, err := staticCache(spec(capacity-1), spec(capacity), pairs, capacity, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

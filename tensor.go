@@ -127,6 +127,8 @@ type DeviceTensor struct {
 	buf   backend.Buffer // nil once released; guarded by rt.mu
 	shape ir.Shape
 	dtype ir.DType // its values' (typed_tensor.go): float32 but for a typed graph's
+	// donated says a run consumed it (RunOptions.Donate): buf is nil.
+	donated bool
 }
 
 func (*DeviceTensor) value() {}
@@ -218,6 +220,8 @@ func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
 		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor's runtime is closed", use)
 	case rt.dead():
 		return rt.errClosed()
+	case t.buf == nil && t.donated:
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was donated to a run (RunOptions.Donate) and released", use)
 	case t.buf == nil:
 		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was released", use)
 	}

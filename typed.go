@@ -105,6 +105,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	g := &ir.Graph{Nodes: slices.Clone(e.typed.Nodes), Outputs: e.typed.Outputs}
 	given := map[int]bool{}
 	bufs := map[int]*DeviceTensor{} // inputs bound on the device (TypedBuffers)
+	donate := map[int]bool{}        // of those, the ones the run consumes (RunOptions.Donate)
 	for name, v := range in {
 		id := inputNamed(g, name)
 		if id < 0 {
@@ -120,7 +121,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 				return nil, err
 			}
 			if rt.info.TypedBuffers && e.typedExe != nil {
-				bufs[id] = v
+				bufs[id], donate[id] = v, opts.donated(name)
 				break
 			}
 			h, err := v.hostLocked(ctx)
@@ -151,7 +152,7 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	var st backend.Stats
 	var onDevice []backend.Buffer // by output: kept by the backend
 	if e.typedExe != nil {
-		vals, onDevice, err = e.runTypedOn(ctx, g, given, bufs, keep, &st)
+		vals, onDevice, err = e.runTypedOn(ctx, g, given, bufs, keep, donate, &st)
 	} else {
 		vals, err = cpuref.EvalTyped(g)
 	}
@@ -311,7 +312,7 @@ func checkTypedDevice(rt *Runtime, n ir.Node, name string, t *DeviceTensor) erro
 // for the run, found by evaluating it (cpuref.EvalTyped), so that it
 // names the op, the element and the value as the cpu backend does; if the
 // reference computes the run, the backend is wrong, which is internal.
-func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, bufs map[int]*DeviceTensor, keep map[string]bool, st *backend.Stats) ([]cpuref.Value, []backend.Buffer, error) {
+func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, bufs map[int]*DeviceTensor, keep map[string]bool, donate map[int]bool, st *backend.Stats) ([]cpuref.Value, []backend.Buffer, error) {
 	rt := e.rt
 	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Same: make([]bool, len(g.Nodes)), Stats: st}
 	if e.typedIn == nil {
@@ -326,6 +327,12 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 			}
 			call.Bufs[i] = bufs[i].buf
 			e.typedSame[i] = false
+			if donate[i] {
+				if call.Donate == nil {
+					call.Donate = make([]bool, len(g.Nodes))
+				}
+				call.Donate[i] = true
+			}
 		case given[i]:
 			call.Inputs[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
 			e.typedSame[i] = false

@@ -2,6 +2,7 @@ package wgsl
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -99,6 +100,11 @@ func splitLines(s string) []string {
 //     more faults with FaultU64 only where no index faulted, as the
 //     reference checks the indices first.
 //
+// Where each element has one candidate (one index row, or indices of one
+// along the axis: a KV cache's row), no two updates can aim at one
+// element, and apply alone stores each update's value (combined with the
+// data's under a reduction), with no mark and no scratch.
+//
 // So a scatter costs the output plus the updates (none, and a reduction
 // whose updates aim at distinct elements), plus Candidates a target aimed
 // at twice or more (no float atomics, whose order varies: the fold is
@@ -120,31 +126,80 @@ func TypedKernels(g *ir.Graph, i int, mode FaultMode) ([]codegen.Shader, int, er
 	return []codegen.Shader{s}, 0, nil
 }
 
-// ScatterScratch is the scratch words of scatter node n of m output
-// elements: its winner words, and for a reduction its counts.
-func ScatterScratch(n *ir.Node) int {
-	if ir.ScatterReductionOf(n.Op, n.Attrs) == ir.ScatterNone {
+// scatterScratch is the scratch words of scatter node n: its winner
+// words, and for a reduction its counts; none where no two updates can
+// aim at one element (direct).
+func scatterScratch(n *ir.Node, direct bool) int {
+	switch {
+	case direct:
+		return 0
+	case ir.ScatterReductionOf(n.Op, n.Attrs) == ir.ScatterNone:
 		return max(1, n.Shape.Len())
 	}
 	return max(1, 2*n.Shape.Len())
 }
 
+// ScatterInPlace returns the kernels of scatter node i computed in place:
+// its output's storage is its data's (a donated buffer, whose node only
+// the scatter reads), so the copy is not made and mark and apply (see
+// TypedKernels) run alone, reading the data from the output: only the
+// elements that updates aim at are written. Its bindings are
+// TypedKernels' without the data's (the distinct operands but the data,
+// in order of first use; then the output, the faults, the parameters and
+// the scratch). It is refused (invalid_graph) where the updates or the
+// indices are the data's node, and (unsupported) for float16 and
+// bfloat16, whose copy stores a NaN quieted (t_f16_bits), so that data
+// left where it is would keep bits the copy changes.
+func ScatterInPlace(g *ir.Graph, i int) ([]codegen.Shader, error) {
+	n := &g.Nodes[i]
+	if codegen.TypedScatters[n.Op] == nil || n.Args[1] == n.Args[0] || n.Args[2] == n.Args[0] {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, i, "op", "%v: computed in place only as a scatter whose updates and indices are not its data", n.Op)
+	}
+	if n.DType == ir.F16 || n.DType == ir.BF16 {
+		return nil, ir.Errorf(ir.CodeUnsupported, i, "op", "%v of %v: not computed in place (the copy quiets a NaN's payload; the data's bits would stay)", n.Op, n.DType)
+	}
+	ks, _, err := scatterKernels(g, i, true)
+	return ks, err
+}
+
 // scatterPasses writes scatter node i's linear passes (see TypedKernels).
 func scatterPasses(g *ir.Graph, i int) ([]codegen.Shader, int, error) {
+	return scatterKernels(g, i, false)
+}
+
+// dataFromOutput matches a storage word of loadFn's output over "t_dw".
+var dataFromOutput = regexp.MustCompile(`t_dw\[([^\]]*)\]`)
+
+// scatterKernels writes scatter node i's linear passes, or with inPlace
+// its in-place ones (ScatterInPlace).
+func scatterKernels(g *ir.Graph, i int, inPlace bool) ([]codegen.Shader, int, error) {
 	n := &g.Nodes[i]
 	t := n.DType
-	var args []int // distinct operands, binding order (TypedNode's)
+	var args []int // distinct operands, binding order (TypedNode's); in place, not the data
 	bind := make([]int, len(n.Args))
 	for k, a := range n.Args {
+		if inPlace && k == 0 {
+			bind[k] = -1
+			continue
+		}
 		bind[k] = slices.Index(args, int(a))
 		if bind[k] < 0 {
 			bind[k] = len(args)
 			args = append(args, int(a))
 		}
 	}
-	ld := func(k int, e string) string { return fmt.Sprintf("ld%d(%s)", bind[k], e) }
+	ld := func(k int, e string) string {
+		if bind[k] < 0 {
+			return fmt.Sprintf("t_data(%s)", e)
+		}
+		return fmt.Sprintf("ld%d(%s)", bind[k], e)
+	}
 	s := ir.ScatterOf(g, n)
 	red := s.Reduction != ir.ScatterNone
+	// direct: each element has one candidate (one index row, or one index
+	// along the axis), so no two updates aim at one element: apply stores
+	// each update's value, with no scratch and no mark.
+	direct := codegen.TypedScatters[n.Op](g, n).Candidates == 1
 	words := 1 // scratch words an element
 	var body, defs []string
 	var consts []float32
@@ -152,22 +207,29 @@ func scatterPasses(g *ir.Graph, i int) ([]codegen.Shader, int, error) {
 	if red {
 		words = 2
 		var err error
-		if body, defs, consts, err = scatterBody(g, i, ld); err != nil {
-			return nil, 0, err
+		if !direct {
+			if body, defs, consts, err = scatterBody(g, i, ld); err != nil {
+				return nil, 0, err
+			}
 		}
 		comb := s.Reduction.Combine()
-		defs = append(defs, fmt.Sprintf("fn t_comb(acc: %s, u: %s) -> %s {", ct, ct, ct))
+		var cdefs []string
 		if t.IsFloat() {
-			lines, _, c2 := codegen.ExactRow(Lang, comb, 0, "acc", "u", "v2")
-			if !slices.Equal(c2, consts) {
+			lines, fdefs, c2 := codegen.ExactRow(Lang, comb, 0, "acc", "u", "v2")
+			if direct {
+				cdefs, consts = fdefs, c2
+			}
+			cdefs = append(cdefs, fmt.Sprintf("fn t_comb(acc: %s, u: %s) -> %s {", ct, ct, ct))
+			if !direct && !slices.Equal(c2, consts) {
 				return nil, 0, ir.Errorf(ir.CodeInternal, i, "op", "%v: the combination's constants differ between its two renderings", n.Op)
 			}
-			defs = append(defs, indentLines(lines)...)
-			defs = append(defs, "\treturn "+roundTo(t, "v2")+";")
+			cdefs = append(cdefs, indentLines(lines)...)
+			cdefs = append(cdefs, "\treturn "+roundTo(t, "v2")+";")
 		} else {
-			defs = append(defs, "\treturn "+codegen.RenderIntRow(&intLang, comb, t, "acc", "u")+";")
+			cdefs = append(cdefs, fmt.Sprintf("fn t_comb(acc: %s, u: %s) -> %s {", ct, ct, ct))
+			cdefs = append(cdefs, "\treturn "+codegen.RenderIntRow(&intLang, comb, t, "acc", "u")+";")
 		}
-		defs = append(defs, "}")
+		defs = append(defs, append(cdefs, "}")...)
 	}
 	m, nu := n.Shape.Len(), s.Base.Shape.Len()
 	var b strings.Builder
@@ -183,16 +245,23 @@ func scatterPasses(g *ir.Graph, i int) ([]codegen.Shader, int, error) {
 	fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> out0: array<atomic<u32>>;\n", nb)
 	fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> fault: array<atomic<u32>>;\n", nb+1)
 	fmt.Fprintf(&b, "@group(0) @binding(%d) var<uniform> params: Params;\n", nb+2)
-	fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> mark: array<atomic<u32>>;\n\n", nb+3)
-	kinds = append(kinds, codegen.ReadWrite, codegen.ReadWrite, codegen.Uniform, codegen.ReadWrite)
+	kinds = append(kinds, codegen.ReadWrite, codegen.ReadWrite, codegen.Uniform)
+	if !direct {
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> mark: array<atomic<u32>>;\n", nb+3)
+		kinds = append(kinds, codegen.ReadWrite)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "fn t_fault(e: u32, code: u32) { atomicMax(&fault[%du], code); }\n", i)
 	b.WriteString(typedPrelude)
 	b.WriteString("\n")
 	for j, a := range args {
 		b.WriteString(loadFn(fmt.Sprintf("ld%d", j), fmt.Sprintf("in%d", j), g.Nodes[a].DType))
 	}
+	if inPlace { // the data is the output's storage: an element's word as the copy would have stored it
+		b.WriteString(dataFromOutput.ReplaceAllString(loadFn("t_data", "t_dw", t), "atomicLoad(&out0[$1])"))
+	}
 	b.WriteString(codegen.Indent(defs, 0))
-	if red {
+	if red && !direct {
 		fmt.Fprintf(&b, "\nfn value(e: u32) -> %s {\n", ct)
 		b.WriteString(codegen.Indent(body, 1))
 		b.WriteString("}\n")
@@ -212,41 +281,51 @@ func scatterPasses(g *ir.Graph, i int) ([]codegen.Shader, int, error) {
 		fmt.Fprintf(&b, "fn %s(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n", name)
 		fmt.Fprintf(&b, "\tlet w = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
 	}
-	// copy: the data's elements, a word an invocation.
-	flat("s_copy")
-	fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n", (m+per-1)/per)
-	switch {
-	case t.Size() == 8:
-		fmt.Fprintf(&b, "\tlet v = %s;\n\tatomicStore(&out0[2u * w], v.x);\n\tatomicStore(&out0[2u * w + 1u], v.y);\n", ld(0, "w"))
-	case per == 1:
-		fmt.Fprintf(&b, "\tatomicStore(&out0[w], %s);\n", storeBits(t, ld(0, "w")))
-	default:
-		bits := 32 / per
-		fmt.Fprintf(&b, "\tvar x = %s;\n", storeBits(t, ld(0, fmt.Sprintf("%du * w", per))))
-		for l := 1; l < per; l++ {
-			fmt.Fprintf(&b, "\tif (%du * w + %du < %du) { x = x | (%s << %du); }\n", per, l, m, storeBits(t, ld(0, fmt.Sprintf("%du * w + %du", per, l))), bits*l)
+	if !inPlace { // copy: the data's elements, a word an invocation.
+		flat("s_copy")
+		fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n", (m+per-1)/per)
+		switch {
+		case t.Size() == 8:
+			fmt.Fprintf(&b, "\tlet v = %s;\n\tatomicStore(&out0[2u * w], v.x);\n\tatomicStore(&out0[2u * w + 1u], v.y);\n", ld(0, "w"))
+		case per == 1:
+			fmt.Fprintf(&b, "\tatomicStore(&out0[w], %s);\n", storeBits(t, ld(0, "w")))
+		default:
+			bits := 32 / per
+			fmt.Fprintf(&b, "\tvar x = %s;\n", storeBits(t, ld(0, fmt.Sprintf("%du * w", per))))
+			for l := 1; l < per; l++ {
+				fmt.Fprintf(&b, "\tif (%du * w + %du < %du) { x = x | (%s << %du); }\n", per, l, m, storeBits(t, ld(0, fmt.Sprintf("%du * w + %du", per, l))), bits*l)
+			}
+			b.WriteString("\tatomicStore(&out0[w], x);\n")
 		}
-		b.WriteString("\tatomicStore(&out0[w], x);\n")
+		b.WriteString("}\n")
 	}
-	b.WriteString("}\n")
-	// mark: the last update an element wins; a reduction counts them.
-	flat("s_mark")
-	fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n\tlet at = t_target(w);\n\tif (at == 0xffffffffu) { return; }\n", nu)
-	fmt.Fprintf(&b, "\tatomicMax(&mark[%du * at], w + 1u);\n", words)
-	if red {
-		b.WriteString("\tatomicAdd(&mark[2u * at + 1u], 1u);\n")
+	if !direct { // mark: the last update an element wins; a reduction counts them.
+		flat("s_mark")
+		fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n\tlet at = t_target(w);\n\tif (at == 0xffffffffu) { return; }\n", nu)
+		fmt.Fprintf(&b, "\tatomicMax(&mark[%du * at], w + 1u);\n", words)
+		if red {
+			b.WriteString("\tatomicAdd(&mark[2u * at + 1u], 1u);\n")
+		}
+		b.WriteString("}\n")
 	}
-	b.WriteString("}\n")
-	// apply: each marked element's winner stores its value and zeroes its
-	// scratch words.
+	// apply: each marked element's winner (direct: each update) stores its
+	// value and zeroes its scratch words.
 	flat("s_apply")
 	fmt.Fprintf(&b, "\tif (w >= %du) { return; }\n\tlet at = t_target(w);\n", nu)
-	fmt.Fprintf(&b, "\tif (at == 0xffffffffu || atomicLoad(&mark[%du * at]) != w + 1u) { return; }\n", words)
-	fmt.Fprintf(&b, "\tatomicStore(&mark[%du * at], 0u);\n", words)
-	if red {
+	switch {
+	case direct:
+		b.WriteString("\tif (at == 0xffffffffu) { return; }\n")
+	default:
+		fmt.Fprintf(&b, "\tif (at == 0xffffffffu || atomicLoad(&mark[%du * at]) != w + 1u) { return; }\n", words)
+		fmt.Fprintf(&b, "\tatomicStore(&mark[%du * at], 0u);\n", words)
+	}
+	switch {
+	case red && direct:
+		fmt.Fprintf(&b, "\tlet v = t_comb(%s, %s);\n", ld(0, "at"), ld(1, "w"))
+	case red:
 		b.WriteString("\tlet count = atomicLoad(&mark[2u * at + 1u]);\n\tatomicStore(&mark[2u * at + 1u], 0u);\n")
 		fmt.Fprintf(&b, "\tvar v: %s;\n\tif (count == 1u) { v = t_comb(%s, %s); } else { v = value(at); }\n", ct, ld(0, "at"), ld(1, "w"))
-	} else {
+	default:
 		fmt.Fprintf(&b, "\tlet v = %s;\n", ld(1, "w"))
 	}
 	if codegen.CheckedU64(n) {
@@ -274,8 +353,11 @@ func scatterPasses(g *ir.Graph, i int) ([]codegen.Shader, int, error) {
 		entry   string
 		threads int
 	}{{"s_copy", (m + per - 1) / per}, {"s_mark", nu}, {"s_apply", nu}} {
+		if inPlace && p.entry == "s_copy" || direct && p.entry == "s_mark" {
+			continue
+		}
 		out = append(out, codegen.Shader{Name: fmt.Sprintf("typed%d_%v_%s", i, n.Op, p.entry), Source: src, Entry: p.entry,
 			Bindings: kinds, Workgroup: [3]int{ElementwiseThreads, 1, 1}, Groups: groups(p.threads), Params: params})
 	}
-	return out, ScatterScratch(n), nil
+	return out, scatterScratch(n, direct), nil
 }

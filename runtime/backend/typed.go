@@ -105,6 +105,14 @@ type TypedCall struct {
 	// gives it only to a Device whose Info.TypedBuffers says so; the run
 	// does not write it.
 	Bufs []Buffer
+	// Donate, when not nil, says by graph node that Bufs[i] is given to
+	// the run (the runtime's RunOptions.Donate): the run may write it
+	// (a scatter whose data it is, computed in place, where only that
+	// scatter reads the input) and may hand it over as a kept output's
+	// buffer, emptying Bufs[i] (its Release then frees nothing). The
+	// runtime releases Bufs[i] after the run either way, so its old
+	// handle is never read again.
+	Donate []bool
 	// Keep, when not nil, says by graph output to leave an output on the
 	// device (Info.TypedBuffers only): RunTyped sets Kept[k] to a new
 	// Buffer of the output's words (Bufs' layout), which the caller then owns, and leaves

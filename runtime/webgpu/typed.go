@@ -37,6 +37,19 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	e.steps, e.island = plan.Steps, plan.Island
 	var shaders []codegen.Shader
 	var ids []int
+	var inPlace []bool // by shader: a donated scatter's kernel (wgsl.ScatterInPlace)
+	readers := make([]int, len(g.Nodes))
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			readers[a]++
+		}
+	}
+	for _, o := range g.Outputs {
+		readers[o.ID]++
+	}
+	groupsOf := func(s codegen.Shader) [3]uint32 {
+		return [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])}
+	}
 	for _, step := range plan.Steps {
 		for _, i := range step.Nodes {
 			ks, scratch, err := wgsl.TypedKernels(g, i, mode)
@@ -45,11 +58,24 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 				return nil, err
 			}
 			for _, s := range ks {
-				shaders = append(shaders, s)
-				ids = append(ids, i)
-				e.groups[i] = append(e.groups[i], [3]uint32{uint32(s.Groups[0]), uint32(s.Groups[1]), uint32(s.Groups[2])})
+				shaders, ids, inPlace = append(shaders, s), append(ids, i), append(inPlace, false)
+				e.groups[i] = append(e.groups[i], groupsOf(s))
 			}
 			e.scratchWords[i] = scratch
+			// A scatter of an input that nothing else reads may run in
+			// place where a run donates the input's buffer.
+			if n := g.Nodes[i]; mode == wgsl.FaultPerNode && codegen.TypedScatters[n.Op] != nil && g.Nodes[n.Args[0]].Op == ir.OpInput && readers[n.Args[0]] == 1 {
+				if ip, err := wgsl.ScatterInPlace(g, i); err == nil {
+					if e.inPlace == nil {
+						e.inPlace, e.inPlaceGroups = map[int][]*gpu.Pipeline{}, map[int][][3]uint32{}
+					}
+					e.inPlace[i] = nil
+					for _, s := range ip {
+						shaders, ids, inPlace = append(shaders, s), append(ids, i), append(inPlace, true)
+						e.inPlaceGroups[i] = append(e.inPlaceGroups[i], groupsOf(s))
+					}
+				}
+			}
 		}
 	}
 	stop()
@@ -67,6 +93,10 @@ func (d *device) compileTyped(ctx context.Context, g *ir.Graph, mode wgsl.FaultM
 	e.pipes = pipes
 	st.Hit(backend.CachePipeline, allHit)
 	for k, i := range ids {
+		if inPlace[k] {
+			e.inPlace[i] = append(e.inPlace[i], pipes[k].p)
+			continue
+		}
 		e.byNode[i] = append(e.byNode[i], pipes[k].p)
 		if e.params[i] != nil { // a node's kernels share its parameters
 			continue
@@ -126,7 +156,16 @@ type typedExecutable struct {
 	scratchWords []int
 	scratch      []*gpu.Buffer
 	scratchDirty bool
-	bufs         []*gpu.Buffer // by node, from the first run (a float island's nodes: during a run)
+	// inPlace holds, by scatter node whose data is an input only it reads,
+	// its kernels computed in place (wgsl.ScatterInPlace), which a run
+	// donating that input's buffer (TypedCall.Donate) dispatches into
+	// it; ownStorage keeps such a node's own storage during that run.
+	inPlace       map[int][]*gpu.Pipeline
+	inPlaceGroups map[int][][3]uint32
+	ownStorage    map[int]*gpu.Buffer
+	// written is the bytes the last run's kernels wrote (BytesWritten).
+	written int64
+	bufs    []*gpu.Buffer // by node, from the first run (a float island's nodes: during a run)
 	// held says, by input node, that bufs[i] holds the bytes the last
 	// run uploaded for it: a run whose TypedCall.Same says they are the
 	// same (a model's weights) binds them without sending them again.
@@ -210,6 +249,10 @@ func (e *typedExecutable) endRun() {
 		e.bufs[i] = b
 		delete(e.swapped, i)
 	}
+	for i, b := range e.ownStorage {
+		e.bufs[i] = b
+		delete(e.ownStorage, i)
+	}
 	for i, isl := range e.island {
 		if isl && e.bufs != nil {
 			e.bufs[i] = nil
@@ -255,11 +298,40 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 	}
 	for k, o := range outs {
 		if give[k] {
-			n := e.g.Nodes[o.ID]
-			cl.Kept[k] = &buffer{d: e.d, buf: e.handOver(int(o.ID)), n: wgsl.TypedWords(n.DType, n.Shape.Len())}
+			i := int(o.ID)
+			n := e.g.Nodes[i]
+			if _, ok := e.ownStorage[i]; ok { // the donated buffer, computed in place: the donor's no more
+				cl.Bufs[e.g.Nodes[i].Args[0]].(*buffer).buf = nil
+			}
+			cl.Kept[k] = &buffer{d: e.d, buf: e.handOver(i), n: wgsl.TypedWords(n.DType, n.Shape.Len())}
 		}
 	}
 	return nil
+}
+
+// BytesWritten is the bytes the last run's kernels wrote: each typed
+// node's output (a scatter computed in place: its updates' elements), a
+// linear scatter's scratch words (marked and cleared), and each island's
+// program's (passes.ProgramCost).
+func (e *typedExecutable) BytesWritten() int64 { return e.written }
+
+// writtenBy is what node i's kernels write in a run (BytesWritten), in
+// place or not.
+func (e *typedExecutable) writtenBy(i int, inPlace bool) int64 {
+	n := e.g.Nodes[i]
+	out := 4 * int64(wgsl.TypedWords(n.DType, n.Shape.Len()))
+	if codegen.TypedScatters[n.Op] == nil {
+		return out
+	}
+	upd := int64(e.g.Nodes[n.Args[1]].Shape.Len())
+	w := upd * int64(n.DType.Size())
+	if e.scratchWords[i] > 0 { // a mark and a clear an update, at most
+		w += 2 * 4 * upd * int64(e.scratchWords[i]/max(1, n.Shape.Len()))
+	}
+	if !inPlace {
+		w += out
+	}
+	return w
 }
 
 // owns reports whether node i's buffer is the run's own to hand over: a
@@ -397,6 +469,16 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	for i := range e.inPlace { // a donated input's scatter: its storage is the input's buffer
+		a := int(g.Nodes[i].Args[0])
+		if _, bound := e.swapped[a]; bound && a < len(cl.Donate) && cl.Donate[a] {
+			if e.ownStorage == nil {
+				e.ownStorage = map[int]*gpu.Buffer{}
+			}
+			e.ownStorage[i], e.bufs[i] = e.bufs[i], e.bufs[a]
+		}
+	}
+	e.written = 0
 	// The dispatch stage on the GPU's clock: the typed kernels' and the
 	// islands' (each island's Run sets st.GPUDispatch to its own).
 	var gpuTotal time.Duration
@@ -410,15 +492,17 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			if err := e.runIsland(ctx, e.islands[step.Island], st); err != nil {
 				return nil, err
 			}
+			e.written += passes.ProgramCost(e.islands[step.Island].prog).BytesWritten
 			gpuTotal, timedAll = gpuTotal+st.GPUDispatch, timedAll && st.GPUTimed
 			continue
 		}
 		var ds []gpu.Dispatch
 		for _, i := range step.Nodes {
+			_, inPlace := e.ownStorage[i]
 			var bs []*gpu.Buffer
 			seen := map[ir.NodeID]bool{}
-			for _, a := range g.Nodes[i].Args { // distinct operands, in order of first use (wgsl.TypedNode's bindings)
-				if !seen[a] {
+			for k, a := range g.Nodes[i].Args { // distinct operands, in order of first use (wgsl.TypedNode's bindings; in place, not the data)
+				if !seen[a] && !(inPlace && k == 0) {
 					seen[a] = true
 					bs = append(bs, e.bufs[a])
 				}
@@ -427,9 +511,14 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			if e.scratch[i] != nil {
 				bs = append(bs, e.scratch[i])
 			}
-			for k, p := range e.byNode[i] {
-				ds = append(ds, gpu.Dispatch{Pipeline: p, Buffers: bs, Groups: e.groups[i][k]})
+			pipes, groups := e.byNode[i], e.groups[i]
+			if inPlace {
+				pipes, groups = e.inPlace[i], e.inPlaceGroups[i]
 			}
+			for k, p := range pipes {
+				ds = append(ds, gpu.Dispatch{Pipeline: p, Buffers: bs, Groups: groups[k]})
+			}
+			e.written += e.writtenBy(i, inPlace)
 		}
 		stop = st.Start(backend.StageDispatch)
 		ns, timed, err := e.d.dev.RunTimed(ds)
