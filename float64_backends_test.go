@@ -278,3 +278,56 @@ func sameBits(want, got gpucc.Tensor) string {
 	}
 	return ""
 }
+
+// TestFloat64Kept: a float64 output kept on the device (RunOptions.Keep)
+// and read back with ReadTensor holds the run's bits, every NaN the quiet
+// NaN 0x7ff8000000000000 where the runtime allows non-finite values (as a
+// returned output does), and fails with non_finite_output where it does
+// not, on cpu, native and wasm.
+func TestFloat64Kept(t *testing.T) {
+	ctx := context.Background()
+	vals := []float64{0, math.Copysign(0, -1), math.MaxFloat64, 1.5, 5e-324, -math.MaxFloat64}
+	for _, name := range []string{"cpu", "native", "wasm"} {
+		for _, allow := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/nonfinite=%v", name, allow), func(t *testing.T) {
+				rt := open(t, name, func(o *gpucc.Options) { o.Limits.NonFinite = allow })
+				b := ir.NewBuilder()
+				x := b.TypedInput("x", ir.F64, ir.Shape{len(vals)}, nil, f64Bits(vals))
+				b.Output("q", x.Div(x)) // 0/0 and -0/-0 are NaN: the hardware's, of either sign
+				b.Output("n", x.Neg())
+				g, err := b.Build(ir.Limits{NonFinite: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				exe, err := rt.Compile(ctx, g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer exe.Release()
+				res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{Keep: []string{"q", "n"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, err := res.Kept["q"].ReadTensor(ctx)
+				if !allow {
+					if gpucc.CodeOf(err) != ir.CodeNonFiniteOutput {
+						t.Errorf("a kept output of NaNs read: %v, want non_finite_output", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkCanonicalNaN(t, name, "q", q)
+				want := []int64{0x7ff8000000000000, 0x7ff8000000000000, ir.F64Bits(1), ir.F64Bits(1), ir.F64Bits(1), ir.F64Bits(1)}
+				if fmt.Sprint(q.Ints) != fmt.Sprint(want) {
+					t.Errorf("q = %#x, want %#x", q.Ints, want)
+				}
+				n, err := res.Kept["n"].ReadTensor(ctx)
+				if err != nil || n.DType != ir.F64 || n.Ints[1] != 0 || n.Ints[0] != math.MinInt64 || ir.F64Value(n.Ints[2]) != -math.MaxFloat64 {
+					t.Errorf("n = %v %#x (%v)", n.DType, n.Ints, err)
+				}
+			})
+		}
+	}
+}

@@ -58,7 +58,8 @@ func (rt *Runtime) UploadTensor(ctx context.Context, t Tensor) (*DeviceTensor, e
 // ReadTensor copies the tensor to the host as a Tensor of its dtype: a
 // float dtype's values in Data (checked finite as Read checks them, unless
 // the runtime's Limits.NonFinite allows ±Inf and NaN: then every NaN is
-// the quiet NaN), an integer or bool dtype's in Ints.
+// the quiet NaN), an integer or bool dtype's in Ints, float64's bits in
+// Ints (checked and canonicalized as a float dtype's).
 func (t *DeviceTensor) ReadTensor(ctx context.Context) (Tensor, error) {
 	if t == nil {
 		return Tensor{}, ir.Errorf(ir.CodeInvalidTensor, -1, "", "read: nil device tensor")
@@ -84,6 +85,13 @@ func (t *DeviceTensor) ReadTensor(ctx context.Context) (Tensor, error) {
 		if rt.opts.Limits.NonFinite {
 			canonicalNaN(v.Data)
 		} else if err := checkFinite(rt.info.Name, "tensor", v.Data); err != nil {
+			return Tensor{}, err
+		}
+	}
+	if v.DType.IsFloat64() { // as float32's: every NaN the quiet NaN, or refused
+		if rt.opts.Limits.NonFinite {
+			v.Ints = canonicalNaN64(v.DType, v.Ints)
+		} else if err := checkFinite64(rt.info.Name, "tensor", v.DType, v.Ints); err != nil {
 			return Tensor{}, err
 		}
 	}
