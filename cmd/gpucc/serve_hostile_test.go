@@ -73,6 +73,15 @@ func TestServeHostileForms(t *testing.T) {
 	for k := range 600 {
 		many = append(many, formPart{fmt.Sprint("p", k), "", npyOf(&npy.Array{DType: "bool", Shape: []int{1}, Int64: []int64{1}})})
 	}
+	var names strings.Builder
+	names.WriteString(`{"inputs":{`)
+	for k := range 20000 {
+		if k > 0 {
+			names.WriteByte(',')
+		}
+		fmt.Fprintf(&names, `"i%d":{"shape":[1],"data":[%d]}`, k, k)
+	}
+	names.WriteString(`}}`)
 	cases := []struct {
 		name  string
 		parts []formPart
@@ -85,6 +94,7 @@ func TestServeHostileForms(t *testing.T) {
 		{".npy claiming 2^22 int64 in 72 bytes of data", []formPart{{"model", "", identityModel(7, n)}, {"x", "", claims}}, nil, ir.CodeInvalidInput, 0},
 		{".npy claiming 2^40 elements", []formPart{{"model", "", identityModel(7, 3)}, {"x", "", huge}}, nil, ir.CodeLimitExceeded, 0},
 		{"600 parts", many, nil, ir.CodeLimitExceeded, 0},
+		{"20,000 inputs in the JSON part", []formPart{{"model", "", identityModel(1, 4)}, {"inputs", "", []byte(names.String())}}, nil, ir.CodeLimitExceeded, 0},
 		{"a bool .npy of 2^22", []formPart{{"model", "", identityModel(9, n)}, {"x", "", npyOf(&npy.Array{DType: "bool", Shape: []int{n}, Int64: make([]int64, n)})}}, nil, ir.CodeLimitExceeded, 0},
 		{"int64 JSON of 2^21 zeros", []formPart{{"model", "", identityModel(7, n/2)}, {"inputs", "", []byte(ints)}}, nil, ir.CodeLimitExceeded, 0},
 		{"a model alone, bool input of 2^22", nil, identityModel(9, n), ir.CodeLimitExceeded, 8 * n},

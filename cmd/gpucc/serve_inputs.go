@@ -70,7 +70,6 @@ func parseModelForm(body []byte, boundary string, l ir.Limits) (*modelForm, erro
 		return nil, ir.Errorf(ir.CodeUsage, -1, "Content-Type", "multipart/form-data without a boundary")
 	}
 	l = l.WithDefaults()
-	maxElements, nonFinite := l.MaxElements, l.NonFinite
 	f := &modelForm{inputs: map[string]*inputValue{}, from: map[string]string{}}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	seenModel := false
@@ -102,7 +101,7 @@ func parseModelForm(body []byte, boundary string, l ir.Limits) (*modelForm, erro
 			}
 			f.model, seenModel = content, true
 		case formInputs:
-			vs, err := parseJSONInputs(content, maxElements, nonFinite)
+			vs, err := parseJSONInputs(content, l)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +113,7 @@ func parseModelForm(body []byte, boundary string, l ir.Limits) (*modelForm, erro
 		default:
 			field := "input " + name
 			from := "part " + ir.Quote(name)
-			a, err := npy.Read(bytes.NewReader(content), maxElements)
+			a, err := npy.Read(bytes.NewReader(content), l.MaxElements)
 			if err != nil {
 				code := ir.CodeInvalidInput
 				if shape := npyShapeOver(err); shape {
@@ -161,8 +160,9 @@ type jsonTensor struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-// parseJSONInputs reads the JSON form, {"inputs": {NAME: tensor}}.
-func parseJSONInputs(doc []byte, maxElements int64, nonFinite bool) (map[string]*inputValue, error) {
+// parseJSONInputs reads the JSON form, {"inputs": {NAME: tensor}}, of at
+// most MaxNodes inputs (a graph's inputs are nodes).
+func parseJSONInputs(doc []byte, l ir.Limits) (map[string]*inputValue, error) {
 	var form struct {
 		Inputs map[string]jsonTensor `json:"inputs"`
 	}
@@ -174,9 +174,12 @@ func parseJSONInputs(doc []byte, maxElements int64, nonFinite bool) (map[string]
 	if dec.More() {
 		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "inputs", "the inputs part holds more than one JSON value")
 	}
+	if len(form.Inputs) > l.MaxNodes {
+		return nil, ir.LimitErrorf("MaxNodes", -1, "inputs", "the inputs part gives %d inputs, and a graph has at most %d", len(form.Inputs), l.MaxNodes)
+	}
 	out := map[string]*inputValue{}
 	for name, t := range form.Inputs {
-		v, err := t.value(name, maxElements, nonFinite)
+		v, err := t.value(name, l.MaxElements, l.NonFinite)
 		if err != nil {
 			return nil, err
 		}
