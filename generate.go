@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -90,6 +91,19 @@ type DecoderOptions struct {
 	// transformers' causal mask from the shapes); prompts longer than it
 	// are invalid_input. 0: a step a token.
 	Prefill int
+	// ScatterCache, for a cache that grows a row a step on a backend that
+	// runs typed graphs on the device (webgpu), writes each present as a
+	// scatter of the row into its donated past, in place (generate_static.go):
+	// a step writes the rows, not the caches (gpt2kv_grow: 11,788 bytes,
+	// not 141,316), but each scatter is typed code between the step's
+	// float32 islands, and each island and typed stretch is a submission
+	// and a wait of its own (gpt2kv_grow: 8 where the select has 4; 2 + 2
+	// a block in all), which costs more than the bytes save at the sizes
+	// measured so far (lavapipe: 17.2 against 15.9 ms a token), until a
+	// typed run records them in one submission. Off: the select, which
+	// writes each present whole in the float32 island. The environment's
+	// GPUCC_KV_WRITE=scatter sets it too (bench/device.sh's decode suite).
+	ScatterCache bool
 }
 
 // MaxDecoderBatch bounds DecoderOptions.Batch.
@@ -310,7 +324,8 @@ func (rt *Runtime) NewDecoder(ctx context.Context, m *onnx.Model, opts DecoderOp
 		if err != nil {
 			return nil, err
 		}
-		rw, err := staticCache(g1, g, pairs, maxLen, hf, rt.info.TypedBuffers && rt.info.TypedIslands)
+		scatter := (opts.ScatterCache || os.Getenv("GPUCC_KV_WRITE") == "scatter") && rt.info.TypedBuffers && rt.info.TypedIslands
+		rw, err := staticCache(g1, g, pairs, maxLen, hf, scatter)
 		if err != nil && hf && shapes[StepPositionIDs] == nil {
 			err = ir.Errorf(ir.CodeUnsupported, -1, StepPositionIDs, "decoding: the model has no input position_ids, and its positions come from inside the graph, which a static cache cannot bind (%v); export it with position_ids", err)
 		}

@@ -41,17 +41,36 @@ func TestGenerateGrowingCache(t *testing.T) {
 		}
 		for _, backend := range append([]string{"cpu"}, typedBackends...) {
 			t.Run(fixture+"/"+backend, func(t *testing.T) {
-				growingCase(t, raw, backend, toks, steps)
+				growingCase(t, raw, backend, toks, steps, false)
 			})
 		}
 	}
 }
 
-// growingCase is TestGenerateGrowingCache of one fixture on one backend.
-func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps int) {
+// TestGenerateScatterCache: with DecoderOptions.ScatterCache, webgpu
+// writes each present of the growing fixtures as a scatter of the row
+// into its donated past, in place (generate_static.go): the static
+// fixture's tokens and every step's logits bit for bit as with the
+// select, Explain saying so, 36 kernels a step (the copies left out when
+// donated), and a step's kernels writing 11,788 bytes, the four rows
+// 1,024 of them, where the select writes 141,316.
+func TestGenerateScatterCache(t *testing.T) {
+	toks := intTensor(t, filepath.Join(kvDir, "gpt2kv.tokens.npy")).Ints
+	for _, fixture := range []string{"gpt2kv_grow", "gpt2kv_bias"} {
+		raw, err := os.ReadFile(filepath.Join(kvDir, fixture+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fixture, func(t *testing.T) { growingCase(t, raw, "webgpu", toks, 16, true) })
+	}
+}
+
+// growingCase is TestGenerateGrowingCache of one fixture on one backend;
+// with scatter, DecoderOptions.ScatterCache's (TestGenerateScatterCache).
+func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps int, scatter bool) {
 	static := kvDecoder(t, backend)
 	rt := open(t, backend, func(o *gpucc.Options) { o.Limits = kvLimits })
-	d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen})
+	d, err := rt.NewDecoder(context.Background(), kvModel(t, raw), gpucc.DecoderOptions{MaxLen: kvMaxLen, ScatterCache: scatter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +81,20 @@ func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps i
 	if e := static.Explain(); !strings.Contains(e, "own static cache of 128 rows") || !strings.Contains(e, "attention: 2 fused attention nodes") {
 		t.Errorf("the static fixture's Explain = %q", e)
 	}
-	// The step's kernels: 36 on webgpu (30 with the select, 33 before the
-	// write mask was float32; each cache's scatter is a copy and an apply,
-	// the copy left out where the past is donated, and the position's index
-	// two moves), 27 on native and wasm (TestStaticCacheStepCost counts
-	// their bytes).
-	if want := map[string]string{"webgpu": "\nstep: 36 kernels (", "native": "\nstep: 27 kernels in 1", "wasm": "\nstep: 27 kernels in 1"}[backend]; want != "" && !strings.Contains(d.Explain(), want) {
-		t.Errorf("Explain = %q, want %q", d.Explain(), want)
+	// The step's kernels: 30 on webgpu (33 before the write mask was
+	// float32; 36 with ScatterCache: each cache's scatter is a copy and an
+	// apply, the copy left out where the past is donated, and the
+	// position's index two moves), 27 on native and wasm
+	// (TestStaticCacheStepCost counts their bytes).
+	explain := map[string]string{"webgpu": "\nstep: 30 kernels (", "native": "\nstep: 27 kernels in 1", "wasm": "\nstep: 27 kernels in 1"}[backend]
+	if scatter {
+		explain = "\nstep: 36 kernels ("
+		if !strings.Contains(d.Explain(), "only the row written") {
+			t.Errorf("Explain = %q, want the scatter's write", d.Explain())
+		}
+	}
+	if explain != "" && !strings.Contains(d.Explain(), explain) {
+		t.Errorf("Explain = %q, want %q", d.Explain(), explain)
 	}
 	opts := gpucc.GenerateOptions{Tokens: steps, Logits: true}
 	want, err := static.Generate(context.Background(), toks[:kvPrompt], opts)
@@ -79,11 +105,15 @@ func growingCase(t *testing.T, raw []byte, backend string, toks []int64, steps i
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bytes a step writes: each present whole on native and wasm
-	// (131,072 of 140,800); on webgpu the rows alone (4 of 256 bytes), the
-	// pasts donated and each present a scatter in place, and the rest of
-	// the step (the select wrote 141,316 there).
-	if w := map[string]int64{"native": 140800, "wasm": 140800, "webgpu": 11788}[backend]; got.StepBytesWritten != w || got.StepKernels == 0 && backend != "cpu" {
+	// The bytes a step writes: each present whole (131,072 of 140,800 on
+	// native and wasm, of 141,316 on webgpu); with ScatterCache the rows
+	// alone (4 of 256 bytes), the pasts donated and each present a scatter
+	// in place, and the rest of the step.
+	w := map[string]int64{"native": 140800, "wasm": 140800, "webgpu": 141316}[backend]
+	if scatter {
+		w = 11788
+	}
+	if got.StepBytesWritten != w || got.StepKernels == 0 && backend != "cpu" {
 		t.Errorf("a step's %d kernels write %d bytes; want %d", got.StepKernels, got.StepBytesWritten, w)
 	}
 	if !slices.Equal(got.Tokens, want.Tokens) || !slices.Equal(got.Tokens, toks[kvPrompt:kvPrompt+steps]) {
