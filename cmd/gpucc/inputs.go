@@ -97,9 +97,9 @@ type inputValue struct {
 	ints  []int64
 }
 
-// npyValue is a's values as an inputValue: float32, int32, int64 and bool
-// keep their dtype; float64 is refused by name (gpucc never converts an
-// input's dtype).
+// npyValue is a's values as an inputValue: every dtype gpucc holds keeps
+// it, float64 too (its bits in ints); another is refused by name (gpucc
+// never converts an input's dtype).
 func npyValue(a *npy.Array, from, field string) (*inputValue, error) {
 	switch a.DType {
 	case "float32", "float16": // a float16 .npy's values, each exactly a float16
