@@ -5,7 +5,8 @@
 // here; wire.go reads the fields it needs). Decoding is bounded like
 // ir.Decode: the model's bytes by Limits.MaxGraphBytes, its nodes and
 // initializers by MaxNodes, every tensor by MaxElements and all tensors
-// together by MaxStorageBytes, each checked before anything of that size
+// together by MaxStorageBytes (a constant the import makes at its
+// carrier's bytes), each checked before anything of that size
 // is allocated; a model over them is refused with limit_exceeded.
 // External data files are refused: gpucc reads the one file. What
 // decoding allocates besides the model's own bytes is charged before it

@@ -142,7 +142,8 @@ type importer struct {
 	l       ir.Limits
 	opset   int64
 	vals    map[string]*value
-	storage int64 // constants' bytes, 4 per element
+	storage int64 // the tensors' bytes: initializers at 4 an element, inputs and new constants at their carriers'
+
 	// The node being imported, for errors, and the field of its graph
 	// ("graph." for the main graph, a branch's path inside it).
 	n     *nodeProto
@@ -969,7 +970,11 @@ func (c *importer) unsupported(format string, args ...any) *ir.Error {
 }
 
 // newConst returns a constant of type dt and shape, counted against the
-// limits before its data is allocated.
+// limits at its carrier's bytes (4 an element for float32's, 8 for
+// float64's and int64's, which every other type takes) before its data is
+// allocated: at 4 an int64 constant's bytes were counted half, so a
+// 917-byte model of ConstantOfShape nodes allocated 58.7 MB under the
+// default 32 MiB (TestHostileConstants).
 func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
 	n, err := c.elements("a constant", shape)
 	if err != nil {
@@ -978,7 +983,11 @@ func (c *importer) newConst(dt DataType, shape []int) (*Tensor, *ir.Error) {
 	if len(shape) > ir.MaxRank {
 		return nil, c.refuse("a constant of rank %d, over the maximum rank %d", len(shape), ir.MaxRank)
 	}
-	if c.storage = ir.SatAdd(c.storage, 4*int64(n)); c.storage > c.l.MaxStorageBytes {
+	size := int64(8)
+	if dt == Float32 {
+		size = 4
+	}
+	if c.storage = ir.SatAdd(c.storage, ir.SatMul(size, int64(n))); c.storage > c.l.MaxStorageBytes {
 		return nil, ir.LimitErrorf("MaxStorageBytes", -1, c.field(), "%s node %s: the constants reach %d bytes, over the storage limit of %d", c.n.opType, ir.Quote(c.n.name), c.storage, c.l.MaxStorageBytes)
 	}
 	t := &Tensor{Type: dt, Shape: append([]int{}, shape...)}
