@@ -112,6 +112,11 @@ func f64Cases() []f64Case {
 			b.Output("reshape", x.Reshape(ir.Shape{8, 5}))
 			idx := b.TypedInput("i", ir.I64, ir.Shape{3}, nil, []int64{4, -1, 0})
 			b.Output("gather", x.Gather(idx, 0))
+			ge := b.TypedInput("e", ir.I32, ir.Shape{2, 8}, nil, []int64{0, 1, 2, 3, 4, -1, -2, -3, 4, 3, 2, 1, 0, 0, 1, 1})
+			b.Output("gather-elements", x.GatherElements(ge, 0))
+			none, _ := ir.ParseScatterReduction("none")
+			upd := b.TypedInput("u", ir.F64, ir.Shape{2, 8}, nil, f64Bits(f64Extremes[24:40]))
+			b.Output("scatter-elements", x.ScatterElements(ge, upd, 0, none))
 		}},
 		{name: "cast-from-float64", build: func(b *ir.Builder) {
 			x := b.TypedInput("x", ir.F64, ir.Shape{n}, nil, f64Bits(f64Extremes))
@@ -184,7 +189,8 @@ func f64Cases() []f64Case {
 // TestFloat64Backends: every float64 row the C targets hold (add, sub,
 // mul, div, maximum, minimum, pow, the comparisons, where, neg, sqrt, exp,
 // log, full,
-// sum and max reductions, views, gather, casts to and from every dtype)
+// sum and max reductions, views, gather, gather_elements, a scatter
+// without reduction, casts to and from every dtype)
 // over binary64's extremes (f64Extremes: ±0, subnormals down to 5e-324,
 // ±1.7976931348623157e308, ±Inf, NaN, the casts' overflow to float32 and
 // float16 and their ties) gives the reference's bits on native and wasm,
