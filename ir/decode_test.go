@@ -2,6 +2,7 @@ package ir_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -258,9 +259,12 @@ func TestEncodeRoundTripTraining(t *testing.T) {
 
 func sameBits(a, b float32) bool { return a == b && (a != 0 || (1/a > 0) == (1/b > 0)) }
 
-// FuzzDecode feeds arbitrary bytes to Decode: it must never panic, and any
-// graph it accepts must validate and survive an encode/decode round trip.
+// FuzzDecode feeds arbitrary bytes to Decode, under the finite policy and
+// under Limits.NonFinite: it must never panic, and any graph it accepts
+// must validate and survive an encode/decode round trip to the same
+// encoding, always valid JSON (±Inf and NaN spelled as strings).
 func FuzzDecode(f *testing.F) {
+	f.Add([]byte(graph(`{"id":0,"op":"input","shape":[3],"data":[1,"-Infinity","NaN"]},{"id":1,"op":"add","a":0,"scalar":"Infinity"},{"id":2,"op":"full","dtype":"float16","shape":[1],"value":"-Infinity"}`, out0)))
 	f.Add([]byte(seed))
 	f.Add([]byte(graph(in3+`,{"id":1,"op":"sum","a":0}`, out0)))
 	f.Add([]byte(graph(in23+`,{"id":1,"op":"sum","a":0,"axes":[-1,0],"keepdims":true},{"id":2,"op":"max","a":0,"axes":[1]}`, out0)))
@@ -274,19 +278,29 @@ func FuzzDecode(f *testing.F) {
 		f.Add(ir.Encode(c.Graph))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		g, err := ir.DecodeBytes(doc, ir.Limits{MaxGraphBytes: 1 << 16})
-		if err != nil {
-			var e *ir.Error
-			if !errors.As(err, &e) || e.Code == "" {
-				t.Fatalf("error without a code: %v", err)
+		for _, nf := range []bool{false, true} {
+			g, err := ir.DecodeBytes(doc, ir.Limits{MaxGraphBytes: 1 << 16, NonFinite: nf})
+			if err != nil {
+				var e *ir.Error
+				if !errors.As(err, &e) || e.Code == "" {
+					t.Fatalf("error without a code: %v", err)
+				}
+				continue
 			}
-			return
-		}
-		if err := ir.Validate(g, ir.Limits{}); err != nil {
-			t.Fatalf("accepted graph fails validation: %v", err)
-		}
-		if _, err := ir.DecodeBytes(ir.Encode(g), ir.Limits{}); err != nil {
-			t.Fatalf("round trip refused: %v", err)
+			if err := ir.Validate(g, ir.Limits{NonFinite: nf}); err != nil {
+				t.Fatalf("accepted graph fails validation: %v", err)
+			}
+			raw := ir.Encode(g)
+			if !json.Valid(raw) {
+				t.Fatalf("Encode wrote invalid JSON: %.300s", raw)
+			}
+			back, err := ir.DecodeBytes(raw, ir.Limits{NonFinite: nf})
+			if err != nil {
+				t.Fatalf("round trip refused: %v", err)
+			}
+			if again := ir.Encode(back); !bytes.Equal(again, raw) {
+				t.Fatalf("round trip changed the graph:\n%.300s\n%.300s", raw, again)
+			}
 		}
 	})
 }
