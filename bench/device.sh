@@ -378,12 +378,17 @@ suite_decode() {
 		done
 	done
 	# the growing caches written by a scatter into the donated past, in place (GPUCC_KV_WRITE=scatter,
-	# DecoderOptions.ScatterCache): the rows' bytes a step, against a submission and a wait per island
+	# DecoderOptions.ScatterCache): the rows' bytes a step, against a submission and a wait per island;
+	# and a typed run's steps queued with one wait (GPUCC_TYPED_QUEUE=on, webgpu.TypedQueue), each alone and both
+	local v
 	for m in onnx/testdata/transformers/gpt2kv_grow.onnx /tmp/decode/gpt2small_kv.onnx; do
 		[ -f "$m" ] || continue
-		GPUCC_KV_WRITE=scatter timeout 180 $BIN/gpucc generate --backend webgpu --json --prompt $p --tokens 64 --max-len 128 "$m" \
-			>"$OUT/decode_$(basename "$m" .onnx)_webgpu_scatter.json" 2>>"$OUT/visit.log"
-		log "gpucc generate $(basename "$m") on webgpu, GPUCC_KV_WRITE=scatter: exit $? $(grep -o '"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"stepKernels":[0-9]*\|"stepBytesWritten":[0-9]*' "$OUT/decode_$(basename "$m" .onnx)_webgpu_scatter.json" | tr '\n' ' ')"
+		for v in scatter queue scatter_queue; do
+			env $( [ $v != queue ] && echo GPUCC_KV_WRITE=scatter) $( [ $v != scatter ] && echo GPUCC_TYPED_QUEUE=on) \
+				timeout 180 $BIN/gpucc generate --backend webgpu --json --prompt $p --tokens 64 --max-len 128 "$m" \
+				>"$OUT/decode_$(basename "$m" .onnx)_webgpu_$v.json" 2>>"$OUT/visit.log"
+			log "gpucc generate $(basename "$m") on webgpu, $v: exit $? $(grep -o '"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"stepKernels":[0-9]*\|"stepBytesWritten":[0-9]*' "$OUT/decode_$(basename "$m" .onnx)_webgpu_$v.json" | tr '\n' ' ')"
+		done
 	done
 	# the step's kernels on webgpu (--explain), for GPT-2 small's growing cache rewritten to 128 rows
 	[ -f /tmp/decode/gpt2small_kv.onnx ] &&
@@ -404,8 +409,8 @@ o = sys.argv[1]
 t = json.load(open(os.path.join(o, "torch_decode.json")))
 r = {}
 for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("fixture", "gpt2kv_f16"), ("small", "gpt2small_kv")):
-    for b in ("webgpu", "native", "webgpu_scatter"):
-        if b == "webgpu_scatter" and m not in ("gpt2kv_grow", "gpt2small_kv"):
+    for b in ("webgpu", "native", "webgpu_scatter", "webgpu_queue", "webgpu_scatter_queue"):
+        if b.startswith("webgpu_") and m not in ("gpt2kv_grow", "gpt2small_kv"):
             continue
         try:
             g = json.load(open(os.path.join(o, "decode_%s_%s.json" % (m, b))))

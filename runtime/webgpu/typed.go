@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -137,6 +138,16 @@ func (d *device) compileIsland(ctx context.Context, ig islandGraph, st *backend.
 	isl.inputs, isl.outs = ig.Mapping(isl.prog)
 	return isl, nil
 }
+
+// TypedQueue queues a typed run's steps (its typed stretches and float32
+// islands) without a wait between them, so that a run waits once (for
+// its fault words) instead of once a step, and reports its dispatch stage
+// on the wall clock. Off by default until the H200 shows what a wait
+// costs there beside lavapipe (where a gpt2kv_grow step took 16.3 ms
+// waiting per step and 18.1 queued, 2026-12-05 03:10, load 11, within
+// the noise); GPUCC_TYPED_QUEUE=on sets it (bench/device.sh's decode
+// suite runs both).
+var TypedQueue = os.Getenv("GPUCC_TYPED_QUEUE") == "on"
 
 // typedExecutable is a typed graph compiled for the device: a pipeline
 // and a parameter block per node that is not an input, and, from the first
@@ -479,17 +490,25 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 		}
 	}
 	e.written = 0
-	// The dispatch stage on the GPU's clock: the typed kernels' and the
-	// islands' (each island's Run sets st.GPUDispatch to its own).
+	// With TypedQueue, every step but a lone one is queued without a
+	// wait (typed stretches by Submit, islands by their RunQueued): the
+	// queue runs them in order, and the read of the fault words below
+	// waits for them all, one wait a run where each step waits for its
+	// own (4 a decoding step of gpt2kv_grow, 8 with its scatter cache).
+	// The dispatch stage is then the wall time from the first submission
+	// to the end of that wait. Otherwise each step is timed on the GPU's
+	// clock.
+	queued := TypedQueue && len(e.steps) > 1
+	begin, staged := time.Now(), st.Durations
 	var gpuTotal time.Duration
-	timedAll := len(e.steps) > 0
+	timedAll := len(e.steps) > 0 && !queued
 	for _, step := range e.steps {
 		if step.Island >= 0 {
 			if e.islands[step.Island] == nil {
 				continue
 			}
 			st.GPUDispatch, st.GPUTimed = 0, false
-			if err := e.runIsland(ctx, e.islands[step.Island], st); err != nil {
+			if err := e.runIsland(ctx, e.islands[step.Island], queued, st); err != nil {
 				return nil, err
 			}
 			e.written += passes.ProgramCost(e.islands[step.Island].prog).BytesWritten
@@ -520,6 +539,13 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			}
 			e.written += e.writtenBy(i, inPlace)
 		}
+		if queued {
+			if err := e.d.dev.Submit(ds); err != nil {
+				e.scratchDirty = true
+				return nil, fail(err)
+			}
+			continue
+		}
 		stop = st.Start(backend.StageDispatch)
 		ns, timed, err := e.d.dev.RunTimed(ds)
 		stop()
@@ -532,7 +558,15 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 	st.GPUDispatch, st.GPUTimed = gpuTotal, timedAll
 	raw := make([]byte, 4*e.nf)
 	if err := e.d.dev.ReadBytes(e.fault, raw); err != nil {
+		e.scratchDirty = true
 		return nil, fail(err)
+	}
+	if queued { // the run's wall time, its waits' included (the islands' stages less)
+		wall := time.Since(begin)
+		for s, d := range st.Durations {
+			wall -= d - staged[s]
+		}
+		st.Durations[backend.StageDispatch] += max(0, wall)
 	}
 	faults := make([]uint32, e.nf)
 	for k := range faults {
@@ -544,7 +578,7 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 // runIsland runs a float32 island on the nodes' buffers: its inputs are
 // the buffers of the graph nodes it reads, its outputs new buffers (or an
 // input's, or a constant's) that become the nodes' for the rest of the run.
-func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, st *backend.Stats) error {
+func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, queued bool, st *backend.Stats) error {
 	p := isl.prog
 	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: st, NonFinite: true}
 	for b, i := range isl.inputs {
@@ -559,7 +593,13 @@ func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, st *b
 			kept[o.Buffer] = k
 		}
 	}
-	if err := isl.exe.Run(ctx, call); err != nil {
+	run := isl.exe.Run
+	if q, ok := isl.exe.(interface {
+		RunQueued(context.Context, *backend.Call) error
+	}); ok && queued {
+		run = q.RunQueued
+	}
+	if err := run(ctx, call); err != nil {
 		return err
 	}
 	for k, o := range p.Outputs {

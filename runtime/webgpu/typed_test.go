@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc/codegen/wgsl"
@@ -406,4 +407,73 @@ func TestTypedFloatIslands(t *testing.T) {
 		t.Fatal("refused")
 	}
 	t.Logf("%d nodes, %d of them float32 in islands", len(g.Nodes), islands)
+}
+
+// TestTypedQueue: with TypedQueue a typed run of 5 steps (typed
+// stretches and float32 islands) waits twice (its fault words, its
+// output), where it waits 7 times without (once a step too), with cpuref's bits either way, a fault
+// included; the dispatch stage is on the wall clock.
+func TestTypedQueue(t *testing.T) {
+	d := openDevice(t)
+	b := ir.NewBuilder()
+	ids := b.TypedInput("ids", ir.I64, ir.Shape{5}, nil, []int64{3, -1, 0, 7, -10})
+	table := b.TypedInput("table", ir.F32, ir.Shape{10, 8}, irtest.Values(1, 80, 2), nil)
+	h := table.Gather(ids, 0).Exp()                         // typed, island
+	q := h.Mul(b.Full(ir.Shape{5, 8}, 3)).Cast(ir.I32)      // island, typed
+	b.Output("y", q.Cast(ir.F32).Sqrt().Cast(ir.I64).Neg()) // island, typed
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(q bool) { TypedQueue = q }(TypedQueue)
+	waits := map[bool]int{}
+	for _, queue := range []bool{false, true} {
+		TypedQueue = queue
+		e, err := d.compileTyped(context.Background(), g, wgsl.FaultPerNode, &backend.Stats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.steps) < 4 {
+			t.Fatalf("%d steps; want typed stretches and islands in turn", len(e.steps))
+		}
+		for _, bad := range []int64{3, 10} { // 10 is outside the table: a fault
+			in := make([][]byte, len(g.Nodes))
+			for i, n := range g.Nodes {
+				if n.Op == ir.OpInput {
+					in[i] = backend.TypedBytes(n.DType, n.Data, n.Ints)
+				}
+			}
+			ids := []int64{bad, -1, 0, 7, -10}
+			in[0] = backend.TypedBytes(ir.I64, nil, ids)
+			st := &backend.Stats{}
+			_, w0 := d.dev.RoundTrips()
+			cl := &backend.TypedCall{Inputs: in, Stats: st}
+			err := e.RunTyped(context.Background(), cl)
+			_, w := d.dev.RoundTrips()
+			gr := &ir.Graph{Nodes: slices.Clone(g.Nodes), Outputs: g.Outputs}
+			gr.Nodes[0].Ints = ids
+			want, werr := cpuref.EvalTyped(gr)
+			if (err != nil) != (werr != nil) {
+				t.Fatalf("queue %v, id %d: %v, cpu %v", queue, bad, err, werr)
+			}
+			if err != nil {
+				if bad != 10 {
+					t.Fatalf("id %d: %v", bad, err)
+				}
+				continue
+			}
+			got := backend.TypedBytes(ir.I64, nil, want[g.Outputs[0].ID].I)
+			if !slices.Equal(cl.Outputs[0], got) {
+				t.Fatalf("queue %v: not cpu's bits", queue)
+			}
+			waits[queue] = w - w0
+			if queue && st.GPUTimed {
+				t.Errorf("queued: the dispatch stage on the GPU's clock")
+			}
+		}
+		e.Release()
+	}
+	if waits[true] != 2 || waits[false] != 7 {
+		t.Errorf("a run's waits: %d queued, %d not; want 2 (the fault words, the output) and 7 (and one a step, 5 steps)", waits[true], waits[false])
+	}
 }
