@@ -52,6 +52,9 @@ type ManifestBinding struct {
 	// Strides, when the kernel does not read the buffer plainly, map the
 	// operand's multi-index to a buffer element (ir.Operand.Strides).
 	Strides []int `json:"strides,omitempty"`
+	// Offset is the buffer element of the operand's multi-index 0, where
+	// the kernel reads a slice of the buffer (ir.Operand.Offset).
+	Offset int `json:"offset,omitempty"`
 }
 
 // ManifestOutput says where a named output comes from.
@@ -144,7 +147,7 @@ func describeKernel(p *ir.Program, k *ir.Kernel, kd backend.KernelDesc) Manifest
 			in := k.Inputs[j]
 			b.Buffer, b.Node = in.Buffer, int(p.Buffers[in.Buffer].Node)
 			if !in.Plain() {
-				b.Strides = in.Strides
+				b.Strides, b.Offset = in.Strides, in.Offset
 			}
 		case j < len(k.Inputs)+len(k.Outputs):
 			o := k.Outputs[j-len(k.Inputs)]

@@ -510,11 +510,15 @@ func render(op ir.XOp) prim {
 
 // Offset renders the buffer element that operand op reads at the
 // multi-index idx (one index expression per dimension of op.Shape):
-// Σ idx[d]·Strides[d], leaving out dimensions of size 1 or stride 0. It is
-// the one rendering of operand indexing: every target's loads go through
-// it, directly with per-dimension indices or through Index.
+// op.Offset + Σ idx[d]·Strides[d], leaving out dimensions of size 1 or
+// stride 0 and a zero Offset. It is the one rendering of operand
+// indexing: every target's loads go through it, directly with
+// per-dimension indices or through Index.
 func Offset(l Lang, op ir.Operand, idx []string) string {
 	var terms []string
+	if op.Offset != 0 {
+		terms = append(terms, l.Uint(op.Offset))
+	}
 	for d, s := range op.Strides {
 		switch {
 		case op.Shape[d] == 1 || s == 0:
@@ -539,6 +543,9 @@ func Index(l Lang, op ir.Operand, i string) string {
 	c := op.Coalesced()
 	if c.Plain() {
 		return i
+	}
+	if c.Offset != 0 && (ir.Operand{Shape: c.Shape, Strides: c.Strides}).Plain() { // a contiguous slice
+		return l.Uint(c.Offset) + " + " + paren(i)
 	}
 	idx := make([]string, len(c.Shape))
 	inner := 1

@@ -38,7 +38,7 @@ func RunProgram(p *ir.Program) map[string][]float32 {
 }
 
 // Gather fills dst with elements lo, lo+1, … (row-major over op.Shape) of
-// operand op, read from its buffer buf through op.Strides.
+// operand op, read from its buffer buf through op.Strides from op.Offset.
 func Gather(op ir.Operand, buf []float32, lo int, dst []float32) {
 	c := op.Coalesced()
 	if c.Plain() {
@@ -47,7 +47,7 @@ func Gather(op ir.Operand, buf []float32, lo int, dst []float32) {
 	}
 	// idx is the multi-index of element lo over c.Shape; off its offset.
 	idx := make([]int, len(c.Shape))
-	off := 0
+	off := c.Offset
 	for d, rest := len(c.Shape)-1, lo; d >= 0; d-- {
 		idx[d] = rest % c.Shape[d]
 		rest /= c.Shape[d]

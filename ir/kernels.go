@@ -39,6 +39,12 @@ type KernelInfo struct {
 	// they are (its nest indexes each axis), so a view of any kind (a head
 	// split's reshape and permute) feeds it in place.
 	Strided bool
+	// Offsets: every target reads the kind's operands at their Offset
+	// (through codegen.Offset and codegen.Index, a matrix's through its
+	// Batch), so a slice of a buffer (a Split's piece) feeds it in place;
+	// the fusion pass copies a slice into a buffer of its own for any
+	// other kind, and the validator refuses an offset there.
+	Offsets bool
 	// Tiled: the tiling pass chooses the kernel's Tile, which the
 	// manifest and `gpucc build --explain` show.
 	Tiled bool
@@ -73,11 +79,11 @@ var kernelTable [numKernelKinds]KernelInfo
 
 func init() {
 	kernelTable = [numKernelKinds]KernelInfo{
-		KernelElementwise: {Name: "elementwise", Validate: validateElementwise, Flops: elementwiseFlops, DTypes: f32Only},
+		KernelElementwise: {Name: "elementwise", Validate: validateElementwise, Flops: elementwiseFlops, DTypes: f32Only, Offsets: true},
 		KernelMatmul: {Name: "matmul", Validate: validateMatmul, Acc: true, Accumulates: true, Tiled: true,
 			Contracts: func(k *Kernel) int { return k.K }, Flops: matmulFlops, DTypes: f32Only,
 			Text: func(k *Kernel) string { return fmt.Sprintf(" mkn=%dx%dx%d tile=%s", k.M, k.K, k.N, tileText(k.Tile)) }},
-		KernelReduce: {Name: "sum", Validate: validateReduce, Load: reduceLoad, Acc: true, Flops: reduceFlops, DTypes: f32Only,
+		KernelReduce: {Name: "sum", Validate: validateReduce, Load: reduceLoad, Acc: true, Flops: reduceFlops, DTypes: f32Only, Offsets: true,
 			Text: func(k *Kernel) string {
 				if k.Reduce != OpSum || len(k.Keep) > 0 {
 					return fmt.Sprintf(" %s keep=%v", k.Reduce.Info().Wire, k.Keep)
@@ -86,7 +92,7 @@ func init() {
 			}},
 		KernelLife: {Name: "life", Validate: validateLife, DTypes: f32Only,
 			Flops: func(k *Kernel) int64 { return OpLife.Info().Cost(nil, k.Shape) }},
-		KernelRows: {Name: "rows", Validate: validateRows, Load: rowsLoad, Acc: true, Flops: rowsFlops, DTypes: f32Only,
+		KernelRows: {Name: "rows", Validate: validateRows, Load: rowsLoad, Acc: true, Flops: rowsFlops, DTypes: f32Only, Offsets: true,
 			Text: func(k *Kernel) string {
 				return fmt.Sprintf(" keep=%v passes=%d parts=%d", k.Keep, k.Passes(), len(k.Parts))
 			}},
@@ -101,7 +107,7 @@ func init() {
 		KernelResize: {Name: "resize", Validate: window(validateResize), Acc: true, Accumulates: true,
 			Flops: opFlops(OpResize2D), DTypes: f32Only},
 		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: opFlops(OpPad), DTypes: f32Only},
-		KernelAttention: {Name: "attention", Validate: window(validateAttention), Acc: true, Accumulates: true, Strided: true,
+		KernelAttention: {Name: "attention", Validate: window(validateAttention), Acc: true, Accumulates: true, Strided: true, Offsets: true,
 			Flops: opFlops(OpAttention), DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {

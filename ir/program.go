@@ -137,14 +137,17 @@ const (
 
 // Operand is a buffer a kernel reads through a strided index map: the
 // element at multi-index idx of the logical Shape is buffer element
-// Σ idx[d]·Strides[d]. Row-major strides (RowMajor) read the buffer
-// plainly (a reshaped buffer too: only Shape differs); a transpose
+// Offset + Σ idx[d]·Strides[d]. Row-major strides (RowMajor) read the
+// buffer plainly (a reshaped buffer too: only Shape differs); a transpose
 // permutes them; a broadcast dimension has stride 0. A dimension of size
-// 1 contributes nothing, whatever its stride.
+// 1 contributes nothing, whatever its stride. Offset is where a slice of
+// the buffer starts (a Slice or Split read in place, see view.go); only
+// kinds whose row says KernelInfo.Offsets take a non-zero one.
 type Operand struct {
 	Buffer  int
 	Shape   Shape // logical shape, as the kernel sees it
 	Strides []int // one per dimension of Shape, each ≥ 0
+	Offset  int   // the buffer element of multi-index 0, ≥ 0
 }
 
 // PlainOperand returns the operand reading buffer as row-major shape s.
@@ -166,6 +169,9 @@ func RowMajor(s Shape) []int {
 // Plain reports whether op reads its buffer in row-major order: logical
 // element i (row-major over Shape) is buffer element i.
 func (op Operand) Plain() bool {
+	if op.Offset != 0 {
+		return false
+	}
 	n := 1
 	for d := len(op.Shape) - 1; d >= 0; d-- {
 		if op.Shape[d] != 1 && op.Strides[d] != n {
@@ -180,11 +186,12 @@ func (op Operand) Plain() bool {
 // buffer holding its [Shape[1],Shape[0]] transpose (strides [1,Shape[0]]),
 // and is not also Plain (as it is when a dimension is 1).
 func (op Operand) Transposed() bool {
-	return len(op.Shape) == 2 && !op.Plain() && op.Strides[0] == 1 && op.Strides[1] == op.Shape[0]
+	return len(op.Shape) == 2 && op.Offset == 0 && !op.Plain() && op.Strides[0] == 1 && op.Strides[1] == op.Shape[0]
 }
 
 // Inner returns the matrix part of a matmul operand (rank ≥ 2): its last
-// two dimensions.
+// two dimensions, relative to the matrix's first element (Offset 0: that
+// is Batch's).
 func (op Operand) Inner() Operand {
 	r := len(op.Shape)
 	return Operand{Buffer: op.Buffer, Shape: op.Shape[r-2:], Strides: op.Strides[r-2:]}
@@ -192,11 +199,11 @@ func (op Operand) Inner() Operand {
 
 // Batch returns the batch part of a matmul operand (rank ≥ 2): the
 // dimensions before the last two, whose strides may be anything (0 for a
-// broadcast one). Its Index of batch number z is that matrix's first
-// element.
+// broadcast one), and op's Offset. Its Index of batch number z is that
+// matrix's first element.
 func (op Operand) Batch() Operand {
 	r := len(op.Shape)
-	return Operand{Buffer: op.Buffer, Shape: op.Shape[:r-2], Strides: op.Strides[:r-2]}
+	return Operand{Buffer: op.Buffer, Shape: op.Shape[:r-2], Strides: op.Strides[:r-2], Offset: op.Offset}
 }
 
 // Matrix reports whether a matmul kernel can read op in place: its
@@ -223,7 +230,7 @@ func (op Operand) BroadcastTo(to Shape) Operand {
 			st[d+off] = op.Strides[d]
 		}
 	}
-	return Operand{Buffer: op.Buffer, Shape: to, Strides: st}
+	return Operand{Buffer: op.Buffer, Shape: to, Strides: st, Offset: op.Offset}
 }
 
 // Coalesced returns the operand that reads the same buffer elements in the
@@ -233,7 +240,7 @@ func (op Operand) BroadcastTo(to Shape) Operand {
 // run of broadcast dimensions, all stride 0). A plain operand coalesces to
 // one dimension of stride 1 (none, for one element).
 func (op Operand) Coalesced() Operand {
-	c := Operand{Buffer: op.Buffer, Shape: Shape{}, Strides: []int{}}
+	c := Operand{Buffer: op.Buffer, Shape: Shape{}, Strides: []int{}, Offset: op.Offset}
 	for d, n := range op.Shape {
 		if n == 1 {
 			continue
@@ -252,7 +259,10 @@ func (op Operand) Coalesced() Operand {
 // span returns one past the largest buffer element op reaches, or -1 when
 // that exceeds limit (so a corrupt stride cannot overflow).
 func (op Operand) span(limit int) int {
-	end := 0
+	if op.Offset < 0 || op.Offset >= limit {
+		return -1
+	}
+	end := op.Offset
 	for d, n := range op.Shape {
 		s := op.Strides[d]
 		if n == 1 || s == 0 {
@@ -402,6 +412,8 @@ func (p *Program) String() string {
 				fmt.Fprintf(&b, "  in%d = buf%d %v\n", j, in.Buffer, in.Shape)
 			case in.Transposed():
 				fmt.Fprintf(&b, "  in%d = buf%dᵀ %v\n", j, in.Buffer, in.Shape)
+			case in.Offset != 0:
+				fmt.Fprintf(&b, "  in%d = buf%d %v strides %v at %d\n", j, in.Buffer, in.Shape, Shape(in.Strides), in.Offset)
 			default:
 				fmt.Fprintf(&b, "  in%d = buf%d %v strides %v\n", j, in.Buffer, in.Shape, Shape(in.Strides))
 			}
@@ -502,7 +514,10 @@ func validateProgram(p *Program) error {
 				return bad("operand buf%d of shape %v has strides %v, want one ≥ 0 per dimension", in.Buffer, in.Shape, in.Strides)
 			}
 			if n := p.Buffers[in.Buffer].Len; in.span(n) < 0 || in.span(n) > n {
-				return bad("operand buf%d (%d elements) read as %v with strides %v reaches past its end", in.Buffer, n, in.Shape, in.Strides)
+				return bad("operand buf%d (%d elements) read as %v with strides %v at %d reaches past its end", in.Buffer, n, in.Shape, in.Strides, in.Offset)
+			}
+			if in.Offset != 0 && k.Kind.Valid() && !k.Kind.Info().Offsets {
+				return bad("operand buf%d is read at offset %d, which a %s kernel does not take (KernelInfo.Offsets)", in.Buffer, in.Offset, k.Kind)
 			}
 		}
 		for _, o := range k.Outputs {
@@ -598,6 +613,9 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 		u(in.Buffer)
 		shape(in.Shape)
 		shape(in.Strides)
+		if in.Offset != 0 { // a negative mark (no other value here is): offset-0 kernels keep their keys
+			u(-100, in.Offset)
+		}
 	}
 	u(len(k.Outputs))
 	u(k.Outputs...)

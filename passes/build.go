@@ -36,7 +36,7 @@ func (f *fuser) build() (*ir.Program, error) {
 		switch {
 		case f.g.Nodes[r.base].Op == ir.OpFull:
 			out.Const = f.g.Nodes[r.base].Scalar
-		case f.operand(r, 0).Plain(): // the base's buffer, perhaps under another shape (reshape)
+		case f.whole(r): // the base's buffer, perhaps under another shape (reshape)
 			if f.mixed(r) {
 				b.materialise(r.base)
 			}
@@ -103,13 +103,18 @@ func (b *builder) operand(v ir.NodeID, kind ir.KernelKind) ir.Operand {
 	return b.fuser.operand(r, b.buffer(r.base))
 }
 
-// load returns the operand through which an elementwise body reads node v
-// (any view), materialising a mixed view chain's inner node, or false
-// when v is a full: a constant, not a load.
-func (b *builder) load(v ir.NodeID) (ir.Operand, bool) {
+// load returns the operand through which the body of a kernel of kind
+// reads node v (any view), materialising a mixed view chain's inner node,
+// or v itself where v is a slice (an offset) that kind does not take; or
+// false when v is a full: a constant, not a load.
+func (b *builder) load(v ir.NodeID, kind ir.KernelKind) (ir.Operand, bool) {
 	r := b.resolve(v)
 	if b.g.Nodes[r.base].Op == ir.OpFull {
 		return ir.Operand{}, false
+	}
+	if r.offset != 0 && !kind.Info().Offsets {
+		b.materialise(v)
+		return ir.PlainOperand(b.buffer(v), b.g.Nodes[v].Shape), true
 	}
 	if b.mixed(r) {
 		b.materialise(r.base)
@@ -200,7 +205,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 				return i
 			}
 		}
-		op, ok := b.load(v)
+		op, ok := b.load(v, u.kind)
 		if !ok {
 			s := b.g.Nodes[b.resolve(v).base].Scalar
 			bits := math.Float32bits(s)
@@ -210,7 +215,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			consts[bits] = emit(ir.Instr{Kind: ir.InstrConst, Scalar: s, Node: -1})
 			return consts[bits]
 		}
-		key := fmt.Sprint(op.Buffer, op.Shape, op.Strides)
+		key := fmt.Sprint(op.Buffer, op.Shape, op.Strides, op.Offset)
 		if i, ok := loads[key]; ok {
 			return i
 		}
@@ -266,8 +271,11 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			}
 			continue
 		}
-		switch n.Op {
-		case ir.OpMatmul:
+		switch {
+		case n.Op == ir.OpFull || n.IsView(): // materialising units
+			k.Shape = n.Shape
+			vals[m] = value(m)
+		case n.Op == ir.OpMatmul:
 			a, r := b.g.Nodes[n.Args[0]].Shape, len(n.Shape)
 			k.M, k.K, k.N = n.Shape[r-2], a[len(a)-1], n.Shape[r-1]
 			// Both operands get the result's batch dimensions (stride 0
@@ -277,14 +285,11 @@ func (b *builder) kernel(u unit) ir.Kernel {
 				b.operand(n.Args[1], ir.KernelMatmul).BroadcastTo(append(slices.Clone(batch), k.K, k.N)))
 			k.Shape = n.Shape
 			vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})
-		case ir.OpLife:
+		case n.Op == ir.OpLife:
 			k.Shape = n.Shape
 			k.Inputs = append(k.Inputs, b.operand(n.Args[0], ir.KernelLife))
 			k.Outputs = append(k.Outputs, b.buffer(m))
 			continue
-		case ir.OpFull, ir.OpTranspose, ir.OpPermute, ir.OpBroadcast, ir.OpReshape: // materialising units
-			k.Shape = n.Shape
-			vals[m] = value(m)
 		default:
 			if kind := n.Op.Info().Kernel; accumulates(kind) {
 				// conv2d, pooling, resize, pad, …: every argument an
@@ -313,7 +318,7 @@ func (b *builder) kernel(u unit) ir.Kernel {
 			}
 			vals[m] = emit(in)
 		}
-		if (u.kind != ir.KernelReduce || epilogue(m)) && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.Op.IsView()) {
+		if (u.kind != ir.KernelReduce || epilogue(m)) && (b.stored(m, u.nodes) || n.Op == ir.OpFull || n.IsView()) {
 			store(m, vals[m])
 		}
 	}

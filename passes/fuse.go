@@ -15,8 +15,11 @@ import (
 //   - a matmul, a convolution or a max pooling starts a group that
 //     elementwise consumers join as its epilogue (bias add, relu, residual
 //     add, …); at most one of them or a reduction per group;
-//   - views (transpose, broadcast, reshape) are folded into the indexing of
-//     whoever reads them (see resolve); the views pass has already sunk
+//   - views (transpose, broadcast, reshape, and a pad that only crops: a
+//     Slice or Split, ir.Node.Crop) are folded into the indexing of
+//     whoever reads them (see resolve), a crop as an offset that kinds
+//     taking one (ir.KernelInfo.Offsets) read in place and others read
+//     through a copy; the views pass has already sunk
 //     them through single-use elementwise nodes to the loads, so a view
 //     inside an elementwise region is strides, not a kernel boundary;
 //   - a reduction (sum, max) whose argument group feeds nothing else takes
@@ -86,7 +89,7 @@ func newFuser(st *State) *fuser {
 func (f *fuser) place(v ir.NodeID) {
 	n := &f.g.Nodes[v]
 	switch {
-	case n.Op == ir.OpInput || n.Op == ir.OpFull || n.Op.IsView():
+	case n.Op == ir.OpInput || n.Op == ir.OpFull || n.IsView():
 	case n.Op.IsElementwise() && !f.st.Options.NoFuse:
 		f.placeElementwise(v)
 	default:
@@ -109,7 +112,7 @@ func (f *fuser) newGroup(v ir.NodeID, kind ir.KernelKind, root ir.NodeID, ext bi
 // Computed afresh each time, because groups grow and merge.
 func (f *fuser) need(v ir.NodeID) bitset {
 	d := newBitset(len(f.g.Nodes))
-	for f.g.Nodes[v].Op.IsView() {
+	for f.g.Nodes[v].IsView() {
 		v = f.g.Nodes[v].Args[0]
 	}
 	if g := f.groupOf[v]; g >= 0 {
@@ -312,10 +315,13 @@ func (f *fuser) fuseSumPrologues() {
 // one per dimension of shape. shape is the node's, or after a reshape that
 // strides cannot express, the shape before it: the same elements in the
 // same row-major order, which is all a kernel reading element i needs.
+// offset is the buffer element of index 0: a crop (a Slice or Split read
+// in place, ir.Node.Crop) moves it.
 type view struct {
 	base    ir.NodeID
 	shape   ir.Shape
 	strides []int
+	offset  int
 }
 
 // viewKey identifies a view, for counting and sharing the reads of a kernel.
@@ -324,15 +330,22 @@ type viewKey struct {
 	strides string
 }
 
-func (r view) key() viewKey { return viewKey{r.base, fmt.Sprint(r.shape, r.strides)} }
+func (r view) key() viewKey { return viewKey{r.base, fmt.Sprint(r.shape, r.strides, r.offset)} }
 
-// mixed reports whether resolve stopped at a view op: that node must be
+// mixed reports whether resolve stopped at a view: that node must be
 // materialised into its own buffer, which is then read through the view.
-func (f *fuser) mixed(r view) bool { return f.g.Nodes[r.base].Op.IsView() }
+func (f *fuser) mixed(r view) bool { return f.g.Nodes[r.base].IsView() }
+
+// whole reports whether r reads all of its base's elements in row-major
+// order: the base's value itself, perhaps under another shape (a
+// reshape). A plain view may read less: a crop that keeps a prefix.
+func (f *fuser) whole(r view) bool {
+	return f.operand(r, 0).Plain() && r.shape.Len() == f.g.Nodes[r.base].Shape.Len()
+}
 
 // operand returns the operand reading r's base.
 func (f *fuser) operand(r view, buffer int) ir.Operand {
-	return ir.Operand{Buffer: buffer, Shape: r.shape, Strides: r.strides}
+	return ir.Operand{Buffer: buffer, Shape: r.shape, Strides: r.strides, Offset: r.offset}
 }
 
 // inPlace reports whether a matmul, conv, pool or life kernel (of kind)
@@ -342,6 +355,9 @@ func (f *fuser) operand(r view, buffer int) ir.Operand {
 // batch dimensions' strides (ir.Operand.Matrix).
 func (f *fuser) inPlace(r view, v ir.NodeID, kind ir.KernelKind) bool {
 	op := f.operand(r, 0)
+	if op.Offset != 0 && !kind.Info().Offsets {
+		return false
+	}
 	ok := op.Plain() || op.Transposed() || kind.Info().Strided
 	if kind == ir.KernelMatmul {
 		ok = op.Matrix()
@@ -358,7 +374,8 @@ func (f *fuser) inPlace(r view, v ir.NodeID, kind ir.KernelKind) bool {
 // transpose, say) keeps the shape before it (see view): only a transpose
 // or broadcast of it needs its dimensions, and there resolve stops: it
 // returns that reshape, a view node, as the base, which the builder then
-// materialises with a copy kernel. A chain ending in a full resolves to
+// materialises with a copy kernel. A crop keeps the strides and moves the
+// offset to the first element it keeps. A chain ending in a full resolves to
 // the full (every view of a constant is that constant); strides are then
 // nil.
 func (f *fuser) resolve(v ir.NodeID) view { return resolve(f.g.Nodes, v) }
@@ -367,7 +384,7 @@ func (f *fuser) resolve(v ir.NodeID) view { return resolve(f.g.Nodes, v) }
 func resolve(nodes []ir.Node, v ir.NodeID) view {
 	var chain []ir.NodeID
 	base := v
-	for nodes[base].Op.IsView() {
+	for nodes[base].IsView() {
 		chain = append(chain, base)
 		base = nodes[base].Args[0]
 	}
@@ -376,10 +393,16 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 	}
 	shape := nodes[base].Shape
 	strides := ir.RowMajor(shape)
+	offset := 0
 	for j := len(chain) - 1; j >= 0; j-- {
 		n := &nodes[chain[j]]
 		if arg := n.Args[0]; n.Op != ir.OpReshape && !shape.Equal(nodes[arg].Shape) {
-			base, shape, strides = arg, nodes[arg].Shape, ir.RowMajor(nodes[arg].Shape) // materialise the reshape
+			base, shape, strides, offset = arg, nodes[arg].Shape, ir.RowMajor(nodes[arg].Shape), 0 // materialise the reshape
+		}
+		if begin, ok := n.Crop(); ok { // the same strides from the first element kept
+			s := ir.Operand{Shape: shape, Strides: strides, Offset: offset}.Slice(begin, n.Shape)
+			shape, offset = s.Shape, s.Offset
+			continue
 		}
 		switch n.Op {
 		case ir.OpTranspose: // the last two axes swap
@@ -398,7 +421,7 @@ func resolve(nodes []ir.Node, v ir.NodeID) view {
 		}
 		shape = n.Shape
 	}
-	return view{base: base, shape: shape, strides: strides}
+	return view{base: base, shape: shape, strides: strides, offset: offset}
 }
 
 // broadcastStrides returns the strides of a value of shape s and strides st
@@ -465,7 +488,7 @@ func (f *fuser) stored(v ir.NodeID, in []ir.NodeID) bool {
 		return true
 	}
 	for _, u := range f.users[v] {
-		if slices.Contains(in, u) || f.g.Nodes[u].Op.IsView() && f.same(u) == f.same(v) && !f.stored(u, in) {
+		if slices.Contains(in, u) || f.g.Nodes[u].IsView() && f.same(u) == f.same(v) && !f.stored(u, in) {
 			continue
 		}
 		return true
@@ -479,11 +502,11 @@ func (f *fuser) stored(v ir.NodeID, in []ir.NodeID) bool {
 // node. An elementwise consumer of such a chain joins the node's group:
 // its element i is the node's element i, in the same kernel.
 func (f *fuser) same(a ir.NodeID) ir.NodeID {
-	if !f.g.Nodes[a].Op.IsView() {
+	if !f.g.Nodes[a].IsView() {
 		return a
 	}
 	r := f.resolve(a)
-	if op := f.g.Nodes[r.base].Op; op == ir.OpFull || op.IsView() || !f.operand(r, 0).Plain() {
+	if n := &f.g.Nodes[r.base]; n.Op == ir.OpFull || n.IsView() || !f.whole(r) {
 		return a
 	}
 	return r.base

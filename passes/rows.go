@@ -230,7 +230,7 @@ func (r *rowser) merge(a, b int, w map[int]int) (ir.Kernel, bool) {
 			if v, ok := stored[op.Buffer]; ok {
 				leaf, out := op.Shape.Len() == n, r.p.Buffers[op.Buffer].Len
 				switch {
-				case out == n && leaf && op.Plain(), out == rows && !leaf && op.Plain(),
+				case out == n && leaf && op.Plain(), out == rows && !leaf && op.Plain() && op.Shape.Len() == out,
 					out == rows && leaf && sameMap(op, bcast):
 					remap[j] = v
 				default:
@@ -347,10 +347,10 @@ func rowBroadcast(shape, keep ir.Shape) ir.Operand {
 // in the same order (whatever their buffers): equal coalesced forms.
 func sameMap(x, y ir.Operand) bool {
 	cx, cy := x.Coalesced(), y.Coalesced()
-	return slices.Equal(cx.Shape, cy.Shape) && slices.Equal(cx.Strides, cy.Strides)
+	return slices.Equal(cx.Shape, cy.Shape) && slices.Equal(cx.Strides, cy.Strides) && cx.Offset == cy.Offset
 }
 
-func operandKey(op ir.Operand) string { return fmt.Sprint(op.Buffer, op.Shape, op.Strides) }
+func operandKey(op ir.Operand) string { return fmt.Sprint(op.Buffer, op.Shape, op.Strides, op.Offset) }
 
 // deadValues drops the body values no store needs, and the operands no
 // load reads.

@@ -96,6 +96,8 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 			switch {
 			case in.Transposed():
 				t = " (read transposed in place)"
+			case in.Offset != 0:
+				t = fmt.Sprintf(" (read in place through strides %v from element %d)", in.Strides, in.Offset)
 			case !in.Plain():
 				t = fmt.Sprintf(" (read in place through strides %v)", in.Strides)
 			}

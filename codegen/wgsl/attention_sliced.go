@@ -174,10 +174,10 @@ func attKernelPlan(k *ir.Kernel) (attShape, bool) {
 
 // attVecN reports whether an attention operand's rows can be read as
 // vectors of w of its buffer: contiguous rows whose starts (every batch
-// and row stride) are multiples of w elements.
+// and row stride, and the offset) are multiples of w elements.
 func attVecN(op ir.Operand, w int) bool {
 	n := len(op.Shape)
-	if op.Strides[n-1] != 1 && op.Shape[n-1] > 1 {
+	if op.Strides[n-1] != 1 && op.Shape[n-1] > 1 || op.Offset%w != 0 {
 		return false
 	}
 	for d := range n - 1 {

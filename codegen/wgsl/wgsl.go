@@ -133,15 +133,16 @@ func vectorised(k *ir.Kernel) bool {
 // vec4Operand returns the operand that reads vec4 j of op's buffer where
 // op reads its elements 4j..4j+3, when there is one: op's innermost
 // coalesced dimension is contiguous (stride 1) and a multiple of 4 long,
-// and every other stride is a multiple of 4 (a plain operand, or a
-// broadcast of rows of a multiple of 4 elements, say).
+// and every other stride and the offset are multiples of 4 (a plain
+// operand, or a broadcast of rows of a multiple of 4 elements, or a slice
+// starting at a multiple of 4, say).
 func vec4Operand(op ir.Operand) (ir.Operand, bool) {
 	c := op.Coalesced()
 	last := len(c.Shape) - 1
-	if last < 0 || c.Strides[last] != 1 || c.Shape[last]%4 != 0 {
+	if last < 0 || c.Strides[last] != 1 || c.Shape[last]%4 != 0 || c.Offset%4 != 0 {
 		return c, false
 	}
-	q := ir.Operand{Buffer: c.Buffer, Shape: slices.Clone(c.Shape), Strides: make([]int, len(c.Strides))}
+	q := ir.Operand{Buffer: c.Buffer, Shape: slices.Clone(c.Shape), Strides: make([]int, len(c.Strides)), Offset: c.Offset / 4}
 	q.Shape[last] /= 4
 	q.Strides[last] = 1
 	for d, s := range c.Strides[:last] {
