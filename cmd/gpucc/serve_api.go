@@ -364,15 +364,12 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "application/onnx" || mt == "multipart/form-data" {
 		// A model is imported inside admission (the pending cap, the
-		// timeout, the client's going away), and what its decoding may
-		// allocate is charged first (onnx.DecodeBytesPerByte, and the
-		// graph it makes); a form, whose values may take 8 bytes a byte
-		// (a bool .npy's int64 carriers), is charged what it may allocate
-		// in all, formBytesPerByte with the body's 3.
-		n := (onnx.DecodeBytesPerByte + 1) * int64(len(body))
-		if mt == "multipart/form-data" {
-			n = (formBytesPerByte - 3) * int64(len(body))
-		}
+		// timeout, the client's going away), and what it and a form's
+		// values may allocate is charged first, importBytesPerByte with
+		// the body's 3: a uint8 initializer or a bool .npy takes 8 bytes
+		// a byte in its int64 carriers, and a uint8 model charged
+		// onnx.DecodeBytesPerByte+1 allocated 14 bytes a byte.
+		n := (importBytesPerByte - 3) * int64(len(body))
 		if !a.memory.take(n) {
 			w.Header().Set("Retry-After", "1")
 			a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for imports (--max-memory) is in use; retry later"))

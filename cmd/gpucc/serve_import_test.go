@@ -138,11 +138,11 @@ func TestAPIImportAdmission(t *testing.T) {
 		s := newSlowImport(a)
 		srv := httptest.NewServer(a)
 		defer srv.Close()
-		// The body (3 bytes a byte) and its decoding (DecodeBytesPerByte+1)
-		// are charged before the import starts.
+		// The body and its import (importBytesPerByte in all) are
+		// charged before the import starts.
 		postONNX(context.Background(), srv.URL, body)
-		if left := <-s.started; left > memory-9*int64(len(body)) {
-			t.Errorf("the import started with %d bytes of --max-memory left, want at most %d (9 bytes a byte of its %d-byte body charged)", left, memory-9*int64(len(body)), len(body))
+		if left := <-s.started; left > memory-importBytesPerByte*int64(len(body)) {
+			t.Errorf("the import started with %d bytes of --max-memory left, want at most %d (%d bytes a byte of its %d-byte body charged)", left, memory-importBytesPerByte*int64(len(body)), importBytesPerByte, len(body))
 		}
 		<-s.stopped
 		if left := s.left(); left != memory {

@@ -32,14 +32,15 @@ const (
 	formInputs = "inputs"
 )
 
-// formBytesPerByte bounds what a multipart request allocates, garbage
-// included, besides 1 MiB and the zeros of the inputs it leaves out (the
-// import's placeholders, within MaxStorageBytes): its body, each part's
-// copy, the values they decode to (8 bytes a byte of a bool .npy, in
-// int64 carriers; 4 a byte of a JSON array of int64 zeros), the model's
-// import (onnx.DecodeBytesPerByte). The --max-memory budget is charged it
-// (TestServeHostileForms measures it on hostile and real forms).
-const formBytesPerByte = 16
+// importBytesPerByte bounds what an ONNX body or a multipart request
+// allocates up to its run, garbage included, besides 1 MiB and the zeros
+// of the inputs it leaves out (the import's placeholders, within
+// MaxStorageBytes): its body, each part's copy, the values they decode to
+// (8 bytes a byte of a bool .npy or a uint8 initializer, in int64
+// carriers; 4 a byte of a JSON array of int64 zeros), the model's import
+// (onnx.DecodeBytesPerByte). The --max-memory budget is charged it
+// (TestServeHostileForms measures it on hostile and real requests).
+const importBytesPerByte = 16
 
 // modelForm is a parsed multipart execute request.
 type modelForm struct {
