@@ -219,3 +219,29 @@ func TestScatterLinearReruns(t *testing.T) {
 		}
 	}
 }
+
+// TestScatterFaultOrder: a scatter whose one index is outside its
+// dimension and whose other updates carry a uint64 sum past 2^63 fails
+// as the reference does, with invalid_input for the index (the reference
+// checks every index before it adds), on every typed backend: WebGPU's
+// linear apply raises the uint64 fault only where no index faulted
+// (raising it regardless, webgpu's run ends internal: "faulted
+// (unsupported at node 3) where the reference gives invalid_input").
+func TestScatterFaultOrder(t *testing.T) {
+	b := ir.NewBuilder()
+	x := b.TypedInput("x", ir.U64, ir.Shape{2, 2}, nil, []int64{1 << 62, 0, 0, 0})
+	i := b.TypedInput("i", ir.I64, ir.Shape{2, 2}, nil, []int64{0, 0, 0, 2})
+	u := b.TypedInput("u", ir.U64, ir.Shape{2, 2}, nil, []int64{1 << 62, 1, 1, 1})
+	b.Output("y", x.ScatterElements(i, u, 0, ir.ScatterAdd))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := open(t, "cpu")
+	if _, err := cpu.Run(context.Background(), g); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+		t.Fatalf("cpu: %v, want invalid_input", err)
+	}
+	for _, name := range typedBackends {
+		t.Run(name, func(t *testing.T) { sameTyped(t, cpu, open(t, name), g) })
+	}
+}
