@@ -117,3 +117,24 @@ func allocs(f func()) uint64 {
 	goruntime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// TestUploadTensorCapFirst: a typed upload over MaxDeviceBytes is refused
+// (limit_exceeded) before its values are converted to their device
+// layout: an int64 tensor of 2^22 values over a 1 MiB cap allocated 67 MB
+// (two copies) before its refusal.
+func TestUploadTensorCapFirst(t *testing.T) {
+	rt, err := gpucc.Open(context.Background(), gpucc.Options{Backend: "cpu", MaxDeviceBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	x := gpucc.Tensor{Shape: []int{1 << 22}, DType: ir.I64, Ints: make([]int64, 1<<22)}
+	var got error
+	n := allocs(func() { _, got = rt.UploadTensor(context.Background(), x) })
+	if gpucc.CodeOf(got) != ir.CodeLimitExceeded || n > 1<<20 {
+		t.Errorf("UploadTensor of 32 MiB over a 1 MiB cap: %v, %d bytes allocated; want limit_exceeded within 1 MiB", got, n)
+	}
+	if _, err := rt.UploadTensor(context.Background(), gpucc.Tensor{Shape: []int{4}, DType: ir.I64, Ints: []int64{1, -2, 3, 1 << 62}}); err != nil {
+		t.Errorf("a small upload: %v", err)
+	}
+}

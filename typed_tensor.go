@@ -126,14 +126,17 @@ func (rt *Runtime) newTypedTensorLocked(ctx context.Context, shape ir.Shape, dt 
 	if dt == ir.F32 {
 		return rt.newTensorLocked(ctx, shape, f)
 	}
+	// The cap is checked before the values are converted to their device
+	// layout, which copies them twice (an int64 tensor of 2^22
+	// values over a 1 MiB cap allocated 67 MB before its refusal).
+	if err := rt.reserve(4 * int64(typedWords(dt, shape.Len()))); err != nil {
+		return nil, err
+	}
 	b := backend.TypedBytes(dt, f, i)
 	words := make([]float32, typedWords(dt, shape.Len()))
 	b = append(b, make([]byte, 4*len(words)-len(b))...)
 	for k := range words {
 		words[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
-	}
-	if err := rt.reserve(4 * int64(len(words))); err != nil {
-		return nil, err
 	}
 	buf, err := guard(rt, func() (backend.Buffer, error) { return rt.dev.Alloc(ctx, len(words)) })
 	if err != nil {
