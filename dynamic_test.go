@@ -131,6 +131,7 @@ func TestUploadTensorCapFirst(t *testing.T) {
 	x := gpucc.Tensor{Shape: []int{1 << 22}, DType: ir.I64, Ints: make([]int64, 1<<22)}
 	var got error
 	n := allocs(func() { _, got = rt.UploadTensor(context.Background(), x) })
+	t.Logf("%d bytes allocated: %v", n, got)
 	if gpucc.CodeOf(got) != ir.CodeLimitExceeded || n > 1<<20 {
 		t.Errorf("UploadTensor of 32 MiB over a 1 MiB cap: %v, %d bytes allocated; want limit_exceeded within 1 MiB", got, n)
 	}

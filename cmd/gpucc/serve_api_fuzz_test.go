@@ -27,7 +27,12 @@ var fuzzAPI = sync.OnceValue(func() *api {
 
 var fuzzMethods = []string{"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT", "BREW"}
 
-// FuzzAPI sends arbitrary requests to the execute API's handler. It must
+// fuzzTypes are the Content-Types FuzzAPI posts, by method/16: a graph
+// (the seeds' and the corpus's), a model, a form, and one refused.
+var fuzzTypes = []string{"application/json", "application/onnx", "multipart/form-data; boundary=b", "text/plain"}
+
+// FuzzAPI sends arbitrary requests to the execute API's handler, with a
+// graph, a model, a form or a refused body's Content-Type. It must
 // never panic; every answer but the page's is the seed's envelope, with
 // the status its code maps to, and 200 only when ok.
 func FuzzAPI(f *testing.F) {
@@ -37,13 +42,16 @@ func FuzzAPI(f *testing.F) {
 	f.Add(uint8(0), "/healthz", "", "", []byte(nil))
 	f.Add(uint8(1), "/v1/execute", "backend=cpu", "Bearer nope", []byte(seedGraph))
 	f.Add(uint8(3), "/v1/../execute", "x=%zz", "Bearer tok", []byte(`{"version":1}`))
+	f.Add(uint8(16+1), "/v1/execute", "backend=cpu", "Bearer tok", int64Model())
+	f.Add(uint8(16+1), "/v1/execute", "backend=cpu&const=ids=1,2,3", "Bearer tok", int64Model())
+	f.Add(uint8(32+1), "/v1/execute", "backend=cpu", "Bearer tok", []byte("--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nxx\r\n--b--\r\n"))
 	f.Fuzz(func(t *testing.T, method uint8, path, query, auth string, body []byte) {
 		a := fuzzAPI()
 		r := httptest.NewRequest("GET", "/", bytes.NewReader(body))
 		r.Method = fuzzMethods[int(method)%len(fuzzMethods)]
 		r.URL.Path, r.URL.RawQuery = path, query
 		r.Header.Set("Authorization", auth)
-		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Content-Type", fuzzTypes[int(method)/16%len(fuzzTypes)])
 		w := httptest.NewRecorder()
 		a.ServeHTTP(w, r)
 		if w.Body.String() == "page" {
