@@ -8,8 +8,9 @@ import (
 
 // The reference's float64 exp, log and pow: fdlibm's algorithms (those of
 // Go's portable math.Exp and math.Log, and math.Pow's reduction), written
-// here with every product rounded before it is added (float64(a*b): no
-// fused multiply-add, which Go may otherwise emit on arm64) and with
+// here with every product rounded where it is made (float64(a*b): Go may
+// otherwise fuse a product into a later addition, across statements too,
+// on arm64, ppc64 and s390x) and with
 // their own exact frexp and ldexp, so that they are a definition in IEEE
 // binary64's + - * / alone: the same bits on every host, which math.Exp
 // and math.Log are not (amd64's assembly, with FMA where the CPU has it,
@@ -73,9 +74,9 @@ func Exp64(x float64) float64 {
 		k = int(float64(log2e*x) + 0.5)
 	}
 	hi := x - float64(float64(k)*ln2Hi)
-	lo := float64(k) * ln2Lo
+	lo := float64(float64(k) * ln2Lo)
 	r := hi - lo
-	t := r * r
+	t := float64(r * r)
 	c := r - float64(t*(p1+float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))))
 	y := 1 - ((lo - float64(r*c)/(2-c)) - hi)
 	return Ldexp64(y, k)
@@ -109,12 +110,12 @@ func Log64(x float64) float64 {
 	f := f1 - 1
 	k := float64(ki)
 	s := f / (2 + f)
-	s2 := s * s
-	s4 := s2 * s2
-	t1 := s2 * (l1 + float64(s4*(l3+float64(s4*(l5+float64(s4*l7))))))
-	t2 := s4 * (l2 + float64(s4*(l4+float64(s4*l6))))
+	s2 := float64(s * s)
+	s4 := float64(s2 * s2)
+	t1 := float64(s2 * (l1 + float64(s4*(l3+float64(s4*(l5+float64(s4*l7)))))))
+	t2 := float64(s4 * (l2 + float64(s4*(l4+float64(s4*l6)))))
 	r := t1 + t2
-	hfsq := float64(0.5*f) * f
+	hfsq := float64(float64(0.5*f) * f)
 	return float64(k*ln2Hi) - ((hfsq - (float64(s*(hfsq+r)) + float64(k*ln2Lo))) - f)
 }
 
@@ -201,10 +202,10 @@ func Pow64(x, y float64) float64 {
 			break
 		}
 		if i&1 == 1 {
-			a1 *= x1
+			a1 = float64(a1 * x1)
 			ae += xe
 		}
-		x1 *= x1
+		x1 = float64(x1 * x1)
 		xe <<= 1
 		if x1 < .5 {
 			x1 += x1

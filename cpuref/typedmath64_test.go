@@ -4,6 +4,10 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/cpuref"
@@ -209,5 +213,45 @@ func TestLdexpFrexp64(t *testing.T) {
 		if got, want := cpuref.Ldexp64(-x, k), math.Ldexp(-x, k); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("Ldexp64(%v, %d) = %v, math's %v", -x, k, got, want)
 		}
+	}
+}
+
+// TestMath64NoFusedMultiplyAdd: compiled for arm64, where Go fuses a
+// product into a later addition unless an explicit float64() rounds it,
+// the reference's float64 exp, log, pow, frexp and ldexp hold no fused
+// multiply-add (FMADDD, FMSUBD, FNMADDD, FNMSUBD): their bits are those
+// of binary64's separate + - * /, as the C targets' (-ffp-contract=off)
+// are. Without the roundings, Exp64, Log64 and Pow64 held six.
+func TestMath64NoFusedMultiplyAdd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the package for arm64")
+	}
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	cmd := exec.Command(gotool, "build", "-o", os.DevNull, "-gcflags=-S", ".")
+	cmd.Env = append(os.Environ(), "GOARCH=arm64", "GOOS=linux", "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build for arm64: %v\n%.2000s", err, out)
+	}
+	mine := regexp.MustCompile(`cpuref\.(Exp64|Log64|Pow64|Frexp64|Ldexp64|pow2|trunc64|oddInt64)$`)
+	fused := regexp.MustCompile(`\tF(N)?M(ADD|SUB)D\t`)
+	fn, seen := "", 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, _, ok := strings.Cut(line, " STEXT"); ok {
+			fn = name
+		}
+		if !mine.MatchString(fn) {
+			continue
+		}
+		seen++
+		if fused.MatchString(line) {
+			t.Errorf("%s: %s", fn, strings.TrimSpace(line))
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the assembly listing holds none of the functions")
 	}
 }
