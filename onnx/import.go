@@ -361,6 +361,14 @@ func (c *importer) inputs(g *graphProto, opts Options) *ir.Error {
 			if t == nil || len(t.Shape) > ir.MaxRank || t.count() != t.Len() {
 				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s is malformed", ir.Quote(in.name))
 			}
+			// Its shape's count, checked: Len wraps, so [7, 0x6db6db6db6db6db7]
+			// with one value passed the check above, and Size gave 1.
+			if slices.ContainsFunc(t.Shape, func(d int) bool { return d < 0 }) {
+				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s has shape %v, with a negative dimension", ir.Quote(in.name), t.Shape)
+			}
+			if n, ok := dimProduct(c.l.MaxElements, t.Shape...); !ok || n != int64(t.count()) {
+				return ir.LimitErrorf("MaxElements", -1, field, "the constant given for input %s has shape %v, over the limit of %d elements per tensor", ir.Quote(in.name), t.Shape, c.l.MaxElements)
+			}
 			if err := t.checkRange(func(f string, args ...any) *ir.Error {
 				return ir.Errorf(ir.CodeInvalidInput, -1, field, "the constant given for input %s: %s", ir.Quote(in.name), fmt.Sprintf(f, args...))
 			}); err != nil {
