@@ -227,6 +227,10 @@ func newProblem(s Shape) (*problem, error) {
 // limits admit the largest tuned shape (8192³).
 var limits = ir.Limits{MaxElements: 1 << 27, MaxStorageBytes: 1 << 32, MaxOps: 1 << 42}
 
+// warmFor is how long measure keeps the GPU busy with a candidate before
+// timing it.
+const warmFor = 400 * time.Millisecond
+
 // measure runs candidate t on pr.
 func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Tile) {
 	res := Result{Shape: pr.s.String(), Class: Class(pr.s), Fast: o.Fast, Bound: wgsl.FastErrorBound(pr.s.K)}
@@ -275,8 +279,12 @@ func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Ti
 	// Keep the GPU busy for a while first: after the host's work on the
 	// reference its clocks are down, and a few short runs would be timed
 	// at them (the first H200 run measured 4096³ at 4 instead of 22
-	// TFLOP/s that way).
-	for warm := time.Now(); time.Since(warm) < 60*time.Millisecond; {
+	// TFLOP/s that way). 60 ms was not enough: on 2026-12-05 the H200's
+	// clock log showed 345 MHz at the start of a tile's runs after the
+	// check, and one tile in three was timed 3-4× slow (20.1 ms for the
+	// 5.5 of the visit before); its clock rose to 1980 MHz within about
+	// 250 ms of steady work.
+	for warm := time.Now(); time.Since(warm) < warmFor; {
 		if _, _, err := r.Run(); err != nil {
 			res.Err, res.OK = err.Error(), false
 			return res, eff
