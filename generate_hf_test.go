@@ -253,10 +253,11 @@ func TestGenerateBatchRefuses(t *testing.T) {
 // typed graphs. Each row of the prefill's matmuls sums in the order of one
 // row alone, and the masked keys (the past's row, padding, the keys past
 // the diagonal) add exact zeros to attention's ascending sums. This holds
-// while attention takes one order at the prefill's 9 keys and the
-// decoding's 128: were ir.AttentionOnlineFrom between them, the prefill's
-// rows would take the full-row order and the decoding's the online one,
-// within a few units in the last place of each other, not their bits.
+// because attention takes one order at the prefill's 9 keys and the
+// decoding's 128 (ir.AttentionOnlineFrom is 1): were the threshold
+// between them, the prefill's rows would take the full-row order and the
+// decoding's the online one, within a few units in the last place of
+// each other, not their bits.
 func TestGeneratePrefill(t *testing.T) {
 	raw, prompts, steps := hfBatch(t)
 	for _, backend := range append([]string{"cpu"}, typedBackends...) {

@@ -90,14 +90,14 @@ const AttentionBlock = 32
 // kernel holds a q row in registers). It is a variable only so that a
 // benchmark can time both orders in one process (bench/attn_bench_test.go);
 // set it before anything compiles, never while a graph runs: it changes
-// bits. 512: on the H200 (2026-12-05, bench/h200/lead-2026-12-05, after
-// TestAttentionOnline/webgpu gave cpuref's bits on NVIDIA's driver) the
-// online kernel ran d 64 attention at 512, 2048 and 4096 keys in 0.047,
-// 0.143 and 0.531 ms against the full-row default tile's 0.054, 0.172 and
-// 0.642; shorter rows were not timed in that visit. A prompt filled in
-// one run (generate's prefill) and decoded a token a step give the same
-// bits only while both sides of the cache's length take one order.
-var AttentionOnlineFrom = 512
+// bits. 1, every length: on the H200 (2026-12-05, bench/h200/lead-2026-12-05,
+// after TestAttentionOnline/webgpu gave cpuref's bits on NVIDIA's driver)
+// the online kernel ran d 64 attention at 128, 256, 512, 2048 and 4096
+// keys in 0.023, 0.032, 0.047, 0.143 and 0.531 ms against the full-row
+// default tile's 0.025, 0.035, 0.054, 0.172 and 0.642. One order at every
+// length also keeps a prompt filled in one run (generate's prefill) and
+// decoded a token a step to the same bits whatever the cache's length.
+var AttentionOnlineFrom = 1
 
 // AttentionOnlineMaxHead is the widest q row (D) and v row (E) the online
 // order takes.

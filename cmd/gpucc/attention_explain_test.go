@@ -13,22 +13,34 @@ import (
 
 // TestExplainAttentionOrder: --explain names an attention kernel's
 // rounding order, which the shapes alone decide: the full-row order below
-// ir.AttentionOnlineFrom keys, the online order (key blocks of
-// ir.AttentionBlock) from it on.
+// ir.AttentionOnlineFrom keys and for heads wider than
+// ir.AttentionOnlineMaxHead, the online order (key blocks of
+// ir.AttentionBlock) otherwise.
 func TestExplainAttentionOrder(t *testing.T) {
 	from := ir.AttentionOnlineFrom
 	if from > 1<<14 {
 		t.Skipf("the online order is off by default (ir.AttentionOnlineFrom = %d)", from)
 	}
-	for _, c := range []struct {
-		keys int
-		want string
+	online := fmt.Sprintf("order  online softmax, key blocks of %d", ir.AttentionBlock)
+	wide := ir.AttentionOnlineMaxHead + 4
+	cases := []struct {
+		name       string
+		keys, head int
+		want       string
 	}{
-		{from - 1, "order  full rows"},
-		{from, fmt.Sprintf("order  online softmax, key blocks of %d", ir.AttentionBlock)},
-	} {
-		t.Run(fmt.Sprint(c.keys), func(t *testing.T) {
-			g := irtest.AttentionCase{S: 2, T: c.keys, D: 4, E: 4, Scale: 0.5}.Graph(1)
+		{"first online", from, 4, online},
+		{"wide head", max(from, 8), wide, "order  full rows"},
+	}
+	if from > 1 {
+		cases = append(cases, struct {
+			name       string
+			keys, head int
+			want       string
+		}{"last full-row", from - 1, 4, "order  full rows"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := irtest.AttentionCase{S: 2, T: c.keys, D: c.head, E: c.head, Scale: 0.5}.Graph(1)
 			path := filepath.Join(t.TempDir(), "attention.json")
 			if err := os.WriteFile(path, ir.Encode(g), 0o644); err != nil {
 				t.Fatal(err)

@@ -37,6 +37,8 @@ func TestParseAttTile(t *testing.T) {
 // runs each tile against cpuref.)
 func TestAttentionTileShapes(t *testing.T) {
 	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
+	defer func(old int) { ir.AttentionOnlineFrom = old }(ir.AttentionOnlineFrom)
+	ir.AttentionOnlineFrom = 1 << 30 // the full-row kernel's tiles
 	emit := func(c irtest.AttentionCase) codegen.Shader {
 		t.Helper()
 		sp, _, err := passes.Compile(c.Graph(1), passes.Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384})
