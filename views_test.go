@@ -35,6 +35,7 @@ func TestSliceViews(t *testing.T) {
 		"slice/qkv-heads-3":  {6, 12},
 		"slice/qkv-offset-2": {2, 10, 18},
 		"slice/reduced":      {3, 48},
+		"slice/mha-bias":     {8, 16},
 		"slice/copied":       {2},
 	}
 	for _, c := range irtest.Slices() {
@@ -61,6 +62,9 @@ func TestSliceViews(t *testing.T) {
 			if b := p.Program().Buffers[out.Buffer]; !b.Input {
 				t.Errorf("the identity crop is buf%d, not its input's buffer:\n%s", out.Buffer, p)
 			}
+		}
+		if c.Name == "slice/mha-bias" && len(p.Program().Kernels) != 3 {
+			t.Errorf("mha-bias: %d kernels, want 3 (the projection and its bias, q's scale, attention):\n%s", len(p.Program().Kernels), p)
 		}
 		if c.Name == "slice/copied" {
 			for _, k := range p.Program().Kernels {
@@ -91,8 +95,11 @@ func TestSliceRandom(t *testing.T) {
 
 // TestTransformerBlockSplitInPlace: the transformer fixture's fused QKV
 // projection is split in place: no pad kernel copies a third of it, and
-// the pieces are read at offsets 32768 and 65536 (its step was 14 kernels
-// with the three copies, 11 without).
+// its bias add (+0) is the projection's epilogue (views_lift.go) rather
+// than a copy of the whole projection through the head split, so the only
+// kernel writing a QKV-sized buffer is the projection and the pieces are
+// read from it at offsets 256 and 512 of each 768-wide row (14 kernels
+// with the three pad copies and the add, 10 without).
 func TestTransformerBlockSplitInPlace(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("onnx", "testdata", "models", "transformer.onnx"))
 	if err != nil {
@@ -110,14 +117,19 @@ func TestTransformerBlockSplitInPlace(t *testing.T) {
 	seen := map[int]bool{}
 	for _, k := range p.Program().Kernels {
 		if k.Kind == ir.KernelPad {
-			t.Errorf("a pad kernel copies a piece of the split:\n%s", p)
+			t.Errorf("kernel %s copies a piece of the split:\n%s", k.Name, p)
+		}
+		for _, o := range k.Outputs {
+			if p.Program().Buffers[o].Len == 128*768 && k.Kind != ir.KernelMatmul {
+				t.Errorf("kernel %s writes a QKV-sized buffer:\n%s", k.Name, p)
+			}
 		}
 		for _, in := range k.Inputs {
 			seen[in.Offset] = true
 		}
 	}
-	if !seen[32768] || !seen[65536] {
-		t.Errorf("no operand reads the split's pieces at 32768 and 65536:\n%s", p)
+	if !seen[256] || !seen[512] {
+		t.Errorf("no operand reads the split's pieces at 256 and 512:\n%s", p)
 	}
 }
 
@@ -130,7 +142,7 @@ func TestTransformerBlockSplitInPlace(t *testing.T) {
 func TestSliceAttentionVariants(t *testing.T) {
 	var cases []irtest.Case
 	for _, c := range irtest.Slices() {
-		if strings.HasPrefix(c.Name, "slice/qkv-") {
+		if strings.HasPrefix(c.Name, "slice/qkv-") || c.Name == "slice/mha-bias" {
 			cases = append(cases, c)
 		}
 	}

@@ -32,8 +32,15 @@ func sinkViews(st *State) error {
 			uses[a]++
 		}
 	}
+	pinned := make([]bool, len(g.Nodes)) // outputs, and nodes an output views: lift leaves them alone
 	for _, o := range g.Outputs {
 		uses[o.ID] += 2 // never sink through an output
+		pinned[o.ID] = true
+	}
+	for i := len(g.Nodes) - 1; i >= 0; i-- { // users come after their arguments
+		if n := &g.Nodes[i]; pinned[i] && n.IsView() {
+			pinned[n.Args[0]] = true
+		}
 	}
 	s := &sinker{st: st, old: g.Nodes, uses: uses}
 	newID := make([]ir.NodeID, len(g.Nodes))
@@ -45,7 +52,7 @@ func sinkViews(st *State) error {
 			newID[i] = s.view(n.Op, n.Shape, n.Attrs, n.Args[0], st.Origin[i], uses[i])
 			continue
 		}
-		newID[i] = s.add(n, st.Origin[i], uses[i])
+		newID[i] = s.lift(n, st.Origin[i], uses[i], pinned[i])
 	}
 	for k := range g.Outputs {
 		g.Outputs[k].ID = newID[g.Outputs[k].ID]

@@ -81,6 +81,34 @@ func TestViewFusion(t *testing.T) {
 			c := b.Input(ir.Shape{5, 3}, seq(15, 1))
 			b.Output("y", a.MatMul(w).Relu().T().Add(c))
 		}, 2, 2},
+		{"lift-bias-through-head-split", func(b *ir.Builder) { // PyTorch's MultiheadAttention: the +0 bias joins the matmul (lift)
+			x := b.Input(ir.Shape{6, 8}, seq(48, 0.5))
+			w := b.Input(ir.Shape{8, 12}, seq(96, 0.25))
+			h := x.MatMul(w).Reshape(ir.Shape{6, 3, 4}).Permute(1, 0, 2).Add(b.Full(ir.Shape{3, 6, 4}, 0))
+			crop := func(i int) ir.Tensor { return h.Pad([]int{-i, 0, 0, i - 2, 0, 0}, ir.PadConstant, 0) }
+			b.Output("q", crop(0).MulScalar(2))
+			b.Output("k", crop(1).Relu())
+			b.Output("v", crop(2).Neg())
+		}, 5, 4},
+		{"lift-stays-under-a-view", func(b *ir.Builder) { // lifted, the output's transpose would be a copy, and the sum stored
+			x := b.Input(ir.Shape{3, 4, 5}, seq(60, 0.5))
+			b.Output("y", x.SumAxes(false, 2).T().MulScalar(0.5).Reshape(ir.Shape{12}))
+		}, 2, 2},
+		{"lift-stays-over-an-input", func(b *ir.Builder) { // no kernel to join: computed where it is read
+			x := b.Input(ir.Shape{3, 4}, seq(12, 0.5))
+			b.Output("y", x.T().AddScalar(1).Reshape(ir.Shape{12}))
+		}, 1, 1},
+		{"lift-stays-for-an-output", func(b *ir.Builder) { // lifted, the output would be a view to copy
+			x := b.Input(ir.Shape{3, 4}, seq(12, 0.5))
+			w := b.Input(ir.Shape{4, 2}, seq(8, 0.25))
+			b.Output("y", x.MatMul(w).T().AddScalar(1))
+		}, 2, 2},
+		{"lift-under-a-consumer", func(b *ir.Builder) { // the add and the relu join the matmul; the mul reads them transposed
+			x := b.Input(ir.Shape{3, 4}, seq(12, 0.5))
+			w := b.Input(ir.Shape{4, 2}, seq(8, 0.25))
+			c := b.Input(ir.Shape{2, 3}, seq(6, 0.75))
+			b.Output("y", x.MatMul(w).T().AddScalar(1).Relu().Mul(c))
+		}, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -149,7 +149,7 @@ func suite(t *testing.T) []testCase {
 		}
 		out = append(out, testCase{c.Name, c.Graph})
 	}
-	for _, c := range irtest.Views() { // broadcasts (numpy's), reshapes, strided reads
+	for _, c := range append(irtest.Views(), irtest.Slices()...) { // broadcasts (numpy's), reshapes, strided reads, slices read in place
 		out = append(out, testCase{c.Name, c.Graph})
 	}
 	for _, c := range irtest.Composites() { // GELU, softmax, layernorm, cross-entropy, …

@@ -42,8 +42,10 @@ func Split(x ir.Tensor, axis int, sizes ...int) []ir.Tensor {
 // GPT-2-style split of a fused QKV into
 // attention's heads at offsets of 4 and of 3 elements and at 2 mod 4
 // (rows whose stride is a multiple of 4: a vec4 read's other condition),
-// sums, maxima, softmax and layernorm rows over crops, and a crop feeding
-// a kind that takes no offset (a matmul), which copies it first.
+// PyTorch's MultiheadAttention (its +0 bias lifted into the projection,
+// passes/views_lift.go), sums, maxima, softmax and layernorm rows over
+// crops, and a crop feeding a kind that takes no offset (a matmul), which
+// copies it first.
 func Slices() []Case {
 	var cs []Case
 	add := func(name string, build func(b *ir.Builder)) {
@@ -123,6 +125,18 @@ func Slices() []Case {
 		}
 		mask := b.Full(ir.Shape{}, float32(negZero()))
 		b.Output("y", qkv[0].Attention(qkv[1], qkv[2], mask, 0.5, false))
+	})
+	add("mha-bias", func(b *ir.Builder) { // PyTorch's MultiheadAttention: projection, head split, +0 bias, split, attention
+		const s, h, d = 5, 2, 4
+		x := b.Input(ir.Shape{s, h * d}, Values(618, s*h*d, 2))
+		w := b.Input(ir.Shape{h * d, 3 * h * d}, Values(619, 3*h*d*h*d, 1))
+		p := x.MatMul(w).Reshape(ir.Shape{s, 1, 3, h * d}).Permute(2, 1, 0, 3).Add(b.Full(ir.Shape{3, 1, s, h * d}, 0))
+		var qkv []ir.Tensor
+		for _, t := range Split(p, 0, 1, 1, 1) {
+			qkv = append(qkv, t.Reshape(ir.Shape{s, h, d}).Permute(1, 0, 2))
+		}
+		mask := b.Full(ir.Shape{}, float32(negZero()))
+		b.Output("y", qkv[0].MulScalar(0.5).Attention(qkv[1], qkv[2], mask, 1, false))
 	})
 	add("reduced", func(b *ir.Builder) { // sums and rows (softmax) over crops, read in place
 		x := b.Input(ir.Shape{4, 10}, Extremes(612, 40))
