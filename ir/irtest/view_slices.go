@@ -161,9 +161,11 @@ func Slices() []Case {
 
 // RandomSlice returns a graph of random crops read in place: a chain of
 // one to three crops (each of a random box of the last, with a transpose
-// or reshape between them now and then) over an input of rank 1 to 4,
-// read by an elementwise op with a second input, and the last crop as an
-// output too.
+// or reshape between them now and then) over a value of rank 1 to 4 (an
+// input of extremes, an elementwise op's result, or a sum's, which a
+// scalar op over its transpose joins as an epilogue, passes' lift), read
+// by an elementwise op with a second input, and half the time the last
+// crop as an output too.
 func RandomSlice(seed uint64) *ir.Graph {
 	r := rand.New(rand.NewPCG(seed, 43))
 	b := ir.NewBuilder()
@@ -172,7 +174,19 @@ func RandomSlice(seed uint64) *ir.Graph {
 	for d := range s {
 		s[d] = 1 + r.IntN(7)
 	}
-	x := b.Input(s, Extremes(seed, s.Len()))
+	var x ir.Tensor
+	switch r.IntN(3) {
+	case 0:
+		x = b.Input(s, Extremes(seed, s.Len()))
+	case 1:
+		x = b.Input(s, Extremes(seed, s.Len())).MulScalar(1.5)
+	default:
+		in := append(append(ir.Shape{}, s...), 3)
+		x = b.Input(in, Values(seed, in.Len(), 4)).SumAxes(false, rank)
+		if rank >= 2 {
+			x = x.T().AddScalar(-0.5)
+		}
+	}
 	for range 1 + r.IntN(3) {
 		s := x.Shape()
 		begin, shape := make([]int, len(s)), make(ir.Shape, len(s))
@@ -191,7 +205,9 @@ func RandomSlice(seed uint64) *ir.Graph {
 		}
 	}
 	y := b.Input(x.Shape(), Values(seed+1, x.Shape().Len(), 3))
-	b.Output("crop", x)
+	if r.IntN(2) == 0 { // an output viewing the value pins it where it is (no lift)
+		b.Output("crop", x)
+	}
 	b.Output("y", x.Mul(y).AddScalar(0.25))
 	return must(b)
 }
