@@ -177,6 +177,14 @@ func (s *sinker) fused(a ir.NodeID) bool {
 // of a transposed value, say, would have to be materialised, once per
 // argument instead of once).
 func (s *sinker) sinks(op ir.Op, shape ir.Shape, n ir.Node) bool {
+	if op != ir.OpBroadcast && s.joins(n) {
+		// n joins its argument's matmul or reduction kernel; sunk, it
+		// would be a kernel of its own unless an elementwise consumer
+		// took it, while the view read in place costs nothing (a bias
+		// added before BERT's head split, read by attention: a copy of
+		// each projection with its bias).
+		return false
+	}
 	switch op {
 	case ir.OpBroadcast:
 		return sinkPays(n, shape, !s.epilogue(n), s.st.Options)

@@ -90,6 +90,27 @@ func TestViewFusion(t *testing.T) {
 			b.Output("k", crop(1).Relu())
 			b.Output("v", crop(2).Neg())
 		}, 5, 4},
+		{"lift-bias-constant-through-head-split", func(b *ir.Builder) { // BERT's export: a bias of the projection's shape, both split alike
+			x := b.Input(ir.Shape{6, 8}, seq(48, 0.5))
+			w := b.Input(ir.Shape{8, 12}, seq(96, 0.25))
+			c := b.Input(ir.Shape{6, 12}, seq(72, 0.125))
+			split := func(t ir.Tensor) ir.Tensor { return t.Reshape(ir.Shape{6, 3, 4}).Permute(1, 0, 2) }
+			h := split(x.MatMul(w)).Add(split(c))
+			crop := func(i int) ir.Tensor { return h.Pad([]int{-i, 0, 0, i - 2, 0, 0}, ir.PadConstant, 0) }
+			b.Output("q", crop(0).MulScalar(2))
+			b.Output("k", crop(1).Relu())
+			b.Output("v", crop(2).Neg())
+		}, 5, 4},
+		{"epilogue-stays-before-its-view", func(b *ir.Builder) { // the bias joins the matmul; the split reads it in place
+			x := b.Input(ir.Shape{6, 8}, seq(48, 0.5))
+			w := b.Input(ir.Shape{8, 12}, seq(96, 0.25))
+			c := b.Input(ir.Shape{1, 6, 12}, seq(72, 0.125))
+			h := x.MatMul(w).Reshape(ir.Shape{1, 6, 12}).Add(c).Reshape(ir.Shape{6, 3, 4}).Permute(1, 0, 2)
+			crop := func(i int) ir.Tensor { return h.Pad([]int{-i, 0, 0, i - 2, 0, 0}, ir.PadConstant, 0) }
+			b.Output("q", crop(0).MulScalar(2))
+			b.Output("k", crop(1).Relu())
+			b.Output("v", crop(2).Neg())
+		}, 4, 4},
 		{"lift-stays-under-a-view", func(b *ir.Builder) { // lifted, the output's transpose would be a copy, and the sum stored
 			x := b.Input(ir.Shape{3, 4, 5}, seq(60, 0.5))
 			b.Output("y", x.SumAxes(false, 2).T().MulScalar(0.5).Reshape(ir.Shape{12}))
