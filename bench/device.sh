@@ -379,12 +379,13 @@ suite_decode() {
 	done
 	# the growing caches written by a scatter into the donated past, in place (GPUCC_KV_WRITE=scatter,
 	# DecoderOptions.ScatterCache): the rows' bytes a step, against a submission and a wait per island;
-	# and a typed run's steps queued with one wait (GPUCC_TYPED_QUEUE=on, webgpu.TypedQueue), each alone and both
+	# and a typed run's steps queued with one wait (webgpu.TypedQueue, the default since 2026-12-05) or waiting a step
+	# at a time (GPUCC_TYPED_QUEUE=off: "wait"), each alone and both
 	local v
 	for m in onnx/testdata/transformers/gpt2kv_grow.onnx /tmp/decode/gpt2small_kv.onnx; do
 		[ -f "$m" ] || continue
-		for v in scatter queue scatter_queue; do
-			env $( [ $v != queue ] && echo GPUCC_KV_WRITE=scatter) $( [ $v != scatter ] && echo GPUCC_TYPED_QUEUE=on) \
+		for v in wait scatter queue scatter_queue; do
+			env $(case $v in *scatter*) echo GPUCC_KV_WRITE=scatter ;; esac) GPUCC_TYPED_QUEUE=$(case $v in *queue) echo on ;; *) echo off ;; esac) \
 				timeout 180 $BIN/gpucc generate --backend webgpu --json --prompt $p --tokens 64 --max-len 128 "$m" \
 				>"$OUT/decode_$(basename "$m" .onnx)_webgpu_$v.json" 2>>"$OUT/visit.log"
 			log "gpucc generate $(basename "$m") on webgpu, $v: exit $? $(grep -o '"decodeMs":[0-9.]*\|"dispatchMs":[0-9.]*\|"stepKernels":[0-9]*\|"stepBytesWritten":[0-9]*' "$OUT/decode_$(basename "$m" .onnx)_webgpu_$v.json" | tr '\n' ' ')"
@@ -409,7 +410,7 @@ o = sys.argv[1]
 t = json.load(open(os.path.join(o, "torch_decode.json")))
 r = {}
 for cfg, m in (("fixture", "gpt2kv"), ("fixture", "gpt2kv_grow"), ("fixture", "gpt2kv_f16"), ("small", "gpt2small_kv")):
-    for b in ("webgpu", "native", "webgpu_scatter", "webgpu_queue", "webgpu_scatter_queue"):
+    for b in ("webgpu", "native", "webgpu_wait", "webgpu_scatter", "webgpu_queue", "webgpu_scatter_queue"):
         if b.startswith("webgpu_") and m not in ("gpt2kv_grow", "gpt2small_kv"):
             continue
         try:

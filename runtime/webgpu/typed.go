@@ -142,12 +142,12 @@ func (d *device) compileIsland(ctx context.Context, ig islandGraph, st *backend.
 // TypedQueue queues a typed run's steps (its typed stretches and float32
 // islands) without a wait between them, so that a run waits once (for
 // its fault words) instead of once a step, and reports its dispatch stage
-// on the wall clock. Off by default until the H200 shows what a wait
-// costs there beside lavapipe (where a gpt2kv_grow step took 16.3 ms
-// waiting per step and 18.1 queued, 2026-12-05 03:10, load 11, within
-// the noise); GPUCC_TYPED_QUEUE=on sets it (bench/device.sh's decode
-// suite runs both).
-var TypedQueue = os.Getenv("GPUCC_TYPED_QUEUE") == "on"
+// on the wall clock. On by default (GPUCC_TYPED_QUEUE=off waits a step at
+// a time): on the H200 on 2026-12-05 (bench/h200/lead-2026-12-05/final) a
+// decoding step of gpt2kv_grow took 0.473 ms queued against 0.585
+// waiting, and GPT-2 small's 4.15 against 4.48, the same tokens; on
+// lavapipe the two were within the noise (16.3 and 18.1 ms at load 11).
+var TypedQueue = os.Getenv("GPUCC_TYPED_QUEUE") != "off"
 
 // typedExecutable is a typed graph compiled for the device: a pipeline
 // and a parameter block per node that is not an input, and, from the first
