@@ -73,6 +73,7 @@
 #            through the binding's calls beside one cgo call and one error scope
 #   verify   the defaults flipped on 2026-12-05 (spread conv tiles, online attention from 512 keys, the fused
 #            division), their bits on the driver first, then row ops and attention at 128-512 keys
+#   last     the online attention kernel's tiles at 2048 keys (d 64, 128) after their bits and the views' on the driver
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -209,6 +210,18 @@ suite_verify() {
 	benches verify_attn.txt 40 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=128,256,512 GPUCC_BENCH_ATTN_TILES="16x16k32 online"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 128 256 512 >"$OUT/torch_attn_short.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 128-512: exit $?"
+}
+# last (about 90 s): the online attention kernel's tiles at 2048 keys, d 64 and 128 (which one is the default,
+# wgsl.DefaultOnlineTile), after their bits (TestAttentionOnlineTiles) and the views' late changes (TestSlice*,
+# random graphs, the suite) on the driver; beside eager and SDPA
+suite_last() {
+	tests last_exact.txt 150 gpucc 'TestSlice[A-Za-z]*/webgpu|TestRandomGraphs/webgpu|TestSuite/webgpu|TestAttentionOnlineTiles/webgpu' -test.short
+	warm
+	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="online online8x32 online32x8 online64x4"
+	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="16x16k32 online online8x32 online32x8"
+	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
+	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py 2048: exit $?"
 }
 suite_conv() {
 	warm
