@@ -117,6 +117,12 @@ func f64Cases() []f64Case {
 			none, _ := ir.ParseScatterReduction("none")
 			upd := b.TypedInput("u", ir.F64, ir.Shape{2, 8}, nil, f64Bits(f64Extremes[24:40]))
 			b.Output("scatter-elements", x.ScatterElements(ge, upd, 0, none))
+			// duplicates combined in index order: indices 4, 3, 2, 1, 0 and 0, 1 twice in
+			// each row's tail, over the extremes (±Inf, NaN, subnormals, the largest)
+			for _, r := range []string{"add", "mul", "max", "min"} {
+				red, _ := ir.ParseScatterReduction(r)
+				b.Output("scatter-elements-"+r, x.ScatterElements(ge, upd, 0, red))
+			}
 		}},
 		{name: "cast-from-float64", build: func(b *ir.Builder) {
 			x := b.TypedInput("x", ir.F64, ir.Shape{n}, nil, f64Bits(f64Extremes))

@@ -41,6 +41,8 @@ func emitScatter(b *strings.Builder, g *ir.Graph, i int) error {
 	if comb := s.Reduction.Combine(); comb != ir.OpInvalid {
 		old := typedLoad(t, y+"[at]")
 		switch {
+		case t.IsFloat64():
+			val = float64Rows[comb](old, val)
 		case t.IsFloat():
 			val = floatRows[comb](old, val)
 		default:

@@ -122,9 +122,6 @@ func emitTypedNode(b *strings.Builder, defs *[]string, g *ir.Graph, i int) error
 				fmt.Sprintf("%s[i] = %s[s + v * %d];", y, arg(0), mv.Step))
 		}
 	case codegen.TypedScatters[n.Op] != nil: // scatter.go
-		if n.DType.IsFloat64() && ir.ScatterOf(g, n).Reduction.Combine() != ir.OpInvalid {
-			return ir.Errorf(ir.CodeUnsupported, i, "op", "%v of float64 with a reduction: the C typed path does not combine float64 yet", n.Op)
-		}
 		return emitScatter(b, g, i)
 	case n.Op == ir.OpWhere:
 		loop(fmt.Sprintf("%s[i] = %s[i] ? %s[i] : %s[i];", y, arg(0), arg(1), arg(2)))
