@@ -223,9 +223,6 @@ func TestLdexpFrexp64(t *testing.T) {
 // of binary64's separate + - * /, as the C targets' (-ffp-contract=off)
 // are. Without the roundings, Exp64, Log64 and Pow64 held six.
 func TestMath64NoFusedMultiplyAdd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-compiles the package for arm64")
-	}
 	gotool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command: %v", err)
