@@ -164,7 +164,9 @@ func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile, storage int) ir.Tile {
 			best = c
 		}
 	}
-	if staged := (ir.Tile{BM: best.BM, BN: best.BN, TM: best.TM, TN: best.TN, BK: best.BK, Vector: best.Vector, Stages: 2}); best != t && tileBytes(staged) <= storage {
+	staged := best
+	staged.Stages = 2
+	if best != t && tileBytes(staged) <= storage {
 		best = staged
 	}
 	return best
