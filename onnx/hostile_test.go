@@ -25,6 +25,17 @@ var hostileLimits = ir.Limits{MaxNodes: 1 << 16, MaxElements: 1 << 24, MaxStorag
 // own copy) and 1 MiB, whatever its tensors claim.
 func hostileAlloc(size int) uint64 { return 8*uint64(size) + 1<<20 }
 
+// loadAllocs imports doc under o and returns what the import gave and the
+// bytes it allocated (runtime.MemStats.TotalAlloc, after a collection).
+func loadAllocs(doc []byte, o onnx.Options) (*ir.Graph, uint64, error) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g, err := onnx.Load(bytes.NewReader(doc), o)
+	runtime.ReadMemStats(&after)
+	return g, after.TotalAlloc - before.TotalAlloc, err
+}
+
 // TestHostileModels: a model that claims more than it holds (dimensions
 // over its data, a repeated field's length past its end, dimensions whose
 // product overflows), nests subgraphs past the bound or keeps data in an
@@ -93,16 +104,11 @@ func TestHostileModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runtime.GC()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, err := onnx.Load(bytes.NewReader(tt.model), onnx.Options{Limits: hostileLimits, InputShapes: map[string][]int{}})
-			runtime.ReadMemStats(&after)
+			_, d, err := loadAllocs(tt.model, onnx.Options{Limits: hostileLimits, InputShapes: map[string][]int{}})
 			var ie *ir.Error
 			if !errors.As(err, &ie) || ie.Code != tt.code || !strings.Contains(err.Error(), tt.substr) {
 				t.Errorf("Load: %v; want %s containing %q", err, tt.code, tt.substr)
 			}
-			d := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%d bytes of model: %d allocated: %v", len(tt.model), d, err)
 			if d > hostileAlloc(len(tt.model)) {
 				t.Errorf("a model of %d bytes allocated %d bytes, over %d", len(tt.model), d, hostileAlloc(len(tt.model)))
@@ -128,12 +134,7 @@ func TestHostileInputs(t *testing.T) {
 		nodes = append(nodes, node("Cast", "", []string{n}, []string{"c" + n}, attrInt("to", 1)))
 	}
 	doc := model(13, graph(nodes, nil, ins, []msg{valueInfo("cb0", 1<<20)}))
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
-	runtime.ReadMemStats(&after)
-	d := after.TotalAlloc - before.TotalAlloc
+	_, d, err := loadAllocs(doc, onnx.Options{})
 	t.Logf("%d bytes of model: %d allocated: %v", len(doc), d, err)
 	var ie *ir.Error
 	if !errors.As(err, &ie) || ie.Limit != "MaxStorageBytes" || !strings.Contains(ie.Field, "graph.input[4]") {
@@ -161,11 +162,8 @@ func TestHostileInputs(t *testing.T) {
 				outs = append(outs, typedValueInfo(n, int64(c.dt), 1<<18))
 			}
 			doc := model(13, graph(nil, nil, ins, outs))
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{Limits: ir.Limits{MaxStorageBytes: 8 << 20}})
-			runtime.ReadMemStats(&after)
-			if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20+1<<20 {
+			_, d, err := loadAllocs(doc, onnx.Options{Limits: ir.Limits{MaxStorageBytes: 8 << 20}})
+			if d > 8<<20+1<<20 {
 				t.Errorf("%v: %d inputs allocated %d, over the limit and 1 MiB", c.dt, k, d)
 			}
 			if refused := errors.As(err, &ie) && ie.Limit == "MaxStorageBytes"; refused != (k > c.fits) {
@@ -220,17 +218,11 @@ func TestInputValues(t *testing.T) {
 	ints := make([]int64, n)
 	ints[7] = -1 << 62
 	load := func(dt onnx.DataType, v *onnx.Tensor) (*ir.Graph, uint64) {
-		var g *ir.Graph
-		var err error
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g, err = onnx.Load(bytes.NewReader(doc(dt)), onnx.Options{Limits: ir.Limits{MaxStorageBytes: 64 << 20}, InputValues: map[string]*onnx.Tensor{"x": v}})
-		runtime.ReadMemStats(&after)
+		g, d, err := loadAllocs(doc(dt), onnx.Options{Limits: ir.Limits{MaxStorageBytes: 64 << 20}, InputValues: map[string]*onnx.Tensor{"x": v}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return g, after.TotalAlloc - before.TotalAlloc
+		return g, d
 	}
 	g, d := load(onnx.Int64, &onnx.Tensor{Type: onnx.Int64, Shape: []int{n}, Int64: ints})
 	x := g.Nodes[g.Input("x")]
@@ -284,12 +276,7 @@ func TestHostileConstants(t *testing.T) {
 	}
 	nodes = append(nodes, node("Relu", "", []string{"x"}, []string{"y"}))
 	doc := model(13, graph(nodes, []msg{int64s("s", []int64{1}, 1<<20)}, []msg{valueInfo("x", 2)}, []msg{valueInfo("y", 2)}))
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := onnx.Load(bytes.NewReader(doc), onnx.Options{})
-	runtime.ReadMemStats(&after)
-	d := after.TotalAlloc - before.TotalAlloc
+	_, d, err := loadAllocs(doc, onnx.Options{})
 	t.Logf("%d bytes of model: %d allocated: %v", len(doc), d, err)
 	var ie *ir.Error
 	if !errors.As(err, &ie) || ie.Limit != "MaxStorageBytes" || !strings.Contains(ie.Field, "graph.node[3]") {
