@@ -3,6 +3,7 @@ package gpucc
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -150,6 +151,212 @@ func TestDonateScatterInPlace(t *testing.T) {
 			var e *ir.Error
 			if _, err := exe.RunWith(ctx, in, RunOptions{Donate: []string{"cache"}}); !errors.As(err, &e) || e.Code != ir.CodeInvalidInput || !strings.Contains(err.Error(), "too") {
 				t.Errorf("a donated tensor given twice: %v", err)
+			}
+		})
+	}
+}
+
+// TestDonateConcurrent: callers racing for one device tensor never see
+// each other's data. Each round, eight goroutines run the cache step on
+// the same uploaded cache, each with its own row: four donate it and keep
+// the present, four only read it (keeping the present). Exactly one donor
+// may succeed; every other donor, and every reader that comes after it,
+// gets invalid_tensor; every run that succeeds gives cpu's bits of the
+// original cache with its own row. Before the donors were released
+// under the run's own lock, a caller waiting on the runtime's lock could
+// run in the gap between the donor's run and its release: at 400 rounds,
+// two donors of one tensor both succeeded on cpu (round 52) and native
+// (round 76).
+func TestDonateConcurrent(t *testing.T) {
+	g := donateGraph(t)
+	ctx := context.Background()
+	ref, err := Open(ctx, Options{Backend: "cpu", Limits: ir.Limits{NonFinite: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	refExe, err := ref.Compile(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refExe.Release()
+	host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
+	for k := range host.Data {
+		host.Data[k] = float32(k%5) - 2
+	}
+	const callers = 8
+	ins := make([]Inputs, callers)
+	want := make([][]uint32, callers)
+	for c := range ins {
+		row := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
+		for k := range row.Data {
+			row.Data[k] = float32(1000*(c+1) + k)
+		}
+		ins[c] = Inputs{"row": row, "pos": Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{int64(3 * c)}}, "cache": host}
+		r, err := refExe.Run(ctx, ins[c])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range r.Outputs["present"].Data {
+			want[c] = append(want[c], math.Float32bits(x))
+		}
+	}
+	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
+		t.Run(be, func(t *testing.T) {
+			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
+			if err != nil {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+					t.Fatal(err)
+				}
+				t.Skipf("%s: %v", be, err)
+			}
+			defer rt.Close()
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			for round := range 40 {
+				cache, err := rt.UploadTensor(ctx, host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				type answer struct {
+					res *Result
+					err error
+				}
+				answers := make([]answer, callers)
+				start := make(chan struct{})
+				done := make(chan int)
+				for c := range callers {
+					go func() {
+						in := maps.Clone(ins[c])
+						in["cache"] = cache
+						opts := RunOptions{Keep: []string{"present"}}
+						if c%2 == 0 {
+							opts.Donate = []string{"cache"}
+						}
+						<-start
+						answers[c].res, answers[c].err = exe.RunWith(ctx, in, opts)
+						done <- c
+					}()
+				}
+				close(start)
+				for range callers {
+					<-done
+				}
+				donors := 0
+				for c, a := range answers {
+					if a.err != nil {
+						if CodeOf(a.err) != ir.CodeInvalidTensor {
+							t.Fatalf("round %d caller %d: %v, want invalid_tensor", round, c, a.err)
+						}
+						continue
+					}
+					if c%2 == 0 {
+						donors++
+					}
+					h, err := a.res.Kept["present"].ReadTensor(ctx)
+					if err != nil {
+						t.Fatalf("round %d caller %d: %v", round, c, err)
+					}
+					var got []uint32
+					for _, x := range h.Data {
+						got = append(got, math.Float32bits(x))
+					}
+					if !slices.Equal(got, want[c]) {
+						t.Fatalf("round %d caller %d (donor %v): not cpu's bits of its own row over the original cache", round, c, c%2 == 0)
+					}
+				}
+				if donors > 1 {
+					t.Fatalf("round %d: %d callers consumed one donated tensor", round, donors)
+				}
+				for _, a := range answers {
+					if a.res != nil {
+						a.res.Kept["present"].Release()
+					}
+				}
+				cache.Release()
+				if rt.live != 0 {
+					t.Fatalf("round %d: %d bytes live after every tensor's release", round, rt.live)
+				}
+			}
+		})
+	}
+}
+
+// TestDonateGap: a caller that runs right after a donating run has
+// returned the runtime's lock (donatedRunHook), as a caller waiting on the
+// lock does, finds the donated tensor consumed: donating it again or
+// reading it is invalid_tensor, on every backend. Before the donors were
+// released in the run's own hold of the lock, the second run succeeded on
+// cpu, native and wasm, donating the tensor a second time, and on webgpu,
+// where the first caller's kept present is the donated buffer, failed
+// with execution_failed.
+func TestDonateGap(t *testing.T) {
+	g := donateGraph(t)
+	ctx := context.Background()
+	host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
+	row := func(v float32) Tensor {
+		r := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
+		for k := range r.Data {
+			r.Data[k] = v
+		}
+		return r
+	}
+	pos := Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
+	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
+		t.Run(be, func(t *testing.T) {
+			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
+			if err != nil {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+					t.Fatal(err)
+				}
+				t.Skipf("%s: %v", be, err)
+			}
+			defer rt.Close()
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			for _, donate := range []bool{true, false} {
+				cache, err := rt.UploadTensor(ctx, host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var second error
+				var secondRes *Result
+				donatedRunHook = func() {
+					donatedRunHook = nil
+					opts := RunOptions{Keep: []string{"present"}}
+					if donate {
+						opts.Donate = []string{"cache"}
+					}
+					secondRes, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": row(2), "pos": pos}, opts)
+				}
+				first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": row(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+				donatedRunHook = nil
+				if err != nil {
+					t.Fatal(err)
+				}
+				if CodeOf(second) != ir.CodeInvalidTensor {
+					t.Errorf("donate %v: the run after the donation: %v, want invalid_tensor", donate, second)
+				}
+				h, err := first.Kept["present"].ReadTensor(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := h.Data[5*4]; got != 1 {
+					t.Errorf("donate %v: the first caller's present holds %v at its row, want its own 1", donate, got)
+				}
+				first.Kept["present"].Release()
+				if secondRes != nil {
+					secondRes.Kept["present"].Release()
+				}
+				if rt.live != 0 {
+					t.Fatalf("%d bytes live after every release", rt.live)
+				}
 			}
 		})
 	}

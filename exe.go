@@ -158,23 +158,36 @@ func (e *Executable) Run(ctx context.Context, in Inputs) (*Result, error) {
 // checked (shape, finite values) and copied to the device; each
 // DeviceTensor input is used where it is. Every kernel runs once.
 func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
-	if len(opts.Donate) == 0 {
-		return e.runWith(ctx, in, opts)
+	var donors []*DeviceTensor
+	if len(opts.Donate) > 0 {
+		var err error
+		if donors, err = donorsOf(in, opts.Donate); err != nil {
+			return nil, err
+		}
 	}
-	donors, err := donorsOf(in, opts.Donate)
-	if err != nil {
-		return nil, err
+	res, err := e.runWith(ctx, in, opts, donors)
+	if donatedRunHook != nil && len(donors) > 0 {
+		donatedRunHook()
 	}
-	res, err := e.runWith(ctx, in, opts)
-	e.rt.mu.Lock()
+	return res, err
+}
+
+// donatedRunHook, when set (by a test), is called after a donating run
+// has returned its runtime's lock: no other run may find a donated
+// tensor live by then.
+var donatedRunHook func()
+
+// consumeLocked releases the tensors a run consumed (RunOptions.Donate),
+// which the backend may have written in place or handed over as an
+// output's buffer; rt.mu held, in the same hold as the run's, so that no
+// other run reads or donates them between the two.
+func (rt *Runtime) consumeLocked(donors []*DeviceTensor) {
 	for _, t := range donors {
-		if t.rt == e.rt && t.buf != nil {
+		if t.rt == rt && t.buf != nil {
 			t.releaseLocked() // a buffer the backend handed over frees nothing
 			t.donated = true
 		}
 	}
-	e.rt.mu.Unlock()
-	return res, err
 }
 
 // donorsOf returns the DeviceTensors that names donate (RunOptions.Donate).
@@ -201,15 +214,21 @@ func donorsOf(in Inputs, names []string) ([]*DeviceTensor, error) {
 // donated reports whether name is donated by opts.
 func (opts RunOptions) donated(name string) bool { return slices.Contains(opts.Donate, name) }
 
-// runWith is RunWith less the donation's end.
-func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions) (*Result, error) {
-	if e.split != nil { // each segment's run locks
-		return e.runSplit(ctx, in, opts)
+// runWith is RunWith once its donors are found: it releases them before
+// it returns rt.mu.
+func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, donors []*DeviceTensor) (*Result, error) {
+	rt := e.rt
+	if e.split != nil { // each segment's run locks; none writes in place (no segment is given Donate)
+		res, err := e.runSplit(ctx, in, opts)
+		rt.mu.Lock()
+		rt.consumeLocked(donors)
+		rt.mu.Unlock()
+		return res, err
 	}
 	start := time.Now()
-	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	defer rt.consumeLocked(donors) // before the unlock
 	if e.typed != nil {
 		return e.runTyped(ctx, in, opts, start)
 	}
