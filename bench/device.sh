@@ -167,7 +167,7 @@ suite_compile() {
 			echo "$(basename "$m" .onnx) $1: $(grep -h 'gpucc: webgpu:' /tmp/run.err | tail -1)" >>"$OUT/compile_kernels.txt"
 			grep -v '^\[wgpu' /tmp/run.err >>"$OUT/visit.log"
 			echo "{\"model\":\"$(basename "$m" .onnx)\",\"mode\":\"$1\",\"rc\":$rc,\"timings\":$(python3 -c 'import json,sys; d=json.load(open("/tmp/run.json")); print(json.dumps(d.get("timings", d.get("error"))))' 2>/dev/null || echo null)}" >>"$OUT/compile.jsonl"
-			log "$(basename "$m") $1: exit $rc $(tail -1 "$OUT/compile.jsonl" | grep -o '"compileMs":[0-9.]*')"
+			log "$(basename "$m") $1: exit $rc $(tail -1 "$OUT/compile.jsonl" | grep -o '"\(passes\|codegen\|compile\|total\)Ms": *[0-9.]*' | tr "\n" " ")"
 		done
 	done
 }
