@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -102,5 +103,44 @@ func TestLongestFirst(t *testing.T) {
 	got := longestFirst([]Shader{src(3), src(10), src(1), src(10), src(7)})
 	if want := []int{1, 3, 4, 0, 2}; !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// TestCreateTimes: every pipeline of a batch carries its creation's
+// steps, and GPUCC_VERBOSE's account names each shader by its label, in
+// the order they started, and the longest in its summary.
+func TestCreateTimes(t *testing.T) {
+	d := openDevice(t)
+	kinds := []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform}
+	var batch []Shader
+	for i := range 3 {
+		batch = append(batch, Shader{WGSL: scaleWGSL(i), Entry: fmt.Sprintf("k%d", i), Bindings: kinds, Label: fmt.Sprintf("kernel_%d", i)})
+	}
+	ps, err := d.CompileAll(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		defer p.Release()
+		if ct := p.CreateTimes(); ct.Start < 0 || ct.Module <= 0 || ct.Pipeline <= 0 {
+			t.Errorf("pipeline %d: creation times %+v, want a start ≥ 0 and both steps > 0", i, ct)
+		}
+	}
+
+	// The account, on times set by hand: k1 started first, k2 took longest.
+	ms := time.Millisecond
+	ps[0].times = CreateTimes{Start: 2 * ms, Module: 1 * ms, Pipeline: 10 * ms}
+	ps[1].times = CreateTimes{Start: 0, Module: 2 * ms, Pipeline: 20 * ms}
+	ps[2].times = CreateTimes{Start: 1 * ms, Module: 3 * ms, Pipeline: 30 * ms}
+	batch[0].Label = "" // named by its entry point
+	var b strings.Builder
+	logCreation(&b, batch, ps, 2, 40*ms)
+	want := `gpucc: webgpu: pipeline kernel_1 (` + fmt.Sprint(len(batch[1].WGSL)) + ` bytes): at 0.0 ms, module 2.0 ms, pipeline 20.0 ms
+gpucc: webgpu: pipeline kernel_2 (` + fmt.Sprint(len(batch[2].WGSL)) + ` bytes): at 1.0 ms, module 3.0 ms, pipeline 30.0 ms
+gpucc: webgpu: pipeline k0 (` + fmt.Sprint(len(batch[0].WGSL)) + ` bytes): at 2.0 ms, module 1.0 ms, pipeline 10.0 ms
+gpucc: webgpu: 3 pipelines created in 40.0 ms by 2 workers: 66.0 ms of creation in all (6.0 ms of it modules), 33.0 ms a worker; longest kernel_2 (` + fmt.Sprint(len(batch[2].WGSL)) + ` bytes) 33.0 ms
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("the account (-want +got):\n%s", diff)
 	}
 }

@@ -3,8 +3,10 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -62,7 +65,20 @@ type Pipeline struct {
 	entry    string
 	id       uint64
 	released bool
+	times    CreateTimes
 }
+
+// CreateTimes are the steps of one pipeline's creation: when it started
+// after its CompileAll began, its shader module (wgpu parses and
+// validates the WGSL with naga, on the host) and its compute pipeline
+// (naga writes SPIR-V, then the driver compiles it to machine code: on
+// the H200 the bulk of a model's first compile).
+type CreateTimes struct {
+	Start, Module, Pipeline time.Duration
+}
+
+// CreateTimes returns how long p's creation took, by step.
+func (p *Pipeline) CreateTimes() CreateTimes { return p.times }
 
 // Bindings returns the binding kinds the pipeline was compiled with.
 func (p *Pipeline) Bindings() []BindingKind { return append([]BindingKind(nil), p.kinds...) }
@@ -101,6 +117,9 @@ type Shader struct {
 	WGSL     string
 	Entry    string
 	Bindings []BindingKind
+	// Label names the shader in GPUCC_VERBOSE's log (a kernel's name);
+	// empty, Entry does.
+	Label string
 }
 
 // compileWorkers bounds how many pipelines CompileAll creates at once:
@@ -145,9 +164,10 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 	ps := make([]*Pipeline, len(shaders))
 	errs := make([]error, len(shaders))
 	workers := max(min(compileWorkers, len(shaders)), 1)
+	start := time.Now()
 	if workers == 1 {
 		for i, s := range shaders {
-			if ps[i], errs[i] = d.create(op, s); errs[i] != nil {
+			if ps[i], errs[i] = d.create(op, s, start); errs[i] != nil {
 				break
 			}
 		}
@@ -161,7 +181,7 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 				defer wg.Done()
 				for j := int(next.Add(1) - 1); j < len(order); j = int(next.Add(1) - 1) {
 					i := order[j]
-					ps[i], errs[i] = d.create(op, shaders[i])
+					ps[i], errs[i] = d.create(op, shaders[i], start)
 				}
 			}()
 		}
@@ -177,7 +197,7 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 			return nil, err
 		}
 		for i, s := range shaders { // again, one at a time, to name the shader
-			if ps[i], err = d.create(op, s); err != nil {
+			if ps[i], err = d.create(op, s, start); err != nil {
 				for _, p := range ps[:i] {
 					p.Release()
 				}
@@ -185,7 +205,51 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 			}
 		}
 	}
+	if Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
+		logCreation(os.Stderr, shaders, ps, workers, time.Since(start))
+	}
 	return ps, nil
+}
+
+// logCreation writes GPUCC_VERBOSE's account of a CompileAll: a line per
+// pipeline in the order they started, then the batch's wall time beside
+// the sum of the creations over the workers (what full use of the
+// workers would give) and the longest creation (what no schedule goes
+// below). A wall time near the longest says one kernel's compile is the
+// critical path; near sum/workers, that the workers are the bound.
+func logCreation(w io.Writer, shaders []Shader, ps []*Pipeline, workers int, wall time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ps[a].times.Start, ps[b].times.Start) })
+	var sum, module time.Duration
+	longest := -1
+	for _, i := range order {
+		t, s := ps[i].times, shaders[i]
+		fmt.Fprintf(w, "gpucc: webgpu: pipeline %s (%d bytes): at %.1f ms, module %.1f ms, pipeline %.1f ms\n",
+			s.label(), len(s.WGSL), ms(t.Start), ms(t.Module), ms(t.Pipeline))
+		sum += t.Module + t.Pipeline
+		module += t.Module
+		if longest < 0 || t.Module+t.Pipeline > ps[longest].times.Module+ps[longest].times.Pipeline {
+			longest = i
+		}
+	}
+	if longest < 0 {
+		return
+	}
+	lt := ps[longest].times
+	fmt.Fprintf(w, "gpucc: webgpu: %d pipelines created in %.1f ms by %d workers: %.1f ms of creation in all (%.1f ms of it modules), %.1f ms a worker; longest %s (%d bytes) %.1f ms\n",
+		len(ps), ms(wall), workers, ms(sum), ms(module), ms(sum/time.Duration(workers)),
+		shaders[longest].label(), len(shaders[longest].WGSL), ms(lt.Module+lt.Pipeline))
+}
+
+func (s Shader) label() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.Entry
 }
 
 // longestFirst orders shaders for the workers, longest source first: the
@@ -238,9 +302,11 @@ func (d *Device) checkShader(op string, s Shader) error {
 
 // create makes s's module, layouts and pipeline. It takes no lock: the
 // caller holds d.life for reading.
-func (d *Device) create(op string, s Shader) (*Pipeline, error) {
+func (d *Device) create(op string, s Shader, batch time.Time) (*Pipeline, error) {
 	wgsl, entry, bindings := s.WGSL, s.Entry, s.Bindings
 	p := &Pipeline{d: d, kinds: append([]BindingKind(nil), bindings...), entry: entry, id: nextID.Add(1)}
+	t0 := time.Now()
+	p.times.Start = t0.Sub(batch)
 	var err error
 	defer func() {
 		if err == nil {
@@ -267,6 +333,8 @@ func (d *Device) create(op string, s Shader) (*Pipeline, error) {
 		p.module = nil
 		return nil, errorf(op, "WGSL for %q: %w", entry, err)
 	}
+	t1 := time.Now()
+	p.times.Module = t1.Sub(t0)
 	entries := make([]wgpu.BindGroupLayoutEntry, len(bindings))
 	for i, k := range bindings {
 		entries[i] = wgpu.BindGroupLayoutEntry{
@@ -294,5 +362,6 @@ func (d *Device) create(op string, s Shader) (*Pipeline, error) {
 		p.pipe = nil
 		return nil, errorf(op, "compute pipeline %q (bindings %v): %w", entry, bindings, err)
 	}
+	p.times.Pipeline = time.Since(t1)
 	return p, nil
 }

@@ -256,7 +256,7 @@ func (d *device) acquire(shaders []codegen.Shader) ([]*pipeline, bool, error) {
 		for j, k := range s.Bindings {
 			kinds[j] = gpu.BindingKind(k)
 		}
-		miss = append(miss, gpu.Shader{WGSL: s.Source, Entry: s.Entry, Bindings: kinds})
+		miss = append(miss, gpu.Shader{WGSL: s.Source, Entry: s.Entry, Bindings: kinds, Label: s.Name})
 		missKeys = append(missKeys, keys[i])
 	}
 	if len(miss) > 0 {
