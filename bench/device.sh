@@ -40,6 +40,7 @@
 #            scaled_dot_product_attention and torch.compile
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch; a small run's cost beyond
 #            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
+#   mlp      the MLP train step and each of its matmuls and column sums alone (BenchmarkMLPStepKernels)
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the issue's shapes, and transfers
 #   matmul   issue 35 item 2: the staged vec4 matmul kernel's tiles (ir.Tile.Stages) beside the rule's, exact and
@@ -324,6 +325,14 @@ suite_engine() {
 		-test.benchtime 20000x -test.cpuprofile "$OUT/resident.prof") >>"$OUT/bench_engine.txt" 2>&1
 	log "resident profile: exit $?"
 	cp $BIN/bench.test "$OUT/" 2>/dev/null # pprof needs the binary
+}
+# mlp (about 60 s): issue 35's MLP train step (4096, 1024→1024→1024→16), the whole step and each of its matmuls and
+# column sums alone (BenchmarkMLPStepKernels: which tile each takes, at what TFLOP/s), clock warmed
+suite_mlp() {
+	warm
+	benches bench_mlp.txt 120 bench 'MLPTrainStep/resident' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
+	benches bench_mlp.txt 180 bench 'MLPStepKernels' 50x GPUCC_BENCH_MLP=4096,1024,1024,16
+	grep -h '^Benchmark' "$OUT/bench_mlp.txt" | awk '{print $1, $4, $5}' >>"$OUT/visit.log"
 }
 suite_ops() {
 	benches ops_vs_builtin.txt 120 bench 'OpsVsBuiltin' 20x
