@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"mime/multipart"
 	"net/http/httptest"
 	"net/textproto"
@@ -40,6 +41,12 @@ func FuzzModelForm(f *testing.F) {
 	f.Add(false, model, []byte(`{"inputs":{"x":{"shape":[2,3],"data":[1,-2,0.5,4,5.25,"NaN"]}}}`), "y", ids.Bytes())
 	f.Add(false, int64Model(), []byte(`{"inputs":{"ids":{"dtype":"int64","shape":[3],"data":[9007199254740993,-1,9223372036854775807]}}}`), "", []byte(nil))
 	f.Add(false, int64Model(), []byte(nil), "ids", ids.Bytes())
+	var f64 bytes.Buffer
+	if err := npy.Write(&f64, &npy.Array{DType: "float64", Shape: []int{2}, Float64: []float64{math.Copysign(0, -1), math.Float64frombits(0x7ff0000000000001)}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(false, float64Model(2), []byte(nil), "x", f64.Bytes())
+	f.Add(false, float64Model(2), []byte(`{"inputs":{"x":{"dtype":"float64","shape":[2],"data":[5e-324,"Infinity"]}}}`), "", []byte(nil))
 	f.Add(true, []byte(nil), []byte("--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nxx\r\n--b--\r\n"), "", []byte(nil))
 	f.Fuzz(func(t *testing.T, raw bool, model, inputs []byte, npyName string, npyData []byte) {
 		var body bytes.Buffer

@@ -201,7 +201,7 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 	if t.DType != "" {
 		var ok bool
 		if dt, ok = ir.ParseDType(t.DType); !ok {
-			return nil, bad("dtype %s is not one of gpucc's (float32, float16, bfloat16, int32, int64, uint8, int8, uint32, bool)", ir.Quote(t.DType))
+			return nil, bad("dtype %s is not one of gpucc's (float32, float16, bfloat16, float64, int32, int64, uint8, int8, uint32, bool)", ir.Quote(t.DType))
 		}
 	}
 	if t.Shape == nil || t.Data == nil {
@@ -260,9 +260,9 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 			}
 			v.data = append(v.data, f)
 		case dt.IsFloat64():
-			f, err := strconv.ParseFloat(string(raw), 64)
-			if raw[0] == '"' || err != nil {
-				return nil, bad("value %s at element %d is not a finite float64", ir.QuoteBytes(raw), k)
+			f, err := jsonFloat64(raw, nonFinite)
+			if err != nil {
+				return nil, bad("value %s at element %d: %v", ir.QuoteBytes(raw), k, err)
 			}
 			v.ints = append(v.ints, ir.F64Bits(f))
 		default:
@@ -280,6 +280,24 @@ func (t jsonTensor) value(name string, maxElements int64, nonFinite bool) (*inpu
 		return nil, bad("data has %d values; shape %v has %d", got, *t.Shape, n)
 	}
 	return v, nil
+}
+
+// jsonFloat64 is jsonFloat of a float64 input: a JSON number as float64
+// (correctly rounded), or, under the non-finite policy, one of the
+// spellings a float64 output is written in.
+func jsonFloat64(raw []byte, nonFinite bool) (float64, error) {
+	switch raw[0] {
+	case '"':
+		f, err := jsonFloat(raw, nonFinite) // ±Inf and NaN: float32's are float64's
+		return float64(f), err
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return 0, errors.New("not a finite float64 (out of its range)")
+		}
+		return f, nil
+	}
+	return 0, errors.New("not a number")
 }
 
 // jsonFloat is a JSON number as float32 (correctly rounded), or one of

@@ -125,6 +125,12 @@ func FuzzRead(f *testing.F) {
 	f.Add(save("<i8", nil, false, le64(16000)))
 	f.Add(save("|b1", []int{2, 1}, false, []byte{1, 0}))
 	f.Add([]byte("\x93NUMPY\x02\x00\x10\x00\x00\x00{'descr': '<i4'}"))
+	// float64: a signalling NaN's payload, -0, the least subnormal, the
+	// largest finite and -Inf, whose bits the round trip keeps; float16's
+	// signalling NaN, -0 and -Inf.
+	f.Add(save("<f8", []int{5}, false, le64(0x7ff0000000000001, 1<<63, 1, 0x7fefffffffffffff, 0xfff0000000000000)))
+	f.Add(save("<f8", []int{}, false, le64(0x7ff8000000000000)))
+	f.Add(save("<f2", []int{3}, false, []byte{0x01, 0x7c, 0x00, 0x80, 0x00, 0xfc}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := Read(bytes.NewReader(b), 4096)
 		if err != nil {
@@ -137,7 +143,10 @@ func FuzzRead(f *testing.F) {
 		if n > 4096 || len(a.Float32)+len(a.Float64)+len(a.Int64) != n {
 			t.Fatalf("%d values for shape %v", len(a.Float32)+len(a.Float64)+len(a.Int64), a.Shape)
 		}
-		// What reads writes back, and reads again to the same bits.
+		// What reads writes back, and reads again to the same bits, but
+		// for a float16 NaN's payload, which Write does not keep (0x7c01
+		// reads as float32's 0x7f802000, which writes and reads back as
+		// another NaN): a NaN's payload is the hardware's (float64.go).
 		var buf bytes.Buffer
 		if err := Write(&buf, a); err != nil {
 			t.Fatalf("Write of a read array: %v", err)
@@ -145,6 +154,13 @@ func FuzzRead(f *testing.F) {
 		b2, err := Read(bytes.NewReader(buf.Bytes()), 4096)
 		if err != nil {
 			t.Fatalf("Read of Write's file: %v", err)
+		}
+		if a.DType == "float16" {
+			for i, v := range a.Float32 {
+				if v != v && b2.Float32[i] != b2.Float32[i] {
+					a.Float32[i], b2.Float32[i] = 0, 0
+				}
+			}
 		}
 		if !sameBits(a, b2) {
 			t.Fatalf("round trip: %+v, then %+v", a, b2)
