@@ -180,7 +180,7 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 	if d.pendingTo(b) {
 		// WriteBuffer's write runs before the next submission's
 		// commands, so the staged upload before it goes first.
-		if err := d.recordSubmit(nil, nil, nil, false); err != nil {
+		if err := d.recordSubmit(nil, nil, nil, nil); err != nil {
 			return errorf(op, "%w", err)
 		}
 	}

@@ -25,13 +25,20 @@ type Counts struct {
 	Buffers    int // buffers created (storage, uniform, staging)
 	Writes     int // queue.WriteBuffer calls
 	Maps       int // buffer maps asked for
+	// Commands are the commands recorded besides the dispatches and
+	// their pass, each a small operation of its own on the GPU: buffer
+	// copies (staged uploads, readbacks, the timestamps' copy out of the
+	// resolve buffer), query resolves, and the encoder's timestamp
+	// writes. A pass's own timestamps (timestampWrites) are part of its
+	// begin and end, not commands.
+	Commands int
 }
 
 // Sub returns c minus o, field by field: what happened between two reads.
 func (c Counts) Sub(o Counts) Counts {
 	return Counts{Submits: c.Submits - o.Submits, Waits: c.Waits - o.Waits, Scopes: c.Scopes - o.Scopes,
 		Encoders: c.Encoders - o.Encoders, BindGroups: c.BindGroups - o.BindGroups, Buffers: c.Buffers - o.Buffers,
-		Writes: c.Writes - o.Writes, Maps: c.Maps - o.Maps}
+		Writes: c.Writes - o.Writes, Maps: c.Maps - o.Maps, Commands: c.Commands - o.Commands}
 }
 
 // Counts returns what the device has asked of wgpu so far.

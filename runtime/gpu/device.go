@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,10 +47,18 @@ type Device struct {
 	n Counts
 
 	// timestamp resources, created lazily by RunTimed
-	tsOK      bool
-	tsQuery   *wgpu.QuerySet
-	tsResolve *wgpu.Buffer
-	tsRead    *wgpu.Buffer
+	tsOK bool
+	// tsPass: the compute pass writes a timed run's timestamps
+	// (timestampWrites: one query reset, the pass's begin and end), not
+	// the encoder around it (two resets, two commands); tsDirect: the
+	// queries resolve straight into the mapped read buffer (wgpu's
+	// mappable primary buffers), not into tsResolve and a copy from it.
+	// Until 2026-12-05 a timed run recorded the encoder's writes, the
+	// resolve and the copy: GPUCC_TIMESTAMPS=encoder still does.
+	tsPass, tsDirect bool
+	tsQuery          *wgpu.QuerySet
+	tsResolve        *wgpu.Buffer
+	tsRead           *wgpu.Buffer
 }
 
 type bindGroupEntry struct {
@@ -103,8 +112,12 @@ func Open(opts Options) (*Device, error) {
 	req.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
 	req.MaxBufferSize = al.MaxBufferSize
 	var features []wgpu.FeatureName
+	encoderTS := os.Getenv("GPUCC_TIMESTAMPS") == "encoder"
 	if d.info.TimestampQuery {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
+		if !encoderTS && d.adapter.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) {
+			features = append(features, wgpu.NativeFeatureMappablePrimaryBuffers)
+		}
 	}
 	// The workgroup limits are raised to the adapter's too (larger matmul
 	// tiles for the tuner); if the driver refuses, the storage limit alone,
@@ -138,6 +151,8 @@ func Open(opts Options) (*Device, error) {
 	d.dev = dev
 	d.queue = dev.GetQueue()
 	d.tsOK = len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
+	d.tsPass = !encoderTS
+	d.tsDirect = d.tsOK && !encoderTS && dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)
 	d.lim = limitsFrom(dev.GetLimits().Limits)
 	d.info.Limits = d.lim
 	d.info.TimestampQuery = d.tsOK
@@ -155,6 +170,17 @@ func (d *Device) requestDevice(req wgpu.Limits, features []wgpu.FeatureName) (de
 		RequiredFeatures: features,
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: req},
 	})
+}
+
+// readUsage is the usage of the buffers runs read back through: the read
+// staging ring and the timestamps' read buffer, which take the timestamps'
+// resolve when tsDirect.
+func (d *Device) readUsage() wgpu.BufferUsage {
+	u := wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst
+	if d.tsDirect {
+		u |= wgpu.BufferUsageQueryResolve
+	}
+	return u
 }
 
 // Info describes the device's adapter; its Limits are the limits of the
@@ -206,7 +232,7 @@ func (d *Device) check(op string) error {
 // submitEmpty submits an empty command buffer and waits until the queue
 // is idle: the writes queued before it are done then.
 func (d *Device) submitEmpty(op string) error {
-	if err := d.recordSubmit(nil, nil, nil, false); err != nil {
+	if err := d.recordSubmit(nil, nil, nil, nil); err != nil {
 		return errorf(op, "%w", err)
 	}
 	d.wait()

@@ -129,8 +129,9 @@ func (d *Device) Run(ds []Dispatch) error {
 	return err
 }
 
-// RunTimed is Run with GPU timestamps written by the command encoder before
-// and after the compute pass. It returns the elapsed GPU time with ok=true
+// RunTimed is Run with GPU timestamps written at the compute pass's begin
+// and end (by the encoder around it under GPUCC_TIMESTAMPS=encoder, with
+// the copies after the pass inside). It returns the elapsed GPU time with ok=true
 // when the device supports timestamp queries, and ok=false (and runs the
 // dispatches untimed) otherwise.
 //
@@ -164,11 +165,13 @@ type ReadBack struct {
 
 // RunReads is RunTimed followed by a Read of each of rs, in one
 // submission and one wait: the copies into the read staging buffer are
-// recorded after the dispatches in the same command encoder, the staging
-// buffer and the timestamps are mapped as soon as it is submitted, and
-// the one poll loop that waits for the run waits for those maps. A lone
-// run with host outputs pays one round trip to the GPU instead of one for
-// the run, one for the timestamps and one per output. When the outputs
+// recorded after the dispatches in the same command encoder, with the
+// timestamps resolved after them, the staging buffer is mapped as soon as
+// it is submitted, and the one poll loop that waits for the run waits for
+// that map. A lone run with host outputs pays one round trip to the GPU
+// instead of one for the run, one for the timestamps and one per output,
+// and one map (the timestamps take a map of their own only where they do
+// not fit the staging chunk after the outputs). When the outputs
 // together exceed ChainedReadBytes they are read as Read does, after the
 // run.
 func (d *Device) RunReads(ds []Dispatch, rs []ReadBack) (RunTimes, error) {
@@ -229,11 +232,21 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 		}
 		return rt, nil
 	}
-	if err := d.ensureReadRing(total); err != nil {
+	// The timestamps are resolved into the staging buffer after the
+	// outputs, where they fit its chunk: one map reads both (until
+	// 2026-12-05 the timestamps took a map and an unmap of their own).
+	need, at := total, (*tsPlace)(nil)
+	if off := roundUp(total, 256); timed && d.tsOK && off+16 <= d.readChunk() {
+		need, at = off+16, &tsPlace{off: off}
+	}
+	if err := d.ensureReadRing(need); err != nil {
 		return rt, errorf(op, "%w", err)
 	}
 	s := d.readStage[0]
-	ns, ok, err := d.record(op, ds, timed, stagingCopies(rs, s), true, &mapping{buf: s, mode: wgpu.MapModeRead, n: total})
+	if at != nil {
+		at.buf = s
+	}
+	ns, ok, err := d.recordAt(op, ds, timed, stagingCopies(rs, s), true, at, &mapping{buf: s, mode: wgpu.MapModeRead, n: need})
 	rt.GPU, rt.GPUTimed = time.Duration(ns), ok
 	if err != nil {
 		return rt, err
@@ -288,7 +301,7 @@ func (d *Device) Sync() error {
 		return err
 	}
 	if len(d.stages.pending) > 0 { // staged uploads are submitted work too
-		if err := d.recordSubmit(nil, nil, nil, false); err != nil {
+		if err := d.recordSubmit(nil, nil, nil, nil); err != nil {
 			return errorf("sync", "%w", err)
 		}
 	}
@@ -304,6 +317,14 @@ func (d *Device) Sync() error {
 // for all of it; they are left mapped for the caller. Timestamps are one
 // more such map.
 func (d *Device) record(op string, ds []Dispatch, timed bool, copies []copyOp, wait bool, maps ...*mapping) (uint64, bool, error) {
+	return d.recordAt(op, ds, timed, copies, wait, nil, maps...)
+}
+
+// recordAt is record with the timestamps resolved at at, a range of a
+// buffer that one of maps covers, when at is not nil: no map of their
+// own, and the caller unmaps the buffer. at.buf must take query results
+// when d.tsDirect (the read staging ring does).
+func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp, wait bool, at *tsPlace, maps ...*mapping) (uint64, bool, error) {
 	if err := d.check(op); err != nil {
 		return 0, false, err
 	}
@@ -332,7 +353,15 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, copies []copyOp, w
 		}
 		bgs[i] = bg
 	}
-	if err := d.recordSubmit(ds, bgs, copies, timed); err != nil {
+	own := timed && at == nil // the timestamps take tsRead and a map of their own
+	if own {
+		at = &tsPlace{buf: d.tsRead}
+		maps = append(maps, &mapping{buf: d.tsRead, mode: wgpu.MapModeRead, n: 16})
+	}
+	if !timed {
+		at = nil
+	}
+	if err := d.recordSubmit(ds, bgs, copies, at); err != nil {
 		return 0, false, errorf(op, "%w", err)
 	}
 	if !wait {
@@ -343,27 +372,30 @@ func (d *Device) record(op string, ds []Dispatch, timed bool, copies []copyOp, w
 		d.wait()
 		return 0, false, nil
 	}
-	var ts *mapping
-	if timed {
-		ts = &mapping{buf: d.tsRead, mode: wgpu.MapModeRead, n: 16}
-		maps = append(maps, ts)
-	}
 	if err := d.awaitMaps(op, maps); err != nil {
 		return 0, false, err
 	}
 	if !timed {
 		return 0, false, nil
 	}
-	m := d.tsRead.GetMappedRange(0, 16)
+	ns, ok := elapsed(at.buf.GetMappedRange(uint(at.off), 16))
+	if own {
+		if err := d.unmap(d.tsRead); err != nil {
+			return 0, false, errorf(op, "%w", err)
+		}
+	}
+	return ns, ok, nil
+}
+
+// elapsed is the time between two resolved timestamps, m's two
+// little-endian 64-bit words, and false when the second is the earlier.
+func elapsed(m []byte) (uint64, bool) {
 	t0 := binary.LittleEndian.Uint64(m[0:])
 	t1 := binary.LittleEndian.Uint64(m[8:])
-	if err := d.unmap(d.tsRead); err != nil {
-		return 0, false, errorf(op, "%w", err)
-	}
 	if t1 < t0 {
-		return 0, false, nil
+		return 0, false
 	}
-	return t1 - t0, true, nil
+	return t1 - t0, true
 }
 
 // stagingCopies are the copies of each of rs, one after the other, into
@@ -442,7 +474,7 @@ func (d *Device) initTimestamps() error {
 		return err
 	}
 	rd, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "gpucc timestamp read", Size: 16,
-		Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+		Usage: d.readUsage()})
 	if err != nil {
 		qs.Release()
 		res.Release()

@@ -15,6 +15,17 @@ void wgpuDevicePushErrorScope(gpuccHandle device, int filter);
 void wgpuDevicePopErrorScope(gpuccHandle device, gpuccErrorCallback callback, void *userdata);
 gpuccHandle wgpuDeviceCreateCommandEncoder(gpuccHandle device, void const *descriptor);
 gpuccHandle wgpuCommandEncoderBeginComputePass(gpuccHandle encoder, void const *descriptor);
+
+// WGPUComputePassTimestampWrites and WGPUComputePassDescriptor.
+typedef struct {
+	gpuccHandle query_set;
+	uint32_t begin, end;
+} gpucc_pass_ts;
+typedef struct {
+	void const *next;
+	char const *label;
+	gpucc_pass_ts const *ts;
+} gpucc_pass_desc;
 void wgpuComputePassEncoderSetPipeline(gpuccHandle pass, gpuccHandle pipeline);
 void wgpuComputePassEncoderSetBindGroup(gpuccHandle pass, uint32_t index, gpuccHandle group, size_t n, uint32_t const *offsets);
 void wgpuComputePassEncoderDispatchWorkgroups(gpuccHandle pass, uint32_t x, uint32_t y, uint32_t z);
@@ -40,11 +51,17 @@ typedef struct {
 	uint64_t dst_off, n;
 } gpucc_copy;
 
-// gpucc_rec is one recording's device, queue, timestamps (set NULL when
-// untimed) and outcome.
+// gpucc_rec is one recording's device, queue, timestamps (ts_set NULL
+// when untimed) and outcome. The two timestamps are written by the
+// compute pass itself (ts_pass; else by the encoder around the pass and
+// the copies after it) and resolved into ts_read at ts_off: straight
+// there when ts_direct (ts_read may take query results: wgpu's mappable
+// primary buffers), else into ts_resolve and copied.
 typedef struct {
 	gpuccHandle device, queue;
 	gpuccHandle ts_set, ts_resolve, ts_read;
+	uint64_t ts_off;
+	int32_t ts_pass, ts_direct;
 	int32_t err;
 	char msg[1024];
 } gpucc_rec;
@@ -58,8 +75,9 @@ static void gpucc_rec_error(int type, char const *message, void *u) {
 }
 
 // gpucc_record records the copies pre (staged uploads), then the
-// dispatches into one compute pass, then the copies, the pass and the
-// copies after it between timestamps when r->ts_set is set, and submits them
+// dispatches into one compute pass, then the copies, with the pass
+// between timestamps when r->ts_set is set (the copies after it too when
+// the encoder writes them), and submits them
 // (unless !submit: BenchmarkRecord times the recording alone): the
 // whole recording inside one validation error scope (WGPUErrorFilter_Validation
 // is 0), popped before the submission, so that a recording with an error
@@ -71,11 +89,14 @@ static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_d
 	for (size_t i = 0; i < np; i++) {
 		wgpuCommandEncoderCopyBufferToBuffer(enc, pre[i].src, pre[i].src_off, pre[i].dst, pre[i].dst_off, pre[i].n);
 	}
-	if (r->ts_set != NULL) {
+	int pass_ts = r->ts_set != NULL && r->ts_pass;
+	if (r->ts_set != NULL && !pass_ts) {
 		wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 0);
 	}
-	if (nd > 0) {
-		gpuccHandle pass = wgpuCommandEncoderBeginComputePass(enc, NULL);
+	if (nd > 0 || pass_ts) {
+		gpucc_pass_ts tw = {r->ts_set, 0, 1};
+		gpucc_pass_desc pd = {NULL, NULL, &tw};
+		gpuccHandle pass = wgpuCommandEncoderBeginComputePass(enc, pass_ts ? &pd : NULL);
 		for (size_t i = 0; i < nd; i++) {
 			wgpuComputePassEncoderSetPipeline(pass, ds[i].pipeline);
 			wgpuComputePassEncoderSetBindGroup(pass, 0, ds[i].group, 0, NULL);
@@ -88,9 +109,15 @@ static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_d
 		wgpuCommandEncoderCopyBufferToBuffer(enc, cs[i].src, cs[i].src_off, cs[i].dst, cs[i].dst_off, cs[i].n);
 	}
 	if (r->ts_set != NULL) {
-		wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 1);
-		wgpuCommandEncoderResolveQuerySet(enc, r->ts_set, 0, 2, r->ts_resolve, 0);
-		wgpuCommandEncoderCopyBufferToBuffer(enc, r->ts_resolve, 0, r->ts_read, 0, 16);
+		if (!pass_ts) {
+			wgpuCommandEncoderWriteTimestamp(enc, r->ts_set, 1);
+		}
+		if (r->ts_direct) {
+			wgpuCommandEncoderResolveQuerySet(enc, r->ts_set, 0, 2, r->ts_read, r->ts_off);
+		} else {
+			wgpuCommandEncoderResolveQuerySet(enc, r->ts_set, 0, 2, r->ts_resolve, 0);
+			wgpuCommandEncoderCopyBufferToBuffer(enc, r->ts_resolve, 0, r->ts_read, r->ts_off, 16);
+		}
 	}
 	gpuccHandle cmd = wgpuCommandEncoderFinish(enc, NULL);
 	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
@@ -175,19 +202,43 @@ type copyOp struct {
 	n      uint64
 }
 
+// tsPlace is where a timed recording resolves its two timestamps: the 16
+// bytes at off (a multiple of 256) of buf, a MapRead buffer: the device's
+// own (tsRead) or a run's read staging buffer, after its outputs, so
+// that one map reads both.
+type tsPlace struct {
+	buf *wgpu.Buffer
+	off uint64
+}
+
 // recordSubmit records ds (their bind groups bgs) into one compute pass,
-// then copies, with timestamps around them when timed, and submits them:
+// then copies, and submits them, the pass timed into ts unless ts is nil:
 // one cgo call and one error scope, where the binding took an error scope
 // for each of creating the encoder, ending the pass, each copy, each
 // timestamp call and finishing (9 for a timed run of one kernel). A
 // validation error comes back with wgpu's message and nothing is
 // submitted. d.mu is held.
-func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, timed bool) error {
-	return d.recordRun(ds, bgs, copies, timed, true)
+func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace) error {
+	return d.recordRun(ds, bgs, copies, ts, true)
+}
+
+// tsCommands is what timing a recording adds to it besides the pass's
+// own timestamps: the resolve, and the copy out of tsResolve unless the
+// resolve lands in the read buffer itself; the encoder's two timestamp
+// writes unless the pass writes them.
+func (d *Device) tsCommands() int {
+	n := 1
+	if !d.tsDirect {
+		n++
+	}
+	if !d.tsPass {
+		n += 2
+	}
+	return n
 }
 
 // recordRun is recordSubmit, which submits only when submit is set.
-func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, timed, submit bool) error {
+func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace, submit bool) error {
 	d.n.Encoders++
 	d.n.Scopes++
 	if d.rec == nil {
@@ -198,13 +249,16 @@ func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp
 	}
 	r := d.rec
 	r.err, r.msg[0] = 0, 0
-	r.ts_set, r.ts_resolve, r.ts_read = nil, nil, nil
+	r.ts_set, r.ts_resolve, r.ts_read, r.ts_off = nil, nil, nil, 0
+	r.ts_pass, r.ts_direct = cBool(d.tsPass), cBool(d.tsDirect)
 	r.device = singleRef(unsafe.Pointer(d.dev))
 	r.queue = pairRef(unsafe.Pointer(d.queue))
-	if timed {
+	if ts != nil {
 		r.ts_set = singleRef(unsafe.Pointer(d.tsQuery))
 		r.ts_resolve = pairRef(unsafe.Pointer(d.tsResolve))
-		r.ts_read = pairRef(unsafe.Pointer(d.tsRead))
+		r.ts_read = pairRef(unsafe.Pointer(ts.buf))
+		r.ts_off = C.uint64_t(ts.off)
+		d.n.Commands += d.tsCommands()
 	}
 	// The arrays hold C handles only, so they may live in Go memory.
 	d.recDs = d.recDs[:0]
@@ -219,6 +273,7 @@ func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp
 		pre = d.pendingCopies() // staged uploads go first (stage.go)
 	}
 	d.recPs = cCopies(d.recPs[:0], pre)
+	d.n.Commands += len(d.recCs) + len(d.recPs)
 	var dp *C.gpucc_dispatch
 	if len(d.recDs) > 0 {
 		dp = &d.recDs[0]
@@ -238,6 +293,13 @@ func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp
 		d.submitted()
 	}
 	return nil
+}
+
+func cBool(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cCopies appends copies to cs as C structs.

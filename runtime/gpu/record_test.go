@@ -81,7 +81,7 @@ func TestRecordErrors(t *testing.T) {
 			d.mu.Unlock()
 			t.Fatal(err)
 		}
-		err = d.recordSubmit([]Dispatch{{Pipeline: q, Groups: [3]uint32{1, 1, 1}}}, []*wgpu.BindGroup{bg}, nil, timed)
+		err = d.recordSubmit([]Dispatch{{Pipeline: q, Groups: [3]uint32{1, 1, 1}}}, []*wgpu.BindGroup{bg}, nil, tsOwn(d, timed))
 		d.mu.Unlock()
 		if err == nil || !strings.Contains(err.Error(), "wgpu") {
 			t.Fatalf("a bind group of another layout: got %v, want wgpu's error", err)
@@ -90,7 +90,7 @@ func TestRecordErrors(t *testing.T) {
 			t.Logf("bind group of another layout: %v", err)
 		}
 		d.mu.Lock()
-		err = d.recordSubmit(nil, nil, []copyOp{{src: big.buf, dst: out.buf, dstOff: 128, n: 256}}, round == 1 && timed)
+		err = d.recordSubmit(nil, nil, []copyOp{{src: big.buf, dst: out.buf, dstOff: 128, n: 256}}, tsOwn(d, round == 1 && timed))
 		d.mu.Unlock()
 		if err == nil {
 			t.Fatal("a copy past the end of a buffer was recorded")
@@ -144,21 +144,21 @@ func BenchmarkRecord(b *testing.B) {
 	b.Run("one-scope", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, timed, false); err != nil {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, tsOwn(d, timed), false); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("one-scope-untimed", func(b *testing.B) {
 		for b.Loop() {
-			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, false, false); err != nil {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, nil, false); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("empty", func(b *testing.B) { // an encoder finished with nothing in it
 		for b.Loop() {
-			if err := d.recordRun(nil, nil, nil, false, false); err != nil {
+			if err := d.recordRun(nil, nil, nil, nil, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -204,4 +204,13 @@ func bindingRecord(d *Device, ds []Dispatch, bg *wgpu.BindGroup, timed bool) err
 	}
 	cmd.Release()
 	return nil
+}
+
+// tsOwn is where a timed recording of the tests resolves its timestamps:
+// the device's own read buffer (nil when untimed).
+func tsOwn(d *Device, timed bool) *tsPlace {
+	if !timed {
+		return nil
+	}
+	return &tsPlace{buf: d.tsRead}
 }

@@ -105,6 +105,26 @@ func BenchmarkLoneRun(b *testing.B) {
 			}
 		}
 	})
+	// The timestamps as until 2026-12-05 (GPUCC_TIMESTAMPS=encoder): the
+	// encoder's two writes around the pass, the resolve into a buffer of
+	// their own and a copy to the mapped one; beside runtimed, where the
+	// pass writes them and they resolve into the mapped buffer.
+	b.Run("runtimed-encoder", func(b *testing.B) {
+		d.mu.Lock()
+		pass, direct := d.tsPass, d.tsDirect
+		d.tsPass, d.tsDirect = false, false
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			d.tsPass, d.tsDirect = pass, direct
+			d.mu.Unlock()
+		}()
+		for b.Loop() {
+			if _, _, err := d.RunTimed(ds); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("runreads", func(b *testing.B) {
 		rs := []ReadBack{{Buf: ds[0].Buffers[1], Out: out, Check: true}}
 		for b.Loop() {

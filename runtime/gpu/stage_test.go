@@ -87,7 +87,7 @@ func TestStagedUploads(t *testing.T) {
 	d.mu.Lock()
 	bg, err := d.bindGroup(&Dispatch{Pipeline: p, Buffers: []*Buffer{b, out}})
 	if err == nil {
-		err = d.recordSubmit([]Dispatch{{Pipeline: q, Groups: [3]uint32{1, 1, 1}}}, []*wgpu.BindGroup{bg}, nil, false)
+		err = d.recordSubmit([]Dispatch{{Pipeline: q, Groups: [3]uint32{1, 1, 1}}}, []*wgpu.BindGroup{bg}, nil, nil)
 	}
 	d.mu.Unlock()
 	if err == nil {

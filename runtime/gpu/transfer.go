@@ -260,7 +260,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 
 // submitCopy submits one buffer-to-buffer copy without waiting for it.
 func (d *Device) submitCopy(src *wgpu.Buffer, srcOff uint64, dst *wgpu.Buffer, dstOff, n uint64) error {
-	return d.recordSubmit(nil, nil, []copyOp{{src, srcOff, dst, dstOff, n}}, false)
+	return d.recordSubmit(nil, nil, []copyOp{{src, srcOff, dst, dstOff, n}}, nil)
 }
 
 // readChunk is the read staging ring's largest buffer size: the upload
@@ -289,7 +289,7 @@ func (d *Device) ensureReadRing(total uint64) error {
 	if size == d.readSize && d.readStage[0] != nil {
 		return nil
 	}
-	if err := d.ensureRing(d.readStage[:], &d.readSize, size, wgpu.BufferUsageMapRead|wgpu.BufferUsageCopyDst, "gpucc read staging"); err != nil {
+	if err := d.ensureRing(d.readStage[:], &d.readSize, size, d.readUsage(), "gpucc read staging"); err != nil {
 		return fmt.Errorf("staging buffers of %d B: %w", size, err)
 	}
 	return nil
