@@ -2,6 +2,7 @@ package gpucc_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -71,11 +72,13 @@ func TestBatchedMatmul(t *testing.T) {
 // TestBatchedMatmulTiles runs the batched cases under each of the tiling
 // pass's tiles on webgpu, the vec4 ones included: the batch offset of a
 // workgroup never changes which products an output adds, or their order;
-// the staged vec4 kernel's (ir.Tile.Stages) too.
+// the staged vec4 kernel's (ir.Tile.Stages) too, and its options (ir.Tile.Opts).
 func TestBatchedMatmulTiles(t *testing.T) {
 	for _, tile := range []ir.Tile{passes.TileLarge, passes.TileWide, passes.TileMedium, passes.TileSmall, passes.TileFallback,
-		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}, {BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1}} {
-		t.Run(fmt.Sprintf("%dx%d_%dx%d_k%d_v%d_s%d", tile.BM, tile.BN, tile.TM, tile.TN, tile.BK, tile.Vector, tile.Stages), func(t *testing.T) {
+		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}, {BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1},
+		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileWarp},
+		{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 2, Opts: ir.TileLean}} {
+		t.Run(strings.ReplaceAll(passes.TileString(tile), "/", "_"), func(t *testing.T) {
 			rt := open(t, "webgpu", func(o *gpucc.Options) { o.Passes.Tile = &tile })
 			for i, c := range batchedCases {
 				for _, tr := range [][2]bool{{false, false}, {true, true}} {

@@ -52,16 +52,21 @@ func TestMatmulTilesExact(t *testing.T) {
 // stagedTiles are the staged vec4 kernel's tiles (ir.Tile.Stages) the
 // H200 visits compare with the rule's (bench/device.sh's matmul suite):
 // one and two workgroup buffers, the rule's large and wide shapes, register
-// tiles of 8×16 (128 and 256 threads), a one-row tile, and a k-step of 4.
+// tiles of 8×16 (128 and 256 threads), a one-row tile, a k-step of 4, and
+// the double-buffered kernel's options (l, w), whose guards go where the
+// shape divides the tile.
 // Each fits WebGPU's default 16 KiB of workgroup memory, all the H200
 // granted through wgpu 0.19 (runtime/gpu's Open).
 var stagedTiles = []string{"128x128/8x8k16v4s1", "128x128/8x8k8v4s2", "64x128/8x8k8v4s2", "128x128/8x16k8v4s2",
-	"128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2"}
+	"128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2",
+	// the double-buffered kernel's options (ir.Tile.Opts): lean, warp, both
+	"64x128/8x8k8v4s2l", "64x128/8x8k8v4s2lw", "128x128/8x8k8v4s2lw", "32x64/4x4k16v4s2lw", "64x64/8x4k4v4s2w"}
 
 // TestMatmulStagedExact runs the staged vec4 kernel under each of
 // stagedTiles on shapes that leave every kind of partial tile: sides of
 // 1, 3, 63, 64, 65, 129 and 132 outputs, k of 4, 5, 63, 65 and 132 (a partial
-// last k-tile, a single one, one past a whole one), each operand plain or
+// last k-tile, a single one, one past a whole one), then sides that every
+// tile divides, each operand plain or
 // read transposed in place with the side it is read along a multiple of
 // four (else the tile falls back to the scalar kernel, which
 // TestMatmulTilesExact covers), and checks the bits against cpuref.
@@ -75,6 +80,8 @@ func TestMatmulStagedExact(t *testing.T) {
 		{64, 65, 68, true, false}, {132, 5, 4, true, false}, {4, 63, 132, true, false},
 		{65, 68, 63, false, true}, {129, 8, 3, false, true},
 		{68, 132, 65, true, true},
+		// every side a multiple of every tile's: the lean kernel's unguarded loads, stores and epilogue
+		{128, 24, 256, false, false}, {256, 16, 128, true, true},
 	}
 	for _, name := range stagedTiles {
 		tile, err := passes.ParseTile(name)

@@ -319,7 +319,29 @@ type Tile struct {
 	// order; only speed differs. The scalar matmul has one form (0); a
 	// conv GEMM tile with 2 is double-buffered the same way.
 	Stages int `json:",omitempty"`
+	// Opts are options of the double-buffered vec4 kernel (Stages 2):
+	// each issues the same products in the same order with fewer
+	// instructions, so only speed differs.
+	Opts TileOpts `json:",omitempty"`
 }
+
+// TileOpts is a set of the double-buffered vec4 matmul kernel's options
+// (ir.Tile.Opts); passes.ParseTile reads each as a letter after "s2".
+type TileOpts uint8
+
+const (
+	// TileLean ("l"): operands read from global memory as vec4s (one load
+	// and one bounds clamp a vec4, not four) where their alignment allows,
+	// no guard where the shape divides the tile, the k-tiles unrolled by
+	// two so both workgroup buffers are indexed by constants, and the last
+	// k-tile peeled so the loop tests nothing but its counter.
+	TileLean TileOpts = 1 << iota
+	// TileWarp ("w"): each 32 threads (an NVIDIA warp) compute an 8×4 block
+	// of the thread grid rather than 16×2, so a warp's workgroup-memory
+	// reads of B span 8 vec4s, not 16. Without l it keeps every guard but
+	// takes l's k loop (unrolled by two, the last k-tile peeled).
+	TileWarp
+)
 
 // Kernel is one dispatch. Which fields matter depends on Kind.
 type Kernel struct {
@@ -378,6 +400,12 @@ func tileText(t Tile) string {
 	s := fmt.Sprintf("%dx%d/%dx%d k%d vec%d", t.BM, t.BN, t.TM, t.TN, t.BK, t.Vector)
 	if t.Stages != 0 {
 		s += fmt.Sprintf(" stages%d", t.Stages)
+	}
+	if t.Opts&TileLean != 0 {
+		s += " lean"
+	}
+	if t.Opts&TileWarp != 0 {
+		s += " warp"
 	}
 	return s
 }
@@ -599,7 +627,8 @@ func appendKernelKey(b []byte, k *Kernel) []byte {
 	}
 	u(len(k.Name))
 	b = append(b, k.Name...)
-	u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Tile.Stages, k.Blocks, int(k.Reduce))
+	// Stages is 0-2: the options above its byte leave every older key as it was.
+	u(int(k.Kind), k.M, k.K, k.N, k.Tile.BM, k.Tile.BN, k.Tile.TM, k.Tile.TN, k.Tile.BK, k.Tile.Vector, k.Tile.Stages|int(k.Tile.Opts)<<8, k.Blocks, int(k.Reduce))
 	shape(k.Shape)
 	u(b1(k.Keep != nil))
 	shape(k.Keep)

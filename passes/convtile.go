@@ -45,7 +45,7 @@ func convTile(k *ir.Kernel, o Options) error {
 	if o.Tile == nil && m >= TileConv.BM && n >= TileConv.BN && groups(q, TileConv) >= WaveGroups {
 		t = TileConv
 	}
-	t.Vector, t.Stages = 1, 0
+	t.Vector, t.Stages, t.Opts = 1, 0, 0 // the matmul kernel's options are not the GEMM's
 	if o.Tile != nil && o.Tile.Stages == 2 {
 		t.Stages = 2 // a forced s2 tile is the double-buffered GEMM
 	}

@@ -131,7 +131,7 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 			t.Vector = 1
 		}
 		if t.Vector != 4 {
-			t.Stages = 0 // the scalar matmul has one form
+			t.Stages, t.Opts = 0, 0 // the scalar matmul has one form
 		}
 		return t
 	case k.M == 1 && k.N >= RowMinN && vec4Operands(k):
@@ -187,6 +187,12 @@ func wellFormed(t ir.Tile) bool {
 	if t.Stages < 0 || t.Stages > 2 || t.Stages > 0 && t.Vector != 4 {
 		return false
 	}
+	if t.Opts != 0 && (t.Stages != 2 || t.Opts&^(ir.TileLean|ir.TileWarp) != 0) {
+		return false // the options are the double-buffered vec4 kernel's
+	}
+	if tx, ty := t.BN/t.TN, t.BM/t.TM; t.Opts&ir.TileWarp != 0 && (tx%8 != 0 || ty%4 != 0) {
+		return false // a warp's 8×4 block of threads must tile the thread grid
+	}
 	switch t.Vector {
 	case 1:
 		return true
@@ -241,12 +247,20 @@ func tileBytes(t ir.Tile) int {
 
 // ParseTile reads a tile written BMxBN/TMxTNkBK, optionally followed by
 // v4 (the vec4 kernel) and then s1 or s2 (its staged form, ir.Tile.Stages;
-// without v4, s2 is the conv GEMM's double-buffered form):
-// "128x128/8x8k16v4s2", "16x16/1x1k16s2". The benchmarks and their environment variables
-// name tiles this way. A tile the generators cannot emit is refused.
+// without v4, s2 is the conv GEMM's double-buffered form), and after v4s2
+// the letters of its options (ir.Tile.Opts: l lean, w warp, in that
+// order): "128x128/8x8k16v4s2", "64x128/8x8k8v4s2lw", "16x16/1x1k16s2".
+// The benchmarks and their environment variables name tiles this way. A
+// tile the generators cannot emit is refused.
 func ParseTile(s string) (ir.Tile, error) {
 	t := ir.Tile{Vector: 1}
 	rest := s
+	for _, o := range tileOptLetters {
+		if r, ok := strings.CutSuffix(rest, o.letter); ok {
+			t.Opts |= o.opt
+			rest = r
+		}
+	}
 	if i := strings.LastIndexByte(rest, 's'); i > 0 {
 		fmt.Sscanf(rest[i:], "s%d", &t.Stages)
 		rest = rest[:i]
@@ -256,7 +270,7 @@ func ParseTile(s string) (ir.Tile, error) {
 	}
 	fmt.Sscanf(rest, "%dx%d/%dx%dk%d", &t.BM, &t.BN, &t.TM, &t.TN, &t.BK)
 	if TileString(t) != s { // nothing left over, nothing read twice
-		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2]", s)
+		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2][l][w]", s)
 	}
 	// s2 without v4 is the double-buffered conv GEMM (a matmul runs it as
 	// its scalar kernel).
@@ -265,7 +279,7 @@ func ParseTile(s string) (ir.Tile, error) {
 		u.Stages = 0
 	}
 	if !wellFormed(u) {
-		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4)", s)
+		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l and w need v4s2, w a thread grid of 8k×4k)", s)
 	}
 	return t, nil
 }
@@ -279,5 +293,16 @@ func TileString(t ir.Tile) string {
 	if t.Stages != 0 {
 		s += fmt.Sprintf("s%d", t.Stages)
 	}
+	for j := len(tileOptLetters) - 1; j >= 0; j-- {
+		if o := tileOptLetters[j]; t.Opts&o.opt != 0 {
+			s += o.letter
+		}
+	}
 	return s
 }
+
+// tileOptLetters name ir.Tile.Opts in a tile's text, last letter first.
+var tileOptLetters = []struct {
+	letter string
+	opt    ir.TileOpts
+}{{"w", ir.TileWarp}, {"l", ir.TileLean}}

@@ -88,6 +88,10 @@ func TestParseTile(t *testing.T) {
 		{"128x128/8x8k8v4s2", ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}},
 		{"32x64/4x4k16v4s1", ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1}},
 		{"16x16/1x1k16s2", ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1, Stages: 2}}, // the double-buffered conv GEMM
+		// the double-buffered vec4 kernel's options
+		{"64x128/8x8k8v4s2l", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean}},
+		{"64x128/8x8k8v4s2w", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileWarp}},
+		{"64x128/8x8k8v4s2lw", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileWarp}},
 	} {
 		got, err := ParseTile(c.in)
 		if err != nil || got != c.want {
@@ -98,7 +102,10 @@ func TestParseTile(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "64x64", "64x64/4x4", "64x64/4x4k16s1", "64x64/4x4k16v4s3", "64x64/4x4k16v4sx",
-		"64x64/3x4k16", "64x64/4x4k16zz", "64x64/4x4k16v2", "64x64/4x4k6v4", "-64x64/4x4k16", "64x64/4x4k16 v4"} {
+		"64x64/3x4k16", "64x64/4x4k16zz", "64x64/4x4k16v2", "64x64/4x4k6v4", "-64x64/4x4k16", "64x64/4x4k16 v4",
+		// options: only after v4s2, l before w, once each; w needs a thread grid of 8k×4k threads (32x32/4x8 has 4×8)
+		"64x128/8x8k8v4s1l", "64x128/8x8k8v4l", "64x128/8x8k8l", "16x16/1x1k16s2l", "64x128/8x8k8v4s2wl", "64x128/8x8k8v4s2ll",
+		"64x128/8x8k8v4s2x", "32x32/4x8k8v4s2w", "64x128/8x8k8v4s2lww"} {
 		if got, err := ParseTile(bad); err == nil {
 			t.Errorf("ParseTile(%q) = %+v, want an error", bad, got)
 		}

@@ -133,6 +133,11 @@ type stager struct {
 	direct bool
 	dst    string
 	shared string
+	// sideGuard and kGuard are guard's two terms: the tile's rows (columns)
+	// within M (N), and its k within K. matmulLean keeps only those its
+	// shape needs (leanGuard), and reads whole vec4s where vec.
+	sideGuard, kGuard string
+	leanGuard, vec    bool
 }
 
 func (s stager) fetch(b *strings.Builder, indent, reg, e, kt string, total int) {
@@ -163,11 +168,11 @@ func (s stager) store(b *strings.Builder, reg, e string, total int) {
 func stagerA(a ir.Operand, t ir.Tile, off string) stager {
 	if a.MatrixTransposed() { // buffer [K,M]: u = kk, v = row; four rows are contiguous
 		return stager{in: "in0", span: t.BM / 4, direct: true, shared: "As",
-			guard: "row0 + v < M && kt0 + u < K", base: off + "(kt0 + u) * M + row0 + v"}
+			guard: "row0 + v < M && kt0 + u < K", sideGuard: "row0 + v < M", kGuard: "kt0 + u < K", base: off + "(kt0 + u) * M + row0 + v"}
 	}
 	// buffer [M,K]: u = row, v = kk; four k are contiguous, stored transposed
 	return stager{in: "in0", span: t.BK / 4, shared: "As",
-		guard: "row0 + u < M && kt0 + v < K", base: off + "(row0 + u) * K + kt0 + v",
+		guard: "row0 + u < M && kt0 + v < K", sideGuard: "row0 + u < M", kGuard: "kt0 + v < K", base: off + "(row0 + u) * K + kt0 + v",
 		dst: fmt.Sprintf("As[(v + Qu) * %du + u / 4u][u %% 4u]", t.BM/4)}
 }
 
@@ -175,10 +180,10 @@ func stagerA(a ir.Operand, t ir.Tile, off string) stager {
 func stagerB(bb ir.Operand, t ir.Tile, off string) stager {
 	if !bb.MatrixTransposed() { // buffer [K,N]: u = kk, v = col; four columns are contiguous
 		return stager{in: "in1", span: t.BN / 4, direct: true, shared: "Bs",
-			guard: "col0 + v < N && kt0 + u < K", base: off + "(kt0 + u) * N + col0 + v"}
+			guard: "col0 + v < N && kt0 + u < K", sideGuard: "col0 + v < N", kGuard: "kt0 + u < K", base: off + "(kt0 + u) * N + col0 + v"}
 	}
 	// buffer [N,K]: u = col, v = kk; four k are contiguous, stored transposed
 	return stager{in: "in1", span: t.BK / 4, shared: "Bs",
-		guard: "col0 + u < N && kt0 + v < K", base: off + "(col0 + u) * K + kt0 + v",
+		guard: "col0 + u < N && kt0 + v < K", sideGuard: "col0 + u < N", kGuard: "kt0 + v < K", base: off + "(col0 + u) * K + kt0 + v",
 		dst: fmt.Sprintf("Bs[(v + Qu) * %du + u / 4u][u %% 4u]", t.BN/4)}
 }

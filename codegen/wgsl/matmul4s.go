@@ -67,10 +67,10 @@ func matmulStaged(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool
 	}
 	store := func(indent, stage string) {
 		for j := 0; j < na; j++ {
-			sa.storeStaged(b, indent, stage, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*am, am)
+			sa.storeStaged(b, indent, stage, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*am, am, true)
 		}
 		for j := 0; j < nb; j++ {
-			sb.storeStaged(b, indent, stage, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*bn, bn)
+			sb.storeStaged(b, indent, stage, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), t.BK*bn, bn, true)
 		}
 	}
 	lanes := "xyzw"
@@ -166,11 +166,16 @@ func matmulStaged(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool
 // into stage of the [stage][kk][vec4] workgroup array: as is when the
 // fetched vec4 lies along the array's vec4s (direct), else its four
 // lanes, four k-steps of one row (column), each into its k-step's vec4.
-// inner is the array's vec4s a k-step.
-func (s stager) storeStaged(b *strings.Builder, indent, stage, reg, e string, total, inner int) {
+// inner is the array's vec4s a k-step. A lean stager (matmulLean) tests
+// e < total only where tail says a thread may be past the tile's last.
+func (s stager) storeStaged(b *strings.Builder, indent, stage, reg, e string, total, inner int, tail bool) {
 	fmt.Fprintf(b, "%s{\n%s\tlet e = %s;\n", indent, indent, e)
 	in := indent + "\t"
-	fmt.Fprintf(b, "%sif (e < %du) {\n", in, total)
+	if s.leanGuard && !tail {
+		fmt.Fprintf(b, "%s{\n", in) // the same lines, unguarded
+	} else {
+		fmt.Fprintf(b, "%sif (e < %du) {\n", in, total)
+	}
 	if s.direct { // e = u·span + v/4, span == inner: [kk = u][vec4 v/4]
 		fmt.Fprintf(b, "%s\t%s[%s][e / %du][e %% %du] = %s;\n", in, s.shared, stage, inner, inner, reg)
 	} else { // u: the row (column), v: the first of four k-steps

@@ -229,6 +229,9 @@ func generate(k *ir.Kernel, t Target) codegen.Shader {
 		if e := attInputElem(k, i); e != "" {
 			elem = e
 		}
+		if e := matmulInputElem(k, i); e != "" {
+			elem = e
+		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read> in%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadOnly)
 		binding++
