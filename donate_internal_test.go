@@ -361,3 +361,81 @@ func TestDonateGap(t *testing.T) {
 		})
 	}
 }
+
+// TestDonateInputAsOutput: a donated input that the graph also returns
+// as it is (an output of the input node itself), kept and not kept,
+// beside a scatter of it: the kept output holds the input's values after
+// the donation, on every backend, and releasing it frees every byte;
+// the donated handle is refused.
+func TestDonateInputAsOutput(t *testing.T) {
+	b := ir.NewBuilder()
+	cache := b.NamedInput("cache", ir.Shape{2, 8}, make([]float32, 16))
+	row := b.NamedInput("row", ir.Shape{2, 1}, []float32{7, 9})
+	pos := b.TypedInput("pos", ir.I64, ir.Shape{2, 1}, nil, []int64{3, -1})
+	b.Output("same", cache)
+	b.Output("present", cache.ScatterElements(pos, row, 1, ir.ScatterNone))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	host := make([]float32, 16)
+	for i := range host {
+		host[i] = float32(i) - 4.5
+	}
+	host[0] = float32(math.Copysign(0, -1))
+	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
+		t.Run(be, func(t *testing.T) {
+			rt, err := Open(ctx, Options{Backend: be, AllowSoftware: true})
+			if err != nil {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+					t.Fatal(err)
+				}
+				t.Skipf("%s: %v", be, err)
+			}
+			defer rt.Close()
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			for _, keep := range [][]string{{"same", "present"}, {"same"}, {"present"}, nil} {
+				x, err := rt.Upload(ctx, ir.Shape{2, 8}, host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := exe.RunWith(ctx, Inputs{"cache": x}, RunOptions{Keep: keep, Donate: []string{"cache"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := x.Read(ctx, nil); CodeOf(err) != ir.CodeInvalidTensor {
+					t.Fatalf("keep %v: the donated tensor read: %v", keep, err)
+				}
+				values := func(name string) []float32 {
+					if k, ok := res.Kept[name]; ok {
+						v, err := k.Read(ctx, nil)
+						if err != nil {
+							t.Fatalf("keep %v: %s: %v", keep, name, err)
+						}
+						k.Release()
+						return v
+					}
+					return res.Outputs[name].Data
+				}
+				present := slices.Clone(host)
+				present[3], present[15] = 7, 9
+				for name, want := range map[string][]float32{"same": host, "present": present} {
+					got := values(name)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("keep %v: %s[%d] = %v, want %v", keep, name, i, got[i], want[i])
+						}
+					}
+				}
+				if rt.live != 0 {
+					t.Fatalf("keep %v: %d bytes live after every release", keep, rt.live)
+				}
+			}
+		})
+	}
+}
