@@ -22,6 +22,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpucc/gpucc/ir"
 )
@@ -131,7 +132,7 @@ func FuncsOf(ks ...*ir.Kernel) []*ir.Func {
 	var out []*ir.Func
 	seen := map[*ir.Func]bool{}
 	add := func(op ir.Op) {
-		for _, f := range op.Info().Expr.Funcs() {
+		for _, f := range funcsOf(op.Info().Expr) {
 			if !seen[f] {
 				seen[f] = true
 				out = append(out, f)
@@ -243,9 +244,42 @@ func bodyConstants(k *ir.Kernel) []float32 {
 // sub or mul (or of its exact form, see Exact), which a compiler could
 // otherwise reassociate, and ±Inf and NaN, which WGSL refuses as constant
 // expressions.
+//
+// The result is computed once per expression (the op table's and its
+// functions' are fixed) and shared: callers must not modify it. A model's
+// kernels ask for the same few expressions thousands of times (EfficientNet-B0's
+// 115 kernels: a third of its WGSL generation walked them afresh).
 func arithConsts(x *ir.X) []*ir.X {
+	if c, ok := arithMemo.Load(x); ok {
+		return c.([]*ir.X)
+	}
+	c, _ := arithMemo.LoadOrStore(x, arithConstsOf(x))
+	return c.([]*ir.X)
+}
+
+// funcsOf is x.Funcs(), computed once per expression as arithConsts is.
+func funcsOf(x *ir.X) []*ir.Func {
+	if fs, ok := funcsMemo.Load(x); ok {
+		return fs.([]*ir.Func)
+	}
+	fs, _ := funcsMemo.LoadOrStore(x, x.Funcs())
+	return fs.([]*ir.Func)
+}
+
+// nodesOf is x.Nodes(), computed once per expression as arithConsts is.
+func nodesOf(x *ir.X) []*ir.X {
+	if ns, ok := nodesMemo.Load(x); ok {
+		return ns.([]*ir.X)
+	}
+	ns, _ := nodesMemo.LoadOrStore(x, x.Nodes())
+	return ns.([]*ir.X)
+}
+
+var arithMemo, funcsMemo, nodesMemo sync.Map // *ir.X -> []*ir.X, []*ir.Func, []*ir.X
+
+func arithConstsOf(x *ir.X) []*ir.X {
 	used := map[*ir.X]bool{}
-	nodes := x.Nodes()
+	nodes := nodesOf(x)
 	for _, n := range nodes {
 		for _, a := range n.Args {
 			used[a] = used[a] || a.Op == ir.XConst && (n.Arithmetic() || n.Op == ir.XCall && exactPrim[n.Fn] || a.Bits&0x7f800000 == 0x7f800000)
@@ -344,7 +378,7 @@ func Value(j int) string { return fmt.Sprintf("v%d", j) }
 // constant as a slot where it is an arithmetic operand, else as an exact
 // literal (Zero and One for a selected 0 or 1, see Lang).
 func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant func(float32) string) []string {
-	nodes := x.Nodes()
+	nodes := nodesOf(x)
 	arith := map[*ir.X]string{}
 	for _, c := range arithConsts(x) {
 		arith[c] = constant(math.Float32frombits(c.Bits))

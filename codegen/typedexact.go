@@ -286,7 +286,7 @@ func renderExact(l Lang, x *ir.X, args []string, scalar []float32, name string) 
 		args[1] = constant(scalar[0])
 	}
 	body = expr(l, x, name, args, len(scalar) > 0, constant)
-	fs := x.Funcs()
+	fs := funcsOf(x)
 	defs = Define(l, fs, len(consts))
 	for _, f := range fs {
 		for _, c := range arithConsts(f.Body) {
