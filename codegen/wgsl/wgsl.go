@@ -200,13 +200,13 @@ func (t Target) Emit(sp *ir.Sealed) ([]codegen.Shader, error) {
 		return nil, attTileEnv
 	}
 	p := sp.Program()
-	shaders := make([]codegen.Shader, len(p.Kernels))
 	for i := range p.Kernels {
 		if err := checkLoops(&p.Kernels[i]); err != nil {
 			return nil, err
 		}
-		shaders[i] = generate(&p.Kernels[i], t)
 	}
+	shaders := make([]codegen.Shader, len(p.Kernels))
+	codegen.Each(len(p.Kernels), func(i int) { shaders[i] = generate(&p.Kernels[i], t) })
 	return shaders, nil
 }
 

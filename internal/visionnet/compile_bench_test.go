@@ -3,12 +3,15 @@ package visionnet_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/cache"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/internal/visionnet"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -79,5 +82,42 @@ func BenchmarkFirstCompile(b *testing.B) {
 			b.ReportMetric(float64(compile-codegen)/n, "pipelines-ms")
 			_ = ir.F32
 		})
+	}
+}
+
+// BenchmarkEmit times WGSL generation alone (wgsl.Target.Emit) for each
+// model's sealed program, one kernel at a time (codegen.Workers 1) and
+// several at once (GOMAXPROCS).
+func BenchmarkEmit(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		raw  []byte
+	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}} {
+		lim := limits
+		lim.NonFinite = true
+		g, err := onnx.Load(bytes.NewReader(m.raw), onnx.Options{Limits: lim})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan, err := gpucc.Seal(g, lim, passes.WebGPUDefault, passes.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sp, err := plan.Sealed()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, workers := range []int{1, 0} {
+			b.Run(fmt.Sprintf("%s/workers=%d", m.name, workers), func(b *testing.B) {
+				defer func(w int) { codegen.Workers = w }(codegen.Workers)
+				codegen.Workers = workers
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := (wgsl.Target{}).Emit(sp); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
