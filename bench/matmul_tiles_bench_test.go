@@ -9,8 +9,8 @@ package bench
 // FastErrorBound of the float64 product; a tile that fails is an error,
 // never a figure.
 //
-//	GPUCC_BENCH_MATMUL_SHAPES  shapes, N (N³) or MxKxN, comma-separated
-//	                           (default 4096)
+//	GPUCC_BENCH_MATMUL_SHAPES  shapes, N (N³) or MxKxN[ta][tb] (operands
+//	                           read transposed), comma-separated (default 4096)
 //	GPUCC_BENCH_MATMUL_TILES   tiles, space-separated, as passes.ParseTile
 //	                           reads them ("128x128/8x8k8v4s2"), or "rule"
 //	                           for the tiling pass's own choice (default:
@@ -106,15 +106,20 @@ func envString(name, def string) string {
 }
 
 // matmulShapes reads GPUCC_BENCH_MATMUL_SHAPES: N (N³) or MxKxN,
-// comma-separated.
+// comma-separated, MxKxN optionally followed by ta, tb or tatb (A, B or
+// both read through a transpose, as tune.Shape's String writes them: the
+// MLP step's gradients are 1024x4096x1024ta and 4096x1024x1024tb).
 func matmulShapes(list string) ([]tune.Shape, error) {
 	var out []tune.Shape
 	for _, f := range strings.Split(list, ",") {
 		var s tune.Shape
-		if n, err := strconv.Atoi(f); err == nil {
+		rest := f
+		rest, s.TB = strings.CutSuffix(rest, "tb")
+		rest, s.TA = strings.CutSuffix(rest, "ta")
+		if n, err := strconv.Atoi(rest); err == nil && !s.TA && !s.TB {
 			s = tune.Shape{M: n, K: n, N: n}
-		} else if _, err := fmt.Sscanf(f, "%dx%dx%d", &s.M, &s.K, &s.N); err != nil {
-			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q is not N or MxKxN", f)
+		} else if _, err := fmt.Sscanf(rest, "%dx%dx%d", &s.M, &s.K, &s.N); err != nil || s.String() != f {
+			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q is not N or MxKxN[ta][tb]", f)
 		}
 		if s.M <= 0 || s.K <= 0 || s.N <= 0 {
 			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q has a side below 1", f)

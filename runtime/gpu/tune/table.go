@@ -178,10 +178,10 @@ type chooser struct {
 }
 
 func (c chooser) TileFor(k *ir.Kernel) *ir.Tile {
-	if k.Inputs[0].MatrixTransposed() || k.Inputs[1].MatrixTransposed() {
-		return nil // tuned on plain operands only
-	}
-	e, ok := c.t.Entries[Key(c.info, c.fast, Class(Shape{k.M, k.K, k.N}))]
+	// a transposed operand's class is its own (Class: -ta, -tb): a tile
+	// tuned on plain operands is not taken for it
+	s := Shape{M: k.M, K: k.K, N: k.N, TA: k.Inputs[0].MatrixTransposed(), TB: k.Inputs[1].MatrixTransposed()}
+	e, ok := c.t.Entries[Key(c.info, c.fast, Class(s))]
 	if !ok {
 		return nil
 	}

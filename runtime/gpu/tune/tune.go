@@ -17,10 +17,26 @@ import (
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
-// Shape is a matmul's [M,K]×[K,N].
-type Shape struct{ M, K, N int }
+// Shape is a matmul's [M,K]×[K,N]; TA (TB) reads A (B) in place through
+// a transpose of a buffer laid out [K,M] ([N,K]), as a training step's
+// gradients do.
+type Shape struct {
+	M, K, N int
+	TA, TB  bool
+}
 
-func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.M, s.K, s.N) }
+// String writes s as MxKxN, followed by ta, tb or tatb for the operands
+// read transposed.
+func (s Shape) String() string {
+	t := ""
+	if s.TA {
+		t += "ta"
+	}
+	if s.TB {
+		t += "tb"
+	}
+	return fmt.Sprintf("%dx%dx%d%s", s.M, s.K, s.N, t)
+}
 
 // Flops is the shape's arithmetic: a multiply and an add per step.
 func (s Shape) Flops() float64 { return 2 * float64(s.M) * float64(s.K) * float64(s.N) }
@@ -71,7 +87,7 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 			4*t.BK*(t.BM+t.BN) <= int(l.MaxComputeWorkgroupStorageSize) &&
 			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
 	}
-	if s.K%4 == 0 && s.N%4 == 0 {
+	if s.vec4() {
 		for _, bm := range []int{32, 64, 128} {
 			for _, bn := range []int{32, 64, 128} {
 				for _, tm := range []int{4, 8} {
@@ -145,10 +161,22 @@ func Class(s Shape) string {
 		return "l"
 	}
 	c := b(s.M) + b(s.K) + b(s.N)
-	if s.K%4 == 0 && s.N%4 == 0 {
+	if s.vec4() {
 		c += "-v4"
 	}
+	if s.TA {
+		c += "-ta"
+	}
+	if s.TB {
+		c += "-tb"
+	}
 	return c
+}
+
+// vec4 reports whether s's operands can be read as vec4s: along K for A
+// and N for B, or along M (K) when read transposed (passes' vec4Operands).
+func (s Shape) vec4() bool {
+	return (s.TA && s.M%4 == 0 || !s.TA && s.K%4 == 0) && (s.TB && s.K%4 == 0 || !s.TB && s.N%4 == 0)
 }
 
 // problem is one shape's inputs and what the candidates are checked
@@ -188,7 +216,16 @@ func values(seed uint64, n int, scale float32) []float32 {
 func newProblem(s Shape) (*problem, error) {
 	pr := &problem{s: s, x: values(uint64(s.M)*31+uint64(s.K), s.M*s.K, 1), w: values(uint64(s.N)*17+uint64(s.K), s.K*s.N, 1)}
 	b := ir.NewBuilder()
-	b.Output("y", b.Input(ir.Shape{s.M, s.K}, pr.x).MatMul(b.Input(ir.Shape{s.K, s.N}, pr.w)))
+	// the same logical operands whatever their layout: a transposed one is
+	// stored transposed and read through a transpose
+	a, w := b.Input(ir.Shape{s.M, s.K}, pr.x), b.Input(ir.Shape{s.K, s.N}, pr.w)
+	if s.TA {
+		a = b.Input(ir.Shape{s.K, s.M}, transpose(pr.x, s.M, s.K)).T()
+	}
+	if s.TB {
+		w = b.Input(ir.Shape{s.N, s.K}, transpose(pr.w, s.K, s.N)).T()
+	}
+	b.Output("y", a.MatMul(w))
 	g, err := b.Build(limits)
 	if err != nil {
 		return nil, err
@@ -381,6 +418,17 @@ func (pr *problem) measureTile(dev *gpu.Device, t *ir.Tile, fast bool, reps int)
 	}
 	res, _ := pr.measure(dev, tile, Options{Fast: fast, Reps: reps})
 	return res, nil
+}
+
+// transpose returns the [cols, rows] transpose of the row-major [rows, cols] x.
+func transpose(x []float32, rows, cols int) []float32 {
+	out := make([]float32, len(x))
+	for i := range rows {
+		for j := range cols {
+			out[j*rows+i] = x[i*cols+j]
+		}
+	}
+	return out
 }
 
 func abs(x int) int {

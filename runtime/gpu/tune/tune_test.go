@@ -142,3 +142,71 @@ func TestBuiltinTableReachesTiling(t *testing.T) {
 		t.Errorf("exact 4096³ on the H200 took tile %+v, the table's is %+v", got, want)
 	}
 }
+
+// TestMeasureTransposed: a shape whose operands are read through a
+// transpose (the MLP step's gradients) is measured on the same logical
+// operands, so its check against cpuref holds under the lean and warp
+// options as under the plain staged tile, both layouts, a side the tile
+// divides and sides it does not.
+func TestMeasureTransposed(t *testing.T) {
+	d := device(t)
+	for _, s := range []tune.Shape{{M: 36, K: 70, N: 44, TA: true}, {M: 64, K: 68, N: 45, TB: true}, {M: 64, K: 32, N: 64, TA: true, TB: true}} {
+		for _, name := range []string{"32x64/4x4k16v4s2", "32x64/4x4k16v4s2lw"} {
+			tile, err := passes.ParseTile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := tune.Measure(d, s, &tile, false, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Err != "" || !r.Exact || r.Checked != s.M*s.N || r.Tile != tile || r.Shape != s.String() {
+				t.Errorf("%v tile %s: %+v", s, name, r)
+			}
+		}
+	}
+}
+
+// TestTransposedClass: a transposed operand's shape class is its own, so
+// a table entry tuned on plain operands never reaches a gradient's
+// matmul, and one tuned on its layout does.
+func TestTransposedClass(t *testing.T) {
+	for _, c := range []struct {
+		s    tune.Shape
+		want string
+	}{
+		{tune.Shape{M: 1024, K: 4096, N: 1024}, "mlm-v4"},
+		{tune.Shape{M: 1024, K: 4096, N: 1024, TA: true}, "mlm-v4-ta"},
+		{tune.Shape{M: 4096, K: 1024, N: 1024, TB: true}, "lmm-v4-tb"},
+		{tune.Shape{M: 33, K: 68, N: 44, TA: true}, "sms-ta"}, // vec4 along M needs M%4
+		{tune.Shape{M: 32, K: 66, N: 44, TB: true}, "sms-tb"}, // vec4 along K needs K%4
+	} {
+		if got := tune.Class(c.s); got != c.want {
+			t.Errorf("Class(%+v) = %q, want %q", c.s, got, c.want)
+		}
+	}
+	info := gpu.AdapterInfo{Name: "X", Driver: "Y", Backend: "vulkan"}
+	plain := ir.Tile{BM: 64, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4}
+	lean := ir.Tile{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 2, Opts: ir.TileLean}
+	tab := &tune.Table{Entries: map[string]tune.Entry{
+		tune.Key(info, false, "mlm-v4"):    {Tile: plain},
+		tune.Key(info, false, "mlm-v4-ta"): {Tile: lean},
+	}}
+	for _, c := range []struct {
+		ta, tb bool
+		want   *ir.Tile
+	}{{false, false, &plain}, {true, false, &lean}, {false, true, nil}} {
+		k := &ir.Kernel{Kind: ir.KernelMatmul, M: 1024, K: 4096, N: 1024, Inputs: []ir.Operand{
+			ir.PlainOperand(0, ir.Shape{1024, 4096}), ir.PlainOperand(1, ir.Shape{4096, 1024})}}
+		if c.ta {
+			k.Inputs[0] = ir.Operand{Buffer: 0, Shape: ir.Shape{1024, 4096}, Strides: []int{1, 1024}}
+		}
+		if c.tb {
+			k.Inputs[1] = ir.Operand{Buffer: 1, Shape: ir.Shape{4096, 1024}, Strides: []int{1, 4096}}
+		}
+		got := tab.TileFor(info, false).TileFor(k)
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("ta %v tb %v: TileFor = %+v, want %+v", c.ta, c.tb, got, c.want)
+		}
+	}
+}
