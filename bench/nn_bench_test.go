@@ -11,7 +11,9 @@ package bench
 //	                  groups' values (wgsl.RowRootOnce off); divslow, a
 //	                  per-row divisor's division is ir's div in full
 //	                  (wgsl.RowDivFast off); floatmax, max reduced by
-//	                  maximum, not order keys (wgsl.RowMaxKeys off)
+//	                  maximum, not order keys (wgsl.RowMaxKeys off);
+//	                  nofast, exp, tanh and sigmoid by the table's bodies
+//	                  alone, no fast path (wgsl.FastPaths off)
 
 import (
 	"context"
@@ -107,9 +109,9 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, keys bool) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys = once, fast, keys
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys)
+	defer func(once, fast, keys, paths bool) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths = once, fast, keys, paths
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -118,6 +120,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivFast = false
 		case "floatmax":
 			wgsl.RowMaxKeys = false
+		case "nofast":
+			wgsl.FastPaths = false
 		}
 	}
 	ctx := context.Background()

@@ -363,7 +363,7 @@ func init() {
 		// broadcasting add/sub/mul and by autodiff; on the wire they are
 		// gpucc extensions ("op":"broadcast"/"reshape" with "a" and
 		// "shape"), so Encode can write any IR graph and Decode reads it back.
-		OpSigmoid: {Name: "sigmoid", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: divX(F(1), expX(negX(Arg(0))).Add(F(1))),
+		OpSigmoid: {Name: "sigmoid", Types: TypeRule{In: FloatTypes}, Args: 1, Expr: Call(sigmoidFn, Arg(0)),
 			F64: func(a, _ float64) float64 { return 1 / (math.Exp(-a) + 1) },
 			Grad: func(d Diff, k int) (Val, bool) { // g·y·(1 - y)
 				return d.Apply(OpMul, nil, d.Grad(), d.Apply(OpMul, nil, d.Out(), d.Apply(OpAdd, nil, d.Apply(OpNeg, nil, d.Out()), C(1)))), true

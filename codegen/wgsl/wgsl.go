@@ -37,13 +37,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys,
+// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths,
 // AttentionTile, AttentionOnlineTile), and ir.AttentionOnlineFrom, which
 // picks attention's rounding order from its shapes and is not in the
 // program's key: caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d",
-		VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
+	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d",
+		VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
 }
 
 // Workgroup sizes.
@@ -250,7 +250,7 @@ func generate(k *ir.Kernel, t Target) codegen.Shader {
 	if t.Fused {
 		lang = fusedLang(lang)
 	}
-	b.WriteString(codegen.Indent(codegen.Funcs(lang, k), 0))
+	b.WriteString(codegen.Indent(withFastPaths(codegen.Funcs(lang, k), lang, t.Fused), 0))
 	writerOf(k.Kind).emit(&b, k, &s, t)
 	s.Source = b.String()
 	return s

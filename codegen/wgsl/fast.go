@@ -1,0 +1,90 @@
+package wgsl
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// FastPaths makes kernels compute the table functions that have one by
+// their fast path (ir.FastPaths: exp, tanh, sigmoid): a function
+// prim_<name> that takes prim_<name>_fast where every lane of its operand
+// lies inside the path's interval and the table's body, renamed
+// prim_<name>_full, elsewhere. A branch, not a select: while a warp's
+// operands are ordinary it runs the fast body alone. The same bits (ir's
+// TestFastPaths, TestFastPathsC over every float32); a knob for the
+// benchmarks (Config names it).
+var FastPaths = true
+
+// withFastPaths rewrites function definitions lines (codegen.Funcs's, in
+// lang) so that each function with a fast path takes it: its definition
+// is renamed prim_<name>_full and followed by prim_<name>_fast and the
+// prim_<name> that chooses between them. With fused, a path's fused body
+// where it has one.
+func withFastPaths(lines []string, lang codegen.Lang, fused bool) []string {
+	if !FastPaths {
+		return lines
+	}
+	paths := ir.FastPaths()
+	lit := lang
+	lit.Const, lit.Native = nil, nil
+	// constants the compiler cannot see, as the table's are (Params.k):
+	// with literals, lavapipe's NIR reassociated the arithmetic (exp's fast
+	// body came out 1 ulp off on 5485 of TestXMathPairs' inputs). Each is
+	// uniform, so a GPU computes it once, not per element.
+	bits := lit.Bits
+	lit.Bits = func(b uint32) string {
+		return strings.Replace(bits(b), "u)", "u | bitcast<u32>(params.zero))", 1)
+	}
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		name, fp, ok := fastHead(lines[i], paths)
+		if !ok {
+			out = append(out, lines[i])
+			continue
+		}
+		end := i + slices.Index(lines[i:], "}")
+		full := codegen.FuncName(&ir.Func{Name: name}) + "_full"
+		out = append(out, strings.Replace(lines[i], codegen.FuncName(&ir.Func{Name: name})+"(", full+"(", 1))
+		out = append(out, lines[i+1:end+1]...)
+		out = append(out, "")
+		body := fp.Body
+		if fused && fp.Fused != nil {
+			body = fp.Fused
+		}
+		f := &ir.Func{Name: name + "_fast", Params: 1, Body: body}
+		out = append(out, codegen.Define(lit, []*ir.Func{f}, 0)...)
+		out = append(out, lang.Func(codegen.FuncName(&ir.Func{Name: name}), []string{"p0"}))
+		lo, hi := lit.Bits(math.Float32bits(fp.Lo)), lit.Bits(math.Float32bits(fp.Hi))
+		cond := fmt.Sprintf("all(p0 > %s) && all(p0 < %s)", lo, hi)
+		if !strings.HasPrefix(lo, "vec") {
+			cond = fmt.Sprintf("p0 > %s && p0 < %s", lo, hi)
+		}
+		out = append(out,
+			"\tvar r = p0;",
+			"\tif ("+cond+") {",
+			"\t\tr = "+codegen.FuncName(f)+"(p0);",
+			"\t} else {",
+			"\t\tr = "+full+"(p0);",
+			"\t}",
+			"\treturn r;",
+			"}")
+		i = end
+	}
+	return out
+}
+
+// fastHead reports whether line opens the definition of a function with a
+// fast path, and which.
+func fastHead(line string, paths map[string]ir.FastPath) (string, ir.FastPath, bool) {
+	if !strings.HasPrefix(line, "fn prim_") {
+		return "", ir.FastPath{}, false
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(line, "fn prim_"), "(")
+	fp, ok := paths[name]
+	return name, fp, ok
+}
