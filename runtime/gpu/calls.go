@@ -32,13 +32,18 @@ type Counts struct {
 	// writes. A pass's own timestamps (timestampWrites) are part of its
 	// begin and end, not commands.
 	Commands int
+	// Ahead counts the submissions of a command buffer that the run
+	// before recorded during its wait for the GPU (ahead.go): such a run
+	// records nothing on its own path; the Encoders it counts are the
+	// next run's.
+	Ahead int
 }
 
 // Sub returns c minus o, field by field: what happened between two reads.
 func (c Counts) Sub(o Counts) Counts {
 	return Counts{Submits: c.Submits - o.Submits, Waits: c.Waits - o.Waits, Scopes: c.Scopes - o.Scopes,
 		Encoders: c.Encoders - o.Encoders, BindGroups: c.BindGroups - o.BindGroups, Buffers: c.Buffers - o.Buffers,
-		Writes: c.Writes - o.Writes, Maps: c.Maps - o.Maps, Commands: c.Commands - o.Commands}
+		Writes: c.Writes - o.Writes, Maps: c.Maps - o.Maps, Commands: c.Commands - o.Commands, Ahead: c.Ahead - o.Ahead}
 }
 
 // Counts returns what the device has asked of wgpu so far.

@@ -64,6 +64,7 @@ typedef struct {
 	int32_t ts_pass, ts_direct;
 	int32_t err;
 	char msg[1024];
+	gpuccHandle kept; // a command buffer recorded for later (mode 2), or NULL
 } gpucc_rec;
 
 static void gpucc_rec_error(int type, char const *message, void *u) {
@@ -78,12 +79,13 @@ static void gpucc_rec_error(int type, char const *message, void *u) {
 // dispatches into one compute pass, then the copies, with the pass
 // between timestamps when r->ts_set is set (the copies after it too when
 // the encoder writes them), and submits them
-// (unless !submit: BenchmarkRecord times the recording alone): the
+// (mode 1; mode 0 releases it unsubmitted: BenchmarkRecord times the
+// recording alone; mode 2 keeps it in r->kept for gpucc_submit_kept): the
 // whole recording inside one validation error scope (WGPUErrorFilter_Validation
 // is 0), popped before the submission, so that a recording with an error
 // is released and never submitted (wgpu-native aborts the process on an
 // invalid submission).
-static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc, int submit) {
+static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_dispatch const *ds, size_t nd, gpucc_copy const *cs, size_t nc, int mode) {
 	wgpuDevicePushErrorScope(r->device, 0);
 	gpuccHandle enc = wgpuDeviceCreateCommandEncoder(r->device, NULL);
 	for (size_t i = 0; i < np; i++) {
@@ -122,11 +124,31 @@ static void gpucc_record(gpucc_rec *r, gpucc_copy const *pre, size_t np, gpucc_d
 	gpuccHandle cmd = wgpuCommandEncoderFinish(enc, NULL);
 	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
 	wgpuCommandEncoderRelease(enc);
-	if (r->err == 0 && submit) {
+	if (r->err == 0 && mode == 1) {
 		wgpuQueueSubmit(r->queue, 1, &cmd);
+	}
+	if (r->err == 0 && mode == 2) {
+		r->kept = cmd;
+		cmd = NULL;
 	}
 	if (cmd != NULL) {
 		wgpuCommandBufferRelease(cmd);
+	}
+}
+
+// gpucc_submit_kept submits the command buffer gpucc_record kept, and
+// releases it.
+static void gpucc_submit_kept(gpucc_rec *r) {
+	wgpuQueueSubmit(r->queue, 1, &r->kept);
+	wgpuCommandBufferRelease(r->kept);
+	r->kept = NULL;
+}
+
+// gpucc_drop_kept releases the kept command buffer, unsubmitted.
+static void gpucc_drop_kept(gpucc_rec *r) {
+	if (r->kept != NULL) {
+		wgpuCommandBufferRelease(r->kept);
+		r->kept = NULL;
 	}
 }
 */
@@ -174,20 +196,42 @@ func rawLayout() error {
 }
 
 // recorder is what a device keeps for recordSubmit: the outcome in C
-// memory (wgpu's error callback writes it) and the arrays, reused.
+// memory (wgpu's error callback writes it) and the arrays, reused; and
+// the next run, recorded ahead (ahead.go).
 type recorder struct {
 	rec   *C.gpucc_rec
 	recDs []C.gpucc_dispatch
 	recCs []C.gpucc_copy
 	recPs []C.gpucc_copy
+	next  ahead
 }
 
 // free gives the C memory back; the device is closing.
 func (r *recorder) free() {
 	if r.rec != nil {
+		C.gpucc_drop_kept(r.rec)
 		C.free(unsafe.Pointer(r.rec))
 		r.rec = nil
 	}
+}
+
+// dropKept releases the command buffer recorded ahead, if any; d.mu is
+// held.
+func (d *Device) dropKept() {
+	if d.rec != nil && d.rec.kept != nil {
+		C.gpucc_drop_kept(d.rec)
+	}
+	d.next.kept = false
+}
+
+// submitKept submits the command buffer recorded ahead; d.mu is held,
+// and one is kept.
+func (d *Device) submitKept() {
+	C.gpucc_submit_kept(d.rec)
+	d.next.kept = false
+	d.n.Submits++
+	d.n.Ahead++
+	d.submitted()
 }
 
 func pairRef(p unsafe.Pointer) C.gpuccHandle   { return (*rawPair)(p).ref }
@@ -219,8 +263,15 @@ type tsPlace struct {
 // validation error comes back with wgpu's message and nothing is
 // submitted. d.mu is held.
 func (d *Device) recordSubmit(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace) error {
-	return d.recordRun(ds, bgs, copies, ts, true)
+	return d.recordRun(ds, bgs, copies, ts, modeSubmit)
 }
+
+// What recordRun does with what it recorded.
+const (
+	modeRelease = 0 // nothing: the recording alone is timed
+	modeSubmit  = 1
+	modeKeep    = 2 // keep it for submitKept (no pending copies go first)
+)
 
 // tsCommands is what timing a recording adds to it besides the pass's
 // own timestamps: the resolve, and the copy out of tsResolve unless the
@@ -237,8 +288,10 @@ func (d *Device) tsCommands() int {
 	return n
 }
 
-// recordRun is recordSubmit, which submits only when submit is set.
-func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace, submit bool) error {
+// recordRun is recordSubmit, with what it recorded submitted, released
+// or kept by mode.
+func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace, mode int) error {
+	submit := mode == modeSubmit
 	d.n.Encoders++
 	d.n.Scopes++
 	if d.rec == nil {
@@ -278,11 +331,10 @@ func (d *Device) recordRun(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp
 	if len(d.recDs) > 0 {
 		dp = &d.recDs[0]
 	}
-	s := C.int(0)
-	if submit {
-		s = 1
+	if mode == modeKeep {
+		d.dropKept()
 	}
-	C.gpucc_record(r, first(d.recPs), C.size_t(len(d.recPs)), dp, C.size_t(len(d.recDs)), first(d.recCs), C.size_t(len(d.recCs)), s)
+	C.gpucc_record(r, first(d.recPs), C.size_t(len(d.recPs)), dp, C.size_t(len(d.recDs)), first(d.recCs), C.size_t(len(d.recCs)), C.int(mode))
 	if r.err != 0 {
 		// The staged uploads' copies stay pending for the next
 		// submission: a refused run loses no tensor's data.

@@ -144,21 +144,21 @@ func BenchmarkRecord(b *testing.B) {
 	b.Run("one-scope", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, tsOwn(d, timed), false); err != nil {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, tsOwn(d, timed), modeRelease); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("one-scope-untimed", func(b *testing.B) {
 		for b.Loop() {
-			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, nil, false); err != nil {
+			if err := d.recordRun(ds, []*wgpu.BindGroup{bg}, nil, nil, modeRelease); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("empty", func(b *testing.B) { // an encoder finished with nothing in it
 		for b.Loop() {
-			if err := d.recordRun(nil, nil, nil, nil, false); err != nil {
+			if err := d.recordRun(nil, nil, nil, nil, modeRelease); err != nil {
 				b.Fatal(err)
 			}
 		}

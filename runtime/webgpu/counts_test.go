@@ -96,13 +96,16 @@ func TestRunCounts(t *testing.T) {
 		// A timed run's pass writes its timestamps and they resolve
 		// straight into the mapped buffer: one command (until
 		// 2026-12-05 four: the encoder's two timestamp writes, the
-		// resolve and a copy of it).
+		// resolve and a copy of it). A warm resident run submits what
+		// the run before it recorded during its wait (Ahead), and
+		// records the next one during its own: its Encoder and its
+		// Scope for the recording are the next run's.
 		{name: "resident", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true,
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1, Ahead: 1}},
 		{name: "resident-queued", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, queued: true,
 			want: gpu.Counts{Submits: 1, Scopes: 1, Encoders: 1}},
 		{name: "resident3", exe: func() backend.Executable { return threeKernels(t, d) }, resident: true, keep: true,
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1, Ahead: 1}},
 		{name: "launch", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, launch: true,
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1}},
 		{name: "launch-kept", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, launch: true,
@@ -245,6 +248,7 @@ func BenchmarkRunCost(b *testing.B) {
 			b.ReportMetric(float64(n.Scopes)/float64(b.N), "scopes/run")
 			b.ReportMetric(float64(n.Waits)/float64(b.N), "waits/run")
 			b.ReportMetric(float64(n.Commands)/float64(b.N), "commands/run")
+			b.ReportMetric(float64(n.Ahead)/float64(b.N), "ahead/run")
 		})
 	}
 	// The recording and submission alone (gpu.Device.Submit of a warm
