@@ -338,7 +338,14 @@ func TestAttentionOnline(t *testing.T) {
 
 // onlineTileVariants are the online kernel's shapes that
 // TestAttentionOnlineTiles checks (bench/device.sh times them).
-var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4}}
+var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4},
+	{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 16, Slices: 16, RowC: true}, {Rows: 16, Slices: 16, VecP: true},
+	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), allFlags(32, 8)}
+
+// allFlags is the online tile of rows × slices with every flag set.
+func allFlags(rows, slices int) wgsl.OnlineTile {
+	return wgsl.OnlineTile{Rows: rows, Slices: slices, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}
+}
 
 // TestAttentionOnlineTiles: on webgpu, each online kernel shape other
 // than the default (wgsl.AttentionOnlineTile; TestAttentionOnline runs

@@ -9,9 +9,10 @@ package bench
 //	GPUCC_BENCH_ATTN        sequences, comma-separated (default 256,2048)
 //	GPUCC_BENCH_ATTN_D      head width (default 64)
 //	GPUCC_BENCH_ATTN_TILES  tiles, space-separated, as wgsl.ParseAttTile
-//	                        reads them, or "online" / "online8x32": the
-//	                        online order's kernel under the default or that
-//	                        wgsl.OnlineTile (ir.AttentionOnlineFrom set to
+//	                        reads them, or "online" / "online32x8" /
+//	                        "online16x16mcpli": the online order's kernel
+//	                        under the default or that wgsl.OnlineTile, its
+//	                        flags as letters (ir.AttentionOnlineFrom set to
 //	                        1; every other entry runs the full-row order)
 //	                        (default: attnTiles)
 

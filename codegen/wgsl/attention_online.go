@@ -12,8 +12,30 @@ import (
 // batch index, Slices threads a row; each key block of ir.AttentionBlock
 // keys is staged through workgroup memory in sub-tiles (onlinePlan), k's
 // and then v's. A tuning knob like AttentionTile: the shape changes no
-// bit (every shape keeps the online order).
-type OnlineTile struct{ Rows, Slices int }
+// bit (every shape keeps the online order). The flags change how the
+// threads of a row share their work, not what any of them rounds:
+//
+//   - TreeMax (suffix m): the row's maxima are stored row by row and read
+//     as vec4s, and folded as a tree, not a chain (combine_maxkey is
+//     associative: maximum with the first NaN, so the same bits): a
+//     fifth of the loads and a quarter of the dependent steps.
+//   - RowC (c): c = exp(m − m') is computed by the row's first thread
+//     only and read by the others after the v stage's barrier, not once
+//     by every thread of the row.
+//   - VecP (p): the block's probabilities are stored row by row and each
+//     thread reads four keys' at once (vec4), not one a key.
+//   - RowL (l): l is summed by the row's first thread only (the others
+//     add p·v alone) and shared through workgroup memory for the division.
+//   - Index2D (i): the workgroup arrays are two-dimensional, indexed
+//     [row][column], where they were flat. WGSL clamps every dynamic index
+//     into an array (naga's Restrict policy, on Vulkan): a flat index
+//     such as (kb + y)·w4 + c4 is clamped as a whole at every load, a
+//     two-dimensional one clamps its dynamic row once for all constant
+//     columns, which then become the loads' immediate offsets.
+type OnlineTile struct {
+	Rows, Slices                       int
+	TreeMax, RowC, VecP, RowL, Index2D bool
+}
 
 // DefaultOnlineTile: 16 query rows of 16 threads, two keys a thread a
 // block.
@@ -23,12 +45,32 @@ var DefaultOnlineTile = OnlineTile{Rows: 16, Slices: 16}
 // bench/attn_bench_test.go's "online8x32").
 var AttentionOnlineTile = DefaultOnlineTile
 
-// String is the tile as ParseOnlineTile reads it: online, or onlineRxS.
+// onlineFlags are the flags' suffix letters in the order String writes
+// them.
+var onlineFlags = []struct {
+	letter byte
+	get    func(*OnlineTile) *bool
+}{
+	{'m', func(t *OnlineTile) *bool { return &t.TreeMax }},
+	{'c', func(t *OnlineTile) *bool { return &t.RowC }},
+	{'p', func(t *OnlineTile) *bool { return &t.VecP }},
+	{'l', func(t *OnlineTile) *bool { return &t.RowL }},
+	{'i', func(t *OnlineTile) *bool { return &t.Index2D }},
+}
+
+// String is the tile as ParseOnlineTile reads it: online, or onlineRxS
+// and its flags' letters (online16x16mcp).
 func (t OnlineTile) String() string {
 	if t == DefaultOnlineTile {
 		return "online"
 	}
-	return fmt.Sprintf("online%dx%d", t.Rows, t.Slices)
+	s := fmt.Sprintf("online%dx%d", t.Rows, t.Slices)
+	for _, f := range onlineFlags {
+		if *f.get(&t) {
+			s += string(f.letter)
+		}
+	}
+	return s
 }
 
 // ParseOnlineTile reads a tile written as String writes it.
@@ -37,9 +79,18 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 		return DefaultOnlineTile, nil
 	}
 	var t OnlineTile
-	if _, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices); err != nil || t.String() != s ||
+	_, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices)
+	if err == nil {
+		rest := strings.TrimLeft(strings.TrimPrefix(s, "online"), "0123456789x")
+		for _, f := range onlineFlags {
+			if strings.HasPrefix(rest, string(f.letter)) {
+				*f.get(&t), rest = true, rest[1:]
+			}
+		}
+	}
+	if err != nil || t.String() != s ||
 		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 {
-		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[m][c][p][l][i] with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
 	}
 	return t, nil
 }
@@ -52,6 +103,7 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 type onlineShape struct {
 	OnlineTile
 	ks, pk, d4, ev, w4 int
+	pp, mp             int // VecP's and TreeMax's row pitches in vec4s
 }
 
 // onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
@@ -66,7 +118,25 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 	}
 	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
 	p.w4 = max(p.d4+1, N*p.ev)
-	storage := func(ks int) int { return 16*ks*p.w4 + 4*a.Block*R + 4*R*N }
+	// A row's probabilities and maxima are padded by a vec4 (against bank
+	// conflicts between rows).
+	p.pp, p.mp = (a.Block+3)/4+1, (N+3)/4+1
+	storage := func(ks int) int {
+		n := 16*ks*p.w4 + 4*a.Block*R + 4*R*N
+		if t.VecP {
+			n += 16*R*p.pp - 4*a.Block*R
+		}
+		if t.TreeMax {
+			n += 16*R*p.mp - 4*R*N
+		}
+		if t.RowC {
+			n += 4 * R
+		}
+		if t.RowL {
+			n += 4 * R
+		}
+		return n
+	}
 	p.ks = a.Block
 	for p.ks > N && storage(p.ks) > attStorage {
 		p.ks /= 2
@@ -120,9 +190,46 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
 	apply := func(name string, op ir.Op, args ...string) []string { return attApply(k, name, op, args...) }
 	row4 := func(j int, r, c4 string, cols int) string { return attRow(k, j, r, c4, cols, 4) }
-	fmt.Fprintf(b, "var<workgroup> KVs: array<vec4<f32>, %d>;\n", p.ks*p.w4)
-	fmt.Fprintf(b, "var<workgroup> Ps: array<f32, %d>;\n", B*R)
-	fmt.Fprintf(b, "var<workgroup> Ms: array<u32, %d>; // order keys of the threads' maxima\n\n", R*N)
+	// decl declares workgroup array name of rows × cols elements; at
+	// indexes it (Index2D: two-dimensional, else flat).
+	decl := func(name, elem string, rows, cols int, comment string) {
+		if p.Index2D {
+			fmt.Fprintf(b, "var<workgroup> %s: array<array<%s, %d>, %d>;%s\n", name, elem, cols, rows, comment)
+			return
+		}
+		fmt.Fprintf(b, "var<workgroup> %s: array<%s, %d>;%s\n", name, elem, rows*cols, comment)
+	}
+	at := func(name, r, c string, cols int) string {
+		if p.Index2D {
+			return fmt.Sprintf("%s[%s][%s]", name, r, c)
+		}
+		return fmt.Sprintf("%s[(%s) * %du + %s]", name, r, cols, c)
+	}
+	decl("KVs", "vec4<f32>", p.ks, p.w4, "")
+	// vat is p·v's product of key j's vec4 y of the staged v.
+	vat := func(j, y int) string {
+		if p.Index2D {
+			return Lang.Keep(fmt.Sprintf("pj * KVs[%du][vb + %du]", j, y))
+		}
+		return Lang.Keep(fmt.Sprintf("pj * KVs[%du + vb + %du]", j*p.w4, y))
+	}
+	if p.VecP {
+		decl("Ps", "vec4<f32>", R, p.pp, " // row by row")
+	} else {
+		decl("Ps", "f32", B, R, "")
+	}
+	if p.TreeMax {
+		decl("Ms", "vec4<u32>", R, p.mp, " // order keys of the threads' maxima, row by row")
+	} else {
+		decl("Ms", "u32", N, R, " // order keys of the threads' maxima")
+	}
+	if p.RowC {
+		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", R)
+	}
+	if p.RowL {
+		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", R)
+	}
+	b.WriteString("\n")
 	b.WriteString(maxKeyFuncs)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
@@ -170,7 +277,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		for x := range n {
 			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = tid + %du;\n", x*threads)
-			fmt.Fprintf(b, "\t\t\tif (e < %du) { KVs[(e / %du) * %du + e %% %du] = sr%d; }\n\t\t}\n", p.ks*w4, w4, p.w4, w4, x)
+			fmt.Fprintf(b, "\t\t\tif (e < %du) { %s = sr%d; }\n\t\t}\n", p.ks*w4, at("KVs", fmt.Sprintf("e / %du", w4), fmt.Sprintf("e %% %du", w4), p.w4), x)
 		}
 		b.WriteString("\t\tworkgroupBarrier();\n")
 	}
@@ -225,7 +332,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			for c4 := range p.d4 {
 				b.WriteString("\t\t{\n")
 				for y := range p.pk {
-					fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * KVs[(kb + %du) * %du + %du]", c4, y, p.w4, c4)))
+					fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * %s", c4, at("KVs", fmt.Sprintf("kb + %du", y), fmt.Sprintf("%du", c4), p.w4))))
 				}
 				for y := range p.pk {
 					for l := 0; l < 4 && 4*c4+l < D; l++ {
@@ -252,11 +359,49 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				fmt.Fprintf(b, "\t\tmt = combine_maxkey(mt, maxkey(t%d_%d));\n", sub, y)
 			}
 		}
-		b.WriteString("\t\tMs[tid] = mt;\n\t\tworkgroupBarrier();\n\t\tvar mk = Ms[i];\n")
-		for x := 1; x < N; x++ {
-			fmt.Fprintf(b, "\t\tmk = combine_maxkey(mk, Ms[i + %du]);\n", x*R)
+		if p.TreeMax {
+			fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt;\n\t\tworkgroupBarrier();\n", at("Ms", "i", "sl / 4u", p.mp))
+			var keys []string
+			for x := range (N + 3) / 4 {
+				fmt.Fprintf(b, "\t\tlet mv%d = %s;\n", x, at("Ms", "i", fmt.Sprintf("%du", x), p.mp))
+				for l := 0; l < 4 && 4*x+l < N; l++ {
+					keys = append(keys, fmt.Sprintf("mv%d.%c", x, lanes[l]))
+				}
+			}
+			// Fold neighbours, left before right, level by level.
+			for lvl := 0; len(keys) > 1; lvl++ {
+				var next []string
+				for x := 0; x+1 < len(keys); x += 2 {
+					name := fmt.Sprintf("mk%d_%d", lvl, x/2)
+					fmt.Fprintf(b, "\t\tlet %s = combine_maxkey(%s, %s);\n", name, keys[x], keys[x+1])
+					next = append(next, name)
+				}
+				if len(keys)%2 == 1 {
+					next = append(next, keys[len(keys)-1])
+				}
+				keys = next
+			}
+			fmt.Fprintf(b, "\t\tlet mn = unmaxkey(%s);\n", keys[0])
+		} else {
+			ms := func(x int) string {
+				if p.Index2D {
+					return fmt.Sprintf("Ms[%du][i]", x)
+				}
+				if x == 0 {
+					return "Ms[i]"
+				}
+				return fmt.Sprintf("Ms[i + %du]", x*R)
+			}
+			mine := "Ms[tid]"
+			if p.Index2D {
+				mine = "Ms[sl][i]"
+			}
+			fmt.Fprintf(b, "\t\t%s = mt;\n\t\tworkgroupBarrier();\n\t\tvar mk = %s;\n", mine, ms(0))
+			for x := 1; x < N; x++ {
+				fmt.Fprintf(b, "\t\tmk = combine_maxkey(mk, %s);\n", ms(x))
+			}
+			b.WriteString("\t\tlet mn = unmaxkey(mk);\n")
 		}
-		b.WriteString("\t\tlet mn = unmaxkey(mk);\n")
 		// p = exp(t − m') of this thread's keys into Ps; l and o times c.
 		for sub := 0; sub*p.ks < keys; sub++ {
 			rest := keys - sub*p.ks
@@ -268,29 +413,78 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				fmt.Fprintf(b, "\t\t\tlet ts = t%d_%d;\n", sub, y)
 				b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"), 3))
 				b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
-				fmt.Fprintf(b, "\t\t\tPs[(%du + kb + %du) * %du + i] = ps;\n", sub*p.ks, y, R)
+				if p.VecP {
+					fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, y, at("Ps", "i", "pk / 4u", p.pp))
+				} else {
+					fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), "i", R))
+				}
 				if rest < p.ks {
 					b.WriteString("\t\t}\n")
 				}
 				b.WriteString("\t\t}\n")
 			}
 		}
-		b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 2))
-		b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 2))
-		fmt.Fprintf(b, "\t\tls = %s;\n", Lang.Keep("ls * cs"))
-		for y := range p.ev {
-			fmt.Fprintf(b, "\t\to%d = %s;\n", y, Lang.Keep(fmt.Sprintf("o%d * cs", y)))
+		rescale := func() {
+			fmt.Fprintf(b, "\t\tls = %s;\n", Lang.Keep("ls * cs"))
+			for y := range p.ev {
+				fmt.Fprintf(b, "\t\to%d = %s;\n", y, Lang.Keep(fmt.Sprintf("o%d * cs", y)))
+			}
+		}
+		if p.RowC {
+			// The row's first thread computes c; the others read it after
+			// the v stage's barrier and rescale there.
+			b.WriteString("\t\tif (sl == 0u) {\n")
+			b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 3))
+			b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
+			b.WriteString("\t\t\tCs[i] = cs;\n\t\t}\n")
+		} else {
+			b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 2))
+			b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 2))
+			rescale()
 		}
 		b.WriteString("\t\tmr = mn;\n")
 		// v's sub-tiles: l and o over the block's keys ascending.
-		for ; x < len(ss); x++ {
+		for first := true; x < len(ss); x, first = x+1, false {
 			sub := ss[x].sub
 			store(ss[x])
 			next(ss, x, last)
-			for j := range min(p.ks, keys-sub*p.ks) {
-				fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = Ps[%du + i];\n\t\t\tls = ls + pj;\n", (sub*p.ks+j)*R)
+			if p.RowC && first {
+				b.WriteString("\t\tlet cs = Cs[i];\n")
+				rescale()
+			}
+			var pjs []string // RowL: the keys' p for l, ascending
+			n := min(p.ks, keys-sub*p.ks)
+			if p.VecP {
+				for j := range n {
+					if jb := sub*p.ks + j; jb%4 == 0 {
+						fmt.Fprintf(b, "\t\tlet pv%d = %s;\n", jb/4, at("Ps", "i", fmt.Sprintf("%du", jb/4), p.pp))
+					}
+				}
+			}
+			for j := range n {
+				jb := sub*p.ks + j
+				pj := fmt.Sprintf("Ps[%du + i]", jb*R)
+				if p.Index2D {
+					pj = fmt.Sprintf("Ps[%du][i]", jb)
+				}
+				if p.VecP {
+					pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
+				}
+				if p.RowL {
+					pjs = append(pjs, pj)
+					fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pj)
+				} else {
+					fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n\t\t\tls = ls + pj;\n", pj)
+				}
 				for y := range p.ev {
-					fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * KVs[%du + vb + %du]", j*p.w4, y)))
+					fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, vat(j, y))
+				}
+				b.WriteString("\t\t}\n")
+			}
+			if len(pjs) > 0 {
+				b.WriteString("\t\tif (sl == 0u) {\n")
+				for _, pj := range pjs {
+					fmt.Fprintf(b, "\t\t\tls = ls + %s;\n", pj)
 				}
 				b.WriteString("\t\t}\n")
 			}
@@ -312,6 +506,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
 		block(rest, true)
 		b.WriteString("\t}\n")
+	}
+	if p.RowL {
+		b.WriteString("\tif (sl == 0u) { Ls[i] = ls; }\n\tworkgroupBarrier();\n\tls = Ls[i];\n")
 	}
 	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
 	for y := range p.ev {
