@@ -1000,8 +1000,8 @@ func splitOp(c *importer) ([]value, *ir.Error) {
 		sizes, _ = c.attrInts("split")
 	default:
 		parts := int64(len(c.n.outputs))
-		if a := c.attr("num_outputs"); a != nil {
-			parts = a.i
+		if a := c.attr("num_outputs"); a != nil && a.i != parts {
+			return nil, c.invalid("num_outputs is %d, and the node has %d outputs", a.i, parts)
 		}
 		if parts < 1 {
 			return nil, c.invalid("%d outputs", parts)
@@ -1017,6 +1017,12 @@ func splitOp(c *importer) ([]value, *ir.Error) {
 		for left := d; left > 0; left -= each {
 			sizes = append(sizes, min(each, left))
 		}
+		if int64(len(sizes)) < parts { // opset 18's last chunks of ceil(d/parts) are empty: 3 of 4 is [2, 2, 0]
+			return nil, c.refuse("an empty result (output %d of %d chunks of %d); gpucc's tensors are not empty", len(sizes), parts, each)
+		}
+	}
+	if len(sizes) != len(c.n.outputs) { // the outputs' values would be dropped or missing
+		return nil, c.invalid("%d split sizes for its %d outputs", len(sizes), len(c.n.outputs))
 	}
 	sum, ok := dimSum(int64(s[axis]), sizes...)
 	if !ok || sum != int64(s[axis]) {
