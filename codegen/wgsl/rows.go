@@ -193,10 +193,14 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 		divisors[d] = true
 		a, v, q := codegen.Value(int(k.Body[j].Args[0])), codegen.Value(d), codegen.Value(j)
 		pl.Render[j] = func() []string {
+			// DivByOne only in the rows whose divisor is 1: computed
+			// for every leaf before, 6 units of xcost's model a leaf in
+			// softmax, whose sums are never 1 but for one-hot rows
 			return []string{
-				fmt.Sprintf("var %s = %s(%s);", q, codegen.FuncName(ir.DivByOne), a),
-				fmt.Sprintf("if (!%s_one) {", v),
-				fmt.Sprintf("\t%s = 0.0;", q),
+				fmt.Sprintf("var %s = 0.0;", q),
+				fmt.Sprintf("if (%s_one) {", v),
+				fmt.Sprintf("\t%s = %s(%s);", q, codegen.FuncName(ir.DivByOne), a),
+				"} else {",
 				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(fast), a, v, v, v, v, v, v),
 				fmt.Sprintf("\tif (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
 				"}",
