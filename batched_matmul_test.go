@@ -76,7 +76,7 @@ func TestBatchedMatmul(t *testing.T) {
 func TestBatchedMatmulTiles(t *testing.T) {
 	for _, tile := range []ir.Tile{passes.TileLarge, passes.TileWide, passes.TileMedium, passes.TileSmall, passes.TileFallback,
 		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2}, {BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 1},
-		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileWarp},
+		{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileUnroll | ir.TileWarp},
 		{BM: 32, BN: 64, TM: 4, TN: 4, BK: 16, Vector: 4, Stages: 2, Opts: ir.TileLean}} {
 		t.Run(strings.ReplaceAll(passes.TileString(tile), "/", "_"), func(t *testing.T) {
 			rt := open(t, "webgpu", func(o *gpucc.Options) { o.Passes.Tile = &tile })

@@ -35,10 +35,12 @@ import (
 // kernel (ir.Tile.Stages) at one and two buffers over those shapes and
 // larger register tiles, all within 16 KiB of workgroup memory (all the
 // H200 grants through wgpu 0.19), then the double-buffered kernel's
-// options (ir.Tile.Opts: l lean, w warp) on the shapes that won before.
+// options (ir.Tile.Opts: l lean, u unroll, w warp) on the shapes that won
+// before.
 const matmulTiles = "rule 64x128/8x8k8v4 64x128/8x4k16v4 64x128/8x8k8v4s2 64x128/8x8k16v4s1 64x128/8x4k8v4s2 " +
 	"128x128/8x8k8v4s2 128x128/8x8k16v4s1 128x128/8x16k8v4s2 128x256/8x16k4v4s2 128x64/8x8k8v4s2 " +
-	"64x128/8x8k8v4s2l 64x128/8x8k8v4s2lw 128x128/8x8k8v4s2l 128x128/8x8k8v4s2lw 128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw"
+	"64x128/8x8k8v4s2l 64x128/8x8k8v4s2lu 64x128/8x8k8v4s2lw 64x128/8x8k8v4s2luw 128x128/8x8k8v4s2l 128x128/8x8k8v4s2lw " +
+	"128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw"
 
 func BenchmarkMatmulTiles(b *testing.B) {
 	shapes, err := matmulShapes(envString("GPUCC_BENCH_MATMUL_SHAPES", "4096"))

@@ -332,15 +332,17 @@ type TileOpts uint8
 const (
 	// TileLean ("l"): operands read from global memory as vec4s (one load
 	// and one bounds clamp a vec4, not four) where their alignment allows,
-	// no guard where the shape divides the tile, the k-tiles unrolled by
-	// two so both workgroup buffers are indexed by constants, and the last
-	// k-tile peeled so the loop tests nothing but its counter.
+	// no guard where the shape divides the tile, and the last k-tile
+	// peeled so the loop tests nothing but its counter.
 	TileLean TileOpts = 1 << iota
 	// TileWarp ("w"): each 32 threads (an NVIDIA warp) compute an 8×4 block
 	// of the thread grid rather than 16×2, so a warp's workgroup-memory
 	// reads of B span 8 vec4s, not 16. Without l it keeps every guard but
-	// takes l's k loop (unrolled by two, the last k-tile peeled).
+	// takes l's k loop (the last k-tile peeled).
 	TileWarp
+	// TileUnroll ("u"): the k loop unrolled by two k-tiles, so both
+	// workgroup buffers are indexed by constants (twice the code).
+	TileUnroll
 )
 
 // Kernel is one dispatch. Which fields matter depends on Kind.
@@ -403,6 +405,9 @@ func tileText(t Tile) string {
 	}
 	if t.Opts&TileLean != 0 {
 		s += " lean"
+	}
+	if t.Opts&TileUnroll != 0 {
+		s += " unroll"
 	}
 	if t.Opts&TileWarp != 0 {
 		s += " warp"

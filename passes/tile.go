@@ -187,7 +187,7 @@ func wellFormed(t ir.Tile) bool {
 	if t.Stages < 0 || t.Stages > 2 || t.Stages > 0 && t.Vector != 4 {
 		return false
 	}
-	if t.Opts != 0 && (t.Stages != 2 || t.Opts&^(ir.TileLean|ir.TileWarp) != 0) {
+	if t.Opts != 0 && (t.Stages != 2 || t.Opts&^(ir.TileLean|ir.TileUnroll|ir.TileWarp) != 0) {
 		return false // the options are the double-buffered vec4 kernel's
 	}
 	if tx, ty := t.BN/t.TN, t.BM/t.TM; t.Opts&ir.TileWarp != 0 && (tx%8 != 0 || ty%4 != 0) {
@@ -248,8 +248,9 @@ func tileBytes(t ir.Tile) int {
 // ParseTile reads a tile written BMxBN/TMxTNkBK, optionally followed by
 // v4 (the vec4 kernel) and then s1 or s2 (its staged form, ir.Tile.Stages;
 // without v4, s2 is the conv GEMM's double-buffered form), and after v4s2
-// the letters of its options (ir.Tile.Opts: l lean, w warp, in that
-// order): "128x128/8x8k16v4s2", "64x128/8x8k8v4s2lw", "16x16/1x1k16s2".
+// the letters of its options (ir.Tile.Opts: l lean, u unroll, w warp,
+// in that order): "128x128/8x8k16v4s2", "64x128/8x8k8v4s2luw",
+// "16x16/1x1k16s2".
 // The benchmarks and their environment variables name tiles this way. A
 // tile the generators cannot emit is refused.
 func ParseTile(s string) (ir.Tile, error) {
@@ -270,7 +271,7 @@ func ParseTile(s string) (ir.Tile, error) {
 	}
 	fmt.Sscanf(rest, "%dx%d/%dx%dk%d", &t.BM, &t.BN, &t.TM, &t.TN, &t.BK)
 	if TileString(t) != s { // nothing left over, nothing read twice
-		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2][l][w]", s)
+		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2][l][u][w]", s)
 	}
 	// s2 without v4 is the double-buffered conv GEMM (a matmul runs it as
 	// its scalar kernel).
@@ -279,7 +280,7 @@ func ParseTile(s string) (ir.Tile, error) {
 		u.Stages = 0
 	}
 	if !wellFormed(u) {
-		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l and w need v4s2, w a thread grid of 8k×4k)", s)
+		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l, u and w need v4s2, w a thread grid of 8k×4k)", s)
 	}
 	return t, nil
 }
@@ -305,4 +306,4 @@ func TileString(t ir.Tile) string {
 var tileOptLetters = []struct {
 	letter string
 	opt    ir.TileOpts
-}{{"w", ir.TileWarp}, {"l", ir.TileLean}}
+}{{"w", ir.TileWarp}, {"u", ir.TileUnroll}, {"l", ir.TileLean}}

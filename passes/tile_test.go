@@ -92,6 +92,8 @@ func TestParseTile(t *testing.T) {
 		{"64x128/8x8k8v4s2l", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean}},
 		{"64x128/8x8k8v4s2w", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileWarp}},
 		{"64x128/8x8k8v4s2lw", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileWarp}},
+		{"64x128/8x8k8v4s2luw", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileLean | ir.TileUnroll | ir.TileWarp}},
+		{"64x128/8x8k8v4s2u", ir.Tile{BM: 64, BN: 128, TM: 8, TN: 8, BK: 8, Vector: 4, Stages: 2, Opts: ir.TileUnroll}},
 	} {
 		got, err := ParseTile(c.in)
 		if err != nil || got != c.want {
@@ -103,9 +105,9 @@ func TestParseTile(t *testing.T) {
 	}
 	for _, bad := range []string{"", "64x64", "64x64/4x4", "64x64/4x4k16s1", "64x64/4x4k16v4s3", "64x64/4x4k16v4sx",
 		"64x64/3x4k16", "64x64/4x4k16zz", "64x64/4x4k16v2", "64x64/4x4k6v4", "-64x64/4x4k16", "64x64/4x4k16 v4",
-		// options: only after v4s2, l before w, once each; w needs a thread grid of 8k×4k threads (32x32/4x8 has 4×8)
+		// options: only after v4s2, in the order l u w, once each; w needs a thread grid of 8k×4k threads (32x32/4x8 has 4×8)
 		"64x128/8x8k8v4s1l", "64x128/8x8k8v4l", "64x128/8x8k8l", "16x16/1x1k16s2l", "64x128/8x8k8v4s2wl", "64x128/8x8k8v4s2ll",
-		"64x128/8x8k8v4s2x", "32x32/4x8k8v4s2w", "64x128/8x8k8v4s2lww"} {
+		"64x128/8x8k8v4s2x", "32x32/4x8k8v4s2w", "64x128/8x8k8v4s2lww", "64x128/8x8k8v4s2ul", "64x128/8x8k8v4s2wu", "64x128/8x8k8v4s1u"} {
 		if got, err := ParseTile(bad); err == nil {
 			t.Errorf("ParseTile(%q) = %+v, want an error", bad, got)
 		}

@@ -16,10 +16,12 @@ import (
 //     elements is bound as array<vec4<f32>> (matmulInputElem), so a fetch
 //     is one load and one bounds clamp, not four of each; a guard is
 //     emitted only where the shape leaves a partial tile on its side (the
-//     shapes are constants); the k-tiles are unrolled by two so the
-//     workgroup buffers are indexed by constant stages (no clamp of a
-//     dynamic stage index); the last k-tile is peeled, so the loop tests
+//     shapes are constants); the last k-tile is peeled, so the loop tests
 //     only its counter.
+//   - TileUnroll: the k-tiles are unrolled by two so the workgroup
+//     buffers are indexed by constant stages (no clamp of a dynamic stage
+//     index), at twice the loop's code (about 2,200 instructions, 35 KB
+//     of machine code for 64x128/8x8k8: an instruction cache may miss).
 //   - TileWarp: thread (lx, ly) of the grid comes from the invocation
 //     index so that each 32 consecutive invocations (an NVIDIA warp)
 //     form an 8×4 block of the grid rather than 16×2.
@@ -109,24 +111,31 @@ func matmulLean(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	// barrier after the last multiply that read it. The last tile is only
 	// multiplied.
 	tiles, last := (k.K+t.BK-1)/t.BK, k.K-(k.K-1)/t.BK*t.BK
-	step := func(indent, kt string, stage int) {
+	step := func(indent, kt, stage, other string) {
 		fetch(indent, fmt.Sprintf("%s + %du", kt, t.BK))
-		multiply(indent, fmt.Sprint(stage), t.BK)
-		store(indent, fmt.Sprint(1-stage))
+		multiply(indent, stage, t.BK)
+		store(indent, other)
 		fmt.Fprintf(b, "%sworkgroupBarrier();\n", indent)
 	}
 	fetch("\t", "0u")
 	store("\t", "0")
 	b.WriteString("\tworkgroupBarrier();\n")
-	if pairs := (tiles - 1) / 2; pairs > 0 {
+	if t.Opts&ir.TileUnroll == 0 { // one k-tile an iteration, its stage computed
+		if tiles > 1 {
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", (tiles-1)*t.BK, t.BK)
+			fmt.Fprintf(b, "\t\tlet cur = (kt / %du) & 1u;\n", t.BK)
+			step("\t\t", "kt", "cur", "cur ^ 1u")
+			b.WriteString("\t}\n")
+		}
+	} else if pairs := (tiles - 1) / 2; pairs > 0 {
 		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", pairs*2*t.BK, 2*t.BK)
-		step("\t\t", "kt", 0)
-		step("\t\t", fmt.Sprintf("kt + %du", t.BK), 1)
+		step("\t\t", "kt", "0", "1")
+		step("\t\t", fmt.Sprintf("kt + %du", t.BK), "1", "0")
 		b.WriteString("\t}\n")
 	}
-	if (tiles-1)%2 == 1 {
+	if t.Opts&ir.TileUnroll != 0 && (tiles-1)%2 == 1 {
 		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", (tiles-2)*t.BK)
-		step("\t\t", "kt", 0)
+		step("\t\t", "kt", "0", "1")
 		b.WriteString("\t}\n")
 	}
 	multiply("\t", fmt.Sprint((tiles-1)%2), last)

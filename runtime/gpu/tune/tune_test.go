@@ -145,13 +145,13 @@ func TestBuiltinTableReachesTiling(t *testing.T) {
 
 // TestMeasureTransposed: a shape whose operands are read through a
 // transpose (the MLP step's gradients) is measured on the same logical
-// operands, so its check against cpuref holds under the lean and warp
-// options as under the plain staged tile, both layouts, a side the tile
+// operands, so its check against cpuref holds under the lean, unroll and
+// warp options as under the plain staged tile, both layouts, a side the tile
 // divides and sides it does not.
 func TestMeasureTransposed(t *testing.T) {
 	d := device(t)
 	for _, s := range []tune.Shape{{M: 36, K: 70, N: 44, TA: true}, {M: 64, K: 68, N: 45, TB: true}, {M: 64, K: 32, N: 64, TA: true, TB: true}} {
-		for _, name := range []string{"32x64/4x4k16v4s2", "32x64/4x4k16v4s2lw"} {
+		for _, name := range []string{"32x64/4x4k16v4s2", "32x64/4x4k16v4s2lw", "32x64/4x4k16v4s2luw"} {
 			tile, err := passes.ParseTile(name)
 			if err != nil {
 				t.Fatal(err)
