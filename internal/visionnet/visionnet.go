@@ -241,3 +241,91 @@ func EfficientNetB0() []byte {
 	x = b.silu(b.conv(x, 320, 1280, 1, 1, 1))
 	return b.model(b.head(x, 1280))
 }
+
+// ints adds an int64 initializer (a shape, an index, axes) of dims.
+func (b *builder) ints(dims []int64, vs ...int64) string {
+	name := b.name("c")
+	t := msg(nil)
+	for _, d := range dims {
+		t = t.varint(1, d)
+	}
+	var packed []byte
+	for _, v := range vs {
+		packed = protowire.AppendVarint(packed, uint64(v))
+	}
+	b.inits = append(b.inits, t.varint(2, 7).str(8, name).bytes(7, packed))
+	return name
+}
+
+// scalar adds a float32 initializer of one value and no dimensions.
+func (b *builder) scalar(v float32) string {
+	name := b.name("s")
+	raw := binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
+	b.inits = append(b.inits, msg(nil).varint(2, 1).str(8, name).bytes(9, raw))
+	return name
+}
+
+func (b *builder) reshape(x string, shape ...int64) string {
+	return b.node("Reshape", []string{x, b.ints([]int64{int64(len(shape))}, shape...)})
+}
+
+func (b *builder) transpose(x string, perm ...int64) string {
+	return b.node("Transpose", []string{x}, attrInts("perm", perm...))
+}
+
+// linear adds x·Wᵀ + bias as MatMul and Add (a Linear over 3-D input).
+func (b *builder) linear(x string, in, out int64) string {
+	w := b.weight("w", math.Sqrt(1/float64(in)), in, out) // Wᵀ, as the export stores it
+	return b.node("Add", []string{b.node("MatMul", []string{x, w}), b.weight("b", 0.1, out)})
+}
+
+func (b *builder) layerNorm(x string, d int64) string {
+	return b.node("LayerNormalization", []string{x, b.weight("ln_w", 1, d), b.weight("ln_b", 0.1, d)},
+		attrInt("axis", -1), attrFloat("epsilon", 1e-6))
+}
+
+// ViTTiny returns torchvision's VisionTransformer(image_size=224,
+// patch_size=16, num_layers=12, num_heads=3, hidden_dim=192, mlp_dim=768)
+// at batch 1 as ONNX, as bench/torch_vision.py exports it: LayerNormalization
+// (opset 17), nn.MultiheadAttention's packed in-projection split by Gather,
+// scaled_dot_product_attention as MatMul, Softmax and MatMul over scaled
+// q and kᵀ, GELU by Erf.
+func ViTTiny() []byte {
+	const d, heads, mlp, seq = 192, 3, 768, 197
+	const hd = d / heads
+	b := newBuilder()
+	w := b.weight("w", math.Sqrt(6/float64(3*16*16)), d, 3, 16, 16)
+	x := b.node("Conv", []string{"x", w, b.weight("b", 0.1, d)}, attrInts("dilations", 1, 1), attrInt("group", 1),
+		attrInts("kernel_shape", 16, 16), attrInts("pads", 0, 0, 0, 0), attrInts("strides", 16, 16))
+	x = b.transpose(b.reshape(x, 1, d, seq-1), 0, 2, 1)
+	x = b.node("Concat", []string{b.weight("cls", 0.02, 1, 1, d), x}, attrInt("axis", 1))
+	x = b.node("Add", []string{x, b.weight("pos", 0.02, 1, seq, d)})
+	scale := b.scalar(float32(math.Sqrt(1 / math.Sqrt(hd))))
+	for range 12 {
+		h := b.transpose(b.layerNorm(x, d), 1, 0, 2) // batch_first: [seq, 1, d]
+		proj := b.linear(h, d, 3*d)
+		proj = b.node("Unsqueeze", []string{b.reshape(proj, seq, 1, 3, d), b.ints([]int64{1}, 0)})
+		proj = b.node("Squeeze", []string{b.transpose(proj, 3, 1, 2, 0, 4), b.ints([]int64{1}, -2)})
+		var qkv [3]string
+		for i := range qkv {
+			t := b.node("Gather", []string{proj, b.ints(nil, int64(i))}, attrInt("axis", 0))
+			t = b.transpose(b.reshape(t, seq, heads, hd), 1, 0, 2)
+			qkv[i] = b.reshape(t, 1, heads, seq, hd)
+		}
+		q := b.node("Mul", []string{qkv[0], scale})
+		kt := b.node("Mul", []string{b.transpose(qkv[1], 0, 1, 3, 2), scale})
+		att := b.node("Softmax", []string{b.node("MatMul", []string{q, kt})}, attrInt("axis", -1))
+		o := b.reshape(b.transpose(b.node("MatMul", []string{att, qkv[2]}), 2, 0, 1, 3), seq, d)
+		ow := b.weight("w", math.Sqrt(1/float64(d)), d, d)
+		o = b.node("Gemm", []string{o, ow, b.weight("b", 0.1, d)}, attrFloat("alpha", 1), attrFloat("beta", 1), attrInt("transB", 1))
+		o = b.transpose(b.reshape(o, seq, 1, d), 1, 0, 2)
+		x = b.node("Add", []string{o, x})
+		m := b.linear(b.layerNorm(x, d), d, mlp)
+		e := b.node("Erf", []string{b.node("Div", []string{m, b.scalar(1.4142135)})})
+		m = b.node("Mul", []string{b.node("Mul", []string{m, b.node("Add", []string{e, b.scalar(1)})}), b.scalar(0.5)})
+		x = b.node("Add", []string{b.linear(m, mlp, d), x})
+	}
+	x = b.node("Gather", []string{b.layerNorm(x, d), b.ints(nil, 0)}, attrInt("axis", 1))
+	hw := b.weight("head_w", math.Sqrt(1/float64(d)), 1000, d)
+	return b.model(b.node("Gemm", []string{x, hw, b.weight("head_b", 0.1, 1000)}, attrFloat("alpha", 1), attrFloat("beta", 1), attrInt("transB", 1)))
+}

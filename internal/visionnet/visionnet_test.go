@@ -22,7 +22,7 @@ var limits = ir.Limits{MaxNodes: 100000, MaxElements: 1 << 28, MaxStorageBytes: 
 // TestModelsImport imports both models and writes them to
 // $GPUCC_VISIONNET_OUT when it is set (resnet18.onnx, efficientnet_b0.onnx).
 func TestModelsImport(t *testing.T) {
-	for name, raw := range map[string][]byte{"resnet18": visionnet.ResNet18(), "efficientnet_b0": visionnet.EfficientNetB0()} {
+	for name, raw := range map[string][]byte{"resnet18": visionnet.ResNet18(), "efficientnet_b0": visionnet.EfficientNetB0(), "vit_tiny": visionnet.ViTTiny()} {
 		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Limits: limits})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -40,7 +40,7 @@ func TestModelsImport(t *testing.T) {
 // is the text generated one kernel at a time, for every kernel of both
 // models (run it under -race too: the generators share tables).
 func TestEmitInAnyOrder(t *testing.T) {
-	for name, raw := range map[string][]byte{"resnet18": visionnet.ResNet18(), "efficientnet_b0": visionnet.EfficientNetB0()} {
+	for name, raw := range map[string][]byte{"resnet18": visionnet.ResNet18(), "efficientnet_b0": visionnet.EfficientNetB0(), "vit_tiny": visionnet.ViTTiny()} {
 		lim := limits
 		lim.NonFinite = true
 		g, err := onnx.Load(bytes.NewReader(raw), onnx.Options{Limits: lim})
