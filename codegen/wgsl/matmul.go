@@ -179,6 +179,10 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		tile(rest, true)
 		b.WriteString("\t}\n")
 	}
+	if tileEpilogue(b, k, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("c%d_%d", m, n) },
+		fmt.Sprintf("row0 + lid.y + rm * %du", ty), fmt.Sprintf("col0 + lid.x + rn * %du", tx), "row < M && col < N", oc) {
+		return
+	}
 	for m := 0; m < t.TM; m++ {
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet row = row0 + lid.y + %du;\n\t\tlet col = col0 + lid.x + %du;\n", m*ty, n*tx)

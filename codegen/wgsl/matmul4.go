@@ -103,7 +103,11 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 		b.WriteString("\t}\n")
 	}
 	// The epilogue is unrolled: indexing the accumulators dynamically would
-	// push them out of registers.
+	// push them out of registers. A long one is looped (tileEpilogue).
+	if tileEpilogue(b, k, t.TM, t.TN, func(r, c int) string { return fmt.Sprintf("c%d_%d.%c", r, c/4, lanes[c%4]) },
+		fmt.Sprintf("row0 + lid.y * %du + rm", t.TM), fmt.Sprintf("col0 + lid.x * %du + rn", t.TN), "row < M && col < N", oc) {
+		return
+	}
 	for r := 0; r < t.TM; r++ {
 		fmt.Fprintf(b, "\tlet r%d = row0 + lid.y * %du + %du;\n", r, t.TM, r)
 		for c := 0; c < t.TN; c++ {

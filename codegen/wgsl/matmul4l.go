@@ -141,7 +141,19 @@ func matmulLean(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	multiply("\t", fmt.Sprint((tiles-1)%2), last)
 	// The epilogue, unrolled: row r of the thread is 4·(ly + (r/4)·ty)
 	// + r%4, column c 4·(lx + (c/4)·tx) + c%4; a side the tile divides
-	// needs no guard.
+	// needs no guard. A long one is looped (tileEpilogue).
+	var guard []string
+	if !lean || k.M%t.BM != 0 {
+		guard = append(guard, "row < M")
+	}
+	if !lean || k.N%t.BN != 0 {
+		guard = append(guard, "col < N")
+	}
+	if tileEpilogue(b, k, t.TM, t.TN, func(r, c int) string { return fmt.Sprintf("c%d_%d.%c", r, c/4, lanes[c%4]) },
+		fmt.Sprintf("row0 + (ly + rm / 4u * %du) * 4u + rm %% 4u", ty), fmt.Sprintf("col0 + (lx + rn / 4u * %du) * 4u + rn %% 4u", tx),
+		strings.Join(guard, " && "), oc) {
+		return
+	}
 	for r := 0; r < t.TM; r++ {
 		fmt.Fprintf(b, "\tlet r%d = row0 + (ly + %du) * 4u + %du;\n", r, r/4*ty, r%4)
 		for c := 0; c < t.TN; c++ {

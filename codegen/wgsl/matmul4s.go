@@ -147,7 +147,13 @@ func matmulStaged(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool
 		}
 	}
 	// The epilogue, unrolled: row r of the thread is 4·(lid.y + (r/4)·ty)
-	// + r%4, column c 4·(lid.x + (c/4)·tx) + c%4.
+	// + r%4, column c 4·(lid.x + (c/4)·tx) + c%4. A long one is looped
+	// (tileEpilogue).
+	if tileEpilogue(b, k, t.TM, t.TN, func(r, c int) string { return fmt.Sprintf("c%d_%d.%c", r, c/4, lanes[c%4]) },
+		fmt.Sprintf("row0 + (lid.y + rm / 4u * %du) * 4u + rm %% 4u", ty), fmt.Sprintf("col0 + (lid.x + rn / 4u * %du) * 4u + rn %% 4u", tx),
+		"row < M && col < N", oc) {
+		return
+	}
 	for r := 0; r < t.TM; r++ {
 		fmt.Fprintf(b, "\tlet r%d = row0 + (lid.y + %du) * 4u + %du;\n", r, r/4*ty, r%4)
 		for c := 0; c < t.TN; c++ {

@@ -1,0 +1,87 @@
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/ir"
+)
+
+// tileEpilogue renders a matmul tile's epilogue once, in a loop over the
+// thread's tm×tn outputs, their accumulators copied into a private array
+// first, when unrolled it would pass epilogueLoopLines (as a conv GEMM's
+// does, convEpilogueLoop): the same operations on the same values in
+// each output, so the same bits. It reports whether it did; a short
+// epilogue (a bias, a relu) is left to the caller to unroll.
+//
+// The driver inlines every call: ViT-Tiny's MLP matmul with GELU as its
+// epilogue unrolled the exact erf and division 64 times (46 KB of WGSL),
+// and its pipeline alone took 4.1 s of lavapipe's 4.2 s for the model's
+// 14 (2026-12-05), the critical path of the model's first compile; the
+// H100's 1.55 s for ViT's pipelines was bound by one kernel too.
+//
+// Unlike a conv's, the bound counts each call as its function's lines:
+// GELU's epilogue is 8 lines, 2 of them calls of about 190 lines.
+//
+// acc(m, n) names output (m, n)'s accumulator; row and col render its row
+// and column from the u32 expressions "rm" and "rn"; guard is the
+// condition that the output is in the matrix ("" when the tile divides
+// it); oc is the output's batch offset.
+func tileEpilogue(b *strings.Builder, k *ir.Kernel, tm, tn int, acc func(m, n int) string, row, col, guard, oc string) bool {
+	body := codegen.Body(Lang, k, load(k, "i"), "acc[r]")
+	if tm*tn <= 1 || tm*tn*inlinedLines(body, codegen.Funcs(Lang, k)) <= epilogueLoopLines {
+		return false
+	}
+	fmt.Fprintf(b, "\tvar acc: array<f32, %d>;\n", tm*tn)
+	for m := range tm {
+		for n := range tn {
+			fmt.Fprintf(b, "\tacc[%d] = %s;\n", m*tn+n, acc(m, n))
+		}
+	}
+	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n", tm*tn)
+	fmt.Fprintf(b, "\t\tlet rm = r / %du;\n\t\tlet rn = r %% %du;\n", tn, tn)
+	fmt.Fprintf(b, "\t\tlet row = %s;\n\t\tlet col = %s;\n", row, col)
+	in := 2
+	if guard != "" {
+		fmt.Fprintf(b, "\t\tif (%s) {\n", guard)
+		in = 3
+	}
+	fmt.Fprintf(b, "%slet i = %srow * N + col;\n", strings.Repeat("\t", in), oc)
+	b.WriteString(codegen.Indent(body, in))
+	b.WriteString(codegen.Indent(stores(k, "i"), in))
+	if guard != "" {
+		b.WriteString("\t\t}\n")
+	}
+	b.WriteString("\t}\n}\n")
+	return true
+}
+
+// inlinedLines counts the lines of body with each call of a function that
+// defs define (WGSL "fn name(" ... "}") counted as that function's lines,
+// as the driver inlines it.
+func inlinedLines(body, defs []string) int {
+	size := map[string]int{}
+	cur := ""
+	for _, ln := range defs {
+		if name, ok := strings.CutPrefix(ln, "fn "); ok {
+			if i := strings.IndexByte(name, '('); i > 0 {
+				cur = name[:i]
+			}
+		}
+		if cur != "" {
+			size[cur]++
+		}
+		if ln == "}" {
+			cur = ""
+		}
+	}
+	n := 0
+	for _, ln := range body {
+		n++
+		for name, lines := range size {
+			n += strings.Count(ln, name+"(") * lines
+		}
+	}
+	return n
+}
