@@ -11,6 +11,7 @@ package bench
 //
 //	GPUCC_BENCH_MATMUL_SHAPES  shapes, N (N³) or MxKxN[ta][tb] (operands
 //	                           read transposed), comma-separated (default 4096)
+//	GPUCC_BENCH_MATMUL_MODES   exact, fast or exact,fast (the default)
 //	GPUCC_BENCH_MATMUL_TILES   tiles, space-separated, as passes.ParseTile
 //	                           reads them ("128x128/8x8k8v4s2"), or "rule"
 //	                           for the tiling pass's own choice (default:
@@ -59,6 +60,17 @@ func BenchmarkMatmulTiles(b *testing.B) {
 		}
 		tiles = append(tiles, &t)
 	}
+	var modes []bool
+	for _, m := range strings.Split(envString("GPUCC_BENCH_MATMUL_MODES", "exact,fast"), ",") {
+		switch m {
+		case "exact":
+			modes = append(modes, false)
+		case "fast":
+			modes = append(modes, true)
+		default:
+			b.Fatalf("GPUCC_BENCH_MATMUL_MODES: %q is not exact or fast", m)
+		}
+	}
 	reps := envInt("GPUCC_BENCH_MATMUL_REPS", 20)
 	dev := openDevice(b)
 	defer dev.Close()
@@ -68,7 +80,7 @@ func BenchmarkMatmulTiles(b *testing.B) {
 			if t != nil {
 				name = passes.TileString(*t)
 			}
-			for _, fast := range []bool{false, true} {
+			for _, fast := range modes {
 				mode := "exact"
 				if fast {
 					mode = "fast"
