@@ -37,6 +37,11 @@ type Timings struct {
 	// the run opened it: gpucc.Run and gpucc run do, and count it in
 	// TotalMs; a Runtime's own runs do not.
 	StartupMs float64 `json:"startupMs,omitempty"`
+	// ImportMs is reading the graph and importing it (an .onnx model's
+	// import, a graph JSON's decode), when the run read it: gpucc run
+	// does, and counts it in TotalMs. With PassesMs, CodegenMs and
+	// CompileMs it is a model's first compile, stage by stage.
+	ImportMs float64 `json:"importMs,omitempty"`
 }
 
 // Add adds o's stages to t: every duration, TotalMs included, and every
@@ -60,6 +65,7 @@ func (t *Timings) Add(o Timings) {
 	t.ReadbackBytes += o.ReadbackBytes
 	t.TotalMs += o.TotalMs
 	t.StartupMs += o.StartupMs
+	t.ImportMs += o.ImportMs
 }
 
 // Result is what one run returns; the CLI prints it as JSON.
@@ -162,7 +168,7 @@ func addCompile(t *Timings, e *Executable) {
 func (t Timings) MarshalJSON() ([]byte, error) {
 	type plain Timings // without this method
 	p := plain(t)
-	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs, &p.StartupMs} {
+	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs, &p.StartupMs, &p.ImportMs} {
 		*f = math.Round(*f*1e3) / 1e3
 	}
 	return json.Marshal(p)

@@ -119,9 +119,9 @@ func TestRunInputs(t *testing.T) {
 	}
 }
 
-// TestRunInputTimings: gpucc run MODEL.onnx --input counts the start-up
-// and the compile (passes, codegen, the backend's compile) in its
-// timings, as a run without --input does: it ran through a
+// TestRunInputTimings: gpucc run MODEL.onnx --input counts the start-up,
+// the model's import and the compile (passes, codegen, the backend's
+// compile) in its timings, as a run without --input does: it ran through a
 // gpucc.Dynamic, whose result held the run's stages alone, so its
 // totalMs left out the compile.
 func TestRunInputTimings(t *testing.T) {
@@ -135,7 +135,7 @@ func TestRunInputTimings(t *testing.T) {
 	}
 	var res struct {
 		Timings struct {
-			StartupMs                                                        *float64
+			StartupMs, ImportMs                                              *float64
 			PassesMs, CodegenMs, CompileMs, UploadMs, DispatchMs, ReadbackMs float64
 			TotalMs                                                          float64
 		}
@@ -148,12 +148,16 @@ func TestRunInputTimings(t *testing.T) {
 		r.StartupMs = new(float64)
 		t.Errorf("the timings lack startupMs: %s", out)
 	}
-	tm := map[string]float64{"startupMs": *r.StartupMs, "passesMs": r.PassesMs, "codegenMs": r.CodegenMs, "compileMs": r.CompileMs,
+	if r.ImportMs == nil || *r.ImportMs <= 0 {
+		r.ImportMs = new(float64)
+		t.Errorf("the timings lack importMs: %s", out)
+	}
+	tm := map[string]float64{"startupMs": *r.StartupMs, "importMs": *r.ImportMs, "passesMs": r.PassesMs, "codegenMs": r.CodegenMs, "compileMs": r.CompileMs,
 		"uploadMs": r.UploadMs, "dispatchMs": r.DispatchMs, "readbackMs": r.ReadbackMs, "totalMs": r.TotalMs}
 	if tm["passesMs"] <= 0 {
 		t.Errorf("timings %v lack the passes", tm)
 	}
-	if parts := tm["startupMs"] + tm["passesMs"] + tm["codegenMs"] + tm["compileMs"] + tm["uploadMs"] + tm["dispatchMs"] + tm["readbackMs"]; tm["totalMs"] < parts-0.01 {
+	if parts := tm["startupMs"] + tm["importMs"] + tm["passesMs"] + tm["codegenMs"] + tm["compileMs"] + tm["uploadMs"] + tm["dispatchMs"] + tm["readbackMs"]; tm["totalMs"] < parts-0.01 {
 		t.Errorf("totalMs %v is less than its stages' sum %v: %v", tm["totalMs"], parts, tm)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/cache"
@@ -82,6 +83,7 @@ func runCmd(args []string) int {
 		return runDynamic(fs.Arg(0), *limits, opts, *explain, *outDir)
 	}
 	var g *ir.Graph
+	read := time.Now()
 	err := step("reading "+filepath.Base(fs.Arg(0)), func() (err error) { // an .onnx import of a large model takes seconds
 		// An .onnx model is imported at its --input data's shapes (they
 		// bind its dynamic dimensions), and every run binds the data:
@@ -93,6 +95,7 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	imported := float64(time.Since(read).Nanoseconds()) / 1e6
 	opts, err := options()
 	if err != nil {
 		return fail(err)
@@ -102,6 +105,8 @@ func runCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	res.Timings.ImportMs = imported
+	res.Timings.TotalMs += imported
 	if *outDir != "" {
 		if err := writeOutputs(*outDir, res); err != nil {
 			return fail(err)
