@@ -183,3 +183,38 @@ func TestRowMax(t *testing.T) {
 		}
 	}
 }
+
+// TestRowThreads: a rows kernel's workgroup size (wgsl.RowThreads: 32, 64
+// and 128 besides the default 256) changes its schedule, never its bits:
+// random row graphs and softmax, log-softmax and layer norm over extremes
+// and random values, rows from 33 to 4096 leaves (a workgroup a row from
+// RowThreads padded leaves on, more threads where one would hold more than
+// 16 leaves), against cpuref on webgpu.
+func TestRowThreads(t *testing.T) {
+	rt := open(t, "webgpu")
+	defer func(n int) { wgsl.RowThreads = n }(wgsl.RowThreads)
+	threads, shapes := []int{32, 64, 128}, []ir.Shape{{5, 33}, {3, 100}, {3, 1000}, {3, 1024}, {2, 4096}}
+	if testing.Short() {
+		threads, shapes = []int{64}, []ir.Shape{{3, 100}, {3, 1024}, {2, 4096}}
+	}
+	for _, n := range threads {
+		wgsl.RowThreads = n
+		for _, s := range shapes {
+			g, _ := irtest.RandomRows(uint64(n+s[1]), s)
+			t.Run(fmt.Sprintf("%d/%v/random", n, s), func(t *testing.T) { checkRun(t, rt, g) })
+			b := ir.NewBuilder()
+			x := b.Input(s, irtest.Extremes(9, s.Len()))
+			y := b.Input(s, irtest.Values(10, s.Len(), 30))
+			for i, v := range []ir.Tensor{x, y} {
+				b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
+				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
+				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
+			}
+			g, err := b.Build(ir.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%d/%v/ops", n, s), func(t *testing.T) { checkRun(t, rt, g) })
+		}
+	}
+}

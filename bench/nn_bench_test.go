@@ -13,7 +13,9 @@ package bench
 //	                  (wgsl.RowDivFast off); floatmax, max reduced by
 //	                  maximum, not order keys (wgsl.RowMaxKeys off);
 //	                  nofast, exp, tanh and sigmoid by the table's bodies
-//	                  alone, no fast path (wgsl.FastPaths off)
+//	                  alone, no fast path (wgsl.FastPaths off); threads32,
+//	                  threads64, threads128, a rows kernel's workgroup size
+//	                  (wgsl.RowThreads, 256 by default)
 
 import (
 	"context"
@@ -109,9 +111,9 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, keys, paths bool) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths = once, fast, keys, paths
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths)
+	defer func(once, fast, keys, paths bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowThreads = once, fast, keys, paths, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -122,6 +124,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowMaxKeys = false
 		case "nofast":
 			wgsl.FastPaths = false
+		case "threads32", "threads64", "threads128":
+			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		}
 	}
 	ctx := context.Background()

@@ -10,13 +10,14 @@ import (
 
 // rowsKernel emits a rows kernel (ir.KernelRows) by codegen.PlanRows.
 //
-// Rows of at least SumThreads padded leaves get a workgroup each. Every
-// pass reads the row coalesced: in step j thread t evaluates leaf
-// j·SumThreads + t, so a warp's loads and stores are adjacent, and keeps
+// Rows of at least rowThreads(P) padded leaves get a workgroup of that
+// many threads each (RowThreads, more for long rows). Every pass reads the row coalesced: in step j thread t
+// evaluates leaf j·RowThreads + t, so a warp's loads and stores are
+// adjacent, and keeps
 // in registers the values later passes read (loads included: each leaf of
 // an operand is read from memory once). Each reduction then stages its
 // leaves, padded with its identity, through workgroup memory (red), from
-// which thread t takes the contiguous leaves from t·P/SumThreads and
+// which thread t takes the contiguous leaves from t·P/RowThreads and
 // reduces them by the pairwise tree; the threads' partials are combined by
 // the same tree (staged.tree), whose root every thread then computes:
 // cpuref's tree over P leaves, whatever thread evaluated a leaf. The
@@ -34,10 +35,11 @@ import (
 func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool) {
 	pl := codegen.PlanRows(k)
 	n, p := pl.Red.Leaves, pl.P
-	wg := p >= SumThreads
+	threads := rowThreads(p)
+	wg := p >= threads
 	per := p
 	if wg {
-		per = p / SumThreads
+		per = p / threads
 		pl.CacheLoads(k)
 	}
 	divs := rowDivisions(b, &pl, k, fused)
@@ -70,10 +72,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	}
 	var st staged
 	if wg {
-		st = stagedArrays(b, p)
-		s.Workgroup = [3]int{SumThreads, 1, 1}
+		st = stagedArrays(b, p, threads)
+		s.Workgroup = [3]int{threads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
-		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
+		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
 	} else {
@@ -95,9 +97,9 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 	}
 	if wg {
-		fmt.Fprintf(b, "\tvar grp: array<f32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
+		fmt.Fprintf(b, "\tvar grp: array<f32, %d>;\n", max(rowGroup, threads/rowGroup))
 		if len(keys) > 0 {
-			fmt.Fprintf(b, "\tvar grpk: array<u32, %d>;\n", max(rowGroup, SumThreads/rowGroup))
+			fmt.Fprintf(b, "\tvar grpk: array<u32, %d>;\n", max(rowGroup, threads/rowGroup))
 		}
 	}
 	load := func(space string) func(int) string {
@@ -156,6 +158,25 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		rowValues(pass + 1)
 	}
 	b.WriteString("}\n")
+}
+
+// RowThreads is the workgroup size of a rows kernel whose rows have at
+// least as many padded leaves: 256 (SumThreads), or 32, 64 or 128, which
+// give each thread more leaves and the workgroup fewer partials to combine
+// and fewer warps to hold at its barriers, and an SM more rows at once.
+// The same tree (cpuref's pairwise tree over P leaves splits at every
+// power of two), the same bits (TestRowThreads). A knob for the
+// benchmarks (Config names it).
+var RowThreads = SumThreads
+
+// rowThreads is the workgroup size of a rows kernel over rows of p padded
+// leaves: RowThreads, or more threads where each would hold more than 16
+// leaves (at most SumThreads): registers, not the tree, bound a thread.
+func rowThreads(p int) int {
+	if p/RowThreads > 16 {
+		return min(SumThreads, max(RowThreads, p/16))
+	}
+	return RowThreads
 }
 
 // RowDivFast makes a rows kernel divide by a per-row divisor through
@@ -260,12 +281,12 @@ func divisorParts(j int) []string {
 // array is a constant, so that they stay in registers (a loop over them
 // left NVIDIA's compiler spilling them to memory).
 func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying) []string {
-	n, per := pl.Red.Leaves, pl.P/SumThreads
+	n, per := pl.Red.Leaves, pl.P/st.threads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	for j := range per {
 		add("{")
-		add("\tlet r = %du + t;", j*SumThreads)
+		add("\tlet r = %du + t;", j*st.threads)
 		for _, a := range pl.Accs[d] {
 			id := rowIdentity(k.Body[a].Op)
 			if kk := keyed(a); kk.identity != "" {
@@ -274,7 +295,7 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 			add("\ta%d[%d] = %s;", a, j, id)
 		}
 		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
-		if (j+1)*SumThreads > n {
+		if (j+1)*st.threads > n {
 			add("\tif (r < %du) {", n)
 			add("\t\tlet i = base + r;")
 			for _, ln := range body {
@@ -300,19 +321,21 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 	return lines
 }
 
-// staged is how a workgroup of SumThreads threads reduces P leaves
-// (P ≥ SumThreads, a power of two), leaf j·SumThreads+t held by thread t,
+// staged is how a workgroup of T threads (SumThreads, or a rows kernel's
+// RowThreads) reduces P leaves (P ≥ T, powers of two), leaf j·T+t held
+// by thread t,
 // by cpuref's tree over them, in workgroup memory: red, of P floats (one
 // more per 32 where it fits, so that the reads of contiguous runs fall in
-// distinct banks) and, where it fits, SumThreads more for the threads'
+// distinct banks) and, where it fits, T more for the threads'
 // partials (mine: then no barrier separates the reads of the leaves from
-// the writes of the partials); part, of SumThreads/rowGroup floats, or
+// the writes of the partials); part, of T/rowGroup floats, or
 // where both would not fit the 16 KiB WebGPU guarantees, red beyond the
 // threads' partials, read by every thread before a barrier; and wroot,
 // the root, which one thread computes and the others read (RowRootOnce).
 type staged struct {
 	at, partAt, mine func(string) string
 	shared           bool
+	threads          int // the workgroup's: SumThreads, or a rows kernel's RowThreads
 }
 
 // RowRootOnce makes one thread of a rows kernel's workgroup combine the
@@ -324,24 +347,26 @@ type staged struct {
 // the bits are the same either way.
 var RowRootOnce = true
 
-// stagedArrays declares a staged reduction's workgroup arrays for P leaves.
-func stagedArrays(b *strings.Builder, p int) staged {
+// stagedArrays declares the workgroup arrays of a staged reduction of P
+// leaves by a workgroup of threads threads (P ≥ threads ≥ 2·rowGroup,
+// powers of two).
+func stagedArrays(b *strings.Builder, p, threads int) staged {
 	const storage = 16384 / 4 // floats
 	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" },
-		mine: func(x string) string { return x }}
-	size, groups := p, SumThreads/rowGroup
+		mine: func(x string) string { return x }, threads: threads}
+	size, groups := p, threads/rowGroup
 	switch {
-	case p > SumThreads && p+p/32+groups+wrootFloats <= storage:
+	case p > threads && p+p/32+groups+wrootFloats <= storage:
 		size = p + p/32
 		st.at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
 		b.WriteString("fn pad(x: u32) -> u32 {\n\treturn x + x / 32u;\n}\n\n")
 	case p+groups > storage:
-		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", SumThreads, x) }, true
+		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", threads, x) }, true
 	}
-	if p > SumThreads && !st.shared && size+SumThreads+groups+wrootFloats <= storage {
+	if p > threads && !st.shared && size+threads+groups+wrootFloats <= storage {
 		off := size
 		st.mine = func(x string) string { return fmt.Sprintf("%du + %s", off, x) }
-		size += SumThreads
+		size += threads
 	}
 	fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", size)
 	if !st.shared {
@@ -362,7 +387,7 @@ const wrootFloats = 4
 
 // tree renders the reduction, by combining function c, of the per leaves
 // each thread holds in private array a (thread t's a[q] is leaf
-// q·SumThreads+t), declaring its root as result in every thread (with
+// q·T+t), declaring its root as result in every thread (with
 // everyone), or in thread 0 alone: the leaves go through red so that
 // thread t reduces the contiguous run from t·per, and the threads'
 // partials are reduced in groups of rowGroup, each by one thread, then
@@ -429,7 +454,7 @@ func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	if per > 1 {
 		for q := range per {
-			add("red[%s] = %s;", st.at(fmt.Sprintf("%du + t", q*SumThreads)), kk.put(fmt.Sprintf("%s[%d]", a, q)))
+			add("red[%s] = %s;", st.at(fmt.Sprintf("%du + t", q*st.threads)), kk.put(fmt.Sprintf("%s[%d]", a, q)))
 		}
 		add("workgroupBarrier();")
 		for q := range per {
@@ -442,7 +467,7 @@ func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone
 	}
 	add("red[%s] = %s;", st.mine("t"), kk.put(a+"[0]"))
 	add("workgroupBarrier();")
-	add("if (t < %du) {", SumThreads/rowGroup)
+	add("if (t < %du) {", st.threads/rowGroup)
 	for q := range rowGroup {
 		add("\t%s[%d] = %s;", kk.grp, q, kk.get("red["+st.mine(fmt.Sprintf("t * %du + %du", rowGroup, q))+"]"))
 	}
@@ -453,10 +478,10 @@ func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone
 	add("}")
 	add("workgroupBarrier();")
 	groups := func(tabs string) {
-		for q := range SumThreads / rowGroup {
+		for q := range st.threads / rowGroup {
 			add("%s%s[%d] = %s;", tabs, kk.grp, q, kk.get(st.partAt(fmt.Sprintf("%du", q))))
 		}
-		for _, ln := range treeUnrolled(kk.grp, SumThreads/rowGroup, c) {
+		for _, ln := range treeUnrolled(kk.grp, st.threads/rowGroup, c) {
 			add("%s%s", tabs, ln)
 		}
 	}
@@ -499,7 +524,7 @@ func treeUnrolled(v string, n int, c string) []string {
 
 // rowGroup is how many threads' partials of a rows kernel's reduction one
 // thread combines, in registers, before the tree over the groups: two
-// barriers instead of one per level of the tree over SumThreads partials.
+// barriers instead of one per level of the tree over the threads' partials.
 const rowGroup = 16
 
 // rowOps returns the reductions of rows kernel k, each once.
@@ -537,8 +562,8 @@ func rowIdentity(op ir.Op) string {
 func rowsLoopCost(k *ir.Kernel) int {
 	pl := codegen.PlanRows(k)
 	per := pl.P
-	if pl.P >= SumThreads {
-		per = pl.P / SumThreads
+	if threads := rowThreads(pl.P); pl.P >= threads {
+		per = pl.P / threads
 	}
 	c := 0
 	for d := 0; d < pl.Passes; d++ {

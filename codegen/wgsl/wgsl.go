@@ -37,13 +37,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths,
+// changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths,
 // AttentionTile, AttentionOnlineTile), and ir.AttentionOnlineFrom, which
 // picks attention's rounding order from its shapes and is not in the
 // program's key: caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d",
-		VectorsPerThread, VectorThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d",
+		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
 }
 
 // Workgroup sizes.
@@ -420,7 +420,7 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 	n := red.Leaves
 	per := max(leaves/SumThreads, 1)
 	combine(b, k)
-	st := stagedArrays(b, max(leaves, SumThreads))
+	st := stagedArrays(b, max(leaves, SumThreads), SumThreads)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")
