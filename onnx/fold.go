@@ -162,18 +162,28 @@ func wrapInt(dt DataType, v int64) int64 {
 	return v
 }
 
-// castNumber converts v of type from to type to, as numpy's astype does
-// for the values a model can hold: float to integer truncates toward
-// zero; a float out of the integer's range is refused.
+// castNumber converts v of type from to type to as the run time's Cast
+// does (ir.Convert), so that a folded Cast gives the value a run-time one
+// gives: float to integer truncates toward zero, and a float whose
+// truncation is outside the integer's range (or NaN, ±Inf) is refused, as
+// the run time faults: checking int64's range alone, it wrapped 3e9 to
+// int32's -1294967296 and 300 to uint8's 44 (TestCastFoldRange); integer
+// to integer wraps, and a uint64 without an int64 carrier is refused.
+// (The constant's own check refused that one already.)
 func castNumber(v number, from, to DataType) (number, bool) {
 	fromInt := from.isInt()
+	t, typed := to.irDType()
 	switch {
 	case to == Bool && fromInt:
 		return number{i: b2i(v.i != 0)}, true
 	case to == Bool:
 		return number{i: b2i(v.f != 0)}, true
 	case to.isInt() && fromInt:
-		return number{i: wrapInt(to, v.i)}, true
+		w := wrapInt(to, v.i)
+		return number{i: w}, !typed || t.InRange(w)
+	case to.isInt() && typed:
+		x, ok := ir.Float64ToInt(t, v.f)
+		return number{i: x}, ok
 	case to.isInt():
 		t := math.Trunc(v.f)
 		if math.IsNaN(t) || t < -9.2e18 || t > 9.2e18 {
