@@ -24,6 +24,7 @@ func TestRecordAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	d.noAhead = false // whatever GPUCC_RECORD_AHEAD says
 	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
 	if err != nil {
 		t.Fatal(err)

@@ -56,9 +56,13 @@ type Device struct {
 	// Until 2026-12-05 a timed run recorded the encoder's writes, the
 	// resolve and the copy: GPUCC_TIMESTAMPS=encoder still does.
 	tsPass, tsDirect bool
-	tsQuery          *wgpu.QuerySet
-	tsResolve        *wgpu.Buffer
-	tsRead           *wgpu.Buffer
+
+	// noAhead: no run records the next one during its wait (ahead.go);
+	// GPUCC_RECORD_AHEAD=off, for timing both in one visit.
+	noAhead   bool
+	tsQuery   *wgpu.QuerySet
+	tsResolve *wgpu.Buffer
+	tsRead    *wgpu.Buffer
 }
 
 type bindGroupEntry struct {
@@ -152,6 +156,7 @@ func Open(opts Options) (*Device, error) {
 	d.queue = dev.GetQueue()
 	d.tsOK = len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
 	d.tsPass = !encoderTS
+	d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
 	d.tsDirect = d.tsOK && !encoderTS && dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)
 	d.lim = limitsFrom(dev.GetLimits().Limits)
 	d.info.Limits = d.lim

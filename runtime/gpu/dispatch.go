@@ -347,7 +347,7 @@ func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp,
 	// and is like the last such run, records the next one during its wait
 	// (ahead.go), and submits the one the run before it recorded when
 	// that is its own.
-	recurring := wait && len(ds) > 0 && len(copies) == 0 && at == nil && len(maps) == 0
+	recurring := wait && !d.noAhead && len(ds) > 0 && len(copies) == 0 && at == nil && len(maps) == 0
 	again := recurring && d.next.matches(ds, timed, d.tsPass, d.tsDirect)
 	own := timed && at == nil // the timestamps take tsRead and a map of their own
 	if own {

@@ -35,6 +35,8 @@ func TestTimestampPlaces(t *testing.T) {
 			}
 			// Before anything timed exists: the buffers take their usage from tsDirect.
 			d.tsPass, d.tsDirect = v.pass, v.direct
+			// Whatever GPUCC_RECORD_AHEAD says: the counts below include the run recorded ahead.
+			d.noAhead = false
 			d.SetUpload(UploadWriteBuffer, 1<<12) // the read chunk: 1024 floats
 			p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
 			if err != nil {
