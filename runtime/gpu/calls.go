@@ -86,7 +86,7 @@ func (d *Device) writeBuffer(buf *wgpu.Buffer, off uint64, data []byte) error {
 
 func (d *Device) unmap(buf *wgpu.Buffer) error {
 	d.n.Scopes++
-	return buf.Unmap()
+	return d.unmapBuffer(buf) // record.go: the scope's outcome in C memory
 }
 
 // startMap maps buf (see asyncMap).

@@ -214,3 +214,31 @@ func tsOwn(d *Device, timed bool) *tsPlace {
 	}
 	return &tsPlace{buf: d.tsRead}
 }
+
+// TestUnmapError: an unmap that wgpu refuses (a buffer not mapped) comes
+// back as an error with wgpu's message from the scope unmapBuffer takes,
+// not as an abort, and an unmap of a mapped buffer succeeds; the device
+// goes on working.
+func TestUnmapError(t *testing.T) {
+	d := openDevice(t)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	buf, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "unmapped", Size: 256, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	for range 2 {
+		err := d.unmap(buf)
+		if err == nil || !strings.Contains(err.Error(), "Unmap") {
+			t.Fatalf("unmapping a buffer not mapped: %v, want wgpu's error", err)
+		}
+		t.Logf("%v", err)
+		if err := d.mapWait("test", buf, wgpu.MapModeRead, 256); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.unmap(buf); err != nil {
+			t.Fatalf("unmapping a mapped buffer: %v", err)
+		}
+	}
+}
