@@ -263,17 +263,18 @@ suite_rows() {
 	# path it picks: the fused twins (ir.Fused, div_row_fma) where the probe saw fma() round once (issue 35 item 1)
 	# (GPUCC_FMA=on: the twins are opt-in until these tests pass on a GPU whose fma() is fused)
 	GPUCC_FMA=on tests rows_exact.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
-	GPUCC_FMA=on tests rows_exact.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu' -test.short
+	GPUCC_FMA=on tests rows_exact.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu|TestFastPathsBackends/webgpu' -test.short
+	# the rows kernels' workgroup sizes (wgsl.RowThreads 32, 64, 128), every one, before they are timed
+	tests rows_exact.txt 120 gpucc 'TestRowThreads'
 	warm
 	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=on
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
-	# the same kernels' bits by the schedules before (nn_bench_test.go), one knob off at a time: every thread combining
-	# the groups' values (rootall), a per-row divisor's division in full (divslow), max by maximum, not order keys
-	# (floatmax); all three (the 12-04 fourth visit's schedule)
-	benches bench_rows_rootall.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall
-	benches bench_rows_divslow.txt 60 bench 'NN/(softmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=divslow
-	benches bench_rows_floatmax.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=floatmax
-	benches bench_rows_before.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=rootall,divslow,floatmax
+	# the same kernels' bits by other schedules (nn_bench_test.go): exp, tanh and sigmoid without their fast paths
+	# (nofast: the 2026-12-05 fifth visit's kernels), and a rows kernel's workgroup of 64 or 128 threads, not 256
+	# (the rootall/divslow/floatmax knobs were timed on 12-04 and 12-05: see RESULTS.md)
+	benches bench_rows_nofast.txt 90 bench 'NN/(softmax|logsoftmax|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=nofast
+	benches bench_rows_threads64.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads64
+	benches bench_rows_threads128.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads128
 	# without the fused twins (the default: Dekker's products, as before the probe), beside bench_rows.txt
 	benches bench_rows_nofma.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"
