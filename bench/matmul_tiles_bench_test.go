@@ -20,7 +20,6 @@ package bench
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -41,7 +40,7 @@ import (
 const matmulTiles = "rule 64x128/8x8k8v4 64x128/8x4k16v4 64x128/8x8k8v4s2 64x128/8x8k16v4s1 64x128/8x4k8v4s2 " +
 	"128x128/8x8k8v4s2 128x128/8x8k16v4s1 128x128/8x16k8v4s2 128x256/8x16k4v4s2 128x64/8x8k8v4s2 " +
 	"64x128/8x8k8v4s2l 64x128/8x8k8v4s2lu 64x128/8x8k8v4s2lw 64x128/8x8k8v4s2luw 128x128/8x8k8v4s2l 128x128/8x8k8v4s2lw " +
-	"128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw"
+	"128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw 128x128/16x8k8v4s2l"
 
 func BenchmarkMatmulTiles(b *testing.B) {
 	shapes, err := matmulShapes(envString("GPUCC_BENCH_MATMUL_SHAPES", "4096"))
@@ -119,24 +118,16 @@ func envString(name, def string) string {
 	return def
 }
 
-// matmulShapes reads GPUCC_BENCH_MATMUL_SHAPES: N (N³) or MxKxN,
-// comma-separated, MxKxN optionally followed by ta, tb or tatb (A, B or
-// both read through a transpose, as tune.Shape's String writes them: the
-// MLP step's gradients are 1024x4096x1024ta and 4096x1024x1024tb).
+// matmulShapes reads GPUCC_BENCH_MATMUL_SHAPES: shapes as
+// tune.ParseShape reads them (N for N³, or MxKxN followed by ta, tb or
+// tatb for operands read through a transpose: the MLP step's gradients
+// are 1024x4096x1024ta and 4096x1024x1024tb), comma-separated.
 func matmulShapes(list string) ([]tune.Shape, error) {
 	var out []tune.Shape
 	for _, f := range strings.Split(list, ",") {
-		var s tune.Shape
-		rest := f
-		rest, s.TB = strings.CutSuffix(rest, "tb")
-		rest, s.TA = strings.CutSuffix(rest, "ta")
-		if n, err := strconv.Atoi(rest); err == nil && !s.TA && !s.TB {
-			s = tune.Shape{M: n, K: n, N: n}
-		} else if _, err := fmt.Sscanf(rest, "%dx%dx%d", &s.M, &s.K, &s.N); err != nil || s.String() != f {
-			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q is not N or MxKxN[ta][tb]", f)
-		}
-		if s.M <= 0 || s.K <= 0 || s.N <= 0 {
-			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %q has a side below 1", f)
+		s, err := tune.ParseShape(f)
+		if err != nil {
+			return nil, fmt.Errorf("GPUCC_BENCH_MATMUL_SHAPES: %v", err)
 		}
 		out = append(out, s)
 	}

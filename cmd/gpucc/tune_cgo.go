@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 
 	"github.com/gpucc/gpucc/ir"
@@ -19,23 +18,11 @@ import (
 func parseShapes(list string) ([]tune.Shape, error) {
 	var out []tune.Shape
 	for _, f := range strings.Split(list, ",") {
-		parts := strings.Split(strings.TrimSpace(f), "x")
-		var d []int
-		for _, p := range parts {
-			n, err := strconv.Atoi(p)
-			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("shape %q: want N or MxKxN with positive integers", f)
-			}
-			d = append(d, n)
+		s, err := tune.ParseShape(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
 		}
-		switch len(d) {
-		case 1:
-			out = append(out, tune.Shape{M: d[0], K: d[0], N: d[0]})
-		case 3:
-			out = append(out, tune.Shape{M: d[0], K: d[1], N: d[2]})
-		default:
-			return nil, fmt.Errorf("shape %q: want N or MxKxN", f)
-		}
+		out = append(out, s)
 	}
 	return out, nil
 }

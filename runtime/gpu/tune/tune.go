@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpucc/gpucc/codegen/wgsl"
@@ -36,6 +38,25 @@ func (s Shape) String() string {
 		t += "tb"
 	}
 	return fmt.Sprintf("%dx%dx%d%s", s.M, s.K, s.N, t)
+}
+
+// ParseShape reads a shape as String writes it, or N for N³: "4096",
+// "4096x1024x1024", "1024x4096x1024ta", "64x32x64tatb". Sides must be
+// positive.
+func ParseShape(f string) (Shape, error) {
+	var s Shape
+	rest := f
+	rest, s.TB = strings.CutSuffix(rest, "tb")
+	rest, s.TA = strings.CutSuffix(rest, "ta")
+	if n, err := strconv.Atoi(rest); err == nil && !s.TA && !s.TB {
+		s = Shape{M: n, K: n, N: n}
+	} else if _, err := fmt.Sscanf(rest, "%dx%dx%d", &s.M, &s.K, &s.N); err != nil || s.String() != f {
+		return Shape{}, fmt.Errorf("shape %q: want N or MxKxN[ta][tb]", f)
+	}
+	if s.M <= 0 || s.K <= 0 || s.N <= 0 {
+		return Shape{}, fmt.Errorf("shape %q: a side below 1", f)
+	}
+	return s, nil
 }
 
 // Flops is the shape's arithmetic: a multiply and an add per step.

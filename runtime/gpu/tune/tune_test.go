@@ -210,3 +210,25 @@ func TestTransposedClass(t *testing.T) {
 		}
 	}
 }
+
+// TestParseShape: shapes read back as String writes them; anything else,
+// a side below 1 included, is an error.
+func TestParseShape(t *testing.T) {
+	for in, want := range map[string]tune.Shape{
+		"4096":             {M: 4096, K: 4096, N: 4096},
+		"4096x1024x1024":   {M: 4096, K: 1024, N: 1024},
+		"1024x4096x1024ta": {M: 1024, K: 4096, N: 1024, TA: true},
+		"4096x1024x16tb":   {M: 4096, K: 1024, N: 16, TB: true},
+		"64x32x64tatb":     {M: 64, K: 32, N: 64, TA: true, TB: true},
+	} {
+		got, err := tune.ParseShape(in)
+		if err != nil || got != want || got.String() != in && in != "4096" {
+			t.Errorf("ParseShape(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-4", "4x4", "4x4x4x", "4x4x4tt", "4x0x4", "4x4x4tbta", "ta", "4ta", "4x4x4 ", "04x4x4"} {
+		if got, err := tune.ParseShape(bad); err == nil {
+			t.Errorf("ParseShape(%q) = %+v, want an error", bad, got)
+		}
+	}
+}
