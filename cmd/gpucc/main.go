@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/gpucc/gpucc/internal/rundir"
 )
@@ -35,7 +36,35 @@ func init() {
 
 func main() {
 	rundir.Ensure()
-	os.Exit(mainArgs(os.Args[1:]))
+	stop := cpuProfile(os.Getenv("GPUCC_CPUPROFILE"))
+	code := mainArgs(os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// cpuProfile starts a CPU profile of the whole command into path, for
+// GPUCC_CPUPROFILE (a model's first compile, import to pipelines, as it
+// runs on a device's host); empty, it does nothing. A profile that cannot
+// be started is reported on stderr and the command runs without it. The
+// returned func stops the profile and closes the file.
+func cpuProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpucc: GPUCC_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func mainArgs(args []string) int {

@@ -213,3 +213,29 @@ func TestRunCacheDir(t *testing.T) {
 		t.Errorf("codegenDisk over two processes (-want +got):\n%s", diff)
 	}
 }
+
+// TestCPUProfile: GPUCC_CPUPROFILE=FILE writes a CPU profile of the
+// command (gzipped protobuf: it starts with gzip's magic); a path that
+// cannot be created is said on stderr and the command still runs.
+func TestCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	for _, c := range []struct{ path, stderr string }{{prof, ""}, {filepath.Join(prof, "nodir", "x"), "GPUCC_CPUPROFILE"}} {
+		cmd := exec.Command(binary, "run", "--backend", "cpu", example("seed.json"))
+		cmd.Dir, cmd.Env = workDir, env("GPUCC_CPUPROFILE="+c.path)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil || !strings.HasPrefix(o.String(), `{"backend":"cpu"`) {
+			t.Fatalf("GPUCC_CPUPROFILE=%s: %v\n%s%s", c.path, err, o.String(), e.String())
+		}
+		if c.stderr != "" {
+			if !strings.Contains(e.String(), c.stderr) {
+				t.Errorf("an unwritable profile path: stderr %q, want it named", e.String())
+			}
+			continue
+		}
+		b, err := os.ReadFile(prof)
+		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Fatalf("the profile: %v, %d bytes %x", err, len(b), b[:min(len(b), 2)])
+		}
+	}
+}
