@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -72,11 +74,20 @@ func npyConstant(path string, dt onnx.DataType, maxElements int64, field string)
 }
 
 // readModel reads an ONNX model within the limits' graph bytes (one more
-// byte, so that Load reports a model over them).
+// byte, so that Load reports a model over them). A file's bytes are read
+// into one buffer of its size, not io.ReadAll's doubling series: for
+// EfficientNet-B0's 21 MB, 15 copies and 42 MB more allocated and cleared,
+// a fifth of gpucc run's import (its CPU profile, 2026-12-05).
 func readModel(r io.Reader, limits ir.Limits) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, limits.WithDefaults().MaxGraphBytes+1))
-	if err != nil {
+	max := limits.WithDefaults().MaxGraphBytes
+	var buf bytes.Buffer
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= max {
+			buf.Grow(int(fi.Size()) + bytes.MinRead)
+		}
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, ir.SatAdd(max, 1))); err != nil {
 		return nil, ir.Errorf(ir.CodeIO, -1, "", "%v", err)
 	}
-	return raw, nil
+	return buf.Bytes(), nil
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	le "encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpucc/gpucc/ir"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -170,5 +173,41 @@ func TestServeConst(t *testing.T) {
 		if status, e, _ := do(t, a, "POST", "/v1/execute"+tt.query, tt.body, "Content-Type", tt.ctype); e.code() != tt.code || status != 400 {
 			t.Errorf("%s (%s): %d %s %+v, want 400 %s", tt.query, tt.ctype, status, e.code(), e.Error, tt.code)
 		}
+	}
+}
+
+// TestReadModelOneBuffer: a model file is read into one buffer of its
+// size (io.ReadAll's growing series allocated several times the file),
+// and a file over the limit still reads one byte past it.
+func TestReadModelOneBuffer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.onnx")
+	want := bytes.Repeat([]byte{8, 1, 2, 3}, 1<<18) // 1 MiB
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(limit int64) ([]byte, uint64) {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		raw, err := readModel(f, ir.Limits{MaxGraphBytes: limit})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw, after.TotalAlloc - before.TotalAlloc
+	}
+	raw, alloc := read(4 << 20)
+	if !bytes.Equal(raw, want) {
+		t.Fatalf("read %d bytes, not the file's %d", len(raw), len(want))
+	}
+	if alloc > uint64(len(want))*5/4 {
+		t.Errorf("reading a %d-byte model allocated %d bytes; want one buffer of its size", len(want), alloc)
+	}
+	if raw, _ := read(1000); len(raw) != 1001 {
+		t.Errorf("a model over a 1000-byte limit: read %d bytes, want 1001", len(raw))
 	}
 }
