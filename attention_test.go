@@ -340,7 +340,15 @@ func TestAttentionOnline(t *testing.T) {
 // TestAttentionOnlineTiles checks (bench/device.sh times them).
 var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4},
 	{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 16, Slices: 16, RowC: true}, {Rows: 16, Slices: 16, VecP: true},
-	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), allFlags(32, 8)}
+	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), allFlags(32, 8),
+	{Rows: 8, Slices: 32, Half: true}, {Rows: 16, Slices: 16, TwoLevel: true}, halfTwo(8, 32), halfTwo(16, 16)}
+
+// halfTwo is allFlags(rows, slices) with Half and TwoLevel too.
+func halfTwo(rows, slices int) wgsl.OnlineTile {
+	t := allFlags(rows, slices)
+	t.Half, t.TwoLevel = true, true
+	return t
+}
 
 // allFlags is the online tile of rows × slices with every flag set.
 func allFlags(rows, slices int) wgsl.OnlineTile {

@@ -32,9 +32,16 @@ import (
 //     such as (kb + y)·w4 + c4 is clamped as a whole at every load, a
 //     two-dimensional one clamps its dynamic row once for all constant
 //     columns, which then become the loads' immediate offsets.
+//   - Half (h): where a v row fits in Slices/2 vec4s (d 64 under 32
+//     slices), each thread holds two outputs (a vec2: the low or high half
+//     of its vec4 column), not a vec4: the staged v row is E wide, not
+//     Slices vec4s, so 32 slices fit at d 64 (without h they never do).
+//   - TwoLevel (t): with TreeMax's rows, a quarter of the row's threads
+//     fold four maxima each behind one more barrier, then every thread
+//     folds those: Slices/4 + 3 combines a thread, not Slices − 1.
 type OnlineTile struct {
-	Rows, Slices                       int
-	TreeMax, RowC, VecP, RowL, Index2D bool
+	Rows, Slices                                       int
+	TreeMax, RowC, VecP, RowL, Index2D, Half, TwoLevel bool
 }
 
 // DefaultOnlineTile: 16 query rows of 16 threads, two keys a thread a
@@ -56,6 +63,8 @@ var onlineFlags = []struct {
 	{'p', func(t *OnlineTile) *bool { return &t.VecP }},
 	{'l', func(t *OnlineTile) *bool { return &t.RowL }},
 	{'i', func(t *OnlineTile) *bool { return &t.Index2D }},
+	{'h', func(t *OnlineTile) *bool { return &t.Half }},
+	{'t', func(t *OnlineTile) *bool { return &t.TwoLevel }},
 }
 
 // String is the tile as ParseOnlineTile reads it: online, or onlineRxS
@@ -90,7 +99,7 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 	}
 	if err != nil || t.String() != s ||
 		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 {
-		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[m][c][p][l][i] with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[m][c][p][l][i][h][t] with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
 	}
 	return t, nil
 }
@@ -104,6 +113,9 @@ type onlineShape struct {
 	OnlineTile
 	ks, pk, d4, ev, w4 int
 	pp, mp             int // VecP's and TreeMax's row pitches in vec4s
+	ew4                int // the staged v row's vec4s
+	half, two          bool
+	m2                 int // TwoLevel's row pitch in vec4s
 }
 
 // onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
@@ -117,17 +129,27 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 		return onlineShape{}, false
 	}
 	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
-	p.w4 = max(p.d4+1, N*p.ev)
+	p.ew4 = N * p.ev
+	if p.half = t.Half && N%2 == 0 && (a.E+3)/4 <= N/2; p.half {
+		p.ev, p.ew4 = 1, (a.E+3)/4
+	}
+	if p.two = t.TwoLevel && N >= 8 && N%4 == 0; p.two {
+		p.TreeMax = true
+	}
+	p.w4 = max(p.d4+1, p.ew4)
 	// A row's probabilities and maxima are padded by a vec4 (against bank
 	// conflicts between rows).
-	p.pp, p.mp = (a.Block+3)/4+1, (N+3)/4+1
+	p.pp, p.mp, p.m2 = (a.Block+3)/4+1, (N+3)/4+1, (N/4+3)/4+1
 	storage := func(ks int) int {
 		n := 16*ks*p.w4 + 4*a.Block*R + 4*R*N
 		if t.VecP {
 			n += 16*R*p.pp - 4*a.Block*R
 		}
-		if t.TreeMax {
+		if p.TreeMax {
 			n += 16*R*p.mp - 4*R*N
+		}
+		if p.two {
+			n += 16 * R * p.m2
 		}
 		if t.RowC {
 			n += 4 * R
@@ -183,7 +205,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	p := onlineKernelPlan(a)
 	R, N := p.Rows, p.Slices
 	threads := R * N
-	ew4 := N * p.ev
+	ew4 := p.ew4
 	s.Workgroup = [3]int{threads, 1, 1}
 	s.Groups = [3]int{(S + R - 1) / R, max(a.Batch.Len(), 1), 1}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
@@ -229,13 +251,21 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	if p.RowL {
 		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", R)
 	}
+	if p.two {
+		decl("M2", "vec4<u32>", R, p.m2, " // the maxima's folds of four, row by row")
+	}
 	b.WriteString("\n")
 	b.WriteString(maxKeyFuncs)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
 	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n", R, R)
 	fmt.Fprintf(b, "\tlet z = wg.y;\n\tlet qi = wg.x * %du + i;\n\tlet qc = min(qi, %du);\n", R, S-1)
-	fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.pk, p.ev)
+	if p.half {
+		// Thread sl holds e = 4·vb + 2·hb + 0, 1.
+		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl %% %du;\n\tlet hb = sl / %du;\n", p.pk, N/2, N/2)
+	} else {
+		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.pk, p.ev)
+	}
 	for c4 := range p.d4 {
 		fmt.Fprintf(b, "\tlet q%d = %s;\n", c4, row4(0, "qc", fmt.Sprintf("%du", c4), D))
 	}
@@ -361,10 +391,18 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		}
 		if p.TreeMax {
 			fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt;\n\t\tworkgroupBarrier();\n", at("Ms", "i", "sl / 4u", p.mp))
+			arr, pitch, n := "Ms", p.mp, N
+			if p.two {
+				// The first N/4 threads of the row fold four each.
+				fmt.Fprintf(b, "\t\tif (sl < %du) {\n\t\t\tlet mq = %s;\n", N/4, at("Ms", "i", "sl", p.mp))
+				fmt.Fprintf(b, "\t\t\t%s[sl %% 4u] = combine_maxkey(combine_maxkey(mq.x, mq.y), combine_maxkey(mq.z, mq.w));\n\t\t}\n", at("M2", "i", "sl / 4u", p.m2))
+				b.WriteString("\t\tworkgroupBarrier();\n")
+				arr, pitch, n = "M2", p.m2, N/4
+			}
 			var keys []string
-			for x := range (N + 3) / 4 {
-				fmt.Fprintf(b, "\t\tlet mv%d = %s;\n", x, at("Ms", "i", fmt.Sprintf("%du", x), p.mp))
-				for l := 0; l < 4 && 4*x+l < N; l++ {
+			for x := range (n + 3) / 4 {
+				fmt.Fprintf(b, "\t\tlet mv%d = %s;\n", x, at(arr, "i", fmt.Sprintf("%du", x), pitch))
+				for l := 0; l < 4 && 4*x+l < n; l++ {
 					keys = append(keys, fmt.Sprintf("mv%d.%c", x, lanes[l]))
 				}
 			}
@@ -461,25 +499,63 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 					}
 				}
 			}
-			for j := range n {
-				jb := sub*p.ks + j
-				pj := fmt.Sprintf("Ps[%du + i]", jb*R)
-				if p.Index2D {
-					pj = fmt.Sprintf("Ps[%du][i]", jb)
+			// products emits the block's keys' p·v (half: the vec4
+			// column's half sw), and l's sums where every thread keeps l.
+			products := func(sw string, withL bool) {
+				for j := range n {
+					jb := sub*p.ks + j
+					pj := fmt.Sprintf("Ps[%du + i]", jb*R)
+					if p.Index2D {
+						pj = fmt.Sprintf("Ps[%du][i]", jb)
+					}
+					if p.VecP {
+						pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
+					}
+					if !withL {
+						fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pj)
+					} else {
+						fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n\t\t\tls = ls + pj;\n", pj)
+					}
+					for y := range p.ev {
+						if sw != "" {
+							fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * %s%s", at("KVs", fmt.Sprintf("%du", j), "vb", p.w4), sw)))
+							continue
+						}
+						fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, vat(j, y))
+					}
+					b.WriteString("\t\t}\n")
 				}
-				if p.VecP {
-					pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
-				}
-				if p.RowL {
+			}
+			if p.RowL || p.half {
+				for j := range n {
+					jb := sub*p.ks + j
+					pj := fmt.Sprintf("Ps[%du + i]", jb*R)
+					if p.Index2D {
+						pj = fmt.Sprintf("Ps[%du][i]", jb)
+					}
+					if p.VecP {
+						pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
+					}
 					pjs = append(pjs, pj)
-					fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pj)
-				} else {
-					fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n\t\t\tls = ls + pj;\n", pj)
 				}
-				for y := range p.ev {
-					fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, vat(j, y))
-				}
+			}
+			if p.half {
+				// One branch a warp (hb is uniform over a warp's slices
+				// where Rows·Slices/2 is a multiple of 32).
+				b.WriteString("\t\tif (hb == 0u) {\n")
+				products(".xy", false)
+				b.WriteString("\t\t} else {\n")
+				products(".zw", false)
 				b.WriteString("\t\t}\n")
+				if !p.RowL {
+					// l by every thread, after the products.
+					for _, pj := range pjs {
+						fmt.Fprintf(b, "\t\tls = ls + %s;\n", pj)
+					}
+					pjs = nil
+				}
+			} else {
+				products("", !p.RowL)
 			}
 			if len(pjs) > 0 {
 				b.WriteString("\t\tif (sl == 0u) {\n")
@@ -492,8 +568,12 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	fmt.Fprintf(b, "\tvar mr = %s; // -MaxFloat32\n", Lang.Opaque(0xff7fffff))
 	b.WriteString("\tvar ls = params.zero;\n")
+	ovec := "vec4"
+	if p.half {
+		ovec = "vec2"
+	}
 	for y := range p.ev {
-		fmt.Fprintf(b, "\tvar o%d = vec4<f32>(params.zero);\n", y)
+		fmt.Fprintf(b, "\tvar o%d = %s<f32>(params.zero);\n", y, ovec)
 	}
 	fetch(1, stage{}, "0u")
 	whole, rest := T/B*B, T%B
@@ -513,7 +593,14 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
 	for y := range p.ev {
 		for l := range 4 {
-			fmt.Fprintf(b, "\t{\n\t\tlet ve = vb * 4u + %du;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", 4*y+l, E, y, lanes[l])
+			ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
+			if p.half {
+				if l >= 2 {
+					break
+				}
+				ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
+			}
+			fmt.Fprintf(b, "\t{\n\t\tlet ve = %s;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", ve, E, y, lanes[l])
 			b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"), 3))
 			fmt.Fprintf(b, "\t\t\tlet i = (z * %du + qi) * %du + ve;\n", S, E)
 			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), 3))

@@ -41,7 +41,8 @@ func TestOnlineKernelShapes(t *testing.T) {
 	}(wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom)
 	ir.AttentionOnlineFrom = 1
 	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8},
-		{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}, {Rows: 32, Slices: 8, TreeMax: true, Index2D: true}} {
+		{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}, {Rows: 32, Slices: 8, TreeMax: true, Index2D: true},
+		{Rows: 8, Slices: 32, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true}, {Rows: 8, Slices: 32, Half: true}} {
 		wgsl.AttentionOnlineTile = tile
 		for _, de := range [][2]int{{1, 1}, {4, 3}, {64, 64}, {100, 7}, {7, 100}, {128, 128}, {128, 64}, {64, 128}} {
 			t.Run(fmt.Sprintf("%s/d%d-e%d", tile, de[0], de[1]), func(t *testing.T) {
@@ -86,6 +87,8 @@ func TestOnlineTileFlags(t *testing.T) {
 		{func(t *wgsl.OnlineTile) { t.VecP = true }, "let pv0 = Ps["},
 		{func(t *wgsl.OnlineTile) { t.RowL = true }, "Ls[i] = ls;"},
 		{func(t *wgsl.OnlineTile) { t.Index2D = true }, "var<workgroup> KVs: array<array<vec4<f32>, 17>, 32>;"},
+		{func(t *wgsl.OnlineTile) { t.Rows, t.Slices, t.Half = 8, 32, true }, "o0 = o0 + (pj * KVs[(31u) * 17u + vb].zw) * params.one;"},
+		{func(t *wgsl.OnlineTile) { t.TwoLevel = true }, "M2[(i) * 2u + sl / 4u][sl % 4u] = combine_maxkey(combine_maxkey(mq.x, mq.y)"},
 	}
 	emit := func(tile wgsl.OnlineTile) string {
 		wgsl.AttentionOnlineTile = tile
