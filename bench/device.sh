@@ -218,8 +218,8 @@ suite_verify() {
 suite_last() {
 	tests last_exact.txt 150 gpucc 'TestSlice[A-Za-z]*/webgpu|TestRandomGraphs/webgpu|TestSuite/webgpu|TestAttentionOnlineTiles/webgpu' -test.short
 	warm
-	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16i online16x16mcpli online32x8mcpli}"
-	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16i online16x16mcpli online32x8mcpli}"
+	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16i online16x16t online16x16mcpli online16x16mcplit online8x32h online8x32mcpliht online32x8mcpli}"
+	benches last_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16i online16x16mcpli online16x16mcplit online32x8mcpli}"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 2048: exit $?"
