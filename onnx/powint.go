@@ -8,8 +8,21 @@ import "github.com/gpucc/gpucc/ir"
 // the exact power truncates to: 1 for a base of 1, ±1 for -1 (by the
 // exponent's parity), 0 for any other base, and a base of 0 fails the run
 // (an integer division by zero), where numpy raises.
+//
+// A uint64 base is raised in int64, whose products wrap to the same low
+// 64 bits, and cast back (a power of 2^63 or more has no uint64 carrier
+// and fails the run there, as its product would): uint64's own products
+// fail the run at 2^63, and the squarings past the exponent's top bit
+// made every base of 2 or more fail (3^1 was refused; the fold gave 3).
 func (c *importer) powInt(x, y ir.Tensor) ([]value, *ir.Error) {
 	dt := x.DType()
+	if dt == ir.U64 {
+		vs, err := c.powInt(x.Cast(ir.I64), y)
+		if err != nil {
+			return nil, err
+		}
+		return one(rtValue(vs[0].rt.Cast(ir.U64)))
+	}
 	if y.DType() != ir.I64 {
 		y = y.Cast(ir.I64)
 	}
