@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cuBLAS fp32 (TF32 off) on the shapes `gpucc bench --tune` measures, 256 MiB transfers
 (pageable and pinned, both ways) and a tiny kernel's launch + synchronize, in one run.
-Usage: torch_matmul.py SHAPES (N or MxKxN, comma-separated). Prints JSON."""
+Usage: torch_matmul.py SHAPES (N or MxKxN[ta][tb], comma-separated). Prints JSON."""
 import json, sys, time
 import torch
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -18,9 +18,12 @@ def timed(fn, reps=20, warm=3):
     return s.elapsed_time(e) / reps
 
 for f in sys.argv[1].split(','):
-    d = [int(x) for x in f.split('x')]
+    # MxKxN may end in ta, tb or tatb (tune.ParseShape): that operand is stored transposed and read through .t()
+    ta, tb = 'ta' in f, f.endswith('tb')
+    d = [int(x) for x in f.replace('ta', '').replace('tb', '').split('x')]
     m, k, n = (d * 3)[:3] if len(d) == 1 else d
-    a, b = torch.rand(m, k, device=dev), torch.rand(k, n, device=dev)
+    a = torch.rand(k, m, device=dev).t() if ta else torch.rand(m, k, device=dev)
+    b = torch.rand(n, k, device=dev).t() if tb else torch.rand(k, n, device=dev)
     ms = timed(lambda: a @ b, reps=10 if m * k * n > 1 << 33 else 30)
     res['matmul_tflops'][f] = 2 * m * k * n / ms / 1e9
     del a, b
