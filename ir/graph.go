@@ -448,7 +448,11 @@ func validateValues(i int, n *Node, l Limits, data bool) *Error {
 		if len(n.Data) != want {
 			return Errorf(CodeInvalidGraph, i, "data", "has %d values, shape %v needs %d", len(n.Data), n.Shape, want)
 		}
-		for k := 0; data && k < len(n.Data); k++ {
+		// Every float32 is a float32 value; with non-finite values allowed
+		// there is nothing to check (a model's 11.7M weights scanned for
+		// nothing took 10-30 ms of ResNet-18's first compile).
+		scan := data && (!l.NonFinite || n.DType != F32)
+		for k := 0; scan && k < len(n.Data); k++ {
 			if !l.NonFinite && !isFinite32(n.Data[k]) {
 				return Errorf(CodeInvalidGraph, i, "data", "value %d is not a finite float32", k)
 			}
