@@ -32,7 +32,7 @@ func BenchmarkFirstCompile(b *testing.B) {
 	for _, m := range []struct {
 		name string
 		raw  []byte
-	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}} {
+	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}, {"vit_tiny", visionnet.ViTTiny()}} {
 		b.Run(m.name, func(b *testing.B) {
 			lim := limits
 			lim.NonFinite = true
@@ -92,7 +92,7 @@ func BenchmarkEmit(b *testing.B) {
 	for _, m := range []struct {
 		name string
 		raw  []byte
-	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}} {
+	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}, {"vit_tiny", visionnet.ViTTiny()}} {
 		lim := limits
 		lim.NonFinite = true
 		g, err := onnx.Load(bytes.NewReader(m.raw), onnx.Options{Limits: lim})
@@ -119,5 +119,28 @@ func BenchmarkEmit(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkSeal times Seal (Validate and the passes) alone for each model.
+func BenchmarkSeal(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		raw  []byte
+	}{{"resnet18", visionnet.ResNet18()}, {"efficientnet_b0", visionnet.EfficientNetB0()}, {"vit_tiny", visionnet.ViTTiny()}} {
+		lim := limits
+		lim.NonFinite = true
+		g, err := onnx.Load(bytes.NewReader(m.raw), onnx.Options{Limits: lim})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := gpucc.Seal(g, lim, passes.WebGPUDefault, passes.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
