@@ -196,9 +196,11 @@ func (d *Device) writeLocked(op string, b *Buffer, data []byte) error {
 		}
 	}
 	if r := len(data) - n; r > 0 {
-		d.tail = [4]byte{}
-		copy(d.tail[:], data[n:])
-		if err := d.writeBuffer(b.buf, uint64(n), d.tail[:]); err != nil {
+		// A word of its own: cgo refuses a pointer into the Device,
+		// which holds Go pointers.
+		tail := new([4]byte)
+		copy(tail[:], data[n:])
+		if err := d.writeBuffer(b.buf, uint64(n), tail[:]); err != nil {
 			return errorf(op, "%v: %w", b, err)
 		}
 	}

@@ -81,7 +81,7 @@ func (d *Device) createBindGroup(desc *wgpu.BindGroupDescriptor) (*wgpu.BindGrou
 func (d *Device) writeBuffer(buf *wgpu.Buffer, off uint64, data []byte) error {
 	d.n.Writes++
 	d.n.Scopes++
-	return d.queue.WriteBuffer(buf, off, data)
+	return d.writeRaw(buf, off, data) // record.go: the scope's outcome in C memory
 }
 
 func (d *Device) unmap(buf *wgpu.Buffer) error {

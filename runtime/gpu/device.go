@@ -27,7 +27,6 @@ type Device struct {
 
 	readStage [2]*wgpu.Buffer // MapRead|CopyDst ring for Read
 	readSize  uint64          // size of each readStage buffer
-	tail      [4]byte         // scratch for unaligned upload tails
 
 	upPath  UploadPath
 	upChunk uint64          // bytes per WriteBuffer call or staging buffer (0: whole)

@@ -147,6 +147,18 @@ static void gpucc_unmap(gpucc_rec *r, gpuccHandle buffer) {
 	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
 }
 
+// gpucc_write writes n bytes at off of buffer through the queue, as
+// wgpuQueueWriteBuffer does, inside a validation error scope, its outcome
+// in r.
+void wgpuQueueWriteBuffer(gpuccHandle queue, gpuccHandle buffer, uint64_t off, void const *data, size_t n);
+static void gpucc_write(gpucc_rec *r, gpuccHandle buffer, uint64_t off, void const *data, size_t n) {
+	r->err = 0;
+	r->msg[0] = 0;
+	wgpuDevicePushErrorScope(r->device, 0);
+	wgpuQueueWriteBuffer(r->queue, buffer, off, data, n);
+	wgpuDevicePopErrorScope(r->device, gpucc_rec_error, r);
+}
+
 // gpucc_submit_kept submits the command buffer gpucc_record kept, and
 // releases it.
 static void gpucc_submit_kept(gpucc_rec *r) {
@@ -239,6 +251,28 @@ func (d *Device) unmapBuffer(buf *wgpu.Buffer) error {
 	C.gpucc_unmap(r, pairRef(unsafe.Pointer(buf)))
 	if r.err != 0 {
 		return errors.New("wgpu.(*Buffer).Unmap(): " + C.GoString(&r.msg[0]))
+	}
+	return nil
+}
+
+// writeRaw writes data at off of buf as (*wgpu.Queue).WriteBuffer does,
+// in one error scope with its outcome in C memory, where the binding made
+// a cgo handle and a closure at each call (a run's small host inputs take
+// one each); d.mu is held.
+func (d *Device) writeRaw(buf *wgpu.Buffer, off uint64, data []byte) error {
+	r, err := d.recMem()
+	if err != nil {
+		return err
+	}
+	r.device = singleRef(unsafe.Pointer(d.dev))
+	r.queue = pairRef(unsafe.Pointer(d.queue))
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(&data[0])
+	}
+	C.gpucc_write(r, pairRef(unsafe.Pointer(buf)), C.uint64_t(off), p, C.size_t(len(data)))
+	if r.err != 0 {
+		return errors.New("wgpu.(*Queue).WriteBuffer(): " + C.GoString(&r.msg[0]))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -239,6 +240,48 @@ func TestUnmapError(t *testing.T) {
 		}
 		if err := d.unmap(buf); err != nil {
 			t.Fatalf("unmapping a mapped buffer: %v", err)
+		}
+	}
+}
+
+// TestWriteError: a queue write that wgpu refuses (into a buffer without
+// CopyDst, at an offset not a multiple of 4) comes back as an error with
+// wgpu's message from writeRaw's scope, not as an abort, and a good write
+// after it lands: the device goes on working.
+func TestWriteError(t *testing.T) {
+	d := openDevice(t)
+	out := mustBuffer(t, d, 256, "out")
+	defer out.Release()
+	d.mu.Lock()
+	staging, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "no copy-dst", Size: 256, Usage: wgpu.BufferUsageMapWrite | wgpu.BufferUsageCopySrc})
+	if err != nil {
+		d.mu.Unlock()
+		t.Fatal(err)
+	}
+	defer staging.Release()
+	for _, c := range []struct {
+		buf *wgpu.Buffer
+		off uint64
+	}{{staging, 0}, {out.buf, 2}} {
+		err := d.writeBuffer(c.buf, c.off, []byte{1, 2, 3, 4})
+		if err == nil || !strings.Contains(err.Error(), "WriteBuffer") {
+			d.mu.Unlock()
+			t.Fatalf("a write wgpu refuses: %v, want wgpu's error", err)
+		}
+		t.Logf("%v", err)
+	}
+	d.mu.Unlock()
+	want := []float32{1, -0, 3e38, 1e-45}
+	if err := d.Upload(out, want); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(want))
+	if err := d.Read(out, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("got[%d] = %v, want %v", i, got[i], want[i])
 		}
 	}
 }
