@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -198,4 +199,86 @@ func TestPowUint64Backends(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFoldMatchesRunTimeFloat: the float comparisons the importer folds on
+// constants (float32 and float64) give the run time's bools on ±0, ±Inf,
+// NaN, subnormals and the largest values, and so do Max, Min, Neg, Abs,
+// Sign and Where where the importer folds them.
+func TestFoldMatchesRunTimeFloat(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 1e-45, -1e-45, 3.4028234663852886e38, math.Inf(1), math.Inf(-1), math.NaN(), 0.1}
+	ops := []struct {
+		op    string
+		n     int
+		bool_ bool
+	}{{"Equal", 2, true}, {"Less", 2, true}, {"Greater", 2, true}, {"LessOrEqual", 2, true}, {"GreaterOrEqual", 2, true},
+		{"Max", 2, false}, {"Min", 2, false}, {"Neg", 1, false}, {"Abs", 1, false}, {"Sign", 1, false}, {"IsNaN", 1, true}, {"IsInf", 1, true}}
+	lim := ir.Limits{NonFinite: true}
+	checked, refused := 0, map[string]int{}
+	for _, et := range []int64{1, 11} {
+		for _, o := range ops {
+			for _, a := range vals {
+				for _, b := range vals {
+					if o.n == 1 && b != 0 {
+						continue
+					}
+					p := []float64{a, b}
+					name := fmt.Sprintf("%s of type %d %v", o.op, et, p[:o.n])
+					konst := func(n string, v float64) msg {
+						if et == 11 {
+							return doubles(n, []int64{1}, v)
+						}
+						return floats(n, []int64{1}, float32(v))
+					}
+					outET, join := et, "Add"
+					if o.bool_ {
+						outET, join = 9, "Or"
+					}
+					ins := []string{"c0", "c1"}[:o.n]
+					inits := []msg{konst("c0", a), konst("c1", b)}[:o.n]
+					var rins []msg
+					for k := range o.n {
+						rins = append(rins, typedValueInfo(ins[k], et, 1))
+					}
+					nodes := []msg{node(o.op, "op", ins, []string{"r"}), node(join, "j", []string{"z", "r"}, []string{"y"})}
+					fold := model(18, graph(nodes, inits, []msg{typedValueInfo("z", outET, 1)}, []msg{typedValueInfo("y", outET, 1)}))
+					run := model(18, graph(nodes, nil, append([]msg{typedValueInfo("z", outET, 1)}, rins...), []msg{typedValueInfo("y", outET, 1)}))
+					rg, err := onnx.Load(bytes.NewReader(run), onnx.Options{Limits: lim})
+					if err != nil {
+						continue
+					}
+					for k := range o.n {
+						n := &rg.Nodes[rg.Input(ins[k])]
+						if et == 11 {
+							n.Ints = []int64{ir.F64Bits(p[k])}
+						} else {
+							n.Data = []float32{float32(p[k])}
+						}
+					}
+					rv, rerr := cpuref.EvalTyped(rg)
+					fg, ferr := onnx.Load(bytes.NewReader(fold), onnx.Options{Limits: lim})
+					var fv []cpuref.Value
+					if ferr == nil {
+						fv, ferr = cpuref.EvalTyped(fg)
+					}
+					var e *ir.Error
+					switch {
+					case ferr != nil && (!errors.As(ferr, &e) || e.Code == ir.CodeInternal):
+						t.Errorf("%s: the fold: %v", name, ferr)
+					case ferr != nil:
+						refused[o.op]++
+					case rerr != nil:
+						t.Errorf("%s: the run time fails (%v); the fold gives %v", name, rerr, fv[fg.Outputs[0].ID])
+					default:
+						r, f := rv[rg.Outputs[0].ID], fv[fg.Outputs[0].ID]
+						checked++
+						if !slices.Equal(r.I, f.I) || len(r.F) != len(f.F) || len(r.F) == 1 && math.Float32bits(r.F[0]) != math.Float32bits(f.F[0]) && !(r.F[0] != r.F[0] && f.F[0] != f.F[0]) {
+							t.Errorf("%s: the run time gives %v; the fold %v", name, r, f)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d compared; folds refused: %v", checked, refused)
 }
