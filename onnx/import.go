@@ -574,11 +574,43 @@ func (c *importer) rule() (outs []value, err *ir.Error) {
 			}
 		}
 	}()
+	if err := c.checkNoBool(); err != nil {
+		return nil, err
+	}
 	outs, typed, err := c.typedNode() // a run-time typed value: typed.go
 	if err != nil || typed {
 		return outs, err
 	}
 	return c.byRule()
+}
+
+// numericOnly are the ops whose every input's type constraint in ONNX
+// excludes bool (arithmetic, math and bitwise ops): ONNX Runtime refuses
+// such a model, and gpucc had no answer to give it. Add of the bool
+// constant [false, false, true] to itself folded to [0, 0, 1] (a bool's
+// wrap), and of a run-time bool to [0, 0, 2] (the importer's 1 and 0).
+var numericOnly = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": true, "Mod": true, "Pow": true,
+	"Neg": true, "Abs": true, "Sign": true, "Sum": true, "Mean": true, "Max": true, "Min": true, "Reciprocal": true,
+	"Sqrt": true, "Exp": true, "Log": true, "Floor": true, "Ceil": true, "Round": true, "Relu": true, "Clip": true,
+	"MatMul": true, "Gemm": true, "CumSum": true, "BitShift": true, "BitwiseAnd": true, "BitwiseOr": true,
+	"BitwiseXor": true, "BitwiseNot": true, "Sigmoid": true, "Tanh": true, "Erf": true, "Softmax": true,
+	"ReduceSum": true, "ReduceMean": true, "ReduceProd": true}
+
+// checkNoBool refuses a bool operand of a numericOnly op: invalid_graph.
+func (c *importer) checkNoBool() *ir.Error {
+	if !numericOnly[c.n.opType] || c.n.domain != "" && c.n.domain != "ai.onnx" {
+		return nil
+	}
+	for k := range c.n.inputs {
+		v := c.in(k)
+		if v == nil {
+			continue
+		}
+		if v.set && (v.isBool || v.rt.DType() == ir.Bool) || !v.set && v.c != nil && v.c.Type == Bool {
+			return c.invalid("input %d is bool, which ONNX's %s does not take", k, c.n.opType)
+		}
+	}
+	return nil
 }
 
 // byRule imports the current node by its op's rule, after checking its
