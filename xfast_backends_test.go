@@ -17,8 +17,9 @@ import (
 // in some: ordinary values at several scales, the floats next to each
 // path's bounds and to tanh's branch point, exp's halfway points (where k
 // rounds away from zero), sigmoid's inputs whose divisor's significand is
-// all ones (the reciprocal's one exception), subnormals, and the edges
-// (±Inf, NaN) in a few rows only.
+// all ones (the reciprocal's one exception), subnormals, the paths'
+// constant tails among ordinary values, and the edges (±Inf, NaN) in a
+// few rows only.
 func fastPathInputs() []float32 {
 	r := rand.New(rand.NewPCG(35, 1))
 	const rows, cols = 64, 1024
@@ -30,8 +31,14 @@ func fastPathInputs() []float32 {
 		for len(out) < (row+1)*cols {
 			var v float32
 			switch row % 8 {
-			case 0, 1:
+			case 0:
 				v = (r.Float32()*2 - 1) * 3
+			case 1: // ordinary, and the paths' constant tails (a mask's -Inf, saturated tanh)
+				v = (r.Float32()*2 - 1) * 3
+				if r.IntN(6) == 0 {
+					inf := float32(math.Inf(1))
+					v = []float32{-inf, inf, -1e30, 1e30, -200, 200, -20, 20, -105, 95, -9.1, 9.1}[r.IntN(12)]
+				}
 			case 2:
 				v = (r.Float32()*2 - 1) * 12
 			case 3:

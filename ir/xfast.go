@@ -23,11 +23,23 @@ import "math"
 // Body computes with float add, sub and mul (each rounded, never
 // contracted) and u32 steps, as the table does, and calls no function;
 // Fused, when set, is Body with fused multiply-adds (ir.XFma), for targets
-// whose fma was proved fused (see xfma.go), the same bits again.
+// whose fma was proved fused (see xfma.go), the same bits again. Below and
+// Above are the function's constant tails: where x < Below.At the function
+// is Below.Bits, where x > Above.At it is Above.Bits (a softmax's masked
+// -Inf, a saturated tanh), so that a target may keep a warp whose lanes are
+// inside or in a tail on the fast body, selecting the tails' constants.
 type FastPath struct {
-	Lo, Hi float32
-	Body   *X
-	Fused  *X
+	Lo, Hi       float32
+	Body         *X
+	Fused        *X
+	Below, Above Tail
+}
+
+// Tail is a constant tail of a function: the float with bits Bits beyond
+// At.
+type Tail struct {
+	At   float32
+	Bits uint32
 }
 
 // FastPaths returns the fast paths by function name: exp, tanh and
@@ -42,10 +54,16 @@ func FastPaths() map[string]FastPath {
 // multiplies by two factors (exp2k) for its wider range.
 const expFastBound = 86.5
 
+// The tails: exp is +0 below -104 and +Inf above 89 (expBody's under
+// and over); tanh ±1 from ±9.1 on (9.0999994 is the float below 9.1);
+// sigmoid +0 below -89 (e^-x is +Inf) and 1 above 104 (e^-x is +0).
 var (
-	expFast     = FastPath{Lo: -expFastBound, Hi: expFastBound, Body: expCore(Arg(0), false)}
-	tanhFast    = FastPath{Lo: -9.1, Hi: 9.1, Body: tanhCore(Arg(0), false), Fused: tanhCore(Arg(0), true)}
-	sigmoidFast = FastPath{Lo: -expFastBound, Hi: expFastBound, Body: sigmoidCore(Arg(0), false), Fused: sigmoidCore(Arg(0), true)}
+	expFast = FastPath{Lo: -expFastBound, Hi: expFastBound, Body: expCore(Arg(0), false),
+		Below: Tail{-104, 0}, Above: Tail{89, expInf}}
+	tanhFast = FastPath{Lo: -9.1, Hi: 9.1, Body: tanhCore(Arg(0), false), Fused: tanhCore(Arg(0), true),
+		Below: Tail{-9.0999994, 0xbf800000}, Above: Tail{9.0999994, 0x3f800000}}
+	sigmoidFast = FastPath{Lo: -expFastBound, Hi: expFastBound, Body: sigmoidCore(Arg(0), false), Fused: sigmoidCore(Arg(0), true),
+		Below: Tail{-89, 0}, Above: Tail{104, 0x3f800000}}
 )
 
 // expCore is expBody for |x| < expFastBound (positive: x ≥ +0 only),

@@ -156,6 +156,14 @@ func TestFastPathsC(t *testing.T) {
 			add(&ir.Func{Name: name + "_fused", Params: 1, Body: fp.Fused})
 			fmt.Fprintf(&calls, "\t\t\tf = prim_%[1]s_fused(x); if (B(f) != B(w)) differ(\"%[1]s fused\", B(x), 0, f, w);\n", name)
 		}
+		// the tails: the table's value is the tail's constant
+		for _, tail := range []struct {
+			cmp string
+			t   ir.Tail
+		}{{"<", fp.Below}, {">", fp.Above}} {
+			fmt.Fprintf(&calls, "\t\t} else if (x %[2]s %[3]s) { float w = prim_%[1]s(x); if (B(w) != %#[4]xu) differ(\"%[1]s tail\", B(x), 0, F(%#[4]xu), w);\n",
+				name, tail.cmp, lang.Float(tail.t.At), tail.t.Bits)
+		}
 		calls.WriteString("\t\t}\n")
 	}
 	lang.FMA = "fmaf"
@@ -173,6 +181,44 @@ int main(int argc, char **argv) {
 		stride = "1"
 	}
 	runShards(t, buildC(t, src, "-lm"), stride)
+}
+
+// TestFastTails: each fast path's tails are its function's constants, in
+// cpuref, unflushed and flushed: every stride-th float32 beyond each tail's
+// bound, the edges and the 4096 floats next to each bound.
+func TestFastTails(t *testing.T) {
+	stride := uint64(4093)
+	if exhaustive() {
+		stride = 1
+	}
+	for _, name := range fastNames() {
+		fp := ir.FastPaths()[name]
+		table := ir.Call(tableFunc(t, name), ir.Arg(0))
+		for _, tail := range []struct {
+			below bool
+			t     ir.Tail
+		}{{true, fp.Below}, {false, fp.Above}} {
+			var xs []float32
+			for b := uint64(0); b < 1<<32; b += stride {
+				xs = append(xs, math.Float32frombits(uint32(b)))
+			}
+			xs = append(xs, irtest.Edges()...)
+			for d := -2048; d <= 2048; d++ {
+				xs = append(xs, math.Float32frombits(uint32(int32(math.Float32bits(tail.t.At))+int32(d))))
+			}
+			xs = slices.DeleteFunc(xs, func(x float32) bool { return !(tail.below && x < tail.t.At || !tail.below && x > tail.t.At) })
+			got := make([]float32, len(xs))
+			for _, flush := range []bool{false, true} {
+				cpuref.EvalXSlice(table, got, xs, nil, flush)
+				for i, x := range xs {
+					if math.Float32bits(got[i]) != tail.t.Bits {
+						t.Fatalf("%s(%#08x) flush=%v: %#08x, the tail's %#08x", name, math.Float32bits(x), flush, math.Float32bits(got[i]), tail.t.Bits)
+					}
+				}
+			}
+			t.Logf("%s: %d inputs beyond %g", name, len(xs), tail.t.At)
+		}
+	}
 }
 
 // TestFastPathCosts logs each fast body's cost beside its table

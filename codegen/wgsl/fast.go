@@ -14,8 +14,11 @@ import (
 // their fast path (ir.FastPaths: exp, tanh, sigmoid): a function
 // prim_<name> that takes prim_<name>_fast where every lane of its operand
 // lies inside the path's interval and the table's body, renamed
-// prim_<name>_full, elsewhere. A branch, not a select: while a warp's
-// operands are ordinary it runs the fast body alone. The same bits (ir's
+// prim_<name>_full, elsewhere; where every lane is inside or in one of
+// the path's constant tails (a masked softmax's -Inf, a saturated tanh),
+// the fast body and a select of the tails' constants. Branches, not
+// selects: while a warp's operands are ordinary it runs the fast body
+// alone. The same bits (ir's
 // TestFastPaths, TestFastPathsC over every float32); a knob for the
 // benchmarks (Config names it).
 var FastPaths = true
@@ -59,15 +62,22 @@ func withFastPaths(lines []string, lang codegen.Lang, fused bool) []string {
 		f := &ir.Func{Name: name + "_fast", Params: 1, Body: body}
 		out = append(out, codegen.Define(lit, []*ir.Func{f}, 0)...)
 		out = append(out, lang.Func(codegen.FuncName(&ir.Func{Name: name}), []string{"p0"}))
-		lo, hi := lit.Bits(math.Float32bits(fp.Lo)), lit.Bits(math.Float32bits(fp.Hi))
-		cond := fmt.Sprintf("all(p0 > %s) && all(p0 < %s)", lo, hi)
-		if !strings.HasPrefix(lo, "vec") {
-			cond = fmt.Sprintf("p0 > %s && p0 < %s", lo, hi)
+		c := func(v float32) string { return lit.Bits(math.Float32bits(v)) }
+		// inside, and in a tail; all() of a vec4's lanes, a scalar as is
+		and, or, all := "&", "|", func(b string) string { return "all(" + b + ")" }
+		if !strings.HasPrefix(c(0), "vec") {
+			and, or, all = "&&", "||", func(b string) string { return b }
 		}
+		fast := codegen.FuncName(f) + "(p0)"
 		out = append(out,
 			"\tvar r = p0;",
-			"\tif ("+cond+") {",
-			"\t\tr = "+codegen.FuncName(f)+"(p0);",
+			fmt.Sprintf("\tlet inside = (p0 > %s) %s (p0 < %s);", c(fp.Lo), and, c(fp.Hi)),
+			fmt.Sprintf("\tlet below = p0 < %s;", c(fp.Below.At)),
+			fmt.Sprintf("\tlet above = p0 > %s;", c(fp.Above.At)),
+			"\tif ("+all("inside")+") {",
+			"\t\tr = "+fast+";",
+			"\t} else if ("+all("inside "+or+" below "+or+" above")+") {",
+			fmt.Sprintf("\t\tr = select(select(%s, %s, above), %s, below);", fast, lit.Bits(fp.Above.Bits), lit.Bits(fp.Below.Bits)),
 			"\t} else {",
 			"\t\tr = "+full+"(p0);",
 			"\t}",
