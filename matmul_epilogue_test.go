@@ -36,6 +36,10 @@ func geluMatmul(m, k, n int) *ir.Graph {
 // kernels, and gives cpuref's bits on lavapipe; a bias and relu stay
 // unrolled.
 func TestMatmulEpilogueLoop(t *testing.T) {
+	t.Run("webgpu", testMatmulEpilogueLoop) // bench/device.sh's exact suite runs TestMatmul*/webgpu on the driver
+}
+
+func testMatmulEpilogueLoop(t *testing.T) {
 	type shape struct{ m, k, n int }
 	for _, c := range []struct {
 		tile   string
