@@ -52,8 +52,10 @@ type Device struct {
 	// the encoder around it (two resets, two commands); tsDirect: the
 	// queries resolve straight into the mapped read buffer (wgpu's
 	// mappable primary buffers), not into tsResolve and a copy from it.
-	// Until 2026-12-05 a timed run recorded the encoder's writes, the
-	// resolve and the copy: GPUCC_TIMESTAMPS=encoder still does.
+	// Both under GPUCC_TIMESTAMPS=pass only: they are not yet run on
+	// NVIDIA's driver (2026-12-05), and the pass's timestamps time the
+	// pass alone, not the copies after it, so a run's GPU time changes
+	// meaning. By default the encoder writes them, as on every visit.
 	tsPass, tsDirect bool
 
 	// noAhead: no run records the next one during its wait (ahead.go);
@@ -115,10 +117,10 @@ func Open(opts Options) (*Device, error) {
 	req.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
 	req.MaxBufferSize = al.MaxBufferSize
 	var features []wgpu.FeatureName
-	encoderTS := os.Getenv("GPUCC_TIMESTAMPS") == "encoder"
+	passTS := os.Getenv("GPUCC_TIMESTAMPS") == "pass" // opt-in: see tsPass
 	if d.info.TimestampQuery {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
-		if !encoderTS && d.adapter.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) {
+		if passTS && d.adapter.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) {
 			features = append(features, wgpu.NativeFeatureMappablePrimaryBuffers)
 		}
 	}
@@ -154,9 +156,9 @@ func Open(opts Options) (*Device, error) {
 	d.dev = dev
 	d.queue = dev.GetQueue()
 	d.tsOK = len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
-	d.tsPass = !encoderTS
+	d.tsPass = passTS
 	d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
-	d.tsDirect = d.tsOK && !encoderTS && dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)
+	d.tsDirect = d.tsOK && passTS && dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)
 	d.lim = limitsFrom(dev.GetLimits().Limits)
 	d.info.Limits = d.lim
 	d.info.TimestampQuery = d.tsOK

@@ -105,18 +105,19 @@ func BenchmarkLoneRun(b *testing.B) {
 			}
 		}
 	})
-	// The timestamps as until 2026-12-05 (GPUCC_TIMESTAMPS=encoder): the
-	// encoder's two writes around the pass, the resolve into a buffer of
-	// their own and a copy to the mapped one; beside runtimed, where the
-	// pass writes them and they resolve into the mapped buffer.
-	b.Run("runtimed-encoder", func(b *testing.B) {
+	// The pass writes the timestamps (GPUCC_TIMESTAMPS=pass, opt-in),
+	// beside runtimed, where the encoder writes them around the pass: one
+	// query reset where there are two. They resolve straight into the
+	// mapped buffer, without the copy, only where the device was opened
+	// under GPUCC_TIMESTAMPS=pass (tsDirect).
+	b.Run("runtimed-pass", func(b *testing.B) {
 		d.mu.Lock()
-		pass, direct := d.tsPass, d.tsDirect
-		d.tsPass, d.tsDirect = false, false
+		pass := d.tsPass
+		d.tsPass = true
 		d.mu.Unlock()
 		defer func() {
 			d.mu.Lock()
-			d.tsPass, d.tsDirect = pass, direct
+			d.tsPass = pass
 			d.mu.Unlock()
 		}()
 		for b.Loop() {

@@ -93,19 +93,18 @@ func TestRunCounts(t *testing.T) {
 		queued   bool // RunQueued
 		want     gpu.Counts
 	}{
-		// A timed run's pass writes its timestamps and they resolve
-		// straight into the mapped buffer: one command (until
-		// 2026-12-05 four: the encoder's two timestamp writes, the
-		// resolve and a copy of it). A warm resident run submits what
-		// the run before it recorded during its wait (Ahead), and
-		// records the next one during its own: its Encoder and its
-		// Scope for the recording are the next run's.
+		// A timed run's commands: the encoder's two timestamp writes,
+		// the resolve and its copy to the mapped buffer (one under
+		// GPUCC_TIMESTAMPS=pass, TestTimestampPlaces). A warm resident
+		// run submits what the run before it recorded during its wait
+		// (Ahead), and records the next one during its own: its
+		// Encoder and its Scope for the recording are the next run's.
 		{name: "resident", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true,
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1, Ahead: 1}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 4, Ahead: 1}},
 		{name: "resident-queued", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, queued: true,
 			want: gpu.Counts{Submits: 1, Scopes: 1, Encoders: 1}},
 		{name: "resident3", exe: func() backend.Executable { return threeKernels(t, d) }, resident: true, keep: true,
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1, Ahead: 1}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 4, Ahead: 1}},
 		{name: "launch", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, launch: true,
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 3, Encoders: 1, Maps: 1, Commands: 1}},
 		{name: "launch-kept", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) }, resident: true, keep: true, launch: true,
@@ -114,12 +113,12 @@ func TestRunCounts(t *testing.T) {
 		// after the output: one map and its unmap (until 2026-12-05
 		// two of each, 8 scopes).
 		{name: "host", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) },
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 6, Encoders: 1, Writes: 3, Maps: 1, Commands: 2}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 6, Encoders: 1, Writes: 3, Maps: 1, Commands: 5}},
 		// Inputs of 128 KiB each go through staging buffers kept mapped,
 		// their copies in the run's own submission (until 2026-12-05: a
 		// submission and a wait each, 4 and 4 a run).
 		{name: "host-128KiB", exe: func() backend.Executable { return reluMulAdd(t, d, 1<<15) },
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 9, Encoders: 1, Maps: 4, Commands: 5}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 9, Encoders: 1, Maps: 4, Commands: 8}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
