@@ -400,10 +400,7 @@ func (a *api) execute(w http.ResponseWriter, r *http.Request) {
 		writeReply(w, status, reply)
 		return
 	}
-	n := int64(64 << 10) // the writer's buffer
-	for _, o := range reply.Value.Outputs {
-		n += 4 * int64(len(o.Data))
-	}
+	n := replyBytes(reply.Value)
 	if !a.memory.take(n) {
 		w.Header().Set("Retry-After", "1")
 		a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for replies (--max-memory) is in use; retry later"))
@@ -581,6 +578,88 @@ func serveShapeHint(input string) string {
 	return "/v1/execute binds a dynamic dimension from the input's data only, else runs models whose input shapes are static: post the model as multipart/form-data with " + ir.Quote(input) + "'s data (its shape binds the dimension), export the model with its shape fixed, or import it with gpucc import --input-shape and post the graph"
 }
 
+// replyBytes is what a reply holds while writeResult streams it: the
+// writer's buffer and the outputs' values, 4 bytes a float32-carried
+// value and 8 an int64-carried one (integers, bools, float64's bits).
+// It charged the float32 values alone, so a typed output cost nothing.
+func replyBytes(res *lib.Result) int64 {
+	n := int64(64 << 10)
+	for _, o := range res.Outputs {
+		n += 4*int64(len(o.Data)) + 8*int64(len(o.Ints))
+	}
+	return n
+}
+
+// writeTyped writes a typed output's values, comma-separated, as
+// lib.Tensor's MarshalJSON does: bools as true and false, integers as
+// integers, floats (float64's bits, a narrow float's float32 carrier) as
+// encoding/json writes them (appendJSONFloat), ±Inf and NaN as the
+// strings "Infinity", "-Infinity" and "NaN".
+func writeTyped(bw *bufio.Writer, t lib.Tensor) error {
+	var num []byte
+	n := len(t.Ints)
+	if t.DType.IsFloat() {
+		n = len(t.Data)
+	}
+	for j := range n {
+		num = num[:0]
+		if j > 0 {
+			num = append(num, ',')
+		}
+		var f float64
+		bits := 64
+		switch {
+		case t.DType == ir.Bool:
+			num = strconv.AppendBool(num, t.Ints[j] != 0)
+		case t.DType.IsFloat64():
+			f = ir.F64Value(t.Ints[j])
+		case t.DType.IsFloat():
+			f, bits = float64(t.Data[j]), 32
+		default:
+			num = strconv.AppendInt(num, t.Ints[j], 10)
+		}
+		if t.DType.IsFloat() || t.DType.IsFloat64() {
+			switch {
+			case f != f:
+				num = append(num, `"NaN"`...)
+			case math.IsInf(f, 1):
+				num = append(num, `"Infinity"`...)
+			case math.IsInf(f, -1):
+				num = append(num, `"-Infinity"`...)
+			default:
+				num = appendJSONFloat(num, f, bits)
+			}
+		}
+		if _, err := bw.Write(num); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendJSONFloat appends finite f, a float64 or (bits 32) a float32's
+// value, as encoding/json writes it: the shortest decimal that reads back
+// as the same value, in exponent form below 1e-6 and from 1e21, the
+// exponent's leading zero dropped (1e-07 is 1e-7).
+func appendJSONFloat(b []byte, f float64, bits int) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		if n := len(b) - start; n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
+			b[len(b)-2] = b[len(b)-1]
+			b = b[:len(b)-1]
+		}
+	}
+	return b
+}
+
 // writeReply writes v, an envelope, as the JSON answer; an error answer
 // closes the connection.
 func writeReply(w http.ResponseWriter, status int, v any) {
@@ -631,24 +710,24 @@ func writeResult(w http.ResponseWriter, res *lib.Result) error {
 		key, _ := json.Marshal(name)
 		bw.Write(key)
 		t := res.Outputs[name]
-		if t.DType != ir.F32 {
-			// A typed output (integers, bools, narrow floats) in the
-			// library's encoding, its dtype said: the stream below writes
-			// float32 Data only, and wrote an integer output's data as [].
-			b, err := json.Marshal(t)
-			if err != nil {
-				return err
-			}
-			bw.WriteByte(':')
-			bw.Write(b)
-			continue
-		}
 		bw.WriteString(`:{"shape":[`)
 		for d, n := range t.Shape {
 			if d > 0 {
 				bw.WriteByte(',')
 			}
 			bw.WriteString(strconv.Itoa(n))
+		}
+		if t.DType != ir.F32 {
+			// A typed output (integers, bools, float64, narrow floats) in
+			// the library's encoding (lib.Tensor's MarshalJSON), its dtype
+			// said, streamed as float32's is: json.Marshal held its whole
+			// JSON, 95.7 MB for 2^19 int64 and float64 values.
+			bw.WriteString(`],"dtype":"` + t.DType.String() + `","data":[`)
+			if err := writeTyped(bw, t); err != nil {
+				return err
+			}
+			bw.WriteString("]}")
+			continue
 		}
 		bw.WriteString(`],"data":[`)
 		for j, v := range t.Data {
