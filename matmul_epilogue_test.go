@@ -30,13 +30,36 @@ func geluMatmul(m, k, n int) *ir.Graph {
 	return g
 }
 
-// TestMatmulEpilogueLoop: a matmul tile whose unrolled epilogue would be
-// long (GELU: an exact erf and division an output) renders it once in a
-// loop over the thread's outputs, in the scalar, vec4, staged and lean
-// kernels, and gives cpuref's bits on lavapipe; a bias and relu stay
+// TestMatmulEpilogueLoop: with wgsl.MatmulEpilogueLoop on, a matmul tile
+// whose unrolled epilogue would be long (GELU: an exact erf and division
+// an output) renders it once in a loop over the thread's outputs, in the
+// scalar, vec4, staged and lean kernels, and gives cpuref's bits on
+// lavapipe; a bias and relu stay unrolled. Off (the default), GELU's stays
 // unrolled.
 func TestMatmulEpilogueLoop(t *testing.T) {
+	// Off by default (wgsl.MatmulEpilogueLoop): GELU's epilogue unrolled.
+	g := geluMatmul(65, 68, 132)
+	tile, _ := passes.ParseTile("64x128/8x8k8v4")
+	if src := emitOne(t, g, tile); strings.Contains(src, "for (var r = 0u;") {
+		t.Fatalf("the GELU epilogue is looped with wgsl.MatmulEpilogueLoop off")
+	}
+	defer func(on bool) { wgsl.MatmulEpilogueLoop = on }(wgsl.MatmulEpilogueLoop)
+	wgsl.MatmulEpilogueLoop = true
 	t.Run("webgpu", testMatmulEpilogueLoop) // bench/device.sh's exact suite runs TestMatmul*/webgpu on the driver
+}
+
+// emitOne returns the WGSL of g's one kernel under tile.
+func emitOne(t *testing.T, g *ir.Graph, tile ir.Tile) string {
+	t.Helper()
+	p, _, err := passes.Compile(g, passes.Options{Tile: &tile, MaxInvocations: 256, MaxWorkgroupStorage: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaders, err := wgsl.Target{}.Emit(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shaders[0].Source
 }
 
 func testMatmulEpilogueLoop(t *testing.T) {

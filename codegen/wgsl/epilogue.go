@@ -2,18 +2,29 @@ package wgsl
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/ir"
 )
 
+// MatmulEpilogueLoop lets a matmul tile loop a long epilogue
+// (tileEpilogue); GPUCC_MATMUL_EPILOGUE_LOOP=on sets it. It is off by
+// default until a device measures it: it cuts the driver's compile of
+// such a kernel (lavapipe: 4152 ms to 38 ms for ViT-Tiny's GELU matmul,
+// the same bits), but one output's epilogue at a time may run slower
+// than 64 unrolled ones where a matmul has few workgroups (ViT's MLP:
+// 24 on 132 SMs), whose independent erf chains hide each other's latency.
+var MatmulEpilogueLoop = os.Getenv("GPUCC_MATMUL_EPILOGUE_LOOP") == "on"
+
 // tileEpilogue renders a matmul tile's epilogue once, in a loop over the
 // thread's tm×tn outputs, their accumulators copied into a private array
 // first, when unrolled it would pass epilogueLoopLines (as a conv GEMM's
 // does, convEpilogueLoop): the same operations on the same values in
 // each output, so the same bits. It reports whether it did; a short
-// epilogue (a bias, a relu) is left to the caller to unroll.
+// epilogue (a bias, a relu), or any while MatmulEpilogueLoop is off, is
+// left to the caller to unroll.
 //
 // The driver inlines every call: ViT-Tiny's MLP matmul with GELU as its
 // epilogue unrolled the exact erf and division 64 times (46 KB of WGSL),
@@ -29,6 +40,9 @@ import (
 // condition that the output is in the matrix ("" when the tile divides
 // it); oc is the output's batch offset.
 func tileEpilogue(b *strings.Builder, k *ir.Kernel, tm, tn int, acc func(m, n int) string, row, col, guard, oc string) bool {
+	if !MatmulEpilogueLoop {
+		return false
+	}
 	body := codegen.Body(Lang, k, load(k, "i"), "acc[r]")
 	if tm*tn <= 1 || tm*tn*inlinedLines(body, codegen.Funcs(Lang, k)) <= epilogueLoopLines {
 		return false

@@ -38,12 +38,13 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths,
-// AttentionTile, AttentionOnlineTile), and ir.AttentionOnlineFrom, which
+// AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom, which
 // picks attention's rounding order from its shapes and is not in the
 // program's key: caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d",
-		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom)
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d,mmloop=%t",
+		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+		MatmulEpilogueLoop)
 }
 
 // Workgroup sizes.
