@@ -186,7 +186,7 @@ suite_quick() {
 	log "torch_attn.py: exit $?"
 	suite_enginequick
 }
-# enginequick (about 15 s): issue 35's per-run cost on the driver, what lavapipe could only count
+# enginequick (about 25 s): issue 35's per-run cost on the driver, what lavapipe could only count
 # (TestRunCounts pins the calls: the same counts must hold here), after the queued runs' bits there (queued
 # ahead of a real GPU, which lavapipe may not be) and wgpu's errors inside one scope. RunCost: warm runs of relu(a*b+c) over
 # 1024 on a backend device, resident waiting, resident queued (RunOptions.NoWait, no wait and no map),
@@ -196,10 +196,16 @@ suite_quick() {
 suite_enginequick() {
 	tests quick_engine.txt 20 webgpu 'TestRunCounts|TestRunQueuedReleases'
 	tests quick_engine.txt 20 gpucc 'TestRunNoWait[A-Za-z]*/webgpu'
-	tests quick_engine.txt 10 gpu 'TestRecordErrors|TestQueuedBound|TestStagedUploads'
+	tests quick_engine.txt 10 gpu 'TestRecordErrors|TestQueuedBound|TestStagedUploads|TestRecordAhead|TestTimestampPlaces|TestUnmapError|TestWriteError'
 	benches quick_engine.txt 15 webgpu 'RunCost' 3000x
+	# Since 2026-12-05 a resident run like the last one submits the recording made during that one's wait (ahead/run 1):
+	# the same run without it; and with the pass's own timestamps resolved without a copy (opt-in until timed here).
+	benches quick_engine.txt 10 webgpu 'RunCost/resident$' 3000x GPUCC_RECORD_AHEAD=off
+	benches quick_engine.txt 10 webgpu 'RunCost/resident$' 3000x GPUCC_TIMESTAMPS=pass
+	benches quick_engine.txt 10 gpu 'LoneRun/runtimed' 2000x
+	benches quick_engine.txt 10 gpu 'LoneRun/runtimed' 2000x GPUCC_TIMESTAMPS=pass
 	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
-	grep -h '^BenchmarkRunCost\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+	grep -h '^BenchmarkRunCost\|^BenchmarkLoneRun\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # verify (about 150 s): the defaults the 2026-12-05 visits flipped, on the driver: the conv tiles (the spread,
 # double-buffered rule and KeepConvTile's), online attention from 512 keys, the fused division by default (no
@@ -312,11 +318,16 @@ suite_engine() {
 	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_WORKERS=8
 	benches bench_engine.txt 60 gpu 'Transfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_WORKERS=8
 	benches bench_engine.txt 60 gpu 'Transfer' 10x GPUCC_BENCH_BYTES=268435456
+	# The staging path's parts, each alone, from filled memory (2026-12-05): the host's copy into mapped upload staging
+	# (plain, checked), out of read staging (plain, checked, and checked64k: the readback's check until then), and the GPU's
+	# copies alone. An upload through the ring runs near the slower of into-staging-checked and dma-up.
+	benches bench_engine.txt 60 gpu 'StagingParts' 5x GPUCC_BENCH_BYTES=268435456
 	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
 	benches bench_engine.txt 90 bench 'Upload|Readback' 5x GPUCC_BENCH_BYTES=268435456
 	# A small run's cost beyond its kernel: host in and out (one wait since 2026-12-04), and resident.
 	benches bench_engine.txt 60 bench 'ExecutableRun' 3000x GPUCC_BENCH_ELEMS=1024
+	benches bench_engine.txt 30 bench 'ExecutableRun/resident' 3000x GPUCC_BENCH_ELEMS=1024 GPUCC_RECORD_AHEAD=off
 	benches bench_engine.txt 60 gpu 'LoneRun' 2000x
 	benches bench_engine.txt 60 bench 'LaunchChain' 200x GPUCC_BENCH_ELEMS=1048576
 	# 200 launched runs keeping 16 MiB outputs each, released at the round's end: the pool keeps a round's worth.
