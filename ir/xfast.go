@@ -109,7 +109,7 @@ func tanhCore(x *X, fused bool) *X {
 	s := ax.Mul(ax)
 	small := poly(s, -5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1).
 		Mul(s).Mul(ax).Add(ax)
-	d := expCore(ax.Mul(F(2)), true).Add(F(1))
+	d := expCore(ax.Add(ax), true).Add(F(1)) // 2|x|, exact: the table's ax·2, without the product's keep
 	var q *X
 	if fused {
 		q = recipScaledFused(d, 0x40000000)

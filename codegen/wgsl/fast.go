@@ -69,17 +69,26 @@ func withFastPaths(lines []string, lang codegen.Lang, fused bool) []string {
 			and, or, all = "&&", "||", func(b string) string { return b }
 		}
 		fast := codegen.FuncName(f) + "(p0)"
+		// one comparison of |x| (a free modifier on NVIDIA's) where the
+		// interval is symmetric, as every path's is; false for NaN
+		inside := fmt.Sprintf("(p0 > %s) %s (p0 < %s)", c(fp.Lo), and, c(fp.Hi))
+		if fp.Lo == -fp.Hi {
+			inside = fmt.Sprintf("abs(p0) < %s", c(fp.Hi))
+		}
 		out = append(out,
 			"\tvar r = p0;",
-			fmt.Sprintf("\tlet inside = (p0 > %s) %s (p0 < %s);", c(fp.Lo), and, c(fp.Hi)),
-			fmt.Sprintf("\tlet below = p0 < %s;", c(fp.Below.At)),
-			fmt.Sprintf("\tlet above = p0 > %s;", c(fp.Above.At)),
+			"\tlet inside = "+inside+";",
 			"\tif ("+all("inside")+") {",
 			"\t\tr = "+fast+";",
-			"\t} else if ("+all("inside "+or+" below "+or+" above")+") {",
-			fmt.Sprintf("\t\tr = select(select(%s, %s, above), %s, below);", fast, lit.Bits(fp.Above.Bits), lit.Bits(fp.Below.Bits)),
 			"\t} else {",
-			"\t\tr = "+full+"(p0);",
+			// the tails' comparisons only in the warps that reach them
+			fmt.Sprintf("\t\tlet below = p0 < %s;", c(fp.Below.At)),
+			fmt.Sprintf("\t\tlet above = p0 > %s;", c(fp.Above.At)),
+			"\t\tif ("+all("inside "+or+" below "+or+" above")+") {",
+			fmt.Sprintf("\t\t\tr = select(select(%s, %s, above), %s, below);", fast, lit.Bits(fp.Above.Bits), lit.Bits(fp.Below.Bits)),
+			"\t\t} else {",
+			"\t\t\tr = "+full+"(p0);",
+			"\t\t}",
 			"\t}",
 			"\treturn r;",
 			"}")
