@@ -221,8 +221,14 @@ func TestFastTails(t *testing.T) {
 	}
 }
 
+// fastBudget is each fast body's cost in xcost's units at 2026-12-05
+// (7f7df6c), which TestFastPathCosts holds it to: a change that adds an
+// instruction to a fast body shows here, and should say why.
+var fastBudget = map[string]int{"exp/body": 40, "tanh/body": 153, "tanh/fused": 87, "sigmoid/body": 135, "sigmoid/fused": 69}
+
 // TestFastPathCosts logs each fast body's cost beside its table
-// function's (xcost's model), and fails where a fast body is not cheaper.
+// function's (xcost's model), and fails where a fast body is not cheaper
+// or costs more than its fastBudget.
 func TestFastPathCosts(t *testing.T) {
 	for _, name := range fastNames() {
 		fp := ir.FastPaths()[name]
@@ -242,6 +248,9 @@ func TestFastPathCosts(t *testing.T) {
 			t.Logf("%s %s: %v; table %v", name, c.kind, fc, tc)
 			if fc.units() >= tc.units() {
 				t.Errorf("%s %s: the fast body costs %d units, the table's %d", name, c.kind, fc.units(), tc.units())
+			}
+			if b := fastBudget[name+"/"+c.kind]; fc.units() > b {
+				t.Errorf("%s %s: the fast body costs %d units, over its budget of %d", name, c.kind, fc.units(), b)
 			}
 		}
 	}
