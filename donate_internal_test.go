@@ -439,3 +439,69 @@ func TestDonateInputAsOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestDonateClaimed: a run that donates a tensor another run is
+// consuming (donatingHook: claimed, not yet run) is refused with
+// invalid_tensor, and the first run succeeds with its own row, on every
+// backend. Before the claim, the second run consumed the tensor too and
+// the first then failed with invalid_tensor; run concurrently, two donors
+// of one tensor both succeeded on native (TestDonateConcurrent, round 26,
+// after 40e66af released the donors in the run's hold of the lock).
+func TestDonateClaimed(t *testing.T) {
+	g := donateGraph(t)
+	ctx := context.Background()
+	host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
+	row := func(v float32) Tensor {
+		r := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
+		for k := range r.Data {
+			r.Data[k] = v
+		}
+		return r
+	}
+	pos := Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
+	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
+		t.Run(be, func(t *testing.T) {
+			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
+			if err != nil {
+				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+					t.Fatal(err)
+				}
+				t.Skipf("%s: %v", be, err)
+			}
+			defer rt.Close()
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			cache, err := rt.UploadTensor(ctx, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var second error
+			donatingHook = func() {
+				donatingHook = nil
+				_, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": row(2), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+			}
+			first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": row(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+			donatingHook = nil
+			if err != nil {
+				t.Fatalf("the first donation: %v (the second: %v)", err, second)
+			}
+			if CodeOf(second) != ir.CodeInvalidTensor {
+				t.Errorf("a second donation while the first runs: %v, want invalid_tensor", second)
+			}
+			h, err := first.Kept["present"].ReadTensor(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := h.Data[5*4]; got != 1 {
+				t.Errorf("the first caller's present holds %v at its row, want 1", got)
+			}
+			first.Kept["present"].Release()
+			if rt.live != 0 {
+				t.Fatalf("%d bytes live after every release", rt.live)
+			}
+		})
+	}
+}

@@ -165,11 +165,46 @@ func (e *Executable) RunWith(ctx context.Context, in Inputs, opts RunOptions) (*
 			return nil, err
 		}
 	}
+	if len(donors) > 0 {
+		if err := e.rt.claimDonors(donors); err != nil {
+			return nil, err
+		}
+		if donatingHook != nil {
+			donatingHook()
+		}
+	}
 	res, err := e.runWith(ctx, in, opts, donors)
 	if donatedRunHook != nil && len(donors) > 0 {
 		donatedRunHook()
 	}
 	return res, err
+}
+
+// donatingHook, when set (by a test), is called once a donating run has
+// claimed its donors and before it runs: another run's donation of them
+// is refused by then.
+var donatingHook func()
+
+// claimDonors marks donors as being consumed by one run, refusing a
+// tensor another run is consuming (invalid_tensor), before the run takes
+// the lock for its work: a run that takes it more than once (a split
+// executable's segments each do) let a second run donating the same
+// tensor run between, both succeeding (TestDonateConcurrent: two donors
+// of one tensor on native, in 1 test run of 4).
+func (rt *Runtime) claimDonors(donors []*DeviceTensor) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, t := range donors {
+		if t.rt == rt && t.donating {
+			return ir.Errorf(ir.CodeInvalidTensor, -1, "", "donate: the device tensor is being donated to another run (RunOptions.Donate)")
+		}
+	}
+	for _, t := range donors {
+		if t.rt == rt {
+			t.donating = true
+		}
+	}
+	return nil
 }
 
 // donatedRunHook, when set (by a test), is called after a donating run
@@ -186,6 +221,9 @@ func (rt *Runtime) consumeLocked(donors []*DeviceTensor) {
 		if t.rt == rt && t.buf != nil {
 			t.releaseLocked() // a buffer the backend handed over frees nothing
 			t.donated = true
+		}
+		if t.rt == rt {
+			t.donating = false
 		}
 	}
 }

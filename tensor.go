@@ -129,6 +129,9 @@ type DeviceTensor struct {
 	dtype ir.DType // its values' (typed_tensor.go): float32 but for a typed graph's
 	// donated says a run consumed it (RunOptions.Donate): buf is nil.
 	donated bool
+	// donating says a run claimed it to consume it (RunOptions.Donate):
+	// another run's donation is refused until that run ends.
+	donating bool
 }
 
 func (*DeviceTensor) value() {}
