@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
@@ -66,8 +67,11 @@ func fastPathInputs() []float32 {
 // TestFastPathsBackends: exp, tanh, sigmoid, GELU's tanh form, softmax and
 // log-softmax (whose rows kernels call exp per leaf, not per vec4) over
 // fastPathInputs give cpuref's bits on every backend (on webgpu a value
-// may be cpuref.EvalFlushed's).
+// may be cpuref.EvalFlushed's), with the fast paths on (wgsl.FastPaths,
+// off by default until a GPU driver has run this test).
 func TestFastPathsBackends(t *testing.T) {
+	defer func(old bool) { wgsl.FastPaths = old }(wgsl.FastPaths)
+	wgsl.FastPaths = true
 	xs := fastPathInputs()
 	lim := ir.Limits{NonFinite: true, MaxOps: 1 << 30}
 	b := ir.NewBuilder()
