@@ -33,6 +33,36 @@ func donateGraph(t *testing.T) *ir.Graph {
 	return g
 }
 
+// openCompiled opens backend be under lim (skipping where it cannot open,
+// unless GPUCC_REQUIRE_<BE> is set) and compiles g; both are released at
+// the (sub)test's end.
+func openCompiled(t *testing.T, be string, lim ir.Limits, g *ir.Graph) (*Runtime, *Executable) {
+	t.Helper()
+	rt, err := Open(context.Background(), Options{Backend: be, Limits: lim, AllowSoftware: true})
+	if err != nil {
+		if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("%s: %v", be, err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	exe, err := rt.Compile(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(exe.Release)
+	return rt, exe
+}
+
+// donateRow is a [2,3,1,4] row of v, the update the donate graph scatters.
+func donateRow(v float32) Tensor {
+	r := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
+	for k := range r.Data {
+		r.Data[k] = v
+	}
+	return r
+}
+
 // TestDonateScatterInPlace: a run that donates its cache (RunOptions.Donate)
 // gives the bits of a run that does not, which are cpu's, step after step, each present fed
 // back as the next cache, on cpu, native, wasm and webgpu; the donated
@@ -65,19 +95,7 @@ func TestDonateScatterInPlace(t *testing.T) {
 	defer refExe.Release()
 	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
 		t.Run(be, func(t *testing.T) {
-			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
-			if err != nil {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
-					t.Fatal(err)
-				}
-				t.Skipf("%s: %v", be, err)
-			}
-			defer rt.Close()
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
+			rt, exe := openCompiled(t, be, ir.Limits{NonFinite: true}, g)
 			host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
 			for k := range host.Data {
 				host.Data[k] = float32(k%7) - 3.5
@@ -203,19 +221,7 @@ func TestDonateConcurrent(t *testing.T) {
 	}
 	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
 		t.Run(be, func(t *testing.T) {
-			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
-			if err != nil {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
-					t.Fatal(err)
-				}
-				t.Skipf("%s: %v", be, err)
-			}
-			defer rt.Close()
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
+			rt, exe := openCompiled(t, be, ir.Limits{NonFinite: true}, g)
 			for round := range 40 {
 				cache, err := rt.UploadTensor(ctx, host)
 				if err != nil {
@@ -296,30 +302,10 @@ func TestDonateConcurrent(t *testing.T) {
 func TestDonateGap(t *testing.T) {
 	g := donateGraph(t)
 	ctx := context.Background()
-	host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
-	row := func(v float32) Tensor {
-		r := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
-		for k := range r.Data {
-			r.Data[k] = v
-		}
-		return r
-	}
-	pos := Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
+	host, pos := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}, Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
 	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
 		t.Run(be, func(t *testing.T) {
-			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
-			if err != nil {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
-					t.Fatal(err)
-				}
-				t.Skipf("%s: %v", be, err)
-			}
-			defer rt.Close()
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
+			rt, exe := openCompiled(t, be, ir.Limits{NonFinite: true}, g)
 			for _, donate := range []bool{true, false} {
 				cache, err := rt.UploadTensor(ctx, host)
 				if err != nil {
@@ -333,9 +319,9 @@ func TestDonateGap(t *testing.T) {
 					if donate {
 						opts.Donate = []string{"cache"}
 					}
-					secondRes, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": row(2), "pos": pos}, opts)
+					secondRes, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": donateRow(2), "pos": pos}, opts)
 				}
-				first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": row(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+				first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": donateRow(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
 				donatedRunHook = nil
 				if err != nil {
 					t.Fatal(err)
@@ -386,19 +372,7 @@ func TestDonateInputAsOutput(t *testing.T) {
 	host[0] = float32(math.Copysign(0, -1))
 	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
 		t.Run(be, func(t *testing.T) {
-			rt, err := Open(ctx, Options{Backend: be, AllowSoftware: true})
-			if err != nil {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
-					t.Fatal(err)
-				}
-				t.Skipf("%s: %v", be, err)
-			}
-			defer rt.Close()
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
+			rt, exe := openCompiled(t, be, ir.Limits{}, g)
 			for _, keep := range [][]string{{"same", "present"}, {"same"}, {"present"}, nil} {
 				x, err := rt.Upload(ctx, ir.Shape{2, 8}, host)
 				if err != nil {
@@ -450,30 +424,10 @@ func TestDonateInputAsOutput(t *testing.T) {
 func TestDonateClaimed(t *testing.T) {
 	g := donateGraph(t)
 	ctx := context.Background()
-	host := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}
-	row := func(v float32) Tensor {
-		r := Tensor{Shape: []int{2, 3, 1, 4}, Data: make([]float32, 24)}
-		for k := range r.Data {
-			r.Data[k] = v
-		}
-		return r
-	}
-	pos := Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
+	host, pos := Tensor{Shape: []int{2, 3, 64, 4}, Data: make([]float32, 2*3*64*4)}, Tensor{Shape: []int{1}, DType: ir.I64, Ints: []int64{5}}
 	for _, be := range []string{"cpu", "native", "wasm", "webgpu"} {
 		t.Run(be, func(t *testing.T) {
-			rt, err := Open(ctx, Options{Backend: be, Limits: ir.Limits{NonFinite: true}, AllowSoftware: true})
-			if err != nil {
-				if os.Getenv("GPUCC_REQUIRE_"+strings.ToUpper(be)) != "" {
-					t.Fatal(err)
-				}
-				t.Skipf("%s: %v", be, err)
-			}
-			defer rt.Close()
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
+			rt, exe := openCompiled(t, be, ir.Limits{NonFinite: true}, g)
 			cache, err := rt.UploadTensor(ctx, host)
 			if err != nil {
 				t.Fatal(err)
@@ -481,9 +435,9 @@ func TestDonateClaimed(t *testing.T) {
 			var second error
 			donatingHook = func() {
 				donatingHook = nil
-				_, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": row(2), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+				_, second = exe.RunWith(ctx, Inputs{"cache": cache, "row": donateRow(2), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
 			}
-			first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": row(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
+			first, err := exe.RunWith(ctx, Inputs{"cache": cache, "row": donateRow(1), "pos": pos}, RunOptions{Keep: []string{"present"}, Donate: []string{"cache"}})
 			donatingHook = nil
 			if err != nil {
 				t.Fatalf("the first donation: %v (the second: %v)", err, second)
