@@ -1,0 +1,187 @@
+package wgsl_test
+
+import (
+	"crypto/sha256"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/passes"
+)
+
+var matmulSources = flag.String("matmul-sources", "", "TestMatmulSources writes each kernel's WGSL into this folder (to diff two generators' text)")
+
+// matmulSourceTiles are the tiles whose matmul WGSL TestMatmulSources
+// records: every tile the rule, the tune tables and the tests name, the
+// staged kernel's options (l, u, w) alone and together, and the tile
+// strings the next device visit sweeps (bench/RESULTS.md).
+var matmulSourceTiles = []string{
+	// the rule's (passes.Tile*) and the H200 table's
+	"128x128/8x8k16v4", "64x128/8x8k8v4", "64x64/4x4k16", "32x32/2x2k16", "32x64/4x4k32v4", "8x8/1x1k8",
+	"64x128/8x8k16v4", "32x32/2x2k32", "64x64/4x4k32v4", "8x32/1x1k16", "32x8/1x1k16",
+	// the staged kernel, one and two buffers
+	"128x128/8x8k16v4s1", "64x128/8x8k8v4s1", "32x64/4x4k16v4s1", "128x128/8x8k8v4s2", "64x128/8x8k8v4s2",
+	"128x128/8x16k8v4s2", "128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2", "128x64/8x8k8v4s2",
+	// its options
+	"64x128/8x8k8v4s2l", "64x128/8x8k8v4s2u", "64x128/8x8k8v4s2w", "64x128/8x8k8v4s2lu", "64x128/8x8k8v4s2lw",
+	"64x128/8x8k8v4s2uw", "64x128/8x8k8v4s2luw",
+	"128x128/8x8k8v4s2l", "128x128/8x8k8v4s2lw", "128x128/8x16k8v4s2l", "128x128/8x16k8v4s2lw", "128x128/16x8k8v4s2l",
+	"64x64/4x4k16v4s2l", "32x64/4x4k16v4s2l", "32x64/4x4k16v4s2lu", "32x64/4x4k16v4s2lw", "32x64/4x4k16v4s2luw",
+	"64x64/8x4k4v4s2l", "64x64/8x4k4v4s2u", "64x64/8x4k4v4s2w", "64x64/8x4k4v4s2luw",
+}
+
+// matmulSourceCase is one graph TestMatmulSources compiles under a tile:
+// y = epilogue(A × B), A [m,k] and B [k,n], each read transposed in place
+// where ta (tb), over a batch of two where batch.
+type matmulSourceCase struct {
+	name          string
+	m, k, n       int
+	ta, tb, batch bool
+	epilogue      string // "", "bias-relu", "gelu", "gelu-loop" (wgsl.MatmulEpilogueLoop on), "add-x"
+}
+
+// matmulSourceCases are the graphs for tile t: sides the tile divides and
+// sides that leave partial tiles on M, N and K; a single k-tile, a
+// partial one alone, an odd and an even count of k-tiles after the first
+// (the unrolled loop's remainder); each operand transposed; a batch; and
+// epilogues short, long (unrolled and looped) and reading A's input.
+func matmulSourceCases(t ir.Tile) []matmulSourceCase {
+	m, n, k := 2*t.BM, 2*t.BN, 4*t.BK
+	pm, pn, pk := m+4, n+4, 2*t.BK+4
+	cs := []matmulSourceCase{
+		{name: "div", m: m, k: k, n: n},
+		{name: "part", m: pm, k: pk, n: pn},
+		{name: "k1", m: m, k: t.BK, n: n},
+		{name: "k4", m: m, k: 4, n: n},
+		{name: "k5", m: pm, k: 5 * t.BK, n: n},
+		{name: "div-ta", m: m, k: k, n: n, ta: true},
+		{name: "div-tb", m: m, k: k, n: n, tb: true},
+		{name: "div-tatb", m: m, k: k, n: n, ta: true, tb: true},
+		{name: "part-ta", m: pm, k: pk, n: pn, ta: true},
+		{name: "part-tb", m: pm, k: pk, n: pn, tb: true},
+		{name: "part-tatb", m: pm, k: pk, n: pn, ta: true, tb: true},
+		{name: "div-batch", m: m, k: k, n: n, batch: true},
+		{name: "part-batch-tatb", m: pm, k: pk, n: pn, batch: true, ta: true, tb: true},
+	}
+	for _, e := range []string{"bias-relu", "gelu", "gelu-loop"} {
+		cs = append(cs, matmulSourceCase{name: "part-" + e, m: pm, k: pk, n: pn, epilogue: e},
+			matmulSourceCase{name: "div-" + e, m: m, k: k, n: n, epilogue: e})
+	}
+	return append(cs, matmulSourceCase{name: "div-add-x", m: m, k: m, n: m, epilogue: "add-x"})
+}
+
+// graph builds c's graph.
+func (c matmulSourceCase) graph() (*ir.Graph, error) {
+	b := ir.NewBuilder()
+	operand := func(rows, cols int, transposed bool) ir.Tensor {
+		if c.batch && transposed {
+			return b.Input(ir.Shape{2, cols, rows}, make([]float32, 2*rows*cols)).Permute(0, 2, 1)
+		}
+		if c.batch {
+			return b.Input(ir.Shape{2, rows, cols}, make([]float32, 2*rows*cols))
+		}
+		if transposed {
+			return b.Input(ir.Shape{cols, rows}, make([]float32, rows*cols)).T()
+		}
+		return b.Input(ir.Shape{rows, cols}, make([]float32, rows*cols))
+	}
+	x := operand(c.m, c.k, c.ta)
+	y := x.MatMul(operand(c.k, c.n, c.tb))
+	switch c.epilogue {
+	case "bias-relu":
+		y = y.Add(b.Input(ir.Shape{c.n}, make([]float32, c.n))).Relu()
+	case "gelu", "gelu-loop":
+		y = y.Mul(y.DivScalar(1.4142135).Apply(ir.OpErf).AddScalar(1)).MulScalar(0.5)
+	case "add-x":
+		y = y.Add(x)
+	}
+	b.Output("y", y)
+	return b.Build(ir.Limits{})
+}
+
+// TestMatmulSources records the exact WGSL of the matmul kernel for every
+// tile of matmulSourceTiles, every case of matmulSourceCases, exact and
+// fast, as a SHA-256 a line in testdata/matmul_sources.txt: a refactor of
+// the matmul generators that changes no kernel changes no line (run with
+// -update to rewrite it, -matmul-sources DIR to see the text).
+func TestMatmulSources(t *testing.T) {
+	if *matmulSources != "" {
+		if err := os.MkdirAll(*matmulSources, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(on bool) { wgsl.MatmulEpilogueLoop = on }(wgsl.MatmulEpilogueLoop)
+	var got strings.Builder
+	for _, name := range matmulSourceTiles {
+		tile, err := passes.ParseTile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range matmulSourceCases(tile) {
+			g, err := c.graph()
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.name, err)
+			}
+			// Limits no tile here passes, so that every tile is taken as named.
+			p, _, err := passes.Compile(g, passes.Options{MaxInvocations: 1024, MaxWorkgroupStorage: 65536, Tile: &tile})
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.name, err)
+			}
+			wgsl.MatmulEpilogueLoop = c.epilogue == "gelu-loop"
+			for _, fast := range []bool{false, true} {
+				shaders, err := wgsl.Target{Fast: fast}.Emit(p)
+				if err != nil {
+					t.Fatalf("%s %s: %v", name, c.name, err)
+				}
+				src, taken := "", ""
+				for i, k := range p.Program().Kernels {
+					if k.Kind == ir.KernelMatmul {
+						src, taken = shaders[i].Source, passes.TileString(k.Tile)
+					}
+				}
+				if src == "" {
+					t.Fatalf("%s %s: no matmul kernel", name, c.name)
+				}
+				mode := map[bool]string{false: "exact", true: "fast"}[fast]
+				fmt.Fprintf(&got, "%s %s %s %s %x\n", name, c.name, mode, taken, sha256.Sum256([]byte(src)))
+				if *matmulSources != "" {
+					file := strings.NewReplacer("/", "_").Replace(name) + "-" + c.name + "-" + mode + ".wgsl"
+					if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	path := filepath.Join("testdata", "matmul_sources.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(got.String(), "\n")
+	if len(wl) != len(gl) {
+		t.Errorf("%s: %d lines, want %d", path, len(gl), len(wl))
+	}
+	bad := 0
+	for i := range min(len(wl), len(gl)) {
+		if wl[i] != gl[i] {
+			if bad++; bad <= 20 {
+				t.Errorf("kernel changed:\n got %s\nwant %s", gl[i], wl[i])
+			}
+		}
+	}
+	if bad > 20 {
+		t.Errorf("... %d kernels changed in all", bad)
+	}
+}
