@@ -24,8 +24,6 @@ var writers = [ir.NumKernelKinds]writer{
 	ir.KernelElementwise: {emit: plain(elementwise)},
 	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
 		switch {
-		case k.Tile.Vector == 4 && k.Tile.Stages == 2 && k.Tile.Opts != 0:
-			matmulLean(b, k, s, t.Fast)
 		case k.Tile.Vector == 4 && k.Tile.Stages > 0:
 			matmulStaged(b, k, s, t.Fast)
 		case k.Tile.Vector == 4:

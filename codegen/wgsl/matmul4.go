@@ -48,10 +48,10 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	}
 	fetch := func(indent, kt string) {
 		for j := 0; j < na; j++ {
-			sa.fetch(b, indent, fmt.Sprintf("pa%d", j), fmt.Sprintf("tid + %du", j*threads), kt, t.BK*t.BM/4)
+			sa.fetch(b, indent, fmt.Sprintf("pa%d", j), j*threads, kt, t.BK*t.BM/4, true)
 		}
 		for j := 0; j < nb; j++ {
-			sb.fetch(b, indent, fmt.Sprintf("pb%d", j), fmt.Sprintf("tid + %du", j*threads), kt, t.BK*t.BN/4)
+			sb.fetch(b, indent, fmt.Sprintf("pb%d", j), j*threads, kt, t.BK*t.BN/4, true)
 		}
 	}
 	fetch("\t", "0u")
@@ -138,20 +138,41 @@ type stager struct {
 	dst    string
 	shared string
 	// sideGuard and kGuard are guard's two terms: the tile's rows (columns)
-	// within M (N), and its k within K. matmulLean keeps only those its
+	// within M (N), and its k within K. A lean stager (TileLean) keeps those its
 	// shape needs (leanGuard), and reads whole vec4s where vec.
 	sideGuard, kGuard string
 	leanGuard, vec    bool
 }
 
-func (s stager) fetch(b *strings.Builder, indent, reg, e, kt string, total int) {
-	fmt.Fprintf(b, "%s{\n%s\tlet e = %s;\n%s\tlet kt0 = %s;\n", indent, indent, e, indent, kt)
+// fetch reads vec4 number j0 + tid of the tile at kt into reg, +0 where
+// the guard fails: the vec4 past the tile's last (tested only where tail
+// says a thread may be past it, under leanGuard) and the operand's side
+// and k guards (those s.lean kept, under leanGuard).
+func (s stager) fetch(b *strings.Builder, indent, reg string, j0 int, kt string, total int, tail bool) {
+	var g []string
+	if tail || !s.leanGuard {
+		g = append(g, fmt.Sprintf("e < %du", total))
+	}
+	if s.guard != "" {
+		g = append(g, s.guard)
+	}
+	fmt.Fprintf(b, "%s{\n%s\tlet e = tid + %du;\n%s\tlet kt0 = %s;\n", indent, indent, j0, indent, kt)
 	fmt.Fprintf(b, "%s\tlet u = e / %du;\n%s\tlet v = (e %% %du) * 4u;\n", indent, s.span, indent, s.span)
-	fmt.Fprintf(b, "%s\t%s = vec4<f32>(0.0);\n", indent, reg)
-	fmt.Fprintf(b, "%s\tif (e < %du && %s) {\n", indent, total, s.guard)
-	fmt.Fprintf(b, "%s\t\tlet base = %s;\n", indent, s.base)
-	fmt.Fprintf(b, "%s\t\t%s = vec4<f32>(%s[base], %s[base + 1u], %s[base + 2u], %s[base + 3u]);\n", indent, reg, s.in, s.in, s.in, s.in)
-	fmt.Fprintf(b, "%s\t}\n%s}\n", indent, indent)
+	in := indent + "\t"
+	if len(g) > 0 {
+		fmt.Fprintf(b, "%s%s = vec4<f32>(0.0);\n%sif (%s) {\n", in, reg, in, strings.Join(g, " && "))
+		in += "\t"
+	}
+	if s.vec { // base is a multiple of 4 (matmulInputElem)
+		fmt.Fprintf(b, "%s%s = %s[(%s) / 4u];\n", in, reg, s.in, s.base)
+	} else {
+		fmt.Fprintf(b, "%slet base = %s;\n", in, s.base)
+		fmt.Fprintf(b, "%s%s = vec4<f32>(%s[base], %s[base + 1u], %s[base + 2u], %s[base + 3u]);\n", in, reg, s.in, s.in, s.in, s.in)
+	}
+	if len(g) > 0 {
+		fmt.Fprintf(b, "%s}\n", indent+"\t")
+	}
+	fmt.Fprintf(b, "%s}\n", indent)
 }
 
 func (s stager) store(b *strings.Builder, reg, e string, total int) {
