@@ -56,17 +56,7 @@ func tileEpilogue(b *strings.Builder, k *ir.Kernel, tm, tn int, acc func(m, n in
 	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n", tm*tn)
 	fmt.Fprintf(b, "\t\tlet rm = r / %du;\n\t\tlet rn = r %% %du;\n", tn, tn)
 	fmt.Fprintf(b, "\t\tlet row = %s;\n\t\tlet col = %s;\n", row, col)
-	in := 2
-	if guard != "" {
-		fmt.Fprintf(b, "\t\tif (%s) {\n", guard)
-		in = 3
-	}
-	fmt.Fprintf(b, "%slet i = %srow * N + col;\n", strings.Repeat("\t", in), oc)
-	b.WriteString(codegen.Indent(body, in))
-	b.WriteString(codegen.Indent(stores(k, "i"), in))
-	if guard != "" {
-		b.WriteString("\t\t}\n")
-	}
+	epilogueAt(b, k, 2, guard, oc+"row * N + col", "acc[r]")
 	b.WriteString("\t}\n}\n")
 	return true
 }

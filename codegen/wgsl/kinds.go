@@ -23,12 +23,9 @@ type writer struct {
 var writers = [ir.NumKernelKinds]writer{
 	ir.KernelElementwise: {emit: plain(elementwise)},
 	ir.KernelMatmul: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
-		switch {
-		case k.Tile.Vector == 4 && k.Tile.Stages > 0:
-			matmulStaged(b, k, s, t.Fast)
-		case k.Tile.Vector == 4:
+		if k.Tile.Vector == 4 {
 			matmulVec4(b, k, s, t.Fast)
-		default:
+		} else {
 			matmul(b, k, s, t.Fast)
 		}
 	}, loops: func(k *ir.Kernel) int {

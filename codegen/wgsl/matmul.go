@@ -48,6 +48,138 @@ func batchOffsets(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) (pa, pb, 
 	return "oa + ", "ob + ", "oc + "
 }
 
+// epilogueAt writes output i = index: kernel k's epilogue of the
+// accumulator acc and its stores, at depth tabs, inside if (guard) unless
+// guard is "".
+func epilogueAt(b *strings.Builder, k *ir.Kernel, tabs int, guard, index, acc string) {
+	in := tabs
+	if guard != "" {
+		fmt.Fprintf(b, "%sif (%s) {\n", strings.Repeat("\t", tabs), guard)
+		in++
+	}
+	fmt.Fprintf(b, "%slet i = %s;\n", strings.Repeat("\t", in), index)
+	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), acc), in))
+	b.WriteString(codegen.Indent(stores(k, "i"), in))
+	if guard != "" {
+		fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", tabs))
+	}
+}
+
+// gemmLoop is the k loop of a GEMM kernel whose k-tiles are fetched into
+// registers one ahead of the k-tile being multiplied (the vec4 matmul's
+// and the conv GEMM's): the next k-tile's global-memory latency hides
+// behind the current one's products. The products of each k-tile are
+// added in ascending k, k-tile after k-tile, whatever the schedule. The
+// kernel gives three emitters, each at an indentation:
+//
+//   - fetch reads the k-tile at kt (a u32 expression) into the thread's
+//     registers;
+//   - store writes the fetched k-tile into workgroup buffer stage;
+//   - multiply adds the products of steps k-steps of the tile in stage.
+//
+// The k loop is the only loop (its cost is MatmulLoopCost); the k-steps
+// of a tile are unrolled, and the last, partial tile (K mod BK steps,
+// known here) follows the loop.
+type gemmLoop struct {
+	K, BK int
+	k     string // K as the kernel writes it (a constant's name, or a literal)
+	// stages: 1, one workgroup buffer: store, barrier, fetch the next
+	// k-tile, multiply, barrier. 2, double-buffered: k-tile i is in stage
+	// i % 2, and each iteration fetches tile i+1, multiplies tile i,
+	// stores tile i+1 into the other stage and meets the others at one
+	// barrier: nobody stores into a stage before everyone has passed the
+	// barrier after the last multiply that read it.
+	stages int
+	// peel (2 stages): the last k-tile, partial or whole, is multiplied
+	// after the loop, so the loop tests only its counter; unroll (with
+	// peel): two k-tiles an iteration, each buffer indexed by a constant.
+	peel, unroll bool
+	fetch        func(indent, kt string)
+	store        func(indent, stage string)
+	multiply     func(indent, stage string, steps int)
+}
+
+// emit writes the loop, from the first k-tile's fetch to the last one's
+// products.
+func (l gemmLoop) emit(b *strings.Builder) {
+	whole, rest := l.K/l.BK*l.BK, l.K%l.BK
+	next := fmt.Sprintf("kt + %du", l.BK)
+	l.fetch("\t", "0u")
+	switch {
+	case l.stages == 1:
+		tile := func(steps int, last bool) {
+			l.store("\t\t", "0")
+			b.WriteString("\t\tworkgroupBarrier();\n")
+			if !last {
+				fmt.Fprintf(b, "\t\tif (kt + %du < %s) {\n", l.BK, l.k)
+				l.fetch("\t\t\t", next)
+				b.WriteString("\t\t}\n")
+			}
+			l.multiply("\t\t", "0", steps)
+			if !last {
+				b.WriteString("\t\tworkgroupBarrier();\n")
+			}
+		}
+		if whole > 0 {
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, l.BK)
+			tile(l.BK, false)
+			b.WriteString("\t}\n")
+		}
+		if rest > 0 {
+			fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
+			tile(rest, true)
+			b.WriteString("\t}\n")
+		}
+	case !l.peel:
+		l.store("\t", "0")
+		b.WriteString("\tworkgroupBarrier();\n")
+		if whole > 0 {
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, l.BK)
+			fmt.Fprintf(b, "\t\tlet cur = (kt / %du) & 1u;\n\t\tlet more = kt + %du < %s;\n", l.BK, l.BK, l.k)
+			b.WriteString("\t\tif (more) {\n")
+			l.fetch("\t\t\t", next)
+			b.WriteString("\t\t}\n")
+			l.multiply("\t\t", "cur", l.BK)
+			b.WriteString("\t\tif (more) {\n")
+			l.store("\t\t\t", "cur ^ 1u")
+			b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n\t}\n")
+		}
+		if rest > 0 {
+			l.multiply("\t", fmt.Sprint(whole/l.BK%2), rest)
+		}
+	default:
+		// tiles k-tiles, the last one last steps deep; step is the loop's
+		// iteration above without its test (more).
+		tiles, last := (l.K+l.BK-1)/l.BK, l.K-(l.K-1)/l.BK*l.BK
+		step := func(indent, kt, stage, other string) {
+			l.fetch(indent, fmt.Sprintf("%s + %du", kt, l.BK))
+			l.multiply(indent, stage, l.BK)
+			l.store(indent, other)
+			fmt.Fprintf(b, "%sworkgroupBarrier();\n", indent)
+		}
+		l.store("\t", "0")
+		b.WriteString("\tworkgroupBarrier();\n")
+		switch pairs := (tiles - 1) / 2; {
+		case !l.unroll && tiles > 1:
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", (tiles-1)*l.BK, l.BK)
+			fmt.Fprintf(b, "\t\tlet cur = (kt / %du) & 1u;\n", l.BK)
+			step("\t\t", "kt", "cur", "cur ^ 1u")
+			b.WriteString("\t}\n")
+		case l.unroll && pairs > 0:
+			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", pairs*2*l.BK, 2*l.BK)
+			step("\t\t", "kt", "0", "1")
+			step("\t\t", next, "1", "0")
+			b.WriteString("\t}\n")
+		}
+		if l.unroll && (tiles-1)%2 == 1 {
+			fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", (tiles-2)*l.BK)
+			step("\t\t", "kt", "0", "1")
+			b.WriteString("\t}\n")
+		}
+		l.multiply("\t", fmt.Sprint((tiles-1)%2), last)
+	}
+}
+
 // matmul emits a tiled kernel: each workgroup computes a BM×BN tile of C
 // with (BM/TM)×(BN/TN) threads, each owning a TM×TN register tile, staging
 // BK-deep slices of A and B through workgroup memory. Every accumulator
@@ -186,10 +318,8 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	for m := 0; m < t.TM; m++ {
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet row = row0 + lid.y + %du;\n\t\tlet col = col0 + lid.x + %du;\n", m*ty, n*tx)
-			fmt.Fprintf(b, "\t\tif (row < M && col < N) {\n\t\t\tlet i = %srow * N + col;\n", oc)
-			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), fmt.Sprintf("c%d_%d", m, n)), 3))
-			b.WriteString(codegen.Indent(stores(k, "i"), 3))
-			b.WriteString("\t\t}\n\t}\n")
+			epilogueAt(b, k, 2, "row < M && col < N", oc+"row * N + col", fmt.Sprintf("c%d_%d", m, n))
+			b.WriteString("\t}\n")
 		}
 	}
 	b.WriteString("}\n")
