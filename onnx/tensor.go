@@ -1,10 +1,8 @@
 package onnx
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
-	"io/fs"
 	"math"
 	"strconv"
 
@@ -166,34 +164,6 @@ func (t *Tensor) narrow(dt DataType) {
 		t.Float32[i] = decode(uint16(b))
 	}
 	t.Int64 = nil
-}
-
-// readAll reads r whole, refusing more than max bytes before it holds them.
-func readAll(r io.Reader, max int64) ([]byte, *ir.Error) {
-	var buf bytes.Buffer
-	// One allocation of the size the reader says, not a doubling series
-	// (which allocates up to 3× the model): a bytes.Reader's Len, a
-	// file's size.
-	size := int64(-1)
-	switch f := r.(type) {
-	case interface{ Len() int }:
-		size = int64(f.Len())
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size()
-		}
-	}
-	if size >= 0 && size <= max {
-		buf.Grow(int(size) + bytes.MinRead)
-	}
-	n, err := buf.ReadFrom(io.LimitReader(r, ir.SatAdd(max, 1)))
-	if err != nil {
-		return nil, ir.Errorf(ir.CodeIO, -1, "", "reading the model: %v", err)
-	}
-	if n > max {
-		return nil, ir.LimitErrorf("MaxGraphBytes", -1, "", "the model exceeds the limit of %d bytes", max)
-	}
-	return buf.Bytes(), nil
 }
 
 // convertTensor checks tp against the limits (its element count, and the

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -98,8 +97,8 @@ func runONNX(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		load := func(r io.Reader, l ir.Limits) (*ir.Graph, error) {
-			return onnx.Load(r, onnx.Options{Limits: l, InputShapes: shapes, Constants: consts})
+		load := func(raw []byte, l ir.Limits) (*ir.Graph, error) {
+			return onnx.Load(onnx.Bytes(raw), onnx.Options{Limits: l, InputShapes: shapes, Constants: consts})
 		}
 		g, sized, err := modellimits.Load(model, opts.Limits, modellimits.Unset(), shapes, load)
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -59,7 +58,7 @@ func runDynamic(path string, limits ir.Limits, opts lib.Options, explain bool, o
 	if oopts.Constants, err = onnxConstants(raw, limits); err != nil {
 		return fail(err)
 	}
-	m, err := onnx.Parse(bytes.NewReader(raw), oopts)
+	m, err := onnx.Parse(onnx.Bytes(raw), oopts)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -157,7 +156,7 @@ func generateCmd(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	sig, err := onnx.ReadSignature(bytes.NewReader(raw), importCaps(*limits, modelCaps(int64(len(raw))), unset))
+	sig, err := onnx.ReadSignature(onnx.Bytes(raw), importCaps(*limits, modelCaps(int64(len(raw))), unset))
 	if err != nil {
 		return fail(err)
 	}
@@ -185,7 +184,7 @@ func generateCmd(args []string) int {
 	}
 	*limits = importCaps(*limits, modelCaps(ir.SatAdd(int64(len(raw)), cacheBytes)), unset)
 	limits.MaxGraphBytes = read.MaxGraphBytes // Parse refuses a model past it
-	m, err := onnx.Parse(bytes.NewReader(raw), onnx.Options{Limits: *limits})
+	m, err := onnx.Parse(onnx.Bytes(raw), onnx.Options{Limits: *limits})
 	if err != nil {
 		return fail(err)
 	}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -129,20 +127,17 @@ func isONNX(path string) bool { return strings.HasSuffix(strings.ToLower(path), 
 // parameters (gpucc train sets it); other commands embed them.
 var onnxParams bool
 
-// loadONNX imports the ONNX model read from r, its inputs fixed by
-// --const folded (consts.go).
-func loadONNX(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
+// loadONNX imports the ONNX model raw, its inputs fixed by --const folded
+// (consts.go), holding raw and no copy of it (onnx.Bytes).
+func loadONNX(raw []byte, limits ir.Limits) (*ir.Graph, error) {
 	opts := onnx.Options{Limits: limits, InputShapes: inputShapes, Params: onnxParams, ShapeHint: cliShapeHint}
 	if len(constSpecs) > 0 {
-		raw, err := readModel(r, limits)
-		if err != nil {
-			return nil, err
-		}
+		var err error
 		if opts.Constants, err = onnxConstants(raw, limits); err != nil {
 			return nil, err
 		}
-		r = bytes.NewReader(raw)
 	}
+	r := onnx.Bytes(raw)
 	if len(runValues) > 0 && len(runValues) == len(inputShapes) {
 		// gpucc run's data: the inputs whose values decide a shape are
 		// read at specialization (fixed, no longer inputs of the graph),

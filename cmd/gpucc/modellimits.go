@@ -44,9 +44,6 @@ func unsetLimits() map[string]bool {
 // sized to it, and leaves those limits in cliLimits for the run.
 func loadSized(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
 	unset := unsetLimits()
-	if len(unset) == 0 {
-		return loadONNX(r, limits)
-	}
 	read := limits
 	if unset["MaxGraphBytes"] {
 		read.MaxGraphBytes = modellimits.MaxModelBytes

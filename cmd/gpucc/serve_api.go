@@ -144,7 +144,7 @@ func newAPI(c *apiConfig, next http.Handler) (*api, error) {
 				shapes[name] = v.Shape
 			}
 		}
-		return onnx.LoadContext(ctx, bytes.NewReader(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c, InputShapes: shapes, InputValues: values})
+		return onnx.LoadContext(ctx, onnx.Bytes(body), onnx.Options{Limits: a.limits, ShapeHint: serveShapeHint, Constants: c, InputShapes: shapes, InputValues: values})
 	}
 	return a, nil
 }

@@ -20,9 +20,6 @@
 package modellimits
 
 import (
-	"bytes"
-	"io"
-
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
 )
@@ -79,9 +76,10 @@ func With(limits, caps ir.Limits, unset map[string]bool) ir.Limits {
 	return limits
 }
 
-// Loader imports a model from r under limits: onnx.Load with the caller's
-// options (input shapes, constants, specialization).
-type Loader func(r io.Reader, limits ir.Limits) (*ir.Graph, error)
+// Loader imports the model raw under limits: onnx.Load of onnx.Bytes(raw)
+// with the caller's options (input shapes, constants, specialization), so
+// that the import holds the model's bytes once.
+type Loader func(raw []byte, limits ir.Limits) (*ir.Graph, error)
 
 // Load imports the model raw (read within limits' MaxGraphBytes, or
 // MaxModelBytes where unset names it, plus one byte, so that load reports
@@ -92,7 +90,7 @@ type Loader func(r io.Reader, limits ir.Limits) (*ir.Graph, error)
 // fields of limits are caps the model is imported and run under as given.
 func Load(raw []byte, limits ir.Limits, unset map[string]bool, shapes map[string][]int, load Loader) (*ir.Graph, ir.Limits, error) {
 	if len(unset) == 0 {
-		g, err := load(bytes.NewReader(raw), limits)
+		g, err := load(raw, limits)
 		return g, limits, err
 	}
 	s, err := Size(raw, shapes, With(limits, Caps(int64(len(raw))), unset))
@@ -100,7 +98,7 @@ func Load(raw []byte, limits ir.Limits, unset map[string]bool, shapes map[string
 		return nil, ir.Limits{}, err
 	}
 	caps := With(limits, Caps(s), unset)
-	g, err := load(bytes.NewReader(raw), caps)
+	g, err := load(raw, caps)
 	if err != nil {
 		return nil, ir.Limits{}, err
 	}
@@ -114,7 +112,7 @@ func Load(raw []byte, limits ir.Limits, unset map[string]bool, shapes map[string
 // Size is S: the model's bytes plus 4 bytes an element of each input's
 // shape, given (shapes) or declared static in the model.
 func Size(raw []byte, shapes map[string][]int, l ir.Limits) (int64, error) {
-	sig, err := onnx.ReadSignature(bytes.NewReader(raw), l)
+	sig, err := onnx.ReadSignature(onnx.Bytes(raw), l)
 	if err != nil {
 		return 0, err
 	}

@@ -1,9 +1,7 @@
 package modellimits_test
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -17,8 +15,8 @@ import (
 // shapes binds the classifier's dynamic input as onnx's TestRealModels does.
 var shapes = map[string][]int{"x": {1, 3, 48, 192}}
 
-func load(r io.Reader, l ir.Limits) (*ir.Graph, error) {
-	return onnx.Load(r, onnx.Options{Limits: l, InputShapes: shapes})
+func load(raw []byte, l ir.Limits) (*ir.Graph, error) {
+	return onnx.Load(onnx.Bytes(raw), onnx.Options{Limits: l, InputShapes: shapes})
 }
 
 // TestLoadSizesTheModel: PaddleOCR's orientation classifier (591 nodes as
@@ -31,7 +29,7 @@ func TestLoadSizesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := load(bytes.NewReader(raw), ir.Limits{}); !errors.Is(err, ir.ErrLimitExceeded) {
+	if _, err := load(raw, ir.Limits{}); !errors.Is(err, ir.ErrLimitExceeded) {
 		t.Fatalf("under the defaults: %v, want limit_exceeded", err)
 	}
 	g, sized, err := modellimits.Load(raw, ir.Limits{}, modellimits.Unset(), shapes, load)

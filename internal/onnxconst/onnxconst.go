@@ -6,7 +6,6 @@
 package onnxconst
 
 import (
-	"bytes"
 	"io"
 	"maps"
 	"slices"
@@ -53,7 +52,7 @@ func Parse(raw []byte, limits ir.Limits, specs map[string]string, file File) (ma
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	sig, err := onnx.ReadSignature(bytes.NewReader(raw), limits)
+	sig, err := onnx.ReadSignature(onnx.Bytes(raw), limits)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,88 @@
+package onnx_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/onnx"
+)
+
+// bytesModel is a MatMul by a 256×256 float32 initializer, its weights
+// 256 KiB of the model's bytes: ±0, a subnormal, ±3e38 and a pattern.
+func bytesModel() []byte {
+	w := make([]float32, 256*256)
+	for i := range w {
+		w[i] = float32(i%97) - 48
+	}
+	w[0], w[1], w[2], w[3], w[4] = 0, float32(negZero()), 1e-45, 3e38, -3e38
+	return model(13, graph([]msg{node("MatMul", "", []string{"x", "w"}, []string{"y"})},
+		[]msg{floats("w", []int64{256, 256}, w...)},
+		[]msg{valueInfo("x", 1, 256)}, []msg{valueInfo("y", 1, 256)}))
+}
+
+func negZero() float64 { return -1 / inf() }
+
+// TestBytesInPlace: a model read through onnx.Bytes imports as through a
+// bytes.Reader, graph for graph (its constants' bits in ir.Encode), without
+// allocating a copy of its bytes; a Parse of it specializes alike; one
+// over MaxGraphBytes is limit_exceeded as before, and a reader already
+// read from gives what is left, as a read to its end would.
+func TestBytesInPlace(t *testing.T) {
+	raw := bytesModel()
+	lim := ir.Limits{NonFinite: true}
+	load := func(r io.Reader) (*ir.Graph, uint64) {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		g, err := onnx.Load(r, onnx.Options{Limits: lim})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, after.TotalAlloc - before.TotalAlloc
+	}
+	want, copied := load(bytes.NewReader(raw))
+	got, inPlace := load(onnx.Bytes(raw))
+	if !bytes.Equal(ir.Encode(got), ir.Encode(want)) {
+		t.Fatal("the graph imported through onnx.Bytes differs from the one through bytes.Reader")
+	}
+	t.Logf("a %d-byte model: Load allocated %d bytes through bytes.Reader, %d through onnx.Bytes", len(raw), copied, inPlace)
+	if inPlace+uint64(len(raw)) > copied+uint64(len(raw))/8 {
+		t.Errorf("Load of onnx.Bytes allocated %d bytes, bytes.Reader's %d: want the %d-byte copy saved", inPlace, copied, len(raw))
+	}
+	if _, err := onnx.Load(onnx.Bytes(raw), onnx.Options{Limits: ir.Limits{NonFinite: true, MaxGraphBytes: int64(len(raw) - 1)}}); !errors.Is(err, ir.ErrLimitExceeded) {
+		t.Errorf("a model one byte over MaxGraphBytes through onnx.Bytes: %v, want limit_exceeded", err)
+	}
+	if _, err := onnx.Load(onnx.Bytes(raw), onnx.Options{Limits: ir.Limits{NonFinite: true, MaxGraphBytes: int64(len(raw))}}); err != nil {
+		t.Errorf("a model of exactly MaxGraphBytes through onnx.Bytes: %v", err)
+	}
+	if _, err := onnx.Load(onnx.Bytes(nil), onnx.Options{Limits: lim}); err == nil {
+		t.Error("an empty model through onnx.Bytes imported")
+	}
+	// A reader read from first: what is left, here the model after a
+	// prefix the caller consumed.
+	r := onnx.Bytes(append([]byte("HEAD"), raw...))
+	if _, err := io.ReadFull(r, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := load(r); !bytes.Equal(ir.Encode(g), ir.Encode(want)) {
+		t.Error("a model after a 4-byte prefix read through onnx.Bytes differs")
+	}
+	m, err := onnx.Parse(onnx.Bytes(raw), onnx.Options{Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Specialize(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ir.Encode(g), ir.Encode(want)) {
+		t.Error("Parse of onnx.Bytes then Specialize differs from Load")
+	}
+}
