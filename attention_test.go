@@ -341,7 +341,17 @@ func TestAttentionOnline(t *testing.T) {
 var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4},
 	{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 16, Slices: 16, RowC: true}, {Rows: 16, Slices: 16, VecP: true},
 	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), allFlags(32, 8),
-	{Rows: 8, Slices: 32, Half: true}, {Rows: 16, Slices: 16, TwoLevel: true}, halfTwo(8, 32), halfTwo(16, 16)}
+	{Rows: 8, Slices: 32, Half: true}, {Rows: 16, Slices: 16, TwoLevel: true}, halfTwo(8, 32), halfTwo(16, 16),
+	{Rows: 8, Slices: 16, RowBlock: 2}, {Rows: 16, Slices: 16, RowBlock: 2, Index2D: true}, {Rows: 8, Slices: 32, RowBlock: 2, Half: true},
+	rowBlock(allFlags(8, 16), 2, false), rowBlock(halfTwo(8, 32), 2, false), rowBlock(allFlags(16, 8), 2, true), rowBlock(halfTwo(4, 32), 4, false)}
+
+// rowBlock is tile t with rows query rows a thread (RowBlock), and
+// TwoLevel where two is set.
+func rowBlock(t wgsl.OnlineTile, rows int, two bool) wgsl.OnlineTile {
+	t.RowBlock = rows
+	t.TwoLevel = t.TwoLevel || two
+	return t
+}
 
 // halfTwo is allFlags(rows, slices) with Half and TwoLevel too.
 func halfTwo(rows, slices int) wgsl.OnlineTile {
@@ -375,6 +385,9 @@ func TestAttentionOnlineTiles(t *testing.T) {
 		{Name: "lead-off-100", S: 3, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskLead, NonFinite: true},
 		{Name: "row-off-70", S: 4, T: 70, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskRowOff, NonFinite: true},
 		{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3},
+		// 29 query rows: a workgroup of 16 (8 threads' rows × 2) whose
+		// second rows are partly past S.
+		{Name: "rows29-keys100-d64-dense", B: 2, S: 29, T: 100, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true},
 	}
 	for _, tile := range onlineTileVariants {
 		t.Run("webgpu/"+tile.String(), func(t *testing.T) {

@@ -10,10 +10,13 @@ package bench
 //	GPUCC_BENCH_ATTN_D      head width (default 64)
 //	GPUCC_BENCH_ATTN_TILES  tiles, space-separated, as wgsl.ParseAttTile
 //	                        reads them, or "online" / "online32x8" /
-//	                        "online16x16mcpli": the online order's kernel
-//	                        under the default or that wgsl.OnlineTile, its
-//	                        flags as letters (ir.AttentionOnlineFrom set to
-//	                        1; every other entry runs the full-row order)
+//	                        "online16x16mcpli" / "online8x32r2mcpliht": the
+//	                        online order's kernel under the default or that
+//	                        wgsl.OnlineTile, its row block and flags as
+//	                        letters (ir.AttentionOnlineFrom set to 1; every
+//	                        other entry runs the full-row order; a tile that
+//	                        does not fit the head is skipped, not timed as
+//	                        the default it would fall back to)
 //	                        (default: attnTiles)
 
 import (
@@ -94,6 +97,9 @@ func BenchmarkAttnTiles(b *testing.B) {
 				wgsl.AttentionTile = t.tile
 				ir.AttentionOnlineFrom = 1 << 30 // the full-row order
 				if t.online != nil {
+					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); !wgsl.OnlineTileFits(a, *t.online) {
+						b.Skipf("%s does not fit d %d: the default online tile would run under its name", t.name, d)
+					}
 					ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile = 1, *t.online
 				}
 				rt := openEngine(b)

@@ -2,6 +2,7 @@ package wgsl
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -39,10 +40,31 @@ import (
 //   - TwoLevel (t): with TreeMax's rows, a quarter of the row's threads
 //     fold four maxima each behind one more barrier, then every thread
 //     folds those: Slices/4 + 3 combines a thread, not Slices − 1.
+//
+// RowBlock (rN after the shape, before the letters: online8x32r2mcpl),
+// where 2 or more, registers-blocks the query rows: each thread holds
+// RowBlock query rows (rows i, i + Rows, …: the workgroup covers
+// Rows·RowBlock of them) and scores each staged k vec4 against all of
+// them, and adds each staged v vec4 into all of their outputs, so one
+// workgroup load feeds RowBlock independent chains. Every row keeps its
+// own chains in the online order, so the bits are the same; q's
+// registers grow RowBlock-fold, so it fits only where RowBlock·d ≤
+// onlineQRegs (onlinePlan; else the default tile runs).
 type OnlineTile struct {
 	Rows, Slices                                       int
+	RowBlock                                           int
 	TreeMax, RowC, VecP, RowL, Index2D, Half, TwoLevel bool
 }
+
+// onlineMaxRowBlock is the most query rows a thread (RowBlock).
+const onlineMaxRowBlock = 8
+
+// onlineQRegs bounds the floats of q a thread holds (RowBlock·d): past
+// it a GPU's compiler spills the rows to memory.
+const onlineQRegs = 128
+
+// rq is the tile's query rows a thread (RowBlock, at least 1).
+func (t OnlineTile) rq() int { return max(t.RowBlock, 1) }
 
 // DefaultOnlineTile: 16 query rows of 16 threads, two keys a thread a
 // block.
@@ -67,13 +89,17 @@ var onlineFlags = []struct {
 	{'t', func(t *OnlineTile) *bool { return &t.TwoLevel }},
 }
 
-// String is the tile as ParseOnlineTile reads it: online, or onlineRxS
-// and its flags' letters (online16x16mcp).
+// String is the tile as ParseOnlineTile reads it: online, or onlineRxS,
+// its row block (rN) and its flags' letters (online16x16mcp,
+// online8x32r2mcpliht).
 func (t OnlineTile) String() string {
 	if t == DefaultOnlineTile {
 		return "online"
 	}
 	s := fmt.Sprintf("online%dx%d", t.Rows, t.Slices)
+	if t.RowBlock != 0 {
+		s += fmt.Sprintf("r%d", t.RowBlock)
+	}
 	for _, f := range onlineFlags {
 		if *f.get(&t) {
 			s += string(f.letter)
@@ -91,6 +117,13 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 	_, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices)
 	if err == nil {
 		rest := strings.TrimLeft(strings.TrimPrefix(s, "online"), "0123456789x")
+		if strings.HasPrefix(rest, "r") {
+			digits := strings.TrimLeft(rest[1:], "0123456789")
+			if t.RowBlock, err = strconv.Atoi(rest[1 : len(rest)-len(digits)]); err == nil && t.RowBlock < 2 {
+				err = fmt.Errorf("a row block of %d", t.RowBlock)
+			}
+			rest = digits
+		}
 		for _, f := range onlineFlags {
 			if strings.HasPrefix(rest, string(f.letter)) {
 				*f.get(&t), rest = true, rest[1:]
@@ -98,8 +131,8 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 		}
 	}
 	if err != nil || t.String() != s ||
-		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 {
-		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[m][c][p][l][i][h][t] with R·S ≤ %d and S dividing %d", s, attThreads, ir.AttentionBlock)
+		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 || t.RowBlock > onlineMaxRowBlock {
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[rN][m][c][p][l][i][h][t] with R·S ≤ %d, S dividing %d and 2 ≤ N ≤ %d", s, attThreads, ir.AttentionBlock, onlineMaxRowBlock)
 	}
 	return t, nil
 }
@@ -124,8 +157,9 @@ type onlineShape struct {
 // row maxima within WebGPU's default workgroup storage; false where even
 // a sub-tile of a key a thread does not fit.
 func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
-	R, N := t.Rows, t.Slices
-	if R < 1 || N < 1 || R*N > attThreads || a.Block%N != 0 {
+	R, N, RR := t.Rows, t.Slices, t.Rows*t.rq()
+	if R < 1 || N < 1 || R*N > attThreads || a.Block%N != 0 || t.RowBlock < 0 || t.RowBlock > onlineMaxRowBlock ||
+		t.rq() > 1 && t.rq()*4*((a.D+3)/4) > onlineQRegs {
 		return onlineShape{}, false
 	}
 	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
@@ -141,21 +175,21 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 	// conflicts between rows).
 	p.pp, p.mp, p.m2 = (a.Block+3)/4+1, (N+3)/4+1, (N/4+3)/4+1
 	storage := func(ks int) int {
-		n := 16*ks*p.w4 + 4*a.Block*R + 4*R*N
+		n := 16*ks*p.w4 + 4*a.Block*RR + 4*RR*N
 		if t.VecP {
-			n += 16*R*p.pp - 4*a.Block*R
+			n += 16*RR*p.pp - 4*a.Block*RR
 		}
 		if p.TreeMax {
-			n += 16*R*p.mp - 4*R*N
+			n += 16*RR*p.mp - 4*RR*N
 		}
 		if p.two {
-			n += 16 * R * p.m2
+			n += 16 * RR * p.m2
 		}
 		if t.RowC {
-			n += 4 * R
+			n += 4 * RR
 		}
 		if t.RowL {
-			n += 4 * R
+			n += 4 * RR
 		}
 		return n
 	}
@@ -168,6 +202,14 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 	}
 	p.pk = p.ks / N
 	return p, true
+}
+
+// OnlineTileFits reports whether tile t runs attention a's online kernel
+// (a.Block set) as itself; where it does not, the default tile runs
+// instead (so a benchmark of t would time the default under t's name).
+func OnlineTileFits(a ir.Attention, t OnlineTile) bool {
+	_, ok := onlinePlan(a, t)
+	return ok
 }
 
 // onlineKernelPlan is onlinePlan under AttentionOnlineTile, or under
@@ -203,15 +245,31 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
 	p := onlineKernelPlan(a)
-	R, N := p.Rows, p.Slices
+	R, N, Rq := p.Rows, p.Slices, p.rq()
+	RR := R * Rq // the workgroup's query rows
 	threads := R * N
 	ew4 := p.ew4
 	s.Workgroup = [3]int{threads, 1, 1}
-	s.Groups = [3]int{(S + R - 1) / R, max(a.Batch.Len(), 1), 1}
+	s.Groups = [3]int{(S + RR - 1) / RR, max(a.Batch.Len(), 1), 1}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
 	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
 	apply := func(name string, op ir.Op, args ...string) []string { return attApply(k, name, op, args...) }
 	row4 := func(j int, r, c4 string, cols int) string { return attRow(k, j, r, c4, cols, 4) }
+	// sf is the suffix of query row r's registers (none without a row
+	// block, so that those kernels are as before); wr is its row in the
+	// workgroup arrays (rows i, i + Rows, …).
+	sf := func(r int) string {
+		if Rq == 1 {
+			return ""
+		}
+		return fmt.Sprintf("_r%d", r)
+	}
+	wr := func(r int) string {
+		if r == 0 {
+			return "i"
+		}
+		return fmt.Sprintf("i + %du", r*R)
+	}
 	// decl declares workgroup array name of rows × cols elements; at
 	// indexes it (Index2D: two-dimensional, else flat).
 	decl := func(name, elem string, rows, cols int, comment string) {
@@ -228,46 +286,54 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		return fmt.Sprintf("%s[(%s) * %du + %s]", name, r, cols, c)
 	}
 	decl("KVs", "vec4<f32>", p.ks, p.w4, "")
-	// vat is p·v's product of key j's vec4 y of the staged v.
+	// vat is key j's vec4 y of the staged v.
 	vat := func(j, y int) string {
 		if p.Index2D {
-			return Lang.Keep(fmt.Sprintf("pj * KVs[%du][vb + %du]", j, y))
+			return fmt.Sprintf("KVs[%du][vb + %du]", j, y)
 		}
-		return Lang.Keep(fmt.Sprintf("pj * KVs[%du + vb + %du]", j*p.w4, y))
+		return fmt.Sprintf("KVs[%du + vb + %du]", j*p.w4, y)
 	}
 	if p.VecP {
-		decl("Ps", "vec4<f32>", R, p.pp, " // row by row")
+		decl("Ps", "vec4<f32>", RR, p.pp, " // row by row")
 	} else {
-		decl("Ps", "f32", B, R, "")
+		decl("Ps", "f32", B, RR, "")
 	}
 	if p.TreeMax {
-		decl("Ms", "vec4<u32>", R, p.mp, " // order keys of the threads' maxima, row by row")
+		decl("Ms", "vec4<u32>", RR, p.mp, " // order keys of the threads' maxima, row by row")
 	} else {
-		decl("Ms", "u32", N, R, " // order keys of the threads' maxima")
+		decl("Ms", "u32", N, RR, " // order keys of the threads' maxima")
 	}
 	if p.RowC {
-		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", R)
+		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", RR)
 	}
 	if p.RowL {
-		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", R)
+		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", RR)
 	}
 	if p.two {
-		decl("M2", "vec4<u32>", R, p.m2, " // the maxima's folds of four, row by row")
+		decl("M2", "vec4<u32>", RR, p.m2, " // the maxima's folds of four, row by row")
 	}
 	b.WriteString("\n")
 	b.WriteString(maxKeyFuncs)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
-	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n", R, R)
-	fmt.Fprintf(b, "\tlet z = wg.y;\n\tlet qi = wg.x * %du + i;\n\tlet qc = min(qi, %du);\n", R, S-1)
+	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n\tlet z = wg.y;\n", R, R)
+	for r := range Rq {
+		qi := "i"
+		if r > 0 {
+			qi = fmt.Sprintf("i + %du", r*R)
+		}
+		fmt.Fprintf(b, "\tlet qi%s = wg.x * %du + %s;\n\tlet qc%s = min(qi%s, %du);\n", sf(r), RR, qi, sf(r), sf(r), S-1)
+	}
 	if p.half {
 		// Thread sl holds e = 4·vb + 2·hb + 0, 1.
 		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl %% %du;\n\tlet hb = sl / %du;\n", p.pk, N/2, N/2)
 	} else {
 		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.pk, p.ev)
 	}
-	for c4 := range p.d4 {
-		fmt.Fprintf(b, "\tlet q%d = %s;\n", c4, row4(0, "qc", fmt.Sprintf("%du", c4), D))
+	for r := range Rq {
+		for c4 := range p.d4 {
+			fmt.Fprintf(b, "\tlet q%d%s = %s;\n", c4, sf(r), row4(0, "qc"+sf(r), fmt.Sprintf("%du", c4), D))
+		}
 	}
 	// The staging registers: enough for a sub-tile of k or of v.
 	nk, nv := (p.ks*p.d4+threads-1)/threads, (p.ks*ew4+threads-1)/threads
@@ -335,211 +401,297 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		}
 	}
 	lanes := "xyzw"
-	// score renders key j's score from accumulator sc.
-	score := func(sc, j string) string {
+	// score renders key j's score of query row r from accumulator sc.
+	score := func(r int, sc, j string) string {
 		t := Lang.Keep(sc + " * " + scale)
 		if k.Masked() {
-			t += fmt.Sprintf(" + in3[%s]", off(3, "qc", fmt.Sprintf("min(%s, %du)", j, T-1)))
+			t += fmt.Sprintf(" + in3[%s]", off(3, "qc"+sf(r), fmt.Sprintf("min(%s, %du)", j, T-1)))
 		}
 		if a.Causal {
-			t = Lang.Select("qi < "+j, Lang.Opaque(0xff800000), t) // opaque: Tint refuses a constant -Inf
+			t = Lang.Select("qi"+sf(r)+" < "+j, Lang.Opaque(0xff800000), t) // opaque: Tint refuses a constant -Inf
 		}
 		return t
+	}
+	// pjAt is key jb's probability of query row r in Ps (VecP: of the
+	// vec4 the row's pv registers hold).
+	pjAt := func(r, jb int) string {
+		switch {
+		case p.VecP:
+			return fmt.Sprintf("pv%d%s.%c", jb/4, sf(r), lanes[jb%4])
+		case p.Index2D:
+			return fmt.Sprintf("Ps[%du][%s]", jb, wr(r))
+		case r == 0:
+			return fmt.Sprintf("Ps[%du + i]", jb*RR)
+		}
+		return fmt.Sprintf("Ps[%du + %s]", jb*RR, wr(r))
 	}
 	// block emits one key block at kt with keys keys (last: no block
 	// after it).
 	block := func(keys int, last bool) {
 		ss := stages(keys)
 		x := 0
-		// Score this thread's keys of each k sub-tile into t{sub}_{y}.
+		// Score this thread's keys of each k sub-tile into t{sub}_{y}, for
+		// each of its query rows: one staged k vec4 feeds Rq chains.
 		for ; x < len(ss) && !ss[x].v; x++ {
 			sub := ss[x].sub
 			store(ss[x])
 			next(ss, x, last)
-			for y := range p.pk {
-				fmt.Fprintf(b, "\t\tvar sc%d_%d = params.zero;\n", sub, y)
+			for r := range Rq {
+				for y := range p.pk {
+					fmt.Fprintf(b, "\t\tvar sc%d_%d%s = params.zero;\n", sub, y, sf(r))
+				}
 			}
 			for c4 := range p.d4 {
 				b.WriteString("\t\t{\n")
 				for y := range p.pk {
-					fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * %s", c4, at("KVs", fmt.Sprintf("kb + %du", y), fmt.Sprintf("%du", c4), p.w4))))
+					kv := at("KVs", fmt.Sprintf("kb + %du", y), fmt.Sprintf("%du", c4), p.w4)
+					if Rq == 1 {
+						fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * %s", c4, kv)))
+						continue
+					}
+					fmt.Fprintf(b, "\t\t\tlet k%d = %s;\n", y, kv)
+					for r := range Rq {
+						fmt.Fprintf(b, "\t\t\tlet p%d%s = %s;\n", y, sf(r), Lang.Keep(fmt.Sprintf("q%d%s * k%d", c4, sf(r), y)))
+					}
 				}
 				for y := range p.pk {
-					for l := 0; l < 4 && 4*c4+l < D; l++ {
-						fmt.Fprintf(b, "\t\t\tsc%d_%d = sc%d_%d + p%d.%c;\n", sub, y, sub, y, y, lanes[l])
+					for r := range Rq {
+						for l := 0; l < 4 && 4*c4+l < D; l++ {
+							fmt.Fprintf(b, "\t\t\tsc%d_%d%s = sc%d_%d%s + p%d%s.%c;\n", sub, y, sf(r), sub, y, sf(r), y, sf(r), lanes[l])
+						}
 					}
 				}
 				b.WriteString("\t\t}\n")
 			}
-			for y := range p.pk {
-				j := fmt.Sprintf("kt + %du + kb + %du", sub*p.ks, y)
-				t := score(fmt.Sprintf("sc%d_%d", sub, y), j)
-				if rest := keys - sub*p.ks; rest < p.ks {
-					t = Lang.Select(fmt.Sprintf("kb + %du < %du", y, rest), t, Lang.Opaque(0xff800000))
+			for r := range Rq {
+				for y := range p.pk {
+					j := fmt.Sprintf("kt + %du + kb + %du", sub*p.ks, y)
+					t := score(r, fmt.Sprintf("sc%d_%d%s", sub, y, sf(r)), j)
+					if rest := keys - sub*p.ks; rest < p.ks {
+						t = Lang.Select(fmt.Sprintf("kb + %du < %du", y, rest), t, Lang.Opaque(0xff800000))
+					}
+					fmt.Fprintf(b, "\t\tlet t%d_%d%s = %s;\n", sub, y, sf(r), t)
 				}
-				fmt.Fprintf(b, "\t\tlet t%d_%d = %s;\n", sub, y, t)
 			}
 		}
 		// m' folds m with this thread's scores, then the row's threads',
 		// as maximum's order keys (maxKeyFuncs: a bijection, so
 		// maximum's bits, NaNs included).
-		b.WriteString("\t\tvar mt = maxkey(mr);\n")
-		for sub := 0; sub*p.ks < keys; sub++ {
-			for y := range p.pk {
-				fmt.Fprintf(b, "\t\tmt = combine_maxkey(mt, maxkey(t%d_%d));\n", sub, y)
+		for r := range Rq {
+			fmt.Fprintf(b, "\t\tvar mt%s = maxkey(mr%s);\n", sf(r), sf(r))
+			for sub := 0; sub*p.ks < keys; sub++ {
+				for y := range p.pk {
+					fmt.Fprintf(b, "\t\tmt%s = combine_maxkey(mt%s, maxkey(t%d_%d%s));\n", sf(r), sf(r), sub, y, sf(r))
+				}
 			}
 		}
 		if p.TreeMax {
-			fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt;\n\t\tworkgroupBarrier();\n", at("Ms", "i", "sl / 4u", p.mp))
+			for r := range Rq {
+				fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt%s;\n", at("Ms", wr(r), "sl / 4u", p.mp), sf(r))
+			}
+			b.WriteString("\t\tworkgroupBarrier();\n")
 			arr, pitch, n := "Ms", p.mp, N
 			if p.two {
 				// The first N/4 threads of the row fold four each.
-				fmt.Fprintf(b, "\t\tif (sl < %du) {\n\t\t\tlet mq = %s;\n", N/4, at("Ms", "i", "sl", p.mp))
-				fmt.Fprintf(b, "\t\t\t%s[sl %% 4u] = combine_maxkey(combine_maxkey(mq.x, mq.y), combine_maxkey(mq.z, mq.w));\n\t\t}\n", at("M2", "i", "sl / 4u", p.m2))
-				b.WriteString("\t\tworkgroupBarrier();\n")
+				fmt.Fprintf(b, "\t\tif (sl < %du) {\n", N/4)
+				for r := range Rq {
+					fmt.Fprintf(b, "\t\t\tlet mq%s = %s;\n", sf(r), at("Ms", wr(r), "sl", p.mp))
+					fmt.Fprintf(b, "\t\t\t%s[sl %% 4u] = combine_maxkey(combine_maxkey(mq%s.x, mq%s.y), combine_maxkey(mq%s.z, mq%s.w));\n", at("M2", wr(r), "sl / 4u", p.m2), sf(r), sf(r), sf(r), sf(r))
+				}
+				b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n")
 				arr, pitch, n = "M2", p.m2, N/4
 			}
-			var keys []string
-			for x := range (n + 3) / 4 {
-				fmt.Fprintf(b, "\t\tlet mv%d = %s;\n", x, at(arr, "i", fmt.Sprintf("%du", x), pitch))
-				for l := 0; l < 4 && 4*x+l < n; l++ {
-					keys = append(keys, fmt.Sprintf("mv%d.%c", x, lanes[l]))
+			for r := range Rq {
+				var keys []string
+				for x := range (n + 3) / 4 {
+					fmt.Fprintf(b, "\t\tlet mv%d%s = %s;\n", x, sf(r), at(arr, wr(r), fmt.Sprintf("%du", x), pitch))
+					for l := 0; l < 4 && 4*x+l < n; l++ {
+						keys = append(keys, fmt.Sprintf("mv%d%s.%c", x, sf(r), lanes[l]))
+					}
 				}
+				// Fold neighbours, left before right, level by level.
+				for lvl := 0; len(keys) > 1; lvl++ {
+					var next []string
+					for x := 0; x+1 < len(keys); x += 2 {
+						name := fmt.Sprintf("mk%d_%d%s", lvl, x/2, sf(r))
+						fmt.Fprintf(b, "\t\tlet %s = combine_maxkey(%s, %s);\n", name, keys[x], keys[x+1])
+						next = append(next, name)
+					}
+					if len(keys)%2 == 1 {
+						next = append(next, keys[len(keys)-1])
+					}
+					keys = next
+				}
+				fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(%s);\n", sf(r), keys[0])
 			}
-			// Fold neighbours, left before right, level by level.
-			for lvl := 0; len(keys) > 1; lvl++ {
-				var next []string
-				for x := 0; x+1 < len(keys); x += 2 {
-					name := fmt.Sprintf("mk%d_%d", lvl, x/2)
-					fmt.Fprintf(b, "\t\tlet %s = combine_maxkey(%s, %s);\n", name, keys[x], keys[x+1])
-					next = append(next, name)
-				}
-				if len(keys)%2 == 1 {
-					next = append(next, keys[len(keys)-1])
-				}
-				keys = next
-			}
-			fmt.Fprintf(b, "\t\tlet mn = unmaxkey(%s);\n", keys[0])
 		} else {
-			ms := func(x int) string {
+			ms := func(r, x int) string {
 				if p.Index2D {
-					return fmt.Sprintf("Ms[%du][i]", x)
+					return fmt.Sprintf("Ms[%du][%s]", x, wr(r))
 				}
 				if x == 0 {
-					return "Ms[i]"
+					return fmt.Sprintf("Ms[%s]", wr(r))
 				}
-				return fmt.Sprintf("Ms[i + %du]", x*R)
+				return fmt.Sprintf("Ms[%s + %du]", wr(r), x*RR)
 			}
-			mine := "Ms[tid]"
-			if p.Index2D {
-				mine = "Ms[sl][i]"
+			for r := range Rq {
+				mine := "Ms[tid]"
+				switch {
+				case p.Index2D:
+					mine = fmt.Sprintf("Ms[sl][%s]", wr(r))
+				case Rq > 1:
+					mine = fmt.Sprintf("Ms[sl * %du + %s]", RR, wr(r))
+				}
+				fmt.Fprintf(b, "\t\t%s = mt%s;\n", mine, sf(r))
 			}
-			fmt.Fprintf(b, "\t\t%s = mt;\n\t\tworkgroupBarrier();\n\t\tvar mk = %s;\n", mine, ms(0))
-			for x := 1; x < N; x++ {
-				fmt.Fprintf(b, "\t\tmk = combine_maxkey(mk, %s);\n", ms(x))
+			b.WriteString("\t\tworkgroupBarrier();\n")
+			for r := range Rq {
+				fmt.Fprintf(b, "\t\tvar mk%s = %s;\n", sf(r), ms(r, 0))
+				for x := 1; x < N; x++ {
+					fmt.Fprintf(b, "\t\tmk%s = combine_maxkey(mk%s, %s);\n", sf(r), sf(r), ms(r, x))
+				}
+				fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(mk%s);\n", sf(r), sf(r))
 			}
-			b.WriteString("\t\tlet mn = unmaxkey(mk);\n")
 		}
 		// p = exp(t − m') of this thread's keys into Ps; l and o times c.
-		for sub := 0; sub*p.ks < keys; sub++ {
-			rest := keys - sub*p.ks
-			for y := range p.pk {
-				b.WriteString("\t\t{\n")
-				if rest < p.ks {
-					fmt.Fprintf(b, "\t\tif (kb + %du < %du) {\n", y, rest)
-				}
-				fmt.Fprintf(b, "\t\t\tlet ts = t%d_%d;\n", sub, y)
-				b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"), 3))
-				b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
-				if p.VecP {
-					fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, y, at("Ps", "i", "pk / 4u", p.pp))
-				} else {
-					fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), "i", R))
-				}
-				if rest < p.ks {
+		for r := range Rq {
+			for sub := 0; sub*p.ks < keys; sub++ {
+				rest := keys - sub*p.ks
+				for y := range p.pk {
+					b.WriteString("\t\t{\n")
+					if rest < p.ks {
+						fmt.Fprintf(b, "\t\tif (kb + %du < %du) {\n", y, rest)
+					}
+					fmt.Fprintf(b, "\t\t\tlet ts = t%d_%d%s;\n", sub, y, sf(r))
+					b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"+sf(r)), 3))
+					b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
+					if p.VecP {
+						fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, y, at("Ps", wr(r), "pk / 4u", p.pp))
+					} else {
+						fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), wr(r), RR))
+					}
+					if rest < p.ks {
+						b.WriteString("\t\t}\n")
+					}
 					b.WriteString("\t\t}\n")
 				}
-				b.WriteString("\t\t}\n")
 			}
 		}
-		rescale := func() {
-			fmt.Fprintf(b, "\t\tls = %s;\n", Lang.Keep("ls * cs"))
+		rescale := func(r int, in string) {
+			fmt.Fprintf(b, "%sls%s = %s;\n", in, sf(r), Lang.Keep(fmt.Sprintf("ls%s * cs%s", sf(r), sf(r))))
 			for y := range p.ev {
-				fmt.Fprintf(b, "\t\to%d = %s;\n", y, Lang.Keep(fmt.Sprintf("o%d * cs", y)))
+				fmt.Fprintf(b, "%so%d%s = %s;\n", in, y, sf(r), Lang.Keep(fmt.Sprintf("o%d%s * cs%s", y, sf(r), sf(r))))
 			}
 		}
-		if p.RowC {
+		switch {
+		case p.RowC:
 			// The row's first thread computes c; the others read it after
 			// the v stage's barrier and rescale there.
 			b.WriteString("\t\tif (sl == 0u) {\n")
-			b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 3))
-			b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
-			b.WriteString("\t\t\tCs[i] = cs;\n\t\t}\n")
-		} else {
+			for r := range Rq {
+				in := "\t\t\t"
+				if Rq > 1 {
+					b.WriteString("\t\t\t{\n")
+					in = "\t\t\t\t"
+				}
+				b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr"+sf(r), "mn"+sf(r)), len(in)))
+				b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), len(in)))
+				fmt.Fprintf(b, "%sCs[%s] = cs;\n", in, wr(r))
+				if Rq > 1 {
+					b.WriteString("\t\t\t}\n")
+				}
+			}
+			b.WriteString("\t\t}\n")
+		case Rq == 1:
 			b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 2))
 			b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 2))
-			rescale()
+			rescale(0, "\t\t")
+		default:
+			for r := range Rq {
+				b.WriteString("\t\t{\n")
+				b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr"+sf(r), "mn"+sf(r)), 3))
+				b.WriteString(codegen.Indent(apply("cs"+sf(r), ir.OpExp, "ud"), 3))
+				rescale(r, "\t\t\t")
+				b.WriteString("\t\t}\n")
+			}
 		}
-		b.WriteString("\t\tmr = mn;\n")
+		for r := range Rq {
+			fmt.Fprintf(b, "\t\tmr%s = mn%s;\n", sf(r), sf(r))
+		}
 		// v's sub-tiles: l and o over the block's keys ascending.
 		for first := true; x < len(ss); x, first = x+1, false {
 			sub := ss[x].sub
 			store(ss[x])
 			next(ss, x, last)
 			if p.RowC && first {
-				b.WriteString("\t\tlet cs = Cs[i];\n")
-				rescale()
+				for r := range Rq {
+					fmt.Fprintf(b, "\t\tlet cs%s = Cs[%s];\n", sf(r), wr(r))
+					rescale(r, "\t\t")
+				}
 			}
-			var pjs []string // RowL: the keys' p for l, ascending
 			n := min(p.ks, keys-sub*p.ks)
 			if p.VecP {
-				for j := range n {
-					if jb := sub*p.ks + j; jb%4 == 0 {
-						fmt.Fprintf(b, "\t\tlet pv%d = %s;\n", jb/4, at("Ps", "i", fmt.Sprintf("%du", jb/4), p.pp))
+				for r := range Rq {
+					for j := range n {
+						if jb := sub*p.ks + j; jb%4 == 0 {
+							fmt.Fprintf(b, "\t\tlet pv%d%s = %s;\n", jb/4, sf(r), at("Ps", wr(r), fmt.Sprintf("%du", jb/4), p.pp))
+						}
 					}
 				}
 			}
 			// products emits the block's keys' p·v (half: the vec4
-			// column's half sw), and l's sums where every thread keeps l.
+			// column's half sw) into each query row's outputs, and l's
+			// sums where every thread keeps l.
 			products := func(sw string, withL bool) {
 				for j := range n {
 					jb := sub*p.ks + j
-					pj := fmt.Sprintf("Ps[%du + i]", jb*R)
-					if p.Index2D {
-						pj = fmt.Sprintf("Ps[%du][i]", jb)
-					}
-					if p.VecP {
-						pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
-					}
-					if !withL {
-						fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pj)
-					} else {
-						fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n\t\t\tls = ls + pj;\n", pj)
-					}
-					for y := range p.ev {
-						if sw != "" {
-							fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * %s%s", at("KVs", fmt.Sprintf("%du", j), "vb", p.w4), sw)))
-							continue
+					if Rq == 1 {
+						if !withL {
+							fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pjAt(0, jb))
+						} else {
+							fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n\t\t\tls = ls + pj;\n", pjAt(0, jb))
 						}
-						fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, vat(j, y))
+						for y := range p.ev {
+							if sw != "" {
+								fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep(fmt.Sprintf("pj * %s%s", at("KVs", fmt.Sprintf("%du", j), "vb", p.w4), sw)))
+								continue
+							}
+							fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep("pj * "+vat(j, y)))
+						}
+						b.WriteString("\t\t}\n")
+						continue
+					}
+					// One load of each staged v vec4 for all the rows.
+					b.WriteString("\t\t{\n")
+					for y := range p.ev {
+						v := vat(j, y)
+						if sw != "" {
+							v = at("KVs", fmt.Sprintf("%du", j), "vb", p.w4) + sw
+						}
+						fmt.Fprintf(b, "\t\t\tlet v%d = %s;\n", y, v)
+					}
+					for r := range Rq {
+						fmt.Fprintf(b, "\t\t\tlet pj%s = %s;\n", sf(r), pjAt(r, jb))
+						if withL {
+							fmt.Fprintf(b, "\t\t\tls%s = ls%s + pj%s;\n", sf(r), sf(r), sf(r))
+						}
+						for y := range p.ev {
+							fmt.Fprintf(b, "\t\t\to%d%s = o%d%s + %s;\n", y, sf(r), y, sf(r), Lang.Keep(fmt.Sprintf("pj%s * v%d", sf(r), y)))
+						}
 					}
 					b.WriteString("\t\t}\n")
 				}
 			}
-			if p.RowL || p.half {
-				for j := range n {
-					jb := sub*p.ks + j
-					pj := fmt.Sprintf("Ps[%du + i]", jb*R)
-					if p.Index2D {
-						pj = fmt.Sprintf("Ps[%du][i]", jb)
+			// sums emits l's sums of the block's keys, for each row.
+			sums := func(in string) {
+				for r := range Rq {
+					for j := range n {
+						fmt.Fprintf(b, "%sls%s = ls%s + %s;\n", in, sf(r), sf(r), pjAt(r, sub*p.ks+j))
 					}
-					if p.VecP {
-						pj = fmt.Sprintf("pv%d.%c", jb/4, lanes[jb%4])
-					}
-					pjs = append(pjs, pj)
 				}
 			}
-			if p.half {
+			switch {
+			case p.half:
 				// One branch a warp (hb is uniform over a warp's slices
 				// where Rows·Slices/2 is a multiple of 32).
 				b.WriteString("\t\tif (hb == 0u) {\n")
@@ -549,31 +701,30 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				b.WriteString("\t\t}\n")
 				if !p.RowL {
 					// l by every thread, after the products.
-					for _, pj := range pjs {
-						fmt.Fprintf(b, "\t\tls = ls + %s;\n", pj)
-					}
-					pjs = nil
+					sums("\t\t")
 				}
-			} else {
+			default:
 				products("", !p.RowL)
 			}
-			if len(pjs) > 0 {
+			if p.RowL {
 				b.WriteString("\t\tif (sl == 0u) {\n")
-				for _, pj := range pjs {
-					fmt.Fprintf(b, "\t\t\tls = ls + %s;\n", pj)
-				}
+				sums("\t\t\t")
 				b.WriteString("\t\t}\n")
 			}
 		}
 	}
-	fmt.Fprintf(b, "\tvar mr = %s; // -MaxFloat32\n", Lang.Opaque(0xff7fffff))
-	b.WriteString("\tvar ls = params.zero;\n")
+	for r := range Rq {
+		fmt.Fprintf(b, "\tvar mr%s = %s; // -MaxFloat32\n", sf(r), Lang.Opaque(0xff7fffff))
+		fmt.Fprintf(b, "\tvar ls%s = params.zero;\n", sf(r))
+	}
 	ovec := "vec4"
 	if p.half {
 		ovec = "vec2"
 	}
-	for y := range p.ev {
-		fmt.Fprintf(b, "\tvar o%d = %s<f32>(params.zero);\n", y, ovec)
+	for r := range Rq {
+		for y := range p.ev {
+			fmt.Fprintf(b, "\tvar o%d%s = %s<f32>(params.zero);\n", y, sf(r), ovec)
+		}
 	}
 	fetch(1, stage{}, "0u")
 	whole, rest := T/B*B, T%B
@@ -588,24 +739,49 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		b.WriteString("\t}\n")
 	}
 	if p.RowL {
-		b.WriteString("\tif (sl == 0u) { Ls[i] = ls; }\n\tworkgroupBarrier();\n\tls = Ls[i];\n")
-	}
-	fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
-	for y := range p.ev {
-		for l := range 4 {
-			ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
-			if p.half {
-				if l >= 2 {
-					break
-				}
-				ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
+		b.WriteString("\tif (sl == 0u) {")
+		if Rq == 1 {
+			b.WriteString(" Ls[i] = ls; }\n")
+		} else {
+			b.WriteString("\n")
+			for r := range Rq {
+				fmt.Fprintf(b, "\t\tLs[%s] = ls%s;\n", wr(r), sf(r))
 			}
-			fmt.Fprintf(b, "\t{\n\t\tlet ve = %s;\n\t\tif (ve < %du) {\n\t\t\tlet ov = o%d.%c;\n", ve, E, y, lanes[l])
-			b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"), 3))
-			fmt.Fprintf(b, "\t\t\tlet i = (z * %du + qi) * %du + ve;\n", S, E)
-			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), 3))
-			b.WriteString(codegen.Indent(stores(k, "i"), 3))
-			b.WriteString("\t\t}\n\t}\n")
+			b.WriteString("\t}\n")
+		}
+		b.WriteString("\tworkgroupBarrier();\n")
+		for r := range Rq {
+			fmt.Fprintf(b, "\tls%s = Ls[%s];\n", sf(r), wr(r))
+		}
+	}
+	if Rq == 1 {
+		fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
+	}
+	for r := range Rq {
+		in := "\t"
+		if Rq > 1 {
+			fmt.Fprintf(b, "\tif (qi%s < %du) {\n", sf(r), S)
+			in = "\t\t"
+		}
+		for y := range p.ev {
+			for l := range 4 {
+				ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
+				if p.half {
+					if l >= 2 {
+						break
+					}
+					ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
+				}
+				fmt.Fprintf(b, "%s{\n%s\tlet ve = %s;\n%s\tif (ve < %du) {\n%s\t\tlet ov = o%d%s.%c;\n", in, in, ve, in, E, in, y, sf(r), lanes[l])
+				b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"+sf(r)), len(in)+2))
+				fmt.Fprintf(b, "%s\t\tlet i = (z * %du + qi%s) * %du + ve;\n", in, S, sf(r), E)
+				b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), len(in)+2))
+				b.WriteString(codegen.Indent(stores(k, "i"), len(in)+2))
+				fmt.Fprintf(b, "%s\t}\n%s}\n", in, in)
+			}
+		}
+		if Rq > 1 {
+			b.WriteString("\t}\n")
 		}
 	}
 	b.WriteString("}\n")

@@ -17,14 +17,16 @@ import (
 func TestParseOnlineTile(t *testing.T) {
 	all := wgsl.OnlineTile{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}
 	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4},
-		{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 8, Slices: 32, VecP: true, Index2D: true}, all} {
+		{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 8, Slices: 32, VecP: true, Index2D: true}, all,
+		{Rows: 8, Slices: 16, RowBlock: 2}, {Rows: 8, Slices: 32, RowBlock: 8, Half: true, TwoLevel: true}, {Rows: 16, Slices: 16, RowBlock: 2, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}} {
 		got, err := wgsl.ParseOnlineTile(tile.String())
 		if err != nil || got != tile {
 			t.Errorf("ParseOnlineTile(%q) = %+v, %v; want %+v", tile.String(), got, err, tile)
 		}
 	}
 	for _, bad := range []string{"", "online16", "online16x16", "online0x8", "online8x0", "online16x32", "online8x3", "online8x64", "online08x32", "online8x32x", "16x16k32",
-		"online16x16pm", "online16x16mm", "online16x16q", "online16x16m ", "online16x16il", "onlinemcp"} {
+		"online16x16pm", "online16x16mm", "online16x16q", "online16x16m ", "online16x16il", "onlinemcp",
+		"online8x16r", "online8x16r0", "online8x16r1", "online8x16r02", "online8x16r9", "online8x16r2r2", "online8x16mr2", "online8x16rm", "online8x16r-2"} {
 		if got, err := wgsl.ParseOnlineTile(bad); err == nil {
 			t.Errorf("ParseOnlineTile(%q) = %+v, want an error", bad, got)
 		}
@@ -42,7 +44,9 @@ func TestOnlineKernelShapes(t *testing.T) {
 	ir.AttentionOnlineFrom = 1
 	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8},
 		{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}, {Rows: 32, Slices: 8, TreeMax: true, Index2D: true},
-		{Rows: 8, Slices: 32, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true}, {Rows: 8, Slices: 32, Half: true}} {
+		{Rows: 8, Slices: 32, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true}, {Rows: 8, Slices: 32, Half: true},
+		{Rows: 8, Slices: 16, RowBlock: 2}, {Rows: 8, Slices: 32, RowBlock: 2, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true},
+		{Rows: 4, Slices: 32, RowBlock: 8, Half: true}} {
 		wgsl.AttentionOnlineTile = tile
 		for _, de := range [][2]int{{1, 1}, {4, 3}, {64, 64}, {100, 7}, {7, 100}, {128, 128}, {128, 64}, {64, 128}} {
 			t.Run(fmt.Sprintf("%s/d%d-e%d", tile, de[0], de[1]), func(t *testing.T) {
@@ -71,8 +75,10 @@ func TestOnlineKernelShapes(t *testing.T) {
 // kernel as its doc says (TestAttentionOnlineTiles checks the bits): the
 // maxima folded as a tree from vec4 rows (m), c from the row's first
 // thread (c), four keys' probabilities a load (p), l summed by the row's
-// first thread (l), two-dimensional workgroup arrays (i); without a flag,
-// none of its marks.
+// first thread (l), two-dimensional workgroup arrays (i), two outputs a
+// thread (h), the maxima folded in two levels (t), and two query rows a
+// thread (r2: one load of each staged k and v vec4 for both rows);
+// without a flag, none of its marks.
 func TestOnlineTileFlags(t *testing.T) {
 	defer func(old wgsl.OnlineTile, from int) {
 		wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom = old, from
@@ -89,6 +95,8 @@ func TestOnlineTileFlags(t *testing.T) {
 		{func(t *wgsl.OnlineTile) { t.Index2D = true }, "var<workgroup> KVs: array<array<vec4<f32>, 17>, 32>;"},
 		{func(t *wgsl.OnlineTile) { t.Rows, t.Slices, t.Half = 8, 32, true }, "o0 = o0 + (pj * KVs[(31u) * 17u + vb].zw) * params.one;"},
 		{func(t *wgsl.OnlineTile) { t.TwoLevel = true }, "M2[(i) * 2u + sl / 4u][sl % 4u] = combine_maxkey(combine_maxkey(mq.x, mq.y)"},
+		{func(t *wgsl.OnlineTile) { t.RowBlock = 2 }, "let k0 = KVs[(kb + 0u) * 17u + 0u];\n\t\t\tlet p0_r0 = (q0_r0 * k0) * params.one;\n\t\t\tlet p0_r1 = (q0_r1 * k0) * params.one;"},
+		{func(t *wgsl.OnlineTile) { t.RowBlock = 2 }, "let v0 = KVs[0u + vb + 0u];\n\t\t\tlet pj_r0 = Ps[0u + i];\n\t\t\tls_r0 = ls_r0 + pj_r0;\n\t\t\to0_r0 = o0_r0 + (pj_r0 * v0) * params.one;\n\t\t\tlet pj_r1 = Ps[0u + i + 16u];"},
 	}
 	emit := func(tile wgsl.OnlineTile) string {
 		wgsl.AttentionOnlineTile = tile
@@ -112,6 +120,50 @@ func TestOnlineTileFlags(t *testing.T) {
 		}
 		if strings.Contains(plain, m.mark) {
 			t.Errorf("online: %q without its flag", m.mark)
+		}
+	}
+}
+
+// TestOnlineRowBlockPlan: a row block is taken only where its rows of q
+// fit onlineQRegs' 128 floats a thread (r2 at d 64, r4 at d 32, never at
+// d 128), and its workgroups then cover Rows·RowBlock query rows; where it
+// does not fit, the default tile runs (and OnlineTileFits says so, so
+// that BenchmarkAttnTiles skips it instead of timing the default).
+func TestOnlineRowBlockPlan(t *testing.T) {
+	defer func(old wgsl.OnlineTile, from int) {
+		wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom = old, from
+	}(wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom)
+	ir.AttentionOnlineFrom = 1
+	for _, c := range []struct {
+		tile   wgsl.OnlineTile
+		d      int
+		fits   bool
+		groups int // workgroups over S = 2048 query rows
+	}{
+		{wgsl.OnlineTile{Rows: 8, Slices: 16, RowBlock: 2}, 64, true, 128},
+		{wgsl.OnlineTile{Rows: 8, Slices: 32, RowBlock: 2, Half: true}, 64, true, 128},
+		{wgsl.OnlineTile{Rows: 16, Slices: 16, RowBlock: 2}, 64, true, 64},
+		{wgsl.OnlineTile{Rows: 8, Slices: 16, RowBlock: 2}, 128, false, 128},
+		{wgsl.OnlineTile{Rows: 8, Slices: 16, RowBlock: 3}, 64, false, 128},
+		{wgsl.OnlineTile{Rows: 8, Slices: 16, RowBlock: 4}, 32, true, 64},
+		{wgsl.OnlineTile{Rows: 8, Slices: 16, RowBlock: 4}, 33, false, 128},
+	} {
+		a := ir.Attention{S: 2048, T: 2048, D: c.d, E: c.d, Block: ir.AttentionBlock}
+		if got := wgsl.OnlineTileFits(a, c.tile); got != c.fits {
+			t.Errorf("OnlineTileFits(d %d, %s) = %v, want %v", c.d, c.tile, got, c.fits)
+		}
+		wgsl.AttentionOnlineTile = c.tile
+		g := irtest.AttentionCase{Name: "x", S: 2048, T: 2048, D: c.d, E: c.d, Scale: 0.125}.Graph(1)
+		sp, _, err := passes.Compile(g, passes.Options{Limits: ir.Limits{MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}, MaxInvocations: 256, MaxWorkgroupStorage: 16384})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := wgsl.Target{}.Emit(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh[0].Groups[0] != c.groups || strings.Contains(sh[0].Source, "qi_r1") != c.fits {
+			t.Errorf("%s at d %d: %d workgroups, qi_r1 %v; want %d, %v", c.tile, c.d, sh[0].Groups[0], strings.Contains(sh[0].Source, "qi_r1"), c.groups, c.fits)
 		}
 	}
 }
