@@ -147,20 +147,33 @@ func TestMatmulSources(t *testing.T) {
 				if src == "" {
 					t.Fatalf("%s %s: no matmul kernel", name, c.name)
 				}
-				mode := map[bool]string{false: "exact", true: "fast"}[fast]
-				fmt.Fprintf(&got, "%s %s %s %s %x\n", name, c.name, mode, taken, sha256.Sum256([]byte(src)))
-				if *matmulSources != "" {
-					file := strings.NewReplacer("/", "_").Replace(name) + "-" + c.name + "-" + mode + ".wgsl"
-					if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
+				record(t, &got, name+" "+c.name, fast, taken, src)
 			}
 		}
 	}
-	path := filepath.Join("testdata", "matmul_sources.txt")
+	checkSources(t, filepath.Join("testdata", "matmul_sources.txt"), got.String())
+}
+
+// record adds kernel src's line (what, its mode, the tile taken, its
+// SHA-256) to got, and writes src into the -matmul-sources folder.
+func record(t *testing.T, got *strings.Builder, what string, fast bool, taken, src string) {
+	t.Helper()
+	mode := map[bool]string{false: "exact", true: "fast"}[fast]
+	fmt.Fprintf(got, "%s %s %s %x\n", what, mode, taken, sha256.Sum256([]byte(src)))
+	if *matmulSources != "" {
+		file := strings.NewReplacer("/", "_", " ", "-").Replace(what) + "-" + mode + ".wgsl"
+		if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkSources compares the lines got with the file at path (or writes
+// them there with -update).
+func checkSources(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -169,7 +182,7 @@ func TestMatmulSources(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (run with -update)", err)
 	}
-	wl, gl := strings.Split(string(want), "\n"), strings.Split(got.String(), "\n")
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
 	if len(wl) != len(gl) {
 		t.Errorf("%s: %d lines, want %d", path, len(gl), len(wl))
 	}
@@ -184,4 +197,107 @@ func TestMatmulSources(t *testing.T) {
 	if bad > 20 {
 		t.Errorf("... %d kernels changed in all", bad)
 	}
+}
+
+// convSourceTiles are the conv GEMM tiles whose WGSL TestConvSources
+// records: the rule's (passes.TileConv, passes.ConvLadder, the fallback),
+// each double-buffered (s2), and one whose threads neither divide nor are
+// divided by its pixels (64x24/8x8: the X loads' coordinates worked out
+// at each load).
+var convSourceTiles = []string{
+	"8x8/1x1k8", "128x64/8x8k8", "64x64/8x8k8", "64x64/4x4k16", "32x64/4x8k8", "32x32/2x2k16",
+	"16x32/1x2k16", "32x16/2x1k16", "16x16/1x1k16", "64x24/8x8k8",
+	"8x8/1x1k8s2", "128x64/8x8k8s2", "64x64/8x8k8s2", "64x64/4x4k16s2", "32x64/4x8k8s2", "16x16/1x1k16s2", "64x24/8x8k8s2",
+}
+
+// convSourceCase is one convolution y = epilogue(conv(x, w)) that
+// TestConvSources compiles under each tile.
+type convSourceCase struct {
+	name     string
+	x, w     ir.Shape // w as the convolution reads it; wperm: stored [KH,KW,C/g,M]
+	attrs    map[string][]int
+	wperm    bool
+	epilogue string // "", "relu", "long" (GELU and 4 more ops: looped, convEpilogueLoop, where 8×8 a thread), "add-x"
+}
+
+var convSourceCases = []convSourceCase{
+	{name: "3x3p1", x: ir.Shape{2, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}},
+	{name: "7x7s2p3", x: ir.Shape{1, 3, 20, 20}, w: ir.Shape{8, 3, 7, 7}, attrs: map[string][]int{"pads": {3, 3, 3, 3}, "strides": {2, 2}}},
+	{name: "1x1", x: ir.Shape{1, 16, 8, 8}, w: ir.Shape{32, 16, 1, 1}},
+	{name: "1x1-div", x: ir.Shape{1, 16, 16, 16}, w: ir.Shape{64, 16, 1, 1}},
+	{name: "group2-dil2", x: ir.Shape{1, 8, 9, 9}, w: ir.Shape{8, 4, 3, 3},
+		attrs: map[string][]int{"group": {2}, "dilations": {2, 2}, "pads": {1, 0, 2, 1}, "strides": {2, 1}}},
+	{name: "3x3-wperm", x: ir.Shape{1, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, wperm: true},
+	{name: "3x3p1-relu", x: ir.Shape{2, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "relu"},
+	{name: "3x3p1-long", x: ir.Shape{2, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "long"},
+	{name: "3x3p1-add-x", x: ir.Shape{1, 8, 10, 10}, w: ir.Shape{8, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "add-x"},
+}
+
+// graph builds c's graph.
+func (c convSourceCase) graph() (*ir.Graph, error) {
+	b := ir.NewBuilder()
+	x := b.Input(c.x, make([]float32, c.x.Len()))
+	var w ir.Tensor
+	if c.wperm {
+		w = b.Input(ir.Shape{c.w[2], c.w[3], c.w[1], c.w[0]}, make([]float32, c.w.Len())).Permute(3, 2, 0, 1)
+	} else {
+		w = b.Input(c.w, make([]float32, c.w.Len()))
+	}
+	y := x.Conv2D(w, c.attrs)
+	switch c.epilogue {
+	case "relu":
+		y = y.Relu()
+	case "long":
+		y = y.Mul(y.DivScalar(1.4142135).Apply(ir.OpErf).AddScalar(1)).MulScalar(0.5).Relu().AddScalar(0.125).MulScalar(2).Neg()
+	case "add-x":
+		y = y.Add(x)
+	}
+	b.Output("y", y)
+	return b.Build(ir.Limits{})
+}
+
+// TestConvSources is TestMatmulSources for the conv GEMM (ir.Tile's
+// implicit GEMM, codegen/wgsl's convGEMM): the SHA-256 of each kernel's
+// WGSL for every tile of convSourceTiles and case of convSourceCases,
+// exact and fast, in testdata/conv_sources.txt.
+func TestConvSources(t *testing.T) {
+	if *matmulSources != "" {
+		if err := os.MkdirAll(*matmulSources, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got strings.Builder
+	for _, name := range convSourceTiles {
+		tile, err := passes.ParseTile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range convSourceCases {
+			g, err := c.graph()
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.name, err)
+			}
+			p, _, err := passes.Compile(g, passes.Options{MaxInvocations: 1024, MaxWorkgroupStorage: 65536, Tile: &tile})
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.name, err)
+			}
+			for _, fast := range []bool{false, true} {
+				shaders, err := wgsl.Target{Fast: fast}.Emit(p)
+				if err != nil {
+					t.Fatalf("%s %s: %v", name, c.name, err)
+				}
+				src, taken := "", ""
+				for i, k := range p.Program().Kernels {
+					if k.Kind == ir.KernelConv {
+						src, taken = shaders[i].Source, passes.TileString(k.Tile)
+					}
+				}
+				if src == "" {
+					t.Fatalf("%s %s: no conv kernel", name, c.name)
+				}
+				record(t, &got, "conv "+name+" "+c.name, fast, taken, src)
+			}
+		}
+	}
+	checkSources(t, filepath.Join("testdata", "conv_sources.txt"), got.String())
 }
