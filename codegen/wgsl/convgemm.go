@@ -50,12 +50,12 @@ func convLoopCost(k *ir.Kernel) int {
 // each group, C[pixel, channel] = Σ_k X[pixel, k]·W[k, channel] with
 // k = (c, kh, kw) ascending, where X's elements are read straight from x
 // (the tap's input element, or +0 in the padding; no im2col buffer) and W
-// is the weight's [MG, K] rows. The machinery is matmul's scalar kernel's:
-// a BM×BN tile of outputs per workgroup, (BM/TM)×(BN/TN) threads each
-// owning TM×TN accumulators, BK-deep slices of X and W staged through
+// is the weight's [MG, K] rows. The machinery is matmul's: a BM×BN tile
+// of outputs per workgroup, (BM/TM)×(BN/TN) threads each owning TM×TN
+// scalar accumulators, BK-deep slices of X and W staged through
 // workgroup memory, the next slice fetched into registers while the
-// current one is multiplied, the last, partial slice after the loop, so
-// the loop cost is MatmulLoopCost. Threads run along pixels (lid.x): the
+// current one is multiplied, the last, partial slice after the loop (the
+// vec4 matmul's k loop, gemmLoop), so the loop cost is MatmulLoopCost. Threads run along pixels (lid.x): the
 // patch loads and the output stores of neighbouring threads are
 // neighbouring elements for stride 1. Workgroups are numbered channel
 // tile fastest, then pixel tile, then group.
@@ -75,9 +75,9 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	x, w := k.Inputs[0], k.Inputs[1]
 
 	// With two stages (t.Stages == 2) the tiles are double-buffered and
-	// indexed [stage][kk][pixel or channel] (see matmulStaged): one barrier
-	// a k-tile, and every read's index but the constant kk is the same
-	// along k.
+	// indexed [stage][kk][pixel or channel], as the staged vec4 matmul's
+	// (gemmLoop): one barrier a k-tile, and every read's index but the
+	// constant kk is the same along k.
 	staged := t.Stages == 2
 	if staged {
 		fmt.Fprintf(b, "var<workgroup> Xs: array<array<array<f32, %d>, %d>, 2>; // Xs[stage][kk][pixel]\n", t.BM, t.BK)
@@ -155,8 +155,13 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	for j := 0; j < nw; j++ {
 		fmt.Fprintf(b, "\tvar rw%d = 0.0;\n", j)
 	}
+	// The k loop is matmul's (gemmLoop), double-buffered when staged.
+	loop := gemmLoop{K: K, BK: t.BK, k: u(K), stages: 1}
+	if staged {
+		loop.stages = 2
+	}
 	// fetch loads the k-tile at kt into the registers rx, rw.
-	fetch := func(in, kt string) {
+	loop.fetch = func(in, kt string) {
 		for j, l := range xl {
 			e := j * threads
 			fmt.Fprintf(b, "%s{\n", in)
@@ -186,24 +191,9 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			}
 			fmt.Fprintf(b, "%s\tlet ci = kq / %s;\n%s\tlet kr = kq %% %s;\n", in, u(khw), in, u(khw))
 			fmt.Fprintf(b, "%s\tlet ph = xh + kr / %s * %s;\n%s\tlet pw = xw + kr %% %s * %s;\n", in, u(c.KW), u(c.DH), in, u(c.KW), u(c.DW))
-			if top {
-				guard = append(guard, "ph >= "+u(c.PT))
-			}
-			if bottom {
-				guard = append(guard, "ph < "+u(c.PT+c.H))
-			}
-			if left {
-				guard = append(guard, "pw >= "+u(c.PL))
-			}
-			if right {
-				guard = append(guard, "pw < "+u(c.PL+c.W))
-			}
+			guard = append(guard, padGuards(c, top, bottom, left, right)...)
 			fmt.Fprintf(b, "%s\trx%d = 0.0;\n", in, j)
-			load := fmt.Sprintf("rx%d = in0[%s];", j, xIdx)
-			if len(guard) > 0 {
-				load = fmt.Sprintf("if (%s) { %s }", strings.Join(guard, " && "), load)
-			}
-			fmt.Fprintf(b, "%s\t%s\n%s}\n", in, load, in)
+			fmt.Fprintf(b, "%s\t%s\n%s}\n", in, guarded(guard, fmt.Sprintf("rx%d = in0[%s];", j, xIdx)), in)
 		}
 		// W's tile is BK×BN, loaded k fastest (the weight's rows are
 		// contiguous along k): element e is (kk, ch) = (e % BK, e / BK),
@@ -223,16 +213,12 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 				guard = append(guard, "kq < "+u(K))
 			}
 			fmt.Fprintf(b, "%s\trw%d = 0.0;\n", in, j)
-			load := fmt.Sprintf("rw%d = in1[%s];", j, wIdx)
-			if len(guard) > 0 {
-				load = fmt.Sprintf("if (%s) { %s }", strings.Join(guard, " && "), load)
-			}
-			fmt.Fprintf(b, "%s\t%s\n%s}\n", in, load, in)
+			fmt.Fprintf(b, "%s\t%s\n%s}\n", in, guarded(guard, fmt.Sprintf("rw%d = in1[%s];", j, wIdx)), in)
 		}
 	}
 	// store writes the fetched registers into workgroup memory (stage
 	// names the buffer when staged).
-	store := func(in, stage string) {
+	loop.store = func(in, stage string) {
 		for j := 0; j < nx; j++ {
 			e := j * threads
 			at := fmt.Sprintf("tid + %s", u(e))
@@ -258,84 +244,32 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		}
 	}
 	// multiply adds steps k-steps of the staged tile's products.
-	multiply := func(in, stage string, steps int) {
+	loop.multiply = func(in, stage string, steps int) {
 		for kk := 0; kk < steps; kk++ {
-			fmt.Fprintf(b, "%s{\n", in)
-			for m := 0; m < t.TM; m++ {
+			as, bs := make([]string, t.TM), make([]string, t.TN)
+			for m := range as {
 				if staged {
-					fmt.Fprintf(b, "%s\tlet a%d = Xs[%s][%d][lid.x + %du];\n", in, m, stage, kk, m*tx)
+					as[m] = fmt.Sprintf("Xs[%s][%d][lid.x + %du]", stage, kk, m*tx)
 				} else {
-					fmt.Fprintf(b, "%s\tlet a%d = Xs[%du + lid.x];\n", in, m, kk*t.BM+m*tx)
+					as[m] = fmt.Sprintf("Xs[%du + lid.x]", kk*t.BM+m*tx)
 				}
 			}
-			for n := 0; n < t.TN; n++ {
+			for n := range bs {
 				if staged {
-					fmt.Fprintf(b, "%s\tlet b%d = Ws[%s][%d][lid.y + %du];\n", in, n, stage, kk, n*ty)
+					bs[n] = fmt.Sprintf("Ws[%s][%d][lid.y + %du]", stage, kk, n*ty)
 				} else {
-					fmt.Fprintf(b, "%s\tlet b%d = Ws[%du + lid.y];\n", in, n, kk*pw+n*ty)
+					bs[n] = fmt.Sprintf("Ws[%du + lid.y]", kk*pw+n*ty)
 				}
 			}
-			for m := 0; m < t.TM; m++ {
-				for n := 0; n < t.TN; n++ {
-					fmt.Fprintf(b, "%s\tc%d_%d = c%d_%d + %s;\n", in, m, n, m, n, product(fmt.Sprintf("a%d * b%d", m, n), fast))
-				}
-			}
-			fmt.Fprintf(b, "%s}\n", in)
+			kStep(b, in, as, bs, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("a%d * b%d", m, n) }, fast)
 		}
 	}
-	fetch("\t", "0u")
-	tile := func(steps int, last bool) {
-		store("\t\t", "")
-		b.WriteString("\t\tworkgroupBarrier();\n")
-		if !last {
-			fmt.Fprintf(b, "\t\tif (kt + %s < %s) {\n", u(t.BK), u(K))
-			fetch("\t\t\t", "kt + "+u(t.BK))
-			b.WriteString("\t\t}\n")
-		}
-		multiply("\t\t", "", steps)
-		if !last {
-			b.WriteString("\t\tworkgroupBarrier();\n")
-		}
-	}
-	whole, rest := K/t.BK*t.BK, K%t.BK
-	switch {
-	case staged:
-		// k-tile i is in stage i % 2; iteration i fetches tile i+1,
-		// multiplies tile i, stores tile i+1 into the other stage, then
-		// one barrier (matmulStaged's schedule).
-		store("\t", "0")
-		b.WriteString("\tworkgroupBarrier();\n")
-		if whole > 0 {
-			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %s; kt += %s) {\n", u(whole), u(t.BK))
-			fmt.Fprintf(b, "\t\tlet cur = (kt / %s) & 1u;\n\t\tlet more = kt + %s < %s;\n", u(t.BK), u(t.BK), u(K))
-			b.WriteString("\t\tif (more) {\n")
-			fetch("\t\t\t", "kt + "+u(t.BK))
-			b.WriteString("\t\t}\n")
-			multiply("\t\t", "cur", t.BK)
-			b.WriteString("\t\tif (more) {\n")
-			store("\t\t\t", "cur ^ 1u")
-			b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n\t}\n")
-		}
-		if rest > 0 {
-			multiply("\t", fmt.Sprint(whole/t.BK%2), rest)
-		}
-	default:
-		if whole > 0 {
-			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %s; kt += %s) {\n", u(whole), u(t.BK))
-			tile(t.BK, false)
-			b.WriteString("\t}\n")
-		}
-		if rest > 0 {
-			fmt.Fprintf(b, "\t{\n\t\tlet kt = %s;\n", u(whole))
-			tile(rest, true)
-			b.WriteString("\t}\n")
-		}
-	}
+	loop.emit(b)
 	// The epilogue: output (pixel q, channel ch) is element
 	// ((n·M + grp·MG + ch)·OH + oh)·OW + ow of [N,M,OH,OW].
 	body := codegen.Body(Lang, k, load(k, "i"), "acc[r]")
 	if t.TM*t.TN > 1 && t.TM*t.TN*len(body) > epilogueLoopLines {
-		convEpilogueLoop(b, k, t, c, body)
+		convEpilogueLoop(b, k, t, c)
 		return
 	}
 	for m := 0; m < t.TM; m++ {
@@ -343,15 +277,41 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		fmt.Fprintf(b, "\t\tlet ob = q / %s * %s + q %% %s;\n", u(ohw), u(c.M*ohw), u(ohw))
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t\t{\n\t\t\tlet ch = n0 + lid.y + %s;\n", u(n*ty))
-			fmt.Fprintf(b, "\t\t\tif (q < %s && ch < %s) {\n", u(P), u(MG))
-			fmt.Fprintf(b, "\t\t\t\tlet i = ob + (grp * %s + ch) * %s;\n", u(c.MG), u(ohw))
-			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), fmt.Sprintf("c%d_%d", m, n)), 4))
-			b.WriteString(codegen.Indent(stores(k, "i"), 4))
-			b.WriteString("\t\t\t}\n\t\t}\n")
+			epilogueAt(b, k, 3, fmt.Sprintf("q < %s && ch < %s", u(P), u(MG)), fmt.Sprintf("ob + (grp * %s + ch) * %s", u(c.MG), u(ohw)), fmt.Sprintf("c%d_%d", m, n))
+			b.WriteString("\t\t}\n")
 		}
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
+}
+
+// padGuards are the tests that a tap's input row ph and column pw lie in
+// x of convolution c, not in its padding, on the sides where some may
+// not (top, bottom, left, right).
+func padGuards(c ir.Conv2D, top, bottom, left, right bool) []string {
+	u := Lang.Uint
+	var g []string
+	if top {
+		g = append(g, "ph >= "+u(c.PT))
+	}
+	if bottom {
+		g = append(g, "ph < "+u(c.PT+c.H))
+	}
+	if left {
+		g = append(g, "pw >= "+u(c.PL))
+	}
+	if right {
+		g = append(g, "pw < "+u(c.PL+c.W))
+	}
+	return g
+}
+
+// guarded is statement st under the conditions guard, on one line.
+func guarded(guard []string, st string) string {
+	if len(guard) == 0 {
+		return st
+	}
+	return fmt.Sprintf("if (%s) { %s }", strings.Join(guard, " && "), st)
 }
 
 // epilogueLoopLines bounds an unrolled epilogue: a GEMM tile whose
@@ -365,27 +325,14 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 const epilogueLoopLines = 512
 
 // convEpilogueLoop renders the epilogue once, in a loop over the thread's
-// TM×TN outputs, their accumulators copied into a private array first:
-// the same operations on the same values in each output, so the same
-// bits as the unrolled epilogue.
-func convEpilogueLoop(b *strings.Builder, k *ir.Kernel, t ir.Tile, c ir.Conv2D, body []string) {
+// TM×TN outputs (epilogueLoop).
+func convEpilogueLoop(b *strings.Builder, k *ir.Kernel, t ir.Tile, c ir.Conv2D) {
 	u := Lang.Uint
 	P, MG, _ := c.GEMM()
 	ohw, tx, ty := c.OH*c.OW, t.BM/t.TM, t.BN/t.TN
-	fmt.Fprintf(b, "\tvar acc: array<f32, %d>;\n", t.TM*t.TN)
-	for m := 0; m < t.TM; m++ {
-		for n := 0; n < t.TN; n++ {
-			fmt.Fprintf(b, "\tacc[%d] = c%d_%d;\n", m*t.TN+n, m, n)
-		}
-	}
-	fmt.Fprintf(b, "\tfor (var r = 0u; r < %s; r++) {\n", u(t.TM*t.TN))
-	fmt.Fprintf(b, "\t\tlet q = p0 + lid.x + r / %s * %s;\n", u(t.TN), u(tx))
-	fmt.Fprintf(b, "\t\tlet ch = n0 + lid.y + r %% %s * %s;\n", u(t.TN), u(ty))
-	fmt.Fprintf(b, "\t\tif (q < %s && ch < %s) {\n", u(P), u(MG))
-	fmt.Fprintf(b, "\t\t\tlet i = q / %s * %s + q %% %s + (grp * %s + ch) * %s;\n", u(ohw), u(c.M*ohw), u(ohw), u(c.MG), u(ohw))
-	b.WriteString(codegen.Indent(body, 3))
-	b.WriteString(codegen.Indent(stores(k, "i"), 3))
-	b.WriteString("\t\t}\n\t}\n}\n")
+	epilogueLoop(b, k, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("c%d_%d", m, n) },
+		fmt.Sprintf("\t\tlet q = p0 + lid.x + r / %s * %s;\n\t\tlet ch = n0 + lid.y + r %% %s * %s;\n", u(t.TN), u(tx), u(t.TN), u(ty)),
+		fmt.Sprintf("q < %s && ch < %s", u(P), u(MG)), fmt.Sprintf("q / %s * %s + q %% %s + (grp * %s + ch) * %s", u(ohw), u(c.M*ohw), u(ohw), u(c.MG), u(ohw)))
 }
 
 // convWindow emits the window kernel of a depthwise convolution (CG = 1,
@@ -431,25 +378,8 @@ func convWindow(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 			in = "\t\t\t"
 		}
 		fmt.Fprintf(b, "%slet ph = oh0 * %s + e / %s;\n%slet pw = ow0 * %s + e %% %s;\n", in, u(c.SH), u(ww), in, u(c.SW), u(ww))
-		var guard []string
-		if top {
-			guard = append(guard, "ph >= "+u(c.PT))
-		}
-		if bottom {
-			guard = append(guard, "ph < "+u(c.PT+c.H))
-		}
-		if left {
-			guard = append(guard, "pw >= "+u(c.PL))
-		}
-		if right {
-			guard = append(guard, "pw < "+u(c.PL+c.W))
-		}
 		fmt.Fprintf(b, "%svar xv = 0.0;\n", in)
-		load := fmt.Sprintf("xv = in0[%s];", xIdx)
-		if len(guard) > 0 {
-			load = fmt.Sprintf("if (%s) { %s }", strings.Join(guard, " && "), load)
-		}
-		fmt.Fprintf(b, "%s%s\n%sXw[e] = xv;\n", in, load, in)
+		fmt.Fprintf(b, "%s%s\n%sXw[e] = xv;\n", in, guarded(padGuards(c, top, bottom, left, right), fmt.Sprintf("xv = in0[%s];", xIdx)), in)
 		if (j+1)*threads > wh*ww {
 			b.WriteString("\t\t}\n")
 		}

@@ -47,18 +47,27 @@ func tileEpilogue(b *strings.Builder, k *ir.Kernel, tm, tn int, acc func(m, n in
 	if tm*tn <= 1 || tm*tn*inlinedLines(body, codegen.Funcs(Lang, k)) <= epilogueLoopLines {
 		return false
 	}
+	epilogueLoop(b, k, tm, tn, acc, fmt.Sprintf("\t\tlet rm = r / %du;\n\t\tlet rn = r %% %du;\n\t\tlet row = %s;\n\t\tlet col = %s;\n", tn, tn, row, col),
+		guard, oc+"row * N + col")
+	return true
+}
+
+// epilogueLoop writes a GEMM tile's epilogue once, in a loop over the
+// thread's tm×tn outputs, r = m·tn + n, their accumulators acc(m, n)
+// copied into a private array first: the same operations on the same
+// values in each output, so the same bits as the unrolled epilogue. lets
+// place output r (at depth 2); guard and index are epilogueAt's. It ends
+// the kernel's function.
+func epilogueLoop(b *strings.Builder, k *ir.Kernel, tm, tn int, acc func(m, n int) string, lets, guard, index string) {
 	fmt.Fprintf(b, "\tvar acc: array<f32, %d>;\n", tm*tn)
 	for m := range tm {
 		for n := range tn {
 			fmt.Fprintf(b, "\tacc[%d] = %s;\n", m*tn+n, acc(m, n))
 		}
 	}
-	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n", tm*tn)
-	fmt.Fprintf(b, "\t\tlet rm = r / %du;\n\t\tlet rn = r %% %du;\n", tn, tn)
-	fmt.Fprintf(b, "\t\tlet row = %s;\n\t\tlet col = %s;\n", row, col)
-	epilogueAt(b, k, 2, guard, oc+"row * N + col", "acc[r]")
+	fmt.Fprintf(b, "\tfor (var r = 0u; r < %du; r++) {\n%s", tm*tn, lets)
+	epilogueAt(b, k, 2, guard, index, "acc[r]")
 	b.WriteString("\t}\n}\n")
-	return true
 }
 
 // inlinedLines counts the lines of body with each call of a function that

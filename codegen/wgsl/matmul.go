@@ -65,6 +65,26 @@ func epilogueAt(b *strings.Builder, k *ir.Kernel, tabs int, guard, index, acc st
 	}
 }
 
+// kStep writes one k-step's block at indent: the lets a0, a1, ... of
+// the workgroup reads as and b0, b1, ... of bs, then each accumulator
+// c{m}_{n} (m < tm, n < tn) adds its product prod(m, n), rounded on its
+// own unless fast (product): a GEMM's products in ascending k.
+func kStep(b *strings.Builder, indent string, as, bs []string, tm, tn int, prod func(m, n int) string, fast bool) {
+	fmt.Fprintf(b, "%s{\n", indent)
+	for i, a := range as {
+		fmt.Fprintf(b, "%s\tlet a%d = %s;\n", indent, i, a)
+	}
+	for j, x := range bs {
+		fmt.Fprintf(b, "%s\tlet b%d = %s;\n", indent, j, x)
+	}
+	for m := range tm {
+		for n := range tn {
+			fmt.Fprintf(b, "%s\tc%d_%d = c%d_%d + %s;\n", indent, m, n, m, n, product(prod(m, n), fast))
+		}
+	}
+	fmt.Fprintf(b, "%s}\n", indent)
+}
+
 // gemmLoop is the k loop of a GEMM kernel whose k-tiles are fetched into
 // registers one ahead of the k-tile being multiplied (the vec4 matmul's
 // and the conv GEMM's): the next k-tile's global-memory latency hides
@@ -282,19 +302,14 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			func(kk, x string) string { return "in1[" + bIdx("kt + "+kk, "col0 + "+x) + "]" })
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		for kk := 0; kk < steps; kk++ {
-			b.WriteString("\t\t{\n")
-			for m := 0; m < t.TM; m++ {
-				fmt.Fprintf(b, "\t\t\tlet a%d = As[%du + lid.y];\n", m, kk*pa+m*ty)
+			as, bs := make([]string, t.TM), make([]string, t.TN)
+			for m := range as {
+				as[m] = fmt.Sprintf("As[%du + lid.y]", kk*pa+m*ty)
 			}
-			for n := 0; n < t.TN; n++ {
-				fmt.Fprintf(b, "\t\t\tlet b%d = Bs[%du + lid.x];\n", n, kk*pb+n*tx)
+			for n := range bs {
+				bs[n] = fmt.Sprintf("Bs[%du + lid.x]", kk*pb+n*tx)
 			}
-			for m := 0; m < t.TM; m++ {
-				for n := 0; n < t.TN; n++ {
-					fmt.Fprintf(b, "\t\t\tc%d_%d = c%d_%d + %s;\n", m, n, m, n, product(fmt.Sprintf("a%d * b%d", m, n), fast))
-				}
-			}
-			b.WriteString("\t\t}\n")
+			kStep(b, "\t\t", as, bs, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("a%d * b%d", m, n) }, fast)
 		}
 		if !last {
 			b.WriteString("\t\tworkgroupBarrier();\n")

@@ -126,27 +126,22 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	lanes := "xyzw"
 	loop.multiply = func(indent, stage string, steps int) {
 		for kk := 0; kk < steps; kk++ {
-			fmt.Fprintf(b, "%s{\n", indent)
-			for r := 0; r < t.TM/4; r++ {
+			as, bs := make([]string, t.TM/4), make([]string, t.TN/4)
+			for r := range as {
 				if stages == 0 {
-					fmt.Fprintf(b, "%s\tlet a%d = As[%du + lid.y * %du];\n", indent, r, kk*am+r, t.TM/4)
+					as[r] = fmt.Sprintf("As[%du + lid.y * %du]", kk*am+r, t.TM/4)
 				} else {
-					fmt.Fprintf(b, "%s\tlet a%d = As[%s][%d][%s + %du];\n", indent, r, stage, kk, ly, r*ty)
+					as[r] = fmt.Sprintf("As[%s][%d][%s + %du]", stage, kk, ly, r*ty)
 				}
 			}
-			for c := 0; c < t.TN/4; c++ {
+			for c := range bs {
 				if stages == 0 {
-					fmt.Fprintf(b, "%s\tlet b%d = Bs[%du + lid.x * %du];\n", indent, c, kk*bn+c, t.TN/4)
+					bs[c] = fmt.Sprintf("Bs[%du + lid.x * %du]", kk*bn+c, t.TN/4)
 				} else {
-					fmt.Fprintf(b, "%s\tlet b%d = Bs[%s][%d][%s + %du];\n", indent, c, stage, kk, lx, c*tx)
+					bs[c] = fmt.Sprintf("Bs[%s][%d][%s + %du]", stage, kk, lx, c*tx)
 				}
 			}
-			for r := 0; r < t.TM; r++ {
-				for c := 0; c < t.TN/4; c++ {
-					fmt.Fprintf(b, "%s\tc%d_%d = c%d_%d + %s;\n", indent, r, c, r, c, product(fmt.Sprintf("a%d.%c * b%d", r/4, lanes[r%4], c), fast))
-				}
-			}
-			fmt.Fprintf(b, "%s}\n", indent)
+			kStep(b, indent, as, bs, t.TM, t.TN/4, func(r, c int) string { return fmt.Sprintf("a%d.%c * b%d", r/4, lanes[r%4], c) }, fast)
 		}
 	}
 	loop.emit(b)

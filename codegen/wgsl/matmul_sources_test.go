@@ -110,13 +110,8 @@ func (c matmulSourceCase) graph() (*ir.Graph, error) {
 // the matmul generators that changes no kernel changes no line (run with
 // -update to rewrite it, -matmul-sources DIR to see the text).
 func TestMatmulSources(t *testing.T) {
-	if *matmulSources != "" {
-		if err := os.MkdirAll(*matmulSources, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	defer func(on bool) { wgsl.MatmulEpilogueLoop = on }(wgsl.MatmulEpilogueLoop)
-	var got strings.Builder
+	s := newSources(t)
 	for _, name := range matmulSourceTiles {
 		tile, err := passes.ParseTile(name)
 		if err != nil {
@@ -124,53 +119,72 @@ func TestMatmulSources(t *testing.T) {
 		}
 		for _, c := range matmulSourceCases(tile) {
 			g, err := c.graph()
-			if err != nil {
-				t.Fatalf("%s %s: %v", name, c.name, err)
-			}
-			// Limits no tile here passes, so that every tile is taken as named.
-			p, _, err := passes.Compile(g, passes.Options{MaxInvocations: 1024, MaxWorkgroupStorage: 65536, Tile: &tile})
-			if err != nil {
-				t.Fatalf("%s %s: %v", name, c.name, err)
-			}
 			wgsl.MatmulEpilogueLoop = c.epilogue == "gelu-loop"
-			for _, fast := range []bool{false, true} {
-				shaders, err := wgsl.Target{Fast: fast}.Emit(p)
-				if err != nil {
-					t.Fatalf("%s %s: %v", name, c.name, err)
-				}
-				src, taken := "", ""
-				for i, k := range p.Program().Kernels {
-					if k.Kind == ir.KernelMatmul {
-						src, taken = shaders[i].Source, passes.TileString(k.Tile)
-					}
-				}
-				if src == "" {
-					t.Fatalf("%s %s: no matmul kernel", name, c.name)
-				}
-				record(t, &got, name+" "+c.name, fast, taken, src)
-			}
+			s.add(name+" "+c.name, g, err, &tile, ir.KernelMatmul)
 		}
 	}
-	checkSources(t, filepath.Join("testdata", "matmul_sources.txt"), got.String())
+	s.check(filepath.Join("testdata", "matmul_sources.txt"))
 }
 
-// record adds kernel src's line (what, its mode, the tile taken, its
-// SHA-256) to got, and writes src into the -matmul-sources folder.
-func record(t *testing.T, got *strings.Builder, what string, fast bool, taken, src string) {
-	t.Helper()
-	mode := map[bool]string{false: "exact", true: "fast"}[fast]
-	fmt.Fprintf(got, "%s %s %s %x\n", what, mode, taken, sha256.Sum256([]byte(src)))
+// sources collects the lines of TestMatmulSources and TestConvSources.
+type sources struct {
+	t   *testing.T
+	got strings.Builder
+}
+
+func newSources(t *testing.T) *sources {
 	if *matmulSources != "" {
-		file := strings.NewReplacer("/", "_", " ", "-").Replace(what) + "-" + mode + ".wgsl"
-		if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
+		if err := os.MkdirAll(*matmulSources, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return &sources{t: t}
 }
 
-// checkSources compares the lines got with the file at path (or writes
-// them there with -update).
-func checkSources(t *testing.T, path, got string) {
+// add compiles g (built with error err) under tile (nil: the rule's),
+// with limits that no tile here passes, so that every tile is taken as
+// named, and records its kernel of kind, exact and fast, as what: a line
+// of what, the mode, the tile taken and the source's SHA-256, and the
+// source in the -matmul-sources folder.
+func (s *sources) add(what string, g *ir.Graph, err error, tile *ir.Tile, kind ir.KernelKind) {
+	t := s.t
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{MaxInvocations: 1024, MaxWorkgroupStorage: 65536, Tile: tile})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	for _, fast := range []bool{false, true} {
+		shaders, err := wgsl.Target{Fast: fast}.Emit(p)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		src, taken := "", ""
+		for i, k := range p.Program().Kernels {
+			if k.Kind == kind {
+				src, taken = shaders[i].Source, passes.TileString(k.Tile)
+			}
+		}
+		if src == "" {
+			t.Fatalf("%s: no %v kernel", what, kind)
+		}
+		mode := map[bool]string{false: "exact", true: "fast"}[fast]
+		fmt.Fprintf(&s.got, "%s %s %s %x\n", what, mode, taken, sha256.Sum256([]byte(src)))
+		if *matmulSources != "" {
+			file := strings.NewReplacer("/", "_", " ", "-").Replace(what) + "-" + mode + ".wgsl"
+			if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// check compares the lines with the file at path (or writes them there
+// with -update).
+func (s *sources) check(path string) {
+	t, got := s.t, s.got.String()
 	t.Helper()
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -208,6 +222,7 @@ var convSourceTiles = []string{
 	"8x8/1x1k8", "128x64/8x8k8", "64x64/8x8k8", "64x64/4x4k16", "32x64/4x8k8", "32x32/2x2k16",
 	"16x32/1x2k16", "32x16/2x1k16", "16x16/1x1k16", "64x24/8x8k8",
 	"8x8/1x1k8s2", "128x64/8x8k8s2", "64x64/8x8k8s2", "64x64/4x4k16s2", "32x64/4x8k8s2", "16x16/1x1k16s2", "64x24/8x8k8s2",
+	"rule", // no tile forced: the depthwise cases take the window kernel (passes' windowTile)
 }
 
 // convSourceCase is one convolution y = epilogue(conv(x, w)) that
@@ -231,6 +246,11 @@ var convSourceCases = []convSourceCase{
 	{name: "3x3p1-relu", x: ir.Shape{2, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "relu"},
 	{name: "3x3p1-long", x: ir.Shape{2, 8, 10, 10}, w: ir.Shape{16, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "long"},
 	{name: "3x3p1-add-x", x: ir.Shape{1, 8, 10, 10}, w: ir.Shape{8, 8, 3, 3}, attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "add-x"},
+	// depthwise: the window kernel under the rule
+	{name: "dw3x3p1", x: ir.Shape{2, 8, 20, 20}, w: ir.Shape{8, 1, 3, 3}, attrs: map[string][]int{"group": {8}, "pads": {1, 1, 1, 1}}},
+	{name: "dw3x3s2-relu", x: ir.Shape{1, 8, 21, 19}, w: ir.Shape{8, 1, 3, 3}, attrs: map[string][]int{"group": {8}, "pads": {0, 1, 1, 0}, "strides": {2, 2}}, epilogue: "relu"},
+	{name: "dw5x5d2-long", x: ir.Shape{1, 4, 70, 9}, w: ir.Shape{8, 1, 5, 5}, attrs: map[string][]int{"group": {4}, "pads": {4, 4, 4, 4}, "dilations": {2, 2}}, epilogue: "long"},
+	{name: "dw3x3-nopad", x: ir.Shape{1, 4, 16, 16}, w: ir.Shape{4, 1, 3, 3}, attrs: map[string][]int{"group": {4}}},
 }
 
 // graph builds c's graph.
@@ -261,43 +281,20 @@ func (c convSourceCase) graph() (*ir.Graph, error) {
 // WGSL for every tile of convSourceTiles and case of convSourceCases,
 // exact and fast, in testdata/conv_sources.txt.
 func TestConvSources(t *testing.T) {
-	if *matmulSources != "" {
-		if err := os.MkdirAll(*matmulSources, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got strings.Builder
+	s := newSources(t)
 	for _, name := range convSourceTiles {
-		tile, err := passes.ParseTile(name)
-		if err != nil {
-			t.Fatal(err)
+		var tile *ir.Tile
+		if name != "rule" {
+			t1, err := passes.ParseTile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tile = &t1
 		}
 		for _, c := range convSourceCases {
 			g, err := c.graph()
-			if err != nil {
-				t.Fatalf("%s %s: %v", name, c.name, err)
-			}
-			p, _, err := passes.Compile(g, passes.Options{MaxInvocations: 1024, MaxWorkgroupStorage: 65536, Tile: &tile})
-			if err != nil {
-				t.Fatalf("%s %s: %v", name, c.name, err)
-			}
-			for _, fast := range []bool{false, true} {
-				shaders, err := wgsl.Target{Fast: fast}.Emit(p)
-				if err != nil {
-					t.Fatalf("%s %s: %v", name, c.name, err)
-				}
-				src, taken := "", ""
-				for i, k := range p.Program().Kernels {
-					if k.Kind == ir.KernelConv {
-						src, taken = shaders[i].Source, passes.TileString(k.Tile)
-					}
-				}
-				if src == "" {
-					t.Fatalf("%s %s: no conv kernel", name, c.name)
-				}
-				record(t, &got, "conv "+name+" "+c.name, fast, taken, src)
-			}
+			s.add("conv "+name+" "+c.name, g, err, tile, ir.KernelConv)
 		}
 	}
-	checkSources(t, filepath.Join("testdata", "conv_sources.txt"), got.String())
+	s.check(filepath.Join("testdata", "conv_sources.txt"))
 }
