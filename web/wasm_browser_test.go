@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpucc/gpucc/internal/chromium"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/wasm"
 )
 
 // TestWasmPage runs the wasm backend in the page: the command line's C
@@ -52,6 +54,17 @@ func wasmPageModels(short bool) []realPageModel {
 // only; anything else is refused with a status and a message, never
 // compiled.
 func TestServeBuildRefuses(t *testing.T) {
+	// A request of nested kernel parts, 16 levels more than a program
+	// has, as gob encodes it: refused before the decoder sees it (a
+	// deeper one ended the server, runtime/wasm's TestServeBuildHostile).
+	part := ir.Kernel{}
+	for range 16 {
+		part = ir.Kernel{Parts: []ir.Kernel{part}}
+	}
+	nested, err := wasm.BuildRequest{Program: &ir.Program{Kernels: []ir.Kernel{part}}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(handler(t))
 	defer srv.Close()
 	for _, tt := range []struct {
@@ -61,6 +74,8 @@ func TestServeBuildRefuses(t *testing.T) {
 		{http.MethodGet, "", http.StatusMethodNotAllowed},
 		{http.MethodPost, "int main() { return 0; }", http.StatusBadRequest},
 		{http.MethodPost, "", http.StatusBadRequest},
+		{http.MethodPost, strings.Repeat("\x00", wasm.MaxBuildRequest+1), http.StatusRequestEntityTooLarge},
+		{http.MethodPost, string(nested), http.StatusBadRequest},
 	} {
 		req, _ := http.NewRequest(tt.method, srv.URL+"/"+wasmBuildPath, strings.NewReader(tt.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -69,7 +84,7 @@ func TestServeBuildRefuses(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tt.status {
-			t.Errorf("%s %q: %d, want %d", tt.method, tt.body, resp.StatusCode, tt.status)
+			t.Errorf("%s %q: %d, want %d", tt.method, tt.body[:min(len(tt.body), 24)], resp.StatusCode, tt.status)
 		}
 	}
 }

@@ -169,7 +169,8 @@ var builds = make(chan struct{}, 1)
 // runtime/wasm BuildRequest (a program or a typed graph, never C), get
 // the module this machine's Clang builds of the C generated here
 // (wasm.ServeBuild). A request that does not decode or validate is 400;
-// no toolchain here, 503; the message says which.
+// one over wasm.MaxBuildRequest, 413; no toolchain here, 503; the message
+// says which.
 func serveBuild(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -182,10 +183,14 @@ func serveBuild(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	b, err := wasm.ServeBuild(r.Context(), http.MaxBytesReader(w, r.Body, wasm.MaxBuildRequest), modellimits.Caps(wasm.MaxBuildRequest))
+	// One byte over the bound reaches ServeBuild, which answers it
+	// limit_exceeded (413), where the reader's own error was a 400.
+	b, err := wasm.ServeBuild(r.Context(), http.MaxBytesReader(w, r.Body, wasm.MaxBuildRequest+1), modellimits.Caps(wasm.MaxBuildRequest))
 	if err != nil {
 		status := http.StatusBadRequest
 		switch {
+		case errors.Is(err, ir.ErrLimitExceeded):
+			status = http.StatusRequestEntityTooLarge
 		case errors.Is(err, ir.ErrBackendUnavailable):
 			status = http.StatusServiceUnavailable
 		case errors.Is(err, ir.ErrInternal):

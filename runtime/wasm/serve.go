@@ -6,8 +6,10 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/gpucc/gpucc/codegen/c"
+	"github.com/gpucc/gpucc/internal/gobcheck"
 	"github.com/gpucc/gpucc/internal/negzero"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/internal/cbuild"
@@ -55,15 +57,53 @@ type BuildResponse struct {
 // data is its structure and its kernels' constants).
 const MaxBuildRequest = 64 << 20
 
+// MaxBuildDecodedPerByte bounds what decoding a BuildRequest allocates,
+// per byte of its encoding (plus a MiB): the suite's programs and typed
+// graphs take 5 at most, the type definitions included. So a build holds
+// its request and at most 8 times as much again, 576 MiB at
+// MaxBuildRequest.
+const MaxBuildDecodedPerByte = 8
+
+// decodeBuildRequest reads and decodes a BuildRequest from a sender that
+// is not trusted: gobcheck holds its types to BuildRequest's, its nesting
+// and what decoding it allocates before encoding/gob reads it. Without
+// that, a request of 10 MB nesting a kernel's Parts 2^21 deep (4 bytes a
+// level) passed the decoder's goroutine's 1 GB stack, a fatal error that
+// ended the server, and one of N empty kernels (1 byte each) allocated 368
+// bytes each.
+func decodeBuildRequest(r io.Reader) (BuildRequest, error) {
+	var req BuildRequest
+	b, err := io.ReadAll(io.LimitReader(r, MaxBuildRequest+1))
+	if err != nil {
+		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading the wasm build request: %v", err)
+	}
+	if len(b) > MaxBuildRequest {
+		return req, ir.LimitErrorf("MaxGraphBytes", -1, "", "the wasm build request exceeds %d bytes", MaxBuildRequest)
+	}
+	lim := gobcheck.Limits{MaxDepth: buildRequestDepth, MaxBytes: MaxBuildDecodedPerByte*int64(len(b)) + 1<<20}
+	if _, err := gobcheck.Check(b, lim, reflect.TypeFor[BuildRequest]()); err != nil {
+		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request is refused before decoding: %v", err)
+	}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&req); err != nil {
+		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request does not decode: %v", err)
+	}
+	return req, nil
+}
+
+// buildRequestDepth is how deep a BuildRequest's values may nest: a
+// request, its program, kernels, a kernel, its parts, a part, its body, an
+// instruction and its arguments are 9 levels (a part has no parts).
+const buildRequestDepth = 12
+
 // ServeBuild answers an encoded BuildRequest (gob) with an encoded
 // BuildResponse: invalid_graph for a request that does not decode or whose
 // program or graph does not validate (a typed graph under limits), the
 // C generator's own error for what it cannot emit, backend_unavailable
 // where this machine has no toolchain.
 func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, error) {
-	var req BuildRequest
-	if err := gob.NewDecoder(io.LimitReader(r, MaxBuildRequest)).Decode(&req); err != nil {
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request does not decode: %v", err)
+	req, err := decodeBuildRequest(r)
+	if err != nil {
+		return nil, err
 	}
 	for _, path := range req.NegZeros { // a Program's paths, or -1 and a Graph's
 		var of any = req.Program
