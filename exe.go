@@ -42,6 +42,16 @@ type Executable struct {
 	// are the graph's intermediates, which the host's finiteness policy
 	// does not check (the split graph checks its own edges).
 	segment bool
+	// call is the backend call that RunWith reuses from run to run (runs
+	// are serialised by rt.mu, and no backend keeps a Run's call once it
+	// returns; a Launch's pending run keeps its own), cleared after each
+	// run so that it holds no caller's slice; outShapes are the outputs'
+	// shapes that kept tensors share (a DeviceTensor never writes its
+	// shape, and Shape returns a copy). A warm resident run then
+	// allocates what it returns and nothing else (TestRunAllocs).
+	call      *backend.Call
+	kept      []*DeviceTensor // RunWith's run's kept tensors' memory, reused likewise
+	outShapes []ir.Shape
 }
 
 // Plan returns the sealed plan the executable runs (nil for a typed
@@ -270,15 +280,43 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 	if e.typed != nil {
 		return e.runTyped(ctx, in, opts, start)
 	}
-	r, err := e.begin(ctx, in, opts)
-	if err != nil {
+	r := run{kept: e.kept[:0]}
+	if err := e.begin(ctx, in, opts, &r, e.reuseCall()); err != nil {
 		return nil, err
 	}
+	defer e.endRun(&r)
 	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.runBackend(ctx, r.call, opts.NoWait) }); err != nil {
-		return nil, e.failed(r, err)
+		return nil, e.failed(&r, err)
 	}
 	r.adopt()
 	return r.finish(ctx, start)
+}
+
+// reuseCall returns e.call, made on first use; rt.mu held. begin
+// fills it.
+func (e *Executable) reuseCall() *backend.Call {
+	if e.call == nil && e.plan != nil {
+		p := e.plan.Program
+		e.call = &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	}
+	return e.call
+}
+
+// endRun clears what RunWith's run r put in e.call and e.kept, for the
+// next run.
+func (e *Executable) endRun(r *run) {
+	clearCall(r.call)
+	clear(r.kept)
+	e.kept = r.kept[:0]
+}
+
+// clearCall drops what a run put in call (the caller's slices, the
+// backend's buffers, the stats), for the next run.
+func clearCall(call *backend.Call) {
+	clear(call.Args)
+	clear(call.Dests)
+	*call.Stats = backend.Stats{}
+	call.NonFinite = false
 }
 
 // queuer is a backend executable that can queue a run whose outputs all
@@ -305,24 +343,31 @@ type run struct {
 	kept   []*DeviceTensor
 }
 
-// begin checks in and opts and makes the backend's call; rt.mu held.
-func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*run, error) {
+// begin checks in and opts and fills r with the backend's call: call, a
+// cleared one to reuse (reuseCall), or nil for a new one; rt.mu held.
+func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions, r *run, call *backend.Call) error {
 	rt := e.rt
 	if rt.dead() {
-		return nil, rt.errClosed()
+		return rt.errClosed()
 	}
 	if e.typed != nil || e.split != nil {
-		return nil, ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith")
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "launch: a typed graph's executable runs with Run and RunWith")
 	}
 	if e.exe == nil {
-		return nil, ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
+		return ir.Errorf(ir.CodeInvalidInput, -1, "", "run: the executable was released")
 	}
 	p := e.plan.Program
-	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{},
-		NonFinite: rt.opts.Limits.NonFinite || e.segment}
+	if call == nil {
+		call = &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: &backend.Stats{}}
+	}
+	call.NonFinite = rt.opts.Limits.NonFinite || e.segment
+	fail := func(err error) error {
+		clearCall(call)
+		return err
+	}
 	need, err := e.args(ctx, rt, in, call)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	res := &Result{Backend: rt.info.Name, Adapter: &rt.info.Adapter, Kernels: len(p.Kernels),
 		FallbackAttempts: slices.Clone(rt.attempts), Outputs: map[string]Tensor{}}
@@ -331,12 +376,13 @@ func (e *Executable) begin(ctx context.Context, in Inputs, opts RunOptions) (*ru
 	}
 	copied, n, err := e.dests(opts, call.Dests, res)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := rt.reserve(need + n); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	return &run{e: e, call: call, res: res, copied: copied}, nil
+	r.e, r.call, r.res, r.copied = e, call, res, copied
+	return nil
 }
 
 // failed is the error of a backend's failed run, which released its kept
@@ -367,13 +413,26 @@ func (e *Executable) backendErr(err error) error {
 // adopt makes every kept buffer a tensor, so that an error later leaves
 // none unowned; rt.mu held.
 func (r *run) adopt() {
-	for i, o := range r.e.plan.Program.Outputs {
+	for i := range r.e.plan.Program.Outputs {
 		if d := r.call.Dests[i]; d.Buf != nil {
-			t := r.e.rt.adoptLocked(d.Buf, slices.Clone(o.Shape))
+			o := r.e.plan.Program.Outputs[i]
+			t := r.e.rt.adoptLocked(d.Buf, r.e.outShape(i))
 			r.res.Kept[o.Name] = t
 			r.kept = append(r.kept, t)
 		}
 	}
+}
+
+// outShape is output i's shape, one copy of the plan's for every tensor
+// kept of it.
+func (e *Executable) outShape(i int) ir.Shape {
+	if e.outShapes == nil {
+		e.outShapes = make([]ir.Shape, len(e.plan.Program.Outputs))
+		for k, o := range e.plan.Program.Outputs {
+			e.outShapes[k] = slices.Clone(o.Shape)
+		}
+	}
+	return e.outShapes[i]
 }
 
 // finish checks the host outputs, keeps the copied ones and fills the
@@ -458,7 +517,7 @@ func (e *Executable) args(ctx context.Context, rt *Runtime, in Inputs, call *bac
 				need += 4 * int64(len(v.Data))
 			}
 		case *DeviceTensor:
-			if err := v.checkLocked(rt, "input "+pi.Name); err != nil {
+			if err := v.checkNamedLocked(rt, "input ", pi.Name); err != nil { // no string made unless it fails
 				return 0, err
 			}
 			if !v.shape.Equal(pi.Shape) {
@@ -566,6 +625,12 @@ func (e *Executable) dests(opts RunOptions, dests []backend.Dest, res *Result) (
 	}
 	held := map[int]bool{}
 	for i, o := range p.Outputs {
+		if keep[o.Name] && o.Buffer >= 0 && !p.Buffers[o.Buffer].Input && !held[o.Buffer] {
+			held[o.Buffer] = true
+			dests[i].Keep = true
+			res.Kept[o.Name] = nil
+			continue
+		}
 		out := Tensor{Shape: slices.Clone(o.Shape)}
 		switch {
 		case o.Buffer < 0:
@@ -580,11 +645,6 @@ func (e *Executable) dests(opts RunOptions, dests []backend.Dest, res *Result) (
 				copied[o.Name] = out.Data
 				n += 4 * int64(len(out.Data))
 			}
-		case keep[o.Name] && !p.Buffers[o.Buffer].Input && !held[o.Buffer]:
-			held[o.Buffer] = true
-			dests[i].Keep = true
-			res.Kept[o.Name] = nil
-			continue
 		default:
 			out.Data = opts.Into[o.Name]
 			if out.Data == nil {

@@ -38,8 +38,8 @@ func (e *Executable) Launch(ctx context.Context, in Inputs, opts RunOptions) (*P
 	rt := e.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	r, err := e.begin(ctx, in, opts)
-	if err != nil {
+	r := &run{} // the Pending keeps it, and the backend its call: not the executable's own (reuseCall)
+	if err := e.begin(ctx, in, opts, r, nil); err != nil {
 		return nil, err
 	}
 	l, ok := e.exe.(backend.Launcher)

@@ -214,19 +214,26 @@ func (rt *Runtime) adoptLocked(buf backend.Buffer, shape ir.Shape) *DeviceTensor
 // checkLocked returns an invalid_tensor error unless t is live on rt;
 // rt.mu held.
 func (t *DeviceTensor) checkLocked(rt *Runtime, use string) error {
+	return t.checkNamedLocked(rt, use, "")
+}
+
+// checkNamedLocked is checkLocked for the use named use+name, a string
+// made only for an error (a run checks each resident input: "input "+name
+// was built three times a run of relu(a*b+c)).
+func (t *DeviceTensor) checkNamedLocked(rt *Runtime, use, name string) error {
 	switch {
 	case t == nil:
-		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: nil device tensor", use)
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s%s: nil device tensor", use, name)
 	case t.rt != rt:
-		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor belongs to another runtime", use)
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s%s: the device tensor belongs to another runtime", use, name)
 	case rt.dev == nil:
-		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor's runtime is closed", use)
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s%s: the device tensor's runtime is closed", use, name)
 	case rt.dead():
 		return rt.errClosed()
 	case t.buf == nil && t.donated:
-		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was donated to a run (RunOptions.Donate) and released", use)
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s%s: the device tensor was donated to a run (RunOptions.Donate) and released", use, name)
 	case t.buf == nil:
-		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s: the device tensor was released", use)
+		return ir.Errorf(ir.CodeInvalidTensor, -1, "", "%s%s: the device tensor was released", use, name)
 	}
 	return nil
 }

@@ -89,11 +89,16 @@ func (d *Device) unmap(buf *wgpu.Buffer) error {
 	return d.unmapBuffer(buf) // record.go: the scope's outcome in C memory
 }
 
-// startMap maps buf (see asyncMap).
+// startMap maps buf (see asyncMap), in the outcome memory of a done map
+// where the device keeps one (newMap).
 func (d *Device) startMap(buf *wgpu.Buffer, mode wgpu.MapMode, offset, n uint64) (*asyncMap, error) {
 	d.n.Maps++
 	d.n.Scopes++
-	return startMap(buf, mode, offset, n)
+	m := d.newMap()
+	if err := m.start(buf, mode, offset, n); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // poll polls the device once without blocking and reports whether its

@@ -37,9 +37,10 @@ type Device struct {
 	byID       map[uint64]map[string]struct{} // the keys of bindGroups naming each pipeline or buffer id
 	spare      []spareBuf                     // staging buffers for SubmitReads, idle
 
-	recorder        // recordSubmit's memory (record.go)
-	queued   int    // submissions left queued since the queue was last idle (maxQueued)
-	stages   stages // staging buffers kept mapped for mid-sized uploads, and their pending copies (stage.go)
+	recorder          // recordSubmit's memory (record.go)
+	runScratch        // a run's maps, copies and timestamps' place, reused (dispatch.go)
+	queued     int    // submissions left queued since the queue was last idle (maxQueued)
+	stages     stages // staging buffers kept mapped for mid-sized uploads, and their pending copies (stage.go)
 
 	// n counts the calls made to wgpu (calls.go), for tests that pin
 	// what a run asks of it.
@@ -212,6 +213,7 @@ func (d *Device) Close() {
 	}
 	d.spare = nil
 	d.releaseStages()
+	d.freeMaps()
 	d.recorder.free()
 	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {

@@ -18,6 +18,20 @@ type Dispatch struct {
 	Groups   [3]uint32
 }
 
+// runScratch is the memory a run's host path reuses from one run to the
+// next, so that a warm run allocates nothing in Go (TestRunAllocs); d.mu
+// is held while a run uses it.
+type runScratch struct {
+	maps      [2]*mapping // recordAt's maps, the run's own timestamps' last
+	tsMap     mapping     // the map of the run's own timestamps (tsRead)
+	tsAt      tsPlace     // where the run's timestamps resolve
+	readMap   mapping     // runReads' map of the read staging buffer
+	copies    []copyOp    // runReads' copies into staging
+	issued    []*asyncMap // awaitMaps' maps asked for
+	spareMaps []*asyncMap // done maps, their C memory kept for the next (mapasync.go)
+	bgKey     []byte      // bindGroup's cache key: the pipeline's id, then the buffers'
+}
+
 // evict drops cached bind groups that reference id; d.mu must be held.
 // The index byID finds them without a walk over the whole cache (which
 // cost ~40 µs a release with 4000 bind groups cached).
@@ -92,11 +106,11 @@ func (d *Device) validate(op string, i int, ds *Dispatch) error {
 
 // bindGroup returns the (cached) bind group for ds; d.mu must be held.
 func (d *Device) bindGroup(ds *Dispatch) (*wgpu.BindGroup, error) {
-	key := make([]byte, 0, 8*(1+len(ds.Buffers)))
-	key = binary.LittleEndian.AppendUint64(key, ds.Pipeline.id)
+	key := binary.LittleEndian.AppendUint64(d.bgKey[:0], ds.Pipeline.id)
 	for _, b := range ds.Buffers {
 		key = binary.LittleEndian.AppendUint64(key, b.id)
 	}
+	d.bgKey = key
 	if e, ok := d.bindGroups[string(key)]; ok {
 		return e.bg, nil
 	}
@@ -205,6 +219,13 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 	if err := d.check(op); err != nil {
 		return rt, err
 	}
+	rt, err := d.runReadsLocked(op, ds, rs, timed)
+	return rt, err
+}
+
+// runReadsLocked is runReads with d.mu held.
+func (d *Device) runReadsLocked(op string, ds []Dispatch, rs []ReadBack, timed bool) (RunTimes, error) {
+	var rt RunTimes
 	var total uint64
 	for i := range rs {
 		r := &rs[i]
@@ -225,23 +246,24 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 			return rt, err
 		}
 		t := time.Now()
-		defer func() { rt.Copy = time.Since(t) }()
 		for i := range rs {
 			if len(rs[i].Out) == 0 {
 				continue
 			}
 			if rs[i].Bad, err = d.readCheckedLocked(op, rs[i].Buf, f32Bytes(rs[i].Out), rs[i].Check); err != nil || rs[i].Bad >= 0 {
-				return rt, err
+				break
 			}
 		}
-		return rt, nil
+		rt.Copy = time.Since(t)
+		return rt, err
 	}
 	// The timestamps are resolved into the staging buffer after the
 	// outputs, where they fit its chunk: one map reads both (until
 	// 2026-12-05 the timestamps took a map and an unmap of their own).
 	need, at := total, (*tsPlace)(nil)
 	if off := roundUp(total, 256); timed && d.tsOK && off+16 <= d.readChunk() {
-		need, at = off+16, &tsPlace{off: off}
+		need, at = off+16, &d.tsAt
+		d.tsAt = tsPlace{off: off}
 	}
 	if err := d.ensureReadRing(need); err != nil {
 		return rt, errorf(op, "%w", err)
@@ -250,7 +272,9 @@ func (d *Device) runReads(op string, ds []Dispatch, rs []ReadBack, timed bool) (
 	if at != nil {
 		at.buf = s
 	}
-	ns, ok, err := d.recordAt(op, ds, timed, stagingCopies(rs, s), true, at, &mapping{buf: s, mode: wgpu.MapModeRead, n: need})
+	d.copies = stagingCopies(d.copies[:0], rs, s)
+	d.readMap = mapping{buf: s, mode: wgpu.MapModeRead, n: need}
+	ns, ok, err := d.recordAt(op, ds, timed, d.copies, true, at, &d.readMap)
 	rt.GPU, rt.GPUTimed = time.Duration(ns), ok
 	if err != nil {
 		return rt, err
@@ -351,8 +375,10 @@ func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp,
 	again := recurring && d.next.matches(ds, timed, d.tsPass, d.tsDirect)
 	own := timed && at == nil // the timestamps take tsRead and a map of their own
 	if own {
-		at = &tsPlace{buf: d.tsRead}
-		maps = append(maps, &mapping{buf: d.tsRead, mode: wgpu.MapModeRead, n: 16})
+		d.tsAt = tsPlace{buf: d.tsRead}
+		at = &d.tsAt
+		d.tsMap = mapping{buf: d.tsRead, mode: wgpu.MapModeRead, n: 16}
+		maps = append(append(d.maps[:0], maps...), &d.tsMap)
 	}
 	if !timed {
 		at = nil
@@ -426,10 +452,9 @@ func elapsed(m []byte) (uint64, bool) {
 	return t1 - t0, true
 }
 
-// stagingCopies are the copies of each of rs, one after the other, into
-// the start of the staging buffer s.
-func stagingCopies(rs []ReadBack, s *wgpu.Buffer) []copyOp {
-	var cs []copyOp
+// stagingCopies appends to cs the copies of each of rs, one after the
+// other, into the start of the staging buffer s.
+func stagingCopies(cs []copyOp, rs []ReadBack, s *wgpu.Buffer) []copyOp {
 	off := uint64(0)
 	for _, r := range rs {
 		if n := 4 * uint64(len(r.Out)); n > 0 {
@@ -454,11 +479,13 @@ type mapping struct {
 // asyncMap).
 func (d *Device) awaitMaps(op string, ms []*mapping, during ...func()) error {
 	var err error
-	issued := make([]*asyncMap, 0, len(ms))
+	issued := d.issued[:0]
 	defer func() {
-		for _, a := range issued {
-			a.free()
+		for i, a := range issued {
+			d.doneMap(a) // every map issued is done: polled until it was
+			issued[i] = nil
 		}
+		d.issued = issued[:0]
 	}()
 	for _, m := range ms {
 		a, e := d.startMap(m.buf, m.mode, 0, m.n)

@@ -464,7 +464,7 @@ func BenchmarkRead4MiB(b *testing.B) { benchmarkTransfer(b, true) }
 
 // tinyDispatch compiles addOneWGSL over 64 elements and returns one
 // dispatch of one workgroup; the benchmarks of a tiny kernel share it.
-func tinyDispatch(b *testing.B, d *Device) Dispatch {
+func tinyDispatch(b testing.TB, d *Device) Dispatch {
 	p, err := d.Compile(addOneWGSL, "main", []BindingKind{ReadOnlyStorage, Storage, Uniform})
 	if err != nil {
 		b.Fatal(err)

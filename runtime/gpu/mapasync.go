@@ -80,10 +80,26 @@ type rawBuffer struct {
 }
 
 func startMap(buf *wgpu.Buffer, mode wgpu.MapMode, offset, n uint64) (*asyncMap, error) {
-	m := &asyncMap{c: (*C.gpucc_map)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gpucc_map{}))))}
-	if m.c == nil {
-		return nil, errors.New("map: out of memory")
+	m := newAsyncMap()
+	if err := m.start(buf, mode, offset, n); err != nil {
+		return nil, err
 	}
+	return m, nil
+}
+
+// newAsyncMap returns a map's outcome in fresh C memory (m.c nil when
+// there is none: start then fails).
+func newAsyncMap() *asyncMap {
+	return &asyncMap{c: (*C.gpucc_map)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gpucc_map{}))))}
+}
+
+// start asks wgpu to map buf, its outcome in m (a new map, or one done
+// and reused: its outcome is cleared first).
+func (m *asyncMap) start(buf *wgpu.Buffer, mode wgpu.MapMode, offset, n uint64) error {
+	if m.c == nil {
+		return errors.New("map: out of memory")
+	}
+	*m.c = C.gpucc_map{}
 	r := (*rawBuffer)(unsafe.Pointer(buf))
 	C.gpucc_map_async(r.device, r.buffer, C.uint32_t(mode), C.size_t(offset), C.size_t(n), m.c)
 	if m.c.err != 0 {
@@ -91,9 +107,9 @@ func startMap(buf *wgpu.Buffer, mode wgpu.MapMode, offset, n uint64) (*asyncMap,
 		// left to it (a few hundred bytes per refusal).
 		err := errors.New("wgpu.(*Buffer).MapAsync(): " + C.GoString(&m.c.msg[0]))
 		m.c = nil
-		return nil, err
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // done reports whether wgpu has called the map back, and its status.
@@ -104,10 +120,49 @@ func (m *asyncMap) done() (bool, wgpu.BufferMapAsyncStatus) {
 	return true, wgpu.BufferMapAsyncStatus(m.c.status)
 }
 
-// free gives the C memory back; only once the map has called back.
+// free gives the C memory back; only once the map has called back
+// (Device.doneMap keeps it for the device's next map instead).
 func (m *asyncMap) free() {
 	if m.c != nil {
 		C.free(unsafe.Pointer(m.c))
 		m.c = nil
 	}
+}
+
+// maxSpareMaps bounds the done maps a device keeps for its next ones: a run
+// maps once or twice, a transfer's ring twice, a staging buffer kept
+// mapped once each.
+const maxSpareMaps = 8
+
+// newMap returns a done map's outcome memory to reuse, or a new one;
+// d.mu is held. A warm run then asks C for no memory, and Go for none
+// (TestRunAllocs).
+func (d *Device) newMap() *asyncMap {
+	if k := len(d.spareMaps); k > 0 {
+		m := d.spareMaps[k-1]
+		d.spareMaps = d.spareMaps[:k-1]
+		return m
+	}
+	return newAsyncMap()
+}
+
+// doneMap takes back m, whose callback has run (m.done()), for a later
+// map; d.mu is held.
+func (d *Device) doneMap(m *asyncMap) {
+	if m.c == nil {
+		return
+	}
+	if len(d.spareMaps) < maxSpareMaps {
+		d.spareMaps = append(d.spareMaps, m)
+		return
+	}
+	m.free()
+}
+
+// freeMaps gives the spare maps' C memory back; d.mu is held.
+func (d *Device) freeMaps() {
+	for _, m := range d.spareMaps {
+		m.free()
+	}
+	d.spareMaps = nil
 }

@@ -67,7 +67,7 @@ func (d *Device) stageUpload(op string, b *Buffer, data []byte, check bool) (bad
 			d.pollUntil(func(bool) bool { ok, _ := m.done(); return ok })
 		}
 		_, status := m.done()
-		m.free()
+		d.doneMap(m)
 		st.m = nil
 		if status != wgpu.BufferMapAsyncStatusSuccess {
 			d.dropStage(st)
@@ -129,7 +129,7 @@ func (d *Device) takeStage(n uint64) (*stage, error) {
 func (d *Device) dropStage(st *stage) {
 	if st.m != nil {
 		if ok, _ := st.m.done(); ok {
-			st.m.free()
+			d.doneMap(st.m)
 		} // else its C memory is left to the callback (a few hundred bytes)
 		st.m = nil
 	}

@@ -57,7 +57,7 @@ func (d *Device) SubmitReads(ds []Dispatch, rs []ReadBack) (*Staged, error) {
 	if err != nil {
 		return nil, errorf(op, "staging buffer of %d B: %w", total, err)
 	}
-	if _, _, err := d.record(op, ds, false, stagingCopies(rs, s), false); err != nil {
+	if _, _, err := d.record(op, ds, false, stagingCopies(nil, rs, s), false); err != nil {
 		d.putStaging(s, size)
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 // BenchmarkTransfer measures the data path at GPUCC_BENCH_BYTES (16 MiB by
 // default; the H200 run uses 256 MiB): an upload through the staging ring
 // (then Flush, which waits for the copy), the same with the finiteness
-// check of UploadChecked, and a readback into the caller's slice.
+// check of UploadChecked, and a readback into the caller's slice, plain
+// and with ReadChecked's check (the root layer's DeviceTensor takes the
+// checked paths both ways).
 func BenchmarkTransfer(b *testing.B) {
 	d := openDevice(b)
 	n, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_BYTES"))
@@ -48,16 +50,26 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	b.Run("upload", upload(false))
 	b.Run("upload-checked", upload(true))
-	b.Run("readback", func(b *testing.B) {
-		out := make([]float32, n/4)
-		if err := d.Read(buf, out); err != nil { // the ring, and out's pages
-			b.Fatal(err)
-		}
-		b.SetBytes(int64(n))
-		for b.Loop() {
-			if err := d.Read(buf, out); err != nil {
+	readback := func(checked bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			out := make([]float32, n/4)
+			if err := d.Read(buf, out); err != nil { // the ring, and out's pages
 				b.Fatal(err)
 			}
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if checked {
+					if bad, err := d.ReadChecked(buf, out); err != nil || bad >= 0 {
+						b.Fatal(bad, err)
+					}
+				} else if err := d.Read(buf, out); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
-	})
+	}
+	b.Run("readback", readback(false))
+	// What a DeviceTensor's Read does unless Limits.NonFinite: the
+	// finiteness check rides on the copy out of staging.
+	b.Run("readback-checked", readback(true))
 }

@@ -2,11 +2,7 @@
 
 package webgpu
 
-import (
-	"container/list"
-
-	"github.com/gpucc/gpucc/runtime/gpu"
-)
+import "github.com/gpucc/gpucc/runtime/gpu"
 
 // bufferPool keeps released device buffers for reuse by later runs,
 // keyed by exact size and kind, up to limit bytes in all. Reuse needs no
@@ -34,17 +30,36 @@ import (
 // that reused its buffer). The device then never holds more through the
 // pool than the program did at its peak; a failed allocation releases
 // every pooled buffer and tries once more.
+//
+// A warm run's take and put allocate nothing: a size's list keeps its
+// memory while it is empty (the buffers of a steady loop of runs come
+// and go), and the least recently put back buffer is found by its put's
+// sequence number, only when the pool must release one. (A list of
+// container/list allocated an element at every put, two allocations a
+// run of relu(a*b+c) on resident inputs, until 2026-12-05.)
 type bufferPool struct {
 	dev      *gpu.Device
-	limit    int64 // bytes kept; negative: keep nothing
-	auto     bool  // the limit is the default one, raised to the peak
-	held     int64 // bytes now in free
-	free     map[poolKey][]*list.Element
-	lru      list.List // of *gpu.Buffer, least recently put back first
-	out      int       // buffers handed out by get and not yet put back
-	outBytes int64     // their bytes
-	peak     int64     // the most outBytes has been
+	limit    int64                // bytes kept; negative: keep nothing
+	auto     bool                 // the limit is the default one, raised to the peak
+	held     int64                // bytes now in free
+	free     map[poolKey][]pooled // each size's buffers, least recently put back first
+	count    int                  // buffers in free
+	seq      uint64               // puts so far
+	out      int                  // buffers handed out by get and not yet put back
+	outBytes int64                // their bytes
+	peak     int64                // the most outBytes has been
 }
+
+// pooled is a buffer in the pool and the sequence number of its put.
+type pooled struct {
+	buf *gpu.Buffer
+	seq uint64
+}
+
+// maxEmptyKeys bounds the sizes whose empty list the pool keeps for the
+// next put; past it, an emptied list is dropped (a server that runs many
+// programs of many sizes does not keep a key for each).
+const maxEmptyKeys = 256
 
 type poolKey struct {
 	size    uint64
@@ -54,7 +69,7 @@ type poolKey struct {
 // newPool makes a pool that keeps limit bytes; auto raises the limit to
 // the program's peak (see bufferPool).
 func newPool(dev *gpu.Device, limit int64, auto bool) *bufferPool {
-	return &bufferPool{dev: dev, limit: limit, auto: auto, free: map[poolKey][]*list.Element{}}
+	return &bufferPool{dev: dev, limit: limit, auto: auto, free: map[poolKey][]pooled{}}
 }
 
 // bound is the bytes the pool may keep now.
@@ -87,17 +102,20 @@ func (p *bufferPool) take(size uint64, label func() string) (*gpu.Buffer, bool, 
 	k := poolKey{roundedSize(size, false), false}
 	if l := p.free[k]; len(l) > 0 {
 		e := l[len(l)-1]
-		p.free[k] = l[:len(l)-1]
-		if len(p.free[k]) == 0 {
+		l[len(l)-1] = pooled{}
+		if len(l) == 1 && len(p.free) > maxEmptyKeys {
 			delete(p.free, k)
+		} else {
+			p.free[k] = l[:len(l)-1]
 		}
+		p.count--
 		p.held -= int64(k.size)
 		p.taken(k.size)
-		return p.lru.Remove(e).(*gpu.Buffer), true, nil
+		return e.buf, true, nil
 	}
 	name := label()
 	buf, err := p.dev.NewBuffer(size, name)
-	if err != nil && p.lru.Len() > 0 {
+	if err != nil && p.count > 0 {
 		// The device may be out of memory that the pool holds.
 		p.drain()
 		buf, err = p.dev.NewBuffer(size, name)
@@ -138,36 +156,41 @@ func (p *bufferPool) put(bufs ...*gpu.Buffer) {
 			p.evictOldest()
 		}
 		k := poolKey{buf.Size(), buf.Uniform()}
-		p.free[k] = append(p.free[k], p.lru.PushBack(buf))
+		p.seq++
+		p.free[k] = append(p.free[k], pooled{buf, p.seq})
+		p.count++
 		p.held += sz
 	}
 }
 
-// evictOldest releases the least recently put back buffer; the pool is
-// not empty.
+// evictOldest releases the least recently put back buffer, the first of
+// its size's list whose put came first; the pool is not empty.
 func (p *bufferPool) evictOldest() {
-	e := p.lru.Front()
-	buf := p.lru.Remove(e).(*gpu.Buffer)
-	k := poolKey{buf.Size(), buf.Uniform()}
-	l := p.free[k]
-	for i, x := range l { // the oldest of its size is first
-		if x == e {
-			l = append(l[:i], l[i+1:]...)
-			break
+	var k poolKey
+	first := true
+	for key, l := range p.free {
+		if len(l) > 0 && (first || l[0].seq < p.free[k][0].seq) {
+			k, first = key, false
 		}
 	}
-	if len(l) == 0 {
+	l := p.free[k]
+	buf := l[0].buf
+	copy(l, l[1:])
+	l[len(l)-1] = pooled{}
+	if len(l) == 1 {
 		delete(p.free, k)
 	} else {
-		p.free[k] = l
+		p.free[k] = l[:len(l)-1]
 	}
+	p.count--
 	p.held -= int64(buf.Size())
 	buf.Release()
 }
 
 // drain releases every pooled buffer.
 func (p *bufferPool) drain() {
-	for p.lru.Len() > 0 {
+	for p.count > 0 {
 		p.evictOldest()
 	}
+	clear(p.free)
 }

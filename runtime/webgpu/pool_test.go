@@ -138,8 +138,8 @@ func TestPoolBuffers(t *testing.T) {
 	}
 	p.put(buf)
 	p.drain()
-	if p.held != 0 || p.lru.Len() != 0 || len(p.free) != 0 {
-		t.Fatalf("drained pool holds %d B in %d buffers (%d keys)", p.held, p.lru.Len(), len(p.free))
+	if p.held != 0 || p.count != 0 || len(p.free) != 0 {
+		t.Fatalf("drained pool holds %d B in %d buffers (%d keys)", p.held, p.count, len(p.free))
 	}
 	if n := gpu.LiveBuffers(); n != live {
 		t.Fatalf("%d live buffers after drain, %d before", n, live)
@@ -226,7 +226,7 @@ func TestPoolKeepsPeak(t *testing.T) {
 		if _, _, err := p.get(1<<62, "too large"); err == nil {
 			t.Fatal("a 4 EiB buffer was allocated")
 		}
-		if p.held != 0 || p.lru.Len() != 0 {
+		if p.held != 0 || p.count != 0 {
 			t.Errorf("auto %v: after a failed allocation the pool still holds %d B", auto, p.held)
 		}
 		if l := gpu.LiveBuffers(); l != live {
@@ -360,7 +360,7 @@ func TestSetupAllocs(t *testing.T) {
 		for k := range 21 { // setup alone, the pool's put outside the count; the first warms the pool
 			var m0, m1 goruntime.MemStats
 			goruntime.ReadMemStats(&m0)
-			bufs, held, _, err := e.setup(context.Background(), call)
+			bufs, held, _, err := e.setup(context.Background(), call, nil, nil)
 			if err == nil {
 				e.dispatches(bufs)
 			}
