@@ -140,16 +140,7 @@ func (l gemmLoop) emit(b *strings.Builder) {
 				b.WriteString("\t\tworkgroupBarrier();\n")
 			}
 		}
-		if whole > 0 {
-			fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, l.BK)
-			tile(l.BK, false)
-			b.WriteString("\t}\n")
-		}
-		if rest > 0 {
-			fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
-			tile(rest, true)
-			b.WriteString("\t}\n")
-		}
+		kTiles(b, l.K, l.BK, fmt.Sprintf("%du", l.BK), tile)
 	case !l.peel:
 		l.store("\t", "0")
 		b.WriteString("\tworkgroupBarrier();\n")
@@ -197,6 +188,23 @@ func (l gemmLoop) emit(b *strings.Builder) {
 			b.WriteString("\t}\n")
 		}
 		l.multiply("\t", fmt.Sprint((tiles-1)%2), last)
+	}
+}
+
+// kTiles writes the loop over the whole k-tiles of BK in K (step: BK as
+// the loop adds it) and after it the last, partial one, K mod BK steps,
+// known here; tile writes each one's body, at depth 2, from kt.
+func kTiles(b *strings.Builder, K, BK int, step string, tile func(steps int, last bool)) {
+	whole, rest := K/BK*BK, K%BK
+	if whole > 0 {
+		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %s) {\n", whole, step)
+		tile(BK, false)
+		b.WriteString("\t}\n")
+	}
+	if rest > 0 {
+		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
+		tile(rest, true)
+		b.WriteString("\t}\n")
 	}
 }
 
@@ -315,17 +323,7 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			b.WriteString("\t\tworkgroupBarrier();\n")
 		}
 	}
-	whole, rest := k.K/t.BK*t.BK, k.K%t.BK
-	if whole > 0 {
-		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += BK) {\n", whole)
-		tile(t.BK, false)
-		b.WriteString("\t}\n")
-	}
-	if rest > 0 {
-		fmt.Fprintf(b, "\t{\n\t\tlet kt = %du;\n", whole)
-		tile(rest, true)
-		b.WriteString("\t}\n")
-	}
+	kTiles(b, k.K, t.BK, "BK", tile)
 	if tileEpilogue(b, k, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("c%d_%d", m, n) },
 		fmt.Sprintf("row0 + lid.y + rm * %du", ty), fmt.Sprintf("col0 + lid.x + rn * %du", tx), "row < M && col < N", oc) {
 		return

@@ -91,7 +91,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 			fmt.Fprintf(b, "\tvar c%d_%d = vec4<f32>(params.zero);\n", r, c)
 		}
 	}
-	sa, sb := stagerA(k.Inputs[0], t, oa), stagerB(k.Inputs[1], t, ob)
+	sa, sb := stagerOf(0, k.Inputs[0], t, oa), stagerOf(1, k.Inputs[1], t, ob)
 	sa.flat, sb.flat = stages == 0, stages == 0
 	if lean {
 		sa.lean(k, t, matmulInputElem(k, 0) != "")
@@ -276,27 +276,29 @@ func (s stager) store(b *strings.Builder, indent, stage, reg string, j0, total, 
 	fmt.Fprintf(b, "%s}\n%s}\n", in, indent)
 }
 
-// stagerA stages the BM×BK tile of A at (row0, kt0); off prefixes the
-// index with the batch's offset (see batchOffsets).
-func stagerA(a ir.Operand, t ir.Tile, off string) stager {
-	if a.MatrixTransposed() { // buffer [K,M]: u = kk, v = row; four rows are contiguous
-		return stager{in: "in0", span: t.BM / 4, direct: true, shared: "As",
-			guard: "row0 + v < M && kt0 + u < K", sideGuard: "row0 + v < M", kGuard: "kt0 + u < K", base: off + "(kt0 + u) * M + row0 + v"}
+// stagerOf stages the tile of operand i of a matmul: A's BM×BK at (row0,
+// kt0) for i 0, B's BK×BN at (kt0, col0) for 1; off prefixes the index
+// with the batch's offset (see batchOffsets).
+func stagerOf(i int, op ir.Operand, t ir.Tile, off string) stager {
+	s := stager{in: "in0", shared: "As"}
+	side, lim, span := "row0", "M", t.BM/4
+	if i == 1 {
+		s.in, s.shared = "in1", "Bs"
+		side, lim, span = "col0", "N", t.BN/4
 	}
-	// buffer [M,K]: u = row, v = kk; four k are contiguous, stored transposed
-	return stager{in: "in0", span: t.BK / 4, shared: "As",
-		guard: "row0 + u < M && kt0 + v < K", sideGuard: "row0 + u < M", kGuard: "kt0 + v < K", base: off + "(row0 + u) * K + kt0 + v"}
-}
-
-// stagerB stages the BK×BN tile of B at (kt0, col0), off as stagerA's.
-func stagerB(bb ir.Operand, t ir.Tile, off string) stager {
-	if !bb.MatrixTransposed() { // buffer [K,N]: u = kk, v = col; four columns are contiguous
-		return stager{in: "in1", span: t.BN / 4, direct: true, shared: "Bs",
-			guard: "col0 + v < N && kt0 + u < K", sideGuard: "col0 + v < N", kGuard: "kt0 + u < K", base: off + "(kt0 + u) * N + col0 + v"}
+	if op.MatrixTransposed() == (i == 0) {
+		// buffer [K, side]: u = kk, v = row (col); four rows (cols) are
+		// contiguous and land as a vec4 of the array
+		s.span, s.direct = span, true
+		s.sideGuard, s.kGuard, s.base = side+" + v < "+lim, "kt0 + u < K", off+"(kt0 + u) * "+lim+" + "+side+" + v"
+	} else {
+		// buffer [side, K]: u = row (col), v = kk; four k are contiguous,
+		// stored transposed
+		s.span = t.BK / 4
+		s.sideGuard, s.kGuard, s.base = side+" + u < "+lim, "kt0 + v < K", off+"("+side+" + u) * K + kt0 + v"
 	}
-	// buffer [N,K]: u = col, v = kk; four k are contiguous, stored transposed
-	return stager{in: "in1", span: t.BK / 4, shared: "Bs",
-		guard: "col0 + u < N && kt0 + v < K", sideGuard: "col0 + u < N", kGuard: "kt0 + v < K", base: off + "(col0 + u) * K + kt0 + v"}
+	s.guard = s.sideGuard + " && " + s.kGuard
+	return s
 }
 
 // lean drops the guards of s that kernel k's shape makes always true (a
