@@ -67,8 +67,12 @@ func fastPathInputs() []float32 {
 // TestFastPathsBackends: exp, tanh, sigmoid, GELU's tanh form, softmax and
 // log-softmax (whose rows kernels call exp per leaf, not per vec4) over
 // fastPathInputs give cpuref's bits on every backend (on webgpu a value
-// may be cpuref.EvalFlushed's), with the fast paths on (wgsl.FastPaths,
-// off by default until a GPU driver has run this test).
+// may be cpuref.EvalFlushed's), with the fast paths allowed
+// (wgsl.FastPaths, GPUCC_FAST_PATHS=on; off by default until a GPU driver
+// has run this test): webgpu takes them where its probe passed, as on
+// lavapipe (runtime/webgpu's TestFastPathsChoice). The C targets never
+// take them (their kernels call the table's bodies; ir's TestFastPathsC
+// proves the bodies in C), nor does the page's WebGPU or WebGL2.
 func TestFastPathsBackends(t *testing.T) {
 	defer func(old bool) { wgsl.FastPaths = old }(wgsl.FastPaths)
 	wgsl.FastPaths = true

@@ -11,26 +11,49 @@ import (
 	"github.com/gpucc/gpucc/ir"
 )
 
-// FastPaths makes kernels compute the table functions that have one by
-// their fast path (ir.FastPaths: exp, tanh, sigmoid): a function
-// prim_<name> that takes prim_<name>_fast where every lane of its operand
-// lies inside the path's interval and the table's body, renamed
-// prim_<name>_full, elsewhere; where every lane is inside or in one of
-// the path's constant tails (a masked softmax's -Inf, a saturated tanh),
-// the fast body and a select of the tails' constants. Branches, not
-// selects: while a warp's operands are ordinary it runs the fast body
-// alone. The same bits (ir's
-// TestFastPaths, TestFastPathsC over every float32); Config names it.
+// FastPaths allows kernels to compute the table functions that have one
+// by their fast path (ir.FastPaths: exp, tanh, sigmoid), where their
+// target says so (Target.FastPaths): a function prim_<name> that takes
+// prim_<name>_fast where every lane of its operand lies inside the path's
+// interval and the table's body, renamed prim_<name>_full, elsewhere;
+// where every lane is inside or in one of the path's constant tails (a
+// masked softmax's -Inf, a saturated tanh), the fast body and a select of
+// the tails' constants. Branches, not selects: while a warp's operands are
+// ordinary it runs the fast body alone. The same bits (ir's TestFastPaths,
+// TestFastPathsC over every float32).
 //
-// Off unless GPUCC_FAST_PATHS=on: the bodies are proven on the CPU over
-// every float32 and give cpuref's bits on lavapipe, but no NVIDIA driver
-// has compiled them yet (the device was not lent again after they
-// landed, 2026-12-05), and lavapipe's compiler showed it takes liberties
-// with them (it reassociated exp's fast body until its constants were
-// made opaque). bench/device.sh's rows suite checks their bits and times
-// them on the driver; they become the default where it passes, as the
-// fused twins did.
-var FastPaths = os.Getenv("GPUCC_FAST_PATHS") == "on"
+// FastPaths is the process's permission (GPUCC_FAST_PATHS: on, off, or
+// unset for fastPathsDefault). A device sets Target.FastPaths only where
+// it is given and the device's own fast-path probe (FastProbe, which
+// runtime/webgpu runs once a process per adapter) saw its driver give the
+// table's bits with them: the bodies are proven on the CPU over every
+// float32, but a driver's compiler may take liberties with them (lavapipe's
+// reassociated exp's fast body until its constants were made opaque), and
+// no NVIDIA driver has compiled them yet (no device was lent after they
+// landed, 2026-12-05). Nothing else sets it: the page's WebGPU
+// (webgpu_js.go, which runs no probe), the prebuilt shaders of gpucc build,
+// WebGL2's GLSL and the C targets call the table's bodies.
+var FastPaths, fastPathsEnv = fastPathsFromEnv(os.Getenv("GPUCC_FAST_PATHS"))
+
+// fastPathsDefault is FastPaths where GPUCC_FAST_PATHS is unset: off until
+// a device visit has timed the fast paths and run their probe on NVIDIA's
+// driver (then this one line turns them on wherever the probe passes).
+const fastPathsDefault = false
+
+// fastPathsFromEnv is FastPaths for GPUCC_FAST_PATHS's value s: "on",
+// "off", "" (the default), or an error (usage) that every Emit returns,
+// rather than run kernels other than the ones asked for.
+func fastPathsFromEnv(s string) (bool, error) {
+	switch s {
+	case "":
+		return fastPathsDefault, nil
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, ir.Errorf(ir.CodeUsage, -1, "GPUCC_FAST_PATHS", "GPUCC_FAST_PATHS=%s: want on or off", ir.Quote(s))
+}
 
 // withFastPaths rewrites function definitions lines (codegen.Funcs's, in
 // lang) so that each function with a fast path takes it: its definition
@@ -38,19 +61,23 @@ var FastPaths = os.Getenv("GPUCC_FAST_PATHS") == "on"
 // prim_<name> that chooses between them. With fused, a path's fused body
 // where it has one.
 func withFastPaths(lines []string, lang codegen.Lang, fused bool) []string {
-	if !FastPaths {
-		return lines
-	}
-	paths := ir.FastPaths()
+	return withPaths(lines, lang, fused, ir.FastPaths(), true)
+}
+
+// withPaths is withFastPaths for the fast paths given; with opaque, their
+// constants hidden from the compiler (the kernels'), else literals (what
+// lavapipe reassociated: only FastProbe's tests ask for them).
+func withPaths(lines []string, lang codegen.Lang, fused bool, paths map[string]ir.FastPath, opaque bool) []string {
 	lit := lang
 	lit.Const, lit.Native = nil, nil
 	// constants the compiler cannot see, as the table's are (Params.k):
 	// with literals, lavapipe's NIR reassociated the arithmetic (exp's fast
 	// body came out 1 ulp off on 5485 of TestXMathPairs' inputs). Each is
 	// uniform, so a GPU computes it once, not per element.
-	bits := lit.Bits
-	lit.Bits = func(b uint32) string {
-		return strings.Replace(bits(b), "u)", "u | bitcast<u32>(params.zero))", 1)
+	if bits := lit.Bits; opaque {
+		lit.Bits = func(b uint32) string {
+			return strings.Replace(bits(b), "u)", "u | bitcast<u32>(params.zero))", 1)
+		}
 	}
 	var out []string
 	for i := 0; i < len(lines); i++ {

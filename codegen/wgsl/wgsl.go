@@ -37,13 +37,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths,
+// changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys,
 // AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom, which
 // picks attention's rounding order from its shapes and is not in the
 // program's key: caches of generated code must include it in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,fastpaths=%t,att=%s,online=%s,onlinefrom=%d,mmloop=%t",
-		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, FastPaths, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d,mmloop=%t",
+		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		MatmulEpilogueLoop)
 }
 
@@ -178,8 +178,10 @@ func Params(k *ir.Kernel) []byte {
 // rows kernels' division by a per-row divisor take their fused twins
 // (ir.Fused, ir.DivRowFastFused): cpuref's bits, fewer instructions. Never
 // set it for a device whose fma was not proved fused: rounded twice, the
-// twins give other bits (ir's TestFusedNeedsOneRounding).
-type Target struct{ Fast, Fused bool }
+// twins give other bits (ir's TestFusedNeedsOneRounding). With FastPaths,
+// exp, tanh and sigmoid take their fast paths (fast.go): only for a device
+// whose fast-path probe (FastProbe) passed, with the same Fused.
+type Target struct{ Fast, Fused, FastPaths bool }
 
 var _ codegen.Target[[]codegen.Shader] = Target{}
 
@@ -192,6 +194,9 @@ func (t Target) Name() string {
 	if t.Fused {
 		name += "fma/"
 	}
+	if t.FastPaths {
+		name += "paths/"
+	}
 	return name + Config()
 }
 
@@ -199,6 +204,9 @@ func (t Target) Name() string {
 func (t Target) Emit(sp *ir.Sealed) ([]codegen.Shader, error) {
 	if attTileEnv != nil {
 		return nil, attTileEnv
+	}
+	if fastPathsEnv != nil {
+		return nil, fastPathsEnv
 	}
 	p := sp.Program()
 	for i := range p.Kernels {
@@ -251,7 +259,11 @@ func generate(k *ir.Kernel, t Target) codegen.Shader {
 	if t.Fused {
 		lang = fusedLang(lang)
 	}
-	b.WriteString(codegen.Indent(withFastPaths(codegen.Funcs(lang, k), lang, t.Fused), 0))
+	funcs := codegen.Funcs(lang, k)
+	if t.FastPaths {
+		funcs = withFastPaths(funcs, lang, t.Fused)
+	}
+	b.WriteString(codegen.Indent(funcs, 0))
 	writerOf(k.Kind).emit(&b, k, &s, t)
 	s.Source = b.String()
 	return s

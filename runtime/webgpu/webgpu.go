@@ -348,7 +348,8 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			return nil, err
 		}
 	} else {
-		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: d.fmaErr == nil && d.fma.Fused()} // fast mode changes matmuls and convs only
+		fused := d.fmaErr == nil && d.fma.Fused()
+		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(fused)} // fast mode changes matmuls and convs only
 		st.Fast = t.Fast
 		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), sp, st, t.Emit, wgsl.Params)
 	}
