@@ -5,8 +5,10 @@ import (
 	"encoding/gob"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 
+	"github.com/gpucc/gpucc/internal/gobcheck"
 	"github.com/gpucc/gpucc/internal/negzero"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
@@ -178,6 +180,9 @@ func EncodePlan(p *Plan) ([]byte, error) {
 // DecodePlan reads a plan EncodePlan wrote (invalid_graph when it cannot).
 // Such a plan is not trusted: Load checks it in full.
 func DecodePlan(b []byte) (*Plan, error) {
+	if err := checkPlan(b); err != nil {
+		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "plan", "the plan is refused before decoding: %v", err)
+	}
 	dec := gob.NewDecoder(bytes.NewReader(b))
 	var p Plan
 	var entries []prebuiltEntry
@@ -201,6 +206,27 @@ func DecodePlan(b []byte) (*Plan, error) {
 		p.Prebuilt[e.Backend] = e.Data
 	}
 	return &p, nil
+}
+
+// planTypes are the values EncodePlan writes, in order; a plan written
+// before the -0 paths has the first two.
+var planTypes = []reflect.Type{reflect.TypeFor[Plan](), reflect.TypeFor[[]prebuiltEntry](), reflect.TypeFor[[][]int]()}
+
+// checkPlan holds a plan's bytes to what gob may decode safely
+// (gobcheck): EncodePlan's types field for field, nesting 16 deep (a plan
+// needs 9), and 8 bytes allocated a byte plus 1 MiB (its data take 4 at
+// most, a float32 of 0 being one byte). Without it, a plan nesting a
+// kernel's Parts 2^21 deep (10 MB) ended the process with a fatal stack
+// overflow, which no recover catches.
+func checkPlan(b []byte) error {
+	lim := gobcheck.Limits{MaxDepth: 16, MaxBytes: 8*int64(len(b)) + 1<<20}
+	_, _, err := gobcheck.Check(b, lim, planTypes...)
+	if err != nil {
+		if _, rest, err2 := gobcheck.Check(b, lim, planTypes[:2]...); err2 == nil && rest == 0 {
+			return nil
+		}
+	}
+	return err
 }
 
 // sealOptions is popts with the device fields it leaves zero taken from

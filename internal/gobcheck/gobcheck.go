@@ -50,37 +50,43 @@ const (
 // Go types a single gob.Decoder will decode into, pointers allowed), with
 // their type definitions, within lim. It returns what decoding them will
 // allocate (the slices, strings, maps and pointed-to values; the messages'
-// own bytes aside). Bytes after the last value are not read.
-func Check(b []byte, lim Limits, types ...reflect.Type) (int64, error) {
+// own bytes aside) and how many bytes follow the last value, unread.
+func Check(b []byte, lim Limits, types ...reflect.Type) (cost int64, rest int, err error) {
+	c, err := check(b, lim, types)
+	return c.cost, len(c.rest), err
+}
+
+func check(b []byte, lim Limits, types []reflect.Type) (*checker, error) {
 	c := &checker{lim: lim, wire: map[int64]*wireType{}, compat: map[pair]bool{}}
 	s := &stream{b: b}
+	defer func() { c.rest = s.b }()
 	for _, t := range types {
 		if err := c.supported(t, map[reflect.Type]bool{}); err != nil {
-			return 0, err
+			return c, err
 		}
 		id, msg, err := c.nextValue(s)
 		if err != nil {
-			return c.cost, err
+			return c, err
 		}
 		if !c.matches(t, id) {
-			return c.cost, fmt.Errorf("gob: the sender's type %d is not %v, field for field", id, t)
+			return c, fmt.Errorf("gob: the sender's type %d is not %v, field for field", id, t)
 		}
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
 		if t.Kind() != reflect.Struct {
 			if d, err := msg.uint(); err != nil || d != 0 {
-				return c.cost, errors.New("gob: a value other than a struct does not start with its zero delta")
+				return c, errors.New("gob: a value other than a struct does not start with its zero delta")
 			}
 		}
 		if err := c.walk(msg, t, 0); err != nil {
-			return c.cost, err
+			return c, err
 		}
 		if len(msg.b) != 0 {
-			return c.cost, fmt.Errorf("gob: %d bytes after a value in its message", len(msg.b))
+			return c, fmt.Errorf("gob: %d bytes after a value in its message", len(msg.b))
 		}
 	}
-	return c.cost, nil
+	return c, nil
 }
 
 type checker struct {
@@ -88,6 +94,7 @@ type checker struct {
 	wire   map[int64]*wireType // the sender's definitions, by id
 	compat map[pair]bool
 	cost   int64
+	rest   []byte // the bytes after the last value read
 }
 
 type pair struct {

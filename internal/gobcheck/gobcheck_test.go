@@ -44,9 +44,13 @@ func TestCheckAccepts(t *testing.T) {
 	n := node{Name: "root", Kids: []node{{Name: "a", Data: []float32{1, -0.5}}, {Kids: []node{{U: 7}}}},
 		Bytes: []byte("xyz"), Pair: [2]int32{-1, 1 << 30}, Ptr: &leaf{X: -2}, Tags: map[string]int{"k": 3}, C: 1i, On: true}
 	b := encode(t, n, []int{1, 2, 3}, &leaf{X: 1})
-	cost, err := Check(b, loose, reflect.TypeFor[node](), reflect.TypeFor[[]int](), reflect.TypeFor[*leaf]())
-	if err != nil {
-		t.Fatal(err)
+	cost, rest, err := Check(b, loose, reflect.TypeFor[node](), reflect.TypeFor[[]int](), reflect.TypeFor[*leaf]())
+	if err != nil || rest != 0 {
+		t.Fatal(rest, err)
+	}
+	// The first two values, and the third's messages left unread.
+	if _, rest, err := Check(b, loose, reflect.TypeFor[node](), reflect.TypeFor[[]int]()); err != nil || rest != len(encode(t, n, []int{1, 2, 3}, &leaf{X: 1}))-len(encode(t, n, []int{1, 2, 3})) {
+		t.Errorf("two values of three: %d bytes left, %v", rest, err)
 	}
 	if cost <= 0 {
 		t.Errorf("cost %d", cost)
@@ -57,7 +61,7 @@ func TestCheckAccepts(t *testing.T) {
 		t.Fatal(err, got)
 	}
 	// One slice of 1000 float32s alone: its 4000 bytes.
-	cost, err = Check(encode(t, make([]float32, 1000)), loose, reflect.TypeFor[[]float32]())
+	cost, _, err = Check(encode(t, make([]float32, 1000)), loose, reflect.TypeFor[[]float32]())
 	if err != nil || cost != 4000 {
 		t.Errorf("[]float32 of 1000: cost %d, %v; want 4000", cost, err)
 	}
@@ -102,7 +106,7 @@ func TestCheckRefuses(t *testing.T) {
 		if typ == nil {
 			typ = reflect.TypeFor[node]()
 		}
-		_, err := Check(tt.b, tt.lim, typ)
+		_, _, err := Check(tt.b, tt.lim, typ)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
 		}
@@ -130,7 +134,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add(encode(f, node{Ptr: &leaf{1}, Pair: [2]int32{1, 2}, Bytes: []byte{1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		lim := Limits{MaxDepth: 16, MaxBytes: 64*int64(len(b)) + 4096}
-		if _, err := Check(b, lim, reflect.TypeFor[node]()); err != nil {
+		if _, _, err := Check(b, lim, reflect.TypeFor[node]()); err != nil {
 			return
 		}
 		var n node

@@ -81,7 +81,7 @@ func decodeBuildRequest(r io.Reader) (BuildRequest, error) {
 		return req, ir.LimitErrorf("MaxGraphBytes", -1, "", "the wasm build request exceeds %d bytes", MaxBuildRequest)
 	}
 	lim := gobcheck.Limits{MaxDepth: buildRequestDepth, MaxBytes: MaxBuildDecodedPerByte*int64(len(b)) + 1<<20}
-	if _, err := gobcheck.Check(b, lim, reflect.TypeFor[BuildRequest]()); err != nil {
+	if _, _, err := gobcheck.Check(b, lim, reflect.TypeFor[BuildRequest]()); err != nil {
 		return req, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request is refused before decoding: %v", err)
 	}
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&req); err != nil {
