@@ -3,13 +3,17 @@
 package webgpu
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/gpu"
@@ -25,7 +29,8 @@ type fastProbe struct {
 	Fused      bool // the fused bodies (the device's Target.Fused)
 	Funcs      []fastResult
 	Took       time.Duration
-	Err        error // why the probe did not run to its end (then no fast paths)
+	Err        error `json:"-"` // why the probe did not run to its end (then no fast paths)
+	Cached     bool  `json:"-"` // read from the disk cache, not run in this process
 }
 
 // fastResult is one function's part of a probe.
@@ -65,7 +70,11 @@ func (p fastProbe) String() string {
 	if p.Err != nil {
 		parts = append(parts, fmt.Sprintf("error: %v", p.Err))
 	}
-	return fmt.Sprintf("%s, fused %v, %s, %.0f ms", how, p.Fused, strings.Join(parts, ", "), p.Took.Seconds()*1e3)
+	took := fmt.Sprintf("%.0f ms", p.Took.Seconds()*1e3)
+	if p.Cached {
+		took = "from the disk cache (" + took + " when it ran)"
+	}
+	return fmt.Sprintf("%s, fused %v, %s, %s", how, p.Fused, strings.Join(parts, ", "), took)
 }
 
 // fastProbes holds each adapter's probe by key and fused, run once a
@@ -85,15 +94,21 @@ type fastKey struct {
 // the process allows them (wgsl.FastPaths) and d's probe, run on first
 // use, passed. A probe that fails to run leaves them off.
 func (d *device) fastPaths(fused bool) bool {
-	return wgsl.FastPaths && probeFast(d.dev, fused).Passed()
+	return wgsl.FastPaths && probeFast(d.dev, d.cache.Cache, fused).Passed()
 }
 
-// probeFast returns the fast-path probe of dev's adapter for fused,
-// running it on first use: over every float32 inside each interval on a
-// hardware adapter, over sampledSpans on a software one, where the
-// exhaustive probe would take minutes. A probe that failed to run is kept
-// too (its Err): a compile does not pay for it again.
-func probeFast(dev *gpu.Device, fused bool) fastProbe {
+// fastProbeKind is the disk cache's namespace of probe verdicts.
+const fastProbeKind cache.Kind = "fastprobe"
+
+// probeFast returns the fast-path probe of dev's adapter for fused: from
+// this process's earlier probe, else from c (a verdict an earlier process
+// stored for the same adapter and driver, probe and binary: fastDiskKey),
+// else run now (runs counts them) and stored in both. It runs over every
+// float32 inside each interval on a hardware adapter, over sampledSpans on
+// a software one, where the exhaustive probe would take minutes. A probe
+// that failed to run is kept for the process (its Err), not on disk: a
+// compile does not pay for it again.
+func probeFast(dev *gpu.Device, c *cache.Cache, fused bool) fastProbe {
 	info := dev.Info()
 	key := fastKeyOf(info, fused)
 	if p, ok := fastProbes.Load(key); ok {
@@ -104,14 +119,61 @@ func probeFast(dev *gpu.Device, fused bool) fastProbe {
 	if p, ok := fastProbes.Load(key); ok {
 		return p.(fastProbe)
 	}
-	p, err := runFastProbe(dev, wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}, spansFor(info))
-	p.Exhaustive, p.Err = !info.Software, err
+	o := wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}
+	dk := fastDiskKey(key, o, !info.Software)
+	var p fastProbe
+	disk := binaryID() != "unknown" // else a verdict might outlive its build
+	if b, src := c.Get(fastProbeKind, dk); disk && src != cache.Miss && json.Unmarshal(b, &p) == nil && len(p.Funcs) > 0 {
+		p.Cached = true
+	} else {
+		fastRuns.Add(1)
+		var err error
+		p, err = runFastProbe(dev, o, spansFor(info))
+		p.Exhaustive, p.Err = !info.Software, err
+		if err == nil && disk {
+			if b, err := json.Marshal(p); err == nil {
+				c.Put(fastProbeKind, dk, b) // a failed write costs the next process a probe, nothing else
+			}
+		}
+	}
 	if gpu.Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
 		fmt.Fprintf(os.Stderr, "gpucc: webgpu: fast-path probe on %s: %v: fast paths %v\n", info, p, p.Passed())
 	}
 	fastProbes.Store(key, p)
 	return p
 }
+
+// fastRuns counts the probes run (not read from a cache), for tests.
+var fastRuns atomic.Int64
+
+// fastDiskKey is the disk cache's key of a verdict: the adapter and its
+// driver (key: wgpu's driver info holds its version, NVIDIA's
+// "560.35.03", Mesa's "Mesa 22.3.6 (LLVM 15.0.6)"), the probe's extent,
+// its two shaders (every body, constant and edge it compares) and the
+// running binary (its WGSL translator), so that a new driver, body or
+// build probes again.
+func fastDiskKey(key fastKey, o wgsl.FastProbeOptions, exhaustive bool) cache.Key {
+	h := sha256.New()
+	for _, vec := range []bool{false, true} {
+		o.Vec = vec
+		s := wgsl.FastProbe(o)
+		fmt.Fprintf(h, "%d:%s%d:", len(s.Source), s.Source, len(s.Params))
+		h.Write(s.Params)
+	}
+	return cache.NewKey([]byte("gpucc-fastprobe-v1"), []byte(key.adapter), fmt.Appendf(nil, "fused=%v exhaustive=%v sampled=%d edge=%d", key.fused, exhaustive, sampledN, edge),
+		h.Sum(nil), []byte(binaryID()))
+}
+
+// binaryID identifies the running binary (path, size, modification time),
+// as the shader cache's key does (backend.ProgramKey).
+var binaryID = sync.OnceValue(func() string {
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			return fmt.Sprintf("%s|%d|%d", exe, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return "unknown"
+})
 
 // fastKeyOf is the key of the probe of adapter info for fused.
 func fastKeyOf(info gpu.AdapterInfo, fused bool) fastKey {

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -184,7 +186,7 @@ func TestFastPathsChoice(t *testing.T) {
 	wgsl.FastPaths = true
 	fused := d.fmaErr == nil && d.fma.Fused()
 	got := fast()
-	p := probeFast(d.dev, fused)
+	p := probeFast(d.dev, d.cache.Cache, fused)
 	if p.Err != nil {
 		t.Fatal(p.Err)
 	}
@@ -270,5 +272,65 @@ func TestProbeSpans(t *testing.T) {
 				t.Errorf("%s: the sample from %#08x takes %d inputs, %d binades (want %d), %d low residues", name, s.First, s.Count, len(binades), top+1, len(low))
 			}
 		}
+	}
+}
+
+// TestFastProbeDiskCache: a process finds the verdict an earlier one
+// stored in the cache directory and runs no probe; another directory, or
+// the other fused bodies, run it; the key changes with the adapter, the
+// bodies and the extent.
+func TestFastProbeDiskCache(t *testing.T) {
+	d := openDevice(t)
+	fused := d.fmaErr == nil && d.fma.Fused()
+	key := fastKeyOf(d.adapter, fused)
+	if old, ok := fastProbes.Load(key); ok {
+		defer fastProbes.Store(key, old)
+	}
+	dir := t.TempDir()
+	probe := func(dir string) (fastProbe, int64) {
+		t.Helper()
+		fastProbes.Delete(key) // a new process
+		c, err := cache.Open(cache.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, start := fastRuns.Load(), time.Now()
+		p := probeFast(d.dev, c, fused)
+		t.Logf("probeFast: %.1f ms", time.Since(start).Seconds()*1e3)
+		return p, fastRuns.Load() - runs
+	}
+	first, runs := probe(dir)
+	if runs != 1 || first.Cached || first.Err != nil {
+		t.Fatalf("first probe: %d runs, %v", runs, first)
+	}
+	again, runs := probe(dir)
+	t.Logf("%s: %v, then %v", d.adapter, first, again)
+	if runs != 0 || !again.Cached || again.Passed() != first.Passed() || again.String() == "" {
+		t.Errorf("the second process: %d runs, %v, want the first's verdict from disk: %v", runs, again, first)
+	}
+	first.Cached = true
+	if again.String() != first.String() {
+		t.Errorf("from disk: %v, want %v", again, first)
+	}
+	if _, runs := probe(t.TempDir()); runs != 1 {
+		t.Errorf("another cache directory: %d runs, want 1", runs)
+	}
+	o := wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}
+	base := fastDiskKey(key, o, false)
+	other := key
+	other.adapter += "x"
+	fusedKey := key
+	fusedKey.fused = !fused
+	perturbedOpts := o
+	perturbedOpts.Paths = perturbed("exp", func(x *ir.X) *ir.X { return x.UEq(ir.U(0x3f800000)) })
+	for name, k := range map[string]cache.Key{
+		"another driver": fastDiskKey(other, o, false), "the other fused": fastDiskKey(fusedKey, o, false),
+		"another body": fastDiskKey(key, perturbedOpts, false), "exhaustive": fastDiskKey(key, o, true)} {
+		if k == base {
+			t.Errorf("%s: the same disk key", name)
+		}
+	}
+	if fastDiskKey(key, o, false) != base {
+		t.Error("the disk key changes from call to call")
 	}
 }
