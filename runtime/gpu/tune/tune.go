@@ -282,6 +282,32 @@ func newProblem(s Shape) (*problem, error) {
 	return pr, nil
 }
 
+// check compares the checked rows of output y with pr's references:
+// Exact when every element has cpuref's bits, MaxRelErr the largest
+// |y − y64| / Σ|a·b|. An element that no bound admits sets Err: one
+// that is not finite (the operands are in [-1, 1], so the sum is), or a
+// nonzero one where every product is 0, so the exact sum is 0 and any
+// rounding of it too (the relative error is 0/0 there).
+func (pr *problem) check(y []float32, res *Result) {
+	res.Exact = true
+	for ri, i := range pr.rows {
+		for j := range pr.s.N {
+			v := y[i*pr.s.N+j]
+			res.Checked++
+			if math.Float32bits(v) != math.Float32bits(pr.ref[ri][j]) {
+				res.Exact = false
+			}
+			e, d := math.Abs(float64(v)-pr.ref64[ri][j]), pr.abs[ri][j]
+			switch {
+			case d > 0 && !math.IsInf(e, 0) && !math.IsNaN(e):
+				res.MaxRelErr = max(res.MaxRelErr, e/d)
+			case e != 0 && res.Err == "": // e is NaN, Inf, or nonzero where d is 0
+				res.Err = fmt.Sprintf("y[%d,%d] = %v where the sum is %v (Σ|a·b| = %v): outside any error bound", i, j, v, pr.ref64[ri][j], d)
+			}
+		}
+	}
+}
+
 // limits admit the largest tuned shape (8192³).
 var limits = ir.Limits{MaxElements: 1 << 27, MaxStorageBytes: 1 << 32, MaxOps: 1 << 42}
 
@@ -316,21 +342,8 @@ func (pr *problem) measure(dev *gpu.Device, t ir.Tile, o Options) (Result, ir.Ti
 		res.Err = err.Error()
 		return res, eff
 	}
-	y := out["y"]
-	res.Exact = true
-	for ri, i := range pr.rows {
-		for j := range pr.s.N {
-			v := y[i*pr.s.N+j]
-			res.Checked++
-			if math.Float32bits(v) != math.Float32bits(pr.ref[ri][j]) {
-				res.Exact = false
-			}
-			if d := pr.abs[ri][j]; d > 0 && !math.IsInf(float64(v), 0) {
-				res.MaxRelErr = max(res.MaxRelErr, math.Abs(float64(v)-pr.ref64[ri][j])/d)
-			}
-		}
-	}
-	res.OK = res.Exact || o.Fast && res.MaxRelErr <= res.Bound
+	pr.check(out["y"], &res)
+	res.OK = res.Err == "" && (res.Exact || o.Fast && res.MaxRelErr <= res.Bound)
 	if !res.OK {
 		return res, eff
 	}
