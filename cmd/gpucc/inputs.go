@@ -18,7 +18,7 @@ import (
 // bindInputs gives each --input's values to the graph's input of that name
 // (an ONNX model's inputs keep the model's names), checked against its
 // shape and dtype, in place of the values the graph embeds.
-func bindInputs(g *ir.Graph, maxElements int64) error {
+func bindInputs(g *ir.Graph, maxElements int64, nonFinite bool) error {
 	for _, name := range slices.Sorted(maps.Keys(runInputs)) {
 		value := runInputs[name]
 		field := "input " + name
@@ -36,7 +36,7 @@ func bindInputs(g *ir.Graph, maxElements int64) error {
 		if err != nil {
 			return err
 		}
-		if err := bindValue(g, name, v, value, field); err != nil {
+		if err := bindValue(g, name, v, value, field, nonFinite); err != nil {
 			return err
 		}
 	}
@@ -76,7 +76,7 @@ func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bindInputs(g, limits.WithDefaults().MaxElements); err != nil {
+	if err := bindInputs(g, limits.WithDefaults().MaxElements, limits.NonFinite); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -131,8 +131,11 @@ func noInput(g *ir.Graph, name, field string) error {
 // bindValue gives v to g's input name in place of its embedded values,
 // checked against the input's shape and dtype: the dtypes must be the
 // same, except that float32 data may feed a float16 or bfloat16 input
-// whose every value it holds exactly (never rounded on the way in).
-func bindValue(g *ir.Graph, name string, v *inputValue, from, field string) error {
+// whose every value it holds exactly (never rounded on the way in). A
+// float value must be finite unless nonFinite (ir.Limits.NonFinite): the
+// run's input, refused invalid_input as the library's Run refuses it,
+// where the graph's validation then called it invalid_graph.
+func bindValue(g *ir.Graph, name string, v *inputValue, from, field string, nonFinite bool) error {
 	id := inputNode(g, name)
 	if id < 0 {
 		return noInput(g, name, field)
@@ -140,6 +143,17 @@ func bindValue(g *ir.Graph, name string, v *inputValue, from, field string) erro
 	n := &g.Nodes[id]
 	if !slices.Equal(v.shape, []int(n.Shape)) {
 		return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s has shape %v; %s gives %v", ir.Quote(name), n.Shape, from, v.shape)
+	}
+	if !nonFinite {
+		if k := firstNonFinite(v); k >= 0 {
+			var x any
+			if v.dtype.IsFloat64() {
+				x = ir.F64Value(v.ints[k])
+			} else {
+				x = v.data[k]
+			}
+			return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s: %s's value %v at element %d is not finite (run with --non-finite to allow ±Inf and NaN)", ir.Quote(name), from, x, k)
+		}
 	}
 	switch {
 	case v.dtype == n.DType && n.DType.IsFloat():
@@ -163,6 +177,18 @@ func bindValue(g *ir.Graph, name string, v *inputValue, from, field string) erro
 		return ir.Errorf(ir.CodeInvalidInput, id, field, "input %s is %v; %s holds %v (gpucc never converts an input's dtype)", ir.Quote(name), n.DType, from, v.dtype)
 	}
 	return nil
+}
+
+// firstNonFinite is the index of v's first ±Inf or NaN (a float dtype's,
+// float64's bits included), or -1.
+func firstNonFinite(v *inputValue) int {
+	if v.dtype.IsFloat64() {
+		return slices.IndexFunc(v.ints, func(b int64) bool {
+			f := math.Float64frombits(uint64(b))
+			return math.IsInf(f, 0) || math.IsNaN(f)
+		})
+	}
+	return slices.IndexFunc(v.data, func(f float32) bool { return math.IsInf(float64(f), 0) || f != f })
 }
 
 // readInput reads one --input value: a .npy file, or a JSON array (inline

@@ -119,6 +119,45 @@ func TestRunInputs(t *testing.T) {
 	}
 }
 
+// TestRunInputNonFinite: gpucc run GRAPH.json --input with a NaN or ±Inf
+// (a float32 or float16 .npy, a JSON array's 1e39) is invalid_input naming
+// the input and the element, under the finite policy: the value was bound
+// into the graph and its validation answered invalid_graph. Under
+// --non-finite the same values run and come back bit for bit.
+func TestRunInputNonFinite(t *testing.T) {
+	dir := t.TempDir()
+	graph := filepath.Join(dir, "g.json")
+	os.WriteFile(graph, []byte(`{"version":1,"nodes":[{"id":0,"op":"input","name":"x","shape":[3],"data":[1,2,3]},`+
+		`{"id":1,"op":"input","name":"h","dtype":"float16","shape":[2],"data":[1,2]}],"outputs":[{"name":"x","id":0},{"name":"h","id":1}]}`), 0o644)
+	write := func(name string, a *npy.Array) string {
+		var buf bytes.Buffer
+		if err := npy.Write(&buf, a); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	nan := write("nan.npy", &npy.Array{DType: "float32", Shape: []int{3}, Float32: []float32{1, float32(math.NaN()), 3}})
+	inf16 := write("inf16.npy", &npy.Array{DType: "float16", Shape: []int{2}, Float32: []float32{float32(math.Inf(-1)), 0}})
+	for _, c := range []struct{ name, arg, says string }{
+		{"float32 NaN", "x=" + nan, "element 1"},
+		{"float16 -Inf", "h=" + inf16, "element 0"},
+		{"JSON overflow", "x=[1,2,1e39]", "element 2"},
+	} {
+		stdout, v, code := gpucc(t, "", "run", "--backend", "cpu", "--input", c.arg, graph)
+		if code != 1 || errorCode(v) != "invalid_input" || !strings.Contains(stdout, c.says) {
+			t.Errorf("%s: exit %d, %s; want invalid_input saying %q", c.name, code, stdout, c.says)
+		}
+	}
+	stdout, _, code := gpucc(t, "", "run", "--non-finite", "--backend", "cpu", "--input", "x="+nan, "--input", "h="+inf16, graph)
+	if code != 0 || !strings.Contains(stdout, `"data":[1,"NaN",3]`) || !strings.Contains(stdout, `"data":["-Infinity",0]`) {
+		t.Errorf("--non-finite: exit %d, %s", code, stdout)
+	}
+}
+
 // TestRunInputTimings: gpucc run MODEL.onnx --input counts the start-up,
 // the model's import and the compile (passes, codegen, the backend's
 // compile) in its timings, as a run without --input does: it ran through a

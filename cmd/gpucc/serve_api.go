@@ -421,7 +421,7 @@ func (a *api) importForm(ctx context.Context, f *modelForm, consts map[string]st
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.inputs)) {
-		if err := bindValue(g, name, f.inputs[name], f.from[name], "input "+name); err != nil {
+		if err := bindValue(g, name, f.inputs[name], f.from[name], "input "+name, a.limits.NonFinite); err != nil {
 			return nil, err
 		}
 	}

@@ -182,8 +182,8 @@ func TestServeFloat64Inputs(t *testing.T) {
 		} {
 			code, out := postF64(t, a, parts)
 			if !nf {
-				if code != 400 {
-					t.Errorf("finite policy: a non-finite float64 input: %d %s", code, out)
+				if code != 400 || !strings.Contains(out, "invalid_input") {
+					t.Errorf("finite policy: a non-finite float64 input: %d %s, want invalid_input", code, out)
 				}
 				continue
 			}

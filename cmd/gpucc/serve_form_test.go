@@ -93,8 +93,9 @@ func floatsOf(e envelope, name string) []uint32 {
 // part or in the JSON form, and gives cpuref's bits on that data; an int64
 // input keeps every bit (past 2^53), a dynamic dimension is bound by the
 // data's shape, and data that cannot be the input is refused with a code:
-// a wrong dtype or shape, a truncated, Fortran-order or pickled .npy, an
-// unknown name are invalid_input (400), a malformed form usage (400), too
+// a wrong dtype or shape, a truncated, Fortran-order or pickled .npy, a
+// .npy's NaN or Inf under the finite policy (invalid_graph until
+// 2026-12-05), an unknown name are invalid_input (400), a malformed form usage (400), too
 // many values limit_exceeded (413). Against the real server (issue 36).
 func TestServeModelInputs(t *testing.T) {
 	url := startServe(t)
@@ -171,6 +172,8 @@ func TestServeModelInputs(t *testing.T) {
 		{"JSON data nested", []formPart{model, jsonPart(`{"inputs":{"x":{"shape":[2,3],"data":[[1,2,3],[4,5,6]]}}}`)}, 400, "invalid_input", "element 0"},
 		{"JSON unknown dtype", []formPart{model, jsonPart(`{"inputs":{"x":{"dtype":"float128","shape":[2,3],"data":[1,2,3,4,5,6]}}}`)}, 400, "invalid_input", "float128"},
 		{"JSON float32 overflow", []formPart{model, jsonPart(`{"inputs":{"x":{"shape":[2,3],"data":[1,2,3,4,5,1e39]}}}`)}, 400, "invalid_input", "element 5"},
+		{".npy NaN", []formPart{model, {"x", "", npyBytes(t, &npy.Array{DType: "float32", Shape: []int{2, 3}, Float32: []float32{1, 2, 3, 4, float32(math.NaN()), 6}})}}, 400, "invalid_input", "element 4"},
+		{".npy -Inf", []formPart{model, {"x", "", npyBytes(t, &npy.Array{DType: "float32", Shape: []int{2, 3}, Float32: []float32{float32(math.Inf(-1)), 2, 3, 4, 5, 6}})}}, 400, "invalid_input", "element 0"},
 		{"JSON non-finite", []formPart{model, jsonPart(`{"inputs":{"x":{"shape":[2,3],"data":[1,2,3,4,5,"NaN"]}}}`)}, 400, "invalid_input", "finite policy"},
 		{"JSON unknown key", []formPart{model, jsonPart(`{"inputs":{"x":{"shape":[2,3],"data":[1,2,3,4,5,6],"order":"F"}}}`)}, 400, "invalid_input", "order"},
 		{"JSON int64 not an integer", []formPart{{"model", "", int64Model()}, jsonPart(`{"inputs":{"ids":{"dtype":"int64","shape":[3],"data":[1,2.5,3]}}}`)}, 400, "invalid_input", "element 1"},
