@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
@@ -90,11 +91,27 @@ type fastKey struct {
 	fused   bool
 }
 
-// fastPaths reports whether d's kernels take the fast paths: only where
-// the process allows them (wgsl.FastPaths) and d's probe, run on first
-// use, passed. A probe that fails to run leaves them off.
-func (d *device) fastPaths(fused bool) bool {
-	return wgsl.FastPaths && probeFast(d.dev, d.cache.Cache, fused).Passed()
+// fastPaths reports whether p's kernels on d take the fast paths: only
+// where the process allows them (wgsl.FastPaths), a kernel calls a
+// function that has one (else they would change the caches' key, not a
+// kernel) and d's probe, run on first use, passed. A probe that fails to
+// run leaves them off.
+func (d *device) fastPaths(p *ir.Program, fused bool) bool {
+	return wgsl.FastPaths && callsFastPath(p) && probeFast(d.dev, d.cache.Cache, fused).Passed()
+}
+
+// callsFastPath reports whether a kernel of p calls a function with a fast
+// path, directly or through another function.
+func callsFastPath(p *ir.Program) bool {
+	paths := ir.FastPaths()
+	for i := range p.Kernels {
+		for _, f := range codegen.FuncsOf(&p.Kernels[i]) {
+			if _, ok := paths[f.Name]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fastProbeKind is the disk cache's namespace of probe verdicts.

@@ -151,7 +151,7 @@ func TestFastProbeRejects(t *testing.T) {
 // TestFastPathsChoice: a device's kernels take the fast paths only where
 // the process allows them (wgsl.FastPaths, GPUCC_FAST_PATHS=on) and the
 // device's probe passed: on lavapipe under on, they do (the probe runs at
-// the first compile); under off, or with a probe that saw one input
+// the first compile that calls exp, tanh or sigmoid); under off, or with a probe that saw one input
 // differ or that did not run, they do not, and the caches keep the two
 // kernels apart.
 func TestFastPathsChoice(t *testing.T) {
@@ -185,6 +185,31 @@ func TestFastPathsChoice(t *testing.T) {
 	}
 	wgsl.FastPaths = true
 	fused := d.fmaErr == nil && d.fma.Fused()
+	key := fastKeyOf(d.adapter, fused)
+	if old, ok := fastProbes.Load(key); ok {
+		defer fastProbes.Store(key, old)
+	}
+	fastProbes.Delete(key)
+	// a program without exp, tanh or sigmoid asks for no probe
+	plain := ir.NewBuilder()
+	y := plain.Input(ir.Shape{4, 256}, make([]float32, 1024))
+	plain.Output("y", y.Mul(y).SumAxes(false, 1).Sqrt())
+	pg, err := plain.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := fastRuns.Load()
+	e, err := d.Compile(context.Background(), program(t, pg), &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Release()
+	if _, ok := fastProbes.Load(key); ok || fastRuns.Load() != runs || callsFastPath(program(t, pg).IR.Program()) {
+		t.Errorf("a program without a fast path's function probed the device")
+	}
+	if !callsFastPath(program(t, g).IR.Program()) {
+		t.Errorf("softmax and tanh call no function with a fast path")
+	}
 	got := fast()
 	p := probeFast(d.dev, d.cache.Cache, fused)
 	if p.Err != nil {
@@ -197,8 +222,6 @@ func TestFastPathsChoice(t *testing.T) {
 	if strings.Contains(d.adapter.Name, "llvmpipe") && !got {
 		t.Errorf("lavapipe under on: no fast paths (probe %v)", p)
 	}
-	key := fastKeyOf(d.adapter, fused)
-	defer fastProbes.Store(key, p)
 	failed := p
 	failed.Funcs = slices.Clone(p.Funcs)
 	failed.Funcs[0].Differ = 1

@@ -349,7 +349,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 	} else {
 		fused := d.fmaErr == nil && d.fma.Fused()
-		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(fused)} // fast mode changes matmuls and convs only
+		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(p, fused)} // fast mode changes matmuls and convs only
 		st.Fast = t.Fast
 		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), sp, st, t.Emit, wgsl.Params)
 	}
