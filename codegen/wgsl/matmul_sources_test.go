@@ -24,6 +24,8 @@ var matmulSourceTiles = []string{
 	// the rule's (passes.Tile*) and the H200 table's
 	"128x128/8x8k16v4", "64x128/8x8k8v4", "64x64/4x4k16", "32x32/2x2k16", "32x64/4x4k32v4", "8x8/1x1k8",
 	"64x128/8x8k16v4", "32x32/2x2k32", "64x64/4x4k32v4", "8x32/1x1k16", "32x8/1x1k16",
+	// bench/matmul_tiles_bench_test.go's default list
+	"64x128/8x4k16v4", "64x128/8x4k8v4s2", "64x128/8x8k16v4s1",
 	// the staged kernel, one and two buffers
 	"128x128/8x8k16v4s1", "64x128/8x8k8v4s1", "32x64/4x4k16v4s1", "128x128/8x8k8v4s2", "64x128/8x8k8v4s2",
 	"128x128/8x16k8v4s2", "128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2", "128x64/8x8k8v4s2",
@@ -222,6 +224,7 @@ var convSourceTiles = []string{
 	"8x8/1x1k8", "128x64/8x8k8", "64x64/8x8k8", "64x64/4x4k16", "32x64/4x8k8", "32x32/2x2k16",
 	"16x32/1x2k16", "32x16/2x1k16", "16x16/1x1k16", "64x24/8x8k8",
 	"8x8/1x1k8s2", "128x64/8x8k8s2", "64x64/8x8k8s2", "64x64/4x4k16s2", "32x64/4x8k8s2", "16x16/1x1k16s2", "64x24/8x8k8s2",
+	"16x32/1x2k16s2", "32x32/2x2k16s2", // bench/device.sh's conv tiles
 	"rule", // no tile forced: the depthwise cases take the window kernel (passes' windowTile)
 }
 
