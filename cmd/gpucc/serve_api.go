@@ -30,6 +30,7 @@ import (
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
+	"github.com/gpucc/gpucc/runtime/wasm"
 	"github.com/gpucc/gpucc/server"
 	"github.com/gpucc/gpucc/web"
 )
@@ -77,7 +78,7 @@ func apiFlags(fs *flag.FlagSet) *apiConfig {
 	atLeast(fs, &c.pending, "max-pending", server.DefaultMaxPending, 1, "requests pending at once; more are answered busy")
 	atLeast(fs, &c.timeout, "timeout", 60*time.Second, time.Millisecond, "longest a request may take, reading its body, running and writing its reply; past it, it is answered timeout")
 	atLeast(fs, &c.grace, "grace", 10*time.Second, 0, "on SIGTERM, how long running requests may finish before they are answered disposed")
-	atLeast(fs, &c.memory, "max-memory", 1<<30, 1<<20, "bytes of request bodies (3 per byte read) and replies (4 per output value) held at once, server-wide; a request past it is answered busy")
+	atLeast(fs, &c.memory, "max-memory", 1<<30, 1<<20, "bytes of request bodies (3 per byte read), replies (4 per output value) and the page's module builds (9 per byte) held at once, server-wide; a request past it is answered busy")
 	fs.BoolVar(&c.allowSW, "allow-software", false, "accept software GPU adapters (lavapipe, SwiftShader, WARP)")
 	fs.StringVar(&c.cacheDir, "cache-dir", "", "directory of the on-disk code cache (default $GPUCC_CACHE_DIR or the user cache dir; \"off\" disables it)")
 	c.limits = limitFlags(fs)
@@ -235,7 +236,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// another site's page (a form needs no preflight) or a client
 		// without the token cannot make this machine compile.
 		if a.sameOrigin(w, r) && a.authorized(w, r) && a.allow(w, r, http.MethodPost) {
-			a.next.ServeHTTP(w, r)
+			a.module(w, r)
 		}
 	case strings.HasPrefix(p, "/v1/") || p == "/v1":
 		if a.sameOrigin(w, r) && a.authorized(w, r) {
@@ -246,6 +247,35 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.next.ServeHTTP(w, r)
 		}
 	}
+}
+
+// module passes a module build to the page's handler charged to the
+// memory budget, what wasm.ServeBuild may hold for it (moduleBytes), and
+// under the request timeout, which ends its wait for the one build at a
+// time and its Clang: a build held both outside --max-memory (577 MiB at
+// wasm.MaxBuildRequest) and for as long as its client stayed connected.
+func (a *api) module(w http.ResponseWriter, r *http.Request) {
+	n := moduleBytes(r.ContentLength)
+	if !a.memory.take(n) {
+		w.Header().Set("Retry-After", "1")
+		a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for module builds (--max-memory) is in use; retry later"))
+		return
+	}
+	defer a.memory.give(n)
+	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
+	defer cancel()
+	a.next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// moduleBytes is what a module build of a body of declared length cl
+// holds at most: the body, and wasm.MaxBuildDecodedPerByte bytes a byte
+// of it decoded, plus a MiB; a body of no declared length (chunked) is
+// charged as the largest one.
+func moduleBytes(cl int64) int64 {
+	if cl < 0 || cl > wasm.MaxBuildRequest {
+		cl = wasm.MaxBuildRequest
+	}
+	return (1+wasm.MaxBuildDecodedPerByte)*cl + 1<<20
 }
 
 // allow answers 405 unless r's method is one of methods.

@@ -685,3 +685,42 @@ func TestAPIModuleEndpoint(t *testing.T) {
 		t.Errorf("with the token: %d %q", status, body)
 	}
 }
+
+// TestAPIModuleBudget: a module build is charged to --max-memory (its
+// body and 8 bytes a byte decoded, a MiB besides; a chunked body as the
+// largest) and runs under --timeout: the page's handler sees a deadline,
+// and a build the budget cannot hold is busy (429) before the handler
+// runs. Before, a build held up to 577 MiB outside the budget, for as long
+// as its client stayed connected.
+func TestAPIModuleBudget(t *testing.T) {
+	var sawDeadline bool
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, sawDeadline = r.Context().Deadline()
+		io.WriteString(w, "page")
+	})
+	c := &apiConfig{pending: 16, timeout: 30 * time.Second, grace: time.Second, cacheDir: "off", limits: &ir.Limits{}, memory: 64 << 20}
+	a, err := newAPI(c, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.server.Close(context.Background())
+	post := func(body io.Reader, length int64) (int, string) {
+		r := httptest.NewRequest("POST", web.ModulePath, body)
+		r.Host = "localhost:8080"
+		r.ContentLength = length
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	if status, body := post(strings.NewReader("request"), 7); status != 200 || body != "page" || !sawDeadline {
+		t.Errorf("a small build: %d %q, deadline %v; want the page's answer under a deadline", status, body, sawDeadline)
+	}
+	if a.memory.left != 64<<20 {
+		t.Errorf("after the build, %d bytes of the budget left, want all %d", a.memory.left, 64<<20)
+	}
+	for _, length := range []int64{8 << 20, -1} { // 8 MiB charged 9 times over 64 MiB, and a chunked body
+		if status, body := post(strings.NewReader("request"), length); status != 429 || !strings.Contains(body, "busy") {
+			t.Errorf("a build of length %d within a budget of 64 MiB: %d %q, want 429 busy", length, status, body)
+		}
+	}
+}
