@@ -21,11 +21,18 @@ var nests = [ir.NumKernelKinds]func(k *ir.Kernel) *Nest{
 	ir.KernelAttention:     attentionNest,
 }
 
-// NestOf returns the nest of kernel k. A kind without one is a bug of
-// the target's writer table that asked, and panics naming it.
+// NestOf returns the nest of kernel k, built once while a generator
+// holds k (MemoNests; the nest is then shared and must not be modified).
+// A kind without one is a bug of the target's writer table that asked,
+// and panics naming it.
 func NestOf(k *ir.Kernel) *Nest {
 	if !HasNest(k.Kind) {
 		panic(fmt.Sprintf("codegen: BUG: kernel kind %v has no nest", k.Kind))
+	}
+	if v, ok := nestMemo.Load(k); ok {
+		s := v.(*nestSlot)
+		s.once.Do(func() { s.n = nests[k.Kind](k) })
+		return s.n
 	}
 	return nests[k.Kind](k)
 }

@@ -176,6 +176,7 @@ func (Target) Emit(sp *ir.Sealed) (*Plan, error) {
 	// A fragment pass writes one value per texel and cannot share a row
 	// between texels: rows kernels run as the kernels they fused.
 	p := sp.Unfused().Program()
+	defer codegen.MemoNests(p.Kernels)()
 	pl := &Plan{}
 	for i, b := range p.Buffers {
 		pl.Textures = append(pl.Textures, Layout(b.Len, i))

@@ -209,6 +209,7 @@ func (t Target) Emit(sp *ir.Sealed) ([]codegen.Shader, error) {
 		return nil, fastPathsEnv
 	}
 	p := sp.Program()
+	defer codegen.MemoNests(p.Kernels)()
 	for i := range p.Kernels {
 		if err := checkLoops(&p.Kernels[i]); err != nil {
 			return nil, err
