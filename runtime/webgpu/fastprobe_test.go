@@ -357,3 +357,31 @@ func TestFastProbeDiskCache(t *testing.T) {
 		t.Error("the disk key changes from call to call")
 	}
 }
+
+// TestExportNoFastPaths: the shaders gpucc build exports run on devices
+// that no probe has seen, so they never take the fast paths, even under
+// GPUCC_FAST_PATHS=on (where, before the probe, a plan built so carried
+// them to every device).
+func TestExportNoFastPaths(t *testing.T) {
+	defer func(old bool) { wgsl.FastPaths = old }(wgsl.FastPaths)
+	wgsl.FastPaths = true
+	b := ir.NewBuilder()
+	x := b.Input(ir.Shape{4, 256}, make([]float32, 1024))
+	b.Output("y", x.Softmax(1).Add(x.Tanh()).Add(x.Apply(ir.OpSigmoid)))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exporter{}.Export(context.Background(), program(t, g).IR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ex.Kernels {
+		if strings.Contains(string(k.Source), "_fast(") {
+			t.Errorf("%s takes a fast path", k.File)
+		}
+	}
+	if len(ex.Kernels) == 0 {
+		t.Error("nothing exported")
+	}
+}
