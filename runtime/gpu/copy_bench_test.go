@@ -19,6 +19,12 @@ func BenchmarkCopyChecked(b *testing.B) {
 		copyChecked(dst, src, true)
 		copyOut(dst, src)
 	}
+	b.Run("copy", func(b *testing.B) { // the bound: no check
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			copyOut(dst, src)
+		}
+	})
 	b.Run("copy+scan", func(b *testing.B) {
 		b.SetBytes(int64(len(src)))
 		for b.Loop() {

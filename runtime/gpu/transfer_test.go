@@ -3,10 +3,14 @@
 package gpu
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
 	"unsafe"
+
+	"github.com/gpucc/gpucc/runtime/gpu/internal/copycheck"
 )
 
 // TestUploadChecked: the first non-finite element is found wherever it
@@ -421,5 +425,55 @@ func TestSubmitReads(t *testing.T) {
 	defer big.Release()
 	if st, err := d.SubmitReads(nil, []ReadBack{{Buf: big, Out: make([]float32, 1<<14+1)}}); err != nil || st != nil {
 		t.Fatalf("a read past the chunk: staged %v, err %v", st, err)
+	}
+}
+
+// TestCopyCheckedPaths runs copyChecked both ways, fused (copycheck.Copy,
+// where the CPU has AVX2) and in blocks, on readback and upload, over
+// sizes that take one worker and several (a piece's edge every 64 bytes
+// past 1 MiB), cached and streaming stores, with the first non-finite
+// word first, last, at a block's, a worker's and a 128-byte group's
+// edge, and none: the index is the first, the word there is copied (a
+// caller names the value from the copy), and finite data arrives whole.
+func TestCopyCheckedPaths(t *testing.T) {
+	defer func(f bool) { fusedCheck = f }(fusedCheck)
+	for _, fused := range []bool{false, true} {
+		if fused && !copycheck.Available {
+			continue
+		}
+		fusedCheck = fused
+		for _, n := range []int{3, 4<<10 + 7, 1<<18 + 5, 3<<18 + 13} { // words
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = float32(i%1000) - 3e38*float32(i%2)
+			}
+			src[1] = math.Float32frombits(1)
+			raw := f32Bytes(src)
+			for _, at := range []int{-1, 0, 1, 31, 32, n / 2, 1<<16 - 1, 1 << 16, 1<<18 - 1, n - 1} {
+				if at >= n {
+					continue
+				}
+				for _, readback := range []bool{false, true} {
+					data := append([]byte(nil), raw...)
+					if at >= 0 {
+						binary.LittleEndian.PutUint32(data[4*at:], 0x7fc00000|uint32(at))
+						if at+2 < n {
+							binary.LittleEndian.PutUint32(data[4*(at+2):], 0xff800000) // later: not reported
+						}
+					}
+					dst := make([]byte, len(data))
+					got := copyChecked(dst, data, readback)
+					if got != at {
+						t.Fatalf("fused %v, %d words, readback %v: copyChecked = %d, want %d", fused, n, readback, got, at)
+					}
+					if at < 0 && !bytes.Equal(dst, data) {
+						t.Fatalf("fused %v, %d words, readback %v: finite data not copied whole", fused, n, readback)
+					}
+					if at >= 0 && !bytes.Equal(dst[4*at:4*at+4], data[4*at:4*at+4]) { // the caller names it from dst
+						t.Fatalf("fused %v, %d words, readback %v: the non-finite word not copied", fused, n, readback)
+					}
+				}
+			}
+		}
 	}
 }
