@@ -45,6 +45,10 @@ func attentionNest(k *ir.Kernel) *Nest {
 		}
 		return append(ss, Let(Val(F32), "ts", t))
 	}
+	if a.Chunk > 0 {
+		n.Body = attentionSplitNest(a, score, at(j, e))
+		return n
+	}
 	if a.Block > 0 {
 		n.Body = attentionOnlineNest(a, score, at(j, e))
 		return n
@@ -96,5 +100,52 @@ func attentionOnlineNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt
 		Var(Val(F32), "os", Opaque(0)),
 		For("kb", (a.T+a.Block-1)/a.Block, block...),
 		Apply("acc", ir.OpDiv, "os", "ls"),
+	}
+}
+
+// attentionSplitNest is the nest's body in the split order
+// (ir/attention.go): M, the maximum of -MaxFloat32 and every score (the
+// parts' final maxima folded: maximum selects, so any grouping gives
+// these bits), in a pass of its own; then for each part pc ascending its
+// online order (attentionOnlineNest's blocks over keys pc·Chunk …, the
+// last stopping at T), w = exp(m − M), L += l·w and O += o·w; O / L at
+// the end.
+func attentionSplitNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt {
+	maxPass := append(score(), Fold("mx", ir.OpMax, "mm", "ts"), Set("mm", V("mx")))
+	key := []Stmt{Let(Idx, "kj", V("pc").Mul(N(a.Chunk)).Add(V("kb").Mul(N(a.Block))).Add(V("ki"))), Stop(V("kj").Ge(N(a.T)))}
+	blockMax := append(append(slices.Clone(key), score()...), Fold("mx", ir.OpMax, "mn", "ts"), Set("mn", V("mx")))
+	blockSum := append(append(slices.Clone(key), score()...),
+		Apply("us", ir.OpSub, "ts", "mn"),
+		Apply("ps", ir.OpExp, "us"),
+		Set("ls", V("ls").Add(V("ps"))),
+		Set("os", V("os").Add(Prod(V("ps"), Load(2, vAt...)))))
+	block := []Stmt{
+		Stop(V("pc").Mul(N(a.Chunk)).Add(V("kb").Mul(N(a.Block))).Ge(N(a.T))),
+		Var(Val(F32), "mn", V("mr")),
+		For("ki", a.Block, blockMax...),
+		Apply("ud", ir.OpSub, "mr", "mn"),
+		Apply("cs", ir.OpExp, "ud"),
+		Set("ls", Prod(V("ls"), V("cs"))),
+		Set("os", Prod(V("os"), V("cs"))),
+		For("ki", a.Block, blockSum...),
+		Set("mr", V("mn")),
+	}
+	part := []Stmt{
+		Var(Val(F32), "mr", Opaque(0xff7fffff)), // -MaxFloat32
+		Var(Val(F32), "ls", Opaque(0)),
+		Var(Val(F32), "os", Opaque(0)),
+		For("kb", a.Chunk/a.Block, block...),
+		Apply("ug", ir.OpSub, "mr", "mm"),
+		Apply("ws", ir.OpExp, "ug"),
+		Set("lt", V("lt").Add(Prod(V("ls"), V("ws")))),
+		Set("ot", V("ot").Add(Prod(V("os"), V("ws")))),
+	}
+	return []Stmt{
+		Var(Val(F32), "mm", Opaque(0xff7fffff)),
+		For("kj", a.T, maxPass...),
+		Var(Val(F32), "lt", Opaque(0)),
+		Var(Val(F32), "ot", Opaque(0)),
+		For("pc", a.Parts(), part...),
+		Apply("acc", ir.OpDiv, "ot", "lt"),
 	}
 }

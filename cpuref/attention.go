@@ -12,7 +12,8 @@ import (
 // reference order (see ir/attention.go and the package doc): per query
 // row the scores' maximum, then exp(t − m) summed and accumulated with v
 // in ascending key order, each output divided once; or, where a.Block is
-// set (long rows), the online order over key blocks of a.Block.
+// set (long rows), the online order over key blocks of a.Block, and where
+// a.Chunk is set too, the split order over parts of a.Chunk keys.
 func Attention(q, k, v, mask []float32, a ir.Attention) []float32 {
 	return exact.attention(q, k, v, mask, a, nil)
 }
@@ -23,20 +24,65 @@ type online struct {
 	scratch           []uint32
 	o, ls             []float32 // E each
 	u, p              []float32 // a.Block each
+	po                []float32 // the split order's parts' o: Parts·E
+	pm, pl            []float32 // and their m and l: Parts each
 }
 
 // onlineRow writes one query row's outputs (E) from its scores t (T) and
-// v (T·E) in the online order (ir/attention.go): key blocks of a.Block,
-// a running maximum from -MaxFloat32, the sums rescaled by exp(m − m') at
-// each block, each output divided once.
+// v (T·E) in the online order (ir/attention.go), or, where a.Chunk is
+// set, the split order: each part of a.Chunk keys in the online order,
+// the parts combined in ascending order.
 func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
 	E := a.E
+	if a.Chunk == 0 {
+		_, l := ar.onlinePart(w.o, t, v, a, w)
+		for e := range w.ls {
+			w.ls[e] = l
+		}
+		w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
+		return
+	}
+	P := a.Parts()
+	M := []float32{0}
+	for c := range P {
+		lo, hi := c*a.Chunk, min((c+1)*a.Chunk, a.T)
+		w.pm[c], w.pl[c] = ar.onlinePart(w.po[c*E:(c+1)*E], t[lo:hi], v[lo*E:hi*E], a, w)
+		if c == 0 {
+			M[0] = w.pm[0]
+		} else {
+			w.mx.runSlice(M, M, w.pm[c:c+1], 0, ar, w.scratch)
+		}
+	}
+	var L float32
+	clear(w.o)
+	wc := []float32{0}
+	for c := range P {
+		w.sub.runSlice(wc, w.pm[c:c+1], M, 0, ar, w.scratch)
+		w.exp.runSlice(wc, wc, nil, 0, ar, w.scratch)
+		L = ar.add(L, ar.mul(w.pl[c], wc[0]))
+		for e, oc := range w.po[c*E : (c+1)*E] {
+			w.o[e] = ar.add(w.o[e], ar.mul(oc, wc[0]))
+		}
+	}
+	for e := range w.ls {
+		w.ls[e] = L
+	}
+	w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
+}
+
+// onlinePart accumulates into o (E, cleared first) the online order over
+// the keys of t and v (from the part's first key): key blocks of
+// a.Block, a running maximum from -MaxFloat32, the sums rescaled by
+// exp(m − m') at each block. It returns the final m and l (o and l
+// undivided).
+func (ar arith) onlinePart(o, t, v []float32, a ir.Attention, w online) (float32, float32) {
+	E, T := a.E, len(t)
 	m := []float32{-math.MaxFloat32}
 	mn, c := []float32{0}, []float32{0}
 	var l float32
-	clear(w.o)
-	for b := 0; b < a.T; b += a.Block {
-		end := min(b+a.Block, a.T)
+	clear(o)
+	for b := 0; b < T; b += a.Block {
+		end := min(b+a.Block, T)
 		mn[0] = m[0]
 		for j := b; j < end; j++ {
 			w.mx.runSlice(mn, mn, t[j:j+1], 0, ar, w.scratch)
@@ -45,7 +91,7 @@ func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
 		w.exp.runSlice(c, c, nil, 0, ar, w.scratch)
 		l = ar.mul(l, c[0])
 		for e := range E {
-			w.o[e] = ar.mul(w.o[e], c[0])
+			o[e] = ar.mul(o[e], c[0])
 		}
 		u, p := w.u[:end-b], w.p[:end-b]
 		w.sub.runSlice(u, t[b:end], nil, mn[0], ar, w.scratch)
@@ -54,15 +100,12 @@ func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
 			l = ar.add(l, pj)
 			vj := v[(b+x)*E : (b+x+1)*E]
 			for e := range E {
-				w.o[e] = ar.add(w.o[e], ar.mul(pj, vj[e]))
+				o[e] = ar.add(o[e], ar.mul(pj, vj[e]))
 			}
 		}
 		m[0] = mn[0]
 	}
-	for e := range w.ls {
-		w.ls[e] = l
-	}
-	w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
+	return m[0], l
 }
 
 // attention is Attention, checking stop (when not nil) before each query
@@ -74,6 +117,7 @@ func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() b
 	scratch := make([]uint32, max(len(sub), len(exp), len(div), len(mx))*chunk)
 	t, u, p := make([]float32, T), make([]float32, T), make([]float32, T)
 	ms, o, ls := make([]float32, T), make([]float32, E), make([]float32, E)
+	po, pm, pl := make([]float32, a.Parts()*E), make([]float32, a.Parts()), make([]float32, a.Parts())
 	negInf := float32(math.Inf(-1))
 	for z := range a.Batch.Len() {
 		qz, kz, vz := q[z*S*D:(z+1)*S*D], k[z*T*D:(z+1)*T*D], v[z*T*E:(z+1)*T*E]
@@ -96,7 +140,7 @@ func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() b
 				}
 			}
 			if a.Block > 0 {
-				ar.onlineRow(out[row*E:(row+1)*E], t, vz, a, online{mx: mx, sub: sub, exp: exp, div: div, scratch: scratch, o: o, ls: ls, u: u, p: p})
+				ar.onlineRow(out[row*E:(row+1)*E], t, vz, a, online{mx: mx, sub: sub, exp: exp, div: div, scratch: scratch, o: o, ls: ls, u: u, p: p, po: po, pm: pm, pl: pl})
 				continue
 			}
 			// m by maximum from -Inf, left to right (any grouping gives

@@ -79,7 +79,12 @@
 //     shapes take the online order (ir.Attention.Block: long rows), the
 //     keys go in blocks of Block from m = -MaxFloat32: per block m' =
 //     maximum of m and its t_j, c = exp(round(m − m')), l and o_e
-//     rounded times c, then its keys as above with m', m = m'.
+//     rounded times c, then its keys as above with m', m = m'. Where
+//     ir.AttentionSplit also cuts the keys into parts (Attention.Chunk),
+//     each part runs that order alone from its first key, and the parts'
+//     m_c, l_c, o_c combine: M = maximum of the m_c, then from +0, for c
+//     ascending, L = round(L + round(l_c·w)) and O_e = round(O_e +
+//     round(o_c,e·w)) with w = exp(round(m_c − M)); out = div(O_e, L).
 //   - maxpool2d(x): (ir.Pool2D: x [N,C,H,W], a kH×kW window, strides,
 //     pads, dilations) out[n,c,oh,ow] starts at -Inf and, for kh = 0 …
 //     kH-1, then kw = 0 … kW-1, becomes maximum(acc, x[n, c,

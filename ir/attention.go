@@ -60,6 +60,33 @@ import (
 // gives the full order's bits (one block: c multiplies +0 sums, m' is the
 // row's maximum), so the choice matters only past B keys.
 //
+// # The split order (AttentionSplit parts; off unless set)
+//
+// Where AttentionSplit is 2 or more and the online order's keys span two
+// blocks or more (Attention.Chunk, from the shapes and the knob alone),
+// the keys are cut into parts of Chunk keys, [0, W), [W, 2W), … (W =
+// Chunk, a multiple of AttentionBlock: the fewest whole blocks that make
+// at most AttentionSplit parts; the last stops at T). Each part c runs
+// the online order above over its own keys alone (its blocks from its
+// first key, m from -MaxFloat32, l = o_e = +0), ending with m_c, l_c and
+// o_c,e undivided. Then, per query row:
+//
+//	M = maximum of m_0 … m_{P-1} (the op table's, as below)
+//	L = +0, O_e = +0; for c ascending: w = exp(round(m_c − M)),
+//	  L = round(L + round(l_c·w)), O_e = round(O_e + round(o_c,e·w))
+//	out[i,e] = div(O_e, L)
+//
+// so that a GPU runs the parts side by side, P times the threads where
+// the query rows are few (one head of 2048 rows fills 128 workgroups of
+// 16 rows on a GPU of 132 cores). w ≤ 1 (m_c ≤ M), so nothing overflows;
+// a part whose keys are all masked has m_c = -MaxFloat32, l_c = +0 and
+// o_c = +0 (NaN where v is infinite), so w is +0 beside a finite M and it
+// adds +0; a fully masked row has M = -MaxFloat32, w = 1, L = +0 and a
+// NaN output; a NaN score makes M and every output NaN. The parts' edges
+// depend on T, so a prompt's row and the same row decoded alone at a
+// shorter T may round apart: the split is a knob for long rows of few
+// queries, off by default until a device times it.
+//
 // # The full-row order (cpuref.Attention computes it where Block is 0)
 //
 // For each batch index and query row i, with j over the T keys:
@@ -99,6 +126,28 @@ const AttentionBlock = 32
 // decoded a token a step to the same bits whatever the cache's length.
 var AttentionOnlineFrom = 1
 
+// AttentionSplit is the most parts the split order cuts an online
+// attention's keys into (see "The split order"); 0 or 1: no split. Like
+// AttentionOnlineFrom it is a variable so that a benchmark can time both
+// orders in one process; set it before anything compiles: it changes
+// bits. At most MaxAttentionSplit.
+var AttentionSplit = 0
+
+// MaxAttentionSplit bounds AttentionSplit: a WGSL workgroup runs its
+// parts side by side.
+const MaxAttentionSplit = 8
+
+// attentionChunk is the split order's part width for t keys (see
+// Attention.Chunk): 0 where there is no split.
+func attentionChunk(t, block int) int {
+	p := min(AttentionSplit, MaxAttentionSplit)
+	nb := (t + block - 1) / max(block, 1)
+	if block == 0 || p < 2 || nb < 2 {
+		return 0
+	}
+	return (nb + p - 1) / p * block
+}
+
 // AttentionOnlineMaxHead is the widest q row (D) and v row (E) the online
 // order takes.
 const AttentionOnlineMaxHead = 128
@@ -130,6 +179,18 @@ type Attention struct {
 	// shapes take it (AttentionOnlineFrom keys or more, heads of at most
 	// AttentionOnlineMaxHead), else 0: the full-row order.
 	Block int
+	// Chunk is the split order's part width in keys (a multiple of Block)
+	// where AttentionSplit cuts the keys into two parts or more, else 0.
+	Chunk int
+}
+
+// Parts returns the split order's parts: ⌈T / Chunk⌉, or 1 without a
+// split.
+func (a Attention) Parts() int {
+	if a.Chunk == 0 {
+		return 1
+	}
+	return (a.T + a.Chunk - 1) / a.Chunk
 }
 
 // attentionBlock is the key block of attention over T keys with heads of
@@ -143,6 +204,9 @@ func attentionBlock(t, d, e int) int {
 
 // Order says which rounding order attention takes, for --explain.
 func (a Attention) Order() string {
+	if a.Chunk > 0 {
+		return fmt.Sprintf("online softmax, key blocks of %d (%d keys ≥ %d, heads ≤ %d): each score once, in %d parts of %d keys combined (split order, ir.AttentionSplit %d)", a.Block, a.T, AttentionOnlineFrom, AttentionOnlineMaxHead, a.Parts(), a.Chunk, AttentionSplit)
+	}
 	if a.Block > 0 {
 		return fmt.Sprintf("online softmax, key blocks of %d (%d keys ≥ %d, heads ≤ %d): each score once", a.Block, a.T, AttentionOnlineFrom, AttentionOnlineMaxHead)
 	}
@@ -155,9 +219,10 @@ func AttentionOf(args []Shape, attrs []int) Attention {
 	q, k, v := args[0], args[1], args[2]
 	r := len(q)
 	sb := OpAttention.Attr(attrs, "scale_bits")
+	block := attentionBlock(k[r-2], q[r-1], v[r-1])
 	return Attention{Batch: slices.Clone(q[:r-2]), S: q[r-2], D: q[r-1], T: k[r-2], E: v[r-1],
 		Scale:  math.Float32frombits(uint32(sb[0])<<16 | uint32(sb[1])),
-		Causal: OpAttention.Attr(attrs, "causal")[0] == 1, MaskShape: args[3], Block: attentionBlock(k[r-2], q[r-1], v[r-1])}
+		Causal: OpAttention.Attr(attrs, "causal")[0] == 1, MaskShape: args[3], Block: block, Chunk: attentionChunk(k[r-2], block)}
 }
 
 // Scores returns the shape of the scores, [...,S,T].

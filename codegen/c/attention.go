@@ -49,6 +49,10 @@ func attention(b *strings.Builder, k *ir.Kernel, _ *Kernel) int {
 		return n.Render(Lang, k)
 	}
 	fmt.Fprintf(b, "\tATTBUF float ts[%d];\n\tATTBUF float os[%d];\n", T, E)
+	if a.Chunk > 0 {
+		// The split order's parts: each one's m, l and o.
+		fmt.Fprintf(b, "\tATTBUF float pm[%d];\n\tATTBUF float pl[%d];\n\tATTBUF float pos[%d];\n", a.Parts(), a.Parts(), a.Parts()*E)
+	}
 	b.WriteString("\tfor (idx tl = t0; tl < t1; tl++) {\n")
 	fmt.Fprintf(b, "\t\tconst idx z = tl / %du;\n\t\tconst idx qi = tl %% %du;\n", S, S)
 	// The scores, attKeysC keys at a time: independent accumulators, each
@@ -125,27 +129,57 @@ func attentionWork(k *ir.Kernel) int64 {
 // a.Block, the running maximum m' from m (-MaxFloat32 first), l and the
 // row's E accumulators rounded times c = exp(m − m'), then the block's
 // keys ascending with p = exp(t − m'); each output o / l with the
-// epilogue. Every product is its own declaration, so that no C compiler
-// contracts it with the add after it.
+// epilogue. Where a.Chunk is set (the split order), each part of a.Chunk
+// keys runs those blocks alone into pm, pl and pos, and the parts are
+// combined in ascending order with w = exp(m − M) before the division.
+// Every product is its own declaration, so that no C compiler contracts
+// it with the add after it.
 func attentionOnline(b *strings.Builder, k *ir.Kernel, a ir.Attention, off func(j int, r, c string) string, apply func(name string, op ir.Op, args ...string) []string) {
 	T, E, B := a.T, a.E, a.Block
-	fmt.Fprintf(b, "\t\tfloat mr = %s;\n", Lang.Bits(0xff7fffff)) // -MaxFloat32
-	fmt.Fprintf(b, "\t\tfloat ls = 0.0f;\n\t\tfor (idx e = 0; e < %du; e++) os[e] = 0.0f;\n", E)
-	fmt.Fprintf(b, "\t\tfor (idx kb = 0; kb < %du; kb += %du) {\n", T, B)
-	fmt.Fprintf(b, "\t\t\tconst idx ke = kb + %du < %du ? kb + %du : %du;\n", B, T, B, T)
-	b.WriteString("\t\t\tfloat mn = mr;\n\t\t\tfor (idx kj = kb; kj < ke; kj++) {\n\t\t\t\tconst float t = ts[kj];\n")
-	b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mn", "t", "mx"), 4))
-	b.WriteString("\t\t\t\tmn = mx;\n\t\t\t}\n")
-	b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr", "mn"), 3))
-	b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
-	fmt.Fprintf(b, "\t\t\tls = ls * cs;\n\t\t\tfor (idx e = 0; e < %du; e++) os[e] = os[e] * cs;\n", E)
-	b.WriteString("\t\t\tfor (idx kj = kb; kj < ke; kj++) {\n\t\t\t\tconst float t = ts[kj];\n")
-	b.WriteString(codegen.Indent(apply("us", ir.OpSub, "t", "mn"), 4))
-	b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 4))
-	b.WriteString("\t\t\t\tls = ls + ps;\n")
-	fmt.Fprintf(b, "\t\t\t\tfor (idx e = 0; e < %du; e++) {\n", E)
-	fmt.Fprintf(b, "\t\t\t\t\tconst float pv = ps * in2[%s];\n\t\t\t\t\tos[e] = os[e] + pv;\n\t\t\t\t}\n\t\t\t}\n", off(2, "kj", "e"))
-	b.WriteString("\t\t\tmr = mn;\n\t\t}\n")
+	// blocks writes the online order over keys [lo, hi) into mr, ls, os,
+	// indented by in.
+	blocks := func(in, lo, hi string) {
+		w := func(format string, args ...any) { fmt.Fprintf(b, in+format, args...) }
+		ind := func(lines []string, tabs int) { b.WriteString(codegen.Indent(lines, len(in)+tabs)) }
+		w("float mr = %s;\n", Lang.Bits(0xff7fffff)) // -MaxFloat32
+		w("float ls = 0.0f;\n%sfor (idx e = 0; e < %du; e++) os[e] = 0.0f;\n", in, E)
+		w("for (idx kb = %s; kb < %s; kb += %du) {\n", lo, hi, B)
+		w("\tconst idx ke = kb + %du < %s ? kb + %du : %s;\n", B, hi, B, hi)
+		w("\tfloat mn = mr;\n%s\tfor (idx kj = kb; kj < ke; kj++) {\n%s\t\tconst float t = ts[kj];\n", in, in)
+		ind(codegen.Combine(Lang, ir.OpMax, "mn", "t", "mx"), 2)
+		w("\t\tmn = mx;\n%s\t}\n", in)
+		ind(apply("ud", ir.OpSub, "mr", "mn"), 1)
+		ind(apply("cs", ir.OpExp, "ud"), 1)
+		w("\tls = ls * cs;\n%s\tfor (idx e = 0; e < %du; e++) os[e] = os[e] * cs;\n", in, E)
+		w("\tfor (idx kj = kb; kj < ke; kj++) {\n%s\t\tconst float t = ts[kj];\n", in)
+		ind(apply("us", ir.OpSub, "t", "mn"), 2)
+		ind(apply("ps", ir.OpExp, "us"), 2)
+		w("\t\tls = ls + ps;\n")
+		w("\t\tfor (idx e = 0; e < %du; e++) {\n", E)
+		w("\t\t\tconst float pv = ps * in2[%s];\n%s\t\t\tos[e] = os[e] + pv;\n%s\t\t}\n%s\t}\n", off(2, "kj", "e"), in, in, in)
+		w("\tmr = mn;\n%s}\n", in)
+	}
+	if a.Chunk == 0 {
+		blocks("\t\t", "0", fmt.Sprintf("%du", T))
+	} else {
+		P, W := a.Parts(), a.Chunk
+		fmt.Fprintf(b, "\t\tfor (idx pc = 0; pc < %du; pc++) {\n\t\t\tconst idx k0 = pc * %du;\n", P, W)
+		fmt.Fprintf(b, "\t\t\tconst idx k1 = k0 + %du < %du ? k0 + %du : %du;\n", W, T, W, T)
+		blocks("\t\t\t", "k0", "k1")
+		fmt.Fprintf(b, "\t\t\tpm[pc] = mr;\n\t\t\tpl[pc] = ls;\n\t\t\tfor (idx e = 0; e < %du; e++) pos[pc * %du + e] = os[e];\n\t\t}\n", E, E)
+		// M folds the parts' maxima (maximum selects: any grouping gives
+		// these bits); then L and O over the parts ascending.
+		b.WriteString("\t\tfloat mm = pm[0];\n")
+		fmt.Fprintf(b, "\t\tfor (idx pc = 1; pc < %du; pc++) {\n\t\t\tconst float t = pm[pc];\n", P)
+		b.WriteString(codegen.Indent(codegen.Combine(Lang, ir.OpMax, "mm", "t", "mx"), 3))
+		b.WriteString("\t\t\tmm = mx;\n\t\t}\n")
+		fmt.Fprintf(b, "\t\tfloat ls = 0.0f;\n\t\tfor (idx e = 0; e < %du; e++) os[e] = 0.0f;\n", E)
+		fmt.Fprintf(b, "\t\tfor (idx pc = 0; pc < %du; pc++) {\n\t\t\tconst float mc = pm[pc];\n", P)
+		b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mc", "mm"), 3))
+		b.WriteString(codegen.Indent(apply("ws", ir.OpExp, "ud"), 3))
+		b.WriteString("\t\t\tconst float lw = pl[pc] * ws;\n\t\t\tls = ls + lw;\n")
+		fmt.Fprintf(b, "\t\t\tfor (idx e = 0; e < %du; e++) {\n\t\t\t\tconst float ow = pos[pc * %du + e] * ws;\n\t\t\t\tos[e] = os[e] + ow;\n\t\t\t}\n\t\t}\n", E, E)
+	}
 	fmt.Fprintf(b, "\t\tfor (idx e = 0; e < %du; e++) {\n\t\t\tconst float o = os[e];\n", E)
 	b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "o", "ls"), 3))
 	fmt.Fprintf(b, "\t\t\tconst idx at = tl * %du + e;\n", E)

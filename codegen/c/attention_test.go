@@ -13,8 +13,9 @@ import (
 
 // TestAttentionNest: attention's nest (codegen.attentionNest, which GLSL
 // renders for WebGL2), written as C in place of the C target's own
-// kernel, gives cpuref's bits in both orders: the full-row one and, with
-// every attention online, the online one, over a block less one, a block
+// kernel, gives cpuref's bits in its three orders: the full-row one, with
+// every attention online the online one, and the split order
+// (ir.AttentionSplit 3: parts of 32 or 64 keys), over a block less one, a block
 // and one, 130 keys, causal, a -Inf padding mask, rows whose first blocks
 // are all -Inf, a fully masked row (NaN) and extremes. The C kernel itself
 // is checked the same way.
@@ -30,14 +31,19 @@ func TestAttentionNest(t *testing.T) {
 		{Name: "extremes-70", H: 2, S: 5, T: 70, D: 8, E: 8, Scale: 0.125, Extremes: true},
 		{Name: "d128-odd-e", S: 2, T: 67, D: 128, E: 7, Scale: 0.088388346},
 	}
-	defer func(old writer, from int) {
-		writers[ir.KernelAttention], ir.AttentionOnlineFrom = old, from
-	}(writers[ir.KernelAttention], ir.AttentionOnlineFrom)
+	defer func(old writer, from, split int) {
+		writers[ir.KernelAttention], ir.AttentionOnlineFrom, ir.AttentionSplit = old, from, split
+	}(writers[ir.KernelAttention], ir.AttentionOnlineFrom, ir.AttentionSplit)
 	own := writers[ir.KernelAttention]
-	for _, order := range []string{"full", "online"} {
-		ir.AttentionOnlineFrom = 1 << 30
-		if order == "online" {
+	for _, order := range []string{"full", "online", "split"} {
+		ir.AttentionOnlineFrom, ir.AttentionSplit = 1<<30, 0
+		if order != "full" {
 			ir.AttentionOnlineFrom = 1
+		}
+		if order == "split" {
+			// 130 keys in parts of 64, 64 and 2; 100 in 64 and 36; 70
+			// and 67 in 32, 32 and the rest; block+1 in 32 and 1.
+			ir.AttentionSplit = 3
 		}
 		for _, w := range []struct {
 			name string

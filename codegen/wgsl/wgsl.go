@@ -38,13 +38,13 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys,
-// AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom, which
-// picks attention's rounding order from its shapes and is not in the
-// program's key: caches of generated code must include it in their keys.
+// AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
+// ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
+// program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d,mmloop=%t",
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
 		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
-		MatmulEpilogueLoop)
+		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
 // Workgroup sizes.
