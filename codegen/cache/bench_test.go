@@ -43,3 +43,28 @@ func BenchmarkMAC(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutFull times a Put of a 16 KiB blob (a shared object's size)
+// into a disk tier that is full: 1000 entries at its bound, so that each
+// Put evicts.
+func BenchmarkPutFull(b *testing.B) {
+	const size, entries = 16 << 10, 1000
+	each := int64(hdrLen + size + macLen)
+	c, err := Open(Options{Dir: b.TempDir(), MaxMemoryBytes: 1, MaxDiskBytes: entries * each})
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, size)
+	for i := range entries {
+		if err := c.Put(SharedObject, key(fmt.Sprint(i)), val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := entries
+	for b.Loop() {
+		if err := c.Put(SharedObject, key(fmt.Sprint(i)), val); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -20,7 +20,9 @@
 // a rename). Both tiers are bounded in bytes; when a tier is over its
 // bound the least recently used entries go first (on disk, "used" is the
 // file's modification time, refreshed by a hit when it is over a minute
-// old).
+// old). The disk tier, once over its bound, is trimmed to seven eighths of
+// it, so that the listing of its files that a trim takes is paid once per
+// eighth of the bound written, not on every write into a full tier.
 //
 // # Trust
 //
@@ -59,6 +61,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 )
 
 // Key identifies a blob: the SHA-256 of everything the blob depends on.
@@ -165,6 +168,9 @@ type Cache struct {
 	lru   *list.List // of *entry, most recent at the front
 	byKey map[name]*list.Element
 	stats map[Kind]*Stats
+
+	trimMu sync.Mutex   // one trimDisk at a time
+	trims  atomic.Int64 // trims that listed the directory, for tests
 }
 
 // name is an entry's full name: its kind and key.
@@ -352,12 +358,8 @@ func (c *Cache) Put(kind Kind, key Key, val []byte) error {
 	}
 	c.mu.Lock()
 	c.stat(kind).DiskBytes += grew
-	var total int64
-	for _, s := range c.stats {
-		total += s.DiskBytes
-	}
 	c.mu.Unlock()
-	if total > c.opts.MaxDiskBytes {
+	if c.diskTotal() > c.opts.MaxDiskBytes {
 		return c.trimDisk()
 	}
 	return nil

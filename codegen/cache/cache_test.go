@@ -120,20 +120,23 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// TestDiskBoundEvictsOldest: a Put past the disk bound of 8 entries
+// evicts the oldest until seven eighths of the bound are left: of 9, the
+// two oldest.
 func TestDiskBoundEvictsOldest(t *testing.T) {
 	dir := t.TempDir()
-	c := mustOpen(t, Options{Dir: dir, MaxDiskBytes: int64(3 * (hdrLen + macLen + 100))})
+	c := mustOpen(t, Options{Dir: dir, MaxDiskBytes: int64(8 * (hdrLen + macLen + 100))})
 	old := time.Now().Add(-time.Hour)
-	for i := range 3 {
+	for i := range 8 {
 		k := key(fmt.Sprint(i))
 		c.Put(WGSL, k, make([]byte, 100))
 		// Make the order of use unambiguous on coarse-clock file systems.
 		at := old.Add(time.Duration(i) * time.Minute)
 		os.Chtimes(filepath.Join(dir, "wgsl-"+k.String()+fileExt), at, at)
 	}
-	c.Put(WGSL, key("3"), make([]byte, 100))
+	c.Put(WGSL, key("8"), make([]byte, 100))
 	fresh := mustOpen(t, Options{Dir: dir})
-	for i, want := range []Source{Miss, Disk, Disk, Disk} {
+	for i, want := range []Source{Miss, Miss, Disk, Disk, Disk, Disk, Disk, Disk, Disk} {
 		if _, s := fresh.Get(WGSL, key(fmt.Sprint(i))); s != want {
 			t.Errorf("entry %d: %v, want %v", i, s, want)
 		}
@@ -198,5 +201,111 @@ func TestHitRefreshesStaleTime(t *testing.T) {
 	expectGet(t, mustOpen(t, Options{Dir: dir}), WGSL, k, []byte("v"), Disk)
 	if fi, err := os.Stat(p); err != nil || !fi.ModTime().After(old.Add(touchEvery)) {
 		t.Errorf("modification time after a hit: %v, %v; want refreshed", fi.ModTime(), err)
+	}
+}
+
+// dirBytes measures the entry files of dir.
+func dirBytes(t *testing.T, c *Cache) int64 {
+	t.Helper()
+	files, err := c.files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		n += f.size
+	}
+	return n
+}
+
+// TestDiskTrimAmortized: 1000 Puts through a disk tier bounded at 64
+// entries keep the directory within the bound after every Put, keep the
+// newest 56 (seven eighths), and list the directory once per 8 entries
+// written past the bound (117 times), not on every Put into the full tier
+// (936 before).
+func TestDiskTrimAmortized(t *testing.T) {
+	const entries, bound = 1000, 64
+	each := int64(hdrLen + 100 + macLen)
+	dir := t.TempDir()
+	c := mustOpen(t, Options{Dir: dir, MaxMemoryBytes: 1, MaxDiskBytes: bound * each})
+	old := time.Now().Add(-time.Hour)
+	for i := range entries {
+		k := key(fmt.Sprint(i))
+		if err := c.Put(WGSL, k, bytes.Repeat([]byte{byte(i)}, 100)); err != nil {
+			t.Fatal(err)
+		}
+		// The order of use, unambiguous on coarse-clock file systems.
+		at := old.Add(time.Duration(i) * time.Second)
+		os.Chtimes(filepath.Join(dir, "wgsl-"+k.String()+fileExt), at, at)
+		if n := dirBytes(t, c); n > bound*each {
+			t.Fatalf("after Put %d the directory holds %d bytes, over its bound of %d", i, n, bound*each)
+		}
+		if got, want := c.Stats("").DiskBytes, dirBytes(t, c); got != want {
+			t.Fatalf("after Put %d the cache counts %d bytes on disk, the directory holds %d", i, got, want)
+		}
+	}
+	if got, max := c.trims.Load(), int64((entries-bound)/(bound/8)+1); got > max || got == 0 {
+		t.Errorf("%d Puts listed the directory %d times, want 1 to %d", entries, got, max)
+	}
+	fresh := mustOpen(t, Options{Dir: dir})
+	for i := range entries {
+		want := Miss
+		if i >= entries-bound*7/8 {
+			want = Disk // the newest seven eighths outlive any trim
+		} else if i >= entries-bound {
+			continue // kept or not, by where the last trim fell
+		}
+		if _, s := fresh.Get(WGSL, key(fmt.Sprint(i))); s != want {
+			t.Errorf("entry %d of %d: %v, want %v", i, entries, s, want)
+		}
+	}
+}
+
+// TestDiskTrimConcurrent: two caches on one directory (two processes),
+// four goroutines each writing distinct entries past the bound at once:
+// every Get gives its own bytes or misses, no Put fails, each cache's own
+// count is within the bound once they stop (a Put that another's
+// increment pushes over it trims again), and a trim then brings the
+// directory to seven eighths of it. Run it with -race.
+func TestDiskTrimConcurrent(t *testing.T) {
+	each := int64(hdrLen + 200 + macLen)
+	dir := t.TempDir()
+	bound := 32 * each
+	caches := []*Cache{mustOpen(t, Options{Dir: dir, MaxMemoryBytes: 1, MaxDiskBytes: bound}), mustOpen(t, Options{Dir: dir, MaxMemoryBytes: 1, MaxDiskBytes: bound})}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := caches[g%2]
+			for i := range 150 {
+				name := fmt.Sprintf("%d-%d", g, i)
+				want := bytes.Repeat([]byte(name), 200/len(name)+1)[:200]
+				if err := c.Put(WGSL, key(name), want); err != nil {
+					t.Errorf("Put %s: %v", name, err)
+					return
+				}
+				if got, s := c.Get(WGSL, key(name)); s != Miss && !bytes.Equal(got, want) {
+					t.Errorf("entry %s: %d bytes of other data from %v", name, len(got), s)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, c := range caches {
+		if n := c.diskTotal(); n > bound {
+			t.Errorf("cache %d counts %d bytes on disk once its writers stopped, over the bound %d", i, n, bound)
+		}
+	}
+	c := caches[0]
+	c.mu.Lock()
+	c.stat(WGSL).DiskBytes = bound + 1 // as if it had written past the bound
+	c.mu.Unlock()
+	if err := c.trimDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dirBytes(t, c); n > c.lowWater() {
+		t.Errorf("after a trim the directory holds %d bytes, over seven eighths of the bound (%d)", n, c.lowWater())
 	}
 }
