@@ -12,9 +12,11 @@ import (
 )
 
 // TestRunAllocs pins what a warm run of relu(a*b+c) over 1024 allocates
-// in Go: on resident inputs with its output kept, only the kept output's
-// handle (the caller's, until it releases it); from host inputs into a
-// host output, nothing (until 2026-12-05: 14 and 13 allocations). The
+// in Go: on resident inputs with its output kept, waiting or queued
+// (RunQueued), only the kept output's handle (the caller's, until it
+// releases it); from host inputs into a host output, nothing (before
+// 0c30a00: 14 waiting and 13 into a host output; queued, through
+// Launch, 6 after it). The
 // call and its slices are the caller's, made once. Each run's output is
 // cpuref's bit for bit.
 func TestRunAllocs(t *testing.T) {
@@ -23,11 +25,13 @@ func TestRunAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		resident, keep bool
+		queued         bool // RunQueued
 		want           float64
 	}{
-		{"resident-kept", true, true, 1},
-		{"resident-host", true, false, 0},
-		{"host", false, false, 0},
+		{"resident-kept", true, true, false, 1},
+		{"resident-queued", true, true, true, 1},
+		{"resident-host", true, false, false, 0},
+		{"host", false, false, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exe := reluMulAdd(t, d, 1024)
@@ -36,7 +40,13 @@ func TestRunAllocs(t *testing.T) {
 			call := countsCall(t, d, exe, tc.resident, tc.keep)
 			run := func() {
 				call.Dests[0].Buf = nil
-				if err := exe.Run(ctx, call); err != nil {
+				var err error
+				if tc.queued {
+					err = exe.(*executable).RunQueued(ctx, call)
+				} else {
+					err = exe.Run(ctx, call)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				if b := call.Dests[0].Buf; b != nil {
