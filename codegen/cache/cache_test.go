@@ -309,3 +309,43 @@ func TestDiskTrimConcurrent(t *testing.T) {
 		t.Errorf("after a trim the directory holds %d bytes, over seven eighths of the bound (%d)", n, c.lowWater())
 	}
 }
+
+// TestOpenListsNothing: Open and Gets from disk do not list the
+// directory (a process that only reads never pays for it); the first Put
+// lists it once and counts what was there, later Puts below the bound do
+// not list it again, and Stats of a cache that has not written lists it
+// once for its DiskBytes.
+func TestOpenListsNothing(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, Options{Dir: dir})
+	for i := range 50 {
+		if err := w.Put(WGSL, key(fmt.Sprint(i)), make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := w.listings.Load(); n != 1 {
+		t.Errorf("50 Puts below the bound listed the directory %d times, want 1 (the first)", n)
+	}
+	want := 50 * int64(hdrLen+100+macLen)
+	r := mustOpen(t, Options{Dir: dir, MaxMemoryBytes: 1})
+	for i := range 50 {
+		expectGet(t, r, WGSL, key(fmt.Sprint(i)), make([]byte, 100), Disk)
+	}
+	if n := r.listings.Load(); n != 0 {
+		t.Errorf("Open and 50 Gets from disk listed the directory %d times, want 0", n)
+	}
+	if got := r.Stats("").DiskBytes; got != want {
+		t.Errorf("Stats of a cache that only read: DiskBytes %d, want the directory's %d", got, want)
+	}
+	r.Stats(WGSL)
+	if n := r.listings.Load(); n != 1 {
+		t.Errorf("two Stats listed the directory %d times, want 1", n)
+	}
+	p := mustOpen(t, Options{Dir: dir})
+	if err := p.Put(WGSL, key("new"), make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stats("").DiskBytes; got != want+int64(hdrLen+100+macLen) {
+		t.Errorf("a first Put into a directory of 50 entries counts %d bytes, want %d", got, want+int64(hdrLen+100+macLen))
+	}
+}

@@ -168,6 +168,7 @@ type fileInfo struct {
 
 // files lists the entry files of the directory.
 func (c *Cache) files() ([]fileInfo, error) {
+	c.listings.Add(1)
 	ents, err := os.ReadDir(c.opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("cache: list %s: %w", c.opts.Dir, err)
@@ -203,6 +204,34 @@ func (c *Cache) diskTotal() int64 {
 		total += s.DiskBytes
 	}
 	return total
+}
+
+// measure lists the directory, once, and takes its files' sizes as the
+// disk tier's (by kind), before the first write's count or a Stats needs
+// them.
+func (c *Cache) measure() error {
+	if c.measured.Load() {
+		return nil
+	}
+	c.trimMu.Lock()
+	defer c.trimMu.Unlock()
+	if c.measured.Load() {
+		return nil
+	}
+	files, err := c.files()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, s := range c.stats {
+		s.DiskBytes = 0
+	}
+	for _, f := range files {
+		c.stat(f.kind).DiskBytes += f.size
+	}
+	c.mu.Unlock()
+	c.measured.Store(true)
+	return nil
 }
 
 // trimDisk removes the least recently used files, of any kind, until the
