@@ -246,22 +246,13 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	// multiply adds steps k-steps of the staged tile's products.
 	loop.multiply = func(in, stage string, steps int) {
 		for kk := 0; kk < steps; kk++ {
-			as, bs := make([]string, t.TM), make([]string, t.TN)
-			for m := range as {
-				if staged {
-					as[m] = fmt.Sprintf("Xs[%s][%d][lid.x + %du]", stage, kk, m*tx)
-				} else {
-					as[m] = fmt.Sprintf("Xs[%du + lid.x]", kk*t.BM+m*tx)
-				}
+			as := func(m int) { fmt.Fprintf(b, "Xs[%du + lid.x]", kk*t.BM+m*tx) }
+			bs := func(n int) { fmt.Fprintf(b, "Ws[%du + lid.y]", kk*pw+n*ty) }
+			if staged {
+				as = func(m int) { fmt.Fprintf(b, "Xs[%s][%d][lid.x + %du]", stage, kk, m*tx) }
+				bs = func(n int) { fmt.Fprintf(b, "Ws[%s][%d][lid.y + %du]", stage, kk, n*ty) }
 			}
-			for n := range bs {
-				if staged {
-					bs[n] = fmt.Sprintf("Ws[%s][%d][lid.y + %du]", stage, kk, n*ty)
-				} else {
-					bs[n] = fmt.Sprintf("Ws[%du + lid.y]", kk*pw+n*ty)
-				}
-			}
-			kStep(b, in, as, bs, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("a%d * b%d", m, n) }, fast)
+			kStep(b, in, t.TM, t.TN, as, bs, t.TM, t.TN, scalarProduct, fast)
 		}
 	}
 	loop.emit(b)
@@ -272,12 +263,13 @@ func convGEMM(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		convEpilogueLoop(b, k, t, c)
 		return
 	}
+	guard, index := fmt.Sprintf("q < %s && ch < %s", u(P), u(MG)), fmt.Sprintf("ob + (grp * %s + ch) * %s", u(c.MG), u(ohw))
 	for m := 0; m < t.TM; m++ {
 		fmt.Fprintf(b, "\t{\n\t\tlet q = p0 + lid.x + %s;\n", u(m*tx))
 		fmt.Fprintf(b, "\t\tlet ob = q / %s * %s + q %% %s;\n", u(ohw), u(c.M*ohw), u(ohw))
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t\t{\n\t\t\tlet ch = n0 + lid.y + %s;\n", u(n*ty))
-			epilogueAt(b, k, 3, fmt.Sprintf("q < %s && ch < %s", u(P), u(MG)), fmt.Sprintf("ob + (grp * %s + ch) * %s", u(c.MG), u(ohw)), fmt.Sprintf("c%d_%d", m, n))
+			epilogueAt(b, k, 3, guard, index, fmt.Sprintf("c%d_%d", m, n))
 			b.WriteString("\t\t}\n")
 		}
 		b.WriteString("\t}\n")

@@ -52,37 +52,50 @@ func batchOffsets(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) (pa, pb, 
 // accumulator acc and its stores, at depth tabs, inside if (guard) unless
 // guard is "".
 func epilogueAt(b *strings.Builder, k *ir.Kernel, tabs int, guard, index, acc string) {
+	const indent = "\t\t\t\t\t"
 	in := tabs
-	if guard != "" {
-		fmt.Fprintf(b, "%sif (%s) {\n", strings.Repeat("\t", tabs), guard)
+	if guard != "" { // strings written as they are, not through fmt: an output's few lines, 64 outputs a tile
+		b.WriteString(indent[:tabs] + "if (" + guard + ") {\n")
 		in++
 	}
-	fmt.Fprintf(b, "%slet i = %s;\n", strings.Repeat("\t", in), index)
+	b.WriteString(indent[:in] + "let i = " + index + ";\n")
 	b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), acc), in))
 	b.WriteString(codegen.Indent(stores(k, "i"), in))
 	if guard != "" {
-		fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", tabs))
+		b.WriteString(indent[:tabs] + "}\n")
 	}
 }
 
-// kStep writes one k-step's block at indent: the lets a0, a1, ... of
-// the workgroup reads as and b0, b1, ... of bs, then each accumulator
-// c{m}_{n} (m < tm, n < tn) adds its product prod(m, n), rounded on its
-// own unless fast (product): a GEMM's products in ascending k.
-func kStep(b *strings.Builder, indent string, as, bs []string, tm, tn int, prod func(m, n int) string, fast bool) {
-	fmt.Fprintf(b, "%s{\n", indent)
-	for i, a := range as {
-		fmt.Fprintf(b, "%s\tlet a%d = %s;\n", indent, i, a)
+// scalarProduct is kStep's product of scalar accumulators: a{m} · b{n}.
+func scalarProduct(m, n int) string { return fmt.Sprintf("a%d * b%d", m, n) }
+
+// kStep writes one k-step's block at indent: the lets a0 ... a{na-1}
+// and b0 ... b{nb-1}, each's workgroup read written into b by as(i)
+// (bs(j)), then each accumulator c{m}_{n} (m < tm, n < tn) adds its
+// product prod(m, n), rounded on its own unless fast (product): a GEMM's
+// products in ascending k.
+func kStep(b *strings.Builder, indent string, na, nb int, as, bs func(i int), tm, tn int, prod func(m, n int) string, fast bool) {
+	b.WriteString(indent + "{\n")
+	for i := range na {
+		b.WriteString(indent)
+		fmt.Fprintf(b, "\tlet a%d = ", i)
+		as(i)
+		b.WriteString(";\n")
 	}
-	for j, x := range bs {
-		fmt.Fprintf(b, "%s\tlet b%d = %s;\n", indent, j, x)
+	for j := range nb {
+		b.WriteString(indent)
+		fmt.Fprintf(b, "\tlet b%d = ", j)
+		bs(j)
+		b.WriteString(";\n")
 	}
 	for m := range tm {
 		for n := range tn {
-			fmt.Fprintf(b, "%s\tc%d_%d = c%d_%d + %s;\n", indent, m, n, m, n, product(prod(m, n), fast))
+			b.WriteString(indent)
+			fmt.Fprintf(b, "\tc%d_%d = c%d_%d + ", m, n, m, n)
+			b.WriteString(product(prod(m, n), fast) + ";\n")
 		}
 	}
-	fmt.Fprintf(b, "%s}\n", indent)
+	b.WriteString(indent + "}\n")
 }
 
 // gemmLoop is the k loop of a GEMM kernel whose k-tiles are fetched into
@@ -310,14 +323,8 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 			func(kk, x string) string { return "in1[" + bIdx("kt + "+kk, "col0 + "+x) + "]" })
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		for kk := 0; kk < steps; kk++ {
-			as, bs := make([]string, t.TM), make([]string, t.TN)
-			for m := range as {
-				as[m] = fmt.Sprintf("As[%du + lid.y]", kk*pa+m*ty)
-			}
-			for n := range bs {
-				bs[n] = fmt.Sprintf("Bs[%du + lid.x]", kk*pb+n*tx)
-			}
-			kStep(b, "\t\t", as, bs, t.TM, t.TN, func(m, n int) string { return fmt.Sprintf("a%d * b%d", m, n) }, fast)
+			kStep(b, "\t\t", t.TM, t.TN, func(m int) { fmt.Fprintf(b, "As[%du + lid.y]", kk*pa+m*ty) },
+				func(n int) { fmt.Fprintf(b, "Bs[%du + lid.x]", kk*pb+n*tx) }, t.TM, t.TN, scalarProduct, fast)
 		}
 		if !last {
 			b.WriteString("\t\tworkgroupBarrier();\n")
@@ -328,10 +335,11 @@ func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 		fmt.Sprintf("row0 + lid.y + rm * %du", ty), fmt.Sprintf("col0 + lid.x + rn * %du", tx), "row < M && col < N", oc) {
 		return
 	}
+	index := oc + "row * N + col"
 	for m := 0; m < t.TM; m++ {
 		for n := 0; n < t.TN; n++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet row = row0 + lid.y + %du;\n\t\tlet col = col0 + lid.x + %du;\n", m*ty, n*tx)
-			epilogueAt(b, k, 2, "row < M && col < N", oc+"row * N + col", fmt.Sprintf("c%d_%d", m, n))
+			epilogueAt(b, k, 2, "row < M && col < N", index, fmt.Sprintf("c%d_%d", m, n))
 			b.WriteString("\t}\n")
 		}
 	}

@@ -126,22 +126,13 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	lanes := "xyzw"
 	loop.multiply = func(indent, stage string, steps int) {
 		for kk := 0; kk < steps; kk++ {
-			as, bs := make([]string, t.TM/4), make([]string, t.TN/4)
-			for r := range as {
-				if stages == 0 {
-					as[r] = fmt.Sprintf("As[%du + lid.y * %du]", kk*am+r, t.TM/4)
-				} else {
-					as[r] = fmt.Sprintf("As[%s][%d][%s + %du]", stage, kk, ly, r*ty)
-				}
+			as := func(r int) { fmt.Fprintf(b, "As[%s][%d][%s + %du]", stage, kk, ly, r*ty) }
+			bs := func(c int) { fmt.Fprintf(b, "Bs[%s][%d][%s + %du]", stage, kk, lx, c*tx) }
+			if stages == 0 {
+				as = func(r int) { fmt.Fprintf(b, "As[%du + lid.y * %du]", kk*am+r, t.TM/4) }
+				bs = func(c int) { fmt.Fprintf(b, "Bs[%du + lid.x * %du]", kk*bn+c, t.TN/4) }
 			}
-			for c := range bs {
-				if stages == 0 {
-					bs[c] = fmt.Sprintf("Bs[%du + lid.x * %du]", kk*bn+c, t.TN/4)
-				} else {
-					bs[c] = fmt.Sprintf("Bs[%s][%d][%s + %du]", stage, kk, lx, c*tx)
-				}
-			}
-			kStep(b, indent, as, bs, t.TM, t.TN/4, func(r, c int) string { return fmt.Sprintf("a%d.%c * b%d", r/4, lanes[r%4], c) }, fast)
+			kStep(b, indent, t.TM/4, t.TN/4, as, bs, t.TM, t.TN/4, func(r, c int) string { return fmt.Sprintf("a%d.%c * b%d", r/4, lanes[r%4], c) }, fast)
 		}
 	}
 	loop.emit(b)
@@ -166,9 +157,10 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	}
 	for r := 0; r < t.TM; r++ {
 		fmt.Fprintf(b, "\tlet r%d = %s;\n", r, rowAt(r))
+		guard, index := guards(rowIn, fmt.Sprintf("r%d < M", r), colIn, "col < N"), fmt.Sprintf("%sr%d * N + col", oc, r)
 		for c := 0; c < t.TN; c++ {
 			fmt.Fprintf(b, "\t{\n\t\tlet col = %s;\n", colAt(c))
-			epilogueAt(b, k, 2, guards(rowIn, fmt.Sprintf("r%d < M", r), colIn, "col < N"), fmt.Sprintf("%sr%d * N + col", oc, r), acc(r, c))
+			epilogueAt(b, k, 2, guard, index, acc(r, c))
 			b.WriteString("\t}\n")
 		}
 	}

@@ -301,3 +301,40 @@ func TestConvSources(t *testing.T) {
 	}
 	s.check(filepath.Join("testdata", "conv_sources.txt"))
 }
+
+// BenchmarkMatmulEmit times the WGSL of one matmul kernel and one conv
+// GEMM kernel (the CPU side of a first compile): 256³ with a bias and
+// relu under the rule's double-buffered tile and its lean, unrolled,
+// warp form, and a 3×3 convolution (16 to 64 channels, 56²) under passes.TileConv double-buffered.
+func BenchmarkMatmulEmit(b *testing.B) {
+	for _, c := range []struct {
+		name, tile string
+		g          func() (*ir.Graph, error)
+	}{
+		{"matmul-s2", "64x128/8x8k8v4s2", matmulSourceCase{m: 256, k: 256, n: 256, epilogue: "bias-relu"}.graph},
+		{"matmul-s2luw", "64x128/8x8k8v4s2luw", matmulSourceCase{m: 256, k: 256, n: 256, epilogue: "bias-relu"}.graph},
+		{"conv-s2", "128x64/8x8k8s2", convSourceCase{x: ir.Shape{1, 16, 56, 56}, w: ir.Shape{64, 16, 3, 3},
+			attrs: map[string][]int{"pads": {1, 1, 1, 1}}, epilogue: "relu"}.graph},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g, err := c.g()
+			if err != nil {
+				b.Fatal(err)
+			}
+			tile, err := passes.ParseTile(c.tile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, _, err := passes.Compile(g, passes.Options{Tile: &tile})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := (wgsl.Target{}).Emit(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
