@@ -18,6 +18,10 @@ import "math"
 // table's bodies define the bits, and xfast_test.go proves each fast body
 // equal to its function inside its interval on every float32 (exhaustive
 // in C with GPUCC_XMATH_ALL=1, sampled in cpuref, flushed and unflushed).
+// A proof of the body is not one of the driver that compiles it: WebGPU
+// devices take the paths only where their own probe saw the same bits
+// (codegen/wgsl's FastProbe, run by runtime/webgpu), and no other target
+// takes them.
 
 // FastPath is a cheaper body of a unary table function inside (Lo, Hi).
 // Body computes with float add, sub and mul (each rounded, never
