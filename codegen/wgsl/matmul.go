@@ -34,6 +34,17 @@ func product(p string, fast bool) string {
 	return Lang.Keep(p)
 }
 
+// matmulGrid sets s's workgroup to the thread grid of kernel k's tile,
+// BN/TN × BM/TM (x along N), and its dispatch to a workgroup per BM×BN
+// tile of C, and returns the grid's sides and its threads.
+func matmulGrid(k *ir.Kernel, s *codegen.Shader) (tx, ty, threads int) {
+	t := k.Tile
+	tx, ty = t.BN/t.TN, t.BM/t.TM
+	s.Workgroup = [3]int{tx, ty, 1}
+	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
+	return tx, ty, tx * ty
+}
+
 // batchOffsets declares, for a batched matmul (Shape of rank > 2: one
 // matrix per workgroup row along z), the first buffer element of this
 // workgroup's matrices of A, B and C, and returns the prefixes that add
@@ -236,10 +247,7 @@ func kTiles(b *strings.Builder, K, BK int, step string, tile func(steps int, las
 // tiles over each matrix of the batch (batchOffsets).
 func matmul(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) {
 	t := k.Tile
-	tx, ty := t.BN/t.TN, t.BM/t.TM
-	threads := tx * ty
-	s.Workgroup = [3]int{tx, ty, 1}
-	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
+	tx, ty, threads := matmulGrid(k, s)
 	a, bb := k.Inputs[0], k.Inputs[1]
 	var body strings.Builder // the function's statements before the k loop
 	oa, ob, oc := batchOffsets(&body, k, s)

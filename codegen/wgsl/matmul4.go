@@ -57,10 +57,7 @@ func matmulVec4(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fast bool) 
 	stages := min(t.Stages, 2) // more buffers than two would sit idle
 	opts := stages == 2 && t.Opts != 0
 	lean := opts && t.Opts&ir.TileLean != 0
-	tx, ty := t.BN/t.TN, t.BM/t.TM
-	threads := tx * ty
-	s.Workgroup = [3]int{tx, ty, 1}
-	s.Groups = [3]int{(k.N + t.BN - 1) / t.BN, (k.M + t.BM - 1) / t.BM, 1}
+	tx, ty, threads := matmulGrid(k, s)
 	am, bn := t.BM/4, t.BN/4 // vec4s across a tile's rows of A, columns of B
 
 	fmt.Fprintf(b, "const M = %du;\nconst N = %du;\nconst K = %du;\n\n", k.M, k.N, k.K)

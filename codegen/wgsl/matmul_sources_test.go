@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/passes"
@@ -106,7 +107,8 @@ func (c matmulSourceCase) graph() (*ir.Graph, error) {
 	return b.Build(ir.Limits{})
 }
 
-// TestMatmulSources records the exact WGSL of the matmul kernel for every
+// TestMatmulSources records the exact WGSL of the matmul kernel, with its
+// bindings, workgroup size, dispatch and uniform block, for every
 // tile of matmulSourceTiles, every case of matmulSourceCases, exact and
 // fast, as a SHA-256 a line in testdata/matmul_sources.txt: a refactor of
 // the matmul generators that changes no kernel changes no line (run with
@@ -163,17 +165,22 @@ func (s *sources) add(what string, g *ir.Graph, err error, tile *ir.Tile, kind i
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		src, taken := "", ""
+		var sh *codegen.Shader
+		taken := ""
 		for i, k := range p.Program().Kernels {
 			if k.Kind == kind {
-				src, taken = shaders[i].Source, passes.TileString(k.Tile)
+				sh, taken = &shaders[i], passes.TileString(k.Tile)
 			}
 		}
-		if src == "" {
+		if sh == nil {
 			t.Fatalf("%s: no %v kernel", what, kind)
 		}
+		src := sh.Source
+		// the source and all else the runtime takes from the shader: its
+		// entry, bindings, workgroup size, dispatch and uniform block
+		all := fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%v\x00%x", sh.Source, sh.Entry, sh.Bindings, sh.Workgroup, sh.Groups, sh.Params)
 		mode := map[bool]string{false: "exact", true: "fast"}[fast]
-		fmt.Fprintf(&s.got, "%s %s %s %x\n", what, mode, taken, sha256.Sum256([]byte(src)))
+		fmt.Fprintf(&s.got, "%s %s %s %x\n", what, mode, taken, sha256.Sum256([]byte(all)))
 		if *matmulSources != "" {
 			file := strings.NewReplacer("/", "_", " ", "-").Replace(what) + "-" + mode + ".wgsl"
 			if err := os.WriteFile(filepath.Join(*matmulSources, file), []byte(src), 0o644); err != nil {
