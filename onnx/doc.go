@@ -60,7 +60,9 @@
 // gpucc computes in float32 and its shapes are static. So, at import:
 //   - every integer and bool value (shapes, indices, masks) is a constant,
 //     and the ops on it fold: Shape, Gather, Concat, Cast, Range,
-//     ConstantOfShape, Unsqueeze, Squeeze, Slice, comparisons, Where, …;
+//     ConstantOfShape, Unsqueeze, Squeeze, Slice, comparisons, Where, the
+//     bitwise ops and BitShift (bitwise.go, by the rows the run time
+//     computes them by), …;
 //   - a dynamic dimension of a graph input is bound by Options.InputShapes;
 //     an integer or bool graph input can be fixed by Options.Constants;
 //   - float32 ops map onto table ops and the Builder's composites (Gemm

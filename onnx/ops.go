@@ -80,6 +80,12 @@ func init() {
 		"Mul": {since: 7, fn: arith(ir.OpMul, func(a, b int64) int64 { return a * b })},
 		"Div": {since: 7, fn: arith(ir.OpDiv, nil)},
 
+		"BitwiseAnd": {since: 18, fn: bitwiseOp(ir.OpBitAnd)},
+		"BitwiseOr":  {since: 18, fn: bitwiseOp(ir.OpBitOr)},
+		"BitwiseXor": {since: 18, fn: bitwiseOp(ir.OpBitXor)},
+		"BitwiseNot": {since: 18, fn: bitwiseOp(ir.OpBitNot)},
+		"BitShift":   {since: 11, attrs: []string{"direction"}, fn: bitwiseOp(ir.OpShiftLeft)},
+
 		"Equal":          {since: 7, fn: compare(func(x, y number, f bool) bool { return eq(x, y, f) }, ir.OpEqual, false)},
 		"Less":           {since: 7, fn: compare(func(x, y number, f bool) bool { return lt(x, y, f) }, ir.OpGreater, true)},
 		"Greater":        {since: 7, fn: compare(func(x, y number, f bool) bool { return lt(y, x, f) }, ir.OpGreater, false)},
