@@ -839,11 +839,16 @@ func sliceOp(c *importer) ([]value, *ir.Error) {
 			}
 			return min(max(x, lo), hi)
 		}
+		// The spec's clamps (Slice-13, which ONNX Runtime follows): a
+		// start to [0, d] forward and [0, d-1] backward, an end to [0, d]
+		// and [-1, d-1]. numpy's (the reference evaluator's) backward
+		// start of -1 differs only below -d, where its slice is empty:
+		// gpucc refused such a slice, which ONNX Runtime takes from 0.
 		var b, e int64
 		if st > 0 {
 			b, e = clamp(starts[k], 0, d), clamp(ends[k], 0, d)
 		} else {
-			b, e = clamp(starts[k], -1, d-1), clamp(ends[k], -1, d-1)
+			b, e = clamp(starts[k], 0, d-1), clamp(ends[k], -1, d-1)
 		}
 		// ceil(span/|step|) as (span-1)/|step| + 1: span is below d, so
 		// nothing overflows, not even a step of ±2^63.

@@ -51,23 +51,25 @@ func (p *fuzzParams) index() int64 {
 	return int64(binary.LittleEndian.Uint64(raw[:]))
 }
 
-// numpySlice is the indices numpy's x[start:end:step] takes of an axis of
-// length d (ONNX's reference implementation slices with numpy): a
-// negative start or end counts from the end, then each is clamped, to
-// [0, d] stepping forward and to [-1, d-1] stepping backward. Written as
-// a walk, not a count, as the importer does it.
+// numpySlice is the indices ONNX's Slice (13) takes of an axis of length
+// d, as its spec and ONNX Runtime say: a negative start or end counts
+// from the end, then each is clamped, to [0, d] stepping forward, and
+// stepping backward a start to [0, d-1] and an end to [-1, d-1]. That is
+// numpy's x[start:end:step] (ONNX's reference evaluator's), but for a
+// backward start below -d, which numpy clamps to -1 (an empty slice) and
+// the spec to 0. Written as a walk, not a count, as the importer does it.
 func numpySlice(start, end, step int64, d int64) []int {
-	norm := func(x int64) int64 {
+	norm := func(x int64, lo int64) int64 {
 		if x < 0 {
 			x += d
 		}
 		if step > 0 {
 			return min(max(x, 0), d)
 		}
-		return min(max(x, -1), d-1)
+		return min(max(x, lo), d-1)
 	}
 	var idx []int
-	b, e := norm(start), norm(end)
+	b, e := norm(start, 0), norm(end, -1)
 	for i := b; step > 0 && i < e || step < 0 && i > e; i += step {
 		idx = append(idx, int(i))
 		// The next index passes the end: checked without computing it,
@@ -393,5 +395,37 @@ func TestSliceViewsBackends(t *testing.T) {
 				sameSliceBits(t, fmt.Sprintf("%s: z%d", be, i), ch.z, res.Outputs[fmt.Sprintf("z%d", i)].Data)
 			}
 		})
+	}
+}
+
+// TestSliceBackwardFromBelow: a backward Slice whose start is below -d
+// starts at 0, as ONNX's spec (Slice-13: a start clamped to [0, d-1]
+// stepping backward) and ONNX Runtime say, of a run-time input, of an
+// elementwise result and of a constant: gpucc clamped it to -1, numpy's
+// way, and refused the empty slice that gave.
+func TestSliceBackwardFromBelow(t *testing.T) {
+	for _, pre := range []bool{false, true} {
+		for _, c := range []struct {
+			shape []int64
+			cases [2]sliceCase
+		}{
+			{[]int64{3}, [2]sliceCase{{axes: []int64{0}, starts: []int64{-7}, ends: []int64{math.MinInt64}, step: []int64{-1}}}},
+			{[]int64{4, 3}, [2]sliceCase{{axes: []int64{-1}, starts: []int64{-100}, ends: []int64{-100}, step: []int64{-2}}, {axes: []int64{0}, starts: []int64{math.MinInt64}, ends: []int64{-5}, step: []int64{math.MinInt64}}}},
+		} {
+			if !checkSliceViews(t, c.shape, pre, c.cases) {
+				t.Errorf("shape %v, slices %+v: refused", c.shape, c.cases)
+			}
+		}
+	}
+	// Of a constant: [10, 20, 30][-7::-1] is [10].
+	m := model(13, graph([]msg{node("Slice", "s", []string{"c", "st", "en", "ax", "sp"}, []string{"y"})},
+		[]msg{floats("c", []int64{3}, 10, 20, 30), int64s("st", []int64{1}, -7), int64s("en", []int64{1}, math.MinInt64), int64s("ax", []int64{1}, 0), int64s("sp", []int64{1}, -1)},
+		nil, []msg{valueInfo("y", 1)}))
+	g, err := onnx.Load(bytes.NewReader(m), onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := cpuref.Eval(g)[g.Outputs[0].ID]; !slices.Equal(y, []float32{10}) {
+		t.Errorf("a constant's [-7::-1]: %v, want [10]", y)
 	}
 }
