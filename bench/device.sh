@@ -175,7 +175,7 @@ suite_compile() {
 suite_quick() {
 	# GPUCC_FMA=on: the fused twins, opt-in until these bit tests pass on a GPU whose fma() is fused
 	GPUCC_FMA=on tests quick_exact.txt 30 webgpu 'TestFMAProbe|TestJudgeProbe|TestFusedKernelsCompile'
-	GPUCC_FMA=on tests quick_exact.txt 45 gpucc 'TestRowDivision|TestXMathPairs/webgpu|TestAttentionOnline/webgpu' -test.short
+	GPUCC_FMA=on tests quick_exact.txt 45 gpucc 'TestRowDivision|TestXMathPairs/webgpu|^TestAttentionOnline$/webgpu' -test.short
 	warm
 	benches quick_rows.txt 25 bench 'NN/(softmax|layernorm|tanh|gelu)/' 100x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=on
 	benches quick_rows_nofma.txt 25 bench 'NN/(softmax|layernorm|tanh|gelu)/' 100x GPUCC_BENCH_NN=8192,1024,256,64
@@ -270,8 +270,12 @@ suite_rows() {
 	# (GPUCC_FMA=on: the twins are opt-in until these tests pass on a GPU whose fma() is fused)
 	GPUCC_FMA=on tests rows_exact.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
 	GPUCC_FMA=on tests rows_exact.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu|TestFastPathsBackends/webgpu' -test.short
-	# the same with the exp/tanh/sigmoid fast paths on (GPUCC_FAST_PATHS=on; off by default until these pass on a GPU)
-	GPUCC_FMA=on GPUCC_FAST_PATHS=on tests rows_exact_fast.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu|TestAttentionOnline/webgpu|TestTransformerFixtures/webgpu' -test.short
+	# the fast-path probe on the driver (runtime/webgpu/fastprobe.go: every float32 inside each path's interval on
+	# hardware; TestFastProbe logs its time and any mismatching inputs; TestFastProbeRejects shows it catches wrong bodies)
+	GPUCC_FMA=on tests rows_fastprobe.txt 300 webgpu '^(TestFastProbe|TestFastProbeRejects|TestFastPathsChoice|TestFastProbeDiskCache|TestProbeSpans|TestExportNoFastPaths)$' -test.short
+	# the same with the exp/tanh/sigmoid fast paths on where that probe passed (GPUCC_FAST_PATHS=on; off by default
+	# until these pass on a GPU: then flip fastPathsDefault in codegen/wgsl/fast.go)
+	GPUCC_FMA=on GPUCC_FAST_PATHS=on tests rows_exact_fast.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu|^TestAttentionOnline$/webgpu|TestTransformerFixtures/webgpu' -test.short
 	# the rows kernels' workgroup sizes (wgsl.RowThreads 32, 64, 128), every one, before they are timed
 	tests rows_exact.txt 120 gpucc 'TestRowThreads'
 	warm
