@@ -2,7 +2,11 @@
 
 package gpu
 
-import "testing"
+import (
+	"fmt"
+	"math"
+	"testing"
+)
 
 // BenchmarkCopyChecked sets the readback's copy with the finiteness check
 // riding on it (copyChecked, in cache-sized blocks) beside a copy followed
@@ -53,4 +57,43 @@ func BenchmarkFirstNonFinite(b *testing.B) {
 			b.Fatal("a finite block reported non-finite")
 		}
 	}
+}
+
+// BenchmarkCheckSmall is a small upload's finiteness check (UploadChecked
+// below smallUpload and on the WriteBuffer path, each of a run's host
+// inputs of 1024 values): firstNonFinite over the words, beside the
+// float-by-float loop it replaced on 2026-12-05.
+func BenchmarkCheckSmall(b *testing.B) {
+	for _, n := range []int{1 << 10, 16 << 10} {
+		data := make([]float32, n)
+		for i := range data {
+			data[i] = float32(i%1000) - 3e38*float32(i%2)
+		}
+		b.Run(fmt.Sprintf("words/%d", n), func(b *testing.B) {
+			b.SetBytes(4 * int64(n))
+			for b.Loop() {
+				if firstNonFinite(f32Bytes(data)) >= 0 {
+					b.Fatal("finite data reported non-finite")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("floats/%d", n), func(b *testing.B) {
+			b.SetBytes(4 * int64(n))
+			for b.Loop() {
+				if floatByFloat(data) >= 0 {
+					b.Fatal("finite data reported non-finite")
+				}
+			}
+		})
+	}
+}
+
+// floatByFloat is the check small uploads made until 2026-12-05.
+func floatByFloat(s []float32) int {
+	for i, v := range s {
+		if math.IsInf(float64(v), 0) || v != v {
+			return i
+		}
+	}
+	return -1
 }

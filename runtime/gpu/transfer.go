@@ -4,7 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -225,7 +224,7 @@ func (d *Device) UploadChecked(b *Buffer, data []float32) (int, error) {
 	}
 	raw := f32Bytes(data)
 	if d.upPath != UploadStaging || b.uniform || len(raw) <= smallUpload {
-		if i := firstNonFiniteF32(data); i >= 0 {
+		if i := firstNonFinite(raw); i >= 0 {
 			return i, nil
 		}
 		return -1, d.writeLocked(op, b, raw)
@@ -237,15 +236,6 @@ func (d *Device) UploadChecked(b *Buffer, data []float32) (int, error) {
 		return -1, errorf(op, "%d B does not fit in %v", len(raw), b)
 	}
 	return d.stagedWriteLocked(op, b, raw, true)
-}
-
-func firstNonFiniteF32(s []float32) int {
-	for i, v := range s {
-		if math.IsInf(float64(v), 0) || v != v {
-			return i
-		}
-	}
-	return -1
 }
 
 // ensureRing makes ring hold len(ring) buffers of size bytes with usage.

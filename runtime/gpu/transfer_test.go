@@ -19,8 +19,15 @@ import (
 func TestUploadChecked(t *testing.T) {
 	d := openDevice(t)
 	defer d.SetUpload(UploadWriteBuffer, 0)
-	const n = 3<<18 + 5 // 3 MiB and a bit: several workers, several 1 MiB chunks
-	buf := mustBuffer(t, d, 4*n, "checked")
+	// 3 MiB and a bit: several workers, several 1 MiB chunks; and 1001
+	// values, a run's small host input, below smallUpload.
+	for _, n := range []int{3<<18 + 5, 1001} {
+		testUploadChecked(t, d, n)
+	}
+}
+
+func testUploadChecked(t *testing.T, d *Device, n int) {
+	buf := mustBuffer(t, d, 4*uint64(n), "checked")
 	defer buf.Release()
 	bads := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	for _, c := range []struct {
@@ -29,11 +36,15 @@ func TestUploadChecked(t *testing.T) {
 	}{{UploadWriteBuffer, 0}, {UploadStaging, 0}, {UploadStaging, 1 << 20}} {
 		d.SetUpload(c.path, c.chunk)
 		for _, at := range []int{-1, 0, 1, 7, 8, 1<<18 - 1, 1 << 18, 1<<18 + 3, n/2 + 1, n - 2, n - 1} {
-			t.Run(fmt.Sprintf("%v/chunk=%d/at=%d", c.path, c.chunk, at), func(t *testing.T) {
+			if at >= n {
+				continue
+			}
+			t.Run(fmt.Sprintf("n=%d/%v/chunk=%d/at=%d", n, c.path, c.chunk, at), func(t *testing.T) {
 				data := make([]float32, n)
 				for i := range data {
 					data[i] = float32(i%1000) - 3e38*float32(i%2) // large but finite
 				}
+				data[n-3] = math.Float32frombits(0x80000001) // a negative subnormal, finite
 				want := -1
 				if at >= 0 {
 					data[at] = bads[at%3]
