@@ -61,6 +61,11 @@ const NarrowSide = 32
 // Tiling never changes a result: every output keeps one accumulator that
 // walks k in ascending order.
 func tile(st *State) error {
+	if t := st.Options.Tile; t != nil && !generable(*t) {
+		// a tile no generator can emit: a zero side divides by zero, a
+		// negative one never ends a staging loop
+		return ir.Errorf(ir.CodeUsage, -1, "tile", "Options.Tile %+v cannot be generated (%s)", *t, tileRules)
+	}
 	for i := range st.Program.Kernels {
 		k := &st.Program.Kernels[i]
 		if k.Kind == ir.KernelConv {
@@ -273,16 +278,27 @@ func ParseTile(s string) (ir.Tile, error) {
 	if TileString(t) != s { // nothing left over, nothing read twice
 		return ir.Tile{}, fmt.Errorf("tile %q is not BMxBN/TMxTNkBK[v4][s1|s2][l][u][w]", s)
 	}
-	// s2 without v4 is the double-buffered conv GEMM (a matmul runs it as
-	// its scalar kernel).
-	u := t
-	if t.Vector == 1 && t.Stages == 2 {
-		u.Stages = 0
-	}
-	if !wellFormed(u) {
-		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (register tiles must divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l, u and w need v4s2, w a thread grid of 8k×4k)", s)
+	if !generable(t) {
+		return ir.Tile{}, fmt.Errorf("tile %q cannot be generated (%s)", s, tileRules)
 	}
 	return t, nil
+}
+
+// tileRules say what generable asks of a tile.
+const tileRules = "sides from 1 to 1024, register tiles that divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l, u and w need v4s2, w a thread grid of 8k×4k"
+
+// generable reports whether t, as ParseTile gives it or Options.Tile
+// forces it, is a tile the generators can emit (wellFormed): s2 without
+// v4 is the double-buffered conv GEMM (a matmul runs it as its scalar
+// kernel), and Vector 0 is the scalar kernel's, as the generators read it.
+func generable(t ir.Tile) bool {
+	if t.Vector == 0 {
+		t.Vector = 1
+	}
+	if t.Vector == 1 && t.Stages == 2 {
+		t.Stages = 0
+	}
+	return wellFormed(t)
 }
 
 // TileString writes t as ParseTile reads it.
