@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -75,4 +76,61 @@ func TestAttentionSplitInCacheKey(t *testing.T) {
 	checkNonFinite(t, rt, c.Graph(7)) // the online order, now in the code cache
 	splitParts(t, 3)
 	checkNonFinite(t, rt, c.Graph(8)) // the same structure, other values: the split order
+}
+
+// splitTileVariants are online tiles TestAttentionSplitTiles runs the
+// split order under: each is cut to G groups of its rows and slices or
+// fewer (wgsl's onlineSplitPlan), Half dropped.
+var splitTileVariants = []wgsl.OnlineTile{
+	wgsl.DefaultOnlineTile, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), rowBlock(allFlags(8, 16), 2, true),
+	{Rows: 16, Slices: 16, RowBlock: 2}, halfTwo(8, 32), allFlags(32, 8),
+}
+
+// TestAttentionSplitTiles: on webgpu, the split order's kernel (the parts
+// side by side, a group of threads each, combined through workgroup
+// memory) gives cpuref's bits under each of splitTileVariants, with
+// parts whose keys end at T (64 keys in 2 parts, 96 in 3, 128 in 4) and
+// parts cut short by T (100 in 64 and 36, 130 in 64, 64 and 2, a row's
+// whole first part -Inf), causal, -Inf masks, a fully masked row, d 12
+// to 128, and 29 query rows with a row block; without -short, 2048 keys
+// in 4 parts at d 64 and 128, causal.
+func TestAttentionSplitTiles(t *testing.T) {
+	if !slices.Contains(backends, "webgpu") {
+		t.Skip("webgpu is not among the backends")
+	}
+	onlineFrom(t, 1)
+	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
+	type split struct {
+		irtest.AttentionCase
+		parts int
+	}
+	cases := []split{
+		{irtest.AttentionCase{Name: "keys64-in-2-d64-causal", H: 2, S: 64, T: 64, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 3},
+		{irtest.AttentionCase{Name: "keys96-in-3-d128-padding", B: 2, S: 9, T: 96, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 3},
+		{irtest.AttentionCase{Name: "keys128-in-4-d64-dense", S: 21, T: 128, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true}, 4},
+		{irtest.AttentionCase{Name: "keys100-in-2-lead-off", S: 3, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskLead, NonFinite: true}, 3},
+		{irtest.AttentionCase{Name: "keys130-in-3-d64-causal", S: 130, T: 130, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 3},
+		{irtest.AttentionCase{Name: "row-off-70", S: 4, T: 70, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskRowOff, NonFinite: true}, 8},
+		{irtest.AttentionCase{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3}, 2},
+		{irtest.AttentionCase{Name: "rows29-keys100-d64-dense", B: 2, S: 29, T: 100, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true}, 4},
+	}
+	if !testing.Short() {
+		for _, d := range []int{64, 128} {
+			cases = append(cases, split{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-in-4-d%d-causal", d), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, 4})
+		}
+	}
+	for _, tile := range splitTileVariants {
+		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
+			wgsl.AttentionOnlineTile = tile
+			rt := open(t, "webgpu", func(o *gpucc.Options) {
+				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
+			})
+			for k, c := range cases {
+				t.Run(c.Name, func(t *testing.T) {
+					splitParts(t, c.parts)
+					checkNonFinite(t, rt, c.Graph(uint64(1500+k)))
+				})
+			}
+		})
+	}
 }

@@ -16,7 +16,10 @@ package bench
 //	                        letters (ir.AttentionOnlineFrom set to 1; every
 //	                        other entry runs the full-row order; a tile that
 //	                        does not fit the head is skipped, not timed as
-//	                        the default it would fall back to)
+//	                        the default it would fall back to); an online
+//	                        tile's suffix @sP runs the split order in at most
+//	                        P parts (ir.AttentionSplit: online16x16mcplit@s4),
+//	                        each part a group of the tile's threads or fewer
 //	                        (default: attnTiles)
 
 import (
@@ -63,15 +66,21 @@ func BenchmarkAttnTiles(b *testing.B) {
 		name   string
 		tile   wgsl.AttTile
 		online *wgsl.OnlineTile
+		split  int // ir.AttentionSplit
 	}
 	var tiles []variant
 	for _, f := range strings.Fields(names) {
 		if strings.HasPrefix(f, "online") {
-			o, err := wgsl.ParseOnlineTile(f)
+			name, parts, hasSplit := strings.Cut(f, "@s")
+			split, err := strconv.Atoi(parts)
+			if hasSplit && (err != nil || split < 2 || split > ir.MaxAttentionSplit) {
+				b.Fatalf("GPUCC_BENCH_ATTN_TILES: %q: the split's parts are 2 to %d", f, ir.MaxAttentionSplit)
+			}
+			o, err := wgsl.ParseOnlineTile(name)
 			if err != nil {
 				b.Fatal(err)
 			}
-			tiles = append(tiles, variant{name: f, tile: wgsl.DefaultAttTile, online: &o})
+			tiles = append(tiles, variant{name: f, tile: wgsl.DefaultAttTile, online: &o, split: split})
 			continue
 		}
 		t, err := wgsl.ParseAttTile(f)
@@ -81,7 +90,9 @@ func BenchmarkAttnTiles(b *testing.B) {
 		tiles = append(tiles, variant{name: t.String(), tile: t})
 	}
 	defer func(old wgsl.AttTile) { wgsl.AttentionTile = old }(wgsl.AttentionTile)
-	defer func(old int, o wgsl.OnlineTile) { ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile = old, o }(ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile)
+	defer func(old, split int, o wgsl.OnlineTile) {
+		ir.AttentionOnlineFrom, ir.AttentionSplit, wgsl.AttentionOnlineTile = old, split, o
+	}(ir.AttentionOnlineFrom, ir.AttentionSplit, wgsl.AttentionOnlineTile)
 	ctx := context.Background()
 	for _, s := range seqs {
 		bld := ir.NewBuilder()
@@ -95,12 +106,13 @@ func BenchmarkAttnTiles(b *testing.B) {
 		for _, t := range tiles {
 			b.Run(fmt.Sprintf("s%d-d%d/%s", s, d, t.name), func(b *testing.B) {
 				wgsl.AttentionTile = t.tile
-				ir.AttentionOnlineFrom = 1 << 30 // the full-row order
+				ir.AttentionOnlineFrom, ir.AttentionSplit = 1<<30, 0 // the full-row order
 				if t.online != nil {
-					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); !wgsl.OnlineTileFits(a, *t.online) {
+					// A split always fits (its groups shrink to fit).
+					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); t.split == 0 && !wgsl.OnlineTileFits(a, *t.online) {
 						b.Skipf("%s does not fit d %d: the default online tile would run under its name", t.name, d)
 					}
-					ir.AttentionOnlineFrom, wgsl.AttentionOnlineTile = 1, *t.online
+					ir.AttentionOnlineFrom, ir.AttentionSplit, wgsl.AttentionOnlineTile = 1, t.split, *t.online
 				}
 				rt := openEngine(b)
 				exe, err := rt.Compile(ctx, g)

@@ -141,7 +141,8 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 // tile, keys a staged sub-tile (ks, dividing the block), keys a thread
 // scores per sub-tile (pk), q's row in vec4s (d4), vec4 outputs a thread
 // (ev), the staged row's pitch in vec4s (w4: one more than a k row,
-// against bank conflicts, or a v row of Slices·ev).
+// against bank conflicts, or a v row of Slices·ev); in the split order,
+// the parts run side by side (G groups of Rows × Slices threads).
 type onlineShape struct {
 	OnlineTile
 	ks, pk, d4, ev, w4 int
@@ -149,20 +150,56 @@ type onlineShape struct {
 	ew4                int // the staged v row's vec4s
 	half, two          bool
 	m2                 int // TwoLevel's row pitch in vec4s
+	G                  int // the split order's parts a workgroup runs at once (1: none)
 }
 
 // onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
 // D and E are at most ir.AttentionOnlineMaxHead) under t: the widest
 // sub-tile that keeps the staged rows, the block's probabilities and the
 // row maxima within WebGPU's default workgroup storage; false where even
-// a sub-tile of a key a thread does not fit.
+// a sub-tile of a key a thread does not fit. In the split order (a.Chunk
+// set) the workgroup holds a group of threads for each part, each
+// staging its own keys: its rows and slices are the tile's or fewer
+// (onlineSplitPlan).
 func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
+	if a.Chunk > 0 {
+		return onlineSplitPlan(a, t)
+	}
+	return onlineFit(a, t, 1)
+}
+
+// onlineSplitPlan is the split order's geometry under t: G = a.Parts()
+// groups of R × N threads, N the tile's slices or fewer (halved until a
+// sub-tile of N keys fits), R the tile's rows or fewer (at most 256/(G·N)
+// threads in all), the first that fits with the workgroup's rows of a
+// group within a sub-tile's keys (the parts' outputs are combined in the
+// staged rows). The row block is kept; Half is not (a group's outputs
+// are whole vec4s).
+func onlineSplitPlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
+	G := a.Parts()
+	t.Half = false
+	for N := t.Slices; N >= 1; N /= 2 {
+		for R := min(t.Rows, attThreads/(G*N)); R >= 1; R /= 2 {
+			u := t
+			u.Rows, u.Slices = R, N
+			if p, ok := onlineFit(a, u, G); ok && R*u.rq() <= p.ks {
+				return p, true
+			}
+		}
+	}
+	return onlineShape{}, false
+}
+
+// onlineFit is onlinePlan for G groups of t's threads (G > 1: the split
+// order's parts side by side, each group with its own staged keys,
+// probabilities and maxima, and the parts' maxima and l beside them).
+func onlineFit(a ir.Attention, t OnlineTile, G int) (onlineShape, bool) {
 	R, N, RR := t.Rows, t.Slices, t.Rows*t.rq()
-	if R < 1 || N < 1 || R*N > attThreads || a.Block%N != 0 || t.RowBlock < 0 || t.RowBlock > onlineMaxRowBlock ||
+	if R < 1 || N < 1 || G*R*N > attThreads || a.Block%N != 0 || t.RowBlock < 0 || t.RowBlock > onlineMaxRowBlock ||
 		t.rq() > 1 && t.rq()*4*((a.D+3)/4) > onlineQRegs {
 		return onlineShape{}, false
 	}
-	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4}
+	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4, G: G}
 	p.ew4 = N * p.ev
 	if p.half = t.Half && N%2 == 0 && (a.E+3)/4 <= N/2; p.half {
 		p.ev, p.ew4 = 1, (a.E+3)/4
@@ -191,7 +228,10 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 		if t.RowL {
 			n += 4 * RR
 		}
-		return n
+		if G > 1 {
+			n += 8 * RR // the part's m and weighted l, for the combine
+		}
+		return G * n
 	}
 	p.ks = a.Block
 	for p.ks > N && storage(p.ks) > attStorage {
@@ -240,16 +280,22 @@ func onlineKernelPlan(a ir.Attention) onlineShape {
 // of its keys to Ps and rounds l and o times c = exp(m − m'); then v's
 // sub-tiles are staged and each thread adds, for the block's keys
 // ascending, p into l and p·v into its outputs. Each output is o / l,
-// then the epilogue.
+// then the epilogue. In the split order (a.Chunk > 0) the workgroup holds
+// a group of such threads for each part (onlineSplitPlan), all running
+// the same blocks at once (group g from key g·Chunk; keys past T, in the
+// last part, score -Inf and add nothing), each with its own staged keys,
+// probabilities and maxima, and the parts are combined at the end
+// (combineParts) before the division.
 func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
 	p := onlineKernelPlan(a)
-	R, N, Rq := p.Rows, p.Slices, p.rq()
-	RR := R * Rq // the workgroup's query rows
-	threads := R * N
+	R, N, Rq, G := p.Rows, p.Slices, p.rq(), p.G
+	RR := R * Rq     // the workgroup's query rows
+	RRt := G * RR    // the workgroup arrays' rows: a group's rows for each part
+	threads := R * N // a group's threads (all of them without a split)
 	ew4 := p.ew4
-	s.Workgroup = [3]int{threads, 1, 1}
+	s.Workgroup = [3]int{G * threads, 1, 1}
 	s.Groups = [3]int{(S + RR - 1) / RR, max(a.Batch.Len(), 1), 1}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
 	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
@@ -265,10 +311,14 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		return fmt.Sprintf("_r%d", r)
 	}
 	wr := func(r int) string {
-		if r == 0 {
-			return "i"
+		base := "i"
+		if G > 1 {
+			base = "gi" // the group's rows: g·RR + i
 		}
-		return fmt.Sprintf("i + %du", r*R)
+		if r == 0 {
+			return base
+		}
+		return fmt.Sprintf("%s + %du", base, r*R)
 	}
 	// decl declares workgroup array name of rows × cols elements; at
 	// indexes it (Index2D: two-dimensional, else flat).
@@ -285,38 +335,62 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		}
 		return fmt.Sprintf("%s[(%s) * %du + %s]", name, r, cols, c)
 	}
-	decl("KVs", "vec4<f32>", p.ks, p.w4, "")
-	// vat is key j's vec4 y of the staged v.
+	decl("KVs", "vec4<f32>", G*p.ks, p.w4, "")
+	// vat is key j's vec4 y of the staged v (of the group's keys: gk·w4
+	// vec4s on).
 	vat := func(j, y int) string {
-		if p.Index2D {
+		switch {
+		case p.Index2D && G > 1:
+			return fmt.Sprintf("KVs[gk + %du][vb + %du]", j, y)
+		case p.Index2D:
 			return fmt.Sprintf("KVs[%du][vb + %du]", j, y)
+		case G > 1:
+			return fmt.Sprintf("KVs[gk * %du + %du + vb + %du]", p.w4, j*p.w4, y)
 		}
 		return fmt.Sprintf("KVs[%du + vb + %du]", j*p.w4, y)
 	}
+	// kvRow is the staged row of the group's key x (an expression).
+	kvRow := func(x string) string {
+		if G > 1 {
+			return "gk + " + x
+		}
+		return x
+	}
 	if p.VecP {
-		decl("Ps", "vec4<f32>", RR, p.pp, " // row by row")
+		decl("Ps", "vec4<f32>", RRt, p.pp, " // row by row")
 	} else {
-		decl("Ps", "f32", B, RR, "")
+		decl("Ps", "f32", B, RRt, "")
 	}
 	if p.TreeMax {
-		decl("Ms", "vec4<u32>", RR, p.mp, " // order keys of the threads' maxima, row by row")
+		decl("Ms", "vec4<u32>", RRt, p.mp, " // order keys of the threads' maxima, row by row")
 	} else {
-		decl("Ms", "u32", N, RR, " // order keys of the threads' maxima")
+		decl("Ms", "u32", N, RRt, " // order keys of the threads' maxima")
 	}
 	if p.RowC {
-		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", RR)
+		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", RRt)
 	}
 	if p.RowL {
-		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", RR)
+		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", RRt)
 	}
 	if p.two {
-		decl("M2", "vec4<u32>", RR, p.m2, " // the maxima's folds of four, row by row")
+		decl("M2", "vec4<u32>", RRt, p.m2, " // the maxima's folds of four, row by row")
+	}
+	if G > 1 {
+		fmt.Fprintf(b, "var<workgroup> Mp: array<f32, %d>; // each part's m of each row\n", RRt)
+		fmt.Fprintf(b, "var<workgroup> Lp: array<f32, %d>; // each part's l·w of each row\n", RRt)
 	}
 	b.WriteString("\n")
 	b.WriteString(maxKeyFuncs)
-	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
+	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", G*threads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n")
-	fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n\tlet z = wg.y;\n", R, R)
+	if G > 1 {
+		// Group g runs part g: keys g·Chunk … (its own tid lt, rows gi and
+		// staged keys gk on).
+		fmt.Fprintf(b, "\tlet lt = lid.x %% %du;\n\tlet g = lid.x / %du;\n\tlet i = lt %% %du;\n\tlet sl = lt / %du;\n\tlet z = wg.y;\n", threads, threads, R, R)
+		fmt.Fprintf(b, "\tlet gi = g * %du + i;\n\tlet gk = g * %du;\n", RR, p.ks)
+	} else {
+		fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n\tlet z = wg.y;\n", R, R)
+	}
 	for r := range Rq {
 		qi := "i"
 		if r > 0 {
@@ -353,11 +427,15 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	}
 	// fetch loads stage st of the block at key kt (an expression) into
 	// the registers, 0 past T.
+	ltid := "tid" // the thread within its group
+	if G > 1 {
+		ltid = "lt"
+	}
 	fetch := func(tabs int, st stage, kt string) {
 		in := strings.Repeat("\t", tabs)
 		j, n, w4, cols := geom(st)
 		for x := range n {
-			fmt.Fprintf(b, "%s{\n%s\tlet e = tid + %du;\n%s\tlet key = %s + %du + e / %du;\n", in, in, x*threads, in, kt, st.sub*p.ks, w4)
+			fmt.Fprintf(b, "%s{\n%s\tlet e = %s + %du;\n%s\tlet key = %s + %du + e / %du;\n", in, in, ltid, x*threads, in, kt, st.sub*p.ks, w4)
 			fmt.Fprintf(b, "%s\tsr%d = vec4<f32>(0.0);\n", in, x)
 			guard := fmt.Sprintf("e < %du && key < %du", p.ks*w4, T)
 			if c4 := (cols + 3) / 4; c4 < w4 {
@@ -372,8 +450,8 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		_, n, w4, _ := geom(st)
 		b.WriteString("\t\tworkgroupBarrier();\n")
 		for x := range n {
-			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = tid + %du;\n", x*threads)
-			fmt.Fprintf(b, "\t\t\tif (e < %du) { %s = sr%d; }\n\t\t}\n", p.ks*w4, at("KVs", fmt.Sprintf("e / %du", w4), fmt.Sprintf("e %% %du", w4), p.w4), x)
+			fmt.Fprintf(b, "\t\t{\n\t\t\tlet e = %s + %du;\n", ltid, x*threads)
+			fmt.Fprintf(b, "\t\t\tif (e < %du) { %s = sr%d; }\n\t\t}\n", p.ks*w4, at("KVs", kvRow(fmt.Sprintf("e / %du", w4)), fmt.Sprintf("e %% %du", w4), p.w4), x)
 		}
 		b.WriteString("\t\tworkgroupBarrier();\n")
 	}
@@ -395,7 +473,12 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			return
 		}
 		if !last {
-			fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", B, T)
+			if G > 1 {
+				// The part's next block (keys past T are fetched as 0).
+				fmt.Fprintf(b, "\t\tif (bi + 1u < %du) {\n", a.Chunk/B)
+			} else {
+				fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", B, T)
+			}
 			fetch(3, stage{}, fmt.Sprintf("kt + %du", B))
 			b.WriteString("\t\t}\n")
 		}
@@ -420,10 +503,26 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			return fmt.Sprintf("pv%d%s.%c", jb/4, sf(r), lanes[jb%4])
 		case p.Index2D:
 			return fmt.Sprintf("Ps[%du][%s]", jb, wr(r))
-		case r == 0:
+		case r == 0 && G == 1:
 			return fmt.Sprintf("Ps[%du + i]", jb*RR)
 		}
-		return fmt.Sprintf("Ps[%du + %s]", jb*RR, wr(r))
+		return fmt.Sprintf("Ps[%du + %s]", jb*RRt, wr(r))
+	}
+	// ragged: in the split order, a part's blocks may end before its
+	// width (the last part's, at T): every key is checked against T at
+	// run time, and a key past it scores -Inf and adds nothing.
+	ragged := G > 1 && T != G*a.Chunk
+	// kept opens key jb's guard where the keys are ragged (closed by
+	// unkept).
+	kept := func(in string, jb int) {
+		if ragged {
+			fmt.Fprintf(b, "%sif (kt + %du < %du) {\n", in, jb, T)
+		}
+	}
+	unkept := func(in string) {
+		if ragged {
+			fmt.Fprintf(b, "%s}\n", in)
+		}
 	}
 	// block emits one key block at kt with keys keys (last: no block
 	// after it).
@@ -444,7 +543,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			for c4 := range p.d4 {
 				b.WriteString("\t\t{\n")
 				for y := range p.pk {
-					kv := at("KVs", fmt.Sprintf("kb + %du", y), fmt.Sprintf("%du", c4), p.w4)
+					kv := at("KVs", kvRow(fmt.Sprintf("kb + %du", y)), fmt.Sprintf("%du", c4), p.w4)
 					if Rq == 1 {
 						fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * %s", c4, kv)))
 						continue
@@ -469,6 +568,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 					t := score(r, fmt.Sprintf("sc%d_%d%s", sub, y, sf(r)), j)
 					if rest := keys - sub*p.ks; rest < p.ks {
 						t = Lang.Select(fmt.Sprintf("kb + %du < %du", y, rest), t, Lang.Opaque(0xff800000))
+					}
+					if ragged {
+						t = Lang.Select(fmt.Sprintf("%s < %du", j, T), t, Lang.Opaque(0xff800000))
 					}
 					fmt.Fprintf(b, "\t\tlet t%d_%d%s = %s;\n", sub, y, sf(r), t)
 				}
@@ -532,15 +634,15 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 				if x == 0 {
 					return fmt.Sprintf("Ms[%s]", wr(r))
 				}
-				return fmt.Sprintf("Ms[%s + %du]", wr(r), x*RR)
+				return fmt.Sprintf("Ms[%s + %du]", wr(r), x*RRt)
 			}
 			for r := range Rq {
 				mine := "Ms[tid]"
 				switch {
 				case p.Index2D:
 					mine = fmt.Sprintf("Ms[sl][%s]", wr(r))
-				case Rq > 1:
-					mine = fmt.Sprintf("Ms[sl * %du + %s]", RR, wr(r))
+				case Rq > 1 || G > 1:
+					mine = fmt.Sprintf("Ms[sl * %du + %s]", RRt, wr(r))
 				}
 				fmt.Fprintf(b, "\t\t%s = mt%s;\n", mine, sf(r))
 			}
@@ -568,7 +670,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 					if p.VecP {
 						fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, y, at("Ps", wr(r), "pk / 4u", p.pp))
 					} else {
-						fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), wr(r), RR))
+						fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), wr(r), RRt))
 					}
 					if rest < p.ks {
 						b.WriteString("\t\t}\n")
@@ -645,6 +747,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			products := func(sw string, withL bool) {
 				for j := range n {
 					jb := sub*p.ks + j
+					kept("\t\t", jb)
 					if Rq == 1 {
 						if !withL {
 							fmt.Fprintf(b, "\t\t{\n\t\t\tlet pj = %s;\n", pjAt(0, jb))
@@ -659,6 +762,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 							fmt.Fprintf(b, "\t\t\to%d = o%d + %s;\n", y, y, Lang.Keep("pj * "+vat(j, y)))
 						}
 						b.WriteString("\t\t}\n")
+						unkept("\t\t")
 						continue
 					}
 					// One load of each staged v vec4 for all the rows.
@@ -680,13 +784,16 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 						}
 					}
 					b.WriteString("\t\t}\n")
+					unkept("\t\t")
 				}
 			}
 			// sums emits l's sums of the block's keys, for each row.
 			sums := func(in string) {
 				for r := range Rq {
 					for j := range n {
+						kept(in, sub*p.ks+j)
 						fmt.Fprintf(b, "%sls%s = ls%s + %s;\n", in, sf(r), sf(r), pjAt(r, sub*p.ks+j))
+						unkept(in)
 					}
 				}
 			}
@@ -726,8 +833,18 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 			fmt.Fprintf(b, "\tvar o%d%s = %s<f32>(params.zero);\n", y, sf(r), ovec)
 		}
 	}
-	fetch(1, stage{}, "0u")
 	whole, rest := T/B*B, T%B
+	if G > 1 {
+		// Each group runs its part's blocks from g·Chunk (the last part's
+		// past T: ragged).
+		fetch(1, stage{}, fmt.Sprintf("g * %du", a.Chunk))
+		fmt.Fprintf(b, "\tfor (var bi = 0u; bi < %du; bi++) {\n\t\tlet kt = g * %du + bi * %du;\n", a.Chunk/B, a.Chunk, B)
+		block(B, false)
+		b.WriteString("\t}\n")
+		whole, rest = 0, 0
+	} else {
+		fetch(1, stage{}, "0u")
+	}
 	if whole > 0 {
 		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, B)
 		block(B, false) // the last whole block's fetch is skipped at run time
@@ -741,7 +858,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	if p.RowL {
 		b.WriteString("\tif (sl == 0u) {")
 		if Rq == 1 {
-			b.WriteString(" Ls[i] = ls; }\n")
+			fmt.Fprintf(b, " Ls[%s] = ls; }\n", wr(0))
 		} else {
 			b.WriteString("\n")
 			for r := range Rq {
@@ -753,6 +870,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 		for r := range Rq {
 			fmt.Fprintf(b, "\tls%s = Ls[%s];\n", sf(r), wr(r))
 		}
+	}
+	if G > 1 {
+		combineParts(b, p, sf, wr, apply)
 	}
 	if Rq == 1 {
 		fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
@@ -787,9 +907,78 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	b.WriteString("}\n")
 }
 
+// combineParts writes the split order's combine of the parts the groups
+// ran (ir/attention.go): M, the maximum of the parts' m (as order keys,
+// through Mp), w = exp(m − M) by each group for its part, l·w into Lp
+// and o·w into the staged rows (free once every group is past its last v
+// stage; a group's rows fit its keys' rows, onlineSplitPlan), then group
+// 0 sums them over the parts ascending from +0 into l and o, and the
+// others leave.
+func combineParts(b *strings.Builder, p onlineShape, sf, wr func(int) string, apply func(string, ir.Op, ...string) []string) {
+	R, Rq, G := p.Rows, p.rq(), p.G
+	RR := R * Rq
+	part := func(g, r int) string { // part g's row of query row r
+		if g == 0 && r == 0 {
+			return "i"
+		}
+		return fmt.Sprintf("i + %du", g*RR+r*R)
+	}
+	kv := func(row string, y int) string {
+		if p.Index2D {
+			return fmt.Sprintf("KVs[%s][vb + %du]", row, y)
+		}
+		return fmt.Sprintf("KVs[(%s) * %du + vb + %du]", row, p.w4, y)
+	}
+	b.WriteString("\tif (sl == 0u) {\n")
+	for r := range Rq {
+		fmt.Fprintf(b, "\t\tMp[%s] = mr%s;\n", wr(r), sf(r))
+	}
+	b.WriteString("\t}\n\tworkgroupBarrier();\n")
+	for r := range Rq {
+		fmt.Fprintf(b, "\tvar mk%s = maxkey(Mp[%s]);\n", sf(r), part(0, r))
+		for g := 1; g < G; g++ {
+			fmt.Fprintf(b, "\tmk%s = combine_maxkey(mk%s, maxkey(Mp[%s]));\n", sf(r), sf(r), part(g, r))
+		}
+		fmt.Fprintf(b, "\tlet mm%s = unmaxkey(mk%s);\n\t{\n", sf(r), sf(r))
+		b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mr"+sf(r), "mm"+sf(r)), 2))
+		b.WriteString(codegen.Indent(apply("ws", ir.OpExp, "ud"), 2))
+		fmt.Fprintf(b, "\t\tls%s = %s;\n", sf(r), Lang.Keep(fmt.Sprintf("ls%s * ws", sf(r))))
+		for y := range p.ev {
+			fmt.Fprintf(b, "\t\to%d%s = %s;\n", y, sf(r), Lang.Keep(fmt.Sprintf("o%d%s * ws", y, sf(r))))
+		}
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("\tworkgroupBarrier();\n\tif (sl == 0u) {\n")
+	for r := range Rq {
+		fmt.Fprintf(b, "\t\tLp[%s] = ls%s;\n", wr(r), sf(r))
+	}
+	b.WriteString("\t}\n")
+	for r := range Rq {
+		for y := range p.ev {
+			fmt.Fprintf(b, "\t%s = o%d%s;\n", kv(wr(r), y), y, sf(r))
+		}
+	}
+	b.WriteString("\tworkgroupBarrier();\n\tif (g != 0u) { return; }\n")
+	for r := range Rq {
+		fmt.Fprintf(b, "\tls%s = params.zero;\n", sf(r))
+		for y := range p.ev {
+			fmt.Fprintf(b, "\to%d%s = vec4<f32>(params.zero);\n", y, sf(r))
+		}
+		for g := range G {
+			fmt.Fprintf(b, "\tls%s = ls%s + Lp[%s];\n", sf(r), sf(r), part(g, r))
+			for y := range p.ev {
+				fmt.Fprintf(b, "\to%d%s = o%d%s + %s;\n", y, sf(r), y, sf(r), kv(part(g, r), y))
+			}
+		}
+	}
+}
+
 // attentionOnlineLoops is the online kernel's loop cost: one loop over
-// the whole key blocks.
+// the whole key blocks (a part's, in the split order).
 func attentionOnlineLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
+	if p := onlineKernelPlan(a); p.G > 1 {
+		return a.Chunk/a.Block + 1
+	}
 	return a.T/a.Block + 1
 }

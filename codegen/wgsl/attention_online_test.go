@@ -167,3 +167,60 @@ func TestOnlineRowBlockPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlineSplitShapes: in the split order (ir.AttentionSplit), the
+// online kernel runs the parts side by side, a group of threads each
+// (the tile's rows and slices, or fewer, so that G groups fit 256 threads
+// and 16 KiB), for every head width 1 to 128 and every tile: at 2048 keys
+// and d 64 under 4 parts, 4 groups of 8 rows × 8 slices in 256 workgroups
+// of 256 threads (twice the threads of the tile without a split), under 2
+// parts 2 groups of 8 × 16; without a split, no group.
+func TestOnlineSplitShapes(t *testing.T) {
+	defer func(old wgsl.OnlineTile, from, split int) {
+		wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom, ir.AttentionSplit = old, from, split
+	}(wgsl.AttentionOnlineTile, ir.AttentionOnlineFrom, ir.AttentionSplit)
+	ir.AttentionOnlineFrom = 1
+	emit := func(c irtest.AttentionCase) (string, [3]int, [3]int) {
+		sp, _, err := passes.Compile(c.Graph(1), passes.Options{Limits: ir.Limits{MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}, MaxInvocations: 256, MaxWorkgroupStorage: 16384})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := wgsl.Target{}.Emit(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sh[0].Source, sh[0].Workgroup, sh[0].Groups
+	}
+	one := irtest.AttentionCase{Name: "x", S: 2048, T: 2048, D: 64, E: 64, Scale: 0.125}
+	for _, c := range []struct {
+		split, threads, groups int
+		marks                  []string
+	}{
+		{0, 256, 128, nil},
+		{4, 256, 256, []string{"let g = lid.x / 64u;", "let i = lt % 8u;", "var<workgroup> Mp: array<f32, 32>;", "for (var bi = 0u; bi < 16u; bi++) {\n\t\tlet kt = g * 512u + bi * 32u;"}},
+		{2, 256, 256, []string{"let g = lid.x / 128u;", "let i = lt % 8u;", "let kt = g * 1024u + bi * 32u;"}},
+	} {
+		ir.AttentionSplit = c.split
+		wgsl.AttentionOnlineTile = wgsl.DefaultOnlineTile
+		src, wg, groups := emit(one)
+		if wg[0] != c.threads || groups[0] != c.groups || strings.Contains(src, "lid.x / ") != (c.split > 0) {
+			t.Errorf("split %d: workgroup %v, groups %v; want %d threads, %d groups", c.split, wg, groups, c.threads, c.groups)
+		}
+		for _, m := range c.marks {
+			if !strings.Contains(src, m) {
+				t.Errorf("split %d: no %q in\n%s", c.split, m, src)
+			}
+		}
+	}
+	ir.AttentionSplit = 8
+	for _, tile := range []wgsl.OnlineTile{wgsl.DefaultOnlineTile, {Rows: 8, Slices: 32, Half: true}, {Rows: 8, Slices: 16, RowBlock: 2, TreeMax: true, RowL: true},
+		{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, TwoLevel: true}} {
+		wgsl.AttentionOnlineTile = tile
+		for _, de := range [][2]int{{1, 1}, {4, 3}, {64, 64}, {100, 7}, {7, 100}, {128, 128}} {
+			src, wg, _ := emit(irtest.AttentionCase{Name: "x", S: 3, T: 300, D: de[0], E: de[1], Scale: 0.5})
+			if !strings.Contains(src, "let g = lid.x / ") || wg[0] > 256 || !strings.Contains(src, "-MaxFloat32") {
+				t.Errorf("%s at d %d, e %d: not the split kernel (workgroup %v)", tile, de[0], de[1], wg)
+			}
+		}
+	}
+}

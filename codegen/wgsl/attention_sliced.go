@@ -219,13 +219,7 @@ func attInputElem(k *ir.Kernel, i int) string {
 // take the online order (ir.Attention.Block), else the sliced one where
 // AttentionTile has a shape for it, else attentionRows.
 func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
-	if ir.AttentionKernel(k).Chunk > 0 {
-		// The split order (ir.AttentionSplit, opt-in): the nest, a thread
-		// an output, until a kernel of its own runs the parts side by side.
-		nested(b, k, s)
-		return
-	}
-	if ir.AttentionKernel(k).Block > 0 {
+	if ir.AttentionKernel(k).Block > 0 { // the online order, and the split order's parts side by side
 		attentionOnline(b, k, s)
 		return
 	}
@@ -239,9 +233,6 @@ func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // attentionLoops is the loop cost of the kernel attention emits.
 func attentionLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
-	if a.Chunk > 0 {
-		return nestLoops(k)
-	}
 	if a.Block > 0 {
 		return attentionOnlineLoops(k)
 	}
