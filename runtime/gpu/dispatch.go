@@ -27,6 +27,7 @@ type runScratch struct {
 	tsAt      tsPlace     // where the run's timestamps resolve
 	readMap   mapping     // runReads' map of the read staging buffer
 	copies    []copyOp    // runReads' copies into staging
+	preCopies []copyOp    // the staged uploads' copies (pendingCopies)
 	issued    []*asyncMap // awaitMaps' maps asked for
 	spareMaps []*asyncMap // done maps, their C memory kept for the next (mapasync.go)
 	bgKey     []byte      // bindGroup's cache key: the pipeline's id, then the buffers'

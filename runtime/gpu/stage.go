@@ -138,12 +138,14 @@ func (d *Device) dropStage(st *stage) {
 	d.stages.bytes -= st.size
 }
 
-// pendingCopies are the staged uploads' copies, for the next recording.
+// pendingCopies are the staged uploads' copies, for the next recording
+// (in memory the next call reuses); d.mu is held.
 func (d *Device) pendingCopies() []copyOp {
-	cs := make([]copyOp, len(d.stages.pending))
-	for i, p := range d.stages.pending {
-		cs[i] = copyOp{src: p.st.buf, dst: p.dst.buf, n: p.n}
+	cs := d.preCopies[:0]
+	for _, p := range d.stages.pending {
+		cs = append(cs, copyOp{src: p.st.buf, dst: p.dst.buf, n: p.n})
 	}
+	d.preCopies = cs
 	return cs
 }
 

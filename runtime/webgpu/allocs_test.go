@@ -14,11 +14,11 @@ import (
 // TestRunAllocs pins what a warm run of relu(a*b+c) over 1024 allocates
 // in Go: on resident inputs with its output kept, waiting or queued
 // (RunQueued), only the kept output's handle (the caller's, until it
-// releases it); from host inputs into a host output, nothing (before
-// 0c30a00: 14 waiting and 13 into a host output; queued, through
-// Launch, 6 after it). The
-// call and its slices are the caller's, made once. Each run's output is
-// cpuref's bit for bit.
+// releases it); from host inputs into a host output, nothing, inputs of
+// 128 KiB through kept staging too (before 0c30a00: 14 waiting and 13
+// into a host output; queued, through Launch, 6 after it; the staged
+// inputs' copies 1 until e764c1c). The call and its slices are the
+// caller's, made once. Each run's output is cpuref's bit for bit.
 func TestRunAllocs(t *testing.T) {
 	d := openPooled(t, 0)
 	ctx := context.Background()
@@ -32,9 +32,14 @@ func TestRunAllocs(t *testing.T) {
 		{"resident-queued", true, true, true, 1},
 		{"resident-host", true, false, false, 0},
 		{"host", false, false, false, 0},
+		{"host-128KiB", false, false, false, 0}, // staged uploads, their copies in the run's submission
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exe := reluMulAdd(t, d, 1024)
+			size := 1024
+			if tc.name == "host-128KiB" {
+				size = 1 << 15
+			}
+			exe := reluMulAdd(t, d, size)
 			p := exe.(*executable).p
 			want := cpuref.RunProgram(p)[p.Outputs[0].Name]
 			call := countsCall(t, d, exe, tc.resident, tc.keep)
