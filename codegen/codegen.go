@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -370,7 +371,7 @@ func BodyRange(l Lang, k *ir.Kernel, from, to int, load func(operand int) string
 }
 
 // Value names body value j.
-func Value(j int) string { return fmt.Sprintf("v%d", j) }
+func Value(j int) string { return "v" + strconv.Itoa(j) }
 
 // expr renders expression x as declarations ending in name; args are the
 // operands (args[1] is a constant when scalar) and constant renders the
@@ -378,53 +379,61 @@ func Value(j int) string { return fmt.Sprintf("v%d", j) }
 // constant as a slot where it is an arithmetic operand, else as an exact
 // literal (Zero and One for a selected 0 or 1, see Lang).
 func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant func(float32) string) []string {
-	nodes := nodesOf(x)
-	arith := map[*ir.X]string{}
-	for _, c := range arithConsts(x) {
-		arith[c] = constant(math.Float32frombits(c.Bits))
+	p := planOf(x)
+	nodes := p.nodes
+	// names[i] renders node i where it is used; arith[i] an arithmetic
+	// constant's slot (p.arith, rendered in arithConsts' order).
+	names := make([]string, 2*len(nodes))
+	names, arith := names[:len(nodes)], names[len(nodes):]
+	for _, i := range p.arith {
+		arith[i] = constant(math.Float32frombits(nodes[i].Bits))
 	}
-	names := map[*ir.X]string{}
-	var lines []string
-	for i, n := range nodes {
+	lines := make([]string, 0, p.lets)
+	// The node being rendered and its arguments' indices, which use and
+	// constLike read: one closure each per expression, not per node.
+	var n *ir.X
+	var at []int32
+	// use renders argument k of n.
+	use := func(k int) string {
+		a := n.Args[k]
+		if a.Op != ir.XConst {
+			return names[at[k]]
+		}
+		if p.isArith[at[k]] {
+			return arith[at[k]]
+		}
+		if n.Op == ir.XSelect && l.Zero != "" {
+			switch math.Float32frombits(a.Bits) {
+			case 0:
+				if a.Bits == 0 {
+					return l.Zero
+				}
+				// -0 as the negated uniform zero: SwiftShader turned
+				// a selected -0 literal into +0 (mask, and so where).
+				return "-" + l.Zero
+			case 1:
+				return l.One
+			}
+		}
+		return l.Bits(a.Bits)
+	}
+	// constLike: a subtrahend that is a constant needs no Keep (it
+	// cannot be the minuend's twin).
+	constLike := func(k int) bool {
+		a := n.Args[k]
+		return a.Op == ir.XConst || scalar && a.Op == ir.XArg && a.Arg == 1
+	}
+	for i, node := range nodes {
+		n, at = node, p.args[i]
 		switch n.Op {
 		case ir.XArg:
-			names[n] = args[n.Arg]
+			names[i] = args[n.Arg]
 			continue
 		case ir.XConst:
-			continue // rendered at each use, below
+			continue // rendered at each use, by use
 		case ir.XUConst:
-			names[n] = l.UBits(n.Bits)
+			names[i] = l.UBits(n.Bits)
 			continue
-		}
-		// use renders argument k of n.
-		use := func(k int) string {
-			a := n.Args[k]
-			if a.Op != ir.XConst {
-				return names[a]
-			}
-			if s, ok := arith[a]; ok {
-				return s
-			}
-			if n.Op == ir.XSelect && l.Zero != "" {
-				switch math.Float32frombits(a.Bits) {
-				case 0:
-					if a.Bits == 0 {
-						return l.Zero
-					}
-					// -0 as the negated uniform zero: SwiftShader turned
-					// a selected -0 literal into +0 (mask, and so where).
-					return "-" + l.Zero
-				case 1:
-					return l.One
-				}
-			}
-			return l.Bits(a.Bits)
-		}
-		// constLike: a subtrahend that is a constant needs no Keep (it
-		// cannot be the minuend's twin).
-		constLike := func(k int) bool {
-			a := n.Args[k]
-			return a.Op == ir.XConst || scalar && a.Op == ir.XArg && a.Arg == 1
 		}
 		var e string
 		if n.Op == ir.XCall {
@@ -437,20 +446,61 @@ func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant fun
 			e = render(n.Op)(l, use, constLike)
 		}
 		if n.Type() == ir.XBool { // a comparison: written into the select that reads it
-			names[n] = e
+			names[i] = e
 			continue
 		}
 		v := name
 		if i < len(nodes)-1 {
-			v = fmt.Sprintf("%s_%d", name, i)
+			v = name + "_" + strconv.Itoa(i)
 		}
-		names[n] = v
+		names[i] = v
 		lines = append(lines, l.Let(n.Type(), v, e))
 	}
-	if root := nodes[len(nodes)-1]; names[root] != name { // a leaf: an operand or a constant
-		lines = append(lines, l.Let(ir.XFloat32, name, names[root]))
+	if names[len(nodes)-1] != name { // a leaf: an operand or a constant
+		lines = append(lines, l.Let(ir.XFloat32, name, names[len(nodes)-1]))
 	}
 	return lines
+}
+
+// exprPlan is what expr needs of an expression besides its rendering,
+// computed once per expression (the op table's and its functions' are
+// fixed; see arithConsts): its nodes in evaluation order, each node's
+// arguments as indices into them, the arithmetic constants' indices in
+// arithConsts' order and a mark of each, and how many lines it declares at
+// most.
+type exprPlan struct {
+	nodes   []*ir.X
+	args    [][]int32
+	arith   []int32
+	isArith []bool
+	lets    int
+}
+
+var planMemo sync.Map // *ir.X -> *exprPlan
+
+func planOf(x *ir.X) *exprPlan {
+	if p, ok := planMemo.Load(x); ok {
+		return p.(*exprPlan)
+	}
+	nodes := nodesOf(x)
+	p := &exprPlan{nodes: nodes, args: make([][]int32, len(nodes)), isArith: make([]bool, len(nodes)), lets: 1}
+	at := make(map[*ir.X]int32, len(nodes))
+	for i, n := range nodes {
+		at[n] = int32(i)
+		p.args[i] = make([]int32, len(n.Args))
+		for k, a := range n.Args {
+			p.args[i][k] = at[a] // every argument comes before its node
+		}
+		if n.Op != ir.XArg && n.Op != ir.XConst && n.Op != ir.XUConst {
+			p.lets++
+		}
+	}
+	for _, c := range arithConsts(x) {
+		p.arith = append(p.arith, at[c])
+		p.isArith[at[c]] = true
+	}
+	q, _ := planMemo.LoadOrStore(x, p)
+	return q.(*exprPlan)
 }
 
 // keepSum is sum v, wrapped in Keep where the target keeps sums.
