@@ -376,6 +376,28 @@ func kernelOrder(ks []ir.Kernel) ([]ir.Kernel, bool) {
 	return out, true
 }
 
+// inOrder reports whether every kernel of ks comes after the kernels
+// writing the buffers it reads (the last writer of each, as kernelOrder
+// counts them). Then kernelOrder(ks) is ks itself: taking the kernels in
+// index order, each is ready when its turn comes and is the first ready
+// one. fuseRows asks after each merge, where the order rarely changes.
+func inOrder(ks []ir.Kernel) bool {
+	writer := map[int]int{}
+	for i, k := range ks {
+		for _, o := range k.Outputs {
+			writer[o] = i
+		}
+	}
+	for i, k := range ks {
+		for _, in := range k.Inputs {
+			if w, ok := writer[in.Buffer]; ok && w >= i {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // indexHeap is a min-heap of kernel indexes (container/heap).
 type indexHeap []int
 

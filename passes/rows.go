@@ -113,6 +113,12 @@ func (r *rowser) writers() map[int]int {
 func (r *rowser) step() bool {
 	w := r.writers()
 	ks := r.p.Kernels
+	// rows[i]: kernel i reduces over rows the rule accepts (rowsOf), asked
+	// once a step, not once per pair in the sibling scan below.
+	rows := make([]bool, len(ks))
+	for i := range ks {
+		_, rows[i] = rowsOf(&ks[i])
+	}
 	for b := range ks {
 		var producers []int
 		for _, in := range ks[b].Inputs {
@@ -123,9 +129,8 @@ func (r *rowser) step() bool {
 		slices.Sort(producers)
 		// Then the siblings: earlier reductions over the same rows that read
 		// a buffer b reads (a sum and a sum of squares, say).
-		_, rowsB := rowsOf(&ks[b])
-		for a := b - 1; a >= 0 && rowsB; a-- {
-			if _, ok := rowsOf(&ks[a]); ok && !slices.Contains(producers, a) && shareInput(&ks[a], &ks[b]) {
+		for a := b - 1; a >= 0 && rows[b]; a-- {
+			if rows[a] && !slices.Contains(producers, a) && shareInput(&ks[a], &ks[b]) {
 				producers = append([]int{a}, producers...)
 			}
 		}
@@ -145,11 +150,17 @@ func (r *rowser) step() bool {
 					rest = append(rest, k)
 				}
 			}
-			order, ok := kernelOrder(rest)
-			if !ok {
-				continue // cannot happen: acyclic checked
+			// The merged kernel in b's place is most often already after
+			// every kernel it reads from and before every reader, and then
+			// kernelOrder would return rest as it is (see inOrder).
+			if !inOrder(rest) {
+				order, ok := kernelOrder(rest)
+				if !ok {
+					continue // cannot happen: acyclic checked
+				}
+				rest = order
 			}
-			r.p.Kernels = order
+			r.p.Kernels = rest
 			return true
 		}
 	}
