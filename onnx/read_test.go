@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"testing"
 
@@ -84,5 +85,42 @@ func TestBytesInPlace(t *testing.T) {
 	}
 	if !bytes.Equal(ir.Encode(g), ir.Encode(want)) {
 		t.Error("Parse of onnx.Bytes then Specialize differs from Load")
+	}
+}
+
+// TestRawFloat32Bits: float32 raw_data reads bit for bit, whatever the
+// bits: ±0, the smallest and largest subnormals, ±3e38, the largest
+// float32, ±Inf, quiet and signalling NaNs with payloads, and a sweep;
+// an empty tensor reads empty, and raw_data one byte short or long of
+// its dimensions is invalid_graph.
+func TestRawFloat32Bits(t *testing.T) {
+	bits := []uint32{0, 0x80000000, 1, 0x807fffff, 0x007fffff, 0x7e61bcca, 0xfe61bcca, 0x7f7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fc00001, 0xff800001, 0x7f800001, 0x3f800000}
+	for v := uint32(12345); len(bits) < 4099; v = v*2654435761 + 1 {
+		bits = append(bits, v)
+	}
+	vs := make([]float32, len(bits))
+	for i, b := range bits {
+		vs[i] = math.Float32frombits(b)
+	}
+	for _, n := range []int{0, 1, 7, len(bits)} {
+		tn, err := onnx.ReadTensor(onnx.Bytes(floats("t", []int64{int64(n)}, vs[:n]...)), ir.Limits{NonFinite: true})
+		if err != nil {
+			t.Fatalf("%d elements: %v", n, err)
+		}
+		if len(tn.Float32) != n {
+			t.Fatalf("%d elements read as %d", n, len(tn.Float32))
+		}
+		for i, x := range tn.Float32 {
+			if math.Float32bits(x) != bits[i] {
+				t.Fatalf("%d elements: element %d is %#08x, want %#08x", n, i, math.Float32bits(x), bits[i])
+			}
+		}
+	}
+	raw := make([]byte, 4*7)
+	for _, r := range [][]byte{raw[:4*7-1], append(raw, 0)} {
+		m := msg(nil).varint(1, 7).varint(2, 1).str(8, "t").bytes(9, r)
+		if _, err := onnx.ReadTensor(onnx.Bytes(m), ir.Limits{}); !errors.Is(err, ir.ErrInvalidGraph) {
+			t.Errorf("7 float32 elements in %d bytes of raw_data: %v, want invalid_graph", len(r), err)
+		}
 	}
 }

@@ -240,6 +240,14 @@ func (t *Tensor) fill(tp *tensorProto, n int, where string) *ir.Error {
 		if len(tp.raw) != n*sz {
 			return bad("raw_data holds %d bytes, its %d elements of %v need %d", len(tp.raw), n, t.Type, n*sz)
 		}
+		if t.Type == Float32 { // the weights: most of a model's bytes
+			raw := tp.raw[:4*n]
+			t.Float32 = t.Float32[:n]
+			for i := range t.Float32 {
+				t.Float32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			return t.checkRange(bad)
+		}
 		for i := 0; i < n; i++ {
 			e := tp.raw[i*sz : (i+1)*sz]
 			switch t.Type {
