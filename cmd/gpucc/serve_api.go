@@ -254,6 +254,9 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // under the request timeout, which ends its wait for the one build at a
 // time and its Clang: a build held both outside --max-memory (577 MiB at
 // wasm.MaxBuildRequest) and for as long as its client stayed connected.
+// The body is read whole first, within the timeout: the page's handler
+// reads it holding the one build slot, so a client sending slowly held
+// every other page's build back until the connection's read timeout.
 func (a *api) module(w http.ResponseWriter, r *http.Request) {
 	n := moduleBytes(r.ContentLength)
 	if !a.memory.take(n) {
@@ -262,9 +265,23 @@ func (a *api) module(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer a.memory.give(n)
-	ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
+	deadline := time.Now().Add(a.timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	a.next.ServeHTTP(w, r.WithContext(ctx))
+	http.NewResponseController(w).SetReadDeadline(deadline) // an error here means the writer cannot: httptest's
+	body, err := io.ReadAll(io.LimitReader(r.Body, wasm.MaxBuildRequest+1))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			a.fail(w, http.StatusRequestTimeout, ir.Errorf(ir.CodeTimeout, -1, "", "the module request's body did not arrive within the request's timeout"))
+			return
+		}
+		a.fail(w, http.StatusBadRequest, ir.Errorf(ir.CodeInvalidGraph, -1, "", "reading the module request's body: %v", err))
+		return
+	}
+	r = r.WithContext(ctx)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	a.next.ServeHTTP(w, r)
 }
 
 // moduleBytes is what a module build of a body of declared length cl

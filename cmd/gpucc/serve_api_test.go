@@ -724,3 +724,50 @@ func TestAPIModuleBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIModuleSlowClient: a module request whose body arrives slowly
+// does not reach the page's handler, which reads the body holding the one
+// build slot (modelled here by slot), until the body is whole, so another
+// page's build runs meanwhile; before, the slow body held the slot and the
+// second build waited.
+func TestAPIModuleSlowClient(t *testing.T) {
+	slot := make(chan struct{}, 1)
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slot <- struct{}{}
+		defer func() { <-slot }()
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	c := &apiConfig{pending: 16, timeout: 30 * time.Second, grace: time.Second, cacheDir: "off", limits: &ir.Limits{}, memory: 1 << 30}
+	a, err := newAPI(c, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.server.Close(context.Background())
+	post := func(body io.Reader) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", web.ModulePath, body)
+		r.Host = "localhost:8080"
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, r)
+		return w
+	}
+	pr, pw := io.Pipe()
+	slow := make(chan *httptest.ResponseRecorder, 1)
+	go func() { slow <- post(pr) }()
+	pw.Write([]byte("slow "))
+	fast := make(chan *httptest.ResponseRecorder, 1)
+	go func() { fast <- post(strings.NewReader("fast")) }()
+	select {
+	case w := <-fast:
+		if w.Body.String() != "fast" {
+			t.Errorf("the second build: %d %q", w.Code, w.Body.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the second build waited for the slow body: it held the build slot")
+	}
+	pw.Write([]byte("body"))
+	pw.Close()
+	if w := <-slow; w.Body.String() != "slow body" {
+		t.Errorf("the slow build: %d %q", w.Code, w.Body.String())
+	}
+}
