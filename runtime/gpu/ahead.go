@@ -2,7 +2,11 @@
 
 package gpu
 
-import "github.com/cogentcore/webgpu/wgpu"
+import (
+	"slices"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
 
 // A run that waits for the GPU, the second of two alike, records the next
 // run while it waits: the same dispatches, timed alike, into a command
@@ -35,6 +39,32 @@ type ahead struct {
 	bgs          []*wgpu.BindGroup
 	timed        bool
 	pass, direct bool // the device's tsPass and tsDirect when recorded
+	// copies are a host-output run's copies into the read staging ring,
+	// and at where its caller placed the timestamps (hasAt), beside them.
+	copies []copyOp
+	at     tsPlace
+	hasAt  bool
+}
+
+// setReads remembers the copies and the timestamps' place of the run
+// set remembered (none for a resident run).
+func (a *ahead) setReads(copies []copyOp, at *tsPlace) {
+	a.copies = append(a.copies[:0], copies...)
+	a.hasAt = at != nil
+	if at != nil {
+		a.at = *at
+	}
+}
+
+// readsRing reports whether the last run copied into the read staging
+// ring or resolved its timestamps there (runReads), as its recording
+// made ahead does.
+func (a *ahead) readsRing() bool { return a.seen && (len(a.copies) > 0 || a.hasAt) }
+
+// sameReads reports whether the last run had these copies and this
+// place of the timestamps.
+func (a *ahead) sameReads(copies []copyOp, at *tsPlace) bool {
+	return slices.Equal(copies, a.copies) && (at != nil) == a.hasAt && (at == nil || *at == a.at)
 }
 
 // set remembers what the kept command buffer records.
@@ -94,11 +124,12 @@ func (a *ahead) uses(id uint64) bool {
 	return false
 }
 
-// recordAhead records ds (their bind groups bgs) for the next run,
-// timed into ts unless nil, and keeps it; d.mu is held. A recording wgpu
-// refuses is dropped: the next run records its own and reports the error.
-func (d *Device) recordAhead(ds []Dispatch, bgs []*wgpu.BindGroup, ts *tsPlace) {
-	if err := d.recordRun(ds, bgs, nil, ts, modeKeep); err != nil {
+// recordAhead records ds (their bind groups bgs) and then copies for
+// the next run, timed into ts unless nil, and keeps it; d.mu is held. A
+// recording wgpu refuses is dropped: the next run records its own and
+// reports the error.
+func (d *Device) recordAhead(ds []Dispatch, bgs []*wgpu.BindGroup, copies []copyOp, ts *tsPlace) {
+	if err := d.recordRun(ds, bgs, copies, ts, modeKeep); err != nil {
 		return
 	}
 	d.next.kept = true

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -31,6 +32,24 @@ type runScratch struct {
 	issued    []*asyncMap // awaitMaps' maps asked for
 	spareMaps []*asyncMap // done maps, their C memory kept for the next (mapasync.go)
 	bgKey     []byte      // bindGroup's cache key: the pipeline's id, then the buffers'
+	readAhead bool        // runReads' run may be recorded ahead (recordAt)
+}
+
+// readsBound reports whether every buffer of rs is bound by one of ds.
+func readsBound(ds []Dispatch, rs []ReadBack) bool {
+	for _, r := range rs {
+		bound := false
+		for i := range ds {
+			if slices.Contains(ds[i].Buffers, r.Buf) {
+				bound = true
+				break
+			}
+		}
+		if !bound {
+			return false
+		}
+	}
+	return true
 }
 
 // evict drops cached bind groups that reference id; d.mu must be held.
@@ -275,7 +294,11 @@ func (d *Device) runReadsLocked(op string, ds []Dispatch, rs []ReadBack, timed b
 	}
 	d.copies = stagingCopies(d.copies[:0], rs, s)
 	d.readMap = mapping{buf: s, mode: wgpu.MapModeRead, n: need}
+	// The run may be recorded ahead where every buffer it reads is one
+	// its dispatches bind, whose release drops a recording (ahead.uses).
+	d.readAhead = readsBound(ds, rs)
 	ns, ok, err := d.recordAt(op, ds, timed, d.copies, true, at, &d.readMap)
+	d.readAhead = false
 	rt.GPU, rt.GPUTimed = time.Duration(ns), ok
 	if err != nil {
 		return rt, err
@@ -369,11 +392,14 @@ func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp,
 	}
 	timed = timed && d.tsOK && wait
 	// A run that waits, with nothing to copy or map but its timestamps,
-	// and is like the last such run, records the next one during its wait
-	// (ahead.go), and submits the one the run before it recorded when
-	// that is its own.
-	recurring := wait && !d.noAhead && len(ds) > 0 && len(copies) == 0 && at == nil && len(maps) == 0
-	again := recurring && d.next.matches(ds, timed, d.tsPass, d.tsDirect)
+	// or with host outputs copied into the read staging ring (runReads:
+	// readAhead), and is like the last such run, records the next one
+	// during its wait (ahead.go), and submits the one the run before it
+	// recorded when that is its own.
+	hostRead := d.readAhead && len(maps) == 1 && maps[0] == &d.readMap
+	recurring := wait && !d.noAhead && len(ds) > 0 && (len(copies) == 0 && at == nil && len(maps) == 0 || hostRead)
+	again := recurring && d.next.matches(ds, timed, d.tsPass, d.tsDirect) && d.next.sameReads(copies, at)
+	given := at               // the timestamps' place as the caller gave it, before their own
 	own := timed && at == nil // the timestamps take tsRead and a map of their own
 	if own {
 		d.tsAt = tsPlace{buf: d.tsRead}
@@ -385,7 +411,8 @@ func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp,
 		at = nil
 	}
 	var bgs []*wgpu.BindGroup
-	if again && d.next.kept && len(d.stages.pending) == 0 {
+	staged := len(d.stages.pending) > 0
+	if again && d.next.kept && !staged {
 		bgs = d.next.bgs
 		d.submitKept()
 	} else {
@@ -413,11 +440,15 @@ func (d *Device) recordAt(op string, ds []Dispatch, timed bool, copies []copyOp,
 	}
 	var during func()
 	switch {
+	case again && hostRead && staged:
+		// Its host inputs went through staging, whose copies a recording
+		// made ahead cannot carry: the next run's will too.
 	case again:
-		during = func() { d.recordAhead(ds, bgs, at) }
+		during = func() { d.recordAhead(ds, bgs, copies, at) }
 	case recurring: // the first of its kind: remembered, not recorded ahead
 		d.dropKept()
 		d.next.set(ds, bgs, timed, d.tsPass, d.tsDirect)
+		d.next.setReads(copies, given)
 	}
 	if !timed && len(maps) == 0 {
 		if during != nil {

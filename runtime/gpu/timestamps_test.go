@@ -53,14 +53,15 @@ func TestTimestampPlaces(t *testing.T) {
 				maps   int
 				copies int // the output's copies into staging, and the next run's commands recorded ahead
 			}{
-				// A run with nothing to read in its own submission, like
-				// the one before it, records the next one ahead during its
-				// wait (ahead.go): its timestamps' commands once more.
+				// A run like the one before it records the next one ahead
+				// during its wait (ahead.go): its timestamps' commands once
+				// more, and with reads in its own submission its copy into
+				// staging too (since 2026-12-05).
 				{"no reads", 0, 1, 0 + commands},
-				{"one", 64, 1, 1},
-				{"last room for timestamps", 1024 - 64, 1, 1},     // 3840 B: the timestamps at 3840 (a multiple of 256), in the chunk
-				{"past the room for timestamps", 1024 - 63, 2, 1}, // 3844 B: they would be at 4096, past the chunk
-				{"chunk exactly", 1024, 2, 1},
+				{"one", 64, 1, 1 + commands + 1},
+				{"last room for timestamps", 1024 - 64, 1, 1 + commands + 1},     // 3840 B: the timestamps at 3840 (a multiple of 256), in the chunk
+				{"past the room for timestamps", 1024 - 63, 2, 1 + commands + 1}, // 3844 B: they would be at 4096, past the chunk
+				{"chunk exactly", 1024, 2, 1 + commands + 1},
 				{"past the chunk", 1025, 3, 2 + commands}, // read after the run, a chunk at a time
 			} {
 				t.Run(tc.name, func(t *testing.T) {

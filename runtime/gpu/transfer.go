@@ -342,6 +342,9 @@ func (d *Device) ensureReadRing(total uint64) error {
 	if size == d.readSize && d.readStage[0] != nil {
 		return nil
 	}
+	if d.next.readsRing() {
+		d.forget() // the recording made ahead copies into the ring's first buffer
+	}
 	if err := d.ensureRing(d.readStage[:], &d.readSize, size, d.readUsage(), "gpucc read staging"); err != nil {
 		return fmt.Errorf("staging buffers of %d B: %w", size, err)
 	}

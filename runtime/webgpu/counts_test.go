@@ -111,12 +111,15 @@ func TestRunCounts(t *testing.T) {
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 1, Encoders: 1}},
 		// The timestamps are resolved into the read staging buffer
 		// after the output: one map and its unmap (until 2026-12-05
-		// two of each, 8 scopes).
+		// two of each, 8 scopes). Its recording, with the output's copy
+		// into staging, was made during the last run's wait (Ahead);
+		// its Encoder is the next run's.
 		{name: "host", exe: func() backend.Executable { return reluMulAdd(t, d, 1024) },
-			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 6, Encoders: 1, Writes: 3, Maps: 1, Commands: 5}},
+			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 6, Encoders: 1, Writes: 3, Maps: 1, Commands: 5, Ahead: 1}},
 		// Inputs of 128 KiB each go through staging buffers kept mapped,
 		// their copies in the run's own submission (until 2026-12-05: a
-		// submission and a wait each, 4 and 4 a run).
+		// submission and a wait each, 4 and 4 a run); so it records its
+		// own, and nothing ahead (one Encoder, not two).
 		{name: "host-128KiB", exe: func() backend.Executable { return reluMulAdd(t, d, 1<<15) },
 			want: gpu.Counts{Submits: 1, Waits: 1, Scopes: 9, Encoders: 1, Maps: 4, Commands: 8}},
 	}
