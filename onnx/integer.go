@@ -73,10 +73,21 @@ func integerOp(conv bool) func(c *importer) ([]value, *ir.Error) {
 // exactInF32 runs rule, a float32 rule that only selects among its
 // input's values (MaxPool), on input 0 of a dtype whose every value
 // float32 holds exactly (uint8, int8, float16, bfloat16): cast to float32,
-// the rule, and each output cast back, which is exact too.
+// the rule, and each output cast back, which is exact too. A constant
+// input of such a dtype is embedded as one (the rule refused it: the
+// node test test_maxpool_2d_uint8, whose input the harness fixes).
 func exactInF32(rule func(c *importer) ([]value, *ir.Error)) func(c *importer) ([]value, *ir.Error) {
 	return func(c *importer) ([]value, *ir.Error) {
 		v := c.in(0)
+		if v != nil && !v.set && v.c != nil {
+			if t, ok := v.c.Type.irDType(); ok && (t == ir.U8 || t == ir.I8 || t == ir.F16 || t == ir.BF16) {
+				x, err := c.typedOperand(0, t)
+				if err != nil {
+					return nil, err
+				}
+				v = &value{rt: x, set: true}
+			}
+		}
 		if !v.set || v.isBool || v.isInt {
 			return rule(c)
 		}
