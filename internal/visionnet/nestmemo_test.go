@@ -3,11 +3,13 @@ package visionnet_test
 import (
 	"bytes"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/internal/visionnet"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
@@ -88,5 +90,43 @@ func TestMemoNests(t *testing.T) {
 		if codegen.NestOf(k) == got[i][0] {
 			t.Errorf("kernel %s (%v): NestOf after release returned the held nest (the memo kept it)", k.Name, k.Kind)
 		}
+	}
+}
+
+// TestEmitAllocs bounds what WGSL generation allocates for ViT-Tiny, one
+// kernel at a time: 27.4 MB at 43964f6, where rebuilding the attention
+// nest at every Render took 94.7 (2026-12-05). The bound, 60 MB, leaves
+// room for kernels that grow, and fails on a nest or an expression walked
+// afresh per use again.
+func TestEmitAllocs(t *testing.T) {
+	lim := limits
+	lim.NonFinite = true
+	g, err := onnx.Load(bytes.NewReader(visionnet.ViTTiny()), onnx.Options{Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := gpucc.Seal(g, lim, passes.WebGPUDefault, passes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := plan.Sealed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(w int) { codegen.Workers = w }(codegen.Workers)
+	codegen.Workers = 1
+	if _, err := (wgsl.Target{}).Emit(sp); err != nil { // the expressions' plans, made once a process
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := (wgsl.Target{}).Emit(sp); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 60<<20 {
+		t.Errorf("ViT-Tiny's WGSL Emit allocated %.1f MB, over the 60 MB bound", float64(got)/(1<<20))
+	} else {
+		t.Logf("ViT-Tiny's WGSL Emit allocated %.1f MB", float64(got)/(1<<20))
 	}
 }
