@@ -453,7 +453,7 @@ func (e *executable) setup(ctx context.Context, call *backend.Call, scratch, hel
 	pooled = true
 	defer addSince(st, backend.StageUpload, time.Now())
 	bufs = append(scratch[:0], make([]*gpu.Buffer, len(p.Buffers))...)
-	held = held[:0]
+	held = slices.Grow(held[:0], len(p.Buffers)) // one allocation at most, however many buffers
 	for i, pb := range p.Buffers {
 		if err := ctx.Err(); err != nil {
 			return nil, held, false, err
