@@ -205,6 +205,13 @@ suite_enginequick() {
 	benches quick_engine.txt 10 gpu 'LoneRun/runtimed' 2000x
 	benches quick_engine.txt 10 gpu 'LoneRun/runtimed' 2000x GPUCC_TIMESTAMPS=pass
 	benches quick_engine.txt 10 gpu 'BenchmarkRecord' 20000x
+	# engine8 (2026-12-05, seventh session): the allocation pins, the fused copy-and-check, a host run recorded ahead
+	# (beside it without), and the root layer's own cost over a backend run that does nothing
+	tests quick_engine.txt 30 gpu 'TestRunAllocs|TestRecordAheadReads|TestCopyCheckedPaths|TestUploadChecked|TestReadChecked'
+	tests quick_engine.txt 20 webgpu 'TestRunAllocs'
+	tests quick_engine.txt 40 gpucc 'TestRunAllocs/webgpu|TestReusedBuffersKeepOwners/webgpu'
+	benches quick_engine.txt 10 webgpu 'RunCost/host$' 3000x GPUCC_RECORD_AHEAD=off
+	benches quick_engine.txt 10 gpucc 'RootRun' 200000x
 	grep -h '^BenchmarkRunCost\|^BenchmarkLoneRun\|^BenchmarkRecord\|counts_test' "$OUT/quick_engine.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # verify (about 150 s): the defaults the 2026-12-05 visits flipped, on the driver: the conv tiles (the spread,
@@ -333,6 +340,12 @@ suite_engine() {
 	# (plain, checked), out of read staging (plain, checked, and checked64k: the readback's check until then), and the GPU's
 	# copies alone. An upload through the ring runs near the slower of into-staging-checked and dma-up.
 	benches bench_engine.txt 60 gpu 'StagingParts' 5x GPUCC_BENCH_BYTES=268435456
+	# The check fused into the copy (runtime/gpu/internal/copycheck, default since 2026-12-05) against the blocks it
+	# replaced (GPUCC_COPY_CHECK=blocks), and the check's own speed on host memory
+	benches bench_engine.txt 60 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_CHECK=blocks
+	benches bench_engine.txt 60 gpu 'Transfer$' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_CHECK=blocks
+	benches bench_engine.txt 60 gpu 'StagingParts' 5x GPUCC_BENCH_BYTES=268435456 GPUCC_COPY_CHECK=blocks
+	benches bench_engine.txt 30 gpu 'CopyChecked|CheckSmall' 1s
 	benches bench_engine.txt 120 bench 'MLPTrainStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_engine.txt 60 gpu 'RoundTrip|TinyDispatch' 200x
 	benches bench_engine.txt 90 bench 'Upload|Readback' 5x GPUCC_BENCH_BYTES=268435456
