@@ -13,7 +13,9 @@ package bench
 //	                        "online16x16mcpli" / "online8x32r2mcpliht": the
 //	                        online order's kernel under the default or that
 //	                        wgsl.OnlineTile, its row block and flags as
-//	                        letters (ir.AttentionOnlineFrom set to 1; every
+//	                        letters (w: the device's workgroup storage, as
+//	                        the webgpu backend grants it: online16x16mcpliw)
+//	                        (ir.AttentionOnlineFrom set to 1; every
 //	                        other entry runs the full-row order; a tile that
 //	                        does not fit the head is skipped, not timed as
 //	                        the default it would fall back to); an online
@@ -44,6 +46,18 @@ import (
 // the first kernel (rows). The Cache tiles come last: their unrolled
 // shaders take longest to compile.
 const attnTiles = "16x16k32 32x8k32 16x8k32 8x32k32 64x4k16 16x16k64g 16x16k32g 32x8k32g 8x16k32g 16x8k64g 8x32k64g 8x32k32g rows 8x32k64gc64 16x16k64gc64 16x16k64gc128"
+
+// deviceStorage is the workgroup storage the webgpu backend's device is
+// granted (runtime/gpu asks for the adapter's), which a wide online tile
+// fills; WebGPU's default 16384 on another backend.
+func deviceStorage(b *testing.B) int {
+	if benchBackend() != "webgpu" {
+		return 16384
+	}
+	d := openDevice(b)
+	defer d.Close()
+	return int(d.Info().Limits.MaxComputeWorkgroupStorageSize)
+}
 
 func BenchmarkAttnTiles(b *testing.B) {
 	seqs := []int{256, 2048}
@@ -109,7 +123,7 @@ func BenchmarkAttnTiles(b *testing.B) {
 				ir.AttentionOnlineFrom, ir.AttentionSplit = 1<<30, 0 // the full-row order
 				if t.online != nil {
 					// A split always fits (its groups shrink to fit).
-					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); t.split == 0 && !wgsl.OnlineTileFits(a, *t.online) {
+					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); t.split == 0 && !wgsl.OnlineTileFitsIn(a, *t.online, deviceStorage(b)) {
 						b.Skipf("%s does not fit d %d: the default online tile would run under its name", t.name, d)
 					}
 					ir.AttentionOnlineFrom, ir.AttentionSplit, wgsl.AttentionOnlineTile = 1, t.split, *t.online

@@ -40,6 +40,13 @@ import (
 //   - TwoLevel (t): with TreeMax's rows, a quarter of the row's threads
 //     fold four maxima each behind one more barrier, then every thread
 //     folds those: Slices/4 + 3 combines a thread, not Slices − 1.
+//   - Wide (w): the plan may fill the device's workgroup storage
+//     (Target.Storage: 48 KiB on NVIDIA's Vulkan driver, 32 KiB on
+//     lavapipe), not WebGPU's default 16 KiB: wider sub-tiles of k and v
+//     (d 128: 32 keys a stage, not 16, so a block's barriers 5, not 9),
+//     and tiles that do not fit 16 KiB (8x32 at d 128). Under a target of
+//     the default storage (gpucc build's, the page's) it is the tile
+//     without w.
 //
 // RowBlock (rN after the shape, before the letters: online8x32r2mcpl),
 // where 2 or more, registers-blocks the query rows: each thread holds
@@ -54,6 +61,7 @@ type OnlineTile struct {
 	Rows, Slices                                       int
 	RowBlock                                           int
 	TreeMax, RowC, VecP, RowL, Index2D, Half, TwoLevel bool
+	Wide                                               bool
 }
 
 // onlineMaxRowBlock is the most query rows a thread (RowBlock).
@@ -87,11 +95,12 @@ var onlineFlags = []struct {
 	{'i', func(t *OnlineTile) *bool { return &t.Index2D }},
 	{'h', func(t *OnlineTile) *bool { return &t.Half }},
 	{'t', func(t *OnlineTile) *bool { return &t.TwoLevel }},
+	{'w', func(t *OnlineTile) *bool { return &t.Wide }},
 }
 
 // String is the tile as ParseOnlineTile reads it: online, or onlineRxS,
 // its row block (rN) and its flags' letters (online16x16mcp,
-// online8x32r2mcpliht).
+// online8x32r2mcpliht, online16x16mcpliw).
 func (t OnlineTile) String() string {
 	if t == DefaultOnlineTile {
 		return "online"
@@ -132,7 +141,7 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 	}
 	if err != nil || t.String() != s ||
 		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 || t.RowBlock > onlineMaxRowBlock {
-		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[rN][m][c][p][l][i][h][t] with R·S ≤ %d, S dividing %d and 2 ≤ N ≤ %d", s, attThreads, ir.AttentionBlock, onlineMaxRowBlock)
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[rN][m][c][p][l][i][h][t][w] with R·S ≤ %d, S dividing %d and 2 ≤ N ≤ %d", s, attThreads, ir.AttentionBlock, onlineMaxRowBlock)
 	}
 	return t, nil
 }
@@ -156,16 +165,21 @@ type onlineShape struct {
 // onlinePlan returns the online kernel's geometry for a (a.Block > 0, so
 // D and E are at most ir.AttentionOnlineMaxHead) under t: the widest
 // sub-tile that keeps the staged rows, the block's probabilities and the
-// row maxima within WebGPU's default workgroup storage; false where even
-// a sub-tile of a key a thread does not fit. In the split order (a.Chunk
+// row maxima within WebGPU's default workgroup storage, or within storage
+// bytes where t is Wide; false where even a sub-tile of a key a thread
+// does not fit. In the split order (a.Chunk
 // set) the workgroup holds a group of threads for each part, each
 // staging its own keys: its rows and slices are the tile's or fewer
 // (onlineSplitPlan).
-func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
-	if a.Chunk > 0 {
-		return onlineSplitPlan(a, t)
+func onlinePlan(a ir.Attention, t OnlineTile, storage int) (onlineShape, bool) {
+	limit := attStorage
+	if t.Wide {
+		limit = max(storage, attStorage)
 	}
-	return onlineFit(a, t, 1)
+	if a.Chunk > 0 {
+		return onlineSplitPlan(a, t, limit)
+	}
+	return onlineFit(a, t, 1, limit)
 }
 
 // onlineSplitPlan is the split order's geometry under t: G = a.Parts()
@@ -175,14 +189,14 @@ func onlinePlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 // group within a sub-tile's keys (the parts' outputs are combined in the
 // staged rows). The row block is kept; Half is not (a group's outputs
 // are whole vec4s).
-func onlineSplitPlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
+func onlineSplitPlan(a ir.Attention, t OnlineTile, limit int) (onlineShape, bool) {
 	G := a.Parts()
 	t.Half = false
 	for N := t.Slices; N >= 1; N /= 2 {
 		for R := min(t.Rows, attThreads/(G*N)); R >= 1; R /= 2 {
 			u := t
 			u.Rows, u.Slices = R, N
-			if p, ok := onlineFit(a, u, G); ok && R*u.rq() <= p.ks {
+			if p, ok := onlineFit(a, u, G, limit); ok && R*u.rq() <= p.ks {
 				return p, true
 			}
 		}
@@ -192,8 +206,9 @@ func onlineSplitPlan(a ir.Attention, t OnlineTile) (onlineShape, bool) {
 
 // onlineFit is onlinePlan for G groups of t's threads (G > 1: the split
 // order's parts side by side, each group with its own staged keys,
-// probabilities and maxima, and the parts' maxima and l beside them).
-func onlineFit(a ir.Attention, t OnlineTile, G int) (onlineShape, bool) {
+// probabilities and maxima, and the parts' maxima and l beside them),
+// within limit bytes of workgroup storage.
+func onlineFit(a ir.Attention, t OnlineTile, G, limit int) (onlineShape, bool) {
 	R, N, RR := t.Rows, t.Slices, t.Rows*t.rq()
 	if R < 1 || N < 1 || G*R*N > attThreads || a.Block%N != 0 || t.RowBlock < 0 || t.RowBlock > onlineMaxRowBlock ||
 		t.rq() > 1 && t.rq()*4*((a.D+3)/4) > onlineQRegs {
@@ -234,10 +249,10 @@ func onlineFit(a ir.Attention, t OnlineTile, G int) (onlineShape, bool) {
 		return G * n
 	}
 	p.ks = a.Block
-	for p.ks > N && storage(p.ks) > attStorage {
+	for p.ks > N && storage(p.ks) > limit {
 		p.ks /= 2
 	}
-	if p.ks < N || a.Block%p.ks != 0 || storage(p.ks) > attStorage {
+	if p.ks < N || a.Block%p.ks != 0 || storage(p.ks) > limit {
 		return onlineShape{}, false
 	}
 	p.pk = p.ks / N
@@ -245,21 +260,28 @@ func onlineFit(a ir.Attention, t OnlineTile, G int) (onlineShape, bool) {
 }
 
 // OnlineTileFits reports whether tile t runs attention a's online kernel
-// (a.Block set) as itself; where it does not, the default tile runs
-// instead (so a benchmark of t would time the default under t's name).
+// (a.Block set) as itself on a device of WebGPU's default workgroup
+// storage; where it does not, the default tile runs instead (so a
+// benchmark of t would time the default under t's name).
 func OnlineTileFits(a ir.Attention, t OnlineTile) bool {
-	_, ok := onlinePlan(a, t)
+	return OnlineTileFitsIn(a, t, attStorage)
+}
+
+// OnlineTileFitsIn is OnlineTileFits on a device of storage bytes of
+// workgroup storage (Target.Storage), which t fills only where Wide.
+func OnlineTileFitsIn(a ir.Attention, t OnlineTile, storage int) bool {
+	_, ok := onlinePlan(a, t, storage)
 	return ok
 }
 
 // onlineKernelPlan is onlinePlan under AttentionOnlineTile, or under
 // DefaultOnlineTile where that has none (it fits every head up to
-// ir.AttentionOnlineMaxHead).
-func onlineKernelPlan(a ir.Attention) onlineShape {
-	if p, ok := onlinePlan(a, AttentionOnlineTile); ok {
+// ir.AttentionOnlineMaxHead), on a device of storage bytes.
+func onlineKernelPlan(a ir.Attention, storage int) onlineShape {
+	if p, ok := onlinePlan(a, AttentionOnlineTile, storage); ok {
 		return p
 	}
-	p, ok := onlinePlan(a, DefaultOnlineTile)
+	p, ok := onlinePlan(a, DefaultOnlineTile, storage)
 	if !ok {
 		panic(fmt.Sprintf("wgsl: BUG: the default online attention tile does not fit d %d, e %d", a.D, a.E))
 	}
@@ -285,11 +307,12 @@ func onlineKernelPlan(a ir.Attention) onlineShape {
 // the same blocks at once (group g from key g·Chunk; keys past T, in the
 // last part, score -Inf and add nothing), each with its own staged keys,
 // probabilities and maxima, and the parts are combined at the end
-// (combineParts) before the division.
-func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+// (combineParts) before the division. storage is the device's workgroup
+// storage (Target.storage), which the plan fills only under a Wide tile.
+func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storage int) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
-	p := onlineKernelPlan(a)
+	p := onlineKernelPlan(a, storage)
 	R, N, Rq, G := p.Rows, p.Slices, p.rq(), p.G
 	RR := R * Rq     // the workgroup's query rows
 	RRt := G * RR    // the workgroup arrays' rows: a group's rows for each part
@@ -977,7 +1000,7 @@ func combineParts(b *strings.Builder, p onlineShape, sf, wr func(int) string, ap
 // the whole key blocks (a part's, in the split order).
 func attentionOnlineLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
-	if p := onlineKernelPlan(a); p.G > 1 {
+	if p := onlineKernelPlan(a, attStorage); p.G > 1 { // G is the parts under any storage
 		return a.Chunk/a.Block + 1
 	}
 	return a.T/a.Block + 1

@@ -217,10 +217,11 @@ func attInputElem(k *ir.Kernel, i int) string {
 
 // attention emits an attention kernel: the online one where the shapes
 // take the online order (ir.Attention.Block), else the sliced one where
-// AttentionTile has a shape for it, else attentionRows.
-func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
+// AttentionTile has a shape for it, else attentionRows. storage is the
+// workgroup storage the online kernel's plan may use (Target.storage).
+func attention(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storage int) {
 	if ir.AttentionKernel(k).Block > 0 { // the online order, and the split order's parts side by side
-		attentionOnline(b, k, s)
+		attentionOnline(b, k, s, storage)
 		return
 	}
 	if p, ok := attKernelPlan(k); ok {

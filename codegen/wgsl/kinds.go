@@ -44,7 +44,9 @@ var writers = [ir.NumKernelKinds]writer{
 	}, loops: convLoopCost},
 	// attention shares each query row's scores among its outputs' threads
 	// (the nest recomputes them per output)
-	ir.KernelAttention: {emit: plain(attention), loops: attentionLoops},
+	ir.KernelAttention: {emit: func(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, t Target) {
+		attention(b, k, s, t.storage())
+	}, loops: attentionLoops},
 }
 
 func init() {

@@ -181,7 +181,19 @@ func Params(k *ir.Kernel) []byte {
 // twins give other bits (ir's TestFusedNeedsOneRounding). With FastPaths,
 // exp, tanh and sigmoid take their fast paths (fast.go): only for a device
 // whose fast-path probe (FastProbe) passed, with the same Fused.
-type Target struct{ Fast, Fused, FastPaths bool }
+// Storage is the device's maxComputeWorkgroupStorageSize in bytes, which
+// a kernel may fill only where a knob asks for it (an online attention
+// tile's w flag); 0, or anything below WebGPU's default 16 KiB, is the
+// default, so that kernels exported for any device (gpucc build, the
+// page) stay within it.
+type Target struct {
+	Fast, Fused, FastPaths bool
+	Storage                int
+}
+
+// storage is the workgroup storage t's kernels may use: Storage, or
+// WebGPU's default where it is less.
+func (t Target) storage() int { return max(t.Storage, attStorage) }
 
 var _ codegen.Target[[]codegen.Shader] = Target{}
 
@@ -196,6 +208,10 @@ func (t Target) Name() string {
 	}
 	if t.FastPaths {
 		name += "paths/"
+	}
+	if t.storage() > attStorage && AttentionOnlineTile.Wide {
+		// The only knob whose text depends on the device's storage.
+		name += fmt.Sprintf("storage=%d/", t.storage())
 	}
 	return name + Config()
 }

@@ -83,8 +83,8 @@ var nextID atomic.Uint64
 // integrated), rejects software adapters unless opts.AllowSoftware, and
 // requests a device with WebGPU's default limits except that
 // MaxStorageBufferBindingSize, MaxBufferSize and the compute workgroup
-// limits are raised to the adapter's (the workgroup limits only as far as
-// the driver grants them).
+// storage are raised to the adapter's (the storage only as far as the
+// driver grants it).
 // The TimestampQuery feature is requested when the adapter has it.
 func Open(opts Options) (*Device, error) {
 	const op = "open"
@@ -125,22 +125,20 @@ func Open(opts Options) (*Device, error) {
 			features = append(features, wgpu.NativeFeatureMappablePrimaryBuffers)
 		}
 	}
-	// The workgroup limits are raised to the adapter's too (larger matmul
-	// tiles for the tuner); if the driver refuses, the storage limit alone,
-	// then WebGPU's defaults. (Through wgpu 0.19 the H200's driver refused
-	// both on 2026-12-01; lavapipe grants them.)
+	// The workgroup storage is raised to the adapter's (wider attention
+	// sub-tiles; the tuner's larger matmul tiles); if the driver refuses,
+	// WebGPU's defaults. DefaultLimits holds wgpu's "undefined" (2^32 − 1)
+	// in every field, which asks for the default, so the adapter's value is
+	// set, not the maximum of the two: until 2026-12-05 this code took
+	// that maximum and asked for nothing (lavapipe granted 16384 bytes of
+	// its 32768). The invocation and workgroup-size limits, which it also
+	// meant to raise, stay at the defaults: the passes' tiles and split
+	// blocks read them, and no device has timed their larger choices.
 	wide := req
-	wide.MaxComputeWorkgroupStorageSize = max(req.MaxComputeWorkgroupStorageSize, al.MaxComputeWorkgroupStorageSize)
-	storage := wide
-	wide.MaxComputeInvocationsPerWorkgroup = max(req.MaxComputeInvocationsPerWorkgroup, al.MaxComputeInvocationsPerWorkgroup)
-	wide.MaxComputeWorkgroupSizeX = max(req.MaxComputeWorkgroupSizeX, al.MaxComputeWorkgroupSizeX)
-	wide.MaxComputeWorkgroupSizeY = max(req.MaxComputeWorkgroupSizeY, al.MaxComputeWorkgroupSizeY)
+	wide.MaxComputeWorkgroupStorageSize = max(al.MaxComputeWorkgroupStorageSize, 16384)
 	dev, err := d.requestDevice(wide, features)
-	for _, l := range []wgpu.Limits{storage, req} {
-		if err == nil {
-			break
-		}
-		dev, err = d.requestDevice(l, features)
+	if err != nil {
+		dev, err = d.requestDevice(req, features)
 	}
 	if err != nil && len(features) > 0 {
 		// Retry without optional features before giving up.

@@ -52,6 +52,7 @@ type device struct {
 	adapter   gpu.AdapterInfo
 	fma       fmaProbe // the FMA probe's findings (fmaprobe.go)
 	fmaErr    error    // why the probe did not run (then no fused kernels, no refusal)
+	storage   int      // the device's workgroup storage in bytes (wgsl.Target.Storage)
 }
 
 // pipeline is a compiled kernel shared by the executables that use it.
@@ -100,6 +101,7 @@ func open(opts backend.Options) (backend.Device, error) {
 	probe, probeErr := probeFMA(dev)
 	if gpu.Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
 		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v, fused division %v (error %v)\n", info, probe, probeErr == nil && probe.Fused(), probeErr)
+		fmt.Fprintf(os.Stderr, "gpucc: webgpu: workgroup storage %d bytes (adapter's limit granted; WebGPU's default 16384)\n", l.MaxComputeWorkgroupStorageSize)
 	}
 	tiles, err := tune.LoadCache(opts.Cache)
 	if err != nil { // an unreadable table costs speed, never a run
@@ -108,8 +110,14 @@ func open(opts backend.Options) (backend.Device, error) {
 		}
 		tiles, _ = tune.Load("")
 	}
+	// The passes plan matmul and conv tiles for WebGPU's default storage,
+	// as on every device before runtime/gpu was granted the adapter's (no
+	// device has timed their larger choices); the WGSL target's Storage is
+	// the device's (a wide online attention tile fills it).
+	passStorage := min(int(l.MaxComputeWorkgroupStorageSize), passes.WebGPUDefault.MaxWorkgroupStorage)
 	return &device{
 		dev:       dev,
+		storage:   int(l.MaxComputeWorkgroupStorageSize),
 		tiles:     tiles,
 		adapter:   info,
 		fma:       probe,
@@ -122,7 +130,7 @@ func open(opts backend.Options) (backend.Device, error) {
 			Profile: passes.Profile{Name: "webgpu", MaxStorageBuffers: int(l.MaxStorageBuffersPerShaderStage),
 				MaxInvocations:            int(l.MaxComputeInvocationsPerWorkgroup),
 				MaxWorkgroupSize:          [3]int{int(l.MaxComputeWorkgroupSizeX), int(l.MaxComputeWorkgroupSizeY), int(l.MaxComputeWorkgroupSizeZ)},
-				MaxWorkgroupStorage:       int(l.MaxComputeWorkgroupStorageSize),
+				MaxWorkgroupStorage:       passStorage,
 				MaxWorkgroupsPerDimension: int(l.MaxComputeWorkgroupsPerDimension),
 				MaxBindingSize:            int64(l.MaxStorageBufferBindingSize),
 				MaxBufferSize:             int64(l.MaxBufferSize)},
@@ -349,7 +357,8 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 	} else {
 		fused := d.fmaErr == nil && d.fma.Fused()
-		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(p, fused)} // fast mode changes matmuls and convs only
+		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(p, fused), // fast mode changes matmuls and convs only
+			Storage: d.storage} // the device's granted limit (runtime/gpu asks for the adapter's)
 		st.Fast = t.Fast
 		shaders, err = backend.Shaders(d.cache.Cache, t.Name(), sp, st, t.Emit, wgsl.Params)
 	}

@@ -96,6 +96,15 @@ type Options struct {
 	Progress func(ShapeReport)
 }
 
+// planStorage is the workgroup storage the webgpu backend's passes plan
+// matmul tiles for on a device of limits l: WebGPU's default 16 KiB even
+// where the device grants more (runtime/webgpu's profile; only a wide
+// online attention tile fills more), so that a tuned tile is one the
+// backend keeps.
+func planStorage(l gpu.Limits) int {
+	return min(int(l.MaxComputeWorkgroupStorageSize), passes.WebGPUDefault.MaxWorkgroupStorage)
+}
+
 // Candidates is the search space for s on a device with limits l: vec4
 // kernels over workgroup tiles 32–128, register tiles 4–8 and k-steps
 // 8–32 (workgroup size and memory follow), when s's operands allow vec4
@@ -105,7 +114,7 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 	fits := func(t ir.Tile) bool {
 		th := (t.BM / t.TM) * (t.BN / t.TN)
 		return th >= 32 && th <= int(l.MaxComputeInvocationsPerWorkgroup) &&
-			4*t.BK*(t.BM+t.BN) <= int(l.MaxComputeWorkgroupStorageSize) &&
+			4*t.BK*(t.BM+t.BN) <= planStorage(l) &&
 			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
 	}
 	if s.vec4() {

@@ -1,0 +1,78 @@
+package gpucc_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gpucc/gpucc"
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+)
+
+// wideTileVariants are the online tiles that fill the device's workgroup
+// storage (the w flag) which TestAttentionWideTiles checks, and
+// bench/device.sh times.
+var wideTileVariants = []wgsl.OnlineTile{wide(wgsl.DefaultOnlineTile), wide(wgsl.OnlineTile{Rows: 8, Slices: 32}),
+	wide(allFlags(16, 16)), wide(halfTwo(8, 32)), wide(rowBlock(allFlags(8, 16), 2, true))}
+
+// wide is tile t with the w flag.
+func wide(t wgsl.OnlineTile) wgsl.OnlineTile {
+	t.Wide = true
+	return t
+}
+
+// TestAttentionWideTiles: on webgpu, whose runtime plans the online
+// kernel for its device's workgroup storage (lavapipe grants 32 KiB:
+// runtime/webgpu's TestStorageReachesAttention), the tiles that fill it give cpuref's bits: d 128's
+// sub-tiles of 32 keys (16 under WebGPU's default) and 8x32 at d 128
+// (which the default cannot hold), over partial blocks and workgroups,
+// causal, -Inf padding, leading -Inf blocks, a row all -Inf (NaN), dense
+// -Inf masks, extremes, odd heads, the split order in parts (3 and 4) and,
+// in the full tier, 2048 keys at d 64 and 128, causal, with and without 4
+// parts.
+func TestAttentionWideTiles(t *testing.T) {
+	if !slices.Contains(backends, "webgpu") {
+		t.Skip("webgpu is not among the backends")
+	}
+	onlineFrom(t, 1)
+	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
+	type wideCase struct {
+		irtest.AttentionCase
+		parts int // ir.AttentionSplit
+	}
+	cases := []wideCase{
+		{irtest.AttentionCase{Name: "seq130-d128-causal", S: 130, T: 130, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskCausal}, 0},
+		{irtest.AttentionCase{Name: "seq67-d128-padding", B: 2, S: 67, T: 67, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 0},
+		{irtest.AttentionCase{Name: "seq-block+1-d64-causal", H: 2, S: 33, T: 33, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
+		{irtest.AttentionCase{Name: "rows29-keys100-d128-dense", S: 29, T: 100, D: 128, E: 128, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true}, 0},
+		{irtest.AttentionCase{Name: "row-off-70-d100", S: 4, T: 70, D: 100, E: 100, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
+		{irtest.AttentionCase{Name: "lead-off-100", S: 3, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskLead, NonFinite: true}, 0},
+		{irtest.AttentionCase{Name: "extremes-70-d128", H: 2, S: 5, T: 70, D: 128, E: 128, Scale: 0.125, Extremes: true}, 0},
+		{irtest.AttentionCase{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3}, 0},
+		{irtest.AttentionCase{Name: "keys96-in-3-d128-padding", B: 2, S: 9, T: 96, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 3},
+		{irtest.AttentionCase{Name: "keys130-in-4-d128-causal", S: 40, T: 130, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskCausal}, 4},
+	}
+	if !testing.Short() {
+		for _, d := range []int{64, 128} {
+			for _, parts := range []int{0, 4} {
+				cases = append(cases, wideCase{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-d%d-causal-parts%d", d, parts), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, parts})
+			}
+		}
+	}
+	for _, tile := range wideTileVariants {
+		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
+			wgsl.AttentionOnlineTile = tile
+			rt := open(t, "webgpu", func(o *gpucc.Options) {
+				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
+			})
+			for k, c := range cases {
+				t.Run(c.Name, func(t *testing.T) {
+					splitParts(t, c.parts)
+					checkNonFinite(t, rt, c.Graph(uint64(1600+k)))
+				})
+			}
+		})
+	}
+}
