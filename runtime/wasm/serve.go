@@ -90,6 +90,45 @@ func decodeBuildRequest(r io.Reader) (BuildRequest, error) {
 	return req, nil
 }
 
+// buildSource is the C of a decoded request: its -0 floats set again,
+// its program sealed or its graph validated under limits, then emitted. A
+// panic on the way (a bug, which a request that passed the checks should
+// not meet) is the request's internal error, not the server's.
+func buildSource(req BuildRequest, limits ir.Limits) (source string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			source, err = "", ir.Errorf(ir.CodeInternal, -1, "", "the wasm build request: gpucc panicked, a bug (report it with the request): %v", p)
+		}
+	}()
+	for _, path := range req.NegZeros { // a Program's paths, or -1 and a Graph's
+		var of any = req.Program
+		if len(path) > 0 && path[0] == -1 {
+			of, path = req.Graph, path[1:]
+		}
+		if err := negzero.Set(of, [][]int{path}); err != nil {
+			return "", ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request: %v", err)
+		}
+	}
+	switch {
+	case req.Program != nil && req.Graph == nil:
+		sp, err := ir.Seal(req.Program)
+		if err != nil {
+			return "", ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request's program: %v", err)
+		}
+		u, err := c.Target{}.Emit(sp)
+		if err != nil {
+			return "", fail(ir.CodeInternal, err)
+		}
+		return u.Source, nil
+	case req.Graph != nil && req.Program == nil:
+		if err := ir.Validate(req.Graph, limits); err != nil {
+			return "", err
+		}
+		return typedSource(req.Graph)
+	}
+	return "", ir.Errorf(ir.CodeInvalidGraph, -1, "", "a wasm build request holds a program or a typed graph, one of them")
+}
+
 // buildRequestDepth is how deep a BuildRequest's values may nest: a
 // request, its program, kernels, a kernel, its parts, a part, its body, an
 // instruction and its arguments are 9 levels (a part has no parts).
@@ -105,37 +144,9 @@ func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	for _, path := range req.NegZeros { // a Program's paths, or -1 and a Graph's
-		var of any = req.Program
-		if len(path) > 0 && path[0] == -1 {
-			of, path = req.Graph, path[1:]
-		}
-		if err := negzero.Set(of, [][]int{path}); err != nil {
-			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request: %v", err)
-		}
-	}
-	var source string
-	switch {
-	case req.Program != nil && req.Graph == nil:
-		sp, err := ir.Seal(req.Program)
-		if err != nil {
-			return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "the wasm build request's program: %v", err)
-		}
-		u, err := c.Target{}.Emit(sp)
-		if err != nil {
-			return nil, fail(ir.CodeInternal, err)
-		}
-		source = u.Source
-	case req.Graph != nil && req.Program == nil:
-		if err := ir.Validate(req.Graph, limits); err != nil {
-			return nil, err
-		}
-		var err error
-		if source, err = typedSource(req.Graph); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, ir.Errorf(ir.CodeInvalidGraph, -1, "", "a wasm build request holds a program or a typed graph, one of them")
+	source, err := buildSource(req, limits)
+	if err != nil {
+		return nil, err
 	}
 	tc, err := cbuild.Find()
 	if err != nil {

@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/ir/irtest"
+	"github.com/gpucc/gpucc/passes"
 )
 
 // gobUint is encoding/gob's unsigned integer.
@@ -132,4 +135,47 @@ func TestServeBuildForeignTypes(t *testing.T) {
 	if !errors.Is(err, ir.ErrLimitExceeded) {
 		t.Errorf("a request of %d bytes: %v, want limit_exceeded", MaxBuildRequest+1, err)
 	}
+}
+
+// FuzzBuildRequest: whatever bytes a page's module request holds,
+// decoding it (gobcheck, then gob) and generating its C (the -0 paths, the
+// program's seal or the graph's validation, the emitter) answer an error
+// with a code or the C, never a panic nor a fatal error: the server's path
+// up to Clang. Seeds: a program (matmul, bias, relu, a sum, a -0 scalar)
+// and a typed graph.
+func FuzzBuildRequest(f *testing.F) {
+	bl := ir.NewBuilder()
+	a := bl.Input(ir.Shape{4, 6}, make([]float32, 24))
+	b := bl.Input(ir.Shape{6, 5}, make([]float32, 30))
+	s := a.MatMul(b).Relu()
+	bl.Output("s", s)
+	bl.Output("t", s.Sum())
+	bl.Output("m", s.MinimumScalar(float32(math.Copysign(0, -1))))
+	g, err := bl.Build(ir.Limits{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	p, _, err := passes.Compile(g, passes.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, req := range []BuildRequest{{Program: p.WithoutData().Program()}, {Graph: irtest.Typed()[0].Graph, SIMD: true}} {
+		enc, err := req.Encode()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(enc)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := decodeBuildRequest(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, ir.ErrInvalidGraph) && !errors.Is(err, ir.ErrLimitExceeded) {
+				t.Fatalf("decoding: %v, want invalid_graph", err)
+			}
+			return
+		}
+		if _, err := buildSource(req, ir.Limits{}); err != nil && errors.Is(err, ir.ErrInternal) && strings.Contains(err.Error(), "panicked") {
+			t.Fatal(err)
+		}
+	})
 }
