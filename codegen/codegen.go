@@ -663,6 +663,11 @@ func paren(e string) string {
 func Indent(lines []string, tabs int) string {
 	var b strings.Builder
 	pre := strings.Repeat("\t", tabs)
+	n := 0
+	for _, ln := range lines {
+		n += len(pre) + len(ln) + 1
+	}
+	b.Grow(n) // one allocation: a kernel's body is thousands of lines
 	for _, ln := range lines {
 		b.WriteString(pre)
 		b.WriteString(ln)
