@@ -21,6 +21,7 @@ package webgpu
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -364,6 +365,12 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	}
 	stop()
 	if err != nil {
+		// An error that says what it is keeps its code: a malformed
+		// GPUCC_ATTN_TILE or GPUCC_FAST_PATHS is the caller's usage,
+		// a kernel the target cannot write is unsupported.
+		if ie := (*ir.Error)(nil); errors.As(err, &ie) {
+			return nil, &backend.Error{Code: ie.Code, Backend: "webgpu", Err: err}
+		}
 		return nil, fail(err)
 	}
 	defer st.Start(backend.StageCompile)()
