@@ -57,7 +57,9 @@ type Options struct {
 	Fast bool
 	// Threads bounds the threads the native backend runs one kernel on; the
 	// bits do not depend on it. 0 means $GPUCC_THREADS when set, else
-	// every core the process is given (runtime.GOMAXPROCS).
+	// every core the process is given (runtime.GOMAXPROCS). In a browser
+	// page the wasm backend takes it too (0: the page's cores, where the
+	// page is cross-origin isolated; runtime/wasm's threads.go).
 	Threads int
 }
 

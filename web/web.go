@@ -111,6 +111,7 @@ func Handler(assets fs.FS) (http.Handler, error) {
 	files["/python/files.json"] = a
 	built := Built(assets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		isolate(w.Header())
 		p := r.URL.Path
 		if p == "/"+wasmBuildPath {
 			serveBuild(w, r)
@@ -151,6 +152,16 @@ func Handler(assets fs.FS) (http.Handler, error) {
 		h.Set("ETag", etag)
 		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
 	}), nil
+}
+
+// isolate sets the headers that make the page cross-origin isolated
+// (crossOriginIsolated true): only such a page has SharedArrayBuffer and
+// shared WebAssembly memory, which the page's wasm backend runs its
+// threads on (runtime/wasm). Everything the page loads is served here,
+// same-origin, so require-corp refuses none of it.
+func isolate(h http.Header) {
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Embedder-Policy", "require-corp")
 }
 
 // wasmBuildPath is where the page's wasm backend asks for its modules
@@ -256,7 +267,11 @@ func WithPyodide(page http.Handler, dir string) http.Handler {
 		return page
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/pyodide/", http.StripPrefix("/pyodide/", http.FileServer(http.Dir(dir))))
+	files := http.StripPrefix("/pyodide/", http.FileServer(http.Dir(dir)))
+	mux.Handle("/pyodide/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		isolate(w.Header())
+		files.ServeHTTP(w, r)
+	}))
 	mux.Handle("/", page)
 	return mux
 }

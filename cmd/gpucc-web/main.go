@@ -3,7 +3,7 @@
 // Command gpucc-web is gpucc for the browser (GOOS=js GOARCH=wasm). It
 // exposes one global:
 //
-//	gpucc.run(graph, {backend: "auto", allowSoftware: false}) → Promise
+//	gpucc.run(graph, {backend: "auto", allowSoftware: false, threads: 0}) → Promise
 //	gpucc.onnxSignature(model) → Promise
 //	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs, npy, constants}) → Promise
 //	gpucc.generate(model, {backend, allowSoftware, prompt, tokens, maxLen, onToken}) → Promise
@@ -133,7 +133,7 @@ func parseArgs(args []js.Value) (raw []byte, opts gpucc.Options, err error) {
 	return raw, opts, nil
 }
 
-// parseOptions reads {backend, allowSoftware} from o (any value: what is
+// parseOptions reads {backend, allowSoftware, threads} from o (any value: what is
 // not an object means the defaults).
 func parseOptions(o js.Value) gpucc.Options {
 	opts := gpucc.Options{Backend: "auto"}
@@ -142,6 +142,11 @@ func parseOptions(o js.Value) gpucc.Options {
 			opts.Backend = b.String()
 		}
 		opts.AllowSoftware = o.Get("allowSoftware").Truthy()
+		// threads: the wasm backend's threads (0 or absent: the page's
+		// cores where it is cross-origin isolated, runtime/wasm).
+		if n := o.Get("threads"); n.Type() == js.TypeNumber {
+			opts.Threads = n.Int()
+		}
 	}
 	return opts
 }

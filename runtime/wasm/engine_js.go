@@ -9,6 +9,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall/js"
 
 	"github.com/gpucc/gpucc/codegen/cache"
@@ -26,7 +27,18 @@ const BuildPath = "wasm/module"
 // TestWasmPage), and wazero's miscompile does not concern the page.
 const pageSIMD = true
 
-func newEngine() engine { return pageEngine{} }
+// newEngine is the page's WebAssembly, running kernels on threads
+// threads where the page can (pageThreads; 0 is one).
+func newEngine(threads int) (engine, error) {
+	if threads < 0 {
+		return nil, fmt.Errorf("threads %d: want 0 (the page's cores) or a positive count", threads)
+	}
+	n, why := 1, ""
+	if threads > 1 {
+		n, why = pageThreads(threads)
+	}
+	return &pageEngine{n: n, why: why}, nil
+}
 
 // remoteBuild asks the page's server for each module.
 func remoteBuild() (func(context.Context, string, BuildRequest) ([]byte, error), func(string) cache.Key) {
@@ -106,18 +118,42 @@ func await(ctx context.Context, p js.Value) (js.Value, error) {
 	}
 }
 
-// pageEngine instantiates modules with the page's WebAssembly.
-type pageEngine struct{}
-
-func (pageEngine) adapter() string {
-	if pageSIMD {
-		return "the page's WebAssembly (SIMD128)"
-	}
-	return "the page's WebAssembly"
+// pageEngine instantiates modules with the page's WebAssembly: a
+// program's kernels on n threads (the page's main thread and n-1 Web
+// Workers, threads_js.go), where why says why there is one.
+type pageEngine struct {
+	n    int
+	why  string
+	pool *workerPool // started by the first threads module
 }
-func (pageEngine) close() {}
 
-func (pageEngine) instantiate(ctx context.Context, _ string, wasm []byte) (instance, error) {
+// adapter names the engine and its threads, and why there is one thread
+// where the page wanted more.
+func (e *pageEngine) adapter() string {
+	var feats []string
+	if pageSIMD {
+		feats = append(feats, "SIMD128")
+	}
+	switch {
+	case e.n > 1:
+		feats = append(feats, fmt.Sprintf("%d threads", e.n))
+	case e.why != "":
+		feats = append(feats, "1 thread: "+e.why)
+	}
+	if len(feats) == 0 {
+		return "the page's WebAssembly"
+	}
+	return "the page's WebAssembly (" + strings.Join(feats, ", ") + ")"
+}
+
+func (e *pageEngine) close() {
+	if e.pool != nil {
+		e.pool.close()
+		e.pool = nil
+	}
+}
+
+func (*pageEngine) instantiate(ctx context.Context, _ string, wasm []byte) (instance, error) {
 	arr := js.Global().Get("Uint8Array").New(len(wasm))
 	js.CopyBytesToJS(arr, wasm)
 	// instantiate, not new WebAssembly.Module: Chromium refuses a

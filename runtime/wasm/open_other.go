@@ -10,9 +10,9 @@ import (
 )
 
 // newEngine is wazero: its compiler where it has one, else its
-// interpreter.
-func newEngine() engine {
-	return newWazero(goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64")
+// interpreter. It runs every kernel on one thread, whatever threads asks.
+func newEngine(threads int) (engine, error) {
+	return newWazero(goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"), nil
 }
 
 // remoteBuild is none outside the page: a device without a toolchain runs

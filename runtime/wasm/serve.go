@@ -26,6 +26,9 @@ type BuildRequest struct {
 	// SIMD asks for SIMD128 (cbuild.WasmSIMDCFlags): the page's engine is
 	// the browser's, which wazero's SIMD miscompile does not concern.
 	SIMD bool
+	// Threads asks for a threads module of a program (cbuild.WasmThreads,
+	// SIMD128 with it): shared memory and gpucc_part (threads.go).
+	Threads bool
 	// NegZeros are the paths (negzero.Paths) of the floats of Program or Graph
 	// that are -0: gob leaves out a field equal to its zero value, and
 	// -0 == 0, so they arrive as +0 (an Instr's Scalar, an output's Const)
@@ -119,8 +122,14 @@ func buildSource(req BuildRequest, limits ir.Limits) (source string, err error) 
 		if err != nil {
 			return "", fail(ir.CodeInternal, err)
 		}
+		if req.Threads {
+			return u.Source + partSource(u), nil
+		}
 		return u.Source, nil
 	case req.Graph != nil && req.Program == nil:
+		if req.Threads {
+			return "", ir.Errorf(ir.CodeInvalidGraph, -1, "", "a wasm build request for threads holds a program: a typed graph runs on one thread")
+		}
 		if err := ir.Validate(req.Graph, limits); err != nil {
 			return "", err
 		}
@@ -153,7 +162,10 @@ func ServeBuild(ctx context.Context, r io.Reader, limits ir.Limits) ([]byte, err
 		return nil, fail(ir.CodeBackendUnavailable, err)
 	}
 	build := tc.Wasm
-	if req.SIMD {
+	switch {
+	case req.Threads:
+		build = tc.WasmThreads
+	case req.SIMD:
 		build = tc.WasmSIMD
 	}
 	mod, err := build(ctx, source)

@@ -53,6 +53,11 @@ type device struct {
 	eng      engine
 	cache    *cache.Cache // the artifact cache (nil: none)
 	modules  map[string]*module
+	// threads is the most threads a program's kernel runs on: above 1
+	// only where the engine runs threads (a cross-origin isolated page)
+	// and the modules are built on request (threads.go).
+	threads int
+	minWork int64 // the least work of a part (threadEngine.partWork)
 }
 
 // module is one instantiated module: its kernels and its memory, grown on
@@ -61,8 +66,11 @@ type module struct {
 	key  string
 	inst instance
 	mem  memory
-	base uint64 // first byte after the module's stack and data
-	refs int
+	// shared says the module is a threads module (partSource's export,
+	// shared memory, instantiated in every thread).
+	shared bool
+	base   uint64 // first byte after the module's stack and data
+	refs   int
 	// typedRunner is the typed executable whose run last wrote the
 	// module's memory (executables of one typed source share it).
 	typedRunner *typedExecutable
@@ -98,9 +106,16 @@ func open(opts backend.Options) (backend.Device, error) {
 		}
 		probes.Store(tc.Key()+tc.Clang+tc.WasmLD, true)
 	}
-	d := &device{tc: tc, tcErr: tcErr, eng: newEngine(), modules: map[string]*module{}, cache: opts.Cache}
+	eng, err := newEngine(opts.Threads)
+	if err != nil {
+		return nil, err
+	}
+	d := &device{tc: tc, tcErr: tcErr, eng: eng, modules: map[string]*module{}, cache: opts.Cache, threads: 1}
 	if tc == nil {
 		d.build, d.buildKey = remoteBuild()
+	}
+	if te, ok := eng.(threadEngine); ok && d.build != nil {
+		d.threads, d.minWork = te.threads(), te.partWork()
 	}
 	return d, nil
 }
@@ -158,7 +173,15 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 	}
 	stop()
 	defer st.Start(backend.StageCompile)()
-	mod, err := d.module(ctx, unit.Source, wasm, BuildRequest{Program: bp.IR.WithoutData().Program()}, st)
+	source, req := unit.Source, BuildRequest{Program: bp.IR.WithoutData().Program()}
+	parts, tiles := planParts(unit.Kernels, d.threads, d.minWork)
+	if wasm != nil || d.build == nil {
+		parts, tiles = nil, nil // a prebuilt module has no gpucc_part
+	}
+	if parts != nil {
+		source, req.Threads = source+partSource(unit), true
+	}
+	mod, err := d.module(ctx, source, wasm, req, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -168,8 +191,8 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 		}
 		return nil, fail(ir.CodeExecutionFailed, err)
 	}
-	e := &executable{d: d, p: bp.IR.Program(), mod: mod, unit: unit}
-	if e.offs, err = mod.layout(bp.IR.Program(), unit.Scratch); err != nil {
+	e := &executable{d: d, p: bp.IR.Program(), mod: mod, unit: unit, parts: parts, tiles: tiles}
+	if e.offs, e.table, err = mod.layout(bp.IR.Program(), unit.Scratch*maxOf(parts), parts != nil); err != nil {
 		e.Release()
 		return nil, fail(ir.CodeLimitExceeded, err)
 	}
@@ -206,6 +229,9 @@ func (d *device) module(ctx context.Context, source string, prebuilt []byte, req
 		key, build = d.tc.ModuleKey(source), func() ([]byte, error) { return d.tc.Wasm(ctx, source) }
 	case d.build != nil:
 		key, build = d.buildKey(source), func() ([]byte, error) { return d.build(ctx, source, req) }
+		if req.Threads {
+			key = cache.NewKey([]byte("threads"), []byte(key.String()))
+		}
 	default:
 		return nil, fmt.Errorf("the plan carries no wasm module and %w", d.tcErr)
 	}
@@ -219,10 +245,13 @@ func (d *device) module(ctx context.Context, source string, prebuilt []byte, req
 	var err error
 	src := cache.Miss
 	if prebuilt != nil {
-		m, err = d.instantiate(ctx, key.String(), prebuilt)
+		m, err = d.instantiate(ctx, key.String(), prebuilt, false)
 	} else {
 		src, err = cbuild.Load(d.cache, cache.Wasm, key, build,
-			func(wasm []byte) (err error) { m, err = d.instantiate(ctx, key.String(), wasm); return err })
+			func(wasm []byte) (err error) {
+				m, err = d.instantiate(ctx, key.String(), wasm, req.Threads)
+				return err
+			})
 	}
 	if err != nil {
 		return nil, err
@@ -242,13 +271,19 @@ func (d *device) unref(m *module) {
 }
 
 // instantiate compiles wasm with the device's engine and instantiates it
-// once.
-func (d *device) instantiate(ctx context.Context, key string, wasm []byte) (*module, error) {
-	inst, err := d.eng.instantiate(ctx, key, wasm)
+// once, or, for a threads module (shared), in every thread.
+func (d *device) instantiate(ctx context.Context, key string, wasm []byte, shared bool) (*module, error) {
+	var inst instance
+	var err error
+	if te, ok := d.eng.(threadEngine); ok && shared {
+		inst, err = te.instantiateShared(ctx, key, wasm)
+	} else {
+		inst, err = d.eng.instantiate(ctx, key, wasm)
+	}
 	if err != nil {
 		return nil, err
 	}
-	m := &module{key: key, inst: inst, mem: inst.memory()}
+	m := &module{key: key, inst: inst, mem: inst.memory(), shared: shared}
 	if m.mem == nil {
 		m.close(ctx)
 		return nil, errors.New("module exports no memory")
@@ -257,11 +292,13 @@ func (d *device) instantiate(ctx context.Context, key string, wasm []byte) (*mod
 	return m, nil
 }
 
-// layout places every buffer, then the scratch area, after the module's
-// own memory, growing linear memory to fit. offs[i] is buffer i's byte
-// offset; offs[len(p.Buffers)] is the scratch's.
-func (m *module) layout(p *ir.Program, scratch int) ([]uint64, error) {
-	offs := make([]uint64, len(p.Buffers)+1)
+// layout places every buffer, then the scratch area (scratch floats),
+// then, with table, the threads' pointer table (a word for each buffer
+// and the scratch), after the module's own memory, growing linear memory
+// to fit. offs[i] is buffer i's byte offset; offs[len(p.Buffers)] is the
+// scratch's; table is the table's (0 without).
+func (m *module) layout(p *ir.Program, scratch int, table bool) (offs []uint64, tab uint64, err error) {
+	offs = make([]uint64, len(p.Buffers)+1)
 	end := m.base
 	place := func(floats int) uint64 {
 		at := (end + align - 1) / align * align
@@ -272,17 +309,20 @@ func (m *module) layout(p *ir.Program, scratch int) ([]uint64, error) {
 		offs[i] = place(buf.Len)
 	}
 	offs[len(p.Buffers)] = place(scratch)
+	if table {
+		tab = place(len(offs))
+	}
 	have, _ := m.mem.Grow(0)
 	need := (end + wasmPage - 1) / wasmPage
 	if need > maxPages {
-		return nil, fmt.Errorf("program needs %d MiB of wasm memory; wasm32 allows %d MiB", end>>20, uint64(maxPages)*wasmPage>>20)
+		return nil, 0, fmt.Errorf("program needs %d MiB of wasm memory; wasm32 allows %d MiB", end>>20, uint64(maxPages)*wasmPage>>20)
 	}
 	if need > uint64(have) {
 		if _, ok := m.mem.Grow(uint32(need) - have); !ok {
-			return nil, fmt.Errorf("cannot grow wasm memory from %d to %d pages", have, need)
+			return nil, 0, fmt.Errorf("cannot grow wasm memory from %d to %d pages", have, need)
 		}
 	}
-	return offs, nil
+	return offs, tab, nil
 }
 
 // floatBytes views a float32 slice as its little-endian bytes.
@@ -306,6 +346,10 @@ type executable struct {
 	unit  *c.Unit
 	offs  []uint64
 	calls []call
+	// parts and tiles, when set, are each kernel's threads and tiles
+	// (planParts), and table the pointer table's offset (threads.go).
+	parts, tiles []int
+	table        uint64
 }
 
 func (e *executable) Release() {
@@ -339,6 +383,17 @@ func (e *executable) Run(ctx context.Context, cl *backend.Call) error {
 	}
 	stop()
 	stop = st.Start(backend.StageDispatch)
+	if e.parts != nil {
+		err := e.dispatchParts(ctx)
+		stop()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fail(ir.CodeExecutionFailed, err)
+		}
+		return e.readback(cl)
+	}
 	for _, k := range e.calls {
 		if err := ctx.Err(); err != nil {
 			stop()
@@ -350,6 +405,12 @@ func (e *executable) Run(ctx context.Context, cl *backend.Call) error {
 		}
 	}
 	stop()
+	return e.readback(cl)
+}
+
+// readback copies the outputs out of linear memory.
+func (e *executable) readback(cl *backend.Call) error {
+	st, mem := cl.Stats, e.mod.mem
 	defer st.Start(backend.StageReadback)()
 	for i, o := range e.p.Outputs {
 		d := &cl.Dests[i]

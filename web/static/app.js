@@ -21,6 +21,11 @@ const params = new URLSearchParams(location.search);
 }
 $("backend").value = params.get("backend") || "auto";
 $("allowSoftware").checked = params.get("allowSoftware") === "1";
+// ?threads=N (or auto: every core the browser reports) runs the wasm
+// backend's kernels on N threads where the page is cross-origin isolated
+// (its server's headers); the adapter line says how many it got, or why one.
+const pageThreads = params.get("threads") === "auto" ? (navigator.hardwareConcurrency || 1) :
+  Math.max(0, Math.floor(Number(params.get("threads")) || 0));
 
 let grid = seed();
 
@@ -31,7 +36,7 @@ function seed() {
 }
 
 function options() {
-  return { backend: $("backend").value, allowSoftware: $("allowSoftware").checked };
+  return { backend: $("backend").value, allowSoftware: $("allowSoftware").checked, threads: pageThreads };
 }
 
 function lifeGraph(cells) {

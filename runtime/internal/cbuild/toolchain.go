@@ -59,6 +59,26 @@ func simdFlags() []string {
 // (default visibility) and the memory, which the host grows as it needs.
 var WasmLDFlags = []string{"--no-entry", "--export-dynamic", "--strip-debug"}
 
+// WasmThreadsCFlags are WasmSIMDCFlags with the features of a module whose
+// memory several threads share (Toolchain.WasmThreads): atomics and bulk
+// memory (which shared memory requires of every object) and mutable
+// globals (which exporting __stack_pointer requires). None of them
+// changes a float instruction, so the bits are the SIMD module's.
+var WasmThreadsCFlags = append(simdFlags(), "-matomics", "-mbulk-memory", "-mmutable-globals")
+
+// WasmThreadStack is the stack of each thread of a threads module, in
+// bytes: wasm-ld's default, which the single-threaded modules run on,
+// made explicit because the page gives each worker one of this size.
+const WasmThreadStack = 1 << 16
+
+// WasmThreadsLDFlags are WasmLDFlags for a module whose memory several
+// threads share: the memory is shared and imported (each worker
+// instantiates the module on the one memory the page made), bounded as
+// wasm32 allows (one page under 4 GiB, as runtime/wasm's maxPages), and
+// __stack_pointer is exported, so that each worker sets its own stack.
+var WasmThreadsLDFlags = append(append([]string{}, WasmLDFlags...), "--shared-memory", "--import-memory",
+	"--max-memory=4294901760", "--export=__stack_pointer", "-z", fmt.Sprintf("stack-size=%d", WasmThreadStack))
+
 // BuildTimeout returns how long one compiler or linker run over a unit of
 // n bytes of C may take: GPUCC_CC_TIMEOUT (a Go duration such as "10m")
 // when it is set, else 2 minutes plus 2 seconds per KiB of source. The
@@ -172,7 +192,18 @@ func (t *Toolchain) WasmSIMD(ctx context.Context, source string) ([]byte, error)
 	return t.wasm(ctx, source, WasmSIMDCFlags, forbiddenSIMD)
 }
 
+// WasmThreads compiles one C unit to a SIMD128 module on an imported
+// shared memory (WasmThreadsCFlags, WasmThreadsLDFlags), for a browser's
+// engine whose workers run its kernels' parts: never for wazero.
+func (t *Toolchain) WasmThreads(ctx context.Context, source string) ([]byte, error) {
+	return t.wasmLinked(ctx, source, WasmThreadsCFlags, WasmThreadsLDFlags, forbiddenSIMD)
+}
+
 func (t *Toolchain) wasm(ctx context.Context, source string, cflags, forbid []string) ([]byte, error) {
+	return t.wasmLinked(ctx, source, cflags, WasmLDFlags, forbid)
+}
+
+func (t *Toolchain) wasmLinked(ctx context.Context, source string, cflags, ldflags, forbid []string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "gpucc-wasm-")
 	if err != nil {
 		return nil, err
@@ -190,7 +221,7 @@ func (t *Toolchain) wasm(ctx context.Context, source string, cflags, forbid []st
 	if _, err := run(ctx, t.Clang, append(append([]string{}, cflags...), "-o", obj, src)...); err != nil {
 		return nil, fmt.Errorf("clang: %w", err)
 	}
-	if _, err := run(ctx, t.WasmLD, append(append([]string{}, WasmLDFlags...), "-o", out, obj)...); err != nil {
+	if _, err := run(ctx, t.WasmLD, append(append([]string{}, ldflags...), "-o", out, obj)...); err != nil {
 		return nil, fmt.Errorf("wasm-ld: %w", err)
 	}
 	wasm, err := os.ReadFile(out)
