@@ -61,8 +61,10 @@ type BuildResponse struct {
 const MaxBuildRequest = 64 << 20
 
 // MaxBuildDecodedPerByte bounds what decoding a BuildRequest allocates,
-// per byte of its encoding (plus a MiB): the suite's programs and typed
-// graphs take 5 at most, the type definitions included. So a build holds
+// per byte of its encoding (plus a MiB): the suite's 445 programs and
+// typed graphs take 4.9 at most, the type definitions included, and the
+// page's real models 5.3 (TestWasmPage's five: Silero VAD's two, PaddleOCR's
+// classifier, recognizer and detector; 2026-12-05). So a build holds
 // its request and at most 8 times as much again, 576 MiB at
 // MaxBuildRequest.
 const MaxBuildDecodedPerByte = 8
