@@ -3,13 +3,18 @@
 package webgpu
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
@@ -26,6 +31,7 @@ type fmaProbe struct {
 	FMAFused      bool // every fma(a, b, -a·b) gave the product's exact error
 	DivExact      bool // every fused-twin quotient was IEEE's
 	Pairs         int  // pairs probed
+	Cached        bool `json:"-"` // read from the disk cache, not run in this process
 }
 
 // Fused reports whether kernels on the device take the fused twins: only
@@ -44,28 +50,92 @@ func (p fmaProbe) Fused() bool {
 }
 
 func (p fmaProbe) String() string {
-	return fmt.Sprintf("keep=%v bare-contracts=%v fma-fused=%v div-exact=%v pairs=%d", p.KeepSafe, p.BareContracts, p.FMAFused, p.DivExact, p.Pairs)
+	s := fmt.Sprintf("keep=%v bare-contracts=%v fma-fused=%v div-exact=%v pairs=%d", p.KeepSafe, p.BareContracts, p.FMAFused, p.DivExact, p.Pairs)
+	if p.Cached {
+		s += " (from the disk cache)"
+	}
+	return s
 }
 
 // probes holds each adapter's probe, run once a process: an adapter's
 // driver does not change while the process runs.
 var probes sync.Map // adapter key -> fmaProbe
 
-// probeFMA returns the probe of dev's adapter, running it on first use.
-func probeFMA(dev *gpu.Device) (fmaProbe, error) {
-	info := dev.Info()
-	key := fmt.Sprintf("%s|%s|%s|%s|%x:%x", info.Name, info.Driver, info.DriverInfo, info.Backend, info.VendorID, info.DeviceID)
+// fmaProbeKind is the disk cache's namespace of FMA probe verdicts.
+const fmaProbeKind cache.Kind = "fmaprobe"
+
+// fmaRuns counts the FMA probes run (not read from a cache), for tests.
+var fmaRuns atomic.Int64
+
+// probeFMA returns the probe of dev's adapter: from this process's earlier
+// probe, else from c (the verdict an earlier process stored for the same
+// adapter and driver, probe and binary: fmaDiskKey), else run now and
+// stored in both. The verdict decides whether kernels are exact there at
+// all (KeepSafe) and which kernels run (Fused), so an entry is trusted
+// only under the key that covers all of it, sealed by the cache's MAC (a
+// tampered or planted file is a miss), and whole (decodeFMA); anything
+// else runs the probe again. A probe that failed to run is stored
+// nowhere: the next open tries again.
+func probeFMA(dev *gpu.Device, c *cache.Cache) (fmaProbe, error) {
+	key := fastKeyOf(dev.Info(), false).adapter
 	if p, ok := probes.Load(key); ok {
 		return p.(fmaProbe), nil
 	}
 	a, b := probePairs()
+	dk := fmaDiskKey(key, a, b)
+	disk := c != nil && binaryID() != "unknown" // else a verdict might outlive its build
+	if disk {
+		if v, src := c.Get(fmaProbeKind, dk); src != cache.Miss {
+			if p, ok := decodeFMA(v, len(a)); ok {
+				p.Cached = true
+				probes.Store(key, p)
+				return p, nil
+			}
+		}
+	}
+	fmaRuns.Add(1)
 	out, err := runProbe(dev, a, b)
 	if err != nil {
 		return fmaProbe{}, err
 	}
 	p := judgeProbe(a, b, out)
+	if disk {
+		if v, err := json.Marshal(p); err == nil {
+			c.Put(fmaProbeKind, dk, v) // a failed write costs the next process a probe, nothing else
+		}
+	}
 	probes.Store(key, p)
 	return p, nil
+}
+
+// fmaDiskKey is the disk cache's key of the verdict of the probe over
+// pairs a, b on adapter (fastKeyOf's: its name, driver, driver info
+// (wgpu's holds the driver's version), backend, vendor and device ids):
+// the probe's shader, every operand's bits and the running binary (its
+// judge, its WGSL translator and wgpu) with it, so that a new driver,
+// probe or build probes again.
+func fmaDiskKey(adapter string, a, b []float32) cache.Key {
+	h := sha256.New()
+	for _, x := range [][]float32{a, b} {
+		binary.Write(h, binary.LittleEndian, x)
+	}
+	return cache.NewKey([]byte("gpucc-fmaprobe-v1"), []byte(adapter), []byte(wgsl.FMAProbe(len(a))), h.Sum(nil), []byte(binaryID()))
+}
+
+// decodeFMA reads a stored verdict of a probe over n pairs: only a
+// payload that decodes whole, with no unknown field, no trailing bytes
+// and n pairs, is one.
+func decodeFMA(v []byte, n int) (fmaProbe, bool) {
+	var p fmaProbe
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.DisallowUnknownFields()
+	if d.Decode(&p) != nil || d.More() || p.Pairs != n {
+		return fmaProbe{}, false
+	}
+	if _, err := d.Token(); err == nil { // trailing bytes
+		return fmaProbe{}, false
+	}
+	return p, true
 }
 
 // probePairs returns the probe's operands: random normal pairs whose

@@ -3,12 +3,19 @@
 package webgpu
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gpucc/gpucc/codegen/cache"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/runtime/backend"
@@ -136,5 +143,124 @@ func TestFusedKernelsCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.unref(ps)
+	}
+}
+
+// TestFMAProbeDiskCache: a process finds the FMA verdict an earlier one
+// stored for its adapter, driver, probe and binary, and runs no probe;
+// a memory-only cache (--cache-dir off) runs it in every process; a
+// tampered file, another key's file renamed to this key, another
+// directory's file (another MAC secret), and a sealed payload that is
+// not a whole verdict of this probe are each ignored and the probe runs
+// again; the key changes with the adapter and the probe's operands.
+func TestFMAProbeDiskCache(t *testing.T) {
+	d := openDevice(t)
+	key := fastKeyOf(d.adapter, false).adapter
+	if old, ok := probes.Load(key); ok {
+		defer probes.Store(key, old)
+	}
+	a, b := probePairs()
+	dk := fmaDiskKey(key, a, b)
+	open := func(dir string) *cache.Cache {
+		t.Helper()
+		c, err := cache.Open(cache.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	probe := func(c *cache.Cache) (fmaProbe, int64) { // in a new process
+		t.Helper()
+		probes.Delete(key)
+		runs, start := fmaRuns.Load(), time.Now()
+		p, err := probeFMA(d.dev, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("probeFMA: %.1f ms: %v", time.Since(start).Seconds()*1e3, p)
+		return p, fmaRuns.Load() - runs
+	}
+	dir := t.TempDir()
+	first, runs := probe(open(dir))
+	if runs != 1 || first.Cached || first.Pairs != len(a) {
+		t.Fatalf("first probe: %d runs, %v", runs, first)
+	}
+	again, runs := probe(open(dir))
+	if runs != 0 || !again.Cached {
+		t.Errorf("the second process: %d runs, %v, want the first's verdict from disk", runs, again)
+	}
+	if again.Cached = false; again != first {
+		t.Errorf("from disk: %v, want %v", again, first)
+	}
+	for range 2 {
+		if _, runs := probe(open("")); runs != 1 {
+			t.Errorf("a memory-only cache (--cache-dir off): %d runs, want 1", runs)
+		}
+	}
+	file := filepath.Join(dir, string(fmaProbeKind)+"-"+dk.String()+".bin")
+	sealed, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a verdict no device gave: every planted entry must be ignored
+	lie, _ := json.Marshal(fmaProbe{KeepSafe: false, FMAFused: !first.FMAFused, DivExact: !first.DivExact, Pairs: len(a)})
+	other := fmaDiskKey(key+"x", a, b)
+	for name, plant := range map[string]func(dir string){
+		"a flipped byte": func(dir string) {
+			bad := bytes.Clone(sealed)
+			bad[len(bad)/2] ^= 1
+			os.WriteFile(file, bad, 0o600)
+		},
+		"another key's entry": func(dir string) {
+			c := open(dir)
+			if err := c.Put(fmaProbeKind, other, lie); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, string(fmaProbeKind)+"-"+other.String()+".bin"), file); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"another directory's entry": func(dir string) {
+			od := t.TempDir()
+			if err := open(od).Put(fmaProbeKind, dk, lie); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(od, filepath.Base(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(file, b, 0o600)
+		},
+	} {
+		plant(dir)
+		c := open(dir)
+		p, runs := probe(c)
+		if runs != 1 || p.Cached || p != first || c.Stats(fmaProbeKind).Rejected != 1 {
+			t.Errorf("%s: %d runs, %v, %d rejected, want the probe run again: %v", name, runs, p, c.Stats(fmaProbeKind).Rejected, first)
+		}
+	}
+	for _, payload := range []string{"", "{}", `{"KeepSafe":true}`, `{"KeepSafe":true,"FMAFused":true,"DivExact":true,"Pairs":4095}`,
+		string(lie) + "{}", string(lie[:len(lie)-1]) + `,"Extra":1}`, "[]", "null"} {
+		c := open(dir)
+		if err := c.Put(fmaProbeKind, dk, []byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+		if p, runs := probe(open(dir)); runs != 1 || p != first {
+			t.Errorf("a sealed payload %q: %d runs, %v, want the probe run again: %v", payload, runs, p, first)
+		}
+	}
+	if p, ok := decodeFMA(lie, len(a)); !ok || p.KeepSafe || p.Pairs != len(a) {
+		t.Errorf("a whole verdict does not decode: %v %v", p, ok)
+	}
+	if fmaDiskKey(key, a, b) != dk {
+		t.Error("the disk key changes from call to call")
+	}
+	a2 := slices.Clone(a)
+	a2[len(a2)-1] = math.Nextafter32(a2[len(a2)-1], 0)
+	for name, k := range map[string]cache.Key{"another adapter or driver": other, "another operand": fmaDiskKey(key, a2, b),
+		"other pairs": fmaDiskKey(key, b, a), "fewer pairs": fmaDiskKey(key, a[1:], b[1:])} {
+		if k == dk {
+			t.Errorf("%s: the same disk key", name)
+		}
 	}
 }

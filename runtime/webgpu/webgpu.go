@@ -99,7 +99,7 @@ func open(opts backend.Options) (backend.Device, error) {
 		limit = backend.DefaultPoolBytes
 	}
 	l := info.Limits
-	probe, probeErr := probeFMA(dev)
+	probe, probeErr := probeFMA(dev, opts.Cache)
 	if gpu.Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
 		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v, fused division %v (error %v)\n", info, probe, probeErr == nil && probe.Fused(), probeErr)
 		fmt.Fprintf(os.Stderr, "gpucc: webgpu: workgroup storage %d bytes (adapter's limit granted; WebGPU's default 16384)\n", l.MaxComputeWorkgroupStorageSize)
