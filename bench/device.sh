@@ -134,7 +134,7 @@ warm() { timeout 20 $BIN/bench.test -test.run '^$' -test.bench 'NN/softmax/' -te
 suite_exact() {
 	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestRow(Knobs|Division|Max)|TestAttention[A-Za-z]*/webgpu|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
 	# The device machine has no clang: the onnx tests' wasm subtests fail there ("clang not found").
-	tests onnx.txt 120 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport'
+	tests onnx.txt 150 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport|TestBitwiseNumpy|TestPowUint64Backends'
 	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'
 	# the FMA probe's verdict (webgpu's fmaprobe.go: Keep holds, the bare a*b+c contracts, fma() fused or not)
 	tests gpu.txt 60 webgpu 'TestFMAProbe|TestJudgeProbe|TestKeepContractsRefused|TestFusedKernelsCompile'
