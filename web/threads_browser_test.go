@@ -96,10 +96,10 @@ func runThreads(t *testing.T, ctx context.Context, g *ir.Graph, threads int) res
 	return r
 }
 
-// workerParts is how many kernel ranges the page's workers have run.
-func workerParts(t *testing.T, ctx context.Context) int {
+// workerTiles is how many kernel tiles the page's workers have computed.
+func workerTiles(t *testing.T, ctx context.Context) int {
 	t.Helper()
-	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`globalThis.gpuccWasmWorkerParts || 0`))
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`globalThis.gpuccWasmWorkerTiles || 0`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +108,12 @@ func workerParts(t *testing.T, ctx context.Context) int {
 
 // TestWasmThreads: the page is cross-origin isolated (web.Handler's
 // headers), and its wasm backend runs threadCases on 1, 2 and 4 threads
-// (the page's main thread and Web Workers on one shared memory) with
-// cpuref's bits on every output; with 2 and 4 the workers ran ranges of
-// every case (their count grows), with 1 none, and the adapter names the
-// threads.
+// (the page's main thread and Web Workers on one shared memory, claiming
+// chunks of each kernel's tiles) with cpuref's bits on every output, the
+// main thread claiming chunks too and, with gpuccWasmMainWaits, leaving
+// them all to the workers: then the workers computed tiles of every case
+// on 2 and 4 threads (the main thread claiming, a loaded machine may leave
+// them none), and none on 1. The adapter names the threads.
 func TestWasmThreads(t *testing.T) {
 	ctx := page(t, "?life=0", pageDeadline)
 	if iso := evalString(t, ctx, `String(crossOriginIsolated)`); iso != "true" {
@@ -123,9 +125,18 @@ func TestWasmThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := threadCases(t)
+	for _, mainWaits := range []bool{true, false} {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`globalThis.gpuccWasmMainWaits = %v`, mainWaits))); err != nil {
+			t.Fatal(err)
+		}
+		testThreads(t, ctx, cases, mainWaits)
+	}
+}
+
+func testThreads(t *testing.T, ctx context.Context, cases []testCase, mainWaits bool) {
 	for _, threads := range []int{1, 2, 4} {
 		for _, c := range cases {
-			before := workerParts(t, ctx)
+			before := workerTiles(t, ctx)
 			r := runThreads(t, ctx, c.g, threads)
 			if r.Error != nil {
 				t.Fatalf("%d threads, %s: %s: %s", threads, c.name, r.Error.Code, r.Error.Message)
@@ -137,13 +148,13 @@ func TestWasmThreads(t *testing.T) {
 			if r.Backend != "wasm" || r.Adapter == nil || r.Adapter.Name != want {
 				t.Errorf("%d threads, %s: ran on %s %+v, want wasm on %q", threads, c.name, r.Backend, r.Adapter, want)
 			}
-			c.name = fmt.Sprintf("%d threads, %s", threads, c.name)
+			c.name = fmt.Sprintf("%d threads (main thread waits: %v), %s", threads, mainWaits, c.name)
 			if worst, _ := compare(t, c, r, false); worst != 0 {
 				t.Errorf("%s: %d ULP from cpuref", c.name, worst)
 			}
-			ran := workerParts(t, ctx) - before
-			if (threads > 1) != (ran > 0) {
-				t.Errorf("%s: the workers ran %d ranges", c.name, ran)
+			ran := workerTiles(t, ctx) - before
+			if threads == 1 && ran != 0 || mainWaits && threads > 1 && ran == 0 {
+				t.Errorf("%s: the workers computed %d tiles", c.name, ran)
 			}
 		}
 	}
@@ -181,25 +192,41 @@ func TestWasmThreadsNotIsolated(t *testing.T) {
 	if worst, _ := compare(t, c, r, false); worst != 0 {
 		t.Errorf("%d ULP from cpuref", worst)
 	}
-	if n := workerParts(t, ctx); n != 0 {
-		t.Errorf("the workers ran %d ranges", n)
+	if n := workerTiles(t, ctx); n != 0 {
+		t.Errorf("the workers computed %d tiles", n)
 	}
 }
 
 // TestWasmThreadsPageOption: the page's address chooses the threads
-// (?threads=2 for every run of the page, its Life demo included), which
-// the adapter line shows; without it the wasm backend runs on one.
+// (?threads=2 or 1 for every run of the page, its Life demo included),
+// which the adapter line shows; without it the wasm backend takes ONNX
+// Runtime Web's default, half the cores the browser reports (rounded up,
+// at most 4).
 func TestWasmThreadsPageOption(t *testing.T) {
-	for _, tt := range []struct{ query, want string }{
-		{"?backend=wasm&threads=2", "the page's WebAssembly (SIMD128, 2 threads)"},
-		{"?backend=wasm", "the page's WebAssembly (SIMD128)"},
-	} {
+	adapter := func(n int) string {
+		if n == 1 {
+			return "the page's WebAssembly (SIMD128)"
+		}
+		return fmt.Sprintf("the page's WebAssembly (SIMD128, %d threads)", n)
+	}
+	for _, tt := range []struct {
+		query   string
+		threads int // 0: the default
+	}{{"?backend=wasm&threads=2", 2}, {"?backend=wasm&threads=1", 1}, {"?backend=wasm", 0}} {
 		ctx := page(t, tt.query, pageDeadline)
+		want := adapter(tt.threads)
+		if tt.threads == 0 {
+			hc, err := chromedp.Run(ctx, chromedp.Evaluate[int](`navigator.hardwareConcurrency`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = adapter(min(4, (hc+1)/2))
+		}
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.demo.frames > 0 || window.demo.error`)); err != nil {
 			t.Fatal(err)
 		}
-		if got := evalString(t, ctx, `document.getElementById("adapter").textContent`); got != tt.want {
-			t.Errorf("%s: the adapter line is %q, want %q", tt.query, got, tt.want)
+		if got := evalString(t, ctx, `document.getElementById("adapter").textContent`); got != want {
+			t.Errorf("%s: the adapter line is %q, want %q", tt.query, got, want)
 		}
 	}
 }
@@ -264,6 +291,7 @@ func TestWasmThreadsTiming(t *testing.T) {
 	threads := []int{1, 2, 4}
 	for _, c := range cases {
 		best := map[int]float64{}
+		before := workerTiles(t, ctx)
 		for i := range runs {
 			for _, n := range threads {
 				r := runThreads(t, ctx, c.g, n)
@@ -281,7 +309,7 @@ func TestWasmThreadsTiming(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: best dispatch of %d: 1 thread %.3f ms, 2 threads %.3f ms (%.2fx), 4 threads %.3f ms (%.2fx)",
-			c.name, runs, best[1], best[2], best[1]/best[2], best[4], best[1]/best[4])
+		t.Logf("%s: best dispatch of %d: 1 thread %.3f ms, 2 threads %.3f ms (%.2fx), 4 threads %.3f ms (%.2fx); the workers computed %d tiles",
+			c.name, runs, best[1], best[2], best[1]/best[2], best[4], best[1]/best[4], workerTiles(t, ctx)-before)
 	}
 }

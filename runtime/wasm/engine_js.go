@@ -28,15 +28,12 @@ const BuildPath = "wasm/module"
 const pageSIMD = true
 
 // newEngine is the page's WebAssembly, running kernels on threads
-// threads where the page can (pageThreads; 0 is one).
+// threads where the page can (pageThreads; 0 is its default).
 func newEngine(threads int) (engine, error) {
 	if threads < 0 {
 		return nil, fmt.Errorf("threads %d: want 0 (the page's cores) or a positive count", threads)
 	}
-	n, why := 1, ""
-	if threads > 1 {
-		n, why = pageThreads(threads)
-	}
+	n, why := pageThreads(threads)
 	return &pageEngine{n: n, why: why}, nil
 }
 
@@ -249,6 +246,8 @@ func (p pageFunction) Call(_ context.Context, params ...uint64) (_ []uint64, err
 	for i, v := range params {
 		args[i] = float64(uint32(v))
 	}
-	p.f.Invoke(args...)
+	if r := p.f.Invoke(args...); r.Type() == js.TypeNumber { // an i32 result
+		return []uint64{uint64(uint32(r.Int()))}, nil
+	}
 	return nil, nil
 }

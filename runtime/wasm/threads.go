@@ -19,26 +19,44 @@ import (
 // any thread count. The module is then built for shared memory
 // (cbuild.WasmThreads: imported, shared, __stack_pointer exported); the
 // page's Web Workers each instantiate it on the one memory, each with its
-// own stack, and the Go side (the page's main thread) computes the first
-// range itself while the workers compute the others. Kernels run in
-// program order: the next starts when every range of the last is done.
+// own stack. For each split kernel the main thread arms a control block
+// in the shared memory (gpucc_arm: a generation and the next tile, one
+// 64-bit word), sends each worker the kernel, and then every thread,
+// the main one included, claims chunks of tiles from the word
+// (gpucc_claim, a compare-and-swap) and computes them until none is
+// left; the main thread then waits (spinning in wasm, not yielding to the
+// browser) for the chunks other threads hold. A worker that wakes late
+// finds nothing left, or another generation, and computes nothing: so on
+// a loaded machine the main thread does the work itself instead of
+// waiting for a core, and each tile is still computed once, by one
+// thread, with the kernel's own operations. Kernels run in program
+// order: the next is armed when every tile of the last is done.
 // The page asks for threads (gpucc.run's threads option, app.js's
-// ?threads=N or auto); the default is one (threads_js.go's pageThreads
-// says why).
+// ?threads=N or auto); the default is ONNX Runtime Web's (threads_js.go's
+// pageThreads says why).
 
-// partExport is the threads module's entry to a range of a kernel's tiles.
-const partExport = "gpucc_part"
+// The threads module's exports: a range of a kernel's tiles, the control
+// block's arming and the claiming loop.
+const (
+	partExport  = "gpucc_part"
+	armExport   = "gpucc_arm"
+	claimExport = "gpucc_claim"
+)
+
+// ctlBytes is the control block: the claim word (generation << 32 | next
+// tile), the tiles done and a failure flag.
+const ctlBytes = 16
 
 // MinPartWork is the least estimated work (codegen/c's Kernel.Work, about
 // one float operation each) a kernel gives each thread of the page: below
-// it, a worker's message and wake-up, and the Go scheduler's turn while
-// the main thread waits, cost more than its part saves. 2^22 is about
-// 0.4 ms of SIMD128 matmul in V8 here (a 256×256×512 matmul with bias and
-// relu took 7.0 ms on one thread); the native backend's 2^17 split every
-// kernel of web's threadCases, and its elementwise kernel (0.23 ms on one
-// thread) then took 10.5 ms on two (2026-12-05, load 13 on 2 cores). The
-// page may set the global gpuccWasmMinPartWork before the backend opens.
-var MinPartWork int64 = 1 << 22
+// it, the worker's message and wake-up cost more than its part saves.
+// 2^23 is about 0.3 ms of SIMD128 matmul in V8 here (a 256×256×512 matmul
+// with bias and relu, 2^26 operations, took 2.5 ms on one thread); at
+// 2^22 the bench MLP's first matmul (64×256×256) split in two and went
+// from 0.445 ms to 0.61 (web's TestWasmThreadsTiming, 2026-12-05, load 11
+// on 2 cores). The page may set the global gpuccWasmMinPartWork before
+// the backend opens.
+var MinPartWork int64 = 1 << 23
 
 // threadEngine is an engine that runs a module's kernels on several
 // threads (the page's, in a cross-origin isolated page).
@@ -49,15 +67,27 @@ type threadEngine interface {
 	// partWork is the least work of a kernel's part (MinPartWork).
 	partWork() int64
 	// instantiateShared instantiates a threads module (cbuild.WasmThreads)
-	// on a new shared memory in every thread; the instance is a partRunner.
+	// on a new shared memory in every thread; the instance is a
+	// claimRunner.
 	instantiateShared(ctx context.Context, name string, wasm []byte) (instance, error)
 }
 
-// partRunner runs one kernel's ranges at once: parts[j] is the
-// arguments of gpucc_part (the pointer table, the scratch, the kernel,
-// t0, t1) for thread j; it returns when every range is done.
-type partRunner interface {
-	runParts(ctx context.Context, parts [][5]uint64) error
+// claim is one split kernel: gpucc_claim's arguments but the control
+// block's, which the instance owns.
+type claim struct {
+	table   uint64 // the pointer table
+	scratch uint64 // thread j's scratch is scratch + j*stride
+	stride  uint64
+	kernel  uint64
+	tiles   uint64
+	chunk   uint64 // tiles claimed at a time
+	threads int    // the threads that take part, the calling one included
+}
+
+// claimRunner runs one kernel on its threads, each claiming chunks of
+// its tiles; it returns when every tile is done.
+type claimRunner interface {
+	runClaims(ctx context.Context, c claim) error
 }
 
 // partSource is the C of gpucc_part, appended to a unit's source in a
@@ -79,8 +109,49 @@ func partSource(u *c.Unit) string {
 		fmt.Fprintf(&s, "\tcase %d:\n\t\t%s_tiles(%s);\n\t\tbreak;\n", n, k.Export, strings.Join(args, ", "))
 	}
 	s.WriteString("\t}\n\t(void)scratch;\n}\n")
+	s.WriteString(claimSource)
 	return s.String()
 }
+
+// claimSource is the C of gpucc_arm and gpucc_claim (see Threads above).
+// ctl[0] is the claim word, ctl[1] the tiles done (low half) and a
+// failure flag a worker's trap sets (high half).
+const claimSource = `
+typedef unsigned long long u64;
+
+/* gpucc_arm makes generation gen current, its next tile 0, none done. */
+EXPORT void gpucc_arm(u64 *ctl, u32 gen) {
+	u32 *done = (u32 *)(ctl + 1);
+	__atomic_store_n(done, 0u, __ATOMIC_SEQ_CST);
+	__atomic_store_n(done + 1, 0u, __ATOMIC_SEQ_CST);
+	__atomic_store_n(ctl, (u64)gen << 32, __ATOMIC_SEQ_CST);
+}
+
+/* gpucc_claim computes chunks of kernel k's tiles [0, tiles) of generation
+ * gen while there are any (mode 0, a worker, and 1) and waits for the
+ * chunks other threads hold, or their failure (modes 1 and 2: the main
+ * thread; 2 leaves every chunk to the workers). It returns the tiles it
+ * computed. */
+EXPORT u32 gpucc_claim(float *const *b, float *scratch, idx k, u32 tiles, u32 chunk, u64 *ctl, u32 gen, int mode) {
+	u32 *done = (u32 *)(ctl + 1), mine = 0;
+	for (; mode != 2;) {
+		u64 w = __atomic_load_n(ctl, __ATOMIC_SEQ_CST);
+		u32 t0 = (u32)w;
+		if ((u32)(w >> 32) != gen || t0 >= tiles)
+			break;
+		if (!__atomic_compare_exchange_n(ctl, &w, w + chunk, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			continue;
+		u32 t1 = tiles - t0 > chunk ? t0 + chunk : tiles;
+		gpucc_part(b, scratch, k, t0, t1);
+		mine += t1 - t0;
+		__atomic_fetch_add(done, t1 - t0, __ATOMIC_SEQ_CST);
+	}
+	if (mode != 0)
+		while (__atomic_load_n(done, __ATOMIC_SEQ_CST) < tiles && __atomic_load_n(done + 1, __ATOMIC_SEQ_CST) == 0)
+			;
+	return mine;
+}
+`
 
 // planParts decides how many threads each kernel runs on, as the native
 // backend does: with one thread, or when no kernel is worth splitting,
@@ -103,6 +174,11 @@ func planParts(ks []c.Kernel, threads int, minWork int64) (parts, tiles []int) {
 	return parts, tiles
 }
 
+// claimsPerThread is how many chunks a kernel's tiles split into per
+// thread: a thread that wakes late or is preempted leaves at most a chunk
+// for the others to wait on.
+const claimsPerThread = 4
+
 // maxOf is the largest of ps, at least 1.
 func maxOf(ps []int) int {
 	m := 1
@@ -113,11 +189,11 @@ func maxOf(ps []int) int {
 }
 
 // dispatchParts runs the kernels in program order, kernel n split over
-// e.parts[n] threads as contiguous ranges of its tiles, range j with
+// e.parts[n] threads that claim chunks of its tiles, thread j with
 // scratch area j. The pointer table is written first: executables of one
 // source share the module, and another may have written its own.
 func (e *executable) dispatchParts(ctx context.Context) error {
-	pr := e.mod.inst.(partRunner)
+	cr := e.mod.inst.(claimRunner)
 	table := make([]byte, 4*len(e.offs))
 	for i, off := range e.offs {
 		binary.LittleEndian.PutUint32(table[4*i:], uint32(off))
@@ -137,11 +213,9 @@ func (e *executable) dispatchParts(ctx context.Context) error {
 			continue
 		}
 		t := uint64(e.tiles[n])
-		ranges := make([][5]uint64, p)
-		for j := range ranges {
-			ranges[j] = [5]uint64{e.table, scratch + uint64(j)*4*uint64(e.unit.Scratch), uint64(n), uint64(j) * t / uint64(p), uint64(j+1) * t / uint64(p)}
-		}
-		if err := pr.runParts(ctx, ranges); err != nil {
+		c := claim{table: e.table, scratch: scratch, stride: 4 * uint64(e.unit.Scratch), kernel: uint64(n), tiles: t,
+			chunk: max(1, t/uint64(claimsPerThread*p)), threads: p}
+		if err := cr.runClaims(ctx, c); err != nil {
 			return fmt.Errorf("kernel %s: %w", e.calls[n].name, err)
 		}
 	}

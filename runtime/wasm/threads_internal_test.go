@@ -29,10 +29,11 @@ import (
 // wazeroThreads is the page's thread engine (threads_js.go) played by
 // wazero's interpreter (which runs SIMD128 right, and threads): a threads
 // module is instantiated n times on one shared memory, instance j with
-// stack j, and runParts runs range j on instance j in goroutine j.
+// stack j, and runClaims runs gpucc_claim on instance j in goroutine j.
 type wazeroThreads struct {
 	*wazeroEngine
-	n int
+	n    int
+	mode uint64 // wazeroShared.mode
 }
 
 func (e *wazeroThreads) threads() int    { return e.n }
@@ -52,7 +53,7 @@ func (e *wazeroThreads) instantiateShared(ctx context.Context, name string, wasm
 	if err != nil {
 		return nil, err
 	}
-	s := &wazeroShared{rt: rt}
+	s := &wazeroShared{rt: rt, mode: e.mode}
 	for j := range e.n {
 		inst, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(fmt.Sprint(name, j)))
 		if err != nil {
@@ -61,10 +62,11 @@ func (e *wazeroThreads) instantiateShared(ctx context.Context, name string, wasm
 		s.insts = append(s.insts, inst)
 	}
 	mem := s.insts[0].Memory()
-	base, ok := mem.Grow(uint32((e.n - 1) * cbuild.WasmThreadStack / wasmPage))
+	base, ok := mem.Grow(uint32((e.n-1)*cbuild.WasmThreadStack/wasmPage) + 1)
 	if !ok {
 		return nil, errors.New("cannot grow for the stacks")
 	}
+	s.ctl = uint64(base)*wasmPage + uint64(e.n-1)*cbuild.WasmThreadStack
 	for j := 1; j < e.n; j++ {
 		s.insts[j].ExportedGlobal("__stack_pointer").(api.MutableGlobal).Set(uint64(base)*wasmPage + uint64(j)*cbuild.WasmThreadStack)
 	}
@@ -90,7 +92,10 @@ func sharedMemoryModule(lo, hi uint32) []byte {
 type wazeroShared struct {
 	rt    wazero.Runtime
 	insts []api.Module
-	ran   int // ranges run on instances other than the first
+	ctl   uint64
+	gen   uint32
+	mode  uint64 // the first thread's gpucc_claim mode (1 claims, 2 leaves every chunk to the others)
+	ran   int    // tiles computed by instances other than the first
 }
 
 func (s *wazeroShared) memory() memory { return s.insts[0].Memory() }
@@ -104,18 +109,26 @@ func (s *wazeroShared) export(name string) function {
 
 func (s *wazeroShared) close(ctx context.Context) { s.rt.Close(ctx) }
 
-func (s *wazeroShared) runParts(ctx context.Context, parts [][5]uint64) error {
-	errs := make([]error, len(parts))
+func (s *wazeroShared) runClaims(ctx context.Context, c claim) error {
+	s.gen++
+	if _, err := s.insts[0].ExportedFunction(armExport).Call(ctx, s.ctl, uint64(s.gen)); err != nil {
+		return err
+	}
+	errs := make([]error, c.threads)
 	var wg sync.WaitGroup
-	for j, a := range parts {
+	for j := 1; j < c.threads; j++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[j] = s.insts[j].ExportedFunction(partExport).Call(ctx, a[:]...)
+			_, errs[j] = s.insts[j].ExportedFunction(claimExport).Call(ctx, c.table, c.scratch+uint64(j)*c.stride, c.kernel, c.tiles, c.chunk, s.ctl, uint64(s.gen), 0)
 		}()
 	}
+	r, err := s.insts[0].ExportedFunction(claimExport).Call(ctx, c.table, c.scratch, c.kernel, c.tiles, c.chunk, s.ctl, uint64(s.gen), s.mode)
 	wg.Wait()
-	s.ran += len(parts) - 1
+	if err != nil {
+		return err
+	}
+	s.ran += int(c.tiles - r[0])
 	return errors.Join(errs...)
 }
 
@@ -212,8 +225,12 @@ func TestThreadsModule(t *testing.T) {
 		}
 		return r.Module, nil
 	}
-	for _, threads := range []int{1, 2, 3, 4} {
-		eng := &wazeroThreads{wazeroEngine: newWazero(false), n: threads}
+	for _, tt := range []struct {
+		threads int
+		mode    uint64
+	}{{1, 1}, {2, 2}, {2, 1}, {3, 2}, {4, 2}, {4, 1}} {
+		threads := tt.threads
+		eng := &wazeroThreads{wazeroEngine: newWazero(false), n: threads, mode: tt.mode}
 		d := &device{eng: eng, modules: map[string]*module{}, threads: threads, minWork: eng.partWork(), build: build,
 			buildKey: func(source string) cache.Key { return cache.NewKey([]byte("test"), []byte(source)) }}
 		exe, err := d.Compile(ctx, &backend.Program{IR: p}, &backend.Stats{})
@@ -245,10 +262,10 @@ func TestThreadsModule(t *testing.T) {
 				ran += sh.ran
 			}
 		}
-		if (threads > 1) != (ran > 0) {
-			t.Errorf("%d threads: %d ranges ran off the first thread", threads, ran)
+		if threads == 1 && ran != 0 || tt.mode == 2 && ran == 0 {
+			t.Errorf("%d threads, mode %d: %d tiles computed off the first thread", threads, tt.mode, ran)
 		}
-		t.Logf("%d threads: %d ranges off the first thread", threads, ran)
+		t.Logf("%d threads, mode %d: %d tiles off the first thread", threads, tt.mode, ran)
 		exe.Release()
 		d.Close()
 	}

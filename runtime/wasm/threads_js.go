@@ -16,18 +16,29 @@ import (
 // Worker holding an instance of every threads module.
 const maxPageThreads = 16
 
-// pageThreads decides the page's threads for the option n (0: one, the
-// default; the page's app.js asks for navigator.hardwareConcurrency with
-// ?threads=auto). One is the default because on this 2-core machine under
-// its load (14-19) no split has paid yet: a 256×256×512 matmul with bias
-// and relu took 2.5 ms on one thread and 5.4 on two (web's
-// TestWasmThreadsTiming, 2026-12-05), where a worker waits for a core and
-// the main thread's wait yields to Go's scheduler (and its collector).
+// pageThreads decides the page's threads for the option n: n itself
+// (up to maxPageThreads), or for 0 ONNX Runtime Web's default, half the
+// logical cores the browser reports, rounded up, at most 4 (its
+// backend-wasm.ts): a thread per physical core, leaving the page's other
+// work and the machine's other users room, since a worker that loses its
+// core while it holds a chunk keeps the main thread waiting (4 threads on
+// this 2-core machine took a 256×256×512 matmul from 2.5 ms to 6.0, where
+// 2 took it to 2.1: web's TestWasmThreadsTiming, 2026-12-05, load 11).
 // Threads need shared WebAssembly memory, which only a cross-origin
 // isolated page has (web.Handler's headers): elsewhere it is 1, and why
-// says so.
+// says so where the page would have taken more.
 func pageThreads(n int) (int, string) {
 	g := js.Global()
+	if n == 0 {
+		hc := 1
+		if v := g.Get("navigator").Get("hardwareConcurrency"); v.Type() == js.TypeNumber {
+			hc = max(v.Int(), 1)
+		}
+		n = min(4, (hc+1)/2)
+	}
+	if n == 1 {
+		return 1, ""
+	}
 	switch {
 	case !g.Get("crossOriginIsolated").Truthy() || g.Get("SharedArrayBuffer").Type() != js.TypeFunction:
 		return 1, "the page is not cross-origin isolated (no SharedArrayBuffer)"
@@ -67,19 +78,29 @@ func (e *pageEngine) partWork() int64 {
 }
 
 // workerSource is each worker's script: it instantiates the threads
-// modules it is sent on their shared memory, with its own stack, and runs
-// gpucc_part ranges, answering each request with its seq.
+// modules it is sent on their shared memory, with its own stack,
+// answering with the request's seq, and claims chunks of the kernels it
+// is sent (an array: the module's id and gpucc_claim's arguments),
+// answering nothing: a trap sets the control block's failure flag.
 const workerSource = `"use strict";
 const mods = new Map();
 onmessage = async (e) => {
   const m = e.data;
+  if (Array.isArray(m)) {
+    const x = mods.get(m[0]);
+    try {
+      x.exports.` + claimExport + `(m[1], m[2], m[3], m[4], m[5], m[6], m[7], 0);
+    } catch (err) {
+      Atomics.store(new Int32Array(x.memory.buffer), (m[6] + 12) >> 2, 1);
+      console.error("gpucc wasm worker:", err);
+    }
+    return;
+  }
   try {
     if (m.op === "load") {
       const inst = await WebAssembly.instantiate(m.module, {env: {memory: m.memory}});
       inst.exports.__stack_pointer.value = m.sp;
-      mods.set(m.id, inst.exports);
-    } else if (m.op === "part") {
-      mods.get(m.id).` + partExport + `(m.b, m.scratch, m.k, m.t0, m.t1);
+      mods.set(m.id, {exports: inst.exports, memory: m.memory});
     } else if (m.op === "drop") {
       mods.delete(m.id);
       return;
@@ -103,6 +124,7 @@ type workerPool struct {
 	url     js.Value
 	seq     int
 	nextID  int
+	msg     js.Value // a claim's message, reused (no Go allocation a kernel)
 }
 
 // startPool starts n workers.
@@ -114,19 +136,25 @@ func startPool(n int) (p *workerPool, err error) {
 	}()
 	g := js.Global()
 	blob := g.Get("Blob").New([]any{workerSource}, map[string]any{"type": "text/javascript"})
-	p = &workerPool{url: g.Get("URL").Call("createObjectURL", blob)}
+	p = &workerPool{url: g.Get("URL").Call("createObjectURL", blob), msg: g.Get("Array").New(8)}
 	for range n {
 		w := g.Get("Worker").New(p.url)
 		ch := make(chan js.Value, 8)
 		onMsg := js.FuncOf(func(_ js.Value, args []js.Value) any {
-			ch <- args[0].Get("data")
+			select {
+			case ch <- args[0].Get("data"):
+			default: // an answer no one waits for any more
+			}
 			return nil
 		})
 		onErr := js.FuncOf(func(_ js.Value, args []js.Value) any {
 			a := js.Global().Get("Object").New()
 			a.Set("seq", -1)
 			a.Set("error", "the worker failed: "+js.Global().Get("String").Invoke(args[0].Get("message")).String())
-			ch <- a
+			select {
+			case ch <- a:
+			default:
+			}
 			return nil
 		})
 		w.Set("onmessage", onMsg)
@@ -173,10 +201,12 @@ func (p *workerPool) wait(ctx context.Context, j, seq int) error {
 // the main thread and in each worker of the pool (under id).
 type sharedInstance struct {
 	pageInstance
-	mem  js.Value
-	pool *workerPool
-	id   int
-	part function
+	mem        js.Value
+	pool       *workerPool
+	id         int
+	arm, claim function
+	ctl        uint64 // the control block (ctlBytes)
+	gen        uint32
 }
 
 func (i *sharedInstance) memory() memory { return pageMemory{i.mem} }
@@ -219,15 +249,17 @@ func (e *pageEngine) instantiateShared(ctx context.Context, _ string, wasm []byt
 		return nil, fmt.Errorf("WebAssembly.instantiate: %w", err)
 	}
 	si := &sharedInstance{pageInstance: pageInstance{exports: inst.Get("exports")}, mem: mem, pool: e.pool}
-	if si.part = si.export(partExport); si.part == nil {
-		return nil, fmt.Errorf("the threads module does not export %s", partExport)
+	si.arm, si.claim = si.export(armExport), si.export(claimExport)
+	if si.arm == nil || si.claim == nil {
+		return nil, fmt.Errorf("the threads module does not export %s and %s", armExport, claimExport)
 	}
 	pm := pageMemory{mem}
 	const stack = cbuild.WasmThreadStack
-	base, ok := pm.Grow(uint32(len(e.pool.workers) * stack / wasmPage))
+	base, ok := pm.Grow(uint32(len(e.pool.workers)*stack/wasmPage) + 1) // and a page for the control block
 	if !ok {
 		return nil, errors.New("cannot grow the shared memory for the workers' stacks")
 	}
+	si.ctl = uint64(base)*wasmPage + uint64(len(e.pool.workers))*stack
 	p := e.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -256,34 +288,55 @@ func newSharedMemory(lo, hi uint32) (m js.Value, err error) {
 	return js.Global().Get("WebAssembly").Get("Memory").New(map[string]any{"initial": lo, "maximum": hi, "shared": true}), nil
 }
 
-// runParts runs range 0 on the main thread and range j on worker j-1,
-// and returns when all are done (after the workers' ranges even where the
-// main thread's trapped: they write the same memory).
-func (i *sharedInstance) runParts(ctx context.Context, parts [][5]uint64) error {
+// runClaims runs kernel c on the main thread and c.threads-1 workers:
+// it arms the control block, sends each worker the kernel, claims chunks
+// itself (or, where the page sets gpuccWasmMainWaits, leaves them all to
+// the workers) and waits in wasm for the chunks the workers hold.
+func (i *sharedInstance) runClaims(ctx context.Context, c claim) error {
 	p := i.pool
-	if len(parts)-1 > len(p.workers) {
-		return fmt.Errorf("%d parts for %d threads", len(parts), len(p.workers)+1)
+	if c.threads-1 > len(p.workers) {
+		return fmt.Errorf("%d threads for a pool of %d", c.threads, len(p.workers)+1)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seq++
-	for j, a := range parts[1:] {
-		p.post(j, map[string]any{"op": "part", "seq": p.seq, "id": i.id,
-			"b": float64(a[0]), "scratch": float64(a[1]), "k": float64(a[2]), "t0": float64(a[3]), "t1": float64(a[4])})
+	i.gen++
+	if _, err := i.arm.Call(ctx, i.ctl, uint64(i.gen)); err != nil {
+		return err
 	}
-	_, err := i.part.Call(ctx, parts[0][:]...)
-	for j := range parts[1:] {
-		if werr := p.wait(ctx, j, p.seq); werr != nil && err == nil {
-			err = fmt.Errorf("worker %d: %w", j+1, werr)
-		}
+	m := p.msg
+	for j, v := range []uint64{uint64(i.id), c.table, 0, c.kernel, c.tiles, c.chunk, i.ctl, uint64(i.gen)} {
+		m.SetIndex(j, float64(v))
 	}
-	workerParts += len(parts) - 1
-	js.Global().Set("gpuccWasmWorkerParts", workerParts)
-	return err
+	for j := 1; j < c.threads; j++ {
+		m.SetIndex(2, float64(c.scratch+uint64(j)*c.stride))
+		p.workers[j-1].Call("postMessage", m)
+	}
+	mode := uint64(1)
+	if js.Global().Get("gpuccWasmMainWaits").Truthy() {
+		mode = 2
+	}
+	r, err := i.claim.Call(ctx, c.table, c.scratch, c.kernel, c.tiles, c.chunk, i.ctl, uint64(i.gen), mode)
+	if err != nil {
+		// The main thread trapped in a chunk: a new generation stops the
+		// workers' claims (the chunks they hold still finish).
+		i.gen++
+		i.arm.Call(ctx, i.ctl, uint64(i.gen))
+		return err
+	}
+	if failed, ok := i.memory().ReadUint32Le(uint32(i.ctl) + 12); !ok || failed != 0 {
+		i.gen++
+		i.arm.Call(ctx, i.ctl, uint64(i.gen))
+		return errors.New("a worker trapped (the browser's console says where)")
+	}
+	if len(r) == 1 {
+		workerTiles += int(c.tiles - r[0])
+		js.Global().Set("gpuccWasmWorkerTiles", workerTiles)
+	}
+	return nil
 }
 
-// workerParts counts the ranges the page's workers have run, which the
-// page shows as the global gpuccWasmWorkerParts (web's TestWasmThreads
-// reads it: a kernel that was not split would pass a bits test at any
-// thread count).
-var workerParts int
+// workerTiles counts the tiles the page's workers have computed, which
+// the page shows as the global gpuccWasmWorkerTiles (web's
+// TestWasmThreads reads it: a kernel that was not split would pass a bits
+// test at any thread count).
+var workerTiles int

@@ -23,7 +23,9 @@ $("backend").value = params.get("backend") || "auto";
 $("allowSoftware").checked = params.get("allowSoftware") === "1";
 // ?threads=N (or auto: every core the browser reports) runs the wasm
 // backend's kernels on N threads where the page is cross-origin isolated
-// (its server's headers); the adapter line says how many it got, or why one.
+// (its server's headers); without it the backend takes half the cores, at
+// most 4, as ONNX Runtime Web does. The adapter line says how many it got,
+// or why one.
 const pageThreads = params.get("threads") === "auto" ? (navigator.hardwareConcurrency || 1) :
   Math.max(0, Math.floor(Number(params.get("threads")) || 0));
 
