@@ -23,8 +23,10 @@ import (
 // its first compile (issue 35 item 4: startupMs, 206 ms on the H100 host
 // at 5b0afe1), each timed in a fresh process: wgpu's instance with every
 // backend and the adapters it enumerates (GL's EGL among them), the same
-// with the primary backends only (Vulkan, Metal, DX12), gpu.Open (instance,
-// adapters, device), gpucc.Open of webgpu with a memory-only code cache
+// with the primary backends only (Vulkan, Metal, DX12) and with the
+// secondary ones only (GL, DX11: what gpu.Open adds where no primary
+// adapter is a hardware discrete one), gpu.Open (instances, adapters,
+// device), gpucc.Open of webgpu with a memory-only code cache
 // (gpu.Open, the FMA probe's compile and dispatch, the tuned tiles), and
 // the user's disk cache (cache.Default); then gpucc.Open with a disk cache
 // that an earlier process filled (GPUCC_STARTUP_CACHE, primed by one
@@ -32,11 +34,15 @@ import (
 // Open followed by the first compile and run of relu(a*b+c), so that a
 // cost that only moves from the open to the first pipeline shows.
 var startupStages = map[string]func() error{
-	"gpucc-open-disk":  func() error { return openRun(true, false) },
-	"gpucc-run-mem":    func() error { return openRun(false, true) },
-	"gpucc-run-disk":   func() error { return openRun(true, true) },
-	"instance-all":     func() error { return instance(nil) },
-	"instance-primary": func() error { return instance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackendPrimary}) },
+	"gpucc-open-disk": func() error { return openRun(true, false) },
+	"gpucc-run-mem":   func() error { return openRun(false, true) },
+	"gpucc-run-disk":  func() error { return openRun(true, true) },
+	"instance-all":    func() error { _, err := gpu.Adapters(); return err },
+	"instance-primary": func() error {
+		_, err := gpu.AdaptersOf(wgpu.InstanceBackendVulkan | wgpu.InstanceBackendMetal | wgpu.InstanceBackendDX12)
+		return err
+	},
+	"instance-gl": func() error { _, err := gpu.AdaptersOf(wgpu.InstanceBackendGL | wgpu.InstanceBackendDX11); return err },
 	"gpu-open": func() error {
 		d, err := gpu.Open(gpu.Options{AllowSoftware: true, Upload: gpu.UploadStaging})
 		if err == nil {
@@ -101,15 +107,6 @@ func openRun(disk, run bool) error {
 	}
 	if got := res.Outputs["y"].Data; fmt.Sprint(got) != "[0 7 13]" {
 		return fmt.Errorf("relu(a*b+c) = %v, want [0 7 13]", got)
-	}
-	return nil
-}
-
-func instance(desc *wgpu.InstanceDescriptor) error {
-	inst := wgpu.CreateInstance(desc)
-	defer inst.Release()
-	for _, a := range inst.EnumerateAdapters(nil) {
-		a.Release()
 	}
 	return nil
 }

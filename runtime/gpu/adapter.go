@@ -223,6 +223,23 @@ func Adapters() ([]AdapterInfo, error) {
 	return out, nil
 }
 
+// AdaptersOf enumerates the adapters of the given backends only (a mask
+// of wgpu.InstanceBackend: Open enumerates the primary ones first), for
+// diagnostics and the startup bench.
+func AdaptersOf(backends wgpu.InstanceBackend) ([]AdapterInfo, error) {
+	inst, err := newInstanceOf(backends)
+	if err != nil {
+		return nil, &Error{Op: "adapters", Err: err}
+	}
+	defer inst.Release()
+	var out []AdapterInfo
+	for _, a := range inst.EnumerateAdapters(nil) {
+		out = append(out, adapterInfo(a))
+		a.Release()
+	}
+	return out, nil
+}
+
 // rank orders adapters: hardware before software, discrete before
 // integrated before anything else, and native backends before GL.
 func rank(a AdapterInfo) int {
@@ -287,6 +304,104 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func errorf(op, format string, args ...any) error {
 	return &Error{Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// glRank bounds the rank of an adapter of a secondary backend (GL, DX11):
+// a hardware discrete one. wgpu's GL backend reports integrated, cpu or
+// unknown, never discrete, but the bound does not lean on that.
+var glRank = rank(AdapterInfo{Type: "discrete-gpu", Backend: "open-gl"})
+
+// Backends that openAdapters enumerates first, and after them only where
+// they could change the choice. wgpu lists an instance of every backend's
+// adapters in this order (Vulkan, Metal, DX12, then GL), so primary's
+// list followed by secondary's is the list one instance of all gives.
+const (
+	primaryBackends   = wgpu.InstanceBackendVulkan | wgpu.InstanceBackendMetal | wgpu.InstanceBackendDX12
+	secondaryBackends = wgpu.InstanceBackendGL | wgpu.InstanceBackendDX11
+)
+
+// choosePrimaryFirst returns the adapters chooseAdapter would see and the
+// index it would pick among them, had every backend been enumerated: the
+// primary backends' adapters, then secondary's, which it asks for only
+// when no primary adapter that opts allows outranks every adapter a
+// secondary backend could have (glRank). So a machine with a hardware
+// discrete Vulkan, Metal or DX12 adapter never starts GL's EGL (42 ms on
+// lavapipe here); a machine with only GL, or only a software or
+// integrated primary adapter, enumerates both and chooses exactly as
+// before.
+func choosePrimaryFirst(primary []AdapterInfo, secondary func() []AdapterInfo, opts Options) (int, []AdapterInfo, error) {
+	if best, err := chooseAdapter(primary, opts); err == nil && rank(primary[best]) > glRank {
+		return best, primary, nil
+	}
+	all := append(primary[:len(primary):len(primary)], secondary()...)
+	best, err := chooseAdapter(all, opts)
+	return best, all, err
+}
+
+// openAdapters enumerates the adapters as choosePrimaryFirst asks, one
+// instance for the primary backends and, where it asks, one for the
+// secondary ones, and picks one as chooseAdapter does. It returns the
+// instance that holds the adapter chosen, the adapter and its info,
+// having released every other adapter and instance. Where gpucc cannot
+// make an instance of some backends (newInstanceOf), it enumerates one of
+// every backend, as before.
+func openAdapters(opts Options) (*wgpu.Instance, *wgpu.Adapter, AdapterInfo, error) {
+	var (
+		insts    []*wgpu.Instance
+		adapters []*wgpu.Adapter
+		owner    []int // the instance of each adapter
+		infos    []AdapterInfo
+		best     int
+		err      error
+	)
+	list := func(inst *wgpu.Instance) []AdapterInfo {
+		insts = append(insts, inst)
+		var out []AdapterInfo
+		for _, a := range inst.EnumerateAdapters(nil) {
+			adapters, owner = append(adapters, a), append(owner, len(insts)-1)
+			out = append(out, adapterInfo(a))
+		}
+		return out
+	}
+	if p, perr := newInstanceOf(primaryBackends); perr == nil {
+		var serr error
+		best, infos, err = choosePrimaryFirst(list(p), func() []AdapterInfo {
+			s, e := newInstanceOf(secondaryBackends)
+			if e != nil {
+				serr = e
+				return nil
+			}
+			return list(s)
+		}, opts)
+		if serr != nil {
+			err = serr
+		}
+	} else {
+		all, aerr := newInstance()
+		if aerr != nil {
+			return nil, nil, AdapterInfo{}, aerr
+		}
+		infos = list(all)
+		best, err = chooseAdapter(infos, opts)
+	}
+	keep := -1
+	if err == nil {
+		keep = owner[best]
+	}
+	for i, a := range adapters {
+		if i != best || err != nil {
+			a.Release()
+		}
+	}
+	for i, inst := range insts {
+		if i != keep {
+			inst.Release()
+		}
+	}
+	if err != nil {
+		return nil, nil, AdapterInfo{}, err
+	}
+	return insts[keep], adapters[best], infos[best], nil
 }
 
 // chooseAdapter picks the index of the best adapter among infos.

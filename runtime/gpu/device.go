@@ -91,26 +91,11 @@ func Open(opts Options) (*Device, error) {
 	if err := rawLayout(); err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
-	inst, err := newInstance()
+	inst, adapter, info, err := openAdapters(opts)
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
-	adapters := inst.EnumerateAdapters(nil)
-	infos := make([]AdapterInfo, len(adapters))
-	for i, a := range adapters {
-		infos[i] = adapterInfo(a)
-	}
-	best, err := chooseAdapter(infos, opts)
-	for i, a := range adapters {
-		if i != best {
-			a.Release()
-		}
-	}
-	if err != nil {
-		inst.Release()
-		return nil, &Error{Op: op, Err: err}
-	}
-	d := &Device{inst: inst, adapter: adapters[best], info: infos[best], bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
+	d := &Device{inst: inst, adapter: adapter, info: info, bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
 	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
 
 	al := d.adapter.GetLimits().Limits
