@@ -50,9 +50,16 @@ func bindInputs(g *ir.Graph, maxElements int64, nonFinite bool) error {
 func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 	runValues, runArrays = map[string]*onnx.Tensor{}, map[string]*npy.Array{}
 	defer func() { runValues, runArrays = map[string]*onnx.Tensor{}, map[string]*npy.Array{} }()
-	if isONNX(path) {
-		limits.NonFinite = true                   // as run: a model's masks hold -Inf
-		maxN := modelInputElements(path, *limits) // modellimits.go
+	var raw []byte
+	var rawErr error
+	model := isONNX(path) && path != "-"
+	if model {
+		limits.NonFinite = true // as run: a model's masks hold -Inf
+		// The model's bytes are read once: they size the inputs' reads,
+		// then they are imported (a read that failed is reported after
+		// the inputs', as the import reported it).
+		raw, rawErr = readModelFile(path, *limits)
+		maxN := modelInputElements(raw, *limits) // modellimits.go
 		for _, name := range slices.Sorted(maps.Keys(runInputs)) {
 			a, err := readInput(runInputs[name], ir.F32, maxN, "input "+name)
 			if err != nil {
@@ -72,7 +79,16 @@ func loadWithInputs(path string, limits *ir.Limits) (*ir.Graph, error) {
 			}
 		}
 	}
-	g, err := readGraph(path, *limits)
+	var g *ir.Graph
+	var err error
+	switch {
+	case rawErr != nil:
+		err = rawErr
+	case model:
+		g, err = loadRaw(raw, *limits)
+	default:
+		g, err = readGraph(path, *limits)
+	}
 	if err != nil {
 		return nil, err
 	}

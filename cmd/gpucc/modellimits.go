@@ -43,15 +43,38 @@ func unsetLimits() map[string]bool {
 // loadSized imports the .onnx model from r with the limits no flag set
 // sized to it, and leaves those limits in cliLimits for the run.
 func loadSized(r io.Reader, limits ir.Limits) (*ir.Graph, error) {
-	unset := unsetLimits()
-	read := limits
-	if unset["MaxGraphBytes"] {
-		read.MaxGraphBytes = modellimits.MaxModelBytes
-	}
-	raw, err := readModel(r, read)
+	raw, err := readModel(r, readLimits(limits))
 	if err != nil {
 		return nil, err
 	}
+	return loadRaw(raw, limits)
+}
+
+// readLimits are the limits an .onnx model's bytes are read under: where
+// --max-graph-bytes is not set, up to modellimits.MaxModelBytes (the
+// import then checks them against the limit sized to the model).
+func readLimits(limits ir.Limits) ir.Limits {
+	if unsetLimits()["MaxGraphBytes"] {
+		limits.MaxGraphBytes = modellimits.MaxModelBytes
+	}
+	return limits
+}
+
+// readModelFile reads the .onnx model at path as loadSized reads it: a
+// file that cannot be opened is an io error.
+func readModelFile(path string, limits ir.Limits) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ir.Errorf(ir.CodeIO, -1, "", "%v", err)
+	}
+	defer f.Close()
+	return readModel(f, readLimits(limits))
+}
+
+// loadRaw imports the .onnx model raw (read by readModel under
+// readLimits) as loadSized does.
+func loadRaw(raw []byte, limits ir.Limits) (*ir.Graph, error) {
+	unset := unsetLimits()
 	g, sized, err := modellimits.Load(raw, limits, unset, inputShapes, loadONNX)
 	if err != nil {
 		return nil, err
@@ -73,28 +96,15 @@ func importCaps(limits, caps ir.Limits, unset map[string]bool) ir.Limits {
 const maxModelBytes = modellimits.MaxModelBytes
 
 // modelInputElements bounds the values of one --input read before the
-// .onnx model at path is imported (its data gives the input's shape):
+// .onnx model raw is imported (its data gives the input's shape):
 // where --max-elements is not set, the elements per tensor that the
 // model's size allows (modellimits.Caps of its bytes and its inputs'
 // declared or given shapes, as the page bounds them), never below the
 // limit; the import then checks each against the model.
-func modelInputElements(path string, limits ir.Limits) int64 {
+func modelInputElements(raw []byte, limits ir.Limits) int64 {
 	n := limits.WithDefaults().MaxElements
-	if !unsetLimits()["MaxElements"] {
-		return n
-	}
-	read := limits
-	if unsetLimits()["MaxGraphBytes"] {
-		read.MaxGraphBytes = modellimits.MaxModelBytes
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return n // the import reports it
-	}
-	defer f.Close()
-	raw, err := readModel(f, read)
-	if err != nil {
-		return n
+	if !unsetLimits()["MaxElements"] || raw == nil {
+		return n // a model that could not be read: the import reports it
 	}
 	s, err := modellimits.Size(raw, inputShapes, modellimits.With(limits, modellimits.Caps(int64(len(raw))), unsetLimits()))
 	if err != nil {
