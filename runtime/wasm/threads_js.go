@@ -88,6 +88,10 @@ onmessage = async (e) => {
   const m = e.data;
   if (Array.isArray(m)) {
     const x = mods.get(m[0]);
+    if (x === undefined) { // never loaded here: it claims nothing, and the threads that did load do the work
+      console.error("gpucc wasm worker: module", m[0], "is not loaded");
+      return;
+    }
     try {
       x.exports.` + claimExport + `(m[1], m[2], m[3], m[4], m[5], m[6], m[7], 0);
     } catch (err) {
