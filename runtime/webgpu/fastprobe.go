@@ -139,7 +139,7 @@ func probeFast(dev *gpu.Device, c *cache.Cache, fused bool) fastProbe {
 	o := wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}
 	dk := fastDiskKey(key, o, !info.Software)
 	var p fastProbe
-	disk := binaryID() != "unknown" // else a verdict might outlive its build
+	disk := binaryID() != "unknown" && driverID() != "" // else a verdict might outlive its build or driver
 	if b, src := c.Get(fastProbeKind, dk); disk && src != cache.Miss && json.Unmarshal(b, &p) == nil && len(p.Funcs) > 0 {
 		p.Cached = true
 	} else {
@@ -163,9 +163,9 @@ func probeFast(dev *gpu.Device, c *cache.Cache, fused bool) fastProbe {
 // fastRuns counts the probes run (not read from a cache), for tests.
 var fastRuns atomic.Int64
 
-// fastDiskKey is the disk cache's key of a verdict: the adapter and its
-// driver (key: wgpu's driver info holds its version, NVIDIA's
-// "560.35.03", Mesa's "Mesa 22.3.6 (LLVM 15.0.6)"), the probe's extent,
+// fastDiskKey is the disk cache's key of a verdict: the adapter (key) and
+// its driver (driverID: this binding's adapter info names no driver
+// version), the probe's extent,
 // its two shaders (every body, constant and edge it compares) and the
 // running binary (its WGSL translator), so that a new driver, body or
 // build probes again.
@@ -177,7 +177,7 @@ func fastDiskKey(key fastKey, o wgsl.FastProbeOptions, exhaustive bool) cache.Ke
 		fmt.Fprintf(h, "%d:%s%d:", len(s.Source), s.Source, len(s.Params))
 		h.Write(s.Params)
 	}
-	return cache.NewKey([]byte("gpucc-fastprobe-v1"), []byte(key.adapter), fmt.Appendf(nil, "fused=%v exhaustive=%v sampled=%d edge=%d", key.fused, exhaustive, sampledN, edge),
+	return cache.NewKey([]byte("gpucc-fastprobe-v1"), []byte(key.adapter), []byte(driverID()), fmt.Appendf(nil, "fused=%v exhaustive=%v sampled=%d edge=%d", key.fused, exhaustive, sampledN, edge),
 		h.Sum(nil), []byte(binaryID()))
 }
 

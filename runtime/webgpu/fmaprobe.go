@@ -11,6 +11,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -82,8 +84,8 @@ func probeFMA(dev *gpu.Device, c *cache.Cache) (fmaProbe, error) {
 		return p.(fmaProbe), nil
 	}
 	a, b := probePairs()
-	dk := fmaDiskKey(key, a, b)
-	disk := c != nil && binaryID() != "unknown" // else a verdict might outlive its build
+	dk := fmaDiskKey(key, driverID(), a, b)
+	disk := c != nil && binaryID() != "unknown" && driverID() != "" // else a verdict might outlive its build or driver
 	if disk {
 		if v, src := c.Get(fmaProbeKind, dk); src != cache.Miss {
 			if p, ok := decodeFMA(v, len(a)); ok {
@@ -109,17 +111,75 @@ func probeFMA(dev *gpu.Device, c *cache.Cache) (fmaProbe, error) {
 }
 
 // fmaDiskKey is the disk cache's key of the verdict of the probe over
-// pairs a, b on adapter (fastKeyOf's: its name, driver, driver info
-// (wgpu's holds the driver's version), backend, vendor and device ids):
-// the probe's shader, every operand's bits and the running binary (its
-// judge, its WGSL translator and wgpu) with it, so that a new driver,
-// probe or build probes again.
-func fmaDiskKey(adapter string, a, b []float32) cache.Key {
+// pairs a, b on adapter (fastKeyOf's: its name, description, backend,
+// vendor and device ids) under driver (driverID: the driver's code and
+// settings, which the adapter's info does not name): the probe's shader,
+// every operand's bits and the running binary (its judge, its WGSL
+// translator and wgpu) with it, so that a new driver, probe or build
+// probes again.
+func fmaDiskKey(adapter, driver string, a, b []float32) cache.Key {
 	h := sha256.New()
 	for _, x := range [][]float32{a, b} {
 		binary.Write(h, binary.LittleEndian, x)
 	}
-	return cache.NewKey([]byte("gpucc-fmaprobe-v1"), []byte(adapter), []byte(wgsl.FMAProbe(len(a))), h.Sum(nil), []byte(binaryID()))
+	return cache.NewKey([]byte("gpucc-fmaprobe-v1"), []byte(adapter), []byte(driver), []byte(wgsl.FMAProbe(len(a))), h.Sum(nil), []byte(binaryID()))
+}
+
+// driverID identifies the driver code and settings of the process, for
+// the probes' disk keys: wgpu's adapter info in this binding names no
+// driver version (lavapipe's is "llvmpipe (LLVM 15.0.6, 256 bits)",
+// nothing of Mesa's; its architecture field is empty), so a new driver
+// under the same adapter name would find the old driver's verdict. It is
+// every shared object mapped into the process when first asked (after a
+// device opened: the Vulkan loader, the ICD, its compiler and LLVM; a
+// package update changes a version in a name, a size or a modification
+// time) and the environment variables drivers read (driverEnv). ""
+// where /proc/self/maps cannot be read: then no verdict goes to disk.
+var driverID = sync.OnceValue(func() string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	return driverIdentity(string(maps), os.Environ(), os.Stat)
+})
+
+// driverEnv are the prefixes of environment variables that change what a
+// driver compiles or how (Mesa's, llvmpipe's, NVIDIA's, the Vulkan
+// loader's).
+var driverEnv = []string{"MESA_", "LP_", "GALLIUM_", "NIR_", "LIBGL_", "VK_", "RADV_", "ANV_", "AMD_", "__GL_", "__NV_", "NV_", "DXVK_"}
+
+// driverIdentity is driverID's text for the mappings of a
+// /proc/self/maps and an environment: each shared object's path, size
+// and modification time (stat), sorted, and the driver variables, sorted.
+func driverIdentity(maps string, environ []string, stat func(string) (os.FileInfo, error)) string {
+	seen := map[string]bool{}
+	var lines []string
+	for _, ln := range strings.Split(maps, "\n") {
+		f := strings.Fields(ln)
+		if len(f) != 6 || !strings.HasPrefix(f[5], "/") || seen[f[5]] {
+			continue
+		}
+		path := f[5]
+		seen[path] = true
+		if base := path[strings.LastIndexByte(path, '/')+1:]; !strings.HasSuffix(base, ".so") && !strings.Contains(base, ".so.") {
+			continue
+		}
+		id := path
+		if fi, err := stat(path); err == nil {
+			id = fmt.Sprintf("%s|%d|%d", path, fi.Size(), fi.ModTime().UnixNano())
+		}
+		lines = append(lines, id)
+	}
+	for _, kv := range environ {
+		for _, p := range driverEnv {
+			if strings.HasPrefix(kv, p) {
+				lines = append(lines, "env "+kv)
+				break
+			}
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 // decodeFMA reads a stored verdict of a probe over n pairs: only a

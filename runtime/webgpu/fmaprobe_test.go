@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ func TestFMAProbeDiskCache(t *testing.T) {
 		defer probes.Store(key, old)
 	}
 	a, b := probePairs()
-	dk := fmaDiskKey(key, a, b)
+	dk := fmaDiskKey(key, driverID(), a, b)
 	open := func(dir string) *cache.Cache {
 		t.Helper()
 		c, err := cache.Open(cache.Options{Dir: dir})
@@ -204,7 +205,7 @@ func TestFMAProbeDiskCache(t *testing.T) {
 	}
 	// a verdict no device gave: every planted entry must be ignored
 	lie, _ := json.Marshal(fmaProbe{KeepSafe: false, FMAFused: !first.FMAFused, DivExact: !first.DivExact, Pairs: len(a)})
-	other := fmaDiskKey(key+"x", a, b)
+	other := fmaDiskKey(key+"x", driverID(), a, b)
 	for name, plant := range map[string]func(dir string){
 		"a flipped byte": func(dir string) {
 			bad := bytes.Clone(sealed)
@@ -252,15 +253,100 @@ func TestFMAProbeDiskCache(t *testing.T) {
 	if p, ok := decodeFMA(lie, len(a)); !ok || p.KeepSafe || p.Pairs != len(a) {
 		t.Errorf("a whole verdict does not decode: %v %v", p, ok)
 	}
-	if fmaDiskKey(key, a, b) != dk {
+	if fmaDiskKey(key, driverID(), a, b) != dk {
 		t.Error("the disk key changes from call to call")
 	}
 	a2 := slices.Clone(a)
 	a2[len(a2)-1] = math.Nextafter32(a2[len(a2)-1], 0)
-	for name, k := range map[string]cache.Key{"another adapter or driver": other, "another operand": fmaDiskKey(key, a2, b),
-		"other pairs": fmaDiskKey(key, b, a), "fewer pairs": fmaDiskKey(key, a[1:], b[1:])} {
+	for name, k := range map[string]cache.Key{"another adapter or driver": other, "another operand": fmaDiskKey(key, driverID(), a2, b),
+		"another driver": fmaDiskKey(key, driverID()+"\nlibvulkan_x.so|1|2", a, b), "other pairs": fmaDiskKey(key, driverID(), b, a), "fewer pairs": fmaDiskKey(key, driverID(), a[1:], b[1:])} {
 		if k == dk {
 			t.Errorf("%s: the same disk key", name)
 		}
 	}
 }
+
+// TestDriverIdentity: the probes' driver identity changes with a shared
+// object's path, size or modification time and with a driver's
+// environment variable, and not with the mappings' order, a repeated
+// mapping, a file that is not a shared object or another variable; on
+// this machine, once a device is open, it names the Vulkan loader (the
+// adapter's info names no driver version: lavapipe's says nothing of
+// Mesa's).
+func TestDriverIdentity(t *testing.T) {
+	type file struct {
+		size int64
+		mod  time.Time
+	}
+	files := map[string]file{
+		"/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so":   {1000, time.Unix(100, 0)},
+		"/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1":    {2000, time.Unix(200, 0)},
+		"/usr/lib/locale/C.utf8/LC_CTYPE":              {30, time.Unix(300, 0)},
+		"/usr/lib/x86_64-linux-gnu/libvulkan.so.1.3.2": {40, time.Unix(400, 0)},
+	}
+	stat := func(p string) (os.FileInfo, error) {
+		f, ok := files[p]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return fakeInfo{f.size, f.mod}, nil
+	}
+	maps := func(paths ...string) string {
+		var b strings.Builder
+		for _, p := range paths {
+			fmt.Fprintf(&b, "7f0000000000-7f0000001000 r-xp 00000000 08:01 1234 %s\n", p)
+		}
+		b.WriteString("7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n")
+		return b.String()
+	}
+	lvp, llvm, locale, loader := "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1", "/usr/lib/locale/C.utf8/LC_CTYPE", "/usr/lib/x86_64-linux-gnu/libvulkan.so.1.3.2"
+	env := []string{"HOME=/root", "MESA_SHADER_CACHE_DISABLE=false"}
+	base := driverIdentity(maps(lvp, llvm, locale, loader), env, stat)
+	same := map[string]string{
+		"another order":       driverIdentity(maps(loader, locale, llvm, lvp), env, stat),
+		"a repeated mapping":  driverIdentity(maps(lvp, lvp, llvm, locale, loader, llvm), env, stat),
+		"no locale file":      driverIdentity(maps(lvp, llvm, loader), env, stat),
+		"another variable":    driverIdentity(maps(lvp, llvm, locale, loader), append(env, "PATH=/bin"), stat),
+		"variables reordered": driverIdentity(maps(lvp, llvm, locale, loader), []string{env[1], env[0]}, stat),
+	}
+	for name, id := range same {
+		if id != base {
+			t.Errorf("%s changed the identity:\n%s\nwas\n%s", name, id, base)
+		}
+	}
+	changed := map[string]string{
+		"no LLVM":            driverIdentity(maps(lvp, locale, loader), env, stat),
+		"a llvmpipe setting": driverIdentity(maps(lvp, llvm, locale, loader), append(env, "LP_NATIVE_VECTOR_WIDTH=128"), stat),
+		"NVIDIA's setting":   driverIdentity(maps(lvp, llvm, locale, loader), append(env, "__GL_SHADER_DISK_CACHE=0"), stat),
+		"a Mesa setting":     driverIdentity(maps(lvp, llvm, locale, loader), []string{"HOME=/root", "MESA_SHADER_CACHE_DISABLE=true"}, stat),
+		"another loader":     driverIdentity(maps(lvp, llvm, locale, "/usr/lib/x86_64-linux-gnu/libvulkan.so.1.3.3"), env, stat),
+	}
+	files[lvp] = file{1001, time.Unix(100, 0)}
+	changed["a new size"] = driverIdentity(maps(lvp, llvm, locale, loader), env, stat)
+	files[lvp] = file{1000, time.Unix(101, 0)}
+	changed["a new modification time"] = driverIdentity(maps(lvp, llvm, locale, loader), env, stat)
+	for name, id := range changed {
+		if id == base {
+			t.Errorf("%s kept the identity: %s", name, id)
+		}
+	}
+	openDevice(t)
+	id := driverID()
+	t.Logf("driver identity: %d lines", strings.Count(id, "\n")+1)
+	if !strings.Contains(id, "libvulkan") {
+		t.Errorf("an open device's driver identity names no Vulkan library:\n%s", id)
+	}
+}
+
+// fakeInfo is an os.FileInfo of a size and modification time.
+type fakeInfo struct {
+	size int64
+	mod  time.Time
+}
+
+func (f fakeInfo) Name() string       { return "" }
+func (f fakeInfo) Size() int64        { return f.size }
+func (f fakeInfo) Mode() os.FileMode  { return 0o644 }
+func (f fakeInfo) ModTime() time.Time { return f.mod }
+func (f fakeInfo) IsDir() bool        { return false }
+func (f fakeInfo) Sys() any           { return nil }
