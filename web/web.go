@@ -176,6 +176,22 @@ const ModulePath = "/" + wasmBuildPath
 // builds admits one module build at a time: each is a Clang process.
 var builds = make(chan struct{}, 1)
 
+// MaxModuleRequest bounds the body of a module build request (POST
+// /wasm/module): wasm.MaxBuildRequest, and one byte over it is 413.
+const MaxModuleRequest = wasm.MaxBuildRequest
+
+// ModuleBytes is what a module build of a body of declared length cl
+// holds at most: the body, and wasm.MaxBuildDecodedPerByte bytes a byte
+// of it decoded, plus a MiB; a body of no declared length (chunked) is
+// charged as the largest one. A server that budgets its memory (gpucc
+// serve's --max-memory) charges a build this much.
+func ModuleBytes(cl int64) int64 {
+	if cl < 0 || cl > MaxModuleRequest {
+		cl = MaxModuleRequest
+	}
+	return (1+wasm.MaxBuildDecodedPerByte)*cl + 1<<20
+}
+
 // serveBuild answers the page's wasm backend, which has no Clang: POST a
 // runtime/wasm BuildRequest (a program or a typed graph, never C), get
 // the module this machine's Clang builds of the C generated here

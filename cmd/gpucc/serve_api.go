@@ -30,7 +30,6 @@ import (
 	lib "github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/onnx"
-	"github.com/gpucc/gpucc/runtime/wasm"
 	"github.com/gpucc/gpucc/server"
 	"github.com/gpucc/gpucc/web"
 )
@@ -250,7 +249,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // module passes a module build to the page's handler charged to the
-// memory budget, what wasm.ServeBuild may hold for it (moduleBytes), and
+// memory budget, what wasm.ServeBuild may hold for it (web.ModuleBytes), and
 // under the request timeout, which ends its wait for the one build at a
 // time and its Clang: a build held both outside --max-memory (577 MiB at
 // wasm.MaxBuildRequest) and for as long as its client stayed connected.
@@ -258,7 +257,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reads it holding the one build slot, so a client sending slowly held
 // every other page's build back until the connection's read timeout.
 func (a *api) module(w http.ResponseWriter, r *http.Request) {
-	n := moduleBytes(r.ContentLength)
+	n := web.ModuleBytes(r.ContentLength)
 	if !a.memory.take(n) {
 		w.Header().Set("Retry-After", "1")
 		a.fail(w, http.StatusTooManyRequests, ir.Errorf(ir.CodeBusy, -1, "", "the server's memory for module builds (--max-memory) is in use; retry later"))
@@ -269,7 +268,7 @@ func (a *api) module(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	http.NewResponseController(w).SetReadDeadline(deadline) // an error here means the writer cannot: httptest's
-	body, err := io.ReadAll(io.LimitReader(r.Body, wasm.MaxBuildRequest+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, web.MaxModuleRequest+1))
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -282,17 +281,6 @@ func (a *api) module(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	a.next.ServeHTTP(w, r)
-}
-
-// moduleBytes is what a module build of a body of declared length cl
-// holds at most: the body, and wasm.MaxBuildDecodedPerByte bytes a byte
-// of it decoded, plus a MiB; a body of no declared length (chunked) is
-// charged as the largest one.
-func moduleBytes(cl int64) int64 {
-	if cl < 0 || cl > wasm.MaxBuildRequest {
-		cl = wasm.MaxBuildRequest
-	}
-	return (1+wasm.MaxBuildDecodedPerByte)*cl + 1<<20
 }
 
 // allow answers 405 unless r's method is one of methods.
