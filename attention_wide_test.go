@@ -33,6 +33,38 @@ func wide(t wgsl.OnlineTile) wgsl.OnlineTile {
 // in the full tier, 2048 keys at d 64 and 128, causal, with and without 4
 // parts.
 func TestAttentionWideTiles(t *testing.T) {
+	checkOnlineTiles(t, wideTileVariants)
+}
+
+// spanTileVariants are the online tiles that stage two or four key
+// blocks at once (bN) which TestAttentionSpanTiles checks, and
+// bench/device.sh times: with the device's storage (w), the span in one
+// sub-tile (d 64) or in sub-tiles of a block (d 128 on lavapipe's 32 KiB),
+// and without it, in sub-tiles of a block or less (16 keys at d 128).
+var spanTileVariants = []wgsl.OnlineTile{span(wide(wgsl.DefaultOnlineTile), 2), span(wide(allFlags(16, 16)), 2),
+	span(wide(halfTwo(8, 32)), 2), span(wide(rowBlock(allFlags(8, 16), 2, true)), 2), span(wide(wgsl.DefaultOnlineTile), 4),
+	span(wgsl.DefaultOnlineTile, 2), span(allFlags(32, 8), 2)}
+
+// span is tile t staging n key blocks at once.
+func span(t wgsl.OnlineTile, n int) wgsl.OnlineTile {
+	t.Span = n
+	return t
+}
+
+// TestAttentionSpanTiles: on webgpu, the tiles that stage several key
+// blocks at once give cpuref's bits over TestAttentionWideTiles' cases:
+// spans cut short by T (33, 67, 70, 77, 100, 130 and 261 keys: a partial
+// block, a whole block and a partial one, no whole span), causal, -Inf
+// padding and dense masks, a row all -Inf (NaN), leading -Inf blocks,
+// extremes, the split order (parts of one span, of two blocks where the
+// span is four, and cut short at T) and, in the full tier, 2048 keys.
+func TestAttentionSpanTiles(t *testing.T) {
+	checkOnlineTiles(t, spanTileVariants)
+}
+
+// checkOnlineTiles runs the wide and span tiles' cases on webgpu under
+// each of tiles.
+func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 	if !slices.Contains(backends, "webgpu") {
 		t.Skip("webgpu is not among the backends")
 	}
@@ -43,6 +75,8 @@ func TestAttentionWideTiles(t *testing.T) {
 		parts int // ir.AttentionSplit
 	}
 	cases := []wideCase{
+		{irtest.AttentionCase{Name: "keys261-d64-lead-off", S: 5, T: 261, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskLead, NonFinite: true}, 0},
+		{irtest.AttentionCase{Name: "keys256-in-2-d64-causal", S: 40, T: 256, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 2},
 		{irtest.AttentionCase{Name: "seq130-d128-causal", S: 130, T: 130, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskCausal}, 0},
 		{irtest.AttentionCase{Name: "seq67-d128-padding", B: 2, S: 67, T: 67, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 0},
 		{irtest.AttentionCase{Name: "seq-block+1-d64-causal", H: 2, S: 33, T: 33, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
@@ -61,7 +95,7 @@ func TestAttentionWideTiles(t *testing.T) {
 			}
 		}
 	}
-	for _, tile := range wideTileVariants {
+	for _, tile := range tiles {
 		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
 			wgsl.AttentionOnlineTile = tile
 			rt := open(t, "webgpu", func(o *gpucc.Options) {

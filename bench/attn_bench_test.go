@@ -14,7 +14,9 @@ package bench
 //	                        online order's kernel under the default or that
 //	                        wgsl.OnlineTile, its row block and flags as
 //	                        letters (w: the device's workgroup storage, as
-//	                        the webgpu backend grants it: online16x16mcpliw)
+//	                        the webgpu backend grants it: online16x16mcpliw;
+//	                        bN: N key blocks staged at once,
+//	                        online16x16b2mcplitw)
 //	                        (ir.AttentionOnlineFrom set to 1; every
 //	                        other entry runs the full-row order; a tile that
 //	                        does not fit the head is skipped, not timed as

@@ -57,9 +57,23 @@ import (
 // own chains in the online order, so the bits are the same; q's
 // registers grow RowBlock-fold, so it fits only where RowBlock·d ≤
 // onlineQRegs (onlinePlan; else the default tile runs).
+//
+// Span (bN after the row block: online16x16b2mcpliw), where 2 or more,
+// stages N key blocks at once: k's sub-tiles span up to N·32 keys (a
+// thread scores 32/Slices keys of each block of a sub-tile, so each has
+// N-fold independent score chains between barriers), the blocks' row
+// maxima are folded behind one barrier (each thread's maximum of each
+// block's keys; then m'_b = max(m'_(b−1), the row's maximum of block b) in
+// block order, maximum being associative), and v's sub-tiles are summed
+// block by block, l and o rescaled by c_b = exp(m'_(b−1) − m'_b) before
+// block b's keys. Each block keeps the online order's steps (the same
+// m', p, c and sums in the same order), so the bits are cpuref's; the
+// barriers a block fall N-fold where a sub-tile of N blocks fits the
+// storage (Wide, on a device that grants it).
 type OnlineTile struct {
 	Rows, Slices                                       int
 	RowBlock                                           int
+	Span                                               int
 	TreeMax, RowC, VecP, RowL, Index2D, Half, TwoLevel bool
 	Wide                                               bool
 }
@@ -67,12 +81,18 @@ type OnlineTile struct {
 // onlineMaxRowBlock is the most query rows a thread (RowBlock).
 const onlineMaxRowBlock = 8
 
+// onlineMaxSpan is the most key blocks staged at once (Span).
+const onlineMaxSpan = 4
+
 // onlineQRegs bounds the floats of q a thread holds (RowBlock·d): past
 // it a GPU's compiler spills the rows to memory.
 const onlineQRegs = 128
 
 // rq is the tile's query rows a thread (RowBlock, at least 1).
 func (t OnlineTile) rq() int { return max(t.RowBlock, 1) }
+
+// nb is the tile's key blocks staged at once (Span, at least 1).
+func (t OnlineTile) nb() int { return max(t.Span, 1) }
 
 // DefaultOnlineTile: 16 query rows of 16 threads, two keys a thread a
 // block.
@@ -109,6 +129,9 @@ func (t OnlineTile) String() string {
 	if t.RowBlock != 0 {
 		s += fmt.Sprintf("r%d", t.RowBlock)
 	}
+	if t.Span != 0 {
+		s += fmt.Sprintf("b%d", t.Span)
+	}
 	for _, f := range onlineFlags {
 		if *f.get(&t) {
 			s += string(f.letter)
@@ -126,13 +149,19 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 	_, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices)
 	if err == nil {
 		rest := strings.TrimLeft(strings.TrimPrefix(s, "online"), "0123456789x")
-		if strings.HasPrefix(rest, "r") {
+		// number reads the digits after letter c, if rest starts with it.
+		number := func(c string, n *int) {
+			if err != nil || !strings.HasPrefix(rest, c) {
+				return
+			}
 			digits := strings.TrimLeft(rest[1:], "0123456789")
-			if t.RowBlock, err = strconv.Atoi(rest[1 : len(rest)-len(digits)]); err == nil && t.RowBlock < 2 {
-				err = fmt.Errorf("a row block of %d", t.RowBlock)
+			if *n, err = strconv.Atoi(rest[1 : len(rest)-len(digits)]); err == nil && *n < 2 {
+				err = fmt.Errorf("%s%d", c, *n)
 			}
 			rest = digits
 		}
+		number("r", &t.RowBlock)
+		number("b", &t.Span)
 		for _, f := range onlineFlags {
 			if strings.HasPrefix(rest, string(f.letter)) {
 				*f.get(&t), rest = true, rest[1:]
@@ -140,8 +169,9 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 		}
 	}
 	if err != nil || t.String() != s ||
-		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 || t.RowBlock > onlineMaxRowBlock {
-		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[rN][m][c][p][l][i][h][t][w] with R·S ≤ %d, S dividing %d and 2 ≤ N ≤ %d", s, attThreads, ir.AttentionBlock, onlineMaxRowBlock)
+		t.Rows < 1 || t.Slices < 1 || t.Rows*t.Slices > attThreads || ir.AttentionBlock%t.Slices != 0 || t.RowBlock > onlineMaxRowBlock ||
+		t.Span > onlineMaxSpan || t.Span&(t.Span-1) != 0 {
+		return OnlineTile{}, fmt.Errorf("online attention tile %q is not onlineRxS[rN][bM][m][c][p][l][i][h][t][w] with R·S ≤ %d, S dividing %d, 2 ≤ N ≤ %d and M 2 or %d", s, attThreads, ir.AttentionBlock, onlineMaxRowBlock, onlineMaxSpan)
 	}
 	return t, nil
 }
@@ -151,10 +181,14 @@ func ParseOnlineTile(s string) (OnlineTile, error) {
 // scores per sub-tile (pk), q's row in vec4s (d4), vec4 outputs a thread
 // (ev), the staged row's pitch in vec4s (w4: one more than a k row,
 // against bank conflicts, or a v row of Slices·ev); in the split order,
-// the parts run side by side (G groups of Rows × Slices threads).
+// the parts run side by side (G groups of Rows × Slices threads). A span
+// of W keys (Span blocks) is staged at once, in sub-tiles of ks keys (ks
+// divides W; where ks spans blocks, a thread scores kp keys of each, so
+// that each block's keys are its own: kp = min(ks, Block)/Slices).
 type onlineShape struct {
 	OnlineTile
 	ks, pk, d4, ev, w4 int
+	W, kp              int
 	pp, mp             int // VecP's and TreeMax's row pitches in vec4s
 	ew4                int // the staged v row's vec4s
 	half, two          bool
@@ -188,10 +222,14 @@ func onlinePlan(a ir.Attention, t OnlineTile, storage int) (onlineShape, bool) {
 // threads in all), the first that fits with the workgroup's rows of a
 // group within a sub-tile's keys (the parts' outputs are combined in the
 // staged rows). The row block is kept; Half is not (a group's outputs
-// are whole vec4s).
+// are whole vec4s); the span is halved until the parts' blocks are whole
+// spans.
 func onlineSplitPlan(a ir.Attention, t OnlineTile, limit int) (onlineShape, bool) {
 	G := a.Parts()
 	t.Half = false
+	for t.nb() > 1 && a.Chunk%(t.nb()*a.Block) != 0 {
+		t.Span /= 2 // a part's blocks in whole spans
+	}
 	for N := t.Slices; N >= 1; N /= 2 {
 		for R := min(t.Rows, attThreads/(G*N)); R >= 1; R /= 2 {
 			u := t
@@ -209,12 +247,13 @@ func onlineSplitPlan(a ir.Attention, t OnlineTile, limit int) (onlineShape, bool
 // probabilities and maxima, and the parts' maxima and l beside them),
 // within limit bytes of workgroup storage.
 func onlineFit(a ir.Attention, t OnlineTile, G, limit int) (onlineShape, bool) {
-	R, N, RR := t.Rows, t.Slices, t.Rows*t.rq()
+	R, N, RR, nb := t.Rows, t.Slices, t.Rows*t.rq(), t.nb()
 	if R < 1 || N < 1 || G*R*N > attThreads || a.Block%N != 0 || t.RowBlock < 0 || t.RowBlock > onlineMaxRowBlock ||
-		t.rq() > 1 && t.rq()*4*((a.D+3)/4) > onlineQRegs {
+		t.rq() > 1 && t.rq()*4*((a.D+3)/4) > onlineQRegs || t.Span < 0 || t.Span > onlineMaxSpan || nb&(nb-1) != 0 ||
+		G > 1 && a.Chunk%(nb*a.Block) != 0 {
 		return onlineShape{}, false
 	}
-	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4, G: G}
+	p := onlineShape{OnlineTile: t, d4: (a.D + 3) / 4, ev: ((a.E+N-1)/N + 3) / 4, G: G, W: nb * a.Block}
 	p.ew4 = N * p.ev
 	if p.half = t.Half && N%2 == 0 && (a.E+3)/4 <= N/2; p.half {
 		p.ev, p.ew4 = 1, (a.E+3)/4
@@ -225,20 +264,22 @@ func onlineFit(a ir.Attention, t OnlineTile, G, limit int) (onlineShape, bool) {
 	p.w4 = max(p.d4+1, p.ew4)
 	// A row's probabilities and maxima are padded by a vec4 (against bank
 	// conflicts between rows).
-	p.pp, p.mp, p.m2 = (a.Block+3)/4+1, (N+3)/4+1, (N/4+3)/4+1
+	// (A span's probabilities are W keys a row, its maxima and c a block's
+	// each.)
+	p.pp, p.mp, p.m2 = (p.W+3)/4+1, (N+3)/4+1, (N/4+3)/4+1
 	storage := func(ks int) int {
-		n := 16*ks*p.w4 + 4*a.Block*RR + 4*RR*N
+		n := 16*ks*p.w4 + 4*p.W*RR + 4*RR*N*nb
 		if t.VecP {
-			n += 16*RR*p.pp - 4*a.Block*RR
+			n += 16*RR*p.pp - 4*p.W*RR
 		}
 		if p.TreeMax {
-			n += 16*RR*p.mp - 4*RR*N
+			n += (16*RR*p.mp - 4*RR*N) * nb
 		}
 		if p.two {
-			n += 16 * RR * p.m2
+			n += 16 * RR * p.m2 * nb
 		}
 		if t.RowC {
-			n += 4 * RR
+			n += 4 * RR * nb
 		}
 		if t.RowL {
 			n += 4 * RR
@@ -248,14 +289,14 @@ func onlineFit(a ir.Attention, t OnlineTile, G, limit int) (onlineShape, bool) {
 		}
 		return G * n
 	}
-	p.ks = a.Block
+	p.ks = p.W
 	for p.ks > N && storage(p.ks) > limit {
 		p.ks /= 2
 	}
-	if p.ks < N || a.Block%p.ks != 0 || storage(p.ks) > limit {
+	if p.ks < N || p.W%p.ks != 0 || storage(p.ks) > limit {
 		return onlineShape{}, false
 	}
-	p.pk = p.ks / N
+	p.pk, p.kp = p.ks/N, min(p.ks, a.Block)/N
 	return p, true
 }
 
@@ -313,7 +354,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
 	p := onlineKernelPlan(a, storage)
-	R, N, Rq, G := p.Rows, p.Slices, p.rq(), p.G
+	R, N, Rq, G, nb, W := p.Rows, p.Slices, p.rq(), p.G, p.nb(), p.W
 	RR := R * Rq     // the workgroup's query rows
 	RRt := G * RR    // the workgroup arrays' rows: a group's rows for each part
 	threads := R * N // a group's threads (all of them without a split)
@@ -382,21 +423,22 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	if p.VecP {
 		decl("Ps", "vec4<f32>", RRt, p.pp, " // row by row")
 	} else {
-		decl("Ps", "f32", B, RRt, "")
+		decl("Ps", "f32", W, RRt, "")
 	}
+	// A span's maxima and c: a block's after another (nb = 1: one).
 	if p.TreeMax {
-		decl("Ms", "vec4<u32>", RRt, p.mp, " // order keys of the threads' maxima, row by row")
+		decl("Ms", "vec4<u32>", nb*RRt, p.mp, " // order keys of the threads' maxima, row by row")
 	} else {
-		decl("Ms", "u32", N, RRt, " // order keys of the threads' maxima")
+		decl("Ms", "u32", nb*N, RRt, " // order keys of the threads' maxima")
 	}
 	if p.RowC {
-		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", RRt)
+		fmt.Fprintf(b, "var<workgroup> Cs: array<f32, %d>; // c of each row\n", nb*RRt)
 	}
 	if p.RowL {
 		fmt.Fprintf(b, "var<workgroup> Ls: array<f32, %d>; // l of each row\n", RRt)
 	}
 	if p.two {
-		decl("M2", "vec4<u32>", RRt, p.m2, " // the maxima's folds of four, row by row")
+		decl("M2", "vec4<u32>", nb*RRt, p.m2, " // the maxima's folds of four, row by row")
 	}
 	if G > 1 {
 		fmt.Fprintf(b, "var<workgroup> Mp: array<f32, %d>; // each part's m of each row\n", RRt)
@@ -423,9 +465,22 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	}
 	if p.half {
 		// Thread sl holds e = 4·vb + 2·hb + 0, 1.
-		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl %% %du;\n\tlet hb = sl / %du;\n", p.pk, N/2, N/2)
+		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl %% %du;\n\tlet hb = sl / %du;\n", p.kp, N/2, N/2)
 	} else {
-		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.pk, p.ev)
+		fmt.Fprintf(b, "\tlet kb = sl * %du;\n\tlet vb = sl * %du;\n", p.kp, p.ev)
+	}
+	// keyOff is the offset from kb of a thread's key y of a sub-tile: kp
+	// keys of each block the sub-tile spans (y where it spans one).
+	keyOff := func(y int) int { return y/p.kp*min(p.ks, B) + y%p.kp }
+	// blockOf is the span's block of a thread's key y of sub-tile sub.
+	blockOf := func(sub, y int) int { return (sub*p.ks + keyOff(y)) / B }
+	// bs is the suffix of block bk's m', c and maxima (none without a
+	// span, so that those kernels are as before).
+	bs := func(bk int) string {
+		if nb == 1 {
+			return ""
+		}
+		return fmt.Sprintf("_b%d", bk)
 	}
 	for r := range Rq {
 		for c4 := range p.d4 {
@@ -498,11 +553,11 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 		if !last {
 			if G > 1 {
 				// The part's next block (keys past T are fetched as 0).
-				fmt.Fprintf(b, "\t\tif (bi + 1u < %du) {\n", a.Chunk/B)
+				fmt.Fprintf(b, "\t\tif (bi + 1u < %du) {\n", a.Chunk/W)
 			} else {
-				fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", B, T)
+				fmt.Fprintf(b, "\t\tif (kt + %du < %du) {\n", W, T)
 			}
-			fetch(3, stage{}, fmt.Sprintf("kt + %du", B))
+			fetch(3, stage{}, fmt.Sprintf("kt + %du", W))
 			b.WriteString("\t\t}\n")
 		}
 	}
@@ -566,7 +621,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			for c4 := range p.d4 {
 				b.WriteString("\t\t{\n")
 				for y := range p.pk {
-					kv := at("KVs", kvRow(fmt.Sprintf("kb + %du", y)), fmt.Sprintf("%du", c4), p.w4)
+					kv := at("KVs", kvRow(fmt.Sprintf("kb + %du", keyOff(y))), fmt.Sprintf("%du", c4), p.w4)
 					if Rq == 1 {
 						fmt.Fprintf(b, "\t\t\tlet p%d = %s;\n", y, Lang.Keep(fmt.Sprintf("q%d * %s", c4, kv)))
 						continue
@@ -587,10 +642,10 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			}
 			for r := range Rq {
 				for y := range p.pk {
-					j := fmt.Sprintf("kt + %du + kb + %du", sub*p.ks, y)
+					j := fmt.Sprintf("kt + %du + kb + %du", sub*p.ks, keyOff(y))
 					t := score(r, fmt.Sprintf("sc%d_%d%s", sub, y, sf(r)), j)
 					if rest := keys - sub*p.ks; rest < p.ks {
-						t = Lang.Select(fmt.Sprintf("kb + %du < %du", y, rest), t, Lang.Opaque(0xff800000))
+						t = Lang.Select(fmt.Sprintf("kb + %du < %du", keyOff(y), rest), t, Lang.Opaque(0xff800000))
 					}
 					if ragged {
 						t = Lang.Select(fmt.Sprintf("%s < %du", j, T), t, Lang.Opaque(0xff800000))
@@ -601,18 +656,52 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 		}
 		// m' folds m with this thread's scores, then the row's threads',
 		// as maximum's order keys (maxKeyFuncs: a bijection, so
-		// maximum's bits, NaNs included).
+		// maximum's bits, NaNs included). In a span (nb > 1) each thread
+		// folds each block's keys apart, the row's threads' folds of block
+		// bk make its maximum, and m'_bk = max(m'_(bk−1), that): maximum is
+		// associative, so each m'_bk is the block's m' of the online order.
+		nbk := (keys + B - 1) / B // the span's blocks
 		for r := range Rq {
-			fmt.Fprintf(b, "\t\tvar mt%s = maxkey(mr%s);\n", sf(r), sf(r))
-			for sub := 0; sub*p.ks < keys; sub++ {
-				for y := range p.pk {
-					fmt.Fprintf(b, "\t\tmt%s = combine_maxkey(mt%s, maxkey(t%d_%d%s));\n", sf(r), sf(r), sub, y, sf(r))
+			if nb == 1 {
+				fmt.Fprintf(b, "\t\tvar mt%s = maxkey(mr%s);\n", sf(r), sf(r))
+				for sub := 0; sub*p.ks < keys; sub++ {
+					for y := range p.pk {
+						fmt.Fprintf(b, "\t\tmt%s = combine_maxkey(mt%s, maxkey(t%d_%d%s));\n", sf(r), sf(r), sub, y, sf(r))
+					}
+				}
+				continue
+			}
+			for bk := range nbk {
+				first := true
+				for sub := 0; sub*p.ks < keys; sub++ {
+					for y := range p.pk {
+						if blockOf(sub, y) != bk {
+							continue
+						}
+						if first {
+							fmt.Fprintf(b, "\t\tvar mt%s%s = maxkey(t%d_%d%s);\n", bs(bk), sf(r), sub, y, sf(r))
+							first = false
+							continue
+						}
+						fmt.Fprintf(b, "\t\tmt%s%s = combine_maxkey(mt%s%s, maxkey(t%d_%d%s));\n", bs(bk), sf(r), bs(bk), sf(r), sub, y, sf(r))
+					}
 				}
 			}
 		}
+		// rowAt is query row r's row of block bk's maxima (and c).
+		rowAt := func(bk, r int) string {
+			if bk == 0 {
+				return wr(r)
+			}
+			return fmt.Sprintf("%s + %du", wr(r), bk*RRt)
+		}
+		// rowKey[r][bk] names the row's fold of block bk (nb > 1).
+		rowKey := make([][]string, Rq)
 		if p.TreeMax {
 			for r := range Rq {
-				fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt%s;\n", at("Ms", wr(r), "sl / 4u", p.mp), sf(r))
+				for bk := range nbk {
+					fmt.Fprintf(b, "\t\t%s[sl %% 4u] = mt%s%s;\n", at("Ms", rowAt(bk, r), "sl / 4u", p.mp), bs(bk), sf(r))
+				}
 			}
 			b.WriteString("\t\tworkgroupBarrier();\n")
 			arr, pitch, n := "Ms", p.mp, N
@@ -620,37 +709,47 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 				// The first N/4 threads of the row fold four each.
 				fmt.Fprintf(b, "\t\tif (sl < %du) {\n", N/4)
 				for r := range Rq {
-					fmt.Fprintf(b, "\t\t\tlet mq%s = %s;\n", sf(r), at("Ms", wr(r), "sl", p.mp))
-					fmt.Fprintf(b, "\t\t\t%s[sl %% 4u] = combine_maxkey(combine_maxkey(mq%s.x, mq%s.y), combine_maxkey(mq%s.z, mq%s.w));\n", at("M2", wr(r), "sl / 4u", p.m2), sf(r), sf(r), sf(r), sf(r))
+					for bk := range nbk {
+						q := bs(bk) + sf(r)
+						fmt.Fprintf(b, "\t\t\tlet mq%s = %s;\n", q, at("Ms", rowAt(bk, r), "sl", p.mp))
+						fmt.Fprintf(b, "\t\t\t%s[sl %% 4u] = combine_maxkey(combine_maxkey(mq%s.x, mq%s.y), combine_maxkey(mq%s.z, mq%s.w));\n", at("M2", rowAt(bk, r), "sl / 4u", p.m2), q, q, q, q)
+					}
 				}
 				b.WriteString("\t\t}\n\t\tworkgroupBarrier();\n")
 				arr, pitch, n = "M2", p.m2, N/4
 			}
 			for r := range Rq {
-				var keys []string
-				for x := range (n + 3) / 4 {
-					fmt.Fprintf(b, "\t\tlet mv%d%s = %s;\n", x, sf(r), at(arr, wr(r), fmt.Sprintf("%du", x), pitch))
-					for l := 0; l < 4 && 4*x+l < n; l++ {
-						keys = append(keys, fmt.Sprintf("mv%d%s.%c", x, sf(r), lanes[l]))
+				for bk := range nbk {
+					q := bs(bk) + sf(r)
+					var keys []string
+					for x := range (n + 3) / 4 {
+						fmt.Fprintf(b, "\t\tlet mv%d%s = %s;\n", x, q, at(arr, rowAt(bk, r), fmt.Sprintf("%du", x), pitch))
+						for l := 0; l < 4 && 4*x+l < n; l++ {
+							keys = append(keys, fmt.Sprintf("mv%d%s.%c", x, q, lanes[l]))
+						}
 					}
+					// Fold neighbours, left before right, level by level.
+					for lvl := 0; len(keys) > 1; lvl++ {
+						var next []string
+						for x := 0; x+1 < len(keys); x += 2 {
+							name := fmt.Sprintf("mk%d_%d%s", lvl, x/2, q)
+							fmt.Fprintf(b, "\t\tlet %s = combine_maxkey(%s, %s);\n", name, keys[x], keys[x+1])
+							next = append(next, name)
+						}
+						if len(keys)%2 == 1 {
+							next = append(next, keys[len(keys)-1])
+						}
+						keys = next
+					}
+					if nb == 1 {
+						fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(%s);\n", sf(r), keys[0])
+					}
+					rowKey[r] = append(rowKey[r], keys[0])
 				}
-				// Fold neighbours, left before right, level by level.
-				for lvl := 0; len(keys) > 1; lvl++ {
-					var next []string
-					for x := 0; x+1 < len(keys); x += 2 {
-						name := fmt.Sprintf("mk%d_%d%s", lvl, x/2, sf(r))
-						fmt.Fprintf(b, "\t\tlet %s = combine_maxkey(%s, %s);\n", name, keys[x], keys[x+1])
-						next = append(next, name)
-					}
-					if len(keys)%2 == 1 {
-						next = append(next, keys[len(keys)-1])
-					}
-					keys = next
-				}
-				fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(%s);\n", sf(r), keys[0])
 			}
 		} else {
-			ms := func(r, x int) string {
+			ms := func(bk, r, x int) string {
+				x += bk * N
 				if p.Index2D {
 					return fmt.Sprintf("Ms[%du][%s]", x, wr(r))
 				}
@@ -660,22 +759,43 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 				return fmt.Sprintf("Ms[%s + %du]", wr(r), x*RRt)
 			}
 			for r := range Rq {
-				mine := "Ms[tid]"
-				switch {
-				case p.Index2D:
-					mine = fmt.Sprintf("Ms[sl][%s]", wr(r))
-				case Rq > 1 || G > 1:
-					mine = fmt.Sprintf("Ms[sl * %du + %s]", RRt, wr(r))
+				for bk := range nbk {
+					mine := "Ms[tid]"
+					switch {
+					case p.Index2D && bk > 0:
+						mine = fmt.Sprintf("Ms[sl + %du][%s]", bk*N, wr(r))
+					case p.Index2D:
+						mine = fmt.Sprintf("Ms[sl][%s]", wr(r))
+					case Rq > 1 || G > 1:
+						mine = fmt.Sprintf("Ms[sl * %du + %s]", RRt, rowAt(bk*N, r))
+					case bk > 0:
+						mine = fmt.Sprintf("Ms[tid + %du]", bk*N*RRt)
+					}
+					fmt.Fprintf(b, "\t\t%s = mt%s%s;\n", mine, bs(bk), sf(r))
 				}
-				fmt.Fprintf(b, "\t\t%s = mt%s;\n", mine, sf(r))
 			}
 			b.WriteString("\t\tworkgroupBarrier();\n")
 			for r := range Rq {
-				fmt.Fprintf(b, "\t\tvar mk%s = %s;\n", sf(r), ms(r, 0))
-				for x := 1; x < N; x++ {
-					fmt.Fprintf(b, "\t\tmk%s = combine_maxkey(mk%s, %s);\n", sf(r), sf(r), ms(r, x))
+				for bk := range nbk {
+					q := bs(bk) + sf(r)
+					fmt.Fprintf(b, "\t\tvar mk%s = %s;\n", q, ms(bk, r, 0))
+					for x := 1; x < N; x++ {
+						fmt.Fprintf(b, "\t\tmk%s = combine_maxkey(mk%s, %s);\n", q, q, ms(bk, r, x))
+					}
+					if nb == 1 {
+						fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(mk%s);\n", sf(r), sf(r))
+					}
+					rowKey[r] = append(rowKey[r], "mk"+q)
 				}
-				fmt.Fprintf(b, "\t\tlet mn%s = unmaxkey(mk%s);\n", sf(r), sf(r))
+			}
+		}
+		if nb > 1 {
+			// m'_bk, block by block from m.
+			for r := range Rq {
+				fmt.Fprintf(b, "\t\tvar mc%s = maxkey(mr%s);\n", sf(r), sf(r))
+				for bk := range nbk {
+					fmt.Fprintf(b, "\t\tmc%s = combine_maxkey(mc%s, %s);\n\t\tlet mn%s%s = unmaxkey(mc%s);\n", sf(r), sf(r), rowKey[r][bk], bs(bk), sf(r), sf(r))
+				}
 			}
 		}
 		// p = exp(t − m') of this thread's keys into Ps; l and o times c.
@@ -683,17 +803,20 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			for sub := 0; sub*p.ks < keys; sub++ {
 				rest := keys - sub*p.ks
 				for y := range p.pk {
+					if blockOf(sub, y) >= nbk {
+						continue // a block past the span's keys (the last span's)
+					}
 					b.WriteString("\t\t{\n")
 					if rest < p.ks {
-						fmt.Fprintf(b, "\t\tif (kb + %du < %du) {\n", y, rest)
+						fmt.Fprintf(b, "\t\tif (kb + %du < %du) {\n", keyOff(y), rest)
 					}
 					fmt.Fprintf(b, "\t\t\tlet ts = t%d_%d%s;\n", sub, y, sf(r))
-					b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"+sf(r)), 3))
+					b.WriteString(codegen.Indent(apply("us", ir.OpSub, "ts", "mn"+bs(blockOf(sub, y))+sf(r)), 3))
 					b.WriteString(codegen.Indent(apply("ps", ir.OpExp, "us"), 3))
 					if p.VecP {
-						fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, y, at("Ps", wr(r), "pk / 4u", p.pp))
+						fmt.Fprintf(b, "\t\t\tlet pk = %du + kb + %du;\n\t\t\t%s[pk %% 4u] = ps;\n", sub*p.ks, keyOff(y), at("Ps", wr(r), "pk / 4u", p.pp))
 					} else {
-						fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, y), wr(r), RRt))
+						fmt.Fprintf(b, "\t\t\t%s = ps;\n", at("Ps", fmt.Sprintf("%du + kb + %du", sub*p.ks, keyOff(y)), wr(r), RRt))
 					}
 					if rest < p.ks {
 						b.WriteString("\t\t}\n")
@@ -708,7 +831,46 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 				fmt.Fprintf(b, "%so%d%s = %s;\n", in, y, sf(r), Lang.Keep(fmt.Sprintf("o%d%s * cs%s", y, sf(r), sf(r))))
 			}
 		}
+		// In a span: c_bk = exp(m'_(bk−1) − m'_bk) (m'_(−1) = m), l and
+		// o rescaled by c_0 here and by c_bk before block bk's first key.
+		csOf := func(bk, r int) string { return "cs" + bs(bk) + sf(r) }
+		prevM := func(bk, r int) string {
+			if bk == 0 {
+				return "mr" + sf(r)
+			}
+			return "mn" + bs(bk-1) + sf(r)
+		}
+		rescaleL := func(r, bk int, in string) {
+			fmt.Fprintf(b, "%sls%s = %s;\n", in, sf(r), Lang.Keep(fmt.Sprintf("ls%s * %s", sf(r), csOf(bk, r))))
+		}
+		rescaleO := func(r, bk int, in string) {
+			for y := range p.ev {
+				fmt.Fprintf(b, "%so%d%s = %s;\n", in, y, sf(r), Lang.Keep(fmt.Sprintf("o%d%s * %s", y, sf(r), csOf(bk, r))))
+			}
+		}
 		switch {
+		case nb > 1 && p.RowC:
+			b.WriteString("\t\tif (sl == 0u) {\n")
+			for r := range Rq {
+				for bk := range nbk {
+					b.WriteString("\t\t\t{\n")
+					b.WriteString(codegen.Indent(apply("ud", ir.OpSub, prevM(bk, r), "mn"+bs(bk)+sf(r)), 4))
+					b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 4))
+					fmt.Fprintf(b, "\t\t\t\tCs[%s] = cs;\n\t\t\t}\n", rowAt(bk, r))
+				}
+			}
+			b.WriteString("\t\t}\n")
+		case nb > 1:
+			for r := range Rq {
+				for bk := range nbk {
+					fmt.Fprintf(b, "\t\tvar %s: f32;\n\t\t{\n", csOf(bk, r))
+					b.WriteString(codegen.Indent(apply("ud", ir.OpSub, prevM(bk, r), "mn"+bs(bk)+sf(r)), 3))
+					b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
+					fmt.Fprintf(b, "\t\t\t%s = cs;\n\t\t}\n", csOf(bk, r))
+				}
+				rescaleL(r, 0, "\t\t")
+				rescaleO(r, 0, "\t\t")
+			}
 		case p.RowC:
 			// The row's first thread computes c; the others read it after
 			// the v stage's barrier and rescale there.
@@ -741,19 +903,31 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			}
 		}
 		for r := range Rq {
-			fmt.Fprintf(b, "\t\tmr%s = mn%s;\n", sf(r), sf(r))
+			fmt.Fprintf(b, "\t\tmr%s = mn%s%s;\n", sf(r), bs(nbk-1), sf(r))
 		}
 		// v's sub-tiles: l and o over the block's keys ascending.
 		for first := true; x < len(ss); x, first = x+1, false {
 			sub := ss[x].sub
 			store(ss[x])
 			next(ss, x, last)
-			if p.RowC && first {
+			if p.RowC && first && nb == 1 {
 				for r := range Rq {
 					fmt.Fprintf(b, "\t\tlet cs%s = Cs[%s];\n", sf(r), wr(r))
 					rescale(r, "\t\t")
 				}
 			}
+			if p.RowC && first && nb > 1 {
+				for r := range Rq {
+					for bk := range nbk {
+						fmt.Fprintf(b, "\t\tlet %s = Cs[%s];\n", csOf(bk, r), rowAt(bk, r))
+					}
+					rescaleL(r, 0, "\t\t")
+					rescaleO(r, 0, "\t\t")
+				}
+			}
+			// starts reports whether span key jb starts a block after the
+			// first, whose c rescales l and o before it.
+			starts := func(jb int) bool { return jb > 0 && jb%B == 0 }
 			n := min(p.ks, keys-sub*p.ks)
 			if p.VecP {
 				for r := range Rq {
@@ -770,6 +944,14 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			products := func(sw string, withL bool) {
 				for j := range n {
 					jb := sub*p.ks + j
+					if starts(jb) {
+						for r := range Rq {
+							if withL {
+								rescaleL(r, jb/B, "\t\t")
+							}
+							rescaleO(r, jb/B, "\t\t")
+						}
+					}
 					kept("\t\t", jb)
 					if Rq == 1 {
 						if !withL {
@@ -814,6 +996,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			sums := func(in string) {
 				for r := range Rq {
 					for j := range n {
+						if starts(sub*p.ks + j) {
+							rescaleL(r, (sub*p.ks+j)/B, in)
+						}
 						kept(in, sub*p.ks+j)
 						fmt.Fprintf(b, "%sls%s = ls%s + %s;\n", in, sf(r), sf(r), pjAt(r, sub*p.ks+j))
 						unkept(in)
@@ -856,21 +1041,21 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			fmt.Fprintf(b, "\tvar o%d%s = %s<f32>(params.zero);\n", y, sf(r), ovec)
 		}
 	}
-	whole, rest := T/B*B, T%B
+	whole, rest := T/W*W, T%W
 	if G > 1 {
 		// Each group runs its part's blocks from g·Chunk (the last part's
 		// past T: ragged).
 		fetch(1, stage{}, fmt.Sprintf("g * %du", a.Chunk))
-		fmt.Fprintf(b, "\tfor (var bi = 0u; bi < %du; bi++) {\n\t\tlet kt = g * %du + bi * %du;\n", a.Chunk/B, a.Chunk, B)
-		block(B, false)
+		fmt.Fprintf(b, "\tfor (var bi = 0u; bi < %du; bi++) {\n\t\tlet kt = g * %du + bi * %du;\n", a.Chunk/W, a.Chunk, W)
+		block(W, false)
 		b.WriteString("\t}\n")
 		whole, rest = 0, 0
 	} else {
 		fetch(1, stage{}, "0u")
 	}
 	if whole > 0 {
-		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, B)
-		block(B, false) // the last whole block's fetch is skipped at run time
+		fmt.Fprintf(b, "\tfor (var kt = 0u; kt < %du; kt += %du) {\n", whole, W)
+		block(W, false) // the last whole span's fetch is skipped at run time
 		b.WriteString("\t}\n")
 	}
 	if rest > 0 {

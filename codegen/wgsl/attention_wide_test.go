@@ -70,7 +70,10 @@ func TestOnlineWideStorage(t *testing.T) {
 	tiles := []wgsl.OnlineTile{{Rows: 16, Slices: 16}, {Rows: 8, Slices: 32}, {Rows: 32, Slices: 8},
 		{Rows: 16, Slices: 16, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, TwoLevel: true},
 		{Rows: 8, Slices: 32, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true},
-		{Rows: 8, Slices: 16, RowBlock: 2, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true}}
+		{Rows: 8, Slices: 16, RowBlock: 2, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true},
+		{Rows: 16, Slices: 16, Span: 2}, {Rows: 16, Slices: 16, Span: 4, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, TwoLevel: true},
+		{Rows: 8, Slices: 32, Span: 2, TreeMax: true, RowC: true, VecP: true, RowL: true, Index2D: true, Half: true, TwoLevel: true},
+		{Rows: 8, Slices: 16, RowBlock: 2, Span: 2, RowC: true, VecP: true}, {Rows: 32, Slices: 8, Span: 4}}
 	for _, tile := range tiles {
 		for _, d := range []int{8, 64, 100, 128} {
 			c := irtest.AttentionCase{Name: "x", S: 40, T: 70, D: d, E: d, Scale: 0.125}
@@ -132,5 +135,43 @@ func TestOnlineWideStorage(t *testing.T) {
 	wgsl.AttentionOnlineTile = wide(wgsl.DefaultOnlineTile)
 	if (wgsl.Target{Storage: 32768}).Name() == (wgsl.Target{Storage: 49152}).Name() {
 		t.Error("two storages under a w tile share a shader cache key")
+	}
+}
+
+// TestOnlineSpanPlan: a span (bN) stages N key blocks of k at once where
+// the storage holds them: at d 64 under 32 KiB online16x16b2w stages 64
+// keys (64 × 17 vec4s), each thread scoring 2 keys of each block (kb =
+// sl·2, its keys kb, kb+1, 32+kb, 33+kb) in 4 chains, with one barrier
+// pair a stage of k and of v and one for the maxima: 5 barriers a span of
+// 64 keys, the 5 of a block of 32 without it; each block has its own m'
+// (mn_b0, mn_b1) and c. Under WebGPU's default 16 KiB the span is staged
+// in sub-tiles of a block (9 barriers a span); where the split order's
+// parts are not whole spans the span halves (the kernel without it).
+func TestOnlineSpanPlan(t *testing.T) {
+	defer func(from, split int) { ir.AttentionOnlineFrom, ir.AttentionSplit = from, split }(ir.AttentionOnlineFrom, ir.AttentionSplit)
+	ir.AttentionOnlineFrom = 1
+	c := irtest.AttentionCase{Name: "x", S: 2048, T: 2048, D: 64, E: 64, Scale: 0.125}
+	barriers := func(src string) int {
+		return strings.Count(src[strings.Index(src, "for (var kt"):], "workgroupBarrier")
+	}
+	tile := wgsl.OnlineTile{Rows: 16, Slices: 16, Span: 2, Wide: true}
+	wide := emitOnline(t, c, tile, wgsl.Target{Storage: 32768})
+	for _, m := range []string{"var<workgroup> KVs: array<vec4<f32>, 1088>;", "let kb = sl * 2u;", "kt += 64u", "KVs[(kb + 33u) * 17u + 15u]",
+		"let mn_b1 = unmaxkey(mc);", "o0 = (o0 * cs_b1) * params.one;", "var<workgroup> Ps: array<f32, 1024>;"} {
+		if !strings.Contains(wide, m) {
+			t.Errorf("%s under 32 KiB: no %q", tile, m)
+		}
+	}
+	plain := emitOnline(t, c, wgsl.DefaultOnlineTile, wgsl.Target{Storage: 32768})
+	if got, want := barriers(wide), barriers(plain); got != want || got != 5 {
+		t.Errorf("%s: %d barriers a span of 64 keys, the default %d a block of 32; want 5 and 5", tile, got, want)
+	}
+	if n := barriers(emitOnline(t, c, tile, wgsl.Target{})); n != 9 {
+		t.Errorf("%s under 16 KiB: %d barriers a span, want 9 (sub-tiles of a block)", tile, n)
+	}
+	ir.AttentionSplit = 3
+	short := irtest.AttentionCase{Name: "x", S: 40, T: 96, D: 64, E: 64, Scale: 0.125}
+	if a, b := emitOnline(t, short, tile, wgsl.Target{Storage: 32768}), emitOnline(t, short, wgsl.OnlineTile{Rows: 16, Slices: 16, Wide: true}, wgsl.Target{Storage: 32768}); a != b {
+		t.Errorf("%s in parts of one block: not the kernel without the span", tile)
 	}
 }
