@@ -153,6 +153,9 @@ suite_models() {
 	benches bench_models.txt 90 bench 'ONNXModels' 400x GPUCC_BENCH_MODELS=/tmp/models
 }
 suite_compile() {
+	# what opening webgpu costs before a first compile, each stage in fresh processes (compile8, startup8: the FMA
+	# probe's disk verdict, the primary backends enumerated first): gpucc-open minus gpucc-open-disk is the probe's cost
+	GPUCC_STARTUP=1 GPUCC_STARTUP_RUNS=9 tests startup.txt 120 bench '^TestStartupStages$'
 	mkdir -p /tmp/vision
 	timeout 240 python3 bench/torch_vision.py /tmp/vision >"$OUT/torch_vision.txt" 2>&1
 	log "torch_vision.py: exit $?"
