@@ -236,11 +236,16 @@ suite_last() {
 	# attn8's split order (ir.AttentionSplit, opt-in: a new rounding order, cpuref's) and its WGSL kernel, full tier:
 	# 2048 keys in 4 parts, causal, d 64 and 128, before any split tile is timed
 	tests last_exact.txt 150 gpucc 'TestAttentionSplit/webgpu|TestAttentionSplitTiles/webgpu'
+	# attn9: the device is granted its adapter's workgroup storage (not wgpu's 16 KiB default), and the tiles planned
+	# for it (w) and staging two or four key blocks between one pair of barriers (bN), full tier, before they are timed
+	tests last_exact.txt 30 gpu 'TestGrantsAdapterStorage'
+	tests last_exact.txt 30 webgpu 'TestStorageReachesAttention'
+	tests last_exact.txt 200 gpucc 'TestAttentionWideTiles/webgpu|TestAttentionSpanTiles/webgpu'
 	warm
 	# d 64: the sixth session's flags, attn8's register-blocked rows (rN) and the split (@sP); a tile that does not
 	# fit the shape is skipped by name, not timed as the default
-	benches last_attn.txt 70 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16i online16x16t online16x16mcpli online16x16mcplit online8x32h online8x32mcpliht online32x8mcpli online8x32r2mcpliht online8x16r2mcplit online16x16r2mcplit online16x8r2mcplit online4x32r2mcpliht online@s2 online@s4 online16x16mcplit@s2 online16x16mcplit@s4 online8x16r2mcplit@s2}"
-	benches last_attn.txt 50 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16i online16x16mcpli online16x16mcplit online32x8mcpli online16x16mcplit@s2 online16x16mcplit@s4}"
+	benches last_attn.txt 110 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16i online16x16t online16x16mcpli online16x16mcplit online8x32h online8x32mcpliht online32x8mcpli online8x32r2mcpliht online8x16r2mcplit online16x16r2mcplit online16x8r2mcplit online4x32r2mcpliht online@s2 online@s4 online16x16mcplit@s2 online16x16mcplit@s4 online8x16r2mcplit@s2 online16x16mcplitw online16x16b2w online16x16b4w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw online8x16r2b2mcplitw online16x16b2mcplitw@s4}"
+	benches last_attn.txt 90 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16i online16x16mcpli online16x16mcplit online32x8mcpli online16x16mcplit@s2 online16x16mcplit@s4 online16x16w online16x16mcplitw online8x32w online16x16b2w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw}"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 2048: exit $?"
