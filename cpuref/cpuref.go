@@ -365,7 +365,8 @@ func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
 // EvalFlushed is Eval on a machine that flushes subnormals: every
 // arithmetic operation (add, sub, mul, and those inside matmul and sum)
 // reads subnormal operands as zero and writes subnormal results as zero,
-// keeping the sign, and every comparison (life's alive test too) reads
+// keeping the sign (a product by its exact value: one that rounds up to
+// 2^-126 from below is flushed too, as NVIDIA's driver does), and every comparison (life's alive test too) reads
 // subnormal operands as zero (NVIDIA's flushing compares; measured as
 // relu(subnormal) = +0 on the H200 and on SwiftShader). WGSL and GLSL ES allow this, and the H200 and
 // SwiftShader do it; it is the one place where GPU backends may depart from
@@ -494,7 +495,20 @@ func Unary(op ir.Op, a, s float32) float32 { return EvalX(op.Info().Expr, a, s, 
 
 func (ar arith) add(a, b float32) float32 { return ar.f(float32(ar.f(a) + ar.f(b))) }
 func (ar arith) sub(a, b float32) float32 { return ar.f(float32(ar.f(a) - ar.f(b))) }
-func (ar arith) mul(a, b float32) float32 { return ar.f(float32(ar.f(a) * ar.f(b))) }
+
+// mul is a float32 product. A flushing arith flushes a product whose exact
+// value is below 2^-126 in magnitude, also where it rounds up to 2^-126:
+// NVIDIA's driver detects tininess before rounding (the H100 gave
+// 0.5 × 0x00ffffff = +0, not 0x00800000, on 2026-12-05). Sums need no
+// such rule: a float32 sum below 2^-125 in magnitude is exact (a multiple
+// of 2^-149, fewer than 2^24 of them).
+func (ar arith) mul(a, b float32) float32 {
+	a, b = ar.f(a), ar.f(b)
+	if p := float64(a) * float64(b); ar.flush && p != 0 && math.Abs(p) < 0x1p-126 {
+		return float32(math.Copysign(0, p))
+	}
+	return ar.f(a * b)
+}
 
 // Transpose returns the [cols,rows] transpose of a row-major [rows,cols] matrix.
 func Transpose(a []float32, rows, cols int) []float32 {

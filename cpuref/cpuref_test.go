@@ -129,20 +129,26 @@ func TestLifeGlider(t *testing.T) {
 	}
 }
 
+// TestEvalFlushed: a flushing GPU writes a subnormal product as zero, and
+// a product whose exact value is below 2^-126 but rounds up to it too
+// (the H100's driver: 0.5 × 0x00ffffff = +0 in TestFastPathsBackends on
+// 2026-12-05); 0.5 × 0x01000000 is exactly 2^-126 and stays.
 func TestEvalFlushed(t *testing.T) {
 	tiny := math.Float32frombits(0x00000100)
+	below, at := math.Float32frombits(0x00ffffff), math.Float32frombits(0x01000000)
+	minNormal := math.Float32frombits(0x00800000)
 	b := ir.NewBuilder()
-	x := b.Input(ir.Shape{3}, []float32{tiny, -tiny, 3})
+	x := b.Input(ir.Shape{6}, []float32{tiny, -tiny, 3, below, -below, at})
 	b.Output("half", x.MulScalar(0.5))
 	g, err := b.Build(ir.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	exactV, flushed := Eval(g)[1], EvalFlushed(g)[1]
-	if diff := cmp.Diff(bitsOf([]float32{tiny / 2, -tiny / 2, 1.5}), bitsOf(exactV)); diff != "" {
+	if diff := cmp.Diff(bitsOf([]float32{tiny / 2, -tiny / 2, 1.5, minNormal, -minNormal, minNormal}), bitsOf(exactV)); diff != "" {
 		t.Errorf("exact (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(bitsOf([]float32{0, negZero, 1.5}), bitsOf(flushed)); diff != "" {
+	if diff := cmp.Diff(bitsOf([]float32{0, negZero, 1.5, 0, negZero, minNormal}), bitsOf(flushed)); diff != "" {
 		t.Errorf("flushed (-want +got):\n%s", diff)
 	}
 }
