@@ -262,8 +262,6 @@ func TestAttentionTiles(t *testing.T) {
 	}
 }
 
-// onlineFrom makes attention over n keys or more take the online order
-// (ir.AttentionOnlineFrom) for the rest of the test.
 // tileShare reports whether tile j of a tile test runs case i: every case
 // under every tile in the full tier; under -short, one case in every
 // `every`, rotated by the tile, so each tile still runs some of the cases
@@ -273,6 +271,8 @@ func TestAttentionTiles(t *testing.T) {
 // alone took 940 s of a clean clone's 2 cores with every pair.
 func tileShare(j, i, every int) bool { return !testing.Short() || (i+j)%every == 0 }
 
+// onlineFrom makes attention over n keys or more take the online order
+// (ir.AttentionOnlineFrom) for the rest of the test.
 func onlineFrom(t testing.TB, n int) {
 	old := ir.AttentionOnlineFrom
 	ir.AttentionOnlineFrom = n

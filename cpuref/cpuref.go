@@ -366,8 +366,8 @@ func Eval(g *ir.Graph) [][]float32 { return exact.eval(g) }
 // arithmetic operation (add, sub, mul, and those inside matmul and sum)
 // reads subnormal operands as zero and writes subnormal results as zero,
 // keeping the sign (a product by its exact value: one that rounds up to
-// 2^-126 from below is flushed too, as NVIDIA's driver does), and every comparison (life's alive test too) reads
-// subnormal operands as zero (NVIDIA's flushing compares; measured as
+// 2^-126 from below is flushed too, as NVIDIA's driver does), and every
+// comparison (life's alive test too) reads subnormal operands as zero (NVIDIA's flushing compares; measured as
 // relu(subnormal) = +0 on the H200 and on SwiftShader). WGSL and GLSL ES allow this, and the H200 and
 // SwiftShader do it; it is the one place where GPU backends may depart from
 // Eval, and then only to EvalFlushed's value. It is not the reference.
