@@ -100,11 +100,7 @@ func TestAttentionSplitTiles(t *testing.T) {
 	}
 	onlineFrom(t, 1)
 	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
-	type split struct {
-		irtest.AttentionCase
-		parts int
-	}
-	cases := []split{
+	cases := []partsCase{
 		{irtest.AttentionCase{Name: "keys64-in-2-d64-causal", H: 2, S: 64, T: 64, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 3},
 		{irtest.AttentionCase{Name: "keys96-in-3-d128-padding", B: 2, S: 9, T: 96, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 3},
 		{irtest.AttentionCase{Name: "keys128-in-4-d64-dense", S: 21, T: 128, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true}, 4},
@@ -116,24 +112,8 @@ func TestAttentionSplitTiles(t *testing.T) {
 	}
 	if !testing.Short() {
 		for _, d := range []int{64, 128} {
-			cases = append(cases, split{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-in-4-d%d-causal", d), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, 4})
+			cases = append(cases, partsCase{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-in-4-d%d-causal", d), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, 4})
 		}
 	}
-	for j, tile := range splitTileVariants {
-		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
-			wgsl.AttentionOnlineTile = tile
-			rt := open(t, "webgpu", func(o *gpucc.Options) {
-				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
-			})
-			for k, c := range cases {
-				if !tileShare(j, k, 3) {
-					continue
-				}
-				t.Run(c.Name, func(t *testing.T) {
-					splitParts(t, c.parts)
-					checkNonFinite(t, rt, c.Graph(uint64(1500+k)))
-				})
-			}
-		})
-	}
+	runPartsTiles(t, splitTileVariants, cases, 3, 1500)
 }

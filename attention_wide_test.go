@@ -70,11 +70,7 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 	}
 	onlineFrom(t, 1)
 	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
-	type wideCase struct {
-		irtest.AttentionCase
-		parts int // ir.AttentionSplit
-	}
-	cases := []wideCase{
+	cases := []partsCase{
 		{irtest.AttentionCase{Name: "keys261-d64-lead-off", S: 5, T: 261, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskLead, NonFinite: true}, 0},
 		{irtest.AttentionCase{Name: "keys256-in-2-d64-causal", S: 40, T: 256, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 2},
 		{irtest.AttentionCase{Name: "seq130-d128-causal", S: 130, T: 130, D: 128, E: 128, Scale: 0.088388346, Mask: irtest.MaskCausal}, 0},
@@ -91,10 +87,24 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 	if !testing.Short() {
 		for _, d := range []int{64, 128} {
 			for _, parts := range []int{0, 4} {
-				cases = append(cases, wideCase{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-d%d-causal-parts%d", d, parts), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, parts})
+				cases = append(cases, partsCase{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-d%d-causal-parts%d", d, parts), S: 2048, T: 2048, D: d, E: d, Scale: 0.125, Mask: irtest.MaskCausal}, parts})
 			}
 		}
 	}
+	runPartsTiles(t, tiles, cases, 4, 1600)
+}
+
+// partsCase is an attention case and the parts of its split order
+// (ir.AttentionSplit; 0 for the online order).
+type partsCase struct {
+	irtest.AttentionCase
+	parts int
+}
+
+// runPartsTiles checks each case on webgpu under each of tiles, the cases
+// under -short a share of every (tileShare), case k's values seeded
+// seed+k.
+func runPartsTiles(t *testing.T, tiles []wgsl.OnlineTile, cases []partsCase, every int, seed uint64) {
 	for j, tile := range tiles {
 		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
 			wgsl.AttentionOnlineTile = tile
@@ -102,12 +112,12 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
 			})
 			for k, c := range cases {
-				if !tileShare(j, k, 4) {
+				if !tileShare(j, k, every) {
 					continue
 				}
 				t.Run(c.Name, func(t *testing.T) {
 					splitParts(t, c.parts)
-					checkNonFinite(t, rt, c.Graph(uint64(1600+k)))
+					checkNonFinite(t, rt, c.Graph(seed+uint64(k)))
 				})
 			}
 		})
