@@ -133,3 +133,26 @@ func TestRuntimePanicDropsRuntime(t *testing.T) {
 		t.Errorf("the backend was opened %d times, want 2 (once more after the panic)", n)
 	}
 }
+
+type nopExecutor struct{}
+
+func (nopExecutor) run(context.Context, string, *ir.Graph) (*gpucc.Result, error) {
+	return &gpucc.Result{}, nil
+}
+func (nopExecutor) close() {}
+
+// TestSlotFreeOnReply: a request's pending slot is given back before its
+// reply is delivered, so a client at MaxPending 1 that submits again on
+// each reply is never answered busy by its own finished request (CI saw
+// that race under -race when the slot was given back after delivery).
+func TestSlotFreeOnReply(t *testing.T) {
+	h := newServer(Policy{MaxPending: 1, Backends: []string{"cpu"}}, nopExecutor{})
+	defer h.Close(context.Background())
+	h.Grant("g")
+	cl := h.Client("g")
+	for i := range 500 {
+		if r := cl.Execute(context.Background(), req(seed, "cpu")); !r.OK {
+			t.Fatalf("request %d: %+v", i, r.Error)
+		}
+	}
+}

@@ -306,10 +306,15 @@ func (c *Client) Submit(ctx context.Context, req Request, deliver func(Reply)) e
 	}
 	done := make(chan struct{})
 	go func() {
-		defer c.finish()
+		defer c.h.work.Done()
 		defer cancel()
 		defer close(done)
-		answer(c.h.execute(ctx, req.backend(), g))
+		r := c.h.execute(ctx, req.backend(), g)
+		// The slot is free before the reply is delivered, so a caller that
+		// submits again on its reply is never answered busy by its own
+		// finished request; Close still waits for the delivery.
+		c.release()
+		answer(r)
 	}()
 	go func() {
 		select {
@@ -400,14 +405,21 @@ func (c *Client) admit() error {
 	return nil
 }
 
+// finish ends an admitted request: its slot is given back and Close no
+// longer waits for it.
 func (c *Client) finish() {
+	c.release()
+	c.h.work.Done()
+}
+
+// release gives an admitted request's pending slot back.
+func (c *Client) release() {
 	h := c.h
 	h.mu.Lock()
 	if h.pending[c.id]--; h.pending[c.id] == 0 {
 		delete(h.pending, c.id)
 	}
 	h.mu.Unlock()
-	h.work.Done()
 }
 
 // timeoutError is the timeout error for a done ctx.
