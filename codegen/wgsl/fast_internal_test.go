@@ -10,7 +10,7 @@ import (
 )
 
 // TestFastPathsFromEnv: GPUCC_FAST_PATHS is on, off or unset (the
-// default: fastPathsDefault, off until a device visit); anything else is a usage error naming the
+// default: fastPathsDefault, on); anything else is a usage error naming the
 // variable, which every Emit returns.
 func TestFastPathsFromEnv(t *testing.T) {
 	for _, c := range []struct {
