@@ -298,20 +298,20 @@ suite_rows() {
 	# the fast-path probe on the driver (runtime/webgpu/fastprobe.go: every float32 inside each path's interval on
 	# hardware; TestFastProbe logs its time and any mismatching inputs; TestFastProbeRejects shows it catches wrong bodies)
 	GPUCC_FMA=on tests rows_fastprobe.txt 300 webgpu '^(TestFastProbe|TestFastProbeRejects|TestFastPathsChoice|TestFastProbeDiskCache|TestProbeSpans|TestExportNoFastPaths)$' -test.short
-	# the same with the exp/tanh/sigmoid fast paths on where that probe passed (GPUCC_FAST_PATHS=on; off by default
-	# until these pass on a GPU: then flip fastPathsDefault in codegen/wgsl/fast.go)
+	# the same with the exp/tanh/sigmoid fast paths on where that probe passed (GPUCC_FAST_PATHS=on, the default since
+	# the H100's driver passed these on 2026-12-05)
 	GPUCC_FMA=on GPUCC_FAST_PATHS=on tests rows_exact_fast.txt 180 gpucc 'TestXMathPairs/webgpu|TestRow(Knobs|Division|Max)|TestRandomRows/webgpu|TestSuite/webgpu|^TestAttentionOnline$/webgpu|TestTransformerFixtures/webgpu' -test.short
-	# the rows kernels' workgroup sizes (wgsl.RowThreads 32, 64, 128), every one, before they are timed
+	# the rows kernels' workgroup sizes (wgsl.RowThreads 32, 64, 256 besides the default 128), every one, before they are timed
 	tests rows_exact.txt 120 gpucc 'TestRowThreads'
 	warm
 	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=on GPUCC_FAST_PATHS=on
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	# the same kernels' bits by other schedules (nn_bench_test.go): exp, tanh and sigmoid without their fast paths
-	# (nofast, the default until this suite passes: the 2026-12-05 fifth visit's kernels), and a rows kernel's workgroup of 64 or 128 threads, not 256
+	# (nofast, the fifth visit's kernels), and a rows kernel's workgroup of 64 or 256 threads, not 128 (the default since 2026-12-05)
 	# (the rootall/divslow/floatmax knobs were timed on 12-04 and 12-05: see RESULTS.md)
 	benches bench_rows_nofast.txt 90 bench 'NN/(softmax|logsoftmax|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=nofast
 	benches bench_rows_threads64.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads64
-	benches bench_rows_threads128.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads128
+	benches bench_rows_threads256.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads256
 	# without the fused twins (the default: Dekker's products, as before the probe), beside bench_rows.txt
 	benches bench_rows_nofma.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"

@@ -14,8 +14,8 @@ package bench
 //	                  maximum, not order keys (wgsl.RowMaxKeys off);
 //	                  nofast, exp, tanh and sigmoid by the table's bodies
 //	                  alone, no fast path (wgsl.FastPaths off); threads32,
-//	                  threads64, threads128, a rows kernel's workgroup size
-//	                  (wgsl.RowThreads, 256 by default)
+//	                  threads64, threads128, threads256, a rows kernel's
+//	                  workgroup size (wgsl.RowThreads, 128 by default)
 
 import (
 	"context"
@@ -124,7 +124,7 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowMaxKeys = false
 		case "nofast":
 			wgsl.FastPaths = false
-		case "threads32", "threads64", "threads128":
+		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		}
 	}
