@@ -5,6 +5,7 @@ package webgpu
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,11 +28,15 @@ import (
 // (wgsl.Target.FastPaths) only where every one agreed.
 type fastProbe struct {
 	Exhaustive bool // every float32 inside each interval; else a sample (sampledSpans)
-	Fused      bool // the fused bodies (the device's Target.Fused)
-	Funcs      []fastResult
-	Took       time.Duration
-	Err        error `json:"-"` // why the probe did not run to its end (then no fast paths)
-	Cached     bool  `json:"-"` // read from the disk cache, not run in this process
+	// Cut, on hardware, is how long the exhaustive probe's first
+	// submissions said every input would take, where that was past
+	// fastProbeBudget: the verdict is the sample's.
+	Cut    time.Duration `json:",omitempty"`
+	Fused  bool          // the fused bodies (the device's Target.Fused)
+	Funcs  []fastResult
+	Took   time.Duration
+	Err    error `json:"-"` // why the probe did not run to its end (then no fast paths)
+	Cached bool  `json:"-"` // read from the disk cache, not run in this process
 }
 
 // fastResult is one function's part of a probe.
@@ -59,6 +64,9 @@ func (p fastProbe) String() string {
 	how := "sampled"
 	if p.Exhaustive {
 		how = "exhaustive"
+	}
+	if p.Cut > 0 {
+		how = fmt.Sprintf("sampled (every input would take %.1f s, past the budget of %v)", p.Cut.Seconds(), fastProbeBudget)
 	}
 	var parts []string
 	for _, f := range p.Funcs {
@@ -145,8 +153,8 @@ func probeFast(dev *gpu.Device, c *cache.Cache, fused bool) fastProbe {
 	} else {
 		fastRuns.Add(1)
 		var err error
-		p, err = runFastProbe(dev, o, spansFor(info))
-		p.Exhaustive, p.Err = !info.Software, err
+		p, err = probeOn(dev, o, info.Software)
+		p.Err = err
 		if err == nil && disk {
 			if b, err := json.Marshal(p); err == nil {
 				c.Put(fastProbeKind, dk, b) // a failed write costs the next process a probe, nothing else
@@ -197,19 +205,47 @@ func fastKeyOf(info gpu.AdapterInfo, fused bool) fastKey {
 	return fastKey{fmt.Sprintf("%s|%s|%s|%s|%x:%x", info.Name, info.Driver, info.DriverInfo, info.Backend, info.VendorID, info.DeviceID), fused}
 }
 
-// spansFor is the probe's extent on adapter info: every float32 inside
-// each interval on hardware (6.66e9 inputs a form, 13.3e9 comparisons of
-// a fast path with its table's body; at xcost's 120 to 330 units a
-// comparison, of the order of 0.1 s on an H100's 30e12 lanes a second),
-// a sample (sampledSpans) on a software adapter: lavapipe compared 18 to
-// 44 million inputs a second on this 2-core host under load (2026-12-05),
-// so every input would take 5 to 12 minutes, where the sample takes
-// 0.25 s and its two pipelines 0.15 s.
-func spansFor(info gpu.AdapterInfo) spanner {
-	if info.Software {
-		return sampledSpans
+// probeOn runs the probe of o on dev: on hardware over every float32
+// inside each interval (6.66e9 inputs a form, 13.3e9 comparisons of a
+// fast path with its table's body: 109 ms on an H100, 2026-12-05), unless
+// its first submissions say that would take longer than fastProbeBudget;
+// then, and on a software adapter, over a sample (sampledSpans): lavapipe
+// compared 18 to 44 million inputs a second on this 2-core host under
+// load (2026-12-05), so every input would take 5 to 12 minutes, where the
+// sample takes 0.25 s and its two pipelines 0.15 s. A cut probe that had
+// already seen an input differ keeps that verdict.
+func probeOn(dev *gpu.Device, o wgsl.FastProbeOptions, software bool) (fastProbe, error) {
+	var cut, spent time.Duration
+	if !software {
+		p, err := runFastProbe(dev, o, exhaustiveSpans, fastProbeBudget)
+		var c *probeCut
+		if !errors.As(err, &c) {
+			p.Exhaustive = err == nil
+			return p, err
+		}
+		if !p.Passed() { // an input differed before the cut
+			p.Cut = c.estimate
+			return p, nil
+		}
+		cut, spent = c.estimate, p.Took
 	}
-	return exhaustiveSpans
+	p, err := runFastProbe(dev, o, sampledSpans, 0)
+	p.Cut, p.Took = cut, p.Took+spent
+	return p, err
+}
+
+// fastProbeBudget bounds the exhaustive probe: the first compile of a
+// process (or of a new driver or binary: the verdict is kept on disk) on
+// a GPU many times slower than an H100 pays for the sample instead of
+// seconds. A variable so that tests can cut it.
+var fastProbeBudget = time.Second
+
+// probeCut is runFastProbe's error where its estimate of the whole probe
+// passed its budget.
+type probeCut struct{ estimate time.Duration }
+
+func (c *probeCut) Error() string {
+	return fmt.Sprintf("fast-path probe: every input would take about %v, past the budget of %v", c.estimate.Round(time.Millisecond), fastProbeBudget)
 }
 
 // spanner returns the spans that probe path fp.
@@ -218,6 +254,13 @@ type spanner func(fp ir.FastPath) []wgsl.FastSpan
 // chunk bounds a span's inputs: a vec4 dispatch of it is 8192 workgroups,
 // a scalar one 32768, under WebGPU's 65535 a dimension.
 const chunk = 1 << 25
+
+// perSubmit bounds the inputs of one submission of the probe (after the
+// first, of one span, each submission takes twice the last, up to this):
+// about 2 ms on an H100, so that no submission runs near a driver's
+// watchdog (Windows' TDR: 2 s) on a GPU a hundred times slower, and the
+// budget is judged after each.
+const perSubmit = 8 * chunk
 
 // halves returns the bits of the floats inside fp's interval as ranges
 // [lo, hi) of one sign each: (0, Hi) and (Lo, -0).
@@ -286,7 +329,11 @@ func edgeSpans(fp ir.FastPath) []wgsl.FastSpan {
 
 // runFastProbe runs the probe of o on dev over the spans of each path,
 // both forms, and returns what it saw (Funcs in o.Paths' probe order).
-func runFastProbe(dev *gpu.Device, o wgsl.FastProbeOptions, spans spanner) (p fastProbe, err error) {
+// Each path's spans are submitted in growing batches (perSubmit). With a
+// budget, once its submissions took a tenth of it and their time, scaled
+// to every input, is past it, it stops with a *probeCut and what it saw
+// so far.
+func runFastProbe(dev *gpu.Device, o wgsl.FastProbeOptions, spans spanner, budget time.Duration) (p fastProbe, err error) {
 	defer func() { // a probe that fails leaves the device as it was, never panics open
 		if r := recover(); r != nil {
 			err = fmt.Errorf("fast-path probe: %v", r)
@@ -306,11 +353,17 @@ func runFastProbe(dev *gpu.Device, o wgsl.FastProbeOptions, spans spanner) (p fa
 	}
 	bufs = append(bufs, out)
 	zero := make([]float32, wgsl.FastProbeWords)
+	got := make([]float32, wgsl.FastProbeWords)
 	names := wgsl.FastProbeFuncs(o.Paths)
 	p.Funcs = make([]fastResult, len(names))
+	var total, done uint64 // inputs, both forms
 	for i, name := range names {
 		p.Funcs[i].Name = name
+		for _, sp := range spans(o.Paths[name]) {
+			total += 2 * uint64(sp.Count)
+		}
 	}
+	var busy time.Duration // in submissions
 	for _, vec := range []bool{false, true} {
 		o.Vec = vec
 		s := wgsl.FastProbe(o)
@@ -325,8 +378,15 @@ func runFastProbe(dev *gpu.Device, o wgsl.FastProbeOptions, spans spanner) (p fa
 		}
 		bufs = append(bufs, params)
 		for i, name := range names {
+			if err := dev.Upload(out, zero); err != nil {
+				return p, err
+			}
+			f := &p.Funcs[i]
+			before, logged := f.Differ, len(f.Log)
 			var ds []gpu.Dispatch
-			for _, sp := range spans(o.Paths[name]) {
+			var batch, want uint64 = 0, 0 // the batch's inputs; the first batch is one span
+			all := spans(o.Paths[name])
+			for j, sp := range all {
 				sp.Fn = i
 				u, err := dev.NewUniform(sp.Bytes(), "fast probe span")
 				if err != nil {
@@ -334,19 +394,34 @@ func runFastProbe(dev *gpu.Device, o wgsl.FastProbeOptions, spans spanner) (p fa
 				}
 				bufs = append(bufs, u)
 				ds = append(ds, gpu.Dispatch{Pipeline: pipe, Buffers: []*gpu.Buffer{out, u, params}, Groups: [3]uint32{sp.Groups(vec), 1, 1}})
-				p.Funcs[i].Checked += uint64(sp.Count)
-			}
-			if err := dev.Upload(out, zero); err != nil {
-				return p, err
-			}
-			got := make([]float32, wgsl.FastProbeWords)
-			if err := dev.RunRead(ds, out, got); err != nil {
-				return p, err
-			}
-			n := uint64(math.Float32bits(got[0]))
-			p.Funcs[i].Differ += n
-			for j := range min(n, wgsl.FastProbeLog) {
-				p.Funcs[i].Log = append(p.Funcs[i].Log, [2]uint32{math.Float32bits(got[1+2*j]), math.Float32bits(got[2+2*j])})
+				batch += uint64(sp.Count)
+				if batch < want && j+1 < len(all) {
+					continue
+				}
+				t := time.Now()
+				if err := dev.RunRead(ds, out, got); err != nil {
+					return p, err
+				}
+				busy += time.Since(t)
+				f.Checked += batch
+				done += batch
+				// the count and log are the form's so far: out is zeroed once a function and form
+				n := uint64(math.Float32bits(got[0]))
+				f.Differ = before + n
+				f.Log = f.Log[:logged]
+				for k := range min(n, wgsl.FastProbeLog) {
+					f.Log = append(f.Log, [2]uint32{math.Float32bits(got[1+2*k]), math.Float32bits(got[2+2*k])})
+				}
+				// judged once the submissions took a tenth of the budget:
+				// a GPU's first ones, at an idle clock (an H100's falls to
+				// 345 MHz), say too little
+				if budget > 0 && done < total && busy >= budget/10 {
+					if est := time.Duration(float64(busy) * float64(total) / float64(done)); est > budget {
+						p.Took = time.Since(start)
+						return p, &probeCut{est}
+					}
+				}
+				ds, want, batch = ds[:0], min(perSubmit, max(2*batch, want)), 0
 			}
 		}
 	}

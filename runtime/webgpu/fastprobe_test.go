@@ -4,6 +4,7 @@ package webgpu
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -25,11 +26,10 @@ import (
 func TestFastProbe(t *testing.T) {
 	d := openDevice(t)
 	fused := d.fmaErr == nil && d.fma.Fused()
-	p, err := runFastProbe(d.dev, wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}, spansFor(d.adapter))
+	p, err := probeOn(d.dev, wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}, d.adapter.Software)
 	if err != nil {
 		t.Fatalf("the probe did not run: %v", err)
 	}
-	p.Exhaustive = !d.adapter.Software
 	t.Logf("%s: %v", d.adapter, p)
 	if !p.Passed() {
 		t.Errorf("%s: the fast paths give other bits than the table's: %v", d.adapter, p)
@@ -40,6 +40,53 @@ func TestFastProbe(t *testing.T) {
 		if p.Exhaustive && f.Checked < 2*inside || f.Checked < 4*sampledN {
 			t.Errorf("%s: %d inputs compared, want every one inside its interval (%d) in both forms", f.Name, f.Checked, inside)
 		}
+	}
+}
+
+// TestFastProbeBudget: the exhaustive probe stops once its first
+// submission says every input would take longer than fastProbeBudget
+// (one span of one function: what a GPU far slower than an H100 would
+// see), and a hardware device then keeps the sample's verdict, saying so;
+// a probe that had seen an input differ before its cut keeps that verdict.
+func TestFastProbeBudget(t *testing.T) {
+	d := openDevice(t)
+	fused := d.fmaErr == nil && d.fma.Fused()
+	defer func(b time.Duration) { fastProbeBudget = b }(fastProbeBudget)
+	fastProbeBudget = time.Millisecond
+	o := wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}
+	part, err := runFastProbe(d.dev, o, exhaustiveSpans, fastProbeBudget)
+	var cut *probeCut
+	if !errors.As(err, &cut) || cut.estimate <= fastProbeBudget {
+		t.Fatalf("the exhaustive probe under a budget of %v: %v, want it cut", fastProbeBudget, err)
+	}
+	var checked []uint64
+	for _, f := range part.Funcs {
+		checked = append(checked, f.Checked)
+	}
+	if want := []uint64{uint64(exhaustiveSpans(o.Paths[part.Funcs[0].Name])[0].Count), 0, 0}; !slices.Equal(checked, want) {
+		t.Errorf("the cut probe compared %v inputs, want one span: %v", checked, want)
+	}
+	p, err := probeOn(d.dev, o, false) // as on hardware
+	if err != nil || p.Exhaustive || p.Cut <= fastProbeBudget || !p.Passed() {
+		t.Fatalf("a hardware probe past its budget: %v (%v), want the sample's verdict and the estimate", p, err)
+	}
+	t.Logf("cut: %v", p)
+	sample, err := runFastProbe(d.dev, o, sampledSpans, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range p.Funcs {
+		if f.Checked != sample.Funcs[i].Checked {
+			t.Errorf("%s: %d inputs compared, want the sample's %d", f.Name, f.Checked, sample.Funcs[i].Checked)
+		}
+	}
+	if s := p.String(); !strings.Contains(s, "past the budget") {
+		t.Errorf("the verdict %q does not say the exhaustive probe was cut", s)
+	}
+	first := part.Funcs[0].Name
+	o.Paths = perturbed(first, func(x *ir.X) *ir.X { return x.UEq(ir.U(0x0100_0000)) }) // inside its first span
+	if p, err := probeOn(d.dev, o, false); err != nil || p.Passed() || p.Funcs[0].Differ != 1 || p.Cut == 0 {
+		t.Errorf("a probe cut after an input of %s differed: %v (%v), want that verdict", first, p, err)
 	}
 }
 
@@ -72,7 +119,7 @@ func TestFastProbeRejects(t *testing.T) {
 	fused := d.fmaErr == nil && d.fma.Fused()
 	run := func(o wgsl.FastProbeOptions, spans spanner) fastProbe {
 		t.Helper()
-		p, err := runFastProbe(d.dev, o, spans)
+		p, err := runFastProbe(d.dev, o, spans, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,28 +136,39 @@ func TestFastProbeRejects(t *testing.T) {
 				}
 				return c
 			})
+			// the window as one span, one submission, and as 16 in
+			// submissions of 1, 2, 4, 8 and 1 (runFastProbe's batches)
 			window := func(fp ir.FastPath) []wgsl.FastSpan { return []wgsl.FastSpan{{First: first, Count: n, Stride: 1}} }
-			p := run(wgsl.FastProbeOptions{Paths: paths, Fused: fused}, window)
-			var hit []uint32
-			for _, f := range p.Funcs {
-				if f.Name != name && f.Differ != 0 || f.Checked != 2*n {
-					t.Errorf("%s perturbed: %s %d of %d differ", name, f.Name, f.Differ, f.Checked)
+			pieces := func(fp ir.FastPath) []wgsl.FastSpan {
+				var out []wgsl.FastSpan
+				for k := uint32(0); k < 16; k++ {
+					out = append(out, wgsl.FastSpan{First: first + k*n/16, Count: n / 16, Stride: 1})
 				}
-				if f.Name == name {
-					for _, l := range f.Log {
-						hit = append(hit, l[0])
+				return out
+			}
+			for _, spans := range []spanner{window, pieces} {
+				p := run(wgsl.FastProbeOptions{Paths: paths, Fused: fused}, spans)
+				var hit []uint32
+				for _, f := range p.Funcs {
+					if f.Name != name && f.Differ != 0 || f.Checked != 2*n {
+						t.Errorf("%s perturbed: %s %d of %d differ", name, f.Name, f.Differ, f.Checked)
 					}
-					if f.Differ != 2*uint64(len(needles)) {
-						t.Errorf("%s: %d of %d differ, want each of %d needles in both forms", name, f.Differ, f.Checked, len(needles))
+					if f.Name == name {
+						for _, l := range f.Log {
+							hit = append(hit, l[0])
+						}
+						if f.Differ != 2*uint64(len(needles)) {
+							t.Errorf("%s: %d of %d differ, want each of %d needles in both forms", name, f.Differ, f.Checked, len(needles))
+						}
 					}
 				}
-			}
-			slices.Sort(hit)
-			if want := []uint32{needles[0], needles[0], needles[1], needles[1], needles[2], needles[2]}; !slices.Equal(hit, want) {
-				t.Errorf("%s: the probe logged inputs %#x, want %#x", name, hit, want)
-			}
-			if p.Passed() {
-				t.Errorf("%s perturbed at %d inputs: the probe passed", name, len(needles))
+				slices.Sort(hit)
+				if want := []uint32{needles[0], needles[0], needles[1], needles[1], needles[2], needles[2]}; !slices.Equal(hit, want) {
+					t.Errorf("%s: the probe logged inputs %#x, want %#x", name, hit, want)
+				}
+				if p.Passed() {
+					t.Errorf("%s perturbed at %d inputs: the probe passed", name, len(needles))
+				}
 			}
 		}
 	})
@@ -233,7 +291,7 @@ func TestFastPathsChoice(t *testing.T) {
 	// shader the generator refuses
 	paths := ir.FastPaths()
 	paths["nosuchop"] = paths["exp"]
-	broken, err := runFastProbe(d.dev, wgsl.FastProbeOptions{Paths: paths, Fused: fused}, sampledSpans)
+	broken, err := runFastProbe(d.dev, wgsl.FastProbeOptions{Paths: paths, Fused: fused}, sampledSpans, 0)
 	if err == nil {
 		t.Fatalf("a probe of a path of no op ran: %v", broken)
 	}
