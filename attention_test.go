@@ -398,17 +398,9 @@ func TestAttentionOnlineTiles(t *testing.T) {
 		// second rows are partly past S.
 		{Name: "rows29-keys100-d64-dense", B: 2, S: 29, T: 100, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true},
 	}
-	for j, tile := range onlineTileVariants {
-		t.Run("webgpu/"+tile.String(), func(t *testing.T) {
-			wgsl.AttentionOnlineTile = tile
-			rt := open(t, "webgpu", func(o *gpucc.Options) {
-				o.Limits = ir.Limits{NonFinite: true, MaxOps: 1 << 40, MaxElements: 1 << 26, MaxStorageBytes: 1 << 32}
-			})
-			for k, c := range cases {
-				if tileShare(j, k, 3) {
-					t.Run(c.Name, func(t *testing.T) { checkNonFinite(t, rt, c.Graph(uint64(1200+k))) })
-				}
-			}
-		})
+	var online []partsCase // the online order: no split
+	for _, c := range cases {
+		online = append(online, partsCase{c, 0})
 	}
+	runPartsTiles(t, onlineTileVariants, online, 3, 1200)
 }
