@@ -504,7 +504,10 @@ func (ar arith) sub(a, b float32) float32 { return ar.f(float32(ar.f(a) - ar.f(b
 // of 2^-149, fewer than 2^24 of them).
 func (ar arith) mul(a, b float32) float32 {
 	a, b = ar.f(a), ar.f(b)
-	if p := float64(a) * float64(b); ar.flush && p != 0 && math.Abs(p) < 0x1p-126 {
+	if !ar.flush { // Eval's path: no float64 product
+		return a * b
+	}
+	if p := float64(a) * float64(b); p != 0 && math.Abs(p) < 0x1p-126 {
 		return float32(math.Copysign(0, p))
 	}
 	return ar.f(a * b)
