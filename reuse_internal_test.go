@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpucc/gpucc/cpuref"
 	"github.com/gpucc/gpucc/ir"
 )
 
@@ -34,7 +33,7 @@ func TestReusedBuffersKeepOwners(t *testing.T) {
 		}
 		return v
 	}
-	ref := func(a, b, c []float32) []float32 {
+	ref := func(a, b, c []float32) flushRef {
 		bl := ir.NewBuilder()
 		x, y, z := bl.Input(ir.Shape{n}, a), bl.Input(ir.Shape{n}, b), bl.Input(ir.Shape{n}, c)
 		bl.Output("out", x.Mul(y).Add(z).Relu())
@@ -42,7 +41,7 @@ func TestReusedBuffersKeepOwners(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return cpuref.Eval(g)[g.Outputs[0].ID]
+		return refOf(g)
 	}
 	bl := ir.NewBuilder()
 	zero := make([]float32, n) // every run gives its inputs
@@ -86,18 +85,16 @@ func TestReusedBuffersKeepOwners(t *testing.T) {
 				}
 				type kept struct {
 					t    *DeviceTensor
-					want []float32
+					want flushRef
 					step int
 				}
 				var held []kept
 				var launched []*Pending
-				var launchedWant [][]float32
-				check := func(step int, got, want []float32) {
+				var launchedWant []flushRef
+				check := func(step int, got []float32, want flushRef) {
 					t.Helper()
-					for i := range want {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("step %d: out[%d] = %v (%#08x), cpuref %v (%#08x)", step, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-						}
+					if i := want.mismatch(be, got); i >= 0 {
+						t.Fatalf("step %d: out[%d] = %v (%#08x), cpuref %v (%#08x)", step, i, got[i], math.Float32bits(got[i]), want.want[i], math.Float32bits(want.want[i]))
 					}
 				}
 				host := make([]float32, n)

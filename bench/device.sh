@@ -85,7 +85,9 @@ PKGS="gpucc:. bench:./bench onnx:./onnx gpu:./runtime/gpu webgpu:./runtime/webgp
 
 if [ "${1:-}" = build ]; then
 	set -e
-	for d in /.gl/ /.device/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >>.git/info/exclude; done
+	# (a worktree's .git is a file: the exclude list is the common directory's)
+	x=$(git rev-parse --git-common-dir)/info/exclude
+	for d in /.gl/ /.device/; do grep -qxF "$d" "$x" 2>/dev/null || echo "$d" >>"$x"; done
 	if [ ! -f .gl/.done ]; then
 		mkdir -p .gl /tmp/amd64/partial
 		o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
