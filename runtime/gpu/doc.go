@@ -41,8 +41,9 @@
 // calls the device makes into wgpu are counted by kind (Counts), and
 // tests pin what a run costs in them. A timed run's timestamps are
 // resolved into the buffer the run maps, beside its outputs when it reads
-// any back (GPUCC_TIMESTAMPS=pass: written by the pass itself and
-// resolved there without a copy). A run that waits, like
+// any back: written by the pass itself and resolved there without a copy
+// (GPUCC_TIMESTAMPS=encoder: by the encoder around the pass, resolved into
+// a buffer of their own and copied). A run that waits, like
 // the one before it, records the next one while it waits for the GPU,
 // and the next run submits that recording (ahead.go). Maps do not go through the binding's MapAsync,
 // whose callback data Go's collector may free before wgpu calls it back

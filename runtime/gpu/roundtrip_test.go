@@ -105,11 +105,12 @@ func BenchmarkLoneRun(b *testing.B) {
 			}
 		}
 	})
-	// The pass writes the timestamps (GPUCC_TIMESTAMPS=pass, opt-in),
-	// beside runtimed, where the encoder writes them around the pass: one
-	// query reset where there are two. They resolve straight into the
-	// mapped buffer, without the copy, only where the device was opened
-	// under GPUCC_TIMESTAMPS=pass (tsDirect).
+	// The pass writes the timestamps (the default since 2026-12-05; the
+	// benchmark sets it whatever GPUCC_TIMESTAMPS says), beside runtimed,
+	// which under GPUCC_TIMESTAMPS=encoder has the encoder write them
+	// around the pass: one query reset where there are two. They resolve
+	// straight into the mapped buffer, without the copy, only where the
+	// device was opened without GPUCC_TIMESTAMPS=encoder (tsDirect).
 	b.Run("runtimed-pass", func(b *testing.B) {
 		d.mu.Lock()
 		pass := d.tsPass
