@@ -8,6 +8,7 @@ Usage: python3 bench/torch_attn.py D S [S ...]
 """
 import json, os, sys
 import torch
+import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing
 import torch.nn.functional as F
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -17,6 +18,7 @@ D = int(sys.argv[1])
 
 
 def timed(fn, reps=100, warm=10):
+    gpuwarm.warm(torch)
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()

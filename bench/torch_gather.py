@@ -7,6 +7,7 @@ Prints JSON. Usage: python3 bench/torch_gather.py V D N
 """
 import json, sys
 import torch
+import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing
 import torch.nn.functional as F
 
 V, D, N = (int(a) for a in sys.argv[1:4])
@@ -14,6 +15,7 @@ dev = torch.device('cuda')
 
 
 def timed(fn, reps=200, warm=20):
+    gpuwarm.warm(torch)
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()

@@ -4,11 +4,13 @@
 Usage: torch_matmul.py SHAPES (N or MxKxN[ta][tb], comma-separated). Prints JSON."""
 import json, sys, time
 import torch
+import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device('cuda')
 res = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__, 'matmul_tflops': {}}
 
 def timed(fn, reps=20, warm=3):
+    gpuwarm.warm(torch)
     for _ in range(warm): fn()
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -16,6 +16,7 @@ Usage: python3 bench/torch_nn.py R C S D
 """
 import json, os, sys, time
 import torch
+import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -24,6 +25,7 @@ R, C, S, D = (int(v) for v in sys.argv[1:5])
 
 
 def timed(fn, reps=50, warm=5):
+    gpuwarm.warm(torch)
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()
