@@ -76,6 +76,9 @@
 #            division), their bits on the driver first, then row ops and attention at 128-512 keys
 #   last     the online attention kernel's tiles at 2048 keys (d 64, 128) after their bits and the views' on the driver
 #   lastbits the split order's and the wide and span tiles' full tier on the driver (2048 keys), a call of its own
+#   defaults the defaults of the 2026-12-05 sessions on the driver in about 200 s: the workgroup-array probe, enginequick
+#            (pass timestamps, and the encoder's beside them), a resident run's kernel and wall time both ways, then row
+#            ops (fast paths, 128 threads) and attention at 2048 keys beside PyTorch eager, its clock warmed, timed twice
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -257,6 +260,30 @@ suite_last() {
 suite_lastbits() {
 	tests lastbits.txt 200 gpucc 'TestAttentionSplit/webgpu|TestAttentionSplitTiles/webgpu'
 	tests lastbits.txt 360 gpucc 'TestAttentionWideTiles/webgpu|TestAttentionSpanTiles/webgpu'
+}
+# defaults (about 200 s): what the sessions of 2026-12-05 made default, on the driver: the fast paths and 128-thread rows
+# kernels (their bits ran in suite exact), the pass's own timestamps (enginequick), and the attention tiles' peers timed
+# with the clock warmed (bench/gpuwarm.py), eager before and after gpucc's runs
+suite_defaults() {
+	tests defaults.txt 30 gpu 'TestGrantsAdapterStorage|TestWorkgroupArrays'
+	suite_enginequick
+	warm
+	benches defaults_engine.txt 30 bench 'ExecutableRun/resident' 3000x GPUCC_BENCH_ELEMS=1024
+	benches defaults_engine.txt 30 bench 'ExecutableRun/resident' 3000x GPUCC_BENCH_ELEMS=1024 GPUCC_TIMESTAMPS=encoder
+	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm,exp,tanh,sigmoid,gelu timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_before.json" 2>>"$OUT/visit.log"
+	log "torch_nn.py: exit $?"
+	warm
+	benches defaults_rows.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
+	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm,exp,tanh,sigmoid,gelu timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_after.json" 2>>"$OUT/visit.log"
+	log "torch_nn.py: exit $?"
+	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_before.json" 2>>"$OUT/visit.log"
+	warm
+	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="online online16x16i online16x16mcplitw"
+	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="online online16x16i online16x16mcplitw"
+	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_after.json" 2>>"$OUT/visit.log"
+	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py: exit $?"
+	grep -h '^Benchmark' "$OUT"/defaults_*.txt | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 suite_conv() {
 	warm
