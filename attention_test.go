@@ -364,7 +364,7 @@ func TestAttentionOnline(t *testing.T) {
 // TestAttentionOnlineTiles checks (bench/device.sh times them).
 var onlineTileVariants = []wgsl.OnlineTile{{Rows: 8, Slices: 32}, {Rows: 32, Slices: 8}, {Rows: 64, Slices: 4},
 	{Rows: 16, Slices: 16, TreeMax: true}, {Rows: 16, Slices: 16, RowC: true}, {Rows: 16, Slices: 16, VecP: true},
-	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), allFlags(32, 8),
+	{Rows: 16, Slices: 16, RowL: true}, {Rows: 16, Slices: 16}, allFlags(16, 16), allFlags(32, 8),
 	{Rows: 8, Slices: 32, Half: true}, {Rows: 16, Slices: 16, TwoLevel: true}, halfTwo(8, 32), halfTwo(16, 16),
 	{Rows: 8, Slices: 16, RowBlock: 2}, {Rows: 16, Slices: 16, RowBlock: 2, Index2D: true}, {Rows: 8, Slices: 32, RowBlock: 2, Half: true},
 	rowBlock(allFlags(8, 16), 2, false), rowBlock(halfTwo(8, 32), 2, false), rowBlock(allFlags(16, 8), 2, true), rowBlock(halfTwo(4, 32), 4, false)}

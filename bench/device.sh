@@ -249,8 +249,8 @@ suite_last() {
 	warm
 	# d 64: the sixth session's flags, attn8's register-blocked rows (rN) and the split (@sP); a tile that does not
 	# fit the shape is skipped by name, not timed as the default
-	benches last_attn.txt 110 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16i online16x16t online16x16mcpli online16x16mcplit online8x32h online8x32mcpliht online32x8mcpli online8x32r2mcpliht online8x16r2mcplit online16x16r2mcplit online16x8r2mcplit online4x32r2mcpliht online@s2 online@s4 online16x16mcplit@s2 online16x16mcplit@s4 online8x16r2mcplit@s2 online16x16mcplitw online16x16b2w online16x16b4w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw online8x16r2b2mcplitw online16x16b2mcplitw@s4}"
-	benches last_attn.txt 90 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16i online16x16mcpli online16x16mcplit online32x8mcpli online16x16mcplit@s2 online16x16mcplit@s4 online16x16w online16x16mcplitw online8x32w online16x16b2w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw}"
+	benches last_attn.txt 110 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online16x16m online16x16c online16x16p online16x16l online16x16 online16x16t online16x16mcpli online16x16mcplit online8x32h online8x32mcpliht online32x8mcpli online8x32r2mcpliht online8x16r2mcplit online16x16r2mcplit online16x8r2mcplit online4x32r2mcpliht online@s2 online@s4 online16x16mcplit@s2 online16x16mcplit@s4 online8x16r2mcplit@s2 online16x16mcplitw online16x16b2w online16x16b4w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw online8x16r2b2mcplitw online16x16b2mcplitw@s4}"
+	benches last_attn.txt 90 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online16x16 online16x16mcpli online16x16mcplit online32x8mcpli online16x16mcplit@s2 online16x16mcplit@s4 online16x16w online16x16mcplitw online8x32w online16x16b2w online16x16b2mcplitw online16x16b4mcplitw online8x32b2mcplihtw}"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 2048: exit $?"
@@ -278,8 +278,8 @@ suite_defaults() {
 	log "torch_nn.py: exit $?"
 	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_before.json" 2>>"$OUT/visit.log"
 	warm
-	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="online online16x16i online16x16mcplitw"
-	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="online online16x16i online16x16mcplitw"
+	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="online online16x16 online16x16mcplitw"
+	benches defaults_attn.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="online online16x16 online16x16mcplitw"
 	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_after.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $?"

@@ -26,7 +26,15 @@ func TestParseOnlineTile(t *testing.T) {
 			t.Errorf("ParseOnlineTile(%q) = %+v, %v; want %+v", tile.String(), got, err, tile)
 		}
 	}
-	for _, bad := range []string{"", "online16", "online16x16", "online0x8", "online8x0", "online16x32", "online8x3", "online8x64", "online08x32", "online8x32x", "16x16k32",
+	// The default spelled out is the default; the tile it replaced
+	// (2026-12-05) is spelled online16x16.
+	if got, err := wgsl.ParseOnlineTile("online16x16i"); err != nil || got != wgsl.DefaultOnlineTile {
+		t.Errorf("ParseOnlineTile(online16x16i) = %+v, %v; want the default", got, err)
+	}
+	if got, err := wgsl.ParseOnlineTile("online16x16"); err != nil || got != (wgsl.OnlineTile{Rows: 16, Slices: 16}) {
+		t.Errorf("ParseOnlineTile(online16x16) = %+v, %v; want 16x16 without flags", got, err)
+	}
+	for _, bad := range []string{"", "online16", "online16x16x", "online0x8", "online8x0", "online16x32", "online8x3", "online8x64", "online08x32", "online8x32x", "16x16k32",
 		"online16x16pm", "online16x16mm", "online16x16q", "online16x16m ", "online16x16il", "onlinemcp",
 		"online16x16wm", "online16x16ww", "online8x16wr2", "online16x16b", "online16x16b1", "online16x16b3", "online16x16b8", "online16x16b02",
 		"online16x16b2r2", "online16x16mb2", "online16x16b2b2", "online8x16r", "online8x16r0", "online8x16r1", "online8x16r02", "online8x16r9", "online8x16r2r2", "online8x16mr2", "online8x16rm", "online8x16r-2"} {
