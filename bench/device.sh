@@ -16,6 +16,8 @@
 # The GPU's clock drops to 345 MHz after ~3 s idle: every timing suite warms it first.
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
+#   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
+#            bits on the driver and its time at 2048 keys beside the tile it replaced
 #   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
 #            batched matmuls, the attention fixture, embedded weights, the ONNX exported models
 #   models   the exported ONNX models, weights resident, beside PyTorch eager and torch.compile
@@ -137,8 +139,26 @@ benches() {
 }
 warm() { timeout 20 $BIN/bench.test -test.run '^$' -test.bench 'NN/softmax/' -test.benchtime 2000x >/dev/null 2>&1; }
 
+# exactkernels and exactattn are exact's first steps: until 2026-12-05 one step of 240 s, which the attention tile tests
+# (first in file order) filled on the H100, so the matmul, conv and rows tests after them never ran there.
+suite_exactkernels() {
+	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestRow(Knobs|Division|Max)|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
+}
+suite_exactattn() {
+	tests exactness_attn.txt 240 gpucc 'TestAttention[A-Za-z]*/webgpu' -test.short
+}
+# onlinedefault (about 120 s): online attention's default tile (16x16i since 2026-12-05) through the attention and
+# transformer tests on the driver, then timed at 2048 keys beside the tile it replaced (online16x16)
+suite_onlinedefault() {
+	tests onlinedefault.txt 120 gpucc '^TestAttentionOnline$/webgpu|TestAttentionLengths/webgpu|TestAttentionEdges/webgpu|TestTransformerFixtures/webgpu' -test.short
+	warm
+	benches onlinedefault_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_TILES="online online16x16 online"
+	benches onlinedefault_attn.txt 40 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 GPUCC_BENCH_ATTN_TILES="online online16x16 online"
+	grep -h '^Benchmark' "$OUT/onlinedefault_attn.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+}
 suite_exact() {
-	tests exactness.txt 240 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestRow(Knobs|Division|Max)|TestAttention[A-Za-z]*/webgpu|TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu|TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
+	suite_exactkernels
+	suite_exactattn
 	# The device machine has no clang: the onnx tests' wasm subtests fail there ("clang not found").
 	tests onnx.txt 150 onnx 'TestExportedModels|TestConv|TestBatchNorm|TestOpsExact|TestResizeImport|TestBitwiseNumpy|TestPowUint64Backends'
 	tests gpu.txt 60 gpu 'TestCompileAll|TestCompileErrors|TestMultiply'
