@@ -52,6 +52,12 @@ func Open(t testing.TB, backend string, opts ...func(*gpucc.Options)) *gpucc.Run
 		t.Skipf("backend %s unavailable: %v", backend, err)
 	}
 	t.Cleanup(rt.Close)
+	// GPUCC_REQUIRE_WEBGPU=vulkan (bench/device.sh) also requires the
+	// adapter's backend: on the H100 (2026-12-05) a test process opened
+	// the GL adapter partway through and its later tests ran there.
+	if want := os.Getenv(requireEnv[backend]); backend == "webgpu" && want != "" && want != "1" && rt.Adapter().Backend != want {
+		t.Fatalf("%s=%s but the adapter is %s on %s", requireEnv[backend], want, rt.Adapter().Name, rt.Adapter().Backend)
+	}
 	return rt
 }
 

@@ -275,6 +275,10 @@ type Options struct {
 	// the zero values are queue.WriteBuffer in one call.
 	Upload      UploadPath
 	UploadChunk uint64
+
+	// backends, when non-zero, is the only mask of wgpu.InstanceBackend
+	// enumerated: tests open a GL device where Vulkan would be chosen.
+	backends wgpu.InstanceBackend
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -306,10 +310,13 @@ func errorf(op, format string, args ...any) error {
 	return &Error{Op: op, Err: fmt.Errorf(format, args...)}
 }
 
+// glBackend is AdapterInfo.Backend of wgpu's GL adapters.
+const glBackend = "open-gl"
+
 // glRank bounds the rank of an adapter of a secondary backend (GL, DX11):
 // a hardware discrete one. wgpu's GL backend reports integrated, cpu or
 // unknown, never discrete, but the bound does not lean on that.
-var glRank = rank(AdapterInfo{Type: "discrete-gpu", Backend: "open-gl"})
+var glRank = rank(AdapterInfo{Type: "discrete-gpu", Backend: glBackend})
 
 // Backends that openAdapters enumerates first, and after them only where
 // they could change the choice. wgpu lists an instance of every backend's
@@ -363,7 +370,14 @@ func openAdapters(opts Options) (*wgpu.Instance, *wgpu.Adapter, AdapterInfo, err
 		}
 		return out
 	}
-	if p, perr := newInstanceOf(primaryBackends); perr == nil {
+	if opts.backends != 0 {
+		inst, ierr := newInstanceOf(opts.backends)
+		if ierr != nil {
+			return nil, nil, AdapterInfo{}, ierr
+		}
+		infos = list(inst)
+		best, err = chooseAdapter(infos, opts)
+	} else if p, perr := newInstanceOf(primaryBackends); perr == nil {
 		var serr error
 		best, infos, err = choosePrimaryFirst(list(p), func() []AdapterInfo {
 			s, e := newInstanceOf(secondaryBackends)

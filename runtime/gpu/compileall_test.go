@@ -144,3 +144,53 @@ gpucc: webgpu: 3 pipelines created in 40.0 ms by 2 workers: 66.0 ms of creation 
 		t.Errorf("the account (-want +got):\n%s", diff)
 	}
 }
+
+// TestCompileAllGL: on a GL adapter CompileAll creates pipelines one at a
+// time, each starting after the one before it ended, however many workers
+// it may use elsewhere, and a bad shader in the batch fails it without
+// deadlocking (the retry releases pipelines under d.mu's own lock). wgpu's
+// GL backend panics, and so aborts the process, when a thread waits more
+// than a second for its context (on the H100's GL adapter, 2026-12-05).
+// Skipped where no GL adapter opens (lavapipe's llvmpipe has one).
+func TestCompileAllGL(t *testing.T) {
+	d, err := Open(Options{AllowSoftware: true, backends: secondaryBackends})
+	if err != nil {
+		t.Skipf("no GL adapter: %v", err)
+	}
+	defer d.Close()
+	if d.Info().Backend != glBackend {
+		t.Skipf("adapter %s is not GL", d.Info())
+	}
+	defer func(w int) { compileWorkers = w }(compileWorkers)
+	compileWorkers = 8
+	kinds := []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform}
+	var batch []Shader
+	for i := range 12 {
+		batch = append(batch, Shader{WGSL: scaleWGSL(i), Entry: fmt.Sprintf("k%d", i), Bindings: kinds})
+	}
+	ps, err := d.CompileAll(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(ps, func(a, b *Pipeline) int { return int(a.times.Start - b.times.Start) })
+	for i := 1; i < len(ps); i++ {
+		prev, cur := ps[i-1].times, ps[i].times
+		if end := prev.Start + prev.Module + prev.Pipeline; cur.Start < end {
+			t.Errorf("pipeline %d started at %v, before the one before it ended (%v)", i, cur.Start, end)
+		}
+	}
+	for _, p := range ps {
+		p.Release()
+	}
+	bad := append(batch[:3:3], Shader{WGSL: "fn k99( {", Entry: "k99", Bindings: kinds})
+	done := make(chan error, 1)
+	go func() { _, err := d.CompileAll(bad); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "k99") {
+			t.Errorf("a batch with a bad shader: %v, want an error naming k99", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("CompileAll of a bad batch did not return in 30 s")
+	}
+}

@@ -164,10 +164,26 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 	ps := make([]*Pipeline, len(shaders))
 	errs := make([]error, len(shaders))
 	workers := max(min(compileWorkers, len(shaders)), 1)
+	create := d.create
+	if d.info.Backend == glBackend {
+		// wgpu's GL backend keeps one context behind a lock that a thread
+		// waits on for a second at most and then panics, which aborts the
+		// process: on the H100 (2026-12-05) a test process whose device
+		// was the GL adapter died so ("Could not lock adapter context")
+		// under concurrent creations. On GL the pipelines are created one
+		// at a time, each under d.mu, so that no run waits on the context
+		// behind a long compile either.
+		workers = 1
+		create = func(op string, s Shader, batch time.Time) (*Pipeline, error) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.create(op, s, batch)
+		}
+	}
 	start := time.Now()
 	if workers == 1 {
 		for i, s := range shaders {
-			if ps[i], errs[i] = d.create(op, s, start); errs[i] != nil {
+			if ps[i], errs[i] = create(op, s, start); errs[i] != nil {
 				break
 			}
 		}
@@ -181,7 +197,7 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 				defer wg.Done()
 				for j := int(next.Add(1) - 1); j < len(order); j = int(next.Add(1) - 1) {
 					i := order[j]
-					ps[i], errs[i] = d.create(op, shaders[i], start)
+					ps[i], errs[i] = create(op, shaders[i], start)
 				}
 			}()
 		}
@@ -197,7 +213,7 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 			return nil, err
 		}
 		for i, s := range shaders { // again, one at a time, to name the shader
-			if ps[i], err = d.create(op, s, start); err != nil {
+			if ps[i], err = create(op, s, start); err != nil {
 				for _, p := range ps[:i] {
 					p.Release()
 				}
