@@ -80,7 +80,7 @@
 #   lastbits the split order's and the wide and span tiles' full tier on the driver (2048 keys), a call of its own
 #   defaults the defaults of the 2026-12-05 sessions on the driver in about 200 s: the workgroup-array probe, enginequick
 #            (pass timestamps, and the encoder's beside them), a resident run's kernel and wall time both ways, then row
-#            ops (fast paths, 128 threads) and attention at 2048 keys beside PyTorch eager, its clock warmed, timed twice
+#            ops (fast paths) and attention at 2048 keys beside PyTorch eager, its clock warmed, timed twice
 #   userbench  gpucc bench MODEL.onnx on the exported models (cpu, native, webgpu): cold in fresh
 #            processes, warm resident, min/median/max, which stage dominates, the runs to break even
 set -u
@@ -358,11 +358,11 @@ suite_rows() {
 	benches bench_rows.txt 120 bench 'NN/(softmax|logsoftmax|layernorm|colsum|rowsum|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_FMA=on GPUCC_FAST_PATHS=on
 	benches bench_rows_after.txt 90 bench 'NN/(attention|softmax|logsoftmax|layernorm|colsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	# the same kernels' bits by other schedules (nn_bench_test.go): exp, tanh and sigmoid without their fast paths
-	# (nofast, the fifth visit's kernels), and a rows kernel's workgroup of 64 or 256 threads, not 128 (the default since 2026-12-05)
+	# (nofast, the fifth visit's kernels), and a rows kernel's workgroup of 64 or 128 threads, not 256 (128 was the default from 2026-12-05 14:04 to 18:30)
 	# (the rootall/divslow/floatmax knobs were timed on 12-04 and 12-05: see RESULTS.md)
 	benches bench_rows_nofast.txt 90 bench 'NN/(softmax|logsoftmax|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=nofast
 	benches bench_rows_threads64.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads64
-	benches bench_rows_threads256.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads256
+	benches bench_rows_threads128.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=threads128
 	# without the fused twins (the default: Dekker's products, as before the probe), beside bench_rows.txt
 	benches bench_rows_nofma.txt 90 bench 'NN/(softmax|logsoftmax|layernorm|exp|tanh|sigmoid|gelu)/' 200x GPUCC_BENCH_NN=8192,1024,256,64
 	timeout 100 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn.json" 2>>"$OUT/visit.log"

@@ -161,7 +161,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 }
 
 // RowThreads is the workgroup size of a rows kernel whose rows have at
-// least as many padded leaves: 128, or 32, 64 or 256 (SumThreads). Fewer
+// least as many padded leaves: 256 (SumThreads), or 32, 64 or 128. Fewer
 // threads give each thread more leaves and the workgroup fewer partials to
 // combine and fewer warps to hold at its barriers, and an SM more rows at
 // once: on an H100 (2026-12-05) layer norm [8192,1024] ran 0.0589 ms at
@@ -169,8 +169,12 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 // 0.0519, softmax the same. The same tree (cpuref's pairwise tree over P
 // leaves splits at every power of two), the same bits (TestRowThreads, on
 // lavapipe and the H100's driver). A knob for the benchmarks (Config
-// names it).
-var RowThreads = 128
+// names it). 128 was the default from 2026-12-05 14:04 until the first
+// driver run of TestRowDivision under it failed (subnormal quotients one
+// ulp off, H100, in a process that had by then opened the GL adapter, so
+// which backend gave them is not known): 256 again until that test passes
+// at 128 on Vulkan (bench/device.sh exactkernels, GPUCC_BENCH_ROWS=threads128).
+var RowThreads = SumThreads
 
 // rowThreads is the workgroup size of a rows kernel over rows of p padded
 // leaves: RowThreads, or more threads where each would hold more than 16

@@ -13,8 +13,8 @@ import (
 
 // TestReductionForms checks which form each reduction's shader takes, by
 // its workgroup, dispatch and a line only that form has: rows kernels
-// over long rows a workgroup per row (wgsl.RowThreads threads, 128, up to
-// 16 leaves a thread, more threads beyond), over short rows a thread per row;
+// over long rows a workgroup per row (wgsl.RowThreads threads, 256), over
+// short rows a thread per row;
 // column sums a workgroup per ColumnTile adjacent outputs.
 func TestReductionForms(t *testing.T) {
 	tests := []struct {
@@ -26,13 +26,13 @@ func TestReductionForms(t *testing.T) {
 		line      string
 	}{
 		{"softmax, long rows", ir.Shape{3, 1021}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
-			[3]int{128, 1, 1}, [3]int{3, 1, 1}, "let r = 896u + t;"},
+			[3]int{256, 1, 1}, [3]int{3, 1, 1}, "let r = 768u + t;"},
 		{"softmax, 2039 leaves: staged through padded workgroup memory", ir.Shape{2, 2039}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
-			[3]int{128, 1, 1}, [3]int{2, 1, 1}, "a4[15] = red[pad(t * 16u + 15u)];"},
-		{"softmax, 4096 leaves: 256 threads, the groups' values beyond the partials", ir.Shape{2, 4096}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
+			[3]int{256, 1, 1}, [3]int{2, 1, 1}, "a4[7] = red[pad(t * 8u + 7u)];"},
+		{"softmax, 4096 leaves: the groups' values beyond the partials", ir.Shape{2, 4096}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
 			[3]int{256, 1, 1}, [3]int{2, 1, 1}, "red[256u + t] = grp[0];"},
 		{"softmax, its max by order keys", ir.Shape{3, 1021}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
-			[3]int{128, 1, 1}, [3]int{3, 1, 1}, "a1[0] = combine_maxkey(a1[0], a1[1]);"},
+			[3]int{256, 1, 1}, [3]int{3, 1, 1}, "a1[0] = combine_maxkey(a1[0], a1[1]);"},
 		{"row sum, staged", ir.Shape{5, 1000}, func(x ir.Tensor) ir.Tensor { return x.SumAxes(false, 1) },
 			[3]int{256, 1, 1}, [3]int{5, 1, 1}, "let r = block * 1024u + 768u + t;"},
 		{"softmax, short rows", ir.Shape{100, 13}, func(x ir.Tensor) ir.Tensor { return x.Softmax(1) },
