@@ -56,7 +56,8 @@ func Open(t testing.TB, backend string, opts ...func(*gpucc.Options)) *gpucc.Run
 	// adapter's backend: on the H100 (2026-12-05) a test process opened
 	// the GL adapter partway through and its later tests ran there.
 	if want := os.Getenv(requireEnv[backend]); backend == "webgpu" && want != "" && want != "1" && rt.Adapter().Backend != want {
-		t.Fatalf("%s=%s but the adapter is %s on %s", requireEnv[backend], want, rt.Adapter().Name, rt.Adapter().Backend)
+		fds, _ := os.ReadDir("/proc/self/fd") // a clue to why (none where there is no /proc)
+		t.Fatalf("%s=%s but the adapter is %s on %s (the process has %d open descriptors)", requireEnv[backend], want, rt.Adapter().Name, rt.Adapter().Backend, len(fds))
 	}
 	return rt
 }
