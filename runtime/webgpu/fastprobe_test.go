@@ -25,7 +25,7 @@ import (
 // defeat, as the table's opaque constants defeat lavapipe's.
 func TestFastProbe(t *testing.T) {
 	d := openDevice(t)
-	fused := d.fmaErr == nil && d.fma.Fused()
+	fused := d.fused()
 	p, err := probeOn(d.dev, wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}, d.adapter.Software)
 	if err != nil {
 		t.Fatalf("the probe did not run: %v", err)
@@ -50,7 +50,7 @@ func TestFastProbe(t *testing.T) {
 // a probe that had seen an input differ before its cut keeps that verdict.
 func TestFastProbeBudget(t *testing.T) {
 	d := openDevice(t)
-	fused := d.fmaErr == nil && d.fma.Fused()
+	fused := d.fused()
 	defer func(b time.Duration) { fastProbeBudget = b }(fastProbeBudget)
 	fastProbeBudget = time.Millisecond
 	o := wgsl.FastProbeOptions{Paths: ir.FastPaths(), Fused: fused}
@@ -116,7 +116,7 @@ func perturbed(name string, at func(x *ir.X) *ir.X) map[string]ir.FastPath {
 // and on a device whose fma rounds twice, the fused bodies.
 func TestFastProbeRejects(t *testing.T) {
 	d := openDevice(t)
-	fused := d.fmaErr == nil && d.fma.Fused()
+	fused := d.fused()
 	run := func(o wgsl.FastProbeOptions, spans spanner) fastProbe {
 		t.Helper()
 		p, err := runFastProbe(d.dev, o, spans, 0)
@@ -242,7 +242,7 @@ func TestFastPathsChoice(t *testing.T) {
 		t.Error("fast paths taken under GPUCC_FAST_PATHS=off")
 	}
 	wgsl.FastPaths = true
-	fused := d.fmaErr == nil && d.fma.Fused()
+	fused := d.fused()
 	key := fastKeyOf(d.adapter, fused)
 	if old, ok := fastProbes.Load(key); ok {
 		defer fastProbes.Store(key, old)
@@ -362,7 +362,7 @@ func TestProbeSpans(t *testing.T) {
 // bodies and the extent.
 func TestFastProbeDiskCache(t *testing.T) {
 	d := openDevice(t)
-	fused := d.fmaErr == nil && d.fma.Fused()
+	fused := d.fused()
 	key := fastKeyOf(d.adapter, fused)
 	if old, ok := fastProbes.Load(key); ok {
 		defer fastProbes.Store(key, old)

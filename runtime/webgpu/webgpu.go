@@ -101,7 +101,7 @@ func open(opts backend.Options) (backend.Device, error) {
 	l := info.Limits
 	probe, probeErr := probeFMA(dev, opts.Cache)
 	if gpu.Verbose || os.Getenv("GPUCC_VERBOSE") != "" {
-		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v, fused division %v (error %v)\n", info, probe, probeErr == nil && probe.Fused(), probeErr)
+		fmt.Fprintf(os.Stderr, "gpucc: webgpu: FMA probe on %s: %v, fused division %v (error %v)\n", info, probe, takesFused(probe, probeErr, info.Backend), probeErr)
 		fmt.Fprintf(os.Stderr, "gpucc: webgpu: workgroup storage %d bytes (adapter's limit granted; WebGPU's default 16384)\n", l.MaxComputeWorkgroupStorageSize)
 	}
 	tiles, err := tune.LoadCache(opts.Cache)
@@ -357,7 +357,7 @@ func (d *device) Compile(ctx context.Context, bp *backend.Program, st *backend.S
 			return nil, err
 		}
 	} else {
-		fused := d.fmaErr == nil && d.fma.Fused()
+		fused := d.fused()
 		t := wgsl.Target{Fast: bp.Fast && contracts(p), Fused: fused, FastPaths: d.fastPaths(p, fused), // fast mode changes matmuls and convs only
 			Storage: d.storage} // the device's granted limit (runtime/gpu asks for the adapter's)
 		st.Fast = t.Fast
