@@ -82,7 +82,7 @@ func TestAttentionSplitInCacheKey(t *testing.T) {
 // split order under: each is cut to G groups of its rows and slices or
 // fewer (wgsl's onlineSplitPlan), Half dropped.
 var splitTileVariants = []wgsl.OnlineTile{
-	wgsl.DefaultOnlineTile, {Rows: 16, Slices: 16, Index2D: true}, allFlags(16, 16), rowBlock(allFlags(8, 16), 2, true),
+	wgsl.DefaultOnlineTile, {Rows: 16, Slices: 16}, allFlags(16, 16), rowBlock(allFlags(8, 16), 2, true),
 	{Rows: 16, Slices: 16, RowBlock: 2}, halfTwo(8, 32), allFlags(32, 8),
 }
 

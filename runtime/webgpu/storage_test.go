@@ -40,7 +40,7 @@ func TestStorageReachesAttention(t *testing.T) {
 		kvs  string
 	}{
 		{wgsl.OnlineTile{Rows: 16, Slices: 16, Wide: true}, "var<workgroup> KVs: array<vec4<f32>, 1056>;"},
-		{wgsl.DefaultOnlineTile, "var<workgroup> KVs: array<vec4<f32>, 528>;"},
+		{wgsl.OnlineTile{Rows: 16, Slices: 16}, "var<workgroup> KVs: array<vec4<f32>, 528>;"},
 	} {
 		wgsl.AttentionOnlineTile = c.tile
 		e, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
