@@ -310,13 +310,13 @@ func errorf(op, format string, args ...any) error {
 	return &Error{Op: op, Err: fmt.Errorf(format, args...)}
 }
 
-// glBackend is AdapterInfo.Backend of wgpu's GL adapters.
-const glBackend = "open-gl"
+// BackendGL is AdapterInfo.Backend of wgpu's GL adapters.
+const BackendGL = "open-gl"
 
 // glRank bounds the rank of an adapter of a secondary backend (GL, DX11):
 // a hardware discrete one. wgpu's GL backend reports integrated, cpu or
 // unknown, never discrete, but the bound does not lean on that.
-var glRank = rank(AdapterInfo{Type: "discrete-gpu", Backend: glBackend})
+var glRank = rank(AdapterInfo{Type: "discrete-gpu", Backend: BackendGL})
 
 // Backends that openAdapters enumerates first, and after them only where
 // they could change the choice. wgpu lists an instance of every backend's

@@ -158,7 +158,7 @@ func TestCompileAllGL(t *testing.T) {
 		t.Skipf("no GL adapter: %v", err)
 	}
 	defer d.Close()
-	if d.Info().Backend != glBackend {
+	if d.Info().Backend != BackendGL {
 		t.Skipf("adapter %s is not GL", d.Info())
 	}
 	defer func(w int) { compileWorkers = w }(compileWorkers)

@@ -165,7 +165,7 @@ func (d *Device) CompileAll(shaders []Shader) ([]*Pipeline, error) {
 	errs := make([]error, len(shaders))
 	workers := max(min(compileWorkers, len(shaders)), 1)
 	create := d.create
-	if d.info.Backend == glBackend {
+	if d.info.Backend == BackendGL {
 		// wgpu's GL backend keeps one context behind a lock that a thread
 		// waits on for a second at most and then panics, which aborts the
 		// process: on the H100 (2026-12-05) a test process whose device

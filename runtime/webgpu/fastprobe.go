@@ -102,10 +102,10 @@ type fastKey struct {
 // fastPaths reports whether p's kernels on d take the fast paths: only
 // where the process allows them (wgsl.FastPaths), a kernel calls a
 // function that has one (else they would change the caches' key, not a
-// kernel), d is not on GL (glBackend) and d's probe, run on first use,
+// kernel), d is not on GL (gpu.BackendGL) and d's probe, run on first use,
 // passed. A probe that fails to run leaves them off.
 func (d *device) fastPaths(p *ir.Program, fused bool) bool {
-	return wgsl.FastPaths && d.adapter.Backend != glBackend && callsFastPath(p) && probeFast(d.dev, d.cache.Cache, fused).Passed()
+	return wgsl.FastPaths && d.adapter.Backend != gpu.BackendGL && callsFastPath(p) && probeFast(d.dev, d.cache.Cache, fused).Passed()
 }
 
 // callsFastPath reports whether a kernel of p calls a function with a fast

@@ -51,22 +51,19 @@ func (p fmaProbe) Fused() bool {
 	return p.KeepSafe && p.FMAFused && p.DivExact && os.Getenv("GPUCC_FMA") != "off"
 }
 
-// glBackend is gpu.AdapterInfo.Backend of wgpu's GL adapters. There naga
-// writes the kernels as GLSL, whose compilers may fuse or split a·b + c
-// as they like outside a precise declaration, and below GLSL ES 3.20 naga
-// writes WGSL's fma() itself as a·b + c; so what the probes see in their
-// own kernels says nothing of another kernel's. Neither the fused twins
-// nor the fast paths, which rest on it, are taken there. On the H100
-// (2026-12-05) a test process that had opened the GL adapter gave
+// takesFused reports whether kernels on a device of backend take the
+// fused twins, given its FMA probe: never on wgpu's GL backend
+// (gpu.BackendGL). There naga writes the kernels as GLSL, whose compilers
+// may fuse or split a·b + c as they like outside a precise declaration,
+// and below GLSL ES 3.20 naga writes WGSL's fma() itself as a·b + c; so
+// what the probes see in their own kernels says nothing of another
+// kernel's. Nor are the fast paths, which rest on it, taken there. On the
+// H100 (2026-12-05) a test process that had opened the GL adapter gave
 // subnormal quotients one ulp off in TestRowDivision, which every Vulkan
 // run has passed; which backend gave them is not known, but nothing
 // vouches for GL's.
-const glBackend = "open-gl"
-
-// takesFused reports whether kernels on a device of backend take the
-// fused twins, given its FMA probe.
 func takesFused(p fmaProbe, err error, backend string) bool {
-	return err == nil && p.Fused() && backend != glBackend
+	return err == nil && p.Fused() && backend != gpu.BackendGL
 }
 
 // fused reports whether d's kernels take the fused twins (takesFused).

@@ -5,11 +5,13 @@ package webgpu
 import (
 	"errors"
 	"testing"
+
+	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
 // TestTakesFused: the fused twins are taken only where the FMA probe ran
 // and passed every check, and never on wgpu's GL backend, whatever the
-// probe saw there (glBackend).
+// probe saw there (gpu.BackendGL).
 func TestTakesFused(t *testing.T) {
 	pass := fmaProbe{KeepSafe: true, FMAFused: true, DivExact: true, Pairs: 1}
 	for _, tc := range []struct {
@@ -21,7 +23,7 @@ func TestTakesFused(t *testing.T) {
 	}{
 		{"vulkan", pass, nil, "vulkan", true},
 		{"metal", pass, nil, "metal", true},
-		{"gl", pass, nil, glBackend, false},
+		{"gl", pass, nil, gpu.BackendGL, false},
 		{"probe failed to run", pass, errors.New("no"), "vulkan", false},
 		{"fma rounds twice", fmaProbe{KeepSafe: true, DivExact: true}, nil, "vulkan", false},
 		{"a twin's quotient wrong", fmaProbe{KeepSafe: true, FMAFused: true}, nil, "vulkan", false},
