@@ -282,8 +282,8 @@ suite_lastbits() {
 	tests lastbits.txt 200 gpucc 'TestAttentionSplit/webgpu|TestAttentionSplitTiles/webgpu'
 	tests lastbits.txt 360 gpucc 'TestAttentionWideTiles/webgpu|TestAttentionSpanTiles/webgpu'
 }
-# defaults (about 200 s): what the sessions of 2026-12-05 made default, on the driver: the fast paths and 128-thread rows
-# kernels (their bits ran in suite exact), the pass's own timestamps (enginequick), and the attention tiles' peers timed
+# defaults (about 200 s): what the sessions of 2026-12-05 made default, on the driver: the fast paths (and, until b2e0c33, 128-thread rows
+# kernels; their bits run in suite exact), the pass's own timestamps (enginequick), and the attention tiles' peers timed
 # with the clock warmed (bench/gpuwarm.py), eager before and after gpucc's runs
 suite_defaults() {
 	tests defaults.txt 30 gpu 'TestGrantsAdapterStorage|TestWorkgroupArrays'
