@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -58,7 +59,8 @@ func TestRowKnobs(t *testing.T) {
 // the edges, numerators next to the midpoints of that divisor's quotients
 // (b·q rounded and its neighbours), and division's random and hard
 // numerators (irtest.DivPairs), so that the fast path, its fallback and
-// both within one warp all run.
+// both within one warp all run; under each workgroup size a visit may
+// choose (wgsl.RowThreads 64, 128, 256).
 func TestRowDivision(t *testing.T) {
 	const cols = 1024
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
@@ -87,32 +89,43 @@ func TestRowDivision(t *testing.T) {
 		}
 	}
 	shape := ir.Shape{len(divisors), cols}
-	for _, fast := range []bool{true, false} {
-		t.Run(fmt.Sprintf("divfast=%t", fast), func(t *testing.T) {
-			defer func(v bool) { wgsl.RowDivFast = v }(wgsl.RowDivFast)
-			wgsl.RowDivFast = fast
-			b := ir.NewBuilder()
-			b.Output("y", b.Input(shape, as).Div(b.Input(shape, bs).MaxAxes(true, 1)))
-			g, err := b.Build(ir.Limits{NonFinite: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := rt.Run(context.Background(), g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, flushed := cpuref.Eval(g)[g.Outputs[0].ID], cpuref.EvalFlushed(g)[g.Outputs[0].ID]
-			canonical(map[string][]float32{"want": want, "flushed": flushed})
-			got, bad := res.Outputs["y"].Data, 0
-			for i := range want {
-				if g := math.Float32bits(got[i]); g != math.Float32bits(want[i]) && g != math.Float32bits(flushed[i]) {
-					if bad++; bad <= 10 {
-						t.Errorf("%#08x / row %d's %#08x: %#08x, cpuref %#08x", math.Float32bits(as[i]), i/cols,
-							math.Float32bits(divisors[i/cols]), g, math.Float32bits(want[i]))
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(shape, as).Div(b.Input(shape, bs).MaxAxes(true, 1)))
+	g, err := b.Build(ir.Limits{NonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, flushed := cpuref.Eval(g)[g.Outputs[0].ID], cpuref.EvalFlushed(g)[g.Outputs[0].ID]
+	canonical(map[string][]float32{"want": want, "flushed": flushed})
+	// The default workgroup and the others a visit may time
+	// (wgsl.RowThreads): 128 was the default until this test failed on
+	// the H100 in a process that had opened the GL adapter (2026-12-05).
+	threads := []int{wgsl.RowThreads}
+	for _, n := range []int{64, 128, 256} {
+		if !slices.Contains(threads, n) {
+			threads = append(threads, n)
+		}
+	}
+	for _, n := range threads {
+		for _, fast := range []bool{true, false} {
+			t.Run(fmt.Sprintf("threads=%d/divfast=%t", n, fast), func(t *testing.T) {
+				defer func(v bool, n int) { wgsl.RowDivFast, wgsl.RowThreads = v, n }(wgsl.RowDivFast, wgsl.RowThreads)
+				wgsl.RowDivFast, wgsl.RowThreads = fast, n
+				res, err := rt.Run(context.Background(), g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, bad := res.Outputs["y"].Data, 0
+				for i := range want {
+					if g := math.Float32bits(got[i]); g != math.Float32bits(want[i]) && g != math.Float32bits(flushed[i]) {
+						if bad++; bad <= 10 {
+							t.Errorf("%#08x / row %d's %#08x: %#08x, cpuref %#08x", math.Float32bits(as[i]), i/cols,
+								math.Float32bits(divisors[i/cols]), g, math.Float32bits(want[i]))
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
