@@ -19,18 +19,24 @@ import (
 // never their bits: random row graphs (irtest.RandomRows), and softmax,
 // log-softmax and layer norm (maximum(x, neg x) as ir.MaxNeg) over
 // extremes and random values, at 1024 leaves a row (the benchmarks'
-// width, partials apart from the leaves) and 4096 (the groups' values in
-// red), with each setting of wgsl.RowRootOnce and wgsl.RowDivFast,
-// against cpuref on webgpu.
+// width, partials apart from the leaves), 4096 (the groups' values in
+// red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
+// and wgsl.RowDivFast, and with wgsl.RowContiguous, against cpuref's bits
+// on webgpu. The runtime allows non-finite outputs (the extremes' softmax
+// underflows, their log-softmax is -Inf), so that every value is
+// compared: under the finite policy such a graph's run is only an error.
 func TestRowKnobs(t *testing.T) {
-	rt := open(t, "webgpu")
-	defer func(once, fast bool) { wgsl.RowRootOnce, wgsl.RowDivFast = once, fast }(wgsl.RowRootOnce, wgsl.RowDivFast)
-	for _, knobs := range [][2]bool{{true, true}, {false, false}} {
-		wgsl.RowRootOnce, wgsl.RowDivFast = knobs[0], knobs[1]
-		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}} {
+	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
+	defer func(once, fast, contig bool) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous = once, fast, contig
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous)
+	for _, knobs := range [][3]bool{{true, true, false}, {false, false, false}, {true, true, true}} {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous = knobs[0], knobs[1], knobs[2]
+		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t", knobs[0], knobs[1], knobs[2])
+		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}, {3, 1000}} {
 			for seed := range 2 {
 				g, _ := irtest.RandomRows(uint64(seed), s)
-				t.Run(fmt.Sprintf("once=%t,divfast=%t/%v/%d", knobs[0], knobs[1], s, seed), func(t *testing.T) { checkRun(t, rt, g) })
+				t.Run(fmt.Sprintf("%s/%v/%d", name, s, seed), func(t *testing.T) { checkBits(t, rt, g, s[1]) })
 			}
 			// the benchmarks' row ops over extremes: ±3e38, subnormals, equal values
 			b := ir.NewBuilder()
@@ -41,11 +47,36 @@ func TestRowKnobs(t *testing.T) {
 				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
 				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
 			}
-			g, err := b.Build(ir.Limits{})
+			g, err := b.Build(ir.Limits{NonFinite: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Run(fmt.Sprintf("once=%t,divfast=%t/%v/ops", knobs[0], knobs[1], s), func(t *testing.T) { checkRun(t, rt, g) })
+			t.Run(fmt.Sprintf("%s/%v/ops", name, s), func(t *testing.T) { checkBits(t, rt, g, s[1]) })
+		}
+	}
+}
+
+// checkBits runs g on rt (which allows non-finite outputs) and compares
+// every output's bits with cpuref's, or where the GPU flushed subnormals
+// with cpuref's flushed bits, NaNs as the quiet NaN; a row (of cols) at a
+// time in its errors.
+func checkBits(t *testing.T, rt *gpucc.Runtime, g *ir.Graph, cols int) {
+	t.Helper()
+	res, err := rt.Run(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
+	for _, o := range g.Outputs {
+		w, f := want[o.ID], flushed[o.ID]
+		canonical(map[string][]float32{"want": w, "flushed": f})
+		got, bad := res.Outputs[o.Name].Data, 0
+		for i := range w {
+			if g := math.Float32bits(got[i]); g != math.Float32bits(w[i]) && g != math.Float32bits(f[i]) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s row %d [%d] = %#08x, cpuref %#08x", o.Name, i/cols, i%cols, g, math.Float32bits(w[i]))
+				}
+			}
 		}
 	}
 }
@@ -175,23 +206,7 @@ func TestRowMax(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := rt.Run(context.Background(), g)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
-				for _, o := range g.Outputs {
-					w, f := want[o.ID], flushed[o.ID]
-					canonical(map[string][]float32{"want": w, "flushed": f})
-					got, bad := res.Outputs[o.Name].Data, 0
-					for i := range w {
-						if g := math.Float32bits(got[i]); g != math.Float32bits(w[i]) && g != math.Float32bits(f[i]) {
-							if bad++; bad <= 5 {
-								t.Errorf("%s row %d [%d] = %#08x, cpuref %#08x", o.Name, i/cols, i%cols, g, math.Float32bits(w[i]))
-							}
-						}
-					}
-				}
+				checkBits(t, rt, g, cols)
 			})
 		}
 	}

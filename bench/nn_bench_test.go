@@ -15,7 +15,9 @@ package bench
 //	                  nofast, exp, tanh and sigmoid by the table's bodies
 //	                  alone, no fast path (wgsl.FastPaths off); threads32,
 //	                  threads64, threads128, threads256, a rows kernel's
-//	                  workgroup size (wgsl.RowThreads, 128 by default)
+//	                  workgroup size (wgsl.RowThreads, 256 by default);
+//	                  contig, each thread's leaves a contiguous run, not
+//	                  staged through workgroup memory (wgsl.RowContiguous)
 
 import (
 	"context"
@@ -111,9 +113,9 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, keys, paths bool, threads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowThreads = once, fast, keys, paths, threads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowThreads)
+	defer func(once, fast, keys, paths, contig bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads = once, fast, keys, paths, contig, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -124,6 +126,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowMaxKeys = false
 		case "nofast":
 			wgsl.FastPaths = false
+		case "contig":
+			wgsl.RowContiguous = true
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		}

@@ -72,7 +72,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	}
 	var st staged
 	if wg {
-		st = stagedArrays(b, p, threads)
+		st = stagedArrays(b, p, threads, RowContiguous)
 		s.Workgroup = [3]int{threads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
@@ -197,6 +197,15 @@ func rowThreads(p int) int {
 // knob for the benchmarks (Config names it).
 var RowDivFast = true
 
+// RowContiguous makes thread t of a rows kernel's workgroup evaluate the
+// contiguous leaves t·per … t·per + per - 1 of its row (per = P/threads)
+// instead of leaves j·threads + t: its loads and stores are 4·per bytes
+// apart across a warp, not adjacent, and its leaves are already the run
+// of cpuref's tree it reduces, so a reduction writes no leaf to workgroup
+// memory, and waits at one barrier fewer. The same tree, the same bits
+// (TestRowKnobs). A knob for the benchmarks (Config names it).
+var RowContiguous = false
+
 // rowDivisions declares the functions of the divisions by a per-row
 // divisor in rows kernel k (with RowDivFast) and sets pl.Render for each;
 // it returns the divisors. With fused, the fast path is DivRowFast's
@@ -293,7 +302,13 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	for j := range per {
 		add("{")
-		add("\tlet r = %du + t;", j*st.threads)
+		last := (j+1)*st.threads > n // a step some of whose threads' leaves are padding
+		if st.contiguous {
+			add("\tlet r = t * %du + %du;", per, j)
+			last = n < pl.P
+		} else {
+			add("\tlet r = %du + t;", j*st.threads)
+		}
 		for _, a := range pl.Accs[d] {
 			id := rowIdentity(k.Body[a].Op)
 			if kk := keyed(a); kk.identity != "" {
@@ -302,7 +317,7 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 			add("\ta%d[%d] = %s;", a, j, id)
 		}
 		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
-		if (j+1)*st.threads > n {
+		if last {
 			add("\tif (r < %du) {", n)
 			add("\t\tlet i = base + r;")
 			for _, ln := range body {
@@ -343,6 +358,9 @@ type staged struct {
 	at, partAt, mine func(string) string
 	shared           bool
 	threads          int // the workgroup's: SumThreads, or a rows kernel's rowThreads
+	// contiguous: thread t holds leaves t·per + q (RowContiguous), so its
+	// run needs no staging through red
+	contiguous bool
 }
 
 // RowRootOnce makes one thread of a rows kernel's workgroup combine the
@@ -356,13 +374,18 @@ var RowRootOnce = true
 
 // stagedArrays declares the workgroup arrays of a staged reduction of P
 // leaves by a workgroup of threads threads (P ≥ threads ≥ 2·rowGroup,
-// powers of two).
-func stagedArrays(b *strings.Builder, p, threads int) staged {
+// powers of two); with contiguous, whose threads hold contiguous runs of
+// leaves, none of which go through red, which holds the partials alone.
+func stagedArrays(b *strings.Builder, p, threads int, contiguous bool) staged {
 	const storage = 16384 / 4 // floats
 	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" },
-		mine: func(x string) string { return x }, threads: threads}
+		mine: func(x string) string { return x }, threads: threads, contiguous: contiguous}
 	size, groups := p, threads/rowGroup
+	if contiguous {
+		size = threads
+	}
 	switch {
+	case contiguous:
 	case p > threads && p+p/32+groups+wrootFloats <= storage:
 		size = p + p/32
 		st.at = func(x string) string { return fmt.Sprintf("pad(%s)", x) }
@@ -370,7 +393,7 @@ func stagedArrays(b *strings.Builder, p, threads int) staged {
 	case p+groups > storage:
 		st.partAt, st.shared = func(x string) string { return fmt.Sprintf("red[%du + %s]", threads, x) }, true
 	}
-	if p > threads && !st.shared && size+threads+groups+wrootFloats <= storage {
+	if p > threads && !contiguous && !st.shared && size+threads+groups+wrootFloats <= storage {
 		off := size
 		st.mine = func(x string) string { return fmt.Sprintf("%du + %s", off, x) }
 		size += threads
@@ -459,7 +482,7 @@ fn combine_maxkey(a: u32, b: u32) -> u32 {
 func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone bool) []string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	if per > 1 {
+	if per > 1 && !st.contiguous {
 		for q := range per {
 			add("red[%s] = %s;", st.at(fmt.Sprintf("%du + t", q*st.threads)), kk.put(fmt.Sprintf("%s[%d]", a, q)))
 		}
@@ -470,6 +493,8 @@ func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone
 		if st.mine("t") == "t" { // the partials overwrite the leaves
 			add("workgroupBarrier();")
 		}
+	}
+	if per > 1 {
 		lines = append(lines, treeUnrolled(a, per, c)...)
 	}
 	add("red[%s] = %s;", st.mine("t"), kk.put(a+"[0]"))

@@ -38,12 +38,12 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys,
-// AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
+// RowContiguous, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
 // ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
 // program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
-		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,maxkeys=%t,contig=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
+		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowMaxKeys, RowContiguous, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
@@ -450,7 +450,7 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 	n := red.Leaves
 	per := max(leaves/SumThreads, 1)
 	combine(b, k)
-	st := stagedArrays(b, max(leaves, SumThreads), SumThreads)
+	st := stagedArrays(b, max(leaves, SumThreads), SumThreads, false)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")
