@@ -137,14 +137,6 @@ func TestAttentionRowOffIsNaN(t *testing.T) {
 	}
 }
 
-// checkNonFinite runs g (built under the non-finite policy) on rt and
-// compares with cpuref bit for bit, NaNs as the runtime's quiet NaN and,
-// on webgpu, a flushed subnormal as cpuref.EvalFlushed's.
-func checkNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
-	t.Helper()
-	checkAgainst(t, rt, g, expectedOf(g))
-}
-
 // expected is a graph's outputs by cpuref and by cpuref.EvalFlushed
 // (what webgpu may give instead), NaNs canonical.
 type expected struct{ want, flushed map[string][]float32 }

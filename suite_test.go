@@ -16,6 +16,7 @@ var (
 	bits                  = gpucctest.Bits
 	expect                = gpucctest.Expect
 	checkRun              = gpucctest.CheckRun
+	checkNonFinite        = gpucctest.CheckNonFinite
 	compare               = gpucctest.Compare
 	build                 = gpucctest.Build
 	openCache             = gpucctest.OpenCache

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,7 +52,13 @@ func Open(t testing.TB, backend string, opts ...func(*gpucc.Options)) *gpucc.Run
 		}
 		t.Skipf("backend %s unavailable: %v", backend, err)
 	}
-	t.Cleanup(rt.Close)
+	twins.Store(rt, &twin{opts: o})
+	t.Cleanup(func() {
+		rt.Close()
+		if tw, ok := twins.LoadAndDelete(rt); ok && tw.(*twin).rt != nil {
+			tw.(*twin).rt.Close()
+		}
+	})
 	// GPUCC_REQUIRE_WEBGPU=vulkan (bench/device.sh) also requires the
 	// adapter's backend: on the H100 (2026-12-05) a test process opened
 	// the GL adapter partway through and its later tests ran there.
@@ -60,6 +67,84 @@ func Open(t testing.TB, backend string, opts ...func(*gpucc.Options)) *gpucc.Run
 		t.Fatalf("%s=%s but the adapter is %s on %s (the process has %d open descriptors)", requireEnv[backend], want, rt.Adapter().Name, rt.Adapter().Backend, len(fds))
 	}
 	return rt
+}
+
+// twins holds, by each runtime Open returned, the options it was opened
+// with and, once CheckRun needs it, its twin: a runtime opened with the
+// same options but ir.Limits.NonFinite, which returns the values that the
+// finite policy refuses (the host's check, not the kernels: both compile
+// the same program).
+var twins sync.Map // *gpucc.Runtime → *twin
+
+type twin struct {
+	once sync.Once
+	opts gpucc.Options
+	rt   *gpucc.Runtime
+	err  error
+}
+
+// nonFiniteTwin returns rt's twin, opening it the first time.
+func nonFiniteTwin(t *testing.T, rt *gpucc.Runtime) *gpucc.Runtime {
+	t.Helper()
+	v, ok := twins.Load(rt)
+	if !ok {
+		t.Fatalf("the reference is not finite, and %s's runtime was not opened by gpucctest.Open: compare its values on a runtime with ir.Limits.NonFinite (CheckNonFinite)", rt.Backend())
+	}
+	tw := v.(*twin)
+	tw.once.Do(func() {
+		o := tw.opts
+		o.Limits.NonFinite = true
+		tw.rt, tw.err = gpucc.Open(context.Background(), o)
+	})
+	if tw.err != nil {
+		t.Fatalf("opening %s with ir.Limits.NonFinite: %v", rt.Backend(), tw.err)
+	}
+	return tw.rt
+}
+
+// CheckNonFinite runs g on rt, which allows non-finite outputs
+// (ir.Limits.NonFinite), and compares every output's bits with cpuref's,
+// NaNs as gpucc.QuietNaN (IEEE leaves a NaN's sign and payload to the
+// hardware); on webgpu, where the device may flush subnormals, a value
+// may be cpuref.EvalFlushed's instead.
+func CheckNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
+	t.Helper()
+	res, err := rt.Run(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Expect(g)
+	var flushed map[string][]float32
+	if rt.Backend() == "webgpu" {
+		vals := cpuref.EvalFlushed(g)
+		flushed = map[string][]float32{}
+		for _, o := range g.Outputs {
+			flushed[o.Name] = slices.Clone(vals[o.ID])
+		}
+	}
+	for _, m := range []map[string][]float32{want, flushed} {
+		for _, v := range m {
+			for i := range v {
+				if v[i] != v[i] {
+					v[i] = math.Float32frombits(gpucc.QuietNaN)
+				}
+			}
+		}
+	}
+	for name, w := range want {
+		got, bad := res.Outputs[name].Data, 0
+		for i := range w {
+			b := math.Float32bits(got[i])
+			if b != math.Float32bits(w[i]) && (flushed == nil || b != math.Float32bits(flushed[name][i])) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: %s[%d] = %v (%#08x), cpuref %v (%#08x)", rt.Backend(), name, i, got[i], b, w[i], math.Float32bits(w[i]))
+				}
+			}
+		}
+		if bad > 5 {
+			t.Errorf("%s: %s: %d values differ from cpuref", rt.Backend(), name, bad)
+		}
+	}
 }
 
 // BitsOf maps values to their IEEE bits, so that -0 and +0 differ.
@@ -97,11 +182,22 @@ func Expect(g *ir.Graph) (map[string][]float32, bool) {
 // CheckRun runs g on rt and compares every output, bit for bit, with cpuref.
 // On webgpu, which may flush subnormals (cpuref.EvalFlushed), a
 // non_finite_output error is right where either reference is not finite,
-// and a finite result where the flushed one is.
+// and a finite result where the flushed one is. Where the run's refusal
+// is right, the values are compared too, on rt's twin that allows them
+// (ir.Limits.NonFinite; rt must come from Open): a refusal alone would
+// let any kernel pass whose graph's reference holds an Inf or a NaN.
 func CheckRun(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 	t.Helper()
 	want, finite := Expect(g)
 	res, err := rt.Run(context.Background(), g)
+	refused := func() {
+		t.Helper()
+		var re *gpucc.Error
+		if !errors.As(err, &re) || re.Code != ir.CodeNonFiniteOutput {
+			t.Fatalf("reference output is not finite; want a non_finite_output error, got %v", err)
+		}
+		CheckNonFinite(t, nonFiniteTwin(t, rt), g)
+	}
 	if rt.Backend() == "webgpu" {
 		flushedFinite := true
 		vals := cpuref.EvalFlushed(g)
@@ -112,21 +208,20 @@ func CheckRun(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 		}
 		var re *gpucc.Error
 		if !finite && flushedFinite && err == nil || finite && !flushedFinite && errors.As(err, &re) && re.Code == ir.CodeNonFiniteOutput {
-			if err == nil {
-				got := map[string][]float32{}
-				for name, tensor := range res.Outputs {
-					got[name] = tensor.Data
-				}
-				Compare(t, rt, g, want, got)
+			if err != nil {
+				refused()
+				return
 			}
+			got := map[string][]float32{}
+			for name, tensor := range res.Outputs {
+				got[name] = tensor.Data
+			}
+			Compare(t, rt, g, want, got)
 			return
 		}
 	}
 	if !finite {
-		var re *gpucc.Error
-		if !errors.As(err, &re) || re.Code != ir.CodeNonFiniteOutput {
-			t.Fatalf("reference output is not finite; want a non_finite_output error, got %v", err)
-		}
+		refused()
 		return
 	}
 	if err != nil {
