@@ -3,7 +3,7 @@
 // Command gpucc-web is gpucc for the browser (GOOS=js GOARCH=wasm). It
 // exposes one global:
 //
-//	gpucc.run(graph, {backend: "auto", allowSoftware: false, threads: 0}) → Promise
+//	gpucc.run(graph, {backend: "auto", allowSoftware: false, threads: 0, nonFinite: false}) → Promise
 //	gpucc.onnxSignature(model) → Promise
 //	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs, npy, constants}) → Promise
 //	gpucc.generate(model, {backend, allowSoftware, prompt, tokens, maxLen, onToken}) → Promise
@@ -12,7 +12,11 @@
 // graph is protocol v1 JSON (a string, or an object that is stringified).
 // The promise resolves to the object `gpucc run` prints (backend, adapter,
 // outputs, timings, fallbackAttempts) and rejects with {code, message},
-// code being one of ir's stable error codes. model is an .onnx file's
+// code being one of ir's stable error codes. nonFinite lifts the seed's
+// host policy for a graph's outputs (finite float32 out): with it, an
+// output may hold ±Inf and NaN (ir.Limits.NonFinite), written in the
+// result as the strings "Infinity", "-Infinity" and "NaN" (gpucc.Tensor's
+// JSON), which Number() and Float32Array read back. model is an .onnx file's
 // bytes (a Uint8Array or an ArrayBuffer), imported by the onnx package
 // here in the page (onnx.go). The adapter is the seed's host model for a
 // sandboxed guest engine (host.go). gpucc.backends lists the backends built in.
@@ -133,8 +137,8 @@ func parseArgs(args []js.Value) (raw []byte, opts gpucc.Options, err error) {
 	return raw, opts, nil
 }
 
-// parseOptions reads {backend, allowSoftware, threads} from o (any value: what is
-// not an object means the defaults).
+// parseOptions reads {backend, allowSoftware, threads, nonFinite} from o (any
+// value: what is not an object means the defaults).
 func parseOptions(o js.Value) gpucc.Options {
 	opts := gpucc.Options{Backend: "auto"}
 	if o.Type() == js.TypeObject {
@@ -147,6 +151,7 @@ func parseOptions(o js.Value) gpucc.Options {
 		if n := o.Get("threads"); n.Type() == js.TypeNumber {
 			opts.Threads = n.Int()
 		}
+		opts.Limits.NonFinite = o.Get("nonFinite").Truthy()
 	}
 	return opts
 }
@@ -191,9 +196,13 @@ func open(opts gpucc.Options) (*gpucc.Runtime, error) {
 // checks under the limits alone, and no kernel depends on them, so the
 // bits are the same. A runtime per model's limits held a WebGPU device
 // or a WebGL2 context each, never released: Chromium keeps 16 WebGL
-// contexts and loses the oldest past them (TestOneRuntime).
+// contexts and loses the oldest past them (TestOneRuntime). The one
+// limit kept from opts is the output policy (nonFinite), which the run
+// applies: a caller who asks for it gets a second runtime.
 func shared(opts gpucc.Options) (*gpucc.Runtime, error) {
+	nonFinite := opts.Limits.NonFinite
 	opts.Limits = sharedLimits
+	opts.Limits.NonFinite = nonFinite
 	return open(opts)
 }
 
