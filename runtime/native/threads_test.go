@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
