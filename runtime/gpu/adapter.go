@@ -5,7 +5,9 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -276,10 +278,22 @@ type Options struct {
 	Upload      UploadPath
 	UploadChunk uint64
 
-	// backends, when non-zero, is the only mask of wgpu.InstanceBackend
-	// enumerated: tests open a GL device where Vulkan would be chosen.
-	backends wgpu.InstanceBackend
+	// Backend, when non-empty, is the only backend whose adapters are
+	// enumerated, by AdapterInfo.Backend's name: "vulkan", "metal",
+	// "d3d12", "d3d11" or "open-gl" (BackendGL). Without it a process
+	// may open GL where Vulkan's enumeration finds nothing, as an H100's
+	// test process did once (2026-12-05); with it Open fails instead.
+	Backend string
 }
+
+// backendMasks are Options.Backend's names and their backends.
+var backendMasks = map[string]wgpu.InstanceBackend{
+	"vulkan": wgpu.InstanceBackendVulkan, "metal": wgpu.InstanceBackendMetal, "d3d12": wgpu.InstanceBackendDX12,
+	"d3d11": wgpu.InstanceBackendDX11, BackendGL: wgpu.InstanceBackendGL,
+}
+
+// BackendNames are the names Options.Backend takes, sorted.
+func BackendNames() []string { return slices.Sorted(maps.Keys(backendMasks)) }
 
 // Sentinel errors, matched with errors.Is.
 var (
@@ -370,8 +384,12 @@ func openAdapters(opts Options) (*wgpu.Instance, *wgpu.Adapter, AdapterInfo, err
 		}
 		return out
 	}
-	if opts.backends != 0 {
-		inst, ierr := newInstanceOf(opts.backends)
+	if opts.Backend != "" {
+		mask, ok := backendMasks[opts.Backend]
+		if !ok {
+			return nil, nil, AdapterInfo{}, fmt.Errorf("no backend %q: want one of %s", opts.Backend, strings.Join(BackendNames(), ", "))
+		}
+		inst, ierr := newInstanceOf(mask)
 		if ierr != nil {
 			return nil, nil, AdapterInfo{}, ierr
 		}
@@ -430,6 +448,9 @@ func chooseAdapter(infos []AdapterInfo, opts Options) (int, error) {
 		var names []string
 		for _, a := range infos {
 			names = append(names, a.String())
+		}
+		if len(names) == 0 && opts.Backend != "" {
+			return -1, fmt.Errorf("%w of backend %s", ErrNoAdapter, opts.Backend)
 		}
 		if len(names) == 0 {
 			return -1, fmt.Errorf("%w (is a Vulkan/Metal/D3D12 driver installed?)", ErrNoAdapter)

@@ -153,7 +153,7 @@ gpucc: webgpu: 3 pipelines created in 40.0 ms by 2 workers: 66.0 ms of creation 
 // than a second for its context (on the H100's GL adapter, 2026-12-05).
 // Skipped where no GL adapter opens (lavapipe's llvmpipe has one).
 func TestCompileAllGL(t *testing.T) {
-	d, err := Open(Options{AllowSoftware: true, backends: secondaryBackends})
+	d, err := Open(Options{AllowSoftware: true, Backend: BackendGL})
 	if err != nil {
 		t.Skipf("no GL adapter: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -115,5 +116,26 @@ func TestOpenChoosesAsBefore(t *testing.T) {
 		if got.Name != w.Name || got.Backend != w.Backend || got.Type != w.Type || got.VendorID != w.VendorID || got.DeviceID != w.DeviceID || got.Driver != w.Driver {
 			t.Errorf("%+v: Open chose %v, want %v", opts, got, w)
 		}
+	}
+}
+
+// TestOpenBackend: Options.Backend opens an adapter of that backend or
+// fails: lavapipe's Vulkan adapter here, no D3D12 one, and a name that is
+// not a backend's is refused with the names it takes.
+func TestOpenBackend(t *testing.T) {
+	d, err := Open(Options{AllowSoftware: true, Backend: "vulkan"})
+	if err != nil {
+		t.Skipf("no Vulkan adapter: %v", err)
+	}
+	if got := d.Info().Backend; got != "vulkan" {
+		t.Errorf("Backend vulkan opened %s", got)
+	}
+	d.Close()
+	if _, err := Open(Options{AllowSoftware: true, Backend: "d3d12"}); !errors.Is(err, ErrNoAdapter) {
+		t.Errorf("Backend d3d12 on a machine without it: %v, want ErrNoAdapter", err)
+	}
+	_, err = Open(Options{AllowSoftware: true, Backend: "opengl"})
+	if want := `no backend "opengl": want one of d3d11, d3d12, metal, open-gl, vulkan`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Backend opengl: %v, want an error with %q", err, want)
 	}
 }

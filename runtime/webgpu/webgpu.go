@@ -89,8 +89,14 @@ func open(opts backend.Options) (backend.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := gpu.Open(gpu.Options{AllowSoftware: opts.AllowSoftware, Upload: path, UploadChunk: opts.UploadChunk})
+	// GPUCC_WEBGPU_BACKEND pins wgpu's backend (gpu.Options.Backend): an
+	// adapter of that one, or none.
+	be := os.Getenv("GPUCC_WEBGPU_BACKEND")
+	dev, err := gpu.Open(gpu.Options{AllowSoftware: opts.AllowSoftware, Upload: path, UploadChunk: opts.UploadChunk, Backend: be})
 	if err != nil {
+		if be != "" {
+			return nil, fmt.Errorf("GPUCC_WEBGPU_BACKEND=%s: %w", be, err)
+		}
 		return nil, err
 	}
 	info := dev.Info()
