@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpucc/gpucc"
@@ -149,21 +147,7 @@ func webgl2Row(t *testing.T, ctx context.Context, cpu *gpucc.Runtime, dir, name 
 		t.Errorf("%s: cpu: %v", name, err)
 		return "fails: cpu: " + oneLine(err.Error())
 	}
-	opts, _ := json.Marshal(map[string]any{"backend": "webgl2", "allowSoftware": true})
-	expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
-		for (const o of Object.values(r.outputs)) {
-			if (!o.dtype || o.dtype.includes("float")) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data.map(Number)).buffer)); o.data = o.bits.map(() => 0); }
-		}
-		return JSON.stringify(r);
-	}, e => JSON.stringify({error: e}))`, jsString(ir.Encode(g)), opts)
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r typedResult
-	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		t.Fatalf("%s: %v: %s", name, err, s)
-	}
+	r := runTyped(t, ctx, name, g, map[string]any{"backend": "webgl2", "allowSoftware": true})
 	if r.Error != nil {
 		switch r.Error.Code {
 		case "unsupported", "limit_exceeded", "non_finite_output", "invalid_graph", "invalid_input":

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -80,20 +79,7 @@ func threadCases(t *testing.T) []testCase {
 // runThreads calls gpucc.run on wasm with the threads option.
 func runThreads(t *testing.T, ctx context.Context, g *ir.Graph, threads int) result {
 	t.Helper()
-	opts, _ := json.Marshal(map[string]any{"backend": "wasm", "threads": threads})
-	expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
-		for (const o of Object.values(r.outputs)) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data).buffer)); delete o.data; }
-		return JSON.stringify(r);
-	}, e => JSON.stringify({error: e}))`, jsString(ir.Encode(g)), opts)
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		t.Fatalf("%v: %s", err, s)
-	}
-	return r
+	return runWith(t, ctx, ir.Encode(g), map[string]any{"backend": "wasm", "threads": threads})
 }
 
 // workerTiles is how many kernel tiles the page's workers have computed.

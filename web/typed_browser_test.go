@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,6 +20,29 @@ import (
 
 // typedResult is gpucc.run's answer to a typed graph: each output's dtype
 // and values as JSON numbers (booleans for bool), or the error.
+// runTyped runs g through gpucc.run in the page with options opts: a
+// float output's values come back as their float32 bits too (Bits), since
+// JSON.stringify writes -0 as 0; "Infinity" and "NaN" are read by Number.
+func runTyped(t *testing.T, ctx context.Context, name string, g *ir.Graph, opts map[string]any) typedResult {
+	t.Helper()
+	o, _ := json.Marshal(opts)
+	expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
+		for (const o of Object.values(r.outputs)) {
+			if (!o.dtype || o.dtype.includes("float")) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data.map(Number)).buffer)); o.data = o.bits.map(() => 0); }
+		}
+		return JSON.stringify(r);
+	}, e => JSON.stringify({error: e}))`, jsString(ir.Encode(g)), o)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r typedResult
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("%s: %v: %s", name, err, s)
+	}
+	return r
+}
+
 type typedResult struct {
 	Backend string `json:"backend"`
 	Outputs map[string]struct {
@@ -159,25 +183,8 @@ func casesOnPage(t *testing.T, backend string, cases []irtest.Case) {
 	for _, c := range cases {
 		tick(c.Name)
 		g := splitInt64(c.Graph)
-		// A float output's values become their float32 bits in the page:
-		// JSON.stringify writes -0 as 0.
 		runPage := func(nonFinite bool) typedResult {
-			opts, _ := json.Marshal(map[string]any{"backend": backend, "allowSoftware": true, "nonFinite": nonFinite})
-			expr := fmt.Sprintf(`gpucc.run(%s, %s).then(r => {
-				for (const o of Object.values(r.outputs)) {
-					if (!o.dtype || o.dtype.includes("float")) { o.bits = Array.from(new Uint32Array(new Float32Array(o.data.map(Number)).buffer)); o.data = o.bits.map(() => 0); }
-				}
-				return JSON.stringify(r);
-			}, e => JSON.stringify({error: e}))`, jsString(ir.Encode(g)), opts)
-			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var r typedResult
-			if err := json.Unmarshal([]byte(s), &r); err != nil {
-				t.Fatalf("%s: %v: %s", c.Name, err, s)
-			}
-			return r
+			return runTyped(t, ctx, c.Name, g, map[string]any{"backend": backend, "allowSoftware": true, "nonFinite": nonFinite})
 		}
 		r := runPage(false)
 		want, werr := cpuref.EvalTyped(g)
