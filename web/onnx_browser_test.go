@@ -294,7 +294,10 @@ func float64s(t *testing.T, path string) []float64 {
 
 // dynamicModel is an ONNX model y = Relu(x) of x [N,3], N a dim_param,
 // written field by field with protowire against onnx.proto's numbers.
-func dynamicModel() []byte {
+func dynamicModel() []byte { return unaryModel("Relu") }
+
+// unaryModel is dynamicModel with op in Relu's place.
+func unaryModel(op string) []byte {
 	type msg = []byte
 	bytesField := func(m msg, num protowire.Number, v []byte) msg {
 		return protowire.AppendBytes(protowire.AppendTag(m, num, protowire.BytesType), v)
@@ -309,7 +312,7 @@ func dynamicModel() []byte {
 		return bytesField(bytesField(nil, 1, []byte(name)), 2, bytesField(nil, 1, tensor))
 	}
 	node := bytesField(bytesField(nil, 1, []byte("x")), 2, []byte("y"))
-	node = bytesField(bytesField(node, 3, []byte("act")), 4, []byte("Relu"))
+	node = bytesField(bytesField(node, 3, []byte("act")), 4, []byte(op))
 	graph := bytesField(nil, 1, node)
 	graph = bytesField(graph, 2, []byte("dynamic"))
 	graph = bytesField(bytesField(graph, 11, value("x")), 12, value("y"))
@@ -359,6 +362,30 @@ func TestONNXPickerDynamic(t *testing.T) {
 		for i, x := range pageRandom(15, 1) {
 			if want := math.Float32bits(max(x, 0)); y.Bits[i] != want {
 				t.Errorf("%s: y[%d] = %#08x, want Relu(%v) = %#08x", backend, i, y.Bits[i], x, want)
+			}
+		}
+	}
+}
+
+// TestRunONNXNonFinite: a model whose output overflows (y = Exp(x) of
+// x = [100, 0, 1]) is refused under the seed's finite policy
+// (non_finite_output) and, with nonFinite, gives +Inf as JSON's
+// "Infinity" beside its finite values, on every browser backend.
+func TestRunONNXNonFinite(t *testing.T) {
+	ctx := page(t, "?life=0", pageDeadline)
+	model := base64.StdEncoding.EncodeToString(unaryModel("Exp"))
+	for _, backend := range browserBackends {
+		for _, tt := range []struct {
+			nonFinite bool
+			want      string
+		}{{false, "non_finite_output"}, {true, `["Infinity",1,2.7182817]`}} {
+			got := evalAwait(t, ctx, fmt.Sprintf(`(async () => {
+				const model = Uint8Array.from(atob(%q), (c) => c.charCodeAt(0));
+				const r = await gpucc.runONNX(model, {backend: %q, allowSoftware: true, nonFinite: %t, inputShapes: {x: [1, 3]}, inputs: {x: [100, 0, 1]}});
+				return JSON.stringify(r.outputs.y.data);
+			})().catch((e) => e.code || JSON.stringify(e))`, model, backend, tt.nonFinite))
+			if got != tt.want {
+				t.Errorf("%s, nonFinite %t: %s, want %s", backend, tt.nonFinite, got, tt.want)
 			}
 		}
 	}

@@ -5,7 +5,7 @@
 //
 //	gpucc.run(graph, {backend: "auto", allowSoftware: false, threads: 0, nonFinite: false}) → Promise
 //	gpucc.onnxSignature(model) → Promise
-//	gpucc.runONNX(model, {backend, allowSoftware, inputShapes, inputs, npy, constants}) → Promise
+//	gpucc.runONNX(model, {backend, allowSoftware, nonFinite, inputShapes, inputs, npy, constants}) → Promise
 //	gpucc.generate(model, {backend, allowSoftware, prompt, tokens, maxLen, onToken}) → Promise
 //	gpucc.createPythonGPUAdapter(engine, {allowExecute, maxPending, backend, allowSoftware}) → adapter
 //
