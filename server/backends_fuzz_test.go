@@ -173,15 +173,23 @@ func FuzzBackends(f *testing.F) {
 	})
 }
 
-// warmUp runs a graph of each generator through every backend, so that
-// starting the devices (lavapipe's Vulkan instance, wazero) and the first
-// Clang builds happen before f.Fuzz, in each fuzz worker, and not inside
+// warmUp runs a graph of each generator, and one that overflows, through
+// every backend of both hosts (shared, and sharedNonFinite for the one
+// that overflows), so that starting the devices (lavapipe's Vulkan
+// instance, wazero) and the first Clang builds happen before f.Fuzz, in each fuzz worker, and not inside
 // the first input: the fuzzing engine gives one input 10 seconds before it
 // calls the worker hung (internal/fuzz's RunFuzzWorker), and on a 2-core
 // machine at load average 9–16 the first input ran past it 3 times of 3.
 func warmUp(f *testing.F) {
 	f.Helper()
-	for _, g := range []*ir.Graph{irtest.RandomViews(0, 9), irtest.RandomOps(0, 12)} {
+	// the last, 3e38·10, overflows: it opens sharedNonFinite's devices too
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{1}, []float32{3e38}).MulScalar(10))
+	over, err := b.Build(ir.Limits{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, g := range []*ir.Graph{irtest.RandomViews(0, 9), irtest.RandomOps(0, 12), over} {
 		checkBackends(f, g)
 	}
 }
