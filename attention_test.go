@@ -137,41 +137,6 @@ func TestAttentionRowOffIsNaN(t *testing.T) {
 	}
 }
 
-// expected is a graph's outputs by cpuref and by cpuref.EvalFlushed
-// (what webgpu may give instead), NaNs canonical.
-type expected struct{ want, flushed map[string][]float32 }
-
-func expectedOf(g *ir.Graph) expected {
-	want, _ := expect(g)
-	canonical(want)
-	vals := cpuref.EvalFlushed(g)
-	flushed := map[string][]float32{}
-	for _, o := range g.Outputs {
-		flushed[o.Name] = vals[o.ID]
-	}
-	canonical(flushed)
-	return expected{want, flushed}
-}
-
-// checkAgainst runs g on rt and checks its outputs against ref.
-func checkAgainst(t *testing.T, rt *gpucc.Runtime, g *ir.Graph, ref expected) {
-	t.Helper()
-	res, err := rt.Run(context.Background(), g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, w := range ref.want {
-		got := res.Outputs[name].Data
-		for i := range w {
-			b := math.Float32bits(got[i])
-			if b != math.Float32bits(w[i]) && (rt.Backend() != "webgpu" || b != math.Float32bits(ref.flushed[name][i])) {
-				t.Errorf("%s[%d] = %v (%#x), cpuref %v (%#x)", name, i, got[i], b, w[i], math.Float32bits(w[i]))
-				break
-			}
-		}
-	}
-}
-
 // TestAttentionLengths: sequences 64 and 512 at head dims 64 and 128,
 // causal and padding-masked with -Inf, give cpuref's bits on every
 // backend: the WGSL row's key tiles, partial last tiles and workgroups of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/internal/gpucctest"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -99,7 +100,7 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 // tests run a case under every tile, and cpuref's reference at 2048 keys
 // took longer than the kernels (the H100 ran 18 of the full tier's tests
 // in 200 s on 2026-12-05, computing it again for each tile).
-var partsRefs sync.Map // partsKey -> expected
+var partsRefs sync.Map // partsKey -> gpucctest.Ref
 
 // partsKey is what a case's reference depends on: the case, its seed, and
 // the orders the IR picks (ir.AttentionSplit, ir.AttentionOnlineFrom); the
@@ -110,10 +111,10 @@ type partsKey struct {
 	split, onlineFrom int
 }
 
-func partsExpected(c partsCase, seed uint64, g *ir.Graph) expected {
+func partsExpected(c partsCase, seed uint64, g *ir.Graph) gpucctest.Ref {
 	k := partsKey{c, seed, ir.AttentionSplit, ir.AttentionOnlineFrom}
 	if r, ok := partsRefs.Load(k); ok {
-		return r.(expected)
+		return r.(gpucctest.Ref)
 	}
 	r := expectedOf(g)
 	partsRefs.Store(k, r)

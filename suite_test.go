@@ -17,6 +17,8 @@ var (
 	expect                = gpucctest.Expect
 	checkRun              = gpucctest.CheckRun
 	checkNonFinite        = gpucctest.CheckNonFinite
+	checkAgainst          = gpucctest.CheckAgainst
+	expectedOf            = gpucctest.RefOf
 	compare               = gpucctest.Compare
 	build                 = gpucctest.Build
 	openCache             = gpucctest.OpenCache

@@ -176,8 +176,8 @@ func FuzzBackends(f *testing.F) {
 // warmUp runs a graph of each generator, and one that overflows, through
 // every backend of both hosts (shared, and sharedNonFinite for the one
 // that overflows), so that starting the devices (lavapipe's Vulkan
-// instance, wazero) and the first Clang builds happen before f.Fuzz, in each fuzz worker, and not inside
-// the first input: the fuzzing engine gives one input 10 seconds before it
+// instance, wazero) and the first Clang builds happen before f.Fuzz, in
+// each fuzz worker, and not inside the first input: the fuzzing engine gives one input 10 seconds before it
 // calls the worker hung (internal/fuzz's RunFuzzWorker), and on a 2-core
 // machine at load average 9–16 the first input ran past it 3 times of 3.
 func warmUp(f *testing.F) {

@@ -18,8 +18,6 @@ import (
 	"github.com/gpucc/gpucc/ir/irtest"
 )
 
-// typedResult is gpucc.run's answer to a typed graph: each output's dtype
-// and values as JSON numbers (booleans for bool), or the error.
 // runTyped runs g through gpucc.run in the page with options opts: a
 // float output's values come back as their float32 bits too (Bits), since
 // JSON.stringify writes -0 as 0; "Infinity" and "NaN" are read by Number.
@@ -43,6 +41,8 @@ func runTyped(t *testing.T, ctx context.Context, name string, g *ir.Graph, opts 
 	return r
 }
 
+// typedResult is gpucc.run's answer to a typed graph: each output's dtype
+// and values as JSON numbers (booleans for bool), or the error.
 type typedResult struct {
 	Backend string `json:"backend"`
 	Outputs map[string]struct {

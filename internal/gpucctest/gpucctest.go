@@ -103,24 +103,26 @@ func nonFiniteTwin(t *testing.T, rt *gpucc.Runtime) *gpucc.Runtime {
 }
 
 // CheckNonFinite runs g on rt, which allows non-finite outputs
-// (ir.Limits.NonFinite), and compares every output's bits with cpuref's,
-// NaNs as gpucc.QuietNaN (IEEE leaves a NaN's sign and payload to the
-// hardware); on webgpu, where the device may flush subnormals, a value
-// may be cpuref.EvalFlushed's instead.
+// (ir.Limits.NonFinite), and compares every output's bits with cpuref's
+// (CheckAgainst RefOf(g)).
 func CheckNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 	t.Helper()
-	res, err := rt.Run(context.Background(), g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	CheckAgainst(t, rt, g, RefOf(g))
+}
+
+// Ref is a graph's outputs by cpuref and by cpuref.EvalFlushed (what
+// webgpu may give instead), each NaN as gpucc.QuietNaN (IEEE leaves a
+// NaN's sign and payload to the hardware). A test that runs one graph
+// under many schedules computes it once.
+type Ref struct{ Want, Flushed map[string][]float32 }
+
+// RefOf returns g's Ref.
+func RefOf(g *ir.Graph) Ref {
 	want, _ := Expect(g)
-	var flushed map[string][]float32
-	if rt.Backend() == "webgpu" {
-		vals := cpuref.EvalFlushed(g)
-		flushed = map[string][]float32{}
-		for _, o := range g.Outputs {
-			flushed[o.Name] = slices.Clone(vals[o.ID])
-		}
+	vals := cpuref.EvalFlushed(g)
+	flushed := map[string][]float32{}
+	for _, o := range g.Outputs {
+		flushed[o.Name] = slices.Clone(vals[o.ID])
 	}
 	for _, m := range []map[string][]float32{want, flushed} {
 		for _, v := range m {
@@ -131,7 +133,19 @@ func CheckNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 			}
 		}
 	}
-	for name, w := range want {
+	return Ref{want, flushed}
+}
+
+// CheckAgainst runs g on rt (which allows non-finite outputs where ref
+// holds them) and compares every output's bits with ref.Want's, or on
+// webgpu with ref.Flushed's.
+func CheckAgainst(t *testing.T, rt *gpucc.Runtime, g *ir.Graph, ref Ref) {
+	t.Helper()
+	res, err := rt.Run(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range ref.Want {
 		got, bad := res.Outputs[name].Data, 0
 		if len(got) != len(w) {
 			t.Errorf("%s: %s has %d values, cpuref %d", rt.Backend(), name, len(got), len(w))
@@ -139,7 +153,7 @@ func CheckNonFinite(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) {
 		}
 		for i := range w {
 			b := math.Float32bits(got[i])
-			if b != math.Float32bits(w[i]) && (flushed == nil || b != math.Float32bits(flushed[name][i])) {
+			if b != math.Float32bits(w[i]) && (rt.Backend() != "webgpu" || b != math.Float32bits(ref.Flushed[name][i])) {
 				if bad++; bad <= 5 {
 					t.Errorf("%s: %s[%d] = %v (%#08x), cpuref %v (%#08x)", rt.Backend(), name, i, got[i], b, w[i], math.Float32bits(w[i]))
 				}
