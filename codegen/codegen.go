@@ -121,6 +121,9 @@ type Lang struct {
 	Load func(l Lang, j int, op ir.Operand, idx []string) string
 	// Table declares a constant table of u32 values named name.
 	Table func(name string, vals []uint32) string
+	// Array declares a mutable local array of n values of the type named
+	// t, uninitialized (see Counter).
+	Array func(t, name string, n int) string
 }
 
 // FuncName is the name that generated code gives function f.

@@ -60,6 +60,7 @@ var Lang = codegen.Lang{
 	Decl:   cDecl,
 	For:    cFor,
 	Table:  cTable,
+	Array:  cArray,
 }
 
 // native is C's table of primitives (codegen.Lang.Native): division and

@@ -61,3 +61,7 @@ func cTable(name string, vals []uint32) string {
 	}
 	return fmt.Sprintf("static const u32 %s[%d] = {%s};", name, len(vals), strings.Join(s, ", "))
 }
+
+func cArray(t, name string, n int) string {
+	return t + " " + name + "[" + fmt.Sprint(n) + "];"
+}

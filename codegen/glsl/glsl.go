@@ -138,6 +138,7 @@ var Lang = codegen.Lang{
 	For:   glslFor,
 	Load:  glslLoad,
 	Table: glslTable,
+	Array: glslArray,
 }
 
 var glslTypes = [...]string{ir.XFloat32: "float", ir.XUint32: "uint", ir.XBool: "bool"}

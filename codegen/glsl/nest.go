@@ -47,3 +47,7 @@ func glslTable(name string, vals []uint32) string {
 	}
 	return fmt.Sprintf("const uint %s[%d] = uint[%d](%s);", name, len(vals), len(vals), strings.Join(s, ", "))
 }
+
+func glslArray(t, name string, n int) string {
+	return t + " " + name + "[" + fmt.Sprint(n) + "];"
+}

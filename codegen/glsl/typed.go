@@ -467,32 +467,7 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 			"return acc;",
 		}, nil
 	}
-	p, _ := codegen.SumBlock(red.Leaves, 1)
-	lines := []string{
-		fmt.Sprintf("float st[%d];", codegen.Log2(p)+1),
-		fmt.Sprintf("for (uint r = 0u; r < %du; r++) {", red.Leaves),
-		"\tfloat v = " + leaf + ";",
-		"\tuint lvl = 0u;",
-		"\tfor (uint c = r; (c & 1u) == 1u; c = c >> 1u) {",
-		"\t\tv = t_combine(st[lvl], v);",
-		"\t\tlvl++;",
-		"\t}",
-		"\tst[lvl] = v;",
-		"}",
-	}
-	acc := false
-	for l := 0; 1<<l <= red.Leaves; l++ {
-		if red.Leaves>>l&1 == 0 {
-			continue
-		}
-		if !acc {
-			lines = append(lines, fmt.Sprintf("float acc = st[%d];", l))
-			acc = true
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("acc = t_combine(st[%d], acc);", l))
-	}
-	return append(lines, "return acc;"), nil
+	return append(codegen.CounterTree(Lang, "float", red.Leaves, leaf, "t_combine"), "return acc;"), nil
 }
 
 func roundTo(t ir.DType, v string) string {

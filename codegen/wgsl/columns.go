@@ -71,15 +71,8 @@ func columns(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, red ir.Reducti
 			fmt.Fprintf(b, "\t\tlf[%d] = combine(lf[%d], lf[%d]);\n", l, l, l+w)
 		}
 	}
-	b.WriteString(`		var leaf = lf[0];
-		var lvl = 0u;
-		for (var m = j; (m & 1u) == 1u; m = m >> 1u) {
-			leaf = combine(st[lvl], leaf);
-			lvl++;
-		}
-		st[lvl] = leaf;
-	}
-`)
+	b.WriteString("\t\tvar leaf = lf[0];\n")
+	b.WriteString(codegen.Indent(codegen.CounterPush(Lang, "leaf", "j", "combine"), 2) + "\t}\n")
 	fmt.Fprintf(b, "\tpart[lid.x] = st[%d];\n\tworkgroupBarrier();\n", levels-codegen.Log2(u))
 	fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", t)
 	fmt.Fprintf(b, "\t\tif (q %% (2u * w) == 0u) { part[lid.x] = combine(part[lid.x], part[lid.x + w * %du]); }\n", ColumnTile)

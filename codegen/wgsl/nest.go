@@ -68,3 +68,7 @@ func wgslTable(name string, vals []uint32) string {
 	}
 	return fmt.Sprintf("var<private> %s: array<u32, %d> = array<u32, %d>(%s);", name, len(vals), len(vals), strings.Join(s, ", "))
 }
+
+func wgslArray(t, name string, n int) string {
+	return "var " + name + ": array<" + t + ", " + fmt.Sprint(n) + ">;"
+}

@@ -613,32 +613,7 @@ func typedReduce(g *ir.Graph, i int) ([]string, error) {
 			"return acc;",
 		}, nil
 	}
-	p, _ := codegen.SumBlock(red.Leaves, 1)
-	lines := []string{
-		fmt.Sprintf("var st: array<f32, %d>;", codegen.Log2(p)+1),
-		fmt.Sprintf("for (var r = 0u; r < %du; r++) {", red.Leaves),
-		"\tvar v = " + leaf + ";",
-		"\tvar lvl = 0u;",
-		"\tfor (var c = r; (c & 1u) == 1u; c = c >> 1u) {",
-		"\t\tv = t_combine(st[lvl], v);",
-		"\t\tlvl++;",
-		"\t}",
-		"\tst[lvl] = v;",
-		"}",
-	}
-	acc := false
-	for l := 0; 1<<l <= red.Leaves; l++ {
-		if red.Leaves>>l&1 == 0 {
-			continue
-		}
-		if !acc {
-			lines = append(lines, fmt.Sprintf("var acc = st[%d];", l))
-			acc = true
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("acc = t_combine(st[%d], acc);", l))
-	}
-	return append(lines, "return acc;"), nil
+	return append(codegen.CounterTree(Lang, "f32", red.Leaves, leaf, "t_combine"), "return acc;"), nil
 }
 
 // wideReduce returns part(e, t)'s statements for reduction node i of
@@ -668,18 +643,15 @@ func wideReduce(g *ir.Graph, i int, red ir.Reduction, leaf string) ([]string, er
 			"return acc;"), nil
 	}
 	levels := codegen.Log2(p/WideThreads) + 1
-	return append(lines,
-		fmt.Sprintf("var st: array<f32, %d>;", levels),
+	lines = append(lines,
+		Lang.Array("f32", "st", levels),
 		"for (var q = 0u; q < nb; q++) {",
 		"\tlet r = lo + q;",
-		"\tvar v = "+leaf+";",
-		"\tvar lvl = 0u;",
-		"\tfor (var c = q; (c & 1u) == 1u; c = c >> 1u) {",
-		"\t\tv = t_combine(st[lvl], v);",
-		"\t\tlvl++;",
-		"\t}",
-		"\tst[lvl] = v;",
-		"}",
+		"\tvar v = "+leaf+";")
+	for _, s := range codegen.CounterPush(Lang, "v", "q", "t_combine") {
+		lines = append(lines, "\t"+s)
+	}
+	return append(lines, "}",
 		"var acc = "+id+";",
 		"var have = false;",
 		fmt.Sprintf("for (var l = 0u; l < %du; l++) {", levels),

@@ -74,6 +74,7 @@ var Lang = codegen.Lang{
 	For:       wgslFor,
 	Opaque:    wgslOpaque,
 	Table:     wgslTable,
+	Array:     wgslArray,
 }
 
 // wgslBits renders a float32 of bits b. A non-finite one (±Inf, NaN) is
@@ -418,14 +419,7 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 	fmt.Fprintf(b, "\t\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
 	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 3))
 	fmt.Fprintf(b, "\t\t\tleaf = %s;\n\t\t}\n", codegen.Value(int(k.Stores[0])))
-	b.WriteString(`		var lvl = 0u;
-		for (var c = j; (c & 1u) == 1u; c = c >> 1u) {
-			leaf = combine(st[lvl], leaf);
-			lvl++;
-		}
-		st[lvl] = leaf;
-	}
-`)
+	b.WriteString(codegen.Indent(codegen.CounterPush(Lang, "leaf", "j", "combine"), 2) + "\t}\n")
 	fmt.Fprintf(b, "\tpart[t] = st[%d];\n\tworkgroupBarrier();\n", levels)
 	fmt.Fprintf(b, "\tfor (var w = 1u; w < %du; w = w * 2u) {\n", SumThreads)
 	b.WriteString("\t\tif (t % (2u * w) == 0u) { part[t] = combine(part[t], part[t + w]); }\n\t\tworkgroupBarrier();\n\t}\n")
@@ -514,26 +508,8 @@ func rows(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, red ir.Reduction)
 	fmt.Fprintf(b, "\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
 	b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 2))
 	fmt.Fprintf(b, "\t\tvar leaf = %s;\n", codegen.Value(int(k.Stores[0])))
-	b.WriteString(`		var lvl = 0u;
-		for (var c = r; (c & 1u) == 1u; c = c >> 1u) {
-			leaf = combine(st[lvl], leaf);
-			lvl++;
-		}
-		st[lvl] = leaf;
-	}
-`)
-	acc := ""
-	for l := 0; 1<<l <= n; l++ {
-		if n>>l&1 == 0 {
-			continue
-		}
-		if acc == "" {
-			acc = fmt.Sprintf("st[%d]", l)
-			b.WriteString("\tvar acc = " + acc + ";\n")
-			continue
-		}
-		fmt.Fprintf(b, "\tacc = combine(st[%d], acc);\n", l)
-	}
+	b.WriteString(codegen.Indent(codegen.CounterPush(Lang, "leaf", "r", "combine"), 2) + "\t}\n")
+	b.WriteString(codegen.Indent(codegen.CounterFold(Lang, "f32", n, "combine"), 1))
 	b.WriteString("\tout0[o] = acc;\n")
 	epilogue(b, k, "acc", 1)
 	b.WriteString("}\n")

@@ -22,14 +22,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 		let v0 = in0[i];
 		let v1 = (v0 * v0) * params.one;
 		var leaf = v1;
-		var lvl = 0u;
-		for (var c = r; (c & 1u) == 1u; c = c >> 1u) {
+		var lvl: u32 = 0u;
+		var ctr: u32 = r;
+		while ((ctr & 1u) == 1u) {
 			leaf = combine(st[lvl], leaf);
-			lvl++;
+			lvl = lvl + 1u;
+			ctr = ctr >> 1u;
 		}
 		st[lvl] = leaf;
 	}
-	var acc = st[2];
+	var acc: f32 = st[2];
 	out0[o] = acc;
 }
 
@@ -70,14 +72,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 		let i = o + r * 4u;
 		let v0 = in0[i];
 		var leaf = v0;
-		var lvl = 0u;
-		for (var c = r; (c & 1u) == 1u; c = c >> 1u) {
+		var lvl: u32 = 0u;
+		var ctr: u32 = r;
+		while ((ctr & 1u) == 1u) {
 			leaf = combine(st[lvl], leaf);
-			lvl++;
+			lvl = lvl + 1u;
+			ctr = ctr >> 1u;
 		}
 		st[lvl] = leaf;
 	}
-	var acc = st[0];
+	var acc: f32 = st[0];
 	acc = combine(st[1], acc);
 	out0[o] = acc;
 }
