@@ -21,18 +21,19 @@ import (
 // extremes and random values, at 1024 leaves a row (the benchmarks'
 // width, partials apart from the leaves), 4096 (the groups' values in
 // red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
-// and wgsl.RowDivFast, and with wgsl.RowContiguous, against cpuref's bits
+// and wgsl.RowDivFast, with wgsl.RowContiguous, and without
+// wgsl.RowDivNear (a fused device's only), against cpuref's bits
 // on webgpu. The runtime allows non-finite outputs (the extremes' softmax
 // underflows, their log-softmax is -Inf), so that every value is
 // compared: under the finite policy such a graph's run is only an error.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	defer func(once, fast, contig bool) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous = once, fast, contig
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous)
-	for _, knobs := range [][3]bool{{true, true, false}, {false, false, false}, {true, true, true}} {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous = knobs[0], knobs[1], knobs[2]
-		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t", knobs[0], knobs[1], knobs[2])
+	defer func(once, fast, contig, near bool) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear = once, fast, contig, near
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear)
+	for _, knobs := range [][4]bool{{true, true, false, true}, {false, false, false, true}, {true, true, true, true}, {true, true, false, false}} {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear = knobs[0], knobs[1], knobs[2], knobs[3]
+		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t", knobs[0], knobs[1], knobs[2], knobs[3])
 		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}, {3, 1000}} {
 			for seed := range 2 {
 				g, _ := irtest.RandomRows(uint64(seed), s)
@@ -65,17 +66,20 @@ func TestRowKnobs(t *testing.T) {
 // the edges, numerators next to the midpoints of that divisor's quotients
 // (b·q rounded and its neighbours), and division's random and hard
 // numerators (irtest.DivPairs), so that the fast path, its fallback and
-// both within one warp all run; under each workgroup size a visit may
+// both within one warp all run, on a fused device the leaves of
+// ir.DivRowNear's range and those at its edges too; under each workgroup size a visit may
 // choose (wgsl.RowThreads 64, 128, 256).
 func TestRowDivision(t *testing.T) {
 	const cols = 1024
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	divisors := append(irtest.Edges(), 3, 1.5, 1023.75, 7e-39, 0x1p-126, 0x1p127, 1e-30, -5e20)
+	// ir.DivRowNear's range is [2^-60, 2^60) for divisors and numerators
+	near := []float32{0x1p-60, 0x1.fffffep-61, 0x1.fffffep59, 0x1p60, -0x1p-60, -0x1.fffffep59}
+	divisors := append(append(irtest.Edges(), 3, 1.5, 1023.75, 7e-39, 0x1p-126, 0x1p127, 1e-30, -5e20, 1.9999999), near...)
 	pa, _ := irtest.DivPairs(7, 1<<14)
 	r := rand.New(rand.NewPCG(7, 35))
 	var as, bs []float32
 	for _, d := range divisors {
-		row := append([]float32{}, irtest.Edges()...)
+		row := append(append([]float32{}, irtest.Edges()...), near...)
 		for len(row) < cols/2 {
 			p := float32(r.Float64()+1) * d
 			u := math.Float32bits(p)

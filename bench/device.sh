@@ -16,8 +16,9 @@
 # The GPU's clock drops to 345 MHz after ~3 s idle: every timing suite warms it first.
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
-#   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, contiguous
-#            runs (wgsl.RowContiguous), 128 threads and both, beside PyTorch eager
+#   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
+#            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
+#            beside PyTorch eager
 #   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
 #            bits on the driver and its time at 2048 keys beside the tile it replaced
 #   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
@@ -154,12 +155,13 @@ suite_exactattn() {
 }
 # rowsnext (about 150 s): what decides the rows kernels' next defaults: their bits on the driver under every workgroup
 # size (TestRowDivision: 64, 128, 256 threads), every knob (TestRowKnobs: contiguous runs, wgsl.RowContiguous) and
-# TestRowThreads, then softmax, log-softmax and layer norm [8192,1024] under the default, contig, threads128 and both,
-# beside PyTorch eager, each a fresh process
+# TestRowThreads, then softmax, log-softmax and layer norm [8192,1024] under the default, nonear (the fused fast division
+# instead of the correctly rounded reciprocal's, wgsl.RowDivNear), contig, threads128 and both, beside PyTorch eager, each a
+# fresh process
 suite_rowsnext() {
 	tests rowsnext_exact.txt 150 gpucc 'TestRow(Knobs|Division|Max|Threads)'
 	warm
-	for v in default contig threads128 threads128,contig; do
+	for v in default nonear contig threads128 threads128,contig; do
 		benches rowsnext_rows.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowsnext_rows.txt"
 	done

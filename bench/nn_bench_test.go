@@ -17,7 +17,10 @@ package bench
 //	                  threads64, threads128, threads256, a rows kernel's
 //	                  workgroup size (wgsl.RowThreads, 256 by default);
 //	                  contig, each thread's leaves a contiguous run, not
-//	                  staged through workgroup memory (wgsl.RowContiguous)
+//	                  staged through workgroup memory (wgsl.RowContiguous);
+//	                  nonear, a per-row divisor's leaves divided by the
+//	                  fused fast path, not by its correctly rounded
+//	                  reciprocal (wgsl.RowDivNear off)
 
 import (
 	"context"
@@ -113,9 +116,9 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, keys, paths, contig bool, threads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads = once, fast, keys, paths, contig, threads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads)
+	defer func(once, fast, near, keys, paths, contig bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads = once, fast, near, keys, paths, contig, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -128,6 +131,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.FastPaths = false
 		case "contig":
 			wgsl.RowContiguous = true
+		case "nonear":
+			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		}

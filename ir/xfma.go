@@ -79,3 +79,68 @@ var (
 func Fused() map[string]*Func {
 	return map[string]*Func{divFn.Name: divFusedFn, divNormalFn.Name: divNormalFusedFn}
 }
+
+// Division by a row's divisor from its correctly rounded reciprocal
+// (Markstein's theorem): where y = RN(1/b) and q0 = RN(a·y), q0 is within
+// one ulp of a/b, the remainder r = a - q0·b is a float, which a fused
+// multiply-add gives exactly, and RN(q0 + r·y), rounded once, is a/b
+// correctly rounded. So a rows kernel that computes y once a row
+// (DivRowRecip) divides each leaf with a product and two fused
+// multiply-adds (DivRowNear), where DivRowFastFused takes about 50
+// instructions, on magnitudes in [2^-60, 2^60) (DivRowIn), where no step
+// leaves the normal range: the quotient lies in [2^-120, 2^120], and a
+// remainder that is not zero is a multiple of ulp(b)·ulp(q0) ≥ 2^(ea-47)
+// ≥ 2^-107, so a device that flushes subnormals flushes none of them.
+// The same bits as div there (xfma_test.go), fused only.
+var (
+	// DivRowRecip is RN(1/|b|) for |b| in [2^-60, 2^60), and +0 for any
+	// other b (the row's leaves then take DivRowFastFused or div): the
+	// reciprocal of b's significand B by recipFused and two more Newton
+	// steps, fused, which is RN(1/B) for every B but 2 - 2^-23 (whose
+	// RN(1/B), 0.5 + 2^-24, is selected; TestDivRowRecip: all 2^23), then
+	// b's exponent taken from its exponent field.
+	DivRowRecip = &Func{Name: "div_row_rn", Params: 1, Body: divRowRecip(Arg(0))}
+	// DivRowNear is a/b, correctly rounded, given y = DivRowRecip(b) (not
+	// +0) and |a| in DivRowIn's range: RN(q0 + r·y) with q0 = RN(|a|·y)
+	// and r = |a| - q0·|b|, fused, and the sign of a·b. A zero a gives a
+	// zero of that sign (r = +0, q0 + r·y = +0).
+	DivRowNear = &Func{Name: "div_row_mk", Params: 3, Body: divRowNear(Arg(0), Arg(1), Arg(2))}
+	// DivRowIn is 1 where |a| is +0 or in [2^-60, 2^60) (DivRowNear's
+	// numerators), 0 elsewhere (NaN and infinities included).
+	DivRowIn = &Func{Name: "div_row_in", Params: 1, Body: divRowIn(Arg(0))}
+)
+
+// nearLo and nearSpan bound DivRowNear's magnitudes: [2^-60, 2^60) as
+// bits, lo and hi - lo.
+const nearLo, nearSpan = 0x21800000, 0x5d800000 - 0x21800000
+
+// inNear reports whether the magnitude bits m lie in [2^-60, 2^60).
+func inNear(m *X) *X { return m.USub(U(nearLo)).ULt(U(nearSpan)) }
+
+func divRowIn(a *X) *X {
+	m := a.AsBits().And(U(absMask))
+	return If(m.UEq(U(0)), F(1), If(inNear(m), F(1), F(0)))
+}
+
+func divRowRecip(b *X) *X {
+	m := b.AsBits().And(U(absMask))
+	B := divRowB(b)
+	nB := negX(B)
+	y := recipFused(B)
+	for i := 0; i < 2; i++ {
+		y = y.FMA(nB.FMA(y, F(1)), y)
+	}
+	y = If(B.AsBits().UEq(U(0x3fffffff)), FBits(0x3f000001), y)
+	// y·2^-(eb-127): y's bits less b's exponent field plus 1.0's
+	scaled := y.AsBits().USub(m.And(U(expInf))).UAdd(U(0x3f800000)).AsFloat()
+	return If(inNear(m), scaled, F(0))
+}
+
+func divRowNear(a, b, y *X) *X {
+	ab := a.AsBits()
+	A := ab.And(U(absMask)).AsFloat()
+	bAbs := b.AsBits().And(U(absMask)).AsFloat()
+	q0 := A.Mul(y)
+	q := negX(q0).FMA(bAbs, A).FMA(y, q0)
+	return q.AsBits().Or(ab.Xor(b.AsBits()).And(U(signBit))).AsFloat()
+}

@@ -441,3 +441,103 @@ int main(int argc, char **argv) {
 	}
 	runShards(t, buildC(t, src, "-lm"), stride, tanhRange)
 }
+
+// TestDivRowRecip: DivRowRecip is RN(1/|b|) for every significand of b,
+// at the ends of its exponent range and between, and +0 outside it.
+func TestDivRowRecip(t *testing.T) {
+	stride := uint32(1)
+	if testing.Short() {
+		stride = 61
+	}
+	var bs []float32
+	for s := uint32(0); s < 1<<23; s += stride {
+		for _, e := range []uint32{67, 126, 127, 128, 186} { // 2^-60, 2^-1, 1, 2, 2^59
+			bs = append(bs, math.Float32frombits(e<<23|s), math.Float32frombits(signBit|e<<23|s))
+		}
+	}
+	// the one significand Newton's steps miss (2 - 2^-23), then the range's edges
+	bs = append(bs, 1.9999999, 0x1.fffffep-60, -0x1.fffffep59, 0x1.fffffep-61, 0x1p60, 0, float32(math.Inf(1)), 0x1p-126, 0x1p-149, float32(math.NaN()))
+	got := make([]float32, len(bs))
+	for _, flush := range []bool{false, true} {
+		cpuref.EvalXSlice(ir.Call(ir.DivRowRecip, ir.Arg(0)), got, bs, bs, flush)
+		bad := 0
+		for i, b := range bs {
+			want := float32(0)
+			if m := math.Float32bits(b) &^ signBit; m >= 0x21800000 && m < 0x5d800000 {
+				want = 1 / float32(math.Abs(float64(b)))
+			}
+			if !same(got[i], want) {
+				if bad++; bad <= 10 {
+					t.Errorf("1/|%#08x| flush=%v: %#08x, want %#08x", math.Float32bits(b), flush, math.Float32bits(got[i]), math.Float32bits(want))
+				}
+			}
+		}
+	}
+}
+
+const signBit = 0x80000000
+
+// TestDivRowNear: DivRowNear gives div's bits (IEEE's) wherever a rows
+// kernel takes it (DivRowIn(a) = 1, DivRowRecip(b) ≠ +0): on division's
+// pairs, softmax-like rows, and every divisor significand against
+// numerators near the quotients' rounding midpoints, unflushed and
+// flushed.
+func TestDivRowNear(t *testing.T) {
+	n := 1 << 18
+	stride := 7
+	if testing.Short() {
+		n, stride = 1<<16, 127
+	}
+	as, bs := fusedPairs(n)
+	for _, b := range []float32{1, 1.5, 3, 1023.75, 1024, 0x1p-60, 0x1.fffffep59, -7} {
+		for i := 0; i < 4096; i++ {
+			a := float32(math.Exp(-float64(i) / 64))
+			as, bs = append(as, a, -a, 0, float32(math.Copysign(0, -1))), append(bs, b, b, b, b)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 60))
+	for s := 0; s < 1<<23; s += stride {
+		b := math.Float32frombits(uint32(1+r.IntN(253))<<23 | uint32(s))
+		for range 4 {
+			// a = RN(m·b) for a midpoint m of [1, 2)'s floats, and its neighbours
+			m := 1 + (float64(r.Uint32()&0x7fffff)+0.5)/(1<<23)
+			a := math.Float32bits(float32(m * float64(b)))
+			for d := uint32(0); d < 3; d++ {
+				as, bs = append(as, math.Float32frombits(a+d-1)), append(bs, b)
+			}
+		}
+	}
+	near := ir.Call(ir.DivRowNear, ir.Arg(0), ir.Arg(1), ir.Call(ir.DivRowRecip, ir.Arg(1)))
+	in, y := make([]float32, len(as)), make([]float32, len(as))
+	cpuref.EvalXSlice(ir.Call(ir.DivRowIn, ir.Arg(0)), in, as, bs, false)
+	cpuref.EvalXSlice(ir.Call(ir.DivRowRecip, ir.Arg(0)), y, bs, bs, false)
+	var na, nb []float32
+	for i := range as {
+		m := math.Float32bits(as[i]) &^ signBit
+		wantIn := m == 0 || m >= 0x21800000 && m < 0x5d800000
+		if (in[i] == 1) != wantIn {
+			t.Fatalf("DivRowIn(%#08x) = %v, want %v", math.Float32bits(as[i]), in[i], wantIn)
+		}
+		if wantIn && y[i] != 0 {
+			na, nb = append(na, as[i]), append(nb, bs[i])
+		}
+	}
+	if len(na) < len(as)/4 { // fusedPairs' exponents are spread wide
+		t.Fatalf("only %d of %d pairs in DivRowNear's range", len(na), len(as))
+	}
+	got, want := make([]float32, len(na)), make([]float32, len(na))
+	for _, flush := range []bool{false, true} {
+		cpuref.EvalXSlice(near, got, na, nb, flush)
+		cpuref.EvalXSlice(ir.OpDiv.Info().Expr, want, na, nb, flush)
+		bad := 0
+		for i := range na {
+			if q := na[i] / nb[i]; !same(got[i], want[i]) || !same(got[i], q) {
+				if bad++; bad <= 10 {
+					t.Errorf("%#08x / %#08x flush=%v: %#08x, div %#08x, IEEE %#08x", math.Float32bits(na[i]), math.Float32bits(nb[i]), flush,
+						math.Float32bits(got[i]), math.Float32bits(want[i]), math.Float32bits(q))
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d pairs in range", len(na), len(as))
+}

@@ -118,7 +118,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 		for _, j := range pl.RowAt[d] {
 			if divs[j] {
-				lines = append(lines, divisorParts(j)...)
+				lines = append(lines, divisorParts(j, fused && RowDivNear)...)
 			}
 		}
 		b.WriteString(codegen.Indent(lines, 1))
@@ -197,6 +197,15 @@ func rowThreads(p int) int {
 // knob for the benchmarks (Config names it).
 var RowDivFast = true
 
+// RowDivNear makes a rows kernel on a device whose fma is fused (the
+// fused twins) divide the leaves of ir.DivRowNear's range by a per-row
+// divisor with the divisor's correctly rounded reciprocal, once a row:
+// a product and two fused multiply-adds a leaf (Markstein's theorem)
+// where DivRowFastFused takes about 50 instructions; other leaves take
+// the fused fast path or the division as before. The same bits (ir's
+// TestDivRowNear); a knob for the benchmarks (Config names it).
+var RowDivNear = true
+
 // RowContiguous makes thread t of a rows kernel's workgroup evaluate the
 // contiguous leaves t·per … t·per + per - 1 of its row (per = P/threads)
 // instead of leaves j·threads + t: its loads and stores are 4·per bytes
@@ -221,7 +230,12 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 	if fused {
 		fast = ir.DivRowFastFused
 	}
-	b.WriteString(codegen.Indent(codegen.Define(lit, []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, fast, ir.DivByOne}, 0), 0))
+	funcs := []*ir.Func{ir.DivRowB, ir.DivRowY, ir.DivRowHi, ir.DivRowLo, ir.DivRowE, ir.DivRowOK, fast, ir.DivByOne}
+	near := fused && RowDivNear
+	if near {
+		funcs = append(funcs, ir.DivRowRecip, ir.DivRowIn, ir.DivRowNear)
+	}
+	b.WriteString(codegen.Indent(codegen.Define(lit, funcs, 0), 0))
 	divisors := map[int]bool{}
 	if pl.Render == nil {
 		pl.Render = map[int]func() []string{}
@@ -233,15 +247,23 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 			// DivByOne only in the rows whose divisor is 1: computed
 			// for every leaf before, 6 units of xcost's model a leaf in
 			// softmax, whose sums are never 1 but for one-hot rows
-			return []string{
+			lines := []string{
 				fmt.Sprintf("var %s = 0.0;", q),
 				fmt.Sprintf("if (%s_one) {", v),
 				fmt.Sprintf("\t%s = %s(%s);", q, codegen.FuncName(ir.DivByOne), a),
+			}
+			if near {
+				// the leaves of ir.DivRowNear's range, nearly all
+				lines = append(lines,
+					fmt.Sprintf("} else if (%s_near && %s(%s) == 1.0) {", v, codegen.FuncName(ir.DivRowIn), a),
+					fmt.Sprintf("\t%s = %s(%s, %s, %s_rn);", q, codegen.FuncName(ir.DivRowNear), a, v, v))
+			}
+			return append(lines,
 				"} else {",
 				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(fast), a, v, v, v, v, v, v),
 				fmt.Sprintf("\tif (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
 				"}",
-			}
+			)
 		}
 	}
 	return divisors
@@ -276,8 +298,10 @@ func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
 	}
 }
 
-// divisorParts declares per-row divisor j's parts that ir.DivRowFast takes.
-func divisorParts(j int) []string {
+// divisorParts declares per-row divisor j's parts that ir.DivRowFast takes,
+// and with near its correctly rounded reciprocal (ir.DivRowRecip; +0
+// where ir.DivRowNear cannot take the row).
+func divisorParts(j int, near bool) []string {
 	v := codegen.Value(j)
 	var lines []string
 	for _, f := range []struct {
@@ -285,6 +309,10 @@ func divisorParts(j int) []string {
 		fn     *ir.Func
 	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}, {"e", ir.DivRowE}} {
 		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
+	}
+	if near {
+		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
+			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
 	}
 	// a divisor that is not normal sends every leaf of the row to the
 	// division; a divisor of 1 (layer norm's scale) every leaf to DivByOne
