@@ -16,6 +16,9 @@
 # The GPU's clock drops to 345 MHz after ~3 s idle: every timing suite warms it first.
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
+#   cycles   300 runtimes opened and closed in one process: the adapter, descriptors, threads, memory
+#   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06)
+#   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
 #            beside PyTorch eager
@@ -168,6 +171,29 @@ suite_rowsnext() {
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowsnext.json" 2>>"$OUT/visit.log"
 	log "torch_nn.py: exit $?"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowsnext_rows.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+}
+# cycles (about 60 s): TestOpenCloseCycles, 300 runtimes opened and closed in one process (on the H100, 2026-12-06, a
+# test process found no Vulkan adapter after about a hundred runtimes), each cycle's descriptors, threads and memory
+suite_cycles() {
+	GPUCC_OPEN_CYCLES=300 tests cycles.txt 120 gpucc 'TestOpenCloseCycles$'
+	grep -h 'open_cycles_test' "$OUT/cycles.txt" | tail -8 >>"$OUT/visit.log"
+}
+# exactsplit (about 240 s): exactkernels' tests in three processes, so that no process opens as many runtimes
+suite_exactsplit() {
+	tests exactness.txt 120 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestRow(Knobs|Division|Max)' -test.short
+	tests exactness.txt 120 gpucc 'TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu' -test.short
+	tests exactness.txt 120 gpucc 'TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
+}
+# rowsweep (about 40 s): softmax, log-softmax and layer norm [8192,1024] under the default, 64 and 128 threads, and the
+# default again, each a fresh process, beside PyTorch eager
+suite_rowsweep() {
+	warm
+	for v in default threads64 threads128 default; do
+		benches rowsweep.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
+		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowsweep.txt"
+	done
+	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowsweep.json" 2>>"$OUT/visit.log"
+	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # onlinedefault (about 120 s): online attention's default tile (16x16i since 2026-12-05) through the attention and
 # transformer tests on the driver, then timed at 2048 keys beside the tile it replaced (online16x16)
