@@ -3,9 +3,15 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/gpucc/gpucc/codegen"
+	"github.com/gpucc/gpucc/codegen/wgsl"
+	"github.com/gpucc/gpucc/ir"
+	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
@@ -32,4 +38,32 @@ func TestTakesFused(t *testing.T) {
 			t.Errorf("%s: takesFused = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestRowsTakeNear: a rows kernel's division by its row's divisor takes
+// the row's correctly rounded reciprocal (ir.DivRowNear) exactly where the
+// device's fma was probed fused, so that the row tests on such a driver
+// (the H100's: TestRowDivision, TestRowKnobs) run it; nowhere else.
+func TestRowsTakeNear(t *testing.T) {
+	d := openDevice(t)
+	b := ir.NewBuilder()
+	x := b.Input(ir.Shape{4, 256}, make([]float32, 1024))
+	b.Output("y", x.Softmax(1))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release()
+	near := false
+	for _, s := range e.(*executable).shaders {
+		near = near || strings.Contains(s.Source, codegen.FuncName(ir.DivRowNear)+"(")
+	}
+	if want := d.fused() && wgsl.RowDivNear; near != want {
+		t.Errorf("softmax's division by the row's reciprocal: %v, want %v (the device's fma fused: %v)", near, want, d.fused())
+	}
+	t.Logf("%s: fused %v, the row's reciprocal %v", d.adapter, d.fused(), near)
 }
