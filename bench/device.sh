@@ -17,7 +17,8 @@
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
 #   cycles   300 runtimes opened and closed in one process: the adapter, descriptors, threads, memory
-#   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06)
+#   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06);
+#            exactsuite its first alone
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -184,8 +185,12 @@ suite_cycles() {
 	fi
 }
 # exactsplit (about 240 s): exactkernels' tests in three processes, so that no process opens as many runtimes
-suite_exactsplit() {
+# exactsuite (about 60 s): its first process alone, the op suite, division pairs, random graphs and rows
+suite_exactsuite() {
 	tests exactness.txt 120 gpucc 'TestSuite/webgpu|TestXMathPairs/webgpu|TestRandomGraphs/webgpu|TestRandomRows/webgpu|TestRow(Knobs|Division|Max)' -test.short
+}
+suite_exactsplit() {
+	suite_exactsuite
 	tests exactness.txt 120 gpucc 'TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu' -test.short
 	tests exactness.txt 120 gpucc 'TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
 }
