@@ -122,7 +122,7 @@ type Lang struct {
 	// Table declares a constant table of u32 values named name.
 	Table func(name string, vals []uint32) string
 	// Array declares a mutable local array of n values of the type named
-	// t, uninitialized (see Counter).
+	// t, uninitialized (CounterTree's stack of subtrees).
 	Array func(t, name string, n int) string
 }
 
