@@ -194,11 +194,12 @@ suite_exactsplit() {
 	tests exactness.txt 120 gpucc 'TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu' -test.short
 	tests exactness.txt 120 gpucc 'TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
 }
-# rowsweep (about 40 s): softmax, log-softmax and layer norm [8192,1024] under the default, 64 and 128 threads, and the
-# default again, each a fresh process, beside PyTorch eager
+# rowsweep (about 50 s): softmax, log-softmax and layer norm [8192,1024] under the default, 64 and 128 threads, every
+# thread combining the groups' values (rootall: one barrier fewer a reduction, now that max's combination is 3
+# instructions), and the default again, each a fresh process, beside PyTorch eager
 suite_rowsweep() {
 	warm
-	for v in default threads64 threads128 default; do
+	for v in default threads64 threads128 rootall threads128,rootall default; do
 		benches rowsweep.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowsweep.txt"
 	done
