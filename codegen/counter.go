@@ -2,9 +2,9 @@ package codegen
 
 import "fmt"
 
-// CounterPush returns the statements that push v, a mutable value of
-// the type named t, onto the binary counter st (an Array of partial
-// sums, one a level) as the j-th value of a run (j an index
+// CounterPush returns the statements that push v, a mutable variable,
+// onto the binary counter st (an Array of partial sums, one a level) as
+// the j-th value of a run (j an index
 // expression): while j's low bits are ones, v combines with the level's
 // subtree on its left, comb(st[lvl], v), and climbs; then it rests at
 // its level. After the values 0 … n-1 of a run, st holds the subtrees of
@@ -26,10 +26,8 @@ func CounterPush(l Lang, v, j, comb string) []string {
 // CounterTree returns the statements that reduce leaves values of the
 // type named t by the reference's pairwise tree into a new mutable acc:
 // leaf is the expression of the leaf numbered r (an index), comb names
-// the function that combines two subtrees. The subtrees the counter
-// leaves (CounterPush) combine from the smallest up, each on the left of
-// what the smaller ones made: cpuref's order for a count that is not a
-// power of two. leaves is at least 1.
+// the function that combines two subtrees: CounterPush for each leaf,
+// then CounterFold. leaves is at least 1.
 func CounterTree(l Lang, t string, leaves int, leaf, comb string) []string {
 	p, _ := SumBlock(leaves, 1)
 	lines := []string{

@@ -447,7 +447,9 @@ const wrootFloats = 4
 // each thread holds in private array a (thread t's a[q] is leaf
 // q·T+t), declaring its root as result in every thread (with
 // everyone), or in thread 0 alone: the leaves go through red so that
-// thread t reduces the contiguous run from t·per, and the threads'
+// thread t reduces the contiguous run from t·per (unless its leaves are
+// that run already, staged.contiguous, or the keying combines in any
+// order, keying.anyOrder), and the threads'
 // partials are reduced in groups of rowGroup, each by one thread, then
 // over the groups' values, by thread 0 (RowRootOnce, or where only thread
 // 0 reads the root) or by every thread: subtrees of the same tree. A
