@@ -4,10 +4,9 @@ import "fmt"
 
 // CounterPush returns the statements that push v, a mutable variable,
 // onto the binary counter st (an Array of partial sums, one a level) as
-// the j-th value of a run (j an index
-// expression): while j's low bits are ones, v combines with the level's
-// subtree on its left, comb(st[lvl], v), and climbs; then it rests at
-// its level. After the values 0 … n-1 of a run, st holds the subtrees of
+// the j-th value of a run (j an index expression): while j's low bits
+// are ones, v combines with the level's subtree on its left,
+// comb(st[lvl], v), and climbs; then it rests at its level. After the values 0 … n-1 of a run, st holds the subtrees of
 // the reference's pairwise tree over them, one for each one bit of n
 // (CounterFold). It declares lvl and ctr; v ends up in st.
 func CounterPush(l Lang, v, j, comb string) []string {
