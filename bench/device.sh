@@ -178,11 +178,6 @@ suite_rowsnext() {
 suite_cycles() {
 	GPUCC_OPEN_CYCLES=300 tests cycles.txt 120 gpucc 'TestOpenCloseCycles$'
 	grep -h 'open_cycles_test' "$OUT/cycles.txt" | tail -8 >>"$OUT/visit.log"
-	# a second build of the root package's tests, where .device holds one (a change under trial beside the binaries')
-	if [ -x $BIN/gpucc-alt.test ]; then
-		GPUCC_OPEN_CYCLES=300 tests cycles_alt.txt 120 gpucc-alt 'TestOpenCloseCycles$'
-		grep -h 'open_cycles_test' "$OUT/cycles_alt.txt" | tail -8 >>"$OUT/visit.log"
-	fi
 }
 # exactsplit (about 240 s): exactkernels' tests in three processes, so that no process opens as many runtimes
 # exactsuite (about 60 s): its first process alone, the op suite, division pairs, random graphs and rows
