@@ -145,6 +145,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 	}
 	var pre []int // the operands the next row's leaves are loaded from ahead (rows > 1)
+	var outer *strings.Builder
 	if rows > 1 {
 		pre = prefetched(k, pl)
 		for _, op := range pre {
@@ -152,6 +153,8 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 		b.WriteString(codegen.Indent(prefetch(k, pl, pre, st, "o0", load("i")), 1))
 		fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) {\n", rows)
+		// the loop's body is written to its own builder, then indented
+		outer, b = b, &strings.Builder{}
 		fmt.Fprintf(b, "\tlet o = o0 + q;\n\tif (o >= %du) { break; }\n", pl.Red.Outputs)
 		fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
 		for _, op := range pre {
@@ -200,6 +203,12 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		rowValues(pass + 1)
 	}
 	if rows > 1 {
+		for _, ln := range strings.SplitAfter(b.String(), "\n") {
+			if ln != "" {
+				outer.WriteString("\t" + ln)
+			}
+		}
+		b = outer
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")
