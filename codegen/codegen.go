@@ -343,7 +343,6 @@ func BodyRange(l Lang, k *ir.Kernel, from, to int, load func(operand int) string
 		return l.Const(slot - 1)
 	}
 	mark := 0 // the lines before from are rendered for their slots, then dropped
-	bare := bareValues(k, to)
 	for j, in := range k.Body {
 		if j >= to {
 			break
@@ -365,67 +364,13 @@ func BodyRange(l Lang, k *ir.Kernel, from, to int, load func(operand int) string
 			if info.Scalar {
 				args[1] = constant(in.Scalar)
 			}
-			lines = append(lines, exprBare(l, info.Expr, name, args, info.Scalar, constant, bare[j])...)
+			lines = append(lines, expr(l, info.Expr, name, args, info.Scalar, constant)...)
 		}
 	}
 	if from >= to {
 		return nil
 	}
 	return lines[mark:]
-}
-
-// bareValues marks the values of k's body before to that may be rendered
-// without Lang.Keep where their op's expression is a product
-// (exprPlan.bare): every reader is an op of the body whose expression
-// reads it only in products, fused multiply-adds, bitcasts and
-// comparisons (argBare). A value that a store, a reduction (an InstrAcc's
-// leaf, a sum kernel's Stores[0]) or anything but such an op reads keeps
-// it.
-func bareValues(k *ir.Kernel, to int) []bool {
-	bare := make([]bool, to)
-	for j := range bare {
-		in := &k.Body[j]
-		bare[j] = in.Kind == ir.InstrOp && in.Op.Info().Expr.Op == ir.XMul
-	}
-	for _, v := range k.Stores {
-		if int(v) < to {
-			bare[v] = false
-		}
-	}
-	for _, in := range k.Body {
-		switch in.Kind {
-		case ir.InstrAcc: // reads its leaf (a rows kernel's), Args[0]
-			if v := int(in.Args[0]); v < to {
-				bare[v] = false
-			}
-		case ir.InstrOp:
-			info := in.Op.Info()
-			for a := range 2 {
-				if v := int(in.Args[a]); v < to && !(a == 1 && info.Scalar) && !argBare(info.Expr, a) {
-					bare[v] = false
-				}
-			}
-		}
-	}
-	return bare
-}
-
-// argBare reports whether expression x reads operand a only in products,
-// fused multiply-adds, bitcasts and comparisons (bareReaders), and never
-// as its value.
-func argBare(x *ir.X, a int) bool {
-	p := planOf(x)
-	if n := p.nodes[len(p.nodes)-1]; n.Op == ir.XArg && n.Arg == a {
-		return false
-	}
-	for i, n := range p.nodes {
-		for _, at := range p.args[i] {
-			if arg := p.nodes[at]; arg.Op == ir.XArg && arg.Arg == a && !bareReaders[n.Op] {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // Value names body value j.
@@ -437,12 +382,6 @@ func Value(j int) string { return "v" + strconv.Itoa(j) }
 // constant as a slot where it is an arithmetic operand, else as an exact
 // literal (Zero and One for a selected 0 or 1, see Lang).
 func expr(l Lang, x *ir.X, name string, args []string, scalar bool, constant func(float32) string) []string {
-	return exprBare(l, x, name, args, scalar, constant, false)
-}
-
-// exprBare is expr, rendering the expression's value without Lang.Keep
-// too where it is a product and rootBare (see bareValues).
-func exprBare(l Lang, x *ir.X, name string, args []string, scalar bool, constant func(float32) string, rootBare bool) []string {
 	p := planOf(x)
 	nodes := p.nodes
 	// names[i] renders node i where it is used; arith[i] an arithmetic
@@ -506,8 +445,6 @@ func exprBare(l Lang, x *ir.X, name string, args []string, scalar bool, constant
 				as[k] = use(k)
 			}
 			e = FuncName(n.Fn) + "(" + strings.Join(as, ", ") + ")"
-		} else if p.bare[i] || rootBare && i == len(nodes)-1 && n.Op == ir.XMul {
-			e = use(0) + " * " + use(1)
 		} else {
 			e = render(n.Op)(l, use, constLike)
 		}
@@ -540,19 +477,7 @@ type exprPlan struct {
 	arith   []int32
 	isArith []bool
 	lets    int
-	// bare marks the products rendered without Lang.Keep: those that no
-	// add or subtraction reads, only products, fused multiply-adds,
-	// bitcasts and comparisons, and that are not the expression's value
-	// (whose readers are the caller's). Keep is there so that no compiler
-	// contracts a product into the add that reads it; a product that no
-	// add reads has nothing to contract with (a select that reads it
-	// might be rewritten into an add's operand, so it keeps it).
-	bare []bool
 }
-
-// bareReaders are the primitives that may read a product with no Keep
-// (exprPlan.bare).
-var bareReaders = [ir.NumXOps]bool{ir.XMul: true, ir.XFma: true, ir.XBits: true, ir.XGt: true, ir.XGe: true, ir.XEq: true}
 
 var planMemo sync.Map // *ir.X -> *exprPlan
 
@@ -576,17 +501,6 @@ func planOf(x *ir.X) *exprPlan {
 	for _, c := range arithConsts(x) {
 		p.arith = append(p.arith, at[c])
 		p.isArith[at[c]] = true
-	}
-	p.bare = make([]bool, len(nodes))
-	for i, n := range nodes[:len(nodes)-1] {
-		p.bare[i] = n.Op == ir.XMul
-	}
-	for i, n := range nodes {
-		for _, a := range p.args[i] {
-			if !bareReaders[n.Op] {
-				p.bare[a] = false
-			}
-		}
 	}
 	q, _ := planMemo.LoadOrStore(x, p)
 	return q.(*exprPlan)

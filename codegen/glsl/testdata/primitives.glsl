@@ -96,7 +96,7 @@ float prim_div(float p0, float p1) {
 	uint r_108 = r_106 & 0x7f800000u;
 	uint r_110 = r_108 - 0x0b800000u;
 	float r_111 = uintBitsToFloat(r_110);
-	float r_112 = r_111 * r_60;
+	float r_112 = (r_111 * r_60) * u_one;
 	float r_114 = (r_88 + r_111) * u_one;
 	uint r_117 = r_106 - 0x00000001u;
 	uint r_119 = r_117 & 0x7f800000u;
@@ -178,15 +178,15 @@ float prim_sqrt(float p0) {
 	uint r_42 = r_40 >> 0x00000001u;
 	uint r_43 = 0x5f3759dfu - r_42;
 	float r_44 = uintBitsToFloat(r_43);
-	float r_47 = r_38 * uintBitsToFloat(0x3f000000u);
-	float r_48 = r_44 * r_44;
+	float r_47 = (r_38 * uintBitsToFloat(0x3f000000u)) * u_one;
+	float r_48 = (r_44 * r_44) * u_one;
 	float r_49 = (r_47 * r_48) * u_one;
 	float r_50 = (uintBitsToFloat(0x3fc00000u) - (r_49) * u_one) * u_one;
-	float r_51 = r_44 * r_50;
-	float r_53 = r_51 * r_51;
+	float r_51 = (r_44 * r_50) * u_one;
+	float r_53 = (r_51 * r_51) * u_one;
 	float r_54 = (r_47 * r_53) * u_one;
 	float r_55 = (uintBitsToFloat(0x3fc00000u) - (r_54) * u_one) * u_one;
-	float r_56 = r_51 * r_55;
+	float r_56 = (r_51 * r_55) * u_one;
 	float r_57 = (r_38 * r_56) * u_one;
 	float r_58 = (r_57 * r_57) * u_one;
 	float r_59 = (r_38 - (r_58) * u_one) * u_one;
@@ -202,7 +202,7 @@ float prim_sqrt(float p0) {
 	float r_70 = (r_67 * r_67) * u_one;
 	float r_71 = (r_69 + r_70) * u_one;
 	float r_72 = (r_59 - (r_71) * u_one) * u_one;
-	float r_74 = r_56 * uintBitsToFloat(0x3f000000u);
+	float r_74 = (r_56 * uintBitsToFloat(0x3f000000u)) * u_one;
 	float r_75 = (r_72 * r_74) * u_one;
 	float r_76 = (r_57 + r_75) * u_one;
 	float r_77 = (r_76 * r_76) * u_one;
@@ -241,7 +241,7 @@ float prim_exp(float p0) {
 	uint r_2 = floatBitsToUint(p0);
 	uint r_4 = r_2 & 0x7fffffffu;
 	uint r_10 = r_2 - 0x42b20001u;
-	float r_18 = p0 * uintBitsToFloat(0x3fb8aa3bu);
+	float r_18 = (p0 * uintBitsToFloat(0x3fb8aa3bu)) * u_one;
 	uint r_19 = floatBitsToUint(r_18);
 	uint r_23 = r_19 & 0x7fffffffu;
 	float r_24 = uintBitsToFloat(r_23);
@@ -273,7 +273,7 @@ float prim_exp(float p0) {
 	float r_65 = (r_63 + uintBitsToFloat(0x3e2aaaaau)) * u_one;
 	float r_66 = (r_65 * r_53) * u_one;
 	float r_68 = (r_66 + uintBitsToFloat(0x3f000000u)) * u_one;
-	float r_69 = r_53 * r_53;
+	float r_69 = (r_53 * r_53) * u_one;
 	float r_70 = (r_68 * r_69) * u_one;
 	float r_71 = (r_70 + r_53) * u_one;
 	float r_73 = (r_71 + uintBitsToFloat(0x3f800000u)) * u_one;
@@ -281,7 +281,7 @@ float prim_exp(float p0) {
 	uint r_77 = r_75 - 0x00000001u;
 	uint r_79 = r_77 << 0x00000017u;
 	float r_80 = uintBitsToFloat(r_79);
-	float r_81 = r_73 * r_80;
+	float r_81 = (r_73 * r_80) * u_one;
 	uint r_82 = r_43 - r_75;
 	uint r_84 = r_82 - 0x00000001u;
 	uint r_86 = r_84 << 0x00000017u;
@@ -327,8 +327,8 @@ float prim_log(float p0) {
 	float r_61 = (r_59 + uintBitsToFloat(0xbe7ffffcu)) * u_one;
 	float r_62 = (r_61 * r_39) * u_one;
 	float r_64 = (r_62 + uintBitsToFloat(0x3eaaaaaau)) * u_one;
-	float r_65 = r_64 * r_39;
-	float r_66 = r_39 * r_39;
+	float r_65 = (r_64 * r_39) * u_one;
+	float r_66 = (r_39 * r_39) * u_one;
 	float r_67 = (r_65 * r_66) * u_one;
 	uint r_70 = r_23 >> 0x00000017u;
 	uint r_73 = (r_3 < 0x00800000u ? 0x0000007eu : 0x00000000u);
@@ -404,7 +404,7 @@ float prim_div_normal(float p0, float p1) {
 	uint r_63 = r_61 & 0x7f800000u;
 	uint r_65 = r_63 - 0x0b800000u;
 	float r_66 = uintBitsToFloat(r_65);
-	float r_67 = r_66 * r_15;
+	float r_67 = (r_66 * r_15) * u_one;
 	float r_69 = (r_43 + r_66) * u_one;
 	uint r_72 = r_61 - 0x00000001u;
 	uint r_74 = r_72 & 0x7f800000u;
@@ -430,7 +430,7 @@ float prim_tanh(float p0) {
 	uint r_4 = r_2 & 0x7fffffffu;
 	uint r_7 = r_2 & 0x80000000u;
 	float r_11 = uintBitsToFloat(r_4);
-	float r_12 = r_11 * r_11;
+	float r_12 = (r_11 * r_11) * u_one;
 	float r_13 = (uintBitsToFloat(0xbbbaf0eau) * r_12) * u_one;
 	float r_15 = (r_13 + uintBitsToFloat(0x3ca9134eu)) * u_one;
 	float r_16 = (r_15 * r_12) * u_one;
@@ -439,7 +439,7 @@ float prim_tanh(float p0) {
 	float r_21 = (r_19 + uintBitsToFloat(0x3e088393u)) * u_one;
 	float r_22 = (r_21 * r_12) * u_one;
 	float r_24 = (r_22 + uintBitsToFloat(0xbeaaaa99u)) * u_one;
-	float r_25 = r_24 * r_12;
+	float r_25 = (r_24 * r_12) * u_one;
 	float r_26 = (r_25 * r_11) * u_one;
 	float r_27 = (r_26 + r_11) * u_one;
 	float r_33 = (r_11 * uintBitsToFloat(0x40000000u)) * u_one;
