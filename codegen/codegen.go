@@ -52,8 +52,12 @@ type Lang struct {
 	// Keep wraps a value in an identity the compiler cannot see through. It
 	// wraps every product, so that no compiler contracts it with a following
 	// add into a fused multiply-add (see cpuref: products round on their
-	// own), and every subtrahend, so that x - x is never folded to +0 (it is
-	// NaN for infinite x, and folding then lets 0 * y lose its sign).
+	// own) nor reassociates it with the product that reads it (an H200's
+	// driver turned sinh's (w·½)·w into (w·w)·½, +Inf for a finite
+	// 2.2e38, when products read only by products went bare for a day:
+	// 0cedfd9, reverted), and every subtrahend, so that x - x is never
+	// folded to +0 (it is NaN for infinite x, and folding then lets 0 * y
+	// lose its sign).
 	Keep func(v string) string
 	// Uint formats an unsigned index constant.
 	Uint func(n int) string

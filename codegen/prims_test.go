@@ -61,3 +61,56 @@ func TestMissingPrimPanics(t *testing.T) {
 		t.Errorf("a table without shl: %v, want an error naming shl", err)
 	}
 }
+
+// TestProductsKept: every float product that the op table's expressions
+// and functions render goes through Lang.Keep, whatever reads it. Keep
+// stops a driver contracting a product into an add, and reassociating a
+// chain of products: an H200's driver made sinh's (w·½)·w into (w·w)·½,
+// +Inf for 2.2e38, while products read only by products went bare
+// (0cedfd9, reverted).
+func TestProductsKept(t *testing.T) {
+	l := wgsl.Lang
+	l.Keep = func(v string) string { return "KEEP(" + v + ")" }
+	l.Const = nil
+	var lines []string
+	seen := map[*ir.Func]bool{}
+	for _, op := range ir.Ops() {
+		x := op.Info().Expr
+		if x == nil {
+			continue
+		}
+		lines = append(lines, codegen.RenderX(l, x, "out", []string{"a", "b", "c"}, false, func(float32) string { return "k" })...)
+		for _, f := range x.Funcs() {
+			if !seen[f] {
+				seen[f] = true
+				lines = append(lines, codegen.Define(l, []*ir.Func{f}, 0)...)
+			}
+		}
+	}
+	// the pattern of sinhCosh's (w·½)·w, rendered alone
+	lines = append(lines, codegen.RenderX(l, ir.Arg(0).Mul(ir.F(0.5)).Mul(ir.Arg(0)), "out", []string{"w"}, false, func(float32) string { return "k" })...)
+	products := 0
+	for _, ln := range lines {
+		for rest := ln; ; {
+			i := strings.Index(rest, " * ")
+			if i < 0 {
+				break
+			}
+			// a product is kept when the innermost KEEP( opened before it
+			// is still open at it
+			before := rest[:i]
+			k := strings.LastIndex(before, "KEEP(")
+			if k < 0 || strings.Count(before[k:], "(") <= strings.Count(before[k:], ")") {
+				if !strings.HasSuffix(strings.TrimSpace(rest[i+3:]), "u;") && !strings.Contains(rest[i+3:], "u)") {
+					t.Errorf("a product outside Keep: %q", ln)
+				}
+			} else {
+				products++
+			}
+			rest = rest[i+3:]
+		}
+	}
+	if products < 100 {
+		t.Errorf("%d kept products in %d lines: the renderer's output changed shape", products, len(lines))
+	}
+}
