@@ -40,18 +40,7 @@ func TestRowKnobs(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%v/%d", name, s, seed), func(t *testing.T) { checkNonFinite(t, rt, g) })
 			}
 			// the benchmarks' row ops over extremes: ±3e38, subnormals, equal values
-			b := ir.NewBuilder()
-			x := b.Input(s, irtest.Extremes(9, s.Len()))
-			y := b.Input(s, irtest.Values(10, s.Len(), 30))
-			for i, v := range []ir.Tensor{x, y} {
-				b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
-				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
-				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
-			}
-			g, err := b.Build(ir.Limits{NonFinite: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := rowOpsGraph(t, s, ir.Limits{NonFinite: true})
 			t.Run(fmt.Sprintf("%s/%v/ops", name, s), func(t *testing.T) { checkNonFinite(t, rt, g) })
 		}
 	}
@@ -209,18 +198,7 @@ func TestRowThreads(t *testing.T) {
 		for _, s := range shapes {
 			g, _ := irtest.RandomRows(uint64(n+s[1]), s)
 			t.Run(fmt.Sprintf("%d/%v/random", n, s), func(t *testing.T) { checkRun(t, rt, g) })
-			b := ir.NewBuilder()
-			x := b.Input(s, irtest.Extremes(9, s.Len()))
-			y := b.Input(s, irtest.Values(10, s.Len(), 30))
-			for i, v := range []ir.Tensor{x, y} {
-				b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
-				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
-				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
-			}
-			g, err := b.Build(ir.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g = rowOpsGraph(t, s, ir.Limits{})
 			t.Run(fmt.Sprintf("%d/%v/ops", n, s), func(t *testing.T) { checkRun(t, rt, g) })
 		}
 	}
@@ -252,19 +230,28 @@ func TestRowGroups(t *testing.T) {
 			name := fmt.Sprintf("rows=%d,threads=%d,contig=%t/%v", kn.rows, kn.threads, kn.contig, s)
 			g, _ := irtest.RandomRows(uint64(kn.rows+s[0]), s)
 			t.Run(name+"/random", func(t *testing.T) { checkNonFinite(t, rt, g) })
-			b := ir.NewBuilder()
-			x := b.Input(s, irtest.Extremes(9, s.Len()))
-			y := b.Input(s, irtest.Values(10, s.Len(), 30))
-			for i, v := range []ir.Tensor{x, y} {
-				b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
-				b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
-				b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
-			}
-			g, err := b.Build(ir.Limits{NonFinite: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g = rowOpsGraph(t, s, ir.Limits{NonFinite: true})
 			t.Run(name+"/ops", func(t *testing.T) { checkNonFinite(t, rt, g) })
 		}
 	}
+}
+
+// rowOpsGraph is the benchmarks' row ops (softmax, log-softmax, layer
+// norm) over rows of shape s, of extremes (±3e38, subnormals, equal
+// values) and of random values.
+func rowOpsGraph(t *testing.T, s ir.Shape, lim ir.Limits) *ir.Graph {
+	t.Helper()
+	b := ir.NewBuilder()
+	x := b.Input(s, irtest.Extremes(9, s.Len()))
+	y := b.Input(s, irtest.Values(10, s.Len(), 30))
+	for i, v := range []ir.Tensor{x, y} {
+		b.Output(fmt.Sprint("softmax", i), v.Softmax(1))
+		b.Output(fmt.Sprint("log_softmax", i), v.LogSoftmax(1))
+		b.Output(fmt.Sprint("layer_norm", i), v.LayerNorm(1, 1e-5))
+	}
+	g, err := b.Build(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
