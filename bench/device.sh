@@ -17,7 +17,7 @@
 # Suites (each one's steps are below; TestDeviceScripts checks that every test and benchmark named
 # here exists):
 #   cycles   300 runtimes opened and closed in one process: the adapter, descriptors, threads, memory; then
-#            runtime/gpu's devices alone, step by step (instance, open, compile, run, timed)
+#            runtime/gpu's devices alone, step by step (instance, open, compile, run, timed; pooled)
 #   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06);
 #            exactsuite its first alone
 #   rowgroups  a workgroup reducing several rows, the next one's loads ahead (wgsl.RowsPerGroup): its bits on the
@@ -180,12 +180,13 @@ suite_rowsnext() {
 # cycles (about 60 s): TestOpenCloseCycles, 300 runtimes opened and closed in one process (on the H100, 2026-12-06, a
 # test process found no Vulkan adapter after about a hundred runtimes), each cycle's descriptors, threads and memory
 # (on an H200, 2026-12-06, the adapter was gone at cycle 30, memory growing 3.5 MiB a cycle); then runtime/gpu's devices
-# alone, 60 cycles of each step in its own process (TestDeviceCycles: instance, open, compile, run, timed), which says
-# which one leaks on the driver
+# alone, 60 cycles of each step in its own process (TestDeviceCycles: instance, open, compile, run, timed, each on a new
+# device), which says which one leaks on the driver, and pooled (run, on the device Close gave back: runtime/gpu's idle.go,
+# which the root package's cycles above take too)
 suite_cycles() {
 	GPUCC_OPEN_CYCLES=300 tests cycles.txt 120 gpucc 'TestOpenCloseCycles$'
 	grep -h 'open_cycles_test' "$OUT/cycles.txt" | tail -8 >>"$OUT/visit.log"
-	for m in instance open compile run timed; do
+	for m in instance open compile run timed pooled; do
 		GPUCC_DEVICE_CYCLES=60 GPUCC_DEVICE_CYCLE_MODE=$m tests cycles_gpu.txt 60 gpu 'TestDeviceCycles$'
 	done
 	grep -h 'cycles_test' "$OUT/cycles_gpu.txt" >>"$OUT/visit.log"

@@ -14,7 +14,8 @@ import (
 // GPUCC_DEVICE_CYCLE_MODE says: instance (enumerate the adapters and
 // release them, no device), open (Open and Close), compile (and a
 // pipeline), run (and a dispatch whose output is read back and checked),
-// timed (RunTimed instead). It logs the process's descriptors, threads
+// timed (RunTimed instead), each on a new device (GPUCC_DEVICE_POOL=off),
+// and pooled (run, on the device the last Close gave back: idle.go). It logs the process's descriptors, threads
 // and resident memory every 5 cycles and fails where a cycle does: on an
 // H200 (2026-12-06) the root package's runtimes found no Vulkan adapter
 // after 30 cycles, their memory growing about 3.5 MiB a cycle, which
@@ -29,10 +30,13 @@ func TestDeviceCycles(t *testing.T) {
 	if mode == "" {
 		mode = "run"
 	}
-	steps := map[string]int{"instance": 0, "open": 1, "compile": 2, "run": 3, "timed": 4}
+	steps := map[string]int{"instance": 0, "open": 1, "compile": 2, "run": 3, "timed": 4, "pooled": 3}
 	step, ok := steps[mode]
 	if !ok {
-		t.Fatalf("GPUCC_DEVICE_CYCLE_MODE=%q: want one of instance, open, compile, run, timed", mode)
+		t.Fatalf("GPUCC_DEVICE_CYCLE_MODE=%q: want one of instance, open, compile, run, timed, pooled", mode)
+	}
+	if mode != "pooled" { // a new device every cycle, as before idle.go
+		t.Setenv("GPUCC_DEVICE_POOL", "off")
 	}
 	first := cycleStats()
 	for i := range n {
@@ -47,29 +51,46 @@ func TestDeviceCycles(t *testing.T) {
 
 // deviceCycle is one of TestDeviceCycles' cycles, to step.
 func deviceCycle(step int) error {
-	if step == 0 {
-		list, err := Adapters()
-		if err == nil && len(list) == 0 {
-			err = errorf("adapters", "none found")
-		}
-		return err
-	}
-	d, err := Open(Options{AllowSoftware: true})
-	if err != nil {
+	d, err := openCycle(step)
+	if err != nil || d == nil {
 		return err
 	}
 	defer d.Close()
 	if step == 1 {
 		return nil
 	}
+	if step == 2 {
+		p, err := d.Compile(mulWGSL, "main", []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform})
+		if err == nil {
+			p.Release()
+		}
+		return err
+	}
+	return deviceRunTimed(d, step == 4)
+}
+
+// openCycle opens a cycle's device (nil for step 0, the adapters alone).
+func openCycle(step int) (*Device, error) {
+	if step == 0 {
+		list, err := Adapters()
+		if err == nil && len(list) == 0 {
+			err = errorf("adapters", "none found")
+		}
+		return nil, err
+	}
+	return Open(Options{AllowSoftware: true})
+}
+
+// deviceRun compiles a product, runs it over 256 values and checks them.
+func deviceRun(d *Device) error { return deviceRunTimed(d, false) }
+
+// deviceRunTimed is deviceRun, by RunTimed where timed.
+func deviceRunTimed(d *Device, timed bool) error {
 	p, err := d.Compile(mulWGSL, "main", []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform})
 	if err != nil {
 		return err
 	}
 	defer p.Release()
-	if step == 2 {
-		return nil
-	}
 	const n = 256
 	a := make([]float32, n)
 	for i := range a {
@@ -95,7 +116,7 @@ func deviceCycle(step int) error {
 		}
 	}
 	ds := []Dispatch{{Pipeline: p, Buffers: append(bufs, u), Groups: [3]uint32{n / 64, 1, 1}}}
-	if step == 4 {
+	if timed {
 		if _, _, err := d.RunTimed(ds); err != nil {
 			return err
 		}

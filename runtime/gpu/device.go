@@ -23,6 +23,8 @@ type Device struct {
 	queue   *wgpu.Queue
 	info    AdapterInfo
 	lim     Limits
+	key     idleKey // what Open chose the device by (idle.go)
+	granted [2]bool // the timestamps, the mappable primary buffers: the device's features, for idle.go
 	closed  bool
 
 	readStage [2]*wgpu.Buffer // MapRead|CopyDst ring for Read
@@ -92,11 +94,25 @@ func Open(opts Options) (*Device, error) {
 	if err := rawLayout(); err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
+	key := keyOf(opts)
+	for c := takeIdle(key); c != nil; c = takeIdle(key) {
+		d := &Device{inst: c.inst, adapter: c.adapter, dev: c.dev, queue: c.queue, info: c.info, lim: c.lim, key: key,
+			bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
+		d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
+		d.granted = c.granted
+		d.tsOK, d.tsPass = c.granted[0], os.Getenv("GPUCC_TIMESTAMPS") != "encoder"
+		d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
+		d.tsDirect = d.tsOK && d.tsPass && c.granted[1]
+		if d.healthy() {
+			return d, nil
+		}
+		c.release()
+	}
 	inst, adapter, info, err := openAdapters(opts)
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
-	d := &Device{inst: inst, adapter: adapter, info: info, bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
+	d := &Device{inst: inst, adapter: adapter, info: info, key: key, bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
 	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
 
 	al := d.adapter.GetLimits().Limits
@@ -143,7 +159,8 @@ func Open(opts Options) (*Device, error) {
 	d.tsOK = len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
 	d.tsPass = passTS
 	d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
-	d.tsDirect = d.tsOK && passTS && dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)
+	d.granted = [2]bool{d.tsOK, dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)}
+	d.tsDirect = d.tsOK && passTS && d.granted[1]
 	d.lim = limitsFrom(dev.GetLimits().Limits)
 	d.info.Limits = d.lim
 	d.info.TimestampQuery = d.tsOK
@@ -178,9 +195,11 @@ func (d *Device) readUsage() wgpu.BufferUsage {
 // device (what was granted), not of the adapter.
 func (d *Device) Info() AdapterInfo { return d.info }
 
-// Close releases the device and everything it cached. Buffers and pipelines
-// created from it must not be used afterwards (Release on them is still
-// allowed). Close is idempotent.
+// Close releases everything the device made for this Device and cached,
+// and gives the WebGPU device itself back to the process's idle ones, for
+// the next Open that would choose it (see idle; GPUCC_DEVICE_POOL=off
+// releases it). Buffers and pipelines created from it must not be used
+// afterwards (Release on them is still allowed). Close is idempotent.
 func (d *Device) Close() {
 	d.life.Lock()
 	defer d.life.Unlock()
@@ -207,10 +226,7 @@ func (d *Device) Close() {
 	if d.tsQuery != nil {
 		d.tsQuery.Release()
 	}
-	d.queue.Release()
-	d.dev.Release()
-	d.adapter.Release()
-	d.inst.Release()
+	giveIdle(&idleDevice{key: d.key, inst: d.inst, adapter: d.adapter, dev: d.dev, queue: d.queue, info: d.info, lim: d.lim, granted: d.granted})
 }
 
 // check reports ErrClosed; d.mu must be held.

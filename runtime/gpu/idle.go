@@ -1,0 +1,109 @@
+//go:build !js
+
+package gpu
+
+import (
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// A process keeps the WebGPU devices that Close gave back, each with its
+// instance, adapter and queue, and the next Open that would choose the
+// same (idleKey) takes one of them instead of making a new instance and
+// device. On an H200's Vulkan driver (2026-12-06) a process that opened
+// and closed runtimes found no Vulkan adapter at its 31st, its memory
+// growing 3.5 MiB a cycle, though every wgpu object was released; a test
+// binary opens hundreds, and a library user may open one a request.
+// Close releases everything the device made for its Device (buffers,
+// bind groups, staging, timestamps), so a Device that takes an idle one
+// starts as empty as a new one: new buffers are zeroed, as WebGPU's are.
+// GPUCC_DEVICE_POOL=off releases every device at Close, as before.
+var idle struct {
+	sync.Mutex
+	devs []*idleDevice
+}
+
+// maxIdle bounds the devices kept idle: a process rarely holds more than
+// a couple open at once.
+const maxIdle = 2
+
+// idleDevice is a device given back by Close, and what Open chose it by.
+type idleDevice struct {
+	key     idleKey
+	inst    *wgpu.Instance
+	adapter *wgpu.Adapter
+	dev     *wgpu.Device
+	queue   *wgpu.Queue
+	info    AdapterInfo // with the device's limits
+	lim     Limits
+	granted [2]bool // Device.granted
+}
+
+// idleKey is what Open's choice of adapter and device depends on.
+type idleKey struct {
+	software         bool
+	adapter, backend string
+	timestamps       string // GPUCC_TIMESTAMPS: the features asked
+}
+
+func keyOf(opts Options) idleKey {
+	return idleKey{opts.AllowSoftware, opts.Adapter, opts.Backend, os.Getenv("GPUCC_TIMESTAMPS")}
+}
+
+// pooling reports whether Close keeps devices idle (GPUCC_DEVICE_POOL).
+func pooling() bool { return os.Getenv("GPUCC_DEVICE_POOL") != "off" }
+
+// takeIdle removes and returns an idle device that Open with key would
+// have chosen, or nil.
+func takeIdle(key idleKey) *idleDevice {
+	idle.Lock()
+	defer idle.Unlock()
+	for i, c := range idle.devs {
+		if c.key == key {
+			idle.devs = slices.Delete(idle.devs, i, i+1)
+			return c
+		}
+	}
+	return nil
+}
+
+// giveIdle keeps c for a later Open, or releases it where the pool is off
+// or full.
+func giveIdle(c *idleDevice) {
+	if pooling() {
+		idle.Lock()
+		if len(idle.devs) < maxIdle {
+			idle.devs = append(idle.devs, c)
+			idle.Unlock()
+			return
+		}
+		idle.Unlock()
+	}
+	c.release()
+}
+
+func (c *idleDevice) release() {
+	c.queue.Release()
+	c.dev.Release()
+	c.adapter.Release()
+	c.inst.Release()
+}
+
+// healthy reports whether d, just taken idle, can still make a buffer
+// (one lost since it was given back cannot).
+func (d *Device) healthy() (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	b, err := d.createBuffer(&wgpu.BufferDescriptor{Label: "gpucc idle check", Size: 16, Usage: wgpu.BufferUsageStorage})
+	if err != nil {
+		return false
+	}
+	b.Release()
+	return true
+}

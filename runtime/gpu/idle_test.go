@@ -1,0 +1,79 @@
+//go:build !js
+
+package gpu
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestIdleDevices: Close gives its WebGPU device back and the next Open
+// that would choose the same takes it, as empty as a new one (a buffer of
+// the same size reads zeros, not the last Device's values) and working;
+// an Open that chooses otherwise (another GPUCC_TIMESTAMPS) makes its own;
+// with GPUCC_DEVICE_POOL=off Close releases it.
+func TestIdleDevices(t *testing.T) {
+	t.Setenv("GPUCC_DEVICE_POOL", "")
+	t.Setenv("GPUCC_TIMESTAMPS", "")
+	opts := Options{AllowSoftware: true}
+	d1, err := Open(opts)
+	if err != nil {
+		t.Skipf("no WebGPU device: %v", err)
+	}
+	const n = 256
+	secret := make([]float32, n)
+	for i := range secret {
+		secret[i] = float32(i) + 0.5
+	}
+	b1 := mustBuffer(t, d1, 4*n, "secret")
+	if err := d1.Upload(b1, secret); err != nil {
+		t.Fatal(err)
+	}
+	b1.Release()
+	dev := d1.dev
+	d1.Close()
+
+	d2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.dev != dev {
+		t.Errorf("the second Open made a new device; want the first one's, given back by Close")
+	}
+	b2 := mustBuffer(t, d2, 4*n, "fresh")
+	got := make([]float32, n)
+	if err := d2.Read(b2, got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(make([]float32, n), got); diff != "" {
+		t.Errorf("a new buffer on the reused device (-zeros +got):\n%s", diff)
+	}
+	b2.Release()
+	if err := deviceRun(d2); err != nil {
+		t.Errorf("a run on the reused device: %v", err)
+	}
+	d2.Close()
+
+	t.Setenv("GPUCC_TIMESTAMPS", "encoder") // other features asked: another choice
+	d3, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d3.dev == dev {
+		t.Errorf("an Open under GPUCC_TIMESTAMPS=encoder took the device opened without it")
+	}
+	if err := deviceRun(d3); err != nil {
+		t.Errorf("a run on the new device: %v", err)
+	}
+	t.Setenv("GPUCC_DEVICE_POOL", "off")
+	own := d3.dev
+	d3.Close()
+	idle.Lock()
+	kept := slices.ContainsFunc(idle.devs, func(c *idleDevice) bool { return c.dev == own })
+	idle.Unlock()
+	if kept {
+		t.Errorf("GPUCC_DEVICE_POOL=off: Close kept the device idle")
+	}
+}
