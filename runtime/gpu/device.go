@@ -89,6 +89,8 @@ var nextID atomic.Uint64
 // storage are raised to the adapter's (the storage only as far as the
 // driver grants it).
 // The TimestampQuery feature is requested when the adapter has it.
+// Where an earlier Device's Close gave back a device that these options
+// would choose, Open takes it instead (idle.go).
 func Open(opts Options) (*Device, error) {
 	const op = "open"
 	if err := rawLayout(); err != nil {
