@@ -16,8 +16,11 @@ import (
 // its adapter, and its descriptors, threads and memory stay bounded. On
 // the H100 (2026-12-06) a test process found no Vulkan adapter after
 // about a hundred runtimes, and one of 2026-12-05 went on on the GL
-// adapter; lavapipe shows neither. GPUCC_OPEN_CYCLES sets the cycles
-// (20 here, 300 on the device).
+// adapter; lavapipe shows neither. An H200's lost it at cycle 30, memory
+// growing 3.5 MiB a cycle (2026-12-06), before runtime/gpu kept the
+// device a Close gives back for the next Open (idle.go), which these
+// cycles now take. GPUCC_OPEN_CYCLES sets the cycles (20 here, 300 on
+// the device).
 func TestOpenCloseCycles(t *testing.T) {
 	n := 20
 	if s := os.Getenv("GPUCC_OPEN_CYCLES"); s != "" {
