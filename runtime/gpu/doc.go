@@ -56,6 +56,11 @@
 // driver, not wgpu: a new instance first gives the process an
 // XDG_RUNTIME_DIR of its own when it has none (internal/rundir).
 //
+// Close keeps its wgpu device (with its instance, adapter and queue) for
+// the next Open that would choose it, at most two a process (idle.go):
+// an H200's Vulkan driver lost its adapter after 30 devices made and
+// released in one process. GPUCC_DEVICE_POOL=off releases them.
+//
 // All methods of a Device are safe for concurrent use; calls are serialised
 // by a per-device mutex.
 package gpu
