@@ -151,7 +151,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		for _, op := range pre {
 			fmt.Fprintf(b, "\tvar pf%d: array<f32, %d>;\n\tvar cu%d: array<f32, %d>;\n", op, per, op, per)
 		}
-		b.WriteString(codegen.Indent(prefetch(k, pl, pre, st, "o0", load("i")), 1))
+		b.WriteString(codegen.Indent(prefetch(pl, pre, st, "o0", load("i")), 1))
 		fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) {\n", rows)
 		// the loop's body is written to its own builder, then indented
 		outer, b = b, &strings.Builder{}
@@ -163,7 +163,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 			}
 		}
 		fmt.Fprintf(b, "\tif (q + 1u < %du && o + 1u < %du) {\n\t\tlet on = o + 1u;\n", rows, pl.Red.Outputs)
-		b.WriteString(codegen.Indent(prefetch(k, pl, pre, st, "on", load("i")), 2))
+		b.WriteString(codegen.Indent(prefetch(pl, pre, st, "on", load("i")), 2))
 		b.WriteString("\t}\n")
 	}
 	rowValues(0)
@@ -241,7 +241,7 @@ func prefetched(k *ir.Kernel, pl codegen.RowPlan) []int {
 // in ops, that this thread evaluates in the first pass over row o (a
 // variable: its base is rendered here), load rendering the read of an
 // operand at i, as that pass does.
-func prefetch(k *ir.Kernel, pl codegen.RowPlan, ops []int, st staged, o string, load func(int) string) []string {
+func prefetch(pl codegen.RowPlan, ops []int, st staged, o string, load func(int) string) []string {
 	n, per := pl.Red.Leaves, pl.P/st.threads
 	lines := []string{fmt.Sprintf("let pbase = %s;", codegen.Flat(Lang, pl.Red.Kept, o))}
 	for q := range per {
