@@ -98,14 +98,7 @@ func Open(opts Options) (*Device, error) {
 	}
 	key := keyOf(opts)
 	for c := takeIdle(key); c != nil; c = takeIdle(key) {
-		d := &Device{inst: c.inst, adapter: c.adapter, dev: c.dev, queue: c.queue, info: c.info, lim: c.lim, key: key,
-			bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
-		d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
-		d.granted = c.granted
-		d.tsOK, d.tsPass = c.granted[0], os.Getenv("GPUCC_TIMESTAMPS") != "encoder"
-		d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
-		d.tsDirect = d.tsOK && d.tsPass && c.granted[1]
-		if d.healthy() {
+		if d := on(c, opts); d.healthy() {
 			return d, nil
 		}
 		c.release()
@@ -114,18 +107,15 @@ func Open(opts Options) (*Device, error) {
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
-	d := &Device{inst: inst, adapter: adapter, info: info, key: key, bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
-	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
-
-	al := d.adapter.GetLimits().Limits
+	al := adapter.GetLimits().Limits
 	req := wgpu.DefaultLimits()
 	req.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
 	req.MaxBufferSize = al.MaxBufferSize
 	var features []wgpu.FeatureName
 	passTS := os.Getenv("GPUCC_TIMESTAMPS") != "encoder" // see tsPass
-	if d.info.TimestampQuery {
+	if info.TimestampQuery {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
-		if passTS && d.adapter.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) {
+		if passTS && adapter.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers) {
 			features = append(features, wgpu.NativeFeatureMappablePrimaryBuffers)
 		}
 	}
@@ -140,42 +130,47 @@ func Open(opts Options) (*Device, error) {
 	// blocks read them, and no device has timed their larger choices.
 	wide := req
 	wide.MaxComputeWorkgroupStorageSize = max(al.MaxComputeWorkgroupStorageSize, 16384)
-	dev, err := d.requestDevice(wide, features)
+	dev, err := requestDevice(adapter, wide, features)
 	if err != nil {
-		dev, err = d.requestDevice(req, features)
+		dev, err = requestDevice(adapter, req, features)
 	}
 	if err != nil && len(features) > 0 {
 		// Retry without optional features before giving up.
 		features = nil
-		dev, err = d.requestDevice(req, nil)
+		dev, err = requestDevice(adapter, req, nil)
 	}
 	if err != nil {
 		msg := err.Error()
-		d.adapter.Release()
+		adapter.Release()
 		inst.Release()
 		return nil, errorf(op, "request device on adapter %s (max storage binding %d B, max buffer %d B): %s",
-			d.info, req.MaxStorageBufferBindingSize, req.MaxBufferSize, msg)
+			info, req.MaxStorageBufferBindingSize, req.MaxBufferSize, msg)
 	}
-	d.dev = dev
-	d.queue = dev.GetQueue()
-	d.tsOK = len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
-	d.tsPass = passTS
-	d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
-	d.granted = [2]bool{d.tsOK, dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)}
-	d.tsDirect = d.tsOK && passTS && d.granted[1]
-	d.lim = limitsFrom(dev.GetLimits().Limits)
-	d.info.Limits = d.lim
-	d.info.TimestampQuery = d.tsOK
-	return d, nil
+	tsOK := len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
+	info.Limits = limitsFrom(dev.GetLimits().Limits)
+	info.TimestampQuery = tsOK
+	return on(&idleDevice{key: key, inst: inst, adapter: adapter, dev: dev, queue: dev.GetQueue(), info: info,
+		granted: [2]bool{tsOK, dev.HasFeature(wgpu.NativeFeatureMappablePrimaryBuffers)}}, opts), nil
 }
 
-func (d *Device) requestDevice(req wgpu.Limits, features []wgpu.FeatureName) (dev *wgpu.Device, err error) {
+// on makes a Device for opts on c's device, new or idle.
+func on(c *idleDevice, opts Options) *Device {
+	d := &Device{inst: c.inst, adapter: c.adapter, dev: c.dev, queue: c.queue, info: c.info, lim: c.info.Limits, key: c.key,
+		granted: c.granted, bindGroups: map[string]*bindGroupEntry{}, byID: map[uint64]map[string]struct{}{}}
+	d.upPath, d.upChunk = opts.Upload, roundUp(opts.UploadChunk, 4)
+	d.tsOK, d.tsPass = c.granted[0], os.Getenv("GPUCC_TIMESTAMPS") != "encoder" // see tsPass
+	d.noAhead = os.Getenv("GPUCC_RECORD_AHEAD") == "off"
+	d.tsDirect = d.tsOK && d.tsPass && c.granted[1]
+	return d
+}
+
+func requestDevice(adapter *wgpu.Adapter, req wgpu.Limits, features []wgpu.FeatureName) (dev *wgpu.Device, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			dev, err = nil, fmt.Errorf("%v", r)
 		}
 	}()
-	return d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
+	return adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "gpucc",
 		RequiredFeatures: features,
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: req},
@@ -228,7 +223,7 @@ func (d *Device) Close() {
 	if d.tsQuery != nil {
 		d.tsQuery.Release()
 	}
-	giveIdle(&idleDevice{key: d.key, inst: d.inst, adapter: d.adapter, dev: d.dev, queue: d.queue, info: d.info, lim: d.lim, granted: d.granted})
+	giveIdle(&idleDevice{key: d.key, inst: d.inst, adapter: d.adapter, dev: d.dev, queue: d.queue, info: d.info, granted: d.granted})
 }
 
 // check reports ErrClosed; d.mu must be held.

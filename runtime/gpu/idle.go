@@ -37,9 +37,8 @@ type idleDevice struct {
 	adapter *wgpu.Adapter
 	dev     *wgpu.Device
 	queue   *wgpu.Queue
-	info    AdapterInfo // with the device's limits
-	lim     Limits
-	granted [2]bool // Device.granted
+	info    AdapterInfo // with the device's limits and timestamps
+	granted [2]bool     // Device.granted
 }
 
 // idleKey is what Open's choice of adapter and device depends on.
