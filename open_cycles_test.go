@@ -3,10 +3,10 @@ package gpucc_test
 import (
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpucc/gpucc/internal/procstat"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -37,7 +37,7 @@ func TestOpenCloseCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var adapter string
-	var first procStats
+	var first procstat.Stats
 	for i := range n {
 		start := time.Now()
 		ok := t.Run("cycle", func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestOpenCloseCycles(t *testing.T) {
 			}
 			checkRun(t, rt, g)
 		})
-		st := readProcStats()
+		st := procstat.Self()
 		if i == 0 {
 			first = st
 		}
@@ -62,36 +62,8 @@ func TestOpenCloseCycles(t *testing.T) {
 		}
 		// a few descriptors and threads may come and go (the runtime's
 		// workers, the shader cache), but not one or more a cycle
-		if st.fds > first.fds+16 || st.threads > first.threads+16 {
+		if st.FDs > first.FDs+16 || st.Threads > first.Threads+16 {
 			t.Fatalf("cycle %d: %s, after the first: %s", i, st, first)
 		}
 	}
-}
-
-type procStats struct{ fds, threads, rssKB int }
-
-func (s procStats) String() string {
-	return "fds " + strconv.Itoa(s.fds) + ", threads " + strconv.Itoa(s.threads) + ", RSS " + strconv.Itoa(s.rssKB/1024) + " MiB"
-}
-
-// readProcStats reads the process's open descriptors, threads and
-// resident memory from /proc (zeros where there is none).
-func readProcStats() procStats {
-	var s procStats
-	fds, _ := os.ReadDir("/proc/self/fd")
-	s.fds = len(fds)
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, ln := range strings.Split(string(b), "\n") {
-		f := strings.Fields(ln)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "Threads:":
-			s.threads, _ = strconv.Atoi(f[1])
-		case "VmRSS:":
-			s.rssKB, _ = strconv.Atoi(f[1])
-		}
-	}
-	return s
 }

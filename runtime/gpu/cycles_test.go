@@ -5,8 +5,9 @@ package gpu
 import (
 	"os"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/gpucc/gpucc/internal/procstat"
 )
 
 // TestDeviceCycles opens and closes devices of this package over and over
@@ -38,13 +39,13 @@ func TestDeviceCycles(t *testing.T) {
 	if mode != "pooled" { // a new device every cycle, as before idle.go
 		t.Setenv("GPUCC_DEVICE_POOL", "off")
 	}
-	first := cycleStats()
+	first := procstat.Self()
 	for i := range n {
 		if err := deviceCycle(step); err != nil {
-			t.Fatalf("%s cycle %d: %v (%s; before the first: %s)", mode, i, err, cycleStats(), first)
+			t.Fatalf("%s cycle %d: %v (%s; before the first: %s)", mode, i, err, procstat.Self(), first)
 		}
 		if i%5 == 0 || i == n-1 {
-			t.Logf("%s cycle %d: %s", mode, i, cycleStats())
+			t.Logf("%s cycle %d: %s", mode, i, procstat.Self())
 		}
 	}
 }
@@ -133,21 +134,4 @@ func deviceRunTimed(d *Device, timed bool) error {
 		}
 	}
 	return nil
-}
-
-// cycleStats is the process's open descriptors, threads and resident
-// memory, from /proc (zeros where there is none).
-func cycleStats() string {
-	fds, _ := os.ReadDir("/proc/self/fd")
-	threads, rss := "0", "0 kB"
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, ln := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(ln, "Threads:"); ok {
-			threads = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(ln, "VmRSS:"); ok {
-			rss = strings.TrimSpace(v)
-		}
-	}
-	return "fds " + strconv.Itoa(len(fds)) + ", threads " + threads + ", RSS " + rss
 }
