@@ -29,12 +29,8 @@ func threeKernels(t *testing.T, d *device) backend.Executable {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(exe.Release)
-	if k := len(exe.(*executable).p.Kernels); k != 3 {
+	exe := compiled(t, d, g)
+	if k := len(exe.p.Kernels); k != 3 {
 		t.Fatalf("%d kernels, want 3", k)
 	}
 	return exe

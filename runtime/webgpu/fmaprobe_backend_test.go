@@ -3,7 +3,6 @@
 package webgpu
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/gpucc/gpucc/codegen"
 	"github.com/gpucc/gpucc/codegen/wgsl"
 	"github.com/gpucc/gpucc/ir"
-	"github.com/gpucc/gpucc/runtime/backend"
 	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
@@ -53,13 +51,8 @@ func TestRowsTakeNear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Release()
 	near := false
-	for _, s := range e.(*executable).shaders {
+	for _, s := range compiled(t, d, g).shaders {
 		near = near || strings.Contains(s.Source, codegen.FuncName(ir.DivRowNear)+"(")
 	}
 	if want := d.fused() && wgsl.RowDivNear; near != want {

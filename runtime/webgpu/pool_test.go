@@ -44,12 +44,7 @@ func reluMulAdd(t testing.TB, d *device, n int) backend.Executable {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(exe.Release)
-	return exe
+	return compiled(t, d, g)
 }
 
 // hostRun runs exe from its embedded inputs to host slices and reports

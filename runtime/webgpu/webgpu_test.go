@@ -44,6 +44,18 @@ func program(t testing.TB, g *ir.Graph) *backend.Program {
 	return &backend.Program{IR: p}
 }
 
+// compiled compiles g on d, failing the test where it cannot, and
+// releases the executable when the test ends.
+func compiled(t testing.TB, d *device, g *ir.Graph) *executable {
+	t.Helper()
+	e, err := d.Compile(context.Background(), program(t, g), &backend.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Release)
+	return e.(*executable)
+}
+
 // countdown is a context whose Err turns to Canceled after n calls.
 type countdown struct {
 	context.Context
