@@ -5,6 +5,7 @@ package gpu
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc/internal/procstat"
@@ -17,11 +18,15 @@ import (
 // pipeline), run (and a dispatch whose output is read back and checked),
 // timed (RunTimed instead), each on a new device (GPUCC_DEVICE_POOL=off),
 // and pooled (run, on the device the last Close gave back: idle.go). It logs the process's descriptors, threads
-// and resident memory every 5 cycles and fails where a cycle does: on an
-// H200 (2026-12-06) the root package's runtimes found no Vulkan adapter
-// after 30 cycles, their memory growing about 3.5 MiB a cycle, which
-// lavapipe does not show; this says which step leaks (bench/device.sh
-// cycles runs each mode).
+// and resident memory every 5 cycles and fails where a cycle does, or
+// where a cycle's adapter (or for instance, the list of adapters) is not
+// the first cycle's: on an H200 (2026-12-06) the root package's runtimes
+// found no Vulkan adapter after 30 cycles, their memory growing about
+// 3.5 MiB a cycle, which lavapipe does not show. On an H100 the same day
+// every mode but instance and pooled went on past cycle 30 on another
+// adapter (its descriptors from 6 to 19, 90 MiB more memory), and this
+// test, which did not yet compare adapters, passed. bench/device.sh
+// cycles runs each mode.
 func TestDeviceCycles(t *testing.T) {
 	n := 10
 	if s := os.Getenv("GPUCC_DEVICE_CYCLES"); s != "" {
@@ -40,9 +45,17 @@ func TestDeviceCycles(t *testing.T) {
 		t.Setenv("GPUCC_DEVICE_POOL", "off")
 	}
 	first := procstat.Self()
+	var adapter string
 	for i := range n {
-		if err := deviceCycle(step); err != nil {
+		got, err := deviceCycle(step)
+		if err != nil {
 			t.Fatalf("%s cycle %d: %v (%s; before the first: %s)", mode, i, err, procstat.Self(), first)
+		}
+		if i == 0 {
+			adapter = got
+		} else if got != adapter {
+			t.Fatalf("%s cycle %d: adapter %s; the first cycle's was %s (%s; before the first: %s)",
+				mode, i, got, adapter, procstat.Self(), first)
 		}
 		if i%5 == 0 || i == n-1 {
 			t.Logf("%s cycle %d: %s", mode, i, procstat.Self())
@@ -50,36 +63,37 @@ func TestDeviceCycles(t *testing.T) {
 	}
 }
 
-// deviceCycle is one of TestDeviceCycles' cycles, to step.
-func deviceCycle(step int) error {
-	d, err := openCycle(step)
-	if err != nil || d == nil {
-		return err
-	}
-	defer d.Close()
-	if step == 1 {
-		return nil
-	}
-	if step == 2 {
-		p, err := d.Compile(mulWGSL, "main", []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform})
-		if err == nil {
-			p.Release()
-		}
-		return err
-	}
-	return deviceRunTimed(d, step == 4)
-}
-
-// openCycle opens a cycle's device (nil for step 0, the adapters alone).
-func openCycle(step int) (*Device, error) {
+// deviceCycle is one of TestDeviceCycles' cycles, to step. It returns
+// the adapter the cycle opened (for step 0, the adapters found).
+func deviceCycle(step int) (string, error) {
 	if step == 0 {
 		list, err := Adapters()
 		if err == nil && len(list) == 0 {
 			err = errorf("adapters", "none found")
 		}
-		return nil, err
+		var names []string
+		for _, a := range list {
+			names = append(names, a.Name+" on "+a.Backend)
+		}
+		return strings.Join(names, ", "), err
 	}
-	return Open(Options{AllowSoftware: true})
+	d, err := Open(Options{AllowSoftware: true})
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	adapter := d.Info().Name + " on " + d.Info().Backend
+	switch step {
+	case 1:
+	case 2:
+		var p *Pipeline
+		if p, err = d.Compile(mulWGSL, "main", []BindingKind{ReadOnlyStorage, ReadOnlyStorage, Storage, Uniform}); err == nil {
+			p.Release()
+		}
+	default:
+		err = deviceRunTimed(d, step == 4)
+	}
+	return adapter, err
 }
 
 // deviceRun compiles a product, runs it over 256 values and checks them.

@@ -146,6 +146,7 @@ func Open(opts Options) (*Device, error) {
 		return nil, errorf(op, "request device on adapter %s (max storage binding %d B, max buffer %d B): %s",
 			info, req.MaxStorageBufferBindingSize, req.MaxBufferSize, msg)
 	}
+	made.Add(1)
 	tsOK := len(features) > 0 && dev.HasFeature(wgpu.FeatureNameTimestampQuery)
 	info.Limits = limitsFrom(dev.GetLimits().Limits)
 	info.TimestampQuery = tsOK

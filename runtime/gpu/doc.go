@@ -57,9 +57,10 @@
 // XDG_RUNTIME_DIR of its own when it has none (internal/rundir).
 //
 // Close keeps its wgpu device (with its instance, adapter and queue) for
-// the next Open that would choose it, at most two a process (idle.go):
-// an H200's Vulkan driver lost its adapter after 30 devices made and
-// released in one process. GPUCC_DEVICE_POOL=off releases them.
+// the next Open that would choose it (idle.go), so that a process makes
+// only as many devices as it holds open at once: NVIDIA's Vulkan driver
+// lost its adapter after 30 devices made and released in one process
+// (H200 and H100, 2026-12-06). GPUCC_DEVICE_POOL=off releases them.
 //
 // All methods of a Device are safe for concurrent use; calls are serialised
 // by a per-device mutex.

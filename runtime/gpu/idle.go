@@ -6,17 +6,24 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
 
-// A process keeps the WebGPU devices that Close gave back, each with its
+// A process keeps every WebGPU device that Close gave back, each with its
 // instance, adapter and queue, and the next Open that would choose the
 // same (idleKey) takes one of them instead of making a new instance and
-// device. On an H200's Vulkan driver (2026-12-06) a process that opened
-// and closed runtimes found no Vulkan adapter at its 31st, its memory
-// growing 3.5 MiB a cycle, though every wgpu object was released; a test
-// binary opens hundreds, and a library user may open one a request.
+// device. NVIDIA's Vulkan driver lets a process make about 30 devices,
+// released or not: on an H200 (2026-12-06) a process that opened and
+// closed runtimes found no Vulkan adapter at its 31st, its memory growing
+// 3.5 MiB a cycle though every wgpu object was released, and on an H100
+// the same day the 31st Open on a new device took the software adapter
+// (TestDeviceCycles). A test binary opens hundreds of runtimes, and a
+// library user may open one a request. So no device is released while
+// the pool is on: the devices a process makes are as many as it has open
+// at once, for each choice (made counts them), and a device kept idle
+// costs its driver's share, a few MiB, with nothing of gpucc's on it.
 // Close releases everything the device made for its Device (buffers,
 // bind groups, staging, timestamps), so a Device that takes an idle one
 // starts as empty as a new one: new buffers are zeroed, as WebGPU's are.
@@ -26,9 +33,8 @@ var idle struct {
 	devs []*idleDevice
 }
 
-// maxIdle bounds the devices kept idle: a process rarely holds more than
-// a couple open at once.
-const maxIdle = 2
+// made counts the devices Open has made in this process.
+var made atomic.Int64
 
 // idleDevice is a device given back by Close, and what Open chose it by.
 type idleDevice struct {
@@ -69,19 +75,15 @@ func takeIdle(key idleKey) *idleDevice {
 	return nil
 }
 
-// giveIdle keeps c for a later Open, or releases it where the pool is off
-// or full.
+// giveIdle keeps c for a later Open, or releases it where the pool is off.
 func giveIdle(c *idleDevice) {
-	if pooling() {
-		idle.Lock()
-		if len(idle.devs) < maxIdle {
-			idle.devs = append(idle.devs, c)
-			idle.Unlock()
-			return
-		}
-		idle.Unlock()
+	if !pooling() {
+		c.release()
+		return
 	}
-	c.release()
+	idle.Lock()
+	idle.devs = append(idle.devs, c)
+	idle.Unlock()
 }
 
 func (c *idleDevice) release() {

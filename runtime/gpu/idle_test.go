@@ -77,3 +77,39 @@ func TestIdleDevices(t *testing.T) {
 		t.Errorf("GPUCC_DEVICE_POOL=off: Close kept the device idle")
 	}
 }
+
+// TestIdleDevicesHeld: a process that holds three devices open at once,
+// closes them and opens three again, over and over, makes three devices
+// in all, not three and then one a round (NVIDIA's Vulkan driver gives a
+// process about 30: idle.go), and each round's devices are distinct.
+func TestIdleDevicesHeld(t *testing.T) {
+	t.Setenv("GPUCC_DEVICE_POOL", "")
+	t.Setenv("GPUCC_TIMESTAMPS", "held") // a choice of its own: no device of another test
+	opts := Options{AllowSoftware: true}
+	before := made.Load()
+	const held, rounds = 3, 8
+	for r := range rounds {
+		var ds []*Device
+		for range held {
+			d, err := Open(opts)
+			if err != nil {
+				t.Skipf("no WebGPU device: %v", err)
+			}
+			if slices.ContainsFunc(ds, func(o *Device) bool { return o.dev == d.dev }) {
+				t.Fatalf("round %d: one device opened twice while held", r)
+			}
+			ds = append(ds, d)
+		}
+		if r == rounds-1 {
+			if err := deviceRun(ds[held-1]); err != nil {
+				t.Errorf("a run on a device kept %d rounds: %v", rounds, err)
+			}
+		}
+		for _, d := range ds {
+			d.Close()
+		}
+	}
+	if got := made.Load() - before; got != held {
+		t.Errorf("%d rounds of %d devices held at once made %d devices; want %d", rounds, held, got, held)
+	}
+}
