@@ -179,17 +179,21 @@ suite_rowsnext() {
 }
 # cycles (about 60 s): TestOpenCloseCycles, 300 runtimes opened and closed in one process (on the H100, 2026-12-06, a
 # test process found no Vulkan adapter after about a hundred runtimes), each cycle's descriptors, threads and memory
-# (on an H200, 2026-12-06, the adapter was gone at cycle 30, memory growing 3.5 MiB a cycle); then runtime/gpu's devices
-# alone, 60 cycles of each step in its own process (TestDeviceCycles: instance, open, compile, run, timed, each on a new
-# device), which says which one leaks on the driver, and pooled (run, on the device Close gave back: runtime/gpu's idle.go,
-# which the root package's cycles above take too)
+# (on an H200, 2026-12-06, the adapter was gone at cycle 30, memory growing 3.5 MiB a cycle), and TestIdleDevicesHeld
+# (three devices held at once, eight rounds: three made); then runtime/gpu's devices alone, each step in its own process
+# (TestDeviceCycles: instance, open, compile, run, timed, each on a new device, 40 cycles; pooled, on the device Close
+# gave back, 300). A new-device mode fails where its adapter changes: on the H100 of 2026-12-06 05:40 every one went on
+# past cycle 30 on another adapter, so those lines measure the driver's limit (NVIDIA's: about 30 devices a process),
+# and instance says whether instances alone reach it.
 suite_cycles() {
 	GPUCC_OPEN_CYCLES=300 tests cycles.txt 120 gpucc 'TestOpenCloseCycles$'
 	grep -h 'open_cycles_test' "$OUT/cycles.txt" | tail -8 >>"$OUT/visit.log"
-	for m in instance open compile run timed pooled; do
-		GPUCC_DEVICE_CYCLES=60 GPUCC_DEVICE_CYCLE_MODE=$m tests cycles_gpu.txt 60 gpu 'TestDeviceCycles$'
+	tests cycles_gpu.txt 60 gpu 'TestIdleDevices'
+	for m in instance open compile run timed; do
+		GPUCC_DEVICE_CYCLES=40 GPUCC_DEVICE_CYCLE_MODE=$m tests cycles_gpu.txt 60 gpu 'TestDeviceCycles$'
 	done
-	grep -h 'cycles_test' "$OUT/cycles_gpu.txt" >>"$OUT/visit.log"
+	GPUCC_DEVICE_CYCLES=300 GPUCC_DEVICE_CYCLE_MODE=pooled tests cycles_gpu.txt 60 gpu 'TestDeviceCycles$'
+	grep -h 'cycles_test\|idle_test' "$OUT/cycles_gpu.txt" >>"$OUT/visit.log"
 }
 # exactsplit (about 240 s): exactkernels' tests in three processes, so that no process opens as many runtimes
 # exactsuite (about 60 s): its first process alone, the op suite, division pairs, random graphs and rows
