@@ -204,38 +204,6 @@ func TestRowThreads(t *testing.T) {
 	}
 }
 
-// TestRowGroups: a rows kernel's workgroup reducing several rows one
-// after the other, loading the next row's leaves ahead (wgsl.RowsPerGroup:
-// 2, 3, 4 and 8, also with contiguous runs and at 64 threads), changes its
-// schedule, never its bits: random row graphs and softmax, log-softmax and
-// layer norm over extremes and random values, with row counts that leave
-// the last workgroup short of its rows, against cpuref on webgpu.
-func TestRowGroups(t *testing.T) {
-	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	defer func(n, threads int, contig bool) {
-		wgsl.RowsPerGroup, wgsl.RowThreads, wgsl.RowContiguous = n, threads, contig
-	}(wgsl.RowsPerGroup, wgsl.RowThreads, wgsl.RowContiguous)
-	type knobs struct {
-		rows, threads int
-		contig        bool
-	}
-	all := []knobs{{2, 256, false}, {3, 256, false}, {4, 256, false}, {8, 256, false}, {4, 256, true}, {4, 64, false}}
-	shapes := []ir.Shape{{13, 1024}, {7, 1000}, {9, 256}, {5, 4096}, {1, 1024}}
-	if testing.Short() {
-		all, shapes = []knobs{{3, 256, false}, {4, 64, true}}, []ir.Shape{{13, 1024}, {7, 1000}}
-	}
-	for _, kn := range all {
-		wgsl.RowsPerGroup, wgsl.RowThreads, wgsl.RowContiguous = kn.rows, kn.threads, kn.contig
-		for _, s := range shapes {
-			name := fmt.Sprintf("rows=%d,threads=%d,contig=%t/%v", kn.rows, kn.threads, kn.contig, s)
-			g, _ := irtest.RandomRows(uint64(kn.rows+s[0]), s)
-			t.Run(name+"/random", func(t *testing.T) { checkNonFinite(t, rt, g) })
-			g = rowOpsGraph(t, s, ir.Limits{NonFinite: true})
-			t.Run(name+"/ops", func(t *testing.T) { checkNonFinite(t, rt, g) })
-		}
-	}
-}
-
 // rowOpsGraph is the benchmarks' row ops (softmax, log-softmax, layer
 // norm) over rows of shape s, of extremes (±3e38, subnormals, equal
 // values) and of random values.

@@ -20,9 +20,6 @@
 #            runtime/gpu's devices alone, step by step (instance, open, compile, run, timed; pooled)
 #   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06);
 #            exactsuite its first alone
-#   rowgroups  a workgroup reducing several rows, the next one's loads ahead (wgsl.RowsPerGroup): its bits on the
-#            driver (TestRowGroups), then the row ops and a row's sum and max alone under 1, 2, 4 and 8 rows, with 128
-#            threads and rootall, beside PyTorch eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -216,18 +213,6 @@ suite_rowsweep() {
 	done
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowsweep.json" 2>>"$OUT/visit.log"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
-}
-# rowgroups (about 120 s): wgsl.RowsPerGroup's bits on the driver, then softmax, log-softmax, layer norm, and a row's sum
-# and max alone (what two reductions a row cost without the elementwise work), [8192,1024], each variant a fresh process
-suite_rowgroups() {
-	tests rowgroups_exact.txt 120 gpucc 'TestRowGroups$|TestRowKnobs$'
-	warm
-	for v in default rows2 rows4 rows8 threads128,rows4 rootall,rows4 threads128,rootall,rows4 threads64,rows8 default; do
-		benches rowgroups.txt 60 bench 'NN/(softmax|logsoftmax|layernorm|rowsum|rowmax)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
-		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowgroups.txt"
-	done
-	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowgroups.json" 2>>"$OUT/visit.log"
-	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowgroups.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # onlinedefault (about 120 s): online attention's default tile (16x16i since 2026-12-05) through the attention and
 # transformer tests on the driver, then timed at 2048 keys beside the tile it replaced (online16x16)

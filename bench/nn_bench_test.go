@@ -20,9 +20,7 @@ package bench
 //	                  staged through workgroup memory (wgsl.RowContiguous);
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
-//	                  reciprocal (wgsl.RowDivNear off); rows2 … rows8,
-//	                  a workgroup reduces that many rows, loading the next
-//	                  one's leaves ahead (wgsl.RowsPerGroup, 1 by default)
+//	                  reciprocal (wgsl.RowDivNear off)
 
 import (
 	"context"
@@ -118,9 +116,9 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, paths, contig bool, threads, rows int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads, wgsl.RowsPerGroup = once, fast, near, keys, paths, contig, threads, rows
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads, wgsl.RowsPerGroup)
+	defer func(once, fast, near, keys, paths, contig bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads = once, fast, near, keys, paths, contig, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -137,8 +135,6 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
-		case "rows2", "rows3", "rows4", "rows6", "rows8", "rows16":
-			wgsl.RowsPerGroup, _ = strconv.Atoi(strings.TrimPrefix(k, "rows"))
 		}
 	}
 	ctx := context.Background()

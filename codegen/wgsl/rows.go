@@ -2,7 +2,6 @@ package wgsl
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -38,9 +37,8 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	n, p := pl.Red.Leaves, pl.P
 	threads := rowThreads(p)
 	wg := p >= threads
-	per, rows := p, 1
+	per := p
 	if wg {
-		rows = max(1, min(RowsPerGroup, pl.Red.Outputs))
 		per = p / threads
 		pl.CacheLoads(k)
 	}
@@ -76,14 +74,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	if wg {
 		st = stagedArrays(b, p, threads, RowContiguous)
 		s.Workgroup = [3]int{threads, 1, 1}
-		s.Groups = codegen.Groups1D((pl.Red.Outputs+rows-1)/rows, maxGroupsPerDim)
+		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
 		b.WriteString("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
-		if rows > 1 {
-			fmt.Fprintf(b, "\tlet t = lid.x;\n\tlet o0 = (wid.x + wid.y * nwg.x) * %du;\n", rows)
-		} else {
-			b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
-		}
+		b.WriteString("\tlet t = lid.x;\n\tlet o = wid.x + wid.y * nwg.x;\n")
 	} else {
 		s.Workgroup = [3]int{ElementwiseThreads, 1, 1}
 		s.Groups = codegen.Groups1D((pl.Red.Outputs+ElementwiseThreads-1)/ElementwiseThreads, maxGroupsPerDim)
@@ -92,14 +86,8 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		fmt.Fprintf(b, "\tlet o = gid.x + gid.y * nwg.x * %du;\n", ElementwiseThreads)
 	}
 	// o is uniform over a workgroup: the whole workgroup returns or none.
-	o := "o"
-	if rows > 1 {
-		o = "o0"
-	}
-	fmt.Fprintf(b, "\tif (%s >= %du) { return; }\n", o, pl.Red.Outputs)
-	if rows == 1 {
-		fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
-	}
+	fmt.Fprintf(b, "\tif (o >= %du) { return; }\n", pl.Red.Outputs)
+	fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
 	for j, in := range k.Body {
 		if pl.Cached[j] {
 			fmt.Fprintf(b, "\tvar c%d: array<f32, %d>;\n", j, per)
@@ -144,43 +132,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 			b.WriteString(codegen.Indent(st, 1))
 		}
 	}
-	var pre []int // the operands the next row's leaves are loaded from ahead (rows > 1)
-	var outer *strings.Builder
-	if rows > 1 {
-		pre = prefetched(k, pl)
-		for _, op := range pre {
-			fmt.Fprintf(b, "\tvar pf%d: array<f32, %d>;\n\tvar cu%d: array<f32, %d>;\n", op, per, op, per)
-		}
-		b.WriteString(codegen.Indent(prefetch(pl, pre, st, "o0", load("i")), 1))
-		fmt.Fprintf(b, "\tfor (var q = 0u; q < %du; q++) {\n", rows)
-		// the loop's body is written to its own builder, then indented
-		outer, b = b, &strings.Builder{}
-		fmt.Fprintf(b, "\tlet o = o0 + q;\n\tif (o >= %du) { break; }\n", pl.Red.Outputs)
-		fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
-		for _, op := range pre {
-			for q := range per {
-				fmt.Fprintf(b, "\tcu%d[%d] = pf%d[%d];\n", op, q, op, q)
-			}
-		}
-		fmt.Fprintf(b, "\tif (q + 1u < %du && o + 1u < %du) {\n\t\tlet on = o + 1u;\n", rows, pl.Red.Outputs)
-		b.WriteString(codegen.Indent(prefetch(pl, pre, st, "on", load("i")), 2))
-		b.WriteString("\t}\n")
-	}
 	rowValues(0)
 	for pass := 0; pass < pl.Passes; pass++ {
 		if wg {
-			pass0 := load("i")
-			b.WriteString(codegen.Indent(wgPass(k, pl, pass, func(step int) func(int) string {
-				if pass > 0 || len(pre) == 0 {
-					return pass0
-				}
-				return func(op int) string {
-					if slices.Contains(pre, op) {
-						return fmt.Sprintf("cu%d[%d]", op, step)
-					}
-					return pass0(op)
-				}
-			}, st, keyed), 1))
+			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st, keyed), 1))
 			rowValues(pass + 1)
 			continue
 		}
@@ -202,72 +157,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 		rowValues(pass + 1)
 	}
-	if rows > 1 {
-		for _, ln := range strings.SplitAfter(b.String(), "\n") {
-			if ln != "" {
-				outer.WriteString("\t" + ln)
-			}
-		}
-		b = outer
-		b.WriteString("\t}\n")
-	}
 	b.WriteString("}\n")
-}
-
-// RowsPerGroup is how many consecutive rows a rows kernel's workgroup
-// reduces, one after the other, where its rows get a workgroup each:
-// while it reduces one, the loads of the next row's leaves (those of its
-// first pass) are in flight (prefetch), so that an SM's few workgroups,
-// each waiting at its barriers, need not also wait for memory at the
-// start of every row. The same tree over each row, the same bits
-// (TestRowGroups); 1, a workgroup a row, takes no loop. A knob for the
-// benchmarks (Config names it).
-var RowsPerGroup = 1
-
-// prefetched returns the operands whose leaves the first pass of rows
-// kernel k loads (a workgroup per row): those a workgroup reducing
-// several rows loads ahead, one row early.
-func prefetched(k *ir.Kernel, pl codegen.RowPlan) []int {
-	var ops []int
-	for _, j := range pl.Leaf[0] {
-		if in := k.Body[j]; in.Kind == ir.InstrLoad && !slices.Contains(ops, in.Operand) {
-			ops = append(ops, in.Operand)
-		}
-	}
-	return ops
-}
-
-// prefetch renders the loads into pf<op> of the leaves, of each operand
-// in ops, that this thread evaluates in the first pass over row o (a
-// variable: its base is rendered here), load rendering the read of an
-// operand at i, as that pass does.
-func prefetch(pl codegen.RowPlan, ops []int, st staged, o string, load func(int) string) []string {
-	n, per := pl.Red.Leaves, pl.P/st.threads
-	lines := []string{fmt.Sprintf("let pbase = %s;", codegen.Flat(Lang, pl.Red.Kept, o))}
-	for q := range per {
-		r, guard := fmt.Sprintf("%du + t", q*st.threads), (q+1)*st.threads > n
-		if st.contiguous {
-			r, guard = fmt.Sprintf("t * %du + %du", per, q), n < pl.P
-		}
-		var body []string
-		for _, op := range ops {
-			body = append(body, fmt.Sprintf("pf%d[%d] = %s;", op, q, load(op)))
-		}
-		if guard {
-			lines = append(lines, fmt.Sprintf("{ let r = %s; if (r < %du) { let i = pbase + r;", r, n))
-			for _, ln := range body {
-				lines = append(lines, "\t"+ln)
-			}
-			lines = append(lines, "} }")
-		} else {
-			lines = append(lines, fmt.Sprintf("{ let r = %s; let i = pbase + r;", r))
-			for _, ln := range body {
-				lines = append(lines, "\t"+ln)
-			}
-			lines = append(lines, "}")
-		}
-	}
-	return lines
 }
 
 // RowThreads is the workgroup size of a rows kernel whose rows have at
@@ -434,7 +324,7 @@ func divisorParts(j int, near bool) []string {
 // (see rowsKernel), written out step by step: every index of a private
 // array is a constant, so that they stay in registers (a loop over them
 // left NVIDIA's compiler spilling them to memory).
-func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(step int) func(int) string, st staged, keyed func(int) keying) []string {
+func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying) []string {
 	n, per := pl.Red.Leaves, pl.P/st.threads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
@@ -454,7 +344,7 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(step int) func(in
 			}
 			add("\ta%d[%d] = %s;", a, j, id)
 		}
-		body := pl.LeafPass(Lang, k, d, load(j), fmt.Sprint(j))
+		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
 		if last {
 			add("\tif (r < %du) {", n)
 			add("\t\tlet i = base + r;")
@@ -741,13 +631,12 @@ func rowIdentity(op ir.Op) string {
 
 // rowsLoopCost is LoopCost of a rows kernel: per pass, the leaf loop and
 // each reduction's staging through workgroup memory and its trees
-// (in-thread over its leaves, then the workgroup's), once a row of its
-// workgroup (RowsPerGroup).
+// (in-thread over its leaves, then the workgroup's).
 func rowsLoopCost(k *ir.Kernel) int {
 	pl := codegen.PlanRows(k)
-	per, rows := pl.P, 1
+	per := pl.P
 	if threads := rowThreads(pl.P); pl.P >= threads {
-		per, rows = pl.P/threads, max(1, min(RowsPerGroup, pl.Red.Outputs))
+		per = pl.P / threads
 	}
 	c := 0
 	for d := 0; d < pl.Passes; d++ {
@@ -755,9 +644,6 @@ func rowsLoopCost(k *ir.Kernel) int {
 		for range pl.Accs[d] {
 			c += (codegen.Log2(per) + 1) + 3*per + 2*(rowGroup+codegen.Log2(rowGroup)+1)
 		}
-	}
-	if rows > 1 { // the loop over the workgroup's rows
-		return rows*c + rows + 1
 	}
 	return c
 }
