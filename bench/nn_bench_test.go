@@ -20,7 +20,13 @@ package bench
 //	                  staged through workgroup memory (wgsl.RowContiguous);
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
-//	                  reciprocal (wgsl.RowDivNear off)
+//	                  reciprocal (wgsl.RowDivNear off); and of the
+//	                  elementwise kernels: fastfirst, the fast paths'
+//	                  bodies first and a branch only to mend (wgsl.FastFirst);
+//	                  vpt1, vpt2, vpt8, the vec4s a thread of a large
+//	                  kernel takes (wgsl.VectorsPerThread, 4 by default);
+//	                  vthreads64, vthreads128, its workgroup size
+//	                  (wgsl.VectorThreads, 256)
 
 import (
 	"context"
@@ -116,9 +122,11 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, paths, contig bool, threads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads = once, fast, near, keys, paths, contig, threads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowThreads)
+	defer func(once, fast, near, keys, paths, contig, first bool, threads, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.FastFirst = once, fast, near, keys, paths, contig, first
+		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.FastFirst,
+		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -135,6 +143,12 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
+		case "fastfirst":
+			wgsl.FastFirst = true
+		case "vpt1", "vpt2", "vpt8":
+			wgsl.VectorsPerThread, _ = strconv.Atoi(strings.TrimPrefix(k, "vpt"))
+		case "vthreads64", "vthreads128":
+			wgsl.VectorThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "vthreads"))
 		}
 	}
 	ctx := context.Background()
