@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gpucc/gpucc"
@@ -74,12 +72,10 @@ func fastPathInputs() []float32 {
 // has run this test): webgpu takes them where its probe passed, as on
 // lavapipe (runtime/webgpu's TestFastPathsChoice). The C targets never
 // take them (their kernels call the table's bodies; ir's TestFastPathsC
-// proves the bodies in C), nor does the page's WebGPU or WebGL2. On
-// webgpu it runs again with wgsl.FastFirst (the fast body first, a branch
-// only to mend the lanes outside it).
+// proves the bodies in C), nor does the page's WebGPU or WebGL2.
 func TestFastPathsBackends(t *testing.T) {
-	defer func(old, first bool) { wgsl.FastPaths, wgsl.FastFirst = old, first }(wgsl.FastPaths, wgsl.FastFirst)
-	wgsl.FastPaths, wgsl.FastFirst = true, false
+	defer func(old bool) { wgsl.FastPaths = old }(wgsl.FastPaths)
+	wgsl.FastPaths = true
 	xs := fastPathInputs()
 	lim := ir.Limits{NonFinite: true, MaxOps: 1 << 30}
 	b := ir.NewBuilder()
@@ -96,13 +92,8 @@ func TestFastPathsBackends(t *testing.T) {
 	}
 	g.Nodes[g.Input("x")].Data = xs
 	want, flushed := cpuref.Eval(g), cpuref.EvalFlushed(g)
-	for _, name := range slices.Concat(backends, []string{"webgpu/fastfirst"}) {
-		t.Run(name, func(t *testing.T) {
-			be, first := strings.CutSuffix(name, "/fastfirst")
-			if first {
-				wgsl.FastFirst = true
-				defer func() { wgsl.FastFirst = false }()
-			}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
 			rt := open(t, be, func(o *gpucc.Options) { o.Limits = lim })
 			res, err := rt.Run(context.Background(), g)
 			if err != nil {

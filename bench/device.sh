@@ -20,8 +20,8 @@
 #            runtime/gpu's devices alone, step by step (instance, open, compile, run, timed; pooled)
 #   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06);
 #            exactsuite its first alone
-#   elemsweep  the fast paths' bits with the fast body first (wgsl.FastFirst) on the driver, then exp, tanh, sigmoid,
-#            GELU and softmax under it, 1 and 2 vec4s a thread and 128 threads a workgroup, beside PyTorch eager
+#   elemsweep  the fast paths' bits on the driver, then exp, tanh, sigmoid, GELU and softmax under 1, 2 (the default)
+#            and 4 vec4s a thread and 128 threads a workgroup, beside PyTorch eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -216,13 +216,14 @@ suite_rowsweep() {
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowsweep.json" 2>>"$OUT/visit.log"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
-# elemsweep (about 60 s): the fast paths' bits with wgsl.FastFirst on the driver (TestFastPathsBackends/webgpu, and
-# /fastfirst), then exp, tanh, sigmoid, GELU and softmax [8192,1024] under the default, the fast body first (fastfirst),
-# 1 and 2 vec4s a thread, 128 threads a workgroup, and the default again, each a fresh process, beside PyTorch eager
+# elemsweep (about 60 s): the fast paths' bits on the driver (TestFastPathsBackends/webgpu), then exp, tanh, sigmoid,
+# GELU and softmax [8192,1024] under the default (2 vec4s a thread since 2026-12-06; the H100 then: 4 took 12-15%
+# longer, 1 up to 5% less), 1 and 4 vec4s a thread, 128 threads a workgroup, and the default again, each a fresh
+# process, beside PyTorch eager
 suite_elemsweep() {
 	tests elemsweep_exact.txt 60 gpucc 'TestFastPathsBackends/webgpu'
 	warm
-	for v in default fastfirst vpt1 vpt2 vthreads128 fastfirst,vpt1 default; do
+	for v in default vpt1 vpt4 vthreads128 vpt1,vthreads128 default; do
 		benches elemsweep.txt 60 bench 'NN/(exp|tanh|sigmoid|gelu|softmax)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/elemsweep.txt"
 	done

@@ -21,10 +21,9 @@ package bench
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
 //	                  reciprocal (wgsl.RowDivNear off); and of the
-//	                  elementwise kernels: fastfirst, the fast paths'
-//	                  bodies first and a branch only to mend (wgsl.FastFirst);
-//	                  vpt1, vpt2, vpt8, the vec4s a thread of a large
-//	                  kernel takes (wgsl.VectorsPerThread, 4 by default);
+//	                  elementwise kernels: vpt1, vpt2, vpt4, vpt8, the
+//	                  vec4s a thread of a large kernel takes
+//	                  (wgsl.VectorsPerThread, 2 by default);
 //	                  vthreads64, vthreads128, its workgroup size
 //	                  (wgsl.VectorThreads, 256)
 
@@ -122,10 +121,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, paths, contig, first bool, threads, vpt, vthreads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.FastFirst = once, fast, near, keys, paths, contig, first
+	defer func(once, fast, near, keys, paths, contig bool, threads, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous = once, fast, near, keys, paths, contig
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.FastFirst,
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous,
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
@@ -143,9 +142,7 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
-		case "fastfirst":
-			wgsl.FastFirst = true
-		case "vpt1", "vpt2", "vpt8":
+		case "vpt1", "vpt2", "vpt4", "vpt8":
 			wgsl.VectorsPerThread, _ = strconv.Atoi(strings.TrimPrefix(k, "vpt"))
 		case "vthreads64", "vthreads128":
 			wgsl.VectorThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "vthreads"))

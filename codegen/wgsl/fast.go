@@ -42,15 +42,6 @@ var FastPaths, fastPathsEnv = fastPathsFromEnv(os.Getenv("GPUCC_FAST_PATHS"))
 // (bench/RESULTS.md, the eighth session's visit).
 const fastPathsDefault = true
 
-// FastFirst makes a prim_<name> with a fast path compute the fast body
-// unconditionally and branch only to mend the lanes outside its interval
-// (a select of the tails' constants, or the full body), instead of
-// branching first: the main path of a kernel is then straight-line code
-// its compiler may schedule across calls. The same values are selected,
-// so the same bits (TestFastFirst); a knob for the benchmarks (Config
-// names it).
-var FastFirst = false
-
 // fastPathsFromEnv is FastPaths for GPUCC_FAST_PATHS's value s: "on",
 // "off", "" (the default), or an error (usage) that every Emit returns,
 // rather than run kernels other than the ones asked for.
@@ -121,26 +112,6 @@ func withPaths(lines []string, lang codegen.Lang, fused bool, paths map[string]i
 		inside := fmt.Sprintf("(p0 > %s) %s (p0 < %s)", c(fp.Lo), and, c(fp.Hi))
 		if fp.Lo == -fp.Hi {
 			inside = fmt.Sprintf("abs(p0) < %s", c(fp.Hi))
-		}
-		if FastFirst {
-			// the fast body unconditionally, and a branch only to mend
-			// the lanes outside its interval
-			out = append(out,
-				"\tvar r = "+fast+";",
-				"\tlet inside = "+inside+";",
-				"\tif (!"+all("inside")+") {",
-				fmt.Sprintf("\t\tlet below = p0 < %s;", c(fp.Below.At)),
-				fmt.Sprintf("\t\tlet above = p0 > %s;", c(fp.Above.At)),
-				"\t\tif ("+all("inside "+or+" below "+or+" above")+") {",
-				fmt.Sprintf("\t\t\tr = select(select(r, %s, above), %s, below);", lit.Bits(fp.Above.Bits), lit.Bits(fp.Below.Bits)),
-				"\t\t} else {",
-				"\t\t\tr = "+full+"(p0);",
-				"\t\t}",
-				"\t}",
-				"\treturn r;",
-				"}")
-			i = end
-			continue
 		}
 		out = append(out,
 			"\tvar r = p0;",

@@ -38,12 +38,12 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys,
-// RowContiguous, FastFirst, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
+// RowContiguous, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
 // ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
 // program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,contig=%t,fastfirst=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
-		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowContiguous, FastFirst, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,contig=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
+		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowContiguous, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
@@ -322,9 +322,14 @@ func elementwise(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 
 // VectorsPerThread is how many vec4s each thread of a large vectorised
 // elementwise kernel handles: more bytes in flight per thread, which a
-// memory-bound kernel needs to approach bandwidth. The vec4s of one
-// workgroup are contiguous, so every access stays coalesced.
-var VectorsPerThread = 4
+// memory-bound kernel needs to approach bandwidth, and more registers,
+// which a kernel of many operations an element pays for in occupancy.
+// The vec4s of one workgroup are contiguous, so every access stays
+// coalesced. Two: on the H200 (2026-11-30) relu(a*b+c) over 64M took
+// 0.256 ms at 2 or 4 and 0.296 at 1; on the H100 (2026-12-06), [8192,1024]
+// at 4, 2 and 1 took exp 0.0333, 0.0302, 0.0291 ms, tanh 0.0406, 0.0358,
+// 0.0355, sigmoid 0.0363, 0.0324, 0.0307 and GELU 0.0440, 0.0385, 0.0386.
+var VectorsPerThread = 2
 
 // VectorThreads is the workgroup size of vectorised elementwise kernels.
 var VectorThreads = 256
