@@ -21,7 +21,7 @@
 #   exactsplit  exactkernels' tests in three processes (one process lost the Vulkan adapter partway, 2026-12-06);
 #            exactsuite its first alone
 #   elemsweep  the fast paths' bits on the driver, then exp, tanh, sigmoid, GELU and softmax under 1, 2 (the default)
-#            and 4 vec4s a thread and 128 threads a workgroup, beside PyTorch eager
+#            and 4 vec4s a thread, an element a thread, and 128 threads a workgroup, beside PyTorch eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -218,12 +218,12 @@ suite_rowsweep() {
 }
 # elemsweep (about 60 s): the fast paths' bits on the driver (TestFastPathsBackends/webgpu), then exp, tanh, sigmoid,
 # GELU and softmax [8192,1024] under the default (2 vec4s a thread since 2026-12-06; the H100 then: 4 took 12-15%
-# longer, 1 up to 5% less), 1 and 4 vec4s a thread, 128 threads a workgroup, and the default again, each a fresh
-# process, beside PyTorch eager
+# longer, 1 up to 5% less), 1 and 4 vec4s a thread, an element a thread (scalar: wgsl.Vectorise off), 128 threads a
+# workgroup, and the default again, each a fresh process, beside PyTorch eager
 suite_elemsweep() {
 	tests elemsweep_exact.txt 60 gpucc 'TestFastPathsBackends/webgpu'
 	warm
-	for v in default vpt1 vpt4 vthreads128 vpt1,vthreads128 default; do
+	for v in default vpt1 vpt4 scalar vthreads128 vpt1,vthreads128 default; do
 		benches elemsweep.txt 60 bench 'NN/(exp|tanh|sigmoid|gelu|softmax)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/elemsweep.txt"
 	done

@@ -23,7 +23,8 @@ package bench
 //	                  reciprocal (wgsl.RowDivNear off); and of the
 //	                  elementwise kernels: vpt1, vpt2, vpt4, vpt8, the
 //	                  vec4s a thread of a large kernel takes
-//	                  (wgsl.VectorsPerThread, 2 by default);
+//	                  (wgsl.VectorsPerThread, 2 by default); scalar, an
+//	                  element a thread, no vec4s (wgsl.Vectorise off);
 //	                  vthreads64, vthreads128, its workgroup size
 //	                  (wgsl.VectorThreads, 256)
 
@@ -121,10 +122,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, paths, contig bool, threads, vpt, vthreads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous = once, fast, near, keys, paths, contig
+	defer func(once, fast, near, keys, paths, contig, vec bool, threads, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise = once, fast, near, keys, paths, contig, vec
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous,
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise,
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
@@ -142,6 +143,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
+		case "scalar":
+			wgsl.Vectorise = false
 		case "vpt1", "vpt2", "vpt4", "vpt8":
 			wgsl.VectorsPerThread, _ = strconv.Atoi(strings.TrimPrefix(k, "vpt"))
 		case "vthreads64", "vthreads128":

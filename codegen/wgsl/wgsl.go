@@ -37,13 +37,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys,
+// changing the kernel (Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys,
 // RowContiguous, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
 // ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
 // program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,contig=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
-		VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowContiguous, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vec=%t,vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,contig=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
+		Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowContiguous, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
@@ -119,9 +119,9 @@ var vecLang = codegen.Lang{
 
 // vectorised reports whether an elementwise kernel runs four elements per
 // thread: its length is a multiple of 4 and every operand reads whole
-// aligned vec4s (see vec4Operand).
+// aligned vec4s (see vec4Operand), and Vectorise allows it.
 func vectorised(k *ir.Kernel) bool {
-	if k.Kind != ir.KernelElementwise || k.Shape.Len()%4 != 0 {
+	if !Vectorise || k.Kind != ir.KernelElementwise || k.Shape.Len()%4 != 0 {
 		return false
 	}
 	for _, in := range k.Inputs {
@@ -330,6 +330,11 @@ func elementwise(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // at 4, 2 and 1 took exp 0.0333, 0.0302, 0.0291 ms, tanh 0.0406, 0.0358,
 // 0.0355, sigmoid 0.0363, 0.0324, 0.0307 and GELU 0.0440, 0.0385, 0.0386.
 var VectorsPerThread = 2
+
+// Vectorise lets elementwise kernels whose operands allow it take vec4s
+// (vectorised); off, every one takes an element a thread, as the seed's
+// did. A knob for the benchmarks (Config names it): the same bits.
+var Vectorise = true
 
 // VectorThreads is the workgroup size of vectorised elementwise kernels.
 var VectorThreads = 256
