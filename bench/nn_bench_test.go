@@ -23,8 +23,8 @@ package bench
 //	                  reciprocal (wgsl.RowDivNear off); and of the
 //	                  elementwise kernels: vpt1, vpt2, vpt4, vpt8, the
 //	                  vec4s a thread of a large kernel takes
-//	                  (wgsl.VectorsPerThread, 2 by default); scalar, an
-//	                  element a thread, no vec4s (wgsl.Vectorise off);
+//	                  (wgsl.VectorsPerThread, 2 by default); scalar,
+//	                  elements, not vec4s (wgsl.Vectorise off);
 //	                  vthreads64, vthreads128, its workgroup size
 //	                  (wgsl.VectorThreads, 256)
 

@@ -11,21 +11,26 @@ struct Params { one: f32, zero: f32, k: array<vec4<f32>, 1> }
 @group(0) @binding(5) var<storage, read_write> out2: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let i = gid.x + gid.y * nwg.x * 64u;
-	if (i >= 6u) { return; }
-	let v0 = in0[i];
-	let v1 = in1[i];
-	let v2 = (v0 * v1) * params.one;
-	let v3 = in2[i];
-	let v4 = v2 + v3;
-	let v5 = select(params.zero, v4, v4 > bitcast<f32>(0x00000000u));
-	let v6 = v5 - params.k[0][0];
-	let v7 = select(params.zero, params.one, v6 > bitcast<f32>(0x00000000u));
-	let v8 = (v6 * params.k[0][1]) * params.one;
-	out0[i] = v5;
-	out1[i] = v7;
-	out2[i] = v8;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+	let base = (wg.x + wg.y * nwg.x) * 256u + lid.x;
+	let i0 = base + 0u;
+	let l0_0 = in0[min(i0, 5u)];
+	let l0_1 = in1[min(i0, 5u)];
+	let l0_2 = in2[min(i0, 5u)];
+	if (i0 < 6u) {
+		let v0 = l0_0;
+		let v1 = l0_1;
+		let v2 = (v0 * v1) * params.one;
+		let v3 = l0_2;
+		let v4 = v2 + v3;
+		let v5 = select(params.zero, v4, v4 > bitcast<f32>(0x00000000u));
+		let v6 = v5 - params.k[0][0];
+		let v7 = select(params.zero, params.one, v6 > bitcast<f32>(0x00000000u));
+		let v8 = (v6 * params.k[0][1]) * params.one;
+		out0[i0] = v5;
+		out1[i0] = v7;
+		out2[i0] = v8;
+	}
 }
 

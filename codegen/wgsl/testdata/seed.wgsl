@@ -8,14 +8,18 @@ struct Params { one: f32, zero: f32, k: array<vec4<f32>, 1> }
 @group(0) @binding(2) var<storage, read_write> out0: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-	let i = gid.x + gid.y * nwg.x * 64u;
-	if (i >= 3u) { return; }
-	let v0 = in0[i];
-	let v1 = in1[i];
-	let v2 = (v0 * v1) * params.one;
-	let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
-	out0[i] = v3;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+	let base = (wg.x + wg.y * nwg.x) * 256u + lid.x;
+	let i0 = base + 0u;
+	let l0_0 = in0[min(i0, 2u)];
+	let l0_1 = in1[min(i0, 2u)];
+	if (i0 < 3u) {
+		let v0 = l0_0;
+		let v1 = l0_1;
+		let v2 = (v0 * v1) * params.one;
+		let v3 = select(params.zero, v2, v2 > bitcast<f32>(0x00000000u));
+		out0[i0] = v3;
+	}
 }
 
