@@ -107,6 +107,11 @@ func Open(opts Options) (*Device, error) {
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
+	if err := sameAdapter(key, info); err != nil {
+		adapter.Release()
+		inst.Release()
+		return nil, err
+	}
 	al := adapter.GetLimits().Limits
 	req := wgpu.DefaultLimits()
 	req.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize

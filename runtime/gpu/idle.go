@@ -36,6 +36,32 @@ var idle struct {
 // made counts the devices Open has made in this process.
 var made atomic.Int64
 
+// chosen is the adapter each choice (idleKey) first opened in this
+// process, as "name on backend". Where a later Open of the same choice
+// finds another, the driver has taken the first one away (NVIDIA's
+// Vulkan adapter after about 30 devices, the next one NVIDIA's OpenGL):
+// Open refuses (sameAdapter) rather than go on, silently, on another
+// backend, and the runtime falls back as for any device it cannot open.
+var chosen = struct {
+	sync.Mutex
+	m map[idleKey]string
+}{m: map[idleKey]string{}}
+
+// sameAdapter records info as key's adapter, or reports that this process
+// opened another one for key before.
+func sameAdapter(key idleKey, info AdapterInfo) error {
+	got := info.Name + " on " + info.Backend
+	chosen.Lock()
+	defer chosen.Unlock()
+	if was, ok := chosen.m[key]; ok && was != got {
+		return errorf("open", "this process opened %s before and now finds %s, after %d devices made: "+
+			"NVIDIA's Vulkan driver gives a process about 30, released or not (keep GPUCC_DEVICE_POOL on, "+
+			"and hold fewer devices open at once)", was, got, made.Load())
+	}
+	chosen.m[key] = got
+	return nil
+}
+
 // idleDevice is a device given back by Close, and what Open chose it by.
 type idleDevice struct {
 	key     idleKey

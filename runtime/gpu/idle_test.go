@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,4 +113,47 @@ func TestIdleDevicesHeld(t *testing.T) {
 	if got := made.Load() - before; got != held {
 		t.Errorf("%d rounds of %d devices held at once made %d devices; want %d", rounds, held, got, held)
 	}
+}
+
+// TestAdapterTakenAway: where this process opened another adapter for the
+// same choice before (NVIDIA's Vulkan adapter, gone after about 30
+// devices, and NVIDIA's OpenGL one found instead: TestDeviceCycles on an
+// H100, 2026-12-06), Open refuses, saying so, and releases what it made;
+// the choice opens again once its first adapter is back.
+func TestAdapterTakenAway(t *testing.T) {
+	t.Setenv("GPUCC_DEVICE_POOL", "")
+	t.Setenv("GPUCC_TIMESTAMPS", "taken") // a choice of its own: no idle device of another test
+	opts := Options{AllowSoftware: true}
+	key := keyOf(opts)
+	chosen.Lock()
+	chosen.m[key] = "NVIDIA H100 80GB HBM3 on vulkan"
+	chosen.Unlock()
+	defer func() {
+		chosen.Lock()
+		delete(chosen.m, key)
+		chosen.Unlock()
+	}()
+	before := made.Load()
+	d, err := Open(opts)
+	if err == nil {
+		d.Close()
+		if d.Info().Name+" on "+d.Info().Backend != "NVIDIA H100 80GB HBM3 on vulkan" {
+			t.Fatalf("Open went on on %s on %s after another adapter was taken away", d.Info().Name, d.Info().Backend)
+		}
+		t.Skip("this machine has the H100 itself")
+	}
+	if !strings.Contains(err.Error(), "opened NVIDIA H100 80GB HBM3 on vulkan before") {
+		t.Fatalf("Open: %v; want a refusal naming the adapter it opened before", err)
+	}
+	if got := made.Load() - before; got != 0 {
+		t.Errorf("a refused Open made %d devices", got)
+	}
+	chosen.Lock()
+	delete(chosen.m, key)
+	chosen.Unlock()
+	d, err = Open(opts)
+	if err != nil {
+		t.Skipf("no WebGPU device: %v", err)
+	}
+	d.Close()
 }
