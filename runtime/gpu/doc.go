@@ -60,7 +60,9 @@
 // the next Open that would choose it (idle.go), so that a process makes
 // only as many devices as it holds open at once: NVIDIA's Vulkan driver
 // lost its adapter after 30 devices made and released in one process
-// (H200 and H100, 2026-12-06). GPUCC_DEVICE_POOL=off releases them.
+// (H200 and H100, 2026-12-06). GPUCC_DEVICE_POOL=off releases them. An
+// Open that finds another adapter than the same options opened before in
+// the process (the driver's limit reached) refuses rather than go on there.
 //
 // All methods of a Device are safe for concurrent use; calls are serialised
 // by a per-device mutex.
