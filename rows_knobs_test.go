@@ -28,12 +28,13 @@ import (
 // compared: under the finite policy such a graph's run is only an error.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	defer func(once, fast, contig, near bool) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear = once, fast, contig, near
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear)
-	for _, knobs := range [][4]bool{{true, true, false, true}, {false, false, false, true}, {true, true, true, true}, {true, true, false, false}} {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear = knobs[0], knobs[1], knobs[2], knobs[3]
-		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t", knobs[0], knobs[1], knobs[2], knobs[3])
+	defer func(once, fast, contig, near, atomic bool) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = once, fast, contig, near, atomic
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic)
+	for _, knobs := range [][5]bool{{true, true, false, true, false}, {false, false, false, true, false}, {true, true, true, true, false},
+		{true, true, false, false, false}, {true, true, false, true, true}, {true, true, true, true, true}} {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = knobs[0], knobs[1], knobs[2], knobs[3], knobs[4]
+		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t,maxatomic=%t", knobs[0], knobs[1], knobs[2], knobs[3], knobs[4])
 		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}, {3, 1000}} {
 			for seed := range 2 {
 				g, _ := irtest.RandomRows(uint64(seed), s)

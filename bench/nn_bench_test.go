@@ -12,6 +12,8 @@ package bench
 //	                  per-row divisor's division is ir's div in full
 //	                  (wgsl.RowDivFast off); floatmax, max reduced by
 //	                  maximum, not order keys (wgsl.RowMaxKeys off);
+//	                  maxatomic, max's keys by one workgroup atomicMax
+//	                  and one barrier, not the tree (wgsl.RowMaxAtomic);
 //	                  nofast, exp, tanh and sigmoid by the table's bodies
 //	                  alone, no fast path (wgsl.FastPaths off); threads32,
 //	                  threads64, threads128, threads256, a rows kernel's
@@ -122,10 +124,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, paths, contig, vec bool, threads, vpt, vthreads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise = once, fast, near, keys, paths, contig, vec
+	defer func(once, fast, near, keys, atomic, paths, contig, vec bool, threads, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise = once, fast, near, keys, atomic, paths, contig, vec
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise,
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise,
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
@@ -135,6 +137,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivFast = false
 		case "floatmax":
 			wgsl.RowMaxKeys = false
+		case "maxatomic":
+			wgsl.RowMaxAtomic = true
 		case "nofast":
 			wgsl.FastPaths = false
 		case "contig":

@@ -52,6 +52,13 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 			}
 		}
 	}
+	if len(keys) > 0 && RowMaxAtomic {
+		for j := range len(k.Body) {
+			if keys[j] {
+				fmt.Fprintf(b, "var<workgroup> wk_a%d: atomic<u32>; // zero (-Inf's key) at the workgroup's start\n", j)
+			}
+		}
+	}
 	if len(keys) > 0 {
 		b.WriteString(maxKeyFuncs)
 		pl.AccLeaf = map[int]func(string) string{}
@@ -499,6 +506,13 @@ func same(x string) string { return x }
 // names it).
 var RowMaxKeys = true
 
+// RowMaxAtomic makes a rows kernel's max by order keys (RowMaxKeys) take
+// one workgroup atomicMax of each thread's keys and one barrier, instead
+// of the tree's three: the same root but for which of several NaNs it is
+// (see RowMaxKeys), since a maximum of keys is the same in any order. A
+// knob for the benchmarks (Config names it).
+var RowMaxAtomic = false
+
 // maxKeyFuncs are the order keys of max: maxkey is maximum's order key
 // (a non-negative float's bits with the sign bit set, a negative one's
 // complemented) less that of -Inf, so that -Inf is 0 and the NaNs, of
@@ -523,6 +537,16 @@ fn combine_maxkey(a: u32, b: u32) -> u32 {
 func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone bool) []string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	if kk.anyOrder && RowMaxAtomic {
+		// every thread's own leaves, then one atomic max and one barrier
+		if per > 1 {
+			lines = append(lines, treeUnrolled(a, per, c)...)
+		}
+		add("atomicMax(&wk_%s, %s[0]);", a, a)
+		add("workgroupBarrier();")
+		add("let %s = %s;", result, kk.result("atomicLoad(&wk_"+a+")"))
+		return lines
+	}
 	if per > 1 && !st.contiguous && !kk.anyOrder {
 		for q := range per {
 			add("red[%s] = %s;", st.at(fmt.Sprintf("%du + t", q*st.threads)), kk.put(fmt.Sprintf("%s[%d]", a, q)))
