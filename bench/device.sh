@@ -22,8 +22,8 @@
 #            exactsuite its first alone
 #   elemsweep  the fast paths' bits on the driver, then exp, tanh, sigmoid, GELU and softmax under 1, 2 (the default)
 #            and 4 vec4s a thread, an element a thread, and 128 threads a workgroup, beside PyTorch eager
-#   rowatomic  max by one workgroup atomicMax (wgsl.RowMaxAtomic): its bits on the driver, then softmax, log-softmax
-#            and a row's max and sum under it, beside PyTorch eager
+#   rowatomic  max by one workgroup atomicMax (wgsl.RowMaxAtomic) or by the tree: their bits on the driver, then
+#            softmax, log-softmax and a row's max and sum under each, beside PyTorch eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -232,13 +232,14 @@ suite_elemsweep() {
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=exp,tanh,sigmoid,gelu,softmax timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_elemsweep.json" 2>>"$OUT/visit.log"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/elemsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
-# rowatomic (about 60 s): max's keys by one workgroup atomicMax (wgsl.RowMaxAtomic): the row kernels' bits under it on
-# the driver (TestRowKnobs, TestRowMax), then softmax, log-softmax, a row's max and sum [8192,1024] under the default,
-# maxatomic, maxatomic with 128 threads, and the default again, each a fresh process, beside PyTorch eager
+# rowatomic (about 60 s): max's keys by one workgroup atomicMax (wgsl.RowMaxAtomic, the default since 2026-12-06): the
+# row kernels' bits under it and under the tree on the driver (TestRowKnobs, TestRowMax), then softmax, log-softmax, a
+# row's max and sum [8192,1024] under the default, the tree (maxtree), 128 threads, and the default again, each a fresh
+# process, beside PyTorch eager
 suite_rowatomic() {
 	tests rowatomic_exact.txt 90 gpucc 'TestRowKnobs$|TestRowMax'
 	warm
-	for v in default maxatomic threads128,maxatomic default; do
+	for v in default maxtree threads128 default; do
 		benches rowatomic.txt 60 bench 'NN/(softmax|logsoftmax|rowmax|rowsum)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowatomic.txt"
 	done

@@ -12,8 +12,8 @@ package bench
 //	                  per-row divisor's division is ir's div in full
 //	                  (wgsl.RowDivFast off); floatmax, max reduced by
 //	                  maximum, not order keys (wgsl.RowMaxKeys off);
-//	                  maxatomic, max's keys by one workgroup atomicMax
-//	                  and one barrier, not the tree (wgsl.RowMaxAtomic);
+//	                  maxtree, max's keys by the tree, not one workgroup
+//	                  atomicMax and one barrier (wgsl.RowMaxAtomic off);
 //	                  nofast, exp, tanh and sigmoid by the table's bodies
 //	                  alone, no fast path (wgsl.FastPaths off); threads32,
 //	                  threads64, threads128, threads256, a rows kernel's
@@ -137,8 +137,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowDivFast = false
 		case "floatmax":
 			wgsl.RowMaxKeys = false
-		case "maxatomic":
-			wgsl.RowMaxAtomic = true
+		case "maxtree":
+			wgsl.RowMaxAtomic = false
 		case "nofast":
 			wgsl.FastPaths = false
 		case "contig":
