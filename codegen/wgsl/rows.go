@@ -52,13 +52,6 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 			}
 		}
 	}
-	if len(keys) > 0 && RowMaxAtomic {
-		for j := range len(k.Body) {
-			if keys[j] {
-				fmt.Fprintf(b, "var<workgroup> wk_a%d: atomic<u32>; // zero (-Inf's key) at the workgroup's start\n", j)
-			}
-		}
-	}
 	if len(keys) > 0 {
 		b.WriteString(maxKeyFuncs)
 		pl.AccLeaf = map[int]func(string) string{}
@@ -79,7 +72,16 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	}
 	var st staged
 	if wg {
-		st = stagedArrays(b, p, threads, RowContiguous)
+		atomics := 0 // RowMaxAtomic's workgroup u32s, one a max
+		if RowMaxAtomic {
+			atomics = len(keys)
+		}
+		st = stagedArrays(b, p, threads, RowContiguous, atomics)
+		for j := range len(k.Body) {
+			if keys[j] && st.atomic {
+				fmt.Fprintf(b, "var<workgroup> wk_a%d: atomic<u32>; // zero (-Inf's key) at the workgroup's start\n", j)
+			}
+		}
 		s.Workgroup = [3]int{threads, 1, 1}
 		s.Groups = codegen.Groups1D(pl.Red.Outputs, maxGroupsPerDim)
 		fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", threads)
@@ -396,6 +398,9 @@ type staged struct {
 	// contiguous: thread t holds leaves t·per + q (RowContiguous), so its
 	// run needs no staging through red
 	contiguous bool
+	// atomic: a max by order keys goes through a workgroup atomicMax
+	// (RowMaxAtomic), which stagedArrays left room for
+	atomic bool
 }
 
 // RowRootOnce makes one thread of a rows kernel's workgroup combine the
@@ -411,8 +416,12 @@ var RowRootOnce = true
 // leaves by a workgroup of threads threads (P ≥ threads ≥ 2·rowGroup,
 // powers of two); with contiguous, whose threads hold contiguous runs of
 // leaves, none of which go through red, which holds the partials alone.
-func stagedArrays(b *strings.Builder, p, threads int, contiguous bool) staged {
-	const storage = 16384 / 4 // floats
+// It leaves room for atomics workgroup u32s (RowMaxAtomic's, 16 bytes
+// each as Tint aligns them) where the 16 KiB WebGPU guarantees has it, and
+// says so in staged.atomic; where red fills them (rows of 4096 leaves),
+// none.
+func stagedArrays(b *strings.Builder, p, threads int, contiguous bool, atomics int) staged {
+	storage := 16384/4 - atomics*wrootFloats // floats
 	st := staged{at: func(x string) string { return x }, partAt: func(x string) string { return "part[" + x + "]" },
 		mine: func(x string) string { return x }, threads: threads, contiguous: contiguous}
 	size, groups := p, threads/rowGroup
@@ -443,6 +452,7 @@ func stagedArrays(b *strings.Builder, p, threads int, contiguous bool) staged {
 		// WebGPU's default limit refuses): every thread computes the root.
 		b.WriteString("var<workgroup> wroot: f32;\n\n")
 	}
+	st.atomic = atomics > 0 && !st.shared
 	return st
 }
 
@@ -539,7 +549,7 @@ fn combine_maxkey(a: u32, b: u32) -> u32 {
 func (st staged) treeOf(kk keying, a string, per int, c, result string, everyone bool) []string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	if kk.anyOrder && RowMaxAtomic {
+	if kk.anyOrder && st.atomic {
 		// every thread's own leaves, then one atomic max and one barrier
 		if per > 1 {
 			lines = append(lines, treeUnrolled(a, per, c)...)

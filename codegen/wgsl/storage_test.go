@@ -11,8 +11,8 @@ import (
 )
 
 // workgroupVar is a workgroup variable's declaration: an array of 4-byte
-// elements and its length, or one 4-byte scalar.
-var workgroupVar = regexp.MustCompile(`var<workgroup> \w+: (?:array<(?:f32|u32|i32), (\d+)>|f32|u32|i32);`)
+// elements and its length, or one 4-byte scalar or atomic.
+var workgroupVar = regexp.MustCompile(`var<workgroup> \w+: (?:array<(?:f32|u32|i32), (\d+)>|f32|u32|i32|atomic<u32>);`)
 
 // TestWorkgroupStorage: no kernel of the composites and the row suites
 // declares more workgroup storage than the 16384 bytes WebGPU guarantees,

@@ -319,7 +319,8 @@ var VectorsPerThread = 2
 // it): the same bits.
 var Vectorise = true
 
-// VectorThreads is the workgroup size of vectorised elementwise kernels.
+// VectorThreads is the workgroup size of large elementwise kernels, of
+// vec4s or of single elements.
 var VectorThreads = 256
 
 // elementwise emits an elementwise kernel. Each thread of a workgroup of
@@ -450,7 +451,7 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 	n := red.Leaves
 	per := max(leaves/SumThreads, 1)
 	combine(b, k)
-	st := stagedArrays(b, max(leaves, SumThreads), SumThreads, false)
+	st := stagedArrays(b, max(leaves, SumThreads), SumThreads, false, 0)
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")

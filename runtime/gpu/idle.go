@@ -18,7 +18,7 @@ import (
 // released or not: on an H200 (2026-12-06) a process that opened and
 // closed runtimes found no Vulkan adapter at its 31st, its memory growing
 // 3.5 MiB a cycle though every wgpu object was released, and on an H100
-// the same day the 31st Open on a new device took the software adapter
+// the same day the 31st Open on a new device took NVIDIA's OpenGL adapter
 // (TestDeviceCycles). A test binary opens hundreds of runtimes, and a
 // library user may open one a request. So no device is released while
 // the pool is on: the devices a process makes are as many as it has open
