@@ -54,6 +54,8 @@
 #            scaled_dot_product_attention and torch.compile
 #   engine   a 64M run, 256 MiB transfers, the MLP train step, beside PyTorch; a small run's cost beyond
 #            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
+#   upsweep  the upload ring's phases under 2-4 staging buffers and 16/64 MiB chunks, the GPU's copy out of staging at
+#            4-64 MiB a copy, DeviceTensor's upload under the default and a ring of 4
 #   mlp      the MLP train step and each of its matmuls and column sums alone (BenchmarkMLPStepKernels)
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the issue's shapes, and transfers
@@ -223,7 +225,7 @@ suite_rowsweep() {
 # longer, 1 up to 5% less), 1 and 4 vec4s a thread, an element a thread (scalar: wgsl.Vectorise off), 128 threads a
 # workgroup, and the default again, each a fresh process, beside PyTorch eager
 suite_elemsweep() {
-	tests elemsweep_exact.txt 60 gpucc 'TestFastPathsBackends/webgpu'
+	tests elemsweep_exact.txt 60 gpucc 'TestFastPathsBackends/webgpu|TestElementwiseSchedules'
 	warm
 	for v in default vpt1 vpt4 scalar vthreads128 vpt1,vthreads128 default; do
 		benches elemsweep.txt 60 bench 'NN/(exp|tanh|sigmoid|gelu|softmax)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
@@ -488,6 +490,26 @@ suite_attn() {
 	log "torch_attn.py: exit $?"
 	timeout 90 python3 bench/torch_attn.py 128 512 2048 4096 >"$OUT/torch_attn_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py d128: exit $?"
+}
+# upsweep (about 40 s): the upload ring's phases (fill, wait for a map, unmap and submit; BenchmarkTransfer) at 256
+# MiB under 2 (the default), 3 and 4 staging buffers and 16 and 64 MiB chunks, and the GPU's copy out of staging alone
+# (StagingParts' dma-up) at 4, 16 and 64 MiB a copy; then DeviceTensor's upload under the default and the ring of 4
+upsweep_one() {
+	benches upsweep.txt 30 gpu 'Transfer/upload-checked' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_BENCH_RING=$1 GPUCC_BENCH_CHUNK=$2
+	echo "## ring=$1 chunk=$2" >>"$OUT/upsweep.txt"
+}
+suite_upsweep() {
+	warm
+	for c in 16777216 67108864; do for r in 2 3 4; do upsweep_one $r $c; done; done
+	upsweep_one 2 16777216
+	for c in 4194304 16777216 67108864; do
+		benches upsweep.txt 30 gpu 'StagingParts/(dma-up|into-staging-checked)' 5x GPUCC_BENCH_BYTES=268435456 GPUCC_BENCH_CHUNK=$c
+		echo "## parts chunk=$c" >>"$OUT/upsweep.txt"
+	done
+	benches upsweep.txt 30 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456
+	benches upsweep.txt 30 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_STAGING_RING=4
+	benches upsweep.txt 30 bench 'TensorTransfer' 10x GPUCC_BENCH_BYTES=268435456 GPUCC_STAGING_RING=4 GPUCC_UPLOAD_CHUNK=67108864
+	grep -h '^Benchmark\|^## ' "$OUT/upsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 suite_engine() {
 	timeout 60 python3 bench/torch_bench.py >"$OUT/torch.json" 2>>"$OUT/visit.log"

@@ -28,7 +28,8 @@ import (
 // of chunk i moves the transfer at about the slower of its two parts,
 // less each chunk's own cost (map, unmap, submission); BenchmarkTransfer
 // times the whole, so the difference is that cost, and the slower part
-// is what bounds the transfer.
+// is what bounds the transfer. GPUCC_BENCH_CHUNK sets the chunk in bytes
+// (BenchmarkTransfer reads it too).
 func BenchmarkStagingParts(b *testing.B) {
 	d := openDevice(b)
 	n, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_BYTES"))
@@ -37,6 +38,9 @@ func BenchmarkStagingParts(b *testing.B) {
 	}
 	n &^= 3
 	chunk := int(defaultStagingChunk)
+	if c, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_CHUNK")); c > 0 {
+		chunk = min(c&^3, n)
+	}
 	src := make([]float32, n/4)
 	for i := range src {
 		src[i] = float32(i%1000) * 0.5

@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -243,12 +244,7 @@ func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usag
 	if *size == want && ring[0] != nil {
 		return nil
 	}
-	for i, s := range ring {
-		if s != nil {
-			s.Release()
-			ring[i] = nil
-		}
-	}
+	releaseRing(ring)
 	*size = 0 // no ring until every buffer exists
 	for i := range ring {
 		s, err := d.createBuffer(&wgpu.BufferDescriptor{Label: label, Size: want, Usage: usage})
@@ -265,9 +261,24 @@ func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usag
 	return nil
 }
 
+// releaseRing releases the buffers of ring and clears it.
+func releaseRing(ring []*wgpu.Buffer) {
+	for i, s := range ring {
+		if s != nil {
+			s.Release()
+			ring[i] = nil
+		}
+	}
+}
+
+// StagingRing is how many staging buffers a staged upload of more than
+// one chunk fills in turn: the host fills one while the GPU copies the
+// others into the destination. A knob for the benchmarks (at least 2).
+var StagingRing = 2
+
 // stagedWriteLocked uploads data through the staging ring; d.mu is held.
 // The host fills one staging buffer (in parallel) while the GPU copies the
-// other into b: the copy of chunk i+1 overlaps the DMA of chunk i. With
+// others into b: the copy of chunk i+1 overlaps the DMA of chunk i. With
 // check it reports the first non-finite element as UploadChecked does.
 func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool) (int, error) {
 	chunk := d.upChunk
@@ -279,16 +290,22 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 			return bad, err
 		}
 	}
-	if err := d.ensureRing(d.upStage[:], &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
+	if ring := max(2, StagingRing); len(d.upStage) != ring {
+		releaseRing(d.upStage)
+		d.upStage, d.upSize = make([]*wgpu.Buffer, ring), 0
+	}
+	if err := d.ensureRing(d.upStage, &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
 		return -1, errorf(op, "staging buffers of %d B: %w", chunk, err)
 	}
 	for i, off := 0, uint64(0); off < uint64(len(data)); i, off = i+1, off+chunk {
 		s := d.upStage[i%len(d.upStage)]
 		end := min(off+chunk, uint64(len(data)))
 		n := roundUp(end-off, 4)
+		t0 := time.Now()
 		if err := d.mapWait(op, s, wgpu.MapModeWrite, n); err != nil {
 			return -1, err
 		}
+		t1 := time.Now()
 		m := s.GetMappedRange(0, uint(n))
 		k := int(end - off)
 		if check {
@@ -301,12 +318,16 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 			copyOut(m[:k], data[off:end])
 		}
 		clear(m[k:])
+		t2 := time.Now()
 		if err := d.unmap(s); err != nil {
 			return -1, errorf(op, "%w", err)
 		}
 		if err := d.submitCopy(s, 0, b.buf, off, n); err != nil {
 			return -1, errorf(op, "%v at offset %d: %w", b, off, err)
 		}
+		d.upTime[0] += t2.Sub(t1)
+		d.upTime[1] += t1.Sub(t0)
+		d.upTime[2] += time.Since(t2)
 	}
 	return -1, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // BenchmarkTransfer measures the data path at GPUCC_BENCH_BYTES (16 MiB by
@@ -13,12 +14,21 @@ import (
 // (then Flush, which waits for the copy), the same with the finiteness
 // check of UploadChecked, and a readback into the caller's slice, plain
 // and with ReadChecked's check (the root layer's DeviceTensor takes the
-// checked paths both ways).
+// checked paths both ways). An upload reports its phases a run: fill-ms
+// (the host's copy into staging), wait-ms (a staging buffer's map) and
+// submit-ms (its unmap and the copy's submission). GPUCC_BENCH_CHUNK sets
+// the staging chunk in bytes, GPUCC_BENCH_RING the ring's length
+// (StagingRing).
 func BenchmarkTransfer(b *testing.B) {
 	d := openDevice(b)
 	n, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_BYTES"))
 	if n <= 0 {
 		n = 16 << 20
+	}
+	chunk, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_CHUNK"))
+	if r, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_RING")); r > 0 {
+		defer func(v int) { StagingRing = v }(StagingRing)
+		StagingRing = r
 	}
 	data := make([]float32, n/4)
 	for i := range data {
@@ -30,10 +40,16 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	defer buf.Release()
 	defer d.SetUpload(d.upPath, d.upChunk)
-	d.SetUpload(UploadStaging, 0)
+	d.SetUpload(UploadStaging, uint64(max(chunk, 0)))
 	upload := func(checked bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			b.SetBytes(int64(n))
+			d.upTime = [3]time.Duration{}
+			defer func() {
+				for i, unit := range []string{"fill-ms", "wait-ms", "submit-ms"} {
+					b.ReportMetric(float64(d.upTime[i].Nanoseconds())/1e6/float64(b.N), unit)
+				}
+			}()
 			for b.Loop() {
 				if checked {
 					if bad, err := d.UploadChecked(buf, data); err != nil || bad >= 0 {
