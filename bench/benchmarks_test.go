@@ -9,7 +9,6 @@ package bench
 //	GPUCC_BENCH_MATMUL  matmul n (default 256; H200: 4096)
 //	GPUCC_UPLOAD        upload path for the runtime benchmarks
 //	GPUCC_UPLOAD_CHUNK  its chunk in bytes, for the engine's (0: the default)
-//	GPUCC_STAGING_RING  the staging ring's length (gpu.StagingRing), for the engine's
 //
 // e.g. bench.test -test.run '^$' -test.bench . -test.benchtime 5x
 

@@ -21,7 +21,6 @@ import (
 	"github.com/gpucc/gpucc"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
-	"github.com/gpucc/gpucc/runtime/gpu"
 )
 
 func benchBackend() string {
@@ -35,10 +34,6 @@ func openEngine(b *testing.B, opts ...func(*gpucc.Options)) *gpucc.Runtime {
 	b.Helper()
 	o := gpucc.Options{Backend: benchBackend(), AllowSoftware: true, Limits: Limits(), Upload: os.Getenv("GPUCC_UPLOAD"),
 		UploadChunk: uint64(envInt("GPUCC_UPLOAD_CHUNK", 0))}
-	if r := envInt("GPUCC_STAGING_RING", 0); r > 0 {
-		defer func(v int) { b.Cleanup(func() { gpu.StagingRing = v }) }(gpu.StagingRing)
-		gpu.StagingRing = r
-	}
 	for _, f := range opts {
 		f(&o)
 	}

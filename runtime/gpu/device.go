@@ -31,9 +31,9 @@ type Device struct {
 	readSize  uint64          // size of each readStage buffer
 
 	upPath  UploadPath
-	upChunk uint64         // bytes per WriteBuffer call or staging buffer (0: whole)
-	upStage []*wgpu.Buffer // MapWrite|CopySrc ring for UploadStaging, StagingRing long
-	upSize  uint64         // size of each upStage buffer
+	upChunk uint64          // bytes per WriteBuffer call or staging buffer (0: whole)
+	upStage [2]*wgpu.Buffer // MapWrite|CopySrc ring for UploadStaging
+	upSize  uint64          // size of each upStage buffer
 	// upTime is how long staged uploads spent filling staging (the
 	// host's copy and check), waiting for a staging buffer's map, and
 	// unmapping and submitting its copy: BenchmarkTransfer's phases.
@@ -225,7 +225,7 @@ func (d *Device) Close() {
 	d.releaseStages()
 	d.freeMaps()
 	d.recorder.free()
-	for _, b := range append([]*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead}, d.upStage...) {
+	for _, b := range []*wgpu.Buffer{d.readStage[0], d.readStage[1], d.tsResolve, d.tsRead, d.upStage[0], d.upStage[1]} {
 		if b != nil {
 			b.Release()
 		}

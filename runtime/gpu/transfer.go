@@ -244,7 +244,12 @@ func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usag
 	if *size == want && ring[0] != nil {
 		return nil
 	}
-	releaseRing(ring)
+	for i, s := range ring {
+		if s != nil {
+			s.Release()
+			ring[i] = nil
+		}
+	}
 	*size = 0 // no ring until every buffer exists
 	for i := range ring {
 		s, err := d.createBuffer(&wgpu.BufferDescriptor{Label: label, Size: want, Usage: usage})
@@ -261,24 +266,12 @@ func (d *Device) ensureRing(ring []*wgpu.Buffer, size *uint64, want uint64, usag
 	return nil
 }
 
-// releaseRing releases the buffers of ring and clears it.
-func releaseRing(ring []*wgpu.Buffer) {
-	for i, s := range ring {
-		if s != nil {
-			s.Release()
-			ring[i] = nil
-		}
-	}
-}
-
-// StagingRing is how many staging buffers a staged upload of more than
-// one chunk fills in turn: the host fills one while the GPU copies the
-// others into the destination. A knob for the benchmarks (at least 2).
-var StagingRing = 2
-
 // stagedWriteLocked uploads data through the staging ring; d.mu is held.
 // The host fills one staging buffer (in parallel) while the GPU copies the
-// others into b: the copy of chunk i+1 overlaps the DMA of chunk i. With
+// other into b: the copy of chunk i+1 overlaps the DMA of chunk i. A
+// deeper ring (up to 4) and larger chunks (up to 64 MiB) gained nothing
+// on the H100 (2026-12-06): there an upload is bound by the GPU's copy
+// out of staging (bench/RESULTS.md). With
 // check it reports the first non-finite element as UploadChecked does.
 func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool) (int, error) {
 	chunk := d.upChunk
@@ -290,11 +283,7 @@ func (d *Device) stagedWriteLocked(op string, b *Buffer, data []byte, check bool
 			return bad, err
 		}
 	}
-	if ring := max(2, StagingRing); len(d.upStage) != ring {
-		releaseRing(d.upStage)
-		d.upStage, d.upSize = make([]*wgpu.Buffer, ring), 0
-	}
-	if err := d.ensureRing(d.upStage, &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
+	if err := d.ensureRing(d.upStage[:], &d.upSize, chunk, wgpu.BufferUsageMapWrite|wgpu.BufferUsageCopySrc, "gpucc upload staging"); err != nil {
 		return -1, errorf(op, "staging buffers of %d B: %w", chunk, err)
 	}
 	for i, off := 0, uint64(0); off < uint64(len(data)); i, off = i+1, off+chunk {

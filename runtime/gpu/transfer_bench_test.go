@@ -17,8 +17,7 @@ import (
 // checked paths both ways). An upload reports its phases a run: fill-ms
 // (the host's copy into staging), wait-ms (a staging buffer's map) and
 // submit-ms (its unmap and the copy's submission). GPUCC_BENCH_CHUNK sets
-// the staging chunk in bytes, GPUCC_BENCH_RING the ring's length
-// (StagingRing).
+// the staging chunk in bytes.
 func BenchmarkTransfer(b *testing.B) {
 	d := openDevice(b)
 	n, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_BYTES"))
@@ -26,10 +25,6 @@ func BenchmarkTransfer(b *testing.B) {
 		n = 16 << 20
 	}
 	chunk, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_CHUNK"))
-	if r, _ := strconv.Atoi(os.Getenv("GPUCC_BENCH_RING")); r > 0 {
-		defer func(v int) { StagingRing = v }(StagingRing)
-		StagingRing = r
-	}
 	data := make([]float32, n/4)
 	for i := range data {
 		data[i] = float32(i)
