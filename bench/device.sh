@@ -56,6 +56,7 @@
 #            its kernel (host and resident), a launched chain, 200 launched runs keeping 16 MiB outputs
 #   upsweep  the upload ring's phases in 16 and 64 MiB chunks, with a Flush after each upload and queued; DeviceTensor's
 #            upload in 16-64 MiB chunks; the GPU's copy out of staging alone
+#   runprof  CPU profiles of a warm resident run (RunCost/resident), recorded ahead and not
 #   mlp      the MLP train step and each of its matmuls and column sums alone (BenchmarkMLPStepKernels)
 #   ops      the ops against WGSL builtins; every float32 input against cpuref (bench/accuracy)
 #   tune     the matmul tuner over the shapes, and transfers
@@ -510,6 +511,18 @@ suite_upsweep() {
 		echo "## parts chunk=$c" >>"$OUT/upsweep.txt"
 	done
 	grep -h '^Benchmark\|^## ' "$OUT/upsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+}
+# runprof (about 20 s): where a warm resident run's host time goes on the driver: CPU profiles (pprof, from the Go side:
+# a cgo call's time is its Go caller's) of RunCost/resident over 20000 runs, with the next run recorded ahead (the
+# default) and without (GPUCC_RECORD_AHEAD=off)
+suite_runprof() {
+	warm
+	for a in on off; do
+		(cd runtime/webgpu && GPUCC_RECORD_AHEAD=$a timeout 60 "$OLDPWD/$BIN/webgpu.test" -test.run '^$' -test.bench 'RunCost/resident$' \
+			-test.benchtime 20000x -test.cpuprofile "$OUT/runcost_ahead_$a.pprof") >>"$OUT/runprof.txt" 2>&1
+		log "runprof ahead=$a: exit $?"
+	done
+	grep -h '^Benchmark' "$OUT/runprof.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 suite_engine() {
 	timeout 60 python3 bench/torch_bench.py >"$OUT/torch.json" 2>>"$OUT/visit.log"
