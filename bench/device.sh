@@ -513,13 +513,13 @@ suite_upsweep() {
 	grep -h '^Benchmark\|^## ' "$OUT/upsweep.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # runprof (about 20 s): where a warm resident run's host time goes on the driver: CPU profiles (pprof, from the Go side:
-# a cgo call's time is its Go caller's) of RunCost/resident over 20000 runs, with the next run recorded ahead (the
+# a cgo call's time is its Go caller's) of RunCost/resident over 150000 runs (about 6 s each: the profiler samples at 100 Hz), with the next run recorded ahead (the
 # default) and without (GPUCC_RECORD_AHEAD=off)
 suite_runprof() {
 	warm
 	for a in on off; do
 		(cd runtime/webgpu && GPUCC_RECORD_AHEAD=$a timeout 60 "$OLDPWD/$BIN/webgpu.test" -test.run '^$' -test.bench 'RunCost/resident$' \
-			-test.benchtime 20000x -test.cpuprofile "$OUT/runcost_ahead_$a.pprof") >>"$OUT/runprof.txt" 2>&1
+			-test.benchtime 150000x -test.cpuprofile "$OUT/runcost_ahead_$a.pprof") >>"$OUT/runprof.txt" 2>&1
 		log "runprof ahead=$a: exit $?"
 	done
 	grep -h '^Benchmark' "$OUT/runprof.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
@@ -555,7 +555,7 @@ suite_engine() {
 	benches bench_engine.txt 120 bench 'LaunchKept' 5x GPUCC_BENCH_KEPT=4194304 GPUCC_BENCH_QUEUE=200
 	# Where a resident run's time beyond its kernel goes: a CPU profile of 20000 small runs.
 	(cd bench && GPUCC_BENCH_ELEMS=1048576 timeout 60 ../$BIN/bench.test -test.run '^$' -test.bench 'ExecutableRun/resident' \
-		-test.benchtime 20000x -test.cpuprofile "$OUT/resident.prof") >>"$OUT/bench_engine.txt" 2>&1
+		-test.benchtime 150000x -test.cpuprofile "$OUT/resident.prof") >>"$OUT/bench_engine.txt" 2>&1
 	log "resident profile: exit $?"
 	cp $BIN/bench.test "$OUT/" 2>/dev/null # pprof needs the binary
 }
