@@ -446,12 +446,26 @@ func sum(b *strings.Builder, k *ir.Kernel, s *codegen.Shader) {
 // leaves (a row of 1024 leaves, a split sum's block of 4096), read
 // coalesced: thread t loads leaves j·SumThreads+t of the block, all at
 // once (written out, so that the loads are in flight together), and the
-// block is reduced by cpuref's tree through workgroup memory (staged).
+// block is reduced by cpuref's tree through workgroup memory (staged). A
+// max takes order keys (RowMaxKeys) and, where the workgroup storage has
+// room, one workgroup atomicMax (RowMaxAtomic), as a rows kernel's does:
+// the same root but for which of several NaNs it is.
 func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, blocks int) {
 	n := red.Leaves
 	per := max(leaves/SumThreads, 1)
 	combine(b, k)
-	st := stagedArrays(b, max(leaves, SumThreads), SumThreads, false, 0)
+	kk, c, leaf, pad, atomics := floatKeying, "combine", codegen.Value(int(k.Stores[0])), identity(k), 0
+	if RowMaxKeys && k.Reduce.Info().Combine == ir.OpMaximum {
+		b.WriteString(maxKeyFuncs)
+		kk, c, leaf, pad = maxKeying, maxKeying.combine, "maxkey("+leaf+")", maxKeying.identity
+		if RowMaxAtomic {
+			atomics = 1
+		}
+	}
+	st := stagedArrays(b, max(leaves, SumThreads), SumThreads, false, atomics)
+	if st.atomic {
+		b.WriteString("var<workgroup> wk_lf: atomic<u32>; // zero (-Inf's key) at the workgroup's start\n\n")
+	}
 	fmt.Fprintf(b, "@compute @workgroup_size(%d)\n", SumThreads)
 	b.WriteString("fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n")
 	b.WriteString("\tlet t = lid.x;\n\tlet g = wg.x + wg.y * nwg.x;\n")
@@ -460,10 +474,10 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 	} else {
 		b.WriteString("\tlet block = g;\n")
 	}
-	fmt.Fprintf(b, "\tvar lf: array<f32, %d>;\n\tvar grp: array<f32, %d>;\n", per, rowGroup)
+	fmt.Fprintf(b, "\tvar lf: array<%s, %d>;\n\tvar %s: array<%s, %d>;\n", kk.typ, per, kk.grp, kk.typ, rowGroup)
 	for j := range per {
 		fmt.Fprintf(b, "\t{\n\t\tlet r = block * %du + %du + t;\n", leaves, j*SumThreads)
-		fmt.Fprintf(b, "\t\tlf[%d] = %s; // the padding leaf\n", j, identity(k))
+		fmt.Fprintf(b, "\t\tlf[%d] = %s; // the padding leaf\n", j, pad)
 		cond := fmt.Sprintf("r < %du", n)
 		if leaves < SumThreads && blocks > 1 { // threads past the block's leaves hold padding
 			cond += fmt.Sprintf(" && t < %du", leaves)
@@ -471,9 +485,9 @@ func stagedSum(b *strings.Builder, k *ir.Kernel, red ir.Reduction, leaves, block
 		fmt.Fprintf(b, "\t\tif (%s) {\n", cond)
 		fmt.Fprintf(b, "\t\t\tlet i = %s;\n", codegen.LeafIndex(Lang, red, "o", "r"))
 		b.WriteString(codegen.Indent(codegen.Prologue(Lang, k, load(k, "i")), 3))
-		fmt.Fprintf(b, "\t\t\tlf[%d] = %s;\n\t\t}\n\t}\n", j, codegen.Value(int(k.Stores[0])))
+		fmt.Fprintf(b, "\t\t\tlf[%d] = %s;\n\t\t}\n\t}\n", j, leaf)
 	}
-	b.WriteString(codegen.Indent(st.tree("lf", per, "combine", "root", false), 1))
+	b.WriteString(codegen.Indent(st.treeOf(kk, "lf", per, c, "root", false), 1))
 	if k.AccIndex() < 0 {
 		b.WriteString("\tif (t == 0u) { out0[g] = root; }\n}\n")
 		return

@@ -114,99 +114,45 @@ fn combine(a: f32, b: f32) -> f32 {
 	return m;
 }
 
+fn maxkey(x: f32) -> u32 {
+	let b = bitcast<u32>(x);
+	return select(b | 0x80000000u, ~b, b >= 0x80000000u) - 0x007fffffu;
+}
+
+fn unmaxkey(k: u32) -> f32 {
+	let c = k + 0x007fffffu;
+	return bitcast<f32>(select(~c, c & 0x7fffffffu, c >= 0x80000000u));
+}
+
+fn combine_maxkey(a: u32, b: u32) -> u32 {
+	return select(a, b, b > a && a < 0xff000002u);
+}
+
 var<workgroup> red: array<f32, 256>;
 var<workgroup> part: array<f32, 16>;
 var<workgroup> wroot: f32;
+
+var<workgroup> wk_lf: atomic<u32>; // zero (-Inf's key) at the workgroup's start
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
 	let t = lid.x;
 	let g = wg.x + wg.y * nwg.x;
 	let block = g;
-	var lf: array<f32, 1>;
-	var grp: array<f32, 16>;
+	var lf: array<u32, 1>;
+	var grpk: array<u32, 16>;
 	{
 		let r = block * 16u + 0u + t;
-		lf[0] = bitcast<f32>(0xff800000u | bitcast<u32>(params.zero)); // the padding leaf
+		lf[0] = 0u; // the padding leaf
 		if (r < 12u) {
 			let i = r;
 			let v0 = in0[i];
-			lf[0] = v0;
+			lf[0] = maxkey(v0);
 		}
 	}
-	red[t] = lf[0];
+	atomicMax(&wk_lf, lf[0]);
 	workgroupBarrier();
-	if (t < 16u) {
-		grp[0] = red[t * 16u + 0u];
-		grp[1] = red[t * 16u + 1u];
-		grp[2] = red[t * 16u + 2u];
-		grp[3] = red[t * 16u + 3u];
-		grp[4] = red[t * 16u + 4u];
-		grp[5] = red[t * 16u + 5u];
-		grp[6] = red[t * 16u + 6u];
-		grp[7] = red[t * 16u + 7u];
-		grp[8] = red[t * 16u + 8u];
-		grp[9] = red[t * 16u + 9u];
-		grp[10] = red[t * 16u + 10u];
-		grp[11] = red[t * 16u + 11u];
-		grp[12] = red[t * 16u + 12u];
-		grp[13] = red[t * 16u + 13u];
-		grp[14] = red[t * 16u + 14u];
-		grp[15] = red[t * 16u + 15u];
-		grp[0] = combine(grp[0], grp[1]);
-		grp[2] = combine(grp[2], grp[3]);
-		grp[4] = combine(grp[4], grp[5]);
-		grp[6] = combine(grp[6], grp[7]);
-		grp[8] = combine(grp[8], grp[9]);
-		grp[10] = combine(grp[10], grp[11]);
-		grp[12] = combine(grp[12], grp[13]);
-		grp[14] = combine(grp[14], grp[15]);
-		grp[0] = combine(grp[0], grp[2]);
-		grp[4] = combine(grp[4], grp[6]);
-		grp[8] = combine(grp[8], grp[10]);
-		grp[12] = combine(grp[12], grp[14]);
-		grp[0] = combine(grp[0], grp[4]);
-		grp[8] = combine(grp[8], grp[12]);
-		grp[0] = combine(grp[0], grp[8]);
-		part[t] = grp[0];
-	}
-	workgroupBarrier();
-	var root_0 = grp[0];
-	if (t == 0u) {
-		grp[0] = part[0u];
-		grp[1] = part[1u];
-		grp[2] = part[2u];
-		grp[3] = part[3u];
-		grp[4] = part[4u];
-		grp[5] = part[5u];
-		grp[6] = part[6u];
-		grp[7] = part[7u];
-		grp[8] = part[8u];
-		grp[9] = part[9u];
-		grp[10] = part[10u];
-		grp[11] = part[11u];
-		grp[12] = part[12u];
-		grp[13] = part[13u];
-		grp[14] = part[14u];
-		grp[15] = part[15u];
-		grp[0] = combine(grp[0], grp[1]);
-		grp[2] = combine(grp[2], grp[3]);
-		grp[4] = combine(grp[4], grp[5]);
-		grp[6] = combine(grp[6], grp[7]);
-		grp[8] = combine(grp[8], grp[9]);
-		grp[10] = combine(grp[10], grp[11]);
-		grp[12] = combine(grp[12], grp[13]);
-		grp[14] = combine(grp[14], grp[15]);
-		grp[0] = combine(grp[0], grp[2]);
-		grp[4] = combine(grp[4], grp[6]);
-		grp[8] = combine(grp[8], grp[10]);
-		grp[12] = combine(grp[12], grp[14]);
-		grp[0] = combine(grp[0], grp[4]);
-		grp[8] = combine(grp[8], grp[12]);
-		grp[0] = combine(grp[0], grp[8]);
-		root_0 = grp[0];
-	}
-	let root = root_0;
+	let root = unmaxkey(atomicLoad(&wk_lf));
 	if (t == 0u) { out0[g] = root; }
 }
 
