@@ -23,7 +23,7 @@ import (
 // red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
 // and wgsl.RowDivFast, with wgsl.RowContiguous, without
 // wgsl.RowDivNear (a fused device's only), and with wgsl.RowVec4 (vec4
-// loads: 4 leaves a thread, 8 at 128 threads, 16 at 4096
+// loads and stores: 4 leaves a thread, 8 at 128 threads, 16 at 4096
 // leaves; with rowVec4Graph's views besides, some of which it reads as
 // vec4s and some not), against cpuref's bits
 // on webgpu. The runtime allows non-finite outputs (the extremes' softmax
@@ -181,7 +181,7 @@ func TestRowDivision(t *testing.T) {
 }
 
 // TestRowMax: a rows kernel's max (reduced by order keys, RowMaxKeys, or
-// by maximum; with RowVec4's vec4 loads or without) and what
+// by maximum; with RowVec4's vec4 loads and stores or without) and what
 // reads it, x - max(x) and softmax, against cpuref's
 // bits on webgpu with ir.Limits.NonFinite, over rows of 1024 and 1000
 // leaves (padded with -Inf) that are all -0, mixed ±0 (+0 wins), all

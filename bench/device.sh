@@ -24,7 +24,7 @@
 #            and 4 vec4s a thread, an element a thread, and 128 threads a workgroup, beside PyTorch eager
 #   rowatomic  max by one workgroup atomicMax (wgsl.RowMaxAtomic) or by the tree: their bits on the driver, then
 #            softmax, log-softmax and a row's max and sum under each, beside PyTorch eager
-#   rowvec   vec4 loads of contiguous runs (wgsl.RowVec4): their bits on the driver, the row ops' times beside eager
+#   rowvec   vec4 loads and stores of contiguous runs (wgsl.RowVec4): bits on the driver, row ops' times beside eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -247,8 +247,8 @@ suite_rowatomic() {
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowatomic.json" 2>>"$OUT/visit.log"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowatomic.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
-# rowvec (about 90 s): softmax, log-softmax and layer norm with each thread's contiguous leaves loaded as vec4s
-# (wgsl.RowVec4): the row kernels' bits under it on the driver (TestRowKnobs, TestRowMax), then [8192,1024]
+# rowvec (about 90 s): softmax, log-softmax and layer norm with each thread's contiguous leaves loaded and stored as
+# vec4s (wgsl.RowVec4): the row kernels' bits under it on the driver (TestRowKnobs, TestRowMax), then [8192,1024]
 # under the default, contiguous runs (contig), vec4s, vec4s at 128 threads, and the default again, each a fresh
 # process, beside PyTorch eager
 suite_rowvec() {

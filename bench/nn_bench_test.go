@@ -20,7 +20,7 @@ package bench
 //	                  workgroup size (wgsl.RowThreads, 256 by default);
 //	                  contig, each thread's leaves a contiguous run, not
 //	                  staged through workgroup memory (wgsl.RowContiguous);
-//	                  vec4, contig's runs read as vec4s of 4
+//	                  vec4, contig's runs read and written as vec4s of 4
 //	                  adjacent leaves where the rows and operands allow
 //	                  (wgsl.RowVec4);
 //	                  nonear, a per-row divisor's leaves divided by the

@@ -237,7 +237,8 @@ var RowContiguous = false
 // schedule: no leaf staged through workgroup memory, one barrier fewer a
 // reduction), loaded per/4 vec4s at a time, so that a warp's loads are
 // adjacent 16-byte vec4s where RowContiguous's scalar loads are 4·per
-// bytes apart. A kernel none of whose inputs allows it keeps its schedule. Only
+// bytes apart. Its per-leaf outputs (rowsOutputElem) are stored as vec4s
+// too. A kernel none of whose inputs allows it keeps its schedule. Only
 // loads and stores move: the same leaves reach the same tree, the same
 // bits (TestRowKnobs, TestRowMax). A knob for the benchmarks (Config
 // names it).
@@ -298,12 +299,29 @@ func rowsInputElem(k *ir.Kernel, i int) string {
 	return "vec4<f32>"
 }
 
+// rowsOutputElem returns the element type that rows kernel k binds output
+// i as, where it is not f32: vec4<f32> where k takes RowVec4's schedule
+// (rowVec4) and the output's store is per leaf (at the leaves' own index:
+// each 4 adjacent leaves of a thread one aligned vec4). An output of a
+// per-row value (stored at o) stays f32.
+func rowsOutputElem(k *ir.Kernel, i int) string {
+	if !rowVec4(k) {
+		return ""
+	}
+	v := k.Stores[i]
+	if v < 0 || int(v) >= len(k.Body) || k.RowValues()[v] {
+		return ""
+	}
+	return "vec4<f32>"
+}
+
 // rowVec is a rows kernel's vec4s under RowVec4 (rowVec4): each thread
 // holds per leaves, from t·per; in has the vec4 operand (vec4Operand) of
-// each input read as vec4s.
+// each input read as vec4s, out the outputs stored as vec4s.
 type rowVec struct {
 	per int
 	in  map[int]ir.Operand
+	out map[int]bool
 }
 
 // rowVecOf returns rows kernel k's vec4s under RowVec4, or nil where it
@@ -312,10 +330,15 @@ func rowVecOf(k *ir.Kernel, p, threads int) *rowVec {
 	if !rowVec4(k) {
 		return nil
 	}
-	v := &rowVec{per: p / threads, in: map[int]ir.Operand{}}
+	v := &rowVec{per: p / threads, in: map[int]ir.Operand{}, out: map[int]bool{}}
 	for i := range k.Inputs {
 		if rowsInputElem(k, i) != "" {
 			v.in[i], _ = vec4Operand(k.Inputs[i])
+		}
+	}
+	for i := range k.Outputs {
+		if rowsOutputElem(k, i) != "" {
+			v.out[i] = true
 		}
 	}
 	return v
@@ -447,11 +470,21 @@ func divisorParts(j int, near bool) []string {
 // array is a constant, so that they stay in registers (a loop over them
 // left NVIDIA's compiler spilling them to memory). With vec (RowVec4, whose
 // schedule is contiguous), the pass first loads each vec4 of its leaves
-// that it reads (x<d>_<operand>_<vec4>), and a leaf reads its component.
+// that it reads (x<d>_<operand>_<vec4>), and a leaf reads its component;
+// a vec4 output's leaves are gathered in st<s> and stored 4 at a time.
 func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying, vec *rowVec) []string {
 	n, per := pl.Red.Leaves, pl.P/st.threads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	var outs []int // the vec4 outputs the pass stores
+	if vec != nil {
+		for _, s := range pl.LeafStores[d] {
+			if vec.out[s] {
+				outs = append(outs, s)
+				add("var st%d: vec4<f32>;", s)
+			}
+		}
+	}
 	pre := len(lines) // where the vec4 loads go
 	for j := range per {
 		leafLoad := load
@@ -461,6 +494,10 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 					return load(op)
 				}
 				return fmt.Sprintf("x%d_%d_%d.%c", d, op, j/4, lanes[j%4])
+			}
+			pl.LeafStore = map[int]func(string) string{}
+			for _, s := range outs {
+				pl.LeafStore[s] = func(v string) string { return fmt.Sprintf("st%d.%c = %s;", s, lanes[j%4], v) }
 			}
 		}
 		add("{")
@@ -493,6 +530,11 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 			}
 		}
 		add("}")
+		if j%4 == 3 {
+			for _, s := range outs {
+				add("out%d[%s] = st%d;", s, vec.at(j/4), s)
+			}
+		}
 	}
 	if vec != nil {
 		// the vec4s the pass's leaves read (not those that Instr renders

@@ -18,9 +18,10 @@ var binding = regexp.MustCompile(`var<storage, (read|read_write)> (\w+): array<(
 // TestRowVec4: under wgsl.RowVec4 a rows kernel binds as array<vec4<f32>>
 // each input read at its leaves in aligned runs of 4 (plain, a row
 // broadcast over the rows, a crop at a multiple of 4 whose rows are a
-// multiple of 4 apart), and reads them a vec4 at a time; it leaves f32 an
-// input at an offset or a row stride not a multiple of 4, a transposed
-// one, a per-row value's, and every binding of a kernel whose rows are padded
+// multiple of 4 apart) and each per-leaf output, and reads and writes
+// them a vec4 at a time; it leaves f32 an input at an offset or a row
+// stride not a multiple of 4, a transposed one, a per-row value's, a
+// per-row output, and every binding of a kernel whose rows are padded
 // (1000 leaves) or whose threads hold fewer than 4 leaves (512); off, every
 // binding is f32 as before.
 func TestRowVec4(t *testing.T) {
@@ -36,39 +37,39 @@ func TestRowVec4(t *testing.T) {
 	}{
 		{name: "softmax", build: func(b *ir.Builder) {
 			b.Output("y", b.Input(ir.Shape{3, 1024}, irtest.Values(1, 3*1024, 1)).Softmax(1))
-		}, in: []string{"vec4<f32>"}, out: []string{"f32"},
-			lines: []string{"let vbase = base / 4u;", "let x0_0_0 = in0[vbase + t];", "let v0 = x0_0_0.w;", "out0[i] = v"}},
+		}, in: []string{"vec4<f32>"}, out: []string{"vec4<f32>"},
+			lines: []string{"let vbase = base / 4u;", "let x0_0_0 = in0[vbase + t];", "let v0 = x0_0_0.w;", "st0.z = ", "out0[vbase + t] = st0;"}},
 		{name: "softmax, off", off: true, build: func(b *ir.Builder) {
 			b.Output("y", b.Input(ir.Shape{3, 1024}, irtest.Values(1, 3*1024, 1)).Softmax(1))
 		}, in: []string{"f32"}, out: []string{"f32"}, lines: []string{"let r = 768u + t;", "out0[i] = v"}},
 		{name: "softmax, 128 threads: two vec4s a thread", threads: 128, build: func(b *ir.Builder) {
 			b.Output("y", b.Input(ir.Shape{3, 1024}, irtest.Values(1, 3*1024, 1)).Softmax(1))
-		}, in: []string{"vec4<f32>"}, out: []string{"f32"},
-			lines: []string{"let x0_0_1 = in0[vbase + t * 2u + 1u];", "let v0 = x0_0_1.x;"}},
+		}, in: []string{"vec4<f32>"}, out: []string{"vec4<f32>"},
+			lines: []string{"let x0_0_1 = in0[vbase + t * 2u + 1u];", "let v0 = x0_0_1.x;", "out0[vbase + t * 2u + 1u] = st0;"}},
 		{name: "log-softmax and layer norm over 4096 leaves", build: func(b *ir.Builder) {
 			x := b.Input(ir.Shape{2, 4096}, irtest.Values(1, 2*4096, 1))
 			b.Output("y", x.LogSoftmax(1))
 			b.Output("z", x.LayerNorm(1, 1e-5))
-		}, in: []string{"vec4<f32>"}, out: []string{"f32", "f32"},
+		}, in: []string{"vec4<f32>"}, out: []string{"vec4<f32>", "vec4<f32>"},
 			lines: []string{"let x0_0_3 = in0[vbase + t * 4u + 3u];"}},
 		{name: "a row's max beside softmax: the max per row", build: func(b *ir.Builder) {
 			x := b.Input(ir.Shape{3, 1024}, irtest.Values(1, 3*1024, 1))
 			b.Output("m", x.MaxAxes(true, 1))
 			b.Output("y", x.Softmax(1))
-		}, in: []string{"vec4<f32>"}, out: []string{"f32", "f32"}},
+		}, in: []string{"vec4<f32>"}, out: []string{"f32", "vec4<f32>"}},
 		{name: "a scale over the rows and a per-row shift", build: func(b *ir.Builder) {
 			x := b.Input(ir.Shape{3, 1024}, irtest.Values(1, 3*1024, 1))
 			g := b.Input(ir.Shape{1024}, irtest.Values(2, 1024, 1)).Reshape(ir.Shape{1, 1024}).Broadcast(ir.Shape{3, 1024})
 			h := b.Input(ir.Shape{3, 1}, irtest.Values(3, 3, 1)).Broadcast(ir.Shape{3, 1024})
 			b.Output("y", x.Mul(g).Add(h).Softmax(1))
-		}, in: []string{"vec4<f32>", "vec4<f32>", "f32"}, out: []string{"f32"}},
+		}, in: []string{"vec4<f32>", "vec4<f32>", "f32"}, out: []string{"vec4<f32>"}},
 		{name: "crops at 4 (rows 1028 apart) and at 1", build: func(b *ir.Builder) {
 			x := b.Input(ir.Shape{3, 1029}, irtest.Values(1, 3*1029, 1))
 			w := b.Input(ir.Shape{3, 1028}, irtest.Values(2, 3*1028, 1))
 			y := irtest.Crop(x, []int{0, 1}, ir.Shape{3, 1024})
 			z := irtest.Crop(w, []int{0, 4}, ir.Shape{3, 1024})
 			b.Output("y", y.Add(z).Softmax(1))
-		}, in: []string{"f32", "vec4<f32>"}, out: []string{"f32"}},
+		}, in: []string{"f32", "vec4<f32>"}, out: []string{"vec4<f32>"}},
 		{name: "a crop at 4 whose rows are 1030 apart", build: func(b *ir.Builder) {
 			x := b.Input(ir.Shape{3, 1030}, irtest.Values(1, 3*1030, 1))
 			b.Output("y", irtest.Crop(x, []int{0, 4}, ir.Shape{3, 1024}).Softmax(1))

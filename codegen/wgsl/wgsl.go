@@ -267,6 +267,10 @@ func generate(k *ir.Kernel, t Target) codegen.Shader {
 		binding++
 	}
 	for i := range k.Outputs {
+		elem := elem
+		if e := rowsOutputElem(k, i); e != "" {
+			elem = e
+		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> out%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadWrite)
 		binding++
