@@ -21,20 +21,38 @@ import (
 // extremes and random values, at 1024 leaves a row (the benchmarks'
 // width, partials apart from the leaves), 4096 (the groups' values in
 // red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
-// and wgsl.RowDivFast, with wgsl.RowContiguous, and without
-// wgsl.RowDivNear (a fused device's only), against cpuref's bits
+// and wgsl.RowDivFast, with wgsl.RowContiguous, without
+// wgsl.RowDivNear (a fused device's only), and with wgsl.RowVec4 (vec4
+// loads and stores: 4 leaves a thread, 8 at 128 threads, 16 at 4096
+// leaves; with rowVec4Graph's views besides, some of which it reads as
+// vec4s and some not), against cpuref's bits
 // on webgpu. The runtime allows non-finite outputs (the extremes' softmax
 // underflows, their log-softmax is -Inf), so that every value is
 // compared: under the finite policy such a graph's run is only an error.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	defer func(once, fast, contig, near, atomic bool) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = once, fast, contig, near, atomic
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic)
-	for _, knobs := range [][5]bool{{true, true, false, true, false}, {false, false, false, true, false}, {true, true, true, true, false},
-		{true, true, false, false, false}, {true, true, false, true, true}, {true, true, true, true, true}} {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = knobs[0], knobs[1], knobs[2], knobs[3], knobs[4]
-		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t,maxatomic=%t", knobs[0], knobs[1], knobs[2], knobs[3], knobs[4])
+	defer func(once, fast, contig, near, atomic, vec4 bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowThreads = once, fast, contig, near, atomic, vec4, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowThreads)
+	threads := wgsl.RowThreads
+	for _, knobs := range []struct {
+		once, fast, contig, near, atomic, vec4 bool
+		threads                                int // wgsl.RowThreads, 0 for the default
+	}{
+		{true, true, false, true, false, false, 0}, {false, false, false, true, false, false, 0}, {true, true, true, true, false, false, 0},
+		{true, true, false, false, false, false, 0}, {true, true, false, true, true, false, 0}, {true, true, true, true, true, false, 0},
+		{true, true, false, true, true, true, 0}, {false, false, false, true, false, true, 0}, {true, true, false, true, true, true, 128},
+	} {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic
+		wgsl.RowVec4, wgsl.RowThreads = knobs.vec4, threads
+		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t,maxatomic=%t", knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic)
+		if knobs.vec4 {
+			name += ",vec4=true"
+		}
+		if knobs.threads != 0 {
+			wgsl.RowThreads = knobs.threads
+			name += fmt.Sprintf(",threads=%d", knobs.threads)
+		}
 		for _, s := range []ir.Shape{{3, 1024}, {2, 4096}, {3, 1000}} {
 			for seed := range 2 {
 				g, _ := irtest.RandomRows(uint64(seed), s)
@@ -43,8 +61,41 @@ func TestRowKnobs(t *testing.T) {
 			// the benchmarks' row ops over extremes: ±3e38, subnormals, equal values
 			g := rowOpsGraph(t, s, ir.Limits{NonFinite: true})
 			t.Run(fmt.Sprintf("%s/%v/ops", name, s), func(t *testing.T) { checkNonFinite(t, rt, g) })
+			if knobs.vec4 {
+				g := rowVec4Graph(t, s)
+				t.Run(fmt.Sprintf("%s/%v/views", name, s), func(t *testing.T) { checkNonFinite(t, rt, g) })
+			}
 		}
 	}
+}
+
+// rowVec4Graph is softmax, layer norm and a row's sum beside them over
+// rows of shape s ([R, C]) read through views that wgsl.RowVec4 reads as
+// vec4s (a plain input, a scale broadcast over the rows, a crop at 4 of
+// rows 4 more apart) and that it reads as floats (a crop at 1, a crop at
+// 4 of rows 6 more apart, a transposed input, a per-row shift broadcast
+// over its row), of extremes and random values.
+func rowVec4Graph(t *testing.T, s ir.Shape) *ir.Graph {
+	t.Helper()
+	r, c := s[0], s[1]
+	b := ir.NewBuilder()
+	x := b.Input(s, irtest.Extremes(11, s.Len()))
+	scale := b.Input(ir.Shape{c}, irtest.Values(12, c, 4)).Reshape(ir.Shape{1, c}).Broadcast(s)
+	shift := b.Input(ir.Shape{r, 1}, irtest.Values(13, r, 30)).Broadcast(s)
+	at4 := irtest.Crop(b.Input(ir.Shape{r, c + 4}, irtest.Values(14, r*(c+4), 30)), []int{0, 4}, s)
+	at1 := irtest.Crop(b.Input(ir.Shape{r, c + 1}, irtest.Values(15, r*(c+1), 30)), []int{0, 1}, s)
+	odd := irtest.Crop(b.Input(ir.Shape{r, c + 6}, irtest.Extremes(16, r*(c+6))), []int{0, 4}, s)
+	tr := b.Input(ir.Shape{c, r}, irtest.Values(17, s.Len(), 30)).T()
+	b.Output("softmax", x.Mul(scale).Add(at4).Softmax(1))
+	b.Output("layer_norm", at1.Add(shift).LayerNorm(1, 1e-5))
+	b.Output("odd", odd.Softmax(1))
+	b.Output("transposed", tr.Mul(scale).LogSoftmax(1))
+	b.Output("sum", at4.Mul(at4).SumAxes(true, 1))
+	g, err := b.Build(ir.Limits{NonFinite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestRowDivision: a division by a per-row divisor (a row's max, here),
@@ -130,7 +181,8 @@ func TestRowDivision(t *testing.T) {
 }
 
 // TestRowMax: a rows kernel's max (reduced by order keys, RowMaxKeys, or
-// by maximum) and what reads it, x - max(x) and softmax, against cpuref's
+// by maximum; with RowVec4's vec4 loads and stores or without) and what
+// reads it, x - max(x) and softmax, against cpuref's
 // bits on webgpu with ir.Limits.NonFinite, over rows of 1024 and 1000
 // leaves (padded with -Inf) that are all -0, mixed ±0 (+0 wins), all
 // -Inf, NaNs of both signs among numbers, ±Inf, subnormals only, large
@@ -163,10 +215,15 @@ func TestRowMax(t *testing.T) {
 				xs = append(xs, f(i))
 			}
 		}
-		for _, keys := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%d/keys=%t", cols, keys), func(t *testing.T) {
-				defer func(v bool) { wgsl.RowMaxKeys = v }(wgsl.RowMaxKeys)
-				wgsl.RowMaxKeys = keys
+		for _, knobs := range [][2]bool{{true, false}, {false, false}, {true, true}, {false, true}} {
+			keys, vec4 := knobs[0], knobs[1]
+			name := fmt.Sprintf("%d/keys=%t", cols, keys)
+			if vec4 {
+				name += ",vec4=true"
+			}
+			t.Run(name, func(t *testing.T) {
+				defer func(v, w bool) { wgsl.RowMaxKeys, wgsl.RowVec4 = v, w }(wgsl.RowMaxKeys, wgsl.RowVec4)
+				wgsl.RowMaxKeys, wgsl.RowVec4 = keys, vec4
 				b := ir.NewBuilder()
 				x := b.Input(shape, xs)
 				b.Output("d", x.Sub(x.MaxAxes(true, 1)))

@@ -24,6 +24,7 @@
 #            and 4 vec4s a thread, an element a thread, and 128 threads a workgroup, beside PyTorch eager
 #   rowatomic  max by one workgroup atomicMax (wgsl.RowMaxAtomic) or by the tree: their bits on the driver, then
 #            softmax, log-softmax and a row's max and sum under each, beside PyTorch eager
+#   rowvec   vec4 loads and stores of contiguous runs (wgsl.RowVec4): bits on the driver, row ops' times beside eager
 #   rowsweep the row ops under the default, 64 and 128 threads, and the default again, beside PyTorch eager
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
@@ -248,6 +249,20 @@ suite_rowatomic() {
 	done
 	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowatomic.json" 2>>"$OUT/visit.log"
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowatomic.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
+}
+# rowvec (about 90 s): softmax, log-softmax and layer norm with each thread's contiguous leaves loaded and stored as
+# vec4s (wgsl.RowVec4): the row kernels' bits under it on the driver (TestRowKnobs, TestRowMax), then [8192,1024]
+# under the default, contiguous runs (contig), vec4s, vec4s at 128 threads, and the default again, each a fresh
+# process, beside PyTorch eager
+suite_rowvec() {
+	tests rowvec_exact.txt 90 gpucc 'TestRowKnobs$|TestRowMax'
+	warm
+	for v in default contig vec4 threads128,vec4 default; do
+		benches rowvec.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
+		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowvec.txt"
+	done
+	TORCH_NN_EAGER=1 TORCH_NN_ONLY=softmax,logsoftmax,layernorm timeout 60 python3 bench/torch_nn.py 8192 1024 256 64 >"$OUT/torch_nn_rowvec.json" 2>>"$OUT/visit.log"
+	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowvec.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # onlinedefault (about 120 s): online attention's default tile (16x16i since 2026-12-05) through the attention and
 # transformer tests on the driver, then timed at 2048 keys beside the tile it replaced (online16x16)

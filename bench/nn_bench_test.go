@@ -20,6 +20,9 @@ package bench
 //	                  workgroup size (wgsl.RowThreads, 256 by default);
 //	                  contig, each thread's leaves a contiguous run, not
 //	                  staged through workgroup memory (wgsl.RowContiguous);
+//	                  vec4, contig's runs read and written as vec4s of 4
+//	                  adjacent leaves where the rows and operands allow
+//	                  (wgsl.RowVec4);
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
 //	                  reciprocal (wgsl.RowDivNear off); and of the
@@ -124,10 +127,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, atomic, paths, contig, vec bool, threads, vpt, vthreads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise = once, fast, near, keys, atomic, paths, contig, vec
+	defer func(once, fast, near, keys, atomic, paths, contig, rowvec4, vec bool, threads, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise = once, fast, near, keys, atomic, paths, contig, rowvec4, vec
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.Vectorise,
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise,
 		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
@@ -143,6 +146,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.FastPaths = false
 		case "contig":
 			wgsl.RowContiguous = true
+		case "vec4":
+			wgsl.RowVec4 = true
 		case "nonear":
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":

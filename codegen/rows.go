@@ -37,6 +37,10 @@ type RowPlan struct {
 	// AccLeaf, when it has reduction j, renders the leaf value v that a leaf
 	// pass hands to it (WGSL's max by order keys, say); else v.
 	AccLeaf map[int]func(v string) string
+	// LeafStore, when it has store s (an index into Stores), renders the
+	// store of per-leaf value v to output s in a leaf pass (WGSL's vec4
+	// outputs, RowVec4, say); else out<s>[i] = v.
+	LeafStore map[int]func(v string) string
 }
 
 // PlanRows returns the schedule of rows kernel k.
@@ -134,9 +138,9 @@ func (pl RowPlan) Reread(l Lang, k *ir.Kernel, d int, load func(operand int) str
 // LeafPass renders pass d's body for the leaf at index i: the values of
 // earlier passes it reads, its per-leaf values (caching in c<j>[slot] those
 // a later pass reads), the leaf's part a<j>[slot] of each reduction of the
-// pass, and the stores out<s>[i] of its per-leaf values. load renders the
-// read of an operand at i; every target wraps these lines in its own loop
-// over the row's leaves.
+// pass, and the stores out<s>[i] of its per-leaf values (or LeafStore's
+// rendering). load renders the read of an operand at i; every target
+// wraps these lines in its own loop over the row's leaves.
 func (pl RowPlan) LeafPass(l Lang, k *ir.Kernel, d int, load func(operand int) string, slot string) []string {
 	lines := pl.Reread(l, k, d, load, func(j int) string { return fmt.Sprintf("c%d[%s]", j, slot) })
 	for _, j := range pl.Leaf[d] {
@@ -157,7 +161,12 @@ func (pl RowPlan) LeafPass(l Lang, k *ir.Kernel, d int, load func(operand int) s
 		lines = append(lines, fmt.Sprintf("a%d[%s] = %s;", j, slot, v))
 	}
 	for _, s := range pl.LeafStores[d] {
-		lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, Value(int(k.Stores[s]))))
+		v := Value(int(k.Stores[s]))
+		if f, ok := pl.LeafStore[s]; ok {
+			lines = append(lines, f(v))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("out%d[i] = %s;", s, v))
 	}
 	return lines
 }

@@ -2,6 +2,7 @@ package wgsl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpucc/gpucc/codegen"
@@ -38,9 +39,11 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	threads := rowThreads(p)
 	wg := p >= threads
 	per := p
+	var vec *rowVec // RowVec4's vec4s, if it takes them
 	if wg {
 		per = p / threads
 		pl.CacheLoads(k)
+		vec = rowVecOf(k, p, threads)
 	}
 	divs := rowDivisions(b, &pl, k, fused)
 	rowMaxNeg(b, &pl, k)
@@ -76,7 +79,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		if RowMaxAtomic {
 			atomics = len(keys)
 		}
-		st = stagedArrays(b, p, threads, RowContiguous, atomics)
+		st = stagedArrays(b, p, threads, RowContiguous || vec != nil, atomics)
 		for j := range len(k.Body) {
 			if keys[j] && st.atomic {
 				fmt.Fprintf(b, "var<workgroup> wk_a%d: atomic<u32>; // zero (-Inf's key) at the workgroup's start\n", j)
@@ -97,6 +100,9 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	// o is uniform over a workgroup: the whole workgroup returns or none.
 	fmt.Fprintf(b, "\tif (o >= %du) { return; }\n", pl.Red.Outputs)
 	fmt.Fprintf(b, "\tlet base = %s;\n", codegen.Flat(Lang, pl.Red.Kept, "o"))
+	if vec != nil {
+		b.WriteString("\tlet vbase = base / 4u; // a multiple of 4 (rowVec4Rows)\n")
+	}
 	for j, in := range k.Body {
 		if pl.Cached[j] {
 			fmt.Fprintf(b, "\tvar c%d: array<f32, %d>;\n", j, per)
@@ -144,7 +150,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 	rowValues(0)
 	for pass := 0; pass < pl.Passes; pass++ {
 		if wg {
-			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st, keyed), 1))
+			b.WriteString(codegen.Indent(wgPass(k, pl, pass, load("i"), st, keyed, vec), 1))
 			rowValues(pass + 1)
 			continue
 		}
@@ -223,6 +229,136 @@ var RowDivNear = true
 // memory, and waits at one barrier fewer. The same tree, the same bits
 // (TestRowKnobs). A knob for the benchmarks (Config names it).
 var RowContiguous = false
+
+// RowVec4 makes a rows kernel whose threads would hold a multiple of 4
+// leaves each (per = P/threads) of unpadded rows read each input that
+// allows it (rowsInputElem) as vec4s of 4 adjacent leaves: thread t takes
+// the contiguous leaves t·per … t·per + per - 1 (RowContiguous's
+// schedule: no leaf staged through workgroup memory, one barrier fewer a
+// reduction), loaded per/4 vec4s at a time, so that a warp's loads are
+// adjacent 16-byte vec4s where RowContiguous's scalar loads are 4·per
+// bytes apart. Its per-leaf outputs (rowsOutputElem) are stored as vec4s
+// too. A kernel none of whose inputs allows it keeps its schedule. Only
+// loads and stores move: the same leaves reach the same tree, the same
+// bits (TestRowKnobs, TestRowMax). A knob for the benchmarks (Config
+// names it).
+var RowVec4 = false
+
+// rowVec4Rows reports whether rows kernel k's rows take vec4s under
+// RowVec4 (see rowVec4), its inputs aside: its rows, trailing and of n
+// leaves with n a power of two (no padding), get a workgroup each whose
+// threads hold a multiple of 4 leaves each, and every row starts at a
+// multiple of 4 elements.
+func rowVec4Rows(k *ir.Kernel) bool {
+	if !RowVec4 || k.Kind != ir.KernelRows {
+		return false
+	}
+	red := ir.ReductionOf(k.Shape, k.Keep)
+	p, _ := codegen.SumBlock(red.Leaves, 1)
+	threads := rowThreads(p)
+	if red.Leaves != p || p < threads || p/threads%4 != 0 {
+		return false
+	}
+	if len(red.Reduced) != 1 || red.Reduced[0].Stride != 1 {
+		return false
+	}
+	for _, d := range red.Kept {
+		if d.Stride%4 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rowVec4 reports whether rows kernel k takes RowVec4's schedule: its rows
+// allow it (rowVec4Rows) and at least one input is read as vec4s.
+func rowVec4(k *ir.Kernel) bool {
+	for i := range k.Inputs {
+		if rowsInputElem(k, i) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// rowsInputElem returns the element type that rows kernel k binds input
+// i as, where it is not f32: vec4<f32> under RowVec4, where k's rows allow
+// it (rowVec4Rows) and the input is read at the leaves (not per row) so
+// that every 4 adjacent leaves from a multiple of 4 are one aligned vec4
+// of its buffer (vec4Operand: stride 1 along the row, in runs of a
+// multiple of 4, its offset and other strides multiples of 4; a leaf-wise
+// broadcast of a row such as layer norm's scale qualifies, a per-row
+// value broadcast over its row's leaves does not). Otherwise "".
+func rowsInputElem(k *ir.Kernel, i int) string {
+	if !rowVec4Rows(k) || k.Inputs[i].Shape.Len() != k.Shape.Len() {
+		return ""
+	}
+	if _, ok := vec4Operand(k.Inputs[i]); !ok {
+		return ""
+	}
+	return "vec4<f32>"
+}
+
+// rowsOutputElem returns the element type that rows kernel k binds output
+// i as, where it is not f32: vec4<f32> where k takes RowVec4's schedule
+// (rowVec4) and the output's store is per leaf (at the leaves' own index:
+// each 4 adjacent leaves of a thread one aligned vec4). An output of a
+// per-row value (stored at o) stays f32.
+func rowsOutputElem(k *ir.Kernel, i int) string {
+	if !rowVec4(k) {
+		return ""
+	}
+	v := k.Stores[i]
+	if v < 0 || int(v) >= len(k.Body) || k.RowValues()[v] {
+		return ""
+	}
+	return "vec4<f32>"
+}
+
+// rowVec is a rows kernel's vec4s under RowVec4 (rowVec4): each thread
+// holds per leaves, from t·per; in has the vec4 operand (vec4Operand) of
+// each input read as vec4s, out the outputs stored as vec4s.
+type rowVec struct {
+	per int
+	in  map[int]ir.Operand
+	out map[int]bool
+}
+
+// rowVecOf returns rows kernel k's vec4s under RowVec4, or nil where it
+// takes none (rowVec4). threads is its workgroup size.
+func rowVecOf(k *ir.Kernel, p, threads int) *rowVec {
+	if !rowVec4(k) {
+		return nil
+	}
+	v := &rowVec{per: p / threads, in: map[int]ir.Operand{}, out: map[int]bool{}}
+	for i := range k.Inputs {
+		if rowsInputElem(k, i) != "" {
+			v.in[i], _ = vec4Operand(k.Inputs[i])
+		}
+	}
+	for i := range k.Outputs {
+		if rowsOutputElem(k, i) != "" {
+			v.out[i] = true
+		}
+	}
+	return v
+}
+
+// at renders the index, in vec4s, of vec4 g of thread t's leaves in its
+// row: the row starts at vec4 vbase (base / 4).
+func (v *rowVec) at(g int) string {
+	at := "vbase + t"
+	if v.per > 4 {
+		at = fmt.Sprintf("vbase + t * %du", v.per/4)
+	}
+	if g > 0 {
+		at += fmt.Sprintf(" + %du", g)
+	}
+	return at
+}
+
+// lanes are a vec4's components, by leaf.
+const lanes = "xyzw"
 
 // rowDivisions declares the functions of the divisions by a per-row
 // divisor in rows kernel k (with RowDivFast) and sets pl.Render for each;
@@ -332,12 +468,38 @@ func divisorParts(j int, near bool) []string {
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each
 // (see rowsKernel), written out step by step: every index of a private
 // array is a constant, so that they stay in registers (a loop over them
-// left NVIDIA's compiler spilling them to memory).
-func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying) []string {
+// left NVIDIA's compiler spilling them to memory). With vec (RowVec4, whose
+// schedule is contiguous), the pass first loads each vec4 of its leaves
+// that it reads (x<d>_<operand>_<vec4>), and a leaf reads its component;
+// a vec4 output's leaves are gathered in st<s> and stored 4 at a time.
+func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st staged, keyed func(int) keying, vec *rowVec) []string {
 	n, per := pl.Red.Leaves, pl.P/st.threads
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	var outs []int // the vec4 outputs the pass stores
+	if vec != nil {
+		for _, s := range pl.LeafStores[d] {
+			if vec.out[s] {
+				outs = append(outs, s)
+				add("var st%d: vec4<f32>;", s)
+			}
+		}
+	}
+	pre := len(lines) // where the vec4 loads go
 	for j := range per {
+		leafLoad := load
+		if vec != nil {
+			leafLoad = func(op int) string {
+				if _, ok := vec.in[op]; !ok {
+					return load(op)
+				}
+				return fmt.Sprintf("x%d_%d_%d.%c", d, op, j/4, lanes[j%4])
+			}
+			pl.LeafStore = map[int]func(string) string{}
+			for _, s := range outs {
+				pl.LeafStore[s] = func(v string) string { return fmt.Sprintf("st%d.%c = %s;", s, lanes[j%4], v) }
+			}
+		}
 		add("{")
 		last := (j+1)*st.threads > n // a step some of whose threads' leaves are padding
 		if st.contiguous {
@@ -353,7 +515,7 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 			}
 			add("\ta%d[%d] = %s;", a, j, id)
 		}
-		body := pl.LeafPass(Lang, k, d, load, fmt.Sprint(j))
+		body := pl.LeafPass(Lang, k, d, leafLoad, fmt.Sprint(j))
 		if last {
 			add("\tif (r < %du) {", n)
 			add("\t\tlet i = base + r;")
@@ -368,6 +530,25 @@ func wgPass(k *ir.Kernel, pl codegen.RowPlan, d int, load func(int) string, st s
 			}
 		}
 		add("}")
+		if j%4 == 3 {
+			for _, s := range outs {
+				add("out%d[%s] = st%d;", s, vec.at(j/4), s)
+			}
+		}
+	}
+	if vec != nil {
+		// the vec4s the pass's leaves read (not those that Instr renders
+		// and drops for their constants' slots)
+		var loads []string
+		for g := range per / 4 {
+			for op := range k.Inputs {
+				x := fmt.Sprintf("x%d_%d_%d", d, op, g)
+				if _, ok := vec.in[op]; ok && slices.ContainsFunc(lines[pre:], func(ln string) bool { return strings.Contains(ln, x+".") }) {
+					loads = append(loads, fmt.Sprintf("let %s = in%d[%s];", x, op, codegen.Index(Lang, vec.in[op], vec.at(g))))
+				}
+			}
+		}
+		lines = slices.Insert(lines, pre, loads...)
 	}
 	for _, a := range pl.Accs[d] {
 		c := "combine_" + k.Body[a].Op.Info().Wire

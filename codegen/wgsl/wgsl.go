@@ -38,12 +38,12 @@ import (
 
 // Config names the generator's tuning knobs that change its output without
 // changing the kernel (Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowMaxAtomic,
-// RowContiguous, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
+// RowContiguous, RowVec4, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
 // ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
 // program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vec=%t,vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,maxatomic=%t,contig=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
-		Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowMaxAtomic, RowContiguous, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vec=%t,vpt=%d,threads=%d,rowthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,maxatomic=%t,contig=%t,rowvec4=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
+		Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowMaxAtomic, RowContiguous, RowVec4, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
@@ -259,11 +259,18 @@ func generate(k *ir.Kernel, t Target) codegen.Shader {
 		if e := matmulInputElem(k, i); e != "" {
 			elem = e
 		}
+		if e := rowsInputElem(k, i); e != "" {
+			elem = e
+		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read> in%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadOnly)
 		binding++
 	}
 	for i := range k.Outputs {
+		elem := elem
+		if e := rowsOutputElem(k, i); e != "" {
+			elem = e
+		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, read_write> out%d: array<%s>;\n", binding, i, elem)
 		s.Bindings = append(s.Bindings, codegen.ReadWrite)
 		binding++
