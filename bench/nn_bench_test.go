@@ -22,7 +22,8 @@ package bench
 //	                  staged through workgroup memory (wgsl.RowContiguous);
 //	                  vec4, contig's runs read and written as vec4s of 4
 //	                  adjacent leaves where the rows and operands allow
-//	                  (wgsl.RowVec4);
+//	                  (wgsl.RowVec4, the default since 2026-12-06), novec4
+//	                  not;
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
 //	                  reciprocal (wgsl.RowDivNear off); and of the
@@ -148,6 +149,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowContiguous = true
 		case "vec4":
 			wgsl.RowVec4 = true
+		case "novec4":
+			wgsl.RowVec4 = false
 		case "nonear":
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":
