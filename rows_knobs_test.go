@@ -238,16 +238,18 @@ func TestRowMax(t *testing.T) {
 	}
 }
 
-// TestRowThreads: a rows kernel's workgroup size (wgsl.RowThreads: 32, 64
-// and 128 besides the default 256) changes its schedule, never its bits:
+// TestRowThreads: a rows kernel's workgroup size (wgsl.RowThreads: 32, 64,
+// 128 and 256, with no other size for cheap leaves: wgsl.RowCheapThreads
+// off) changes its schedule, never its bits:
 // random row graphs and softmax, log-softmax and layer norm over extremes
 // and random values, rows from 33 to 4096 leaves (a workgroup a row from
 // RowThreads padded leaves on, more threads where one would hold more than
 // 16 leaves), against cpuref on webgpu.
 func TestRowThreads(t *testing.T) {
 	rt := open(t, "webgpu")
-	defer func(n int) { wgsl.RowThreads = n }(wgsl.RowThreads)
-	threads, shapes := []int{32, 64, 128}, []ir.Shape{{5, 33}, {3, 100}, {3, 1000}, {3, 1024}, {2, 4096}}
+	defer func(n, c int) { wgsl.RowThreads, wgsl.RowCheapThreads = n, c }(wgsl.RowThreads, wgsl.RowCheapThreads)
+	wgsl.RowCheapThreads = 0 // every kernel at RowThreads, layer norm's too (the default runs it at 128)
+	threads, shapes := []int{32, 64, 128, 256}, []ir.Shape{{5, 33}, {3, 100}, {3, 1000}, {3, 1024}, {2, 4096}}
 	if testing.Short() {
 		threads, shapes = []int{64}, []ir.Shape{{3, 100}, {3, 1024}, {2, 4096}}
 	}

@@ -251,13 +251,14 @@ suite_rowatomic() {
 	grep -h '^Benchmark\|^## GPUCC' "$OUT/rowatomic.txt" | sed 's/  */ /g' >>"$OUT/visit.log"
 }
 # rowvec (about 90 s): softmax, log-softmax and layer norm with each thread's contiguous leaves loaded and stored as
-# vec4s (wgsl.RowVec4): the row kernels' bits under it on the driver (TestRowKnobs, TestRowMax), then [8192,1024]
-# under the default, contiguous runs (contig), vec4s, vec4s at 128 threads, and the default again, each a fresh
-# process, beside PyTorch eager
+# vec4s (wgsl.RowVec4, the default since 2026-12-06): the row kernels' bits on the driver (TestRowKnobs, TestRowMax,
+# TestRowThreads), then [8192,1024] under the default (vec4s; 128 threads for layer norm's cheap leaves), without vec4s
+# (novec4), without the cheap kernels' 128 threads (nocheap), every kernel at 128 threads, every thread combining the
+# groups' values (rootall), and the default again, each a fresh process, beside PyTorch eager
 suite_rowvec() {
-	tests rowvec_exact.txt 90 gpucc 'TestRowKnobs$|TestRowMax'
+	tests rowvec_exact.txt 90 gpucc 'TestRowKnobs$|TestRowMax|TestRowThreads'
 	warm
-	for v in default contig vec4 threads128,vec4 default; do
+	for v in default novec4 nocheap threads128 rootall default; do
 		benches rowvec.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowvec.txt"
 	done

@@ -18,6 +18,8 @@ package bench
 //	                  alone, no fast path (wgsl.FastPaths off); threads32,
 //	                  threads64, threads128, threads256, a rows kernel's
 //	                  workgroup size (wgsl.RowThreads, 256 by default);
+//	                  nocheap, no other size for a kernel of cheap leaves
+//	                  (wgsl.RowCheapThreads: 128 by default, layer norm's);
 //	                  contig, each thread's leaves a contiguous run, not
 //	                  staged through workgroup memory (wgsl.RowContiguous);
 //	                  vec4, contig's runs read and written as vec4s of 4
@@ -128,11 +130,11 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, atomic, paths, contig, rowvec4, vec bool, threads, vpt, vthreads int) {
+	defer func(once, fast, near, keys, atomic, paths, contig, rowvec4, vec bool, threads, cheap, vpt, vthreads int) {
 		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise = once, fast, near, keys, atomic, paths, contig, rowvec4, vec
-		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, vpt, vthreads
+		wgsl.RowThreads, wgsl.RowCheapThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, cheap, vpt, vthreads
 	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise,
-		wgsl.RowThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
+		wgsl.RowThreads, wgsl.RowCheapThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
 		case "rootall":
@@ -151,6 +153,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowVec4 = true
 		case "novec4":
 			wgsl.RowVec4 = false
+		case "nocheap":
+			wgsl.RowCheapThreads = 0
 		case "nonear":
 			wgsl.RowDivNear = false
 		case "threads32", "threads64", "threads128", "threads256":

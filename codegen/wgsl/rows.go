@@ -36,7 +36,7 @@ import (
 func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool) {
 	pl := codegen.PlanRows(k)
 	n, p := pl.Red.Leaves, pl.P
-	threads := rowThreads(p)
+	threads := rowThreads(k, p)
 	wg := p >= threads
 	per := p
 	var vec *rowVec // RowVec4's vec4s, if it takes them
@@ -191,14 +191,54 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 // at 128 on Vulkan (bench/device.sh exactkernels, GPUCC_BENCH_ROWS=threads128).
 var RowThreads = SumThreads
 
-// rowThreads is the workgroup size of a rows kernel over rows of p padded
-// leaves: RowThreads, or more threads where each would hold more than 16
-// leaves (at most SumThreads): registers, not the tree, bound a thread.
-func rowThreads(p int) int {
-	if p/RowThreads > 16 {
-		return min(SumThreads, max(RowThreads, p/16))
+// rowThreads is the workgroup size of rows kernel k over rows of p padded
+// leaves: RowThreads (RowCheapThreads for a kernel of cheap leaves), or
+// more threads where each would hold more than 16 leaves (at most
+// SumThreads): registers, not the tree, bound a thread.
+func rowThreads(k *ir.Kernel, p int) int {
+	t := RowThreads
+	if RowCheapThreads > 0 && RowThreads == SumThreads && cheapLeaves(k) {
+		t = RowCheapThreads
 	}
-	return RowThreads
+	if p/t > 16 {
+		return min(SumThreads, max(t, p/16))
+	}
+	return t
+}
+
+// RowCheapThreads is the workgroup size of a rows kernel whose leaves
+// take only a few instructions each (cheapLeaves: a layer norm's, an RMS
+// norm's), where RowThreads is its default, SumThreads; 0 keeps
+// RowThreads for every rows kernel. On an H100 (2026-12-06, [8192,1024],
+// RowVec4) layer norm ran 0.0474 ms at 128 threads against 0.0639 at 256,
+// while softmax and log-softmax, whose leaves each take an exp, ran
+// 0.0489 and 0.0416 against 0.0433 and 0.0396: a thread of cheap leaves
+// has the registers for twice as many, and the workgroup half the
+// partials to combine. The same tree, the same bits (TestRowThreads,
+// TestRowKnobs at 128 threads). A knob for the benchmarks (Config names
+// it).
+var RowCheapThreads = 128
+
+// cheapLeaves reports whether every per-leaf value of rows kernel k is a
+// load, a constant or arithmetic of a few instructions (no exp, log,
+// tanh, erf or other function of the table's bodies): cheapOps.
+func cheapLeaves(k *ir.Kernel) bool {
+	row := k.RowValues()
+	for j, in := range k.Body {
+		if in.Kind == ir.InstrOp && !row[j] && !cheapOps[in.Op] {
+			return false
+		}
+	}
+	return true
+}
+
+// cheapOps are the elementwise ops a leaf of a cheap rows kernel may
+// take (cheapLeaves).
+var cheapOps = map[ir.Op]bool{
+	ir.OpAdd: true, ir.OpSub: true, ir.OpMul: true, ir.OpDiv: true, ir.OpNeg: true,
+	ir.OpAddScalar: true, ir.OpSubScalar: true, ir.OpMulScalar: true, ir.OpDivScalar: true,
+	ir.OpMaximum: true, ir.OpMinimum: true, ir.OpMaximumScalar: true, ir.OpMinimumScalar: true,
+	ir.OpRelu: true, ir.OpPositive: true,
 }
 
 // RowDivFast makes a rows kernel divide by a per-row divisor through
@@ -259,7 +299,7 @@ func rowVec4Rows(k *ir.Kernel) bool {
 	}
 	red := ir.ReductionOf(k.Shape, k.Keep)
 	p, _ := codegen.SumBlock(red.Leaves, 1)
-	threads := rowThreads(p)
+	threads := rowThreads(k, p)
 	if red.Leaves != p || p < threads || p/threads%4 != 0 {
 		return false
 	}
@@ -856,7 +896,7 @@ func rowIdentity(op ir.Op) string {
 func rowsLoopCost(k *ir.Kernel) int {
 	pl := codegen.PlanRows(k)
 	per := pl.P
-	if threads := rowThreads(pl.P); pl.P >= threads {
+	if threads := rowThreads(k, pl.P); pl.P >= threads {
 		per = pl.P / threads
 	}
 	c := 0
