@@ -12,7 +12,11 @@ import (
 // rowsKernel emits a rows kernel (ir.KernelRows) by codegen.PlanRows.
 //
 // Rows of at least rowThreads(P) padded leaves get a workgroup of that
-// many threads each (RowThreads, more for long rows). Every pass reads the row coalesced: in step j thread t
+// many threads each (RowThreads, RowCheapThreads for cheap leaves, more
+// for long rows). Where each thread holds a multiple of 4 leaves of an
+// unpadded row (RowVec4, the default), thread t takes the contiguous run
+// from t·P/threads, loaded and stored as vec4s, and reduces it where it
+// is; otherwise every pass reads the row coalesced: in step j thread t
 // evaluates leaf j·RowThreads + t, so a warp's loads and stores are
 // adjacent, and keeps
 // in registers the values later passes read (loads included: each leaf of
@@ -26,11 +30,16 @@ import (
 // a private array is a constant. Shorter rows get a thread each, which
 // holds all P leaves and loops over them.
 //
-// The leaves reach the tree through workgroup memory, never straight from
-// the registers they were computed in: an unrolled tree over a short row's
-// leaves in registers (tried for rows of up to 32 leaves) changed the bits
-// of variance on lavapipe, whose compiler rewrote the guarded products
-// and sums across the tree (see Params.one in the package doc).
+// In the staged schedule the leaves reach the tree through workgroup
+// memory, not straight from the registers they were computed in: an
+// unrolled tree over a short row's leaves in registers (tried for rows of
+// up to 32 leaves) changed the bits of variance on lavapipe, whose
+// compiler rewrote the guarded products and sums across the tree (see
+// Params.one in the package doc). Under RowVec4 (and RowContiguous) a
+// thread's run goes from its registers into the tree; every product is
+// kept (TestProductsKept), and TestRowKnobs' variance and layer norm over
+// extremes give cpuref's bits under it on lavapipe and on NVIDIA's driver
+// (2026-12-06), but that is the tests' word, not a proof.
 // With fused (Target.Fused), its divisions by a per-row divisor take
 // ir.DivRowFastFused.
 func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool) {
