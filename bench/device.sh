@@ -65,6 +65,9 @@
 #            fast, at 4096³ (SHAPES=4096,1024 ..., MM_TILES="rule 128x128/8x8k8v4s2 ..." pick), each checked against
 #            cpuref's bits (fast: its bound) before it is timed, after the staged kernel's bit tests on the driver;
 #            beside cuBLAS (TF32 off)
+#   mmsweep  the matmul tiles alone (each checked against cpuref's bits before it is timed): exact at 4096³ and the
+#            MLP step's three layouts (SHAPES), fast at 4096³, then the MLP step under tile sets (MLP_SETS, as
+#            GPUCC_BENCH_MLP_TILES reads them); GPUCC_PLAN_STORAGE=device admits tiles past 16 KiB; beside cuBLAS
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
 #   scatter  the scatter rows on the driver against cpu's bits (every dtype and reduction, the limits, the
@@ -600,6 +603,18 @@ suite_matmul() {
 	benches bench_matmul.txt 420 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_SHAPES="${SHAPES:-4096}" GPUCC_BENCH_MATMUL_TILES="${MM_TILES:-}"
 	grep -h 'TFLOP/s, exact' "$OUT/bench_matmul.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
 	timeout 90 python3 bench/torch_matmul.py "${SHAPES:-4096}" >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
+	log "torch_matmul.py: exit $? $(grep -o '"matmul_tflops": {[^}]*}' "$OUT/torch_matmul.json")"
+}
+suite_mmsweep() {
+	warm
+	benches bench_matmul.txt 300 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_MODES=exact \
+		GPUCC_BENCH_MATMUL_SHAPES="${SHAPES:-4096,4096x1024x1024,4096x1024x1024tb,1024x4096x1024ta}" GPUCC_BENCH_MATMUL_TILES="${MM_TILES:-}"
+	benches bench_matmul.txt 150 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_MODES=fast GPUCC_BENCH_MATMUL_SHAPES=4096 \
+		GPUCC_BENCH_MATMUL_TILES="${MM_FAST_TILES:-${MM_TILES:-}}"
+	grep -h 'TFLOP/s' "$OUT/bench_matmul.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
+	benches bench_mlp.txt 150 bench 'MatmulMLPStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16 GPUCC_BENCH_MLP_TILES="${MLP_SETS:-base}"
+	grep -h '^Benchmark' "$OUT/bench_mlp.txt" | awk '{print $1, $3, $4, $5, $6}' >>"$OUT/visit.log"
+	timeout 90 python3 bench/torch_matmul.py 4096 >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
 	log "torch_matmul.py: exit $? $(grep -o '"matmul_tflops": {[^}]*}' "$OUT/torch_matmul.json")"
 }
 suite_gather() {

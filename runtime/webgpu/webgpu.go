@@ -117,11 +117,10 @@ func open(opts backend.Options) (backend.Device, error) {
 		}
 		tiles, _ = tune.Load("")
 	}
-	// The passes plan matmul and conv tiles for WebGPU's default storage,
-	// as on every device before runtime/gpu was granted the adapter's (no
-	// device has timed their larger choices); the WGSL target's Storage is
-	// the device's (a wide online attention tile fills it).
-	passStorage := min(int(l.MaxComputeWorkgroupStorageSize), passes.WebGPUDefault.MaxWorkgroupStorage)
+	// The passes plan matmul and conv tiles for WebGPU's default storage
+	// (tune.PlanStorage); the WGSL target's Storage is the device's (a
+	// wide online attention tile fills it).
+	passStorage := tune.PlanStorage(l)
 	return &device{
 		dev:       dev,
 		storage:   int(l.MaxComputeWorkgroupStorageSize),

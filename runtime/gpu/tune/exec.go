@@ -22,7 +22,7 @@ import (
 func PassOptions(dev *gpu.Device) passes.Options {
 	l := dev.Info().Limits
 	return passes.Options{MaxInvocations: int(l.MaxComputeInvocationsPerWorkgroup),
-		MaxWorkgroupStorage: planStorage(l), SplitSums: true}
+		MaxWorkgroupStorage: PlanStorage(l), SplitSums: true}
 }
 
 // Prepared is a program compiled and uploaded to a device, ready to run

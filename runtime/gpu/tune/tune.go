@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,12 +97,17 @@ type Options struct {
 	Progress func(ShapeReport)
 }
 
-// planStorage is the workgroup storage the webgpu backend's passes plan
-// matmul tiles for on a device of limits l: WebGPU's default 16 KiB even
-// where the device grants more (runtime/webgpu's profile; only a wide
-// online attention tile fills more), so that a tuned tile is one the
-// backend keeps.
-func planStorage(l gpu.Limits) int {
+// PlanStorage is the workgroup storage the webgpu backend's passes plan
+// matmul and conv tiles for on a device of limits l: WebGPU's default 16
+// KiB even where the device grants more (only a wide online attention
+// tile fills more), so that a tuned tile is one the backend keeps. The
+// environment's GPUCC_PLAN_STORAGE=device plans for all the device grants
+// (48 KiB on NVIDIA's Vulkan driver): a knob for timing the larger tiles,
+// in the benchmarks and in a whole engine alike.
+func PlanStorage(l gpu.Limits) int {
+	if os.Getenv("GPUCC_PLAN_STORAGE") == "device" {
+		return int(l.MaxComputeWorkgroupStorageSize)
+	}
 	return min(int(l.MaxComputeWorkgroupStorageSize), passes.WebGPUDefault.MaxWorkgroupStorage)
 }
 
@@ -114,7 +120,7 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 	fits := func(t ir.Tile) bool {
 		th := (t.BM / t.TM) * (t.BN / t.TN)
 		return th >= 32 && th <= int(l.MaxComputeInvocationsPerWorkgroup) &&
-			4*t.BK*(t.BM+t.BN) <= planStorage(l) &&
+			4*t.BK*(t.BM+t.BN) <= PlanStorage(l) &&
 			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
 	}
 	if s.vec4() {
