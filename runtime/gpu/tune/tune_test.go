@@ -232,3 +232,24 @@ func TestParseShape(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStorage: tiles are planned for WebGPU's 16 KiB on a device that
+// grants more, and for the device's grant under GPUCC_PLAN_STORAGE=device;
+// a device that grants less is never planned past it.
+func TestPlanStorage(t *testing.T) {
+	for _, tc := range []struct {
+		env          string
+		grant, plans int
+	}{
+		{"", 49152, 16384},
+		{"", 8192, 8192},
+		{"device", 49152, 49152},
+		{"device", 8192, 8192},
+		{"other", 49152, 16384},
+	} {
+		t.Setenv("GPUCC_PLAN_STORAGE", tc.env)
+		if got := tune.PlanStorage(gpu.Limits{MaxComputeWorkgroupStorageSize: uint32(tc.grant)}); got != tc.plans {
+			t.Errorf("GPUCC_PLAN_STORAGE=%q, a grant of %d: plans for %d, want %d", tc.env, tc.grant, got, tc.plans)
+		}
+	}
+}
