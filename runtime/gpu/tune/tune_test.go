@@ -277,3 +277,46 @@ func TestPlanStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatesReachTiling: every tile of the search space for a large
+// vec4 shape, on NVIDIA's limits (48 KiB granted, 16 KiB planned), is one
+// the tiling pass emits as it is (a candidate it changed would be measured
+// under another name), the double-buffered lean tiles that won on the H100
+// among them, ahead of their single-buffered twins.
+func TestCandidatesReachTiling(t *testing.T) {
+	l := gpu.Limits{MaxComputeInvocationsPerWorkgroup: 1024, MaxComputeWorkgroupSizeX: 1024, MaxComputeWorkgroupSizeY: 1024,
+		MaxComputeWorkgroupStorageSize: 49152}
+	s := tune.Shape{M: 4096, K: 1024, N: 1024}
+	cands := tune.Candidates(s, l)
+	lim := ir.DefaultLimits()
+	lim.MaxOps, lim.MaxElements, lim.MaxStorageBytes = 1<<40, 1<<26, 1<<30
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{s.M, s.K}, make([]float32, s.M*s.K)).MatMul(b.Input(ir.Shape{s.K, s.N}, make([]float32, s.K*s.N))))
+	g, err := b.Build(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, c := range cands {
+		at[passes.TileString(c)] = i
+		sp, _, err := passes.Compile(g, passes.Options{Limits: lim, MaxInvocations: 1024, MaxWorkgroupStorage: tune.PlanStorage(l), Tile: &c})
+		if err != nil {
+			t.Fatalf("%s: %v", passes.TileString(c), err)
+		}
+		if got := sp.Program().Kernels[0].Tile; got != c {
+			t.Errorf("candidate %s: the tiling pass emitted %s", passes.TileString(c), passes.TileString(got))
+		}
+	}
+	for _, won := range []string{"64x128/8x8k8v4s2luw", "128x128/8x16k8v4s2l", "64x64/4x4k16v4s2l"} {
+		i, ok := at[won]
+		if !ok {
+			t.Errorf("%s, an H100 winner, is not a candidate", won)
+			continue
+		}
+		plain := won[:strings.Index(won, "s2")]
+		if j, ok := at[plain]; !ok || j < i {
+			t.Errorf("%s at %d: its single-buffered twin %s (at %d, %v) should follow it", won, i, plain, j, ok)
+		}
+	}
+	t.Logf("%d candidates", len(cands))
+}
