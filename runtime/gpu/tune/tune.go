@@ -117,10 +117,11 @@ func PlanStorage(l gpu.Limits) int {
 // follow), when s's operands allow vec4 reads, then scalar tiles. Each
 // vec4 tile whose double buffer fits comes first as the double-buffered
 // kernel with the lean option (s2l), then with lean, unroll and warp
-// (s2luw), then single-buffered: the H100 ran those first two fastest in
-// every class it timed (2026-12-06: 4096³ exact 27.1 TFLOP/s by s2luw
-// against 22.1 by the rule's single-buffered tile, fast 45.6 against
-// 29.5). Those that do not fit l are left out.
+// (s2luw), then single-buffered: on the H100 a double-buffered lean tile
+// was the fastest in every class timed (2026-12-06: 4096³ exact 27.1
+// TFLOP/s by s2luw against 22.1 by the rule's single-buffered tile, fast
+// 45.6 against 29.5; the MLP step's layouts s2l). Those that do not fit l
+// are left out.
 func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 	var out []ir.Tile
 	fits := func(t ir.Tile) bool {
