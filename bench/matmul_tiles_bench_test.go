@@ -33,14 +33,16 @@ import (
 // tiles for 4096³ (runtime/gpu/tune/tables/h200.json: exact 64x128 8x8
 // k8, fast 64x128 8x4 k16, what the H200 runs by default), and the staged
 // kernel (ir.Tile.Stages) at one and two buffers over those shapes and
-// larger register tiles, all within 16 KiB of workgroup memory (all the
-// H200 grants through wgpu 0.19), then the double-buffered kernel's
-// options (ir.Tile.Opts: l lean, u unroll, w warp) on the shapes that won
-// before.
+// larger register tiles, all within the 16 KiB of workgroup memory the
+// backend plans tiles for (tune.PlanStorage; NVIDIA grants 48 KiB, and
+// GPUCC_PLAN_STORAGE=device admits tiles past 16 KiB, which were no faster
+// on an H100 on 2026-12-06), then the double-buffered kernel's options
+// (ir.Tile.Opts: l lean, u unroll, w warp) on the shapes that won before,
+// and the H100's winner for the MLP step's weight gradients.
 const matmulTiles = "rule 64x128/8x8k8v4 64x128/8x4k16v4 64x128/8x8k8v4s2 64x128/8x8k16v4s1 64x128/8x4k8v4s2 " +
 	"128x128/8x8k8v4s2 128x128/8x8k16v4s1 128x128/8x16k8v4s2 128x256/8x16k4v4s2 128x64/8x8k8v4s2 " +
 	"64x128/8x8k8v4s2l 64x128/8x8k8v4s2lu 64x128/8x8k8v4s2lw 64x128/8x8k8v4s2luw 128x128/8x8k8v4s2l 128x128/8x8k8v4s2lw " +
-	"128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw 128x128/16x8k8v4s2l"
+	"128x128/8x16k8v4s2l 128x128/8x16k8v4s2lw 128x128/16x8k8v4s2l 64x64/4x4k16v4s2l"
 
 func BenchmarkMatmulTiles(b *testing.B) {
 	shapes, err := matmulShapes(envString("GPUCC_BENCH_MATMUL_SHAPES", "4096"))
