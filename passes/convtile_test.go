@@ -143,7 +143,7 @@ func TestSpreadConv(t *testing.T) {
 		})
 	}
 	for _, l := range ConvLadder {
-		if !wellFormed(l) || tileThreads(l) > 256 || tileThreads(l) < 64 || tileBytes(l) > 16384 {
+		if !WellFormed(l) || tileThreads(l) > 256 || tileThreads(l) < 64 || tileBytes(l) > 16384 {
 			t.Errorf("ladder tile %+v: %d threads, %d bytes", l, tileThreads(l), tileBytes(l))
 		}
 	}

@@ -125,7 +125,7 @@ func workgroupStorage(o Options) int {
 func choose(k *ir.Kernel, o Options) ir.Tile {
 	over := o.Tile
 	if over == nil && o.TileFor != nil {
-		if t := o.TileFor.TileFor(k); t != nil && wellFormed(*t) {
+		if t := o.TileFor.TileFor(k); t != nil && WellFormed(*t) {
 			over = t
 		}
 	}
@@ -175,11 +175,12 @@ func narrow(k *ir.Kernel) ir.Tile {
 	return ir.Tile{BM: s, BN: 256 / s, TM: 1, TN: 1, BK: 16, Vector: 1}
 }
 
-// wellFormed reports whether t is a tile the generators can emit: positive
+// WellFormed reports whether t is a tile the generators can emit (the
+// tuner's search space asks it too): positive
 // sizes, register tiles that divide the workgroup tile, and for vec4
 // kernels register tiles and a k-step in whole vec4s. A tuned table is read
 // from disk; a tile that fails this is ignored (the rule applies).
-func wellFormed(t ir.Tile) bool {
+func WellFormed(t ir.Tile) bool {
 	const most = 1024
 	for _, n := range []int{t.BM, t.BN, t.TM, t.TN, t.BK} {
 		if n <= 0 || n > most {
@@ -288,7 +289,7 @@ func ParseTile(s string) (ir.Tile, error) {
 const tileRules = "sides from 1 to 1024, register tiles that divide the workgroup tile; v4 needs multiples of 4; s1 needs v4; l, u and w need v4s2, w a thread grid of 8k×4k"
 
 // generable reports whether t, as ParseTile gives it or Options.Tile
-// forces it, is a tile the generators can emit (wellFormed): s2 without
+// forces it, is a tile the generators can emit (WellFormed): s2 without
 // v4 is the double-buffered conv GEMM (a matmul runs it as its scalar
 // kernel), and Vector 0 is the scalar kernel's, as the generators read it.
 func generable(t ir.Tile) bool {
@@ -298,7 +299,7 @@ func generable(t ir.Tile) bool {
 	if t.Vector == 1 && t.Stages == 2 {
 		t.Stages = 0
 	}
-	return wellFormed(t)
+	return WellFormed(t)
 }
 
 // TileString writes t as ParseTile reads it.

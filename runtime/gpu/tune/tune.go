@@ -143,7 +143,7 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 							for _, o := range []ir.TileOpts{ir.TileLean, ir.TileLean | ir.TileUnroll | ir.TileWarp} {
 								d := t
 								d.Stages, d.Opts = 2, o
-								if fits(d) && (o&ir.TileWarp == 0 || (d.BN/d.TN)%8 == 0 && (d.BM/d.TM)%4 == 0) {
+								if fits(d) && passes.WellFormed(d) { // w wants a grid of 8×4 warp blocks
 									out = append(out, d)
 								}
 							}
