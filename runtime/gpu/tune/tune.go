@@ -124,10 +124,11 @@ func PlanStorage(l gpu.Limits) int {
 // are left out.
 func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 	var out []ir.Tile
+	storage := PlanStorage(l)
 	fits := func(t ir.Tile) bool {
 		th := (t.BM / t.TM) * (t.BN / t.TN)
 		return th >= 32 && th <= int(l.MaxComputeInvocationsPerWorkgroup) &&
-			4*t.BK*(t.BM+t.BN)*max(1, t.Stages) <= PlanStorage(l) &&
+			4*t.BK*(t.BM+t.BN)*max(1, t.Stages) <= storage &&
 			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
 	}
 	if s.vec4() {
