@@ -153,6 +153,16 @@ type RunOptions struct {
 	// into it. A name that is not an input given as a DeviceTensor, or a
 	// tensor given under a second name too, is invalid_input.
 	Donate []string
+	// Profile times each kernel on its own: the run submits its kernels
+	// one at a time, waits for each, and Result.Profile holds each one's
+	// time, by GPU timestamps where the device has them. It is a tool for
+	// finding which kernel costs what, not a way to run: each kernel pays
+	// a round trip, and what a run's kernels share (one submission, work
+	// overlapping across a barrier) is gone, so the profile's sum is not
+	// the run's time. The outputs are a run's. Only webgpu profiles, and
+	// not a typed or split graph's executable (unsupported); with NoWait
+	// it is invalid_input.
+	Profile bool
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
@@ -266,6 +276,12 @@ func (opts RunOptions) donated(name string) bool { return slices.Contains(opts.D
 // it returns rt.mu.
 func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, donors []*DeviceTensor) (*Result, error) {
 	rt := e.rt
+	if err := e.canProfile(opts); err != nil {
+		rt.mu.Lock()
+		rt.consumeLocked(donors)
+		rt.mu.Unlock()
+		return nil, err
+	}
 	if e.split != nil { // each segment's run locks; none writes in place (no segment is given Donate)
 		res, err := e.runSplit(ctx, in, opts)
 		rt.mu.Lock()
@@ -285,11 +301,51 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 		return nil, err
 	}
 	defer e.endRun(&r)
-	if _, err := guard(rt, func() (struct{}, error) { return struct{}{}, e.runBackend(ctx, r.call, opts.NoWait) }); err != nil {
+	var prof []backend.KernelTime
+	if _, err := guard(rt, func() (struct{}, error) {
+		var err error
+		prof, err = e.runBackend(ctx, r.call, opts)
+		return struct{}{}, err
+	}); err != nil {
 		return nil, e.failed(&r, err)
 	}
 	r.adopt()
-	return r.finish(ctx, start)
+	res, err := r.finish(ctx, start)
+	if res != nil && opts.Profile {
+		res.Profile = e.profileOf(prof)
+	}
+	return res, err
+}
+
+// canProfile refuses opts.Profile where the run cannot be profiled
+// (RunOptions.Profile).
+func (e *Executable) canProfile(opts RunOptions) error {
+	switch {
+	case !opts.Profile:
+		return nil
+	case opts.NoWait:
+		return ir.Errorf(ir.CodeInvalidInput, -1, "", "profile: a profiled run waits for each kernel; it cannot be NoWait")
+	case e.typed != nil || e.split != nil:
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "profile: a typed or split graph's runs cannot be profiled")
+	}
+	if _, ok := e.exe.(backend.Profiler); !ok {
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "profile: backend %s cannot time kernels one at a time (webgpu can)", e.rt.info.Name)
+	}
+	return nil
+}
+
+// profileOf names each kernel of a profiled run.
+func (e *Executable) profileOf(prof []backend.KernelTime) []KernelTime {
+	out := make([]KernelTime, 0, len(prof))
+	for _, kt := range prof {
+		k := &e.plan.Program.Kernels[kt.Kernel]
+		t := KernelTime{Kernel: k.Name, Kind: k.Kind.String(), Ms: ms(kt.Time), Clock: "wall"}
+		if kt.GPU {
+			t.Clock = "gpu-timestamp"
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // reuseCall returns e.call, made on first use; rt.mu held. begin
@@ -325,13 +381,16 @@ type queuer interface {
 	RunQueued(ctx context.Context, call *backend.Call) error
 }
 
-// runBackend runs call on the backend, queued when noWait and the
-// backend can; rt.mu held.
-func (e *Executable) runBackend(ctx context.Context, call *backend.Call, noWait bool) error {
-	if q, ok := e.exe.(queuer); ok && noWait {
-		return q.RunQueued(ctx, call)
+// runBackend runs call on the backend, queued when opts.NoWait and the
+// backend can, each kernel timed alone when opts.Profile; rt.mu held.
+func (e *Executable) runBackend(ctx context.Context, call *backend.Call, opts RunOptions) ([]backend.KernelTime, error) {
+	if p, ok := e.exe.(backend.Profiler); ok && opts.Profile {
+		return p.RunProfiled(ctx, call)
 	}
-	return e.exe.Run(ctx, call)
+	if q, ok := e.exe.(queuer); ok && opts.NoWait {
+		return nil, q.RunQueued(ctx, call)
+	}
+	return nil, e.exe.Run(ctx, call)
 }
 
 // run is one run of an Executable between begin and finish.

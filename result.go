@@ -68,6 +68,14 @@ func (t *Timings) Add(o Timings) {
 	t.ImportMs += o.ImportMs
 }
 
+// KernelTime is one kernel's time in a profiled run (RunOptions.Profile).
+type KernelTime struct {
+	Kernel string  `json:"kernel"` // its name, as --explain prints it
+	Kind   string  `json:"kind"`   // matmul, elementwise, sum, …
+	Ms     float64 `json:"ms"`
+	Clock  string  `json:"clock"` // "gpu-timestamp", or "wall" where the device has no timestamps
+}
+
 // Result is what one run returns; the CLI prints it as JSON.
 type Result struct {
 	Backend string            `json:"backend"`
@@ -79,6 +87,9 @@ type Result struct {
 	Kernels          int                      `json:"kernels"`
 	Cache            map[string]bool          `json:"cache,omitempty"` // hit or miss per cache level
 	FallbackAttempts []Attempt                `json:"fallbackAttempts"`
+	// Profile is each kernel's time, in program order, when the run was
+	// profiled (RunOptions.Profile).
+	Profile []KernelTime `json:"profile,omitempty"`
 	// Exact says the outputs are cpuref's, bit for bit (up to the GPU's
 	// flushing of subnormals). It is false only for fast mode's matmuls and
 	// convolutions (Options.Fast); ErrorBound then bounds each matmul or
@@ -171,6 +182,15 @@ func (t Timings) MarshalJSON() ([]byte, error) {
 	for _, f := range []*float64{&p.PassesMs, &p.CodegenMs, &p.CompileMs, &p.UploadMs, &p.DispatchMs, &p.FirstDispatchMs, &p.ReadbackMs, &p.TotalMs, &p.StartupMs, &p.ImportMs} {
 		*f = math.Round(*f*1e3) / 1e3
 	}
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes kt with its time rounded to the microsecond, as
+// Timings' (the Go value keeps the timestamps' nanoseconds).
+func (kt KernelTime) MarshalJSON() ([]byte, error) {
+	type plain KernelTime // without this method
+	p := plain(kt)
+	p.Ms = math.Round(p.Ms*1e3) / 1e3
 	return json.Marshal(p)
 }
 

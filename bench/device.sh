@@ -68,6 +68,8 @@
 #   mmsweep  the matmul tiles alone (each checked against cpuref's bits before it is timed): exact at 4096³ and the
 #            MLP step's three layouts (SHAPES), fast at 4096³, then the MLP step under tile sets (MLP_SETS, as
 #            GPUCC_BENCH_MLP_TILES reads them); GPUCC_PLAN_STORAGE=device admits tiles past 16 KiB; beside cuBLAS
+#   mmthin   the MLP step's thin products (N or K of 16) under tiles of one output a thread and deep k-steps (THIN_SHAPES,
+#            THIN_TILES), each checked against cpuref's bits before it is timed
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
 #   scatter  the scatter rows on the driver against cpu's bits (every dtype and reduction, the limits, the
@@ -212,6 +214,10 @@ suite_exactsplit() {
 	suite_exactsuite
 	tests exactness.txt 120 gpucc 'TestConv[A-Za-z]*/webgpu|TestPool[A-Za-z]*/webgpu' -test.short
 	tests exactness.txt 120 gpucc 'TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu|TestEmbedded[A-Za-z]*/webgpu|TestSlice[A-Za-z]*/webgpu' -test.short
+}
+# exactmm: exactsplit's matmul step alone (every staged tile, the built-in tables' among them, transposed and partial)
+suite_exactmm() {
+	tests exactness.txt 120 gpucc 'TestMatmul[A-Za-z]*/webgpu|TestBatchedMatmul/webgpu' -test.short
 }
 # rowsweep (about 50 s): softmax, log-softmax and layer norm [8192,1024] under the default, 64 and 128 threads, every
 # thread combining the groups' values (rootall: one barrier fewer a reduction, now that max's combination is 3
@@ -578,13 +584,17 @@ suite_engine() {
 	log "resident profile: exit $?"
 	cp $BIN/bench.test "$OUT/" 2>/dev/null # pprof needs the binary
 }
-# mlp (about 60 s): issue 35's MLP train step (4096, 1024→1024→1024→16), the whole step and each of its matmuls and
-# column sums alone (BenchmarkMLPStepKernels: which tile each takes, at what TFLOP/s), clock warmed
+# mlp (about 90 s): issue 35's MLP train step (4096, 1024→1024→1024→16), the whole step and each of its matmuls and
+# column sums alone (BenchmarkMLPStepKernels: which tile each takes, at what TFLOP/s), then the step beside each of
+# its own kernels run alone, epilogues included (BenchmarkMatmulMLPStep's profile), clock warmed
 suite_mlp() {
 	warm
 	benches bench_mlp.txt 120 bench 'MLPTrainStep/resident' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_mlp.txt 180 bench 'MLPStepKernels' 50x GPUCC_BENCH_MLP=4096,1024,1024,16
+	# the step beside each of its kernels run alone with its epilogue (RunOptions.Profile), MLP_SETS as mmsweep's
+	benches bench_mlp.txt 150 bench 'MatmulMLPStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16 GPUCC_BENCH_MLP_TILES="${MLP_SETS:-base}"
 	grep -h '^Benchmark' "$OUT/bench_mlp.txt" | awk '{print $1, $4, $5}' >>"$OUT/visit.log"
+	grep -h '^  [a-z_0-9]* \|^  sum ' "$OUT/bench_mlp.txt" >>"$OUT/visit.log"
 }
 suite_ops() {
 	benches ops_vs_builtin.txt 120 bench 'OpsVsBuiltin' 20x
@@ -616,6 +626,15 @@ suite_mmsweep() {
 	grep -h '^Benchmark' "$OUT/bench_mlp.txt" | awk '{print $1, $3, $4, $5, $6}' >>"$OUT/visit.log"
 	timeout 90 python3 bench/torch_matmul.py 4096 >"$OUT/torch_matmul.json" 2>>"$OUT/visit.log"
 	log "torch_matmul.py: exit $? $(grep -o '"matmul_tflops": {[^}]*}' "$OUT/torch_matmul.json")"
+}
+# mmthin (about 60 s): the MLP step's thin products (its last layer: N or K of 16) under tiles of one output a thread
+# and deep k-steps, beside the rule (16x16/1x1k16: 64 workgroups for the weight gradient, 0.112 ms alone on an H100)
+suite_mmthin() {
+	warm
+	benches bench_thin.txt 150 bench 'MatmulTiles' 1x GPUCC_BENCH_MATMUL_MODES=exact \
+		GPUCC_BENCH_MATMUL_SHAPES="${THIN_SHAPES:-1024x4096x16ta,4096x1024x16,4096x16x1024tb}" \
+		GPUCC_BENCH_MATMUL_TILES="${THIN_TILES:-rule 4x16/1x1k64 8x16/1x1k32 8x16/1x1k64 16x16/1x1k64 32x16/2x1k64 16x16/4x4k16v4s2l 16x16/4x4k32v4s2l 32x16/4x4k32v4s2l 64x16/4x4k16v4s2l 64x64/4x4k16v4s2l}"
+	grep -h 'TFLOP/s' "$OUT/bench_thin.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
 }
 suite_gather() {
 	warm

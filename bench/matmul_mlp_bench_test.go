@@ -77,10 +77,57 @@ func BenchmarkMatmulMLPStep(b *testing.B) {
 				}
 				t.Add(r.Timings)
 			}
-			b.Logf("tiles %v: losses %v (bits of the first set's), %.4f ms a step on the GPU", set, losses, t.DispatchMs/float64(b.N))
+			step := t.DispatchMs / float64(b.N)
+			b.Logf("tiles %v: losses %v (bits of the first set's), %.4f ms a step on the GPU", set, losses, step)
 			reportRun(b, t)
+			logStepProfile(b, rt, g, step)
 		})
 	}
+}
+
+// logStepProfile logs each kernel of g's train step run alone
+// (RunOptions.Profile: the step's executable compiled apart from the
+// trainer's, on the graph's own data, each kernel in a submission of its
+// own), the best of three profiled runs each, beside step, the ms a
+// step's kernels took together, so that what the step spends beyond its
+// kernels shows; a backend that cannot profile logs that it cannot.
+func logStepProfile(b *testing.B, rt *gpucc.Runtime, g *ir.Graph, step float64) {
+	ctx := context.Background()
+	sg, err := gpucc.StepGraph(g, "loss", 0.01)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exe, err := rt.Compile(ctx, sg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exe.Release()
+	var best []gpucc.KernelTime
+	for range 3 {
+		res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{Profile: true})
+		if gpucc.CodeOf(err) == ir.CodeUnsupported {
+			b.Logf("no profile: %v", err)
+			return
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if best == nil {
+			best = res.Profile
+		}
+		for i, kt := range res.Profile {
+			best[i].Ms = min(best[i].Ms, kt.Ms)
+		}
+	}
+	var sum float64
+	var lines []string
+	for _, kt := range best {
+		sum += kt.Ms
+		lines = append(lines, fmt.Sprintf("%-16s %-11s %.4f ms (%s)", kt.Kernel, kt.Kind, kt.Ms, kt.Clock))
+	}
+	// On stdout: a benchmark's log keeps its first lines only.
+	fmt.Printf("%s: each kernel alone, best of 3:\n  %s\n  sum %.4f ms, the step %.4f ms: %.4f ms beyond its kernels alone\n",
+		b.Name(), strings.Join(lines, "\n  "), sum, step, step-sum)
 }
 
 // classTiles is a passes.TileChooser: the tile of a matmul kernel's shape

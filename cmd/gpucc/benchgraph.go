@@ -200,7 +200,7 @@ func coldChild(gb graphBench, be string) int {
 	}
 	imported := time.Since(start)
 	mem, _ := cache.Open(cache.Options{})
-	res, err := runOnce(context.Background(), g, lib.Options{Backend: be, AllowSoftware: gb.allowSW, Limits: *gb.limits, Cache: mem}, filepath.Base(gb.path))
+	res, err := runOnce(context.Background(), g, lib.Options{Backend: be, AllowSoftware: gb.allowSW, Limits: *gb.limits, Cache: mem}, filepath.Base(gb.path), false)
 	if err != nil {
 		return fail(err)
 	}

@@ -81,6 +81,27 @@ func TestResultSchema(t *testing.T) {
 			}
 		})
 	}
+	// --profile: each kernel of a second run, by name, on webgpu; a
+	// backend that cannot profile is refused with a code.
+	t.Run("run --profile", func(t *testing.T) {
+		out, v, code := gpucc(t, "", "run", "--profile", "--backend", "webgpu", "--allow-software", example("row_stats.json"))
+		if code != 0 {
+			if os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && errorCode(v) == "backend_unavailable" {
+				t.Skipf("webgpu: %s", out)
+			}
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		check(t, "#/$defs/run", out)
+		prof, _ := v["profile"].([]any)
+		if n, _ := v["kernels"].(float64); len(prof) != int(n) || n < 2 {
+			t.Errorf("%d kernels profiled, the run dispatched %v\n%s", len(prof), v["kernels"], out)
+		}
+		out, v, code = gpucc(t, "", "run", "--profile", "--backend", "cpu", example("row_stats.json"))
+		if code == 0 || errorCode(v) != "unsupported" {
+			t.Errorf("run --profile --backend cpu: exit %d, %s", code, out)
+		}
+		check(t, "#/$defs/failure", out)
+	})
 	t.Run("train", func(t *testing.T) {
 		// The fixture's parameters are matrices and vectors;
 		// scalarParamGraph's is a scalar (shape []).

@@ -584,7 +584,21 @@ func (e *executable) readHost(ctx context.Context, call *backend.Call, bufs []*g
 	return nil
 }
 
-func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
+func (e *executable) Run(ctx context.Context, call *backend.Call) error {
+	return e.run(ctx, call, nil)
+}
+
+// RunProfiled is Run with each kernel in a submission of its own, timed
+// by the device's timestamps where it has them (backend.Profiler). The
+// host outputs are read after the last kernel, as Read does.
+func (e *executable) RunProfiled(ctx context.Context, call *backend.Call) ([]backend.KernelTime, error) {
+	prof := make([]backend.KernelTime, 0, len(e.p.Kernels))
+	err := e.run(ctx, call, &prof)
+	return prof, err
+}
+
+// run is Run, each kernel timed alone into prof when prof is not nil.
+func (e *executable) run(ctx context.Context, call *backend.Call, prof *[]backend.KernelTime) (err error) {
 	d, p, st := e.d, e.p, call.Stats
 	// The run's own buffers go back to the pool when it is over, except
 	// those handed to the caller as kept outputs.
@@ -626,6 +640,14 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 	// touch of fresh buffers maps their pages (0.6 against 0.26 ms for
 	// relu(a*b+c) over 64M on the H200): such a run is flagged.
 	st.FirstDispatch = e.fresh || !pooled
+	if prof != nil {
+		if err := e.profile(ctx, ds, st, prof); err != nil {
+			return err
+		}
+		e.fresh = false
+		held = e.keep(call, bufs, held)
+		return e.readHost(ctx, call, bufs, nil)
+	}
 	reads, outs := e.hostReads(call, bufs, e.runReads[:0], e.runOuts[:0])
 	e.runReads, e.runOuts = reads, outs
 	t0 := time.Now()
@@ -647,6 +669,33 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) (err error) {
 			return &backend.NonFiniteOutputError{Output: i, Index: r.Bad, Value: call.Dests[i].Host[r.Bad]}
 		}
 		st.ReadbackBytes += int64(len(r.Out)) * 4
+	}
+	return nil
+}
+
+// profile runs ds one dispatch at a time, each submitted and waited for
+// alone, appending each one's time to prof; the dispatch stage is their
+// sum.
+func (e *executable) profile(ctx context.Context, ds []gpu.Dispatch, st *backend.Stats, prof *[]backend.KernelTime) error {
+	st.GPUTimed = true
+	for i := range ds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		ns, timed, err := e.d.dev.RunTimed(ds[i : i+1])
+		wall := time.Since(t0)
+		st.Durations[backend.StageDispatch] += wall
+		if err != nil {
+			return e.fail(ctx, err)
+		}
+		kt := backend.KernelTime{Kernel: i, Time: wall}
+		if timed {
+			kt.Time, kt.GPU = time.Duration(ns), true
+			st.GPUDispatch += kt.Time
+		}
+		st.GPUTimed = st.GPUTimed && timed
+		*prof = append(*prof, kt)
 	}
 	return nil
 }
