@@ -286,27 +286,7 @@ func TestPlanStorage(t *testing.T) {
 func TestCandidatesReachTiling(t *testing.T) {
 	l := gpu.Limits{MaxComputeInvocationsPerWorkgroup: 1024, MaxComputeWorkgroupSizeX: 1024, MaxComputeWorkgroupSizeY: 1024,
 		MaxComputeWorkgroupStorageSize: 49152}
-	s := tune.Shape{M: 4096, K: 1024, N: 1024}
-	cands := tune.Candidates(s, l)
-	lim := ir.DefaultLimits()
-	lim.MaxOps, lim.MaxElements, lim.MaxStorageBytes = 1<<40, 1<<26, 1<<30
-	b := ir.NewBuilder()
-	b.Output("y", b.Input(ir.Shape{s.M, s.K}, make([]float32, s.M*s.K)).MatMul(b.Input(ir.Shape{s.K, s.N}, make([]float32, s.K*s.N))))
-	g, err := b.Build(lim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := map[string]int{}
-	for i, c := range cands {
-		at[passes.TileString(c)] = i
-		sp, _, err := passes.Compile(g, passes.Options{Limits: lim, MaxInvocations: 1024, MaxWorkgroupStorage: tune.PlanStorage(l), Tile: &c})
-		if err != nil {
-			t.Fatalf("%s: %v", passes.TileString(c), err)
-		}
-		if got := sp.Program().Kernels[0].Tile; got != c {
-			t.Errorf("candidate %s: the tiling pass emitted %s", passes.TileString(c), passes.TileString(got))
-		}
-	}
+	at := candidatesReachTiling(t, tune.Shape{M: 4096, K: 1024, N: 1024}, l)
 	for _, won := range []string{"64x128/8x8k8v4s2luw", "128x128/8x16k8v4s2l", "64x64/4x4k16v4s2l"} {
 		i, ok := at[won]
 		if !ok {
@@ -318,5 +298,54 @@ func TestCandidatesReachTiling(t *testing.T) {
 			t.Errorf("%s at %d: its single-buffered twin %s (at %d, %v) should follow it", won, i, plain, j, ok)
 		}
 	}
-	t.Logf("%d candidates", len(cands))
+	t.Logf("%d candidates", len(at))
+	// The thin products of the MLP step: tiles of one output a thread
+	// and deep k-steps are candidates, and reach the tiling pass as
+	// they are.
+	for _, c := range []struct {
+		s    tune.Shape
+		want []string
+	}{
+		{tune.Shape{M: 1024, K: 4096, N: 16, TA: true}, []string{"4x16/1x1k64", "16x16/1x1k32"}},
+		{tune.Shape{M: 4096, K: 1024, N: 16}, []string{"8x16/1x1k64", "32x16/1x1k32"}},
+		{tune.Shape{M: 16, K: 1024, N: 4096}, []string{"16x4/1x1k64", "16x32/1x1k32"}},
+	} {
+		at := candidatesReachTiling(t, c.s, l)
+		for _, w := range c.want {
+			if _, ok := at[w]; !ok {
+				t.Errorf("%v: %s is not a candidate", c.s, w)
+			}
+		}
+	}
+}
+
+// candidatesReachTiling checks that each of s's candidates on a device of
+// limits l reaches the tiling pass as it is, and returns each one's place
+// in the list by its name.
+func candidatesReachTiling(t *testing.T, s tune.Shape, l gpu.Limits) map[string]int {
+	t.Helper()
+	lim := ir.DefaultLimits()
+	lim.MaxOps, lim.MaxElements, lim.MaxStorageBytes = 1<<40, 1<<26, 1<<30
+	b := ir.NewBuilder()
+	a := b.Input(ir.Shape{s.M, s.K}, make([]float32, s.M*s.K))
+	if s.TA {
+		a = b.Input(ir.Shape{s.K, s.M}, make([]float32, s.M*s.K)).T()
+	}
+	b.Output("y", a.MatMul(b.Input(ir.Shape{s.K, s.N}, make([]float32, s.K*s.N))))
+	g, err := b.Build(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, c := range tune.Candidates(s, l) {
+		at[passes.TileString(c)] = i
+		sp, _, err := passes.Compile(g, passes.Options{Limits: lim, MaxInvocations: 1024, MaxWorkgroupStorage: tune.PlanStorage(l), Tile: &c})
+		if err != nil {
+			t.Fatalf("%v %s: %v", s, passes.TileString(c), err)
+		}
+		if got := sp.Program().Kernels[0].Tile; got != c {
+			t.Errorf("%v candidate %s: the tiling pass emitted %s", s, passes.TileString(c), passes.TileString(got))
+		}
+	}
+	return at
 }
