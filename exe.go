@@ -153,16 +153,15 @@ type RunOptions struct {
 	// into it. A name that is not an input given as a DeviceTensor, or a
 	// tensor given under a second name too, is invalid_input.
 	Donate []string
-	// Profile times each kernel on its own: the run submits its kernels
-	// one at a time, waits for each, and Result.Profile holds each one's
-	// time, by GPU timestamps where the device has them. It is a tool for
-	// finding which kernel costs what, not a way to run: each kernel pays
-	// a round trip, and what a run's kernels share (one submission, work
-	// overlapping across a barrier) is gone, so the profile's sum is not
-	// the run's time. The outputs are a run's. Only webgpu profiles, and
-	// not a typed or split graph's executable (unsupported); with NoWait
-	// it is invalid_input.
-	Profile bool
+	// KernelTimes times each kernel on its own: the run submits its
+	// kernels one at a time, waits for each, and Result.KernelTimes holds
+	// each one's time, by GPU timestamps where the device has them. It is
+	// a tool for finding which kernel costs what, not a way to run: each
+	// kernel pays a submission and a wait of its own where a run's kernels
+	// share one, so their sum is not the run's time. The outputs are a
+	// run's. Only webgpu times kernels so, and not a typed or split
+	// graph's executable (unsupported); with NoWait it is invalid_input.
+	KernelTimes bool
 }
 
 // Run runs the executable once with in (nil: the graph's embedded data).
@@ -276,7 +275,7 @@ func (opts RunOptions) donated(name string) bool { return slices.Contains(opts.D
 // it returns rt.mu.
 func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, donors []*DeviceTensor) (*Result, error) {
 	rt := e.rt
-	if err := e.canProfile(opts); err != nil {
+	if err := e.canTimeKernels(opts); err != nil {
 		rt.mu.Lock()
 		rt.consumeLocked(donors)
 		rt.mu.Unlock()
@@ -311,31 +310,31 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 	}
 	r.adopt()
 	res, err := r.finish(ctx, start)
-	if res != nil && opts.Profile {
-		res.Profile = e.profileOf(prof)
+	if res != nil && opts.KernelTimes {
+		res.KernelTimes = e.kernelTimesOf(prof)
 	}
 	return res, err
 }
 
-// canProfile refuses opts.Profile where the run cannot be profiled
-// (RunOptions.Profile).
-func (e *Executable) canProfile(opts RunOptions) error {
+// canTimeKernels refuses opts.KernelTimes where the run cannot be timed
+// kernel by kernel.
+func (e *Executable) canTimeKernels(opts RunOptions) error {
 	switch {
-	case !opts.Profile:
+	case !opts.KernelTimes:
 		return nil
 	case opts.NoWait:
-		return ir.Errorf(ir.CodeInvalidInput, -1, "", "profile: a profiled run waits for each kernel; it cannot be NoWait")
+		return ir.Errorf(ir.CodeInvalidInput, -1, "", "kernel times: a run timed kernel by kernel waits for each; it cannot be NoWait")
 	case e.typed != nil || e.split != nil:
-		return ir.Errorf(ir.CodeUnsupported, -1, "", "profile: a typed or split graph's runs cannot be profiled")
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: a typed or split graph's runs cannot be timed kernel by kernel")
 	}
-	if _, ok := e.exe.(backend.Profiler); !ok {
-		return ir.Errorf(ir.CodeUnsupported, -1, "", "profile: backend %s cannot time kernels one at a time (webgpu can)", e.rt.info.Name)
+	if _, ok := e.exe.(backend.KernelTimer); !ok {
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: backend %s cannot time kernels one at a time (webgpu can)", e.rt.info.Name)
 	}
 	return nil
 }
 
-// profileOf names each kernel of a profiled run.
-func (e *Executable) profileOf(prof []backend.KernelTime) []KernelTime {
+// kernelTimesOf names each kernel of a run timed kernel by kernel.
+func (e *Executable) kernelTimesOf(prof []backend.KernelTime) []KernelTime {
 	out := make([]KernelTime, 0, len(prof))
 	for _, kt := range prof {
 		k := &e.plan.Program.Kernels[kt.Kernel]
@@ -382,10 +381,10 @@ type queuer interface {
 }
 
 // runBackend runs call on the backend, queued when opts.NoWait and the
-// backend can, each kernel timed alone when opts.Profile; rt.mu held.
+// backend can, each kernel timed alone when opts.KernelTimes; rt.mu held.
 func (e *Executable) runBackend(ctx context.Context, call *backend.Call, opts RunOptions) ([]backend.KernelTime, error) {
-	if p, ok := e.exe.(backend.Profiler); ok && opts.Profile {
-		return p.RunProfiled(ctx, call)
+	if p, ok := e.exe.(backend.KernelTimer); ok && opts.KernelTimes {
+		return p.RunEachTimed(ctx, call)
 	}
 	if q, ok := e.exe.(queuer); ok && opts.NoWait {
 		return nil, q.RunQueued(ctx, call)

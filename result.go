@@ -68,7 +68,8 @@ func (t *Timings) Add(o Timings) {
 	t.ImportMs += o.ImportMs
 }
 
-// KernelTime is one kernel's time in a profiled run (RunOptions.Profile).
+// KernelTime is one kernel's time in a run timed kernel by kernel
+// (RunOptions.KernelTimes).
 type KernelTime struct {
 	Kernel string  `json:"kernel"` // its name, as --explain prints it
 	Kind   string  `json:"kind"`   // matmul, elementwise, sum, …
@@ -87,9 +88,9 @@ type Result struct {
 	Kernels          int                      `json:"kernels"`
 	Cache            map[string]bool          `json:"cache,omitempty"` // hit or miss per cache level
 	FallbackAttempts []Attempt                `json:"fallbackAttempts"`
-	// Profile is each kernel's time, in program order, when the run was
-	// profiled (RunOptions.Profile).
-	Profile []KernelTime `json:"profile,omitempty"`
+	// KernelTimes is each kernel's time, in program order, when the run
+	// was timed kernel by kernel (RunOptions.KernelTimes).
+	KernelTimes []KernelTime `json:"kernelTimes,omitempty"`
 	// Exact says the outputs are cpuref's, bit for bit (up to the GPU's
 	// flushing of subnormals). It is false only for fast mode's matmuls and
 	// convolutions (Options.Fast); ErrorBound then bounds each matmul or

@@ -70,7 +70,7 @@
 #            GPUCC_BENCH_MLP_TILES reads them); GPUCC_PLAN_STORAGE=device admits tiles past 16 KiB; beside cuBLAS
 #   mmthin   the MLP step's thin products (N or K of 16) under tiles of one output a thread and deep k-steps (THIN_SHAPES,
 #            THIN_TILES), each checked against cpuref's bits before it is timed
-#   profile  each kernel of the exported models (transformer, mlp, digits) alone: gpucc run --profile on their inputs
+#   kerneltimes  each kernel of the exported models (transformer, mlp, digits) alone: gpucc run --kernel-times on their inputs
 #   gather   an embedding gather of 4096 int64 ids from a [50257, 768] table beside a copy of its bytes,
 #            beside PyTorch's embedding
 #   scatter  the scatter rows on the driver against cpu's bits (every dtype and reduction, the limits, the
@@ -587,12 +587,12 @@ suite_engine() {
 }
 # mlp (about 90 s): issue 35's MLP train step (4096, 1024→1024→1024→16), the whole step and each of its matmuls and
 # column sums alone (BenchmarkMLPStepKernels: which tile each takes, at what TFLOP/s), then the step beside each of
-# its own kernels run alone, epilogues included (BenchmarkMatmulMLPStep's profile), clock warmed
+# its own kernels run alone, epilogues included (BenchmarkMatmulMLPStep's kernel times), clock warmed
 suite_mlp() {
 	warm
 	benches bench_mlp.txt 120 bench 'MLPTrainStep/resident' 20x GPUCC_BENCH_MLP=4096,1024,1024,16
 	benches bench_mlp.txt 180 bench 'MLPStepKernels' 50x GPUCC_BENCH_MLP=4096,1024,1024,16
-	# the step beside each of its kernels run alone with its epilogue (RunOptions.Profile), MLP_SETS as mmsweep's
+	# the step beside each of its kernels run alone with its epilogue (RunOptions.KernelTimes), MLP_SETS as mmsweep's
 	benches bench_mlp.txt 150 bench 'MatmulMLPStep' 20x GPUCC_BENCH_MLP=4096,1024,1024,16 GPUCC_BENCH_MLP_TILES="${MLP_SETS:-base}"
 	grep -h '^Benchmark' "$OUT/bench_mlp.txt" | awk '{print $1, $4, $5}' >>"$OUT/visit.log"
 	grep -h '^  [a-z_0-9]* \|^  sum ' "$OUT/bench_mlp.txt" >>"$OUT/visit.log"
@@ -637,18 +637,18 @@ suite_mmthin() {
 		GPUCC_BENCH_MATMUL_TILES="${THIN_TILES:-rule 4x16/1x1k64 8x16/1x1k32 8x16/1x1k64 16x16/1x1k64 32x16/2x1k64 16x16/4x4k16v4s2l 16x16/4x4k32v4s2l 32x16/4x4k32v4s2l 64x16/4x4k16v4s2l 64x64/4x4k16v4s2l}"
 	grep -h 'TFLOP/s' "$OUT/bench_thin.txt" | sed 's/^ *matmul_tiles_bench_test.go:[0-9]*: //' >>"$OUT/visit.log"
 }
-# profile (about 15 s): each kernel of the exported models alone (gpucc run --profile, GPU timestamps), on their
+# kerneltimes (about 15 s): each kernel of the exported models alone (gpucc run --kernel-times, GPU timestamps), on their
 # recorded inputs, after a run that compiles and warms
-suite_profile() {
+suite_kerneltimes() {
 	warm
 	local m shape
 	for m in transformer:1,128,256 mlp:64,256 digits:32,64; do
 		shape=${m#*:} m=${m%%:*}
 		python3 -c "import numpy as np,sys; np.save(sys.argv[1], np.fromfile(sys.argv[2], '<f4').reshape([int(d) for d in sys.argv[3].split(',')]))" \
 			/tmp/$m.npy onnx/testdata/models/$m.input.bin $shape
-		timeout 120 $BIN/gpucc run --profile --backend webgpu --max-ops 200000000 --input x=/tmp/$m.npy onnx/testdata/models/$m.onnx \
-			>"$OUT/profile_$m.json" 2>>"$OUT/visit.log"
-		log "profile $m: exit $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['timings']['dispatchMs'], [(k['kernel'], k['ms']) for k in d.get('profile', [])])" "$OUT/profile_$m.json" 2>&1 | head -c 1500)"
+		timeout 120 $BIN/gpucc run --kernel-times --backend webgpu --max-ops 200000000 --input x=/tmp/$m.npy onnx/testdata/models/$m.onnx \
+			>"$OUT/kerneltimes_$m.json" 2>>"$OUT/visit.log"
+		log "kernel times $m: exit $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['timings']['dispatchMs'], [(k['kernel'], k['ms']) for k in d.get('kernelTimes', [])])" "$OUT/kerneltimes_$m.json" 2>&1 | head -c 1500)"
 	done
 }
 suite_gather() {

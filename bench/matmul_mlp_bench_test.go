@@ -80,18 +80,18 @@ func BenchmarkMatmulMLPStep(b *testing.B) {
 			step := t.DispatchMs / float64(b.N)
 			b.Logf("tiles %v: losses %v (bits of the first set's), %.4f ms a step on the GPU", set, losses, step)
 			reportRun(b, t)
-			logStepProfile(b, rt, g, step)
+			logStepKernels(b, rt, g, step)
 		})
 	}
 }
 
-// logStepProfile logs each kernel of g's train step run alone
-// (RunOptions.Profile: the step's executable compiled apart from the
+// logStepKernels logs each kernel of g's train step run alone
+// (RunOptions.KernelTimes: the step's executable compiled apart from the
 // trainer's, on the graph's own data, each kernel in a submission of its
-// own), the best of three profiled runs each, beside step, the ms a
+// own), the best of three such runs each, beside step, the ms a
 // step's kernels took together, so that what the step spends beyond its
-// kernels shows; a backend that cannot profile logs that it cannot.
-func logStepProfile(b *testing.B, rt *gpucc.Runtime, g *ir.Graph, step float64) {
+// kernels shows; a backend that cannot time them so logs that it cannot.
+func logStepKernels(b *testing.B, rt *gpucc.Runtime, g *ir.Graph, step float64) {
 	ctx := context.Background()
 	sg, err := gpucc.StepGraph(g, "loss", 0.01)
 	if err != nil {
@@ -104,18 +104,18 @@ func logStepProfile(b *testing.B, rt *gpucc.Runtime, g *ir.Graph, step float64) 
 	defer exe.Release()
 	var best []gpucc.KernelTime
 	for range 3 {
-		res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{Profile: true})
+		res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
 		if gpucc.CodeOf(err) == ir.CodeUnsupported {
-			b.Logf("no profile: %v", err)
+			b.Logf("no kernel times: %v", err)
 			return
 		}
 		if err != nil {
 			b.Fatal(err)
 		}
 		if best == nil {
-			best = res.Profile
+			best = res.KernelTimes
 		}
-		for i, kt := range res.Profile {
+		for i, kt := range res.KernelTimes {
 			best[i].Ms = min(best[i].Ms, kt.Ms)
 		}
 	}

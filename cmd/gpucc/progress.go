@@ -78,7 +78,7 @@ func step(what string, f func() error) error {
 // runOnce is gpucc.Run with the compile as its own step (a progress line
 // past a second): open the backend (start-up), compile, run once; the
 // result's timings count the start-up and the compile as gpucc.Run's do.
-func runOnce(ctx context.Context, g *ir.Graph, opts lib.Options, name string, profile bool) (*lib.Result, error) {
+func runOnce(ctx context.Context, g *ir.Graph, opts lib.Options, name string, kernelTimes bool) (*lib.Result, error) {
 	if (opts.Backend == "" || opts.Backend == "auto") && lib.Typed(g) {
 		opts.Backend = "cpu" // gpucc.Run's rule: the backend that computes every dtype
 	}
@@ -113,17 +113,17 @@ func runOnce(ctx context.Context, g *ir.Graph, opts lib.Options, name string, pr
 	}
 	res.Timings.StartupMs = startup
 	res.Timings.TotalMs += startup
-	if profile {
+	if kernelTimes {
 		// A second run, each kernel alone: the first one's kernels pay
 		// the driver's deferred compilation and fresh memory's first touch.
 		var pr *lib.Result
-		if err := step("profiling each kernel of "+name, func() (err error) {
-			pr, err = exe.RunWith(ctx, nil, lib.RunOptions{Profile: true})
+		if err := step("timing each kernel of "+name, func() (err error) {
+			pr, err = exe.RunWith(ctx, nil, lib.RunOptions{KernelTimes: true})
 			return err
 		}); err != nil {
 			return nil, err
 		}
-		res.Profile = pr.Profile
+		res.KernelTimes = pr.KernelTimes
 	}
 	return res, nil
 }

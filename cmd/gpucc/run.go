@@ -56,12 +56,12 @@ func runtimeFlags(fs *flag.FlagSet) (limits *ir.Limits, options func() (lib.Opti
 }
 
 func runCmd(args []string) int {
-	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] [--fast] [--input NAME=FILE.npy …] [--output-dir DIR] [--explain] [--profile] GRAPH.json|MODEL.onnx")
+	fs := newFlags("run", "run [--backend auto|BACKEND] [--allow-software] [--fast] [--input NAME=FILE.npy …] [--output-dir DIR] [--explain] [--kernel-times] GRAPH.json|MODEL.onnx")
 	limits, options := runtimeFlags(fs)
 	runInputFlags(fs)
 	outDir := fs.String("output-dir", "", "also write each output as DIR/NAME.npy")
 	explain := fs.Bool("explain", false, "for an .onnx model run on --input data: print its dynamic dimensions, the shape cache's policy and what the run compiled, instead of the result")
-	profile := fs.Bool("profile", false, "also run the graph a second time with each kernel submitted and timed alone (webgpu: by GPU timestamps), and add \"profile\": each kernel's name, kind and time, in program order. A profile's sum is not a run's time: each kernel pays a round trip of its own")
+	kernelTimes := fs.Bool("kernel-times", false, "also run the graph a second time with each kernel submitted and timed alone (webgpu: by GPU timestamps), and add \"kernelTimes\": each kernel's name, kind and time, in program order. Their sum is not a run's time: each kernel pays a round trip of its own")
 	fast := fs.Bool("fast", false, "fast mode: webgpu may contract a matmul's multiply-add (FMA); the result then says \"exact\": false and gives \"errorBound\". Other backends run exact and say \"exact\": true")
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagError(fs, err)
@@ -72,8 +72,8 @@ func runCmd(args []string) int {
 	if isONNX(fs.Arg(0)) {
 		limits.NonFinite = true // a model's masks hold -Inf; its outputs are IEEE values
 	}
-	if *explain && *profile {
-		return usageError("run: --explain and --profile do not go together")
+	if *explain && *kernelTimes {
+		return usageError("run: --explain and --kernel-times do not go together")
 	}
 	if *explain {
 		if !isONNX(fs.Arg(0)) {
@@ -105,7 +105,7 @@ func runCmd(args []string) int {
 		return fail(err)
 	}
 	opts.Fast = *fast
-	res, err := runOnce(context.Background(), g, opts, filepath.Base(fs.Arg(0)), *profile)
+	res, err := runOnce(context.Background(), g, opts, filepath.Base(fs.Arg(0)), *kernelTimes)
 	if err != nil {
 		return fail(err)
 	}

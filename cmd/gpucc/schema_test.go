@@ -81,10 +81,10 @@ func TestResultSchema(t *testing.T) {
 			}
 		})
 	}
-	// --profile: each kernel of a second run, by name, on webgpu; a
-	// backend that cannot profile is refused with a code.
-	t.Run("run --profile", func(t *testing.T) {
-		out, v, code := gpucc(t, "", "run", "--profile", "--backend", "webgpu", "--allow-software", example("row_stats.json"))
+	// --kernel-times: each kernel of a second run, by name, on webgpu; a
+	// backend that cannot time its kernels one by one is refused with a code.
+	t.Run("run --kernel-times", func(t *testing.T) {
+		out, v, code := gpucc(t, "", "run", "--kernel-times", "--backend", "webgpu", "--allow-software", example("row_stats.json"))
 		if code != 0 {
 			if os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && errorCode(v) == "backend_unavailable" {
 				t.Skipf("webgpu: %s", out)
@@ -92,13 +92,13 @@ func TestResultSchema(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 		check(t, "#/$defs/run", out)
-		prof, _ := v["profile"].([]any)
+		prof, _ := v["kernelTimes"].([]any)
 		if n, _ := v["kernels"].(float64); len(prof) != int(n) || n < 2 {
-			t.Errorf("%d kernels profiled, the run dispatched %v\n%s", len(prof), v["kernels"], out)
+			t.Errorf("%d kernels timed, the run dispatched %v\n%s", len(prof), v["kernels"], out)
 		}
-		out, v, code = gpucc(t, "", "run", "--profile", "--backend", "cpu", example("row_stats.json"))
+		out, v, code = gpucc(t, "", "run", "--kernel-times", "--backend", "cpu", example("row_stats.json"))
 		if code == 0 || errorCode(v) != "unsupported" {
-			t.Errorf("run --profile --backend cpu: exit %d, %s", code, out)
+			t.Errorf("run --kernel-times --backend cpu: exit %d, %s", code, out)
 		}
 		check(t, "#/$defs/failure", out)
 	})

@@ -371,18 +371,18 @@ func Errorf(code ir.Code, backend, format string, args ...any) *Error {
 	return &Error{Code: code, Backend: backend, Err: fmt.Errorf(format, args...)}
 }
 
-// Profiler is an Executable that can time each kernel of a run on its own
-// (the runtime's RunOptions.Profile). RunProfiled is Run with every kernel
+// KernelTimer is an Executable that can time each kernel of a run on its own
+// (the runtime's RunOptions.KernelTimes). RunEachTimed is Run with every kernel
 // recorded, submitted and waited for alone, in program order, and returns
-// each kernel's time; the outputs are Run's. A profiled run pays a round
+// each kernel's time; the outputs are Run's. Such a run pays a round
 // trip to the device for each kernel, so the times' sum is not a run's
 // time: it leaves out what a run's kernels overlap and adds nothing of
 // what separates them.
-type Profiler interface {
-	RunProfiled(ctx context.Context, call *Call) ([]KernelTime, error)
+type KernelTimer interface {
+	RunEachTimed(ctx context.Context, call *Call) ([]KernelTime, error)
 }
 
-// KernelTime is one kernel's time in a profiled run.
+// KernelTime is one kernel's time in a RunEachTimed.
 type KernelTime struct {
 	Kernel int           // index in the program's Kernels
 	Time   time.Duration // by the device's timestamps when GPU, else the wall time of its submission and wait

@@ -588,17 +588,17 @@ func (e *executable) Run(ctx context.Context, call *backend.Call) error {
 	return e.run(ctx, call, nil)
 }
 
-// RunProfiled is Run with each kernel in a submission of its own, timed
-// by the device's timestamps where it has them (backend.Profiler). The
+// RunEachTimed is Run with each kernel in a submission of its own, timed
+// by the device's timestamps where it has them (backend.KernelTimer). The
 // host outputs are read after the last kernel, as Read does.
-func (e *executable) RunProfiled(ctx context.Context, call *backend.Call) ([]backend.KernelTime, error) {
-	prof := make([]backend.KernelTime, 0, len(e.p.Kernels))
-	err := e.run(ctx, call, &prof)
-	return prof, err
+func (e *executable) RunEachTimed(ctx context.Context, call *backend.Call) ([]backend.KernelTime, error) {
+	times := make([]backend.KernelTime, 0, len(e.p.Kernels))
+	err := e.run(ctx, call, &times)
+	return times, err
 }
 
-// run is Run, each kernel timed alone into prof when prof is not nil.
-func (e *executable) run(ctx context.Context, call *backend.Call, prof *[]backend.KernelTime) (err error) {
+// run is Run, each kernel timed alone into times when times is not nil.
+func (e *executable) run(ctx context.Context, call *backend.Call, times *[]backend.KernelTime) (err error) {
 	d, p, st := e.d, e.p, call.Stats
 	// The run's own buffers go back to the pool when it is over, except
 	// those handed to the caller as kept outputs.
@@ -640,8 +640,8 @@ func (e *executable) run(ctx context.Context, call *backend.Call, prof *[]backen
 	// touch of fresh buffers maps their pages (0.6 against 0.26 ms for
 	// relu(a*b+c) over 64M on the H200): such a run is flagged.
 	st.FirstDispatch = e.fresh || !pooled
-	if prof != nil {
-		if err := e.profile(ctx, ds, st, prof); err != nil {
+	if times != nil {
+		if err := e.timeEach(ctx, ds, st, times); err != nil {
 			return err
 		}
 		e.fresh = false
@@ -673,10 +673,10 @@ func (e *executable) run(ctx context.Context, call *backend.Call, prof *[]backen
 	return nil
 }
 
-// profile runs ds one dispatch at a time, each submitted and waited for
-// alone, appending each one's time to prof; the dispatch stage is their
+// timeEach runs ds one dispatch at a time, each submitted and waited for
+// alone, appending each one's time to times; the dispatch stage is their
 // sum.
-func (e *executable) profile(ctx context.Context, ds []gpu.Dispatch, st *backend.Stats, prof *[]backend.KernelTime) error {
+func (e *executable) timeEach(ctx context.Context, ds []gpu.Dispatch, st *backend.Stats, times *[]backend.KernelTime) error {
 	st.GPUTimed = true
 	for i := range ds {
 		if err := ctx.Err(); err != nil {
@@ -695,7 +695,7 @@ func (e *executable) profile(ctx context.Context, ds []gpu.Dispatch, st *backend
 			st.GPUDispatch += kt.Time
 		}
 		st.GPUTimed = st.GPUTimed && timed
-		*prof = append(*prof, kt)
+		*times = append(*times, kt)
 	}
 	return nil
 }

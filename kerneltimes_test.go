@@ -11,11 +11,12 @@ import (
 	"github.com/gpucc/gpucc/ir/irtest"
 )
 
-// TestRunProfile: a profiled run (RunOptions.Profile) gives each kernel's
+// TestRunKernelTimes: a run timed kernel by kernel (RunOptions.KernelTimes)
+// gives each kernel's
 // time under its name, in program order, and the outputs of an ordinary
-// run, bit for bit; a run that cannot be profiled is refused with a code
+// run, bit for bit; a run that cannot be timed so is refused with a code
 // before it runs.
-func TestRunProfile(t *testing.T) {
+func TestRunKernelTimes(t *testing.T) {
 	const m, k, n = 33, 20, 17
 	x, w, b := irtest.Values(1, m*k, 2), irtest.Values(2, k*n, 0.25), irtest.Values(3, n, 1)
 	want := reference(m, k, n, x, w, b)
@@ -28,10 +29,10 @@ func TestRunProfile(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer exe.Release()
-			res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{Profile: true})
+			res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
 			if be != "webgpu" {
 				if gpucc.CodeOf(err) != ir.CodeUnsupported {
-					t.Fatalf("profile on %s: %v, want unsupported", be, err)
+					t.Fatalf("kernel times on %s: %v, want unsupported", be, err)
 				}
 				return
 			}
@@ -42,7 +43,7 @@ func TestRunProfile(t *testing.T) {
 			for _, k := range exe.Plan().Program.Kernels {
 				names = append(names, k.Name)
 			}
-			for _, kt := range res.Profile {
+			for _, kt := range res.KernelTimes {
 				gotNames = append(gotNames, kt.Kernel)
 				if kt.Ms < 0 || math.IsNaN(kt.Ms) || kt.Clock != "gpu-timestamp" && kt.Clock != "wall" || kt.Kind == "" {
 					t.Errorf("kernel %s: %+v", kt.Kernel, kt)
@@ -52,7 +53,7 @@ func TestRunProfile(t *testing.T) {
 				t.Fatalf("the layer is %d kernels; the test wants several", len(names))
 			}
 			if d := cmp.Diff(names, gotNames); d != "" {
-				t.Errorf("profiled kernels (-program +profile):\n%s", d)
+				t.Errorf("timed kernels (-program +kernelTimes):\n%s", d)
 			}
 			for name, v := range want {
 				got := res.Outputs[name].Data
@@ -66,11 +67,11 @@ func TestRunProfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if plain.Profile != nil {
-				t.Errorf("an ordinary run has a profile: %+v", plain.Profile)
+			if plain.KernelTimes != nil {
+				t.Errorf("an ordinary run has kernel times: %+v", plain.KernelTimes)
 			}
-			if _, err := exe.RunWith(ctx, nil, gpucc.RunOptions{Profile: true, NoWait: true, Keep: []string{"y", "s"}}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
-				t.Errorf("Profile with NoWait: %v, want invalid_input", err)
+			if _, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true, NoWait: true, Keep: []string{"y", "s"}}); gpucc.CodeOf(err) != ir.CodeInvalidInput {
+				t.Errorf("KernelTimes with NoWait: %v, want invalid_input", err)
 			}
 		})
 	}
