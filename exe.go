@@ -311,7 +311,7 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 	r.adopt()
 	res, err := r.finish(ctx, start)
 	if res != nil && opts.KernelTimes {
-		res.KernelTimes = e.kernelTimesOf(prof)
+		res.KernelTimes = kernelTimesOf(prof)
 	}
 	return res, err
 }
@@ -333,12 +333,11 @@ func (e *Executable) canTimeKernels(opts RunOptions) error {
 	return nil
 }
 
-// kernelTimesOf names each kernel of a run timed kernel by kernel.
-func (e *Executable) kernelTimesOf(prof []backend.KernelTime) []KernelTime {
+// kernelTimesOf is the backend's times of a run timed kernel by kernel.
+func kernelTimesOf(prof []backend.KernelTime) []KernelTime {
 	out := make([]KernelTime, 0, len(prof))
 	for _, kt := range prof {
-		k := &e.plan.Program.Kernels[kt.Kernel]
-		t := KernelTime{Kernel: k.Name, Kind: k.Kind.String(), Ms: ms(kt.Time), Clock: "wall"}
+		t := KernelTime{Kernel: kt.Name, Kind: kt.Kind, Ms: ms(kt.Time), Clock: "wall"}
 		if kt.GPU {
 			t.Clock = "gpu-timestamp"
 		}

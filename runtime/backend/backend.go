@@ -384,7 +384,7 @@ type KernelTimer interface {
 
 // KernelTime is one kernel's time in a RunEachTimed.
 type KernelTime struct {
-	Kernel int           // index in the program's Kernels
-	Time   time.Duration // by the device's timestamps when GPU, else the wall time of its submission and wait
-	GPU    bool
+	Name, Kind string        // the kernel's (ir.Kernel's Name, its Kind's String)
+	Time       time.Duration // by the device's timestamps when GPU, else the wall time of its submission and wait
+	GPU        bool
 }

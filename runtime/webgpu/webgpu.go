@@ -689,7 +689,7 @@ func (e *executable) timeEach(ctx context.Context, ds []gpu.Dispatch, st *backen
 		if err != nil {
 			return e.fail(ctx, err)
 		}
-		kt := backend.KernelTime{Kernel: i, Time: wall}
+		kt := backend.KernelTime{Name: e.p.Kernels[i].Name, Kind: e.p.Kernels[i].Kind.String(), Time: wall}
 		if timed {
 			kt.Time, kt.GPU = time.Duration(ns), true
 			st.GPUDispatch += kt.Time
