@@ -159,8 +159,9 @@ type RunOptions struct {
 	// a tool for finding which kernel costs what, not a way to run: each
 	// kernel pays a submission and a wait of its own where a run's kernels
 	// share one, so their sum is not the run's time. The outputs are a
-	// run's. Only webgpu times kernels so, and not a typed or split
-	// graph's executable (unsupported); with NoWait it is invalid_input.
+	// run's. Only webgpu times kernels so (a typed graph's float32
+	// islands' kernels and its typed nodes), and not a split graph's
+	// executable (unsupported); with NoWait it is invalid_input.
 	KernelTimes bool
 }
 
@@ -324,8 +325,13 @@ func (e *Executable) canTimeKernels(opts RunOptions) error {
 		return nil
 	case opts.NoWait:
 		return ir.Errorf(ir.CodeInvalidInput, -1, "", "kernel times: a run timed kernel by kernel waits for each; it cannot be NoWait")
-	case e.typed != nil || e.split != nil:
-		return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: a typed or split graph's runs cannot be timed kernel by kernel")
+	case e.split != nil:
+		return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: a split graph's runs cannot be timed kernel by kernel")
+	case e.typed != nil:
+		if t, ok := e.typedExe.(backend.TypedKernelTimer); !ok || !t.TimesKernels() {
+			return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: backend %s cannot time a typed graph's kernels one at a time (webgpu can)", e.rt.info.Name)
+		}
+		return nil
 	}
 	if _, ok := e.exe.(backend.KernelTimer); !ok {
 		return ir.Errorf(ir.CodeUnsupported, -1, "", "kernel times: backend %s cannot time kernels one at a time (webgpu can)", e.rt.info.Name)

@@ -76,3 +76,56 @@ func TestRunKernelTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedKernelTimes: a typed graph's run timed kernel by kernel names
+// its typed node and its float32 island's kernels, as many as the run's
+// kernels, and gives an ordinary run's outputs bit for bit; a backend that
+// cannot time them so refuses it.
+func TestTypedKernelTimes(t *testing.T) {
+	ctx := context.Background()
+	tb := ir.NewBuilder()
+	table := tb.TypedInput("table", ir.F32, ir.Shape{16, 8}, irtest.Values(1, 16*8, 1), nil)
+	ids := tb.TypedInput("ids", ir.I64, ir.Shape{3}, nil, []int64{1, 2, 3})
+	tb.Output("y", table.Gather(ids, 0).MatMul(tb.TypedInput("w", ir.F32, ir.Shape{8, 4}, irtest.Values(2, 8*4, 1), nil)).Exp())
+	g, err := tb.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, be := range append([]string{"cpu"}, typedBackends...) {
+		t.Run(be, func(t *testing.T) {
+			rt := open(t, be)
+			exe, err := rt.Compile(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Release()
+			res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
+			if be != "webgpu" {
+				if gpucc.CodeOf(err) != ir.CodeUnsupported {
+					t.Fatalf("kernel times on %s: %v, want unsupported", be, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := exe.Run(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(plain.Outputs["y"].Data, res.Outputs["y"].Data, cmp.Comparer(func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })); d != "" {
+				t.Errorf("y timed kernel by kernel (-plain +timed):\n%s", d)
+			}
+			var kinds []string
+			for _, kt := range res.KernelTimes {
+				kinds = append(kinds, kt.Kind)
+				if kt.Ms < 0 || kt.Clock != "gpu-timestamp" && kt.Clock != "wall" {
+					t.Errorf("%+v", kt)
+				}
+			}
+			if len(res.KernelTimes) != res.Kernels || len(kinds) < 2 || kinds[0] != "gather" {
+				t.Errorf("%d kernel times for %d kernels, kinds %v; want the gather's first: %+v", len(res.KernelTimes), res.Kernels, kinds, res.KernelTimes)
+			}
+		})
+	}
+}

@@ -151,8 +151,13 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 	var vals []cpuref.Value
 	var st backend.Stats
 	var onDevice []backend.Buffer // by output: kept by the backend
+	var times []backend.KernelTime
 	if e.typedExe != nil {
-		vals, onDevice, err = e.runTypedOn(ctx, g, given, bufs, keep, donate, &st)
+		var tp *[]backend.KernelTime
+		if opts.KernelTimes {
+			tp = &times
+		}
+		vals, onDevice, err = e.runTypedOn(ctx, g, given, bufs, keep, donate, &st, tp)
 	} else {
 		vals, err = cpuref.EvalTyped(g)
 	}
@@ -230,6 +235,9 @@ func (e *Executable) runTyped(ctx context.Context, in Inputs, opts RunOptions, s
 		res.Timings = timings(&st)
 		res.Timings.TotalMs = ms
 		res.Cache = st.Caches()
+	}
+	if opts.KernelTimes {
+		res.KernelTimes = kernelTimesOf(times)
 	}
 	return res, nil
 }
@@ -312,9 +320,9 @@ func checkTypedDevice(rt *Runtime, n ir.Node, name string, t *DeviceTensor) erro
 // for the run, found by evaluating it (cpuref.EvalTyped), so that it
 // names the op, the element and the value as the cpu backend does; if the
 // reference computes the run, the backend is wrong, which is internal.
-func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, bufs map[int]*DeviceTensor, keep map[string]bool, donate map[int]bool, st *backend.Stats) ([]cpuref.Value, []backend.Buffer, error) {
+func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]bool, bufs map[int]*DeviceTensor, keep map[string]bool, donate map[int]bool, st *backend.Stats, times *[]backend.KernelTime) ([]cpuref.Value, []backend.Buffer, error) {
 	rt := e.rt
-	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Same: make([]bool, len(g.Nodes)), Stats: st}
+	call := &backend.TypedCall{Inputs: make([][]byte, len(g.Nodes)), Same: make([]bool, len(g.Nodes)), Stats: st, KernelTimes: times != nil}
 	if e.typedIn == nil {
 		e.typedIn, e.typedSame = map[int][]byte{}, map[int]bool{}
 	}
@@ -396,6 +404,9 @@ func (e *Executable) runTypedOn(ctx context.Context, g *ir.Graph, given map[int]
 	}
 	if len(call.Outputs) != len(g.Outputs) {
 		return bad(fmt.Errorf("the typed run returned %d outputs of %d", len(call.Outputs), len(g.Outputs)))
+	}
+	if times != nil {
+		*times = call.Times
 	}
 	vals := make([]cpuref.Value, len(g.Nodes))
 	for k, o := range g.Outputs {

@@ -126,6 +126,20 @@ type TypedCall struct {
 	// a nil slice; the backend allocates it.
 	Outputs [][]byte
 	Stats   *Stats // never nil
+	// KernelTimes asks the run to submit each kernel alone and wait for it
+	// (the runtime's RunOptions.KernelTimes), appending each one's time
+	// to Times: a float32 island's kernels under their names prefixed
+	// with "island N/", a typed node's under "node N", its op the kind.
+	// A backend that cannot leaves Times nil (TypedKernelTimer says which
+	// can).
+	KernelTimes bool
+	Times       []KernelTime
+}
+
+// TypedKernelTimer is a TypedExecutable whose runs can time each kernel
+// alone (TypedCall.KernelTimes).
+type TypedKernelTimer interface {
+	TimesKernels() bool
 }
 
 // TypedFault is a typed run with no right answer, found by a kernel's

@@ -326,6 +326,10 @@ func (e *typedExecutable) RunTyped(ctx context.Context, cl *backend.TypedCall) e
 // program's (passes.ProgramCost).
 func (e *typedExecutable) BytesWritten() int64 { return e.written }
 
+// TimesKernels says the executable's runs time each kernel alone when
+// asked (backend.TypedKernelTimer): its islands are webgpu executables.
+func (e *typedExecutable) TimesKernels() bool { return true }
+
 // writtenBy is what node i's kernels write in a run (BytesWritten), in
 // place or not.
 func (e *typedExecutable) writtenBy(i int, inPlace bool) int64 {
@@ -498,7 +502,7 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 	// The dispatch stage is then the wall time from the first submission
 	// to the end of that wait. Otherwise each step is timed on the GPU's
 	// clock.
-	queued := TypedQueue && len(e.steps) > 1
+	queued := TypedQueue && len(e.steps) > 1 && !cl.KernelTimes
 	begin, staged := time.Now(), st.Durations
 	var gpuTotal time.Duration
 	timedAll := len(e.steps) > 0 && !queued
@@ -508,7 +512,11 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 				continue
 			}
 			st.GPUDispatch, st.GPUTimed = 0, false
-			if err := e.runIsland(ctx, e.islands[step.Island], queued, st); err != nil {
+			var times *[]backend.KernelTime
+			if cl.KernelTimes {
+				times = &cl.Times
+			}
+			if err := e.runIsland(ctx, step.Island, queued, st, times); err != nil {
 				return nil, err
 			}
 			e.written += passes.ProgramCost(e.islands[step.Island].prog).BytesWritten
@@ -516,7 +524,9 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			continue
 		}
 		var ds []gpu.Dispatch
+		from := make([]int, 0, len(step.Nodes)) // where each node's dispatches begin in ds
 		for _, i := range step.Nodes {
+			from = append(from, len(ds))
 			_, inPlace := e.ownStorage[i]
 			var bs []*gpu.Buffer
 			seen := map[ir.NodeID]bool{}
@@ -546,14 +556,36 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			}
 			continue
 		}
-		stop = st.Start(backend.StageDispatch)
-		ns, timed, err := e.d.dev.RunTimed(ds)
-		stop()
-		if err != nil {
-			e.scratchDirty = true
-			return nil, fail(err)
+		parts := [][]gpu.Dispatch{ds}
+		if cl.KernelTimes { // each node's dispatches alone
+			parts = parts[:0]
+			for k := range from {
+				end := len(ds)
+				if k+1 < len(from) {
+					end = from[k+1]
+				}
+				parts = append(parts, ds[from[k]:end])
+			}
 		}
-		gpuTotal, timedAll = gpuTotal+gpuDuration(ns), timedAll && timed
+		for k, part := range parts {
+			t0 := time.Now()
+			stop = st.Start(backend.StageDispatch)
+			ns, timed, err := e.d.dev.RunTimed(part)
+			stop()
+			if err != nil {
+				e.scratchDirty = true
+				return nil, fail(err)
+			}
+			gpuTotal, timedAll = gpuTotal+gpuDuration(ns), timedAll && timed
+			if cl.KernelTimes {
+				i := step.Nodes[k]
+				kt := backend.KernelTime{Name: fmt.Sprintf("node %d", i), Kind: g.Nodes[i].Op.String(), Time: time.Since(t0)}
+				if timed {
+					kt.Time, kt.GPU = gpuDuration(ns), true
+				}
+				cl.Times = append(cl.Times, kt)
+			}
+		}
 	}
 	st.GPUDispatch, st.GPUTimed = gpuTotal, timedAll
 	raw := make([]byte, 4*e.nf)
@@ -578,7 +610,8 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 // runIsland runs a float32 island on the nodes' buffers: its inputs are
 // the buffers of the graph nodes it reads, its outputs new buffers (or an
 // input's, or a constant's) that become the nodes' for the rest of the run.
-func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, queued bool, st *backend.Stats) error {
+func (e *typedExecutable) runIsland(ctx context.Context, island int, queued bool, st *backend.Stats, times *[]backend.KernelTime) error {
+	isl := e.islands[island]
 	p := isl.prog
 	call := &backend.Call{Args: make([]backend.Arg, len(p.Buffers)), Dests: make([]backend.Dest, len(p.Outputs)), Stats: st, NonFinite: true}
 	for b, i := range isl.inputs {
@@ -598,6 +631,16 @@ func (e *typedExecutable) runIsland(ctx context.Context, isl *floatIsland, queue
 		RunQueued(context.Context, *backend.Call) error
 	}); ok && queued {
 		run = q.RunQueued
+	}
+	if t, ok := isl.exe.(backend.KernelTimer); ok && times != nil {
+		run = func(ctx context.Context, call *backend.Call) error {
+			kts, err := t.RunEachTimed(ctx, call)
+			for _, kt := range kts {
+				kt.Name = fmt.Sprintf("island %d/%s", island, kt.Name)
+				*times = append(*times, kt)
+			}
+			return err
+		}
 	}
 	if err := run(ctx, call); err != nil {
 		return err
