@@ -650,6 +650,14 @@ suite_kerneltimes() {
 			>"$OUT/kerneltimes_$m.json" 2>>"$OUT/visit.log"
 		log "kernel times $m: exit $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['timings']['dispatchMs'], [(k['kernel'], k['ms']) for k in d.get('kernelTimes', [])])" "$OUT/kerneltimes_$m.json" 2>&1 | head -c 1500)"
 	done
+	# the text-transformer fixtures (typed: int64 ids) at 512 tokens: their gathers, typed nodes and islands' kernels
+	local d=onnx/testdata/transformers
+	for m in gpt2 bert decoder; do
+		local a="--input input_ids=$d/$m.512.ids.npy"
+		[ -e $d/$m.512.mask.npy ] && a="$a --input attention_mask=$d/$m.512.mask.npy"
+		timeout 120 $BIN/gpucc run --kernel-times --backend webgpu $a $d/$m.onnx >"$OUT/kerneltimes_$m.json" 2>>"$OUT/visit.log"
+		log "kernel times $m (512 tokens): exit $? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('kernelTimes', []); print(d['timings']['dispatchMs'], 'sum', round(sum(k['ms'] for k in t), 4), sorted([(k['ms'], k['kernel']) for k in t], reverse=True)[:10])" "$OUT/kerneltimes_$m.json" 2>&1 | head -c 1500)"
+	done
 }
 suite_gather() {
 	warm
