@@ -134,6 +134,10 @@ type Case struct {
 	ProcessSpread *Spread `json:"processSpread,omitempty"`
 	Error         string  `json:"error,omitempty"`
 	Flops         float64 `json:"flops,omitempty"` // matmul: 2n³
+	// KernelTimes is, for `gpucc bench GRAPH` on a backend that times
+	// kernels one at a time (webgpu), each kernel of one more warm run
+	// submitted and timed alone (RunOptions.KernelTimes).
+	KernelTimes []gpucc.KernelTime `json:"kernelTimes,omitempty"`
 }
 
 // Report is what Run produces and Write saves.

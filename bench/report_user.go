@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
+
+	"github.com/gpucc/gpucc"
 )
 
 // Verdict is what `gpucc bench GRAPH` concludes about one backend's runs
@@ -135,7 +139,7 @@ func breakEven(c, r Case) (int, string) {
 func (r *Report) userMarkdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", cell(r.Graph))
-	b.WriteString("Cold is one run in a fresh process: start-up (opening the backend), compile with a new, empty cache, upload, first dispatch and readback; process is that process's wall time, exec to exit, which adds the program's start and reading (importing) the graph. Warm runs reuse the compiled executable with the inputs resident on the device. Times in ms: median (min–max, runs). Per-kernel times: no backend reports them yet; kernels is how many the plan has.\n\n")
+	b.WriteString("Cold is one run in a fresh process: start-up (opening the backend), compile with a new, empty cache, upload, first dispatch and readback; process is that process's wall time, exec to exit, which adds the program's start and reading (importing) the graph. Warm runs reuse the compiled executable with the inputs resident on the device. Times in ms: median (min–max, runs). Kernels is how many the plan has; where a backend times each kernel alone (webgpu), the heaviest follow the verdicts.\n\n")
 	b.WriteString("| backend | kernels | cold | process | warm |\n|---|---:|---|---|---|\n")
 	for _, c := range r.Cases {
 		if c.Error != "" {
@@ -157,13 +161,40 @@ func (r *Report) userMarkdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+	for _, c := range r.Cases {
+		kts, sum := heaviest(c.KernelTimes)
+		if len(kts) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### The heaviest kernels on %s\n\nOne more warm run, each kernel submitted and timed alone (%s): %d kernels, %.4f ms in all. Each ran alone, in a submission of its own: their sum is not a run's dispatch time.\n\n", cell(c.Backend), kts[0].Clock, len(c.KernelTimes), sum)
+		b.WriteString("| kernel | kind | ms | share |\n|---|---|---:|---:|\n")
+		for _, kt := range kts {
+			fmt.Fprintf(&b, "| %s | %s | %.4f | %.0f%% |\n", cell(kt.Kernel), cell(kt.Kind), kt.Ms, 100*kt.Ms/sum)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
+}
+
+// heaviestKernels is how many kernels the report lists a backend's times of.
+const heaviestKernels = 10
+
+// heaviest returns the heaviest kernels of kts, at most heaviestKernels,
+// heaviest first, and the sum of all of kts' times.
+func heaviest(kts []gpucc.KernelTime) ([]gpucc.KernelTime, float64) {
+	var sum float64
+	for _, kt := range kts {
+		sum += kt.Ms
+	}
+	top := slices.Clone(kts)
+	slices.SortStableFunc(top, func(a, b gpucc.KernelTime) int { return cmp.Compare(b.Ms, a.Ms) })
+	return top[:min(len(top), heaviestKernels)], sum
 }
 
 // userHTML is userMarkdown's section of report.html.
 func (r *Report) userHTML() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<h2>%s</h2><p>Cold is one run in a fresh process: start-up, compile with a new, empty cache, upload, first dispatch and readback; process is that process's wall time, exec to exit, which adds the program's start and reading the graph. Warm runs reuse the compiled executable with the inputs resident. Times in ms: median (min–max, runs). Per-kernel times: no backend reports them yet.</p>", html.EscapeString(r.Graph))
+	fmt.Fprintf(&b, "<h2>%s</h2><p>Cold is one run in a fresh process: start-up, compile with a new, empty cache, upload, first dispatch and readback; process is that process's wall time, exec to exit, which adds the program's start and reading the graph. Warm runs reuse the compiled executable with the inputs resident. Times in ms: median (min–max, runs). Where a backend times each kernel alone (webgpu), the heaviest follow the verdicts.</p>", html.EscapeString(r.Graph))
 	b.WriteString("<table><tr><th>backend</th><th>kernels</th><th>cold</th><th>process</th><th>warm</th></tr>")
 	for _, c := range r.Cases {
 		if c.Error != "" {
@@ -186,5 +217,17 @@ func (r *Report) userHTML() string {
 		b.WriteString("</li>")
 	}
 	b.WriteString("</ul>")
+	for _, c := range r.Cases {
+		kts, sum := heaviest(c.KernelTimes)
+		if len(kts) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "<h3>The heaviest kernels on %s</h3><p>One more warm run, each kernel submitted and timed alone (%s): %d kernels, %.4f ms in all.</p><table><tr><th>kernel</th><th>kind</th><th>ms</th><th>share</th></tr>",
+			html.EscapeString(c.Backend), html.EscapeString(kts[0].Clock), len(c.KernelTimes), sum)
+		for _, kt := range kts {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%.4f</td><td>%.0f%%</td></tr>", html.EscapeString(kt.Kernel), html.EscapeString(kt.Kind), kt.Ms, 100*kt.Ms/sum)
+		}
+		b.WriteString("</table>")
+	}
 	return b.String()
 }

@@ -159,6 +159,15 @@ func measureGraph(gb graphBench, g *ir.Graph, c *bench.Case) (*lib.Adapter, erro
 		return adapter, err
 	}
 	c.Warm, c.WarmSpread = bench.Median(warm), bench.SpreadOf(warm)
+	// Where the warm run's kernels go, on a backend that can say.
+	kt, err := exe.RunWith(ctx, nil, lib.RunOptions{KernelTimes: true})
+	switch {
+	case lib.CodeOf(err) == ir.CodeUnsupported:
+	case err != nil:
+		return adapter, err
+	default:
+		c.KernelTimes = kt.KernelTimes
+	}
 	return adapter, nil
 }
 

@@ -131,6 +131,32 @@ func TestBenchGraph(t *testing.T) {
 	}
 }
 
+// TestBenchGraphKernelTimes: on webgpu, gpucc bench GRAPH adds each
+// kernel of one more warm run timed alone, and results.md lists the
+// heaviest; cpu, which cannot time its kernels so, has none.
+func TestBenchGraphKernelTimes(t *testing.T) {
+	if _, v, _ := gpucc(t, "", "info"); !strings.Contains(fmtAny(v["backends"]), "webgpu") {
+		t.Skip("no webgpu in this build")
+	}
+	_, r, md := benchGraphCLI(t, "--backends", "cpu,webgpu", "--allow-software", example("row_stats.json"))
+	for _, c := range r.Cases {
+		switch {
+		case c.Error != "":
+			if os.Getenv("GPUCC_REQUIRE_WEBGPU") == "" && strings.Contains(c.Error, "backend_unavailable") {
+				t.Skipf("%s: %s", c.Backend, c.Error)
+			}
+			t.Fatalf("%s: %s", c.Backend, c.Error)
+		case c.Backend == "cpu" && c.KernelTimes != nil:
+			t.Errorf("cpu has kernel times: %+v", c.KernelTimes)
+		case c.Backend == "webgpu" && (len(c.KernelTimes) != c.Kernels || c.Kernels < 2):
+			t.Errorf("webgpu: %d kernel times, %d kernels: %+v", len(c.KernelTimes), c.Kernels, c.KernelTimes)
+		}
+	}
+	if !strings.Contains(md, "### The heaviest kernels on webgpu") || strings.Contains(md, "heaviest kernels on cpu") {
+		t.Errorf("results.md's kernel times:\n%s", md)
+	}
+}
+
 // TestBenchModel: gpucc bench MODEL.onnx --input x=FILE.npy times the
 // model on that data (bound by the model's own input name; a wrong one
 // is refused as run refuses it), and compares every other backend with
