@@ -301,10 +301,10 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 		return nil, err
 	}
 	defer e.endRun(&r)
-	var prof []backend.KernelTime
+	var times []backend.KernelTime
 	if _, err := guard(rt, func() (struct{}, error) {
 		var err error
-		prof, err = e.runBackend(ctx, r.call, opts)
+		times, err = e.runBackend(ctx, r.call, opts)
 		return struct{}{}, err
 	}); err != nil {
 		return nil, e.failed(&r, err)
@@ -312,7 +312,7 @@ func (e *Executable) runWith(ctx context.Context, in Inputs, opts RunOptions, do
 	r.adopt()
 	res, err := r.finish(ctx, start)
 	if res != nil && opts.KernelTimes {
-		res.KernelTimes = kernelTimesOf(prof)
+		res.KernelTimes = kernelTimesOf(times)
 	}
 	return res, err
 }
@@ -340,9 +340,9 @@ func (e *Executable) canTimeKernels(opts RunOptions) error {
 }
 
 // kernelTimesOf is the backend's times of a run timed kernel by kernel.
-func kernelTimesOf(prof []backend.KernelTime) []KernelTime {
-	out := make([]KernelTime, 0, len(prof))
-	for _, kt := range prof {
+func kernelTimesOf(times []backend.KernelTime) []KernelTime {
+	out := make([]KernelTime, 0, len(times))
+	for _, kt := range times {
 		t := KernelTime{Kernel: kt.Name, Kind: kt.Kind, Ms: ms(kt.Time), Clock: "wall"}
 		if kt.GPU {
 			t.Clock = "gpu-timestamp"
