@@ -166,7 +166,7 @@ func spreadConv(q *ir.Kernel, convGroups int, t ir.Tile, storage int) ir.Tile {
 	}
 	staged := best
 	staged.Stages = 2
-	if best != t && tileBytes(staged) <= storage {
+	if best != t && TileBytes(staged) <= storage {
 		best = staged
 	}
 	return best

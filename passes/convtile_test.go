@@ -143,8 +143,8 @@ func TestSpreadConv(t *testing.T) {
 		})
 	}
 	for _, l := range ConvLadder {
-		if !WellFormed(l) || tileThreads(l) > 256 || tileThreads(l) < 64 || tileBytes(l) > 16384 {
-			t.Errorf("ladder tile %+v: %d threads, %d bytes", l, tileThreads(l), tileBytes(l))
+		if !WellFormed(l) || tileThreads(l) > 256 || tileThreads(l) < 64 || TileBytes(l) > 16384 {
+			t.Errorf("ladder tile %+v: %d threads, %d bytes", l, tileThreads(l), TileBytes(l))
 		}
 	}
 }

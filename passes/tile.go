@@ -104,7 +104,7 @@ func deepen(t ir.Tile, K int, o Options) (ir.Tile, bool) {
 	for ir.MatmulLoopCost(K, t.BK) > ir.LoopBudget {
 		d := t
 		d.BK *= 2
-		if tileBytes(d) > workgroupStorage(o) {
+		if TileBytes(d) > workgroupStorage(o) {
 			return t, false
 		}
 		t = d
@@ -230,7 +230,7 @@ func fit(t ir.Tile, o Options) ir.Tile {
 		if smaller.Vector == 4 && t.Vector != 4 {
 			continue // only a vec4-capable kernel may take a vec4 tile
 		}
-		if tileThreads(smaller) <= threads && tileBytes(smaller) <= storage && tileBytes(smaller) <= tileBytes(t) {
+		if tileThreads(smaller) <= threads && TileBytes(smaller) <= storage && TileBytes(smaller) <= TileBytes(t) {
 			return smaller
 		}
 	}
@@ -240,11 +240,11 @@ func fit(t ir.Tile, o Options) ir.Tile {
 // tileThreads is the workgroup size of t's kernel.
 func tileThreads(t ir.Tile) int { return (t.BM / t.TM) * (t.BN / t.TN) }
 
-// tileBytes is the workgroup memory t's kernel stages A and B through
+// TileBytes is the workgroup memory t's kernel stages A and B through
 // (the scalar kernel pads a row of each tile it loads along k by one
 // element: at most two, see codegen/wgsl's matmul; the staged vec4 kernel
 // and the double-buffered conv GEMM keep Stages copies).
-func tileBytes(t ir.Tile) int {
+func TileBytes(t ir.Tile) int {
 	if t.Vector == 4 {
 		return 4 * t.BK * (t.BM + t.BN) * max(1, t.Stages)
 	}

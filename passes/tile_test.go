@@ -118,8 +118,8 @@ func TestParseTile(t *testing.T) {
 // the device's workgroup memory, so fit replaces one that does not fit.
 func TestStagedTileBytes(t *testing.T) {
 	s2 := ir.Tile{BM: 128, BN: 128, TM: 8, TN: 8, BK: 16, Vector: 4, Stages: 2}
-	if got := tileBytes(s2); got != 32768 {
-		t.Errorf("tileBytes(%+v) = %d, want 32768", s2, got)
+	if got := TileBytes(s2); got != 32768 {
+		t.Errorf("TileBytes(%+v) = %d, want 32768", s2, got)
 	}
 	if got := fit(s2, Options{MaxWorkgroupStorage: 16384}); got != TileLarge {
 		t.Errorf("fit(%+v) in 16 KiB = %+v, want TileLarge", s2, got)

@@ -128,7 +128,7 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 	fits := func(t ir.Tile) bool {
 		th := (t.BM / t.TM) * (t.BN / t.TN)
 		return th >= 32 && th <= int(l.MaxComputeInvocationsPerWorkgroup) &&
-			4*t.BK*(t.BM+t.BN)*max(1, t.Stages) <= storage &&
+			passes.TileBytes(t) <= storage &&
 			t.BN/t.TN <= int(l.MaxComputeWorkgroupSizeX) && t.BM/t.TM <= int(l.MaxComputeWorkgroupSizeY)
 	}
 	if s.vec4() {
@@ -204,9 +204,9 @@ func Candidates(s Shape, l gpu.Limits) []ir.Tile {
 // idle, and each k-step's loads and barriers wait on memory with little
 // else to run. Tiles of one output a thread, the thin side whole (16, 32
 // or 64 wide), 4 to 32 along the other (more workgroups), and deep
-// k-steps of 32 or 64 (fewer waits): the rule's 16x16/1x1k16 took 0.112
-// ms for 1024x4096x16 on an H100 (2026-12-05), 256 k-steps of about 440
-// ns each.
+// k-steps of 32 to 128 (fewer waits): the rule's 16x16/1x1k16 took 0.107
+// ms for 1024x4096x16 on an H100 (2026-12-06), 256 k-steps of about 420
+// ns each, and 8x16/1x1k128 0.046.
 func thinTiles(s Shape, fits func(ir.Tile) bool) []ir.Tile {
 	side := func(n int) int {
 		for _, w := range []int{16, 32, 64} {
@@ -218,7 +218,7 @@ func thinTiles(s Shape, fits func(ir.Tile) bool) []ir.Tile {
 	}
 	var out []ir.Tile
 	for _, long := range []int{4, 8, 16, 32} {
-		for _, bk := range []int{64, 32} {
+		for _, bk := range []int{128, 64, 32} {
 			if s.N > 1 && s.N <= 64 && s.M > 64 {
 				if t := (ir.Tile{BM: long, BN: side(s.N), TM: 1, TN: 1, BK: bk, Vector: 1}); fits(t) {
 					out = append(out, t)

@@ -306,7 +306,7 @@ func TestCandidatesReachTiling(t *testing.T) {
 		s    tune.Shape
 		want []string
 	}{
-		{tune.Shape{M: 1024, K: 4096, N: 16, TA: true}, []string{"4x16/1x1k64", "16x16/1x1k32"}},
+		{tune.Shape{M: 1024, K: 4096, N: 16, TA: true}, []string{"8x16/1x1k128", "4x16/1x1k64", "16x16/1x1k32"}},
 		{tune.Shape{M: 4096, K: 1024, N: 16}, []string{"8x16/1x1k64", "32x16/1x1k32"}},
 		{tune.Shape{M: 16, K: 1024, N: 4096}, []string{"16x4/1x1k64", "16x32/1x1k32"}},
 	} {
