@@ -63,7 +63,9 @@ func TestTileGroups(t *testing.T) {
 		{"one row: its mlp c_proj", 1, 3072, 768, TileRow},
 		{"one row: 1x4096x4096, the H200's tuned shape", 1, 4096, 4096, TileRow},
 		{"one row, 128 wide: attention's q·kᵀ over a short cache", 1, 64, 128, TileSmall},
-		{"one row, not vec4: a vocabulary of 50257", 1, 768, 50257, narrow(&ir.Kernel{M: 1, N: 50257})},
+		{"one row, not vec4: a vocabulary of 50257", 1, 768, 50257, ir.Tile{BM: 8, BN: 32, TM: 1, TN: 1, BK: 64, Vector: 1}},
+		{"a last layer's weight gradient, K long", 1024, 4096, 16, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 64, Vector: 1}},
+		{"a narrow output, K short", 1024, 256, 16, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
