@@ -374,10 +374,8 @@ func Errorf(code ir.Code, backend, format string, args ...any) *Error {
 // KernelTimer is an Executable that can time each kernel of a run on its own
 // (the runtime's RunOptions.KernelTimes). RunEachTimed is Run with every kernel
 // recorded, submitted and waited for alone, in program order, and returns
-// each kernel's time; the outputs are Run's. Such a run pays a round
-// trip to the device for each kernel, so the times' sum is not a run's
-// time: it leaves out what a run's kernels overlap and adds nothing of
-// what separates them.
+// each kernel's time; the outputs are Run's. Each kernel runs in a
+// submission of its own, so the times' sum is not a run's time.
 type KernelTimer interface {
 	RunEachTimed(ctx context.Context, call *Call) ([]KernelTime, error)
 }

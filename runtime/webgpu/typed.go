@@ -524,9 +524,11 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			continue
 		}
 		var ds []gpu.Dispatch
-		from := make([]int, 0, len(step.Nodes)) // where each node's dispatches begin in ds
+		var from []int // with KernelTimes, where each node's dispatches begin in ds
 		for _, i := range step.Nodes {
-			from = append(from, len(ds))
+			if cl.KernelTimes {
+				from = append(from, len(ds))
+			}
 			_, inPlace := e.ownStorage[i]
 			var bs []*gpu.Buffer
 			seen := map[ir.NodeID]bool{}
@@ -568,6 +570,9 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			}
 		}
 		for k, part := range parts {
+			if len(part) == 0 {
+				continue // a node of no kernel of its own
+			}
 			t0 := time.Now()
 			stop = st.Start(backend.StageDispatch)
 			ns, timed, err := e.d.dev.RunTimed(part)
