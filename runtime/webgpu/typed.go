@@ -570,7 +570,7 @@ func (e *typedExecutable) dispatch(ctx context.Context, cl *backend.TypedCall) (
 			}
 		}
 		for k, part := range parts {
-			if len(part) == 0 {
+			if len(part) == 0 && cl.KernelTimes {
 				continue // a node of no kernel of its own
 			}
 			t0 := time.Now()
