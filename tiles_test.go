@@ -21,6 +21,12 @@ func TestMatmulTilesExact(t *testing.T) {
 		{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}, // narrow: an output of 16 columns
 		{BM: 32, BN: 8, TM: 1, TN: 1, BK: 16, Vector: 1},
 		{BM: 8, BN: 32, TM: 1, TN: 1, BK: 16, Vector: 1},
+		// deep k-steps, one output a thread: the rule's single and narrow
+		// tiles for K ≥ passes.DeepK, and the H100 table's thin ones
+		{BM: 16, BN: 16, TM: 1, TN: 1, BK: 64, Vector: 1},
+		{BM: 8, BN: 32, TM: 1, TN: 1, BK: 64, Vector: 1},
+		{BM: 8, BN: 16, TM: 1, TN: 1, BK: 128, Vector: 1},
+		{BM: 32, BN: 16, TM: 2, TN: 1, BK: 64, Vector: 1},
 	}
 	shapes := [][3]int{{37, 19, 23}, {64, 33, 16}, {16, 130, 12}, {132, 8, 128}}
 	for _, tile := range tiles {
@@ -58,13 +64,14 @@ func TestMatmulTilesExact(t *testing.T) {
 // Each fits WebGPU's default 16 KiB of workgroup memory, what the webgpu
 // backend plans tiles for (tune.PlanStorage). The built-in tables' tiles
 // are among them (runtime/gpu/tune/tables: the H100's lean 128x128/8x16
-// and 64x64/4x4k16).
+// and 64x64/4x4k16, and the latter unrolled with warp blocks). (The
+// H100's thin scalar tiles are the plain kernel's: TestMatmulTilesExact.)
 var stagedTiles = []string{"128x128/8x8k16v4s1", "128x128/8x8k8v4s2", "64x128/8x8k8v4s2", "128x128/8x16k8v4s2",
 	"128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2",
 	// the double-buffered kernel's options (ir.Tile.Opts): lean, unroll, warp, alone and together
 	"64x128/8x8k8v4s2l", "64x128/8x8k8v4s2luw", "128x128/8x8k8v4s2lw", "32x64/4x4k16v4s2lu", "64x64/8x4k4v4s2w", "64x64/8x4k4v4s2u",
 	"64x64/8x4k4v4s2l",                         // l with a thread past the tile's last vec4 of A (64 of them, 128 threads)
-	"128x128/8x16k8v4s2l", "64x64/4x4k16v4s2l"} // the H100 table's (2026-12-06)
+	"128x128/8x16k8v4s2l", "64x64/4x4k16v4s2l", "64x64/4x4k16v4s2luw"} // the H100 table's (2026-12-06)
 
 // TestMatmulStagedExact runs the staged vec4 kernel under each of
 // stagedTiles on shapes that leave every kind of partial tile: sides of

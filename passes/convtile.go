@@ -41,7 +41,7 @@ func convTile(k *ir.Kernel, o Options) error {
 	q := &ir.Kernel{Kind: ir.KernelMatmul, M: m, N: n, K: kk,
 		Inputs: []ir.Operand{ir.PlainOperand(0, ir.Shape{m, kk}), ir.PlainOperand(1, ir.Shape{kk, n})}}
 	o.TileFor = nil
-	t := choose(q, o)
+	t := pick(q, o, rule)
 	if o.Tile == nil && m >= TileConv.BM && n >= TileConv.BN && groups(q, TileConv) >= WaveGroups {
 		t = TileConv
 	}

@@ -121,24 +121,63 @@ func workgroupStorage(o Options) int {
 	return o.MaxWorkgroupStorage
 }
 
-// choose picks k's tile from its shape, before the device's limits.
-func choose(k *ir.Kernel, o Options) ir.Tile {
+// choose picks matmul k's tile from its shape, before the device's
+// limits: the override, else a tuned tile (see starves), else
+// matmulRule's.
+func choose(k *ir.Kernel, o Options) ir.Tile { return pick(k, o, matmulRule) }
+
+// pick is choose with base the rule: o.Tile, else o.TileFor's tile where
+// it is well formed and does not starve k, else base's.
+func pick(k *ir.Kernel, o Options, base func(*ir.Kernel) ir.Tile) ir.Tile {
 	over := o.Tile
 	if over == nil && o.TileFor != nil {
-		if t := o.TileFor.TileFor(k); t != nil && WellFormed(*t) {
+		if t := o.TileFor.TileFor(k); t != nil && WellFormed(*t) && !starves(k, *t, base(k)) {
 			over = t
 		}
 	}
-	switch {
-	case over != nil:
-		t := *over
-		if t.Vector == 4 && !vec4Operands(k) {
-			t.Vector = 1
-		}
-		if t.Vector != 4 {
-			t.Stages, t.Opts = 0, 0 // the scalar matmul has one form
-		}
+	if over == nil {
+		return base(k)
+	}
+	t := *over
+	if t.Vector == 4 && !vec4Operands(k) {
+		t.Vector = 1
+	}
+	if t.Vector != 4 {
+		t.Stages, t.Opts = 0, 0 // the scalar matmul has one form
+	}
+	return t
+}
+
+// starves reports whether a tuned tile t would cut k's output into fewer
+// than WaveGroups/4 workgroups where the rule's tile r makes at least
+// that many. A table is keyed by shape classes (runtime/gpu/tune's Class:
+// a side of 65 to 1024 is "m" whatever its length), and the H200's tile
+// tuned at 1024³ would give a transformer block's [128,256] products 4
+// workgroups: 0.042 ms on an H100 where one output a thread takes 0.010
+// (2026-12-06).
+func starves(k *ir.Kernel, t, r ir.Tile) bool {
+	return groups(k, t) < WaveGroups/4 && groups(k, r) >= WaveGroups/4
+}
+
+// matmulRule is a matmul's rule: rule's tile, except that an output too
+// small for TileWide to make WaveGroups/4 workgroups gets single's, and a
+// narrow tile deepStep's k-step. (Convolutions keep rule's tile, which
+// spreadConv spreads; their deeper k-steps are not measured.)
+func matmulRule(k *ir.Kernel) ir.Tile {
+	switch t := rule(k); {
+	case t == TileWide && groups(k, TileWide) < WaveGroups/4:
+		return single(k)
+	case t == narrow(k):
+		t.BK = deepStep(k.K)
 		return t
+	default:
+		return t
+	}
+}
+
+// rule is the tiling rule's tile for k (see tile).
+func rule(k *ir.Kernel) ir.Tile {
+	switch {
 	case k.M == 1 && k.N >= RowMinN && vec4Operands(k):
 		return TileRow
 	case k.M >= 128 && k.N >= 128 && vec4Operands(k):
@@ -154,6 +193,31 @@ func choose(k *ir.Kernel, o Options) ir.Tile {
 	return TileSmall
 }
 
+// single is the tile of an output too small for TileWide to make
+// WaveGroups/4 workgroups (a transformer block's [128,256] at sequence
+// 128 made 4, on 132 SMs): one output a thread, 256 threads, k-steps of
+// 64 where K is at least DeepK. On an H100 (2026-12-06) 128x256x256
+// took 0.0417 ms under TileWide and 0.0102 under this tile, 128x256x768
+// 0.0429 and 0.0157 (TileSmall's 32x32/2x2: 0.0159 and 0.0162).
+func single(k *ir.Kernel) ir.Tile {
+	return ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: deepStep(k.K), Vector: 1}
+}
+
+// deepStep is the k-step of a tile of one output a thread: 64 where K is
+// at least DeepK, else 16. With one output a thread each k-step's loads
+// wait on memory with little else to run; a deeper step waits a quarter
+// as often.
+func deepStep(K int) int {
+	if K >= DeepK {
+		return 64
+	}
+	return 16
+}
+
+// DeepK is the shortest K a tile of one output a thread walks 64 at a
+// time (deepStep).
+const DeepK = 256
+
 // groups is how many workgroups tile t cuts k's output into.
 func groups(k *ir.Kernel, t ir.Tile) int {
 	return ((k.M + t.BM - 1) / t.BM) * ((k.N + t.BN - 1) / t.BN) * k.Batch()
@@ -163,29 +227,20 @@ func groups(k *ir.Kernel, t ir.Tile) int {
 // NarrowSide): that side padded to a power of two (at least 8) across, 256
 // threads, one output each. A 64×64 tile over [1024,16] made 16
 // workgroups with three threads in four idle; this makes 64, all busy,
-// as many threads as outputs: the most an exact matmul has. With so few
-// threads each k-step's loads wait on memory with little else to run, so
-// a K of NarrowDeepK or more is walked 64 at a time, not 16: on an H100
-// (2026-12-06) the weight gradient 1024x4096x16 (A read transposed) took
-// 0.107 ms at k16 and 0.072 at k64, the layer 4096x1024x16 0.0372 and
-// 0.0338.
+// as many threads as outputs: the most an exact matmul has. A matmul's
+// takes deepStep's k-step (matmulRule): on an H100 (2026-12-06) the
+// weight gradient 1024x4096x16 (A read transposed) took 0.107 ms at k16
+// and 0.072 at k64, the layer 4096x1024x16 0.0372 and 0.0338.
 func narrow(k *ir.Kernel) ir.Tile {
 	s := 8
 	for s < min(k.M, k.N) {
 		s *= 2
 	}
-	bk := 16
-	if k.K >= NarrowDeepK {
-		bk = 64
-	}
 	if k.N <= k.M {
-		return ir.Tile{BM: 256 / s, BN: s, TM: 1, TN: 1, BK: bk, Vector: 1}
+		return ir.Tile{BM: 256 / s, BN: s, TM: 1, TN: 1, BK: 16, Vector: 1}
 	}
-	return ir.Tile{BM: s, BN: 256 / s, TM: 1, TN: 1, BK: bk, Vector: 1}
+	return ir.Tile{BM: s, BN: 256 / s, TM: 1, TN: 1, BK: 16, Vector: 1}
 }
-
-// NarrowDeepK is the shortest K a narrow tile walks 64 at a time.
-const NarrowDeepK = 512
 
 // WellFormed reports whether t is a tile the generators can emit (the
 // tuner's search space asks it too): positive

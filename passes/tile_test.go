@@ -65,7 +65,10 @@ func TestTileGroups(t *testing.T) {
 		{"one row, 128 wide: attention's q·kᵀ over a short cache", 1, 64, 128, TileSmall},
 		{"one row, not vec4: a vocabulary of 50257", 1, 768, 50257, ir.Tile{BM: 8, BN: 32, TM: 1, TN: 1, BK: 64, Vector: 1}},
 		{"a last layer's weight gradient, K long", 1024, 4096, 16, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 64, Vector: 1}},
-		{"a narrow output, K short", 1024, 256, 16, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}},
+		{"a narrow output, K short", 1024, 128, 16, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 16, Vector: 1}},
+		{"a transformer block's product at sequence 128", 128, 256, 256, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 64, Vector: 1}},
+		{"its QKV product", 128, 256, 768, ir.Tile{BM: 16, BN: 16, TM: 1, TN: 1, BK: 64, Vector: 1}},
+		{"square 512: TileWide's 32 workgroups", 512, 512, 512, TileWide},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

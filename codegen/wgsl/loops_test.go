@@ -61,12 +61,13 @@ func TestLoopBudget(t *testing.T) {
 		}
 	}
 	b := ir.NewBuilder()
-	b.Output("y", b.Input(ir.Shape{128, 1000}, make([]float32, 128000)).MatMul(b.Input(ir.Shape{1000, 128}, make([]float32, 128000))))
-	g, err := b.Build(ir.Limits{})
+	b.Output("y", b.Input(ir.Shape{512, 1000}, make([]float32, 512000)).MatMul(b.Input(ir.Shape{1000, 512}, make([]float32, 512000))))
+	big := ir.Limits{MaxOps: 1 << 30}
+	g, err := b.Build(big)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := passes.Compile(g, passes.Options{})
+	p, _, err := passes.Compile(g, passes.Options{Limits: big})
 	if err != nil {
 		t.Fatal(err)
 	}
