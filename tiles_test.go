@@ -70,7 +70,7 @@ var stagedTiles = []string{"128x128/8x8k16v4s1", "128x128/8x8k8v4s2", "64x128/8x
 	"128x256/8x16k4v4s2", "32x64/4x4k16v4s2", "64x64/8x4k4v4s2",
 	// the double-buffered kernel's options (ir.Tile.Opts): lean, unroll, warp, alone and together
 	"64x128/8x8k8v4s2l", "64x128/8x8k8v4s2luw", "128x128/8x8k8v4s2lw", "32x64/4x4k16v4s2lu", "64x64/8x4k4v4s2w", "64x64/8x4k4v4s2u",
-	"64x64/8x4k4v4s2l",                         // l with a thread past the tile's last vec4 of A (64 of them, 128 threads)
+	"64x64/8x4k4v4s2l",                                                // l with a thread past the tile's last vec4 of A (64 of them, 128 threads)
 	"128x128/8x16k8v4s2l", "64x64/4x4k16v4s2l", "64x64/4x4k16v4s2luw"} // the H100 table's (2026-12-06)
 
 // TestMatmulStagedExact runs the staged vec4 kernel under each of
