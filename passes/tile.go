@@ -46,15 +46,17 @@ const NarrowSide = 32
 // tile chooses each matmul kernel's tile from its shape and the device's
 // limits: large matrices whose operands can be read four elements at a
 // time get the vec4 kernel's 128×128 tile (8×8 outputs per thread), or
-// its 64×128 one where 128×128 makes fewer than WaveGroups workgroups; an
-// output with a side of at most NarrowSide (a last layer's 16 classes, and
-// its weight gradient) gets a narrow tile (see narrow), one output per
-// thread and no thread idle; others a 64×64 tile, or a 32×32 one when
+// its 64×128 one where 128×128 makes fewer than WaveGroups workgroups,
+// or one output a thread (single) where even that makes fewer than
+// WaveGroups/4; an output with a side of at most NarrowSide (a last
+// layer's 16 classes, and its weight gradient) gets a narrow tile (see
+// narrow), one output per thread and no thread idle; others a 64×64 tile, or a 32×32 one when
 // small or when 64×64 makes fewer than WaveGroups workgroups (the [2048,64]
 // product of attention at sequence 2048: 32 of 64×64, 128 of 32×32). A tile
 // that needs more threads or workgroup memory than the device allows is
 // replaced by the next smaller one. Options.Tile overrides the choice, and
-// so does a well-formed tuned tile from Options.TileFor.
+// so does a well-formed tuned tile from Options.TileFor unless it starves
+// the output of workgroups the rule gives it (starves).
 // A k-step too shallow for a long K is deepened until the kernel's k-tile
 // loop fits ir.LoopBudget; for a workgroup backend (MaxInvocations set)
 // a K that no tile fits is refused with limit_exceeded, never run short.
