@@ -23,21 +23,9 @@ func TestRunKernelTimes(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			ctx := context.Background()
-			rt := open(t, be)
-			exe, err := rt.Compile(ctx, layer(m, k, n, x, w, b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
-			res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
-			if be != "webgpu" {
-				if gpucc.CodeOf(err) != ir.CodeUnsupported {
-					t.Fatalf("kernel times on %s: %v, want unsupported", be, err)
-				}
+			exe, res := runKernelTimes(t, open(t, be), layer(m, k, n, x, w, b))
+			if res == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var names, gotNames []string
 			for _, k := range exe.Plan().Program.Kernels {
@@ -93,21 +81,9 @@ func TestTypedKernelTimes(t *testing.T) {
 	}
 	for _, be := range append([]string{"cpu"}, typedBackends...) {
 		t.Run(be, func(t *testing.T) {
-			rt := open(t, be)
-			exe, err := rt.Compile(ctx, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Release()
-			res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
-			if be != "webgpu" {
-				if gpucc.CodeOf(err) != ir.CodeUnsupported {
-					t.Fatalf("kernel times on %s: %v, want unsupported", be, err)
-				}
+			exe, res := runKernelTimes(t, open(t, be), g)
+			if res == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			plain, err := exe.Run(ctx, nil)
 			if err != nil {
@@ -128,4 +104,28 @@ func TestTypedKernelTimes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runKernelTimes compiles g on rt and runs it with KernelTimes: webgpu's
+// result, or nil where the backend refuses it as it must (unsupported).
+// The executable is released when the test ends.
+func runKernelTimes(t *testing.T, rt *gpucc.Runtime, g *ir.Graph) (*gpucc.Executable, *gpucc.Result) {
+	t.Helper()
+	ctx := context.Background()
+	exe, err := rt.Compile(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(exe.Release)
+	res, err := exe.RunWith(ctx, nil, gpucc.RunOptions{KernelTimes: true})
+	if rt.Backend() != "webgpu" {
+		if gpucc.CodeOf(err) != ir.CodeUnsupported {
+			t.Fatalf("kernel times on %s: %v, want unsupported", rt.Backend(), err)
+		}
+		return exe, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe, res
 }

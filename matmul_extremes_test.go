@@ -31,7 +31,8 @@ func TestMatmulTilesExtremes(t *testing.T) {
 }
 
 func testMatmulTilesExtremes(t *testing.T) {
-	tiles := append([]string{"8x8/1x1k8", "32x32/2x2k16", "64x64/4x4k16", "64x128/8x8k8v4", "128x128/8x8k16v4"}, stagedTiles...)
+	tiles := append([]string{"8x8/1x1k8", "32x32/2x2k16", "64x64/4x4k16", "64x128/8x8k8v4", "128x128/8x8k16v4",
+		"16x16/1x1k64", "8x16/1x1k128", "32x16/2x1k64"}, stagedTiles...) // the deep scalar tiles: the rule's single, the H100 table's thin ones
 	type shape struct {
 		m, k, n int
 		ta, tb  bool
