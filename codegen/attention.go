@@ -45,6 +45,14 @@ func attentionNest(k *ir.Kernel) *Nest {
 		}
 		return append(ss, Let(Val(F32), "ts", t))
 	}
+	if k.Blocks > 1 {
+		// The parts ([...,S,P,E+2]): element px of part pc is its o at
+		// v column px, then its m and its l.
+		n.Dims = append(n.Dims[:len(a.Batch)], "qi", "pc", "px")
+		n.Body = append([]Stmt{Let(Idx, "ve", Sel(V("px").Lt(N(a.E)), V("px"), N(0)))}, attentionPartNest(a, score, at(j, e))...)
+		n.Body = append(n.Body, Let(Val(F32), "acc", Sel(V("px").Lt(N(a.E)), V("os"), Sel(V("px").Eq(N(a.E)), V("mr"), V("ls")))))
+		return n
+	}
 	if a.Chunk > 0 {
 		n.Body = attentionSplitNest(a, score, at(j, e))
 		return n
@@ -103,15 +111,11 @@ func attentionOnlineNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt
 	}
 }
 
-// attentionSplitNest is the nest's body in the split order
-// (ir/attention.go): M, the maximum of -MaxFloat32 and every score (the
-// parts' final maxima folded: maximum selects, so any grouping gives
-// these bits), in a pass of its own; then for each part pc ascending its
-// online order (attentionOnlineNest's blocks over keys pc·Chunk …, the
-// last stopping at T), w = exp(m − M), L += l·w and O += o·w; O / L at
-// the end.
-func attentionSplitNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt {
-	maxPass := append(score(), Fold("mx", ir.OpMax, "mm", "ts"), Set("mm", V("mx")))
+// attentionPartNest is part pc's online order in the split order
+// (ir/attention.go): attentionOnlineNest's blocks over keys pc·Chunk …
+// (the last part's stopping at T), leaving the part's m, l and o
+// undivided in mr, ls and os.
+func attentionPartNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt {
 	key := []Stmt{Let(Idx, "kj", V("pc").Mul(N(a.Chunk)).Add(V("kb").Mul(N(a.Block))).Add(V("ki"))), Stop(V("kj").Ge(N(a.T)))}
 	blockMax := append(append(slices.Clone(key), score()...), Fold("mx", ir.OpMax, "mn", "ts"), Set("mn", V("mx")))
 	blockSum := append(append(slices.Clone(key), score()...),
@@ -130,16 +134,62 @@ func attentionSplitNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt 
 		For("ki", a.Block, blockSum...),
 		Set("mr", V("mn")),
 	}
-	part := []Stmt{
+	return []Stmt{
 		Var(Val(F32), "mr", Opaque(0xff7fffff)), // -MaxFloat32
 		Var(Val(F32), "ls", Opaque(0)),
 		Var(Val(F32), "os", Opaque(0)),
 		For("kb", a.Chunk/a.Block, block...),
+	}
+}
+
+// attentionCombineNest is the split order's combine (ir/attention.go)
+// per output element [...,i,e] of the parts [...,S,P,E+2] a
+// KernelAttention with Blocks wrote: M folds the parts' m from the
+// first, then for each part ascending w = exp(m − M), L += l·w and
+// O += o·w (each product rounded on its own), and O / L.
+func attentionCombineNest(k *ir.Kernel) *Nest {
+	r := len(k.Shape)
+	P, E := k.Inputs[0].Shape[r-1], k.Shape[r-1]
+	n := &Nest{Name: "attention_combine", Acc: "acc", DType: F32}
+	var batch []Expr
+	for d := range r - 2 {
+		name := fmt.Sprintf("z%d", d)
+		n.Dims = append(n.Dims, name)
+		batch = append(batch, V(name))
+	}
+	n.Dims = append(n.Dims, "qi", "ve")
+	part := func(c, x Expr) Expr { return Load(0, append(append([]Expr(nil), batch...), V("qi"), c, x)...) }
+	n.Body = []Stmt{
+		Var(Val(F32), "mm", part(N(0), N(E))),
+		For("pc", P-1, Let(Val(F32), "mc", part(V("pc").Add(N(1)), N(E))), Fold("mx", ir.OpMax, "mm", "mc"), Set("mm", V("mx"))),
+		Var(Val(F32), "lt", Opaque(0)),
+		Var(Val(F32), "ot", Opaque(0)),
+		For("pc", P,
+			Let(Val(F32), "mc", part(V("pc"), N(E))),
+			Apply("ug", ir.OpSub, "mc", "mm"),
+			Apply("ws", ir.OpExp, "ug"),
+			Set("lt", V("lt").Add(Prod(part(V("pc"), N(E+1)), V("ws")))),
+			Set("ot", V("ot").Add(Prod(part(V("pc"), V("ve")), V("ws"))))),
+		Apply("acc", ir.OpDiv, "ot", "lt"),
+	}
+	return n
+}
+
+// attentionSplitNest is the nest's body in the split order
+// (ir/attention.go): M, the maximum of -MaxFloat32 and every score (the
+// parts' final maxima folded: maximum selects, so any grouping gives
+// these bits), in a pass of its own; then for each part pc ascending its
+// online order (attentionOnlineNest's blocks over keys pc·Chunk …, the
+// last stopping at T), w = exp(m − M), L += l·w and O += o·w; O / L at
+// the end.
+func attentionSplitNest(a ir.Attention, score func() []Stmt, vAt []Expr) []Stmt {
+	maxPass := append(score(), Fold("mx", ir.OpMax, "mm", "ts"), Set("mm", V("mx")))
+	part := append(attentionPartNest(a, score, vAt),
 		Apply("ug", ir.OpSub, "mr", "mm"),
 		Apply("ws", ir.OpExp, "ug"),
 		Set("lt", V("lt").Add(Prod(V("ls"), V("ws")))),
 		Set("ot", V("ot").Add(Prod(V("os"), V("ws")))),
-	}
+	)
 	return []Stmt{
 		Var(Val(F32), "mm", Opaque(0xff7fffff)),
 		For("kj", a.T, maxPass...),

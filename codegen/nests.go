@@ -12,13 +12,14 @@ import (
 // another way, such as C's and WGSL's tiled convolutions, is that
 // target's own row). A target's writer row for a kind names NestOf.
 var nests = [ir.NumKernelKinds]func(k *ir.Kernel) *Nest{
-	ir.KernelConv:          convNest,
-	ir.KernelPool:          poolNest,
-	ir.KernelPoolGrad:      poolGradNest,
-	ir.KernelConvTranspose: convTransposeNest,
-	ir.KernelResize:        resizeNest,
-	ir.KernelPad:           padNest,
-	ir.KernelAttention:     attentionNest,
+	ir.KernelConv:             convNest,
+	ir.KernelPool:             poolNest,
+	ir.KernelPoolGrad:         poolGradNest,
+	ir.KernelConvTranspose:    convTransposeNest,
+	ir.KernelResize:           resizeNest,
+	ir.KernelPad:              padNest,
+	ir.KernelAttention:        attentionNest,
+	ir.KernelAttentionCombine: attentionCombineNest,
 }
 
 // NestOf returns the nest of kernel k, built once while a generator

@@ -23,7 +23,7 @@ type online struct {
 	mx, sub, exp, div program
 	scratch           []uint32
 	o, ls             []float32 // E each
-	u, p              []float32 // a.Block each
+	u, p              []float32 // T each
 	po                []float32 // the split order's parts' o: Parts·E
 	pm, pl            []float32 // and their m and l: Parts each
 }
@@ -42,16 +42,27 @@ func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
 		w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
 		return
 	}
-	P := a.Parts()
-	M := []float32{0}
-	for c := range P {
+	ar.onlineParts(t, v, a, w)
+	ar.combineParts(out, a.Parts(), E, w)
+}
+
+// onlineParts runs each part of a.Chunk keys of the split order in the
+// online order into w.po, w.pm and w.pl (o undivided, m and l).
+func (ar arith) onlineParts(t, v []float32, a ir.Attention, w online) {
+	E := a.E
+	for c := range a.Parts() {
 		lo, hi := c*a.Chunk, min((c+1)*a.Chunk, a.T)
 		w.pm[c], w.pl[c] = ar.onlinePart(w.po[c*E:(c+1)*E], t[lo:hi], v[lo*E:hi*E], a, w)
-		if c == 0 {
-			M[0] = w.pm[0]
-		} else {
-			w.mx.runSlice(M, M, w.pm[c:c+1], 0, ar, w.scratch)
-		}
+	}
+}
+
+// combineParts writes out (E) from the split order's P parts in w.po,
+// w.pm and w.pl: M the parts' maximum, then L and O over the parts
+// ascending with w = exp(m − M), and O / L.
+func (ar arith) combineParts(out []float32, P, E int, w online) {
+	M := []float32{w.pm[0]}
+	for c := 1; c < P; c++ {
+		w.mx.runSlice(M, M, w.pm[c:c+1], 0, ar, w.scratch)
 	}
 	var L float32
 	clear(w.o)
@@ -68,6 +79,49 @@ func (ar arith) onlineRow(out, t, v []float32, a ir.Attention, w online) {
 		w.ls[e] = L
 	}
 	w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
+}
+
+// AttentionParts returns the split order's parts of attention a (a.Chunk
+// set) as a KernelAttention with Blocks writes them, [...,S,P,E+2]: per
+// query row and part its undivided o, m and l.
+func AttentionParts(q, k, v, mask []float32, a ir.Attention) []float32 {
+	return exact.attentionParts(q, k, v, mask, a, nil)
+}
+
+// AttentionCombine returns the split order's combine of parts
+// [rows,P,E+2] (AttentionParts'), [rows,E], as cpuref.Attention ends.
+func AttentionCombine(parts []float32, P, E int) []float32 {
+	return exact.attentionCombine(parts, P, E, nil)
+}
+
+// newOnline returns the expressions and scratch of the online and split
+// orders for T keys, E outputs and P parts.
+func newOnline(T, E, P int) online {
+	sub, exp, div, mx := compile(ir.OpSub.Info().Expr), compile(ir.OpExp.Info().Expr), compile(ir.OpDiv.Info().Expr), compile(ir.OpMax.Info().Combine.Info().Expr)
+	return online{mx: mx, sub: sub, exp: exp, div: div, scratch: make([]uint32, max(len(sub), len(exp), len(div), len(mx))*chunk),
+		o: make([]float32, E), ls: make([]float32, E), u: make([]float32, T), p: make([]float32, T),
+		po: make([]float32, P*E), pm: make([]float32, P), pl: make([]float32, P)}
+}
+
+// attentionCombine is AttentionCombine, checking stop (when not nil)
+// before each row.
+func (ar arith) attentionCombine(parts []float32, P, E int, stop func() bool) []float32 {
+	rows := len(parts) / (P * (E + 2))
+	out := make([]float32, rows*E)
+	w := newOnline(0, E, P)
+	for r := range rows {
+		if stop != nil && stop() {
+			return out
+		}
+		row := parts[r*P*(E+2) : (r+1)*P*(E+2)]
+		for c := range P {
+			pc := row[c*(E+2) : (c+1)*(E+2)]
+			copy(w.po[c*E:(c+1)*E], pc[:E])
+			w.pm[c], w.pl[c] = pc[E], pc[E+1]
+		}
+		ar.combineParts(out[r*E:(r+1)*E], P, E, w)
+	}
+	return out
 }
 
 // onlinePart accumulates into o (E, cleared first) the online order over
@@ -111,13 +165,26 @@ func (ar arith) onlinePart(o, t, v []float32, a ir.Attention, w online) (float32
 // attention is Attention, checking stop (when not nil) before each query
 // row and returning early, the rest zero, once it reports true.
 func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() bool) []float32 {
-	S, T, D, E := a.S, a.T, a.D, a.E
-	out := make([]float32, a.Batch.Len()*S*E)
-	sub, exp, div, mx := compile(ir.OpSub.Info().Expr), compile(ir.OpExp.Info().Expr), compile(ir.OpDiv.Info().Expr), compile(ir.OpMax.Info().Combine.Info().Expr)
-	scratch := make([]uint32, max(len(sub), len(exp), len(div), len(mx))*chunk)
-	t, u, p := make([]float32, T), make([]float32, T), make([]float32, T)
-	ms, o, ls := make([]float32, T), make([]float32, E), make([]float32, E)
-	po, pm, pl := make([]float32, a.Parts()*E), make([]float32, a.Parts()), make([]float32, a.Parts())
+	return ar.attend(q, k, v, mask, a, false, stop)
+}
+
+// attentionParts is AttentionParts, checking stop as attention does.
+func (ar arith) attentionParts(q, k, v, mask []float32, a ir.Attention, stop func() bool) []float32 {
+	return ar.attend(q, k, v, mask, a, true, stop)
+}
+
+// attend computes each query row's scores, then its outputs (parts
+// false) or, in the split order (a.Chunk set), its parts undivided
+// (parts true: [P,E+2] a row, AttentionParts' layout).
+func (ar arith) attend(q, k, v, mask []float32, a ir.Attention, parts bool, stop func() bool) []float32 {
+	S, T, D, E, P := a.S, a.T, a.D, a.E, a.Parts()
+	width := E // a row's outputs
+	if parts {
+		width = P * (E + 2)
+	}
+	out := make([]float32, a.Batch.Len()*S*width)
+	w := newOnline(T, E, P)
+	t, ms := make([]float32, T), make([]float32, T)
 	negInf := float32(math.Inf(-1))
 	for z := range a.Batch.Len() {
 		qz, kz, vz := q[z*S*D:(z+1)*S*D], k[z*T*D:(z+1)*T*D], v[z*T*E:(z+1)*T*E]
@@ -139,33 +206,43 @@ func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() b
 					t[j] = negInf
 				}
 			}
+			dst := out[row*width : (row+1)*width]
+			if parts {
+				ar.onlineParts(t, vz, a, w)
+				for c := range P {
+					pc := dst[c*(E+2) : (c+1)*(E+2)]
+					copy(pc, w.po[c*E:(c+1)*E])
+					pc[E], pc[E+1] = w.pm[c], w.pl[c]
+				}
+				continue
+			}
 			if a.Block > 0 {
-				ar.onlineRow(out[row*E:(row+1)*E], t, vz, a, online{mx: mx, sub: sub, exp: exp, div: div, scratch: scratch, o: o, ls: ls, u: u, p: p, po: po, pm: pm, pl: pl})
+				ar.onlineRow(dst, t, vz, a, w)
 				continue
 			}
 			// m by maximum from -Inf, left to right (any grouping gives
 			// these bits: maximum selects).
 			m := []float32{negInf}
 			for j := range T {
-				mx.runSlice(m, m, t[j:j+1], 0, ar, scratch)
+				w.mx.runSlice(m, m, t[j:j+1], 0, ar, w.scratch)
 			}
 			for j := range ms {
 				ms[j] = m[0]
 			}
-			sub.runSlice(u, t, ms, 0, ar, scratch)
-			exp.runSlice(p, u, nil, 0, ar, scratch)
+			w.sub.runSlice(w.u, t, ms, 0, ar, w.scratch)
+			w.exp.runSlice(w.p, w.u, nil, 0, ar, w.scratch)
 			var l float32
-			clear(o)
+			clear(w.o)
 			for j := range T {
-				l = ar.add(l, p[j])
+				l = ar.add(l, w.p[j])
 				for e := range E {
-					o[e] = ar.add(o[e], ar.mul(p[j], vz[j*E+e]))
+					w.o[e] = ar.add(w.o[e], ar.mul(w.p[j], vz[j*E+e]))
 				}
 			}
-			for e := range ls {
-				ls[e] = l
+			for e := range w.ls {
+				w.ls[e] = l
 			}
-			div.runSlice(out[row*E:(row+1)*E], o, ls, 0, ar, scratch)
+			w.div.runSlice(dst, w.o, w.ls, 0, ar, w.scratch)
 		}
 	}
 	return out

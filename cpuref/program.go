@@ -195,7 +195,14 @@ var kernels = [ir.NumKernelKinds]runner{
 		if k.Masked() {
 			mask = in(3)
 		}
+		if k.Blocks > 1 {
+			return exact.attentionParts(in(0), in(1), in(2), mask, ir.AttentionKernel(k), stop)
+		}
 		return exact.attention(in(0), in(1), in(2), mask, ir.AttentionKernel(k), stop)
+	}),
+	ir.KernelAttentionCombine: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
+		r := len(k.Shape)
+		return exact.attentionCombine(operandValues(k.Inputs[0], bufs), k.Inputs[0].Shape[r-1], k.Shape[r-1], stop)
 	}),
 	ir.KernelPool: perElement(func(k *ir.Kernel, bufs [][]float32, stop func() bool) []float32 {
 		return exact.maxpool2d(operandValues(k.Inputs[0], bufs), ir.Pool2DOf(k.Inputs[0].Shape, k.Attrs), stop)

@@ -78,7 +78,10 @@ import (
 //
 // so that a GPU runs the parts side by side, P times the threads where
 // the query rows are few (one head of 2048 rows fills 128 workgroups of
-// 16 rows on a GPU of 132 cores). w ≤ 1 (m_c ≤ M), so nothing overflows;
+// 16 rows on a GPU of 132 cores): under passes.Options.SplitSums (every
+// GPU target's) a kernel of the parts alone (KernelAttention with Blocks
+// = P, one part of one row tile a workgroup) and a combine kernel
+// (KernelAttentionCombine); else one kernel. w ≤ 1 (m_c ≤ M), so nothing overflows;
 // a part whose keys are all masked has m_c = -MaxFloat32, l_c = +0 and
 // o_c = +0 (NaN where v is infinite), so w is +0 beside a finite M and it
 // adds +0; a fully masked row has M = -MaxFloat32, w = 1, L = +0 and a
@@ -134,7 +137,7 @@ var AttentionOnlineFrom = 1
 var AttentionSplit = 0
 
 // MaxAttentionSplit bounds AttentionSplit: a WGSL workgroup runs its
-// parts side by side.
+// parts side by side where they are not split into kernels of their own.
 const MaxAttentionSplit = 8
 
 // attentionChunk is the split order's part width for t keys (see
@@ -223,6 +226,38 @@ func AttentionOf(args []Shape, attrs []int) Attention {
 	return Attention{Batch: slices.Clone(q[:r-2]), S: q[r-2], D: q[r-1], T: k[r-2], E: v[r-1],
 		Scale:  math.Float32frombits(uint32(sb[0])<<16 | uint32(sb[1])),
 		Causal: OpAttention.Attr(attrs, "causal")[0] == 1, MaskShape: args[3], Block: block, Chunk: attentionChunk(k[r-2], block)}
+}
+
+// PartsShape returns the shape of the split order's parts,
+// [...,S,P,E+2]: per query row and part, its undivided o, m and l.
+func (a Attention) PartsShape() Shape {
+	return append(slices.Clone(a.Batch), a.S, a.Parts(), a.E+2)
+}
+
+// validateAttentionCombine checks an attention combine kernel: the parts
+// [...,S,P,E+2] (P ≥ 2) as its first operand, read plainly, and a Shape
+// of [...,S,E].
+func validateAttentionCombine(k *Kernel) string {
+	if len(k.Inputs) < 1 {
+		return "attention_combine needs the parts as its first operand"
+	}
+	in, r := k.Inputs[0], len(k.Shape)
+	if r < 2 || r > MaxAttentionRank || len(in.Shape) != r+1 || !in.Shape[:r-1].Equal(k.Shape[:r-1]) ||
+		in.Shape[r-1] < 2 || in.Shape[r] != k.Shape[r-1]+2 {
+		return fmt.Sprintf("attention_combine of parts %v gives %v: want parts [...,S,P,E+2] of [...,S,E], P ≥ 2", in.Shape, k.Shape)
+	}
+	if !in.Plain() {
+		return "attention_combine reads its parts plainly (row-major, from offset 0)"
+	}
+	return ""
+}
+
+// attentionCombineFlops counts the combine's operations: per output and
+// part, a maximum, an exp (about 40), a subtraction and two products and
+// sums; a division; and the epilogue's.
+func attentionCombineFlops(k *Kernel) int64 {
+	p := int64(k.Inputs[0].Shape[len(k.Shape)-1])
+	return SatMul(int64(k.Shape.Len()), SatAdd(46*p+1, BodyFlops(k.Body)))
 }
 
 // Scores returns the shape of the scores, [...,S,T].
@@ -325,6 +360,16 @@ func validateAttention(k *Kernel) string {
 	out, err := attentionShape(-1, OpAttention, args, nil, k.Attrs)
 	if err != nil {
 		return "attention: " + err.Msg
+	}
+	if k.Blocks > 1 {
+		a := AttentionOf(args, k.Attrs)
+		if a.Parts() != k.Blocks {
+			return fmt.Sprintf("attention over %d keys in %d parts, which the split order (ir.AttentionSplit %d) cuts into %d", a.T, k.Blocks, AttentionSplit, a.Parts())
+		}
+		if len(k.Body) != 1 || k.Body[0].Kind != InstrAcc {
+			return "attention's parts have no epilogue: the combine runs it"
+		}
+		out = a.PartsShape()
 	}
 	if !out.Equal(k.Shape) {
 		return fmt.Sprintf("attention of %v gives %v, kernel shape is %v", args, out, k.Shape)

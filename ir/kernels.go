@@ -109,6 +109,8 @@ func init() {
 		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: opFlops(OpPad), DTypes: f32Only},
 		KernelAttention: {Name: "attention", Validate: window(validateAttention), Acc: true, Accumulates: true, Strided: true, Offsets: true,
 			Flops: opFlops(OpAttention), DTypes: f32Only},
+		KernelAttentionCombine: {Name: "attention_combine", Validate: window(validateAttentionCombine), Acc: true, Accumulates: true,
+			Flops: attentionCombineFlops, DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {
 		panic(err)
@@ -201,7 +203,7 @@ func checkPlain(k *Kernel, attrs bool) string {
 	if !attrs && len(k.Attrs) > 0 {
 		return "has attributes, which only a conv or pool kernel has"
 	}
-	if k.Kind != KernelReduce && k.Blocks > 1 {
+	if k.Kind != KernelReduce && k.Kind != KernelAttention && k.Blocks > 1 {
 		return fmt.Sprintf("splits into %d blocks, which is not a power of two dividing a sum's %d leaves and its output", k.Blocks, 1)
 	}
 	return ""

@@ -126,8 +126,18 @@ const (
 	// and the mask read as the scores' shape, Attrs the attention node's)
 	// into an accumulator per element of Shape [...,S,E], in cpuref's
 	// order (cpuref.Attention); then Body is an epilogue as for matmul,
-	// InstrAcc the accumulator.
+	// InstrAcc the accumulator. With Blocks = P ≥ 2 (the split order's
+	// parts, Attention.Parts, run in workgroups of their own: passes'
+	// split) Shape is [...,S,P,E+2] and Body is the InstrAcc alone: per
+	// query row and part c, the part's undivided o (E values), then its m
+	// and its l, which a KernelAttentionCombine reads.
 	KernelAttention
+	// KernelAttentionCombine: the split order's combine (ir/attention.go)
+	// of the parts a KernelAttention with Blocks wrote (Inputs[0],
+	// [...,S,P,E+2]) into an accumulator per element of Shape [...,S,E]:
+	// M, w = exp(m − M), L and O over the parts ascending, then O / L;
+	// then Body is an epilogue as for matmul, InstrAcc the accumulator.
+	KernelAttentionCombine
 
 	// numKernelKinds is no kind: one past the last, the length of every
 	// table indexed by kind. A new kind goes above it, so no bound is kept
@@ -357,7 +367,7 @@ type Kernel struct {
 	Stores  []int32 // Body index whose value goes to Outputs[k]
 	M, K, N int     // matmul dimensions
 	Tile    Tile    // matmul or conv tiling
-	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree)
+	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree); attention: its parts
 	Reduce  Op      // KernelReduce: the reduction, a row with a Combine (OpSum, OpMax, ...)
 	Keep    Shape   // sum, rows: the kept shape ([] for one output)
 	// Attrs are, for a kernel whose root op has attributes (conv2d, say),

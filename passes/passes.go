@@ -134,7 +134,7 @@ var Pipeline = []Pass{
 	{Name: "fuse", Doc: "group elementwise chains into kernels and lower to a Program", Run: fuse, Lowers: true},
 	{Name: "rows", Doc: "merge reductions over rows with the elementwise kernels around them into row-resident kernels", Run: fuseRows},
 	{Name: "tile", Doc: "choose matmul tile parameters from the shape and device limits", Run: tile},
-	{Name: "split", Doc: "split large sums into a block pass and a final pass, for many workgroups", Run: split},
+	{Name: "split", Doc: "split large sums into a block pass and a final pass, and the split order's attention into its parts and their combine, for many workgroups", Run: split},
 }
 
 // Options tune compilation. Zero values mean the defaults.
@@ -146,7 +146,9 @@ type Options struct {
 	MaxInvocations      int
 	MaxWorkgroupStorage int
 	// SplitSums lets the split pass cut large sums into many blocks, for a
-	// backend that reduces a block per workgroup (webgpu).
+	// backend that reduces a block per workgroup (webgpu), and an
+	// attention in the split order into a kernel of its parts and one
+	// that combines them (splitAttention).
 	SplitSums bool
 	NoFuse    bool // one kernel per node: the unoptimised baseline
 	// Tile, when set, is used for every matmul instead of the tiling

@@ -1,6 +1,10 @@
 package passes
 
-import "github.com/gpucc/gpucc/ir"
+import (
+	"slices"
+
+	"github.com/gpucc/gpucc/ir"
+)
 
 // Sum splitting: a reduction (sum or max) over P (padded) leaves per
 // output becomes a kernel reducing P/SumBlockLeaves aligned blocks of
@@ -13,7 +17,8 @@ const (
 	SumSplitMin    = 1 << 16 // sums over fewer elements stay one kernel
 )
 
-// split applies sum splitting when Options.SplitSums is set.
+// split applies sum splitting, and attention's (splitAttention), when
+// Options.SplitSums is set.
 func split(st *State) error {
 	if !st.Options.SplitSums {
 		return nil
@@ -21,6 +26,10 @@ func split(st *State) error {
 	p := st.Program
 	var out []ir.Kernel
 	for _, k := range p.Kernels {
+		if parts, combine, ok := splitAttention(p, k); ok {
+			out = append(out, parts, combine)
+			continue
+		}
 		if k.Kind != ir.KernelReduce || k.Blocks > 1 || k.Shape.Len()/k.Keep.Len() < SumSplitMin {
 			out = append(out, k)
 			continue
@@ -60,6 +69,64 @@ func split(st *State) error {
 	}
 	p.Kernels = out
 	return nil
+}
+
+// Attention splitting: an attention in the split order (ir.AttentionSplit
+// set, its keys cut into Attention.Parts parts; see ir/attention.go)
+// becomes a kernel of the parts alone (Blocks = P: one part of one row
+// tile a workgroup, each writing its undivided o, m and l) and a combine
+// kernel (ir.KernelAttentionCombine) that runs the order's combine, the
+// division and the epilogue. Both are the order's own steps, so the bits
+// are the same as one kernel's, and where the query rows are few (one
+// head of 2048 rows is 128 workgroups of 16 rows on a GPU of 132 cores)
+// the parts run on P times the workgroups instead of side by side in one.
+// An attention whose epilogue reads a view (an operand not plain) stays
+// one kernel.
+func splitAttention(p *ir.Program, k ir.Kernel) (parts, combine ir.Kernel, ok bool) {
+	if k.Kind != ir.KernelAttention || k.Blocks > 1 {
+		return k, k, false
+	}
+	a := ir.AttentionKernel(&k)
+	acc := k.AccIndex()
+	fixed := 3 // q, k, v, and the mask where there is one
+	if k.Masked() {
+		fixed = 4
+	}
+	if a.Chunk == 0 || acc < 0 || len(k.Inputs) < fixed {
+		return k, k, false
+	}
+	for _, op := range k.Inputs[fixed:] {
+		if !op.Plain() {
+			return k, k, false
+		}
+	}
+	for _, in := range k.Body[:acc] {
+		if in.Kind == ir.InstrLoad {
+			return k, k, false // a load before the accumulator: not an epilogue's
+		}
+	}
+	shape := a.PartsShape()
+	p.Buffers = append(p.Buffers, ir.Buffer{Len: shape.Len(), Shape: shape, Node: p.Buffers[k.Outputs[0]].Node})
+	buf := len(p.Buffers) - 1
+	combine = ir.Kernel{
+		Name:    k.Name + "_combine",
+		Kind:    ir.KernelAttentionCombine,
+		Nodes:   k.Nodes,
+		Inputs:  append([]ir.Operand{ir.PlainOperand(buf, shape)}, k.Inputs[fixed:]...),
+		Outputs: k.Outputs,
+		Shape:   k.Shape,
+		Body:    slices.Clone(k.Body),
+		Stores:  k.Stores,
+	}
+	for j, in := range combine.Body {
+		if in.Kind == ir.InstrLoad {
+			combine.Body[j].Operand = in.Operand - fixed + 1
+		}
+	}
+	parts = k
+	parts.Inputs, parts.Outputs, parts.Shape, parts.Blocks = k.Inputs[:fixed:fixed], []int{buf}, shape, a.Parts()
+	parts.Body, parts.Stores = []ir.Instr{k.Body[acc]}, []int32{0}
+	return parts, combine, true
 }
 
 // moveEpilogue returns the body, stores, outputs and operands of a final

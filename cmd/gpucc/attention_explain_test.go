@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpucc/gpucc/aot"
 	"github.com/gpucc/gpucc/ir"
 	"github.com/gpucc/gpucc/ir/irtest"
 )
@@ -53,5 +54,26 @@ func TestExplainAttentionOrder(t *testing.T) {
 				t.Errorf("--explain lacks %q:\n%s", c.want, out)
 			}
 		})
+	}
+}
+
+// TestExplainAttentionSplit: under ir.AttentionSplit (a knob the
+// benchmarks set in-process, so the build runs here, not in a child),
+// --explain shows the split order's two kernels: the parts, each in
+// workgroups of its own, and their combine.
+func TestExplainAttentionSplit(t *testing.T) {
+	old := ir.AttentionSplit
+	ir.AttentionSplit = 3
+	t.Cleanup(func() { ir.AttentionSplit = old })
+	g := irtest.AttentionCase{S: 2, T: 100, D: 8, E: 8, Scale: 0.5}.Graph(1)
+	b, err := aot.Build(g, aot.Options{GraphName: "attention.json", Targets: []string{"wgsl"}, Limits: ir.DefaultLimits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := explainPlan(b.Plan.Program, b.Manifest)
+	for _, want := range []string{"in 2 parts of 64 keys combined", "parts  each part of each row tile a workgroup", "attention_combine", "order  the split order's combine of 2 parts"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--explain lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -120,6 +120,12 @@ func explainPlan(p *ir.Program, m *aot.Manifest) string {
 		}
 		if k.Kind == ir.KernelAttention {
 			fmt.Fprintf(&b, "  order  %s\n", ir.AttentionKernel(&k).Order())
+			if k.Blocks > 1 {
+				fmt.Fprintf(&b, "  parts  each part of each row tile a workgroup, written undivided (o, m, l) for the next kernel to combine\n")
+			}
+		}
+		if k.Kind == ir.KernelAttentionCombine {
+			fmt.Fprintf(&b, "  order  the split order's combine of %d parts: M, then L and O over the parts ascending, O / L\n", k.Inputs[0].Shape[len(k.Shape)-1])
 		}
 		if k.Kind == ir.KernelConv {
 			c := ir.Conv2DOf(k.Inputs[0].Shape, k.Inputs[1].Shape, k.Attrs)

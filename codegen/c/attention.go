@@ -49,7 +49,7 @@ func attention(b *strings.Builder, k *ir.Kernel, _ *Kernel) int {
 		return n.Render(Lang, k)
 	}
 	fmt.Fprintf(b, "\tATTBUF float ts[%d];\n\tATTBUF float os[%d];\n", T, E)
-	if a.Chunk > 0 {
+	if a.Chunk > 0 && k.Blocks <= 1 {
 		// The split order's parts: each one's m, l and o.
 		fmt.Fprintf(b, "\tATTBUF float pm[%d];\n\tATTBUF float pl[%d];\n\tATTBUF float pos[%d];\n", a.Parts(), a.Parts(), a.Parts()*E)
 	}
@@ -131,8 +131,9 @@ func attentionWork(k *ir.Kernel) int64 {
 // keys ascending with p = exp(t − m'); each output o / l with the
 // epilogue. Where a.Chunk is set (the split order), each part of a.Chunk
 // keys runs those blocks alone into pm, pl and pos, and the parts are
-// combined in ascending order with w = exp(m − M) before the division.
-// Every product is its own declaration, so that no C compiler contracts
+// combined in ascending order with w = exp(m − M) before the division;
+// a kernel with Blocks writes the parts instead (its combine kernel
+// divides and runs the epilogue). Every product is its own declaration, so that no C compiler contracts
 // it with the add after it.
 func attentionOnline(b *strings.Builder, k *ir.Kernel, a ir.Attention, off func(j int, r, c string) string, apply func(name string, op ir.Op, args ...string) []string) {
 	T, E, B := a.T, a.E, a.Block
@@ -166,6 +167,12 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, a ir.Attention, off func(
 		fmt.Fprintf(b, "\t\tfor (idx pc = 0; pc < %du; pc++) {\n\t\t\tconst idx k0 = pc * %du;\n", P, W)
 		fmt.Fprintf(b, "\t\t\tconst idx k1 = k0 + %du < %du ? k0 + %du : %du;\n", W, T, W, T)
 		blocks("\t\t\t", "k0", "k1")
+		if k.Blocks > 1 {
+			// The parts themselves, [P,E+2] a row: a combine kernel ends it.
+			fmt.Fprintf(b, "\t\t\tconst idx at = (tl * %du + pc) * %du;\n", P, E+2)
+			fmt.Fprintf(b, "\t\t\tfor (idx e = 0; e < %du; e++) out0[at + e] = os[e];\n\t\t\tout0[at + %du] = mr;\n\t\t\tout0[at + %du] = ls;\n\t\t}\n\t}\n", E, E, E+1)
+			return
+		}
 		fmt.Fprintf(b, "\t\t\tpm[pc] = mr;\n\t\t\tpl[pc] = ls;\n\t\t\tfor (idx e = 0; e < %du; e++) pos[pc * %du + e] = os[e];\n\t\t}\n", E, E)
 		// M folds the parts' maxima (maximum selects: any grouping gives
 		// these bits); then L and O over the parts ascending.

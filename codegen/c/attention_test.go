@@ -17,8 +17,9 @@ import (
 // every attention online the online one, and the split order
 // (ir.AttentionSplit 3: parts of 32 or 64 keys), over a block less one, a block
 // and one, 130 keys, causal, a -Inf padding mask, rows whose first blocks
-// are all -Inf, a fully masked row (NaN) and extremes. The C kernel itself
-// is checked the same way.
+// are all -Inf, a fully masked row (NaN) and extremes; and the split
+// order under SplitSums ("parts"), a kernel of the parts and the combine's
+// nest. The C kernel itself is checked the same way.
 func TestAttentionNest(t *testing.T) {
 	compiler(t)
 	bl := ir.AttentionBlock
@@ -35,12 +36,12 @@ func TestAttentionNest(t *testing.T) {
 		writers[ir.KernelAttention], ir.AttentionOnlineFrom, ir.AttentionSplit = old, from, split
 	}(writers[ir.KernelAttention], ir.AttentionOnlineFrom, ir.AttentionSplit)
 	own := writers[ir.KernelAttention]
-	for _, order := range []string{"full", "online", "split"} {
+	for _, order := range []string{"full", "online", "split", "parts"} {
 		ir.AttentionOnlineFrom, ir.AttentionSplit = 1<<30, 0
 		if order != "full" {
 			ir.AttentionOnlineFrom = 1
 		}
-		if order == "split" {
+		if order == "split" || order == "parts" {
 			// 130 keys in parts of 64, 64 and 2; 100 in 64 and 36; 70
 			// and 67 in 32, 32 and the rest; block+1 in 32 and 1.
 			ir.AttentionSplit = 3
@@ -53,7 +54,10 @@ func TestAttentionNest(t *testing.T) {
 			for k, c := range cases {
 				t.Run(fmt.Sprintf("%s/%s/%s", order, w.name, c.Name), func(t *testing.T) {
 					g := c.Graph(uint64(1300 + k))
-					p := compile(t, g, passes.Options{})
+					p := compile(t, g, passes.Options{SplitSums: order == "parts"})
+					if split := p.Program().Kernels[0].Blocks > 1; split != (order == "parts" && c.T > bl) {
+						t.Fatalf("the parts in a kernel of their own: %v\n%s", split, p.Program())
+					}
 					want := cpuref.RunProgram(p.Program())
 					for name, got := range runC(t, p) {
 						for i, v := range got {

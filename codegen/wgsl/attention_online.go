@@ -216,13 +216,27 @@ type onlineShape struct {
 // set) the workgroup holds a group of threads for each part, each
 // staging its own keys: its rows and slices are the tile's or fewer
 // (onlineSplitPlan).
-func onlinePlan(a ir.Attention, t OnlineTile, storage int) (onlineShape, bool) {
+func onlinePlan(a ir.Attention, t OnlineTile, storage int, parts bool) (onlineShape, bool) {
 	limit := attStorage
 	if t.Wide {
 		limit = max(storage, attStorage)
 	}
-	if a.Chunk > 0 {
+	switch {
+	case parts:
+		return onlinePartsPlan(a, t, limit)
+	case a.Chunk > 0:
 		return onlineSplitPlan(a, t, limit)
+	}
+	return onlineFit(a, t, 1, limit)
+}
+
+// onlinePartsPlan is the geometry of the split order's parts in
+// workgroups of their own (a kernel with Blocks: one part of one row
+// tile a workgroup): t itself, its span halved until a part's blocks are
+// whole spans.
+func onlinePartsPlan(a ir.Attention, t OnlineTile, limit int) (onlineShape, bool) {
+	for t.nb() > 1 && a.Chunk%(t.nb()*a.Block) != 0 {
+		t.Span /= 2
 	}
 	return onlineFit(a, t, 1, limit)
 }
@@ -322,18 +336,18 @@ func OnlineTileFits(a ir.Attention, t OnlineTile) bool {
 // OnlineTileFitsIn is OnlineTileFits on a device of storage bytes of
 // workgroup storage (Target.Storage), which t fills only where Wide.
 func OnlineTileFitsIn(a ir.Attention, t OnlineTile, storage int) bool {
-	_, ok := onlinePlan(a, t, storage)
+	_, ok := onlinePlan(a, t, storage, false)
 	return ok
 }
 
 // onlineKernelPlan is onlinePlan under AttentionOnlineTile, or under
 // DefaultOnlineTile where that has none (it fits every head up to
 // ir.AttentionOnlineMaxHead), on a device of storage bytes.
-func onlineKernelPlan(a ir.Attention, storage int) onlineShape {
-	if p, ok := onlinePlan(a, AttentionOnlineTile, storage); ok {
+func onlineKernelPlan(a ir.Attention, storage int, parts bool) onlineShape {
+	if p, ok := onlinePlan(a, AttentionOnlineTile, storage, parts); ok {
 		return p
 	}
-	p, ok := onlinePlan(a, DefaultOnlineTile, storage)
+	p, ok := onlinePlan(a, DefaultOnlineTile, storage, parts)
 	if !ok {
 		panic(fmt.Sprintf("wgsl: BUG: the default online attention tile does not fit d %d, e %d", a.D, a.E))
 	}
@@ -364,14 +378,20 @@ func onlineKernelPlan(a ir.Attention, storage int) onlineShape {
 func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storage int) {
 	a := ir.AttentionKernel(k)
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
-	p := onlineKernelPlan(a, storage)
+	parts := k.Blocks > 1 // one part of the split order a workgroup (wg.z), written undivided
+	p := onlineKernelPlan(a, storage, parts)
 	R, N, Rq, G, nb, W := p.Rows, p.Slices, p.rq(), p.G, p.nb(), p.W
+	// perPart: the keys run are a part's (group g's, or the workgroup's)
+	perPart := G > 1 || parts
 	RR := R * Rq     // the workgroup's query rows
 	RRt := G * RR    // the workgroup arrays' rows: a group's rows for each part
 	threads := R * N // a group's threads (all of them without a split)
 	ew4 := p.ew4
 	s.Workgroup = [3]int{G * threads, 1, 1}
 	s.Groups = [3]int{(S + RR - 1) / RR, max(a.Batch.Len(), 1), 1}
+	if parts {
+		s.Groups[2] = a.Parts()
+	}
 	scale := Lang.Const(len(codegen.Constants(k)) - 1) // the nest's Params[0], after the body's slots
 	off := func(j int, r, c string) string { return attOffset(k, j, r, c) }
 	apply := func(name string, op ir.Op, args ...string) []string { return attApply(k, name, op, args...) }
@@ -466,6 +486,9 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 		fmt.Fprintf(b, "\tlet gi = g * %du + i;\n\tlet gk = g * %du;\n", RR, p.ks)
 	} else {
 		fmt.Fprintf(b, "\tlet tid = lid.x;\n\tlet i = tid %% %du;\n\tlet sl = tid / %du;\n\tlet z = wg.y;\n", R, R)
+	}
+	if parts {
+		b.WriteString("\tlet g = wg.z; // the part: keys g·Chunk …\n")
 	}
 	for r := range Rq {
 		qi := "i"
@@ -562,7 +585,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			return
 		}
 		if !last {
-			if G > 1 {
+			if perPart {
 				// The part's next block (keys past T are fetched as 0).
 				fmt.Fprintf(b, "\t\tif (bi + 1u < %du) {\n", a.Chunk/W)
 			} else {
@@ -600,7 +623,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	// ragged: in the split order, a part's blocks may end before its
 	// width (the last part's, at T): every key is checked against T at
 	// run time, and a key past it scores -Inf and adds nothing.
-	ragged := G > 1 && T != G*a.Chunk
+	ragged := perPart && T != a.Parts()*a.Chunk
 	// kept opens key jb's guard where the keys are ragged (closed by
 	// unkept).
 	kept := func(in string, jb int) {
@@ -1053,7 +1076,7 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 		}
 	}
 	whole, rest := T/W*W, T%W
-	if G > 1 {
+	if perPart {
 		// Each group runs its part's blocks from g·Chunk (the last part's
 		// past T: ragged).
 		fetch(1, stage{}, fmt.Sprintf("g * %du", a.Chunk))
@@ -1093,6 +1116,10 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	if G > 1 {
 		combineParts(b, p, sf, wr, apply)
 	}
+	if parts {
+		writeParts(b, k, a, p, sf)
+		return
+	}
 	if Rq == 1 {
 		fmt.Fprintf(b, "\tif (qi >= %du) { return; }\n", S)
 	}
@@ -1122,6 +1149,31 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 		if Rq > 1 {
 			b.WriteString("\t}\n")
 		}
+	}
+	b.WriteString("}\n")
+}
+
+// writeParts ends a kernel of the split order's parts (Blocks): each
+// query row's part g, [E+2] at ((z·S + qi)·P + g)·(E+2), its outputs o
+// undivided from their threads, then m and l from the row's first.
+func writeParts(b *strings.Builder, k *ir.Kernel, a ir.Attention, p onlineShape, sf func(int) string) {
+	lanes := "xyzw"
+	for r := range p.rq() {
+		fmt.Fprintf(b, "\tif (qi%s < %du) {\n", sf(r), a.S)
+		fmt.Fprintf(b, "\t\tlet at = ((z * %du + qi%s) * %du + g) * %du;\n", a.S, sf(r), k.Blocks, a.E+2)
+		for y := range p.ev {
+			for l := range 4 {
+				ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
+				if p.half {
+					if l >= 2 {
+						break
+					}
+					ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
+				}
+				fmt.Fprintf(b, "\t\tif (%s < %du) { out0[at + %s] = o%d%s.%c; }\n", ve, a.E, ve, y, sf(r), lanes[l])
+			}
+		}
+		fmt.Fprintf(b, "\t\tif (sl == 0u) {\n\t\t\tout0[at + %du] = mr%s;\n\t\t\tout0[at + %du] = ls%s;\n\t\t}\n\t}\n", a.E, sf(r), a.E+1, sf(r))
 	}
 	b.WriteString("}\n")
 }
@@ -1196,7 +1248,7 @@ func combineParts(b *strings.Builder, p onlineShape, sf, wr func(int) string, ap
 // the whole key blocks (a part's, in the split order).
 func attentionOnlineLoops(k *ir.Kernel) int {
 	a := ir.AttentionKernel(k)
-	if p := onlineKernelPlan(a, attStorage); p.G > 1 { // G is the parts under any storage
+	if p := onlineKernelPlan(a, attStorage, k.Blocks > 1); p.G > 1 || k.Blocks > 1 { // G is the parts under any storage
 		return a.Chunk/a.Block + 1
 	}
 	return a.T/a.Block + 1
