@@ -23,7 +23,9 @@ package bench
 //	                        the default it would fall back to); an online
 //	                        tile's suffix @sP runs the split order in at most
 //	                        P parts (ir.AttentionSplit: online16x16mcplit@s4),
-//	                        each part a group of the tile's threads or fewer
+//	                        each part of each row tile a workgroup of the
+//	                        tile's threads and a second kernel combining
+//	                        them (the split pass, on webgpu)
 //	                        (default: attnTiles)
 
 import (
@@ -124,8 +126,9 @@ func BenchmarkAttnTiles(b *testing.B) {
 				wgsl.AttentionTile = t.tile
 				ir.AttentionOnlineFrom, ir.AttentionSplit = 1<<30, 0 // the full-row order
 				if t.online != nil {
-					// A split always fits (its groups shrink to fit).
-					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); t.split == 0 && !wgsl.OnlineTileFitsIn(a, *t.online, deviceStorage(b)) {
+					// (A split's parts take the tile itself, its span
+					// halved until a part is whole spans.)
+					if a := (ir.Attention{S: s, T: s, D: d, E: d, Block: ir.AttentionBlock}); !wgsl.OnlineTileFitsIn(a, *t.online, deviceStorage(b)) {
 						b.Skipf("%s does not fit d %d: the default online tile would run under its name", t.name, d)
 					}
 					ir.AttentionOnlineFrom, ir.AttentionSplit, wgsl.AttentionOnlineTile = 1, t.split, *t.online

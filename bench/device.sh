@@ -29,6 +29,8 @@
 #   rowsnext the rows kernels' bits under every workgroup size and knob, then their times under the default, the fused
 #            division without the row's reciprocal (nonear), contiguous runs (wgsl.RowContiguous), 128 threads and both,
 #            beside PyTorch eager
+#   attnsplit  the split order's parts in workgroups of their own: bits on the driver, attention at 512-4096 keys in 2, 4
+#            and 8 parts beside the online order in one kernel, eager and SDPA
 #   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
 #            bits on the driver and its time at 2048 keys beside the tile it replaced
 #   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
@@ -402,6 +404,21 @@ suite_last() {
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 2048: exit $?"
+}
+# attnsplit (about 150 s): the split order's parts in workgroups of their own (the split pass: a kernel of the parts, one
+# part of one row tile a workgroup, and a combine kernel) on the driver: the split tests' bits, then attention at 512,
+# 2048 and 4096 keys, d 64 and 128, in 2, 4 and 8 parts against the online order in one kernel, beside eager and SDPA
+suite_attnsplit() {
+	tests attnsplit_exact.txt 150 gpucc 'TestAttentionSplit/webgpu|TestAttentionSplitTiles/webgpu' -test.short
+	warm
+	benches attnsplit.txt 120 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=512,2048,4096 \
+		GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online@s2 online@s4 online@s8 online16x16b4mcplitw online16x16b4mcplitw@s4 online16x16b2mcplitw@s8 online8x16@s4 online8x32@s4 online16x16mcplit@s4}"
+	benches attnsplit.txt 60 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=2048 GPUCC_BENCH_ATTN_D=128 \
+		GPUCC_BENCH_ATTN_TILES="${ATTN_D128_TILES:-online online@s2 online@s4 online@s8 online16x16b2mcplitw@s4}"
+	grep -h '^Benchmark' "$OUT/attnsplit.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
+	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 512 2048 4096 >"$OUT/torch_attn_split.json" 2>>"$OUT/visit.log"
+	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_split_d128.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_split.json" | head -c 600)"
 }
 # lastbits (up to 560 s): the split order's and the wide and span tiles' full tier on the driver (every tile under every
 # case, 2048 keys at d 64 and 128, causal, in 4 parts), before any of them becomes wgsl.DefaultOnlineTile
