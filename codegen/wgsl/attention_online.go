@@ -1129,23 +1129,14 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 			fmt.Fprintf(b, "\tif (qi%s < %du) {\n", sf(r), S)
 			in = "\t\t"
 		}
-		for y := range p.ev {
-			for l := range 4 {
-				ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
-				if p.half {
-					if l >= 2 {
-						break
-					}
-					ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
-				}
-				fmt.Fprintf(b, "%s{\n%s\tlet ve = %s;\n%s\tif (ve < %du) {\n%s\t\tlet ov = o%d%s.%c;\n", in, in, ve, in, E, in, y, sf(r), lanes[l])
-				b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"+sf(r)), len(in)+2))
-				fmt.Fprintf(b, "%s\t\tlet i = (z * %du + qi%s) * %du + ve;\n", in, S, sf(r), E)
-				b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), len(in)+2))
-				b.WriteString(codegen.Indent(stores(k, "i"), len(in)+2))
-				fmt.Fprintf(b, "%s\t}\n%s}\n", in, in)
-			}
-		}
+		p.eachOutput(func(y int, lane byte, ve string) {
+			fmt.Fprintf(b, "%s{\n%s\tlet ve = %s;\n%s\tif (ve < %du) {\n%s\t\tlet ov = o%d%s.%c;\n", in, in, ve, in, E, in, y, sf(r), lane)
+			b.WriteString(codegen.Indent(apply("acc", ir.OpDiv, "ov", "ls"+sf(r)), len(in)+2))
+			fmt.Fprintf(b, "%s\t\tlet i = (z * %du + qi%s) * %du + ve;\n", in, S, sf(r), E)
+			b.WriteString(codegen.Indent(codegen.Body(Lang, k, load(k, "i"), "acc"), len(in)+2))
+			b.WriteString(codegen.Indent(stores(k, "i"), len(in)+2))
+			fmt.Fprintf(b, "%s\t}\n%s}\n", in, in)
+		})
 		if Rq > 1 {
 			b.WriteString("\t}\n")
 		}
@@ -1153,26 +1144,34 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	b.WriteString("}\n")
 }
 
+// eachOutput calls f for each output a thread holds: its register o{y},
+// the lane of it, and its column (an expression of the thread's vb, and
+// hb under Half).
+func (p onlineShape) eachOutput(f func(y int, lane byte, ve string)) {
+	for y := range p.ev {
+		for l := range 4 {
+			ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
+			if p.half {
+				if l >= 2 {
+					break
+				}
+				ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
+			}
+			f(y, "xyzw"[l], ve)
+		}
+	}
+}
+
 // writeParts ends a kernel of the split order's parts (Blocks): each
 // query row's part g, [E+2] at ((z·S + qi)·P + g)·(E+2), its outputs o
 // undivided from their threads, then m and l from the row's first.
 func writeParts(b *strings.Builder, k *ir.Kernel, a ir.Attention, p onlineShape, sf func(int) string) {
-	lanes := "xyzw"
 	for r := range p.rq() {
 		fmt.Fprintf(b, "\tif (qi%s < %du) {\n", sf(r), a.S)
 		fmt.Fprintf(b, "\t\tlet at = ((z * %du + qi%s) * %du + g) * %du;\n", a.S, sf(r), k.Blocks, a.E+2)
-		for y := range p.ev {
-			for l := range 4 {
-				ve := fmt.Sprintf("vb * 4u + %du", 4*y+l)
-				if p.half {
-					if l >= 2 {
-						break
-					}
-					ve = fmt.Sprintf("vb * 4u + hb * 2u + %du", l)
-				}
-				fmt.Fprintf(b, "\t\tif (%s < %du) { out0[at + %s] = o%d%s.%c; }\n", ve, a.E, ve, y, sf(r), lanes[l])
-			}
-		}
+		p.eachOutput(func(y int, lane byte, ve string) {
+			fmt.Fprintf(b, "\t\tif (%s < %du) { out0[at + %s] = o%d%s.%c; }\n", ve, a.E, ve, y, sf(r), lane)
+		})
 		fmt.Fprintf(b, "\t\tif (sl == 0u) {\n\t\t\tout0[at + %du] = mr%s;\n\t\t\tout0[at + %du] = ls%s;\n\t\t}\n\t}\n", a.E, sf(r), a.E+1, sf(r))
 	}
 	b.WriteString("}\n")
