@@ -132,6 +132,27 @@ func TestGlslangValidator(t *testing.T) {
 			}
 		})
 	}
+	// The split order's parts and their combine (the split pass, under
+	// SplitSums), from the attention nest.
+	t.Run("attention-parts", func(t *testing.T) {
+		defer func(old int) { ir.AttentionSplit = old }(ir.AttentionSplit)
+		ir.AttentionSplit = 3
+		c := irtest.AttentionCase{B: 2, S: 5, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskPadding, NonFinite: true}
+		p, _, err := passes.Compile(c.Graph(1), passes.Options{SplitSums: true, Limits: ir.Limits{NonFinite: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(p.Program().Kernels); n != 2 {
+			t.Fatalf("%d kernels, want the parts and their combine:\n%s", n, p.Program())
+		}
+		pl, err := Target{}.Emit(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ps := range pl.Passes {
+			check(t, "frag", "attention_"+ps.Name, ps.Source)
+		}
+	})
 }
 
 func TestSumPasses(t *testing.T) {
