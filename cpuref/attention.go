@@ -81,19 +81,6 @@ func (ar arith) combineParts(out []float32, P, E int, w online) {
 	w.div.runSlice(out, w.o, w.ls, 0, ar, w.scratch)
 }
 
-// AttentionParts returns the split order's parts of attention a (a.Chunk
-// set) as a KernelAttention with Blocks writes them, [...,S,P,E+2]: per
-// query row and part its undivided o, m and l.
-func AttentionParts(q, k, v, mask []float32, a ir.Attention) []float32 {
-	return exact.attentionParts(q, k, v, mask, a, nil)
-}
-
-// AttentionCombine returns the split order's combine of parts
-// [rows,P,E+2] (AttentionParts'), [rows,E], as cpuref.Attention ends.
-func AttentionCombine(parts []float32, P, E int) []float32 {
-	return exact.attentionCombine(parts, P, E, nil)
-}
-
 // newOnline returns the expressions and scratch of the online and split
 // orders for T keys, E outputs and P parts.
 func newOnline(T, E, P int) online {
@@ -103,8 +90,9 @@ func newOnline(T, E, P int) online {
 		po: make([]float32, P*E), pm: make([]float32, P), pl: make([]float32, P)}
 }
 
-// attentionCombine is AttentionCombine, checking stop (when not nil)
-// before each row.
+// attentionCombine returns the split order's combine of parts [rows,P,E+2]
+// (attentionParts'), [rows,E], as attention ends a row, checking stop
+// (when not nil) before each row.
 func (ar arith) attentionCombine(parts []float32, P, E int, stop func() bool) []float32 {
 	rows := len(parts) / (P * (E + 2))
 	out := make([]float32, rows*E)
@@ -168,14 +156,17 @@ func (ar arith) attention(q, k, v, mask []float32, a ir.Attention, stop func() b
 	return ar.attend(q, k, v, mask, a, false, stop)
 }
 
-// attentionParts is AttentionParts, checking stop as attention does.
+// attentionParts returns the split order's parts of attention a (a.Chunk
+// set) as a KernelAttention with Blocks writes them, [...,S,P,E+2]: per
+// query row and part its undivided o, m and l; checking stop as attention
+// does.
 func (ar arith) attentionParts(q, k, v, mask []float32, a ir.Attention, stop func() bool) []float32 {
 	return ar.attend(q, k, v, mask, a, true, stop)
 }
 
 // attend computes each query row's scores, then its outputs (parts
 // false) or, in the split order (a.Chunk set), its parts undivided
-// (parts true: [P,E+2] a row, AttentionParts' layout).
+// (parts true: [P,E+2] a row, attentionParts' layout).
 func (ar arith) attend(q, k, v, mask []float32, a ir.Attention, parts bool, stop func() bool) []float32 {
 	S, T, D, E, P := a.S, a.T, a.D, a.E, a.Parts()
 	width := E // a row's outputs

@@ -77,18 +77,20 @@ import (
 //	out[i,e] = div(O_e, L)
 //
 // so that a GPU runs the parts side by side, P times the threads where
-// the query rows are few (one head of 2048 rows fills 128 workgroups of
-// 16 rows on a GPU of 132 cores): under passes.Options.SplitSums (every
-// GPU target's) a kernel of the parts alone (KernelAttention with Blocks
-// = P, one part of one row tile a workgroup) and a combine kernel
-// (KernelAttentionCombine); else one kernel. w ≤ 1 (m_c ≤ M), so nothing overflows;
-// a part whose keys are all masked has m_c = -MaxFloat32, l_c = +0 and
-// o_c = +0 (NaN where v is infinite), so w is +0 beside a finite M and it
-// adds +0; a fully masked row has M = -MaxFloat32, w = 1, L = +0 and a
-// NaN output; a NaN score makes M and every output NaN. The parts' edges
-// depend on T, so a prompt's row and the same row decoded alone at a
-// shorter T may round apart: the split is a knob for long rows of few
-// queries, off by default until a device times it.
+// the query rows are few (one head of 512 rows fills 32 workgroups of 16
+// rows on a GPU of 132 cores): under passes.Options.SplitSums (every GPU
+// target's) a kernel of the parts alone (KernelAttention with Blocks =
+// P, one part of one row tile a workgroup) and a combine kernel
+// (KernelAttentionCombine); else one kernel. w ≤ 1 (m_c ≤ M), so nothing
+// overflows; a part whose keys are all masked has m_c = -MaxFloat32,
+// l_c = +0 and o_c = +0 (NaN where v is infinite), so w is +0 beside a
+// finite M and it adds +0; a fully masked row has M = -MaxFloat32, w = 1,
+// L = +0 and a NaN output; a NaN score makes M and every output NaN. The
+// parts' edges depend on T, so a prompt's row and the same row decoded
+// alone at a shorter T may round apart: the split is a knob, off by
+// default. On an H100 (2026-12-06, bench/RESULTS.md) one head of 512
+// rows took 0.0413 ms in one kernel and 0.0239 in 4 parts, of 2048 rows
+// 0.1292 and 0.1177 in 2, while 4096 rows and heads of 128 lost in any.
 //
 // # The full-row order (cpuref.Attention computes it where Block is 0)
 //
@@ -338,11 +340,14 @@ func attentionArgs(k *Kernel) []Shape {
 	return args
 }
 
-// Masked reports whether attention kernel k reads a mask: Inputs[3]. A
-// kernel without one adds nothing to its scores (an attention node whose
-// mask is a full of -0, which adds nothing: t + -0 is t for every t).
+// Masked reports whether attention kernel k reads a mask: Inputs[3], where
+// its own operands are four (K). A kernel without one adds nothing to its
+// scores (an attention node whose mask is a full of -0, which adds
+// nothing: t + -0 is t for every t). Until 2026-12-06 the mask was told
+// from an epilogue's operand by its place alone, so an unmasked attention
+// whose epilogue read a tensor (a residual) read that tensor as its mask.
 func (k *Kernel) Masked() bool {
-	return k.Kind == KernelAttention && len(k.Inputs) >= 4 && len(k.Inputs[3].Shape) > 0
+	return k.Kind == KernelAttention && k.K == 4 && len(k.Inputs) >= 4
 }
 
 // validateAttention checks an attention kernel: q, k, v and optionally
@@ -350,8 +355,8 @@ func (k *Kernel) Masked() bool {
 // attributes that attention's shape rule accepts, and a Shape that is its
 // output.
 func validateAttention(k *Kernel) string {
-	if len(k.Inputs) < 3 {
-		return "attention needs three operands (q, k, v) and a mask or none"
+	if k.K != 3 && k.K != 4 || len(k.Inputs) < k.K {
+		return fmt.Sprintf("attention has %d operands of its own (K: 3 for q, k, v, 4 with a mask), of %d", k.K, len(k.Inputs))
 	}
 	if err := checkAttrs(-1, OpAttention, k.Attrs, Limits{MaxAttrValues: len(k.Attrs)}); err != nil {
 		return "attention attributes: " + err.Msg

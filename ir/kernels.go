@@ -109,7 +109,10 @@ func init() {
 		KernelPad: {Name: "pad", Validate: window(validatePad), Acc: true, Accumulates: true, Flops: opFlops(OpPad), DTypes: f32Only},
 		KernelAttention: {Name: "attention", Validate: window(validateAttention), Acc: true, Accumulates: true, Strided: true, Offsets: true,
 			Flops: opFlops(OpAttention), DTypes: f32Only},
+		// (Strided and Offsets: its epilogue is attention's, whose loads
+		// may read views; its parts are read plainly.)
 		KernelAttentionCombine: {Name: "attention_combine", Validate: window(validateAttentionCombine), Acc: true, Accumulates: true,
+			Strided: true, Offsets: true,
 			Flops: attentionCombineFlops, DTypes: f32Only},
 	}
 	if err := checkKernelTable(&kernelTable); err != nil {

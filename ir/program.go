@@ -123,7 +123,8 @@ const (
 	// matmul, InstrAcc the accumulator.
 	KernelPad
 	// KernelAttention: attention (ir.Attention: Inputs[0..3] are q, k, v
-	// and the mask read as the scores' shape, Attrs the attention node's)
+	// and the mask read as the scores' shape, K of them: 3 without the
+	// mask, 4 with it; Attrs the attention node's)
 	// into an accumulator per element of Shape [...,S,E], in cpuref's
 	// order (cpuref.Attention); then Body is an epilogue as for matmul,
 	// InstrAcc the accumulator. With Blocks = P ≥ 2 (the split order's
@@ -365,7 +366,7 @@ type Kernel struct {
 	Shape   Shape     // iteration space: result shape; for sum the summed shape
 	Body    []Instr
 	Stores  []int32 // Body index whose value goes to Outputs[k]
-	M, K, N int     // matmul dimensions
+	M, K, N int     // matmul dimensions; attention: K is its own operands (3: q, k, v; 4: and the mask), the epilogue's after them
 	Tile    Tile    // matmul or conv tiling
 	Blocks  int     // sum: blocks per output reduced separately (0 or 1: the whole tree); attention: its parts
 	Reduce  Op      // KernelReduce: the reduction, a row with a Combine (OpSum, OpMax, ...)

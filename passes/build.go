@@ -304,7 +304,10 @@ func (b *builder) kernel(u unit) ir.Kernel {
 					k.Inputs = append(k.Inputs, b.operand(a, kind))
 				}
 				k.Shape, k.Attrs = n.Shape, slices.Clone(n.Attrs)
-				if len(k.Inputs) == 4 && n.Op == ir.OpAttention { // the mask read as the scores
+				if n.Op == ir.OpAttention {
+					k.K = len(args) // its own operands, the epilogue's after them (ir.Kernel.Masked)
+				}
+				if k.K == 4 && n.Op == ir.OpAttention { // the mask read as the scores
 					k.Inputs[3] = k.Inputs[3].BroadcastTo(ir.AttentionOf(b.argShapes(n), n.Attrs).Scores())
 				}
 				vals[m] = emit(ir.Instr{Kind: ir.InstrAcc, Node: b.st.Origin[m]})

@@ -80,30 +80,15 @@ func split(st *State) error {
 // are the same as one kernel's, and where the query rows are few (one
 // head of 2048 rows is 128 workgroups of 16 rows on a GPU of 132 cores)
 // the parts run on P times the workgroups instead of side by side in one.
-// An attention whose epilogue reads a view (an operand not plain) stays
-// one kernel.
 func splitAttention(p *ir.Program, k ir.Kernel) (parts, combine ir.Kernel, ok bool) {
 	if k.Kind != ir.KernelAttention || k.Blocks > 1 {
 		return k, k, false
 	}
 	a := ir.AttentionKernel(&k)
 	acc := k.AccIndex()
-	fixed := 3 // q, k, v, and the mask where there is one
-	if k.Masked() {
-		fixed = 4
-	}
+	fixed := k.K // q, k, v, and the mask where there is one
 	if a.Chunk == 0 || acc < 0 || len(k.Inputs) < fixed {
 		return k, k, false
-	}
-	for _, op := range k.Inputs[fixed:] {
-		if !op.Plain() {
-			return k, k, false
-		}
-	}
-	for _, in := range k.Body[:acc] {
-		if in.Kind == ir.InstrLoad {
-			return k, k, false // a load before the accumulator: not an epilogue's
-		}
 	}
 	shape := a.PartsShape()
 	p.Buffers = append(p.Buffers, ir.Buffer{Len: shape.Len(), Shape: shape, Node: p.Buffers[k.Outputs[0]].Node})
@@ -112,16 +97,24 @@ func splitAttention(p *ir.Program, k ir.Kernel) (parts, combine ir.Kernel, ok bo
 		Name:    k.Name + "_combine",
 		Kind:    ir.KernelAttentionCombine,
 		Nodes:   k.Nodes,
-		Inputs:  append([]ir.Operand{ir.PlainOperand(buf, shape)}, k.Inputs[fixed:]...),
+		Inputs:  []ir.Operand{ir.PlainOperand(buf, shape)},
 		Outputs: k.Outputs,
 		Shape:   k.Shape,
 		Body:    slices.Clone(k.Body),
 		Stores:  k.Stores,
 	}
+	// The epilogue's loads, renumbered after the parts: whatever operand
+	// they read (q itself, for a residual), once each.
+	operand := map[int]int{}
 	for j, in := range combine.Body {
-		if in.Kind == ir.InstrLoad {
-			combine.Body[j].Operand = in.Operand - fixed + 1
+		if in.Kind != ir.InstrLoad {
+			continue
 		}
+		if _, ok := operand[in.Operand]; !ok {
+			operand[in.Operand] = len(combine.Inputs)
+			combine.Inputs = append(combine.Inputs, k.Inputs[in.Operand])
+		}
+		combine.Body[j].Operand = operand[in.Operand]
 	}
 	parts = k
 	parts.Inputs, parts.Outputs, parts.Shape, parts.Blocks = k.Inputs[:fixed:fixed], []int{buf}, shape, a.Parts()

@@ -29,9 +29,33 @@ func TestSplitAttention(t *testing.T) {
 		{irtest.AttentionCase{Name: "cross-5x100", H: 3, S: 5, T: 100, D: 4, E: 6, Scale: 1}, 2},
 		{irtest.AttentionCase{Name: "one-block-32", S: 7, T: 32, D: 4, E: 4, Scale: 1}, 0},
 	}
+	// Epilogues that read q itself (a residual) and a transposed view.
+	residual := func(b *ir.Builder) *ir.Graph {
+		q := b.Input(ir.Shape{2, 40, 8}, irtest.Values(1, 640, 2))
+		k := b.Input(ir.Shape{2, 70, 8}, irtest.Values(2, 1120, 2))
+		v := b.Input(ir.Shape{2, 70, 8}, irtest.Values(3, 1120, 2))
+		w := b.Input(ir.Shape{2, 8, 40}, irtest.Values(4, 640, 2))
+		y := q.Attention(k, v, b.Full(ir.Shape{}, float32(math.Copysign(0, -1))), 0.5, true)
+		b.Output("y", y.Add(q).Mul(w.Permute(0, 2, 1)))
+		g, err := b.Build(lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	type graphCase struct {
+		name  string
+		g     *ir.Graph
+		parts int
+	}
+	var all []graphCase
 	for _, tc := range cases {
-		t.Run(tc.c.Name, func(t *testing.T) {
-			g := tc.c.Graph(7)
+		all = append(all, graphCase{tc.c.Name, tc.c.Graph(7), tc.parts})
+	}
+	all = append(all, graphCase{"residual-view-70", residual(ir.NewBuilder()), 3})
+	for _, tc := range all {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.g
 			for _, split := range []int{0, 3} {
 				ir.AttentionSplit = split
 				want := cpuref.Eval(g) // the order's own bits

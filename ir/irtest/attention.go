@@ -38,6 +38,10 @@ type AttentionCase struct {
 	// ir.Limits.NonFinite); otherwise with -3e38, which exp still takes
 	// to +0 but leaves a fully masked row finite.
 	NonFinite bool
+	// Residual adds q to the output (D = E) in a third output: an
+	// epilogue load of the output's shape, which is not a mask (with T =
+	// E it has the scores' shape too).
+	Residual bool
 }
 
 // batch is the case's batch shape.
@@ -122,6 +126,9 @@ func (c AttentionCase) Graph(seed uint64) *ir.Graph {
 	y := q.Attention(k, v, mask, c.Scale, c.Mask == MaskCausal)
 	b.Output("y", y)
 	b.Output("y2", y.MulScalar(2)) // an epilogue
+	if c.Residual {
+		b.Output("y3", y.Add(q))
+	}
 	g, err := b.Build(lim)
 	if err != nil {
 		panic("irtest: " + err.Error())
@@ -150,6 +157,10 @@ func AttentionEdges() []AttentionCase {
 		{Name: "heads-view", B: 2, H: 2, S: 5, T: 5, D: 8, E: 8, Scale: 0.35355338, HeadsInView: true, Mask: MaskCausal},
 		{Name: "d64", H: 1, S: 9, T: 9, D: 64, E: 64, Scale: 0.125, Mask: MaskCausal},
 		{Name: "d128", S: 3, T: 4, D: 128, E: 128, Scale: 0.088388346},
+		// q added to the output, its operand after v: no mask (T = E,
+		// where until 2026-12-06 it was read as one), and a padding mask.
+		{Name: "residual", S: 5, T: 8, D: 8, E: 8, Scale: 0.5, Residual: true},
+		{Name: "residual-padding", B: 2, S: 5, T: 8, D: 8, E: 8, Scale: 0.5, Mask: MaskPadding, Residual: true},
 	}
 	// Each side of the bound where attention takes the online order
 	// (ir.AttentionOnlineFrom): the last full-row length, the first online
