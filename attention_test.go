@@ -95,7 +95,11 @@ func attentionCases() []irtest.AttentionCase {
 // permute, its mask broadcast by strides.
 func TestAttentionFuses(t *testing.T) {
 	for _, c := range attentionCases() {
-		checkOneKernel(t, c.Name, c.Graph(1), ir.KernelAttention, 2)
+		outputs := 2 // y and its epilogue's y2
+		if c.Residual {
+			outputs = 3 // and y + q
+		}
+		checkOneKernel(t, c.Name, c.Graph(1), ir.KernelAttention, outputs)
 	}
 }
 
