@@ -133,8 +133,8 @@ func attentionWork(k *ir.Kernel) int64 {
 // keys runs those blocks alone into pm, pl and pos, and the parts are
 // combined in ascending order with w = exp(m − M) before the division;
 // a kernel with Blocks writes the parts instead (its combine kernel
-// divides and runs the epilogue). Every product is its own declaration, so that no C compiler contracts
-// it with the add after it.
+// divides and runs the epilogue). Every product is its own declaration,
+// so that no C compiler contracts it with the add after it.
 func attentionOnline(b *strings.Builder, k *ir.Kernel, a ir.Attention, off func(j int, r, c string) string, apply func(name string, op ir.Op, args ...string) []string) {
 	T, E, B := a.T, a.E, a.Block
 	// blocks writes the online order over keys [lo, hi) into mr, ls, os,

@@ -373,7 +373,9 @@ func onlineKernelPlan(a ir.Attention, storage int, parts bool) onlineShape {
 // the same blocks at once (group g from key g·Chunk; keys past T, in the
 // last part, score -Inf and add nothing), each with its own staged keys,
 // probabilities and maxima, and the parts are combined at the end
-// (combineParts) before the division. storage is the device's workgroup
+// (combineParts) before the division; a kernel of the parts (Blocks) runs
+// one part a workgroup (wg.z) and writes it undivided (writeParts), for
+// the combine kernel. storage is the device's workgroup
 // storage (Target.storage), which the plan fills only under a Wide tile.
 func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storage int) {
 	a := ir.AttentionKernel(k)
