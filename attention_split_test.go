@@ -26,7 +26,8 @@ func splitParts(t testing.TB, n int) {
 // and 36, 130 in 64, 64 and 2, 70 in 32, 32 and 6; d 64 and 128, causal
 // (whose later parts are wholly -Inf for the first rows), a -Inf padding
 // mask, a fully masked row (NaN), a row's first parts all -Inf, extremes,
-// cross attention, odd heads and heads read through a view.
+// cross attention, odd heads, heads read through a view, and a residual
+// (q added to the output: an operand the combine reads after the parts).
 func TestAttentionSplit(t *testing.T) {
 	onlineFrom(t, 1)
 	splitParts(t, 3)
@@ -47,7 +48,8 @@ func TestAttentionSplit(t *testing.T) {
 		irtest.AttentionCase{Name: "extremes-70", H: 2, S: 5, T: 70, D: 8, E: 8, Scale: 0.125, Extremes: true},
 		irtest.AttentionCase{Name: "cross-5x100", B: 1, H: 3, S: 5, T: 100, D: 4, E: 6, Scale: 1},
 		irtest.AttentionCase{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3},
-		irtest.AttentionCase{Name: "heads-view-50", B: 2, H: 2, S: 17, T: 50, D: 8, E: 8, Scale: 0.35355338, HeadsInView: true, Mask: irtest.MaskCausal})
+		irtest.AttentionCase{Name: "heads-view-50", B: 2, H: 2, S: 17, T: 50, D: 8, E: 8, Scale: 0.35355338, HeadsInView: true, Mask: irtest.MaskCausal},
+		irtest.AttentionCase{Name: "residual-70", S: 5, T: 70, D: 8, E: 8, Scale: 0.5, Residual: true})
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			rt := open(t, be, func(o *gpucc.Options) {

@@ -106,15 +106,10 @@ func splitAttention(p *ir.Program, k ir.Kernel) (parts, combine ir.Kernel, ok bo
 	// The epilogue's loads, renumbered after the parts: whatever operand
 	// they read (q itself, for a residual), once each.
 	operand := map[int]int{}
-	for j, in := range combine.Body {
-		if in.Kind != ir.InstrLoad {
-			continue
+	for j := range combine.Body {
+		if combine.Body[j].Kind == ir.InstrLoad {
+			combine.Inputs = moveLoad(&combine.Body[j], k.Inputs, combine.Inputs, operand)
 		}
-		if _, ok := operand[in.Operand]; !ok {
-			operand[in.Operand] = len(combine.Inputs)
-			combine.Inputs = append(combine.Inputs, k.Inputs[in.Operand])
-		}
-		combine.Body[j].Operand = operand[in.Operand]
 	}
 	parts = k
 	parts.Inputs, parts.Outputs, parts.Shape, parts.Blocks = k.Inputs[:fixed:fixed], []int{buf}, shape, a.Parts()
@@ -135,11 +130,7 @@ func moveEpilogue(k *ir.Kernel, acc int, partials ir.Operand, final int) ([]ir.I
 		case ir.InstrAcc:
 			in.Args[0] = 0
 		case ir.InstrLoad:
-			if _, ok := operand[in.Operand]; !ok {
-				operand[in.Operand] = len(inputs)
-				inputs = append(inputs, k.Inputs[in.Operand])
-			}
-			in.Operand = operand[in.Operand]
+			inputs = moveLoad(&in, k.Inputs, inputs, operand)
 		case ir.InstrOp:
 			for a := 0; a < in.Op.Info().Args; a++ {
 				in.Args[a] = shift(in.Args[a])
@@ -152,4 +143,18 @@ func moveEpilogue(k *ir.Kernel, acc int, partials ir.Operand, final int) ([]ir.I
 		stores = append(stores, shift(s))
 	}
 	return body, stores, append([]int{final}, k.Outputs[1:]...), inputs
+}
+
+// moveLoad renumbers load in, which reads operand in.Operand of from, to
+// that operand's place in inputs (operand maps from's indexes to it),
+// appending it the first time it is read; it returns inputs.
+func moveLoad(in *ir.Instr, from, inputs []ir.Operand, operand map[int]int) []ir.Operand {
+	j, ok := operand[in.Operand]
+	if !ok {
+		j = len(inputs)
+		operand[in.Operand] = j
+		inputs = append(inputs, from[in.Operand])
+	}
+	in.Operand = j
+	return inputs
 }
