@@ -35,7 +35,7 @@ func wide(t wgsl.OnlineTile) wgsl.OnlineTile {
 // in the full tier, 2048 keys at d 64 and 128, causal, with and without 4
 // parts.
 func TestAttentionWideTiles(t *testing.T) {
-	checkOnlineTiles(t, wideTileVariants)
+	checkOnlineTiles(t, wideTileVariants, 4)
 }
 
 // spanTileVariants are the online tiles that stage two or four key
@@ -61,12 +61,12 @@ func span(t wgsl.OnlineTile, n int) wgsl.OnlineTile {
 // extremes, the split order (parts of one span, of two blocks where the
 // span is four, and cut short at T) and, in the full tier, 2048 keys.
 func TestAttentionSpanTiles(t *testing.T) {
-	checkOnlineTiles(t, spanTileVariants)
+	checkOnlineTiles(t, spanTileVariants, 4)
 }
 
-// checkOnlineTiles runs the wide and span tiles' cases on webgpu under
-// each of tiles.
-func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
+// checkOnlineTiles runs the wide and span tiles' cases, and extra, on
+// webgpu under each of tiles (under -short a share of them: 1 in every).
+func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile, every int, extra ...partsCase) {
 	if !slices.Contains(backends, "webgpu") {
 		t.Skip("webgpu is not among the backends")
 	}
@@ -93,7 +93,7 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile) {
 			}
 		}
 	}
-	runPartsTiles(t, tiles, cases, 4, 1600)
+	runPartsTiles(t, tiles, append(cases, extra...), every, 1600)
 }
 
 // partsRefs holds each case's expected values once (partsExpected): the tile
@@ -157,43 +157,19 @@ func runPartsTiles(t *testing.T, tiles []wgsl.OnlineTile, cases []partsCase, eve
 var tiledTileVariants = []wgsl.OnlineTile{{Tiled: 2}, {Tiled: 4}}
 
 // TestAttentionTiledTiles: on webgpu, the tiled online kernel (two
-// register-tiled products a key block) gives cpuref's bits over partial
-// blocks and workgroups, heads not a multiple of 4 and up to its widest
-// (64), causal, -Inf padding and dense masks, a row all -Inf (NaN),
-// leading -Inf blocks, extremes, and the split order's parts (3 and 4,
-// cut short at T). Lavapipe's 32 KiB of workgroup storage holds 2 rows a
+// register-tiled products a key block) gives cpuref's bits over
+// TestAttentionWideTiles' cases, every one under each tile, and heads of
+// 8 to 60 wide: lavapipe's 32 KiB of workgroup storage holds 2 rows a
 // thread up to d 64 and 4 up to d 24 (the cases of d 8 to 16 run those),
-// the H100's 48 KiB both; in the full tier, 2048 keys at d 64, with and
-// without 4 parts.
+// the H100's 48 KiB both; heads past 64 take the default tile.
 func TestAttentionTiledTiles(t *testing.T) {
-	if !slices.Contains(backends, "webgpu") {
-		t.Skip("webgpu is not among the backends")
-	}
-	onlineFrom(t, 1)
-	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
-	cases := []partsCase{
-		{irtest.AttentionCase{Name: "keys261-d64-lead-off", S: 5, T: 261, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskLead, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "keys256-in-2-d64-causal", S: 40, T: 256, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 2},
-		{irtest.AttentionCase{Name: "seq130-d64-causal", S: 130, T: 130, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
-		{irtest.AttentionCase{Name: "seq67-d64-padding", B: 2, S: 67, T: 67, D: 64, E: 64, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "seq-block+1-d16-causal", H: 2, S: 33, T: 33, D: 16, E: 16, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
-		{irtest.AttentionCase{Name: "rows29-keys100-d64-dense", S: 29, T: 100, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskDense, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "row-off-70-d60", S: 4, T: 70, D: 60, E: 60, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "row-off-70-d8", S: 70, T: 70, D: 8, E: 8, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "lead-off-100", S: 3, T: 100, D: 8, E: 8, Scale: 0.5, Mask: irtest.MaskLead, NonFinite: true}, 0},
-		{irtest.AttentionCase{Name: "extremes-70-d64", H: 2, S: 5, T: 70, D: 64, E: 64, Scale: 0.125, Extremes: true}, 0},
-		{irtest.AttentionCase{Name: "extremes-causal-66-d12", S: 66, T: 66, D: 12, E: 12, Scale: 3, Extremes: true, Mask: irtest.MaskCausal}, 0},
-		{irtest.AttentionCase{Name: "odd-d12-e7", S: 19, T: 77, D: 12, E: 7, Scale: 0.3}, 0},
-		{irtest.AttentionCase{Name: "odd-d13-e7-in-3", S: 19, T: 77, D: 13, E: 7, Scale: 0.3}, 3},
-		{irtest.AttentionCase{Name: "keys96-in-3-d64-padding", B: 2, S: 9, T: 96, D: 64, E: 64, Scale: 0.088388346, Mask: irtest.MaskPadding, NonFinite: true}, 3},
-		{irtest.AttentionCase{Name: "keys130-in-4-d16-causal", S: 70, T: 130, D: 16, E: 16, Scale: 0.25, Mask: irtest.MaskCausal}, 4},
-		{irtest.AttentionCase{Name: "keys500-in-4-d64-causal", S: 300, T: 500, D: 64, E: 64, Scale: 0.088388346, Mask: irtest.MaskCausal}, 4},
-		{irtest.AttentionCase{Name: "residual-64", S: 64, T: 64, D: 64, E: 64, Scale: 0.125, Residual: true}, 0},
-	}
-	if !testing.Short() {
-		for _, parts := range []int{0, 4} {
-			cases = append(cases, partsCase{irtest.AttentionCase{Name: fmt.Sprintf("keys2048-d64-causal-parts%d", parts), S: 2048, T: 2048, D: 64, E: 64, Scale: 0.125, Mask: irtest.MaskCausal}, parts})
-		}
-	}
-	runPartsTiles(t, tiledTileVariants, cases, 1, 1700)
+	checkOnlineTiles(t, tiledTileVariants, 1,
+		partsCase{irtest.AttentionCase{Name: "seq-block+1-d16-causal", H: 2, S: 33, T: 33, D: 16, E: 16, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
+		partsCase{irtest.AttentionCase{Name: "row-off-70-d60", S: 4, T: 70, D: 60, E: 60, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
+		partsCase{irtest.AttentionCase{Name: "row-off-70-d8", S: 70, T: 70, D: 8, E: 8, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
+		partsCase{irtest.AttentionCase{Name: "extremes-causal-66-d12", S: 66, T: 66, D: 12, E: 12, Scale: 3, Extremes: true, Mask: irtest.MaskCausal}, 0},
+		partsCase{irtest.AttentionCase{Name: "odd-d13-e7-in-3", S: 19, T: 77, D: 13, E: 7, Scale: 0.3}, 3},
+		partsCase{irtest.AttentionCase{Name: "keys130-in-4-d16-causal", S: 70, T: 130, D: 16, E: 16, Scale: 0.25, Mask: irtest.MaskCausal}, 4},
+		partsCase{irtest.AttentionCase{Name: "keys500-in-4-d64-causal", S: 300, T: 500, D: 64, E: 64, Scale: 0.088388346, Mask: irtest.MaskCausal}, 4},
+		partsCase{irtest.AttentionCase{Name: "residual-64", S: 64, T: 64, D: 64, E: 64, Scale: 0.125, Residual: true}, 0})
 }
