@@ -217,7 +217,7 @@ func attentionTiled(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, rq int)
 			w("\t\tPs[tx * 2u + %du][ty] = %s(%s);\n", y, vt, strings.Join(ps, ", "))
 		}
 		// c of row ty·rq + tx by its thread, which keeps that row's l.
-		w("\t\tif (tx < %du) {\n\t\t\tlet mo = mr[tx];\n\t\t\tlet mm = mn[tx];\n", rq)
+		w("\t\tif (tx < %du) {\n\t\t\tlet mo = %s;\n\t\t\tlet mm = %s;\n", rq, laneOf("mr", rq), laneOf("mn", rq))
 		b.WriteString(codegen.Indent(apply("ud", ir.OpSub, "mo", "mm"), 3))
 		b.WriteString(codegen.Indent(apply("cs", ir.OpExp, "ud"), 3))
 		w("\t\t\tCs[ty][tx] = cs;\n\t\t\tls = %s;\n\t\t}\n", Lang.Keep("ls * cs"))
@@ -296,6 +296,16 @@ func attentionTiled(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, rq int)
 	b.WriteString("}\n")
 }
 
+// laneOf is lane tx of vector v of rq lanes, selected (a vector in
+// registers indexed at run time may be kept in memory instead).
+func laneOf(v string, rq int) string {
+	x := v + ".x"
+	for l := 1; l < rq; l++ {
+		x = fmt.Sprintf("select(%s, %s.%c, tx == %du)", x, v, "xyzw"[l], l)
+	}
+	return x
+}
+
 // guardD is statement st of lane l of a vec4 column c4 of a head of d,
 // guarded where that lane may be past d.
 func guardD(d, l int, st string) string {
@@ -321,5 +331,5 @@ func tiledParts(b *strings.Builder, k *ir.Kernel, a ir.Attention, rq int) {
 		b.WriteString("\t}\n")
 	}
 	fmt.Fprintf(b, "\tlet ql = q0 + ty * %du + tx;\n\tif (tx < %du && ql < %du) {\n\t\tlet at = %s;\n", rq, rq, a.S, at("ql"))
-	fmt.Fprintf(b, "\t\tout0[at + %du] = mr[tx];\n\t\tout0[at + %du] = ls;\n\t}\n}\n", a.E, a.E+1)
+	fmt.Fprintf(b, "\t\tout0[at + %du] = %s;\n\t\tout0[at + %du] = ls;\n\t}\n}\n", a.E, laneOf("mr", rq), a.E+1)
 }
