@@ -34,6 +34,7 @@
 #   attntiled  the tiled online kernel (wgsl.OnlineTile.Tiled: two register-tiled products a key block): its bits on
 #            the driver (TestAttentionTiledTiles, full tier), then attention at 512-4096 keys, d 64, alone and in 2, 4
 #            and 8 parts, beside the default kernel, eager and SDPA
+#   attntiledquick  attntiled in about 120 s: the short tier's bits, 2048 and 4096 keys
 #   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
 #            bits on the driver and its time at 2048 keys beside the tile it replaced
 #   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
@@ -417,6 +418,16 @@ suite_attntiled() {
 		GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online@s2 onlinetiled4 onlinetiled4@s2 onlinetiled4@s4 onlinetiled4@s8 onlinetiled2 onlinetiled2@s2 onlinetiled2@s4}"
 	grep -h '^Benchmark' "$OUT/attntiled.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 512 2048 4096 >"$OUT/torch_attn_tiled.json" 2>>"$OUT/visit.log"
+	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_tiled.json" | head -c 600)"
+}
+# attntiledquick (about 120 s): attntiled for the end of a spent budget: the short tier's bits, 2048 and 4096 keys
+suite_attntiledquick() {
+	tests attntiled_exact.txt 60 gpucc 'TestAttentionTiledTiles/webgpu' -test.short
+	warm
+	benches attntiled.txt 90 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=2048,4096 \
+		GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online@s2 onlinetiled4@s4 onlinetiled4@s8 onlinetiled2@s4}"
+	grep -h '^Benchmark' "$OUT/attntiled.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
+	TORCH_NN_EAGER=1 timeout 25 python3 bench/torch_attn.py 64 2048 4096 >"$OUT/torch_attn_tiled.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_tiled.json" | head -c 600)"
 }
 # attnsplit (about 150 s): the split order's parts in workgroups of their own (the split pass: a kernel of the parts, one
