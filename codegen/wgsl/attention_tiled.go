@@ -42,8 +42,8 @@ import (
 // Opt-in: on an H100 (2026-12-06, bench/RESULTS.md) rq 4 ran one head
 // of 2048 keys, d 64, in 4 parts in 0.1172 ms, and the one-row kernel
 // in 2 parts in 0.1173; at 4096 keys 0.4067 against 0.4023. Its 40%
-// fewer workgroup loads bought nothing, so attention there is bound by
-// its dependent instruction chains, not by workgroup memory.
+// fewer workgroup loads bought nothing: workgroup memory is not what
+// bounds attention there (bench/RESULTS.md, the twentieth session).
 
 // tiledSide is the tiled kernel's threads along each side.
 const tiledSide = 16
