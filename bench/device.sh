@@ -35,6 +35,8 @@
 #            the driver (TestAttentionTiledTiles, full tier), then attention at 512-4096 keys, d 64, alone and in 2, 4
 #            and 8 parts, beside the default kernel, eager and SDPA
 #   attntiledquick  attntiled in about 120 s: the short tier's bits, 2048 and 4096 keys
+#   ceiling  a ceiling for exact attention's shape: bench/triton_attn_ceiling.py (Triton on CUDA cores, with and without
+#            FMA) at 2048 and 4096 keys, d 64, beside eager, and gpucc's kernel in the same call
 #   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
 #            bits on the driver and its time at 2048 keys beside the tile it replaced
 #   exact    bit-exactness on webgpu against cpuref: suite, division pairs, random graphs and rows, convs, pools,
@@ -429,6 +431,14 @@ suite_attntiledquick() {
 	grep -h '^Benchmark' "$OUT/attntiled.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 25 python3 bench/torch_attn.py 64 2048 4096 >"$OUT/torch_attn_tiled.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_tiled.json" | head -c 600)"
+}
+# ceiling (about 90 s): the online order's shape in Triton beside eager and gpucc's default kernel at 2048 and 4096 keys
+suite_ceiling() {
+	warm
+	benches ceiling.txt 60 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=2048,4096 GPUCC_BENCH_ATTN_TILES="online online@s2"
+	grep -h '^Benchmark' "$OUT/ceiling.txt" | awk '{print $1, $3, $4}' >>"$OUT/visit.log"
+	timeout 120 python3 bench/triton_attn_ceiling.py 64 2048 4096 >"$OUT/ceiling.json" 2>>"$OUT/visit.log"
+	log "triton_attn_ceiling.py: exit $? $(tr -d '\n ' <"$OUT/ceiling.json" | head -c 900)"
 }
 # attnsplit (about 150 s): the split order's parts in workgroups of their own (the split pass: a kernel of the parts, one
 # part of one row tile a workgroup, and a combine kernel) on the driver: the split tests' bits, then attention at 512,
