@@ -19,3 +19,21 @@ def warm(torch, seconds=0.5):
             a = a @ a
             a = a / a.abs().max()  # stay finite
         torch.cuda.synchronize()
+
+
+def timed(torch, fn, reps=100, warm_calls=10):
+    """The mean kernel time of fn in ms from CUDA events, each call synchronized, after warm() and warm_calls calls
+    (torch_attn.py, torch_gather.py, triton_attn_ceiling.py; torch_matmul.py and torch_nn.py time a run of calls)."""
+    warm(torch)
+    for _ in range(warm_calls):
+        fn()
+    torch.cuda.synchronize()
+    total = 0.0
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        total += s.elapsed_time(e)
+    return total / reps

@@ -18,19 +18,7 @@ D = int(sys.argv[1])
 
 
 def timed(fn, reps=100, warm=10):
-    gpuwarm.warm(torch)
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    total = 0.0
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        total += s.elapsed_time(e)
-    return total / reps
+    return gpuwarm.timed(torch, fn, reps, warm)
 
 
 def attn(q, k, v):

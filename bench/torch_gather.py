@@ -15,19 +15,7 @@ dev = torch.device('cuda')
 
 
 def timed(fn, reps=200, warm=20):
-    gpuwarm.warm(torch)
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    total = 0.0
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        total += s.elapsed_time(e)
-    return total / reps
+    return gpuwarm.timed(torch, fn, reps, warm)
 
 
 g = torch.Generator(device='cpu').manual_seed(32)

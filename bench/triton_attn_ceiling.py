@@ -14,7 +14,7 @@ import json, sys
 import torch
 import triton
 import triton.language as tl
-import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing
+import gpuwarm  # bench/gpuwarm.py: the clock warmed before each timing, and timed
 
 torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -44,22 +44,6 @@ def _attn(Q, K, V, O, S, T, scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.con
     tl.store(O + rows[:, None] * D + dc[None, :], o / l[:, None], mask=rm[:, None])
 
 
-def timed(fn, reps=100, warm=10):
-    gpuwarm.warm(torch)
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    total = 0.0
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        total += s.elapsed_time(e)
-    return total / reps
-
-
 D = int(sys.argv[1])
 res = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__, 'triton': triton.__version__, 'd': D}
 for S in map(int, sys.argv[2:]):
@@ -68,7 +52,7 @@ for S in map(int, sys.argv[2:]):
     scale = D ** -0.5
     eager = lambda: torch.softmax(q @ k.T * scale, dim=-1) @ v
     want = eager()
-    r = {'eager_ms': timed(eager)}
+    r = {'eager_ms': gpuwarm.timed(torch, eager)}
     for name, fused in (('fma', True), ('nofma', False)):
         for bm in (16, 32, 64):
             o = torch.empty_like(q)
@@ -76,7 +60,7 @@ for S in map(int, sys.argv[2:]):
             try:
                 run()
                 torch.cuda.synchronize()
-                r[f'{name}_bm{bm}_ms'] = timed(run)
+                r[f'{name}_bm{bm}_ms'] = gpuwarm.timed(torch, run)
                 r[f'{name}_bm{bm}_maxdiff'] = (o - want).abs().max().item()
             except Exception as e:  # a variant that does not compile is reported, not fatal
                 r[f'{name}_bm{bm}_error'] = str(e)[:200]
