@@ -64,9 +64,9 @@ func TestAttentionSpanTiles(t *testing.T) {
 	checkOnlineTiles(t, spanTileVariants, 4)
 }
 
-// checkOnlineTiles runs the wide and span tiles' cases, and extra, on
+// checkOnlineTiles runs the wide and span tiles' cases on
 // webgpu under each of tiles (under -short a share of them: 1 in every).
-func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile, every int, extra ...partsCase) {
+func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile, every int) {
 	if !slices.Contains(backends, "webgpu") {
 		t.Skip("webgpu is not among the backends")
 	}
@@ -93,7 +93,7 @@ func checkOnlineTiles(t *testing.T, tiles []wgsl.OnlineTile, every int, extra ..
 			}
 		}
 	}
-	runPartsTiles(t, tiles, append(cases, extra...), every, 1600)
+	runPartsTiles(t, tiles, cases, every, 1600)
 }
 
 // partsRefs holds each case's expected values once (partsExpected): the tile
@@ -150,26 +150,4 @@ func runPartsTiles(t *testing.T, tiles []wgsl.OnlineTile, cases []partsCase, eve
 			}
 		})
 	}
-}
-
-// tiledTileVariants are the tiled online kernels (wgsl.OnlineTile.Tiled)
-// which TestAttentionTiledTiles checks, and bench/device.sh times.
-var tiledTileVariants = []wgsl.OnlineTile{{Tiled: 2}, {Tiled: 4}}
-
-// TestAttentionTiledTiles: on webgpu, the tiled online kernel (two
-// register-tiled products a key block) gives cpuref's bits over
-// TestAttentionWideTiles' cases, every one under each tile, and heads of
-// 8 to 60 wide: lavapipe's 32 KiB of workgroup storage holds 2 rows a
-// thread up to d 64 and 4 up to d 24 (the cases of d 8 to 16 run those),
-// the H100's 48 KiB both; heads past 64 take the default tile.
-func TestAttentionTiledTiles(t *testing.T) {
-	checkOnlineTiles(t, tiledTileVariants, 1,
-		partsCase{irtest.AttentionCase{Name: "seq-block+1-d16-causal", H: 2, S: 33, T: 33, D: 16, E: 16, Scale: 0.125, Mask: irtest.MaskCausal}, 0},
-		partsCase{irtest.AttentionCase{Name: "row-off-70-d60", S: 4, T: 70, D: 60, E: 60, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
-		partsCase{irtest.AttentionCase{Name: "row-off-70-d8", S: 70, T: 70, D: 8, E: 8, Scale: 0.1, Mask: irtest.MaskRowOff, NonFinite: true}, 0},
-		partsCase{irtest.AttentionCase{Name: "extremes-causal-66-d12", S: 66, T: 66, D: 12, E: 12, Scale: 3, Extremes: true, Mask: irtest.MaskCausal}, 0},
-		partsCase{irtest.AttentionCase{Name: "odd-d13-e7-in-3", S: 19, T: 77, D: 13, E: 7, Scale: 0.3}, 3},
-		partsCase{irtest.AttentionCase{Name: "keys130-in-4-d16-causal", S: 70, T: 130, D: 16, E: 16, Scale: 0.25, Mask: irtest.MaskCausal}, 4},
-		partsCase{irtest.AttentionCase{Name: "keys500-in-4-d64-causal", S: 300, T: 500, D: 64, E: 64, Scale: 0.088388346, Mask: irtest.MaskCausal}, 4},
-		partsCase{irtest.AttentionCase{Name: "residual-64", S: 64, T: 64, D: 64, E: 64, Scale: 0.125, Residual: true}, 0})
 }

@@ -16,9 +16,7 @@ package bench
 //	                        letters (w: the device's workgroup storage, as
 //	                        the webgpu backend grants it: online16x16mcpliw;
 //	                        bN: N key blocks staged at once,
-//	                        online16x16b2mcplitw; onlinetiled2 and
-//	                        onlinetiled4: the tiled kernel, 2 or 4 query
-//	                        rows a thread)
+//	                        online16x16b2mcplitw)
 //	                        (ir.AttentionOnlineFrom set to 1; every
 //	                        other entry runs the full-row order; a tile that
 //	                        does not fit the head is skipped, not timed as

@@ -31,10 +31,6 @@
 #            beside PyTorch eager
 #   attnsplit  the split order's parts in workgroups of their own: bits on the driver, attention at 512-4096 keys in 2, 4
 #            and 8 parts beside the online order in one kernel, eager and SDPA
-#   attntiled  the tiled online kernel (wgsl.OnlineTile.Tiled: two register-tiled products a key block): its bits on
-#            the driver (TestAttentionTiledTiles, full tier), then attention at 512-4096 keys, d 64, alone and in 2, 4
-#            and 8 parts, beside the default kernel, eager and SDPA
-#   attntiledquick  attntiled in about 120 s: the short tier's bits, 2048 and 4096 keys
 #   ceiling  a ceiling for exact attention's shape: bench/triton_attn_ceiling.py (Triton on CUDA cores, with and without
 #            FMA) at 2048 and 4096 keys, d 64, beside eager, and gpucc's kernel in the same call
 #   exactkernels, exactattn  exact's first two steps alone (below); onlinedefault  the online attention default tile's
@@ -410,27 +406,6 @@ suite_last() {
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 64 2048 >"$OUT/torch_attn_last.json" 2>>"$OUT/visit.log"
 	TORCH_NN_EAGER=1 timeout 20 python3 bench/torch_attn.py 128 2048 >"$OUT/torch_attn_last_d128.json" 2>>"$OUT/visit.log"
 	log "torch_attn.py 2048: exit $?"
-}
-# attntiled (about 150 s): the tiled online kernel, 2 or 4 query rows a thread (4 fills 44 KiB of the H100's 48), its
-# bits on the driver first, then timed alone and in parts beside the default kernel and the split it runs as today
-suite_attntiled() {
-	tests attntiled_exact.txt 150 gpucc 'TestAttentionTiledTiles/webgpu'
-	warm
-	benches attntiled.txt 150 bench 'AttnTiles' 200x GPUCC_BENCH_ATTN=512,2048,4096 \
-		GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online@s2 onlinetiled4 onlinetiled4@s2 onlinetiled4@s4 onlinetiled4@s8 onlinetiled2 onlinetiled2@s2 onlinetiled2@s4}"
-	grep -h '^Benchmark' "$OUT/attntiled.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
-	TORCH_NN_EAGER=1 timeout 30 python3 bench/torch_attn.py 64 512 2048 4096 >"$OUT/torch_attn_tiled.json" 2>>"$OUT/visit.log"
-	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_tiled.json" | head -c 600)"
-}
-# attntiledquick (about 120 s): attntiled for the end of a spent budget: the short tier's bits, 2048 and 4096 keys
-suite_attntiledquick() {
-	tests attntiled_exact.txt 60 gpucc 'TestAttentionTiledTiles/webgpu' -test.short
-	warm
-	benches attntiled.txt 90 bench 'AttnTiles' 100x GPUCC_BENCH_ATTN=2048,4096 \
-		GPUCC_BENCH_ATTN_TILES="${ATTN_TILES:-online online@s2 onlinetiled4@s4 onlinetiled4@s8 onlinetiled2@s4}"
-	grep -h '^Benchmark' "$OUT/attntiled.txt" | awk '{print $1, $3, $4, $5, $6, $7, $8}' >>"$OUT/visit.log"
-	TORCH_NN_EAGER=1 timeout 25 python3 bench/torch_attn.py 64 2048 4096 >"$OUT/torch_attn_tiled.json" 2>>"$OUT/visit.log"
-	log "torch_attn.py: exit $? $(tr -d '\n ' <"$OUT/torch_attn_tiled.json" | head -c 600)"
 }
 # ceiling (about 90 s): the online order's shape in Triton beside eager and gpucc's default kernel at 2048 and 4096 keys
 suite_ceiling() {

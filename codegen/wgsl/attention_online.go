@@ -76,10 +76,6 @@ type OnlineTile struct {
 	Span                                               int
 	TreeMax, RowC, VecP, RowL, Index2D, Half, TwoLevel bool
 	Wide                                               bool
-	// Tiled, 2 or 4 (onlinetiled2, onlinetiled4), is the tiled kernel
-	// (attention_tiled.go) of that many query rows a thread, in place of
-	// every field above; it fills the device's workgroup storage, as Wide.
-	Tiled int
 }
 
 // onlineMaxRowBlock is the most query rows a thread (RowBlock).
@@ -140,9 +136,6 @@ func (t OnlineTile) String() string {
 // letters (online16x16mcp, online8x32r2mcpliht, online16x16mcpliw), the
 // default's too (online16x16i), which ParseOnlineTile also reads.
 func (t OnlineTile) spelled() string {
-	if t.Tiled != 0 {
-		return fmt.Sprintf("onlinetiled%d", t.Tiled)
-	}
 	s := fmt.Sprintf("online%dx%d", t.Rows, t.Slices)
 	if t.RowBlock != 0 {
 		s += fmt.Sprintf("r%d", t.RowBlock)
@@ -162,12 +155,6 @@ func (t OnlineTile) spelled() string {
 func ParseOnlineTile(s string) (OnlineTile, error) {
 	if s == "online" {
 		return DefaultOnlineTile, nil
-	}
-	if rows, ok := strings.CutPrefix(s, "onlinetiled"); ok {
-		if n, err := strconv.Atoi(rows); err == nil && (n == 2 || n == 4) && "onlinetiled"+strconv.Itoa(n) == s {
-			return OnlineTile{Tiled: n}, nil
-		}
-		return OnlineTile{}, fmt.Errorf("online attention tile %q: the tiled kernel is onlinetiled2 or onlinetiled4", s)
 	}
 	var t OnlineTile
 	_, err := fmt.Sscanf(s, "online%dx%d", &t.Rows, &t.Slices)
@@ -230,9 +217,6 @@ type onlineShape struct {
 // staging its own keys: its rows and slices are the tile's or fewer
 // (onlineSplitPlan).
 func onlinePlan(a ir.Attention, t OnlineTile, storage int, parts bool) (onlineShape, bool) {
-	if t.Tiled != 0 {
-		return onlineShape{OnlineTile: t, G: 1}, tiledFits(a, t.Tiled, parts, max(storage, attStorage))
-	}
 	limit := attStorage
 	if t.Wide {
 		limit = max(storage, attStorage)
@@ -398,10 +382,6 @@ func attentionOnline(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, storag
 	S, T, D, E, B := a.S, a.T, a.D, a.E, a.Block
 	parts := k.Blocks > 1 // one part of the split order a workgroup (wg.z), written undivided
 	p := onlineKernelPlan(a, storage, parts)
-	if p.Tiled != 0 {
-		attentionTiled(b, k, s, p.Tiled)
-		return
-	}
 	R, N, Rq, G, nb, W := p.Rows, p.Slices, p.rq(), p.G, p.nb(), p.W
 	// perPart: the keys run are a part's (group g's, or the workgroup's)
 	perPart := G > 1 || parts

@@ -138,43 +138,6 @@ func TestOnlineWideStorage(t *testing.T) {
 	}
 }
 
-// TestOnlineTiledPlan: the tiled kernel (onlinetiled2, onlinetiled4)
-// runs where its workgroup arrays fit the device's storage (2 rows a
-// thread at d 64 in lavapipe's 32 KiB, 4 in NVIDIA's 48 KiB; neither in
-// WebGPU's default 16 KiB), heads of at most 64 (the default tile runs
-// past them), and its arrays stay within the storage; the storage is in
-// the shader cache's key under a tiled tile.
-func TestOnlineTiledPlan(t *testing.T) {
-	defer func(from int) { ir.AttentionOnlineFrom = from }(ir.AttentionOnlineFrom)
-	ir.AttentionOnlineFrom = 1
-	for _, c := range []struct {
-		rq, d, storage int
-		tiled          bool
-	}{
-		{2, 64, 16384, false}, {2, 64, 32768, true}, {2, 64, 49152, true},
-		{4, 64, 32768, false}, {4, 64, 49152, true}, {4, 16, 32768, true}, {4, 24, 32768, true}, {4, 32, 32768, false},
-		{2, 65, 49152, false}, {4, 100, 49152, false}, {2, 8, 16384, false}, {2, 13, 32768, true},
-	} {
-		tile := wgsl.OnlineTile{Tiled: c.rq}
-		a := ir.Attention{S: 2048, T: 2048, D: c.d, E: c.d, Block: ir.AttentionBlock}
-		if got := wgsl.OnlineTileFitsIn(a, tile, c.storage); got != c.tiled {
-			t.Errorf("OnlineTileFitsIn(d %d, %s, %d) = %v, want %v", c.d, tile, c.storage, got, c.tiled)
-		}
-		src := emitOnline(t, irtest.AttentionCase{Name: "x", S: 40, T: 70, D: c.d, E: c.d, Scale: 0.125}, tile, wgsl.Target{Storage: c.storage})
-		if got := strings.Contains(src, "var<workgroup> Qs:"); got != c.tiled {
-			t.Errorf("%s at d %d under %d bytes: tiled kernel %v, want %v", tile, c.d, c.storage, got, c.tiled)
-		}
-		if n := workgroupBytes(t, src); n > max(c.storage, 16384) {
-			t.Errorf("%s at d %d under %d bytes: %d bytes of workgroup arrays", tile, c.d, c.storage, n)
-		}
-	}
-	defer func(old wgsl.OnlineTile) { wgsl.AttentionOnlineTile = old }(wgsl.AttentionOnlineTile)
-	wgsl.AttentionOnlineTile = wgsl.OnlineTile{Tiled: 4}
-	if (wgsl.Target{Storage: 32768}).Name() == (wgsl.Target{Storage: 49152}).Name() {
-		t.Error("two storages under a tiled tile share a shader cache key")
-	}
-}
-
 // TestOnlineSpanPlan: a span (bN) stages N key blocks of k at once where
 // the storage holds them: at d 64 under 32 KiB online16x16b2w stages 64
 // keys (64 × 17 vec4s), each thread scoring 2 keys of each block (kb =

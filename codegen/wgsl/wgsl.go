@@ -210,7 +210,7 @@ func (t Target) Name() string {
 	if t.FastPaths {
 		name += "paths/"
 	}
-	if t.storage() > attStorage && (AttentionOnlineTile.Wide || AttentionOnlineTile.Tiled != 0) {
+	if t.storage() > attStorage && AttentionOnlineTile.Wide {
 		// The only knob whose text depends on the device's storage.
 		name += fmt.Sprintf("storage=%d/", t.storage())
 	}
