@@ -456,8 +456,16 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 					fmt.Sprintf("} else if (%s_near && %s(%s) == 1.0) {", v, codegen.FuncName(ir.DivRowIn), a),
 					fmt.Sprintf("\t%s = %s(%s, %s, %s_rn);", q, codegen.FuncName(ir.DivRowNear), a, v, v))
 			}
+			lines = append(lines, "} else {")
+			if near {
+				// the rare leaves outside the near range take the
+				// divisor's parts here, where the row's every thread
+				// computed them before (about 40 instructions a thread)
+				for _, ln := range fastParts(d) {
+					lines = append(lines, "\t"+ln)
+				}
+			}
 			return append(lines,
-				"} else {",
 				fmt.Sprintf("\tif (%s_ok) { %s = %s(%s, %s, %s_b, %s_y, %s_hi, %s_lo, %s_e); }", v, q, codegen.FuncName(fast), a, v, v, v, v, v, v),
 				fmt.Sprintf("\tif (bitcast<u32>(%s) == 0u) { %s = %s(%s, %s); }", q, q, codegen.FuncName(ir.DivFn), a, v),
 				"}",
@@ -496,10 +504,29 @@ func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
 	}
 }
 
-// divisorParts declares per-row divisor j's parts that ir.DivRowFast takes,
-// and with near its correctly rounded reciprocal (ir.DivRowRecip; +0
-// where ir.DivRowNear cannot take the row).
+// divisorParts declares per-row divisor j's values that every leaf's
+// division reads: whether it is 1, and either its parts that
+// ir.DivRowFast takes (fastParts) or, with near, its correctly rounded
+// reciprocal (ir.DivRowRecip; +0 where ir.DivRowNear cannot take the
+// row), with which nearly every leaf is divided: then the parts are
+// computed in the branch of the leaves outside ir.DivRowIn's range.
 func divisorParts(j int, near bool) []string {
+	v := codegen.Value(j)
+	var lines []string
+	if near {
+		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
+			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
+	} else {
+		lines = fastParts(j)
+	}
+	// a divisor of 1 (layer norm's scale) sends every leaf to DivByOne
+	return append(lines, fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))
+}
+
+// fastParts declares per-row divisor j's parts that ir.DivRowFast takes,
+// and whether it may (a divisor that is not normal sends every leaf of
+// the row to the division).
+func fastParts(j int) []string {
 	v := codegen.Value(j)
 	var lines []string
 	for _, f := range []struct {
@@ -508,14 +535,7 @@ func divisorParts(j int, near bool) []string {
 	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}, {"e", ir.DivRowE}} {
 		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
 	}
-	if near {
-		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
-			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
-	}
-	// a divisor that is not normal sends every leaf of the row to the
-	// division; a divisor of 1 (layer norm's scale) every leaf to DivByOne
-	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v),
-		fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))
+	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v))
 }
 
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each
