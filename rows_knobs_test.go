@@ -22,7 +22,8 @@ import (
 // width, partials apart from the leaves), 4096 (the groups' values in
 // red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
 // and wgsl.RowDivFast, with wgsl.RowContiguous, without
-// wgsl.RowDivNear (a fused device's only), and with wgsl.RowVec4 (vec4
+// wgsl.RowDivNear (a fused device's only), without wgsl.RowPartsLazy
+// (likewise), and with wgsl.RowVec4 (vec4
 // loads and stores: 4 leaves a thread, 8 at 128 threads, 16 at 4096
 // leaves; with rowVec4Graph's views besides, some of which it reads as
 // vec4s and some not), against cpuref's bits
@@ -31,23 +32,27 @@ import (
 // compared: under the finite policy such a graph's run is only an error.
 func TestRowKnobs(t *testing.T) {
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
-	defer func(once, fast, contig, near, atomic, vec4 bool, threads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowThreads = once, fast, contig, near, atomic, vec4, threads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowThreads)
+	defer func(once, fast, contig, near, atomic, vec4, lazy bool, threads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads = once, fast, contig, near, atomic, vec4, lazy, threads
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads)
 	threads := wgsl.RowThreads
 	for _, knobs := range []struct {
-		once, fast, contig, near, atomic, vec4 bool
-		threads                                int // wgsl.RowThreads, 0 for the default
+		once, fast, contig, near, atomic, vec4, eager bool // eager: wgsl.RowPartsLazy off
+		threads                                       int  // wgsl.RowThreads, 0 for the default
 	}{
-		{true, true, false, true, false, false, 0}, {false, false, false, true, false, false, 0}, {true, true, true, true, false, false, 0},
-		{true, true, false, false, false, false, 0}, {true, true, false, true, true, false, 0}, {true, true, true, true, true, false, 0},
-		{true, true, false, true, true, true, 0}, {false, false, false, true, false, true, 0}, {true, true, false, true, true, true, 128},
+		{true, true, false, true, false, false, false, 0}, {false, false, false, true, false, false, false, 0}, {true, true, true, true, false, false, false, 0},
+		{true, true, false, false, false, false, false, 0}, {true, true, false, true, true, false, false, 0}, {true, true, true, true, true, false, false, 0},
+		{true, true, false, true, true, true, false, 0}, {false, false, false, true, false, true, false, 0}, {true, true, false, true, true, true, false, 128},
+		{true, true, false, true, true, true, true, 0},
 	} {
 		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic
-		wgsl.RowVec4, wgsl.RowThreads = knobs.vec4, threads
+		wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads = knobs.vec4, !knobs.eager, threads
 		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t,maxatomic=%t", knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic)
 		if knobs.vec4 {
 			name += ",vec4=true"
+		}
+		if knobs.eager {
+			name += ",partseager"
 		}
 		if knobs.threads != 0 {
 			wgsl.RowThreads = knobs.threads

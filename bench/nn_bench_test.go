@@ -28,7 +28,10 @@ package bench
 //	                  not;
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
-//	                  reciprocal (wgsl.RowDivNear off); and of the
+//	                  reciprocal (wgsl.RowDivNear off); partseager,
+//	                  the fused fast path's divisor parts computed by
+//	                  every thread before its leaves (wgsl.RowPartsLazy
+//	                  off); and of the
 //	                  elementwise kernels: vpt1, vpt2, vpt4, vpt8, the
 //	                  vec4s a thread of a large kernel takes
 //	                  (wgsl.VectorsPerThread, 2 by default); scalar,
@@ -130,10 +133,10 @@ func sqrtInt(d int) int {
 
 func BenchmarkNN(b *testing.B) {
 	r, c, s, d := nnSize()
-	defer func(once, fast, near, keys, atomic, paths, contig, rowvec4, vec bool, threads, cheap, vpt, vthreads int) {
-		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise = once, fast, near, keys, atomic, paths, contig, rowvec4, vec
+	defer func(once, fast, near, lazy, keys, atomic, paths, contig, rowvec4, vec bool, threads, cheap, vpt, vthreads int) {
+		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowPartsLazy, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise = once, fast, near, lazy, keys, atomic, paths, contig, rowvec4, vec
 		wgsl.RowThreads, wgsl.RowCheapThreads, wgsl.VectorsPerThread, wgsl.VectorThreads = threads, cheap, vpt, vthreads
-	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise,
+	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowDivNear, wgsl.RowPartsLazy, wgsl.RowMaxKeys, wgsl.RowMaxAtomic, wgsl.FastPaths, wgsl.RowContiguous, wgsl.RowVec4, wgsl.Vectorise,
 		wgsl.RowThreads, wgsl.RowCheapThreads, wgsl.VectorsPerThread, wgsl.VectorThreads)
 	for _, k := range strings.Split(os.Getenv("GPUCC_BENCH_ROWS"), ",") {
 		switch k {
@@ -157,6 +160,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowCheapThreads = 0
 		case "nonear":
 			wgsl.RowDivNear = false
+		case "partseager":
+			wgsl.RowPartsLazy = false
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		case "scalar":

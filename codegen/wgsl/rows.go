@@ -142,7 +142,7 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		}
 		for _, j := range pl.RowAt[d] {
 			if divs[j] {
-				lines = append(lines, divisorParts(j, fused && RowDivNear)...)
+				lines = append(lines, divisorParts(j, fused && RowDivNear, fused && RowDivNear && RowPartsLazy)...)
 			}
 		}
 		b.WriteString(codegen.Indent(lines, 1))
@@ -269,6 +269,14 @@ var RowDivFast = true
 // the fused fast path or the division as before. The same bits (ir's
 // TestDivRowNear); a knob for the benchmarks (Config names it).
 var RowDivNear = true
+
+// RowPartsLazy, with RowDivNear, computes a per-row divisor's parts for
+// the fused fast path (fastParts) in the branch of the leaves outside
+// ir.DivRowNear's range, the rare ones, where every thread of the row
+// computed them before its leaves (about 40 instructions a thread). The
+// same functions of the same values; a knob for the benchmarks (Config
+// names it).
+var RowPartsLazy = true
 
 // RowContiguous makes thread t of a rows kernel's workgroup evaluate the
 // contiguous leaves t·per … t·per + per - 1 of its row (per = P/threads)
@@ -457,10 +465,7 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 					fmt.Sprintf("\t%s = %s(%s, %s, %s_rn);", q, codegen.FuncName(ir.DivRowNear), a, v, v))
 			}
 			lines = append(lines, "} else {")
-			if near {
-				// the rare leaves outside the near range take the
-				// divisor's parts here, where the row's every thread
-				// computed them before (about 40 instructions a thread)
+			if near && RowPartsLazy {
 				for _, ln := range fastParts(d) {
 					lines = append(lines, "\t"+ln)
 				}
@@ -505,19 +510,19 @@ func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
 }
 
 // divisorParts declares per-row divisor j's values that every leaf's
-// division reads: whether it is 1, and either its parts that
-// ir.DivRowFast takes (fastParts) or, with near, its correctly rounded
+// division reads: whether it is 1, its parts that ir.DivRowFast takes
+// (fastParts) unless lazy, and with near its correctly rounded
 // reciprocal (ir.DivRowRecip; +0 where ir.DivRowNear cannot take the
-// row), with which nearly every leaf is divided: then the parts are
-// computed in the branch of the leaves outside ir.DivRowIn's range.
-func divisorParts(j int, near bool) []string {
+// row), with which nearly every leaf is divided.
+func divisorParts(j int, near, lazy bool) []string {
 	v := codegen.Value(j)
 	var lines []string
+	if !lazy {
+		lines = fastParts(j)
+	}
 	if near {
 		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
 			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
-	} else {
-		lines = fastParts(j)
 	}
 	// a divisor of 1 (layer norm's scale) sends every leaf to DivByOne
 	return append(lines, fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))

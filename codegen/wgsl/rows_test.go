@@ -72,3 +72,40 @@ func TestReductionForms(t *testing.T) {
 		})
 	}
 }
+
+// TestRowPartsLazy: on a fused device (the near path) a per-row divisor's
+// parts for the fused fast path are computed in the branch of the leaves
+// outside the near range, once for each of a thread's leaves there, not
+// once a thread before them; with wgsl.RowPartsLazy off, or without the
+// near path (an unfused device), once a thread before the leaves.
+func TestRowPartsLazy(t *testing.T) {
+	defer func(lazy, near bool) { wgsl.RowPartsLazy, wgsl.RowDivNear = lazy, near }(wgsl.RowPartsLazy, wgsl.RowDivNear)
+	b := ir.NewBuilder()
+	b.Output("y", b.Input(ir.Shape{3, 1024}, make([]float32, 3*1024)).Softmax(1))
+	g, err := b.Build(ir.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, err := passes.Compile(g, passes.Options{MaxInvocations: 256, MaxWorkgroupStorage: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		fused, lazy, near bool
+		top, inBranch     int // "_b = prim_div_row_b(" at the top level (one tab) and inside a leaf's else branch
+	}{
+		{true, true, true, 0, 4}, {true, false, true, 1, 0}, {true, true, false, 1, 0}, {false, true, true, 1, 0},
+	} {
+		wgsl.RowPartsLazy, wgsl.RowDivNear = c.lazy, c.near
+		sh, err := wgsl.Target{Fused: c.fused}.Emit(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := sh[0].Source
+		top, inBranch := strings.Count(src, "\n\tlet v4_b = prim_div_row_b("), strings.Count(src, "\n\t\t\tlet v4_b = prim_div_row_b(")
+		if top != c.top || inBranch != c.inBranch {
+			t.Errorf("fused %t, lazy %t, near %t: the parts at the top %d times and in a leaf's branch %d, want %d and %d:\n%s",
+				c.fused, c.lazy, c.near, top, inBranch, c.top, c.inBranch, src)
+		}
+	}
+}

@@ -37,13 +37,13 @@ import (
 )
 
 // Config names the generator's tuning knobs that change its output without
-// changing the kernel (Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowCheapThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowMaxAtomic,
+// changing the kernel (Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowCheapThreads, RowRootOnce, RowDivFast, RowDivNear, RowPartsLazy, RowMaxKeys, RowMaxAtomic,
 // RowContiguous, RowVec4, AttentionTile, AttentionOnlineTile, MatmulEpilogueLoop), and ir.AttentionOnlineFrom and
 // ir.AttentionSplit, which pick attention's rounding order from its shapes and are not in the
 // program's key: caches of generated code must include them in their keys.
 func Config() string {
-	return fmt.Sprintf("vec=%t,vpt=%d,threads=%d,rowthreads=%d,cheapthreads=%d,rootonce=%t,divfast=%t,divnear=%t,maxkeys=%t,maxatomic=%t,contig=%t,rowvec4=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
-		Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowCheapThreads, RowRootOnce, RowDivFast, RowDivNear, RowMaxKeys, RowMaxAtomic, RowContiguous, RowVec4, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
+	return fmt.Sprintf("vec=%t,vpt=%d,threads=%d,rowthreads=%d,cheapthreads=%d,rootonce=%t,divfast=%t,divnear=%t,partslazy=%t,maxkeys=%t,maxatomic=%t,contig=%t,rowvec4=%t,att=%s,online=%s,onlinefrom=%d,split=%d,mmloop=%t",
+		Vectorise, VectorsPerThread, VectorThreads, RowThreads, RowCheapThreads, RowRootOnce, RowDivFast, RowDivNear, RowPartsLazy, RowMaxKeys, RowMaxAtomic, RowContiguous, RowVec4, AttentionTile, AttentionOnlineTile, ir.AttentionOnlineFrom,
 		ir.AttentionSplit, MatmulEpilogueLoop)
 }
 
