@@ -180,11 +180,11 @@ suite_exactattn() {
 # size (TestRowDivision: 64, 128, 256 threads), every knob (TestRowKnobs: contiguous runs, wgsl.RowContiguous) and
 # TestRowThreads, then softmax, log-softmax and layer norm [8192,1024] under the default, nonear (the fused fast division
 # instead of the correctly rounded reciprocal's, wgsl.RowDivNear), contig, threads128 and both, beside PyTorch eager, each a
-# fresh process
+# fresh process (ROWS="default partseager default partseager" picks the settings: partseager, wgsl.RowPartsLazy off)
 suite_rowsnext() {
 	tests rowsnext_exact.txt 150 gpucc 'TestRow(Knobs|Division|Max|Threads)'
 	warm
-	for v in default nonear contig threads128 threads128,contig; do
+	for v in ${ROWS:-default nonear contig threads128 threads128,contig}; do
 		benches rowsnext_rows.txt 60 bench 'NN/(softmax|logsoftmax|layernorm)/' 200x GPUCC_BENCH_NN=8192,1024,256,64 GPUCC_BENCH_ROWS=$v
 		echo "## GPUCC_BENCH_ROWS=$v" >>"$OUT/rowsnext_rows.txt"
 	done
