@@ -140,9 +140,10 @@ func rowsKernel(b *strings.Builder, k *ir.Kernel, s *codegen.Shader, fused bool)
 		for _, j := range pl.RowAt[d] {
 			lines = append(lines, codegen.Instr(Lang, k, j, load("o"), fmt.Sprintf("r%d", j))...)
 		}
+		near := fused && RowDivNear
 		for _, j := range pl.RowAt[d] {
 			if divs[j] {
-				lines = append(lines, divisorParts(j, fused && RowDivNear, fused && RowDivNear && RowPartsLazy)...)
+				lines = append(lines, divisorParts(j, near, near && RowPartsLazy)...)
 			}
 		}
 		b.WriteString(codegen.Indent(lines, 1))
