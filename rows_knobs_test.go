@@ -22,7 +22,7 @@ import (
 // width, partials apart from the leaves), 4096 (the groups' values in
 // red) and 1000 (padded to 1024), with each setting of wgsl.RowRootOnce
 // and wgsl.RowDivFast, with wgsl.RowContiguous, without
-// wgsl.RowDivNear (a fused device's only), without wgsl.RowPartsLazy
+// wgsl.RowDivNear (a fused device's only), with wgsl.RowPartsLazy
 // (likewise), and with wgsl.RowVec4 (vec4
 // loads and stores: 4 leaves a thread, 8 at 128 threads, 16 at 4096
 // leaves; with rowVec4Graph's views besides, some of which it reads as
@@ -37,8 +37,8 @@ func TestRowKnobs(t *testing.T) {
 	}(wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic, wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads)
 	threads := wgsl.RowThreads
 	for _, knobs := range []struct {
-		once, fast, contig, near, atomic, vec4, eager bool // eager: wgsl.RowPartsLazy off
-		threads                                       int  // wgsl.RowThreads, 0 for the default
+		once, fast, contig, near, atomic, vec4, lazy bool // wgsl.RowPartsLazy
+		threads                                      int  // wgsl.RowThreads, 0 for the default
 	}{
 		{true, true, false, true, false, false, false, 0}, {false, false, false, true, false, false, false, 0}, {true, true, true, true, false, false, false, 0},
 		{true, true, false, false, false, false, false, 0}, {true, true, false, true, true, false, false, 0}, {true, true, true, true, true, false, false, 0},
@@ -46,13 +46,13 @@ func TestRowKnobs(t *testing.T) {
 		{true, true, false, true, true, true, true, 0},
 	} {
 		wgsl.RowRootOnce, wgsl.RowDivFast, wgsl.RowContiguous, wgsl.RowDivNear, wgsl.RowMaxAtomic = knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic
-		wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads = knobs.vec4, !knobs.eager, threads
+		wgsl.RowVec4, wgsl.RowPartsLazy, wgsl.RowThreads = knobs.vec4, knobs.lazy, threads
 		name := fmt.Sprintf("once=%t,divfast=%t,contig=%t,near=%t,maxatomic=%t", knobs.once, knobs.fast, knobs.contig, knobs.near, knobs.atomic)
 		if knobs.vec4 {
 			name += ",vec4=true"
 		}
-		if knobs.eager {
-			name += ",partseager"
+		if knobs.lazy {
+			name += ",partslazy"
 		}
 		if knobs.threads != 0 {
 			wgsl.RowThreads = knobs.threads

@@ -180,7 +180,7 @@ suite_exactattn() {
 # size (TestRowDivision: 64, 128, 256 threads), every knob (TestRowKnobs: contiguous runs, wgsl.RowContiguous) and
 # TestRowThreads, then softmax, log-softmax and layer norm [8192,1024] under the default, nonear (the fused fast division
 # instead of the correctly rounded reciprocal's, wgsl.RowDivNear), contig, threads128 and both, beside PyTorch eager, each a
-# fresh process (ROWS="default partseager default partseager" picks the settings: partseager, wgsl.RowPartsLazy off)
+# fresh process (ROWS="default partslazy default partslazy" picks the settings: partslazy, wgsl.RowPartsLazy)
 suite_rowsnext() {
 	tests rowsnext_exact.txt 150 gpucc 'TestRow(Knobs|Division|Max|Threads)'
 	warm

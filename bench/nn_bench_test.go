@@ -28,10 +28,11 @@ package bench
 //	                  not;
 //	                  nonear, a per-row divisor's leaves divided by the
 //	                  fused fast path, not by its correctly rounded
-//	                  reciprocal (wgsl.RowDivNear off); partseager,
-//	                  the fused fast path's divisor parts computed by
-//	                  every thread before its leaves (wgsl.RowPartsLazy
-//	                  off); and of the
+//	                  reciprocal (wgsl.RowDivNear off); partslazy,
+//	                  the fused fast path's divisor parts computed in the
+//	                  branch of the leaves that take it, not by every
+//	                  thread before its leaves (wgsl.RowPartsLazy); and
+//	                  of the
 //	                  elementwise kernels: vpt1, vpt2, vpt4, vpt8, the
 //	                  vec4s a thread of a large kernel takes
 //	                  (wgsl.VectorsPerThread, 2 by default); scalar,
@@ -160,8 +161,8 @@ func BenchmarkNN(b *testing.B) {
 			wgsl.RowCheapThreads = 0
 		case "nonear":
 			wgsl.RowDivNear = false
-		case "partseager":
-			wgsl.RowPartsLazy = false
+		case "partslazy":
+			wgsl.RowPartsLazy = true
 		case "threads32", "threads64", "threads128", "threads256":
 			wgsl.RowThreads, _ = strconv.Atoi(strings.TrimPrefix(k, "threads"))
 		case "scalar":

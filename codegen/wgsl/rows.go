@@ -273,11 +273,13 @@ var RowDivNear = true
 
 // RowPartsLazy, with RowDivNear, computes a per-row divisor's parts for
 // the fused fast path (fastParts) in the branch of the leaves outside
-// ir.DivRowNear's range, the rare ones, where every thread of the row
-// computed them before its leaves (about 40 instructions a thread). The
-// same functions of the same values; a knob for the benchmarks (Config
-// names it).
-var RowPartsLazy = true
+// ir.DivRowNear's range, the rare ones, where otherwise every thread of
+// the row computes them before its leaves (about 40 instructions a
+// thread). The same functions of the same values; off until a driver
+// whose fma is fused has run its bits and timed it beside the default
+// (device.sh rowsnext with ROWS="default partslazy"): a knob for the
+// benchmarks (Config names it).
+var RowPartsLazy = false
 
 // RowContiguous makes thread t of a rows kernel's workgroup evaluate the
 // contiguous leaves t·per … t·per + per - 1 of its row (per = P/threads)
@@ -517,21 +519,25 @@ func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
 // row), with which nearly every leaf is divided.
 func divisorParts(j int, near, lazy bool) []string {
 	v := codegen.Value(j)
-	var lines []string
+	var parts, lines []string
 	if !lazy {
-		lines = fastParts(j)
+		parts = fastParts(j)
+		lines = slices.Clone(parts[:len(parts)-1])
 	}
 	if near {
 		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
 			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
+	}
+	if !lazy {
+		lines = append(lines, parts[len(parts)-1]) // _ok, after the reciprocal as before RowPartsLazy
 	}
 	// a divisor of 1 (layer norm's scale) sends every leaf to DivByOne
 	return append(lines, fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))
 }
 
 // fastParts declares per-row divisor j's parts that ir.DivRowFast takes,
-// and whether it may (a divisor that is not normal sends every leaf of
-// the row to the division).
+// and last whether it may (a divisor that is not normal sends every leaf
+// of the row to the division).
 func fastParts(j int) []string {
 	v := codegen.Value(j)
 	var lines []string

@@ -73,11 +73,12 @@ func TestReductionForms(t *testing.T) {
 	}
 }
 
-// TestRowPartsLazy: on a fused device (the near path) a per-row divisor's
-// parts for the fused fast path are computed in the branch of the leaves
-// outside the near range, once for each of a thread's leaves there, not
-// once a thread before them; with wgsl.RowPartsLazy off, or without the
-// near path (an unfused device), once a thread before the leaves.
+// TestRowPartsLazy: with wgsl.RowPartsLazy on a fused device (the near
+// path) a per-row divisor's parts for the fused fast path are computed in
+// the branch of the leaves outside the near range, once for each of a
+// thread's leaves there, not once a thread before them; with it off, or
+// without the near path (an unfused device), once a thread before the
+// leaves, in the order of the kernels before the knob.
 func TestRowPartsLazy(t *testing.T) {
 	defer func(lazy, near bool) { wgsl.RowPartsLazy, wgsl.RowDivNear = lazy, near }(wgsl.RowPartsLazy, wgsl.RowDivNear)
 	b := ir.NewBuilder()
@@ -103,9 +104,29 @@ func TestRowPartsLazy(t *testing.T) {
 		}
 		src := sh[0].Source
 		top, inBranch := strings.Count(src, "\n\tlet v4_b = prim_div_row_b("), strings.Count(src, "\n\t\t\tlet v4_b = prim_div_row_b(")
+		// eager, the declarations of the kernels before the knob, each once
+		if c.fused && c.near && c.top == 1 && !strings.Contains(src, eagerParts) {
+			t.Errorf("fused %t, lazy %t, near %t: not the declarations before the knob:\n%s", c.fused, c.lazy, c.near, src)
+		}
+		if n := strings.Count(src, "let v4_ok = "); n != max(c.top, c.inBranch) {
+			t.Errorf("fused %t, lazy %t, near %t: v4_ok declared %d times", c.fused, c.lazy, c.near, n)
+		}
 		if top != c.top || inBranch != c.inBranch {
 			t.Errorf("fused %t, lazy %t, near %t: the parts at the top %d times and in a leaf's branch %d, want %d and %d:\n%s",
 				c.fused, c.lazy, c.near, top, inBranch, c.top, c.inBranch, src)
 		}
 	}
 }
+
+// eagerParts is how the rows kernels declared a per-row divisor's values
+// on a fused device before wgsl.RowPartsLazy.
+const eagerParts = `	let v4_b = prim_div_row_b(v4);
+	let v4_y = prim_div_row_y(v4);
+	let v4_hi = prim_div_row_hi(v4);
+	let v4_lo = prim_div_row_lo(v4);
+	let v4_e = prim_div_row_e(v4);
+	let v4_rn = prim_div_row_rn(v4);
+	let v4_near = bitcast<u32>(v4_rn) != 0u;
+	let v4_ok = prim_div_row_ok(v4) == 1.0;
+	let v4_one = bitcast<u32>(v4) == 0x3f800000u;
+`
