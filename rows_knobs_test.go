@@ -114,7 +114,8 @@ func rowVec4Graph(t *testing.T, s ir.Shape) *ir.Graph {
 // numerators (irtest.DivPairs), so that the fast path, its fallback and
 // both within one warp all run, on a fused device the leaves of
 // ir.DivRowNear's range and those at its edges too; under each workgroup size a visit may
-// choose (wgsl.RowThreads 64, 128, 256).
+// choose (wgsl.RowThreads 64, 128, 256), the fast path with its divisor
+// parts computed lazily too (wgsl.RowPartsLazy).
 func TestRowDivision(t *testing.T) {
 	const cols = 1024
 	rt := open(t, "webgpu", func(o *gpucc.Options) { o.Limits = ir.Limits{NonFinite: true} })
@@ -162,11 +163,14 @@ func TestRowDivision(t *testing.T) {
 			threads = append(threads, n)
 		}
 	}
+	type knobs struct{ fast, lazy bool }
 	for _, n := range threads {
-		for _, fast := range []bool{true, false} {
-			t.Run(fmt.Sprintf("threads=%d/divfast=%t", n, fast), func(t *testing.T) {
-				defer func(v bool, n int) { wgsl.RowDivFast, wgsl.RowThreads = v, n }(wgsl.RowDivFast, wgsl.RowThreads)
-				wgsl.RowDivFast, wgsl.RowThreads = fast, n
+		for _, k := range []knobs{{true, false}, {false, false}, {true, true}} {
+			t.Run(fmt.Sprintf("threads=%d/divfast=%t/partslazy=%t", n, k.fast, k.lazy), func(t *testing.T) {
+				defer func(v, lazy bool, n int) {
+					wgsl.RowDivFast, wgsl.RowPartsLazy, wgsl.RowThreads = v, lazy, n
+				}(wgsl.RowDivFast, wgsl.RowPartsLazy, wgsl.RowThreads)
+				wgsl.RowDivFast, wgsl.RowPartsLazy, wgsl.RowThreads = k.fast, k.lazy, n
 				res, err := rt.Run(context.Background(), g)
 				if err != nil {
 					t.Fatal(err)
