@@ -469,7 +469,7 @@ func rowDivisions(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel, fused b
 			}
 			lines = append(lines, "} else {")
 			if near && RowPartsLazy {
-				for _, ln := range fastParts(d) {
+				for _, ln := range append(fastParts(d), fastOK(d)) {
 					lines = append(lines, "\t"+ln)
 				}
 			}
@@ -519,25 +519,22 @@ func rowMaxNeg(b *strings.Builder, pl *codegen.RowPlan, k *ir.Kernel) {
 // row), with which nearly every leaf is divided.
 func divisorParts(j int, near, lazy bool) []string {
 	v := codegen.Value(j)
-	var parts, lines []string
+	var lines []string
 	if !lazy {
-		parts = fastParts(j)
-		lines = slices.Clone(parts[:len(parts)-1])
+		lines = fastParts(j)
 	}
 	if near {
 		lines = append(lines, fmt.Sprintf("let %s_rn = %s(%s);", v, codegen.FuncName(ir.DivRowRecip), v),
 			fmt.Sprintf("let %s_near = bitcast<u32>(%s_rn) != 0u;", v, v))
 	}
 	if !lazy {
-		lines = append(lines, parts[len(parts)-1]) // _ok, after the reciprocal as before RowPartsLazy
+		lines = append(lines, fastOK(j))
 	}
 	// a divisor of 1 (layer norm's scale) sends every leaf to DivByOne
 	return append(lines, fmt.Sprintf("let %s_one = bitcast<u32>(%s) == 0x3f800000u;", v, v))
 }
 
-// fastParts declares per-row divisor j's parts that ir.DivRowFast takes,
-// and last whether it may (a divisor that is not normal sends every leaf
-// of the row to the division).
+// fastParts declares per-row divisor j's parts that ir.DivRowFast takes.
 func fastParts(j int) []string {
 	v := codegen.Value(j)
 	var lines []string
@@ -547,7 +544,15 @@ func fastParts(j int) []string {
 	}{{"b", ir.DivRowB}, {"y", ir.DivRowY}, {"hi", ir.DivRowHi}, {"lo", ir.DivRowLo}, {"e", ir.DivRowE}} {
 		lines = append(lines, fmt.Sprintf("let %s_%s = %s(%s);", v, f.suffix, codegen.FuncName(f.fn), v))
 	}
-	return append(lines, fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v))
+	return lines
+}
+
+// fastOK declares whether ir.DivRowFast may take per-row divisor j's
+// leaves: a divisor that is not normal sends every leaf of the row to the
+// division.
+func fastOK(j int) string {
+	v := codegen.Value(j)
+	return fmt.Sprintf("let %s_ok = %s(%s) == 1.0;", v, codegen.FuncName(ir.DivRowOK), v)
 }
 
 // wgPass renders pass d of a rows kernel whose rows get a workgroup each
